@@ -1,0 +1,134 @@
+use crate::types::{ObjectAttr, Type};
+use indexmap::IndexMap;
+
+/// One attribute of a resource, data source or provider configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attribute {
+    pub ty: Type,
+    /// Must be set in configuration.
+    pub required: bool,
+    /// May be set in configuration.
+    pub optional: bool,
+    /// Set by the provider: always when neither required nor optional, else when not configured.
+    pub computed: bool,
+    pub sensitive: bool,
+    /// Changing it means destroying and re-creating the object (`replace_because_immutable`).
+    pub force_new: bool,
+    pub description: String,
+}
+
+impl Attribute {
+    pub fn required(ty: Type) -> Self {
+        Self {
+            ty,
+            required: true,
+            optional: false,
+            computed: false,
+            sensitive: false,
+            force_new: false,
+            description: String::new(),
+        }
+    }
+
+    pub fn optional(ty: Type) -> Self {
+        Self { required: false, optional: true, ..Self::required(ty) }
+    }
+
+    /// Only the provider sets it; configuration may not.
+    pub fn computed(ty: Type) -> Self {
+        Self { required: false, computed: true, ..Self::required(ty) }
+    }
+
+    /// Configuration may set it; otherwise the provider chooses.
+    pub fn optional_computed(ty: Type) -> Self {
+        Self { computed: true, ..Self::optional(ty) }
+    }
+
+    pub fn sensitive(mut self) -> Self {
+        self.sensitive = true;
+        self
+    }
+
+    pub fn force_new(mut self) -> Self {
+        self.force_new = true;
+        self
+    }
+
+    pub fn describe(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Whether configuration may set this attribute at all.
+    pub fn is_configurable(&self) -> bool {
+        self.required || self.optional
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockNesting {
+    /// At most one block; its value is an object (or null).
+    Single,
+    /// Any number of blocks in order; its value is a list of objects.
+    List,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NestedBlock {
+    pub nesting: BlockNesting,
+    pub min_items: usize,
+    pub max_items: Option<usize>,
+    pub block: Schema,
+}
+
+/// The shape of a resource, data source or provider configuration.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Schema {
+    pub description: String,
+    pub attributes: IndexMap<String, Attribute>,
+    pub blocks: IndexMap<String, NestedBlock>,
+}
+
+impl Schema {
+    pub fn new(description: impl Into<String>) -> Self {
+        Self { description: description.into(), ..Self::default() }
+    }
+
+    pub fn attr(mut self, name: &str, attribute: Attribute) -> Self {
+        self.attributes.insert(name.to_owned(), attribute);
+        self
+    }
+
+    pub fn block(mut self, name: &str, nesting: BlockNesting, block: Schema) -> Self {
+        let max_items = (nesting == BlockNesting::Single).then_some(1);
+        self.blocks.insert(name.to_owned(), NestedBlock { nesting, min_items: 0, max_items, block });
+        self
+    }
+
+    /// The object type of a value of this schema, nested blocks included.
+    pub fn value_type(&self) -> Type {
+        let mut attrs: IndexMap<String, ObjectAttr> = self
+            .attributes
+            .iter()
+            .map(|(name, a)| (name.clone(), ObjectAttr::optional(a.ty.clone())))
+            .collect();
+        for (name, nested) in &self.blocks {
+            let ty = match nested.nesting {
+                BlockNesting::Single => nested.block.value_type(),
+                BlockNesting::List => Type::list(nested.block.value_type()),
+            };
+            attrs.insert(name.clone(), ObjectAttr::optional(ty));
+        }
+        Type::Object(attrs)
+    }
+}
+
+/// Everything a provider declares: its own configuration and the types it manages.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ProviderSchema {
+    /// The provider's local name, as in `provider "kubernetes" {}`.
+    pub name: String,
+    pub config: Schema,
+    pub resources: IndexMap<String, Schema>,
+    pub data_sources: IndexMap<String, Schema>,
+}

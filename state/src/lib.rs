@@ -1,0 +1,122 @@
+//! The state format: what gpustack last saw of every object a stack manages.
+//!
+//! Versioned JSON with a `lineage` (which history this state belongs to, fixed at creation) and
+//! a `serial` (incremented on every write), so that a saved plan can refuse to apply over a
+//! state it was not made from. Backends and locking arrive with the reconciliation engine.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    pub format_version: u32,
+    /// The gpustack version that wrote it.
+    pub gpustack_version: String,
+    pub lineage: String,
+    pub serial: u64,
+    #[serde(default)]
+    pub outputs: IndexMap<String, OutputState>,
+    #[serde(default)]
+    pub resources: Vec<ResourceState>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputState {
+    pub value: serde_json::Value,
+    #[serde(default)]
+    pub sensitive: bool,
+}
+
+/// One managed object instance, e.g. `module.ts.kubernetes_manifest.config` or `aks_nodepool.gpu["a"]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceState {
+    pub address: String,
+    pub mode: ResourceMode,
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// The provider configuration address, e.g. `provider.azure.west`.
+    pub provider: String,
+    pub attributes: serde_json::Value,
+    /// Attribute paths whose values are sensitive; their values are stored, never displayed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sensitive_paths: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResourceMode {
+    Managed,
+    Data,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeStateError {
+    #[error("the state is not valid JSON in the gpustack state format")]
+    Malformed(#[from] serde_json::Error),
+    #[error("the state has format version {found}; this gpustack reads version {FORMAT_VERSION}")]
+    UnsupportedVersion { found: u32 },
+}
+
+impl State {
+    pub fn new(lineage: impl Into<String>, gpustack_version: impl Into<String>) -> Self {
+        Self {
+            format_version: FORMAT_VERSION,
+            gpustack_version: gpustack_version.into(),
+            lineage: lineage.into(),
+            serial: 0,
+            outputs: IndexMap::new(),
+            resources: Vec::new(),
+        }
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeStateError> {
+        #[derive(Deserialize)]
+        struct Header {
+            format_version: u32,
+        }
+        let header: Header = serde_json::from_slice(bytes)?;
+        if header.format_version != FORMAT_VERSION {
+            return Err(DecodeStateError::UnsupportedVersion { found: header.format_version });
+        }
+        Ok(serde_json::from_slice(bytes)?)
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    pub fn resource(&self, address: &str) -> Option<&ResourceState> {
+        self.resources.iter().find(|r| r.address == address)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_rejects_other_versions() {
+        let mut state = State::new("9b7c", "0.1.0");
+        state.resources.push(ResourceState {
+            address: "local_file.a".into(),
+            mode: ResourceMode::Managed,
+            type_name: "local_file".into(),
+            provider: "provider.local".into(),
+            attributes: serde_json::json!({"filename": "a.txt"}),
+            sensitive_paths: vec![],
+            dependencies: vec!["var.x".into()],
+        });
+        let decoded = State::decode(&state.encode()).unwrap();
+        assert_eq!(decoded, state);
+        assert_eq!(decoded.resource("local_file.a").unwrap().type_name, "local_file");
+
+        let future = String::from_utf8(state.encode()).unwrap().replace("\"format_version\": 1", "\"format_version\": 9");
+        assert!(matches!(State::decode(future.as_bytes()), Err(DecodeStateError::UnsupportedVersion { found: 9 })));
+    }
+}
