@@ -1,1 +1,105 @@
+//! gpustack: GPU infrastructure on Kubernetes as code.
+//!
+//! The pipeline is load → evaluate → graph → refresh → diff → plan → apply → validate; this crate
+//! holds the language (`config`, `lang`), the dependency graph (`graph`) and evaluation
+//! (`evaluate`), and the binary's commands on top of them.
 
+pub mod config;
+pub mod diag;
+pub mod evaluate;
+pub mod fmt;
+pub mod graph;
+pub mod lang;
+pub mod source;
+pub mod version;
+
+use crate::config::{Expr, Stack};
+use crate::diag::Diags;
+use crate::evaluate::{EvalOptions, Evaluated, Inputs, RawInput};
+use crate::graph::Graph;
+use crate::source::SourceMap;
+use gpustack_protocol::Diagnostic;
+use gpustack_providers::Registry;
+use hcl_edit::structure::Structure;
+use std::path::{Path, PathBuf};
+
+/// Where root variable values come from, lowest precedence first: the environment
+/// (`GPUSTACK_VAR_<name>`), `--var-file`s in order, then `--var`s in order.
+#[derive(Debug, Default, Clone)]
+pub struct VariableArgs {
+    pub vars: Vec<String>,
+    pub var_files: Vec<PathBuf>,
+    pub env: Vec<(String, String)>,
+}
+
+impl VariableArgs {
+    /// The `GPUSTACK_VAR_*` variables of this process.
+    pub fn from_process_env(vars: Vec<String>, var_files: Vec<PathBuf>) -> Self {
+        let env = std::env::vars().filter_map(|(k, v)| k.strip_prefix("GPUSTACK_VAR_").map(|n| (n.to_owned(), v))).collect();
+        Self { vars, var_files, env }
+    }
+}
+
+/// A stack loaded, graphed and evaluated, with every problem found on the way.
+pub struct Loaded {
+    pub sources: SourceMap,
+    pub stack: Stack,
+    pub graph: Graph,
+    pub evaluated: Evaluated,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Loaded {
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// Runs every static phase over the stack in `dir`. All problems are collected, never only the
+/// first; no phase performs network I/O.
+pub fn load(dir: &Path, variables: &VariableArgs, options: EvalOptions) -> Loaded {
+    let registry = Registry::builtin();
+    let mut sources = SourceMap::new(dir);
+    let mut diags = Diags::default();
+    let stack = config::load_stack(dir, &mut sources, &mut diags);
+    let inputs = collect_inputs(variables, &mut sources, &mut diags);
+    let (graph, evaluated) = if stack.modules.is_empty() {
+        (graph::build(&stack, &sources, &registry, &mut diags), Evaluated::default())
+    } else {
+        let graph = graph::build(&stack, &sources, &registry, &mut diags);
+        let evaluated = evaluate::evaluate(&stack, &graph, &registry, &sources, &inputs, options, &mut diags);
+        (graph, evaluated)
+    };
+    let diagnostics = diags.into_sorted(&sources);
+    Loaded { sources, stack, graph, evaluated, diagnostics }
+}
+
+fn collect_inputs(args: &VariableArgs, sources: &mut SourceMap, diags: &mut Diags) -> Inputs {
+    let mut inputs = Inputs::default();
+    for (name, raw) in &args.env {
+        inputs.0.insert(name.clone(), RawInput::Text { raw: raw.clone(), origin: format!("the environment variable GPUSTACK_VAR_{name}") });
+    }
+    for path in &args.var_files {
+        let Some((file, body)) = config::parse_file(sources, path, diags) else { continue };
+        for structure in body {
+            match structure {
+                Structure::Attribute(attr) => {
+                    inputs.0.insert(attr.key.as_str().to_owned(), RawInput::Expr(Expr { expr: attr.value, file }));
+                }
+                Structure::Block(block) => {
+                    use hcl_edit::Span as _;
+                    diags.error(config::span_of(file, block.ident.span()), "Unexpected block", "A variable file holds only name = value assignments.");
+                }
+            }
+        }
+    }
+    for var in &args.vars {
+        match var.split_once('=') {
+            Some((name, raw)) if !name.trim().is_empty() => {
+                inputs.0.insert(name.trim().to_owned(), RawInput::Text { raw: raw.to_owned(), origin: format!("--var {name}=...") });
+            }
+            _ => diags.error(None, "Invalid --var option", format!("\"{var}\" is not of the form NAME=VALUE.")),
+        }
+    }
+    inputs
+}

@@ -120,3 +120,28 @@ mod tests {
         assert!(matches!(State::decode(future.as_bytes()), Err(DecodeStateError::UnsupportedVersion { found: 9 })));
     }
 }
+
+/// The configuration each state backend accepts in `gpustack { backend "KIND" { ... } }`.
+pub fn backend_schema(kind: &str) -> Option<gpustack_protocol::Schema> {
+    use gpustack_protocol::{Attribute, Schema, Type};
+    let schema = match kind {
+        "local" => Schema::new("State in a file next to the stack.")
+            .attr("path", Attribute::optional(Type::String).describe("Default .gpustack/state.json.")),
+        "kubernetes" => Schema::new("State in Secrets of a namespace, locked with a Lease.")
+            .attr("namespace", Attribute::required(Type::String))
+            .attr("secret_suffix", Attribute::required(Type::String))
+            .attr("config_path", Attribute::optional(Type::String))
+            .attr("context", Attribute::optional(Type::String))
+            .attr("in_cluster", Attribute::optional(Type::Bool))
+            .attr("lock_ttl", Attribute::optional(Type::String).describe("How long a crashed holder's lock lives, e.g. \"2m\".")),
+        "s3" => Schema::new("State in an S3 object, locked with a conditional write.")
+            .attr("bucket", Attribute::required(Type::String))
+            .attr("key", Attribute::required(Type::String))
+            .attr("region", Attribute::optional(Type::String))
+            .attr("endpoint", Attribute::optional(Type::String))
+            .attr("profile", Attribute::optional(Type::String))
+            .attr("use_path_style", Attribute::optional(Type::Bool)),
+        _ => return None,
+    };
+    Some(schema)
+}

@@ -1,0 +1,689 @@
+//! Reading a stack directory and its modules into [`Stack`].
+
+use super::*;
+use crate::diag::{Diags, suggest};
+use crate::lang::types::parse_type;
+use crate::source::{SourceMap, normalize};
+use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
+use hcl_edit::structure::{Attribute, Block, Structure};
+use std::path::Path;
+
+/// Deeper module nesting than this is almost certainly a mistake, and bounds the work.
+const MAX_MODULE_DEPTH: usize = 32;
+
+/// Reads and parses one file; a syntax error becomes a diagnostic at its location.
+pub fn parse_file(sources: &mut SourceMap, path: &Path, diags: &mut Diags) -> Option<(FileId, Body)> {
+    let text = match std::fs::read(path) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(err) => {
+                let valid = err.utf8_error().valid_up_to();
+                let text = String::from_utf8_lossy(err.as_bytes()).into_owned();
+                let id = sources.add(path, text);
+                diags.error(Span::new(id, valid..valid), "Invalid UTF-8", "Stack files must be UTF-8 encoded text.");
+                return None;
+            }
+        },
+        Err(err) => {
+            diags.error(None, "Cannot read file", format!("{}: {err}", path.display()));
+            return None;
+        }
+    };
+    let id = sources.add(path, text);
+    let file = sources.file(id);
+    match hcl_edit::parser::parse_body(&file.text) {
+        Ok(body) => Some((id, body)),
+        Err(err) => {
+            let loc = err.location();
+            let offset = file.offset(loc.line(), loc.column());
+            let end = file.text.get(offset..).and_then(|rest| rest.chars().next()).map_or(offset, |c| offset + c.len_utf8());
+            diags.error(Span::new(id, offset..end), "Syntax error", capitalize(err.message()));
+            None
+        }
+    }
+}
+
+fn capitalize(message: &str) -> String {
+    let mut chars = message.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect::<String>() + ".",
+        None => "The file could not be parsed.".into(),
+    }
+}
+
+/// Loads the stack in `dir` and every module it calls, reporting all structural problems.
+pub fn load_stack(dir: &Path, sources: &mut SourceMap, diags: &mut Diags) -> Stack {
+    let mut stack = Stack::default();
+    let dir = normalize(dir);
+    let root = match hcl_files(&dir) {
+        Ok(files) if !files.is_empty() => files,
+        Ok(_) => {
+            diags.error(None, "No stack files", format!("{} contains no .hcl files.", dir.display()));
+            return stack;
+        }
+        Err(err) => {
+            diags.error(None, "Cannot read stack directory", format!("{}: {err}", dir.display()));
+            return stack;
+        }
+    };
+    let module = load_module(Vec::new(), dir, None, &root, sources, diags);
+    stack.modules.push(module);
+    // Breadth-first over calls; indices stay stable because modules are only appended.
+    let mut next = 0;
+    while next < stack.modules.len() {
+        let calls: Vec<(String, PathBuf, Span)> = {
+            let m = &stack.modules[next];
+            m.calls.values().filter_map(|c| resolve_source(&m.dir, c).map(|d| (c.name.clone(), d, c.source_span))).collect()
+        };
+        for (name, child_dir, source_span) in calls {
+            let parent = &stack.modules[next];
+            if parent.path.len() >= MAX_MODULE_DEPTH || ancestors_include(&stack, next, &child_dir) {
+                diags.error(source_span, "Recursive module call", format!("Module \"{name}\" calls {} which is already on its call path.", child_dir.display()));
+                continue;
+            }
+            let files = match hcl_files(&child_dir) {
+                Ok(files) if !files.is_empty() => files,
+                Ok(_) => {
+                    diags.error(source_span, "Module source not found", format!("{} contains no .hcl files.", child_dir.display()));
+                    continue;
+                }
+                Err(_) => {
+                    diags.error(source_span, "Module source not found", format!("{} does not exist or is not a directory.", child_dir.display()));
+                    continue;
+                }
+            };
+            let mut path = parent.path.clone();
+            path.push(name.clone());
+            let child = load_module(path, child_dir, Some(next), &files, sources, diags);
+            let index = stack.modules.len();
+            stack.modules.push(child);
+            stack.modules[next].children.insert(name, index);
+        }
+        next += 1;
+    }
+    stack
+}
+
+fn ancestors_include(stack: &Stack, mut index: usize, dir: &Path) -> bool {
+    loop {
+        if stack.modules[index].dir == dir {
+            return true;
+        }
+        match stack.modules[index].parent {
+            Some(parent) => index = parent,
+            None => return false,
+        }
+    }
+}
+
+fn resolve_source(dir: &Path, call: &ModuleCall) -> Option<PathBuf> {
+    (call.source.starts_with("./") || call.source.starts_with("../")).then(|| normalize(&dir.join(&call.source)))
+}
+
+fn hcl_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "hcl") && p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn load_module(path: Vec<String>, dir: PathBuf, parent: Option<usize>, files: &[PathBuf], sources: &mut SourceMap, diags: &mut Diags) -> Module {
+    let mut module = Module {
+        path,
+        dir,
+        parent,
+        children: IndexMap::new(),
+        variables: IndexMap::new(),
+        locals: IndexMap::new(),
+        outputs: IndexMap::new(),
+        providers: IndexMap::new(),
+        resources: IndexMap::new(),
+        data: IndexMap::new(),
+        calls: IndexMap::new(),
+        settings: None,
+    };
+    for file in files {
+        if let Some((id, body)) = parse_file(sources, file, diags) {
+            let mut decoder = Decoder { file: id, diags };
+            decoder.top_level(&mut module, body);
+        }
+    }
+    module
+}
+
+const TOP_LEVEL_BLOCKS: &[&str] = &["variable", "locals", "output", "provider", "resource", "data", "module", "gpustack"];
+
+struct Decoder<'a> {
+    file: FileId,
+    diags: &'a mut Diags,
+}
+
+impl Decoder<'_> {
+    fn span(&self, range: Option<std::ops::Range<usize>>) -> Span {
+        span_of(self.file, range)
+    }
+
+    fn expr(&self, expression: &Expression) -> Expr {
+        Expr { expr: expression.clone(), file: self.file }
+    }
+
+    fn header_span(&self, block: &Block) -> Span {
+        let start = block.ident.span().map_or(0, |r| r.start);
+        let end = block.labels.last().and_then(|l| l.span()).or_else(|| block.ident.span()).map_or(start, |r| r.end);
+        Span::new(self.file, start..end)
+    }
+
+    fn top_level(&mut self, module: &mut Module, body: Body) {
+        for structure in body {
+            match structure {
+                Structure::Attribute(attr) => self.diags.error(
+                    self.span(attr.key.span()),
+                    "Unexpected argument",
+                    format!("An argument \"{}\" is not expected at the top level; declare a variable or a local value instead.", attr.key.as_str()),
+                ),
+                Structure::Block(block) => self.block(module, block),
+            }
+        }
+    }
+
+    fn block(&mut self, module: &mut Module, block: Block) {
+        let kind = block.ident.as_str().to_owned();
+        match kind.as_str() {
+            "variable" => self.variable(module, &block),
+            "locals" => self.locals(module, &block),
+            "output" => self.output(module, &block),
+            "provider" => self.provider(module, block),
+            "resource" => self.resource(module, block, ResourceMode::Managed),
+            "data" => self.resource(module, block, ResourceMode::Data),
+            "module" => self.module_call(module, &block),
+            "gpustack" => self.settings(module, &block),
+            "terraform" => self.diags.error(
+                self.span(block.ident.span()),
+                "Unsupported block type",
+                "gpustack stacks configure themselves in a \"gpustack\" block, not \"terraform\".",
+            ),
+            other => self.diags.error(
+                self.span(block.ident.span()),
+                "Unsupported block type",
+                format!("Blocks of type \"{other}\" are not expected here.{}", suggest(other, TOP_LEVEL_BLOCKS.iter().copied())),
+            ),
+        }
+    }
+
+    /// Checks the block has exactly the labels named; returns them when it does.
+    fn labels(&mut self, block: &Block, names: &[&str]) -> Option<Vec<String>> {
+        let kind = block.ident.as_str();
+        if block.labels.len() != names.len() {
+            let (summary, detail) = if block.labels.len() < names.len() {
+                (format!("Missing name for {kind}"), format!("A {kind} block needs {} label(s): {}.", names.len(), names.join(", ")))
+            } else {
+                (format!("Extraneous label for {kind}"), format!("A {kind} block takes {} label(s): {}.", names.len(), names.join(", ")))
+            };
+            let span = block.labels.get(names.len()).and_then(|l| l.span()).or_else(|| block.ident.span());
+            self.diags.error(self.span(span), summary, detail);
+            return None;
+        }
+        let mut out = Vec::with_capacity(names.len());
+        for (label, what) in block.labels.iter().zip(names) {
+            let text = label.as_str();
+            if !is_identifier(text) {
+                self.diags.error(
+                    self.span(label.span()),
+                    format!("Invalid {what}"),
+                    format!("\"{text}\" is not a valid {what}: it must start with a letter or underscore and contain only letters, digits, underscores and dashes."),
+                );
+                return None;
+            }
+            out.push(text.to_owned());
+        }
+        Some(out)
+    }
+
+    /// Reports every argument and nested block not in the allowed lists.
+    fn only(&mut self, body: &Body, context: &str, attrs: &[&str], blocks: &[&str]) {
+        let mut seen: IndexMap<&str, Span> = IndexMap::new();
+        for structure in body.iter() {
+            match structure {
+                Structure::Attribute(attr) => {
+                    let key = attr.key.as_str();
+                    let span = self.span(attr.key.span());
+                    if !attrs.contains(&key) {
+                        let hint = if blocks.contains(&key) { format!(" \"{key}\" is a block: write {key} {{ ... }}.") } else { suggest(key, attrs.iter().copied()) };
+                        self.diags.error(span, "Unsupported argument", format!("An argument named \"{key}\" is not expected in {context}.{hint}"));
+                    } else if seen.insert(key, span).is_some() {
+                        self.diags.error(span, "Duplicate argument", format!("The argument \"{key}\" was already set in {context}."));
+                    }
+                }
+                Structure::Block(block) => {
+                    let kind = block.ident.as_str();
+                    if !blocks.contains(&kind) {
+                        let hint = if attrs.contains(&kind) { format!(" \"{kind}\" is an argument: write {kind} = ....") } else { suggest(kind, blocks.iter().copied()) };
+                        self.diags.error(self.span(block.ident.span()), "Unsupported block type", format!("Blocks of type \"{kind}\" are not expected in {context}.{hint}"));
+                    }
+                }
+            }
+        }
+    }
+
+    fn literal_bool(&mut self, attr: Option<&Attribute>) -> Option<bool> {
+        let attr = attr?;
+        match attr.value.as_bool() {
+            Some(b) => Some(b),
+            None => {
+                self.diags.error(self.span(attr.value.span()), "Invalid value", format!("\"{}\" must be the literal true or false.", attr.key.as_str()));
+                None
+            }
+        }
+    }
+
+    fn literal_string(&mut self, attr: Option<&Attribute>) -> Option<String> {
+        let attr = attr?;
+        match literal_str(&attr.value) {
+            Some(s) => Some(s),
+            None => {
+                self.diags.error(self.span(attr.value.span()), "Invalid value", format!("\"{}\" must be a literal string, without references.", attr.key.as_str()));
+                None
+            }
+        }
+    }
+
+    fn variable(&mut self, module: &mut Module, block: &Block) {
+        let Some(labels) = self.labels(block, &["variable name"]) else { return };
+        let name = labels[0].clone();
+        let span = self.header_span(block);
+        if ["source", "version", "providers", "count", "for_each", "depends_on", "lifecycle"].contains(&name.as_str()) {
+            self.diags.error(self.span(block.labels[0].span()), "Invalid variable name", format!("\"{name}\" is reserved for module meta-arguments."));
+            return;
+        }
+        let body = &block.body;
+        self.only(body, "a variable block", &["type", "default", "description", "sensitive", "nullable"], &["validation"]);
+        let ty = match body.get_attribute("type") {
+            Some(attr) => match parse_type(&attr.value) {
+                Ok(ty) => ty,
+                Err((range, message)) => {
+                    self.diags.error(self.span(range.or(attr.value.span())), "Invalid type specification", message);
+                    Type::Any
+                }
+            },
+            None => Type::Any,
+        };
+        let mut validations = Vec::new();
+        for v in body.get_blocks("validation") {
+            self.only(&v.body, "a validation block", &["condition", "error_message"], &[]);
+            let condition = v.body.get_attribute("condition");
+            let message = v.body.get_attribute("error_message");
+            match (condition, message) {
+                (Some(c), Some(m)) => validations.push(Validation { condition: self.expr(&c.value), error_message: self.expr(&m.value) }),
+                _ => self.diags.error(self.span(v.ident.span()), "Incomplete validation", "A validation block needs both condition and error_message."),
+            }
+        }
+        let variable = Variable {
+            name: name.clone(),
+            span,
+            ty,
+            default: body.get_attribute("default").map(|a| self.expr(&a.value)),
+            description: self.literal_string(body.get_attribute("description")),
+            sensitive: self.literal_bool(body.get_attribute("sensitive")).unwrap_or(false),
+            nullable: self.literal_bool(body.get_attribute("nullable")).unwrap_or(true),
+            validations,
+        };
+        if let Some(previous) = module.variables.get(&name) {
+            self.duplicate(span, "variable", &name, previous.span);
+            return;
+        }
+        module.variables.insert(name, variable);
+    }
+
+    fn duplicate(&mut self, span: Span, what: &str, name: &str, _previous: Span) {
+        self.diags.error(span, format!("Duplicate {what} declaration"), format!("A {what} named \"{name}\" was already declared in this module; names must be unique."));
+    }
+
+    fn locals(&mut self, module: &mut Module, block: &Block) {
+        if !block.labels.is_empty() {
+            self.diags.error(self.span(block.labels[0].span()), "Extraneous label for locals", "A locals block takes no labels.");
+        }
+        for structure in block.body.iter() {
+            match structure {
+                Structure::Attribute(attr) => {
+                    let name = attr.key.as_str().to_owned();
+                    let span = self.span(attr.key.span());
+                    if let Some(previous) = module.locals.get(&name) {
+                        self.duplicate(span, "local value", &name, previous.span);
+                        continue;
+                    }
+                    module.locals.insert(name.clone(), Local { name, span, expr: self.expr(&attr.value) });
+                }
+                Structure::Block(b) => self.diags.error(self.span(b.ident.span()), "Unexpected block", "A locals block holds only name = value arguments."),
+            }
+        }
+    }
+
+    fn output(&mut self, module: &mut Module, block: &Block) {
+        let Some(labels) = self.labels(block, &["output name"]) else { return };
+        let name = labels[0].clone();
+        let span = self.header_span(block);
+        let body = &block.body;
+        self.only(body, "an output block", &["value", "description", "sensitive", "depends_on"], &[]);
+        let Some(value) = body.get_attribute("value") else {
+            self.diags.error(span, "Missing required argument", format!("Output \"{name}\" needs a value argument."));
+            return;
+        };
+        let output = Output {
+            name: name.clone(),
+            span,
+            value: self.expr(&value.value),
+            description: self.literal_string(body.get_attribute("description")),
+            sensitive: self.literal_bool(body.get_attribute("sensitive")).unwrap_or(false),
+            depends_on: self.depends_on(body),
+        };
+        if let Some(previous) = module.outputs.get(&name) {
+            self.duplicate(span, "output", &name, previous.span);
+            return;
+        }
+        module.outputs.insert(name, output);
+    }
+
+    fn provider(&mut self, module: &mut Module, mut block: Block) {
+        let Some(labels) = self.labels(&block, &["provider name"]) else { return };
+        let name = labels[0].clone();
+        let span = self.header_span(&block);
+        let alias = self.literal_string(block.body.get_attribute("alias"));
+        if let Some(alias) = &alias
+            && !is_identifier(alias)
+        {
+            let alias_span = block.body.get_attribute("alias").and_then(|a| a.value.span());
+            self.diags.error(self.span(alias_span), "Invalid provider alias", format!("\"{alias}\" is not a valid identifier."));
+        }
+        block.body.remove_attribute("alias");
+        let key = provider_key(&name, alias.as_deref());
+        if module.providers.contains_key(&key) {
+            let what = if alias.is_some() { "provider alias" } else { "provider configuration" };
+            self.diags.error(span, format!("Duplicate {what}"), format!("provider \"{key}\" was already configured in this module; give the second one a different alias."));
+            return;
+        }
+        module.providers.insert(key, ProviderBlock { name, alias, body: BodyRef { body: block.body, file: self.file, span } });
+    }
+
+    fn resource(&mut self, module: &mut Module, mut block: Block, mode: ResourceMode) {
+        let what = if mode == ResourceMode::Managed { "resource" } else { "data source" };
+        let Some(labels) = self.labels(&block, &[&format!("{what} type"), &format!("{what} name")]) else { return };
+        let span = self.header_span(&block);
+        let type_span = self.span(block.labels[0].span());
+        let body = &block.body;
+        let count = body.get_attribute("count").map(|a| self.expr(&a.value));
+        let for_each = body.get_attribute("for_each").map(|a| self.expr(&a.value));
+        if let (Some(_), Some(f)) = (&count, &for_each) {
+            self.diags.error(f.span(), "Invalid combination of \"count\" and \"for_each\"", "A block may use count or for_each, not both.");
+        }
+        let depends_on = self.depends_on(body);
+        let provider = body.get_attribute("provider").and_then(|a| self.provider_ref(&a.value));
+        let mut lifecycle = Lifecycle::default();
+        let lifecycle_blocks: Vec<&Block> = body.get_blocks("lifecycle").collect();
+        if mode == ResourceMode::Data && !lifecycle_blocks.is_empty() {
+            self.diags.error(self.span(lifecycle_blocks[0].ident.span()), "Unsupported block type", "Data sources have no lifecycle: they are read, never created or destroyed.");
+        } else if lifecycle_blocks.len() > 1 {
+            self.diags.error(self.span(lifecycle_blocks[1].ident.span()), "Duplicate lifecycle block", "A resource takes at most one lifecycle block.");
+        }
+        if let Some(lc) = lifecycle_blocks.first().filter(|_| mode == ResourceMode::Managed) {
+            lifecycle = self.lifecycle(lc);
+        }
+        // Meta-arguments are the engine's; what remains is checked against the provider schema.
+        for meta in ["count", "for_each", "depends_on", "provider"] {
+            block.body.remove_attribute(meta);
+        }
+        block.body.remove_blocks("lifecycle");
+        let resource = Resource {
+            mode,
+            type_name: labels[0].clone(),
+            name: labels[1].clone(),
+            span,
+            type_span,
+            body: BodyRef { body: block.body, file: self.file, span },
+            count,
+            for_each,
+            depends_on,
+            provider,
+            lifecycle,
+        };
+        let key = format!("{}.{}", resource.type_name, resource.name);
+        let map = if mode == ResourceMode::Managed { &mut module.resources } else { &mut module.data };
+        if map.contains_key(&key) {
+            self.diags.error(
+                span,
+                format!("Duplicate {what} \"{}\" configuration", resource.type_name),
+                format!("A {} {what} named \"{}\" was already declared in this module; names must be unique per type.", resource.type_name, resource.name),
+            );
+            return;
+        }
+        map.insert(key, resource);
+    }
+
+    fn lifecycle(&mut self, block: &Block) -> Lifecycle {
+        self.only(&block.body, "a lifecycle block", &["prevent_destroy", "create_before_destroy", "ignore_changes"], &[]);
+        let mut lifecycle = Lifecycle {
+            prevent_destroy: self.literal_bool(block.body.get_attribute("prevent_destroy")).unwrap_or(false),
+            create_before_destroy: self.literal_bool(block.body.get_attribute("create_before_destroy")).unwrap_or(false),
+            ..Lifecycle::default()
+        };
+        if let Some(attr) = block.body.get_attribute("ignore_changes") {
+            match &attr.value {
+                Expression::Variable(v) if v.as_str() == "all" => lifecycle.ignore_all_changes = true,
+                Expression::Array(items) => {
+                    for item in items.iter() {
+                        match static_parts(item) {
+                            Some(parts) if !parts.is_empty() => lifecycle.ignore_changes.push((parts[0].clone(), self.span(item.span()))),
+                            _ => self.diags.error(self.span(item.span()), "Invalid ignore_changes entry", "Each entry must be an attribute name, such as node_count."),
+                        }
+                    }
+                }
+                other => self.diags.error(self.span(other.span()), "Invalid ignore_changes", "ignore_changes must be a list of attribute names, or all."),
+            }
+        }
+        lifecycle
+    }
+
+    fn depends_on(&mut self, body: &Body) -> Vec<Reference> {
+        let Some(attr) = body.get_attribute("depends_on") else { return Vec::new() };
+        let Expression::Array(items) = &attr.value else {
+            self.diags.error(self.span(attr.value.span()), "Invalid depends_on", "depends_on must be a list of references, such as [aks_nodepool.gpu, module.operator].");
+            return Vec::new();
+        };
+        let mut refs = Vec::new();
+        for item in items.iter() {
+            match static_parts(item) {
+                Some(parts) if is_dependable(&parts) => refs.push(Reference { parts, span: self.span(item.span()) }),
+                _ => self.diags.error(
+                    self.span(item.span()),
+                    "Invalid depends_on reference",
+                    "Each entry must be a static reference to a resource, data source or module, such as aks_nodepool.gpu.",
+                ),
+            }
+        }
+        refs
+    }
+
+    fn provider_ref(&mut self, expression: &Expression) -> Option<ProviderRef> {
+        let span = self.span(expression.span());
+        match static_parts(expression).as_deref() {
+            Some([name]) => Some(ProviderRef { name: name.clone(), alias: None, span }),
+            Some([name, alias]) => Some(ProviderRef { name: name.clone(), alias: Some(alias.clone()), span }),
+            _ => {
+                self.diags.error(span, "Invalid provider reference", "Expected a provider name, optionally with an alias: azure or azure.west.");
+                None
+            }
+        }
+    }
+
+    fn module_call(&mut self, module: &mut Module, block: &Block) {
+        let Some(labels) = self.labels(block, &["module name"]) else { return };
+        let name = labels[0].clone();
+        let span = self.header_span(block);
+        let body = &block.body;
+        let mut call = ModuleCall {
+            name: name.clone(),
+            span,
+            source: String::new(),
+            source_span: span,
+            args: IndexMap::new(),
+            providers: IndexMap::new(),
+            depends_on: self.depends_on(body),
+        };
+        for structure in body.iter() {
+            match structure {
+                Structure::Block(b) => self.diags.error(self.span(b.ident.span()), "Unsupported block type", "A module block takes only arguments: its input variables and meta-arguments."),
+                Structure::Attribute(attr) => {
+                    let key = attr.key.as_str();
+                    let key_span = self.span(attr.key.span());
+                    match key {
+                        "source" => {
+                            call.source_span = self.span(attr.value.span());
+                            if let Some(source) = self.literal_string(Some(attr)) {
+                                if source.starts_with("./") || source.starts_with("../") {
+                                    call.source = source;
+                                } else {
+                                    self.diags.error(call.source_span, "Unsupported module source", format!("\"{source}\" is not a local path: module sources start with ./ or ../."));
+                                }
+                            }
+                        }
+                        "depends_on" => {}
+                        "version" => self.diags.error(key_span, "Unsupported argument", "Module versions apply to registry modules; gpustack loads modules from local paths only."),
+                        "count" | "for_each" => self.diags.error(key_span, "Unsupported argument", format!("{key} on module blocks is not supported; use it on the resources inside the module.")),
+                        "providers" => self.module_providers(&mut call, &attr.value),
+                        _ => {
+                            if call.args.insert(key.to_owned(), (self.expr(&attr.value), key_span)).is_some() {
+                                self.diags.error(key_span, "Duplicate argument", format!("The argument \"{key}\" was already set in module \"{name}\"."));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if body.get_attribute("source").is_none() {
+            self.diags.error(span, "Missing required argument", format!("Module \"{name}\" needs a source argument, such as source = \"../../modules/gpu-operator\"."));
+        }
+        if module.calls.contains_key(&name) {
+            self.duplicate(span, "module call", &name, span);
+            return;
+        }
+        module.calls.insert(name, call);
+    }
+
+    fn module_providers(&mut self, call: &mut ModuleCall, value: &Expression) {
+        let Expression::Object(object) = value else {
+            self.diags.error(self.span(value.span()), "Invalid providers", "providers must be a map such as { azure = azure.west }.");
+            return;
+        };
+        for (key, item) in object.iter() {
+            let child = match key {
+                ObjectKey::Ident(ident) => Some(ident.as_str().to_owned()),
+                ObjectKey::Expression(expr) => static_parts(expr).filter(|p| p.len() <= 2).map(|p| p.join(".")),
+            };
+            let Some(child) = child else {
+                self.diags.error(self.span(key.span()), "Invalid providers key", "Keys name the provider inside the module: azure or azure.alias.");
+                continue;
+            };
+            if let Some(parent) = self.provider_ref(item.expr()) {
+                call.providers.insert(child, parent);
+            }
+        }
+    }
+
+    fn settings(&mut self, module: &mut Module, block: &Block) {
+        let span = self.header_span(block);
+        if !block.labels.is_empty() {
+            self.diags.error(self.span(block.labels[0].span()), "Extraneous label for gpustack", "The gpustack block takes no labels.");
+        }
+        if module.settings.is_some() {
+            self.diags.error(span, "Duplicate gpustack block", "A stack has at most one gpustack settings block.");
+            return;
+        }
+        self.only(&block.body, "the gpustack block", &["required_version"], &["backend"]);
+        let required_version = block.body.get_attribute("required_version").and_then(|a| {
+            let span = self.span(a.value.span());
+            self.literal_string(Some(a)).map(|v| (v, span))
+        });
+        let backends: Vec<&Block> = block.body.get_blocks("backend").collect();
+        if backends.len() > 1 {
+            self.diags.error(self.span(backends[1].ident.span()), "Duplicate backend", "A stack stores its state in one backend.");
+        }
+        let backend = backends.first().and_then(|b| {
+            let labels = self.labels(b, &["backend type"])?;
+            Some(Backend { kind: labels[0].clone(), kind_span: self.span(b.labels[0].span()), body: BodyRef { body: b.body.clone(), file: self.file, span: self.header_span(b) } })
+        });
+        module.settings = Some(Settings { span, backend, required_version });
+    }
+}
+
+/// `a.b.c` as written, for references that must be static (depends_on, provider, ignore_changes).
+pub(crate) fn static_parts(expression: &Expression) -> Option<Vec<String>> {
+    match expression {
+        Expression::Variable(v) => Some(vec![v.as_str().to_owned()]),
+        Expression::Traversal(t) => {
+            let mut parts = static_parts(&t.expr)?;
+            for op in &t.operators {
+                match op.value() {
+                    TraversalOperator::GetAttr(ident) => parts.push(ident.as_str().to_owned()),
+                    TraversalOperator::Index(_) | TraversalOperator::LegacyIndex(_) => {}
+                    _ => return None,
+                }
+            }
+            Some(parts)
+        }
+        _ => None,
+    }
+}
+
+fn is_dependable(parts: &[String]) -> bool {
+    match parts.first().map(String::as_str) {
+        Some("module") => parts.len() >= 2,
+        Some("data") => parts.len() >= 3,
+        Some("var" | "local" | "count" | "each" | "path" | "self") | None => false,
+        Some(_) => parts.len() >= 2,
+    }
+}
+
+/// A string with no interpolation: `"x"` or a template made only of literals.
+pub(crate) fn literal_str(expression: &Expression) -> Option<String> {
+    match expression {
+        Expression::String(s) => Some(s.value().clone()),
+        Expression::StringTemplate(t) => t.iter().map(|e| e.as_literal().map(|l| l.value().clone())).collect(),
+        _ => None,
+    }
+}
+
+pub(crate) fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_') && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The value of an expression made only of literals (no references, calls or operators).
+pub(crate) fn literal_value(expression: &Expression) -> Option<gpustack_protocol::Value> {
+    use gpustack_protocol::Value;
+    match expression {
+        Expression::Null(_) => Some(Value::Null),
+        Expression::Bool(b) => Some(Value::Bool(*b.value())),
+        Expression::Number(n) => n.value().as_f64().map(Value::Number),
+        Expression::String(_) | Expression::StringTemplate(_) => literal_str(expression).map(Value::String),
+        Expression::Parenthesis(p) => literal_value(p.inner()),
+        Expression::Array(items) => items.iter().map(literal_value).collect::<Option<Vec<_>>>().map(Value::List),
+        Expression::Object(object) => object
+            .iter()
+            .map(|(k, v)| {
+                let key = match k {
+                    ObjectKey::Ident(i) => Some(i.as_str().to_owned()),
+                    ObjectKey::Expression(e) => literal_str(e),
+                }?;
+                Some((key, literal_value(v.expr())?))
+            })
+            .collect::<Option<IndexMap<_, _>>>()
+            .map(Value::Object),
+        Expression::UnaryOp(op) if matches!(op.operator.value(), hcl_edit::expr::UnaryOperator::Neg) => match literal_value(&op.expr)? {
+            Value::Number(n) => Some(Value::Number(-n)),
+            _ => None,
+        },
+        _ => None,
+    }
+}

@@ -1,0 +1,221 @@
+//! The configuration of a stack: every declaration of every module, with its source location.
+//!
+//! Loading checks structure only (block kinds, labels, argument names, meta-arguments); values
+//! are evaluated later, in graph order.
+
+pub(crate) mod load;
+
+pub use load::{load_stack, parse_file};
+
+use crate::source::{FileId, Span};
+use gpustack_protocol::Type;
+use hcl_edit::Span as _;
+use hcl_edit::expr::Expression;
+use hcl_edit::structure::Body;
+use indexmap::IndexMap;
+use std::path::PathBuf;
+
+/// An expression together with the file its spans point into.
+#[derive(Debug, Clone)]
+pub struct Expr {
+    pub expr: Expression,
+    pub file: FileId,
+}
+
+impl Expr {
+    pub fn span(&self) -> Span {
+        span_of(self.file, self.expr.span())
+    }
+}
+
+pub(crate) fn span_of(file: FileId, range: Option<std::ops::Range<usize>>) -> Span {
+    Span::new(file, range.unwrap_or(0..0))
+}
+
+/// A block body kept for later decoding against a schema (resources, providers, backends).
+#[derive(Debug, Clone)]
+pub struct BodyRef {
+    pub body: Body,
+    pub file: FileId,
+    /// Where the block starts, for "missing argument" diagnostics.
+    pub span: Span,
+}
+
+/// One module instance of the stack; the root is index 0.
+#[derive(Debug)]
+pub struct Module {
+    /// `[]` for the root, `["gpu_operator"]`, `["a", "b"]` for nested calls.
+    pub path: Vec<String>,
+    pub dir: PathBuf,
+    pub parent: Option<usize>,
+    pub children: IndexMap<String, usize>,
+    pub variables: IndexMap<String, Variable>,
+    pub locals: IndexMap<String, Local>,
+    pub outputs: IndexMap<String, Output>,
+    /// Keyed by `name` or `name.alias`.
+    pub providers: IndexMap<String, ProviderBlock>,
+    /// Keyed by `type.name`.
+    pub resources: IndexMap<String, Resource>,
+    /// Keyed by `type.name` (without the `data.` prefix).
+    pub data: IndexMap<String, Resource>,
+    pub calls: IndexMap<String, ModuleCall>,
+    pub settings: Option<Settings>,
+}
+
+impl Module {
+    /// The address prefix of everything in this module: `""` or `module.a.module.b.`.
+    pub fn prefix(&self) -> String {
+        self.path.iter().map(|p| format!("module.{p}.")).collect()
+    }
+}
+
+#[derive(Debug)]
+pub struct Variable {
+    pub name: String,
+    pub span: Span,
+    pub ty: Type,
+    pub default: Option<Expr>,
+    pub description: Option<String>,
+    pub sensitive: bool,
+    pub nullable: bool,
+    pub validations: Vec<Validation>,
+}
+
+#[derive(Debug)]
+pub struct Validation {
+    pub condition: Expr,
+    pub error_message: Expr,
+}
+
+#[derive(Debug)]
+pub struct Local {
+    pub name: String,
+    pub span: Span,
+    pub expr: Expr,
+}
+
+#[derive(Debug)]
+pub struct Output {
+    pub name: String,
+    pub span: Span,
+    pub value: Expr,
+    pub description: Option<String>,
+    pub sensitive: bool,
+    pub depends_on: Vec<Reference>,
+}
+
+#[derive(Debug)]
+pub struct ProviderBlock {
+    pub name: String,
+    pub alias: Option<String>,
+    pub body: BodyRef,
+}
+
+/// A `provider = azure.west` selection or a `providers = { azure = azure.west }` entry.
+#[derive(Debug, Clone)]
+pub struct ProviderRef {
+    pub name: String,
+    pub alias: Option<String>,
+    pub span: Span,
+}
+
+impl ProviderRef {
+    pub fn key(&self) -> String {
+        provider_key(&self.name, self.alias.as_deref())
+    }
+}
+
+pub fn provider_key(name: &str, alias: Option<&str>) -> String {
+    match alias {
+        Some(alias) => format!("{name}.{alias}"),
+        None => name.to_owned(),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ResourceMode {
+    Managed,
+    Data,
+}
+
+#[derive(Debug)]
+pub struct Resource {
+    pub mode: ResourceMode,
+    pub type_name: String,
+    pub name: String,
+    /// The block header: `resource "aks_nodepool" "t4"`.
+    pub span: Span,
+    pub type_span: Span,
+    /// Arguments and nested blocks, without meta-arguments.
+    pub body: BodyRef,
+    pub count: Option<Expr>,
+    pub for_each: Option<Expr>,
+    pub depends_on: Vec<Reference>,
+    pub provider: Option<ProviderRef>,
+    pub lifecycle: Lifecycle,
+}
+
+impl Resource {
+    /// `aks_nodepool.t4` or `data.kubernetes_nodes.gpu`, without module prefix.
+    pub fn local_address(&self) -> String {
+        match self.mode {
+            ResourceMode::Managed => format!("{}.{}", self.type_name, self.name),
+            ResourceMode::Data => format!("data.{}.{}", self.type_name, self.name),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Lifecycle {
+    pub prevent_destroy: bool,
+    pub create_before_destroy: bool,
+    /// Attribute names (first step of each `ignore_changes` traversal), with their spans.
+    pub ignore_changes: Vec<(String, Span)>,
+    pub ignore_all_changes: bool,
+}
+
+/// A static reference as written in `depends_on`: `aks_nodepool.t4`, `module.ts`, `data.x.y`.
+#[derive(Debug, Clone)]
+pub struct Reference {
+    pub parts: Vec<String>,
+    pub span: Span,
+}
+
+#[derive(Debug)]
+pub struct ModuleCall {
+    pub name: String,
+    pub span: Span,
+    pub source: String,
+    pub source_span: Span,
+    /// Input variable values, by variable name: (value, span of the argument name).
+    pub args: IndexMap<String, (Expr, Span)>,
+    /// `providers = { child_name = parent.ref }`, keyed by the child's provider key.
+    pub providers: IndexMap<String, ProviderRef>,
+    pub depends_on: Vec<Reference>,
+}
+
+#[derive(Debug)]
+pub struct Settings {
+    pub span: Span,
+    pub backend: Option<Backend>,
+    pub required_version: Option<(String, Span)>,
+}
+
+#[derive(Debug)]
+pub struct Backend {
+    pub kind: String,
+    pub kind_span: Span,
+    pub body: BodyRef,
+}
+
+/// Every module instance of a stack, root first, children after their parent.
+#[derive(Debug, Default)]
+pub struct Stack {
+    pub modules: Vec<Module>,
+}
+
+impl Stack {
+    pub fn root(&self) -> &Module {
+        &self.modules[0]
+    }
+}

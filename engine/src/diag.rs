@@ -1,0 +1,69 @@
+//! Diagnostics as the engine collects them: with spans, resolved to lines and columns only when
+//! they leave the engine.
+
+use crate::source::{SourceMap, Span};
+use gpustack_protocol::{Diagnostic, Severity};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diag {
+    pub severity: Severity,
+    pub summary: String,
+    pub detail: String,
+    pub span: Option<Span>,
+}
+
+impl Diag {
+    pub fn error(span: impl Into<Option<Span>>, summary: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self { severity: Severity::Error, summary: summary.into(), detail: detail.into(), span: span.into() }
+    }
+
+    pub fn warning(span: impl Into<Option<Span>>, summary: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self { severity: Severity::Warning, ..Self::error(span, summary, detail) }
+    }
+
+    pub fn to_diagnostic(&self, sources: &SourceMap) -> Diagnostic {
+        Diagnostic {
+            severity: self.severity,
+            summary: self.summary.clone(),
+            detail: self.detail.clone(),
+            range: self.span.map(|s| sources.range(s)),
+            attribute: None,
+        }
+    }
+}
+
+/// All problems of one run. Every phase adds to it and keeps going, so users see them together.
+#[derive(Debug, Default)]
+pub struct Diags(pub Vec<Diag>);
+
+impl Diags {
+    pub fn push(&mut self, diag: Diag) {
+        self.0.push(diag);
+    }
+
+    pub fn error(&mut self, span: impl Into<Option<Span>>, summary: impl Into<String>, detail: impl Into<String>) {
+        self.push(Diag::error(span, summary, detail));
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.0.iter().any(|d| d.severity == Severity::Error)
+    }
+
+    /// In source order (file, then offset), errors before warnings at the same place; duplicates
+    /// dropped, since one mistake can be reached along two paths.
+    pub fn into_sorted(mut self, sources: &SourceMap) -> Vec<Diagnostic> {
+        self.0.sort_by_key(|d| (d.span.map(|s| (sources.file(s.file).display_name.clone(), s.start, s.end)), d.severity));
+        self.0.dedup();
+        self.0.iter().map(|d| d.to_diagnostic(sources)).collect()
+    }
+}
+
+/// "Did you mean …?" for a misspelt name, when one candidate is close enough.
+pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    let best = candidates
+        .into_iter()
+        .map(|c| (strsim::damerau_levenshtein(name, c), c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 4))
+        .min();
+    best.map_or_else(String::new, |(_, c)| format!(" Did you mean \"{c}\"?"))
+}

@@ -1,0 +1,422 @@
+//! The dependency graph of a stack, built by a named, ordered list of passes.
+//!
+//! Nodes are declarations (variables, locals, outputs, resources, data sources, provider
+//! configurations) of every module instance; an edge `a → b` means b needs a first, and carries
+//! the source location that created it. **Invariant:** every pass is linear in the size of the
+//! configuration plus the edges it adds (hash lookups, no pairwise scans).
+
+mod cycles;
+pub mod dot;
+
+use crate::config::{Expr, Module, ResourceMode, Stack, provider_key};
+use crate::diag::{Diags, suggest};
+use crate::lang::refs::{Ref, references};
+use crate::source::{SourceMap, Span};
+use gpustack_providers::Registry;
+use hcl_edit::Span as _;
+use hcl_edit::structure::{Body, Structure};
+use petgraph::graph::{DiGraph, NodeIndex};
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NodeKind {
+    Variable,
+    Local,
+    Output,
+    Resource(ResourceMode),
+    Provider,
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub module: usize,
+    pub kind: NodeKind,
+    /// The name within its module: `x`, `aks_nodepool.t4`, `kubernetes_nodes.gpu`, `azure.west`.
+    pub key: String,
+    pub span: Span,
+    /// True for a provider nobody configured: its configuration is empty.
+    pub implied: bool,
+}
+
+impl Node {
+    /// The address users see: `var.x`, `module.ts.kubernetes_manifest.config`, `provider.azure.west`.
+    pub fn address(&self, stack: &Stack) -> String {
+        let prefix = stack.modules[self.module].prefix();
+        match self.kind {
+            NodeKind::Variable => format!("{prefix}var.{}", self.key),
+            NodeKind::Local => format!("{prefix}local.{}", self.key),
+            NodeKind::Output => format!("{prefix}output.{}", self.key),
+            NodeKind::Resource(ResourceMode::Managed) => format!("{prefix}{}", self.key),
+            NodeKind::Resource(ResourceMode::Data) => format!("{prefix}data.{}", self.key),
+            NodeKind::Provider => format!("{prefix}provider.{}", self.key),
+        }
+    }
+}
+
+/// Why one node depends on another, and where the stack says so.
+#[derive(Debug, Clone, Copy)]
+pub struct Edge {
+    pub span: Option<Span>,
+}
+
+pub struct Graph {
+    pub graph: DiGraph<Node, Edge>,
+    index: HashMap<(usize, NodeKind, String), NodeIndex>,
+    /// The provider node each resource and data source uses.
+    pub provider_of: HashMap<NodeIndex, NodeIndex>,
+    /// Nodes that are part of a dependency cycle; they are not evaluated.
+    pub in_cycle: Vec<bool>,
+}
+
+impl Graph {
+    pub fn node(&self, module: usize, kind: NodeKind, key: &str) -> Option<NodeIndex> {
+        self.index.get(&(module, kind, key.to_owned())).copied()
+    }
+
+    /// Evaluation order: every node after all of its dependencies; members of cycles left out.
+    pub fn order(&self) -> Vec<NodeIndex> {
+        let mut sccs = petgraph::algo::tarjan_scc(&self.graph);
+        sccs.reverse();
+        sccs.into_iter().flatten().filter(|n| !self.in_cycle[n.index()]).collect()
+    }
+}
+
+type Pass = fn(&mut Builder<'_>);
+
+/// The passes, in the order they run. Later passes rely on the nodes earlier ones added.
+pub const PASSES: &[(&str, Pass)] = &[
+    ("declarations", add_declarations),
+    ("provider configurations", add_provider_edges),
+    ("references", add_reference_edges),
+    ("module inputs", add_module_input_edges),
+    ("depends_on", add_depends_on_edges),
+    ("module depends_on", add_module_depends_on_edges),
+    ("cycles", cycles::find_cycles),
+];
+
+pub struct Builder<'a> {
+    pub stack: &'a Stack,
+    pub sources: &'a SourceMap,
+    pub registry: &'a Registry,
+    pub diags: &'a mut Diags,
+    pub graph: Graph,
+}
+
+pub fn build(stack: &Stack, sources: &SourceMap, registry: &Registry, diags: &mut Diags) -> Graph {
+    let mut builder = Builder {
+        stack,
+        sources,
+        registry,
+        diags,
+        graph: Graph { graph: DiGraph::new(), index: HashMap::new(), provider_of: HashMap::new(), in_cycle: Vec::new() },
+    };
+    for (name, pass) in PASSES {
+        tracing::trace!(pass = name, "graph pass");
+        pass(&mut builder);
+    }
+    builder.graph
+}
+
+impl Builder<'_> {
+    /// File name, line and column of a span, for diagnostics that mention several places.
+    fn sources_range(&self, span: &Span) -> (String, usize, usize) {
+        let range = self.sources.range(*span);
+        (range.filename, range.start.line, range.start.column)
+    }
+
+    fn add(&mut self, module: usize, kind: NodeKind, key: String, span: Span, implied: bool) -> NodeIndex {
+        let index = self.graph.graph.add_node(Node { module, kind: kind.clone(), key: key.clone(), span, implied });
+        self.graph.index.insert((module, kind, key), index);
+        index
+    }
+
+    fn edge(&mut self, from: NodeIndex, to: NodeIndex, span: Option<Span>) {
+        self.graph.graph.update_edge(from, to, Edge { span });
+    }
+
+    /// The nodes a reference made in `module` points at; empty when it names nothing declared
+    /// (the evaluator reports that, with the reason).
+    fn resolve(&self, module: usize, names: &[String]) -> Vec<NodeIndex> {
+        let m = &self.stack.modules[module];
+        let get = |kind: NodeKind, key: &str| self.graph.node(module, kind, key).into_iter().collect::<Vec<_>>();
+        match names {
+            [root, name, ..] if root == "var" => get(NodeKind::Variable, name),
+            [root, name, ..] if root == "local" => get(NodeKind::Local, name),
+            [root, call, rest @ ..] if root == "module" => {
+                let Some(&child) = m.children.get(call) else { return Vec::new() };
+                match rest.first() {
+                    Some(output) => self.graph.node(child, NodeKind::Output, output).into_iter().collect(),
+                    None => self.stack.modules[child]
+                        .outputs
+                        .keys()
+                        .filter_map(|o| self.graph.node(child, NodeKind::Output, o))
+                        .collect(),
+                }
+            }
+            [root, ty, name, ..] if root == "data" => get(NodeKind::Resource(ResourceMode::Data), &format!("{ty}.{name}")),
+            [root, ..] if matches!(root.as_str(), "count" | "each" | "path" | "self" | "var" | "local" | "data" | "module") => Vec::new(),
+            [ty, name, ..] => get(NodeKind::Resource(ResourceMode::Managed), &format!("{ty}.{name}")),
+            _ => Vec::new(),
+        }
+    }
+
+    fn add_refs(&mut self, module: usize, to: NodeIndex, expr: &Expr) {
+        for Ref { names, range } in references(&expr.expr) {
+            let span = range.map(|r| Span::new(expr.file, r));
+            for from in self.resolve(module, &names) {
+                self.edge(from, to, span);
+            }
+        }
+    }
+
+    /// Every resource, data source and output inside a module and its descendants.
+    fn subtree_nodes(&self, module: usize) -> Vec<NodeIndex> {
+        let mut out = Vec::new();
+        let mut stack = vec![module];
+        while let Some(m) = stack.pop() {
+            let config = &self.stack.modules[m];
+            let resources = config.resources.keys().map(|k| (NodeKind::Resource(ResourceMode::Managed), k));
+            let data = config.data.keys().map(|k| (NodeKind::Resource(ResourceMode::Data), k));
+            let outputs = config.outputs.keys().map(|k| (NodeKind::Output, k));
+            out.extend(resources.chain(data).chain(outputs).filter_map(|(kind, key)| self.graph.node(m, kind, key)));
+            stack.extend(config.children.values());
+        }
+        out
+    }
+}
+
+fn add_declarations(b: &mut Builder<'_>) {
+    for (i, m) in b.stack.modules.iter().enumerate() {
+        for v in m.variables.values() {
+            b.add(i, NodeKind::Variable, v.name.clone(), v.span, false);
+        }
+        for l in m.locals.values() {
+            b.add(i, NodeKind::Local, l.name.clone(), l.span, false);
+        }
+        for o in m.outputs.values() {
+            b.add(i, NodeKind::Output, o.name.clone(), o.span, false);
+        }
+        for (key, p) in &m.providers {
+            if b.registry.schema(&p.name).is_none() {
+                b.diags.error(
+                    p.body.span,
+                    "Unknown provider",
+                    format!("There is no provider named \"{}\". Providers are {}.{}", p.name, b.registry.names().collect::<Vec<_>>().join(", "), suggest(&p.name, b.registry.names())),
+                );
+                continue;
+            }
+            b.add(i, NodeKind::Provider, key.clone(), p.body.span, false);
+        }
+        for (key, r) in m.resources.iter().chain(&m.data) {
+            b.add(i, NodeKind::Resource(r.mode), key.clone(), r.span, false);
+        }
+    }
+}
+
+fn add_provider_edges(b: &mut Builder<'_>) {
+    for (i, m) in b.stack.modules.iter().enumerate() {
+        for (key, r) in m.resources.iter().chain(&m.data) {
+            let Some(owner) = b.registry.owner_of(&r.type_name) else { continue };
+            let (name, alias, span) = match &r.provider {
+                Some(p) => (p.name.as_str(), p.alias.as_deref(), p.span),
+                None => (owner, None, r.span),
+            };
+            if name != owner {
+                b.diags.error(span, "Wrong provider for resource type", format!("{} belongs to the \"{owner}\" provider, not \"{name}\".", r.type_name));
+                continue;
+            }
+            let Some(node) = b.graph.node(i, NodeKind::Resource(r.mode), key) else { continue };
+            match resolve_provider(b, i, name, alias, span) {
+                Some(provider) => {
+                    b.edge(provider, node, Some(span));
+                    b.graph.provider_of.insert(node, provider);
+                }
+                None => b.diags.error(
+                    span,
+                    "Provider configuration not present",
+                    format!("{} uses provider \"{}\", which is not declared: add provider \"{name}\" {{ alias = \"{}\" }}, or pass it to this module with providers = {{ ... }}.", r.local_address(), provider_key(name, alias), alias.unwrap_or_default()),
+                ),
+            }
+        }
+    }
+}
+
+/// Finds the provider configuration a module sees under `name`/`alias`: its own block, one passed
+/// by its caller in `providers = {...}`, or the caller's default configuration (aliases are
+/// never inherited implicitly). At the root an unconfigured default provider is implied.
+fn resolve_provider(b: &mut Builder<'_>, module: usize, name: &str, alias: Option<&str>, span: Span) -> Option<NodeIndex> {
+    let key = provider_key(name, alias);
+    if let Some(node) = b.graph.node(module, NodeKind::Provider, &key) {
+        return Some(node);
+    }
+    let m: &Module = &b.stack.modules[module];
+    match m.parent {
+        Some(parent) => {
+            let call = &b.stack.modules[parent].calls[m.path.last()?.as_str()];
+            if let Some(passed) = call.providers.get(&key) {
+                let (n, a, s) = (passed.name.clone(), passed.alias.clone(), passed.span);
+                return resolve_provider(b, parent, &n, a.as_deref(), s);
+            }
+            if alias.is_none() { resolve_provider(b, parent, name, None, span) } else { None }
+        }
+        None if alias.is_none() => Some(b.add(0, NodeKind::Provider, key, span, true)),
+        None => None,
+    }
+}
+
+fn add_reference_edges(b: &mut Builder<'_>) {
+    for (i, m) in b.stack.modules.iter().enumerate() {
+        for v in m.variables.values() {
+            let Some(node) = b.graph.node(i, NodeKind::Variable, &v.name) else { continue };
+            for validation in &v.validations {
+                for expr in [&validation.condition, &validation.error_message] {
+                    // A rule's references to its own variable are to the value being checked.
+                    for Ref { names, range } in references(&expr.expr) {
+                        if names.get(1) == Some(&v.name) && names[0] == "var" {
+                            continue;
+                        }
+                        let span = range.map(|r| Span::new(expr.file, r));
+                        for from in b.resolve(i, &names) {
+                            b.edge(from, node, span);
+                        }
+                    }
+                }
+            }
+        }
+        for l in m.locals.values() {
+            if let Some(node) = b.graph.node(i, NodeKind::Local, &l.name) {
+                b.add_refs(i, node, &l.expr);
+            }
+        }
+        for o in m.outputs.values() {
+            if let Some(node) = b.graph.node(i, NodeKind::Output, &o.name) {
+                b.add_refs(i, node, &o.value);
+            }
+        }
+        for (key, p) in &m.providers {
+            if let Some(node) = b.graph.node(i, NodeKind::Provider, key) {
+                for expr in body_exprs(&p.body.body, p.body.file) {
+                    b.add_refs(i, node, &expr);
+                }
+            }
+        }
+        for (key, r) in m.resources.iter().chain(&m.data) {
+            let Some(node) = b.graph.node(i, NodeKind::Resource(r.mode), key) else { continue };
+            for expr in r.count.iter().chain(&r.for_each) {
+                b.add_refs(i, node, expr);
+            }
+            for expr in body_exprs(&r.body.body, r.body.file) {
+                b.add_refs(i, node, &expr);
+            }
+        }
+    }
+}
+
+/// Every expression of a body, nested blocks included.
+pub fn body_exprs(body: &Body, file: crate::source::FileId) -> Vec<Expr> {
+    let mut out = Vec::new();
+    let mut pending = vec![body];
+    while let Some(body) = pending.pop() {
+        for structure in body.iter() {
+            match structure {
+                Structure::Attribute(a) => out.push(Expr { expr: a.value.clone(), file }),
+                Structure::Block(block) => pending.push(&block.body),
+            }
+        }
+    }
+    out
+}
+
+fn add_module_input_edges(b: &mut Builder<'_>) {
+    for (i, m) in b.stack.modules.iter().enumerate() {
+        for (call_name, call) in &m.calls {
+            let Some(&child) = m.children.get(call_name) else { continue };
+            let child_module = &b.stack.modules[child];
+            for (arg, (expr, key_span)) in &call.args {
+                match b.graph.node(child, NodeKind::Variable, arg) {
+                    Some(node) => b.add_refs(i, node, expr),
+                    None => b.diags.error(
+                        *key_span,
+                        "Unsupported argument",
+                        format!(
+                            "Module \"{call_name}\" has no input variable named \"{arg}\".{}",
+                            suggest(arg, child_module.variables.keys().map(String::as_str))
+                        ),
+                    ),
+                }
+            }
+            for v in child_module.variables.values() {
+                if v.default.is_none() && !call.args.contains_key(&v.name) {
+                    b.diags.error(call.span, "Missing required argument", format!("Module \"{call_name}\" needs a value for its input variable \"{}\", which has no default.", v.name));
+                }
+            }
+            for (child_key, passed) in &call.providers {
+                let provider_name = child_key.split('.').next().unwrap_or_default();
+                if b.registry.schema(provider_name).is_none() {
+                    b.diags.error(passed.span, "Unknown provider", format!("There is no provider named \"{provider_name}\"."));
+                } else if b.graph.node(i, NodeKind::Provider, &passed.key()).is_none() && passed.alias.is_some() && m.parent.is_none() {
+                    b.diags.error(passed.span, "Provider configuration not present", format!("provider \"{}\" is not declared in this module.", passed.key()));
+                }
+            }
+        }
+    }
+}
+
+fn add_depends_on_edges(b: &mut Builder<'_>) {
+    for (i, m) in b.stack.modules.iter().enumerate() {
+        let resources = m.resources.iter().chain(&m.data).map(|(k, r)| (NodeKind::Resource(r.mode), k.as_str(), &r.depends_on));
+        let outputs = m.outputs.iter().map(|(k, o)| (NodeKind::Output, k.as_str(), &o.depends_on));
+        let dependents: Vec<_> = resources.chain(outputs).collect();
+        for (kind, key, depends_on) in dependents {
+            let Some(node) = b.graph.node(i, kind, key) else { continue };
+            for reference in depends_on.iter() {
+                let targets = depends_on_targets(b, i, &reference.parts);
+                if targets.is_empty() {
+                    b.diags.error(reference.span, "Invalid depends_on reference", format!("\"{}\" is not declared in this module.", reference.parts.join(".")));
+                }
+                for target in targets {
+                    b.edge(target, node, Some(reference.span));
+                }
+            }
+        }
+    }
+}
+
+/// A module in depends_on means everything inside it.
+fn depends_on_targets(b: &Builder<'_>, module: usize, parts: &[String]) -> Vec<NodeIndex> {
+    match parts {
+        [root, call, ..] if root == "module" => match b.stack.modules[module].children.get(call) {
+            Some(&child) => b.subtree_nodes(child),
+            None => Vec::new(),
+        },
+        _ => b.resolve(module, parts),
+    }
+}
+
+fn add_module_depends_on_edges(b: &mut Builder<'_>) {
+    for (i, m) in b.stack.modules.iter().enumerate() {
+        for (call_name, call) in &m.calls {
+            let Some(&child) = m.children.get(call_name) else { continue };
+            if call.depends_on.is_empty() {
+                continue;
+            }
+            let inside: Vec<NodeIndex> = b.subtree_nodes(child);
+            for reference in &call.depends_on {
+                let targets = depends_on_targets(b, i, &reference.parts);
+                if targets.is_empty() {
+                    b.diags.error(reference.span, "Invalid depends_on reference", format!("\"{}\" is not declared in this module.", reference.parts.join(".")));
+                }
+                for &target in &targets {
+                    for &node in &inside {
+                        b.edge(target, node, Some(reference.span));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The first span inside a body's source, for diagnostics about a whole block.
+pub fn structure_span(structure: &Structure) -> Option<std::ops::Range<usize>> {
+    structure.span()
+}

@@ -1,0 +1,790 @@
+//! Evaluates hcl-edit expressions to [`Value`]s.
+//!
+//! Unknown values propagate: any operation on an unknown yields unknown, so that a stack can be
+//! validated and planned before the values computed by providers exist.
+
+use crate::diag::suggest;
+use crate::lang::functions;
+use gpustack_protocol::{Type, Value, format_number};
+use hcl_edit::Span as _;
+use hcl_edit::expr::{BinaryOperator, Expression, ForExpr, FuncCall, ObjectKey, TraversalOperator, UnaryOperator};
+use hcl_edit::template::{Directive, Element, Template};
+use indexmap::IndexMap;
+use std::borrow::Cow;
+use std::ops::Range;
+use std::path::Path;
+
+/// Guards the evaluator's recursion against pathological nesting.
+const MAX_DEPTH: usize = 200;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvalError {
+    pub range: Option<Range<usize>>,
+    pub summary: String,
+    pub detail: String,
+}
+
+impl EvalError {
+    pub fn new(range: Option<Range<usize>>, summary: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self { range, summary: summary.into(), detail: detail.into() }
+    }
+}
+
+type Result<T, E = EvalError> = std::result::Result<T, E>;
+
+/// What names mean where an expression is evaluated.
+pub trait Scope {
+    /// Resolves a reference from its leading names (`["var", "x"]`, `["aks_nodepool", "t4", "name"]`,
+    /// `["data", "t", "n"]`), returning its value and how many names it used; the evaluator applies
+    /// the rest as attribute access. Errors are the scope's, since only it knows what is declared.
+    fn lookup(&self, names: &[&str], range: Option<Range<usize>>) -> Result<(Cow<'_, Value>, usize)>;
+}
+
+/// A scope with nothing in it: for constant expressions.
+pub struct EmptyScope;
+
+impl Scope for EmptyScope {
+    fn lookup(&self, names: &[&str], range: Option<Range<usize>>) -> Result<(Cow<'_, Value>, usize)> {
+        Err(EvalError::new(range, "Variables not allowed", format!("\"{}\" cannot be referenced here; only literal values are allowed.", names.join("."))))
+    }
+}
+
+/// Template variables of `templatefile`: each name is one variable.
+struct VarsScope<'a>(&'a IndexMap<String, Value>);
+
+impl Scope for VarsScope<'_> {
+    fn lookup(&self, names: &[&str], range: Option<Range<usize>>) -> Result<(Cow<'_, Value>, usize)> {
+        let name = names.first().copied().unwrap_or_default();
+        match self.0.get(name) {
+            Some(v) => Ok((Cow::Borrowed(v), 1)),
+            None => Err(EvalError::new(
+                range,
+                "Unknown template variable",
+                format!("The template refers to \"{name}\", which is not in the variables passed to templatefile.{}", suggest(name, self.0.keys().map(String::as_str))),
+            )),
+        }
+    }
+}
+
+pub struct Evaluator<'s> {
+    scope: &'s dyn Scope,
+    /// Iteration variables of enclosing `for` expressions and template directives, innermost last.
+    bindings: Vec<(String, Value)>,
+    depth: usize,
+}
+
+impl<'s> Evaluator<'s> {
+    pub fn new(scope: &'s dyn Scope) -> Self {
+        Self { scope, bindings: Vec::new(), depth: 0 }
+    }
+
+    pub fn eval(&mut self, expression: &Expression) -> Result<Value> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            self.depth -= 1;
+            return Err(EvalError::new(expression.span(), "Expression too complex", format!("Expressions may nest at most {MAX_DEPTH} levels deep.")));
+        }
+        let result = self.eval_inner(expression);
+        self.depth -= 1;
+        result
+    }
+
+    /// Evaluates and converts to a type, naming the expected type in the error.
+    pub fn eval_as(&mut self, expression: &Expression, ty: &Type) -> Result<Value> {
+        let value = self.eval(expression)?;
+        ty.convert(&value).map_err(|e| EvalError::new(expression.span(), "Incorrect value type", format!("{}.", upper_first(&e.to_string()))))
+    }
+
+    fn eval_inner(&mut self, expression: &Expression) -> Result<Value> {
+        let range = expression.span();
+        match expression {
+            Expression::Null(_) => Ok(Value::Null),
+            Expression::Bool(b) => Ok(Value::Bool(*b.value())),
+            Expression::Number(n) => Ok(Value::Number(n.value().as_f64().unwrap_or(f64::NAN))),
+            Expression::String(s) => Ok(Value::String(s.value().clone())),
+            Expression::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items.iter() {
+                    out.push(self.eval(item)?);
+                }
+                Ok(Value::List(out))
+            }
+            Expression::Object(object) => {
+                let mut out = IndexMap::with_capacity(object.len());
+                let mut unknown_key = false;
+                for (key, value) in object.iter() {
+                    let name = match key {
+                        ObjectKey::Ident(ident) => ident.as_str().to_owned(),
+                        ObjectKey::Expression(expr) => match self.eval(expr)? {
+                            Value::Unknown => {
+                                unknown_key = true;
+                                continue;
+                            }
+                            Value::String(s) => s,
+                            Value::Number(n) => format_number(n),
+                            Value::Bool(b) => b.to_string(),
+                            other => {
+                                return Err(EvalError::new(expr.span(), "Invalid object key", format!("Object keys must be strings, not {}.", other.type_name())));
+                            }
+                        },
+                    };
+                    let v = self.eval(value.expr())?;
+                    if out.insert(name.clone(), v).is_some() {
+                        return Err(EvalError::new(key.span(), "Duplicate object attribute", format!("The attribute \"{name}\" is defined twice in this object.")));
+                    }
+                }
+                Ok(if unknown_key { Value::Unknown } else { Value::Object(out) })
+            }
+            Expression::StringTemplate(template) => self.template(template.iter().collect::<Vec<_>>().as_slice(), range),
+            Expression::HeredocTemplate(heredoc) => self.template(heredoc.template.iter().collect::<Vec<_>>().as_slice(), range),
+            Expression::Parenthesis(inner) => self.eval(inner.inner()),
+            Expression::Variable(name) => self.reference(name.as_str(), &[], range),
+            Expression::Traversal(traversal) => {
+                if let Expression::Variable(root) = &traversal.expr {
+                    let names: Vec<&str> = traversal
+                        .operators
+                        .iter()
+                        .map_while(|op| match op.value() {
+                            TraversalOperator::GetAttr(ident) => Some(ident.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    let (value, used) = self.reference_prefix(root.as_str(), &names, traversal_range(traversal, names.len()))?;
+                    self.apply(value, &traversal.operators[used..])
+                } else {
+                    let value = self.eval(&traversal.expr)?;
+                    self.apply(value, &traversal.operators)
+                }
+            }
+            Expression::Conditional(cond) => match self.eval(&cond.cond_expr)? {
+                Value::Unknown => Ok(Value::Unknown),
+                Value::Bool(true) => self.eval(&cond.true_expr),
+                Value::Bool(false) => self.eval(&cond.false_expr),
+                other => match Type::Bool.convert(&other) {
+                    Ok(Value::Bool(b)) => self.eval(if b { &cond.true_expr } else { &cond.false_expr }),
+                    _ => Err(EvalError::new(cond.cond_expr.span(), "Incorrect condition type", format!("The condition must be a bool, not {}.", other.type_name()))),
+                },
+            },
+            Expression::FuncCall(call) => self.call(call, range),
+            Expression::UnaryOp(op) => {
+                let value = self.eval(&op.expr)?;
+                if value.is_unknown() {
+                    return Ok(Value::Unknown);
+                }
+                match op.operator.value() {
+                    UnaryOperator::Neg => Ok(Value::Number(-self.number(&value, &op.expr)?)),
+                    UnaryOperator::Not => Ok(Value::Bool(!self.boolean(&value, &op.expr)?)),
+                }
+            }
+            Expression::BinaryOp(op) => self.binary(op),
+            Expression::ForExpr(for_expr) => self.for_expr(for_expr),
+        }
+    }
+
+    fn reference(&mut self, root: &str, names: &[&str], range: Option<Range<usize>>) -> Result<Value> {
+        let (value, used) = self.reference_prefix(root, names, range.clone())?;
+        if used != names.len() {
+            return Err(EvalError::new(range, "Invalid reference", "Unexpected reference shape."));
+        }
+        Ok(value)
+    }
+
+    /// Resolves `root.names…`: iteration variables first, then the scope.
+    fn reference_prefix(&mut self, root: &str, names: &[&str], range: Option<Range<usize>>) -> Result<(Value, usize)> {
+        if let Some((_, v)) = self.bindings.iter().rev().find(|(n, _)| n == root) {
+            return Ok((v.clone(), 0));
+        }
+        let mut all = Vec::with_capacity(names.len() + 1);
+        all.push(root);
+        all.extend_from_slice(names);
+        let (value, used) = self.scope.lookup(&all, range)?;
+        Ok((value.into_owned(), used.saturating_sub(1).min(names.len())))
+    }
+
+    /// Applies traversal steps (attributes, indexes, splats) to a value.
+    fn apply(&mut self, mut value: Value, operators: &[hcl_edit::Decorated<TraversalOperator>]) -> Result<Value> {
+        for (i, op) in operators.iter().enumerate() {
+            let range = op.span();
+            match op.value() {
+                TraversalOperator::GetAttr(ident) => value = get_attr(value, ident.as_str(), range)?,
+                TraversalOperator::Index(index) => {
+                    let key = self.eval(index)?;
+                    value = get_index(value, &key, index.span())?;
+                }
+                TraversalOperator::LegacyIndex(n) => value = get_index(value, &Value::Number(*n.value() as f64), range)?,
+                TraversalOperator::AttrSplat(_) | TraversalOperator::FullSplat(_) => {
+                    let rest = &operators[i + 1..];
+                    let items = match value {
+                        Value::Unknown => return Ok(Value::Unknown),
+                        Value::Null => Vec::new(),
+                        Value::List(items) => items,
+                        single => vec![single],
+                    };
+                    let mut out = Vec::with_capacity(items.len());
+                    for item in items {
+                        out.push(self.apply(item, rest)?);
+                    }
+                    return Ok(Value::List(out));
+                }
+            }
+        }
+        Ok(value)
+    }
+
+    fn template(&mut self, elements: &[&Element], range: Option<Range<usize>>) -> Result<Value> {
+        let mut out = String::new();
+        let mut unknown = false;
+        for (i, element) in elements.iter().enumerate() {
+            match element {
+                Element::Literal(literal) => {
+                    let mut text: &str = literal.value();
+                    if i > 0 && strips_end(elements[i - 1]) {
+                        text = text.trim_start();
+                    }
+                    if elements.get(i + 1).is_some_and(|next| strips_start(next)) {
+                        text = text.trim_end();
+                    }
+                    out.push_str(text);
+                }
+                Element::Interpolation(interpolation) => match self.eval(&interpolation.expr)? {
+                    Value::Unknown => unknown = true,
+                    value => out.push_str(&self.to_template_string(&value, interpolation.expr.span())?),
+                },
+                Element::Directive(directive) => match directive.as_ref() {
+                    Directive::If(d) => {
+                        let cond = self.eval(&d.if_expr.cond_expr)?;
+                        if cond.is_unknown() {
+                            unknown = true;
+                            continue;
+                        }
+                        let cond = self.boolean(&cond, &d.if_expr.cond_expr)?;
+                        let chosen = if cond { Some(&d.if_expr.template) } else { d.else_expr.as_ref().map(|e| &e.template) };
+                        if let Some(template) = chosen {
+                            match self.template_of(template, range.clone())? {
+                                Value::String(s) => out.push_str(&s),
+                                _ => unknown = true,
+                            }
+                        }
+                    }
+                    Directive::For(d) => {
+                        let collection = self.eval(&d.for_expr.collection_expr)?;
+                        let pairs = match iteration_pairs(collection, d.for_expr.collection_expr.span())? {
+                            Some(pairs) => pairs,
+                            None => {
+                                unknown = true;
+                                continue;
+                            }
+                        };
+                        for (key, value) in pairs {
+                            let pushed = self.bind(d.for_expr.key_var.as_ref().map(|k| k.as_str()), d.for_expr.value_var.as_str(), key, value);
+                            let result = self.template_of(&d.for_expr.template, range.clone());
+                            self.bindings.truncate(self.bindings.len() - pushed);
+                            match result? {
+                                Value::String(s) => out.push_str(&s),
+                                _ => unknown = true,
+                            }
+                        }
+                    }
+                },
+            }
+        }
+        Ok(if unknown { Value::Unknown } else { Value::String(out) })
+    }
+
+    fn template_of(&mut self, template: &Template, range: Option<Range<usize>>) -> Result<Value> {
+        self.template(template.iter().collect::<Vec<_>>().as_slice(), range)
+    }
+
+    fn to_template_string(&self, value: &Value, range: Option<Range<usize>>) -> Result<String> {
+        match value {
+            Value::String(s) => Ok(s.clone()),
+            Value::Number(n) => Ok(format_number(*n)),
+            Value::Bool(b) => Ok(b.to_string()),
+            Value::Null => Err(EvalError::new(range, "Invalid template interpolation value", "The value is null; use coalesce() or a conditional to give it a default.")),
+            other => Err(EvalError::new(
+                range,
+                "Invalid template interpolation value",
+                format!("Cannot include a {} in a string template; use jsonencode() or join() to turn it into a string.", other.type_name()),
+            )),
+        }
+    }
+
+    /// Binds iteration variables; returns how many were pushed.
+    fn bind(&mut self, key_var: Option<&str>, value_var: &str, key: Value, value: Value) -> usize {
+        let mut pushed = 1;
+        if let Some(k) = key_var {
+            self.bindings.push((k.to_owned(), key));
+            pushed += 1;
+        }
+        self.bindings.push((value_var.to_owned(), value));
+        pushed
+    }
+
+    fn for_expr(&mut self, f: &ForExpr) -> Result<Value> {
+        let collection = self.eval(&f.intro.collection_expr)?;
+        let Some(pairs) = iteration_pairs(collection, f.intro.collection_expr.span())? else {
+            return Ok(Value::Unknown);
+        };
+        let key_var = f.intro.key_var.as_ref().map(|k| k.as_str().to_owned());
+        let value_var = f.intro.value_var.as_str().to_owned();
+        let mut list = Vec::new();
+        let mut object: IndexMap<String, Value> = IndexMap::new();
+        let mut unknown = false;
+        for (key, value) in pairs {
+            let pushed = self.bind(key_var.as_deref(), &value_var, key, value);
+            let result = self.for_item(f);
+            self.bindings.truncate(self.bindings.len() - pushed);
+            match result? {
+                ForItem::Skip => {}
+                ForItem::Unknown => unknown = true,
+                ForItem::Element(v) => list.push(v),
+                ForItem::Entry(k, v) => {
+                    if f.grouping {
+                        match object.entry(k).or_insert_with(|| Value::List(Vec::new())) {
+                            Value::List(group) => group.push(v),
+                            _ => unknown = true,
+                        }
+                    } else if object.contains_key(&k) {
+                        let range = f.key_expr.as_ref().and_then(|k| k.span());
+                        return Err(EvalError::new(
+                            range,
+                            "Duplicate object key",
+                            format!("Two elements produce the key \"{k}\". Add ... after the value expression to group them into lists."),
+                        ));
+                    } else {
+                        object.insert(k, v);
+                    }
+                }
+            }
+        }
+        if unknown {
+            return Ok(Value::Unknown);
+        }
+        Ok(if f.key_expr.is_some() { Value::Object(object) } else { Value::List(list) })
+    }
+
+    fn for_item(&mut self, f: &ForExpr) -> Result<ForItem> {
+        if let Some(cond) = &f.cond {
+            match self.eval(&cond.expr)? {
+                Value::Unknown => return Ok(ForItem::Unknown),
+                v => {
+                    if !self.boolean(&v, &cond.expr)? {
+                        return Ok(ForItem::Skip);
+                    }
+                }
+            }
+        }
+        let value = self.eval(&f.value_expr)?;
+        let Some(key_expr) = &f.key_expr else { return Ok(ForItem::Element(value)) };
+        match self.eval(key_expr)? {
+            Value::Unknown => Ok(ForItem::Unknown),
+            Value::String(s) => Ok(ForItem::Entry(s, value)),
+            Value::Number(n) => Ok(ForItem::Entry(format_number(n), value)),
+            Value::Bool(b) => Ok(ForItem::Entry(b.to_string(), value)),
+            other => Err(EvalError::new(key_expr.span(), "Invalid object key", format!("Object keys must be strings, not {}.", other.type_name()))),
+        }
+    }
+
+    fn binary(&mut self, op: &hcl_edit::expr::BinaryOp) -> Result<Value> {
+        let operator = *op.operator.value();
+        let lhs = self.eval(&op.lhs_expr)?;
+        // Logical operators short-circuit on a known deciding left side, so that
+        // `var.x != null && var.x.enabled` works as users expect.
+        match (operator, &lhs) {
+            (BinaryOperator::And, Value::Bool(false)) => return Ok(Value::Bool(false)),
+            (BinaryOperator::Or, Value::Bool(true)) => return Ok(Value::Bool(true)),
+            _ => {}
+        }
+        let rhs = self.eval(&op.rhs_expr)?;
+        if lhs.is_unknown() || rhs.is_unknown() {
+            return Ok(Value::Unknown);
+        }
+        use BinaryOperator::*;
+        match operator {
+            Eq => Ok(equal(&lhs, &rhs).map_or(Value::Unknown, Value::Bool)),
+            NotEq => Ok(equal(&lhs, &rhs).map_or(Value::Unknown, |b| Value::Bool(!b))),
+            And | Or => {
+                let a = self.boolean(&lhs, &op.lhs_expr)?;
+                let b = self.boolean(&rhs, &op.rhs_expr)?;
+                Ok(Value::Bool(if operator == And { a && b } else { a || b }))
+            }
+            _ => {
+                let a = self.number(&lhs, &op.lhs_expr)?;
+                let b = self.number(&rhs, &op.rhs_expr)?;
+                let value = match operator {
+                    Plus => Value::Number(a + b),
+                    Minus => Value::Number(a - b),
+                    Mul => Value::Number(a * b),
+                    Div | Mod if b == 0.0 => {
+                        return Err(EvalError::new(op.rhs_expr.span(), "Division by zero", "The right-hand side of / or % is zero."));
+                    }
+                    Div => Value::Number(a / b),
+                    Mod => Value::Number(a % b),
+                    Less => Value::Bool(a < b),
+                    LessEq => Value::Bool(a <= b),
+                    Greater => Value::Bool(a > b),
+                    GreaterEq => Value::Bool(a >= b),
+                    Eq | NotEq | And | Or => Value::Null,
+                };
+                match value {
+                    Value::Number(n) if !n.is_finite() => Err(EvalError::new(op.operator.span(), "Arithmetic overflow", "The result is not a finite number.")),
+                    v => Ok(v),
+                }
+            }
+        }
+    }
+
+    fn number(&self, value: &Value, expression: &Expression) -> Result<f64> {
+        match Type::Number.convert(value) {
+            Ok(Value::Number(n)) => Ok(n),
+            _ => Err(EvalError::new(expression.span(), "Invalid operand", format!("A number is required, not {}.", describe(value)))),
+        }
+    }
+
+    fn boolean(&self, value: &Value, expression: &Expression) -> Result<bool> {
+        match Type::Bool.convert(value) {
+            Ok(Value::Bool(b)) => Ok(b),
+            _ => Err(EvalError::new(expression.span(), "Invalid operand", format!("A bool is required, not {}.", describe(value)))),
+        }
+    }
+
+    fn call(&mut self, call: &FuncCall, range: Option<Range<usize>>) -> Result<Value> {
+        if call.name.is_namespaced() {
+            return Err(EvalError::new(call.name.name.span().or(range), "Call to unknown function", "Namespaced (provider) functions are not supported."));
+        }
+        let name = call.name.name.as_str();
+        let arg_exprs: Vec<&Expression> = call.args.iter().collect();
+        match name {
+            "try" => return self.call_try(&arg_exprs, range),
+            "can" => {
+                let [arg] = arg_exprs.as_slice() else {
+                    return Err(EvalError::new(range, "Wrong number of arguments", "Function \"can\" expects 1 argument."));
+                };
+                return Ok(match self.eval(arg) {
+                    Ok(v) if v.is_unknown() => Value::Unknown,
+                    Ok(_) => Value::Bool(true),
+                    Err(_) => Value::Bool(false),
+                });
+            }
+            _ => {}
+        }
+        let mut args = Vec::with_capacity(arg_exprs.len());
+        for expr in &arg_exprs {
+            args.push(self.eval(expr)?);
+        }
+        if call.args.expand_final() {
+            match args.pop() {
+                Some(Value::List(items)) => args.extend(items),
+                Some(Value::Unknown) => return Ok(Value::Unknown),
+                Some(other) => {
+                    return Err(EvalError::new(arg_exprs.last().and_then(|e| e.span()), "Invalid expanding argument", format!("The argument after which ... appears must be a list, not {}.", other.type_name())));
+                }
+                None => {}
+            }
+        }
+        let arg_range = |i: Option<usize>| i.and_then(|i| arg_exprs.get(i.min(arg_exprs.len().saturating_sub(1)))).and_then(|e| e.span()).or(range.clone());
+        let result = match name {
+            "file" | "fileexists" | "templatefile" => Some(filesystem_call(name, &args)),
+            _ => functions::call(name, &args),
+        };
+        match result {
+            Some(Ok(value)) => Ok(value),
+            Some(Err(err)) => {
+                let summary = if err.arg.is_some() { "Invalid function argument" } else { "Error in function call" };
+                Err(EvalError::new(arg_range(err.arg), summary, format!("Call to function \"{name}\" failed: {}", err.message)))
+            }
+            None => {
+                let mut names: Vec<&str> = functions::names().to_vec();
+                names.extend(["try", "can", "file", "fileexists", "templatefile"]);
+                Err(EvalError::new(
+                    call.name.name.span().or(range),
+                    "Call to unknown function",
+                    format!("There is no function named \"{name}\".{}", suggest(name, names)),
+                ))
+            }
+        }
+    }
+
+    fn call_try(&mut self, args: &[&Expression], range: Option<Range<usize>>) -> Result<Value> {
+        if args.is_empty() {
+            return Err(EvalError::new(range, "Wrong number of arguments", "Function \"try\" expects at least 1 argument."));
+        }
+        let mut last_error = None;
+        for arg in args {
+            match self.eval(arg) {
+                Ok(v) => return Ok(v),
+                Err(err) => last_error = Some(err),
+            }
+        }
+        let detail = last_error.map_or_else(String::new, |e| format!(" The last one failed with: {} {}", e.summary, e.detail));
+        Err(EvalError::new(range, "No result from try", format!("None of the arguments of try() produced a value.{detail}")))
+    }
+}
+
+enum ForItem {
+    Skip,
+    Unknown,
+    Element(Value),
+    Entry(String, Value),
+}
+
+fn strips_end(element: &Element) -> bool {
+    match element {
+        Element::Interpolation(i) => i.strip.strip_end(),
+        Element::Directive(d) => match d.as_ref() {
+            Directive::If(d) => d.endif_expr.strip.strip_end(),
+            Directive::For(d) => d.endfor_expr.strip.strip_end(),
+        },
+        Element::Literal(_) => false,
+    }
+}
+
+fn strips_start(element: &Element) -> bool {
+    match element {
+        Element::Interpolation(i) => i.strip.strip_start(),
+        Element::Directive(d) => match d.as_ref() {
+            Directive::If(d) => d.if_expr.strip.strip_start(),
+            Directive::For(d) => d.for_expr.strip.strip_start(),
+        },
+        Element::Literal(_) => false,
+    }
+}
+
+/// The (key, value) pairs a `for` iterates over; `None` when the collection is unknown.
+fn iteration_pairs(collection: Value, range: Option<Range<usize>>) -> Result<Option<Vec<(Value, Value)>>> {
+    match collection {
+        Value::Unknown => Ok(None),
+        Value::List(items) => Ok(Some(items.into_iter().enumerate().map(|(i, v)| (Value::Number(i as f64), v)).collect())),
+        Value::Object(map) => Ok(Some(map.into_iter().map(|(k, v)| (Value::String(k), v)).collect())),
+        other => Err(EvalError::new(range, "Iteration over non-iterable value", format!("A for expression needs a list, set, map or object, not {}.", describe(&other)))),
+    }
+}
+
+fn get_attr(value: Value, name: &str, range: Option<Range<usize>>) -> Result<Value> {
+    match value {
+        Value::Unknown => Ok(Value::Unknown),
+        Value::Object(mut map) => match map.swap_remove(name) {
+            Some(v) => Ok(v),
+            None => Err(EvalError::new(
+                range,
+                "Unsupported attribute",
+                format!("This object has no attribute named \"{name}\".{}", suggest(name, map.keys().map(String::as_str))),
+            )),
+        },
+        Value::Null => Err(EvalError::new(range, "Attempt to get attribute from null value", format!("Cannot read \"{name}\" of a null value."))),
+        Value::List(_) => Err(EvalError::new(
+            range,
+            "Unsupported attribute",
+            format!("A list has no attribute \"{name}\"; to read it from every element use a splat: [*].{name}."),
+        )),
+        other => Err(EvalError::new(range, "Unsupported attribute", format!("A {} has no attributes.", other.type_name()))),
+    }
+}
+
+fn get_index(value: Value, key: &Value, range: Option<Range<usize>>) -> Result<Value> {
+    if key.is_unknown() || value.is_unknown() {
+        return Ok(Value::Unknown);
+    }
+    match value {
+        Value::List(mut items) => {
+            let index = match Type::Number.convert(key) {
+                Ok(Value::Number(n)) if n.fract() == 0.0 && n >= 0.0 => n as usize,
+                _ => return Err(EvalError::new(range, "Invalid index", format!("A list index must be a whole number ≥ 0, not {key}."))),
+            };
+            let len = items.len();
+            if index >= len {
+                return Err(EvalError::new(range, "Invalid index", format!("The index {index} is out of range for a list of {len} element(s).")));
+            }
+            Ok(items.swap_remove(index))
+        }
+        Value::Object(mut map) => {
+            let name = match Type::String.convert(key) {
+                Ok(Value::String(s)) => s,
+                _ => return Err(EvalError::new(range, "Invalid index", format!("A map key must be a string, not {}.", key.type_name()))),
+            };
+            match map.swap_remove(&name) {
+                Some(v) => Ok(v),
+                None => Err(EvalError::new(range, "Invalid index", format!("The map has no element for the key \"{name}\".{}", suggest(&name, map.keys().map(String::as_str))))),
+            }
+        }
+        Value::Null => Err(EvalError::new(range, "Attempt to index null value", "Cannot index a null value.")),
+        other => Err(EvalError::new(range, "Invalid index", format!("A {} cannot be indexed.", other.type_name()))),
+    }
+}
+
+/// Structural equality; `None` when an unknown inside decides it.
+fn equal(a: &Value, b: &Value) -> Option<bool> {
+    match (a, b) {
+        (Value::Unknown, _) | (_, Value::Unknown) => None,
+        (Value::List(x), Value::List(y)) => {
+            if x.len() != y.len() {
+                return Some(false);
+            }
+            let mut result = Some(true);
+            for (p, q) in x.iter().zip(y) {
+                match equal(p, q) {
+                    Some(false) => return Some(false),
+                    None => result = None,
+                    Some(true) => {}
+                }
+            }
+            result
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            if x.len() != y.len() || x.keys().any(|k| !y.contains_key(k)) {
+                return Some(false);
+            }
+            let mut result = Some(true);
+            for (k, p) in x {
+                match equal(p, &y[k]) {
+                    Some(false) => return Some(false),
+                    None => result = None,
+                    Some(true) => {}
+                }
+            }
+            result
+        }
+        _ => Some(a == b),
+    }
+}
+
+fn describe(value: &Value) -> String {
+    match value {
+        Value::String(s) if s.chars().count() <= 40 => format!("the string \"{s}\""),
+        other => other.type_name().to_owned(),
+    }
+}
+
+fn upper_first(s: &str) -> String {
+    let mut chars = s.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+}
+
+fn traversal_range(traversal: &hcl_edit::expr::Traversal, names: usize) -> Option<Range<usize>> {
+    let start = traversal.expr.span()?.start;
+    let end = if names == 0 { traversal.expr.span()?.end } else { traversal.operators.get(names - 1)?.span()?.end };
+    Some(start..end)
+}
+
+/// `file`, `fileexists` and `templatefile` read files relative to the working directory, as in
+/// Terraform; stacks use `"${path.module}/..."` to reach their own files.
+fn filesystem_call(name: &str, args: &[Value]) -> Result<Value, functions::CallError> {
+    use functions::CallError;
+    let expect = |n: usize| {
+        if args.len() == n {
+            Ok(())
+        } else {
+            Err(CallError { arg: None, message: format!("Function \"{name}\" expects {n} argument(s), got {}.", args.len()) })
+        }
+    };
+    if args.iter().any(|a| !a.is_wholly_known()) {
+        return Ok(Value::Unknown);
+    }
+    let path = |v: &Value| match v {
+        Value::String(s) => Ok(s.clone()),
+        other => Err(CallError { arg: Some(0), message: format!("the path must be a string, not {}.", other.type_name()) }),
+    };
+    let read = |p: &str| {
+        std::fs::read_to_string(p).map_err(|e| CallError { arg: Some(0), message: format!("cannot read \"{p}\": {e}.") })
+    };
+    match name {
+        "fileexists" => {
+            expect(1)?;
+            Ok(Value::Bool(Path::new(&path(&args[0])?).is_file()))
+        }
+        "file" => {
+            expect(1)?;
+            Ok(Value::String(read(&path(&args[0])?)?))
+        }
+        _ => {
+            expect(2)?;
+            let p = path(&args[0])?;
+            let text = read(&p)?;
+            let Value::Object(vars) = &args[1] else {
+                return Err(CallError { arg: Some(1), message: "the variables must be an object, such as { replicas = 10 }.".into() });
+            };
+            let template = hcl_edit::parser::parse_template(&text)
+                .map_err(|e| CallError { arg: Some(0), message: format!("{p}:{}:{}: {}.", e.location().line(), e.location().column(), e.message()) })?;
+            let scope = VarsScope(vars);
+            let mut evaluator = Evaluator::new(&scope);
+            evaluator
+                .template_of(&template, None)
+                .map_err(|e| CallError { arg: Some(0), message: format!("in {p}: {} {}", e.summary, e.detail) })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct TestScope(IndexMap<String, Value>);
+
+    impl Scope for TestScope {
+        fn lookup(&self, names: &[&str], range: Option<Range<usize>>) -> Result<(Cow<'_, Value>, usize)> {
+            match names {
+                ["var", name, ..] => self.0.get(*name).map(|v| (Cow::Borrowed(v), 2)).ok_or_else(|| EvalError::new(range, "Reference to undeclared input variable", "")),
+                _ => Err(EvalError::new(range, "Reference to undeclared resource", "")),
+            }
+        }
+    }
+
+    fn eval(src: &str) -> Result<Value> {
+        let scope = TestScope(
+            [
+                ("n".to_owned(), Value::Number(3.0)),
+                ("u".to_owned(), Value::Unknown),
+                ("names".to_owned(), Value::List(vec![Value::string("a"), Value::string("b")])),
+                ("pools".to_owned(), Value::List(vec![Value::Object([("name".into(), Value::string("t4"))].into())])),
+            ]
+            .into(),
+        );
+        let expr = hcl_edit::parser::parse_expr(src).map_err(|e| EvalError::new(None, "parse", e.to_string()))?;
+        Evaluator::new(&scope).eval(&expr)
+    }
+
+    #[test]
+    fn arithmetic_and_templates() {
+        assert_eq!(eval("var.n * 2 + 1").unwrap(), Value::Number(7.0));
+        assert_eq!(eval("\"x${var.n}y\"").unwrap(), Value::string("x3y"));
+        assert_eq!(eval("\"%{ for n in var.names }${n},%{ endfor }\"").unwrap(), Value::string("a,b,"));
+        assert_eq!(eval("\"a %{~ if true ~} b %{~ endif ~} c\"").unwrap(), Value::string("abc"));
+    }
+
+    #[test]
+    fn unknowns_propagate() {
+        assert_eq!(eval("var.u + 1").unwrap(), Value::Unknown);
+        assert_eq!(eval("\"x${var.u}\"").unwrap(), Value::Unknown);
+        assert_eq!(eval("var.u ? 1 : 2").unwrap(), Value::Unknown);
+        assert_eq!(eval("[for x in var.u : x]").unwrap(), Value::Unknown);
+        assert_eq!(eval("var.u.anything[3]").unwrap(), Value::Unknown);
+    }
+
+    #[test]
+    fn for_expressions_and_splats() {
+        assert_eq!(eval("[for i, n in var.names : \"${i}${n}\" if n != \"b\"]").unwrap(), Value::List(vec![Value::string("0a")]));
+        assert_eq!(eval("{for n in var.names : n => upper(n)}").unwrap().to_string(), "{a = \"A\", b = \"B\"}");
+        assert_eq!(eval("{for n in [\"a\", \"a\"] : n => 1...}").unwrap().to_string(), "{a = [1, 1]}");
+        assert_eq!(eval("var.pools[*].name").unwrap(), Value::List(vec![Value::string("t4")]));
+        assert_eq!(eval("var.pools.*.name").unwrap(), Value::List(vec![Value::string("t4")]));
+    }
+
+    #[test]
+    fn errors_are_located() {
+        let err = eval("var.n + \"x\"").unwrap_err();
+        assert_eq!(err.summary, "Invalid operand");
+        assert_eq!(err.range, Some(8..11));
+        assert!(eval("{for n in [\"a\", \"a\"] : n => 1}").unwrap_err().summary.contains("Duplicate"));
+        assert_eq!(eval("var.names[5]").unwrap_err().summary, "Invalid index");
+        assert_eq!(eval("nosuch(1)").unwrap_err().summary, "Call to unknown function");
+        assert_eq!(eval("var.pools[0].nmae").unwrap_err().detail, "This object has no attribute named \"nmae\". Did you mean \"name\"?");
+    }
+
+    #[test]
+    fn try_can_and_short_circuit() {
+        assert_eq!(eval("try(var.names[9], \"d\")").unwrap(), Value::string("d"));
+        assert_eq!(eval("can(var.names[9])").unwrap(), Value::Bool(false));
+        assert_eq!(eval("false && var.names[9]").unwrap(), Value::Bool(false));
+        assert_eq!(eval("var.n > 2 ? \"big\" : var.names[9]").unwrap(), Value::string("big"));
+    }
+}

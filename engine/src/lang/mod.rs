@@ -1,0 +1,6 @@
+//! The expression language: evaluation with unknowns, references, types and functions.
+
+pub mod eval;
+pub mod functions;
+pub mod refs;
+pub mod types;

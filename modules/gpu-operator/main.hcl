@@ -1,0 +1,38 @@
+# The NVIDIA GPU Operator, installed with Helm. The operator owns the ClusterPolicy
+# "cluster-policy"; sharing modules patch its device-plugin fields.
+
+locals {
+  values = {
+    driver = {
+      enabled = var.driver_enabled
+    }
+    toolkit = {
+      enabled = var.toolkit_enabled
+    }
+    operator = {
+      runtimeClass = var.runtime_class
+    }
+    mig = {
+      strategy = var.mig_strategy
+    }
+    dcgmExporter = {
+      enabled = var.dcgm_exporter_enabled
+      serviceMonitor = {
+        enabled = var.service_monitor_enabled
+      }
+    }
+  }
+}
+
+resource "helm_release" "operator" {
+  name             = "gpu-operator"
+  chart            = var.chart
+  repository       = startswith(var.chart, "oci://") || startswith(var.chart, ".") ? null : var.repository
+  version          = var.chart_version
+  namespace        = var.namespace
+  create_namespace = true
+  values           = merge(local.values, var.extra_values)
+  atomic           = true
+  wait             = true
+  timeout          = "10m"
+}
