@@ -58,12 +58,17 @@ impl Diags {
     }
 }
 
-/// "Did you mean …?" for a misspelt name, when one candidate is close enough.
-pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
-    let best = candidates
+/// The candidate closest to a misspelt name, when one is close enough.
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
         .into_iter()
         .map(|c| (strsim::damerau_levenshtein(name, c), c))
         .filter(|(d, c)| *d <= 2.max(c.len() / 4))
-        .min();
-    best.map_or_else(String::new, |(_, c)| format!(" Did you mean \"{c}\"?"))
+        .min()
+        .map(|(_, c)| c)
+}
+
+/// " Did you mean "x"?" for a misspelt name, or nothing.
+pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    closest(name, candidates).map_or_else(String::new, |c| format!(" Did you mean \"{c}\"?"))
 }

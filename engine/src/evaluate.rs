@@ -5,7 +5,7 @@
 //! evaluation failed is unknown to its dependents, so one mistake is reported once.
 
 use crate::config::{BodyRef, Expr, Module, Resource, ResourceMode, Stack, Variable};
-use crate::diag::{Diag, Diags, suggest};
+use crate::diag::{Diag, Diags, closest, suggest};
 use crate::graph::dot::Instances;
 use crate::graph::{Graph, NodeKind};
 use crate::lang::eval::{EmptyScope, EvalError, Evaluator, Scope};
@@ -505,6 +505,9 @@ impl<'a> Walk<'a> {
         let mut object: IndexMap<String, Value> = IndexMap::new();
         let mut seen: HashMap<&str, ()> = HashMap::new();
         let mut blocks: IndexMap<&str, Vec<Value>> = IndexMap::new();
+        // Required attributes that an unsupported argument was probably meant to set: one
+        // typo is reported once, not also as a missing argument.
+        let mut misspelt: Vec<String> = Vec::new();
         for structure in body.body.iter() {
             match structure {
                 Structure::Attribute(attr) => {
@@ -512,6 +515,9 @@ impl<'a> Walk<'a> {
                     let key_span = self.span(file, attr.key.span());
                     let Some(schema_attr) = schema.attributes.get(key) else {
                         let hint = if schema.blocks.contains_key(key) { format!(" \"{key}\" is a block: write {key} {{ ... }}.") } else { suggest(key, schema.attributes.keys().map(String::as_str)) };
+                        if let Some(meant) = closest(key, schema.attributes.keys().map(String::as_str)) {
+                            misspelt.push(meant.to_owned());
+                        }
                         self.diags.error(key_span, "Unsupported argument", format!("An argument named \"{key}\" is not expected in {context}.{hint}"));
                         continue;
                     };
@@ -559,7 +565,7 @@ impl<'a> Walk<'a> {
             if object.contains_key(name) {
                 continue;
             }
-            if attr.required {
+            if attr.required && !misspelt.contains(name) {
                 self.diags.error(body.span, "Missing required argument", format!("The argument \"{name}\" is required in {context}, but it is not set."));
             }
             object.insert(name.clone(), if attr.computed { Value::Unknown } else { Value::Null });

@@ -1,1 +1,60 @@
+//! Shared helpers for the end-to-end tests: where the binary, the repository and the fixtures are.
 
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root (the parent of this crate).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+pub fn fixtures_dir() -> PathBuf {
+    repo_root().join("tests").join("fixtures")
+}
+
+/// The `gpustack` binary of this build: `$GPUSTACK_BIN`, else next to the test executable
+/// (cargo puts test executables in `target/<profile>/deps`, binaries in `target/<profile>`).
+pub fn gpustack_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("GPUSTACK_BIN") {
+        return PathBuf::from(bin);
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    let profile_dir = exe.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
+    let bin = profile_dir.join(format!("gpustack{}", std::env::consts::EXE_SUFFIX));
+    assert!(bin.exists(), "{} is missing: build it with cargo build -p gpustack (cargo test --workspace does)", bin.display());
+    bin
+}
+
+/// Runs gpustack in `dir` with a clean environment for colour and variables.
+pub fn gpustack(dir: &Path, args: &[&str]) -> Output {
+    let mut command = Command::new(gpustack_bin());
+    command.current_dir(dir).args(args).env("NO_COLOR", "1").env_remove("GPUSTACK_LOG");
+    for (key, _) in std::env::vars() {
+        if key.starts_with("GPUSTACK_VAR_") {
+            command.env_remove(key);
+        }
+    }
+    command.output().unwrap_or_else(|e| panic!("cannot run gpustack: {e}"))
+}
+
+/// Every `*.hcl` file under `dir`, recursively, skipping build and state directories.
+pub fn hcl_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !name.starts_with('.') && name != "target" {
+                    pending.push(path);
+                }
+            } else if name.ends_with(".hcl") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}

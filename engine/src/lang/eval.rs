@@ -490,8 +490,11 @@ impl<'s> Evaluator<'s> {
         match result {
             Some(Ok(value)) => Ok(value),
             Some(Err(err)) => {
-                let summary = if err.arg.is_some() { "Invalid function argument" } else { "Error in function call" };
-                Err(EvalError::new(arg_range(err.arg), summary, format!("Call to function \"{name}\" failed: {}", err.message)))
+                let (summary, detail) = match err.arg {
+                    Some(_) => ("Invalid function argument", format!("{name}(): {}", err.message)),
+                    None => ("Error in function call", format!("Call to function \"{name}\" failed: {}", err.message)),
+                };
+                Err(EvalError::new(arg_range(err.arg), summary, detail))
             }
             None => {
                 let mut names: Vec<&str> = functions::names().to_vec();

@@ -1,0 +1,88 @@
+//! Every example validates, every .hcl file in the repository is formatted, and the reference
+//! example's graph orders nodepool → operator → time-slicing → smoke test.
+
+use gpustack_tests::{gpustack, hcl_files, repo_root};
+use std::path::PathBuf;
+
+fn examples() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(repo_root().join("examples"))
+        .expect("examples/ exists")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn every_example_validates() {
+    let examples = examples();
+    assert!(!examples.is_empty());
+    for dir in examples {
+        let output = gpustack(&repo_root(), &["validate", dir.to_str().unwrap_or_default()]);
+        assert!(
+            output.status.success(),
+            "{} does not validate:\n{}",
+            dir.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(String::from_utf8_lossy(&output.stdout).starts_with("Success!"));
+    }
+}
+
+#[test]
+fn every_hcl_file_is_formatted() {
+    let output = gpustack(&repo_root(), &["fmt", "--check", "examples", "modules"]);
+    assert!(output.status.success(), "unformatted files:\n{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    // The corpus of malformed stacks is formatted too, except for the ones that cannot parse.
+    for file in hcl_files(&repo_root().join("tests").join("fixtures")) {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if let Ok(formatted) = gpustack::fmt::format_hcl(&text) {
+            assert_eq!(formatted, text, "{} is not formatted", file.display());
+        }
+    }
+}
+
+/// Whether `to` is reachable from `from` following DOT edges.
+fn reaches(dot: &str, from: &str, to: &str) -> bool {
+    let edges: Vec<(String, String)> = dot
+        .lines()
+        .filter_map(|l| {
+            let (a, rest) = l.trim().split_once(" -> ")?;
+            let b = rest.split([' ', ';']).next()?;
+            Some((a.trim_matches('"').to_owned(), b.trim_matches('"').to_owned()))
+        })
+        .collect();
+    let mut seen = vec![from.to_owned()];
+    let mut i = 0;
+    while i < seen.len() {
+        let current = seen[i].clone();
+        for (a, b) in &edges {
+            if *a == current && !seen.contains(b) {
+                seen.push(b.clone());
+            }
+        }
+        i += 1;
+    }
+    seen.iter().any(|s| s == to)
+}
+
+#[test]
+fn reference_example_graph_orders_the_flow() {
+    let output = gpustack(&repo_root(), &["graph", "examples/aks-t4-time-slicing"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let dot = String::from_utf8_lossy(&output.stdout);
+    assert!(dot.starts_with("digraph gpustack {"));
+    let flow = [
+        "aks_nodepool.t4",
+        "module.gpu_operator.helm_release.operator",
+        "module.time_slicing.kubernetes_manifest.config",
+        "module.time_slicing.kubernetes_patch.cluster_policy",
+        "gpu_smoke_test.vector_add",
+    ];
+    for pair in flow.windows(2) {
+        assert!(reaches(&dot, pair[0], pair[1]), "{} does not come before {}:\n{dot}", pair[0], pair[1]);
+        assert!(!reaches(&dot, pair[1], pair[0]), "{} must not depend on {}", pair[0], pair[1]);
+    }
+}
