@@ -62,10 +62,14 @@ fn cycle_through(b: &Builder<'_>, start: NodeIndex, members: &HashSet<NodeIndex>
         steps.push((prev, current, span));
         current = prev;
     }
-    steps.reverse();
+    // `steps` runs against the edges (dependent ← dependency), which reads as "needs".
     let name = |n: NodeIndex| graph[n].address(b.stack);
-    let path: Vec<String> = steps.iter().map(|(from, _, _)| name(*from)).chain(std::iter::once(name(start))).collect();
-    let mut detail = format!("{} depend on each other: {}.", if steps.len() == 1 { "This declaration would" } else { "These declarations" }, path.join(" → "));
+    let path: Vec<String> = std::iter::once(name(start)).chain(steps.iter().map(|(from, _, _)| name(*from))).collect();
+    let mut detail = if steps.len() == 1 {
+        format!("{} refers to itself.", name(start))
+    } else {
+        format!("These declarations depend on each other, each needing the next: {}.", path.join(" → "))
+    };
     for (from, to, span) in &steps {
         let at = span.map_or_else(String::new, |s| {
             let r = b.sources_range(&s);

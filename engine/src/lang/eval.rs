@@ -258,10 +258,16 @@ impl<'s> Evaluator<'s> {
                             continue;
                         }
                         let cond = self.boolean(&cond, &d.if_expr.cond_expr)?;
-                        let chosen = if cond { Some(&d.if_expr.template) } else { d.else_expr.as_ref().map(|e| &e.template) };
-                        if let Some(template) = chosen {
+                        let endif_strips = d.endif_expr.strip.strip_start();
+                        // The markers inside the directive trim the branch's own text.
+                        let chosen = match (&d.else_expr, cond) {
+                            (_, true) => Some((&d.if_expr.template, d.if_expr.strip.strip_end(), d.else_expr.as_ref().map_or(endif_strips, |e| e.strip.strip_start()))),
+                            (Some(e), false) => Some((&e.template, e.strip.strip_end(), endif_strips)),
+                            (None, false) => None,
+                        };
+                        if let Some((template, trim_start, trim_end)) = chosen {
                             match self.template_of(template, range.clone())? {
-                                Value::String(s) => out.push_str(&s),
+                                Value::String(s) => out.push_str(trimmed(&s, trim_start, trim_end)),
                                 _ => unknown = true,
                             }
                         }
@@ -280,7 +286,7 @@ impl<'s> Evaluator<'s> {
                             let result = self.template_of(&d.for_expr.template, range.clone());
                             self.bindings.truncate(self.bindings.len() - pushed);
                             match result? {
-                                Value::String(s) => out.push_str(&s),
+                                Value::String(s) => out.push_str(trimmed(&s, d.for_expr.strip.strip_end(), d.endfor_expr.strip.strip_start())),
                                 _ => unknown = true,
                             }
                         }
@@ -529,6 +535,11 @@ enum ForItem {
     Unknown,
     Element(Value),
     Entry(String, Value),
+}
+
+fn trimmed(s: &str, start: bool, end: bool) -> &str {
+    let s = if start { s.trim_start() } else { s };
+    if end { s.trim_end() } else { s }
 }
 
 fn strips_end(element: &Element) -> bool {
