@@ -12,17 +12,19 @@ pub fn fixtures_dir() -> PathBuf {
     repo_root().join("tests").join("fixtures")
 }
 
-/// The `gpustack` binary of this build: `$GPUSTACK_BIN`, else next to the test executable
-/// (cargo puts test executables in `target/<profile>/deps`, binaries in `target/<profile>`).
+/// The `gpustack` binary of this build: `$GPUSTACK_BIN`, else beside the running executable
+/// (binaries live in `target/<profile>`, test executables one level down in `deps`).
 pub fn gpustack_bin() -> PathBuf {
     if let Some(bin) = std::env::var_os("GPUSTACK_BIN") {
         return PathBuf::from(bin);
     }
+    let name = format!("gpustack{}", std::env::consts::EXE_SUFFIX);
     let exe = std::env::current_exe().unwrap_or_default();
-    let profile_dir = exe.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
-    let bin = profile_dir.join(format!("gpustack{}", std::env::consts::EXE_SUFFIX));
-    assert!(bin.exists(), "{} is missing: build it with cargo build -p gpustack (cargo test --workspace does)", bin.display());
-    bin
+    let candidates: Vec<PathBuf> = exe.ancestors().skip(1).take(2).map(|dir| dir.join(&name)).collect();
+    match candidates.iter().find(|c| c.is_file()) {
+        Some(bin) => bin.clone(),
+        None => panic!("gpustack binary not found at {candidates:?}: build it with cargo build -p gpustack (cargo test --workspace does)"),
+    }
 }
 
 /// Runs gpustack in `dir` with a clean environment for colour and variables.

@@ -16,7 +16,7 @@ use gpustack_providers::Registry;
 use hcl_edit::Span as _;
 use hcl_edit::structure::{Body, Structure};
 use petgraph::graph::{DiGraph, NodeIndex};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum NodeKind {
@@ -100,6 +100,7 @@ pub struct Builder<'a> {
     pub registry: &'a Registry,
     pub diags: &'a mut Diags,
     pub graph: Graph,
+    edges: HashSet<(NodeIndex, NodeIndex)>,
 }
 
 pub fn build(stack: &Stack, sources: &SourceMap, registry: &Registry, diags: &mut Diags) -> Graph {
@@ -109,6 +110,7 @@ pub fn build(stack: &Stack, sources: &SourceMap, registry: &Registry, diags: &mu
         registry,
         diags,
         graph: Graph { graph: DiGraph::new(), index: HashMap::new(), provider_of: HashMap::new(), in_cycle: Vec::new() },
+        edges: HashSet::new(),
     };
     for (name, pass) in PASSES {
         tracing::trace!(pass = name, "graph pass");
@@ -130,8 +132,13 @@ impl Builder<'_> {
         index
     }
 
+    /// Adds an edge once; the first place that creates it is the one reported.
+    /// (petgraph's `update_edge` scans the source's edges: quadratic for a provider or
+    /// variable used by thousands of resources.)
     fn edge(&mut self, from: NodeIndex, to: NodeIndex, span: Option<Span>) {
-        self.graph.graph.update_edge(from, to, Edge { span });
+        if self.edges.insert((from, to)) {
+            self.graph.graph.add_edge(from, to, Edge { span });
+        }
     }
 
     /// The nodes a reference made in `module` points at; empty when it names nothing declared
