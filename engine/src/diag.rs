@@ -13,12 +13,28 @@ pub struct Diag {
 }
 
 impl Diag {
-    pub fn error(span: impl Into<Option<Span>>, summary: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self { severity: Severity::Error, summary: summary.into(), detail: detail.into(), span: span.into() }
+    pub fn error(
+        span: impl Into<Option<Span>>,
+        summary: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self {
+            severity: Severity::Error,
+            summary: summary.into(),
+            detail: detail.into(),
+            span: span.into(),
+        }
     }
 
-    pub fn warning(span: impl Into<Option<Span>>, summary: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self { severity: Severity::Warning, ..Self::error(span, summary, detail) }
+    pub fn warning(
+        span: impl Into<Option<Span>>,
+        summary: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self {
+            severity: Severity::Warning,
+            ..Self::error(span, summary, detail)
+        }
     }
 
     pub fn to_diagnostic(&self, sources: &SourceMap) -> Diagnostic {
@@ -41,7 +57,12 @@ impl Diags {
         self.0.push(diag);
     }
 
-    pub fn error(&mut self, span: impl Into<Option<Span>>, summary: impl Into<String>, detail: impl Into<String>) {
+    pub fn error(
+        &mut self,
+        span: impl Into<Option<Span>>,
+        summary: impl Into<String>,
+        detail: impl Into<String>,
+    ) {
         self.push(Diag::error(span, summary, detail));
     }
 
@@ -52,7 +73,13 @@ impl Diags {
     /// In source order (file, then offset), errors before warnings at the same place; duplicates
     /// dropped, since one mistake can be reached along two paths.
     pub fn into_sorted(mut self, sources: &SourceMap) -> Vec<Diagnostic> {
-        self.0.sort_by_key(|d| (d.span.map(|s| (sources.file(s.file).display_name.clone(), s.start, s.end)), d.severity));
+        self.0.sort_by_key(|d| {
+            (
+                d.span
+                    .map(|s| (sources.file(s.file).display_name.clone(), s.start, s.end)),
+                d.severity,
+            )
+        });
         self.0.dedup();
         self.0.iter().map(|d| d.to_diagnostic(sources)).collect()
     }

@@ -10,7 +10,9 @@ use crate::graph::dot::Instances;
 use crate::graph::{Graph, NodeKind};
 use crate::lang::eval::{EmptyScope, EvalError, Evaluator, Scope};
 use crate::source::{SourceMap, Span};
-use gpustack_protocol::{BlockNesting, Schema, Type, ValidateResourceConfigRequest, Value, format_number};
+use gpustack_protocol::{
+    BlockNesting, Schema, Type, ValidateResourceConfigRequest, Value, format_number,
+};
 use gpustack_providers::Registry;
 use hcl_edit::Span as _;
 use hcl_edit::expr::Expression;
@@ -75,8 +77,27 @@ struct Walk<'a> {
     out: Evaluated,
 }
 
-pub fn evaluate(stack: &Stack, graph: &Graph, registry: &Registry, sources: &SourceMap, inputs: &Inputs, options: EvalOptions, diags: &mut Diags) -> Evaluated {
-    let mut walk = Walk { stack, registry, sources, diags, values: stack.modules.iter().map(|_| ModuleValues::default()).collect(), out: Evaluated::default() };
+pub fn evaluate(
+    stack: &Stack,
+    graph: &Graph,
+    registry: &Registry,
+    sources: &SourceMap,
+    inputs: &Inputs,
+    options: EvalOptions,
+    diags: &mut Diags,
+) -> Evaluated {
+    let mut walk = Walk {
+        stack,
+        registry,
+        sources,
+        diags,
+        values: stack
+            .modules
+            .iter()
+            .map(|_| ModuleValues::default())
+            .collect(),
+        out: Evaluated::default(),
+    };
     walk.check_inputs(inputs);
     walk.check_settings();
     for node in graph.order() {
@@ -96,7 +117,9 @@ pub fn evaluate(stack: &Stack, graph: &Graph, registry: &Registry, sources: &Sou
                 let output = &module.outputs[&n.key];
                 let value = walk.eval(n.module, &output.value, None);
                 if n.module == 0 {
-                    walk.out.outputs.insert(n.key.clone(), (value.clone(), output.sensitive));
+                    walk.out
+                        .outputs
+                        .insert(n.key.clone(), (value.clone(), output.sensitive));
                 }
                 walk.values[n.module].outputs.insert(n.key.clone(), value);
             }
@@ -106,7 +129,11 @@ pub fn evaluate(stack: &Stack, graph: &Graph, registry: &Registry, sources: &Sou
                     ResourceMode::Managed => &module.resources[&n.key],
                     ResourceMode::Data => &module.data[&n.key],
                 };
-                let provider = graph.provider_of.get(&node).map(|p| graph.graph[*p].address(stack)).unwrap_or_default();
+                let provider = graph
+                    .provider_of
+                    .get(&node)
+                    .map(|p| graph.graph[*p].address(stack))
+                    .unwrap_or_default();
                 let (value, keys) = walk.resource(n.module, resource, &provider);
                 if let Some(keys) = keys {
                     walk.out.instances.insert(node, keys);
@@ -154,7 +181,11 @@ fn undeclared(range: Option<Range<usize>>, summary: &str, detail: String) -> Eva
 }
 
 impl Scope for ModuleScope<'_, '_> {
-    fn lookup(&self, names: &[&str], range: Option<Range<usize>>) -> Result<(Cow<'_, Value>, usize), EvalError> {
+    fn lookup(
+        &self,
+        names: &[&str],
+        range: Option<Range<usize>>,
+    ) -> Result<(Cow<'_, Value>, usize), EvalError> {
         let m: &Module = &self.walk.stack.modules[self.module];
         let values = &self.walk.values[self.module];
         match names {
@@ -162,27 +193,60 @@ impl Scope for ModuleScope<'_, '_> {
                 if m.variables.contains_key(*name) {
                     found(values.vars.get(*name), 2)
                 } else {
-                    Err(undeclared(range, "Reference to undeclared input variable", format!("An input variable named \"{name}\" has not been declared in this module.{}", suggest(name, m.variables.keys().map(String::as_str)))))
+                    Err(undeclared(
+                        range,
+                        "Reference to undeclared input variable",
+                        format!(
+                            "An input variable named \"{name}\" has not been declared in this module.{}",
+                            suggest(name, m.variables.keys().map(String::as_str))
+                        ),
+                    ))
                 }
             }
             ["local", name, ..] => {
                 if m.locals.contains_key(*name) {
                     found(values.locals.get(*name), 2)
                 } else {
-                    Err(undeclared(range, "Reference to undeclared local value", format!("A local value named \"{name}\" has not been declared in this module.{}", suggest(name, m.locals.keys().map(String::as_str)))))
+                    Err(undeclared(
+                        range,
+                        "Reference to undeclared local value",
+                        format!(
+                            "A local value named \"{name}\" has not been declared in this module.{}",
+                            suggest(name, m.locals.keys().map(String::as_str))
+                        ),
+                    ))
                 }
             }
             ["module", call, rest @ ..] => {
                 let Some(&child) = m.children.get(*call) else {
-                    return Err(undeclared(range, "Reference to undeclared module", format!("No module call named \"{call}\" is declared in this module.{}", suggest(call, m.calls.keys().map(String::as_str)))));
+                    return Err(undeclared(
+                        range,
+                        "Reference to undeclared module",
+                        format!(
+                            "No module call named \"{call}\" is declared in this module.{}",
+                            suggest(call, m.calls.keys().map(String::as_str))
+                        ),
+                    ));
                 };
                 let outputs = &self.walk.values[child].outputs;
                 let declared = &self.walk.stack.modules[child].outputs;
                 match rest.first() {
-                    Some(output) if declared.contains_key(*output) => found(outputs.get(*output), 3),
-                    Some(output) => Err(undeclared(range, "Unsupported attribute", format!("Module \"{call}\" has no output named \"{output}\".{}", suggest(output, declared.keys().map(String::as_str))))),
+                    Some(output) if declared.contains_key(*output) => {
+                        found(outputs.get(*output), 3)
+                    }
+                    Some(output) => Err(undeclared(
+                        range,
+                        "Unsupported attribute",
+                        format!(
+                            "Module \"{call}\" has no output named \"{output}\".{}",
+                            suggest(output, declared.keys().map(String::as_str))
+                        ),
+                    )),
                     None => {
-                        let object = declared.keys().map(|k| (k.clone(), outputs.get(k).cloned().unwrap_or(Value::Unknown))).collect();
+                        let object = declared
+                            .keys()
+                            .map(|k| (k.clone(), outputs.get(k).cloned().unwrap_or(Value::Unknown)))
+                            .collect();
                         Ok((Cow::Owned(Value::Object(object)), 2))
                     }
                 }
@@ -192,47 +256,124 @@ impl Scope for ModuleScope<'_, '_> {
                 if m.data.contains_key(&key) {
                     found(values.data.get(&key), 3)
                 } else {
-                    Err(undeclared(range, "Reference to undeclared data source", format!("A data source \"{ty}\" \"{name}\" has not been declared in this module.")))
+                    Err(undeclared(
+                        range,
+                        "Reference to undeclared data source",
+                        format!(
+                            "A data source \"{ty}\" \"{name}\" has not been declared in this module."
+                        ),
+                    ))
                 }
             }
-            ["data", ..] => Err(undeclared(range, "Invalid data source reference", "A data source is referenced as data.TYPE.NAME.".into())),
-            ["count", attr, ..] => match self.repetition.as_ref().and_then(|r| r.count_index.as_ref()) {
+            ["data", ..] => Err(undeclared(
+                range,
+                "Invalid data source reference",
+                "A data source is referenced as data.TYPE.NAME.".into(),
+            )),
+            ["count", attr, ..] => match self
+                .repetition
+                .as_ref()
+                .and_then(|r| r.count_index.as_ref())
+            {
                 Some(index) if *attr == "index" => Ok((Cow::Owned(index.clone()), 2)),
-                Some(_) => Err(undeclared(range, "Invalid count attribute", "The count object has only the attribute \"index\".".into())),
-                None => Err(undeclared(range, "Reference to \"count\" in non-counted context", "count.index is only available in a block that sets count.".into())),
+                Some(_) => Err(undeclared(
+                    range,
+                    "Invalid count attribute",
+                    "The count object has only the attribute \"index\".".into(),
+                )),
+                None => Err(undeclared(
+                    range,
+                    "Reference to \"count\" in non-counted context",
+                    "count.index is only available in a block that sets count.".into(),
+                )),
             },
             ["each", attr, ..] => match self.repetition.as_ref().and_then(|r| r.each.as_ref()) {
                 Some((key, _)) if *attr == "key" => Ok((Cow::Owned(key.clone()), 2)),
                 Some((_, value)) if *attr == "value" => Ok((Cow::Owned(value.clone()), 2)),
-                Some(_) => Err(undeclared(range, "Invalid each attribute", "The each object has only the attributes \"key\" and \"value\".".into())),
-                None => Err(undeclared(range, "Reference to \"each\" in context without for_each", "each.key and each.value are only available in a block that sets for_each.".into())),
+                Some(_) => Err(undeclared(
+                    range,
+                    "Invalid each attribute",
+                    "The each object has only the attributes \"key\" and \"value\".".into(),
+                )),
+                None => Err(undeclared(
+                    range,
+                    "Reference to \"each\" in context without for_each",
+                    "each.key and each.value are only available in a block that sets for_each."
+                        .into(),
+                )),
             },
             ["path", attr, ..] => {
                 let path = match *attr {
                     "module" => m.dir.display().to_string(),
                     "root" => self.walk.stack.root().dir.display().to_string(),
-                    "cwd" => std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
-                    other => return Err(undeclared(range, "Invalid path attribute", format!("path has no attribute \"{other}\"; use path.module, path.root or path.cwd."))),
+                    "cwd" => std::env::current_dir()
+                        .map(|d| d.display().to_string())
+                        .unwrap_or_default(),
+                    other => {
+                        return Err(undeclared(
+                            range,
+                            "Invalid path attribute",
+                            format!(
+                                "path has no attribute \"{other}\"; use path.module, path.root or path.cwd."
+                            ),
+                        ));
+                    }
                 };
-                Ok((Cow::Owned(Value::String(if path.is_empty() { ".".into() } else { path })), 2))
+                Ok((
+                    Cow::Owned(Value::String(if path.is_empty() {
+                        ".".into()
+                    } else {
+                        path
+                    })),
+                    2,
+                ))
             }
-            [root @ ("var" | "local" | "module" | "count" | "each" | "path"), ..] => {
-                Err(undeclared(range, "Invalid reference", format!("\"{root}\" must be followed by an attribute name, such as {root}.name.")))
-            }
-            ["self", ..] => Err(undeclared(range, "Invalid reference", "\"self\" is not available here.".into())),
+            [
+                root @ ("var" | "local" | "module" | "count" | "each" | "path"),
+                ..,
+            ] => Err(undeclared(
+                range,
+                "Invalid reference",
+                format!("\"{root}\" must be followed by an attribute name, such as {root}.name."),
+            )),
+            ["self", ..] => Err(undeclared(
+                range,
+                "Invalid reference",
+                "\"self\" is not available here.".into(),
+            )),
             [ty, name, ..] => {
                 let key = format!("{ty}.{name}");
                 if m.resources.contains_key(&key) {
                     found(values.resources.get(&key), 2)
-                } else if self.walk.registry.owner_of(ty).is_some() || m.resources.values().any(|r| r.type_name == *ty) {
-                    Err(undeclared(range, "Reference to undeclared resource", format!("A resource \"{ty}\" \"{name}\" has not been declared in this module.")))
+                } else if self.walk.registry.owner_of(ty).is_some()
+                    || m.resources.values().any(|r| r.type_name == *ty)
+                {
+                    Err(undeclared(
+                        range,
+                        "Reference to undeclared resource",
+                        format!(
+                            "A resource \"{ty}\" \"{name}\" has not been declared in this module."
+                        ),
+                    ))
                 } else {
-                    Err(undeclared(range, "Unknown variable", format!("There is no variable named \"{ty}\".")))
+                    Err(undeclared(
+                        range,
+                        "Unknown variable",
+                        format!("There is no variable named \"{ty}\"."),
+                    ))
                 }
             }
             [name] => {
-                let hint = if self.walk.registry.owner_of(name).is_some() { format!(" A resource is referenced as {name}.NAME.") } else { String::new() };
-                Err(undeclared(range, "Unknown variable", format!("There is no variable named \"{name}\".{hint}")))
+                let hint = if self.walk.registry.owner_of(name).is_some() {
+                    format!(" A resource is referenced as {name}.NAME.")
+                } else {
+                    String::new()
+                };
+                Err(undeclared(
+                    range,
+                    "Unknown variable",
+                    format!("There is no variable named \"{name}\".{hint}"),
+                ))
             }
             [] => Err(undeclared(range, "Invalid reference", String::new())),
         }
@@ -252,7 +393,11 @@ impl<'a> Walk<'a> {
     /// Evaluates in a module's scope; an error is reported and yields unknown.
     fn eval(&mut self, module: usize, expr: &Expr, repetition: Option<Repetition>) -> Value {
         let result = {
-            let scope = ModuleScope { walk: self, module, repetition };
+            let scope = ModuleScope {
+                walk: self,
+                module,
+                repetition,
+            };
             Evaluator::new(&scope).eval(&expr.expr)
         };
         result.unwrap_or_else(|err| {
@@ -267,15 +412,32 @@ impl<'a> Walk<'a> {
             if root.variables.contains_key(name) {
                 continue;
             }
-            let detail = format!("The stack declares no variable \"{name}\".{}", suggest(name, root.variables.keys().map(String::as_str)));
+            let detail = format!(
+                "The stack declares no variable \"{name}\".{}",
+                suggest(name, root.variables.keys().map(String::as_str))
+            );
             match raw {
-                RawInput::Expr(expr) => self.diags.push(Diag::warning(expr.span(), "Value for undeclared variable", detail)),
-                RawInput::Text { origin, .. } => self.diags.push(Diag::error(None, "Value for undeclared variable", format!("{detail} (set by {origin})"))),
+                RawInput::Expr(expr) => self.diags.push(Diag::warning(
+                    expr.span(),
+                    "Value for undeclared variable",
+                    detail,
+                )),
+                RawInput::Text { origin, .. } => self.diags.push(Diag::error(
+                    None,
+                    "Value for undeclared variable",
+                    format!("{detail} (set by {origin})"),
+                )),
             }
         }
     }
 
-    fn variable(&mut self, module: usize, v: &Variable, inputs: &Inputs, options: EvalOptions) -> Value {
+    fn variable(
+        &mut self,
+        module: usize,
+        v: &Variable,
+        inputs: &Inputs,
+        options: EvalOptions,
+    ) -> Value {
         // The value, where it was written (for diagnostics), and the file that spans refer to.
         let (value, at): (Value, Option<Span>) = if module == 0 {
             match inputs.0.get(&v.name) {
@@ -292,7 +454,14 @@ impl<'a> Walk<'a> {
                 Some(RawInput::Text { raw, origin }) => match parse_text_input(raw, &v.ty) {
                     Ok(value) => (value, None),
                     Err(message) => {
-                        self.diags.error(v.span, "Invalid value for input variable", format!("The value of \"{}\" set by {origin} is not valid: {message}", v.name));
+                        self.diags.error(
+                            v.span,
+                            "Invalid value for input variable",
+                            format!(
+                                "The value of \"{}\" set by {origin} is not valid: {message}",
+                                v.name
+                            ),
+                        );
                         return Value::Unknown;
                     }
                 },
@@ -307,8 +476,16 @@ impl<'a> Walk<'a> {
             }
         } else {
             let parent = self.stack.modules[module].parent.unwrap_or(0);
-            let call_name = self.stack.modules[module].path.last().cloned().unwrap_or_default();
-            match self.stack.modules[parent].calls.get(&call_name).and_then(|c| c.args.get(&v.name)) {
+            let call_name = self.stack.modules[module]
+                .path
+                .last()
+                .cloned()
+                .unwrap_or_default();
+            match self.stack.modules[parent]
+                .calls
+                .get(&call_name)
+                .and_then(|c| c.args.get(&v.name))
+            {
                 Some((expr, _)) => (self.eval(parent, expr, None), Some(expr.span())),
                 None => match &v.default {
                     Some(default) => (self.eval_default(default), Some(default.span())),
@@ -319,12 +496,26 @@ impl<'a> Walk<'a> {
         let value = match v.ty.convert(&value) {
             Ok(value) => value,
             Err(err) => {
-                self.diags.error(at.or(Some(v.span)), "Invalid value for input variable", format!("The value for variable \"{}\" does not fit its type {}: {err}.", v.name, v.ty));
+                self.diags.error(
+                    at.or(Some(v.span)),
+                    "Invalid value for input variable",
+                    format!(
+                        "The value for variable \"{}\" does not fit its type {}: {err}.",
+                        v.name, v.ty
+                    ),
+                );
                 return Value::Unknown;
             }
         };
         if value.is_null() && !v.nullable {
-            self.diags.error(at.or(Some(v.span)), "Invalid value for input variable", format!("The variable \"{}\" is not nullable; a value is required.", v.name));
+            self.diags.error(
+                at.or(Some(v.span)),
+                "Invalid value for input variable",
+                format!(
+                    "The variable \"{}\" is not nullable; a value is required.",
+                    v.name
+                ),
+            );
             return Value::Unknown;
         }
         self.validate_variable(module, v, &value, at);
@@ -332,10 +523,12 @@ impl<'a> Walk<'a> {
     }
 
     fn eval_default(&mut self, default: &Expr) -> Value {
-        Evaluator::new(&EmptyScope).eval(&default.expr).unwrap_or_else(|err| {
-            self.report(default.file, err);
-            Value::Unknown
-        })
+        Evaluator::new(&EmptyScope)
+            .eval(&default.expr)
+            .unwrap_or_else(|err| {
+                self.report(default.file, err);
+                Value::Unknown
+            })
     }
 
     /// Runs the validation rules against a candidate value, with `var.<name>` bound to it.
@@ -343,7 +536,9 @@ impl<'a> Walk<'a> {
         if !value.is_wholly_known() || v.validations.is_empty() {
             return;
         }
-        let previous = self.values[module].vars.insert(v.name.clone(), value.clone());
+        let previous = self.values[module]
+            .vars
+            .insert(v.name.clone(), value.clone());
         for rule in &v.validations {
             let condition = self.eval(module, &rule.condition, None);
             match condition {
@@ -354,14 +549,22 @@ impl<'a> Walk<'a> {
                         _ => "The value failed validation.".into(),
                     };
                     let rule_at = self.sources.range(rule.condition.span());
-                    let shown = if v.sensitive { "(sensitive value)".to_owned() } else { value.to_string() };
+                    let shown = if v.sensitive {
+                        "(sensitive value)".to_owned()
+                    } else {
+                        value.to_string()
+                    };
                     self.diags.error(
                         at.or(Some(v.span)),
                         "Invalid value for variable",
                         format!("{message}\n\nvar.{} is {shown}; checked by the validation rule at {}:{}:{}.", v.name, rule_at.filename, rule_at.start.line, rule_at.start.column),
                     );
                 }
-                other => self.diags.error(rule.condition.span(), "Invalid validation condition", format!("The condition must be a bool, not {}.", other.type_name())),
+                other => self.diags.error(
+                    rule.condition.span(),
+                    "Invalid validation condition",
+                    format!("The condition must be a bool, not {}.", other.type_name()),
+                ),
             }
         }
         match previous {
@@ -372,9 +575,16 @@ impl<'a> Walk<'a> {
 
     fn provider(&mut self, module: usize, key: &str, span: Span, implied: bool) {
         let name = key.split('.').next().unwrap_or(key);
-        let Some(schema) = self.registry.schema(name).map(|s| s.config.clone()) else { return };
+        let Some(schema) = self.registry.schema(name).map(|s| s.config.clone()) else {
+            return;
+        };
         if implied {
-            let missing: Vec<&str> = schema.attributes.iter().filter(|(_, a)| a.required).map(|(k, _)| k.as_str()).collect();
+            let missing: Vec<&str> = schema
+                .attributes
+                .iter()
+                .filter(|(_, a)| a.required)
+                .map(|(k, _)| k.as_str())
+                .collect();
             if !missing.is_empty() {
                 self.diags.error(
                     span,
@@ -385,10 +595,21 @@ impl<'a> Walk<'a> {
             return;
         }
         let block = &self.stack.modules[module].providers[key];
-        self.decode(module, &block.body, &schema, None, &format!("provider \"{name}\""));
+        self.decode(
+            module,
+            &block.body,
+            &schema,
+            None,
+            &format!("provider \"{name}\""),
+        );
     }
 
-    fn resource(&mut self, module: usize, r: &Resource, provider: &str) -> (Value, Option<Vec<String>>) {
+    fn resource(
+        &mut self,
+        module: usize,
+        r: &Resource,
+        provider: &str,
+    ) -> (Value, Option<Vec<String>>) {
         let schema = match r.mode {
             ResourceMode::Managed => self.registry.resource_schema(&r.type_name),
             ResourceMode::Data => self.registry.data_source_schema(&r.type_name),
@@ -401,17 +622,33 @@ impl<'a> Walk<'a> {
             self.diags.error(
                 r.type_span,
                 format!("Unsupported {what} type"),
-                format!("No provider offers a {what} type named \"{}\".{}", r.type_name, suggest(&r.type_name, types)),
+                format!(
+                    "No provider offers a {what} type named \"{}\".{}",
+                    r.type_name,
+                    suggest(&r.type_name, types)
+                ),
             );
             return (Value::Unknown, None);
         };
         for (attr, span) in &r.lifecycle.ignore_changes {
             if !schema.attributes.contains_key(attr) && !schema.blocks.contains_key(attr) {
-                self.diags.error(*span, "Unsupported attribute", format!("{} has no attribute \"{attr}\" to ignore.{}", r.type_name, suggest(attr, schema.attributes.keys().map(String::as_str))));
+                self.diags.error(
+                    *span,
+                    "Unsupported attribute",
+                    format!(
+                        "{} has no attribute \"{attr}\" to ignore.{}",
+                        r.type_name,
+                        suggest(attr, schema.attributes.keys().map(String::as_str))
+                    ),
+                );
             }
         }
         let expansion = self.expansion(module, r);
-        let address = format!("{}{}", self.stack.modules[module].prefix(), r.local_address());
+        let address = format!(
+            "{}{}",
+            self.stack.modules[module].prefix(),
+            r.local_address()
+        );
         let context = format!("a {} block", r.type_name);
         let instance = |walk: &mut Self, key: String, repetition: Option<Repetition>| -> Value {
             let config = walk.decode(module, &r.body, &schema, repetition, &context);
@@ -430,17 +667,39 @@ impl<'a> Walk<'a> {
             Expansion::Single => (instance(self, String::new(), None), None),
             Expansion::Count(n) => {
                 let values = (0..n)
-                    .map(|i| instance(self, format!("[{i}]"), Some(Repetition { count_index: Some(Value::Number(i as f64)), each: None })))
+                    .map(|i| {
+                        instance(
+                            self,
+                            format!("[{i}]"),
+                            Some(Repetition {
+                                count_index: Some(Value::Number(i as f64)),
+                                each: None,
+                            }),
+                        )
+                    })
                     .collect();
-                (Value::List(values), Some((0..n).map(|i| format!("[{i}]")).collect()))
+                (
+                    Value::List(values),
+                    Some((0..n).map(|i| format!("[{i}]")).collect()),
+                )
             }
             Expansion::ForEach(items) => {
-                let keys = items.keys().map(|k| format!("[{}]", Value::string(k.clone()))).collect();
+                let keys = items
+                    .keys()
+                    .map(|k| format!("[{}]", Value::string(k.clone())))
+                    .collect();
                 let values = items
                     .into_iter()
                     .map(|(k, v)| {
                         let key = format!("[{}]", Value::string(k.clone()));
-                        let value = instance(self, key, Some(Repetition { count_index: None, each: Some((Value::String(k.clone()), v)) }));
+                        let value = instance(
+                            self,
+                            key,
+                            Some(Repetition {
+                                count_index: None,
+                                each: Some((Value::String(k.clone()), v)),
+                            }),
+                        );
                         (k, value)
                     })
                     .collect();
@@ -449,7 +708,10 @@ impl<'a> Walk<'a> {
             Expansion::Unknown => {
                 let repetition = Repetition {
                     count_index: r.count.as_ref().map(|_| Value::Unknown),
-                    each: r.for_each.as_ref().map(|_| (Value::Unknown, Value::Unknown)),
+                    each: r
+                        .for_each
+                        .as_ref()
+                        .map(|_| (Value::Unknown, Value::Unknown)),
                 };
                 let config = self.decode(module, &r.body, &schema, Some(repetition), &context);
                 self.provider_checks(r, &config);
@@ -463,15 +725,26 @@ impl<'a> Walk<'a> {
             return match self.eval(module, count, None) {
                 Value::Unknown => Expansion::Unknown,
                 value => match Type::Number.convert(&value) {
-                    Ok(Value::Number(n)) if n >= 0.0 && n.fract() == 0.0 && n <= 100_000.0 => Expansion::Count(n as usize),
+                    Ok(Value::Number(n)) if n >= 0.0 && n.fract() == 0.0 && n <= 100_000.0 => {
+                        Expansion::Count(n as usize)
+                    }
                     _ => {
-                        self.diags.error(count.span(), "Invalid count argument", format!("count must be a whole number from 0 to 100000, not {}.", value));
+                        self.diags.error(
+                            count.span(),
+                            "Invalid count argument",
+                            format!(
+                                "count must be a whole number from 0 to 100000, not {}.",
+                                value
+                            ),
+                        );
                         Expansion::Unknown
                     }
                 },
             };
         }
-        let Some(for_each) = &r.for_each else { return Expansion::Single };
+        let Some(for_each) = &r.for_each else {
+            return Expansion::Single;
+        };
         match self.eval(module, for_each, None) {
             Value::Unknown => Expansion::Unknown,
             Value::Object(map) => Expansion::ForEach(map),
@@ -492,7 +765,18 @@ impl<'a> Walk<'a> {
                 Expansion::ForEach(set)
             }
             other => {
-                self.diags.error(for_each.span(), "Invalid for_each argument", format!("for_each needs a map or a set of strings, not {}.", if other.is_null() { "null".to_owned() } else { other.type_name().to_owned() }));
+                self.diags.error(
+                    for_each.span(),
+                    "Invalid for_each argument",
+                    format!(
+                        "for_each needs a map or a set of strings, not {}.",
+                        if other.is_null() {
+                            "null".to_owned()
+                        } else {
+                            other.type_name().to_owned()
+                        }
+                    ),
+                );
                 Expansion::Unknown
             }
         }
@@ -500,7 +784,14 @@ impl<'a> Walk<'a> {
 
     /// Checks a body against a schema and evaluates it into an object with every attribute of
     /// the schema: configured values, unknown for unset computed ones, null otherwise.
-    fn decode(&mut self, module: usize, body: &BodyRef, schema: &Schema, repetition: Option<Repetition>, context: &str) -> Value {
+    fn decode(
+        &mut self,
+        module: usize,
+        body: &BodyRef,
+        schema: &Schema,
+        repetition: Option<Repetition>,
+        context: &str,
+    ) -> Value {
         let file = body.file;
         let mut object: IndexMap<String, Value> = IndexMap::new();
         let mut seen: HashMap<&str, ()> = HashMap::new();
@@ -514,29 +805,56 @@ impl<'a> Walk<'a> {
                     let key = attr.key.as_str();
                     let key_span = self.span(file, attr.key.span());
                     let Some(schema_attr) = schema.attributes.get(key) else {
-                        let hint = if schema.blocks.contains_key(key) { format!(" \"{key}\" is a block: write {key} {{ ... }}.") } else { suggest(key, schema.attributes.keys().map(String::as_str)) };
-                        if let Some(meant) = closest(key, schema.attributes.keys().map(String::as_str)) {
+                        let hint = if schema.blocks.contains_key(key) {
+                            format!(" \"{key}\" is a block: write {key} {{ ... }}.")
+                        } else {
+                            suggest(key, schema.attributes.keys().map(String::as_str))
+                        };
+                        if let Some(meant) =
+                            closest(key, schema.attributes.keys().map(String::as_str))
+                        {
                             misspelt.push(meant.to_owned());
                         }
-                        self.diags.error(key_span, "Unsupported argument", format!("An argument named \"{key}\" is not expected in {context}.{hint}"));
+                        self.diags.error(
+                            key_span,
+                            "Unsupported argument",
+                            format!(
+                                "An argument named \"{key}\" is not expected in {context}.{hint}"
+                            ),
+                        );
                         continue;
                     };
                     if seen.insert(key, ()).is_some() {
-                        self.diags.error(key_span, "Duplicate argument", format!("The argument \"{key}\" was already set in {context}."));
+                        self.diags.error(
+                            key_span,
+                            "Duplicate argument",
+                            format!("The argument \"{key}\" was already set in {context}."),
+                        );
                         continue;
                     }
                     if !schema_attr.is_configurable() {
-                        self.diags.error(key_span, "Invalid argument", format!("\"{key}\" is set by the provider and cannot be configured."));
+                        self.diags.error(
+                            key_span,
+                            "Invalid argument",
+                            format!("\"{key}\" is set by the provider and cannot be configured."),
+                        );
                         continue;
                     }
-                    let expr = Expr { expr: attr.value.clone(), file };
+                    let expr = Expr {
+                        expr: attr.value.clone(),
+                        file,
+                    };
                     let value = self.eval(module, &expr, repetition.clone());
                     match schema_attr.ty.convert(&value) {
                         Ok(converted) => {
                             object.insert(key.to_owned(), converted);
                         }
                         Err(err) => {
-                            self.diags.error(expr.span(), "Incorrect attribute value type", format!("Inappropriate value for attribute \"{key}\": {err}."));
+                            self.diags.error(
+                                expr.span(),
+                                "Incorrect attribute value type",
+                                format!("Inappropriate value for attribute \"{key}\": {err}."),
+                            );
                             object.insert(key.to_owned(), Value::Unknown);
                         }
                     }
@@ -544,19 +862,50 @@ impl<'a> Walk<'a> {
                 Structure::Block(block) => {
                     let kind = block.ident.as_str();
                     let Some(nested) = schema.blocks.get(kind) else {
-                        let hint = if schema.attributes.contains_key(kind) { format!(" \"{kind}\" is an argument: write {kind} = ....") } else { suggest(kind, schema.blocks.keys().map(String::as_str)) };
-                        self.diags.error(self.span(file, block.ident.span()), "Unsupported block type", format!("Blocks of type \"{kind}\" are not expected in {context}.{hint}"));
+                        let hint = if schema.attributes.contains_key(kind) {
+                            format!(" \"{kind}\" is an argument: write {kind} = ....")
+                        } else {
+                            suggest(kind, schema.blocks.keys().map(String::as_str))
+                        };
+                        self.diags.error(
+                            self.span(file, block.ident.span()),
+                            "Unsupported block type",
+                            format!(
+                                "Blocks of type \"{kind}\" are not expected in {context}.{hint}"
+                            ),
+                        );
                         continue;
                     };
                     if !block.labels.is_empty() {
-                        self.diags.error(self.span(file, block.labels[0].span()), "Extraneous label", format!("A {kind} block takes no labels."));
+                        self.diags.error(
+                            self.span(file, block.labels[0].span()),
+                            "Extraneous label",
+                            format!("A {kind} block takes no labels."),
+                        );
                     }
-                    let inner = BodyRef { body: block.body.clone(), file, span: self.span(file, block.ident.span()).unwrap_or(body.span) };
-                    let value = self.decode(module, &inner, &nested.block, repetition.clone(), &format!("a {kind} block"));
+                    let inner = BodyRef {
+                        body: block.body.clone(),
+                        file,
+                        span: self.span(file, block.ident.span()).unwrap_or(body.span),
+                    };
+                    let value = self.decode(
+                        module,
+                        &inner,
+                        &nested.block,
+                        repetition.clone(),
+                        &format!("a {kind} block"),
+                    );
                     let list = blocks.entry(kind).or_default();
                     list.push(value);
                     if nested.max_items.is_some_and(|max| list.len() > max) {
-                        self.diags.error(inner.span, "Too many blocks", format!("At most {} {kind} block(s) may appear in {context}.", nested.max_items.unwrap_or(1)));
+                        self.diags.error(
+                            inner.span,
+                            "Too many blocks",
+                            format!(
+                                "At most {} {kind} block(s) may appear in {context}.",
+                                nested.max_items.unwrap_or(1)
+                            ),
+                        );
                     }
                 }
             }
@@ -566,14 +915,32 @@ impl<'a> Walk<'a> {
                 continue;
             }
             if attr.required && !misspelt.contains(name) {
-                self.diags.error(body.span, "Missing required argument", format!("The argument \"{name}\" is required in {context}, but it is not set."));
+                self.diags.error(
+                    body.span,
+                    "Missing required argument",
+                    format!("The argument \"{name}\" is required in {context}, but it is not set."),
+                );
             }
-            object.insert(name.clone(), if attr.computed { Value::Unknown } else { Value::Null });
+            object.insert(
+                name.clone(),
+                if attr.computed {
+                    Value::Unknown
+                } else {
+                    Value::Null
+                },
+            );
         }
         for (name, nested) in &schema.blocks {
             let list = blocks.swap_remove(name.as_str()).unwrap_or_default();
             if list.len() < nested.min_items {
-                self.diags.error(body.span, "Missing required block", format!("At least {} {name} block(s) are required in {context}.", nested.min_items));
+                self.diags.error(
+                    body.span,
+                    "Missing required block",
+                    format!(
+                        "At least {} {name} block(s) are required in {context}.",
+                        nested.min_items
+                    ),
+                );
             }
             let value = match nested.nesting {
                 BlockNesting::Single => list.into_iter().next().unwrap_or(Value::Null),
@@ -586,18 +953,36 @@ impl<'a> Walk<'a> {
 
     /// Asks the owning provider to check a configuration, and points its findings at the source.
     fn provider_checks(&mut self, r: &Resource, config: &Value) {
-        let Some(owner) = self.registry.owner_of(&r.type_name) else { return };
-        let Some(provider) = self.registry.provider(owner) else { return };
-        let response = provider.validate_resource_config(ValidateResourceConfigRequest { type_name: r.type_name.clone(), config: config.clone() });
+        let Some(owner) = self.registry.owner_of(&r.type_name) else {
+            return;
+        };
+        let Some(provider) = self.registry.provider(owner) else {
+            return;
+        };
+        let response = provider.validate_resource_config(ValidateResourceConfigRequest {
+            type_name: r.type_name.clone(),
+            config: config.clone(),
+        });
         for d in response.diagnostics {
-            let span = d.attribute.as_deref().and_then(|path| attribute_span(&r.body, path)).unwrap_or(r.span);
-            self.diags.push(Diag { severity: d.severity, summary: d.summary, detail: d.detail, span: Some(span) });
+            let span = d
+                .attribute
+                .as_deref()
+                .and_then(|path| attribute_span(&r.body, path))
+                .unwrap_or(r.span);
+            self.diags.push(Diag {
+                severity: d.severity,
+                summary: d.summary,
+                detail: d.detail,
+                span: Some(span),
+            });
         }
     }
 
     fn check_settings(&mut self) {
         for (i, m) in self.stack.modules.iter().enumerate() {
-            let Some(settings) = &m.settings else { continue };
+            let Some(settings) = &m.settings else {
+                continue;
+            };
             if i != 0 {
                 self.diags.error(settings.span, "Settings in a child module", "The gpustack block belongs in the root module of a stack; modules cannot choose a backend.");
                 continue;
@@ -605,11 +990,22 @@ impl<'a> Walk<'a> {
             if let Some((constraint, span)) = &settings.required_version
                 && let Err(message) = crate::version::check_required(constraint)
             {
-                self.diags.error(*span, "Unsupported gpustack version", message);
+                self.diags
+                    .error(*span, "Unsupported gpustack version", message);
             }
-            let Some(backend) = &settings.backend else { continue };
+            let Some(backend) = &settings.backend else {
+                continue;
+            };
             let Some(schema) = gpustack_state::backend_schema(&backend.kind) else {
-                self.diags.error(backend.kind_span, "Unknown backend", format!("There is no backend \"{}\"; backends are local, kubernetes and s3.{}", backend.kind, suggest(&backend.kind, ["local", "kubernetes", "s3"])));
+                self.diags.error(
+                    backend.kind_span,
+                    "Unknown backend",
+                    format!(
+                        "There is no backend \"{}\"; backends are local, kubernetes and s3.{}",
+                        backend.kind,
+                        suggest(&backend.kind, ["local", "kubernetes", "s3"])
+                    ),
+                );
                 continue;
             };
             // Backends are configured before anything is evaluated, so only literals are allowed.
@@ -623,7 +1019,13 @@ impl<'a> Walk<'a> {
                 }
             }
             if values.is_empty() {
-                self.decode(0, &backend.body, &schema, None, &format!("the {} backend", backend.kind));
+                self.decode(
+                    0,
+                    &backend.body,
+                    &schema,
+                    None,
+                    &format!("the {} backend", backend.kind),
+                );
             }
         }
     }
@@ -668,11 +1070,16 @@ fn parse_text_input(raw: &str, ty: &Type) -> Result<Value, String> {
     if matches!(ty, Type::String) {
         return Ok(Value::String(raw.to_owned()));
     }
-    let expr = hcl_edit::parser::parse_expr(raw).map_err(|e| format!("{} (at column {}).", e.message(), e.location().column()))?;
-    let value = Evaluator::new(&EmptyScope).eval(&expr).map_err(|e| format!("{} {}", e.summary, e.detail))?;
+    let expr = hcl_edit::parser::parse_expr(raw)
+        .map_err(|e| format!("{} (at column {}).", e.message(), e.location().column()))?;
+    let value = Evaluator::new(&EmptyScope)
+        .eval(&expr)
+        .map_err(|e| format!("{} {}", e.summary, e.detail))?;
     match (&value, ty) {
         // A bare word for an `any` variable is a string, not a reference.
-        (_, Type::Any) if matches!(expr, Expression::Variable(_)) => Ok(Value::String(raw.to_owned())),
+        (_, Type::Any) if matches!(expr, Expression::Variable(_)) => {
+            Ok(Value::String(raw.to_owned()))
+        }
         _ => Ok(value),
     }
 }

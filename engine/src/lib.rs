@@ -35,8 +35,14 @@ pub struct VariableArgs {
 impl VariableArgs {
     /// The `GPUSTACK_VAR_*` variables of this process.
     pub fn from_process_env(vars: Vec<String>, var_files: Vec<PathBuf>) -> Self {
-        let env = std::env::vars().filter_map(|(k, v)| k.strip_prefix("GPUSTACK_VAR_").map(|n| (n.to_owned(), v))).collect();
-        Self { vars, var_files, env }
+        let env = std::env::vars()
+            .filter_map(|(k, v)| k.strip_prefix("GPUSTACK_VAR_").map(|n| (n.to_owned(), v)))
+            .collect();
+        Self {
+            vars,
+            var_files,
+            env,
+        }
     }
 }
 
@@ -64,31 +70,60 @@ pub fn load(dir: &Path, variables: &VariableArgs, options: EvalOptions) -> Loade
     let stack = config::load_stack(dir, &mut sources, &mut diags);
     let inputs = collect_inputs(variables, &mut sources, &mut diags);
     let (graph, evaluated) = if stack.modules.is_empty() {
-        (graph::build(&stack, &sources, &registry, &mut diags), Evaluated::default())
+        (
+            graph::build(&stack, &sources, &registry, &mut diags),
+            Evaluated::default(),
+        )
     } else {
         let graph = graph::build(&stack, &sources, &registry, &mut diags);
-        let evaluated = evaluate::evaluate(&stack, &graph, &registry, &sources, &inputs, options, &mut diags);
+        let evaluated = evaluate::evaluate(
+            &stack, &graph, &registry, &sources, &inputs, options, &mut diags,
+        );
         (graph, evaluated)
     };
     let diagnostics = diags.into_sorted(&sources);
-    Loaded { sources, stack, graph, evaluated, diagnostics }
+    Loaded {
+        sources,
+        stack,
+        graph,
+        evaluated,
+        diagnostics,
+    }
 }
 
 fn collect_inputs(args: &VariableArgs, sources: &mut SourceMap, diags: &mut Diags) -> Inputs {
     let mut inputs = Inputs::default();
     for (name, raw) in &args.env {
-        inputs.0.insert(name.clone(), RawInput::Text { raw: raw.clone(), origin: format!("the environment variable GPUSTACK_VAR_{name}") });
+        inputs.0.insert(
+            name.clone(),
+            RawInput::Text {
+                raw: raw.clone(),
+                origin: format!("the environment variable GPUSTACK_VAR_{name}"),
+            },
+        );
     }
     for path in &args.var_files {
-        let Some((file, body)) = config::parse_file(sources, path, diags) else { continue };
+        let Some((file, body)) = config::parse_file(sources, path, diags) else {
+            continue;
+        };
         for structure in body {
             match structure {
                 Structure::Attribute(attr) => {
-                    inputs.0.insert(attr.key.as_str().to_owned(), RawInput::Expr(Expr { expr: attr.value, file }));
+                    inputs.0.insert(
+                        attr.key.as_str().to_owned(),
+                        RawInput::Expr(Expr {
+                            expr: attr.value,
+                            file,
+                        }),
+                    );
                 }
                 Structure::Block(block) => {
                     use hcl_edit::Span as _;
-                    diags.error(config::span_of(file, block.ident.span()), "Unexpected block", "A variable file holds only name = value assignments.");
+                    diags.error(
+                        config::span_of(file, block.ident.span()),
+                        "Unexpected block",
+                        "A variable file holds only name = value assignments.",
+                    );
                 }
             }
         }
@@ -96,9 +131,19 @@ fn collect_inputs(args: &VariableArgs, sources: &mut SourceMap, diags: &mut Diag
     for var in &args.vars {
         match var.split_once('=') {
             Some((name, raw)) if !name.trim().is_empty() => {
-                inputs.0.insert(name.trim().to_owned(), RawInput::Text { raw: raw.to_owned(), origin: format!("--var {name}=...") });
+                inputs.0.insert(
+                    name.trim().to_owned(),
+                    RawInput::Text {
+                        raw: raw.to_owned(),
+                        origin: format!("--var {name}=..."),
+                    },
+                );
             }
-            _ => diags.error(None, "Invalid --var option", format!("\"{var}\" is not of the form NAME=VALUE.")),
+            _ => diags.error(
+                None,
+                "Invalid --var option",
+                format!("\"{var}\" is not of the form NAME=VALUE."),
+            ),
         }
     }
     inputs

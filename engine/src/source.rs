@@ -17,7 +17,11 @@ pub struct Span {
 
 impl Span {
     pub fn new(file: FileId, range: Range<usize>) -> Self {
-        Self { file, start: range.start, end: range.end }
+        Self {
+            file,
+            start: range.start,
+            end: range.end,
+        }
     }
 }
 
@@ -34,19 +38,31 @@ impl SourceFile {
         let line_starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
-        Self { path, display_name, text, line_starts }
+        Self {
+            path,
+            display_name,
+            text,
+            line_starts,
+        }
     }
 
     /// 1-based line and column (in characters) of a byte offset, clamped to the file.
     pub fn pos(&self, byte: usize) -> Pos {
         let byte = byte.min(self.text.len());
-        let line_index = self.line_starts.partition_point(|&start| start <= byte).saturating_sub(1);
+        let line_index = self
+            .line_starts
+            .partition_point(|&start| start <= byte)
+            .saturating_sub(1);
         let line_start = self.line_starts.get(line_index).copied().unwrap_or(0);
         let column = self
             .text
             .get(line_start..byte)
             .map_or(byte - line_start, |prefix| prefix.chars().count());
-        Pos { line: line_index + 1, column: column + 1, byte }
+        Pos {
+            line: line_index + 1,
+            column: column + 1,
+            byte,
+        }
     }
 
     /// The byte offset of a 1-based line and column, as parsers report them.
@@ -71,13 +87,17 @@ pub struct SourceMap {
 impl SourceMap {
     /// `base` is the directory file names are shown relative to.
     pub fn new(base: impl Into<PathBuf>) -> Self {
-        Self { files: Vec::new(), base: base.into() }
+        Self {
+            files: Vec::new(),
+            base: base.into(),
+        }
     }
 
     pub fn add(&mut self, path: &Path, text: String) -> FileId {
         let display_name = display_path(&self.base, path);
         let id = FileId(u32::try_from(self.files.len()).unwrap_or(u32::MAX));
-        self.files.push(SourceFile::new(path.to_path_buf(), display_name, text));
+        self.files
+            .push(SourceFile::new(path.to_path_buf(), display_name, text));
         id
     }
 
@@ -86,16 +106,26 @@ impl SourceMap {
     }
 
     pub fn files(&self) -> impl Iterator<Item = (FileId, &SourceFile)> {
-        self.files.iter().enumerate().map(|(i, f)| (FileId(i as u32), f))
+        self.files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (FileId(i as u32), f))
     }
 
     pub fn range(&self, span: Span) -> SourceRange {
         let file = self.file(span.file);
-        SourceRange { filename: file.display_name.clone(), start: file.pos(span.start), end: file.pos(span.end) }
+        SourceRange {
+            filename: file.display_name.clone(),
+            start: file.pos(span.start),
+            end: file.pos(span.end),
+        }
     }
 
     pub fn snippet(&self, span: Span) -> &str {
-        self.file(span.file).text.get(span.start..span.end).unwrap_or("")
+        self.file(span.file)
+            .text
+            .get(span.start..span.end)
+            .unwrap_or("")
     }
 }
 
@@ -163,16 +193,39 @@ mod tests {
         let mut map = SourceMap::new("/stack");
         let id = map.add(Path::new("/stack/main.hcl"), "a = 1\nb = \"é\" x\n".into());
         let file = map.file(id);
-        assert_eq!(file.pos(0), Pos { line: 1, column: 1, byte: 0 });
+        assert_eq!(
+            file.pos(0),
+            Pos {
+                line: 1,
+                column: 1,
+                byte: 0
+            }
+        );
         let x = file.text.find('x').unwrap();
-        assert_eq!(file.pos(x), Pos { line: 2, column: 9, byte: x });
+        assert_eq!(
+            file.pos(x),
+            Pos {
+                line: 2,
+                column: 9,
+                byte: x
+            }
+        );
         assert_eq!(file.offset(2, 9), x);
         assert_eq!(map.range(Span::new(id, 0..1)).filename, "main.hcl");
     }
 
     #[test]
     fn display_names_are_relative() {
-        assert_eq!(display_path(Path::new("/s/examples/a"), Path::new("/s/modules/m/main.hcl")), "../../modules/m/main.hcl");
-        assert_eq!(display_path(Path::new("ex"), Path::new("ex/./main.hcl")), "main.hcl");
+        assert_eq!(
+            display_path(
+                Path::new("/s/examples/a"),
+                Path::new("/s/modules/m/main.hcl")
+            ),
+            "../../modules/m/main.hcl"
+        );
+        assert_eq!(
+            display_path(Path::new("ex"), Path::new("ex/./main.hcl")),
+            "main.hcl"
+        );
     }
 }

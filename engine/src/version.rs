@@ -19,14 +19,17 @@ pub fn check_required(constraint: &str) -> Result<(), String> {
 }
 
 fn check(current: &str, constraint: &str) -> Result<(), String> {
-    let have = parse(current).ok_or_else(|| format!("cannot parse the running version {current}"))?;
+    let have =
+        parse(current).ok_or_else(|| format!("cannot parse the running version {current}"))?;
     for part in constraint.split(',') {
         let part = part.trim();
         let (op, wanted) = ["~>", ">=", "<=", "!=", ">", "<", "="]
             .iter()
             .find_map(|op| part.strip_prefix(op).map(|rest| (*op, rest)))
             .unwrap_or(("=", part));
-        let want = parse(wanted).ok_or_else(|| format!("\"{part}\" is not a version constraint such as \">= 0.1\" or \"~> 1.2\"."))?;
+        let want = parse(wanted).ok_or_else(|| {
+            format!("\"{part}\" is not a version constraint such as \">= 0.1\" or \"~> 1.2\".")
+        })?;
         let len = have.len().max(want.len());
         let (h, w) = (padded(have.clone(), len), padded(want.clone(), len));
         let ok = match op {
@@ -43,7 +46,9 @@ fn check(current: &str, constraint: &str) -> Result<(), String> {
             _ => h == w,
         };
         if !ok {
-            return Err(format!("This stack requires gpustack {constraint}; this is gpustack {current}."));
+            return Err(format!(
+                "This stack requires gpustack {constraint}; this is gpustack {current}."
+            ));
         }
     }
     Ok(())

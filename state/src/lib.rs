@@ -80,7 +80,9 @@ impl State {
         }
         let header: Header = serde_json::from_slice(bytes)?;
         if header.format_version != FORMAT_VERSION {
-            return Err(DecodeStateError::UnsupportedVersion { found: header.format_version });
+            return Err(DecodeStateError::UnsupportedVersion {
+                found: header.format_version,
+            });
         }
         Ok(serde_json::from_slice(bytes)?)
     }
@@ -94,6 +96,37 @@ impl State {
     pub fn resource(&self, address: &str) -> Option<&ResourceState> {
         self.resources.iter().find(|r| r.address == address)
     }
+}
+
+/// The configuration each state backend accepts in `gpustack { backend "KIND" { ... } }`.
+pub fn backend_schema(kind: &str) -> Option<gpustack_protocol::Schema> {
+    use gpustack_protocol::{Attribute, Schema, Type};
+    let schema = match kind {
+        "local" => Schema::new("State in a file next to the stack.").attr(
+            "path",
+            Attribute::optional(Type::String).describe("Default .gpustack/state.json."),
+        ),
+        "kubernetes" => Schema::new("State in Secrets of a namespace, locked with a Lease.")
+            .attr("namespace", Attribute::required(Type::String))
+            .attr("secret_suffix", Attribute::required(Type::String))
+            .attr("config_path", Attribute::optional(Type::String))
+            .attr("context", Attribute::optional(Type::String))
+            .attr("in_cluster", Attribute::optional(Type::Bool))
+            .attr(
+                "lock_ttl",
+                Attribute::optional(Type::String)
+                    .describe("How long a crashed holder's lock lives, e.g. \"2m\"."),
+            ),
+        "s3" => Schema::new("State in an S3 object, locked with a conditional write.")
+            .attr("bucket", Attribute::required(Type::String))
+            .attr("key", Attribute::required(Type::String))
+            .attr("region", Attribute::optional(Type::String))
+            .attr("endpoint", Attribute::optional(Type::String))
+            .attr("profile", Attribute::optional(Type::String))
+            .attr("use_path_style", Attribute::optional(Type::Bool)),
+        _ => return None,
+    };
+    Some(schema)
 }
 
 #[cfg(test)]
@@ -114,34 +147,17 @@ mod tests {
         });
         let decoded = State::decode(&state.encode()).unwrap();
         assert_eq!(decoded, state);
-        assert_eq!(decoded.resource("local_file.a").unwrap().type_name, "local_file");
+        assert_eq!(
+            decoded.resource("local_file.a").unwrap().type_name,
+            "local_file"
+        );
 
-        let future = String::from_utf8(state.encode()).unwrap().replace("\"format_version\": 1", "\"format_version\": 9");
-        assert!(matches!(State::decode(future.as_bytes()), Err(DecodeStateError::UnsupportedVersion { found: 9 })));
+        let future = String::from_utf8(state.encode())
+            .unwrap()
+            .replace("\"format_version\": 1", "\"format_version\": 9");
+        assert!(matches!(
+            State::decode(future.as_bytes()),
+            Err(DecodeStateError::UnsupportedVersion { found: 9 })
+        ));
     }
-}
-
-/// The configuration each state backend accepts in `gpustack { backend "KIND" { ... } }`.
-pub fn backend_schema(kind: &str) -> Option<gpustack_protocol::Schema> {
-    use gpustack_protocol::{Attribute, Schema, Type};
-    let schema = match kind {
-        "local" => Schema::new("State in a file next to the stack.")
-            .attr("path", Attribute::optional(Type::String).describe("Default .gpustack/state.json.")),
-        "kubernetes" => Schema::new("State in Secrets of a namespace, locked with a Lease.")
-            .attr("namespace", Attribute::required(Type::String))
-            .attr("secret_suffix", Attribute::required(Type::String))
-            .attr("config_path", Attribute::optional(Type::String))
-            .attr("context", Attribute::optional(Type::String))
-            .attr("in_cluster", Attribute::optional(Type::Bool))
-            .attr("lock_ttl", Attribute::optional(Type::String).describe("How long a crashed holder's lock lives, e.g. \"2m\".")),
-        "s3" => Schema::new("State in an S3 object, locked with a conditional write.")
-            .attr("bucket", Attribute::required(Type::String))
-            .attr("key", Attribute::required(Type::String))
-            .attr("region", Attribute::optional(Type::String))
-            .attr("endpoint", Attribute::optional(Type::String))
-            .attr("profile", Attribute::optional(Type::String))
-            .attr("use_path_style", Attribute::optional(Type::Bool)),
-        _ => return None,
-    };
-    Some(schema)
 }

@@ -1,11 +1,16 @@
 //! Shared helpers for the end-to-end tests: where the binary, the repository and the fixtures are.
+// Test support: failing loudly is the point.
+#![allow(clippy::panic, clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The repository root (the parent of this crate).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 pub fn fixtures_dir() -> PathBuf {
@@ -20,23 +25,36 @@ pub fn gpustack_bin() -> PathBuf {
     }
     let name = format!("gpustack{}", std::env::consts::EXE_SUFFIX);
     let exe = std::env::current_exe().unwrap_or_default();
-    let candidates: Vec<PathBuf> = exe.ancestors().skip(1).take(2).map(|dir| dir.join(&name)).collect();
+    let candidates: Vec<PathBuf> = exe
+        .ancestors()
+        .skip(1)
+        .take(2)
+        .map(|dir| dir.join(&name))
+        .collect();
     match candidates.iter().find(|c| c.is_file()) {
         Some(bin) => bin.clone(),
-        None => panic!("gpustack binary not found at {candidates:?}: build it with cargo build -p gpustack (cargo test --workspace does)"),
+        None => panic!(
+            "gpustack binary not found at {candidates:?}: build it with cargo build -p gpustack (cargo test --workspace does)"
+        ),
     }
 }
 
 /// Runs gpustack in `dir` with a clean environment for colour and variables.
 pub fn gpustack(dir: &Path, args: &[&str]) -> Output {
     let mut command = Command::new(gpustack_bin());
-    command.current_dir(dir).args(args).env("NO_COLOR", "1").env_remove("GPUSTACK_LOG");
+    command
+        .current_dir(dir)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("GPUSTACK_LOG");
     for (key, _) in std::env::vars() {
         if key.starts_with("GPUSTACK_VAR_") {
             command.env_remove(key);
         }
     }
-    command.output().unwrap_or_else(|e| panic!("cannot run gpustack: {e}"))
+    command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run gpustack: {e}"))
 }
 
 /// Every `*.hcl` file under `dir`, recursively, skipping build and state directories.
@@ -44,7 +62,9 @@ pub fn hcl_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(d) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for entry in entries.filter_map(Result::ok) {
             let path = entry.path();
             let name = entry.file_name().to_string_lossy().into_owned();

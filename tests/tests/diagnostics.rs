@@ -1,6 +1,8 @@
 //! The malformed-stack corpus: every case in tests/fixtures yields located diagnostics, exit 1,
 //! the same locations in JSON as in `expected.txt`, and the rendered text of its snapshot.
 
+#![allow(clippy::panic, clippy::unwrap_used)]
+
 use gpustack_tests::{fixtures_dir, gpustack};
 
 fn cases() -> Vec<String> {
@@ -17,8 +19,13 @@ fn cases() -> Vec<String> {
 /// `file:line:column summary`, one line per diagnostic, from `validate --json`.
 fn locations(case: &str) -> String {
     let output = gpustack(&fixtures_dir(), &["validate", "--json", case]);
-    assert_eq!(output.status.code(), Some(1), "{case}: validate --json must exit 1");
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{case}: invalid JSON: {e}"));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{case}: validate --json must exit 1"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{case}: invalid JSON: {e}"));
     assert_eq!(report["valid"], false, "{case}");
     let diagnostics = report["diagnostics"].as_array().expect("diagnostics array");
     assert!(!diagnostics.is_empty(), "{case}: no diagnostics");
@@ -27,13 +34,25 @@ fn locations(case: &str) -> String {
         .map(|d| {
             assert_eq!(d["severity"], "error", "{case}: {d}");
             let range = &d["range"];
-            assert!(range.is_object(), "{case}: diagnostic without a location: {d}");
+            assert!(
+                range.is_object(),
+                "{case}: diagnostic without a location: {d}"
+            );
             for end in ["start", "end"] {
                 for field in ["line", "column", "byte"] {
-                    assert!(range[end][field].is_u64(), "{case}: range.{end}.{field} missing: {d}");
+                    assert!(
+                        range[end][field].is_u64(),
+                        "{case}: range.{end}.{field} missing: {d}"
+                    );
                 }
             }
-            format!("{}:{}:{} {}", range["filename"].as_str().unwrap_or_default(), range["start"]["line"], range["start"]["column"], d["summary"].as_str().unwrap_or_default())
+            format!(
+                "{}:{}:{} {}",
+                range["filename"].as_str().unwrap_or_default(),
+                range["start"]["line"],
+                range["start"]["column"],
+                d["summary"].as_str().unwrap_or_default()
+            )
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -54,9 +73,16 @@ fn every_malformed_stack_is_located() {
         let actual = locations(&case);
         match std::fs::read_to_string(&expected_path) {
             Ok(expected) if expected.trim_end() == actual => {}
-            Ok(expected) => failures.push(format!("{case}:\n  expected:\n{}\n  actual:\n{actual}", expected.trim_end())),
-            Err(_) if std::env::var_os("GPUSTACK_BLESS").is_some() => std::fs::write(&expected_path, format!("{actual}\n")).expect("write expected.txt"),
-            Err(_) => failures.push(format!("{case}: no expected.txt (run with GPUSTACK_BLESS=1 to create it)")),
+            Ok(expected) => failures.push(format!(
+                "{case}:\n  expected:\n{}\n  actual:\n{actual}",
+                expected.trim_end()
+            )),
+            Err(_) if std::env::var_os("GPUSTACK_BLESS").is_some() => {
+                std::fs::write(&expected_path, format!("{actual}\n")).expect("write expected.txt")
+            }
+            Err(_) => failures.push(format!(
+                "{case}: no expected.txt (run with GPUSTACK_BLESS=1 to create it)"
+            )),
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
@@ -66,8 +92,15 @@ fn every_malformed_stack_is_located() {
 fn rendered_diagnostics_match_snapshots() {
     for case in cases() {
         let output = gpustack(&fixtures_dir(), &["validate", &case]);
-        assert_eq!(output.status.code(), Some(1), "{case}: validate must exit 1");
-        assert!(output.stdout.is_empty(), "{case}: nothing on stdout when invalid");
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{case}: validate must exit 1"
+        );
+        assert!(
+            output.stdout.is_empty(),
+            "{case}: nothing on stdout when invalid"
+        );
         let rendered = String::from_utf8_lossy(&output.stderr);
         insta::with_settings!({ snapshot_path => "snapshots/diagnostics", prepend_module_to_snapshot => false, omit_expression => true }, {
             insta::assert_snapshot!(case.as_str(), rendered);

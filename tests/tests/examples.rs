@@ -1,6 +1,8 @@
 //! Every example validates, every .hcl file in the repository is formatted, and the reference
 //! example's graph orders nodepool → operator → time-slicing → smoke test.
 
+#![allow(clippy::panic, clippy::unwrap_used)]
+
 use gpustack_tests::{gpustack, hcl_files, repo_root};
 use std::path::PathBuf;
 
@@ -20,7 +22,10 @@ fn every_example_validates() {
     let examples = examples();
     assert!(!examples.is_empty());
     for dir in examples {
-        let output = gpustack(&repo_root(), &["validate", dir.to_str().unwrap_or_default()]);
+        let output = gpustack(
+            &repo_root(),
+            &["validate", dir.to_str().unwrap_or_default()],
+        );
         assert!(
             output.status.success(),
             "{} does not validate:\n{}",
@@ -34,7 +39,12 @@ fn every_example_validates() {
 #[test]
 fn every_hcl_file_is_formatted() {
     let output = gpustack(&repo_root(), &["fmt", "--check", "examples", "modules"]);
-    assert!(output.status.success(), "unformatted files:\n{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "unformatted files:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     // The corpus of malformed stacks is formatted too, except for the ones that cannot parse.
     for file in hcl_files(&repo_root().join("tests").join("fixtures")) {
         let text = std::fs::read_to_string(&file).unwrap_or_default();
@@ -51,7 +61,10 @@ fn reaches(dot: &str, from: &str, to: &str) -> bool {
         .filter_map(|l| {
             let (a, rest) = l.trim().split_once(" -> ")?;
             let b = rest.split([' ', ';']).next()?;
-            Some((a.trim_matches('"').to_owned(), b.trim_matches('"').to_owned()))
+            Some((
+                a.trim_matches('"').to_owned(),
+                b.trim_matches('"').to_owned(),
+            ))
         })
         .collect();
     let mut seen = vec![from.to_owned()];
@@ -71,7 +84,11 @@ fn reaches(dot: &str, from: &str, to: &str) -> bool {
 #[test]
 fn reference_example_graph_orders_the_flow() {
     let output = gpustack(&repo_root(), &["graph", "examples/aks-t4-time-slicing"]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let dot = String::from_utf8_lossy(&output.stdout);
     assert!(dot.starts_with("digraph gpustack {"));
     let flow = [
@@ -82,7 +99,17 @@ fn reference_example_graph_orders_the_flow() {
         "gpu_smoke_test.vector_add",
     ];
     for pair in flow.windows(2) {
-        assert!(reaches(&dot, pair[0], pair[1]), "{} does not come before {}:\n{dot}", pair[0], pair[1]);
-        assert!(!reaches(&dot, pair[1], pair[0]), "{} must not depend on {}", pair[0], pair[1]);
+        assert!(
+            reaches(&dot, pair[0], pair[1]),
+            "{} does not come before {}:\n{dot}",
+            pair[0],
+            pair[1]
+        );
+        assert!(
+            !reaches(&dot, pair[1], pair[0]),
+            "{} must not depend on {}",
+            pair[0],
+            pair[1]
+        );
     }
 }

@@ -78,18 +78,26 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
-            return if err.use_stderr() { ExitCode::from(1) } else { ExitCode::SUCCESS };
+            return if err.use_stderr() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     init_tracing();
-    let color = !cli.no_color && std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal();
+    let color =
+        !cli.no_color && std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal();
     match cli.command {
         Command::Validate { stack, json } => validate(&stack, json, color),
         Command::Fmt { paths, check, diff } => fmt::run(paths, check, diff, color),
         Command::Graph { stack } => graph(&stack, color),
         Command::Version { json } => {
             if json {
-                println!("{}", serde_json::json!({ "gpustack_version": gpustack::version::VERSION, "format_version": "1.0" }));
+                println!(
+                    "{}",
+                    serde_json::json!({ "gpustack_version": gpustack::version::VERSION, "format_version": "1.0" })
+                );
             } else {
                 println!("gpustack v{}", gpustack::version::VERSION);
             }
@@ -101,12 +109,21 @@ pub fn main() -> ExitCode {
 /// Logs go to stderr, off unless GPUSTACK_LOG is set (e.g. GPUSTACK_LOG=debug).
 fn init_tracing() {
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("GPUSTACK_LOG") {
-        let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .try_init();
     }
 }
 
 fn validate(args: &StackArgs, json: bool, color: bool) -> ExitCode {
-    let loaded = load(&args.dir, &args.variables(), EvalOptions { allow_missing_inputs: true });
+    let loaded = load(
+        &args.dir,
+        &args.variables(),
+        EvalOptions {
+            allow_missing_inputs: true,
+        },
+    );
     let errors = loaded.diagnostics.iter().filter(|d| d.is_error()).count();
     let warnings = loaded.diagnostics.len() - errors;
     if json {
@@ -117,26 +134,47 @@ fn validate(args: &StackArgs, json: bool, color: bool) -> ExitCode {
             "warning_count": warnings,
             "diagnostics": loaded.diagnostics,
         });
-        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
     } else {
         render::diagnostics(&loaded.sources, &loaded.diagnostics, color);
         if errors == 0 {
             let resources = loaded.evaluated.resources.len();
-            println!("Success! The stack is valid ({resources} resource instance{}, {} module{}).", plural(resources), loaded.stack.modules.len(), plural(loaded.stack.modules.len()));
+            println!(
+                "Success! The stack is valid ({resources} resource instance{}, {} module{}).",
+                plural(resources),
+                loaded.stack.modules.len(),
+                plural(loaded.stack.modules.len())
+            );
         } else {
             eprintln!("{errors} error{} found.", plural(errors));
         }
     }
-    if errors == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    if errors == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 fn graph(args: &StackArgs, color: bool) -> ExitCode {
-    let loaded = load(&args.dir, &args.variables(), EvalOptions { allow_missing_inputs: true });
+    let loaded = load(
+        &args.dir,
+        &args.variables(),
+        EvalOptions {
+            allow_missing_inputs: true,
+        },
+    );
     render::diagnostics(&loaded.sources, &loaded.diagnostics, color);
     if loaded.has_errors() {
         return ExitCode::from(1);
     }
-    print!("{}", gpustack::graph::dot::render(&loaded.stack, &loaded.graph, &loaded.evaluated.instances));
+    print!(
+        "{}",
+        gpustack::graph::dot::render(&loaded.stack, &loaded.graph, &loaded.evaluated.instances)
+    );
     ExitCode::SUCCESS
 }
 

@@ -37,7 +37,8 @@ impl miette::Diagnostic for Report<'_> {
     }
 
     fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
-        (!self.diagnostic.detail.is_empty()).then(|| Box::new(&self.diagnostic.detail) as Box<dyn fmt::Display>)
+        (!self.diagnostic.detail.is_empty())
+            .then(|| Box::new(&self.diagnostic.detail) as Box<dyn fmt::Display>)
     }
 
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
@@ -46,24 +47,42 @@ impl miette::Diagnostic for Report<'_> {
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         let span = self.span?;
-        Some(Box::new(std::iter::once(LabeledSpan::new_with_span(Some("here".into()), span))))
+        Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
+            Some("here".into()),
+            span,
+        ))))
     }
 }
 
 /// Renders diagnostics as text: `file:line:col`, the source lines with the span underlined,
 /// and the detail.
 pub fn to_string(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool) -> String {
-    let theme = if color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
-    let handler = GraphicalReportHandler::new_themed(theme).with_width(WIDTH).with_links(false);
+    let theme = if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_width(WIDTH)
+        .with_links(false);
     let mut out = String::new();
     for diagnostic in diagnostics {
         let located = diagnostic.range.as_ref().and_then(|range| {
-            let (_, file) = sources.files().find(|(_, f)| f.display_name == range.filename)?;
+            let (_, file) = sources
+                .files()
+                .find(|(_, f)| f.display_name == range.filename)?;
             let len = range.end.byte.saturating_sub(range.start.byte);
-            Some((NamedSource::new(&file.display_name, file.text.clone()), SourceSpan::new(range.start.byte.into(), len)))
+            Some((
+                NamedSource::new(&file.display_name, file.text.clone()),
+                SourceSpan::new(range.start.byte.into(), len),
+            ))
         });
         let (source, span) = located.map_or((None, None), |(s, sp)| (Some(s), Some(sp)));
-        let report = Report { diagnostic, source, span };
+        let report = Report {
+            diagnostic,
+            source,
+            span,
+        };
         let _ = handler.render_report(&mut out, &report);
         out.push('\n');
     }

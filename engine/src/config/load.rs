@@ -12,7 +12,11 @@ use std::path::Path;
 const MAX_MODULE_DEPTH: usize = 32;
 
 /// Reads and parses one file; a syntax error becomes a diagnostic at its location.
-pub fn parse_file(sources: &mut SourceMap, path: &Path, diags: &mut Diags) -> Option<(FileId, Body)> {
+pub fn parse_file(
+    sources: &mut SourceMap,
+    path: &Path,
+    diags: &mut Diags,
+) -> Option<(FileId, Body)> {
     let text = match std::fs::read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => text,
@@ -20,12 +24,20 @@ pub fn parse_file(sources: &mut SourceMap, path: &Path, diags: &mut Diags) -> Op
                 let valid = err.utf8_error().valid_up_to();
                 let text = String::from_utf8_lossy(err.as_bytes()).into_owned();
                 let id = sources.add(path, text);
-                diags.error(Span::new(id, valid..valid), "Invalid UTF-8", "Stack files must be UTF-8 encoded text.");
+                diags.error(
+                    Span::new(id, valid..valid),
+                    "Invalid UTF-8",
+                    "Stack files must be UTF-8 encoded text.",
+                );
                 return None;
             }
         },
         Err(err) => {
-            diags.error(None, "Cannot read file", format!("{}: {err}", path.display()));
+            diags.error(
+                None,
+                "Cannot read file",
+                format!("{}: {err}", path.display()),
+            );
             return None;
         }
     };
@@ -36,8 +48,16 @@ pub fn parse_file(sources: &mut SourceMap, path: &Path, diags: &mut Diags) -> Op
         Err(err) => {
             let loc = err.location();
             let offset = file.offset(loc.line(), loc.column());
-            let end = file.text.get(offset..).and_then(|rest| rest.chars().next()).map_or(offset, |c| offset + c.len_utf8());
-            diags.error(Span::new(id, offset..end), "Syntax error", capitalize(err.message()));
+            let end = file
+                .text
+                .get(offset..)
+                .and_then(|rest| rest.chars().next())
+                .map_or(offset, |c| offset + c.len_utf8());
+            diags.error(
+                Span::new(id, offset..end),
+                "Syntax error",
+                capitalize(err.message()),
+            );
             None
         }
     }
@@ -58,11 +78,19 @@ pub fn load_stack(dir: &Path, sources: &mut SourceMap, diags: &mut Diags) -> Sta
     let root = match hcl_files(&dir) {
         Ok(files) if !files.is_empty() => files,
         Ok(_) => {
-            diags.error(None, "No stack files", format!("{} contains no .hcl files.", dir.display()));
+            diags.error(
+                None,
+                "No stack files",
+                format!("{} contains no .hcl files.", dir.display()),
+            );
             return stack;
         }
         Err(err) => {
-            diags.error(None, "Cannot read stack directory", format!("{}: {err}", dir.display()));
+            diags.error(
+                None,
+                "Cannot read stack directory",
+                format!("{}: {err}", dir.display()),
+            );
             return stack;
         }
     };
@@ -73,22 +101,46 @@ pub fn load_stack(dir: &Path, sources: &mut SourceMap, diags: &mut Diags) -> Sta
     while next < stack.modules.len() {
         let calls: Vec<(String, PathBuf, Span)> = {
             let m = &stack.modules[next];
-            m.calls.values().filter_map(|c| resolve_source(&m.dir, c).map(|d| (c.name.clone(), d, c.source_span))).collect()
+            m.calls
+                .values()
+                .filter_map(|c| {
+                    resolve_source(&m.dir, c).map(|d| (c.name.clone(), d, c.source_span))
+                })
+                .collect()
         };
         for (name, child_dir, source_span) in calls {
             let parent = &stack.modules[next];
-            if parent.path.len() >= MAX_MODULE_DEPTH || ancestors_include(&stack, next, &child_dir) {
-                diags.error(source_span, "Recursive module call", format!("Module \"{name}\" calls {} which is already on its call path.", child_dir.display()));
+            if parent.path.len() >= MAX_MODULE_DEPTH || ancestors_include(&stack, next, &child_dir)
+            {
+                diags.error(
+                    source_span,
+                    "Recursive module call",
+                    format!(
+                        "Module \"{name}\" calls {} which is already on its call path.",
+                        child_dir.display()
+                    ),
+                );
                 continue;
             }
             let files = match hcl_files(&child_dir) {
                 Ok(files) if !files.is_empty() => files,
                 Ok(_) => {
-                    diags.error(source_span, "Module source not found", format!("{} contains no .hcl files.", child_dir.display()));
+                    diags.error(
+                        source_span,
+                        "Module source not found",
+                        format!("{} contains no .hcl files.", child_dir.display()),
+                    );
                     continue;
                 }
                 Err(_) => {
-                    diags.error(source_span, "Module source not found", format!("{} does not exist or is not a directory.", child_dir.display()));
+                    diags.error(
+                        source_span,
+                        "Module source not found",
+                        format!(
+                            "{} does not exist or is not a directory.",
+                            child_dir.display()
+                        ),
+                    );
                     continue;
                 }
             };
@@ -117,7 +169,8 @@ fn ancestors_include(stack: &Stack, mut index: usize, dir: &Path) -> bool {
 }
 
 fn resolve_source(dir: &Path, call: &ModuleCall) -> Option<PathBuf> {
-    (call.source.starts_with("./") || call.source.starts_with("../")).then(|| normalize(&dir.join(&call.source)))
+    (call.source.starts_with("./") || call.source.starts_with("../"))
+        .then(|| normalize(&dir.join(&call.source)))
 }
 
 fn hcl_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
@@ -130,7 +183,14 @@ fn hcl_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-fn load_module(path: Vec<String>, dir: PathBuf, parent: Option<usize>, files: &[PathBuf], sources: &mut SourceMap, diags: &mut Diags) -> Module {
+fn load_module(
+    path: Vec<String>,
+    dir: PathBuf,
+    parent: Option<usize>,
+    files: &[PathBuf],
+    sources: &mut SourceMap,
+    diags: &mut Diags,
+) -> Module {
     let mut module = Module {
         path,
         dir,
@@ -154,7 +214,9 @@ fn load_module(path: Vec<String>, dir: PathBuf, parent: Option<usize>, files: &[
     module
 }
 
-const TOP_LEVEL_BLOCKS: &[&str] = &["variable", "locals", "output", "provider", "resource", "data", "module", "gpustack"];
+const TOP_LEVEL_BLOCKS: &[&str] = &[
+    "variable", "locals", "output", "provider", "resource", "data", "module", "gpustack",
+];
 
 struct Decoder<'a> {
     file: FileId,
@@ -167,12 +229,20 @@ impl Decoder<'_> {
     }
 
     fn expr(&self, expression: &Expression) -> Expr {
-        Expr { expr: expression.clone(), file: self.file }
+        Expr {
+            expr: expression.clone(),
+            file: self.file,
+        }
     }
 
     fn header_span(&self, block: &Block) -> Span {
         let start = block.ident.span().map_or(0, |r| r.start);
-        let end = block.labels.last().and_then(|l| l.span()).or_else(|| block.ident.span()).map_or(start, |r| r.end);
+        let end = block
+            .labels
+            .last()
+            .and_then(|l| l.span())
+            .or_else(|| block.ident.span())
+            .map_or(start, |r| r.end);
         Span::new(self.file, start..end)
     }
 
@@ -208,7 +278,10 @@ impl Decoder<'_> {
             other => self.diags.error(
                 self.span(block.ident.span()),
                 "Unsupported block type",
-                format!("Blocks of type \"{other}\" are not expected here.{}", suggest(other, TOP_LEVEL_BLOCKS.iter().copied())),
+                format!(
+                    "Blocks of type \"{other}\" are not expected here.{}",
+                    suggest(other, TOP_LEVEL_BLOCKS.iter().copied())
+                ),
             ),
         }
     }
@@ -218,11 +291,29 @@ impl Decoder<'_> {
         let kind = block.ident.as_str();
         if block.labels.len() != names.len() {
             let (summary, detail) = if block.labels.len() < names.len() {
-                (format!("Missing name for {kind}"), format!("A {kind} block needs {} label(s): {}.", names.len(), names.join(", ")))
+                (
+                    format!("Missing name for {kind}"),
+                    format!(
+                        "A {kind} block needs {} label(s): {}.",
+                        names.len(),
+                        names.join(", ")
+                    ),
+                )
             } else {
-                (format!("Extraneous label for {kind}"), format!("A {kind} block takes {} label(s): {}.", names.len(), names.join(", ")))
+                (
+                    format!("Extraneous label for {kind}"),
+                    format!(
+                        "A {kind} block takes {} label(s): {}.",
+                        names.len(),
+                        names.join(", ")
+                    ),
+                )
             };
-            let span = block.labels.get(names.len()).and_then(|l| l.span()).or_else(|| block.ident.span());
+            let span = block
+                .labels
+                .get(names.len())
+                .and_then(|l| l.span())
+                .or_else(|| block.ident.span());
             self.diags.error(self.span(span), summary, detail);
             return None;
         }
@@ -251,17 +342,41 @@ impl Decoder<'_> {
                     let key = attr.key.as_str();
                     let span = self.span(attr.key.span());
                     if !attrs.contains(&key) {
-                        let hint = if blocks.contains(&key) { format!(" \"{key}\" is a block: write {key} {{ ... }}.") } else { suggest(key, attrs.iter().copied()) };
-                        self.diags.error(span, "Unsupported argument", format!("An argument named \"{key}\" is not expected in {context}.{hint}"));
+                        let hint = if blocks.contains(&key) {
+                            format!(" \"{key}\" is a block: write {key} {{ ... }}.")
+                        } else {
+                            suggest(key, attrs.iter().copied())
+                        };
+                        self.diags.error(
+                            span,
+                            "Unsupported argument",
+                            format!(
+                                "An argument named \"{key}\" is not expected in {context}.{hint}"
+                            ),
+                        );
                     } else if seen.insert(key, span).is_some() {
-                        self.diags.error(span, "Duplicate argument", format!("The argument \"{key}\" was already set in {context}."));
+                        self.diags.error(
+                            span,
+                            "Duplicate argument",
+                            format!("The argument \"{key}\" was already set in {context}."),
+                        );
                     }
                 }
                 Structure::Block(block) => {
                     let kind = block.ident.as_str();
                     if !blocks.contains(&kind) {
-                        let hint = if attrs.contains(&kind) { format!(" \"{kind}\" is an argument: write {kind} = ....") } else { suggest(kind, blocks.iter().copied()) };
-                        self.diags.error(self.span(block.ident.span()), "Unsupported block type", format!("Blocks of type \"{kind}\" are not expected in {context}.{hint}"));
+                        let hint = if attrs.contains(&kind) {
+                            format!(" \"{kind}\" is an argument: write {kind} = ....")
+                        } else {
+                            suggest(kind, blocks.iter().copied())
+                        };
+                        self.diags.error(
+                            self.span(block.ident.span()),
+                            "Unsupported block type",
+                            format!(
+                                "Blocks of type \"{kind}\" are not expected in {context}.{hint}"
+                            ),
+                        );
                     }
                 }
             }
@@ -273,7 +388,14 @@ impl Decoder<'_> {
         match attr.value.as_bool() {
             Some(b) => Some(b),
             None => {
-                self.diags.error(self.span(attr.value.span()), "Invalid value", format!("\"{}\" must be the literal true or false.", attr.key.as_str()));
+                self.diags.error(
+                    self.span(attr.value.span()),
+                    "Invalid value",
+                    format!(
+                        "\"{}\" must be the literal true or false.",
+                        attr.key.as_str()
+                    ),
+                );
                 None
             }
         }
@@ -284,27 +406,59 @@ impl Decoder<'_> {
         match literal_str(&attr.value) {
             Some(s) => Some(s),
             None => {
-                self.diags.error(self.span(attr.value.span()), "Invalid value", format!("\"{}\" must be a literal string, without references.", attr.key.as_str()));
+                self.diags.error(
+                    self.span(attr.value.span()),
+                    "Invalid value",
+                    format!(
+                        "\"{}\" must be a literal string, without references.",
+                        attr.key.as_str()
+                    ),
+                );
                 None
             }
         }
     }
 
     fn variable(&mut self, module: &mut Module, block: &Block) {
-        let Some(labels) = self.labels(block, &["variable name"]) else { return };
+        let Some(labels) = self.labels(block, &["variable name"]) else {
+            return;
+        };
         let name = labels[0].clone();
         let span = self.header_span(block);
-        if ["source", "version", "providers", "count", "for_each", "depends_on", "lifecycle"].contains(&name.as_str()) {
-            self.diags.error(self.span(block.labels[0].span()), "Invalid variable name", format!("\"{name}\" is reserved for module meta-arguments."));
+        if [
+            "source",
+            "version",
+            "providers",
+            "count",
+            "for_each",
+            "depends_on",
+            "lifecycle",
+        ]
+        .contains(&name.as_str())
+        {
+            self.diags.error(
+                self.span(block.labels[0].span()),
+                "Invalid variable name",
+                format!("\"{name}\" is reserved for module meta-arguments."),
+            );
             return;
         }
         let body = &block.body;
-        self.only(body, "a variable block", &["type", "default", "description", "sensitive", "nullable"], &["validation"]);
+        self.only(
+            body,
+            "a variable block",
+            &["type", "default", "description", "sensitive", "nullable"],
+            &["validation"],
+        );
         let ty = match body.get_attribute("type") {
             Some(attr) => match parse_type(&attr.value) {
                 Ok(ty) => ty,
                 Err((range, message)) => {
-                    self.diags.error(self.span(range.or(attr.value.span())), "Invalid type specification", message);
+                    self.diags.error(
+                        self.span(range.or(attr.value.span())),
+                        "Invalid type specification",
+                        message,
+                    );
                     Type::Any
                 }
             },
@@ -312,12 +466,24 @@ impl Decoder<'_> {
         };
         let mut validations = Vec::new();
         for v in body.get_blocks("validation") {
-            self.only(&v.body, "a validation block", &["condition", "error_message"], &[]);
+            self.only(
+                &v.body,
+                "a validation block",
+                &["condition", "error_message"],
+                &[],
+            );
             let condition = v.body.get_attribute("condition");
             let message = v.body.get_attribute("error_message");
             match (condition, message) {
-                (Some(c), Some(m)) => validations.push(Validation { condition: self.expr(&c.value), error_message: self.expr(&m.value) }),
-                _ => self.diags.error(self.span(v.ident.span()), "Incomplete validation", "A validation block needs both condition and error_message."),
+                (Some(c), Some(m)) => validations.push(Validation {
+                    condition: self.expr(&c.value),
+                    error_message: self.expr(&m.value),
+                }),
+                _ => self.diags.error(
+                    self.span(v.ident.span()),
+                    "Incomplete validation",
+                    "A validation block needs both condition and error_message.",
+                ),
             }
         }
         let variable = Variable {
@@ -326,8 +492,12 @@ impl Decoder<'_> {
             ty,
             default: body.get_attribute("default").map(|a| self.expr(&a.value)),
             description: self.literal_string(body.get_attribute("description")),
-            sensitive: self.literal_bool(body.get_attribute("sensitive")).unwrap_or(false),
-            nullable: self.literal_bool(body.get_attribute("nullable")).unwrap_or(true),
+            sensitive: self
+                .literal_bool(body.get_attribute("sensitive"))
+                .unwrap_or(false),
+            nullable: self
+                .literal_bool(body.get_attribute("nullable"))
+                .unwrap_or(true),
             validations,
         };
         if let Some(previous) = module.variables.get(&name) {
@@ -343,7 +513,11 @@ impl Decoder<'_> {
 
     fn locals(&mut self, module: &mut Module, block: &Block) {
         if !block.labels.is_empty() {
-            self.diags.error(self.span(block.labels[0].span()), "Extraneous label for locals", "A locals block takes no labels.");
+            self.diags.error(
+                self.span(block.labels[0].span()),
+                "Extraneous label for locals",
+                "A locals block takes no labels.",
+            );
         }
         for structure in block.body.iter() {
             match structure {
@@ -354,21 +528,43 @@ impl Decoder<'_> {
                         self.duplicate(span, "local value", &name, previous.span);
                         continue;
                     }
-                    module.locals.insert(name.clone(), Local { name, span, expr: self.expr(&attr.value) });
+                    module.locals.insert(
+                        name.clone(),
+                        Local {
+                            name,
+                            span,
+                            expr: self.expr(&attr.value),
+                        },
+                    );
                 }
-                Structure::Block(b) => self.diags.error(self.span(b.ident.span()), "Unexpected block", "A locals block holds only name = value arguments."),
+                Structure::Block(b) => self.diags.error(
+                    self.span(b.ident.span()),
+                    "Unexpected block",
+                    "A locals block holds only name = value arguments.",
+                ),
             }
         }
     }
 
     fn output(&mut self, module: &mut Module, block: &Block) {
-        let Some(labels) = self.labels(block, &["output name"]) else { return };
+        let Some(labels) = self.labels(block, &["output name"]) else {
+            return;
+        };
         let name = labels[0].clone();
         let span = self.header_span(block);
         let body = &block.body;
-        self.only(body, "an output block", &["value", "description", "sensitive", "depends_on"], &[]);
+        self.only(
+            body,
+            "an output block",
+            &["value", "description", "sensitive", "depends_on"],
+            &[],
+        );
         let Some(value) = body.get_attribute("value") else {
-            self.diags.error(span, "Missing required argument", format!("Output \"{name}\" needs a value argument."));
+            self.diags.error(
+                span,
+                "Missing required argument",
+                format!("Output \"{name}\" needs a value argument."),
+            );
             return;
         };
         let output = Output {
@@ -376,7 +572,9 @@ impl Decoder<'_> {
             span,
             value: self.expr(&value.value),
             description: self.literal_string(body.get_attribute("description")),
-            sensitive: self.literal_bool(body.get_attribute("sensitive")).unwrap_or(false),
+            sensitive: self
+                .literal_bool(body.get_attribute("sensitive"))
+                .unwrap_or(false),
             depends_on: self.depends_on(body),
         };
         if let Some(previous) = module.outputs.get(&name) {
@@ -387,47 +585,95 @@ impl Decoder<'_> {
     }
 
     fn provider(&mut self, module: &mut Module, mut block: Block) {
-        let Some(labels) = self.labels(&block, &["provider name"]) else { return };
+        let Some(labels) = self.labels(&block, &["provider name"]) else {
+            return;
+        };
         let name = labels[0].clone();
         let span = self.header_span(&block);
         let alias = self.literal_string(block.body.get_attribute("alias"));
         if let Some(alias) = &alias
             && !is_identifier(alias)
         {
-            let alias_span = block.body.get_attribute("alias").and_then(|a| a.value.span());
-            self.diags.error(self.span(alias_span), "Invalid provider alias", format!("\"{alias}\" is not a valid identifier."));
+            let alias_span = block
+                .body
+                .get_attribute("alias")
+                .and_then(|a| a.value.span());
+            self.diags.error(
+                self.span(alias_span),
+                "Invalid provider alias",
+                format!("\"{alias}\" is not a valid identifier."),
+            );
         }
         block.body.remove_attribute("alias");
         let key = provider_key(&name, alias.as_deref());
         if module.providers.contains_key(&key) {
-            let what = if alias.is_some() { "provider alias" } else { "provider configuration" };
+            let what = if alias.is_some() {
+                "provider alias"
+            } else {
+                "provider configuration"
+            };
             self.diags.error(span, format!("Duplicate {what}"), format!("provider \"{key}\" was already configured in this module; give the second one a different alias."));
             return;
         }
-        module.providers.insert(key, ProviderBlock { name, alias, body: BodyRef { body: block.body, file: self.file, span } });
+        module.providers.insert(
+            key,
+            ProviderBlock {
+                name,
+                alias,
+                body: BodyRef {
+                    body: block.body,
+                    file: self.file,
+                    span,
+                },
+            },
+        );
     }
 
     fn resource(&mut self, module: &mut Module, mut block: Block, mode: ResourceMode) {
-        let what = if mode == ResourceMode::Managed { "resource" } else { "data source" };
-        let Some(labels) = self.labels(&block, &[&format!("{what} type"), &format!("{what} name")]) else { return };
+        let what = if mode == ResourceMode::Managed {
+            "resource"
+        } else {
+            "data source"
+        };
+        let Some(labels) = self.labels(&block, &[&format!("{what} type"), &format!("{what} name")])
+        else {
+            return;
+        };
         let span = self.header_span(&block);
         let type_span = self.span(block.labels[0].span());
         let body = &block.body;
         let count = body.get_attribute("count").map(|a| self.expr(&a.value));
         let for_each = body.get_attribute("for_each").map(|a| self.expr(&a.value));
         if let (Some(_), Some(f)) = (&count, &for_each) {
-            self.diags.error(f.span(), "Invalid combination of \"count\" and \"for_each\"", "A block may use count or for_each, not both.");
+            self.diags.error(
+                f.span(),
+                "Invalid combination of \"count\" and \"for_each\"",
+                "A block may use count or for_each, not both.",
+            );
         }
         let depends_on = self.depends_on(body);
-        let provider = body.get_attribute("provider").and_then(|a| self.provider_ref(&a.value));
+        let provider = body
+            .get_attribute("provider")
+            .and_then(|a| self.provider_ref(&a.value));
         let mut lifecycle = Lifecycle::default();
         let lifecycle_blocks: Vec<&Block> = body.get_blocks("lifecycle").collect();
         if mode == ResourceMode::Data && !lifecycle_blocks.is_empty() {
-            self.diags.error(self.span(lifecycle_blocks[0].ident.span()), "Unsupported block type", "Data sources have no lifecycle: they are read, never created or destroyed.");
+            self.diags.error(
+                self.span(lifecycle_blocks[0].ident.span()),
+                "Unsupported block type",
+                "Data sources have no lifecycle: they are read, never created or destroyed.",
+            );
         } else if lifecycle_blocks.len() > 1 {
-            self.diags.error(self.span(lifecycle_blocks[1].ident.span()), "Duplicate lifecycle block", "A resource takes at most one lifecycle block.");
+            self.diags.error(
+                self.span(lifecycle_blocks[1].ident.span()),
+                "Duplicate lifecycle block",
+                "A resource takes at most one lifecycle block.",
+            );
         }
-        if let Some(lc) = lifecycle_blocks.first().filter(|_| mode == ResourceMode::Managed) {
+        if let Some(lc) = lifecycle_blocks
+            .first()
+            .filter(|_| mode == ResourceMode::Managed)
+        {
             lifecycle = self.lifecycle(lc);
         }
         // Meta-arguments are the engine's; what remains is checked against the provider schema.
@@ -441,7 +687,11 @@ impl Decoder<'_> {
             name: labels[1].clone(),
             span,
             type_span,
-            body: BodyRef { body: block.body, file: self.file, span },
+            body: BodyRef {
+                body: block.body,
+                file: self.file,
+                span,
+            },
             count,
             for_each,
             depends_on,
@@ -449,7 +699,11 @@ impl Decoder<'_> {
             lifecycle,
         };
         let key = format!("{}.{}", resource.type_name, resource.name);
-        let map = if mode == ResourceMode::Managed { &mut module.resources } else { &mut module.data };
+        let map = if mode == ResourceMode::Managed {
+            &mut module.resources
+        } else {
+            &mut module.data
+        };
         if map.contains_key(&key) {
             self.diags.error(
                 span,
@@ -462,31 +716,54 @@ impl Decoder<'_> {
     }
 
     fn lifecycle(&mut self, block: &Block) -> Lifecycle {
-        self.only(&block.body, "a lifecycle block", &["prevent_destroy", "create_before_destroy", "ignore_changes"], &[]);
+        self.only(
+            &block.body,
+            "a lifecycle block",
+            &["prevent_destroy", "create_before_destroy", "ignore_changes"],
+            &[],
+        );
         let mut lifecycle = Lifecycle {
-            prevent_destroy: self.literal_bool(block.body.get_attribute("prevent_destroy")).unwrap_or(false),
-            create_before_destroy: self.literal_bool(block.body.get_attribute("create_before_destroy")).unwrap_or(false),
+            prevent_destroy: self
+                .literal_bool(block.body.get_attribute("prevent_destroy"))
+                .unwrap_or(false),
+            create_before_destroy: self
+                .literal_bool(block.body.get_attribute("create_before_destroy"))
+                .unwrap_or(false),
             ..Lifecycle::default()
         };
         if let Some(attr) = block.body.get_attribute("ignore_changes") {
             match &attr.value {
-                Expression::Variable(v) if v.as_str() == "all" => lifecycle.ignore_all_changes = true,
+                Expression::Variable(v) if v.as_str() == "all" => {
+                    lifecycle.ignore_all_changes = true
+                }
                 Expression::Array(items) => {
                     for item in items.iter() {
                         match static_parts(item) {
-                            Some(parts) if !parts.is_empty() => lifecycle.ignore_changes.push((parts[0].clone(), self.span(item.span()))),
-                            _ => self.diags.error(self.span(item.span()), "Invalid ignore_changes entry", "Each entry must be an attribute name, such as node_count."),
+                            Some(parts) if !parts.is_empty() => lifecycle
+                                .ignore_changes
+                                .push((parts[0].clone(), self.span(item.span()))),
+                            _ => self.diags.error(
+                                self.span(item.span()),
+                                "Invalid ignore_changes entry",
+                                "Each entry must be an attribute name, such as node_count.",
+                            ),
                         }
                     }
                 }
-                other => self.diags.error(self.span(other.span()), "Invalid ignore_changes", "ignore_changes must be a list of attribute names, or all."),
+                other => self.diags.error(
+                    self.span(other.span()),
+                    "Invalid ignore_changes",
+                    "ignore_changes must be a list of attribute names, or all.",
+                ),
             }
         }
         lifecycle
     }
 
     fn depends_on(&mut self, body: &Body) -> Vec<Reference> {
-        let Some(attr) = body.get_attribute("depends_on") else { return Vec::new() };
+        let Some(attr) = body.get_attribute("depends_on") else {
+            return Vec::new();
+        };
         let Expression::Array(items) = &attr.value else {
             self.diags.error(self.span(attr.value.span()), "Invalid depends_on", "depends_on must be a list of references, such as [aks_nodepool.gpu, module.operator].");
             return Vec::new();
@@ -508,17 +785,31 @@ impl Decoder<'_> {
     fn provider_ref(&mut self, expression: &Expression) -> Option<ProviderRef> {
         let span = self.span(expression.span());
         match static_parts(expression).as_deref() {
-            Some([name]) => Some(ProviderRef { name: name.clone(), alias: None, span }),
-            Some([name, alias]) => Some(ProviderRef { name: name.clone(), alias: Some(alias.clone()), span }),
+            Some([name]) => Some(ProviderRef {
+                name: name.clone(),
+                alias: None,
+                span,
+            }),
+            Some([name, alias]) => Some(ProviderRef {
+                name: name.clone(),
+                alias: Some(alias.clone()),
+                span,
+            }),
             _ => {
-                self.diags.error(span, "Invalid provider reference", "Expected a provider name, optionally with an alias: azure or azure.west.");
+                self.diags.error(
+                    span,
+                    "Invalid provider reference",
+                    "Expected a provider name, optionally with an alias: azure or azure.west.",
+                );
                 None
             }
         }
     }
 
     fn module_call(&mut self, module: &mut Module, block: &Block) {
-        let Some(labels) = self.labels(block, &["module name"]) else { return };
+        let Some(labels) = self.labels(block, &["module name"]) else {
+            return;
+        };
         let name = labels[0].clone();
         let span = self.header_span(block);
         let body = &block.body;
@@ -533,7 +824,11 @@ impl Decoder<'_> {
         };
         for structure in body.iter() {
             match structure {
-                Structure::Block(b) => self.diags.error(self.span(b.ident.span()), "Unsupported block type", "A module block takes only arguments: its input variables and meta-arguments."),
+                Structure::Block(b) => self.diags.error(
+                    self.span(b.ident.span()),
+                    "Unsupported block type",
+                    "A module block takes only arguments: its input variables and meta-arguments.",
+                ),
                 Structure::Attribute(attr) => {
                     let key = attr.key.as_str();
                     let key_span = self.span(attr.key.span());
@@ -573,16 +868,26 @@ impl Decoder<'_> {
 
     fn module_providers(&mut self, call: &mut ModuleCall, value: &Expression) {
         let Expression::Object(object) = value else {
-            self.diags.error(self.span(value.span()), "Invalid providers", "providers must be a map such as { azure = azure.west }.");
+            self.diags.error(
+                self.span(value.span()),
+                "Invalid providers",
+                "providers must be a map such as { azure = azure.west }.",
+            );
             return;
         };
         for (key, item) in object.iter() {
             let child = match key {
                 ObjectKey::Ident(ident) => Some(ident.as_str().to_owned()),
-                ObjectKey::Expression(expr) => static_parts(expr).filter(|p| p.len() <= 2).map(|p| p.join(".")),
+                ObjectKey::Expression(expr) => static_parts(expr)
+                    .filter(|p| p.len() <= 2)
+                    .map(|p| p.join(".")),
             };
             let Some(child) = child else {
-                self.diags.error(self.span(key.span()), "Invalid providers key", "Keys name the provider inside the module: azure or azure.alias.");
+                self.diags.error(
+                    self.span(key.span()),
+                    "Invalid providers key",
+                    "Keys name the provider inside the module: azure or azure.alias.",
+                );
                 continue;
             };
             if let Some(parent) = self.provider_ref(item.expr()) {
@@ -594,26 +899,55 @@ impl Decoder<'_> {
     fn settings(&mut self, module: &mut Module, block: &Block) {
         let span = self.header_span(block);
         if !block.labels.is_empty() {
-            self.diags.error(self.span(block.labels[0].span()), "Extraneous label for gpustack", "The gpustack block takes no labels.");
+            self.diags.error(
+                self.span(block.labels[0].span()),
+                "Extraneous label for gpustack",
+                "The gpustack block takes no labels.",
+            );
         }
         if module.settings.is_some() {
-            self.diags.error(span, "Duplicate gpustack block", "A stack has at most one gpustack settings block.");
+            self.diags.error(
+                span,
+                "Duplicate gpustack block",
+                "A stack has at most one gpustack settings block.",
+            );
             return;
         }
-        self.only(&block.body, "the gpustack block", &["required_version"], &["backend"]);
+        self.only(
+            &block.body,
+            "the gpustack block",
+            &["required_version"],
+            &["backend"],
+        );
         let required_version = block.body.get_attribute("required_version").and_then(|a| {
             let span = self.span(a.value.span());
             self.literal_string(Some(a)).map(|v| (v, span))
         });
         let backends: Vec<&Block> = block.body.get_blocks("backend").collect();
         if backends.len() > 1 {
-            self.diags.error(self.span(backends[1].ident.span()), "Duplicate backend", "A stack stores its state in one backend.");
+            self.diags.error(
+                self.span(backends[1].ident.span()),
+                "Duplicate backend",
+                "A stack stores its state in one backend.",
+            );
         }
         let backend = backends.first().and_then(|b| {
             let labels = self.labels(b, &["backend type"])?;
-            Some(Backend { kind: labels[0].clone(), kind_span: self.span(b.labels[0].span()), body: BodyRef { body: b.body.clone(), file: self.file, span: self.header_span(b) } })
+            Some(Backend {
+                kind: labels[0].clone(),
+                kind_span: self.span(b.labels[0].span()),
+                body: BodyRef {
+                    body: b.body.clone(),
+                    file: self.file,
+                    span: self.header_span(b),
+                },
+            })
         });
-        module.settings = Some(Settings { span, backend, required_version });
+        module.settings = Some(Settings {
+            span,
+            backend,
+            required_version,
+        });
     }
 }
 
@@ -649,14 +983,18 @@ fn is_dependable(parts: &[String]) -> bool {
 pub(crate) fn literal_str(expression: &Expression) -> Option<String> {
     match expression {
         Expression::String(s) => Some(s.value().clone()),
-        Expression::StringTemplate(t) => t.iter().map(|e| e.as_literal().map(|l| l.value().clone())).collect(),
+        Expression::StringTemplate(t) => t
+            .iter()
+            .map(|e| e.as_literal().map(|l| l.value().clone()))
+            .collect(),
         _ => None,
     }
 }
 
 pub(crate) fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_') && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '-')
 }
 
 /// The value of an expression made only of literals (no references, calls or operators).
@@ -666,9 +1004,15 @@ pub(crate) fn literal_value(expression: &Expression) -> Option<gpustack_protocol
         Expression::Null(_) => Some(Value::Null),
         Expression::Bool(b) => Some(Value::Bool(*b.value())),
         Expression::Number(n) => n.value().as_f64().map(Value::Number),
-        Expression::String(_) | Expression::StringTemplate(_) => literal_str(expression).map(Value::String),
+        Expression::String(_) | Expression::StringTemplate(_) => {
+            literal_str(expression).map(Value::String)
+        }
         Expression::Parenthesis(p) => literal_value(p.inner()),
-        Expression::Array(items) => items.iter().map(literal_value).collect::<Option<Vec<_>>>().map(Value::List),
+        Expression::Array(items) => items
+            .iter()
+            .map(literal_value)
+            .collect::<Option<Vec<_>>>()
+            .map(Value::List),
         Expression::Object(object) => object
             .iter()
             .map(|(k, v)| {
@@ -680,10 +1024,14 @@ pub(crate) fn literal_value(expression: &Expression) -> Option<gpustack_protocol
             })
             .collect::<Option<IndexMap<_, _>>>()
             .map(Value::Object),
-        Expression::UnaryOp(op) if matches!(op.operator.value(), hcl_edit::expr::UnaryOperator::Neg) => match literal_value(&op.expr)? {
-            Value::Number(n) => Some(Value::Number(-n)),
-            _ => None,
-        },
+        Expression::UnaryOp(op)
+            if matches!(op.operator.value(), hcl_edit::expr::UnaryOperator::Neg) =>
+        {
+            match literal_value(&op.expr)? {
+                Value::Number(n) => Some(Value::Number(-n)),
+                _ => None,
+            }
+        }
         _ => None,
     }
 }

@@ -20,7 +20,11 @@ pub(super) fn find_cycles(b: &mut Builder<'_>) {
         }
         let members: HashSet<NodeIndex> = scc.iter().copied().collect();
         // Start from the member declared first so that reports are stable.
-        let start = scc.iter().copied().min_by_key(|n| (graph[*n].span.file, graph[*n].span.start)).unwrap_or(scc[0]);
+        let start = scc
+            .iter()
+            .copied()
+            .min_by_key(|n| (graph[*n].span.file, graph[*n].span.start))
+            .unwrap_or(scc[0]);
         reports.push(cycle_through(b, start, &members));
     }
     b.graph.in_cycle = in_cycle;
@@ -30,7 +34,11 @@ pub(super) fn find_cycles(b: &mut Builder<'_>) {
 }
 
 /// The shortest cycle through `start` inside one strongly connected component, as a diagnostic.
-fn cycle_through(b: &Builder<'_>, start: NodeIndex, members: &HashSet<NodeIndex>) -> (Option<crate::source::Span>, String) {
+fn cycle_through(
+    b: &Builder<'_>,
+    start: NodeIndex,
+    members: &HashSet<NodeIndex>,
+) -> (Option<crate::source::Span>, String) {
     let graph = &b.graph.graph;
     let mut previous: HashMap<NodeIndex, (NodeIndex, Option<crate::source::Span>)> = HashMap::new();
     let mut queue = VecDeque::from([start]);
@@ -52,23 +60,33 @@ fn cycle_through(b: &Builder<'_>, start: NodeIndex, members: &HashSet<NodeIndex>
         }
     }
     let Some((last, closing_span)) = closing else {
-        return (graph[start].span.into(), "A cycle was found but could not be traced.".into());
+        return (
+            graph[start].span.into(),
+            "A cycle was found but could not be traced.".into(),
+        );
     };
     // Walk back from the node that closes the cycle to the start.
     let mut steps = vec![(last, start, closing_span)];
     let mut current = last;
     while current != start {
-        let Some(&(prev, span)) = previous.get(&current) else { break };
+        let Some(&(prev, span)) = previous.get(&current) else {
+            break;
+        };
         steps.push((prev, current, span));
         current = prev;
     }
     // `steps` runs against the edges (dependent ← dependency), which reads as "needs".
     let name = |n: NodeIndex| graph[n].address(b.stack);
-    let path: Vec<String> = std::iter::once(name(start)).chain(steps.iter().map(|(from, _, _)| name(*from))).collect();
+    let path: Vec<String> = std::iter::once(name(start))
+        .chain(steps.iter().map(|(from, _, _)| name(*from)))
+        .collect();
     let mut detail = if steps.len() == 1 {
         format!("{} refers to itself.", name(start))
     } else {
-        format!("These declarations depend on each other, each needing the next: {}.", path.join(" → "))
+        format!(
+            "These declarations depend on each other, each needing the next: {}.",
+            path.join(" → ")
+        )
     };
     for (from, to, span) in &steps {
         let at = span.map_or_else(String::new, |s| {

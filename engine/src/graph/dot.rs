@@ -13,13 +13,18 @@ pub type Instances = HashMap<NodeIndex, Vec<String>>;
 
 pub fn render(stack: &Stack, graph: &Graph, instances: &Instances) -> String {
     let g = &graph.graph;
-    let mut out = String::from("digraph gpustack {\n  compound = true;\n  rankdir = LR;\n  node [shape = box, fontname = \"Helvetica\"];\n");
+    let mut out = String::from(
+        "digraph gpustack {\n  compound = true;\n  rankdir = LR;\n  node [shape = box, fontname = \"Helvetica\"];\n",
+    );
     let quote = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
     // The node an edge attaches to: the first instance of an expanded resource.
     let anchor = |n: NodeIndex| -> (String, Option<String>) {
         let address = g[n].address(stack);
         match instances.get(&n).and_then(|keys| keys.first()) {
-            Some(first) => (quote(&format!("{address}{first}")), Some(cluster_id(&address))),
+            Some(first) => (
+                quote(&format!("{address}{first}")),
+                Some(cluster_id(&address)),
+            ),
             None => (quote(&address), None),
         }
     };
@@ -31,7 +36,12 @@ pub fn render(stack: &Stack, graph: &Graph, instances: &Instances) -> String {
         let indent = if m == 0 { "  " } else { "    " };
         if m > 0 {
             let label = stack.modules[m].prefix();
-            let _ = writeln!(out, "  subgraph {} {{\n    label = {};\n    style = rounded;", cluster_id(&label), quote(label.trim_end_matches('.')));
+            let _ = writeln!(
+                out,
+                "  subgraph {} {{\n    label = {};\n    style = rounded;",
+                cluster_id(&label),
+                quote(label.trim_end_matches('.'))
+            );
         }
         for &n in nodes {
             let node = &g[n];
@@ -43,9 +53,18 @@ pub fn render(stack: &Stack, graph: &Graph, instances: &Instances) -> String {
             };
             match instances.get(&n).filter(|keys| !keys.is_empty()) {
                 Some(keys) => {
-                    let _ = writeln!(out, "{indent}subgraph {} {{\n{indent}  label = {};\n{indent}  style = dashed;", cluster_id(&address), quote(&address));
+                    let _ = writeln!(
+                        out,
+                        "{indent}subgraph {} {{\n{indent}  label = {};\n{indent}  style = dashed;",
+                        cluster_id(&address),
+                        quote(&address)
+                    );
                     for key in keys {
-                        let _ = writeln!(out, "{indent}  {} [shape = {shape}];", quote(&format!("{address}{key}")));
+                        let _ = writeln!(
+                            out,
+                            "{indent}  {} [shape = {shape}];",
+                            quote(&format!("{address}{key}"))
+                        );
                     }
                     let _ = writeln!(out, "{indent}}}");
                 }
@@ -79,6 +98,9 @@ pub fn render(stack: &Stack, graph: &Graph, instances: &Instances) -> String {
 }
 
 fn cluster_id(address: &str) -> String {
-    let id: String = address.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    let id: String = address
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
     format!("\"cluster_{id}\"")
 }

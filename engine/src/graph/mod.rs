@@ -77,7 +77,10 @@ impl Graph {
     pub fn order(&self) -> Vec<NodeIndex> {
         let mut sccs = petgraph::algo::tarjan_scc(&self.graph);
         sccs.reverse();
-        sccs.into_iter().flatten().filter(|n| !self.in_cycle[n.index()]).collect()
+        sccs.into_iter()
+            .flatten()
+            .filter(|n| !self.in_cycle[n.index()])
+            .collect()
     }
 }
 
@@ -109,7 +112,12 @@ pub fn build(stack: &Stack, sources: &SourceMap, registry: &Registry, diags: &mu
         sources,
         registry,
         diags,
-        graph: Graph { graph: DiGraph::new(), index: HashMap::new(), provider_of: HashMap::new(), in_cycle: Vec::new() },
+        graph: Graph {
+            graph: DiGraph::new(),
+            index: HashMap::new(),
+            provider_of: HashMap::new(),
+            in_cycle: Vec::new(),
+        },
         edges: HashSet::new(),
     };
     for (name, pass) in PASSES {
@@ -126,8 +134,21 @@ impl Builder<'_> {
         (range.filename, range.start.line, range.start.column)
     }
 
-    fn add(&mut self, module: usize, kind: NodeKind, key: String, span: Span, implied: bool) -> NodeIndex {
-        let index = self.graph.graph.add_node(Node { module, kind: kind.clone(), key: key.clone(), span, implied });
+    fn add(
+        &mut self,
+        module: usize,
+        kind: NodeKind,
+        key: String,
+        span: Span,
+        implied: bool,
+    ) -> NodeIndex {
+        let index = self.graph.graph.add_node(Node {
+            module,
+            kind: kind.clone(),
+            key: key.clone(),
+            span,
+            implied,
+        });
         self.graph.index.insert((module, kind, key), index);
         index
     }
@@ -145,14 +166,25 @@ impl Builder<'_> {
     /// (the evaluator reports that, with the reason).
     fn resolve(&self, module: usize, names: &[String]) -> Vec<NodeIndex> {
         let m = &self.stack.modules[module];
-        let get = |kind: NodeKind, key: &str| self.graph.node(module, kind, key).into_iter().collect::<Vec<_>>();
+        let get = |kind: NodeKind, key: &str| {
+            self.graph
+                .node(module, kind, key)
+                .into_iter()
+                .collect::<Vec<_>>()
+        };
         match names {
             [root, name, ..] if root == "var" => get(NodeKind::Variable, name),
             [root, name, ..] if root == "local" => get(NodeKind::Local, name),
             [root, call, rest @ ..] if root == "module" => {
-                let Some(&child) = m.children.get(call) else { return Vec::new() };
+                let Some(&child) = m.children.get(call) else {
+                    return Vec::new();
+                };
                 match rest.first() {
-                    Some(output) => self.graph.node(child, NodeKind::Output, output).into_iter().collect(),
+                    Some(output) => self
+                        .graph
+                        .node(child, NodeKind::Output, output)
+                        .into_iter()
+                        .collect(),
                     None => self.stack.modules[child]
                         .outputs
                         .keys()
@@ -160,9 +192,22 @@ impl Builder<'_> {
                         .collect(),
                 }
             }
-            [root, ty, name, ..] if root == "data" => get(NodeKind::Resource(ResourceMode::Data), &format!("{ty}.{name}")),
-            [root, ..] if matches!(root.as_str(), "count" | "each" | "path" | "self" | "var" | "local" | "data" | "module") => Vec::new(),
-            [ty, name, ..] => get(NodeKind::Resource(ResourceMode::Managed), &format!("{ty}.{name}")),
+            [root, ty, name, ..] if root == "data" => get(
+                NodeKind::Resource(ResourceMode::Data),
+                &format!("{ty}.{name}"),
+            ),
+            [root, ..]
+                if matches!(
+                    root.as_str(),
+                    "count" | "each" | "path" | "self" | "var" | "local" | "data" | "module"
+                ) =>
+            {
+                Vec::new()
+            }
+            [ty, name, ..] => get(
+                NodeKind::Resource(ResourceMode::Managed),
+                &format!("{ty}.{name}"),
+            ),
             _ => Vec::new(),
         }
     }
@@ -182,10 +227,21 @@ impl Builder<'_> {
         let mut stack = vec![module];
         while let Some(m) = stack.pop() {
             let config = &self.stack.modules[m];
-            let resources = config.resources.keys().map(|k| (NodeKind::Resource(ResourceMode::Managed), k));
-            let data = config.data.keys().map(|k| (NodeKind::Resource(ResourceMode::Data), k));
+            let resources = config
+                .resources
+                .keys()
+                .map(|k| (NodeKind::Resource(ResourceMode::Managed), k));
+            let data = config
+                .data
+                .keys()
+                .map(|k| (NodeKind::Resource(ResourceMode::Data), k));
             let outputs = config.outputs.keys().map(|k| (NodeKind::Output, k));
-            out.extend(resources.chain(data).chain(outputs).filter_map(|(kind, key)| self.graph.node(m, kind, key)));
+            out.extend(
+                resources
+                    .chain(data)
+                    .chain(outputs)
+                    .filter_map(|(kind, key)| self.graph.node(m, kind, key)),
+            );
             stack.extend(config.children.values());
         }
         out
@@ -208,7 +264,12 @@ fn add_declarations(b: &mut Builder<'_>) {
                 b.diags.error(
                     p.body.span,
                     "Unknown provider",
-                    format!("There is no provider named \"{}\". Providers are {}.{}", p.name, b.registry.names().collect::<Vec<_>>().join(", "), suggest(&p.name, b.registry.names())),
+                    format!(
+                        "There is no provider named \"{}\". Providers are {}.{}",
+                        p.name,
+                        b.registry.names().collect::<Vec<_>>().join(", "),
+                        suggest(&p.name, b.registry.names())
+                    ),
                 );
                 continue;
             }
@@ -223,16 +284,27 @@ fn add_declarations(b: &mut Builder<'_>) {
 fn add_provider_edges(b: &mut Builder<'_>) {
     for (i, m) in b.stack.modules.iter().enumerate() {
         for (key, r) in m.resources.iter().chain(&m.data) {
-            let Some(owner) = b.registry.owner_of(&r.type_name) else { continue };
+            let Some(owner) = b.registry.owner_of(&r.type_name) else {
+                continue;
+            };
             let (name, alias, span) = match &r.provider {
                 Some(p) => (p.name.as_str(), p.alias.as_deref(), p.span),
                 None => (owner, None, r.span),
             };
             if name != owner {
-                b.diags.error(span, "Wrong provider for resource type", format!("{} belongs to the \"{owner}\" provider, not \"{name}\".", r.type_name));
+                b.diags.error(
+                    span,
+                    "Wrong provider for resource type",
+                    format!(
+                        "{} belongs to the \"{owner}\" provider, not \"{name}\".",
+                        r.type_name
+                    ),
+                );
                 continue;
             }
-            let Some(node) = b.graph.node(i, NodeKind::Resource(r.mode), key) else { continue };
+            let Some(node) = b.graph.node(i, NodeKind::Resource(r.mode), key) else {
+                continue;
+            };
             match resolve_provider(b, i, name, alias, span) {
                 Some(provider) => {
                     b.edge(provider, node, Some(span));
@@ -251,7 +323,13 @@ fn add_provider_edges(b: &mut Builder<'_>) {
 /// Finds the provider configuration a module sees under `name`/`alias`: its own block, one passed
 /// by its caller in `providers = {...}`, or the caller's default configuration (aliases are
 /// never inherited implicitly). At the root an unconfigured default provider is implied.
-fn resolve_provider(b: &mut Builder<'_>, module: usize, name: &str, alias: Option<&str>, span: Span) -> Option<NodeIndex> {
+fn resolve_provider(
+    b: &mut Builder<'_>,
+    module: usize,
+    name: &str,
+    alias: Option<&str>,
+    span: Span,
+) -> Option<NodeIndex> {
     let key = provider_key(name, alias);
     if let Some(node) = b.graph.node(module, NodeKind::Provider, &key) {
         return Some(node);
@@ -264,7 +342,11 @@ fn resolve_provider(b: &mut Builder<'_>, module: usize, name: &str, alias: Optio
                 let (n, a, s) = (passed.name.clone(), passed.alias.clone(), passed.span);
                 return resolve_provider(b, parent, &n, a.as_deref(), s);
             }
-            if alias.is_none() { resolve_provider(b, parent, name, None, span) } else { None }
+            if alias.is_none() {
+                resolve_provider(b, parent, name, None, span)
+            } else {
+                None
+            }
         }
         None if alias.is_none() => Some(b.add(0, NodeKind::Provider, key, span, true)),
         None => None,
@@ -274,7 +356,9 @@ fn resolve_provider(b: &mut Builder<'_>, module: usize, name: &str, alias: Optio
 fn add_reference_edges(b: &mut Builder<'_>) {
     for (i, m) in b.stack.modules.iter().enumerate() {
         for v in m.variables.values() {
-            let Some(node) = b.graph.node(i, NodeKind::Variable, &v.name) else { continue };
+            let Some(node) = b.graph.node(i, NodeKind::Variable, &v.name) else {
+                continue;
+            };
             for validation in &v.validations {
                 for expr in [&validation.condition, &validation.error_message] {
                     // A rule's references to its own variable are to the value being checked.
@@ -308,7 +392,9 @@ fn add_reference_edges(b: &mut Builder<'_>) {
             }
         }
         for (key, r) in m.resources.iter().chain(&m.data) {
-            let Some(node) = b.graph.node(i, NodeKind::Resource(r.mode), key) else { continue };
+            let Some(node) = b.graph.node(i, NodeKind::Resource(r.mode), key) else {
+                continue;
+            };
             for expr in r.count.iter().chain(&r.for_each) {
                 b.add_refs(i, node, expr);
             }
@@ -326,7 +412,10 @@ pub fn body_exprs(body: &Body, file: crate::source::FileId) -> Vec<Expr> {
     while let Some(body) = pending.pop() {
         for structure in body.iter() {
             match structure {
-                Structure::Attribute(a) => out.push(Expr { expr: a.value.clone(), file }),
+                Structure::Attribute(a) => out.push(Expr {
+                    expr: a.value.clone(),
+                    file,
+                }),
                 Structure::Block(block) => pending.push(&block.body),
             }
         }
@@ -337,7 +426,9 @@ pub fn body_exprs(body: &Body, file: crate::source::FileId) -> Vec<Expr> {
 fn add_module_input_edges(b: &mut Builder<'_>) {
     for (i, m) in b.stack.modules.iter().enumerate() {
         for (call_name, call) in &m.calls {
-            let Some(&child) = m.children.get(call_name) else { continue };
+            let Some(&child) = m.children.get(call_name) else {
+                continue;
+            };
             let child_module = &b.stack.modules[child];
             for (arg, (expr, key_span)) in &call.args {
                 match b.graph.node(child, NodeKind::Variable, arg) {
@@ -360,9 +451,23 @@ fn add_module_input_edges(b: &mut Builder<'_>) {
             for (child_key, passed) in &call.providers {
                 let provider_name = child_key.split('.').next().unwrap_or_default();
                 if b.registry.schema(provider_name).is_none() {
-                    b.diags.error(passed.span, "Unknown provider", format!("There is no provider named \"{provider_name}\"."));
-                } else if b.graph.node(i, NodeKind::Provider, &passed.key()).is_none() && passed.alias.is_some() && m.parent.is_none() {
-                    b.diags.error(passed.span, "Provider configuration not present", format!("provider \"{}\" is not declared in this module.", passed.key()));
+                    b.diags.error(
+                        passed.span,
+                        "Unknown provider",
+                        format!("There is no provider named \"{provider_name}\"."),
+                    );
+                } else if b.graph.node(i, NodeKind::Provider, &passed.key()).is_none()
+                    && passed.alias.is_some()
+                    && m.parent.is_none()
+                {
+                    b.diags.error(
+                        passed.span,
+                        "Provider configuration not present",
+                        format!(
+                            "provider \"{}\" is not declared in this module.",
+                            passed.key()
+                        ),
+                    );
                 }
             }
         }
@@ -371,15 +476,31 @@ fn add_module_input_edges(b: &mut Builder<'_>) {
 
 fn add_depends_on_edges(b: &mut Builder<'_>) {
     for (i, m) in b.stack.modules.iter().enumerate() {
-        let resources = m.resources.iter().chain(&m.data).map(|(k, r)| (NodeKind::Resource(r.mode), k.as_str(), &r.depends_on));
-        let outputs = m.outputs.iter().map(|(k, o)| (NodeKind::Output, k.as_str(), &o.depends_on));
+        let resources = m
+            .resources
+            .iter()
+            .chain(&m.data)
+            .map(|(k, r)| (NodeKind::Resource(r.mode), k.as_str(), &r.depends_on));
+        let outputs = m
+            .outputs
+            .iter()
+            .map(|(k, o)| (NodeKind::Output, k.as_str(), &o.depends_on));
         let dependents: Vec<_> = resources.chain(outputs).collect();
         for (kind, key, depends_on) in dependents {
-            let Some(node) = b.graph.node(i, kind, key) else { continue };
+            let Some(node) = b.graph.node(i, kind, key) else {
+                continue;
+            };
             for reference in depends_on.iter() {
                 let targets = depends_on_targets(b, i, &reference.parts);
                 if targets.is_empty() {
-                    b.diags.error(reference.span, "Invalid depends_on reference", format!("\"{}\" is not declared in this module.", reference.parts.join(".")));
+                    b.diags.error(
+                        reference.span,
+                        "Invalid depends_on reference",
+                        format!(
+                            "\"{}\" is not declared in this module.",
+                            reference.parts.join(".")
+                        ),
+                    );
                 }
                 for target in targets {
                     b.edge(target, node, Some(reference.span));
@@ -403,7 +524,9 @@ fn depends_on_targets(b: &Builder<'_>, module: usize, parts: &[String]) -> Vec<N
 fn add_module_depends_on_edges(b: &mut Builder<'_>) {
     for (i, m) in b.stack.modules.iter().enumerate() {
         for (call_name, call) in &m.calls {
-            let Some(&child) = m.children.get(call_name) else { continue };
+            let Some(&child) = m.children.get(call_name) else {
+                continue;
+            };
             if call.depends_on.is_empty() {
                 continue;
             }
@@ -411,7 +534,14 @@ fn add_module_depends_on_edges(b: &mut Builder<'_>) {
             for reference in &call.depends_on {
                 let targets = depends_on_targets(b, i, &reference.parts);
                 if targets.is_empty() {
-                    b.diags.error(reference.span, "Invalid depends_on reference", format!("\"{}\" is not declared in this module.", reference.parts.join(".")));
+                    b.diags.error(
+                        reference.span,
+                        "Invalid depends_on reference",
+                        format!(
+                            "\"{}\" is not declared in this module.",
+                            reference.parts.join(".")
+                        ),
+                    );
                 }
                 for &target in &targets {
                     for &node in &inside {

@@ -7,7 +7,9 @@ use crate::diag::suggest;
 use crate::lang::functions;
 use gpustack_protocol::{Type, Value, format_number};
 use hcl_edit::Span as _;
-use hcl_edit::expr::{BinaryOperator, Expression, ForExpr, FuncCall, ObjectKey, TraversalOperator, UnaryOperator};
+use hcl_edit::expr::{
+    BinaryOperator, Expression, ForExpr, FuncCall, ObjectKey, TraversalOperator, UnaryOperator,
+};
 use hcl_edit::template::{Directive, Element, Template};
 use indexmap::IndexMap;
 use std::borrow::Cow;
@@ -25,8 +27,16 @@ pub struct EvalError {
 }
 
 impl EvalError {
-    pub fn new(range: Option<Range<usize>>, summary: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self { range, summary: summary.into(), detail: detail.into() }
+    pub fn new(
+        range: Option<Range<usize>>,
+        summary: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self {
+            range,
+            summary: summary.into(),
+            detail: detail.into(),
+        }
     }
 }
 
@@ -37,15 +47,30 @@ pub trait Scope {
     /// Resolves a reference from its leading names (`["var", "x"]`, `["aks_nodepool", "t4", "name"]`,
     /// `["data", "t", "n"]`), returning its value and how many names it used; the evaluator applies
     /// the rest as attribute access. Errors are the scope's, since only it knows what is declared.
-    fn lookup(&self, names: &[&str], range: Option<Range<usize>>) -> Result<(Cow<'_, Value>, usize)>;
+    fn lookup(
+        &self,
+        names: &[&str],
+        range: Option<Range<usize>>,
+    ) -> Result<(Cow<'_, Value>, usize)>;
 }
 
 /// A scope with nothing in it: for constant expressions.
 pub struct EmptyScope;
 
 impl Scope for EmptyScope {
-    fn lookup(&self, names: &[&str], range: Option<Range<usize>>) -> Result<(Cow<'_, Value>, usize)> {
-        Err(EvalError::new(range, "Variables not allowed", format!("\"{}\" cannot be referenced here; only literal values are allowed.", names.join("."))))
+    fn lookup(
+        &self,
+        names: &[&str],
+        range: Option<Range<usize>>,
+    ) -> Result<(Cow<'_, Value>, usize)> {
+        Err(EvalError::new(
+            range,
+            "Variables not allowed",
+            format!(
+                "\"{}\" cannot be referenced here; only literal values are allowed.",
+                names.join(".")
+            ),
+        ))
     }
 }
 
@@ -53,14 +78,21 @@ impl Scope for EmptyScope {
 struct VarsScope<'a>(&'a IndexMap<String, Value>);
 
 impl Scope for VarsScope<'_> {
-    fn lookup(&self, names: &[&str], range: Option<Range<usize>>) -> Result<(Cow<'_, Value>, usize)> {
+    fn lookup(
+        &self,
+        names: &[&str],
+        range: Option<Range<usize>>,
+    ) -> Result<(Cow<'_, Value>, usize)> {
         let name = names.first().copied().unwrap_or_default();
         match self.0.get(name) {
             Some(v) => Ok((Cow::Borrowed(v), 1)),
             None => Err(EvalError::new(
                 range,
                 "Unknown template variable",
-                format!("The template refers to \"{name}\", which is not in the variables passed to templatefile.{}", suggest(name, self.0.keys().map(String::as_str))),
+                format!(
+                    "The template refers to \"{name}\", which is not in the variables passed to templatefile.{}",
+                    suggest(name, self.0.keys().map(String::as_str))
+                ),
             )),
         }
     }
@@ -75,14 +107,22 @@ pub struct Evaluator<'s> {
 
 impl<'s> Evaluator<'s> {
     pub fn new(scope: &'s dyn Scope) -> Self {
-        Self { scope, bindings: Vec::new(), depth: 0 }
+        Self {
+            scope,
+            bindings: Vec::new(),
+            depth: 0,
+        }
     }
 
     pub fn eval(&mut self, expression: &Expression) -> Result<Value> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             self.depth -= 1;
-            return Err(EvalError::new(expression.span(), "Expression too complex", format!("Expressions may nest at most {MAX_DEPTH} levels deep.")));
+            return Err(EvalError::new(
+                expression.span(),
+                "Expression too complex",
+                format!("Expressions may nest at most {MAX_DEPTH} levels deep."),
+            ));
         }
         let result = self.eval_inner(expression);
         self.depth -= 1;
@@ -92,7 +132,13 @@ impl<'s> Evaluator<'s> {
     /// Evaluates and converts to a type, naming the expected type in the error.
     pub fn eval_as(&mut self, expression: &Expression, ty: &Type) -> Result<Value> {
         let value = self.eval(expression)?;
-        ty.convert(&value).map_err(|e| EvalError::new(expression.span(), "Incorrect value type", format!("{}.", upper_first(&e.to_string()))))
+        ty.convert(&value).map_err(|e| {
+            EvalError::new(
+                expression.span(),
+                "Incorrect value type",
+                format!("{}.", upper_first(&e.to_string())),
+            )
+        })
     }
 
     fn eval_inner(&mut self, expression: &Expression) -> Result<Value> {
@@ -124,19 +170,39 @@ impl<'s> Evaluator<'s> {
                             Value::Number(n) => format_number(n),
                             Value::Bool(b) => b.to_string(),
                             other => {
-                                return Err(EvalError::new(expr.span(), "Invalid object key", format!("Object keys must be strings, not {}.", other.type_name())));
+                                return Err(EvalError::new(
+                                    expr.span(),
+                                    "Invalid object key",
+                                    format!(
+                                        "Object keys must be strings, not {}.",
+                                        other.type_name()
+                                    ),
+                                ));
                             }
                         },
                     };
                     let v = self.eval(value.expr())?;
                     if out.insert(name.clone(), v).is_some() {
-                        return Err(EvalError::new(key.span(), "Duplicate object attribute", format!("The attribute \"{name}\" is defined twice in this object.")));
+                        return Err(EvalError::new(
+                            key.span(),
+                            "Duplicate object attribute",
+                            format!("The attribute \"{name}\" is defined twice in this object."),
+                        ));
                     }
                 }
-                Ok(if unknown_key { Value::Unknown } else { Value::Object(out) })
+                Ok(if unknown_key {
+                    Value::Unknown
+                } else {
+                    Value::Object(out)
+                })
             }
-            Expression::StringTemplate(template) => self.template(template.iter().collect::<Vec<_>>().as_slice(), range),
-            Expression::HeredocTemplate(heredoc) => self.template(heredoc.template.iter().collect::<Vec<_>>().as_slice(), range),
+            Expression::StringTemplate(template) => {
+                self.template(template.iter().collect::<Vec<_>>().as_slice(), range)
+            }
+            Expression::HeredocTemplate(heredoc) => self.template(
+                heredoc.template.iter().collect::<Vec<_>>().as_slice(),
+                range,
+            ),
             Expression::Parenthesis(inner) => self.eval(inner.inner()),
             Expression::Variable(name) => self.reference(name.as_str(), &[], range),
             Expression::Traversal(traversal) => {
@@ -149,7 +215,11 @@ impl<'s> Evaluator<'s> {
                             _ => None,
                         })
                         .collect();
-                    let (value, used) = self.reference_prefix(root.as_str(), &names, traversal_range(traversal, names.len()))?;
+                    let (value, used) = self.reference_prefix(
+                        root.as_str(),
+                        &names,
+                        traversal_range(traversal, names.len()),
+                    )?;
                     self.apply(value, &traversal.operators[used..])
                 } else {
                     let value = self.eval(&traversal.expr)?;
@@ -161,8 +231,14 @@ impl<'s> Evaluator<'s> {
                 Value::Bool(true) => self.eval(&cond.true_expr),
                 Value::Bool(false) => self.eval(&cond.false_expr),
                 other => match Type::Bool.convert(&other) {
-                    Ok(Value::Bool(b)) => self.eval(if b { &cond.true_expr } else { &cond.false_expr }),
-                    _ => Err(EvalError::new(cond.cond_expr.span(), "Incorrect condition type", format!("The condition must be a bool, not {}.", other.type_name()))),
+                    Ok(Value::Bool(b)) => {
+                        self.eval(if b { &cond.true_expr } else { &cond.false_expr })
+                    }
+                    _ => Err(EvalError::new(
+                        cond.cond_expr.span(),
+                        "Incorrect condition type",
+                        format!("The condition must be a bool, not {}.", other.type_name()),
+                    )),
                 },
             },
             Expression::FuncCall(call) => self.call(call, range),
@@ -181,16 +257,30 @@ impl<'s> Evaluator<'s> {
         }
     }
 
-    fn reference(&mut self, root: &str, names: &[&str], range: Option<Range<usize>>) -> Result<Value> {
+    fn reference(
+        &mut self,
+        root: &str,
+        names: &[&str],
+        range: Option<Range<usize>>,
+    ) -> Result<Value> {
         let (value, used) = self.reference_prefix(root, names, range.clone())?;
         if used != names.len() {
-            return Err(EvalError::new(range, "Invalid reference", "Unexpected reference shape."));
+            return Err(EvalError::new(
+                range,
+                "Invalid reference",
+                "Unexpected reference shape.",
+            ));
         }
         Ok(value)
     }
 
     /// Resolves `root.names…`: iteration variables first, then the scope.
-    fn reference_prefix(&mut self, root: &str, names: &[&str], range: Option<Range<usize>>) -> Result<(Value, usize)> {
+    fn reference_prefix(
+        &mut self,
+        root: &str,
+        names: &[&str],
+        range: Option<Range<usize>>,
+    ) -> Result<(Value, usize)> {
         if let Some((_, v)) = self.bindings.iter().rev().find(|(n, _)| n == root) {
             return Ok((v.clone(), 0));
         }
@@ -202,16 +292,24 @@ impl<'s> Evaluator<'s> {
     }
 
     /// Applies traversal steps (attributes, indexes, splats) to a value.
-    fn apply(&mut self, mut value: Value, operators: &[hcl_edit::Decorated<TraversalOperator>]) -> Result<Value> {
+    fn apply(
+        &mut self,
+        mut value: Value,
+        operators: &[hcl_edit::Decorated<TraversalOperator>],
+    ) -> Result<Value> {
         for (i, op) in operators.iter().enumerate() {
             let range = op.span();
             match op.value() {
-                TraversalOperator::GetAttr(ident) => value = get_attr(value, ident.as_str(), range)?,
+                TraversalOperator::GetAttr(ident) => {
+                    value = get_attr(value, ident.as_str(), range)?
+                }
                 TraversalOperator::Index(index) => {
                     let key = self.eval(index)?;
                     value = get_index(value, &key, index.span())?;
                 }
-                TraversalOperator::LegacyIndex(n) => value = get_index(value, &Value::Number(*n.value() as f64), range)?,
+                TraversalOperator::LegacyIndex(n) => {
+                    value = get_index(value, &Value::Number(*n.value() as f64), range)?
+                }
                 TraversalOperator::AttrSplat(_) | TraversalOperator::FullSplat(_) => {
                     let rest = &operators[i + 1..];
                     let items = match value {
@@ -248,7 +346,9 @@ impl<'s> Evaluator<'s> {
                 }
                 Element::Interpolation(interpolation) => match self.eval(&interpolation.expr)? {
                     Value::Unknown => unknown = true,
-                    value => out.push_str(&self.to_template_string(&value, interpolation.expr.span())?),
+                    value => {
+                        out.push_str(&self.to_template_string(&value, interpolation.expr.span())?)
+                    }
                 },
                 Element::Directive(directive) => match directive.as_ref() {
                     Directive::If(d) => {
@@ -261,8 +361,16 @@ impl<'s> Evaluator<'s> {
                         let endif_strips = d.endif_expr.strip.strip_start();
                         // The markers inside the directive trim the branch's own text.
                         let chosen = match (&d.else_expr, cond) {
-                            (_, true) => Some((&d.if_expr.template, d.if_expr.strip.strip_end(), d.else_expr.as_ref().map_or(endif_strips, |e| e.strip.strip_start()))),
-                            (Some(e), false) => Some((&e.template, e.strip.strip_end(), endif_strips)),
+                            (_, true) => Some((
+                                &d.if_expr.template,
+                                d.if_expr.strip.strip_end(),
+                                d.else_expr
+                                    .as_ref()
+                                    .map_or(endif_strips, |e| e.strip.strip_start()),
+                            )),
+                            (Some(e), false) => {
+                                Some((&e.template, e.strip.strip_end(), endif_strips))
+                            }
                             (None, false) => None,
                         };
                         if let Some((template, trim_start, trim_end)) = chosen {
@@ -274,19 +382,29 @@ impl<'s> Evaluator<'s> {
                     }
                     Directive::For(d) => {
                         let collection = self.eval(&d.for_expr.collection_expr)?;
-                        let pairs = match iteration_pairs(collection, d.for_expr.collection_expr.span())? {
-                            Some(pairs) => pairs,
-                            None => {
-                                unknown = true;
-                                continue;
-                            }
-                        };
+                        let pairs =
+                            match iteration_pairs(collection, d.for_expr.collection_expr.span())? {
+                                Some(pairs) => pairs,
+                                None => {
+                                    unknown = true;
+                                    continue;
+                                }
+                            };
                         for (key, value) in pairs {
-                            let pushed = self.bind(d.for_expr.key_var.as_ref().map(|k| k.as_str()), d.for_expr.value_var.as_str(), key, value);
+                            let pushed = self.bind(
+                                d.for_expr.key_var.as_ref().map(|k| k.as_str()),
+                                d.for_expr.value_var.as_str(),
+                                key,
+                                value,
+                            );
                             let result = self.template_of(&d.for_expr.template, range.clone());
                             self.bindings.truncate(self.bindings.len() - pushed);
                             match result? {
-                                Value::String(s) => out.push_str(trimmed(&s, d.for_expr.strip.strip_end(), d.endfor_expr.strip.strip_start())),
+                                Value::String(s) => out.push_str(trimmed(
+                                    &s,
+                                    d.for_expr.strip.strip_end(),
+                                    d.endfor_expr.strip.strip_start(),
+                                )),
                                 _ => unknown = true,
                             }
                         }
@@ -294,7 +412,11 @@ impl<'s> Evaluator<'s> {
                 },
             }
         }
-        Ok(if unknown { Value::Unknown } else { Value::String(out) })
+        Ok(if unknown {
+            Value::Unknown
+        } else {
+            Value::String(out)
+        })
     }
 
     fn template_of(&mut self, template: &Template, range: Option<Range<usize>>) -> Result<Value> {
@@ -306,11 +428,18 @@ impl<'s> Evaluator<'s> {
             Value::String(s) => Ok(s.clone()),
             Value::Number(n) => Ok(format_number(*n)),
             Value::Bool(b) => Ok(b.to_string()),
-            Value::Null => Err(EvalError::new(range, "Invalid template interpolation value", "The value is null; use coalesce() or a conditional to give it a default.")),
+            Value::Null => Err(EvalError::new(
+                range,
+                "Invalid template interpolation value",
+                "The value is null; use coalesce() or a conditional to give it a default.",
+            )),
             other => Err(EvalError::new(
                 range,
                 "Invalid template interpolation value",
-                format!("Cannot include a {} in a string template; use jsonencode() or join() to turn it into a string.", other.type_name()),
+                format!(
+                    "Cannot include a {} in a string template; use jsonencode() or join() to turn it into a string.",
+                    other.type_name()
+                ),
             )),
         }
     }
@@ -355,7 +484,9 @@ impl<'s> Evaluator<'s> {
                         return Err(EvalError::new(
                             range,
                             "Duplicate object key",
-                            format!("Two elements produce the key \"{k}\". Add ... after the value expression to group them into lists."),
+                            format!(
+                                "Two elements produce the key \"{k}\". Add ... after the value expression to group them into lists."
+                            ),
                         ));
                     } else {
                         object.insert(k, v);
@@ -366,7 +497,11 @@ impl<'s> Evaluator<'s> {
         if unknown {
             return Ok(Value::Unknown);
         }
-        Ok(if f.key_expr.is_some() { Value::Object(object) } else { Value::List(list) })
+        Ok(if f.key_expr.is_some() {
+            Value::Object(object)
+        } else {
+            Value::List(list)
+        })
     }
 
     fn for_item(&mut self, f: &ForExpr) -> Result<ForItem> {
@@ -381,13 +516,19 @@ impl<'s> Evaluator<'s> {
             }
         }
         let value = self.eval(&f.value_expr)?;
-        let Some(key_expr) = &f.key_expr else { return Ok(ForItem::Element(value)) };
+        let Some(key_expr) = &f.key_expr else {
+            return Ok(ForItem::Element(value));
+        };
         match self.eval(key_expr)? {
             Value::Unknown => Ok(ForItem::Unknown),
             Value::String(s) => Ok(ForItem::Entry(s, value)),
             Value::Number(n) => Ok(ForItem::Entry(format_number(n), value)),
             Value::Bool(b) => Ok(ForItem::Entry(b.to_string(), value)),
-            other => Err(EvalError::new(key_expr.span(), "Invalid object key", format!("Object keys must be strings, not {}.", other.type_name()))),
+            other => Err(EvalError::new(
+                key_expr.span(),
+                "Invalid object key",
+                format!("Object keys must be strings, not {}.", other.type_name()),
+            )),
         }
     }
 
@@ -422,7 +563,11 @@ impl<'s> Evaluator<'s> {
                     Minus => Value::Number(a - b),
                     Mul => Value::Number(a * b),
                     Div | Mod if b == 0.0 => {
-                        return Err(EvalError::new(op.rhs_expr.span(), "Division by zero", "The right-hand side of / or % is zero."));
+                        return Err(EvalError::new(
+                            op.rhs_expr.span(),
+                            "Division by zero",
+                            "The right-hand side of / or % is zero.",
+                        ));
                     }
                     Div => Value::Number(a / b),
                     Mod => Value::Number(a % b),
@@ -433,7 +578,11 @@ impl<'s> Evaluator<'s> {
                     Eq | NotEq | And | Or => Value::Null,
                 };
                 match value {
-                    Value::Number(n) if !n.is_finite() => Err(EvalError::new(op.operator.span(), "Arithmetic overflow", "The result is not a finite number.")),
+                    Value::Number(n) if !n.is_finite() => Err(EvalError::new(
+                        op.operator.span(),
+                        "Arithmetic overflow",
+                        "The result is not a finite number.",
+                    )),
                     v => Ok(v),
                 }
             }
@@ -443,20 +592,32 @@ impl<'s> Evaluator<'s> {
     fn number(&self, value: &Value, expression: &Expression) -> Result<f64> {
         match Type::Number.convert(value) {
             Ok(Value::Number(n)) => Ok(n),
-            _ => Err(EvalError::new(expression.span(), "Invalid operand", format!("A number is required, not {}.", describe(value)))),
+            _ => Err(EvalError::new(
+                expression.span(),
+                "Invalid operand",
+                format!("A number is required, not {}.", describe(value)),
+            )),
         }
     }
 
     fn boolean(&self, value: &Value, expression: &Expression) -> Result<bool> {
         match Type::Bool.convert(value) {
             Ok(Value::Bool(b)) => Ok(b),
-            _ => Err(EvalError::new(expression.span(), "Invalid operand", format!("A bool is required, not {}.", describe(value)))),
+            _ => Err(EvalError::new(
+                expression.span(),
+                "Invalid operand",
+                format!("A bool is required, not {}.", describe(value)),
+            )),
         }
     }
 
     fn call(&mut self, call: &FuncCall, range: Option<Range<usize>>) -> Result<Value> {
         if call.name.is_namespaced() {
-            return Err(EvalError::new(call.name.name.span().or(range), "Call to unknown function", "Namespaced (provider) functions are not supported."));
+            return Err(EvalError::new(
+                call.name.name.span().or(range),
+                "Call to unknown function",
+                "Namespaced (provider) functions are not supported.",
+            ));
         }
         let name = call.name.name.as_str();
         let arg_exprs: Vec<&Expression> = call.args.iter().collect();
@@ -464,7 +625,11 @@ impl<'s> Evaluator<'s> {
             "try" => return self.call_try(&arg_exprs, range),
             "can" => {
                 let [arg] = arg_exprs.as_slice() else {
-                    return Err(EvalError::new(range, "Wrong number of arguments", "Function \"can\" expects 1 argument."));
+                    return Err(EvalError::new(
+                        range,
+                        "Wrong number of arguments",
+                        "Function \"can\" expects 1 argument.",
+                    ));
                 };
                 return Ok(match self.eval(arg) {
                     Ok(v) if v.is_unknown() => Value::Unknown,
@@ -483,12 +648,23 @@ impl<'s> Evaluator<'s> {
                 Some(Value::List(items)) => args.extend(items),
                 Some(Value::Unknown) => return Ok(Value::Unknown),
                 Some(other) => {
-                    return Err(EvalError::new(arg_exprs.last().and_then(|e| e.span()), "Invalid expanding argument", format!("The argument after which ... appears must be a list, not {}.", other.type_name())));
+                    return Err(EvalError::new(
+                        arg_exprs.last().and_then(|e| e.span()),
+                        "Invalid expanding argument",
+                        format!(
+                            "The argument after which ... appears must be a list, not {}.",
+                            other.type_name()
+                        ),
+                    ));
                 }
                 None => {}
             }
         }
-        let arg_range = |i: Option<usize>| i.and_then(|i| arg_exprs.get(i.min(arg_exprs.len().saturating_sub(1)))).and_then(|e| e.span()).or(range.clone());
+        let arg_range = |i: Option<usize>| {
+            i.and_then(|i| arg_exprs.get(i.min(arg_exprs.len().saturating_sub(1))))
+                .and_then(|e| e.span())
+                .or(range.clone())
+        };
         let result = match name {
             "file" | "fileexists" | "templatefile" => Some(filesystem_call(name, &args)),
             _ => functions::call(name, &args),
@@ -497,8 +673,14 @@ impl<'s> Evaluator<'s> {
             Some(Ok(value)) => Ok(value),
             Some(Err(err)) => {
                 let (summary, detail) = match err.arg {
-                    Some(_) => ("Invalid function argument", format!("{name}(): {}", err.message)),
-                    None => ("Error in function call", format!("Call to function \"{name}\" failed: {}", err.message)),
+                    Some(_) => (
+                        "Invalid function argument",
+                        format!("{name}(): {}", err.message),
+                    ),
+                    None => (
+                        "Error in function call",
+                        format!("Call to function \"{name}\" failed: {}", err.message),
+                    ),
                 };
                 Err(EvalError::new(arg_range(err.arg), summary, detail))
             }
@@ -508,7 +690,10 @@ impl<'s> Evaluator<'s> {
                 Err(EvalError::new(
                     call.name.name.span().or(range),
                     "Call to unknown function",
-                    format!("There is no function named \"{name}\".{}", suggest(name, names)),
+                    format!(
+                        "There is no function named \"{name}\".{}",
+                        suggest(name, names)
+                    ),
                 ))
             }
         }
@@ -516,7 +701,11 @@ impl<'s> Evaluator<'s> {
 
     fn call_try(&mut self, args: &[&Expression], range: Option<Range<usize>>) -> Result<Value> {
         if args.is_empty() {
-            return Err(EvalError::new(range, "Wrong number of arguments", "Function \"try\" expects at least 1 argument."));
+            return Err(EvalError::new(
+                range,
+                "Wrong number of arguments",
+                "Function \"try\" expects at least 1 argument.",
+            ));
         }
         let mut last_error = None;
         for arg in args {
@@ -525,8 +714,14 @@ impl<'s> Evaluator<'s> {
                 Err(err) => last_error = Some(err),
             }
         }
-        let detail = last_error.map_or_else(String::new, |e| format!(" The last one failed with: {} {}", e.summary, e.detail));
-        Err(EvalError::new(range, "No result from try", format!("None of the arguments of try() produced a value.{detail}")))
+        let detail = last_error.map_or_else(String::new, |e| {
+            format!(" The last one failed with: {} {}", e.summary, e.detail)
+        });
+        Err(EvalError::new(
+            range,
+            "No result from try",
+            format!("None of the arguments of try() produced a value.{detail}"),
+        ))
     }
 }
 
@@ -565,12 +760,32 @@ fn strips_start(element: &Element) -> bool {
 }
 
 /// The (key, value) pairs a `for` iterates over; `None` when the collection is unknown.
-fn iteration_pairs(collection: Value, range: Option<Range<usize>>) -> Result<Option<Vec<(Value, Value)>>> {
+fn iteration_pairs(
+    collection: Value,
+    range: Option<Range<usize>>,
+) -> Result<Option<Vec<(Value, Value)>>> {
     match collection {
         Value::Unknown => Ok(None),
-        Value::List(items) => Ok(Some(items.into_iter().enumerate().map(|(i, v)| (Value::Number(i as f64), v)).collect())),
-        Value::Object(map) => Ok(Some(map.into_iter().map(|(k, v)| (Value::String(k), v)).collect())),
-        other => Err(EvalError::new(range, "Iteration over non-iterable value", format!("A for expression needs a list, set, map or object, not {}.", describe(&other)))),
+        Value::List(items) => Ok(Some(
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (Value::Number(i as f64), v))
+                .collect(),
+        )),
+        Value::Object(map) => Ok(Some(
+            map.into_iter()
+                .map(|(k, v)| (Value::String(k), v))
+                .collect(),
+        )),
+        other => Err(EvalError::new(
+            range,
+            "Iteration over non-iterable value",
+            format!(
+                "A for expression needs a list, set, map or object, not {}.",
+                describe(&other)
+            ),
+        )),
     }
 }
 
@@ -582,16 +797,29 @@ fn get_attr(value: Value, name: &str, range: Option<Range<usize>>) -> Result<Val
             None => Err(EvalError::new(
                 range,
                 "Unsupported attribute",
-                format!("This object has no attribute named \"{name}\".{}", suggest(name, map.keys().map(String::as_str))),
+                format!(
+                    "This object has no attribute named \"{name}\".{}",
+                    suggest(name, map.keys().map(String::as_str))
+                ),
             )),
         },
-        Value::Null => Err(EvalError::new(range, "Attempt to get attribute from null value", format!("Cannot read \"{name}\" of a null value."))),
+        Value::Null => Err(EvalError::new(
+            range,
+            "Attempt to get attribute from null value",
+            format!("Cannot read \"{name}\" of a null value."),
+        )),
         Value::List(_) => Err(EvalError::new(
             range,
             "Unsupported attribute",
-            format!("A list has no attribute \"{name}\"; to read it from every element use a splat: [*].{name}."),
+            format!(
+                "A list has no attribute \"{name}\"; to read it from every element use a splat: [*].{name}."
+            ),
         )),
-        other => Err(EvalError::new(range, "Unsupported attribute", format!("A {} has no attributes.", other.type_name()))),
+        other => Err(EvalError::new(
+            range,
+            "Unsupported attribute",
+            format!("A {} has no attributes.", other.type_name()),
+        )),
     }
 }
 
@@ -603,26 +831,57 @@ fn get_index(value: Value, key: &Value, range: Option<Range<usize>>) -> Result<V
         Value::List(mut items) => {
             let index = match Type::Number.convert(key) {
                 Ok(Value::Number(n)) if n.fract() == 0.0 && n >= 0.0 => n as usize,
-                _ => return Err(EvalError::new(range, "Invalid index", format!("A list index must be a whole number ≥ 0, not {key}."))),
+                _ => {
+                    return Err(EvalError::new(
+                        range,
+                        "Invalid index",
+                        format!("A list index must be a whole number ≥ 0, not {key}."),
+                    ));
+                }
             };
             let len = items.len();
             if index >= len {
-                return Err(EvalError::new(range, "Invalid index", format!("The index {index} is out of range for a list of {len} element(s).")));
+                return Err(EvalError::new(
+                    range,
+                    "Invalid index",
+                    format!("The index {index} is out of range for a list of {len} element(s)."),
+                ));
             }
             Ok(items.swap_remove(index))
         }
         Value::Object(mut map) => {
             let name = match Type::String.convert(key) {
                 Ok(Value::String(s)) => s,
-                _ => return Err(EvalError::new(range, "Invalid index", format!("A map key must be a string, not {}.", key.type_name()))),
+                _ => {
+                    return Err(EvalError::new(
+                        range,
+                        "Invalid index",
+                        format!("A map key must be a string, not {}.", key.type_name()),
+                    ));
+                }
             };
             match map.swap_remove(&name) {
                 Some(v) => Ok(v),
-                None => Err(EvalError::new(range, "Invalid index", format!("The map has no element for the key \"{name}\".{}", suggest(&name, map.keys().map(String::as_str))))),
+                None => Err(EvalError::new(
+                    range,
+                    "Invalid index",
+                    format!(
+                        "The map has no element for the key \"{name}\".{}",
+                        suggest(&name, map.keys().map(String::as_str))
+                    ),
+                )),
             }
         }
-        Value::Null => Err(EvalError::new(range, "Attempt to index null value", "Cannot index a null value.")),
-        other => Err(EvalError::new(range, "Invalid index", format!("A {} cannot be indexed.", other.type_name()))),
+        Value::Null => Err(EvalError::new(
+            range,
+            "Attempt to index null value",
+            "Cannot index a null value.",
+        )),
+        other => Err(EvalError::new(
+            range,
+            "Invalid index",
+            format!("A {} cannot be indexed.", other.type_name()),
+        )),
     }
 }
 
@@ -671,12 +930,19 @@ fn describe(value: &Value) -> String {
 
 fn upper_first(s: &str) -> String {
     let mut chars = s.chars();
-    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 fn traversal_range(traversal: &hcl_edit::expr::Traversal, names: usize) -> Option<Range<usize>> {
     let start = traversal.expr.span()?.start;
-    let end = if names == 0 { traversal.expr.span()?.end } else { traversal.operators.get(names - 1)?.span()?.end };
+    let end = if names == 0 {
+        traversal.expr.span()?.end
+    } else {
+        traversal.operators.get(names - 1)?.span()?.end
+    };
     Some(start..end)
 }
 
@@ -688,7 +954,13 @@ fn filesystem_call(name: &str, args: &[Value]) -> Result<Value, functions::CallE
         if args.len() == n {
             Ok(())
         } else {
-            Err(CallError { arg: None, message: format!("Function \"{name}\" expects {n} argument(s), got {}.", args.len()) })
+            Err(CallError {
+                arg: None,
+                message: format!(
+                    "Function \"{name}\" expects {n} argument(s), got {}.",
+                    args.len()
+                ),
+            })
         }
     };
     if args.iter().any(|a| !a.is_wholly_known()) {
@@ -696,10 +968,16 @@ fn filesystem_call(name: &str, args: &[Value]) -> Result<Value, functions::CallE
     }
     let path = |v: &Value| match v {
         Value::String(s) => Ok(s.clone()),
-        other => Err(CallError { arg: Some(0), message: format!("the path must be a string, not {}.", other.type_name()) }),
+        other => Err(CallError {
+            arg: Some(0),
+            message: format!("the path must be a string, not {}.", other.type_name()),
+        }),
     };
     let read = |p: &str| {
-        std::fs::read_to_string(p).map_err(|e| CallError { arg: Some(0), message: format!("cannot read \"{p}\": {e}.") })
+        std::fs::read_to_string(p).map_err(|e| CallError {
+            arg: Some(0),
+            message: format!("cannot read \"{p}\": {e}."),
+        })
     };
     match name {
         "fileexists" => {
@@ -715,15 +993,28 @@ fn filesystem_call(name: &str, args: &[Value]) -> Result<Value, functions::CallE
             let p = path(&args[0])?;
             let text = read(&p)?;
             let Value::Object(vars) = &args[1] else {
-                return Err(CallError { arg: Some(1), message: "the variables must be an object, such as { replicas = 10 }.".into() });
+                return Err(CallError {
+                    arg: Some(1),
+                    message: "the variables must be an object, such as { replicas = 10 }.".into(),
+                });
             };
-            let template = hcl_edit::parser::parse_template(&text)
-                .map_err(|e| CallError { arg: Some(0), message: format!("{p}:{}:{}: {}.", e.location().line(), e.location().column(), e.message()) })?;
+            let template = hcl_edit::parser::parse_template(&text).map_err(|e| CallError {
+                arg: Some(0),
+                message: format!(
+                    "{p}:{}:{}: {}.",
+                    e.location().line(),
+                    e.location().column(),
+                    e.message()
+                ),
+            })?;
             let scope = VarsScope(vars);
             let mut evaluator = Evaluator::new(&scope);
             evaluator
                 .template_of(&template, None)
-                .map_err(|e| CallError { arg: Some(0), message: format!("in {p}: {} {}", e.summary, e.detail) })
+                .map_err(|e| CallError {
+                    arg: Some(0),
+                    message: format!("in {p}: {} {}", e.summary, e.detail),
+                })
         }
     }
 }
@@ -735,10 +1026,25 @@ mod tests {
     struct TestScope(IndexMap<String, Value>);
 
     impl Scope for TestScope {
-        fn lookup(&self, names: &[&str], range: Option<Range<usize>>) -> Result<(Cow<'_, Value>, usize)> {
+        fn lookup(
+            &self,
+            names: &[&str],
+            range: Option<Range<usize>>,
+        ) -> Result<(Cow<'_, Value>, usize)> {
             match names {
-                ["var", name, ..] => self.0.get(*name).map(|v| (Cow::Borrowed(v), 2)).ok_or_else(|| EvalError::new(range, "Reference to undeclared input variable", "")),
-                _ => Err(EvalError::new(range, "Reference to undeclared resource", "")),
+                ["var", name, ..] => {
+                    self.0
+                        .get(*name)
+                        .map(|v| (Cow::Borrowed(v), 2))
+                        .ok_or_else(|| {
+                            EvalError::new(range, "Reference to undeclared input variable", "")
+                        })
+                }
+                _ => Err(EvalError::new(
+                    range,
+                    "Reference to undeclared resource",
+                    "",
+                )),
             }
         }
     }
@@ -748,12 +1054,21 @@ mod tests {
             [
                 ("n".to_owned(), Value::Number(3.0)),
                 ("u".to_owned(), Value::Unknown),
-                ("names".to_owned(), Value::List(vec![Value::string("a"), Value::string("b")])),
-                ("pools".to_owned(), Value::List(vec![Value::Object([("name".into(), Value::string("t4"))].into())])),
+                (
+                    "names".to_owned(),
+                    Value::List(vec![Value::string("a"), Value::string("b")]),
+                ),
+                (
+                    "pools".to_owned(),
+                    Value::List(vec![Value::Object(
+                        [("name".into(), Value::string("t4"))].into(),
+                    )]),
+                ),
             ]
             .into(),
         );
-        let expr = hcl_edit::parser::parse_expr(src).map_err(|e| EvalError::new(None, "parse", e.to_string()))?;
+        let expr = hcl_edit::parser::parse_expr(src)
+            .map_err(|e| EvalError::new(None, "parse", e.to_string()))?;
         Evaluator::new(&scope).eval(&expr)
     }
 
@@ -761,8 +1076,14 @@ mod tests {
     fn arithmetic_and_templates() {
         assert_eq!(eval("var.n * 2 + 1").unwrap(), Value::Number(7.0));
         assert_eq!(eval("\"x${var.n}y\"").unwrap(), Value::string("x3y"));
-        assert_eq!(eval("\"%{ for n in var.names }${n},%{ endfor }\"").unwrap(), Value::string("a,b,"));
-        assert_eq!(eval("\"a %{~ if true ~} b %{~ endif ~} c\"").unwrap(), Value::string("abc"));
+        assert_eq!(
+            eval("\"%{ for n in var.names }${n},%{ endfor }\"").unwrap(),
+            Value::string("a,b,")
+        );
+        assert_eq!(
+            eval("\"a %{~ if true ~} b %{~ endif ~} c\"").unwrap(),
+            Value::string("abc")
+        );
     }
 
     #[test]
@@ -776,11 +1097,30 @@ mod tests {
 
     #[test]
     fn for_expressions_and_splats() {
-        assert_eq!(eval("[for i, n in var.names : \"${i}${n}\" if n != \"b\"]").unwrap(), Value::List(vec![Value::string("0a")]));
-        assert_eq!(eval("{for n in var.names : n => upper(n)}").unwrap().to_string(), "{a = \"A\", b = \"B\"}");
-        assert_eq!(eval("{for n in [\"a\", \"a\"] : n => 1...}").unwrap().to_string(), "{a = [1, 1]}");
-        assert_eq!(eval("var.pools[*].name").unwrap(), Value::List(vec![Value::string("t4")]));
-        assert_eq!(eval("var.pools.*.name").unwrap(), Value::List(vec![Value::string("t4")]));
+        assert_eq!(
+            eval("[for i, n in var.names : \"${i}${n}\" if n != \"b\"]").unwrap(),
+            Value::List(vec![Value::string("0a")])
+        );
+        assert_eq!(
+            eval("{for n in var.names : n => upper(n)}")
+                .unwrap()
+                .to_string(),
+            "{a = \"A\", b = \"B\"}"
+        );
+        assert_eq!(
+            eval("{for n in [\"a\", \"a\"] : n => 1...}")
+                .unwrap()
+                .to_string(),
+            "{a = [1, 1]}"
+        );
+        assert_eq!(
+            eval("var.pools[*].name").unwrap(),
+            Value::List(vec![Value::string("t4")])
+        );
+        assert_eq!(
+            eval("var.pools.*.name").unwrap(),
+            Value::List(vec![Value::string("t4")])
+        );
     }
 
     #[test]
@@ -788,17 +1128,34 @@ mod tests {
         let err = eval("var.n + \"x\"").unwrap_err();
         assert_eq!(err.summary, "Invalid operand");
         assert_eq!(err.range, Some(8..11));
-        assert!(eval("{for n in [\"a\", \"a\"] : n => 1}").unwrap_err().summary.contains("Duplicate"));
+        assert!(
+            eval("{for n in [\"a\", \"a\"] : n => 1}")
+                .unwrap_err()
+                .summary
+                .contains("Duplicate")
+        );
         assert_eq!(eval("var.names[5]").unwrap_err().summary, "Invalid index");
-        assert_eq!(eval("nosuch(1)").unwrap_err().summary, "Call to unknown function");
-        assert_eq!(eval("var.pools[0].nmae").unwrap_err().detail, "This object has no attribute named \"nmae\". Did you mean \"name\"?");
+        assert_eq!(
+            eval("nosuch(1)").unwrap_err().summary,
+            "Call to unknown function"
+        );
+        assert_eq!(
+            eval("var.pools[0].nmae").unwrap_err().detail,
+            "This object has no attribute named \"nmae\". Did you mean \"name\"?"
+        );
     }
 
     #[test]
     fn try_can_and_short_circuit() {
-        assert_eq!(eval("try(var.names[9], \"d\")").unwrap(), Value::string("d"));
+        assert_eq!(
+            eval("try(var.names[9], \"d\")").unwrap(),
+            Value::string("d")
+        );
         assert_eq!(eval("can(var.names[9])").unwrap(), Value::Bool(false));
         assert_eq!(eval("false && var.names[9]").unwrap(), Value::Bool(false));
-        assert_eq!(eval("var.n > 2 ? \"big\" : var.names[9]").unwrap(), Value::string("big"));
+        assert_eq!(
+            eval("var.n > 2 ? \"big\" : var.names[9]").unwrap(),
+            Value::string("big")
+        );
     }
 }

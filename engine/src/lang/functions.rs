@@ -23,7 +23,10 @@ pub struct CallError {
 
 impl CallError {
     fn call(message: impl Into<String>) -> Self {
-        Self { arg: None, message: message.into() }
+        Self {
+            arg: None,
+            message: message.into(),
+        }
     }
 }
 
@@ -144,30 +147,57 @@ struct Func {
 
 impl Func {
     fn fixed(params: &'static [&'static str], body: Body) -> Self {
-        Self { params, min: params.len(), max: Some(params.len()), sees_unknowns: false, body }
+        Self {
+            params,
+            min: params.len(),
+            max: Some(params.len()),
+            sees_unknowns: false,
+            body,
+        }
     }
 
     fn ranged(params: &'static [&'static str], min: usize, max: usize, body: Body) -> Self {
-        Self { params, min, max: Some(max), sees_unknowns: false, body }
+        Self {
+            params,
+            min,
+            max: Some(max),
+            sees_unknowns: false,
+            body,
+        }
     }
 
     fn variadic(params: &'static [&'static str], min: usize, body: Body) -> Self {
-        Self { params, min, max: None, sees_unknowns: false, body }
+        Self {
+            params,
+            min,
+            max: None,
+            sees_unknowns: false,
+            body,
+        }
     }
 
     fn seeing_unknowns(self) -> Self {
-        Self { sees_unknowns: true, ..self }
+        Self {
+            sees_unknowns: true,
+            ..self
+        }
     }
 
     fn call(&self, name: &str, args: &[Value]) -> CallResult {
         let n = args.len();
         if n < self.min || self.max.is_some_and(|max| n > max) {
-            return Err(CallError::call(format!("Function \"{name}\" expects {}, got {n}.", self.arity())));
+            return Err(CallError::call(format!(
+                "Function \"{name}\" expects {}, got {n}.",
+                self.arity()
+            )));
         }
         if !self.sees_unknowns && !args.iter().all(Value::is_wholly_known) {
             return Ok(Value::Unknown);
         }
-        (self.body)(&Args { params: self.params, values: args })
+        (self.body)(&Args {
+            params: self.params,
+            values: args,
+        })
     }
 
     fn arity(&self) -> String {
@@ -187,17 +217,25 @@ fn lookup_func(name: &str) -> Option<Func> {
         "abs" => Func::fixed(&["num"], |a| ok_number(a.number(0)?.abs())),
         "ceil" => Func::fixed(&["num"], |a| ok_number(a.number(0)?.ceil())),
         "floor" => Func::fixed(&["num"], |a| ok_number(a.number(0)?.floor())),
-        "log" => Func::fixed(&["num", "base"], |a| ok_number(a.number(0)?.log(a.number(1)?))),
+        "log" => Func::fixed(&["num", "base"], |a| {
+            ok_number(a.number(0)?.log(a.number(1)?))
+        }),
         "max" => Func::variadic(&["numbers"], 1, |a| extremum(a, f64::max)),
         "min" => Func::variadic(&["numbers"], 1, |a| extremum(a, f64::min)),
         "parseint" => Func::fixed(&["number", "base"], parseint),
-        "pow" => Func::fixed(&["num", "power"], |a| ok_number(a.number(0)?.powf(a.number(1)?))),
+        "pow" => Func::fixed(&["num", "power"], |a| {
+            ok_number(a.number(0)?.powf(a.number(1)?))
+        }),
         "signum" => Func::fixed(&["num"], signum),
         "sum" => Func::fixed(&["list"], sum),
 
         // Strings.
-        "chomp" => Func::fixed(&["str"], |a| ok_string(a.string(0)?.trim_end_matches(['\r', '\n']))),
-        "endswith" => Func::fixed(&["str", "suffix"], |a| Ok(Value::Bool(a.string(0)?.ends_with(&a.string(1)?)))),
+        "chomp" => Func::fixed(&["str"], |a| {
+            ok_string(a.string(0)?.trim_end_matches(['\r', '\n']))
+        }),
+        "endswith" => Func::fixed(&["str", "suffix"], |a| {
+            Ok(Value::Bool(a.string(0)?.ends_with(&a.string(1)?)))
+        }),
         "format" => Func::variadic(&["format", "args"], 1, format),
         "formatlist" => Func::variadic(&["format", "args"], 1, formatlist),
         "indent" => Func::fixed(&["spaces", "str"], indent),
@@ -208,9 +246,15 @@ fn lookup_func(name: &str) -> Option<Func> {
         "lower" => Func::fixed(&["str"], |a| ok_string(a.string(0)?.to_lowercase())),
         "replace" => Func::fixed(&["str", "substr", "replace"], replace),
         "split" => Func::fixed(&["separator", "str"], split),
-        "startswith" => Func::fixed(&["str", "prefix"], |a| Ok(Value::Bool(a.string(0)?.starts_with(&a.string(1)?)))),
-        "strcontains" => Func::fixed(&["str", "substr"], |a| Ok(Value::Bool(a.string(0)?.contains(&a.string(1)?)))),
-        "strrev" => Func::fixed(&["str"], |a| ok_string(a.string(0)?.chars().rev().collect::<String>())),
+        "startswith" => Func::fixed(&["str", "prefix"], |a| {
+            Ok(Value::Bool(a.string(0)?.starts_with(&a.string(1)?)))
+        }),
+        "strcontains" => Func::fixed(&["str", "substr"], |a| {
+            Ok(Value::Bool(a.string(0)?.contains(&a.string(1)?)))
+        }),
+        "strrev" => Func::fixed(&["str"], |a| {
+            ok_string(a.string(0)?.chars().rev().collect::<String>())
+        }),
         "substr" => Func::fixed(&["str", "offset", "length"], substr),
         "title" => Func::fixed(&["str"], |a| ok_string(title(&a.string(0)?))),
         "trim" => Func::fixed(&["str", "cutset"], |a| {
@@ -243,7 +287,14 @@ fn lookup_func(name: &str) -> Option<Func> {
         "coalescelist" => Func::variadic(&["vals"], 1, coalescelist),
         "compact" => Func::fixed(&["list"], |a| {
             let items = a.optional_elements(0, "string", as_string)?;
-            Ok(Value::List(items.into_iter().flatten().filter(|s| !s.is_empty()).map(Value::String).collect()))
+            Ok(Value::List(
+                items
+                    .into_iter()
+                    .flatten()
+                    .filter(|s| !s.is_empty())
+                    .map(Value::String)
+                    .collect(),
+            ))
         }),
         "concat" => Func::variadic(&["seqs"], 1, |a| {
             let mut out = Vec::new();
@@ -254,7 +305,9 @@ fn lookup_func(name: &str) -> Option<Func> {
         }),
         "contains" => Func::fixed(&["list", "value"], |a| {
             let (items, value) = (a.list(0)?, a.value(1)?);
-            Ok(Value::Bool(items.iter().any(|item| loosely_equal(item, value))))
+            Ok(Value::Bool(
+                items.iter().any(|item| loosely_equal(item, value)),
+            ))
         }),
         "distinct" => Func::fixed(&["list"], |a| Ok(Value::List(distinct(a.list(0)?)))),
         "element" => Func::fixed(&["list", "index"], element),
@@ -271,7 +324,12 @@ fn lookup_func(name: &str) -> Option<Func> {
             }
         }),
         "keys" => Func::fixed(&["inputMap"], |a| {
-            Ok(Value::List(sorted_entries(a.object(0)?).into_iter().map(|(k, _)| Value::string(k.clone())).collect()))
+            Ok(Value::List(
+                sorted_entries(a.object(0)?)
+                    .into_iter()
+                    .map(|(k, _)| Value::string(k.clone()))
+                    .collect(),
+            ))
         }),
         "length" => Func::fixed(&["value"], length).seeing_unknowns(),
         "lookup" => Func::ranged(&["inputMap", "key", "default"], 2, 3, lookup),
@@ -280,22 +338,37 @@ fn lookup_func(name: &str) -> Option<Func> {
         "one" => Func::fixed(&["list"], |a| match a.list(0)? {
             [] => Ok(Value::Null),
             [only] => Ok(only.clone()),
-            _ => Err(a.error(0, "must be a list, set, or tuple value with either zero or one elements")),
+            _ => Err(a.error(
+                0,
+                "must be a list, set, or tuple value with either zero or one elements",
+            )),
         }),
         "range" => Func::ranged(&["params"], 1, 3, range),
-        "reverse" => Func::fixed(&["list"], |a| Ok(Value::List(a.list(0)?.iter().rev().cloned().collect()))),
+        "reverse" => Func::fixed(&["list"], |a| {
+            Ok(Value::List(a.list(0)?.iter().rev().cloned().collect()))
+        }),
         "setintersection" => Func::variadic(&["first_set", "other_sets"], 1, |a| {
-            let others = (1..a.len()).map(|i| a.list(i).map(canonical_set)).collect::<CallResult<Vec<_>>>()?;
+            let others = (1..a.len())
+                .map(|i| a.list(i).map(canonical_set))
+                .collect::<CallResult<Vec<_>>>()?;
             let first = distinct(a.list(0)?);
             Ok(Value::List(
-                first.into_iter().filter(|v| others.iter().all(|set| set.contains(&canonical(v)))).collect(),
+                first
+                    .into_iter()
+                    .filter(|v| others.iter().all(|set| set.contains(&canonical(v))))
+                    .collect(),
             ))
         }),
         "setproduct" => Func::variadic(&["sets"], 2, setproduct),
         "setsubtract" => Func::fixed(&["a", "b"], |a| {
             let remove = canonical_set(a.list(1)?);
             let first = distinct(a.list(0)?);
-            Ok(Value::List(first.into_iter().filter(|v| !remove.contains(&canonical(v))).collect()))
+            Ok(Value::List(
+                first
+                    .into_iter()
+                    .filter(|v| !remove.contains(&canonical(v)))
+                    .collect(),
+            ))
         }),
         "setunion" => Func::variadic(&["first_set", "other_sets"], 1, |a| {
             let mut all = Vec::new();
@@ -312,7 +385,12 @@ fn lookup_func(name: &str) -> Option<Func> {
         }),
         "transpose" => Func::fixed(&["values"], transpose),
         "values" => Func::fixed(&["mapping"], |a| {
-            Ok(Value::List(sorted_entries(a.object(0)?).into_iter().map(|(_, v)| v.clone()).collect()))
+            Ok(Value::List(
+                sorted_entries(a.object(0)?)
+                    .into_iter()
+                    .map(|(_, v)| v.clone())
+                    .collect(),
+            ))
         }),
         "zipmap" => Func::fixed(&["keys", "values"], zipmap),
 
@@ -327,8 +405,12 @@ fn lookup_func(name: &str) -> Option<Func> {
         // Encodings and hashes.
         "base64decode" => Func::fixed(&["str"], base64decode),
         "base64encode" => Func::fixed(&["str"], |a| ok_string(BASE64.encode(a.string(0)?))),
-        "base64sha256" => Func::fixed(&["str"], |a| ok_string(BASE64.encode(Sha256::digest(a.string(0)?)))),
-        "base64sha512" => Func::fixed(&["str"], |a| ok_string(BASE64.encode(Sha512::digest(a.string(0)?)))),
+        "base64sha256" => Func::fixed(&["str"], |a| {
+            ok_string(BASE64.encode(Sha256::digest(a.string(0)?)))
+        }),
+        "base64sha512" => Func::fixed(&["str"], |a| {
+            ok_string(BASE64.encode(Sha512::digest(a.string(0)?)))
+        }),
         "jsondecode" => Func::fixed(&["str"], jsondecode),
         "jsonencode" => Func::fixed(&["val"], |a| ok_string(json_text(a.get(0)))),
         "sha256" => Func::fixed(&["str"], |a| ok_string(hex(&Sha256::digest(a.string(0)?)))),
@@ -363,13 +445,25 @@ impl<'a> Args<'a> {
     }
 
     fn error(&self, i: usize, detail: impl fmt::Display) -> CallError {
-        let param = self.params.get(i).or(self.params.last()).copied().unwrap_or("value");
-        CallError { arg: Some(i), message: format!("Invalid value for \"{param}\" parameter: {detail}.") }
+        let param = self
+            .params
+            .get(i)
+            .or(self.params.last())
+            .copied()
+            .unwrap_or("value");
+        CallError {
+            arg: Some(i),
+            message: format!("Invalid value for \"{param}\" parameter: {detail}."),
+        }
     }
 
     fn value(&self, i: usize) -> CallResult<&'a Value> {
         let v = self.get(i);
-        if v.is_null() { Err(self.error(i, "argument must not be null")) } else { Ok(v) }
+        if v.is_null() {
+            Err(self.error(i, "argument must not be null"))
+        } else {
+            Ok(v)
+        }
     }
 
     fn string(&self, i: usize) -> CallResult<String> {
@@ -412,7 +506,12 @@ impl<'a> Args<'a> {
     }
 
     /// The elements of a list converted to `ty`; null elements come back as None.
-    fn optional_elements<T>(&self, i: usize, ty: &str, convert: fn(&Value) -> Option<T>) -> CallResult<Vec<Option<T>>> {
+    fn optional_elements<T>(
+        &self,
+        i: usize,
+        ty: &str,
+        convert: fn(&Value) -> Option<T>,
+    ) -> CallResult<Vec<Option<T>>> {
         let Value::List(items) = self.value(i)? else {
             return Err(self.error(i, format!("list of {ty} required")));
         };
@@ -420,12 +519,19 @@ impl<'a> Args<'a> {
             .iter()
             .map(|item| match item {
                 Value::Null => Ok(None),
-                v => convert(v).map(Some).ok_or_else(|| self.error(i, format!("list of {ty} required"))),
+                v => convert(v)
+                    .map(Some)
+                    .ok_or_else(|| self.error(i, format!("list of {ty} required"))),
             })
             .collect()
     }
 
-    fn elements<T>(&self, i: usize, ty: &str, convert: fn(&Value) -> Option<T>) -> CallResult<Vec<T>> {
+    fn elements<T>(
+        &self,
+        i: usize,
+        ty: &str,
+        convert: fn(&Value) -> Option<T>,
+    ) -> CallResult<Vec<T>> {
         self.optional_elements(i, ty, convert)?
             .into_iter()
             .enumerate()
@@ -465,7 +571,11 @@ fn ok_string(s: impl Into<String>) -> CallResult {
 
 /// Terraform's numbers cannot be NaN: an operation that yields one fails instead.
 fn ok_number(n: f64) -> CallResult {
-    if n.is_nan() { Err(CallError::call("the result is not a number")) } else { Ok(Value::Number(n)) }
+    if n.is_nan() {
+        Err(CallError::call("the result is not a number"))
+    } else {
+        Ok(Value::Number(n))
+    }
 }
 
 fn ok_count(n: usize) -> CallResult {
@@ -503,7 +613,15 @@ fn parseint(a: &Args<'_>) -> CallResult {
     let Some(base) = u32::try_from(base).ok().filter(|b| (2..=62).contains(b)) else {
         return Err(a.error(1, "base must be a whole number between 2 and 62 inclusive"));
     };
-    let cannot = || a.error(0, format!("cannot parse {} as a base {base} integer", Value::string(text.as_str())));
+    let cannot = || {
+        a.error(
+            0,
+            format!(
+                "cannot parse {} as a base {base} integer",
+                Value::string(text.as_str())
+            ),
+        )
+    };
     let (negative, digits) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, text.strip_prefix('+').unwrap_or(&text)),
@@ -568,7 +686,10 @@ fn range(a: &Args<'_>) -> CallResult {
         out.push(Value::Number(v));
         let next = v + step;
         if next == v {
-            return Err(a.error(nums.len() - 1, "step is too small for the magnitude of the range"));
+            return Err(a.error(
+                nums.len() - 1,
+                "step is too small for the magnitude of the range",
+            ));
         }
         v = next;
     }
@@ -594,7 +715,10 @@ fn indent(a: &Args<'_>) -> CallResult {
 fn replace(a: &Args<'_>) -> CallResult {
     let (s, substr, replacement) = (a.string(0)?, a.string(1)?, a.string(2)?);
     if substr.len() >= 2 && substr.starts_with('/') && substr.ends_with('/') {
-        return Err(a.error(1, "regular expression patterns (\"/.../\") are not supported; use a plain substring"));
+        return Err(a.error(
+            1,
+            "regular expression patterns (\"/.../\") are not supported; use a plain substring",
+        ));
     }
     ok_string(s.replace(&substr, &replacement))
 }
@@ -614,7 +738,11 @@ fn substr(a: &Args<'_>) -> CallResult {
     let s = a.string(0)?;
     let (offset, length) = (a.int(1)?, a.int(2)?);
     let total = i64::try_from(s.chars().count()).unwrap_or(i64::MAX);
-    let start = if offset < 0 { offset.saturating_add(total).max(0) } else { offset };
+    let start = if offset < 0 {
+        offset.saturating_add(total).max(0)
+    } else {
+        offset
+    };
     let rest = s.chars().skip(usize::try_from(start).unwrap_or(usize::MAX));
     // A negative length means "to the end", as in Terraform.
     let out: String = match usize::try_from(length) {
@@ -627,7 +755,11 @@ fn substr(a: &Args<'_>) -> CallResult {
 /// Go's strings.Title: upper-cases every letter that follows a separator.
 fn title(s: &str) -> String {
     let is_separator = |c: char| {
-        if c.is_ascii() { !(c.is_ascii_alphanumeric() || c == '_') } else { !c.is_alphanumeric() && c.is_whitespace() }
+        if c.is_ascii() {
+            !(c.is_ascii_alphanumeric() || c == '_')
+        } else {
+            !c.is_alphanumeric() && c.is_whitespace()
+        }
     };
     let mut out = String::with_capacity(s.len());
     let mut prev = ' ';
@@ -647,7 +779,9 @@ fn urlencode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(char::from(b)),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(char::from(b))
+            }
             b' ' => out.push('+'),
             _ => out.push_str(&format!("%{b:02X}")),
         }
@@ -665,7 +799,9 @@ fn hex(bytes: &[u8]) -> String {
 fn format(a: &Args<'_>) -> CallResult {
     let spec = a.string(0)?;
     let values = a.values.get(1..).unwrap_or_default();
-    sprintf(&spec, values).map(Value::String).map_err(|e| e.into_call_error(a))
+    sprintf(&spec, values)
+        .map(Value::String)
+        .map_err(|e| e.into_call_error(a))
 }
 
 fn formatlist(a: &Args<'_>) -> CallResult {
@@ -752,7 +888,10 @@ fn sprintf(spec: &str, values: &[Value]) -> Result<String, FormatError> {
             continue;
         }
         let position = spec.get(..start).map_or(0, |s| s.chars().count());
-        let fail = |message: String| FormatError { arg: None, message: format!("{message} at position {position}") };
+        let fail = |message: String| FormatError {
+            arg: None,
+            message: format!("{message} at position {position}"),
+        };
         let d = parse_directive(&mut chars).map_err(fail)?;
         let end = chars.peek().map_or(spec.len(), |(i, _)| *i);
         let text = spec.get(start..end).unwrap_or("%");
@@ -796,12 +935,17 @@ fn sprintf(spec: &str, values: &[Value]) -> Result<String, FormatError> {
         } else {
             format!("too many arguments; only {used} used by format string")
         };
-        return Err(FormatError { arg: Some(used), message });
+        return Err(FormatError {
+            arg: Some(used),
+            message,
+        });
     }
     Ok(out)
 }
 
-fn parse_directive(chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>) -> Result<Directive, String> {
+fn parse_directive(
+    chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>,
+) -> Result<Directive, String> {
     let mut d = Directive::default();
     while let Some(&(_, c)) = chars.peek() {
         match c {
@@ -839,7 +983,11 @@ fn parse_digits(chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>) -> O
     let mut n: Option<usize> = None;
     while let Some(digit) = chars.peek().and_then(|&(_, c)| c.to_digit(10)) {
         chars.next();
-        n = Some(n.unwrap_or(0).saturating_mul(10).saturating_add(digit as usize));
+        n = Some(
+            n.unwrap_or(0)
+                .saturating_mul(10)
+                .saturating_add(digit as usize),
+        );
     }
     n
 }
@@ -899,13 +1047,18 @@ fn format_numeric(d: &Directive, n: f64) -> Result<String, String> {
             }
             digits
         }
-        'e' | 'E' => scientific(&format!("{:.*e}", d.precision.unwrap_or(6), x), d.verb == 'E'),
+        'e' | 'E' => scientific(
+            &format!("{:.*e}", d.precision.unwrap_or(6), x),
+            d.verb == 'E',
+        ),
         'f' | 'F' => format!("{:.*}", d.precision.unwrap_or(6), x),
         _ => general(x, d.precision, d.verb == 'G'),
     };
     // For integers Go's precision is a minimum number of digits.
     let body = match d.precision {
-        Some(p) if integer_verb && body.len() < p => format!("{}{body}", "0".repeat(p - body.len())),
+        Some(p) if integer_verb && body.len() < p => {
+            format!("{}{body}", "0".repeat(p - body.len()))
+        }
         _ => body,
     };
     let sign = if negative {
@@ -956,7 +1109,11 @@ fn general(x: f64, precision: Option<usize>, upper: bool) -> String {
         let mut chars = digits.chars();
         let first: String = chars.next().into_iter().collect();
         let rest: String = chars.collect();
-        let mantissa = if rest.is_empty() { first } else { format!("{first}.{rest}") };
+        let mantissa = if rest.is_empty() {
+            first
+        } else {
+            format!("{first}.{rest}")
+        };
         return scientific(&format!("{mantissa}e{exp}"), upper);
     }
     match usize::try_from(exp) {
@@ -965,7 +1122,11 @@ fn general(x: f64, precision: Option<usize>, upper: bool) -> String {
             let zeros = (e + 1).saturating_sub(digits.len());
             let frac: String = digits.chars().skip(e + 1).collect();
             let int = format!("{int}{}", "0".repeat(zeros));
-            if frac.is_empty() { int } else { format!("{int}.{frac}") }
+            if frac.is_empty() {
+                int
+            } else {
+                format!("{int}.{frac}")
+            }
         }
         Err(_) => {
             let leading = usize::try_from(-exp - 1).unwrap_or(0);
@@ -977,7 +1138,11 @@ fn general(x: f64, precision: Option<usize>, upper: bool) -> String {
 fn pad(d: &Directive, head: &str, body: &str) -> String {
     let len = head.chars().count() + body.chars().count();
     let fill = " ".repeat(d.width.saturating_sub(len));
-    if d.minus { format!("{head}{body}{fill}") } else { format!("{fill}{head}{body}") }
+    if d.minus {
+        format!("{head}{body}{fill}")
+    } else {
+        format!("{fill}{head}{body}")
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -990,7 +1155,10 @@ fn length(a: &Args<'_>) -> CallResult {
         Value::String(s) => ok_count(s.chars().count()),
         Value::List(items) => ok_count(items.len()),
         Value::Object(map) => ok_count(map.len()),
-        _ => Err(a.error(0, "argument must be a string, a collection type, or a structural type")),
+        _ => Err(a.error(
+            0,
+            "argument must be a string, a collection type, or a structural type",
+        )),
     }
 }
 
@@ -1031,7 +1199,12 @@ fn chunklist(a: &Args<'_>) -> CallResult {
     if size == 0 {
         return Ok(Value::List(vec![Value::List(items.to_vec())]));
     }
-    Ok(Value::List(items.chunks(size).map(|chunk| Value::List(chunk.to_vec())).collect()))
+    Ok(Value::List(
+        items
+            .chunks(size)
+            .map(|chunk| Value::List(chunk.to_vec()))
+            .collect(),
+    ))
 }
 
 fn element(a: &Args<'_>) -> CallResult {
@@ -1043,7 +1216,10 @@ fn element(a: &Args<'_>) -> CallResult {
     let Ok(index) = usize::try_from(index) else {
         return Err(a.error(1, "cannot use element function with a negative index"));
     };
-    items.get(index % items.len()).cloned().ok_or_else(|| a.error(1, "index out of range"))
+    items
+        .get(index % items.len())
+        .cloned()
+        .ok_or_else(|| a.error(1, "index out of range"))
 }
 
 fn flatten_into(items: &[Value], out: &mut Vec<Value>) {
@@ -1061,7 +1237,10 @@ fn lookup(a: &Args<'_>) -> CallResult {
     match map.get(&key) {
         Some(v) => Ok(v.clone()),
         None if a.len() == 3 => Ok(a.get(2).clone()),
-        None => Err(a.error(1, format!("lookup failed to find key {}", Value::String(key)))),
+        None => Err(a.error(
+            1,
+            format!("lookup failed to find key {}", Value::String(key)),
+        )),
     }
 }
 
@@ -1086,17 +1265,31 @@ fn merge(a: &Args<'_>) -> CallResult {
             // Terraform skips null arguments.
             Value::Null => {}
             Value::Object(map) => out.extend(map.iter().map(|(k, v)| (k.clone(), v.clone()))),
-            other => return Err(a.error(i, format!("arguments must be maps or objects, got {}", other.type_name()))),
+            other => {
+                return Err(a.error(
+                    i,
+                    format!(
+                        "arguments must be maps or objects, got {}",
+                        other.type_name()
+                    ),
+                ));
+            }
         }
     }
     Ok(Value::Object(out))
 }
 
 fn setproduct(a: &Args<'_>) -> CallResult {
-    let sets = (0..a.len()).map(|i| a.list(i).map(distinct)).collect::<CallResult<Vec<_>>>()?;
-    let total = sets.iter().try_fold(1usize, |n, set| n.checked_mul(set.len()));
+    let sets = (0..a.len())
+        .map(|i| a.list(i).map(distinct))
+        .collect::<CallResult<Vec<_>>>()?;
+    let total = sets
+        .iter()
+        .try_fold(1usize, |n, set| n.checked_mul(set.len()));
     if total.is_none_or(|n| n > MAX_ELEMENTS) {
-        return Err(CallError::call(format!("the product would have more than {MAX_ELEMENTS} elements")));
+        return Err(CallError::call(format!(
+            "the product would have more than {MAX_ELEMENTS} elements"
+        )));
     }
     let mut rows: Vec<Vec<Value>> = vec![Vec::new()];
     for set in &sets {
@@ -1124,7 +1317,10 @@ fn slice(a: &Args<'_>) -> CallResult {
         return Err(a.error(2, "end index must not be less than zero"));
     };
     if end > items.len() {
-        return Err(a.error(2, "end index must not be greater than the length of the list"));
+        return Err(a.error(
+            2,
+            "end index must not be greater than the length of the list",
+        ));
     }
     match items.get(start..end) {
         Some(part) => Ok(Value::List(part.to_vec())),
@@ -1144,11 +1340,15 @@ fn transpose(a: &Args<'_>) -> CallResult {
                 v => as_string(v),
             };
             let target = target.ok_or_else(|| a.error(0, "map of list of string required"))?;
-            out.entry(target).or_default().push(Value::string(key.clone()));
+            out.entry(target)
+                .or_default()
+                .push(Value::string(key.clone()));
         }
     }
     out.sort_keys();
-    Ok(Value::Object(out.into_iter().map(|(k, v)| (k, Value::List(v))).collect()))
+    Ok(Value::Object(
+        out.into_iter().map(|(k, v)| (k, Value::List(v))).collect(),
+    ))
 }
 
 fn zipmap(a: &Args<'_>) -> CallResult {
@@ -1160,7 +1360,9 @@ fn zipmap(a: &Args<'_>) -> CallResult {
             values.len()
         )));
     }
-    Ok(Value::Object(keys.into_iter().zip(values.iter().cloned()).collect()))
+    Ok(Value::Object(
+        keys.into_iter().zip(values.iter().cloned()).collect(),
+    ))
 }
 
 /// An object's entries in lexicographic key order, as Terraform's `keys` and `values` list them.
@@ -1182,7 +1384,11 @@ fn loosely_equal(x: &Value, y: &Value) -> bool {
 /// The elements without repeats, in first-occurrence order.
 fn distinct(items: &[Value]) -> Vec<Value> {
     let mut seen = HashSet::new();
-    items.iter().filter(|v| seen.insert(canonical(v))).cloned().collect()
+    items
+        .iter()
+        .filter(|v| seen.insert(canonical(v)))
+        .cloned()
+        .collect()
 }
 
 fn canonical_set(items: &[Value]) -> HashSet<String> {
@@ -1260,9 +1466,16 @@ fn tobool(a: &Args<'_>) -> CallResult {
     match a.get(0) {
         Value::Null => Ok(Value::Null),
         v @ Value::String(_) => as_bool(v).map(Value::Bool).ok_or_else(|| {
-            a.error(0, format!("cannot convert {v} to bool; only the strings \"true\" or \"false\" are allowed"))
+            a.error(
+                0,
+                format!(
+                    "cannot convert {v} to bool; only the strings \"true\" or \"false\" are allowed"
+                ),
+            )
         }),
-        v => as_bool(v).map(Value::Bool).ok_or_else(|| a.error(0, format!("cannot convert {} to bool", v.type_name()))),
+        v => as_bool(v)
+            .map(Value::Bool)
+            .ok_or_else(|| a.error(0, format!("cannot convert {} to bool", v.type_name()))),
     }
 }
 
@@ -1271,9 +1484,22 @@ fn to_sequence(a: &Args<'_>, set: bool) -> CallResult {
     let items = match a.get(0) {
         Value::Null => return Ok(Value::Null),
         Value::List(items) => items,
-        v => return Err(a.error(0, format!("cannot convert {} to {kind} of any single type", v.type_name()))),
+        v => {
+            return Err(a.error(
+                0,
+                format!(
+                    "cannot convert {} to {kind} of any single type",
+                    v.type_name()
+                ),
+            ));
+        }
     };
-    let items = unify(items).ok_or_else(|| a.error(0, format!("cannot convert list to {kind} of any single type")))?;
+    let items = unify(items).ok_or_else(|| {
+        a.error(
+            0,
+            format!("cannot convert list to {kind} of any single type"),
+        )
+    })?;
     Ok(Value::List(if set { distinct(&items) } else { items }))
 }
 
@@ -1281,25 +1507,46 @@ fn tomap(a: &Args<'_>) -> CallResult {
     let map = match a.get(0) {
         Value::Null => return Ok(Value::Null),
         Value::Object(map) => map,
-        v => return Err(a.error(0, format!("cannot convert {} to map of any single type", v.type_name()))),
+        v => {
+            return Err(a.error(
+                0,
+                format!("cannot convert {} to map of any single type", v.type_name()),
+            ));
+        }
     };
     let values: Vec<Value> = map.values().cloned().collect();
-    let values = unify(&values).ok_or_else(|| a.error(0, "cannot convert object to map of any single type"))?;
+    let values = unify(&values)
+        .ok_or_else(|| a.error(0, "cannot convert object to map of any single type"))?;
     Ok(Value::Object(map.keys().cloned().zip(values).collect()))
 }
 
 /// Converts elements to one type the way HCL unifies a tuple into a list: a mix of primitives
 /// becomes strings when any is a string. None when no single type fits.
 fn unify(items: &[Value]) -> Option<Vec<Value>> {
-    let kinds: HashSet<&str> = items.iter().filter(|v| !v.is_null()).map(Value::type_name).collect();
+    let kinds: HashSet<&str> = items
+        .iter()
+        .filter(|v| !v.is_null())
+        .map(Value::type_name)
+        .collect();
     if kinds.len() <= 1 {
         return Some(items.to_vec());
     }
-    let primitive = kinds.iter().all(|k| matches!(*k, "string" | "number" | "bool"));
+    let primitive = kinds
+        .iter()
+        .all(|k| matches!(*k, "string" | "number" | "bool"));
     if !(primitive && kinds.contains("string")) {
         return None;
     }
-    items.iter().map(|v| if v.is_null() { Some(Value::Null) } else { as_string(v).map(Value::String) }).collect()
+    items
+        .iter()
+        .map(|v| {
+            if v.is_null() {
+                Some(Value::Null)
+            } else {
+                as_string(v).map(Value::String)
+            }
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1331,15 +1578,21 @@ fn jsondecode(a: &Args<'_>) -> CallResult {
 
 fn base64decode(a: &Args<'_>) -> CallResult {
     let text = a.string(0)?;
-    let bytes = BASE64.decode(text.as_bytes()).map_err(|e| a.error(0, format!("failed to decode base64 data: {e}")))?;
-    String::from_utf8(bytes)
-        .map(Value::String)
-        .map_err(|_| a.error(0, "the result of decoding the provided string is not valid UTF-8"))
+    let bytes = BASE64
+        .decode(text.as_bytes())
+        .map_err(|e| a.error(0, format!("failed to decode base64 data: {e}")))?;
+    String::from_utf8(bytes).map(Value::String).map_err(|_| {
+        a.error(
+            0,
+            "the result of decoding the provided string is not valid UTF-8",
+        )
+    })
 }
 
 fn yamldecode(a: &Args<'_>) -> CallResult {
     let text = a.string(0)?;
-    let mut yaml: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).map_err(|e| a.error(0, e))?;
+    let mut yaml: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&text).map_err(|e| a.error(0, e))?;
     yaml.apply_merge().map_err(|e| a.error(0, e))?;
     from_yaml(yaml).map_err(|e| a.error(0, e))
 }
@@ -1354,7 +1607,9 @@ fn from_yaml(yaml: serde_yaml_ng::Value) -> Result<Value, String> {
             _ => return Err(format!("the number {n} cannot be represented")),
         },
         Y::String(s) => Value::String(s),
-        Y::Sequence(items) => Value::List(items.into_iter().map(from_yaml).collect::<Result<_, _>>()?),
+        Y::Sequence(items) => {
+            Value::List(items.into_iter().map(from_yaml).collect::<Result<_, _>>()?)
+        }
         Y::Mapping(mapping) => {
             let mut map = IndexMap::with_capacity(mapping.len());
             for (k, v) in mapping {
@@ -1408,7 +1663,9 @@ fn yaml_block(v: &Value, indent: usize, out: &mut String) {
                 out.push_str(&" ".repeat(indent));
                 out.push('-');
                 match item {
-                    Value::Object(inner) if !inner.is_empty() => yaml_nested_item(item, indent, out),
+                    Value::Object(inner) if !inner.is_empty() => {
+                        yaml_nested_item(item, indent, out)
+                    }
                     Value::List(inner) if !inner.is_empty() => yaml_nested_item(item, indent, out),
                     scalar => yaml_inline_line(scalar, indent, out),
                 }
@@ -1501,12 +1758,15 @@ fn yaml_string(s: &str, indent: usize, allow_literal: bool) -> String {
 fn yaml_literal_fits(s: &str) -> bool {
     s.contains('\n')
         && !s.starts_with([' ', '\n'])
-        && s.chars().all(|c| c == '\n' || c == '\t' || !yaml_needs_escape(c))
+        && s.chars()
+            .all(|c| c == '\n' || c == '\t' || !yaml_needs_escape(c))
 }
 
 fn yaml_plain_fits(s: &str) -> bool {
-    const RESERVED: [&str; 14] =
-        ["null", "~", "true", "false", "yes", "no", "on", "off", "y", "n", ".inf", "-.inf", "+.inf", ".nan"];
+    const RESERVED: [&str; 14] = [
+        "null", "~", "true", "false", "yes", "no", "on", "off", "y", "n", ".inf", "-.inf", "+.inf",
+        ".nan",
+    ];
     let Some(first) = s.chars().next() else {
         return false;
     };
@@ -1553,7 +1813,12 @@ mod tests {
     }
 
     fn obj(pairs: &[(&str, Value)]) -> Value {
-        Value::Object(pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect())
+        Value::Object(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect(),
+        )
     }
 
     fn ok(name: &str, args: &[Value]) -> Value {
@@ -1574,27 +1839,51 @@ mod tests {
 
     #[test]
     fn names_are_sorted_unique_and_all_callable() {
-        assert!(names().windows(2).all(|w| w[0] < w[1]), "names() must be sorted and unique");
+        assert!(
+            names().windows(2).all(|w| w[0] < w[1]),
+            "names() must be sorted and unique"
+        );
         for name in names() {
-            assert!(lookup_func(name).is_some(), "{name} is listed but not dispatched");
+            assert!(
+                lookup_func(name).is_some(),
+                "{name} is listed but not dispatched"
+            );
         }
         assert!(call("nosuchfunction", &[]).is_none());
         for excluded in ["try", "can", "file", "templatefile", "fileexists"] {
-            assert!(call(excluded, &[]).is_none(), "{excluded} belongs to the evaluator");
+            assert!(
+                call(excluded, &[]).is_none(),
+                "{excluded} belongs to the evaluator"
+            );
         }
     }
 
     #[test]
     fn arity_errors_name_the_function_and_counts() {
         let e = err("join", &[s(",")]);
-        assert_eq!(e, CallError { arg: None, message: "Function \"join\" expects 2 arguments, got 1.".into() });
-        assert_eq!(err("upper", &[]).message, "Function \"upper\" expects 1 argument, got 0.");
-        assert_eq!(err("concat", &[]).message, "Function \"concat\" expects at least 1 argument, got 0.");
+        assert_eq!(
+            e,
+            CallError {
+                arg: None,
+                message: "Function \"join\" expects 2 arguments, got 1.".into()
+            }
+        );
+        assert_eq!(
+            err("upper", &[]).message,
+            "Function \"upper\" expects 1 argument, got 0."
+        );
+        assert_eq!(
+            err("concat", &[]).message,
+            "Function \"concat\" expects at least 1 argument, got 0."
+        );
         assert_eq!(
             err("setproduct", &[list(&[])]).message,
             "Function \"setproduct\" expects at least 2 arguments, got 1."
         );
-        assert_eq!(err("lookup", &[obj(&[])]).message, "Function \"lookup\" expects 2 or 3 arguments, got 1.");
+        assert_eq!(
+            err("lookup", &[obj(&[])]).message,
+            "Function \"lookup\" expects 2 or 3 arguments, got 1."
+        );
         assert_eq!(
             err("range", &[n(1.0), n(2.0), n(3.0), n(4.0)]).message,
             "Function \"range\" expects 1 to 3 arguments, got 4."
@@ -1604,11 +1893,21 @@ mod tests {
     #[test]
     fn unknown_arguments_make_unknown_results() {
         assert_eq!(ok("upper", &[Value::Unknown]), Value::Unknown);
-        assert_eq!(ok("join", &[s(","), list(&[s("a"), Value::Unknown])]), Value::Unknown);
-        assert_eq!(ok("merge", &[obj(&[("a", Value::Unknown)])]), Value::Unknown);
+        assert_eq!(
+            ok("join", &[s(","), list(&[s("a"), Value::Unknown])]),
+            Value::Unknown
+        );
+        assert_eq!(
+            ok("merge", &[obj(&[("a", Value::Unknown)])]),
+            Value::Unknown
+        );
         assert_eq!(ok("jsonencode", &[list(&[Value::Unknown])]), Value::Unknown);
         // Arity is still checked.
-        assert!(err("upper", &[Value::Unknown, Value::Unknown]).arg.is_none());
+        assert!(
+            err("upper", &[Value::Unknown, Value::Unknown])
+                .arg
+                .is_none()
+        );
     }
 
     #[test]
@@ -1618,24 +1917,41 @@ mod tests {
         assert_eq!(ok("length", &[Value::Unknown]), Value::Unknown);
         assert_eq!(ok("length", &[s("héllo")]), n(5.0));
         assert_eq!(err("length", &[Value::Null]).arg, Some(0));
-        assert!(err("length", &[n(3.0)]).message.contains("a string, a collection type"));
+        assert!(
+            err("length", &[n(3.0)])
+                .message
+                .contains("a string, a collection type")
+        );
     }
 
     #[test]
     fn coalesce_skips_nulls_and_empty_strings_until_an_unknown() {
-        assert_eq!(ok("coalesce", &[Value::Null, s(""), s("a"), s("b")]), s("a"));
+        assert_eq!(
+            ok("coalesce", &[Value::Null, s(""), s("a"), s("b")]),
+            s("a")
+        );
         assert_eq!(ok("coalesce", &[s("a"), Value::Unknown]), s("a"));
-        assert_eq!(ok("coalesce", &[Value::Null, Value::Unknown, s("a")]), Value::Unknown);
+        assert_eq!(
+            ok("coalesce", &[Value::Null, Value::Unknown, s("a")]),
+            Value::Unknown
+        );
         assert_eq!(ok("coalesce", &[n(1.0), n(2.0)]), n(1.0));
         assert_eq!(ok("coalesce", &[s(""), n(1.0)]), s("1"));
-        assert!(err("coalesce", &[Value::Null, s("")]).message.contains("no non-null"));
+        assert!(
+            err("coalesce", &[Value::Null, s("")])
+                .message
+                .contains("no non-null")
+        );
     }
 
     #[test]
     fn null_arguments_are_rejected_with_their_position() {
         let e = err("upper", &[Value::Null]);
         assert_eq!(e.arg, Some(0));
-        assert_eq!(e.message, "Invalid value for \"str\" parameter: argument must not be null.");
+        assert_eq!(
+            e.message,
+            "Invalid value for \"str\" parameter: argument must not be null."
+        );
         assert_eq!(err("join", &[s(","), Value::Null]).arg, Some(1));
         assert_eq!(err("concat", &[list(&[]), Value::Null]).arg, Some(1));
         assert_eq!(
@@ -1655,23 +1971,41 @@ mod tests {
             }
         );
         assert_eq!(err("join", &[s(","), list(&[list(&[])])]).arg, Some(1));
-        assert_eq!(err("upper", &[list(&[])]).message, "Invalid value for \"str\" parameter: string required.");
-        assert_eq!(err("abs", &[s("x")]).message, "Invalid value for \"num\" parameter: number required.");
+        assert_eq!(
+            err("upper", &[list(&[])]).message,
+            "Invalid value for \"str\" parameter: string required."
+        );
+        assert_eq!(
+            err("abs", &[s("x")]).message,
+            "Invalid value for \"num\" parameter: number required."
+        );
         assert_eq!(err("keys", &[list(&[])]).arg, Some(0));
     }
 
     #[test]
     fn primitives_convert_like_hcl() {
         assert_eq!(ok("upper", &[n(12.0)]), s("12"));
-        assert_eq!(ok("join", &[s("-"), list(&[n(1.0), Value::Bool(true), s("x")])]), s("1-true-x"));
+        assert_eq!(
+            ok(
+                "join",
+                &[s("-"), list(&[n(1.0), Value::Bool(true), s("x")])]
+            ),
+            s("1-true-x")
+        );
         assert_eq!(ok("abs", &[s("-3")]), n(3.0));
         assert_eq!(ok("max", &[n(1.0), s("7"), n(3.0)]), n(7.0));
     }
 
     #[test]
     fn merge_overrides_left_to_right_and_skips_nulls() {
-        let merged =
-            ok("merge", &[obj(&[("a", n(1.0)), ("b", n(2.0))]), Value::Null, obj(&[("b", n(3.0)), ("c", n(4.0))])]);
+        let merged = ok(
+            "merge",
+            &[
+                obj(&[("a", n(1.0)), ("b", n(2.0))]),
+                Value::Null,
+                obj(&[("b", n(3.0)), ("c", n(4.0))]),
+            ],
+        );
         assert_eq!(merged, obj(&[("a", n(1.0)), ("b", n(3.0)), ("c", n(4.0))]));
         assert_eq!(ok("merge", &[]), obj(&[]));
         assert_eq!(err("merge", &[obj(&[]), s("x")]).arg, Some(1));
@@ -1679,15 +2013,30 @@ mod tests {
 
     #[test]
     fn concat_flatten_distinct_reverse() {
-        assert_eq!(ok("concat", &[strs(&["a"]), strs(&["b", "c"]), list(&[])]), strs(&["a", "b", "c"]));
-        assert_eq!(err("concat", &[strs(&["a"]), s("b")]).arg, Some(1));
         assert_eq!(
-            ok("flatten", &[list(&[s("a"), list(&[s("b"), list(&[s("c")])]), list(&[])])]),
+            ok("concat", &[strs(&["a"]), strs(&["b", "c"]), list(&[])]),
             strs(&["a", "b", "c"])
         );
-        assert_eq!(ok("distinct", &[strs(&["a", "b", "a", "c", "b"])]), strs(&["a", "b", "c"]));
-        assert_eq!(ok("distinct", &[list(&[n(1.0), s("1"), n(1.0)])]), list(&[n(1.0), s("1")]));
-        assert_eq!(ok("reverse", &[nums(&[1.0, 2.0, 3.0])]), nums(&[3.0, 2.0, 1.0]));
+        assert_eq!(err("concat", &[strs(&["a"]), s("b")]).arg, Some(1));
+        assert_eq!(
+            ok(
+                "flatten",
+                &[list(&[s("a"), list(&[s("b"), list(&[s("c")])]), list(&[])])]
+            ),
+            strs(&["a", "b", "c"])
+        );
+        assert_eq!(
+            ok("distinct", &[strs(&["a", "b", "a", "c", "b"])]),
+            strs(&["a", "b", "c"])
+        );
+        assert_eq!(
+            ok("distinct", &[list(&[n(1.0), s("1"), n(1.0)])]),
+            list(&[n(1.0), s("1")])
+        );
+        assert_eq!(
+            ok("reverse", &[nums(&[1.0, 2.0, 3.0])]),
+            nums(&[3.0, 2.0, 1.0])
+        );
     }
 
     #[test]
@@ -1718,17 +2067,44 @@ mod tests {
         };
         assert_eq!(f("Hello, %s!", &[s("world")]), s("Hello, world!"));
         assert_eq!(f("%d items", &[n(42.0)]), s("42 items"));
-        assert_eq!(f("%.2f|%8.3f|%-6.1f|", &[n(1.23456), n(2.5), n(1.0)]), s("1.23|   2.500|1.0   |"));
-        assert_eq!(f("%5d|%-5d|%05d|%+d", &[n(42.0), n(42.0), n(-42.0), n(7.0)]), s("   42|42   |-0042|+7"));
-        assert_eq!(f("%x %X %o %b %#x", &[n(255.0), n(255.0), n(8.0), n(5.0), n(255.0)]), s("ff FF 10 101 0xff"));
-        assert_eq!(f("%e %E", &[n(1234.5678), n(0.000123)]), s("1.234568e+03 1.230000E-04"));
-        assert_eq!(f("%g %g %g", &[n(100000.0), n(1e21), n(0.00001)]), s("100000 1e+21 1e-05"));
-        assert_eq!(f("%t %v %v", &[Value::Bool(true), n(1.5), s("x")]), s("true 1.5 x"));
-        assert_eq!(f("%v", &[obj(&[("a", nums(&[1.0, 2.0]))])]), s("{\"a\":[1,2]}"));
+        assert_eq!(
+            f("%.2f|%8.3f|%-6.1f|", &[n(1.23456), n(2.5), n(1.0)]),
+            s("1.23|   2.500|1.0   |")
+        );
+        assert_eq!(
+            f("%5d|%-5d|%05d|%+d", &[n(42.0), n(42.0), n(-42.0), n(7.0)]),
+            s("   42|42   |-0042|+7")
+        );
+        assert_eq!(
+            f(
+                "%x %X %o %b %#x",
+                &[n(255.0), n(255.0), n(8.0), n(5.0), n(255.0)]
+            ),
+            s("ff FF 10 101 0xff")
+        );
+        assert_eq!(
+            f("%e %E", &[n(1234.5678), n(0.000123)]),
+            s("1.234568e+03 1.230000E-04")
+        );
+        assert_eq!(
+            f("%g %g %g", &[n(100000.0), n(1e21), n(0.00001)]),
+            s("100000 1e+21 1e-05")
+        );
+        assert_eq!(
+            f("%t %v %v", &[Value::Bool(true), n(1.5), s("x")]),
+            s("true 1.5 x")
+        );
+        assert_eq!(
+            f("%v", &[obj(&[("a", nums(&[1.0, 2.0]))])]),
+            s("{\"a\":[1,2]}")
+        );
         assert_eq!(f("%q", &[s("a\"b")]), s("\"a\\\"b\""));
         assert_eq!(f("100%%", &[]), s("100%"));
         assert_eq!(f("%[2]s %[1]s", &[s("a"), s("b")]), s("b a"));
-        assert_eq!(f("%.2s|%6s|%-4s|", &[s("héllo"), s("ab"), s("c")]), s("hé|    ab|c   |"));
+        assert_eq!(
+            f("%.2s|%6s|%-4s|", &[s("héllo"), s("ab"), s("c")]),
+            s("hé|    ab|c   |")
+        );
         assert_eq!(f("%d", &[s("12")]), s("12"));
         assert_eq!(f("%d", &[n(1e20)]), s("100000000000000000000"));
     }
@@ -1737,22 +2113,64 @@ mod tests {
     fn format_errors() {
         let e = err("format", &[s("%d"), n(1.5)]);
         assert_eq!(e.arg, Some(1));
-        assert!(e.message.contains("an integer is required"), "{}", e.message);
+        assert!(
+            e.message.contains("an integer is required"),
+            "{}",
+            e.message
+        );
         let e = err("format", &[s("%s and %s"), s("a")]);
         assert_eq!(e.arg, None);
-        assert!(e.message.contains("not enough arguments for \"%s\" at position 7"), "{}", e.message);
-        assert!(err("format", &[s("%s"), s("a"), s("b")]).message.contains("too many arguments"));
-        assert!(err("format", &[s("%z"), s("a")]).message.contains("unrecognized format verb"));
-        assert!(err("format", &[s("%s"), Value::Null]).message.contains("null value cannot be formatted"));
-        assert!(err("format", &[s("%s"), list(&[])]).message.contains("string required"));
-        assert!(err("format", &[s("abc %")]).message.contains("missing verb"));
-        assert!(err("format", &[s("%99999999999999999999999d"), n(1.0)]).message.contains("must not exceed"));
+        assert!(
+            e.message
+                .contains("not enough arguments for \"%s\" at position 7"),
+            "{}",
+            e.message
+        );
+        assert!(
+            err("format", &[s("%s"), s("a"), s("b")])
+                .message
+                .contains("too many arguments")
+        );
+        assert!(
+            err("format", &[s("%z"), s("a")])
+                .message
+                .contains("unrecognized format verb")
+        );
+        assert!(
+            err("format", &[s("%s"), Value::Null])
+                .message
+                .contains("null value cannot be formatted")
+        );
+        assert!(
+            err("format", &[s("%s"), list(&[])])
+                .message
+                .contains("string required")
+        );
+        assert!(
+            err("format", &[s("abc %")])
+                .message
+                .contains("missing verb")
+        );
+        assert!(
+            err("format", &[s("%99999999999999999999999d"), n(1.0)])
+                .message
+                .contains("must not exceed")
+        );
     }
 
     #[test]
     fn formatlist_iterates_lists_in_step() {
-        assert_eq!(ok("formatlist", &[s("%s=%s"), strs(&["a", "b"]), s("x")]), strs(&["a=x", "b=x"]));
-        assert_eq!(ok("formatlist", &[s("%s-%d"), strs(&["a", "b"]), nums(&[1.0, 2.0])]), strs(&["a-1", "b-2"]));
+        assert_eq!(
+            ok("formatlist", &[s("%s=%s"), strs(&["a", "b"]), s("x")]),
+            strs(&["a=x", "b=x"])
+        );
+        assert_eq!(
+            ok(
+                "formatlist",
+                &[s("%s-%d"), strs(&["a", "b"]), nums(&[1.0, 2.0])]
+            ),
+            strs(&["a-1", "b-2"])
+        );
         assert_eq!(ok("formatlist", &[s("%s"), s("x")]), strs(&["x"]));
         let e = err("formatlist", &[s("%s%s"), strs(&["a", "b"]), strs(&["c"])]);
         assert_eq!(e.arg, Some(2));
@@ -1763,14 +2181,20 @@ mod tests {
     fn join_and_split() {
         assert_eq!(ok("join", &[s(", "), strs(&["a", "b", "c"])]), s("a, b, c"));
         assert_eq!(ok("join", &[s(","), list(&[])]), s(""));
-        assert_eq!(ok("split", &[s(","), s("a,b,,c")]), strs(&["a", "b", "", "c"]));
+        assert_eq!(
+            ok("split", &[s(","), s("a,b,,c")]),
+            strs(&["a", "b", "", "c"])
+        );
         assert_eq!(ok("split", &[s(","), s("")]), strs(&[""]));
         assert_eq!(ok("split", &[s(""), s("hé")]), strs(&["h", "é"]));
     }
 
     #[test]
     fn replace_is_plain_and_refuses_regex() {
-        assert_eq!(ok("replace", &[s("1 + 2 + 3"), s("+"), s("-")]), s("1 - 2 - 3"));
+        assert_eq!(
+            ok("replace", &[s("1 + 2 + 3"), s("+"), s("-")]),
+            s("1 - 2 - 3")
+        );
         assert_eq!(ok("replace", &[s("a/b"), s("/"), s("_")]), s("a_b"));
         let e = err("replace", &[s("abc"), s("/b/"), s("x")]);
         assert_eq!(e.arg, Some(1));
@@ -1781,12 +2205,18 @@ mod tests {
     fn case_and_trimming() {
         assert_eq!(ok("lower", &[s("HÉLLO")]), s("héllo"));
         assert_eq!(ok("upper", &[s("héllo")]), s("HÉLLO"));
-        assert_eq!(ok("title", &[s("hello world-foo_bar élan")]), s("Hello World-Foo_bar Élan"));
+        assert_eq!(
+            ok("title", &[s("hello world-foo_bar élan")]),
+            s("Hello World-Foo_bar Élan")
+        );
         assert_eq!(ok("trimspace", &[s("  \t a b \n")]), s("a b"));
         assert_eq!(ok("trim", &[s("?!hello?!"), s("!?")]), s("hello"));
         assert_eq!(ok("trim", &[s("ééaéé"), s("é")]), s("a"));
         assert_eq!(ok("trimprefix", &[s("helloworld"), s("hello")]), s("world"));
-        assert_eq!(ok("trimprefix", &[s("helloworld"), s("x")]), s("helloworld"));
+        assert_eq!(
+            ok("trimprefix", &[s("helloworld"), s("x")]),
+            s("helloworld")
+        );
         assert_eq!(ok("trimsuffix", &[s("helloworld"), s("world")]), s("hello"));
         assert_eq!(ok("chomp", &[s("hello\r\n\n")]), s("hello"));
         assert_eq!(ok("chomp", &[s("a\nb")]), s("a\nb"));
@@ -1804,7 +2234,10 @@ mod tests {
     fn substr_counts_characters() {
         assert_eq!(ok("substr", &[s("hello world"), n(1.0), n(4.0)]), s("ello"));
         assert_eq!(ok("substr", &[s("🤔🤷"), n(0.0), n(1.0)]), s("🤔"));
-        assert_eq!(ok("substr", &[s("hello world"), n(-5.0), n(-1.0)]), s("world"));
+        assert_eq!(
+            ok("substr", &[s("hello world"), n(-5.0), n(-1.0)]),
+            s("world")
+        );
         assert_eq!(ok("substr", &[s("hello"), n(-50.0), n(2.0)]), s("he"));
         assert_eq!(ok("substr", &[s("hello"), n(10.0), n(2.0)]), s(""));
         assert_eq!(ok("substr", &[s("hello"), n(1.0), n(100.0)]), s("ello"));
@@ -1827,38 +2260,78 @@ mod tests {
         assert_eq!(err("tostring", &[list(&[])]).arg, Some(0));
         assert_eq!(ok("tonumber", &[s("1.5")]), n(1.5));
         assert_eq!(ok("tonumber", &[Value::Null]), Value::Null);
-        assert!(err("tonumber", &[s("abc")]).message.contains("cannot convert \"abc\" to number"));
+        assert!(
+            err("tonumber", &[s("abc")])
+                .message
+                .contains("cannot convert \"abc\" to number")
+        );
         assert_eq!(ok("tobool", &[s("false")]), Value::Bool(false));
-        assert!(err("tobool", &[s("yes")]).message.contains("cannot convert \"yes\" to bool"));
+        assert!(
+            err("tobool", &[s("yes")])
+                .message
+                .contains("cannot convert \"yes\" to bool")
+        );
         assert_eq!(err("tobool", &[n(1.0)]).arg, Some(0));
     }
 
     #[test]
     fn collection_conversions() {
-        assert_eq!(ok("tolist", &[list(&[s("a"), n(1.0), Value::Bool(true)])]), strs(&["a", "1", "true"]));
-        assert!(err("tolist", &[obj(&[("a", n(1.0))])]).message.contains("cannot convert object to list"));
+        assert_eq!(
+            ok("tolist", &[list(&[s("a"), n(1.0), Value::Bool(true)])]),
+            strs(&["a", "1", "true"])
+        );
+        assert!(
+            err("tolist", &[obj(&[("a", n(1.0))])])
+                .message
+                .contains("cannot convert object to list")
+        );
         assert_eq!(err("tolist", &[list(&[n(1.0), list(&[])])]).arg, Some(0));
-        assert_eq!(ok("toset", &[strs(&["b", "a", "b", "c", "a"])]), strs(&["b", "a", "c"]));
+        assert_eq!(
+            ok("toset", &[strs(&["b", "a", "b", "c", "a"])]),
+            strs(&["b", "a", "c"])
+        );
         assert_eq!(ok("toset", &[list(&[s("1"), n(1.0)])]), strs(&["1"]));
         let m = obj(&[("a", s("x")), ("b", n(2.0))]);
         assert_eq!(ok("tomap", &[m]), obj(&[("a", s("x")), ("b", s("2"))]));
         assert_eq!(ok("tomap", &[obj(&[("a", n(1.0))])]), obj(&[("a", n(1.0))]));
-        assert!(err("tomap", &[list(&[])]).message.contains("cannot convert list to map"));
+        assert!(
+            err("tomap", &[list(&[])])
+                .message
+                .contains("cannot convert list to map")
+        );
     }
 
     #[test]
     fn jsonencode_is_compact_and_ordered() {
-        let v = obj(&[("b", n(1.0)), ("a", list(&[n(1.5), Value::Bool(true), Value::Null, s("x")]))]);
-        assert_eq!(ok("jsonencode", &[v]), s("{\"b\":1,\"a\":[1.5,true,null,\"x\"]}"));
-        assert_eq!(ok("jsonencode", &[s("<a & b>")]), s("\"\\u003ca \\u0026 b\\u003e\""));
+        let v = obj(&[
+            ("b", n(1.0)),
+            ("a", list(&[n(1.5), Value::Bool(true), Value::Null, s("x")])),
+        ]);
+        assert_eq!(
+            ok("jsonencode", &[v]),
+            s("{\"b\":1,\"a\":[1.5,true,null,\"x\"]}")
+        );
+        assert_eq!(
+            ok("jsonencode", &[s("<a & b>")]),
+            s("\"\\u003ca \\u0026 b\\u003e\"")
+        );
         assert_eq!(ok("jsonencode", &[Value::Null]), s("null"));
     }
 
     #[test]
     fn jsondecode_round_trips_and_reports_parse_errors() {
         let v = ok("jsondecode", &[s("{\"z\":1,\"a\":[true,null,\"x\",2.5]}")]);
-        assert_eq!(v, obj(&[("z", n(1.0)), ("a", list(&[Value::Bool(true), Value::Null, s("x"), n(2.5)]))]));
-        assert_eq!(ok("jsonencode", &[v]), s("{\"z\":1,\"a\":[true,null,\"x\",2.5]}"));
+        assert_eq!(
+            v,
+            obj(&[
+                ("z", n(1.0)),
+                ("a", list(&[Value::Bool(true), Value::Null, s("x"), n(2.5)]))
+            ])
+        );
+        assert_eq!(
+            ok("jsonencode", &[v]),
+            s("{\"z\":1,\"a\":[true,null,\"x\",2.5]}")
+        );
         let e = err("jsondecode", &[s("{\"a\":")]);
         assert_eq!(e.arg, Some(0));
         assert!(e.message.contains("EOF"), "{}", e.message);
@@ -1874,15 +2347,26 @@ mod tests {
             ("empty", obj(&[])),
         ]);
         let text = ok("yamlencode", std::slice::from_ref(&v));
-        assert_eq!(text, s("name: gpu\nreplicas: 2\nratio: 0.5\ntags:\n- a\n- 'true'\n- ''\nempty: {}\n"));
+        assert_eq!(
+            text,
+            s("name: gpu\nreplicas: 2\nratio: 0.5\ntags:\n- a\n- 'true'\n- ''\nempty: {}\n")
+        );
         assert_eq!(ok("yamldecode", &[text]), v);
         assert_eq!(
             ok("yamldecode", &[s("a: 1\nb: [x, 2]\n3: yes\n")]),
-            obj(&[("a", n(1.0)), ("b", list(&[s("x"), n(2.0)])), ("3", s("yes"))])
+            obj(&[
+                ("a", n(1.0)),
+                ("b", list(&[s("x"), n(2.0)])),
+                ("3", s("yes"))
+            ])
         );
         let e = err("yamldecode", &[s("a: [1")]);
         assert_eq!(e.arg, Some(0));
-        assert!(err("yamldecode", &[s("a: 1\n---\nb: 2\n")]).message.contains("more than one document"));
+        assert!(
+            err("yamldecode", &[s("a: 1\n---\nb: 2\n")])
+                .message
+                .contains("more than one document")
+        );
     }
 
     #[test]
@@ -1903,12 +2387,28 @@ mod tests {
         assert_eq!(text(Value::Null), "null\n");
         assert_eq!(text(n(1e20)), "1e20\n");
         assert_eq!(
-            text(obj(&[("yes", list(&[obj(&[("a", n(1.0)), ("b", nums(&[2.0]))]), strs(&["x", "z"])]))])),
+            text(obj(&[(
+                "yes",
+                list(&[
+                    obj(&[("a", n(1.0)), ("b", nums(&[2.0]))]),
+                    strs(&["x", "z"])
+                ])
+            )])),
             "'yes':\n- a: 1\n  b:\n  - 2\n- - x\n  - z\n"
         );
         // Whatever the emitter writes, the parser reads back the same value.
         let tricky = obj(&[
-            ("multi", list(&[s("a\n\n"), s("a\nb"), s(" lead\nx"), s("x\n  y\n"), s("\n"), s("é\u{2028}")])),
+            (
+                "multi",
+                list(&[
+                    s("a\n\n"),
+                    s("a\nb"),
+                    s(" lead\nx"),
+                    s("x\n  y\n"),
+                    s("\n"),
+                    s("é\u{2028}"),
+                ]),
+            ),
             (
                 "scalars",
                 list(&[
@@ -1926,43 +2426,83 @@ mod tests {
                 ]),
             ),
             ("numbers", nums(&[0.1, -3.0, 1e-7, 123456789012345680000.0])),
-            ("nested", obj(&[("deep", obj(&[("er", list(&[list(&[]), obj(&[])]))]))])),
+            (
+                "nested",
+                obj(&[("deep", obj(&[("er", list(&[list(&[]), obj(&[])]))]))]),
+            ),
             ("null key", Value::Null),
             ("", Value::Bool(false)),
         ]);
         let encoded = ok("yamlencode", std::slice::from_ref(&tricky));
-        assert_eq!(ok("yamldecode", std::slice::from_ref(&encoded)), tricky, "{encoded}");
+        assert_eq!(
+            ok("yamldecode", std::slice::from_ref(&encoded)),
+            tricky,
+            "{encoded}"
+        );
     }
 
     #[test]
     fn base64_and_hashes() {
-        assert_eq!(ok("base64encode", &[s("Hello World")]), s("SGVsbG8gV29ybGQ="));
-        assert_eq!(ok("base64decode", &[s("SGVsbG8gV29ybGQ=")]), s("Hello World"));
+        assert_eq!(
+            ok("base64encode", &[s("Hello World")]),
+            s("SGVsbG8gV29ybGQ=")
+        );
+        assert_eq!(
+            ok("base64decode", &[s("SGVsbG8gV29ybGQ=")]),
+            s("Hello World")
+        );
         assert_eq!(err("base64decode", &[s("not base64!")]).arg, Some(0));
-        assert!(err("base64decode", &[s("/w==")]).message.contains("not valid UTF-8"));
+        assert!(
+            err("base64decode", &[s("/w==")])
+                .message
+                .contains("not valid UTF-8")
+        );
         assert_eq!(
             ok("sha256", &[s("hello world")]),
             s("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9")
         );
-        assert_eq!(ok("base64sha256", &[s("hello world")]), s("uU0nuZNNPgilLlLX2n2r+sSE7+N6U4DukIj3rOLvzek="));
+        assert_eq!(
+            ok("base64sha256", &[s("hello world")]),
+            s("uU0nuZNNPgilLlLX2n2r+sSE7+N6U4DukIj3rOLvzek=")
+        );
         assert_eq!(ok("urlencode", &[s("a b&c/é")]), s("a+b%26c%2F%C3%A9"));
     }
 
     #[test]
     fn coalescelist_and_compact() {
-        assert_eq!(ok("coalescelist", &[list(&[]), strs(&["a"]), strs(&["b"])]), strs(&["a"]));
-        assert!(err("coalescelist", &[list(&[]), list(&[])]).message.contains("no non-null"));
+        assert_eq!(
+            ok("coalescelist", &[list(&[]), strs(&["a"]), strs(&["b"])]),
+            strs(&["a"])
+        );
+        assert!(
+            err("coalescelist", &[list(&[]), list(&[])])
+                .message
+                .contains("no non-null")
+        );
         assert_eq!(err("coalescelist", &[list(&[]), Value::Null]).arg, Some(1));
-        assert_eq!(ok("compact", &[list(&[s("a"), s(""), Value::Null, s("b")])]), strs(&["a", "b"]));
+        assert_eq!(
+            ok("compact", &[list(&[s("a"), s(""), Value::Null, s("b")])]),
+            strs(&["a", "b"])
+        );
     }
 
     #[test]
     fn contains_and_index() {
-        assert_eq!(ok("contains", &[strs(&["a", "b"]), s("b")]), Value::Bool(true));
-        assert_eq!(ok("contains", &[strs(&["1", "2"]), n(2.0)]), Value::Bool(true));
+        assert_eq!(
+            ok("contains", &[strs(&["a", "b"]), s("b")]),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            ok("contains", &[strs(&["1", "2"]), n(2.0)]),
+            Value::Bool(true)
+        );
         assert_eq!(ok("contains", &[strs(&["a"]), s("c")]), Value::Bool(false));
         assert_eq!(ok("index", &[strs(&["a", "b", "c"]), s("b")]), n(1.0));
-        assert!(err("index", &[strs(&["a"]), s("z")]).message.contains("item not found"));
+        assert!(
+            err("index", &[strs(&["a"]), s("z")])
+                .message
+                .contains("item not found")
+        );
     }
 
     #[test]
@@ -1970,14 +2510,27 @@ mod tests {
         assert_eq!(ok("range", &[n(3.0)]), nums(&[0.0, 1.0, 2.0]));
         assert_eq!(ok("range", &[n(1.0), n(4.0)]), nums(&[1.0, 2.0, 3.0]));
         assert_eq!(ok("range", &[n(4.0), n(1.0)]), nums(&[4.0, 3.0, 2.0]));
-        assert_eq!(ok("range", &[n(0.0), n(10.0), n(4.0)]), nums(&[0.0, 4.0, 8.0]));
+        assert_eq!(
+            ok("range", &[n(0.0), n(10.0), n(4.0)]),
+            nums(&[0.0, 4.0, 8.0])
+        );
         assert_eq!(ok("range", &[n(1.0), n(4.0), n(-1.0)]), nums(&[]));
         assert_eq!(ok("range", &[n(0.0)]), nums(&[]));
-        assert_eq!(ok("range", &[n(0.0), n(1.0), n(0.25)]), nums(&[0.0, 0.25, 0.5, 0.75]));
+        assert_eq!(
+            ok("range", &[n(0.0), n(1.0), n(0.25)]),
+            nums(&[0.0, 0.25, 0.5, 0.75])
+        );
         assert_eq!(err("range", &[n(0.0), n(1.0), n(0.0)]).arg, Some(2));
         assert!(err("range", &[n(2e6)]).message.contains("1000000"));
-        assert!(err("range", &[n(1e17), n(1e17 + 1000.0), n(1.0)]).message.contains("too small"));
-        assert_eq!(ok("range", &[n(1e6)]).as_list().map(<[Value]>::len), Some(1_000_000));
+        assert!(
+            err("range", &[n(1e17), n(1e17 + 1000.0), n(1.0)])
+                .message
+                .contains("too small")
+        );
+        assert_eq!(
+            ok("range", &[n(1e6)]).as_list().map(<[Value]>::len),
+            Some(1_000_000)
+        );
     }
 
     #[test]
@@ -1993,7 +2546,11 @@ mod tests {
         assert_eq!(ok("pow", &[n(2.0), n(10.0)]), n(1024.0));
         assert_eq!(ok("signum", &[n(-3.0)]), n(-1.0));
         assert_eq!(ok("log", &[n(8.0), n(2.0)]), n(3.0));
-        assert!(err("log", &[n(-1.0), n(10.0)]).message.contains("not a number"));
+        assert!(
+            err("log", &[n(-1.0), n(10.0)])
+                .message
+                .contains("not a number")
+        );
         assert_eq!(ok("parseint", &[s("FF"), n(16.0)]), n(255.0));
         assert_eq!(ok("parseint", &[s("-101"), n(2.0)]), n(-5.0));
         assert_eq!(err("parseint", &[s("12"), n(1.0)]).arg, Some(1));
@@ -2022,9 +2579,19 @@ mod tests {
 
     #[test]
     fn sort_zipmap_one() {
-        assert_eq!(ok("sort", &[list(&[s("b"), s("a"), n(10.0), n(9.0)])]), strs(&["10", "9", "a", "b"]));
-        assert_eq!(ok("zipmap", &[strs(&["a", "b"]), nums(&[1.0, 2.0])]), obj(&[("a", n(1.0)), ("b", n(2.0))]));
-        assert!(err("zipmap", &[strs(&["a"]), list(&[])]).message.contains("does not match"));
+        assert_eq!(
+            ok("sort", &[list(&[s("b"), s("a"), n(10.0), n(9.0)])]),
+            strs(&["10", "9", "a", "b"])
+        );
+        assert_eq!(
+            ok("zipmap", &[strs(&["a", "b"]), nums(&[1.0, 2.0])]),
+            obj(&[("a", n(1.0)), ("b", n(2.0))])
+        );
+        assert!(
+            err("zipmap", &[strs(&["a"]), list(&[])])
+                .message
+                .contains("does not match")
+        );
         assert_eq!(ok("one", &[list(&[])]), Value::Null);
         assert_eq!(ok("one", &[strs(&["x"])]), s("x"));
         assert_eq!(err("one", &[strs(&["x", "y"])]).arg, Some(0));
@@ -2032,27 +2599,55 @@ mod tests {
 
     #[test]
     fn alltrue_anytrue() {
-        assert_eq!(ok("alltrue", &[list(&[Value::Bool(true), s("true")])]), Value::Bool(true));
+        assert_eq!(
+            ok("alltrue", &[list(&[Value::Bool(true), s("true")])]),
+            Value::Bool(true)
+        );
         assert_eq!(ok("alltrue", &[list(&[])]), Value::Bool(true));
-        assert_eq!(ok("alltrue", &[list(&[Value::Bool(true), Value::Null])]), Value::Bool(false));
-        assert_eq!(ok("anytrue", &[list(&[Value::Bool(false), Value::Bool(true)])]), Value::Bool(true));
+        assert_eq!(
+            ok("alltrue", &[list(&[Value::Bool(true), Value::Null])]),
+            Value::Bool(false)
+        );
+        assert_eq!(
+            ok("anytrue", &[list(&[Value::Bool(false), Value::Bool(true)])]),
+            Value::Bool(true)
+        );
         assert_eq!(ok("anytrue", &[list(&[])]), Value::Bool(false));
         assert_eq!(err("anytrue", &[strs(&["maybe"])]).arg, Some(0));
     }
 
     #[test]
     fn set_operations_keep_first_occurrence_order() {
-        assert_eq!(ok("setunion", &[strs(&["a", "b"]), strs(&["b", "c"]), strs(&["d"])]), strs(&["a", "b", "c", "d"]));
         assert_eq!(
-            ok("setintersection", &[strs(&["a", "b", "c"]), strs(&["b", "c", "d"]), strs(&["c", "b"])]),
+            ok(
+                "setunion",
+                &[strs(&["a", "b"]), strs(&["b", "c"]), strs(&["d"])]
+            ),
+            strs(&["a", "b", "c", "d"])
+        );
+        assert_eq!(
+            ok(
+                "setintersection",
+                &[
+                    strs(&["a", "b", "c"]),
+                    strs(&["b", "c", "d"]),
+                    strs(&["c", "b"])
+                ]
+            ),
             strs(&["b", "c"])
         );
-        assert_eq!(ok("setsubtract", &[strs(&["a", "b", "c"]), strs(&["a", "c"])]), strs(&["b"]));
+        assert_eq!(
+            ok("setsubtract", &[strs(&["a", "b", "c"]), strs(&["a", "c"])]),
+            strs(&["b"])
+        );
         assert_eq!(
             ok("setproduct", &[strs(&["a", "b"]), nums(&[1.0, 2.0])]),
-            list(
-                &[list(&[s("a"), n(1.0)]), list(&[s("a"), n(2.0)]), list(&[s("b"), n(1.0)]), list(&[s("b"), n(2.0)]),]
-            )
+            list(&[
+                list(&[s("a"), n(1.0)]),
+                list(&[s("a"), n(2.0)]),
+                list(&[s("b"), n(1.0)]),
+                list(&[s("b"), n(2.0)]),
+            ])
         );
         // Objects are equal regardless of key order.
         let x = obj(&[("a", n(1.0)), ("b", n(2.0))]);
@@ -2062,13 +2657,33 @@ mod tests {
 
     #[test]
     fn chunklist_transpose_matchkeys() {
-        assert_eq!(ok("chunklist", &[strs(&["a", "b", "c"]), n(2.0)]), list(&[strs(&["a", "b"]), strs(&["c"])]));
-        assert_eq!(ok("chunklist", &[strs(&["a"]), n(0.0)]), list(&[strs(&["a"])]));
+        assert_eq!(
+            ok("chunklist", &[strs(&["a", "b", "c"]), n(2.0)]),
+            list(&[strs(&["a", "b"]), strs(&["c"])])
+        );
+        assert_eq!(
+            ok("chunklist", &[strs(&["a"]), n(0.0)]),
+            list(&[strs(&["a"])])
+        );
         assert_eq!(err("chunklist", &[strs(&["a"]), n(-1.0)]).arg, Some(1));
         let m = obj(&[("b", strs(&["1", "2"])), ("a", strs(&["2", "3"]))]);
-        assert_eq!(ok("transpose", &[m]), obj(&[("1", strs(&["b"])), ("2", strs(&["a", "b"])), ("3", strs(&["a"]))]));
         assert_eq!(
-            ok("matchkeys", &[strs(&["i-1", "i-2", "i-3"]), strs(&["us", "eu", "us"]), strs(&["us"])]),
+            ok("transpose", &[m]),
+            obj(&[
+                ("1", strs(&["b"])),
+                ("2", strs(&["a", "b"])),
+                ("3", strs(&["a"]))
+            ])
+        );
+        assert_eq!(
+            ok(
+                "matchkeys",
+                &[
+                    strs(&["i-1", "i-2", "i-3"]),
+                    strs(&["us", "eu", "us"]),
+                    strs(&["us"])
+                ]
+            ),
             strs(&["i-1", "i-3"])
         );
     }
@@ -2077,9 +2692,16 @@ mod tests {
     fn conversions_pass_null_and_unknown_through() {
         for name in ["tostring", "tonumber", "tobool", "tolist", "toset", "tomap"] {
             assert_eq!(ok(name, &[Value::Null]), Value::Null, "{name}(null)");
-            assert_eq!(ok(name, &[Value::Unknown]), Value::Unknown, "{name}(unknown)");
+            assert_eq!(
+                ok(name, &[Value::Unknown]),
+                Value::Unknown,
+                "{name}(unknown)"
+            );
         }
-        assert_eq!(ok("tolist", &[list(&[Value::Null, n(1.0)])]), list(&[Value::Null, n(1.0)]));
+        assert_eq!(
+            ok("tolist", &[list(&[Value::Null, n(1.0)])]),
+            list(&[Value::Null, n(1.0)])
+        );
     }
 
     #[test]
@@ -2093,7 +2715,11 @@ mod tests {
         assert_eq!(f("% d", 5.0), s(" 5"));
         assert_eq!(f("%x", -255.0), s("-ff"));
         assert_eq!(f("%v", 0.1), s("0.1"));
-        assert!(err("format", &[s("%x"), n(1e300)]).message.contains("too large"));
+        assert!(
+            err("format", &[s("%x"), n(1e300)])
+                .message
+                .contains("too large")
+        );
     }
 
     #[test]
@@ -2104,12 +2730,18 @@ mod tests {
                 "309ecc489c12d6eb4cc40f50c902f2b4d0ed77ee511a7c7a9bcd3ca86d4cd86f989dd35bc5ff499670da34255b45b0cfd830e81f605dcf7dc5542e93ae9cd76f"
             )
         );
-        assert_eq!(ok("base64sha512", &[s("")]).as_str().map(str::len), Some(88));
+        assert_eq!(
+            ok("base64sha512", &[s("")]).as_str().map(str::len),
+            Some(88)
+        );
     }
 
     fn sweep_inputs() -> Vec<Vec<Value>> {
-        let nested =
-            list(&[list(&[list(&[s("deep"), Value::Null])]), obj(&[("k", list(&[n(1.0)]))]), Value::Bool(false)]);
+        let nested = list(&[
+            list(&[list(&[s("deep"), Value::Null])]),
+            obj(&[("k", list(&[n(1.0)]))]),
+            Value::Bool(false),
+        ]);
         let unicode = s("héllo wörld 🎉\n  ﬃ\u{301}\r\n");
         vec![
             vec![],
@@ -2124,7 +2756,13 @@ mod tests {
             vec![s(""), s(""), s("")],
             vec![nested.clone(), n(9e15)],
             vec![obj(&[("a", s("x")), ("b", nested.clone())]), s("a"), s("z")],
-            vec![s("%d %s %v %q %[5]x %-08.3f %#v %"), n(1.5), nested.clone(), obj(&[]), Value::Null],
+            vec![
+                s("%d %s %v %q %[5]x %-08.3f %#v %"),
+                n(1.5),
+                nested.clone(),
+                obj(&[]),
+                Value::Null,
+            ],
             vec![nums(&[1.0, 2.0, 3.0]), n(-1e300), n(1e300)],
             vec![list(&[]), n(0.0)],
             vec![s("a"), s("/a/"), s("b")],
@@ -2132,12 +2770,26 @@ mod tests {
             vec![Value::Bool(true), Value::Bool(false), Value::Bool(true)],
             vec![s("{\"a\":[1,2,{}]}")],
             vec![s("a: [1, {b: c}]\n---\nx"), nested.clone()],
-            vec![list(&[strs(&["a"]), Value::Null]), list(&[Value::Null]), n(2.0)],
+            vec![
+                list(&[strs(&["a"]), Value::Null]),
+                list(&[Value::Null]),
+                n(2.0),
+            ],
             vec![n(-0.5), n(0.5), n(-0.0)],
             vec![s("🎉é"), n(-100.0), n(1e18)],
-            vec![s("%[0]d %[99999999999999999999]d %.99999999999f %9999999999999999d"), n(1.0)],
-            vec![nums(&[f64::NAN, f64::NAN, 1.0]), nums(&[f64::NAN]), list(&[n(f64::INFINITY)])],
-            vec![obj(&[("x", nested.clone()), ("y", Value::Null)]), obj(&[("x", n(f64::NAN))])],
+            vec![
+                s("%[0]d %[99999999999999999999]d %.99999999999f %9999999999999999d"),
+                n(1.0),
+            ],
+            vec![
+                nums(&[f64::NAN, f64::NAN, 1.0]),
+                nums(&[f64::NAN]),
+                list(&[n(f64::INFINITY)]),
+            ],
+            vec![
+                obj(&[("x", nested.clone()), ("y", Value::Null)]),
+                obj(&[("x", n(f64::NAN))]),
+            ],
             vec![unicode.clone(), unicode, s("é"), s("é")],
             vec![n(1e6), n(-1e6), n(1e-300)],
             vec![s("-"), nested, n(0.0), n(1.0), s("x")],
@@ -2178,8 +2830,15 @@ mod tests {
         for name in names() {
             for x in &atoms {
                 for y in &atoms {
-                    for args in [vec![x.clone()], vec![x.clone(), y.clone()], vec![x.clone(), y.clone(), x.clone()]] {
-                        assert!(std::panic::catch_unwind(|| call(name, &args)).is_ok(), "{name}({args:?}) panicked");
+                    for args in [
+                        vec![x.clone()],
+                        vec![x.clone(), y.clone()],
+                        vec![x.clone(), y.clone(), x.clone()],
+                    ] {
+                        assert!(
+                            std::panic::catch_unwind(|| call(name, &args)).is_ok(),
+                            "{name}({args:?}) panicked"
+                        );
                     }
                 }
             }

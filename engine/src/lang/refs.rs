@@ -15,7 +15,10 @@ pub struct Ref {
 
 /// Every reference in `expression`, skipping names bound by `for` expressions and directives.
 pub fn references(expression: &Expression) -> Vec<Ref> {
-    let mut walker = Walker { bound: Vec::new(), out: Vec::new() };
+    let mut walker = Walker {
+        bound: Vec::new(),
+        out: Vec::new(),
+    };
     walker.expr(expression);
     walker.out
 }
@@ -37,7 +40,10 @@ impl Walker {
 
     fn expr(&mut self, expression: &Expression) {
         match expression {
-            Expression::Null(_) | Expression::Bool(_) | Expression::Number(_) | Expression::String(_) => {}
+            Expression::Null(_)
+            | Expression::Bool(_)
+            | Expression::Number(_)
+            | Expression::String(_) => {}
             Expression::Array(items) => items.iter().for_each(|e| self.expr(e)),
             Expression::Object(object) => {
                 for (key, value) in object.iter() {
@@ -144,16 +150,31 @@ mod tests {
     use super::*;
 
     fn names(src: &str) -> Vec<String> {
-        references(&hcl_edit::parser::parse_expr(src).unwrap()).into_iter().map(|r| r.names.join(".")).collect()
+        references(&hcl_edit::parser::parse_expr(src).unwrap())
+            .into_iter()
+            .map(|r| r.names.join("."))
+            .collect()
     }
 
     #[test]
     fn finds_references_and_skips_bound_names() {
         assert_eq!(names("var.a + local.b"), ["var.a", "local.b"]);
-        assert_eq!(names("[for p in var.pools : p.name if p.gpu]"), ["var.pools"]);
+        assert_eq!(
+            names("[for p in var.pools : p.name if p.gpu]"),
+            ["var.pools"]
+        );
         assert_eq!(names("module.op.ns[0].x"), ["module.op.ns"]);
-        assert_eq!(names("\"${data.k.n.nodes} %{for x in var.l}${x}${y.z}%{endfor}\""), ["data.k.n.nodes", "var.l", "y.z"]);
-        assert_eq!(names("{ a = aks_nodepool.t4.name, (local.k) = 1 }"), ["aks_nodepool.t4.name", "local.k"]);
-        assert_eq!(names("aks_nodepool.t4[count.index].id"), ["aks_nodepool.t4", "count.index"]);
+        assert_eq!(
+            names("\"${data.k.n.nodes} %{for x in var.l}${x}${y.z}%{endfor}\""),
+            ["data.k.n.nodes", "var.l", "y.z"]
+        );
+        assert_eq!(
+            names("{ a = aks_nodepool.t4.name, (local.k) = 1 }"),
+            ["aks_nodepool.t4.name", "local.k"]
+        );
+        assert_eq!(
+            names("aks_nodepool.t4[count.index].id"),
+            ["aks_nodepool.t4", "count.index"]
+        );
     }
 }

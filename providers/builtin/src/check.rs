@@ -10,7 +10,10 @@ pub(crate) struct Checker<'a> {
 
 impl<'a> Checker<'a> {
     pub(crate) fn new(config: &'a Value) -> Self {
-        Self { config, diagnostics: Vec::new() }
+        Self {
+            config,
+            diagnostics: Vec::new(),
+        }
     }
 
     pub(crate) fn get(&self, path: &str) -> Option<&'a Value> {
@@ -30,7 +33,8 @@ impl<'a> Checker<'a> {
     }
 
     pub(crate) fn error(&mut self, path: &str, summary: &str, detail: String) {
-        self.diagnostics.push(Diagnostic::error(summary, detail).with_attribute(path));
+        self.diagnostics
+            .push(Diagnostic::error(summary, detail).with_attribute(path));
     }
 
     pub(crate) fn one_of(&mut self, path: &str, allowed: &[&str]) {
@@ -40,7 +44,14 @@ impl<'a> Checker<'a> {
             self.error(
                 path,
                 "Invalid value",
-                format!("\"{v}\" is not one of {}.", allowed.iter().map(|a| format!("\"{a}\"")).collect::<Vec<_>>().join(", ")),
+                format!(
+                    "\"{v}\" is not one of {}.",
+                    allowed
+                        .iter()
+                        .map(|a| format!("\"{a}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             );
         }
     }
@@ -49,15 +60,24 @@ impl<'a> Checker<'a> {
         if let Some(n) = self.number(path)
             && (n < min || n > max || n.fract() != 0.0)
         {
-            self.error(path, "Value out of range", format!("{n} must be a whole number from {min} to {max}."));
+            self.error(
+                path,
+                "Value out of range",
+                format!("{n} must be a whole number from {min} to {max}."),
+            );
         }
     }
 
     /// EKS and GKE spell taint effects in upper snake case.
     pub(crate) fn cloud_taint_effects(&mut self, path: &str, cloud: &str) {
-        let Some(taints) = self.get(path).and_then(|t| t.as_list()) else { return };
+        let Some(taints) = self.get(path).and_then(|t| t.as_list()) else {
+            return;
+        };
         for (i, taint) in taints.iter().enumerate() {
-            if let Some(effect) = taint.as_object().and_then(|o| o.get("effect")).and_then(|e| e.as_str())
+            if let Some(effect) = taint
+                .as_object()
+                .and_then(|o| o.get("effect"))
+                .and_then(|e| e.as_str())
                 && !["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"].contains(&effect)
             {
                 self.error(
@@ -85,7 +105,9 @@ pub(crate) fn is_dns_label(s: &str) -> bool {
     let bytes = s.as_bytes();
     !bytes.is_empty()
         && bytes.len() <= 63
-        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
         && bytes[0] != b'-'
         && bytes[bytes.len() - 1] != b'-'
 }

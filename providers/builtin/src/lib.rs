@@ -36,13 +36,20 @@ impl Registry {
             Arc::new(aws::Aws),
             Arc::new(gcp::Gcp),
         ];
-        let mut registry = Registry { providers: IndexMap::new(), owners: IndexMap::new() };
+        let mut registry = Registry {
+            providers: IndexMap::new(),
+            owners: IndexMap::new(),
+        };
         for provider in providers {
             let schema = provider.get_schema(GetSchemaRequest::default()).schema;
             for type_name in schema.resources.keys().chain(schema.data_sources.keys()) {
-                registry.owners.insert(type_name.clone(), schema.name.clone());
+                registry
+                    .owners
+                    .insert(type_name.clone(), schema.name.clone());
             }
-            registry.providers.insert(schema.name.clone(), (provider, schema));
+            registry
+                .providers
+                .insert(schema.name.clone(), (provider, schema));
         }
         registry
     }
@@ -75,11 +82,15 @@ impl Registry {
     }
 
     pub fn resource_types(&self) -> impl Iterator<Item = &str> {
-        self.providers.values().flat_map(|(_, s)| s.resources.keys().map(String::as_str))
+        self.providers
+            .values()
+            .flat_map(|(_, s)| s.resources.keys().map(String::as_str))
     }
 
     pub fn data_source_types(&self) -> impl Iterator<Item = &str> {
-        self.providers.values().flat_map(|(_, s)| s.data_sources.keys().map(String::as_str))
+        self.providers
+            .values()
+            .flat_map(|(_, s)| s.data_sources.keys().map(String::as_str))
     }
 }
 
@@ -98,8 +109,10 @@ mod tests {
             .values()
             .map(|(_, s)| s.resources.len() + s.data_sources.len())
             .sum();
-        let distinct: std::collections::HashSet<_> =
-            registry.resource_types().chain(registry.data_source_types()).collect();
+        let distinct: std::collections::HashSet<_> = registry
+            .resource_types()
+            .chain(registry.data_source_types())
+            .collect();
         // A data source may share its name with a resource (local_file); owners must agree.
         assert!(distinct.len() <= total);
         for t in distinct {

@@ -11,11 +11,32 @@ pub(crate) struct Local;
 impl Provider for Local {
     fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
         let file = Schema::new("A file on the local disk, written atomically.")
-            .attr("filename", Attribute::required(Type::String).force_new().describe("Path of the file, relative to the stack."))
-            .attr("content", Attribute::optional(Type::String).describe("Content of the file."))
-            .attr("sensitive_content", Attribute::optional(Type::String).sensitive().describe("Content that never appears in plans, logs or output."))
-            .attr("file_permission", Attribute::optional_computed(Type::String).force_new().describe("Octal mode, default \"0644\"."))
-            .attr("id", Attribute::computed(Type::String).describe("SHA-256 of the content."));
+            .attr(
+                "filename",
+                Attribute::required(Type::String)
+                    .force_new()
+                    .describe("Path of the file, relative to the stack."),
+            )
+            .attr(
+                "content",
+                Attribute::optional(Type::String).describe("Content of the file."),
+            )
+            .attr(
+                "sensitive_content",
+                Attribute::optional(Type::String)
+                    .sensitive()
+                    .describe("Content that never appears in plans, logs or output."),
+            )
+            .attr(
+                "file_permission",
+                Attribute::optional_computed(Type::String)
+                    .force_new()
+                    .describe("Octal mode, default \"0644\"."),
+            )
+            .attr(
+                "id",
+                Attribute::computed(Type::String).describe("SHA-256 of the content."),
+            );
         let data_file = Schema::new("Reads a file from the local disk.")
             .attr("filename", Attribute::required(Type::String))
             .attr("content", Attribute::computed(Type::String));
@@ -30,18 +51,31 @@ impl Provider for Local {
         }
     }
 
-    fn validate_resource_config(&self, request: ValidateResourceConfigRequest) -> ValidateResourceConfigResponse {
+    fn validate_resource_config(
+        &self,
+        request: ValidateResourceConfigRequest,
+    ) -> ValidateResourceConfigResponse {
         let mut check = Checker::new(&request.config);
         if request.type_name == "local_file" {
             if check.get("content").is_some() && check.get("sensitive_content").is_some() {
-                check.error("sensitive_content", "Conflicting attributes", "Set either content or sensitive_content, not both.".into());
+                check.error(
+                    "sensitive_content",
+                    "Conflicting attributes",
+                    "Set either content or sensitive_content, not both.".into(),
+                );
             }
             if let Some(mode) = check.str("file_permission")
                 && (mode.len() > 4 || u32::from_str_radix(mode, 8).is_err())
             {
-                check.error("file_permission", "Invalid file permission", format!("\"{mode}\" is not an octal mode such as \"0644\"."));
+                check.error(
+                    "file_permission",
+                    "Invalid file permission",
+                    format!("\"{mode}\" is not an octal mode such as \"0644\"."),
+                );
             }
         }
-        ValidateResourceConfigResponse { diagnostics: check.diagnostics }
+        ValidateResourceConfigResponse {
+            diagnostics: check.diagnostics,
+        }
     }
 }

@@ -31,17 +31,28 @@ impl Attribute {
     }
 
     pub fn optional(ty: Type) -> Self {
-        Self { required: false, optional: true, ..Self::required(ty) }
+        Self {
+            required: false,
+            optional: true,
+            ..Self::required(ty)
+        }
     }
 
     /// Only the provider sets it; configuration may not.
     pub fn computed(ty: Type) -> Self {
-        Self { required: false, computed: true, ..Self::required(ty) }
+        Self {
+            required: false,
+            computed: true,
+            ..Self::required(ty)
+        }
     }
 
     /// Configuration may set it; otherwise the provider chooses.
     pub fn optional_computed(ty: Type) -> Self {
-        Self { computed: true, ..Self::optional(ty) }
+        Self {
+            computed: true,
+            ..Self::optional(ty)
+        }
     }
 
     pub fn sensitive(mut self) -> Self {
@@ -91,7 +102,10 @@ pub struct Schema {
 
 impl Schema {
     pub fn new(description: impl Into<String>) -> Self {
-        Self { description: description.into(), ..Self::default() }
+        Self {
+            description: description.into(),
+            ..Self::default()
+        }
     }
 
     pub fn attr(mut self, name: &str, attribute: Attribute) -> Self {
@@ -101,7 +115,15 @@ impl Schema {
 
     pub fn block(mut self, name: &str, nesting: BlockNesting, block: Schema) -> Self {
         let max_items = (nesting == BlockNesting::Single).then_some(1);
-        self.blocks.insert(name.to_owned(), NestedBlock { nesting, min_items: 0, max_items, block });
+        self.blocks.insert(
+            name.to_owned(),
+            NestedBlock {
+                nesting,
+                min_items: 0,
+                max_items,
+                block,
+            },
+        );
         self
     }
 

@@ -25,11 +25,19 @@ pub struct ObjectAttr {
 
 impl ObjectAttr {
     pub fn required(ty: Type) -> Self {
-        Self { ty, optional: false, default: None }
+        Self {
+            ty,
+            optional: false,
+            default: None,
+        }
     }
 
     pub fn optional(ty: Type) -> Self {
-        Self { ty, optional: true, default: None }
+        Self {
+            ty,
+            optional: true,
+            default: None,
+        }
     }
 }
 
@@ -43,7 +51,10 @@ pub struct ConversionError {
 
 impl ConversionError {
     fn new(message: impl Into<String>) -> Self {
-        Self { path: String::new(), message: message.into() }
+        Self {
+            path: String::new(),
+            message: message.into(),
+        }
     }
 
     fn within(mut self, step: &str) -> Self {
@@ -92,7 +103,11 @@ impl Type {
                     .ok()
                     .filter(|n| n.is_finite())
                     .map(Value::Number)
-                    .ok_or_else(|| ConversionError::new(format!("a number is required, got the string {value}"))),
+                    .ok_or_else(|| {
+                        ConversionError::new(format!(
+                            "a number is required, got the string {value}"
+                        ))
+                    }),
                 other => Err(mismatch("number", other)),
             },
             Type::Bool => match value {
@@ -107,7 +122,9 @@ impl Type {
                 };
                 let mut out = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
-                    let converted = elem.convert(item).map_err(|e| e.within(&format!("[{i}]")))?;
+                    let converted = elem
+                        .convert(item)
+                        .map_err(|e| e.within(&format!("[{i}]")))?;
                     if matches!(self, Type::Set(_)) && out.contains(&converted) {
                         continue;
                     }
@@ -121,7 +138,9 @@ impl Type {
                 };
                 let mut out = IndexMap::with_capacity(map.len());
                 for (k, v) in map {
-                    let converted = elem.convert(v).map_err(|e| e.within(&format!("[{}]", Value::string(k.clone()))))?;
+                    let converted = elem
+                        .convert(v)
+                        .map_err(|e| e.within(&format!("[{}]", Value::string(k.clone()))))?;
                     out.insert(k.clone(), converted);
                 }
                 Ok(Value::Object(out))
@@ -153,17 +172,29 @@ impl Type {
                 for (name, attr) in attrs {
                     match map.get(name) {
                         Some(v) if !v.is_null() => {
-                            out.insert(name.clone(), attr.ty.convert(v).map_err(|e| e.within(&format!(".{name}")))?);
+                            out.insert(
+                                name.clone(),
+                                attr.ty
+                                    .convert(v)
+                                    .map_err(|e| e.within(&format!(".{name}")))?,
+                            );
                         }
                         _ if attr.optional => {
                             let default = attr.default.clone().unwrap_or(Value::Null);
-                            out.insert(name.clone(), attr.ty.convert(&default).map_err(|e| e.within(&format!(".{name}")))?);
+                            out.insert(
+                                name.clone(),
+                                attr.ty
+                                    .convert(&default)
+                                    .map_err(|e| e.within(&format!(".{name}")))?,
+                            );
                         }
                         Some(_) => {
                             out.insert(name.clone(), Value::Null);
                         }
                         None => {
-                            return Err(ConversionError::new(format!("attribute \"{name}\" is required")));
+                            return Err(ConversionError::new(format!(
+                                "attribute \"{name}\" is required"
+                            )));
                         }
                     }
                 }
@@ -221,17 +252,31 @@ mod tests {
 
     #[test]
     fn primitives_convert_like_hcl() {
-        assert_eq!(Type::String.convert(&Value::Number(3.0)), Ok(Value::string("3")));
-        assert_eq!(Type::Number.convert(&Value::string("10")), Ok(Value::Number(10.0)));
-        assert_eq!(Type::Bool.convert(&Value::string("true")), Ok(Value::Bool(true)));
+        assert_eq!(
+            Type::String.convert(&Value::Number(3.0)),
+            Ok(Value::string("3"))
+        );
+        assert_eq!(
+            Type::Number.convert(&Value::string("10")),
+            Ok(Value::Number(10.0))
+        );
+        assert_eq!(
+            Type::Bool.convert(&Value::string("true")),
+            Ok(Value::Bool(true))
+        );
         assert!(Type::Number.convert(&Value::string("ten")).is_err());
         assert!(Type::String.convert(&Value::List(vec![])).is_err());
     }
 
     #[test]
     fn errors_locate_the_element() {
-        let t = Type::list(Type::object([("replicas", ObjectAttr::required(Type::Number))]));
-        let v = Value::List(vec![Value::Object([("replicas".into(), Value::string("x"))].into())]);
+        let t = Type::list(Type::object([(
+            "replicas",
+            ObjectAttr::required(Type::Number),
+        )]));
+        let v = Value::List(vec![Value::Object(
+            [("replicas".into(), Value::string("x"))].into(),
+        )]);
         let err = t.convert(&v).unwrap_err();
         assert_eq!(err.path, "[0].replicas");
     }
@@ -240,7 +285,11 @@ mod tests {
     fn optional_attributes_take_defaults() {
         let t = Type::object([(
             "replicas",
-            ObjectAttr { ty: Type::Number, optional: true, default: Some(Value::Number(2.0)) },
+            ObjectAttr {
+                ty: Type::Number,
+                optional: true,
+                default: Some(Value::Number(2.0)),
+            },
         )]);
         let out = t.convert(&Value::Object(IndexMap::new())).unwrap();
         assert_eq!(out.as_object().unwrap()["replicas"], Value::Number(2.0));
@@ -249,7 +298,10 @@ mod tests {
     #[test]
     fn sets_drop_duplicates_and_unknowns_pass() {
         let v = Value::List(vec![Value::string("a"), Value::string("a")]);
-        assert_eq!(Type::set(Type::String).convert(&v).unwrap(), Value::List(vec![Value::string("a")]));
+        assert_eq!(
+            Type::set(Type::String).convert(&v).unwrap(),
+            Value::List(vec![Value::string("a")])
+        );
         assert_eq!(Type::Number.convert(&Value::Unknown), Ok(Value::Unknown));
     }
 }

@@ -99,7 +99,9 @@ impl Value {
             Value::Bool(b) => serde_json::Value::Bool(*b),
             Value::Number(n) => number_to_json(*n),
             Value::String(s) => serde_json::Value::String(s.clone()),
-            Value::List(items) => serde_json::Value::Array(items.iter().map(Value::to_json).collect()),
+            Value::List(items) => {
+                serde_json::Value::Array(items.iter().map(Value::to_json).collect())
+            }
             Value::Object(map) => serde_json::Value::Object(
                 map.iter().map(|(k, v)| (k.clone(), v.to_json())).collect(),
             ),
@@ -112,9 +114,13 @@ impl Value {
             serde_json::Value::Bool(b) => Value::Bool(*b),
             serde_json::Value::Number(n) => Value::Number(n.as_f64().unwrap_or(f64::NAN)),
             serde_json::Value::String(s) => Value::String(s.clone()),
-            serde_json::Value::Array(items) => Value::List(items.iter().map(Value::from_json).collect()),
+            serde_json::Value::Array(items) => {
+                Value::List(items.iter().map(Value::from_json).collect())
+            }
             serde_json::Value::Object(map) => Value::Object(
-                map.iter().map(|(k, v)| (k.clone(), Value::from_json(v))).collect(),
+                map.iter()
+                    .map(|(k, v)| (k.clone(), Value::from_json(v)))
+                    .collect(),
             ),
         }
     }
@@ -183,7 +189,10 @@ mod tests {
 
     #[test]
     fn unknown_anywhere_makes_value_not_wholly_known() {
-        let v = Value::List(vec![Value::Null, Value::Object([("a".into(), Value::Unknown)].into())]);
+        let v = Value::List(vec![
+            Value::Null,
+            Value::Object([("a".into(), Value::Unknown)].into()),
+        ]);
         assert!(!v.is_wholly_known());
         assert!(Value::List(vec![Value::Null]).is_wholly_known());
     }

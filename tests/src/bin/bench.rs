@@ -1,4 +1,5 @@
 //! Benchmarks of the static phases, with medians and ratios in the output.
+#![allow(clippy::panic, clippy::unwrap_used)]
 //!
 //! `cargo run --release -p gpustack-tests --bin bench` measures:
 //! - `gpustack validate` of the reference example as a process (the user-visible number; target
@@ -29,7 +30,13 @@ fn time_process(args: &[&str], runs: usize) -> Duration {
     let samples = (0..runs)
         .map(|_| {
             let start = Instant::now();
-            let status = Command::new(&bin).current_dir(repo_root()).args(args).env("NO_COLOR", "1").output().expect("run gpustack").status;
+            let status = Command::new(&bin)
+                .current_dir(repo_root())
+                .args(args)
+                .env("NO_COLOR", "1")
+                .output()
+                .expect("run gpustack")
+                .status;
             let elapsed = start.elapsed();
             assert!(status.success(), "gpustack {args:?} failed");
             elapsed
@@ -41,9 +48,15 @@ fn time_process(args: &[&str], runs: usize) -> Duration {
 /// A stack of `n` local_file resources in layers of 100: each file reads the id of one file of
 /// the previous layer, plus a for_each resource, a module-free mix of locals and outputs.
 fn synthetic_stack(dir: &Path, n: usize) {
-    let mut text = String::from("variable \"prefix\" {\n  default = \"f\"\n}\n\nlocals {\n  width = 100\n}\n\n");
+    let mut text = String::from(
+        "variable \"prefix\" {\n  default = \"f\"\n}\n\nlocals {\n  width = 100\n}\n\n",
+    );
     for i in 0..n {
-        let content = if i < 100 { "\"seed\"".to_owned() } else { format!("local_file.f{}.id", i - 100) };
+        let content = if i < 100 {
+            "\"seed\"".to_owned()
+        } else {
+            format!("local_file.f{}.id", i - 100)
+        };
         text.push_str(&format!(
             "resource \"local_file\" \"f{i}\" {{\n  filename = \"${{var.prefix}}-{i}.txt\"\n  content  = {content}\n}}\n\n"
         ));
@@ -65,9 +78,19 @@ fn time_load(dir: &Path, runs: usize) -> (Duration, usize) {
     let samples = (0..runs)
         .map(|_| {
             let start = Instant::now();
-            let loaded = gpustack::load(dir, &VariableArgs::default(), EvalOptions { allow_missing_inputs: true });
+            let loaded = gpustack::load(
+                dir,
+                &VariableArgs::default(),
+                EvalOptions {
+                    allow_missing_inputs: true,
+                },
+            );
             let elapsed = start.elapsed();
-            assert!(!loaded.has_errors(), "synthetic stack has errors: {:?}", loaded.diagnostics.first());
+            assert!(
+                !loaded.has_errors(),
+                "synthetic stack has errors: {:?}",
+                loaded.diagnostics.first()
+            );
             resources = loaded.evaluated.resources.len();
             elapsed
         })
@@ -76,14 +99,24 @@ fn time_load(dir: &Path, runs: usize) -> (Duration, usize) {
 }
 
 fn main() {
-    let runs: usize = std::env::var("BENCH_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(30);
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(30);
     println!("gpustack benchmark ({runs} runs each, medians)\n");
 
     let baseline = time_process(&["version"], runs);
     let validate = time_process(&["validate", "examples/aks-t4-time-slicing"], runs);
-    println!("process: gpustack version (start-up floor)        {:8.2} ms", ms(baseline));
-    println!("process: gpustack validate aks-t4-time-slicing    {:8.2} ms  ({:.2}× the floor; target < 50 ms: {})",
-        ms(validate), ms(validate) / ms(baseline), if ms(validate) < 50.0 { "met" } else { "MISSED" });
+    println!(
+        "process: gpustack version (start-up floor)        {:8.2} ms",
+        ms(baseline)
+    );
+    println!(
+        "process: gpustack validate aks-t4-time-slicing    {:8.2} ms  ({:.2}× the floor; target < 50 ms: {})",
+        ms(validate),
+        ms(validate) / ms(baseline),
+        if ms(validate) < 50.0 { "met" } else { "MISSED" }
+    );
 
     let tmp = std::env::temp_dir().join(format!("gpustack-bench-{}", std::process::id()));
     let small = tmp.join("n1000");
@@ -94,7 +127,11 @@ fn main() {
     let (t_large, n_large) = time_load(&large, runs.min(5));
     println!("\nin-process load → graph → evaluate:");
     println!("  {n_small:>6} resources  {:9.2} ms", ms(t_small));
-    println!("  {n_large:>6} resources  {:9.2} ms  ({:.2}× for 10× the resources; linear would be 10×)", ms(t_large), ms(t_large) / ms(t_small));
+    println!(
+        "  {n_large:>6} resources  {:9.2} ms  ({:.2}× for 10× the resources; linear would be 10×)",
+        ms(t_large),
+        ms(t_large) / ms(t_small)
+    );
     if let Some(peak) = peak_rss_mib() {
         println!("  peak resident memory of this process: {peak:.1} MiB");
     }
