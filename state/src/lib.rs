@@ -4,6 +4,10 @@
 //! a `serial` (incremented on every write), so that a saved plan can refuse to apply over a
 //! state it was not made from. Backends and locking arrive with the reconciliation engine.
 
+mod local;
+
+pub use local::{LocalBackend, LockError, LockGuard, StateError};
+
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +55,41 @@ pub struct ResourceState {
 pub enum ResourceMode {
     Managed,
     Data,
+}
+
+/// Who holds a lock and why; shown to anyone who finds the state locked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockInfo {
+    pub id: String,
+    pub operation: String,
+    pub who: String,
+    pub pid: u32,
+    pub created: String,
+    pub version: String,
+}
+
+impl LockInfo {
+    pub fn new(operation: &str) -> Self {
+        let user = std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "unknown".into());
+        let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_else(|_| "localhost".into());
+        Self {
+            id: uuid::Uuid::new_v4().to_string(),
+            operation: operation.to_owned(),
+            who: format!("{user}@{host}"),
+            pid: std::process::id(),
+            created: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+
+    fn unreadable() -> Self {
+        Self { id: "unknown".into(), operation: "unknown".into(), who: "unknown".into(), pid: 0, created: "unknown".into(), version: String::new() }
+    }
+}
+
+/// A new lineage: the identity of a state's history.
+pub fn new_lineage() -> String {
+    uuid::Uuid::new_v4().to_string()
 }
 
 #[derive(Debug, thiserror::Error)]

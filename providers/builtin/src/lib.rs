@@ -13,6 +13,7 @@ mod gpu;
 mod helm;
 mod kubernetes;
 mod local;
+mod testing;
 
 use gpustack_protocol::{GetSchemaRequest, Provider, ProviderSchema, Schema};
 use indexmap::IndexMap;
@@ -36,6 +37,10 @@ impl Registry {
             Arc::new(aws::Aws),
             Arc::new(gcp::Gcp),
         ];
+        let mut providers = providers;
+        if std::env::var_os("GPUSTACK_TEST_PROVIDER").is_some_and(|v| v == "1") {
+            providers.push(Arc::new(testing::Testing));
+        }
         let mut registry = Registry {
             providers: IndexMap::new(),
             owners: IndexMap::new(),

@@ -40,13 +40,178 @@ pub struct ValidateResourceConfigResponse {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// The interface every provider implements. Calls that reach a remote API (plan, apply, read)
-/// join this trait with the reconciliation engine.
+/// Configuration of one `provider` block, converted to the provider's config schema.
+#[derive(Debug, Clone)]
+pub struct ConfigureRequest {
+    pub config: Value,
+}
+
+/// Reads the live objects behind states recorded earlier; one call may carry many, so that a
+/// provider can answer with one LIST instead of one GET per object.
+#[derive(Debug, Clone)]
+pub struct ReadResourcesRequest {
+    pub type_name: String,
+    pub states: Vec<Value>,
+}
+
+/// One entry per requested state, in order: the live state, or `None` where the object is gone.
+#[derive(Debug, Clone, Default)]
+pub struct ReadResourcesResponse {
+    pub states: Vec<Option<Value>>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PlanResourceChangeRequest {
+    pub type_name: String,
+    /// The refreshed state, or `None` for an object that does not exist yet.
+    pub prior_state: Option<Value>,
+    /// The configuration, converted to the schema; unknown where it depends on unapplied changes.
+    pub config: Value,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PlanResourceChangeResponse {
+    /// What the object will look like: configured values, prior values of computed attributes
+    /// that will not change, unknown for what only apply can tell.
+    pub planned_state: Value,
+    /// Attribute paths whose change forces replacement (`vm_size`).
+    pub requires_replace: Vec<String>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Creates (no prior state), updates (both) or deletes (no planned state) one object.
+#[derive(Debug, Clone)]
+pub struct ApplyResourceChangeRequest {
+    pub type_name: String,
+    pub prior_state: Option<Value>,
+    pub planned_state: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ApplyResourceChangeResponse {
+    /// The object after the change; `None` after a delete.
+    pub new_state: Option<Value>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ImportResourceRequest {
+    pub type_name: String,
+    /// The provider's identity of the object (a file name, a namespace/name, an ARM id).
+    pub id: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ImportResourceResponse {
+    pub state: Option<Value>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReadDataSourceRequest {
+    pub type_name: String,
+    pub config: Value,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ReadDataSourceResponse {
+    pub state: Value,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The interface every provider implements.
+///
+/// A registered provider is a factory: `configure` returns the instance that serves one
+/// `provider` block, and every other call goes to such an instance.
+#[async_trait::async_trait]
 pub trait Provider: Send + Sync {
     fn get_schema(&self, request: GetSchemaRequest) -> GetSchemaResponse;
 
-    fn validate_resource_config(
-        &self,
-        request: ValidateResourceConfigRequest,
-    ) -> ValidateResourceConfigResponse;
+    fn validate_resource_config(&self, request: ValidateResourceConfigRequest) -> ValidateResourceConfigResponse;
+
+    /// Providers that only validate so far keep the default: planning with them fails with a
+    /// message that says so, instead of pretending.
+    async fn configure(&self, request: ConfigureRequest) -> Result<std::sync::Arc<dyn Provider>, Vec<Diagnostic>> {
+        let _ = request;
+        let name = self.get_schema(GetSchemaRequest::default()).schema.name;
+        Err(vec![Diagnostic::error(
+            "Provider cannot plan yet",
+            format!("The {name} provider checks configuration but cannot yet read, plan or apply; use gpustack validate for stacks that use it."),
+        )])
+    }
+
+    async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        ReadResourcesResponse { states: vec![None; request.states.len()], diagnostics: vec![unsupported("read")] }
+    }
+
+    /// The default plans from the schema alone; providers override it where the API adds
+    /// defaults or rules of its own.
+    async fn plan_resource_change(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse {
+        let schema = self.get_schema(GetSchemaRequest::default()).schema;
+        match schema.resources.get(&request.type_name) {
+            Some(resource) => plan_from_schema(resource, request.prior_state.as_ref(), &request.config),
+            None => PlanResourceChangeResponse {
+                diagnostics: vec![Diagnostic::error("Unknown resource type", format!("This provider has no resource type \"{}\".", request.type_name))],
+                ..Default::default()
+            },
+        }
+    }
+
+    async fn apply_resource_change(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {
+        let _ = request;
+        ApplyResourceChangeResponse { new_state: None, diagnostics: vec![unsupported("apply")] }
+    }
+
+    async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
+        let _ = request;
+        ImportResourceResponse { state: None, diagnostics: vec![unsupported("import")] }
+    }
+
+    async fn read_data_source(&self, request: ReadDataSourceRequest) -> ReadDataSourceResponse {
+        let _ = request;
+        ReadDataSourceResponse { state: Value::Null, diagnostics: vec![unsupported("read data sources")] }
+    }
+}
+
+fn unsupported(operation: &str) -> Diagnostic {
+    Diagnostic::error("Operation not supported", format!("This provider cannot {operation}."))
+}
+
+/// Plans a change from the schema: configured values win; unset computed attributes keep their
+/// prior value (unknown on create); a changed force-new attribute requires replacement.
+pub fn plan_from_schema(schema: &Schema, prior: Option<&Value>, config: &Value) -> PlanResourceChangeResponse {
+    let empty = indexmap::IndexMap::new();
+    let config = config.as_object().unwrap_or(&empty);
+    let prior_object = prior.and_then(Value::as_object);
+    let mut planned = indexmap::IndexMap::new();
+    let mut requires_replace = Vec::new();
+    for (name, attribute) in &schema.attributes {
+        let configured = config.get(name).filter(|v| !v.is_null());
+        let before = prior_object.and_then(|p| p.get(name));
+        let after = match (configured, attribute.computed) {
+            (Some(v), _) => v.clone(),
+            (None, true) => before.cloned().filter(|_| !attribute.force_new || prior.is_some()).unwrap_or(Value::Unknown),
+            (None, false) => Value::Null,
+        };
+        if attribute.force_new && prior.is_some() && before.is_some_and(|b| *b != after) && !(after.is_unknown() && attribute.computed && configured.is_none()) {
+            requires_replace.push(name.clone());
+        }
+        planned.insert(name.clone(), after);
+    }
+    for name in schema.blocks.keys() {
+        planned.insert(name.clone(), config.get(name).cloned().unwrap_or(Value::Null));
+    }
+    // Computed-only attributes are derived from the rest: any configured change recomputes them.
+    let changed = prior_object.is_some_and(|p| {
+        schema.attributes.iter().any(|(name, a)| a.is_configurable() && p.get(name).unwrap_or(&Value::Null) != planned.get(name).unwrap_or(&Value::Null))
+    });
+    if changed || !requires_replace.is_empty() {
+        for (name, attribute) in &schema.attributes {
+            if attribute.computed && !attribute.is_configurable() {
+                planned.insert(name.clone(), Value::Unknown);
+            }
+        }
+    }
+    PlanResourceChangeResponse { planned_state: Value::Object(planned), requires_replace, diagnostics: Vec::new() }
 }

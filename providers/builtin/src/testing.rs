@@ -1,0 +1,176 @@
+//! The `test` provider: objects in a JSON "world" file, with programmable latency, failures and
+//! drift, for the engine's own tests and benchmarks. Registered only when
+//! `GPUSTACK_TEST_PROVIDER=1`.
+//!
+//! Configuration: `latency_ms` (every call sleeps this long), `world` (the file the objects live
+//! in; none: in memory), `fail_on` (names whose create or update fails). Tests make drift by
+//! editing the world file between runs.
+
+use crate::check::provider_config;
+use gpustack_protocol::{
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest, Diagnostic, GetSchemaRequest,
+    GetSchemaResponse, ImportResourceRequest, ImportResourceResponse, Provider, ProviderSchema, ReadResourcesRequest,
+    ReadResourcesResponse, Schema, Type, ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value,
+};
+use indexmap::IndexMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub(crate) struct Testing;
+
+struct World {
+    latency: Duration,
+    path: Option<PathBuf>,
+    fail_on: Vec<String>,
+    objects: Mutex<IndexMap<String, Value>>,
+}
+
+impl World {
+    async fn call(&self) {
+        if !self.latency.is_zero() {
+            tokio::time::sleep(self.latency).await;
+        }
+    }
+
+    /// Reads the world file fresh, so that edits between calls (drift) are seen.
+    fn load(&self) -> IndexMap<String, Value> {
+        let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(path) = &self.path
+            && let Ok(text) = std::fs::read_to_string(path)
+            && let Ok(json) = serde_json::from_str::<serde_json::Value>(&text)
+            && let Value::Object(map) = Value::from_json(&json)
+        {
+            *objects = map;
+        }
+        objects.clone()
+    }
+
+    fn update(&self, change: impl FnOnce(&mut IndexMap<String, Value>)) -> Result<(), String> {
+        let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(path) = &self.path
+            && let Ok(text) = std::fs::read_to_string(path)
+            && let Ok(json) = serde_json::from_str::<serde_json::Value>(&text)
+            && let Value::Object(map) = Value::from_json(&json)
+        {
+            *objects = map;
+        }
+        change(&mut objects);
+        if let Some(path) = &self.path {
+            let json = Value::Object(objects.clone()).to_json();
+            let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+            std::fs::write(&tmp, serde_json::to_vec_pretty(&json).unwrap_or_default()).map_err(|e| e.to_string())?;
+            std::fs::rename(&tmp, path).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+fn schema() -> ProviderSchema {
+    let config = provider_config("Objects in a JSON file, for tests.")
+        .attr("latency_ms", Attribute::optional(Type::Number))
+        .attr("world", Attribute::optional(Type::String))
+        .attr("fail_on", Attribute::optional(Type::list(Type::String)));
+    let object = Schema::new("An object in the test world.")
+        .attr("name", Attribute::required(Type::String).force_new())
+        .attr("value", Attribute::optional(Type::String))
+        .attr("secret", Attribute::optional(Type::String).sensitive())
+        .attr("tags", Attribute::optional(Type::map(Type::String)))
+        .attr("id", Attribute::computed(Type::String));
+    ProviderSchema { name: "test".into(), config, resources: [("test_object".to_owned(), object)].into(), data_sources: Default::default() }
+}
+
+fn name_of(state: &Value) -> Option<&str> {
+    state.as_object()?.get("name")?.as_str()
+}
+
+#[async_trait::async_trait]
+impl Provider for Testing {
+    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+        GetSchemaResponse { schema: schema(), diagnostics: vec![] }
+    }
+
+    fn validate_resource_config(&self, _: ValidateResourceConfigRequest) -> ValidateResourceConfigResponse {
+        ValidateResourceConfigResponse::default()
+    }
+
+    async fn configure(&self, request: ConfigureRequest) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        let config = request.config.as_object().cloned().unwrap_or_default();
+        let latency = config.get("latency_ms").and_then(Value::as_number).unwrap_or(0.0).max(0.0);
+        let fail_on = config.get("fail_on").and_then(Value::as_list).map(|l| l.iter().filter_map(Value::as_str).map(str::to_owned).collect()).unwrap_or_default();
+        let world = World {
+            latency: Duration::from_secs_f64(latency / 1000.0),
+            path: config.get("world").and_then(Value::as_str).map(PathBuf::from),
+            fail_on,
+            objects: Mutex::new(IndexMap::new()),
+        };
+        Ok(Arc::new(Configured(Arc::new(world))))
+    }
+}
+
+struct Configured(Arc<World>);
+
+#[async_trait::async_trait]
+impl Provider for Configured {
+    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+        GetSchemaResponse { schema: schema(), diagnostics: vec![] }
+    }
+
+    fn validate_resource_config(&self, _: ValidateResourceConfigRequest) -> ValidateResourceConfigResponse {
+        ValidateResourceConfigResponse::default()
+    }
+
+    async fn configure(&self, _: ConfigureRequest) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        Ok(Arc::new(Configured(self.0.clone())))
+    }
+
+    /// One call, one latency, however many objects: like a LIST.
+    async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        self.0.call().await;
+        let objects = self.0.load();
+        let states = request.states.iter().map(|s| name_of(s).and_then(|n| objects.get(n).cloned())).collect();
+        ReadResourcesResponse { states, diagnostics: vec![] }
+    }
+
+    async fn apply_resource_change(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {
+        self.0.call().await;
+        match request.planned_state {
+            None => {
+                let name = request.prior_state.as_ref().and_then(name_of).unwrap_or_default().to_owned();
+                match self.0.update(|o| {
+                    o.shift_remove(&name);
+                }) {
+                    Ok(()) => ApplyResourceChangeResponse::default(),
+                    Err(e) => ApplyResourceChangeResponse { new_state: request.prior_state, diagnostics: vec![Diagnostic::error("Cannot save the test world", e)] },
+                }
+            }
+            Some(planned) => {
+                let name = name_of(&planned).unwrap_or_default().to_owned();
+                if self.0.fail_on.contains(&name) {
+                    return ApplyResourceChangeResponse {
+                        new_state: request.prior_state,
+                        diagnostics: vec![Diagnostic::error("Injected failure", format!("test_object \"{name}\" is set to fail."))],
+                    };
+                }
+                let mut state = planned.as_object().cloned().unwrap_or_default();
+                state.insert("id".into(), Value::String(format!("obj-{name}")));
+                let state = Value::Object(state);
+                let stored = state.clone();
+                match self.0.update(|o| {
+                    o.insert(name, stored);
+                }) {
+                    Ok(()) => ApplyResourceChangeResponse { new_state: Some(state), diagnostics: vec![] },
+                    Err(e) => ApplyResourceChangeResponse { new_state: request.prior_state, diagnostics: vec![Diagnostic::error("Cannot save the test world", e)] },
+                }
+            }
+        }
+    }
+
+    async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
+        self.0.call().await;
+        match self.0.load().get(&request.id) {
+            Some(state) => ImportResourceResponse { state: Some(state.clone()), diagnostics: vec![] },
+            None => ImportResourceResponse { state: None, diagnostics: vec![Diagnostic::error("Cannot import", format!("No test object named \"{}\".", request.id))] },
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! The local backend: `.gpustack/state.json` next to the stack.
+//!
+//! **Invariant:** the state file is only ever replaced whole: written to a temporary file,
+//! synced, then renamed over the old one, whose previous content is kept as
+//! `state.json.backup`. A crash at any point leaves either the old or the new state, both
+//! parseable. Files are created with mode 0600: state holds sensitive values.
+
+use crate::{DecodeStateError, LockInfo, State};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("cannot read the state at {path}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("the state at {path} is damaged")]
+    Decode { path: PathBuf, source: DecodeStateError },
+    #[error("cannot write the state at {path}")]
+    Write { path: PathBuf, source: std::io::Error },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("the state is locked by {} (pid {}) for {} since {}; lock ID {}", .0.who, .0.pid, .0.operation, .0.created, .0.id)]
+    Held(LockInfo),
+    #[error("cannot lock the state at {path}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("the state is not locked")]
+    NotLocked,
+    #[error("the lock ID {given} does not match the lock held: {}", .held.id)]
+    WrongId { given: String, held: LockInfo },
+}
+
+pub struct LocalBackend {
+    path: PathBuf,
+}
+
+/// Holds the lock; releasing happens on drop, so every exit path unlocks.
+pub struct LockGuard {
+    path: PathBuf,
+    id: String,
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        // Only our own lock: after force-unlock someone else may hold it.
+        if read_lock(&self.path).is_some_and(|held| held.id == self.id) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn read_lock(path: &Path) -> Option<LockInfo> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+impl LocalBackend {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+
+    /// `<stack>/.gpustack/state.json`, or `path` from the backend block (relative to the stack).
+    pub fn for_stack(stack_dir: &Path, configured: Option<&str>) -> Self {
+        match configured {
+            Some(p) => Self::new(stack_dir.join(p)),
+            None => Self::new(stack_dir.join(".gpustack").join("state.json")),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn lock_path(&self) -> PathBuf {
+        with_suffix(&self.path, ".lock")
+    }
+
+    pub fn read(&self) -> Result<Option<State>, StateError> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => State::decode(&bytes).map(Some).map_err(|source| StateError::Decode { path: self.path.clone(), source }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(StateError::Read { path: self.path.clone(), source }),
+        }
+    }
+
+    pub fn write(&self, state: &State) -> Result<(), StateError> {
+        let err = |source| StateError::Write { path: self.path.clone(), source };
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(err)?;
+        }
+        if self.path.exists() {
+            std::fs::copy(&self.path, with_suffix(&self.path, ".backup")).map_err(err)?;
+            restrict(&with_suffix(&self.path, ".backup")).map_err(err)?;
+        }
+        let tmp = with_suffix(&self.path, &format!(".tmp-{}", std::process::id()));
+        let mut file = private_file(&tmp).map_err(err)?;
+        file.write_all(&state.encode()).map_err(err)?;
+        file.sync_all().map_err(err)?;
+        drop(file);
+        std::fs::rename(&tmp, &self.path).map_err(err)?;
+        if let Some(dir) = self.path.parent()
+            && let Ok(d) = File::open(dir)
+        {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+
+    /// Takes the lock, retrying until `timeout` while someone else holds it.
+    pub fn lock(&self, info: LockInfo, timeout: Duration) -> Result<LockGuard, LockError> {
+        let path = self.lock_path();
+        let deadline = Instant::now() + timeout;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| LockError::Io { path: path.clone(), source })?;
+        }
+        loop {
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut file) => {
+                    let _ = restrict(&path);
+                    let json = serde_json::to_vec_pretty(&info).unwrap_or_default();
+                    file.write_all(&json).and_then(|()| file.sync_all()).map_err(|source| LockError::Io { path: path.clone(), source })?;
+                    return Ok(LockGuard { path, id: info.id });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    if Instant::now() >= deadline {
+                        // A lock file being written this instant reads as empty: report what we can.
+                        let held = read_lock(&path).unwrap_or_else(|| LockInfo::unreadable());
+                        return Err(LockError::Held(held));
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(source) => return Err(LockError::Io { path, source }),
+            }
+        }
+    }
+
+    pub fn force_unlock(&self, id: &str) -> Result<LockInfo, LockError> {
+        let path = self.lock_path();
+        let Some(held) = read_lock(&path) else {
+            return if path.exists() {
+                std::fs::remove_file(&path).map_err(|source| LockError::Io { path, source })?;
+                Ok(LockInfo::unreadable())
+            } else {
+                Err(LockError::NotLocked)
+            };
+        };
+        if held.id != id {
+            return Err(LockError::WrongId { given: id.to_owned(), held });
+        }
+        std::fs::remove_file(&path).map_err(|source| LockError::Io { path, source })?;
+        Ok(held)
+    }
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(suffix);
+    path.with_file_name(name)
+}
+
+fn private_file(path: &Path) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
+fn restrict(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn backend() -> (tempfile::TempDir, LocalBackend) {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = LocalBackend::for_stack(dir.path(), None);
+        (dir, backend)
+    }
+
+    #[test]
+    fn writes_atomically_with_backup_and_private_mode() {
+        let (_dir, backend) = backend();
+        assert!(backend.read().unwrap().is_none());
+        let mut state = State::new("l1", "0.1.0");
+        backend.write(&state).unwrap();
+        state.serial = 1;
+        backend.write(&state).unwrap();
+        assert_eq!(backend.read().unwrap().unwrap().serial, 1);
+        let backup = State::decode(&std::fs::read(with_suffix(backend.path(), ".backup")).unwrap()).unwrap();
+        assert_eq!(backup.serial, 0);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(backend.path()).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn second_lock_fails_naming_the_holder_and_force_unlock_needs_the_id() {
+        let (_dir, backend) = backend();
+        let guard = backend.lock(LockInfo::new("apply"), Duration::ZERO).unwrap();
+        let Err(LockError::Held(held)) = backend.lock(LockInfo::new("plan"), Duration::from_millis(150)) else { panic!("second lock must fail") };
+        assert_eq!(held.operation, "apply");
+        assert_eq!(held.pid, std::process::id());
+        assert!(matches!(backend.force_unlock("wrong"), Err(LockError::WrongId { .. })));
+        drop(guard);
+        assert!(matches!(backend.force_unlock(&held.id), Err(LockError::NotLocked)));
+        let guard = backend.lock(LockInfo::new("apply"), Duration::ZERO).unwrap();
+        let id = read_lock(&backend.lock_path()).unwrap().id;
+        backend.force_unlock(&id).unwrap();
+        drop(guard);
+    }
+}
