@@ -30,6 +30,8 @@ pub enum RawInput {
     Text { raw: String, origin: String },
     /// From a `--var-file`, with its location.
     Expr(Expr),
+    /// Already evaluated: the variables recorded in a saved plan.
+    Value(Value),
 }
 
 #[derive(Debug, Default)]
@@ -55,26 +57,31 @@ pub struct ResourceInstance {
 #[derive(Debug, Default)]
 pub struct Evaluated {
     pub instances: Instances,
+    /// Evaluated provider configurations, by address (`provider.azure.west`).
+    pub providers: IndexMap<String, Value>,
     pub resources: Vec<ResourceInstance>,
     pub outputs: IndexMap<String, (Value, bool)>,
 }
 
 #[derive(Default)]
-struct ModuleValues {
-    vars: HashMap<String, Value>,
-    locals: HashMap<String, Value>,
-    outputs: IndexMap<String, Value>,
-    resources: HashMap<String, Value>,
-    data: HashMap<String, Value>,
+pub(crate) struct ModuleValues {
+    pub(crate) vars: HashMap<String, Value>,
+    pub(crate) locals: HashMap<String, Value>,
+    pub(crate) outputs: IndexMap<String, Value>,
+    pub(crate) resources: HashMap<String, Value>,
+    pub(crate) data: HashMap<String, Value>,
 }
 
-struct Walk<'a> {
-    stack: &'a Stack,
-    registry: &'a Registry,
-    sources: &'a SourceMap,
-    diags: &'a mut Diags,
-    values: Vec<ModuleValues>,
-    out: Evaluated,
+pub(crate) struct Walk<'a> {
+    pub(crate) stack: &'a Stack,
+    pub(crate) registry: &'a Registry,
+    pub(crate) sources: &'a SourceMap,
+    pub(crate) diags: &'a mut Diags,
+    pub(crate) values: Vec<ModuleValues>,
+    pub(crate) out: Evaluated,
+    /// What an unset computed attribute decodes to: unknown when the decoded object stands for
+    /// the resource (validate), null when it is the configuration sent to a provider (plan).
+    pub(crate) unset_computed: Value,
 }
 
 pub fn evaluate(
@@ -86,44 +93,19 @@ pub fn evaluate(
     options: EvalOptions,
     diags: &mut Diags,
 ) -> Evaluated {
-    let mut walk = Walk {
-        stack,
-        registry,
-        sources,
-        diags,
-        values: stack
-            .modules
-            .iter()
-            .map(|_| ModuleValues::default())
-            .collect(),
-        out: Evaluated::default(),
-    };
+    let mut walk = Walk::new(stack, registry, sources, diags);
     walk.check_inputs(inputs);
     walk.check_settings();
     for node in graph.order() {
         let n = &graph.graph[node];
         let module = &stack.modules[n.module];
         match &n.kind {
-            NodeKind::Variable => {
-                let value = walk.variable(n.module, &module.variables[&n.key], inputs, options);
-                walk.values[n.module].vars.insert(n.key.clone(), value);
-            }
-            NodeKind::Local => {
-                let local = &module.locals[&n.key];
-                let value = walk.eval(n.module, &local.expr, None);
-                walk.values[n.module].locals.insert(n.key.clone(), value);
-            }
-            NodeKind::Output => {
-                let output = &module.outputs[&n.key];
-                let value = walk.eval(n.module, &output.value, None);
-                if n.module == 0 {
-                    walk.out
-                        .outputs
-                        .insert(n.key.clone(), (value.clone(), output.sensitive));
+            NodeKind::Variable | NodeKind::Local | NodeKind::Output => walk.step_value(graph, node, inputs, options),
+            NodeKind::Provider => {
+                if let Some(config) = walk.provider(n.module, &n.key, n.span, n.implied) {
+                    walk.out.providers.insert(n.address(stack), config);
                 }
-                walk.values[n.module].outputs.insert(n.key.clone(), value);
             }
-            NodeKind::Provider => walk.provider(n.module, &n.key, n.span, n.implied),
             NodeKind::Resource(mode) => {
                 let resource = match mode {
                     ResourceMode::Managed => &module.resources[&n.key],
@@ -150,7 +132,7 @@ pub fn evaluate(
 }
 
 /// How a resource block expands.
-enum Expansion {
+pub(crate) enum Expansion {
     Single,
     Count(usize),
     ForEach(IndexMap<String, Value>),
@@ -160,9 +142,9 @@ enum Expansion {
 
 /// Bindings of `count.index` / `each.key` / `each.value` inside a resource body.
 #[derive(Clone, Default)]
-struct Repetition {
-    count_index: Option<Value>,
-    each: Option<(Value, Value)>,
+pub(crate) struct Repetition {
+    pub(crate) count_index: Option<Value>,
+    pub(crate) each: Option<(Value, Value)>,
 }
 
 struct ModuleScope<'w, 'a> {
@@ -381,17 +363,47 @@ impl Scope for ModuleScope<'_, '_> {
 }
 
 impl<'a> Walk<'a> {
+    pub(crate) fn new(stack: &'a Stack, registry: &'a Registry, sources: &'a SourceMap, diags: &'a mut Diags) -> Self {
+        let values = stack.modules.iter().map(|_| ModuleValues::default()).collect();
+        Self { stack, registry, sources, diags, values, out: Evaluated::default(), unset_computed: Value::Unknown }
+    }
+
+    /// Evaluates a variable, local or output node and stores its value in its module's scope.
+    pub(crate) fn step_value(&mut self, graph: &Graph, node: petgraph::graph::NodeIndex, inputs: &Inputs, options: EvalOptions) {
+        let n = &graph.graph[node];
+        let module = &self.stack.modules[n.module];
+        match n.kind {
+            NodeKind::Variable => {
+                let value = self.variable(n.module, &module.variables[&n.key], inputs, options);
+                self.values[n.module].vars.insert(n.key.clone(), value);
+            }
+            NodeKind::Local => {
+                let value = self.eval(n.module, &module.locals[&n.key].expr, None);
+                self.values[n.module].locals.insert(n.key.clone(), value);
+            }
+            NodeKind::Output => {
+                let output = &module.outputs[&n.key];
+                let value = self.eval(n.module, &output.value, None);
+                if n.module == 0 {
+                    self.out.outputs.insert(n.key.clone(), (value.clone(), output.sensitive));
+                }
+                self.values[n.module].outputs.insert(n.key.clone(), value);
+            }
+            NodeKind::Provider | NodeKind::Resource(_) => {}
+        }
+    }
+
     fn span(&self, file: crate::source::FileId, range: Option<Range<usize>>) -> Option<Span> {
         range.map(|r| Span::new(file, r))
     }
 
-    fn report(&mut self, file: crate::source::FileId, err: EvalError) {
+    pub(crate) fn report(&mut self, file: crate::source::FileId, err: EvalError) {
         let span = self.span(file, err.range);
         self.diags.push(Diag::error(span, err.summary, err.detail));
     }
 
     /// Evaluates in a module's scope; an error is reported and yields unknown.
-    fn eval(&mut self, module: usize, expr: &Expr, repetition: Option<Repetition>) -> Value {
+    pub(crate) fn eval(&mut self, module: usize, expr: &Expr, repetition: Option<Repetition>) -> Value {
         let result = {
             let scope = ModuleScope {
                 walk: self,
@@ -406,7 +418,7 @@ impl<'a> Walk<'a> {
         })
     }
 
-    fn check_inputs(&mut self, inputs: &Inputs) {
+    pub(crate) fn check_inputs(&mut self, inputs: &Inputs) {
         let root = self.stack.root();
         for (name, raw) in &inputs.0 {
             if root.variables.contains_key(name) {
@@ -427,6 +439,9 @@ impl<'a> Walk<'a> {
                     "Value for undeclared variable",
                     format!("{detail} (set by {origin})"),
                 )),
+                RawInput::Value(_) => {
+                    self.diags.push(Diag::error(None, "Value for undeclared variable", detail))
+                }
             }
         }
     }
@@ -451,6 +466,7 @@ impl<'a> Walk<'a> {
                         }
                     }
                 }
+                Some(RawInput::Value(value)) => (value.clone(), None),
                 Some(RawInput::Text { raw, origin }) => match parse_text_input(raw, &v.ty) {
                     Ok(value) => (value, None),
                     Err(message) => {
@@ -573,18 +589,12 @@ impl<'a> Walk<'a> {
         };
     }
 
-    fn provider(&mut self, module: usize, key: &str, span: Span, implied: bool) {
+    /// Checks and evaluates a provider configuration; an implied one is empty.
+    pub(crate) fn provider(&mut self, module: usize, key: &str, span: Span, implied: bool) -> Option<Value> {
         let name = key.split('.').next().unwrap_or(key);
-        let Some(schema) = self.registry.schema(name).map(|s| s.config.clone()) else {
-            return;
-        };
+        let schema = self.registry.schema(name).map(|s| s.config.clone())?;
         if implied {
-            let missing: Vec<&str> = schema
-                .attributes
-                .iter()
-                .filter(|(_, a)| a.required)
-                .map(|(k, _)| k.as_str())
-                .collect();
+            let missing: Vec<&str> = schema.attributes.iter().filter(|(_, a)| a.required).map(|(k, _)| k.as_str()).collect();
             if !missing.is_empty() {
                 self.diags.error(
                     span,
@@ -592,16 +602,10 @@ impl<'a> Walk<'a> {
                     format!("This needs provider \"{name}\", which requires {}: add a provider \"{name}\" block.", missing.join(", ")),
                 );
             }
-            return;
+            return Some(Value::Object(schema.attributes.keys().map(|k| (k.clone(), Value::Null)).collect()));
         }
         let block = &self.stack.modules[module].providers[key];
-        self.decode(
-            module,
-            &block.body,
-            &schema,
-            None,
-            &format!("provider \"{name}\""),
-        );
+        Some(self.decode(module, &block.body, &schema, None, &format!("provider \"{name}\"")))
     }
 
     fn resource(
@@ -720,7 +724,7 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn expansion(&mut self, module: usize, r: &Resource) -> Expansion {
+    pub(crate) fn expansion(&mut self, module: usize, r: &Resource) -> Expansion {
         if let Some(count) = &r.count {
             return match self.eval(module, count, None) {
                 Value::Unknown => Expansion::Unknown,
@@ -784,7 +788,7 @@ impl<'a> Walk<'a> {
 
     /// Checks a body against a schema and evaluates it into an object with every attribute of
     /// the schema: configured values, unknown for unset computed ones, null otherwise.
-    fn decode(
+    pub(crate) fn decode(
         &mut self,
         module: usize,
         body: &BodyRef,
@@ -921,14 +925,8 @@ impl<'a> Walk<'a> {
                     format!("The argument \"{name}\" is required in {context}, but it is not set."),
                 );
             }
-            object.insert(
-                name.clone(),
-                if attr.computed {
-                    Value::Unknown
-                } else {
-                    Value::Null
-                },
-            );
+            let unset = if attr.computed { self.unset_computed.clone() } else { Value::Null };
+            object.insert(name.clone(), unset);
         }
         for (name, nested) in &schema.blocks {
             let list = blocks.swap_remove(name.as_str()).unwrap_or_default();
@@ -952,7 +950,7 @@ impl<'a> Walk<'a> {
     }
 
     /// Asks the owning provider to check a configuration, and points its findings at the source.
-    fn provider_checks(&mut self, r: &Resource, config: &Value) {
+    pub(crate) fn provider_checks(&mut self, r: &Resource, config: &Value) {
         let Some(owner) = self.registry.owner_of(&r.type_name) else {
             return;
         };
@@ -978,7 +976,7 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn check_settings(&mut self) {
+    pub(crate) fn check_settings(&mut self) {
         for (i, m) in self.stack.modules.iter().enumerate() {
             let Some(settings) = &m.settings else {
                 continue;

@@ -4,12 +4,16 @@
 //! holds the language (`config`, `lang`), the dependency graph (`graph`) and evaluation
 //! (`evaluate`), and the binary's commands on top of them.
 
+pub mod apply;
 pub mod config;
 pub mod diag;
 pub mod evaluate;
 pub mod fmt;
 pub mod graph;
 pub mod lang;
+pub mod plan;
+pub mod render;
+mod walker;
 pub mod source;
 pub mod version;
 
@@ -59,6 +63,84 @@ impl Loaded {
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
+}
+
+/// A stack loaded and graphed, not yet evaluated: what plan and apply start from.
+pub struct Session {
+    pub dir: PathBuf,
+    pub registry: Registry,
+    pub sources: SourceMap,
+    /// How many files of `sources` belong to the stack (the rest are variable files).
+    pub stack_files: usize,
+    pub stack: Stack,
+    pub graph: Graph,
+    pub inputs: Inputs,
+    pub diags: Diags,
+}
+
+impl Session {
+    /// Loads `dir` from `files` (the disk, or a plan's snapshot) and builds its graph.
+    pub fn open(dir: &Path, files: &config::Files, inputs: InputSource<'_>) -> Self {
+        let registry = Registry::builtin();
+        let mut sources = SourceMap::new(dir);
+        let mut diags = Diags::default();
+        let stack = config::load_stack_from(files, dir, &mut sources, &mut diags);
+        let stack_files = sources.files().count();
+        let inputs = match inputs {
+            InputSource::Args(args) => collect_inputs(args, &mut sources, &mut diags),
+            InputSource::Values(values) => Inputs(values.iter().map(|(k, v)| (k.clone(), RawInput::Value(v.clone()))).collect()),
+        };
+        let graph = graph::build(&stack, &sources, &registry, &mut diags);
+        Self { dir: dir.to_path_buf(), registry, sources, stack_files, stack, graph, inputs, diags }
+    }
+
+    /// Every stack file, by path relative to the stack directory, for a plan's snapshot.
+    pub fn snapshot_files(&self) -> std::collections::BTreeMap<String, String> {
+        self.sources
+            .files()
+            .take(self.stack_files)
+            .map(|(_, f)| (source::relative_to(&f.path, &source::normalize(&self.dir)).to_string_lossy().replace('\\', "/"), f.text.clone()))
+            .collect()
+    }
+
+    pub fn diagnostics(self) -> (SourceMap, Vec<Diagnostic>) {
+        let diagnostics = self.diags.into_sorted(&self.sources);
+        (self.sources, diagnostics)
+    }
+}
+
+/// Where root variable values come from.
+pub enum InputSource<'a> {
+    /// `--var`, `--var-file` and the environment.
+    Args(&'a VariableArgs),
+    /// The values recorded in a saved plan.
+    Values(&'a indexmap::IndexMap<String, gpustack_protocol::Value>),
+}
+
+/// Plans the stack against `state`. Returns the plan (None when there were errors) and every
+/// diagnostic with the sources they point into.
+pub async fn plan(mut session: Session, state: Option<&gpustack_state::State>, options: &plan::PlanOptions) -> (Option<plan::Plan>, SourceMap, Vec<Diagnostic>) {
+    if session.diags.has_errors() {
+        let (sources, diagnostics) = session.diagnostics();
+        return (None, sources, diagnostics);
+    }
+    let files = session.snapshot_files();
+    let result = {
+        let Session { dir, registry, sources, stack, graph, inputs, diags, .. } = &mut session;
+        let mut walk = evaluate::Walk::new(stack, registry, sources, diags);
+        walk.check_inputs(inputs);
+        walk.check_settings();
+        let planned = plan::plan(&mut walk, graph, inputs, state, options, plan::Snapshot { stack_dir: dir.to_string_lossy().into_owned(), files, variables: Default::default() }).await;
+        let variables: indexmap::IndexMap<String, serde_json::Value> =
+            stack.root().variables.keys().filter_map(|k| walk.values[0].vars.get(k).map(|v| (k.clone(), v.to_json()))).collect();
+        planned.map(|mut p| {
+            p.snapshot.variables = variables;
+            p.config_hash = plan::config_hash(&p.snapshot);
+            p
+        })
+    };
+    let (sources, diagnostics) = session.diagnostics();
+    (result, sources, diagnostics)
 }
 
 /// Runs every static phase over the stack in `dir`. All problems are collected, never only the

@@ -136,6 +136,11 @@ fn display_path(base: &Path, path: &Path) -> String {
     if shown.is_empty() { ".".into() } else { shown }
 }
 
+/// `path` relative to `base`, lexically (`..` steps where needed).
+pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
+    pathdiff(path, base).unwrap_or_else(|| path.to_path_buf())
+}
+
 fn pathdiff(path: &Path, base: &Path) -> Option<PathBuf> {
     use std::path::Component;
     let path = normalize(path);
@@ -181,7 +186,7 @@ pub fn normalize(path: &Path) -> PathBuf {
             other => out.push(other.as_os_str()),
         }
     }
-    out
+    if out.as_os_str().is_empty() { PathBuf::from(".") } else { out }
 }
 
 #[cfg(test)]

@@ -2,11 +2,15 @@
 //! 2 changes present (plan --detailed-exitcode, drift).
 
 mod fmt;
+mod ops;
 mod render;
+mod state;
 
 use clap::{Args, Parser, Subcommand};
 use gpustack::evaluate::EvalOptions;
+use gpustack::plan::{PlanMode, PlanOptions};
 use gpustack::{VariableArgs, load};
+use std::time::Duration;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,11 +51,187 @@ enum Command {
         #[command(flatten)]
         stack: StackArgs,
     },
+    /// Show what apply would change: refresh, diff, and the plan (exit 2 with --detailed-exitcode when there are changes).
+    Plan {
+        #[command(flatten)]
+        stack: StackArgs,
+        #[command(flatten)]
+        plan: PlanFlags,
+        /// Save the plan for `gpustack apply FILE`.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print the plan as JSON (format_version 1.0).
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        /// Print the plan as Markdown for a pull-request comment.
+        #[arg(long)]
+        markdown: bool,
+        /// Exit 0 for no changes, 1 for errors, 2 for changes.
+        #[arg(long)]
+        detailed_exitcode: bool,
+    },
+    /// Make the changes: plan and ask for confirmation, or apply a saved plan exactly.
+    Apply {
+        /// A stack directory, or a plan file saved with `plan --out`.
+        #[arg(default_value = ".", value_name = "DIR|PLANFILE")]
+        path: PathBuf,
+        #[arg(long = "var", value_name = "NAME=VALUE")]
+        vars: Vec<String>,
+        #[arg(long = "var-file", value_name = "FILE")]
+        var_files: Vec<PathBuf>,
+        #[command(flatten)]
+        plan: PlanFlags,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        auto_approve: bool,
+    },
+    /// Destroy every object the stack manages (only those recorded in its state).
+    Destroy {
+        #[command(flatten)]
+        stack: StackArgs,
+        #[arg(long, value_name = "ADDRESS")]
+        target: Vec<String>,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+        #[arg(long)]
+        auto_approve: bool,
+    },
+    /// Compare live objects with the state: exit 0 no drift, 2 drift, 1 error.
+    Drift {
+        #[command(flatten)]
+        stack: StackArgs,
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        #[arg(long)]
+        markdown: bool,
+        /// Write Prometheus metrics (textfile collector format) to this file.
+        #[arg(long, value_name = "FILE")]
+        metrics_file: Option<PathBuf>,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+    },
+    /// Read or edit the state.
+    State {
+        #[command(subcommand)]
+        command: StateCommand,
+    },
+    /// Bring an existing object under management: gpustack import ADDRESS ID.
+    Import {
+        address: String,
+        id: String,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long = "var", value_name = "NAME=VALUE")]
+        vars: Vec<String>,
+        #[arg(long = "var-file", value_name = "FILE")]
+        var_files: Vec<PathBuf>,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+    },
+    /// Print outputs from the state.
+    Output {
+        name: Option<String>,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a saved plan, or the state.
+    Show {
+        plan_file: Option<PathBuf>,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Release a lock left by a run that is gone: gpustack force-unlock LOCK_ID.
+    ForceUnlock {
+        id: String,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
     /// Print the version.
     Version {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum StateCommand {
+    /// List the objects in the state.
+    List {
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Show one object's attributes (sensitive ones masked).
+    Show {
+        address: String,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Forget objects without touching them.
+    Rm {
+        #[arg(required = true)]
+        addresses: Vec<String>,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+    },
+    /// Record an object under a new address (after renaming a resource or moving it into a module).
+    Mv {
+        from: String,
+        to: String,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+    },
+    /// Print the raw state.
+    Pull {
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
+}
+
+#[derive(Args)]
+struct PlanFlags {
+    /// Plan to destroy everything.
+    #[arg(long)]
+    destroy: bool,
+    /// Only update the state to match live objects.
+    #[arg(long, conflicts_with = "destroy")]
+    refresh_only: bool,
+    /// Read live objects first (default true).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    refresh: bool,
+    /// Limit the plan to these resources and what they depend on.
+    #[arg(long, value_name = "ADDRESS")]
+    target: Vec<String>,
+    /// Replace these instances even if nothing changed.
+    #[arg(long, value_name = "ADDRESS")]
+    replace: Vec<String>,
+    /// Wait this long for the state lock (e.g. 30s); default: fail at once.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    lock_timeout: Duration,
+}
+
+impl PlanFlags {
+    fn options(&self) -> PlanOptions {
+        let mode = if self.destroy {
+            PlanMode::Destroy
+        } else if self.refresh_only {
+            PlanMode::RefreshOnly
+        } else {
+            PlanMode::Normal
+        };
+        PlanOptions { mode, refresh: self.refresh, targets: self.target.clone(), replace: self.replace.clone() }
+    }
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{e}: use a duration such as 30s or 2m"))
 }
 
 #[derive(Args)]
@@ -92,6 +272,37 @@ pub fn main() -> ExitCode {
         Command::Validate { stack, json } => validate(&stack, json, color),
         Command::Fmt { paths, check, diff } => fmt::run(paths, check, diff, color),
         Command::Graph { stack } => graph(&stack, color),
+        Command::Plan { stack, plan, out, json, markdown, detailed_exitcode } => {
+            let common = common(&stack, plan.lock_timeout, color);
+            ops::plan(&common, &ops::PlanArgs { out, json, markdown, detailed_exitcode, options: plan.options() })
+        }
+        Command::Apply { path, vars, var_files, plan, auto_approve } => {
+            let stack = StackArgs { dir: path.clone(), vars, var_files };
+            let common = common(&stack, plan.lock_timeout, color);
+            let plan_file = path.is_file().then_some(path.as_path());
+            ops::apply(&common, plan_file, &plan.options(), auto_approve)
+        }
+        Command::Destroy { stack, target, lock_timeout, auto_approve } => {
+            let common = common(&stack, lock_timeout, color);
+            let options = PlanOptions { mode: PlanMode::Destroy, refresh: true, targets: target, replace: vec![] };
+            ops::apply(&common, None, &options, auto_approve)
+        }
+        Command::Drift { stack, json, markdown, metrics_file, lock_timeout } => {
+            ops::drift(&common(&stack, lock_timeout, color), &ops::DriftArgs { json, markdown, metrics_file })
+        }
+        Command::State { command } => match command {
+            StateCommand::List { dir } => state::list(&dir),
+            StateCommand::Show { address, dir } => state::show_resource(&dir, &address),
+            StateCommand::Rm { addresses, dir, lock_timeout } => state::rm(&dir, &addresses, lock_timeout),
+            StateCommand::Mv { from, to, dir, lock_timeout } => state::mv(&dir, &from, &to, lock_timeout),
+            StateCommand::Pull { dir } => state::pull(&dir),
+        },
+        Command::Import { address, id, dir, vars, var_files, lock_timeout } => {
+            state::import(&dir, &VariableArgs::from_process_env(vars, var_files), &address, &id, lock_timeout, color)
+        }
+        Command::Output { name, dir, json } => state::output(&dir, name.as_deref(), json),
+        Command::Show { plan_file, dir, json } => state::show(&dir, plan_file.as_deref(), json, color),
+        Command::ForceUnlock { id, dir } => state::force_unlock(&dir, &id),
         Command::Version { json } => {
             if json {
                 println!(
@@ -178,6 +389,19 @@ fn graph(args: &StackArgs, color: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+fn common(stack: &StackArgs, lock_timeout: Duration, color: bool) -> ops::Common {
+    ops::Common { dir: stack.dir.clone(), variables: stack.variables(), lock_timeout, color }
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
 }

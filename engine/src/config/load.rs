@@ -12,12 +12,62 @@ use std::path::Path;
 const MAX_MODULE_DEPTH: usize = 32;
 
 /// Reads and parses one file; a syntax error becomes a diagnostic at its location.
-pub fn parse_file(
-    sources: &mut SourceMap,
-    path: &Path,
-    diags: &mut Diags,
-) -> Option<(FileId, Body)> {
-    let text = match std::fs::read(path) {
+/// Where stack files are read from: the disk, or the configuration snapshot inside a saved
+/// plan (so that applying a plan never depends on the files on disk having stayed the same).
+#[derive(Debug, Clone, Default)]
+pub enum Files {
+    #[default]
+    Disk,
+    Snapshot {
+        /// The stack directory as it was given at plan time; keys are relative to it.
+        root: PathBuf,
+        files: std::sync::Arc<std::collections::BTreeMap<String, String>>,
+    },
+}
+
+impl Files {
+    fn key(root: &Path, path: &Path) -> String {
+        crate::source::relative_to(path, root).to_string_lossy().replace('\\', "/")
+    }
+
+    pub fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        match self {
+            Files::Disk => std::fs::read(path),
+            Files::Snapshot { root, files } => files
+                .get(&Self::key(root, path))
+                .map(|t| t.clone().into_bytes())
+                .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "not in the plan's configuration snapshot")),
+        }
+    }
+
+    fn hcl_files(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        match self {
+            Files::Disk => hcl_files(dir),
+            Files::Snapshot { root, files } => {
+                let prefix = Self::key(root, dir);
+                let prefix = if prefix.is_empty() || prefix == "." { String::new() } else { format!("{prefix}/") };
+                let found: Vec<PathBuf> = files
+                    .keys()
+                    .filter_map(|k| k.strip_prefix(&prefix))
+                    .filter(|rest| !rest.contains('/') && rest.ends_with(".hcl"))
+                    .map(|rest| dir.join(rest))
+                    .collect();
+                if found.is_empty() {
+                    return Err(std::io::Error::new(std::io::ErrorKind::NotFound, "not in the plan's configuration snapshot"));
+                }
+                Ok(found)
+            }
+        }
+    }
+}
+
+/// Reads and parses one file; a syntax error becomes a diagnostic at its location.
+pub fn parse_file(sources: &mut SourceMap, path: &Path, diags: &mut Diags) -> Option<(FileId, Body)> {
+    parse_file_from(&Files::Disk, sources, path, diags)
+}
+
+fn parse_file_from(files: &Files, sources: &mut SourceMap, path: &Path, diags: &mut Diags) -> Option<(FileId, Body)> {
+    let text = match files.read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => text,
             Err(err) => {
@@ -73,9 +123,13 @@ fn capitalize(message: &str) -> String {
 
 /// Loads the stack in `dir` and every module it calls, reporting all structural problems.
 pub fn load_stack(dir: &Path, sources: &mut SourceMap, diags: &mut Diags) -> Stack {
+    load_stack_from(&Files::Disk, dir, sources, diags)
+}
+
+pub fn load_stack_from(files: &Files, dir: &Path, sources: &mut SourceMap, diags: &mut Diags) -> Stack {
     let mut stack = Stack::default();
     let dir = normalize(dir);
-    let root = match hcl_files(&dir) {
+    let root = match files.hcl_files(&dir) {
         Ok(files) if !files.is_empty() => files,
         Ok(_) => {
             diags.error(
@@ -94,7 +148,7 @@ pub fn load_stack(dir: &Path, sources: &mut SourceMap, diags: &mut Diags) -> Sta
             return stack;
         }
     };
-    let module = load_module(Vec::new(), dir, None, &root, sources, diags);
+    let module = load_module(files, Vec::new(), dir, None, &root, sources, diags);
     stack.modules.push(module);
     // Breadth-first over calls; indices stay stable because modules are only appended.
     let mut next = 0;
@@ -122,8 +176,8 @@ pub fn load_stack(dir: &Path, sources: &mut SourceMap, diags: &mut Diags) -> Sta
                 );
                 continue;
             }
-            let files = match hcl_files(&child_dir) {
-                Ok(files) if !files.is_empty() => files,
+            let child_files = match files.hcl_files(&child_dir) {
+                Ok(found) if !found.is_empty() => found,
                 Ok(_) => {
                     diags.error(
                         source_span,
@@ -146,7 +200,7 @@ pub fn load_stack(dir: &Path, sources: &mut SourceMap, diags: &mut Diags) -> Sta
             };
             let mut path = parent.path.clone();
             path.push(name.clone());
-            let child = load_module(path, child_dir, Some(next), &files, sources, diags);
+            let child = load_module(files, path, child_dir, Some(next), &child_files, sources, diags);
             let index = stack.modules.len();
             stack.modules.push(child);
             stack.modules[next].children.insert(name, index);
@@ -184,6 +238,7 @@ fn hcl_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 }
 
 fn load_module(
+    from: &Files,
     path: Vec<String>,
     dir: PathBuf,
     parent: Option<usize>,
@@ -206,7 +261,7 @@ fn load_module(
         settings: None,
     };
     for file in files {
-        if let Some((id, body)) = parse_file(sources, file, diags) {
+        if let Some((id, body)) = parse_file_from(from, sources, file, diags) {
             let mut decoder = Decoder { file: id, diags };
             decoder.top_level(&mut module, body);
         }

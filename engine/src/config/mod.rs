@@ -5,7 +5,7 @@
 
 pub(crate) mod load;
 
-pub use load::{load_stack, parse_file};
+pub use load::{Files, load_stack, load_stack_from, parse_file};
 
 use crate::source::{FileId, Span};
 use gpustack_protocol::Type;

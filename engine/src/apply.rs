@@ -1,0 +1,607 @@
+//! Applying a plan: the configuration snapshot is walked again in dependency order; each
+//! instance's planned change is finalised with the values now known and carried out through
+//! its provider; deletions of objects the configuration no longer has run last, dependents
+//! first.
+//!
+//! **Invariant:** the state is written after every completed change, so a crash loses at most
+//! the changes in flight, which the next run adopts (creates are idempotent by identity).
+//! **Invariant:** apply evaluates only the plan's own snapshot, never the files on disk.
+
+use crate::config::{Files, Resource, ResourceMode};
+use crate::diag::Diag;
+use crate::evaluate::{EvalOptions, Expansion, Inputs, Repetition, Walk};
+use crate::graph::{Graph, NodeKind};
+use crate::plan::{Action, Plan, PlanMode, ResourceChange, strip_instance_key};
+use crate::source::{SourceMap, Span};
+use crate::walker::{Steps, walk};
+use crate::{InputSource, Session};
+use futures::future::BoxFuture;
+use gpustack_protocol::{ApplyResourceChangeRequest, ConfigureRequest, Diagnostic, PlanResourceChangeRequest, Provider, Value};
+use gpustack_state::{OutputState, ResourceMode as StateMode, ResourceState, State};
+use petgraph::Direction;
+use petgraph::graph::{DiGraph, NodeIndex};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+/// Writes the state somewhere durable; called after every change.
+pub type Persist<'p> = &'p mut (dyn FnMut(&State) -> Result<(), String> + Send);
+
+pub struct ApplyReport {
+    pub state: State,
+    pub sources: SourceMap,
+    pub diagnostics: Vec<Diagnostic>,
+    pub counts: Counts,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub added: usize,
+    pub changed: usize,
+    pub destroyed: usize,
+}
+
+#[derive(Clone)]
+struct Handle {
+    instance: Arc<dyn Provider>,
+    permits: Arc<Semaphore>,
+}
+
+/// What one instance's change came to.
+struct Done {
+    /// The change carried out; None for data sources and instances outside the plan.
+    change: Option<ResourceChange>,
+    /// The object afterwards: None when it no longer exists.
+    new_state: Option<Value>,
+    /// Whether `new_state` replaces what the state records (false when nothing was done).
+    touched: bool,
+    diagnostics: Vec<Diagnostic>,
+}
+
+enum Outcome {
+    Provider(Result<Handle, Vec<Diagnostic>>),
+    Resource(Vec<(InstanceKey, Done)>),
+}
+
+#[derive(Clone)]
+enum InstanceKey {
+    Single,
+    Index,
+    Key(String),
+}
+
+/// The state and everything that writes to it, shared by both phases of an apply.
+struct Ledger<'s, 'p> {
+    state: &'s mut State,
+    persist: Persist<'p>,
+    counts: Counts,
+    diags: Vec<Diag>,
+}
+
+impl Ledger<'_, '_> {
+    fn record(&mut self, done: &Done, dependencies: &[String], sensitive: Vec<String>) {
+        let Some(change) = &done.change else { return };
+        if done.touched {
+            match &done.new_state {
+                Some(new_state) => {
+                    let entry = ResourceState {
+                        address: change.address.clone(),
+                        mode: StateMode::Managed,
+                        type_name: change.type_name.clone(),
+                        provider: change.provider.clone(),
+                        attributes: new_state.to_json(),
+                        sensitive_paths: sensitive,
+                        dependencies: dependencies.to_vec(),
+                    };
+                    match self.state.resources.iter_mut().find(|r| r.address == change.address) {
+                        Some(existing) => *existing = entry,
+                        None => self.state.resources.push(entry),
+                    }
+                }
+                None => self.state.resources.retain(|r| r.address != change.address),
+            }
+            if done.diagnostics.iter().all(|d| !d.is_error()) {
+                for action in &change.actions {
+                    match action {
+                        Action::Create => self.counts.added += 1,
+                        Action::Update => self.counts.changed += 1,
+                        Action::Delete => self.counts.destroyed += 1,
+                        Action::NoOp | Action::Read => {}
+                    }
+                }
+            }
+            self.save();
+        }
+    }
+
+    fn save(&mut self) {
+        self.state.serial += 1;
+        if let Err(e) = (self.persist)(self.state) {
+            self.diags.push(Diag::error(None, "Cannot save the state", e));
+        }
+    }
+}
+
+pub async fn apply(plan: &Plan, state: Option<State>, persist: Persist<'_>, stop: &Arc<AtomicBool>) -> ApplyReport {
+    let files = Files::Snapshot { root: plan.snapshot.stack_dir.clone().into(), files: Arc::new(plan.snapshot.files.clone()) };
+    let variables = plan.snapshot.variables.iter().map(|(k, v)| (k.clone(), Value::from_json(v))).collect();
+    let mut session = Session::open(std::path::Path::new(&plan.snapshot.stack_dir), &files, InputSource::Values(&variables));
+    let mut state = state.unwrap_or_else(|| State::new(gpustack_state::new_lineage(), crate::version::VERSION));
+    let mut counts = Counts::default();
+    if !session.diags.has_errors() {
+        let Session { registry, sources, stack, graph, inputs, diags, .. } = &mut session;
+        let mut walk_state = Walk::new(stack, registry, sources, diags);
+        walk_state.unset_computed = Value::Null;
+        let mut ledger = Ledger { state: &mut state, persist, counts: Counts::default(), diags: Vec::new() };
+        let (handles, handled) = {
+            let mut applier = Applier {
+                walk: &mut walk_state,
+                graph,
+                inputs,
+                plan,
+                changes: plan.resource_changes.iter().map(|c| (c.address.clone(), c)).collect(),
+                providers: HashMap::new(),
+                failed: HashSet::new(),
+                ledger: &mut ledger,
+                handled: HashSet::new(),
+            };
+            walk(&graph.graph, &mut applier, stop).await;
+            let handles: HashMap<String, Handle> =
+                applier.providers.iter().map(|(node, handle)| (graph.graph[*node].address(applier.walk.stack), handle.clone())).collect();
+            (handles, applier.handled)
+        };
+        let deletions: Vec<ResourceChange> =
+            plan.resource_changes.iter().filter(|c| c.actions == [Action::Delete] && !handled.contains(&c.address)).cloned().collect();
+        let order = deletion_order(&deletions);
+        let mut deleter = Deleter { handles, ledger: &mut ledger, failed: HashSet::new(), nodes: deletions };
+        walk(&order, &mut deleter, stop).await;
+        update_outputs(ledger.state, &walk_state, plan.mode);
+        ledger.save();
+        counts = ledger.counts;
+        for d in ledger.diags {
+            walk_state.diags.push(d);
+        }
+    }
+    let (sources, diagnostics) = session.diagnostics();
+    ApplyReport { state, sources, diagnostics, counts }
+}
+
+fn update_outputs(state: &mut State, walk: &Walk<'_>, mode: PlanMode) {
+    if mode == PlanMode::Destroy {
+        state.outputs.clear();
+        return;
+    }
+    for (name, (value, sensitive)) in &walk.out.outputs {
+        if value.is_wholly_known() {
+            state.outputs.insert(name.clone(), OutputState { value: value.to_json(), sensitive: *sensitive });
+        }
+    }
+    state.outputs.retain(|name, _| walk.out.outputs.contains_key(name));
+}
+
+struct Applier<'w, 'a, 'l, 's, 'p> {
+    walk: &'w mut Walk<'a>,
+    graph: &'a Graph,
+    inputs: &'a Inputs,
+    plan: &'a Plan,
+    changes: HashMap<String, &'a ResourceChange>,
+    providers: HashMap<NodeIndex, Handle>,
+    failed: HashSet<NodeIndex>,
+    ledger: &'l mut Ledger<'s, 'p>,
+    /// Instance addresses whose change the walk carried out (or skipped after a failure).
+    handled: HashSet<String>,
+}
+
+impl Steps for Applier<'_, '_, '_, '_, '_> {
+    type Outcome = Outcome;
+
+    fn start(&mut self, node: NodeIndex) -> Option<BoxFuture<'static, Outcome>> {
+        if self.graph.graph.neighbors_directed(node, Direction::Incoming).any(|d| self.failed.contains(&d)) {
+            self.failed.insert(node);
+            self.mark_handled(node);
+            return None;
+        }
+        let n = self.graph.graph[node].clone();
+        match n.kind {
+            NodeKind::Variable | NodeKind::Local | NodeKind::Output => {
+                self.walk.step_value(self.graph, node, self.inputs, EvalOptions::default());
+                None
+            }
+            NodeKind::Provider => {
+                let errors = self.walk.diags.0.len();
+                let config = self.walk.provider(n.module, &n.key, n.span, n.implied);
+                let name = n.key.split('.').next().unwrap_or_default().to_owned();
+                let factory = self.walk.registry.provider(&name).cloned();
+                match (config, factory) {
+                    (Some(config), Some(factory)) if self.walk.diags.0.len() == errors => {
+                        let limit = config
+                            .as_object()
+                            .and_then(|c| c.get("max_concurrency"))
+                            .and_then(Value::as_number)
+                            .filter(|n| *n >= 1.0)
+                            .map_or(crate::plan::DEFAULT_MAX_CONCURRENCY, |n| n as usize);
+                        Some(Box::pin(async move {
+                            Outcome::Provider(
+                                factory.configure(ConfigureRequest { config }).await.map(|instance| Handle { instance, permits: Arc::new(Semaphore::new(limit)) }),
+                            )
+                        }))
+                    }
+                    _ => {
+                        self.failed.insert(node);
+                        None
+                    }
+                }
+            }
+            NodeKind::Resource(mode) => {
+                let module = &self.walk.stack.modules[n.module];
+                let resource = match mode {
+                    ResourceMode::Managed => &module.resources[&n.key],
+                    ResourceMode::Data => &module.data[&n.key],
+                };
+                self.start_resource(node, n.module, resource)
+            }
+        }
+    }
+
+    fn finish(&mut self, node: NodeIndex, outcome: Outcome) {
+        let n = self.graph.graph[node].clone();
+        match outcome {
+            Outcome::Provider(Ok(handle)) => {
+                self.providers.insert(node, handle);
+            }
+            Outcome::Provider(Err(diagnostics)) => {
+                self.report(Some(n.span), &diagnostics);
+                self.failed.insert(node);
+            }
+            Outcome::Resource(done) => {
+                let module = &self.walk.stack.modules[n.module];
+                let resource = match n.kind {
+                    NodeKind::Resource(ResourceMode::Data) => &module.data[&n.key],
+                    _ => &module.resources[&n.key],
+                };
+                let dependencies = crate::plan::resource_dependencies(self.graph, node, self.walk.stack);
+                let sensitive: Vec<String> = self
+                    .walk
+                    .registry
+                    .resource_schema(&resource.type_name)
+                    .map(|s| s.attributes.iter().filter(|(_, a)| a.sensitive).map(|(k, _)| k.clone()).collect())
+                    .unwrap_or_default();
+                let mut failed = false;
+                for (_, d) in &done {
+                    if let Some(change) = &d.change {
+                        self.handled.insert(change.address.clone());
+                    }
+                    failed |= self.report(Some(n.span), &d.diagnostics);
+                    if resource.mode == ResourceMode::Managed {
+                        self.ledger.record(d, &dependencies, sensitive.clone());
+                    }
+                }
+                if failed {
+                    self.failed.insert(node);
+                }
+                let value = assemble(&done);
+                store(self.walk, n.module, resource, value);
+            }
+        }
+    }
+}
+
+impl Applier<'_, '_, '_, '_, '_> {
+    fn report(&mut self, span: Option<Span>, diagnostics: &[Diagnostic]) -> bool {
+        for d in diagnostics {
+            let detail = match &d.attribute {
+                Some(a) => format!("{} (attribute {a})", d.detail),
+                None => d.detail.clone(),
+            };
+            self.walk.diags.push(Diag { severity: d.severity, summary: d.summary.clone(), detail, span });
+        }
+        diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// Changes of a node that will not run count as handled, so they are not retried as orphans.
+    fn mark_handled(&mut self, node: NodeIndex) {
+        let address = self.graph.graph[node].address(self.walk.stack);
+        for c in self.plan.resource_changes.iter().filter(|c| c.config_address == address) {
+            self.handled.insert(c.address.clone());
+        }
+    }
+
+    fn start_resource(&mut self, node: NodeIndex, module: usize, r: &Resource) -> Option<BoxFuture<'static, Outcome>> {
+        let config_address = format!("{}{}", self.walk.stack.modules[module].prefix(), r.local_address());
+        let has_changes = self.plan.resource_changes.iter().any(|c| c.config_address == config_address);
+        if self.plan.mode != PlanMode::Normal || (!has_changes && r.mode == ResourceMode::Managed) {
+            let value = recorded_value(self.ledger.state, &config_address, r);
+            store(self.walk, module, r, value);
+            return None;
+        }
+        let handle = self.graph.provider_of.get(&node).and_then(|p| self.providers.get(p)).cloned();
+        let schema = match r.mode {
+            ResourceMode::Managed => self.walk.registry.resource_schema(&r.type_name),
+            ResourceMode::Data => self.walk.registry.data_source_schema(&r.type_name),
+        }
+        .cloned();
+        let (Some(handle), Some(schema)) = (handle, schema) else {
+            self.failed.insert(node);
+            self.mark_handled(node);
+            return None;
+        };
+        let instances: Vec<(InstanceKey, String, Option<Repetition>)> = match self.walk.expansion(module, r) {
+            Expansion::Single => vec![(InstanceKey::Single, config_address.clone(), None)],
+            Expansion::Count(n) => (0..n)
+                .map(|i| (InstanceKey::Index, format!("{config_address}[{i}]"), Some(Repetition { count_index: Some(Value::Number(i as f64)), each: None })))
+                .collect(),
+            Expansion::ForEach(items) => items
+                .into_iter()
+                .map(|(k, v)| {
+                    let address = format!("{config_address}[{}]", Value::string(k.clone()));
+                    (InstanceKey::Key(k.clone()), address, Some(Repetition { count_index: None, each: Some((Value::String(k), v)) }))
+                })
+                .collect(),
+            Expansion::Unknown => {
+                self.walk.diags.push(Diag::error(Some(r.span), "Unknown instance count", "count or for_each is still unknown during apply."));
+                self.failed.insert(node);
+                self.mark_handled(node);
+                return None;
+            }
+        };
+        let context = format!("a {} block", r.type_name);
+        let mut work = Vec::new();
+        for (key, address, repetition) in instances {
+            let mut config = self.walk.decode(module, &r.body, &schema, repetition, &context);
+            if r.mode == ResourceMode::Data {
+                work.push((key, Work::Read(config)));
+                continue;
+            }
+            let Some(change) = self.changes.get(&address).copied() else {
+                // Not part of this plan (e.g. --target): it stays as recorded.
+                let recorded = self.ledger.state.resources.iter().find(|s| s.address == address).map(|s| Value::from_json(&s.attributes));
+                work.push((key, Work::Keep(recorded)));
+                continue;
+            };
+            if let (Some(prior), Value::Object(attrs)) = (change.before_value(), &mut config) {
+                for (name, _) in &r.lifecycle.ignore_changes {
+                    if let Some(old) = prior.as_object().and_then(|p| p.get(name)) {
+                        attrs.insert(name.clone(), old.clone());
+                    }
+                }
+            }
+            work.push((key, Work::Change(Box::new(change.clone()), config)));
+        }
+        let type_name = r.type_name.clone();
+        Some(Box::pin(async move {
+            let calls = work.into_iter().map(|(key, work)| {
+                let handle = handle.clone();
+                let type_name = type_name.clone();
+                async move {
+                    let done = match work {
+                        Work::Read(config) => {
+                            let _permit = handle.permits.acquire().await;
+                            let response = handle.instance.read_data_source(gpustack_protocol::ReadDataSourceRequest { type_name, config }).await;
+                            Done { change: None, new_state: Some(response.state), touched: false, diagnostics: response.diagnostics }
+                        }
+                        Work::Keep(recorded) => Done { change: None, new_state: recorded, touched: false, diagnostics: vec![] },
+                        Work::Change(change, _) if change.is_no_op() => {
+                            let before = change.before_value();
+                            Done { change: Some(*change), new_state: before, touched: false, diagnostics: vec![] }
+                        }
+                        Work::Change(change, config) => carry_out(&handle, type_name, *change, config).await,
+                    };
+                    (key, done)
+                }
+            });
+            Outcome::Resource(futures::future::join_all(calls).await)
+        }))
+    }
+}
+
+enum Work {
+    Read(Value),
+    Keep(Option<Value>),
+    Change(Box<ResourceChange>, Value),
+}
+
+/// Finalises an instance's plan with the values now known, then creates, updates or replaces.
+async fn carry_out(handle: &Handle, type_name: String, change: ResourceChange, config: Value) -> Done {
+    let prior = change.before_value();
+    let replace = change.is_replace();
+    let planned = {
+        let _permit = handle.permits.acquire().await;
+        let response = handle
+            .instance
+            .plan_resource_change(PlanResourceChangeRequest { type_name: type_name.clone(), prior_state: if replace { None } else { prior.clone() }, config })
+            .await;
+        if response.diagnostics.iter().any(Diagnostic::is_error) {
+            return Done { change: Some(change), new_state: prior, touched: false, diagnostics: response.diagnostics };
+        }
+        response.planned_state
+    };
+    let verb = progress_verb(&change);
+    let started = Instant::now();
+    eprintln!("{}: {}...", change.address, verb.0);
+    let apply = |prior: Option<Value>, planned: Option<Value>| {
+        let request = ApplyResourceChangeRequest { type_name: type_name.clone(), prior_state: prior, planned_state: planned };
+        let handle = handle.clone();
+        let address = change.address.clone();
+        async move {
+            let _permit = handle.permits.acquire().await;
+            with_progress(&address, verb.0, handle.instance.apply_resource_change(request)).await
+        }
+    };
+    let mut diagnostics = Vec::new();
+    let new_state = if replace {
+        let create_first = change.actions.first() == Some(&Action::Create);
+        if create_first {
+            let created = apply(None, Some(planned)).await;
+            diagnostics.extend(created.diagnostics);
+            if diagnostics.iter().any(Diagnostic::is_error) {
+                return Done { change: Some(change), new_state: prior, touched: false, diagnostics };
+            }
+            let deleted = apply(prior.clone(), None).await;
+            diagnostics.extend(deleted.diagnostics);
+            created.new_state
+        } else {
+            let deleted = apply(prior.clone(), None).await;
+            diagnostics.extend(deleted.diagnostics);
+            if diagnostics.iter().any(Diagnostic::is_error) {
+                return Done { change: Some(change), new_state: prior, touched: false, diagnostics };
+            }
+            let created = apply(None, Some(planned)).await;
+            diagnostics.extend(created.diagnostics);
+            created.new_state
+        }
+    } else {
+        let response = apply(prior.clone(), Some(planned)).await;
+        diagnostics.extend(response.diagnostics);
+        response.new_state
+    };
+    if diagnostics.iter().all(|d| !d.is_error()) {
+        eprintln!("{}: {} after {}", change.address, verb.1, elapsed(started.elapsed()));
+    }
+    // A failed create leaves nothing; a failed update keeps what the provider reports.
+    Done { change: Some(change), new_state, touched: true, diagnostics }
+}
+
+fn progress_verb(change: &ResourceChange) -> (&'static str, &'static str) {
+    match change.actions.as_slice() {
+        [Action::Create] => ("Creating", "Creation complete"),
+        [Action::Update] => ("Modifying", "Modifications complete"),
+        [Action::Delete] => ("Destroying", "Destruction complete"),
+        _ => ("Replacing", "Replacement complete"),
+    }
+}
+
+fn elapsed(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs >= 60 { format!("{}m{}s", secs / 60, secs % 60) } else { format!("{secs}s") }
+}
+
+/// Runs an operation, saying every 10 s that it is still going.
+async fn with_progress<T>(address: &str, verb: &str, operation: impl std::future::Future<Output = T>) -> T {
+    let started = Instant::now();
+    tokio::pin!(operation);
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + Duration::from_secs(10), Duration::from_secs(10));
+    loop {
+        tokio::select! {
+            result = &mut operation => return result,
+            _ = ticker.tick() => eprintln!("{address}: Still {}... [{} elapsed]", verb.to_lowercase(), elapsed(started.elapsed())),
+        }
+    }
+}
+
+/// What the state records for a resource, shaped like its configuration.
+fn recorded_value(state: &State, config_address: &str, r: &Resource) -> Value {
+    let instances: Vec<&ResourceState> = state.resources.iter().filter(|s| strip_instance_key(&s.address) == config_address).collect();
+    let value_of = |s: &ResourceState| Value::from_json(&s.attributes);
+    if r.count.is_some() {
+        Value::List(instances.iter().map(|s| value_of(s)).collect())
+    } else if r.for_each.is_some() {
+        Value::Object(
+            instances
+                .iter()
+                .map(|s| (s.address[config_address.len()..].trim_start_matches("[\"").trim_end_matches("\"]").to_owned(), value_of(s)))
+                .collect(),
+        )
+    } else {
+        instances.first().map_or(Value::Unknown, |s| value_of(s))
+    }
+}
+
+fn assemble(done: &[(InstanceKey, Done)]) -> Value {
+    let state = |d: &Done| d.new_state.clone().unwrap_or(Value::Null);
+    match done.first().map(|(k, _)| k) {
+        None => Value::List(Vec::new()),
+        Some(InstanceKey::Single) => state(&done[0].1),
+        Some(InstanceKey::Index) => Value::List(done.iter().map(|(_, d)| state(d)).collect()),
+        Some(InstanceKey::Key(_)) => Value::Object(
+            done.iter()
+                .filter_map(|(k, d)| match k {
+                    InstanceKey::Key(k) => Some((k.clone(), state(d))),
+                    _ => None,
+                })
+                .collect(),
+        ),
+    }
+}
+
+fn store(walk: &mut Walk<'_>, module: usize, r: &Resource, value: Value) {
+    let key = format!("{}.{}", r.type_name, r.name);
+    let values = &mut walk.values[module];
+    match r.mode {
+        ResourceMode::Managed => values.resources.insert(key, value),
+        ResourceMode::Data => values.data.insert(key, value),
+    };
+}
+
+/// Deletions as a graph: an object is deleted only after everything that depends on it.
+fn deletion_order(deletions: &[ResourceChange]) -> DiGraph<(), ()> {
+    let mut graph = DiGraph::new();
+    let nodes: Vec<NodeIndex> = deletions.iter().map(|_| graph.add_node(())).collect();
+    let mut by_config: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, d) in deletions.iter().enumerate() {
+        by_config.entry(d.config_address.as_str()).or_default().push(i);
+    }
+    for (i, d) in deletions.iter().enumerate() {
+        for dependency in &d.dependencies {
+            for &j in by_config.get(dependency.as_str()).into_iter().flatten() {
+                if i != j {
+                    // i depends on j: delete i first.
+                    graph.update_edge(nodes[i], nodes[j], ());
+                }
+            }
+        }
+    }
+    graph
+}
+
+struct Deleter<'l, 's, 'p> {
+    handles: HashMap<String, Handle>,
+    ledger: &'l mut Ledger<'s, 'p>,
+    failed: HashSet<NodeIndex>,
+    nodes: Vec<ResourceChange>,
+}
+
+impl Steps for Deleter<'_, '_, '_> {
+    type Outcome = Done;
+
+    fn start(&mut self, node: NodeIndex) -> Option<BoxFuture<'static, Done>> {
+        let change = self.nodes[node.index()].clone();
+        let Some(handle) = self.handles.get(&change.provider).cloned() else {
+            self.ledger.diags.push(Diag::error(
+                None,
+                "Provider configuration not present",
+                format!("{} cannot be destroyed: its provider configuration {} is not in the stack.", change.address, change.provider),
+            ));
+            self.failed.insert(node);
+            return None;
+        };
+        Some(Box::pin(async move {
+            let started = Instant::now();
+            eprintln!("{}: Destroying...", change.address);
+            let prior = change.before_value();
+            let request = ApplyResourceChangeRequest { type_name: change.type_name.clone(), prior_state: prior.clone(), planned_state: None };
+            let response = {
+                let _permit = handle.permits.acquire().await;
+                with_progress(&change.address, "Destroying", handle.instance.apply_resource_change(request)).await
+            };
+            let ok = response.diagnostics.iter().all(|d| !d.is_error());
+            if ok {
+                eprintln!("{}: Destruction complete after {}", change.address, elapsed(started.elapsed()));
+            }
+            Done { new_state: if ok { None } else { prior }, change: Some(change), touched: ok, diagnostics: response.diagnostics }
+        }))
+    }
+
+    fn finish(&mut self, node: NodeIndex, done: Done) {
+        for d in &done.diagnostics {
+            let address = done.change.as_ref().map(|c| c.address.clone()).unwrap_or_default();
+            self.ledger.diags.push(Diag { severity: d.severity, summary: d.summary.clone(), detail: format!("{address}: {}", d.detail), span: None });
+        }
+        if done.diagnostics.iter().any(Diagnostic::is_error) {
+            self.failed.insert(node);
+        }
+        let dependencies = done.change.as_ref().map(|c| c.dependencies.clone()).unwrap_or_default();
+        self.ledger.record(&done, &dependencies, Vec::new());
+    }
+}

@@ -1,0 +1,307 @@
+//! plan, apply, destroy and drift: the commands that read live state and change it.
+
+use super::render;
+use gpustack::apply::ApplyReport;
+use gpustack::config::Files;
+use gpustack::plan::{Plan, PlanMode, PlanOptions};
+use gpustack::{InputSource, Session, VariableArgs};
+use gpustack_state::{LocalBackend, LockGuard, LockInfo, State};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+pub struct Common {
+    pub dir: PathBuf,
+    pub variables: VariableArgs,
+    pub lock_timeout: Duration,
+    pub color: bool,
+}
+
+pub struct PlanArgs {
+    pub out: Option<PathBuf>,
+    pub json: bool,
+    pub markdown: bool,
+    pub detailed_exitcode: bool,
+    pub options: PlanOptions,
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| {
+        eprintln!("Error: cannot start the async runtime: {e}");
+        std::process::exit(1)
+    })
+}
+
+fn error(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("Error: {message}");
+    ExitCode::from(1)
+}
+
+/// The state backend a stack's settings choose.
+pub fn backend(dir: &Path, session: Option<&Session>) -> Result<LocalBackend, String> {
+    let settings = session.and_then(|s| s.stack.modules.first()).and_then(|m| m.settings.as_ref());
+    match settings.and_then(|s| s.backend.as_ref()) {
+        None => Ok(LocalBackend::for_stack(dir, None)),
+        Some(b) if b.kind == "local" => {
+            let path = b.body.body.get_attribute("path").and_then(|a| a.value.as_str()).map(str::to_owned);
+            Ok(LocalBackend::for_stack(dir, path.as_deref()))
+        }
+        Some(b) => Err(format!("the {} backend is not available in this build yet; use the local backend", b.kind)),
+    }
+}
+
+pub fn lock(backend: &LocalBackend, operation: &str, timeout: Duration) -> Result<LockGuard, String> {
+    backend.lock(LockInfo::new(operation), timeout).map_err(|e| {
+        let mut message = format!("{e}.");
+        if let gpustack_state::LockError::Held(held) = &e {
+            message.push_str(&format!("\nIf that run is gone, release it with: gpustack force-unlock {}", held.id));
+        }
+        message
+    })
+}
+
+fn open(common: &Common) -> Result<Session, ExitCode> {
+    let session = Session::open(&common.dir, &Files::Disk, InputSource::Args(&common.variables));
+    if session.diags.has_errors() {
+        let (sources, diagnostics) = session.diagnostics();
+        render::diagnostics(&sources, &diagnostics, common.color);
+        return Err(ExitCode::from(1));
+    }
+    Ok(session)
+}
+
+/// Plans under the lock; the lock is returned so that an apply can keep it.
+async fn make_plan(common: &Common, options: &PlanOptions, operation: &str) -> Result<(Plan, LocalBackend, LockGuard), ExitCode> {
+    let session = open(common)?;
+    let backend = backend(&common.dir, Some(&session)).map_err(error)?;
+    let guard = lock(&backend, operation, common.lock_timeout).map_err(error)?;
+    let state = backend.read().map_err(|e| error(format!("{e}: {}", source_chain(&e))))?;
+    let (plan, sources, diagnostics) = gpustack::plan(session, state.as_ref(), options).await;
+    render::diagnostics(&sources, &diagnostics, common.color);
+    match plan {
+        Some(plan) => Ok((plan, backend, guard)),
+        None => Err(ExitCode::from(1)),
+    }
+}
+
+fn source_chain(e: &dyn std::error::Error) -> String {
+    let mut parts = Vec::new();
+    let mut current = e.source();
+    while let Some(s) = current {
+        parts.push(s.to_string());
+        current = s.source();
+    }
+    parts.join(": ")
+}
+
+pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
+    runtime().block_on(async {
+        let (plan, _, _guard) = match make_plan(common, &args.options, "plan").await {
+            Ok(p) => p,
+            Err(code) => return code,
+        };
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&gpustack::render::plan_json(&plan)).unwrap_or_default());
+        } else if args.markdown {
+            print!("{}", gpustack::render::plan_markdown(&plan));
+        } else {
+            print!("{}", gpustack::render::plan_text(&plan, common.color));
+        }
+        if let Some(out) = &args.out {
+            if let Err(e) = write_private(out, &plan.encode()) {
+                return error(format!("cannot write the plan to {}: {e}", out.display()));
+            }
+            if !args.json && !args.markdown {
+                println!("\nSaved the plan to {}. Apply exactly this plan with: gpustack apply {}", out.display(), out.display());
+            }
+        }
+        if args.detailed_exitcode && plan.has_changes() { ExitCode::from(2) } else { ExitCode::SUCCESS }
+    })
+}
+
+/// Plans are written 0600: they carry variable values and planned attributes.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+fn confirm(question: &str, auto_approve: bool) -> Result<bool, ExitCode> {
+    if auto_approve {
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(error("refusing to ask for confirmation without a terminal; run with --auto-approve, or apply a saved plan"));
+    }
+    eprint!("\n{question}\n  Only 'yes' will be accepted: ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().read_line(&mut answer);
+    Ok(answer.trim() == "yes")
+}
+
+/// Ctrl-C stops new operations; the ones in flight finish and the state is saved.
+fn interrupt_flag() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nInterrupt received: waiting for operations in flight, then saving the state. Press Ctrl-C again to abort.");
+            flag.store(true, Ordering::SeqCst);
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    stop
+}
+
+async fn execute(plan: &Plan, backend: &LocalBackend, state: Option<State>, color: bool) -> ExitCode {
+    let stop = interrupt_flag();
+    let mut persist = |state: &State| backend.write(state).map_err(|e| format!("{e}: {}", source_chain(&e)));
+    let ApplyReport { state, sources, diagnostics, counts } = gpustack::apply::apply(plan, state, &mut persist, &stop).await;
+    render::diagnostics(&sources, &diagnostics, color);
+    let failed = diagnostics.iter().any(|d| d.is_error());
+    let verb = if plan.mode == PlanMode::Destroy { "Destroy" } else { "Apply" };
+    if stop.load(Ordering::SeqCst) {
+        eprintln!("{verb} interrupted; the state records what was done.");
+        return ExitCode::from(1);
+    }
+    if failed {
+        eprintln!("{verb} failed: {} added, {} changed, {} destroyed before the errors above.", counts.added, counts.changed, counts.destroyed);
+        return ExitCode::from(1);
+    }
+    println!("\n{verb} complete! Resources: {} added, {} changed, {} destroyed.", counts.added, counts.changed, counts.destroyed);
+    if !state.outputs.is_empty() && plan.mode != PlanMode::Destroy {
+        println!("\nOutputs:\n");
+        for (name, output) in &state.outputs {
+            let value = if output.sensitive { "(sensitive value)".to_owned() } else { output.value.to_string() };
+            println!("{name} = {value}");
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+pub fn apply(common: &Common, plan_file: Option<&Path>, options: &PlanOptions, auto_approve: bool) -> ExitCode {
+    runtime().block_on(async {
+        let Some(file) = plan_file else {
+            let (plan, backend, _guard) = match make_plan(common, options, "apply").await {
+                Ok(p) => p,
+                Err(code) => return code,
+            };
+            print!("{}", gpustack::render::plan_text(&plan, common.color));
+            if !plan.has_changes() {
+                return ExitCode::SUCCESS;
+            }
+            let question = if options.mode == PlanMode::Destroy { "Do you really want to destroy these objects?" } else { "Do you want to perform these actions?" };
+            match confirm(question, auto_approve) {
+                Ok(true) => {}
+                Ok(false) => return error("apply cancelled"),
+                Err(code) => return code,
+            }
+            let state = match backend.read() {
+                Ok(s) => s,
+                Err(e) => return error(e),
+            };
+            return execute(&plan, &backend, state, common.color).await;
+        };
+        let plan = match std::fs::read(file).map_err(|e| e.to_string()).and_then(|b| Plan::decode(&b)) {
+            Ok(plan) => plan,
+            Err(e) => return error(format!("{}: {e}", file.display())),
+        };
+        let dir = PathBuf::from(&plan.snapshot.stack_dir);
+        let session = Session::open(&dir, &Files::Snapshot { root: dir.clone(), files: Arc::new(plan.snapshot.files.clone()) }, InputSource::Values(&Default::default()));
+        let backend = match backend(&dir, Some(&session)) {
+            Ok(b) => b,
+            Err(e) => return error(e),
+        };
+        let _guard = match lock(&backend, "apply", common.lock_timeout) {
+            Ok(g) => g,
+            Err(e) => return error(e),
+        };
+        let state = match backend.read() {
+            Ok(s) => s,
+            Err(e) => return error(e),
+        };
+        let (lineage, serial) = state.as_ref().map_or((None, 0), |s| (Some(s.lineage.clone()), s.serial));
+        if lineage != plan.lineage || serial != plan.serial {
+            return error(format!(
+                "the saved plan is stale: it was made from state {} serial {}, and the state is now {} serial {}. Something was applied since; make a new plan.",
+                plan.lineage.as_deref().unwrap_or("(none)"),
+                plan.serial,
+                lineage.as_deref().unwrap_or("(none)"),
+                serial
+            ));
+        }
+        execute(&plan, &backend, state, common.color).await
+    })
+}
+
+pub struct DriftArgs {
+    pub json: bool,
+    pub markdown: bool,
+    pub metrics_file: Option<PathBuf>,
+}
+
+pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
+    runtime().block_on(async {
+        let options = PlanOptions { mode: PlanMode::RefreshOnly, refresh: true, ..Default::default() };
+        let stack_name = std::fs::canonicalize(&common.dir).ok().and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned())).unwrap_or_else(|| common.dir.display().to_string());
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let plan = match make_plan(common, &options, "drift").await {
+            Ok((plan, _, _guard)) => plan,
+            Err(code) => {
+                if let Some(path) = &args.metrics_file {
+                    let empty = empty_plan();
+                    let _ = write_metrics(path, &gpustack::render::drift_metrics(&empty, &stack_name, now, true));
+                }
+                return code;
+            }
+        };
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&gpustack::render::drift_json(&plan)).unwrap_or_default());
+        } else if args.markdown {
+            print!("{}", gpustack::render::drift_markdown(&plan));
+        } else {
+            print!("{}", gpustack::render::drift_text(&plan, common.color));
+        }
+        if let Some(path) = &args.metrics_file
+            && let Err(e) = write_metrics(path, &gpustack::render::drift_metrics(&plan, &stack_name, now, false))
+        {
+            return error(format!("cannot write {}: {e}", path.display()));
+        }
+        if plan.resource_drift.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) }
+    })
+}
+
+fn empty_plan() -> Plan {
+    Plan {
+        format_version: gpustack::plan::FORMAT_VERSION.into(),
+        gpustack_version: gpustack::version::VERSION.into(),
+        mode: PlanMode::RefreshOnly,
+        lineage: None,
+        serial: 0,
+        config_hash: String::new(),
+        resource_changes: vec![],
+        resource_drift: vec![],
+        output_changes: Default::default(),
+        snapshot: gpustack::plan::Snapshot { stack_dir: String::new(), files: Default::default(), variables: Default::default() },
+    }
+}
+
+/// Written atomically so a scraper never reads half a file.
+fn write_metrics(path: &Path, text: &str) -> std::io::Result<()> {
+    let tmp = path.with_extension("prom.tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(tmp, path)
+}

@@ -1,0 +1,230 @@
+//! Plans: what will change, why, and everything apply needs to carry it out exactly.
+//!
+//! A saved plan holds the configuration snapshot it was made from, the root variable values,
+//! and the lineage and serial of the state it read, so that `apply PLANFILE` evaluates the same
+//! configuration and refuses to run over a state that moved on.
+
+mod walk;
+
+pub(crate) use walk::{DEFAULT_MAX_CONCURRENCY, plan, resource_dependencies, strip_instance_key};
+pub use walk::{PlanMode, PlanOptions};
+
+use gpustack_protocol::Value;
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+pub const FORMAT_VERSION: &str = "1.0";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    NoOp,
+    Create,
+    Read,
+    Update,
+    Delete,
+}
+
+/// One change to one resource instance. `before`/`after` are JSON with unknown values left
+/// out (null) and marked in `after_unknown`, sensitive ones marked in `*_sensitive`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceChange {
+    pub address: String,
+    /// The resource's address without instance key: `module.a.local_file.b`.
+    pub config_address: String,
+    pub mode: String,
+    #[serde(rename = "type")]
+    pub type_name: String,
+    pub provider: String,
+    pub actions: Vec<Action>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_reason: Option<String>,
+    pub before: serde_json::Value,
+    pub after: serde_json::Value,
+    pub after_unknown: serde_json::Value,
+    #[serde(default)]
+    pub before_sensitive: serde_json::Value,
+    #[serde(default)]
+    pub after_sensitive: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replace_paths: Vec<String>,
+    /// Config addresses of the resources this one depends on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<String>,
+}
+
+impl ResourceChange {
+    pub fn is_no_op(&self) -> bool {
+        self.actions == [Action::NoOp]
+    }
+
+    pub fn is_replace(&self) -> bool {
+        self.actions.len() == 2
+    }
+
+    pub fn before_value(&self) -> Option<Value> {
+        (!self.before.is_null()).then(|| Value::from_json(&self.before))
+    }
+
+    pub fn after_value(&self) -> Option<Value> {
+        (!self.after.is_null() || self.after_unknown == serde_json::Value::Bool(true)).then(|| with_unknowns(&self.after, &self.after_unknown))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputChange {
+    pub actions: Vec<Action>,
+    pub after: serde_json::Value,
+    pub after_unknown: bool,
+    pub sensitive: bool,
+}
+
+/// The configuration a plan was made from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// The stack directory as given at plan time.
+    pub stack_dir: String,
+    /// Every file loaded, by path relative to `stack_dir`.
+    pub files: std::collections::BTreeMap<String, String>,
+    /// Root variable values, as evaluated.
+    pub variables: IndexMap<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub format_version: String,
+    pub gpustack_version: String,
+    pub mode: PlanMode,
+    /// The state this plan was made from: `None` when there was none.
+    pub lineage: Option<String>,
+    pub serial: u64,
+    /// SHA-256 of the snapshot's files and variables.
+    pub config_hash: String,
+    pub resource_changes: Vec<ResourceChange>,
+    /// Changes found by refresh: objects that differ from what the state recorded.
+    pub resource_drift: Vec<ResourceChange>,
+    pub output_changes: IndexMap<String, OutputChange>,
+    pub snapshot: Snapshot,
+}
+
+impl Plan {
+    pub fn has_changes(&self) -> bool {
+        self.resource_changes.iter().any(|c| !c.is_no_op())
+            || (self.mode == PlanMode::RefreshOnly && !self.resource_drift.is_empty())
+            || self.output_changes.values().any(|o| o.actions != [Action::NoOp])
+    }
+
+    /// (add, change, destroy) as the summary line counts them; a replace counts as one add
+    /// and one destroy.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let mut counts = (0, 0, 0);
+        for change in &self.resource_changes {
+            for action in &change.actions {
+                match action {
+                    Action::Create => counts.0 += 1,
+                    Action::Update => counts.1 += 1,
+                    Action::Delete => counts.2 += 1,
+                    Action::NoOp | Action::Read => {}
+                }
+            }
+        }
+        counts
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).unwrap_or_default()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let plan: Plan = serde_json::from_slice(bytes).map_err(|e| format!("not a gpustack plan file: {e}"))?;
+        if plan.format_version != FORMAT_VERSION {
+            return Err(format!("plan format {} is not supported by this gpustack (it reads {FORMAT_VERSION})", plan.format_version));
+        }
+        Ok(plan)
+    }
+}
+
+pub fn config_hash(snapshot: &Snapshot) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for (path, text) in &snapshot.files {
+        hasher.update(path.as_bytes());
+        hasher.update([0]);
+        hasher.update(text.as_bytes());
+        hasher.update([0]);
+    }
+    hasher.update(serde_json::to_vec(&snapshot.variables).unwrap_or_default());
+    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Splits a value into JSON (unknowns as null) and a tree marking the unknowns: `true` for an
+/// unknown value, an object/array of such trees for a partly unknown one, `false` otherwise.
+pub fn split_unknowns(value: &Value) -> (serde_json::Value, serde_json::Value) {
+    match value {
+        Value::Unknown => (serde_json::Value::Null, serde_json::Value::Bool(true)),
+        Value::List(items) => {
+            let (values, unknowns): (Vec<_>, Vec<_>) = items.iter().map(split_unknowns).unzip();
+            let any = unknowns.iter().any(|u| *u != serde_json::Value::Bool(false));
+            (serde_json::Value::Array(values), if any { serde_json::Value::Array(unknowns) } else { serde_json::Value::Bool(false) })
+        }
+        Value::Object(map) => {
+            let mut values = serde_json::Map::new();
+            let mut unknowns = serde_json::Map::new();
+            for (k, v) in map {
+                let (json, unknown) = split_unknowns(v);
+                values.insert(k.clone(), json);
+                if unknown != serde_json::Value::Bool(false) {
+                    unknowns.insert(k.clone(), unknown);
+                }
+            }
+            let marks = if unknowns.is_empty() { serde_json::Value::Bool(false) } else { serde_json::Value::Object(unknowns) };
+            (serde_json::Value::Object(values), marks)
+        }
+        other => (other.to_json(), serde_json::Value::Bool(false)),
+    }
+}
+
+/// The inverse of [`split_unknowns`].
+pub fn with_unknowns(json: &serde_json::Value, unknown: &serde_json::Value) -> Value {
+    match unknown {
+        serde_json::Value::Bool(true) => Value::Unknown,
+        serde_json::Value::Array(marks) => match json {
+            serde_json::Value::Array(items) => Value::List(
+                items.iter().enumerate().map(|(i, item)| with_unknowns(item, marks.get(i).unwrap_or(&serde_json::Value::Bool(false)))).collect(),
+            ),
+            other => Value::from_json(other),
+        },
+        serde_json::Value::Object(marks) => match json {
+            serde_json::Value::Object(map) => Value::Object(
+                map.iter().map(|(k, v)| (k.clone(), with_unknowns(v, marks.get(k).unwrap_or(&serde_json::Value::Bool(false))))).collect(),
+            ),
+            other => Value::from_json(other),
+        },
+        _ => Value::from_json(json),
+    }
+}
+
+/// A tree marking the sensitive top-level attributes of a value, in the shape of `*_sensitive`.
+pub fn sensitive_marks(paths: &[String]) -> serde_json::Value {
+    if paths.is_empty() {
+        return serde_json::Value::Bool(false);
+    }
+    serde_json::Value::Object(paths.iter().map(|p| (p.clone(), serde_json::Value::Bool(true))).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknowns_round_trip_through_json() {
+        let value = Value::Object(IndexMap::from([
+            ("a".to_owned(), Value::string("x")),
+            ("b".to_owned(), Value::Unknown),
+            ("c".to_owned(), Value::List(vec![Value::Number(1.0), Value::Unknown])),
+        ]));
+        let (json, unknown) = split_unknowns(&value);
+        assert_eq!(unknown, serde_json::json!({"b": true, "c": [false, true]}));
+        assert_eq!(with_unknowns(&json, &unknown), value);
+    }
+}

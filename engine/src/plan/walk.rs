@@ -1,0 +1,694 @@
+//! The plan walk: the graph in dependency order, concurrently. Expressions are evaluated on the
+//! walk's own task (they are fast and need the scope); provider calls run as futures, bounded
+//! per provider configuration, and a node starts as soon as its dependencies have finished.
+//!
+//! **Invariant:** the walk performs no I/O itself: reads and plans go through providers.
+
+use super::{Action, OutputChange, Plan, ResourceChange, Snapshot, config_hash, sensitive_marks, split_unknowns};
+use crate::config::{Resource, ResourceMode};
+use crate::diag::{Diag, Diags};
+use crate::evaluate::{EvalOptions, Expansion, Inputs, Repetition, Walk};
+use crate::graph::{Graph, NodeKind};
+use crate::source::Span;
+use futures::future::BoxFuture;
+use gpustack_protocol::{
+    ConfigureRequest, Diagnostic, PlanResourceChangeRequest, Provider, ReadDataSourceRequest, ReadResourcesRequest, Value,
+};
+use gpustack_state::{ResourceState, State};
+use indexmap::IndexMap;
+use petgraph::Direction;
+use petgraph::graph::NodeIndex;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+
+/// Calls a provider configuration may have in flight when its block does not say.
+pub const DEFAULT_MAX_CONCURRENCY: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlanMode {
+    #[default]
+    Normal,
+    Destroy,
+    RefreshOnly,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PlanOptions {
+    pub mode: PlanMode,
+    /// Read live objects first (`--refresh=false` turns it off).
+    pub refresh: bool,
+    /// Resource addresses to limit the plan to, with their dependencies.
+    pub targets: Vec<String>,
+    /// Instance addresses to replace even if nothing changed.
+    pub replace: Vec<String>,
+}
+
+/// A configured provider and its concurrency bound.
+#[derive(Clone)]
+pub(crate) struct ProviderHandle {
+    pub(crate) instance: Arc<dyn Provider>,
+    pub(crate) permits: Arc<Semaphore>,
+}
+
+enum Outcome {
+    Provider { handle: Option<ProviderHandle>, refreshed: Vec<(String, Option<Value>)>, diagnostics: Vec<Diagnostic> },
+    Resource { instances: Vec<PlannedInstance>, diagnostics: Vec<Diagnostic> },
+}
+
+struct PlannedInstance {
+    key: InstanceKey,
+    address: String,
+    prior: Option<Value>,
+    planned: Value,
+    requires_replace: Vec<String>,
+}
+
+#[derive(Clone)]
+enum InstanceKey {
+    Single,
+    Index(usize),
+    Key(String),
+}
+
+struct Planner<'w, 'a> {
+    walk: &'w mut Walk<'a>,
+    graph: &'a Graph,
+    inputs: &'a Inputs,
+    state: Option<&'a State>,
+    options: &'a PlanOptions,
+    providers: HashMap<NodeIndex, ProviderHandle>,
+    refreshed: HashMap<String, Option<Value>>,
+    failed: HashSet<NodeIndex>,
+    /// Config addresses the plan is limited to (`--target` and their dependencies); None: all.
+    allowed: Option<HashSet<NodeIndex>>,
+    changes: Vec<ResourceChange>,
+    /// Config addresses of resources seen in configuration, for finding orphans.
+    configured: HashSet<String>,
+}
+
+/// Plans a stack whose configuration is loaded and checked. Errors go to `diags`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn plan<'a>(
+    walk: &mut Walk<'a>,
+    graph: &'a Graph,
+    inputs: &'a Inputs,
+    state: Option<&'a State>,
+    options: &'a PlanOptions,
+    snapshot: Snapshot,
+) -> Option<Plan> {
+    let allowed = targets(walk, graph, &options.targets);
+    walk.unset_computed = Value::Null;
+    let mut planner = Planner {
+        walk,
+        graph,
+        inputs,
+        state,
+        options,
+        providers: HashMap::new(),
+        refreshed: HashMap::new(),
+        failed: HashSet::new(),
+        allowed,
+        changes: Vec::new(),
+        configured: HashSet::new(),
+    };
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    crate::walker::walk(&graph.graph, &mut planner, &stop).await;
+    if planner.walk.diags.has_errors() {
+        return None;
+    }
+    let drift = planner.drift();
+    planner.orphans();
+    let mode = options.mode;
+    let mut resource_changes = match mode {
+        PlanMode::Normal => std::mem::take(&mut planner.changes),
+        PlanMode::Destroy => planner.destroy_changes(),
+        PlanMode::RefreshOnly => Vec::new(),
+    };
+    // Changes finish in any order; plans read the same every time.
+    resource_changes.sort_by(|a, b| a.address.cmp(&b.address));
+    let mut drift = drift;
+    drift.sort_by(|a, b| a.address.cmp(&b.address));
+    if planner.walk.diags.has_errors() {
+        return None;
+    }
+    let output_changes = planner.output_changes();
+    Some(Plan {
+        format_version: super::FORMAT_VERSION.into(),
+        gpustack_version: crate::version::VERSION.into(),
+        mode,
+        lineage: state.map(|s| s.lineage.clone()),
+        serial: state.map_or(0, |s| s.serial),
+        config_hash: config_hash(&snapshot),
+        resource_changes,
+        resource_drift: drift,
+        output_changes,
+        snapshot,
+    })
+}
+
+/// The resource nodes a `--target` list selects, with everything they depend on.
+fn targets(walk: &mut Walk<'_>, graph: &Graph, targets: &[String]) -> Option<HashSet<NodeIndex>> {
+    if targets.is_empty() {
+        return None;
+    }
+    let mut selected = Vec::new();
+    for target in targets {
+        let config_address = strip_instance_key(target);
+        let found: Vec<NodeIndex> = graph
+            .graph
+            .node_indices()
+            .filter(|&n| matches!(graph.graph[n].kind, NodeKind::Resource(_)))
+            .filter(|&n| {
+                let address = graph.graph[n].address(walk.stack);
+                address == config_address || address.starts_with(&format!("{config_address}."))
+            })
+            .collect();
+        if found.is_empty() {
+            walk.diags.push(Diag::error(None, "Invalid target", format!("No resource or module in the stack matches \"{target}\".")));
+        }
+        selected.extend(found);
+    }
+    let mut allowed = HashSet::new();
+    let mut pending = selected;
+    while let Some(n) = pending.pop() {
+        if allowed.insert(n) {
+            pending.extend(graph.graph.neighbors_directed(n, Direction::Incoming));
+        }
+    }
+    Some(allowed)
+}
+
+/// `aks_nodepool.gpu["a"]` → `aks_nodepool.gpu`.
+pub(crate) fn strip_instance_key(address: &str) -> &str {
+    match address.rfind('[') {
+        Some(i) if address.ends_with(']') && !address[i..].contains('.') => &address[..i],
+        _ => address,
+    }
+}
+
+impl crate::walker::Steps for Planner<'_, '_> {
+    type Outcome = Outcome;
+
+    fn start(&mut self, node: NodeIndex) -> Option<BoxFuture<'static, Outcome>> {
+        self.start_node(node)
+    }
+
+    fn finish(&mut self, node: NodeIndex, outcome: Outcome) {
+        self.finish_node(node, outcome);
+    }
+}
+
+impl Planner<'_, '_> {
+    fn depends_on_failure(&self, node: NodeIndex) -> bool {
+        self.graph.graph.neighbors_directed(node, Direction::Incoming).any(|d| self.failed.contains(&d))
+    }
+
+    fn start_node(&mut self, node: NodeIndex) -> Option<BoxFuture<'static, Outcome>> {
+        if self.depends_on_failure(node) {
+            self.failed.insert(node);
+            return None;
+        }
+        let n = self.graph.graph[node].clone();
+        let errors_before = self.walk.diags.0.len();
+        match n.kind {
+            NodeKind::Variable | NodeKind::Local | NodeKind::Output => {
+                self.walk.step_value(self.graph, node, self.inputs, EvalOptions::default());
+                None
+            }
+            NodeKind::Provider => {
+                let config = self.walk.provider(n.module, &n.key, n.span, n.implied);
+                if self.walk.diags.0.len() > errors_before || config.is_none() {
+                    self.failed.insert(node);
+                    return None;
+                }
+                Some(self.start_provider(node, config.unwrap_or_default()))
+            }
+            NodeKind::Resource(mode) => {
+                let module = &self.walk.stack.modules[n.module];
+                let resource = match mode {
+                    ResourceMode::Managed => &module.resources[&n.key],
+                    ResourceMode::Data => &module.data[&n.key],
+                };
+                self.start_resource(node, n.module, resource)
+            }
+        }
+    }
+
+    fn start_provider(&mut self, node: NodeIndex, config: Value) -> BoxFuture<'static, Outcome> {
+        let n = &self.graph.graph[node];
+        let address = n.address(self.walk.stack);
+        let name = n.key.split('.').next().unwrap_or_default().to_owned();
+        let factory = self.walk.registry.provider(&name).cloned();
+        let limit = config
+            .as_object()
+            .and_then(|c| c.get("max_concurrency"))
+            .and_then(Value::as_number)
+            .filter(|n| *n >= 1.0)
+            .map_or(DEFAULT_MAX_CONCURRENCY, |n| n as usize);
+        // The state's objects served by this configuration, grouped by type for batched reads.
+        let mut by_type: IndexMap<String, Vec<(String, Value)>> = IndexMap::new();
+        if let Some(state) = self.state {
+            for r in state.resources.iter().filter(|r| r.provider == address) {
+                by_type.entry(r.type_name.clone()).or_default().push((r.address.clone(), Value::from_json(&r.attributes)));
+            }
+        }
+        let refresh = self.options.refresh;
+        Box::pin(async move {
+            let Some(factory) = factory else {
+                return Outcome::Provider { handle: None, refreshed: vec![], diagnostics: vec![Diagnostic::error("Unknown provider", name)] };
+            };
+            let instance = match factory.configure(ConfigureRequest { config }).await {
+                Ok(instance) => instance,
+                Err(diagnostics) => return Outcome::Provider { handle: None, refreshed: vec![], diagnostics },
+            };
+            let handle = ProviderHandle { instance, permits: Arc::new(Semaphore::new(limit)) };
+            let mut refreshed = Vec::new();
+            let mut diagnostics = Vec::new();
+            if refresh {
+                let reads = by_type.into_iter().map(|(type_name, objects)| {
+                    let handle = handle.clone();
+                    async move {
+                        let _permit = handle.permits.acquire().await;
+                        let states = objects.iter().map(|(_, v)| v.clone()).collect();
+                        let response = handle.instance.read_resources(ReadResourcesRequest { type_name, states }).await;
+                        (objects, response)
+                    }
+                });
+                for (objects, response) in futures::future::join_all(reads).await {
+                    diagnostics.extend(response.diagnostics);
+                    for (i, (address, prior)) in objects.into_iter().enumerate() {
+                        refreshed.push((address, response.states.get(i).cloned().unwrap_or(Some(prior))));
+                    }
+                }
+            } else {
+                for (_, objects) in by_type {
+                    refreshed.extend(objects.into_iter().map(|(address, prior)| (address, Some(prior))));
+                }
+            }
+            Outcome::Provider { handle: Some(handle), refreshed, diagnostics }
+        })
+    }
+
+    fn start_resource(&mut self, node: NodeIndex, module: usize, r: &Resource) -> Option<BoxFuture<'static, Outcome>> {
+        let prefix = self.walk.stack.modules[module].prefix();
+        let config_address = format!("{prefix}{}", r.local_address());
+        self.configured.insert(config_address.clone());
+        let excluded = self.allowed.as_ref().is_some_and(|a| !a.contains(&node));
+        if excluded || self.options.mode != PlanMode::Normal {
+            // Outside the plan's scope: its value is what the state knows.
+            let value = self.prior_value(&config_address, r);
+            self.store(module, r, value);
+            return None;
+        }
+        let Some(handle) = self.graph.provider_of.get(&node).and_then(|p| self.providers.get(p)).cloned() else {
+            self.failed.insert(node);
+            return None;
+        };
+        let schema = match r.mode {
+            ResourceMode::Managed => self.walk.registry.resource_schema(&r.type_name),
+            ResourceMode::Data => self.walk.registry.data_source_schema(&r.type_name),
+        }
+        .cloned();
+        let Some(schema) = schema else {
+            self.failed.insert(node);
+            return None;
+        };
+        let errors_before = self.walk.diags.0.len();
+        let instances: Vec<(InstanceKey, Option<Repetition>)> = match self.walk.expansion(module, r) {
+            Expansion::Single => vec![(InstanceKey::Single, None)],
+            Expansion::Count(n) => (0..n).map(|i| (InstanceKey::Index(i), Some(Repetition { count_index: Some(Value::Number(i as f64)), each: None }))).collect(),
+            Expansion::ForEach(items) => items
+                .into_iter()
+                .map(|(k, v)| (InstanceKey::Key(k.clone()), Some(Repetition { count_index: None, each: Some((Value::String(k), v)) })))
+                .collect(),
+            Expansion::Unknown => {
+                let what = if r.count.is_some() { "count" } else { "for_each" };
+                let span = r.count.as_ref().or(r.for_each.as_ref()).map(|e| e.span());
+                self.walk.diags.push(Diag::error(
+                    span,
+                    format!("Invalid {what} argument"),
+                    format!("The {what} value depends on values that are known only after apply; gpustack must know how many instances to plan. Use --target to apply what it depends on first."),
+                ));
+                self.failed.insert(node);
+                return None;
+            }
+        };
+        let context = format!("a {} block", r.type_name);
+        let mut requests = Vec::with_capacity(instances.len());
+        for (key, repetition) in instances {
+            let mut config = self.walk.decode(module, &r.body, &schema, repetition, &context);
+            self.walk.provider_checks(r, &config);
+            let address = format!("{config_address}{}", key_suffix(&key));
+            let prior = self.refreshed.get(&address).cloned().flatten();
+            if let (Some(prior), Value::Object(attrs)) = (&prior, &mut config) {
+                for (name, _) in &r.lifecycle.ignore_changes {
+                    if let Some(old) = prior.as_object().and_then(|p| p.get(name)) {
+                        attrs.insert(name.clone(), old.clone());
+                    }
+                }
+                if r.lifecycle.ignore_all_changes
+                    && let Some(old) = prior.as_object()
+                {
+                    *attrs = old.clone();
+                }
+            }
+            requests.push((key, address, prior, config));
+        }
+        if self.walk.diags.0.len() > errors_before {
+            self.failed.insert(node);
+            return None;
+        }
+        let type_name = r.type_name.clone();
+        let mode = r.mode;
+        Some(Box::pin(async move {
+            let calls = requests.into_iter().map(|(key, address, prior, config)| {
+                let handle = handle.clone();
+                let type_name = type_name.clone();
+                async move {
+                    let _permit = handle.permits.acquire().await;
+                    match mode {
+                        ResourceMode::Managed => {
+                            let response = handle
+                                .instance
+                                .plan_resource_change(PlanResourceChangeRequest { type_name, prior_state: prior.clone(), config })
+                                .await;
+                            (PlannedInstance { key, address, prior, planned: response.planned_state, requires_replace: response.requires_replace }, response.diagnostics)
+                        }
+                        ResourceMode::Data if config.is_wholly_known() => {
+                            let response = handle.instance.read_data_source(ReadDataSourceRequest { type_name, config }).await;
+                            (PlannedInstance { key, address, prior: None, planned: response.state, requires_replace: vec![] }, response.diagnostics)
+                        }
+                        ResourceMode::Data => (PlannedInstance { key, address, prior: None, planned: Value::Unknown, requires_replace: vec![] }, vec![]),
+                    }
+                }
+            });
+            let mut instances = Vec::new();
+            let mut diagnostics = Vec::new();
+            for (instance, diags) in futures::future::join_all(calls).await {
+                instances.push(instance);
+                diagnostics.extend(diags);
+            }
+            Outcome::Resource { instances, diagnostics }
+        }))
+    }
+
+    fn finish_node(&mut self, node: NodeIndex, outcome: Outcome) {
+        let n = self.graph.graph[node].clone();
+        let span = Some(n.span);
+        match outcome {
+            Outcome::Provider { handle, refreshed, diagnostics } => {
+                let failed = report(self.walk.diags, span, &diagnostics);
+                match handle {
+                    Some(handle) if !failed => {
+                        self.providers.insert(node, handle);
+                    }
+                    _ => {
+                        self.failed.insert(node);
+                    }
+                }
+                self.refreshed.extend(refreshed);
+            }
+            Outcome::Resource { instances, diagnostics } => {
+                if report(self.walk.diags, span, &diagnostics) {
+                    self.failed.insert(node);
+                    return;
+                }
+                let module = &self.walk.stack.modules[n.module];
+                let resource = match n.kind {
+                    NodeKind::Resource(ResourceMode::Data) => &module.data[&n.key],
+                    _ => &module.resources[&n.key],
+                };
+                let provider = self.graph.provider_of.get(&node).map(|p| self.graph.graph[*p].address(self.walk.stack)).unwrap_or_default();
+                let dependencies = resource_dependencies(self.graph, node, self.walk.stack);
+                let schema = self.walk.registry.resource_schema(&resource.type_name);
+                let sensitive: Vec<String> = schema.map(|s| s.attributes.iter().filter(|(_, a)| a.sensitive).map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+                let value = assemble(&instances);
+                if resource.mode == ResourceMode::Managed {
+                    for instance in &instances {
+                        let change = self.change_for(resource, instance, &provider, &dependencies, &sensitive, n.span);
+                        self.changes.push(change);
+                    }
+                }
+                self.store(n.module, resource, value);
+            }
+        }
+    }
+
+    fn change_for(
+        &mut self,
+        r: &Resource,
+        instance: &PlannedInstance,
+        provider: &str,
+        dependencies: &[String],
+        sensitive: &[String],
+        span: Span,
+    ) -> ResourceChange {
+        let forced = self.options.replace.iter().any(|a| a == &instance.address);
+        let (actions, reason) = match &instance.prior {
+            None => (vec![Action::Create], None),
+            Some(prior) if !instance.requires_replace.is_empty() || forced => {
+                let reason = if forced { "replace_by_request".to_owned() } else { format!("replace_because_cannot_update: {}", instance.requires_replace.join(", ")) };
+                let order = if r.lifecycle.create_before_destroy { vec![Action::Create, Action::Delete] } else { vec![Action::Delete, Action::Create] };
+                let _ = prior;
+                (order, Some(reason))
+            }
+            Some(prior) if *prior == instance.planned => (vec![Action::NoOp], None),
+            Some(_) => (vec![Action::Update], None),
+        };
+        if r.lifecycle.prevent_destroy && actions.contains(&Action::Delete) {
+            self.walk.diags.push(Diag::error(
+                span,
+                "Instance cannot be destroyed",
+                format!("{} has lifecycle.prevent_destroy set, but the plan would destroy it ({}). Change the configuration so that it is updated in place, or remove prevent_destroy.", instance.address, reason.clone().unwrap_or_default()),
+            ));
+        }
+        let (before, _) = instance.prior.as_ref().map_or((serde_json::Value::Null, serde_json::Value::Bool(false)), split_unknowns);
+        let (after, after_unknown) = split_unknowns(&instance.planned);
+        ResourceChange {
+            address: instance.address.clone(),
+            config_address: strip_instance_key(&instance.address).to_owned(),
+            mode: "managed".into(),
+            type_name: r.type_name.clone(),
+            provider: provider.to_owned(),
+            actions,
+            action_reason: reason,
+            before,
+            after,
+            after_unknown,
+            before_sensitive: sensitive_marks(sensitive),
+            after_sensitive: sensitive_marks(sensitive),
+            replace_paths: instance.requires_replace.clone(),
+            dependencies: dependencies.to_vec(),
+        }
+    }
+
+    /// What the state knows of a resource, shaped like its configuration (list for count, map
+    /// for for_each); unknown when it does not exist yet.
+    fn prior_value(&self, config_address: &str, r: &Resource) -> Value {
+        let Some(state) = self.state else { return Value::Unknown };
+        let instances: Vec<&ResourceState> = state.resources.iter().filter(|s| strip_instance_key(&s.address) == config_address).collect();
+        let value_of = |s: &ResourceState| self.refreshed.get(&s.address).cloned().flatten().unwrap_or_else(|| Value::from_json(&s.attributes));
+        if r.count.is_some() {
+            Value::List(instances.iter().map(|s| value_of(s)).collect())
+        } else if r.for_each.is_some() {
+            Value::Object(
+                instances
+                    .iter()
+                    .map(|s| {
+                        let key = s.address[config_address.len()..].trim_start_matches("[\"").trim_end_matches("\"]").to_owned();
+                        (key, value_of(s))
+                    })
+                    .collect(),
+            )
+        } else {
+            instances.first().map_or(Value::Unknown, |s| value_of(s))
+        }
+    }
+
+    fn store(&mut self, module: usize, r: &Resource, value: Value) {
+        let key = format!("{}.{}", r.type_name, r.name);
+        let values = &mut self.walk.values[module];
+        match r.mode {
+            ResourceMode::Managed => values.resources.insert(key, value),
+            ResourceMode::Data => values.data.insert(key, value),
+        };
+    }
+
+    /// Objects whose live state differs from the state file: changed outside gpustack.
+    fn drift(&self) -> Vec<ResourceChange> {
+        let Some(state) = self.state else { return Vec::new() };
+        let mut drift = Vec::new();
+        for r in &state.resources {
+            let Some(live) = self.refreshed.get(&r.address) else { continue };
+            let recorded = Value::from_json(&r.attributes);
+            if live.as_ref() == Some(&recorded) {
+                continue;
+            }
+            let (after, after_unknown) = live.as_ref().map_or((serde_json::Value::Null, serde_json::Value::Bool(false)), split_unknowns);
+            drift.push(ResourceChange {
+                address: r.address.clone(),
+                config_address: strip_instance_key(&r.address).to_owned(),
+                mode: "managed".into(),
+                type_name: r.type_name.clone(),
+                provider: r.provider.clone(),
+                actions: vec![if live.is_some() { Action::Update } else { Action::Delete }],
+                action_reason: Some(if live.is_some() { "changed_outside_gpustack".into() } else { "deleted_outside_gpustack".into() }),
+                before: r.attributes.clone(),
+                after,
+                after_unknown,
+                before_sensitive: sensitive_marks(&r.sensitive_paths),
+                after_sensitive: sensitive_marks(&r.sensitive_paths),
+                replace_paths: vec![],
+                dependencies: r.dependencies.clone(),
+            });
+        }
+        drift
+    }
+
+    /// State objects the configuration no longer has: they are deleted.
+    fn orphans(&mut self) {
+        if self.options.mode != PlanMode::Normal {
+            return;
+        }
+        let Some(state) = self.state else { return };
+        let planned: HashSet<&str> = self.changes.iter().map(|c| c.address.as_str()).collect();
+        let mut orphans = Vec::new();
+        for r in &state.resources {
+            let config_address = strip_instance_key(&r.address);
+            if planned.contains(r.address.as_str()) || r.mode == gpustack_state::ResourceMode::Data {
+                continue;
+            }
+            if self.allowed.is_some() && !self.options.targets.iter().any(|t| strip_instance_key(t) == config_address || r.address == *t) {
+                continue;
+            }
+            let Some(live) = self.refreshed.get(&r.address) else {
+                self.walk.diags.push(Diag::error(
+                    None,
+                    "Provider configuration not present",
+                    format!("{} must be destroyed, but its provider configuration {} is no longer in the stack. Add it back to destroy the object, or forget it with gpustack state rm.", r.address, r.provider),
+                ));
+                continue;
+            };
+            let Some(live) = live else { continue };
+            let reason = if self.configured.contains(config_address) { "delete_because_no_instance" } else { "delete_because_no_resource_config" };
+            orphans.push(delete_change(r, live, reason));
+        }
+        self.changes.extend(orphans);
+    }
+
+    /// Every object of the state, deleted.
+    fn destroy_changes(&mut self) -> Vec<ResourceChange> {
+        let Some(state) = self.state else { return Vec::new() };
+        let mut changes = Vec::new();
+        for r in state.resources.iter().filter(|r| r.mode == gpustack_state::ResourceMode::Managed) {
+            if self.allowed.is_some() && !self.options.targets.iter().any(|t| strip_instance_key(t) == strip_instance_key(&r.address) || r.address == *t) {
+                continue;
+            }
+            match self.refreshed.get(&r.address) {
+                Some(Some(live)) => changes.push(delete_change(r, live, "delete_because_destroy")),
+                Some(None) => {}
+                None => changes.push(delete_change(r, &Value::from_json(&r.attributes), "delete_because_destroy")),
+            }
+        }
+        changes
+    }
+
+    fn output_changes(&self) -> IndexMap<String, OutputChange> {
+        let prior = self.state.map(|s| &s.outputs);
+        self.walk
+            .out
+            .outputs
+            .iter()
+            .map(|(name, (value, sensitive))| {
+                let (after, unknown) = split_unknowns(value);
+                let before = prior.and_then(|p| p.get(name)).map(|o| &o.value);
+                let actions = match (before, self.options.mode) {
+                    (_, PlanMode::Destroy) => vec![Action::Delete],
+                    (None, _) => vec![Action::Create],
+                    (Some(b), _) if *b == after && unknown == serde_json::Value::Bool(false) => vec![Action::NoOp],
+                    (Some(_), _) => vec![Action::Update],
+                };
+                (name.clone(), OutputChange { actions, after, after_unknown: unknown != serde_json::Value::Bool(false), sensitive: *sensitive })
+            })
+            .collect()
+    }
+}
+
+fn delete_change(r: &ResourceState, live: &Value, reason: &str) -> ResourceChange {
+    ResourceChange {
+        address: r.address.clone(),
+        config_address: strip_instance_key(&r.address).to_owned(),
+        mode: "managed".into(),
+        type_name: r.type_name.clone(),
+        provider: r.provider.clone(),
+        actions: vec![Action::Delete],
+        action_reason: Some(reason.into()),
+        before: live.to_json(),
+        after: serde_json::Value::Null,
+        after_unknown: serde_json::Value::Bool(false),
+        before_sensitive: sensitive_marks(&r.sensitive_paths),
+        after_sensitive: serde_json::Value::Bool(false),
+        replace_paths: vec![],
+        dependencies: r.dependencies.clone(),
+    }
+}
+
+/// Reports provider diagnostics at the node's block; true when any is an error.
+fn report(diags: &mut Diags, span: Option<Span>, diagnostics: &[Diagnostic]) -> bool {
+    for d in diagnostics {
+        let detail = match &d.attribute {
+            Some(a) => format!("{} (attribute {a})", d.detail),
+            None => d.detail.clone(),
+        };
+        diags.push(Diag { severity: d.severity, summary: d.summary.clone(), detail, span });
+    }
+    diagnostics.iter().any(Diagnostic::is_error)
+}
+
+fn key_suffix(key: &InstanceKey) -> String {
+    match key {
+        InstanceKey::Single => String::new(),
+        InstanceKey::Index(i) => format!("[{i}]"),
+        InstanceKey::Key(k) => format!("[{}]", Value::string(k.clone())),
+    }
+}
+
+/// The value dependents see: one object, a list (count) or a map (for_each).
+fn assemble(instances: &[PlannedInstance]) -> Value {
+    match instances.first().map(|i| &i.key) {
+        None => Value::List(Vec::new()),
+        Some(InstanceKey::Single) => instances[0].planned.clone(),
+        Some(InstanceKey::Index(_)) => Value::List(instances.iter().map(|i| i.planned.clone()).collect()),
+        Some(InstanceKey::Key(_)) => Value::Object(
+            instances
+                .iter()
+                .filter_map(|i| match &i.key {
+                    InstanceKey::Key(k) => Some((k.clone(), i.planned.clone())),
+                    _ => None,
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// The resources a resource depends on, through variables, locals and outputs in between.
+pub(crate) fn resource_dependencies(graph: &Graph, node: NodeIndex, stack: &crate::config::Stack) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut pending: Vec<NodeIndex> = graph.graph.neighbors_directed(node, Direction::Incoming).collect();
+    let mut out = Vec::new();
+    while let Some(n) = pending.pop() {
+        if !seen.insert(n) {
+            continue;
+        }
+        match graph.graph[n].kind {
+            NodeKind::Resource(_) => out.push(graph.graph[n].address(stack)),
+            NodeKind::Provider => {}
+            _ => pending.extend(graph.graph.neighbors_directed(n, Direction::Incoming)),
+        }
+    }
+    out.sort();
+    out
+}

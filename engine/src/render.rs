@@ -1,0 +1,336 @@
+//! Plans and drift for people (terminal, pull requests) and machines (JSON).
+//!
+//! Sensitive values never appear: they are shown as `(sensitive value)` in every format.
+//! Multi-line strings (YAML in ConfigMaps, Helm values) are shown as line diffs.
+
+use crate::plan::{Action, Plan, PlanMode, ResourceChange};
+use std::fmt::Write as _;
+
+const SENSITIVE: &str = "(sensitive value)";
+const UNKNOWN: &str = "(known after apply)";
+
+struct Style {
+    color: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.color { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+    }
+
+    fn symbol(&self, actions: &[Action]) -> String {
+        match actions {
+            [Action::Create] => self.paint("32", "+"),
+            [Action::Update] => self.paint("33", "~"),
+            [Action::Delete] => self.paint("31", "-"),
+            [Action::Delete, Action::Create] => self.paint("31;32", "-/+"),
+            [Action::Create, Action::Delete] => self.paint("32;31", "+/-"),
+            [Action::Read] => self.paint("36", "<="),
+            _ => " ".into(),
+        }
+    }
+}
+
+fn describe(change: &ResourceChange) -> &'static str {
+    match change.actions.as_slice() {
+        [Action::Create] => "will be created",
+        [Action::Update] => "will be updated in-place",
+        [Action::Delete] => "will be destroyed",
+        [Action::Delete, Action::Create] => "must be replaced",
+        [Action::Create, Action::Delete] => "must be replaced (create before destroy)",
+        [Action::Read] => "will be read during apply",
+        _ => "has no changes",
+    }
+}
+
+fn reason(change: &ResourceChange) -> Option<String> {
+    let reason = change.action_reason.as_deref()?;
+    Some(match reason {
+        "replace_by_request" => "(replaced because --replace asked for it)".to_owned(),
+        "delete_because_no_resource_config" => "(because it is no longer in the configuration)".to_owned(),
+        "delete_because_no_instance" => "(because its count or for_each no longer includes it)".to_owned(),
+        "delete_because_destroy" => return None,
+        "changed_outside_gpustack" => "(changed outside gpustack)".to_owned(),
+        "deleted_outside_gpustack" => "(deleted outside gpustack)".to_owned(),
+        other => match other.strip_prefix("replace_because_cannot_update: ") {
+            Some(attrs) => format!("(because {attrs} cannot be changed in place)"),
+            None => format!("({other})"),
+        },
+    })
+}
+
+fn is_sensitive(marks: &serde_json::Value, key: &str) -> bool {
+    marks.get(key).is_some_and(|m| *m == serde_json::Value::Bool(true))
+}
+
+fn is_unknown(marks: &serde_json::Value, key: &str) -> bool {
+    marks.get(key).is_some_and(|m| *m == serde_json::Value::Bool(true))
+}
+
+fn show(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => serde_json::Value::String(s.clone()).to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Field-level diff of one change, Terraform-style.
+fn fields(out: &mut String, style: &Style, change: &ResourceChange) {
+    let empty = serde_json::Map::new();
+    let before = change.before.as_object().unwrap_or(&empty);
+    let after = change.after.as_object().unwrap_or(&empty);
+    let mut keys: Vec<&String> = before.keys().chain(after.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let rows: Vec<(String, String, String)> = keys
+        .into_iter()
+        .filter_map(|key| {
+            let old = before.get(key).filter(|v| !v.is_null());
+            let unknown = is_unknown(&change.after_unknown, key);
+            let new = after.get(key).filter(|v| !v.is_null());
+            let sensitive = is_sensitive(&change.before_sensitive, key) || is_sensitive(&change.after_sensitive, key);
+            let shown = |v: &serde_json::Value| if sensitive { SENSITIVE.to_owned() } else { show(v) };
+            let forces = change.replace_paths.iter().any(|p| p == key);
+            let note = if forces { style.paint("31", " # forces replacement") } else { String::new() };
+            match change.actions.as_slice() {
+                [Action::Delete] => old.map(|o| (style.symbol(&[Action::Delete]), key.clone(), format!("{}", shown(o)))),
+                _ => match (old, new, unknown) {
+                    (None, None, false) => None,
+                    (None, _, true) => Some((style.symbol(&[Action::Create]), key.clone(), UNKNOWN.to_owned())),
+                    (None, Some(n), false) => Some((style.symbol(&[Action::Create]), key.clone(), shown(n))),
+                    (Some(o), _, true) => Some((style.symbol(&[Action::Update]), key.clone(), format!("{} -> {UNKNOWN}{note}", shown(o)))),
+                    (Some(o), None, false) => Some((style.symbol(&[Action::Delete]), key.clone(), format!("{} -> null{note}", shown(o)))),
+                    (Some(o), Some(n), false) if o == n => {
+                        if change.is_no_op() || change.actions == [Action::Update] && !matches!(o, serde_json::Value::String(_)) {
+                            None
+                        } else {
+                            Some((" ".into(), key.clone(), shown(o)))
+                        }
+                    }
+                    (Some(o), Some(n), false) => {
+                        if let (Some(a), Some(b)) = (o.as_str(), n.as_str())
+                            && (a.contains('\n') || b.contains('\n'))
+                            && !sensitive
+                        {
+                            let mut diff = String::from("<<-EOT\n");
+                            for change in similar::TextDiff::from_lines(a, b).iter_all_changes() {
+                                let sign = match change.tag() {
+                                    similar::ChangeTag::Delete => style.paint("31", "-"),
+                                    similar::ChangeTag::Insert => style.paint("32", "+"),
+                                    similar::ChangeTag::Equal => " ".into(),
+                                };
+                                let _ = write!(diff, "            {sign} {}", change.value());
+                                if !change.value().ends_with('\n') {
+                                    diff.push('\n');
+                                }
+                            }
+                            diff.push_str("        EOT");
+                            return Some((style.symbol(&[Action::Update]), key.clone(), format!("{diff}{note}")));
+                        }
+                        Some((style.symbol(&[Action::Update]), key.clone(), format!("{} -> {}{note}", shown(o), shown(n))))
+                    }
+                },
+            }
+        })
+        .collect();
+    let width = rows.iter().map(|(_, k, _)| k.len()).max().unwrap_or(0);
+    for (symbol, key, text) in rows {
+        let _ = writeln!(out, "      {symbol} {key:<width$} = {text}");
+    }
+}
+
+fn change_block(out: &mut String, style: &Style, change: &ResourceChange, verb: &str) {
+    let header = match reason(change) {
+        Some(r) => format!("  # {} {verb} {r}", change.address),
+        None => format!("  # {} {verb}", change.address),
+    };
+    let _ = writeln!(out, "{}", style.paint("1", &header));
+    let name = change.address.rsplit('.').next().unwrap_or_default();
+    let _ = writeln!(out, "  {} resource \"{}\" \"{}\" {{", style.symbol(&change.actions), change.type_name, name.split('[').next().unwrap_or(name));
+    fields(out, style, change);
+    let _ = writeln!(out, "    }}\n");
+}
+
+/// The plan as a person reads it in a terminal.
+pub fn plan_text(plan: &Plan, color: bool) -> String {
+    let style = Style { color };
+    let mut out = String::new();
+    if !plan.resource_drift.is_empty() {
+        out.push_str("Objects have changed outside of gpustack:\n\n");
+        for change in &plan.resource_drift {
+            let verb = if change.actions == [Action::Delete] { "has been deleted" } else { "has changed" };
+            let mut shown = change.clone();
+            shown.action_reason = None;
+            change_block(&mut out, &style, &shown, verb);
+        }
+    }
+    if plan.mode == PlanMode::RefreshOnly {
+        if plan.resource_drift.is_empty() {
+            out.push_str("No changes. The state matches the live objects.\n");
+        } else {
+            let _ = writeln!(out, "Applying this plan will update the state to match, changing no object.\n");
+        }
+        return out;
+    }
+    let changes: Vec<&ResourceChange> = plan.resource_changes.iter().filter(|c| !c.is_no_op()).collect();
+    if changes.is_empty() && !plan.has_changes() {
+        out.push_str("No changes. The infrastructure matches the configuration.\n");
+        return out;
+    }
+    if !changes.is_empty() {
+        out.push_str("gpustack will perform the following actions:\n\n");
+        for change in changes {
+            change_block(&mut out, &style, change, describe(change));
+        }
+    }
+    let (add, change, destroy) = plan.counts();
+    let _ = writeln!(out, "{} {add} to add, {change} to change, {destroy} to destroy.", style.paint("1", "Plan:"));
+    let outputs: Vec<_> = plan.output_changes.iter().filter(|(_, o)| o.actions != [Action::NoOp]).collect();
+    if !outputs.is_empty() {
+        out.push_str("\nChanges to outputs:\n");
+        for (name, o) in outputs {
+            let value = if o.sensitive { SENSITIVE.to_owned() } else if o.after_unknown { UNKNOWN.to_owned() } else { show(&o.after) };
+            let _ = writeln!(out, "  {} {name} = {value}", style.symbol(&o.actions));
+        }
+    }
+    out
+}
+
+fn mask(value: &serde_json::Value, marks: &serde_json::Value) -> serde_json::Value {
+    match (value, marks) {
+        (serde_json::Value::Object(map), serde_json::Value::Object(m)) => serde_json::Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let masked = if is_sensitive(marks, k) { serde_json::Value::String(SENSITIVE.into()) } else { mask(v, m.get(k).unwrap_or(&serde_json::Value::Bool(false))) };
+                    (k.clone(), masked)
+                })
+                .collect(),
+        ),
+        _ => value.clone(),
+    }
+}
+
+fn change_json(change: &ResourceChange) -> serde_json::Value {
+    serde_json::json!({
+        "address": change.address,
+        "mode": change.mode,
+        "type": change.type_name,
+        "provider_name": change.provider,
+        "change": {
+            "actions": change.actions,
+            "before": mask(&change.before, &change.before_sensitive),
+            "after": mask(&change.after, &change.after_sensitive),
+            "after_unknown": change.after_unknown,
+            "before_sensitive": change.before_sensitive,
+            "after_sensitive": change.after_sensitive,
+            "replace_paths": change.replace_paths,
+        },
+        "action_reason": change.action_reason,
+    })
+}
+
+/// The documented, versioned plan format (`format_version`), with sensitive values masked.
+pub fn plan_json(plan: &Plan) -> serde_json::Value {
+    let (add, change, destroy) = plan.counts();
+    serde_json::json!({
+        "format_version": crate::plan::FORMAT_VERSION,
+        "gpustack_version": plan.gpustack_version,
+        "mode": plan.mode,
+        "lineage": plan.lineage,
+        "serial": plan.serial,
+        "config_hash": plan.config_hash,
+        "resource_changes": plan.resource_changes.iter().map(change_json).collect::<Vec<_>>(),
+        "resource_drift": plan.resource_drift.iter().map(change_json).collect::<Vec<_>>(),
+        "output_changes": plan.output_changes.iter().map(|(name, o)| {
+            let after = if o.sensitive { serde_json::Value::String(SENSITIVE.into()) } else { o.after.clone() };
+            (name.clone(), serde_json::json!({ "actions": o.actions, "after": after, "after_unknown": o.after_unknown, "sensitive": o.sensitive }))
+        }).collect::<serde_json::Map<_, _>>(),
+        "summary": { "add": add, "change": change, "destroy": destroy, "drifted": plan.resource_drift.len() },
+        "has_changes": plan.has_changes(),
+    })
+}
+
+/// A pull-request comment: summary table, then the plain-text plan in a collapsible block.
+pub fn plan_markdown(plan: &Plan) -> String {
+    let (add, change, destroy) = plan.counts();
+    let mut out = String::from("### gpustack plan\n\n");
+    if !plan.has_changes() {
+        out.push_str("**No changes.** The infrastructure matches the configuration.\n");
+    } else {
+        let _ = writeln!(out, "**{add} to add, {change} to change, {destroy} to destroy.**\n");
+        out.push_str("| Action | Resource | Reason |\n|---|---|---|\n");
+        for c in plan.resource_changes.iter().filter(|c| !c.is_no_op()) {
+            let action = match c.actions.as_slice() {
+                [Action::Create] => "➕ create",
+                [Action::Update] => "🔄 update",
+                [Action::Delete] => "🗑️ destroy",
+                _ => "♻️ replace",
+            };
+            let _ = writeln!(out, "| {action} | `{}` | {} |", c.address, reason(c).unwrap_or_default().trim_matches(|ch| ch == '(' || ch == ')'));
+        }
+    }
+    if !plan.resource_drift.is_empty() {
+        let _ = writeln!(out, "\n**Drift:** {} object(s) changed outside gpustack: {}.", plan.resource_drift.len(), plan.resource_drift.iter().map(|c| format!("`{}`", c.address)).collect::<Vec<_>>().join(", "));
+    }
+    let _ = write!(out, "\n<details><summary>Full plan</summary>\n\n```diff\n{}```\n\n</details>\n", plan_text(plan, false));
+    out
+}
+
+/// Drift as a person reads it: which objects changed outside gpustack, field by field.
+pub fn drift_text(plan: &Plan, color: bool) -> String {
+    let style = Style { color };
+    let mut out = String::new();
+    if plan.resource_drift.is_empty() {
+        out.push_str("No drift: every object matches the state.\n");
+        return out;
+    }
+    let _ = writeln!(out, "Drift: {} object(s) changed outside gpustack.\n", plan.resource_drift.len());
+    for change in &plan.resource_drift {
+        let verb = if change.actions == [Action::Delete] { "has been deleted" } else { "has changed" };
+        let mut shown = change.clone();
+        shown.action_reason = None;
+        change_block(&mut out, &style, &shown, verb);
+    }
+    out.push_str("Run gpustack apply to bring them back to the configuration.\n");
+    out
+}
+
+pub fn drift_json(plan: &Plan) -> serde_json::Value {
+    serde_json::json!({
+        "format_version": crate::plan::FORMAT_VERSION,
+        "drifted": !plan.resource_drift.is_empty(),
+        "drift_count": plan.resource_drift.len(),
+        "resource_drift": plan.resource_drift.iter().map(change_json).collect::<Vec<_>>(),
+    })
+}
+
+pub fn drift_markdown(plan: &Plan) -> String {
+    let mut out = String::from("### gpustack drift\n\n");
+    if plan.resource_drift.is_empty() {
+        out.push_str("No drift.\n");
+        return out;
+    }
+    out.push_str("| Resource | What happened |\n|---|---|\n");
+    for c in &plan.resource_drift {
+        let _ = writeln!(out, "| `{}` | {} |", c.address, reason(c).unwrap_or_default().trim_matches(|ch| ch == '(' || ch == ')'));
+    }
+    let _ = write!(out, "\n<details><summary>Details</summary>\n\n```diff\n{}```\n\n</details>\n", drift_text(plan, false));
+    out
+}
+
+/// Prometheus text format for a drift run (node-exporter textfile collector).
+pub fn drift_metrics(plan: &Plan, stack: &str, now_seconds: u64, errored: bool) -> String {
+    let stack = stack.replace('\\', "\\\\").replace('"', "\\\"");
+    let mut out = String::new();
+    out.push_str("# HELP gpustack_drift_resources Objects that changed outside gpustack at the last drift run.\n# TYPE gpustack_drift_resources gauge\n");
+    let _ = writeln!(out, "gpustack_drift_resources{{stack=\"{stack}\"}} {}", plan.resource_drift.len());
+    out.push_str("# HELP gpustack_drift_resource 1 for each object that drifted, by address.\n# TYPE gpustack_drift_resource gauge\n");
+    for c in &plan.resource_drift {
+        let _ = writeln!(out, "gpustack_drift_resource{{stack=\"{stack}\",address=\"{}\",type=\"{}\"}} 1", c.address.replace('"', "\\\""), c.type_name);
+    }
+    out.push_str("# HELP gpustack_drift_last_run_timestamp_seconds When the last drift run finished.\n# TYPE gpustack_drift_last_run_timestamp_seconds gauge\n");
+    let _ = writeln!(out, "gpustack_drift_last_run_timestamp_seconds{{stack=\"{stack}\"}} {now_seconds}");
+    out.push_str("# HELP gpustack_drift_last_run_success 1 if the last drift run completed without error.\n# TYPE gpustack_drift_last_run_success gauge\n");
+    let _ = writeln!(out, "gpustack_drift_last_run_success{{stack=\"{stack}\"}} {}", u8::from(!errored));
+    out
+}
