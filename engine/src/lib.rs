@@ -81,7 +81,11 @@ pub struct Session {
 impl Session {
     /// Loads `dir` from `files` (the disk, or a plan's snapshot) and builds its graph.
     pub fn open(dir: &Path, files: &config::Files, inputs: InputSource<'_>) -> Self {
-        let registry = Registry::builtin();
+        Self::open_with(Registry::builtin(), dir, files, inputs)
+    }
+
+    /// As [`Session::open`], with a given set of providers (tests and benchmarks add `test`).
+    pub fn open_with(registry: Registry, dir: &Path, files: &config::Files, inputs: InputSource<'_>) -> Self {
         let mut sources = SourceMap::new(dir);
         let mut diags = Diags::default();
         let stack = config::load_stack_from(files, dir, &mut sources, &mut diags);

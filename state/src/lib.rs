@@ -126,8 +126,11 @@ impl State {
         Ok(serde_json::from_slice(bytes)?)
     }
 
+    /// Resources are written in address order, so that state files diff cleanly.
     pub fn encode(&self) -> Vec<u8> {
-        let mut bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
+        let mut sorted = self.clone();
+        sorted.resources.sort_by(|a, b| a.address.cmp(&b.address));
+        let mut bytes = serde_json::to_vec_pretty(&sorted).unwrap_or_default();
         bytes.push(b'\n');
         bytes
     }

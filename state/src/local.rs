@@ -116,25 +116,28 @@ impl LocalBackend {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|source| LockError::Io { path: path.clone(), source })?;
         }
-        loop {
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut file) => {
-                    let _ = restrict(&path);
-                    let json = serde_json::to_vec_pretty(&info).unwrap_or_default();
-                    file.write_all(&json).and_then(|()| file.sync_all()).map_err(|source| LockError::Io { path: path.clone(), source })?;
-                    return Ok(LockGuard { path, id: info.id });
-                }
+        // The lock file appears complete or not at all: it is written aside, then hard-linked
+        // into place, which fails atomically when another holder's file is already there.
+        let tmp = with_suffix(&path, &format!(".{}", info.id));
+        {
+            let mut file = private_file(&tmp).map_err(|source| LockError::Io { path: tmp.clone(), source })?;
+            let json = serde_json::to_vec_pretty(&info).unwrap_or_default();
+            file.write_all(&json).and_then(|()| file.sync_all()).map_err(|source| LockError::Io { path: tmp.clone(), source })?;
+        }
+        let result = loop {
+            match std::fs::hard_link(&tmp, &path) {
+                Ok(()) => break Ok(LockGuard { path: path.clone(), id: info.id.clone() }),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     if Instant::now() >= deadline {
-                        // A lock file being written this instant reads as empty: report what we can.
-                        let held = read_lock(&path).unwrap_or_else(|| LockInfo::unreadable());
-                        return Err(LockError::Held(held));
+                        break Err(LockError::Held(read_lock(&path).unwrap_or_else(LockInfo::unreadable)));
                     }
                     std::thread::sleep(Duration::from_millis(100));
                 }
-                Err(source) => return Err(LockError::Io { path, source }),
+                Err(source) => break Err(LockError::Io { path: path.clone(), source }),
             }
-        }
+        };
+        let _ = std::fs::remove_file(&tmp);
+        result
     }
 
     pub fn force_unlock(&self, id: &str) -> Result<LockInfo, LockError> {

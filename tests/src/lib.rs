@@ -41,20 +41,7 @@ pub fn gpustack_bin() -> PathBuf {
 
 /// Runs gpustack in `dir` with a clean environment for colour and variables.
 pub fn gpustack(dir: &Path, args: &[&str]) -> Output {
-    let mut command = Command::new(gpustack_bin());
-    command
-        .current_dir(dir)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env_remove("GPUSTACK_LOG");
-    for (key, _) in std::env::vars() {
-        if key.starts_with("GPUSTACK_VAR_") {
-            command.env_remove(key);
-        }
-    }
-    command
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run gpustack: {e}"))
+    gpustack_env(dir, args, &[])
 }
 
 /// Every `*.hcl` file under `dir`, recursively, skipping build and state directories.
@@ -79,4 +66,25 @@ pub fn hcl_files(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// Runs gpustack with extra environment variables (e.g. `GPUSTACK_TEST_PROVIDER=1`).
+pub fn gpustack_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(gpustack_bin());
+    command.current_dir(dir).args(args).env("NO_COLOR", "1").env_remove("GPUSTACK_LOG");
+    for (key, _) in std::env::vars() {
+        if key.starts_with("GPUSTACK_VAR_") {
+            command.env_remove(key);
+        }
+    }
+    command.envs(env.iter().copied());
+    command.output().unwrap_or_else(|e| panic!("cannot run gpustack: {e}"))
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }

@@ -27,7 +27,13 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// The built-in providers, plus the `test` provider when `GPUSTACK_TEST_PROVIDER=1`.
     pub fn builtin() -> Self {
+        Self::with_test_provider(std::env::var_os("GPUSTACK_TEST_PROVIDER").is_some_and(|v| v == "1"))
+    }
+
+    /// The built-in providers, with or without the `test` provider (for the engine's own tests).
+    pub fn with_test_provider(test: bool) -> Self {
         let providers: Vec<Arc<dyn Provider>> = vec![
             Arc::new(local::Local),
             Arc::new(kubernetes::Kubernetes),
@@ -38,7 +44,7 @@ impl Registry {
             Arc::new(gcp::Gcp),
         ];
         let mut providers = providers;
-        if std::env::var_os("GPUSTACK_TEST_PROVIDER").is_some_and(|v| v == "1") {
+        if test {
             providers.push(Arc::new(testing::Testing));
         }
         let mut registry = Registry {

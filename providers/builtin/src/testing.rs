@@ -21,6 +21,8 @@ pub(crate) struct Testing;
 
 struct World {
     latency: Duration,
+    /// Appends `operation name start_ms end_ms` for every create, update and delete.
+    journal: Option<PathBuf>,
     path: Option<PathBuf>,
     fail_on: Vec<String>,
     objects: Mutex<IndexMap<String, Value>>,
@@ -70,7 +72,8 @@ fn schema() -> ProviderSchema {
     let config = provider_config("Objects in a JSON file, for tests.")
         .attr("latency_ms", Attribute::optional(Type::Number))
         .attr("world", Attribute::optional(Type::String))
-        .attr("fail_on", Attribute::optional(Type::list(Type::String)));
+        .attr("fail_on", Attribute::optional(Type::list(Type::String)))
+        .attr("journal", Attribute::optional(Type::String));
     let object = Schema::new("An object in the test world.")
         .attr("name", Attribute::required(Type::String).force_new())
         .attr("value", Attribute::optional(Type::String))
@@ -101,6 +104,7 @@ impl Provider for Testing {
         let world = World {
             latency: Duration::from_secs_f64(latency / 1000.0),
             path: config.get("world").and_then(Value::as_str).map(PathBuf::from),
+            journal: config.get("journal").and_then(Value::as_str).map(PathBuf::from),
             fail_on,
             objects: Mutex::new(IndexMap::new()),
         };
@@ -133,6 +137,40 @@ impl Provider for Configured {
     }
 
     async fn apply_resource_change(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {
+        let started = now_ms();
+        let operation = match (&request.prior_state, &request.planned_state) {
+            (None, _) => "create",
+            (Some(_), Some(_)) => "update",
+            (Some(_), None) => "delete",
+        };
+        let name = request.planned_state.as_ref().or(request.prior_state.as_ref()).and_then(name_of).unwrap_or_default().to_owned();
+        let response = self.apply(request).await;
+        if let Some(journal) = &self.0.journal {
+            use std::io::Write;
+            let failed = if response.diagnostics.is_empty() { "" } else { " failed" };
+            let line = format!("{operation} {name} {started} {}{failed}\n", now_ms());
+            if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(journal) {
+                let _ = file.write_all(line.as_bytes());
+            }
+        }
+        response
+    }
+
+    async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
+        self.0.call().await;
+        match self.0.load().get(&request.id) {
+            Some(state) => ImportResourceResponse { state: Some(state.clone()), diagnostics: vec![] },
+            None => ImportResourceResponse { state: None, diagnostics: vec![Diagnostic::error("Cannot import", format!("No test object named \"{}\".", request.id))] },
+        }
+    }
+}
+
+fn now_ms() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis())
+}
+
+impl Configured {
+    async fn apply(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {
         self.0.call().await;
         match request.planned_state {
             None => {
@@ -163,14 +201,6 @@ impl Provider for Configured {
                     Err(e) => ApplyResourceChangeResponse { new_state: request.prior_state, diagnostics: vec![Diagnostic::error("Cannot save the test world", e)] },
                 }
             }
-        }
-    }
-
-    async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
-        self.0.call().await;
-        match self.0.load().get(&request.id) {
-            Some(state) => ImportResourceResponse { state: Some(state.clone()), diagnostics: vec![] },
-            None => ImportResourceResponse { state: None, diagnostics: vec![Diagnostic::error("Cannot import", format!("No test object named \"{}\".", request.id))] },
         }
     }
 }

@@ -1,0 +1,172 @@
+//! The whole engine from the command line with `local_file`: plan, apply, drift, restore,
+//! destroy, saved plans and locking.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+use gpustack_tests::{gpustack, stderr, stdout};
+use std::path::Path;
+
+const STACK: &str = r#"variable "replicas" {
+  type    = number
+  default = 10
+}
+
+resource "local_file" "config" {
+  filename = "out/time-slicing.yaml"
+  content  = yamlencode({ version = "v1", sharing = { timeSlicing = { resources = [{ name = "nvidia.com/gpu", replicas = var.replicas }] } } })
+}
+
+resource "local_file" "readme" {
+  filename = "out/README.txt"
+  content  = "config ${local_file.config.id}\n"
+}
+
+resource "local_file" "token" {
+  filename          = "out/token.txt"
+  sensitive_content = "s3cr3t-t0ken"
+}
+"#;
+
+fn stack() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.hcl"), STACK).unwrap();
+    dir
+}
+
+fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = gpustack(dir, args);
+    (output.status.code().unwrap_or(-1), stdout(&output), stderr(&output))
+}
+
+#[test]
+fn plan_apply_drift_restore_destroy() {
+    let dir = stack();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("out")).unwrap();
+    std::fs::write(d.join("out/mine.txt"), "not managed").unwrap();
+
+    let (code, out, _) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("Plan: 3 to add, 0 to change, 0 to destroy."), "{out}");
+    assert!(!out.contains("s3cr3t"), "a sensitive value reached the plan:\n{out}");
+
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(std::fs::read_to_string(d.join("out/time-slicing.yaml")).unwrap().contains("replicas: 10"));
+    assert!(!out.contains("s3cr3t") && !err.contains("s3cr3t"));
+
+    let (code, out, _) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "a second plan must find nothing to do:\n{out}");
+
+    std::fs::write(d.join("out/time-slicing.yaml"), "edited by hand\n").unwrap();
+    let (code, out, _) = run(d, &["drift", "--metrics-file", "drift.prom"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("local_file.config has changed"), "{out}");
+    let metrics = std::fs::read_to_string(d.join("drift.prom")).unwrap();
+    assert!(metrics.contains("gpustack_drift_resources{stack="), "{metrics}");
+    assert!(metrics.contains("address=\"local_file.config\""), "{metrics}");
+    assert!(metrics.lines().any(|l| l.starts_with("gpustack_drift_resources") && l.ends_with(" 1")), "{metrics}");
+
+    let (code, json, _) = run(d, &["drift", "--json"]);
+    assert_eq!(code, 2);
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(report["drift_count"], 1);
+    assert_eq!(report["resource_drift"][0]["address"], "local_file.config");
+
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(std::fs::read_to_string(d.join("out/time-slicing.yaml")).unwrap().contains("replicas: 10"), "apply must restore the file");
+    let (code, _, _) = run(d, &["drift"]);
+    assert_eq!(code, 0);
+
+    let (code, out, err) = run(d, &["destroy", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!d.join("out/time-slicing.yaml").exists() && !d.join("out/README.txt").exists() && !d.join("out/token.txt").exists());
+    assert_eq!(std::fs::read_to_string(d.join("out/mine.txt")).unwrap(), "not managed", "destroy touched a file the stack did not make");
+
+    let state = std::fs::read_to_string(d.join(".gpustack/state.json")).unwrap();
+    assert!(!state.contains("\"address\""), "state still lists objects:\n{state}");
+}
+
+#[test]
+fn saved_plans_are_refused_when_stale_or_reused() {
+    let dir = stack();
+    let d = dir.path();
+    let (code, _, err) = run(d, &["plan", "--out", "first.plan"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run(d, &["apply", "first.plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = run(d, &["apply", "first.plan"]);
+    assert_eq!(code, 1, "applying the same plan twice must be refused");
+    assert!(err.contains("stale"), "{err}");
+
+    std::fs::write(d.join("main.hcl"), STACK.replace("default = 10", "default = 12")).unwrap();
+    let (code, _, _) = run(d, &["plan", "--out", "second.plan"]);
+    assert_eq!(code, 0);
+    std::fs::write(d.join("main.hcl"), STACK.replace("default = 10", "default = 14")).unwrap();
+    let (code, _, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run(d, &["apply", "second.plan"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("the saved plan is stale"), "{err}");
+    assert!(std::fs::read_to_string(d.join("out/time-slicing.yaml")).unwrap().contains("replicas: 14"), "a refused plan changed files");
+}
+
+#[test]
+fn a_saved_plan_applies_its_own_snapshot_not_the_files_on_disk() {
+    let dir = stack();
+    let d = dir.path();
+    let (code, _, _) = run(d, &["plan", "--out", "p.plan"]);
+    assert_eq!(code, 0);
+    std::fs::write(d.join("main.hcl"), STACK.replace("default = 10", "default = 99")).unwrap();
+    let (code, out, err) = run(d, &["apply", "p.plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(std::fs::read_to_string(d.join("out/time-slicing.yaml")).unwrap().contains("replicas: 10"));
+}
+
+#[test]
+fn apply_without_a_terminal_refuses_to_prompt() {
+    let dir = stack();
+    let (code, _, err) = run(dir.path(), &["apply"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--auto-approve"), "{err}");
+    assert!(!dir.path().join("out").exists(), "nothing may be written without confirmation");
+}
+
+#[test]
+fn state_commands() {
+    let dir = stack();
+    let d = dir.path();
+    assert_eq!(run(d, &["apply", "--auto-approve"]).0, 0);
+    let (code, list, _) = run(d, &["state", "list"]);
+    assert_eq!(code, 0);
+    assert_eq!(list.lines().collect::<Vec<_>>(), ["local_file.config", "local_file.readme", "local_file.token"]);
+    let (_, shown, _) = run(d, &["state", "show", "local_file.token"]);
+    assert!(shown.contains("(sensitive value)") && !shown.contains("s3cr3t"), "{shown}");
+    assert_eq!(run(d, &["state", "mv", "local_file.readme", "local_file.notes"]).0, 0);
+    assert_eq!(run(d, &["state", "rm", "local_file.token"]).0, 0);
+    let (_, list, _) = run(d, &["state", "list"]);
+    assert_eq!(list.lines().collect::<Vec<_>>(), ["local_file.config", "local_file.notes"]);
+    assert!(d.join("out/token.txt").exists(), "state rm must not delete the object");
+    let (code, _, err) = run(d, &["state", "rm", "local_file.nothing"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not in the state"));
+    // The renamed object is now an orphan at its old name's replacement: plan shows it.
+    let (_, plan, _) = run(d, &["plan"]);
+    assert!(plan.contains("local_file.notes will be destroyed") && plan.contains("local_file.readme will be created"), "{plan}");
+}
+
+#[test]
+fn import_adopts_an_existing_file() {
+    let dir = stack();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("out")).unwrap();
+    let (code, _, err) = run(d, &["import", "local_file.token", "out/token.txt"]);
+    assert_eq!(code, 1, "importing a missing file must fail");
+    assert!(err.contains("does not exist"), "{err}");
+    std::fs::write(d.join("out/token.txt"), "s3cr3t-t0ken").unwrap();
+    let (code, out, err) = run(d, &["import", "local_file.token", "out/token.txt"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, plan, _) = run(d, &["plan"]);
+    assert!(!plan.contains("local_file.token will be created"), "{plan}");
+}
