@@ -16,7 +16,10 @@ use crate::source::{SourceMap, Span};
 use crate::walker::{Steps, walk};
 use crate::{InputSource, Session};
 use futures::future::BoxFuture;
-use gpustack_protocol::{ApplyResourceChangeRequest, ConfigureRequest, Diagnostic, PlanResourceChangeRequest, Provider, Value};
+use gpustack_protocol::{
+    ApplyResourceChangeRequest, ConfigureRequest, Diagnostic, PlanResourceChangeRequest, Provider,
+    Value,
+};
 use gpustack_state::{OutputState, ResourceMode as StateMode, ResourceState, State};
 use petgraph::Direction;
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -95,7 +98,12 @@ impl Ledger<'_, '_> {
                         sensitive_paths: sensitive,
                         dependencies: dependencies.to_vec(),
                     };
-                    match self.state.resources.iter_mut().find(|r| r.address == change.address) {
+                    match self
+                        .state
+                        .resources
+                        .iter_mut()
+                        .find(|r| r.address == change.address)
+                    {
                         Some(existing) => *existing = entry,
                         None => self.state.resources.push(entry),
                     }
@@ -119,43 +127,96 @@ impl Ledger<'_, '_> {
     fn save(&mut self) {
         self.state.serial += 1;
         if let Err(e) = (self.persist)(self.state) {
-            self.diags.push(Diag::error(None, "Cannot save the state", e));
+            self.diags
+                .push(Diag::error(None, "Cannot save the state", e));
         }
     }
 }
 
-pub async fn apply(plan: &Plan, state: Option<State>, persist: Persist<'_>, stop: &Arc<AtomicBool>) -> ApplyReport {
-    let files = Files::Snapshot { root: plan.snapshot.stack_dir.clone().into(), files: Arc::new(plan.snapshot.files.clone()) };
-    let variables = plan.snapshot.variables.iter().map(|(k, v)| (k.clone(), Value::from_json(v))).collect();
-    let mut session = Session::open(std::path::Path::new(&plan.snapshot.stack_dir), &files, InputSource::Values(&variables));
-    let mut state = state.unwrap_or_else(|| State::new(gpustack_state::new_lineage(), crate::version::VERSION));
+pub async fn apply(
+    plan: &Plan,
+    state: Option<State>,
+    persist: Persist<'_>,
+    stop: &Arc<AtomicBool>,
+) -> ApplyReport {
+    let files = Files::Snapshot {
+        root: plan.snapshot.stack_dir.clone().into(),
+        files: Arc::new(plan.snapshot.files.clone()),
+    };
+    let variables = plan
+        .snapshot
+        .variables
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::from_json(v)))
+        .collect();
+    let mut session = Session::open(
+        std::path::Path::new(&plan.snapshot.stack_dir),
+        &files,
+        InputSource::Values(&variables),
+    );
+    let mut state =
+        state.unwrap_or_else(|| State::new(gpustack_state::new_lineage(), crate::version::VERSION));
     let mut counts = Counts::default();
     if !session.diags.has_errors() {
-        let Session { registry, sources, stack, graph, inputs, diags, .. } = &mut session;
+        let Session {
+            registry,
+            sources,
+            stack,
+            graph,
+            inputs,
+            diags,
+            ..
+        } = &mut session;
         let mut walk_state = Walk::new(stack, registry, sources, diags);
         walk_state.unset_computed = Value::Null;
-        let mut ledger = Ledger { state: &mut state, persist, counts: Counts::default(), diags: Vec::new() };
+        let mut ledger = Ledger {
+            state: &mut state,
+            persist,
+            counts: Counts::default(),
+            diags: Vec::new(),
+        };
         let (handles, handled) = {
             let mut applier = Applier {
                 walk: &mut walk_state,
                 graph,
                 inputs,
                 plan,
-                changes: plan.resource_changes.iter().map(|c| (c.address.clone(), c)).collect(),
+                changes: plan
+                    .resource_changes
+                    .iter()
+                    .map(|c| (c.address.clone(), c))
+                    .collect(),
                 providers: HashMap::new(),
                 failed: HashSet::new(),
                 ledger: &mut ledger,
                 handled: HashSet::new(),
             };
             walk(&graph.graph, &mut applier, stop).await;
-            let handles: HashMap<String, Handle> =
-                applier.providers.iter().map(|(node, handle)| (graph.graph[*node].address(applier.walk.stack), handle.clone())).collect();
+            let handles: HashMap<String, Handle> = applier
+                .providers
+                .iter()
+                .map(|(node, handle)| {
+                    (
+                        graph.graph[*node].address(applier.walk.stack),
+                        handle.clone(),
+                    )
+                })
+                .collect();
             (handles, applier.handled)
         };
-        let deletions: Vec<ResourceChange> =
-            plan.resource_changes.iter().filter(|c| c.actions == [Action::Delete] && !handled.contains(&c.address)).cloned().collect();
+        let deletions: Vec<ResourceChange> = plan
+            .resource_changes
+            .iter()
+            .filter(|c| c.actions == [Action::Delete] && !handled.contains(&c.address))
+            .cloned()
+            .collect();
         let order = deletion_order(&deletions);
-        let mut deleter = Deleter { handles, ledger: &mut ledger, failed: HashSet::new(), nodes: deletions };
+        let mut deleter = Deleter {
+            handles,
+            ledger: &mut ledger,
+            failed: HashSet::new(),
+            nodes: deletions,
+        };
         walk(&order, &mut deleter, stop).await;
         update_outputs(ledger.state, &walk_state, plan.mode);
         ledger.save();
@@ -165,7 +226,12 @@ pub async fn apply(plan: &Plan, state: Option<State>, persist: Persist<'_>, stop
         }
     }
     let (sources, diagnostics) = session.diagnostics();
-    ApplyReport { state, sources, diagnostics, counts }
+    ApplyReport {
+        state,
+        sources,
+        diagnostics,
+        counts,
+    }
 }
 
 fn update_outputs(state: &mut State, walk: &Walk<'_>, mode: PlanMode) {
@@ -175,10 +241,18 @@ fn update_outputs(state: &mut State, walk: &Walk<'_>, mode: PlanMode) {
     }
     for (name, (value, sensitive)) in &walk.out.outputs {
         if value.is_wholly_known() {
-            state.outputs.insert(name.clone(), OutputState { value: value.to_json(), sensitive: *sensitive });
+            state.outputs.insert(
+                name.clone(),
+                OutputState {
+                    value: value.to_json(),
+                    sensitive: *sensitive,
+                },
+            );
         }
     }
-    state.outputs.retain(|name, _| walk.out.outputs.contains_key(name));
+    state
+        .outputs
+        .retain(|name, _| walk.out.outputs.contains_key(name));
 }
 
 struct Applier<'w, 'a, 'l, 's, 'p> {
@@ -198,7 +272,12 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
     type Outcome = Outcome;
 
     fn start(&mut self, node: NodeIndex) -> Option<BoxFuture<'static, Outcome>> {
-        if self.graph.graph.neighbors_directed(node, Direction::Incoming).any(|d| self.failed.contains(&d)) {
+        if self
+            .graph
+            .graph
+            .neighbors_directed(node, Direction::Incoming)
+            .any(|d| self.failed.contains(&d))
+        {
             self.failed.insert(node);
             self.mark_handled(node);
             return None;
@@ -206,7 +285,8 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
         let n = self.graph.graph[node].clone();
         match n.kind {
             NodeKind::Variable | NodeKind::Local | NodeKind::Output => {
-                self.walk.step_value(self.graph, node, self.inputs, EvalOptions::default());
+                self.walk
+                    .step_value(self.graph, node, self.inputs, EvalOptions::default());
                 None
             }
             NodeKind::Provider => {
@@ -224,7 +304,12 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                             .map_or(crate::plan::DEFAULT_MAX_CONCURRENCY, |n| n as usize);
                         Some(Box::pin(async move {
                             Outcome::Provider(
-                                factory.configure(ConfigureRequest { config }).await.map(|instance| Handle { instance, permits: Arc::new(Semaphore::new(limit)) }),
+                                factory.configure(ConfigureRequest { config }).await.map(
+                                    |instance| Handle {
+                                        instance,
+                                        permits: Arc::new(Semaphore::new(limit)),
+                                    },
+                                ),
                             )
                         }))
                     }
@@ -261,12 +346,19 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                     NodeKind::Resource(ResourceMode::Data) => &module.data[&n.key],
                     _ => &module.resources[&n.key],
                 };
-                let dependencies = crate::plan::resource_dependencies(self.graph, node, self.walk.stack);
+                let dependencies =
+                    crate::plan::resource_dependencies(self.graph, node, self.walk.stack);
                 let sensitive: Vec<String> = self
                     .walk
                     .registry
                     .resource_schema(&resource.type_name)
-                    .map(|s| s.attributes.iter().filter(|(_, a)| a.sensitive).map(|(k, _)| k.clone()).collect())
+                    .map(|s| {
+                        s.attributes
+                            .iter()
+                            .filter(|(_, a)| a.sensitive)
+                            .map(|(k, _)| k.clone())
+                            .collect()
+                    })
                     .unwrap_or_default();
                 let mut failed = false;
                 for (_, d) in &done {
@@ -295,7 +387,12 @@ impl Applier<'_, '_, '_, '_, '_> {
                 Some(a) => format!("{} (attribute {a})", d.detail),
                 None => d.detail.clone(),
             };
-            self.walk.diags.push(Diag { severity: d.severity, summary: d.summary.clone(), detail, span });
+            self.walk.diags.push(Diag {
+                severity: d.severity,
+                summary: d.summary.clone(),
+                detail,
+                span,
+            });
         }
         diagnostics.iter().any(Diagnostic::is_error)
     }
@@ -303,20 +400,43 @@ impl Applier<'_, '_, '_, '_, '_> {
     /// Changes of a node that will not run count as handled, so they are not retried as orphans.
     fn mark_handled(&mut self, node: NodeIndex) {
         let address = self.graph.graph[node].address(self.walk.stack);
-        for c in self.plan.resource_changes.iter().filter(|c| c.config_address == address) {
+        for c in self
+            .plan
+            .resource_changes
+            .iter()
+            .filter(|c| c.config_address == address)
+        {
             self.handled.insert(c.address.clone());
         }
     }
 
-    fn start_resource(&mut self, node: NodeIndex, module: usize, r: &Resource) -> Option<BoxFuture<'static, Outcome>> {
-        let config_address = format!("{}{}", self.walk.stack.modules[module].prefix(), r.local_address());
-        let has_changes = self.plan.resource_changes.iter().any(|c| c.config_address == config_address);
+    fn start_resource(
+        &mut self,
+        node: NodeIndex,
+        module: usize,
+        r: &Resource,
+    ) -> Option<BoxFuture<'static, Outcome>> {
+        let config_address = format!(
+            "{}{}",
+            self.walk.stack.modules[module].prefix(),
+            r.local_address()
+        );
+        let has_changes = self
+            .plan
+            .resource_changes
+            .iter()
+            .any(|c| c.config_address == config_address);
         if self.plan.mode != PlanMode::Normal || (!has_changes && r.mode == ResourceMode::Managed) {
             let value = recorded_value(self.ledger.state, &config_address, r);
             store(self.walk, module, r, value);
             return None;
         }
-        let handle = self.graph.provider_of.get(&node).and_then(|p| self.providers.get(p)).cloned();
+        let handle = self
+            .graph
+            .provider_of
+            .get(&node)
+            .and_then(|p| self.providers.get(p))
+            .cloned();
         let schema = match r.mode {
             ResourceMode::Managed => self.walk.registry.resource_schema(&r.type_name),
             ResourceMode::Data => self.walk.registry.data_source_schema(&r.type_name),
@@ -327,36 +447,65 @@ impl Applier<'_, '_, '_, '_, '_> {
             self.mark_handled(node);
             return None;
         };
-        let instances: Vec<(InstanceKey, String, Option<Repetition>)> = match self.walk.expansion(module, r) {
-            Expansion::Single => vec![(InstanceKey::Single, config_address.clone(), None)],
-            Expansion::Count(n) => (0..n)
-                .map(|i| (InstanceKey::Index, format!("{config_address}[{i}]"), Some(Repetition { count_index: Some(Value::Number(i as f64)), each: None })))
-                .collect(),
-            Expansion::ForEach(items) => items
-                .into_iter()
-                .map(|(k, v)| {
-                    let address = format!("{config_address}[{}]", Value::string(k.clone()));
-                    (InstanceKey::Key(k.clone()), address, Some(Repetition { count_index: None, each: Some((Value::String(k), v)) }))
-                })
-                .collect(),
-            Expansion::Unknown => {
-                self.walk.diags.push(Diag::error(Some(r.span), "Unknown instance count", "count or for_each is still unknown during apply."));
-                self.failed.insert(node);
-                self.mark_handled(node);
-                return None;
-            }
-        };
+        let instances: Vec<(InstanceKey, String, Option<Repetition>)> =
+            match self.walk.expansion(module, r) {
+                Expansion::Single => vec![(InstanceKey::Single, config_address.clone(), None)],
+                Expansion::Count(n) => (0..n)
+                    .map(|i| {
+                        (
+                            InstanceKey::Index,
+                            format!("{config_address}[{i}]"),
+                            Some(Repetition {
+                                count_index: Some(Value::Number(i as f64)),
+                                each: None,
+                            }),
+                        )
+                    })
+                    .collect(),
+                Expansion::ForEach(items) => items
+                    .into_iter()
+                    .map(|(k, v)| {
+                        let address = format!("{config_address}[{}]", Value::string(k.clone()));
+                        (
+                            InstanceKey::Key(k.clone()),
+                            address,
+                            Some(Repetition {
+                                count_index: None,
+                                each: Some((Value::String(k), v)),
+                            }),
+                        )
+                    })
+                    .collect(),
+                Expansion::Unknown => {
+                    self.walk.diags.push(Diag::error(
+                        Some(r.span),
+                        "Unknown instance count",
+                        "count or for_each is still unknown during apply.",
+                    ));
+                    self.failed.insert(node);
+                    self.mark_handled(node);
+                    return None;
+                }
+            };
         let context = format!("a {} block", r.type_name);
         let mut work = Vec::new();
         for (key, address, repetition) in instances {
-            let mut config = self.walk.decode(module, &r.body, &schema, repetition, &context);
+            let mut config = self
+                .walk
+                .decode(module, &r.body, &schema, repetition, &context);
             if r.mode == ResourceMode::Data {
                 work.push((key, Work::Read(config)));
                 continue;
             }
             let Some(change) = self.changes.get(&address).copied() else {
                 // Not part of this plan (e.g. --target): it stays as recorded.
-                let recorded = self.ledger.state.resources.iter().find(|s| s.address == address).map(|s| Value::from_json(&s.attributes));
+                let recorded = self
+                    .ledger
+                    .state
+                    .resources
+                    .iter()
+                    .find(|s| s.address == address)
+                    .map(|s| Value::from_json(&s.attributes));
                 work.push((key, Work::Keep(recorded)));
                 continue;
             };
@@ -378,15 +527,38 @@ impl Applier<'_, '_, '_, '_, '_> {
                     let done = match work {
                         Work::Read(config) => {
                             let _permit = handle.permits.acquire().await;
-                            let response = handle.instance.read_data_source(gpustack_protocol::ReadDataSourceRequest { type_name, config }).await;
-                            Done { change: None, new_state: Some(response.state), touched: false, diagnostics: response.diagnostics }
+                            let response = handle
+                                .instance
+                                .read_data_source(gpustack_protocol::ReadDataSourceRequest {
+                                    type_name,
+                                    config,
+                                })
+                                .await;
+                            Done {
+                                change: None,
+                                new_state: Some(response.state),
+                                touched: false,
+                                diagnostics: response.diagnostics,
+                            }
                         }
-                        Work::Keep(recorded) => Done { change: None, new_state: recorded, touched: false, diagnostics: vec![] },
+                        Work::Keep(recorded) => Done {
+                            change: None,
+                            new_state: recorded,
+                            touched: false,
+                            diagnostics: vec![],
+                        },
                         Work::Change(change, _) if change.is_no_op() => {
                             let before = change.before_value();
-                            Done { change: Some(*change), new_state: before, touched: false, diagnostics: vec![] }
+                            Done {
+                                change: Some(*change),
+                                new_state: before,
+                                touched: false,
+                                diagnostics: vec![],
+                            }
                         }
-                        Work::Change(change, config) => carry_out(&handle, type_name, *change, config).await,
+                        Work::Change(change, config) => {
+                            carry_out(&handle, type_name, *change, config).await
+                        }
                     };
                     (key, done)
                 }
@@ -403,17 +575,31 @@ enum Work {
 }
 
 /// Finalises an instance's plan with the values now known, then creates, updates or replaces.
-async fn carry_out(handle: &Handle, type_name: String, change: ResourceChange, config: Value) -> Done {
+async fn carry_out(
+    handle: &Handle,
+    type_name: String,
+    change: ResourceChange,
+    config: Value,
+) -> Done {
     let prior = change.before_value();
     let replace = change.is_replace();
     let planned = {
         let _permit = handle.permits.acquire().await;
         let response = handle
             .instance
-            .plan_resource_change(PlanResourceChangeRequest { type_name: type_name.clone(), prior_state: if replace { None } else { prior.clone() }, config })
+            .plan_resource_change(PlanResourceChangeRequest {
+                type_name: type_name.clone(),
+                prior_state: if replace { None } else { prior.clone() },
+                config,
+            })
             .await;
         if response.diagnostics.iter().any(Diagnostic::is_error) {
-            return Done { change: Some(change), new_state: prior, touched: false, diagnostics: response.diagnostics };
+            return Done {
+                change: Some(change),
+                new_state: prior,
+                touched: false,
+                diagnostics: response.diagnostics,
+            };
         }
         response.planned_state
     };
@@ -421,12 +607,21 @@ async fn carry_out(handle: &Handle, type_name: String, change: ResourceChange, c
     let started = Instant::now();
     eprintln!("{}: {}...", change.address, verb.0);
     let apply = |prior: Option<Value>, planned: Option<Value>| {
-        let request = ApplyResourceChangeRequest { type_name: type_name.clone(), prior_state: prior, planned_state: planned };
+        let request = ApplyResourceChangeRequest {
+            type_name: type_name.clone(),
+            prior_state: prior,
+            planned_state: planned,
+        };
         let handle = handle.clone();
         let address = change.address.clone();
         async move {
             let _permit = handle.permits.acquire().await;
-            with_progress(&address, verb.0, handle.instance.apply_resource_change(request)).await
+            with_progress(
+                &address,
+                verb.0,
+                handle.instance.apply_resource_change(request),
+            )
+            .await
         }
     };
     let mut diagnostics = Vec::new();
@@ -436,7 +631,12 @@ async fn carry_out(handle: &Handle, type_name: String, change: ResourceChange, c
             let created = apply(None, Some(planned)).await;
             diagnostics.extend(created.diagnostics);
             if diagnostics.iter().any(Diagnostic::is_error) {
-                return Done { change: Some(change), new_state: prior, touched: false, diagnostics };
+                return Done {
+                    change: Some(change),
+                    new_state: prior,
+                    touched: false,
+                    diagnostics,
+                };
             }
             let deleted = apply(prior.clone(), None).await;
             diagnostics.extend(deleted.diagnostics);
@@ -445,7 +645,12 @@ async fn carry_out(handle: &Handle, type_name: String, change: ResourceChange, c
             let deleted = apply(prior.clone(), None).await;
             diagnostics.extend(deleted.diagnostics);
             if diagnostics.iter().any(Diagnostic::is_error) {
-                return Done { change: Some(change), new_state: prior, touched: false, diagnostics };
+                return Done {
+                    change: Some(change),
+                    new_state: prior,
+                    touched: false,
+                    diagnostics,
+                };
             }
             let created = apply(None, Some(planned)).await;
             diagnostics.extend(created.diagnostics);
@@ -457,10 +662,20 @@ async fn carry_out(handle: &Handle, type_name: String, change: ResourceChange, c
         response.new_state
     };
     if diagnostics.iter().all(|d| !d.is_error()) {
-        eprintln!("{}: {} after {}", change.address, verb.1, elapsed(started.elapsed()));
+        eprintln!(
+            "{}: {} after {}",
+            change.address,
+            verb.1,
+            elapsed(started.elapsed())
+        );
     }
     // A failed create leaves nothing; a failed update keeps what the provider reports.
-    Done { change: Some(change), new_state, touched: true, diagnostics }
+    Done {
+        change: Some(change),
+        new_state,
+        touched: true,
+        diagnostics,
+    }
 }
 
 fn progress_verb(change: &ResourceChange) -> (&'static str, &'static str) {
@@ -474,14 +689,25 @@ fn progress_verb(change: &ResourceChange) -> (&'static str, &'static str) {
 
 fn elapsed(d: Duration) -> String {
     let secs = d.as_secs();
-    if secs >= 60 { format!("{}m{}s", secs / 60, secs % 60) } else { format!("{secs}s") }
+    if secs >= 60 {
+        format!("{}m{}s", secs / 60, secs % 60)
+    } else {
+        format!("{secs}s")
+    }
 }
 
 /// Runs an operation, saying every 10 s that it is still going.
-async fn with_progress<T>(address: &str, verb: &str, operation: impl std::future::Future<Output = T>) -> T {
+async fn with_progress<T>(
+    address: &str,
+    verb: &str,
+    operation: impl std::future::Future<Output = T>,
+) -> T {
     let started = Instant::now();
     tokio::pin!(operation);
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + Duration::from_secs(10), Duration::from_secs(10));
+    let mut ticker = tokio::time::interval_at(
+        tokio::time::Instant::now() + Duration::from_secs(10),
+        Duration::from_secs(10),
+    );
     loop {
         tokio::select! {
             result = &mut operation => return result,
@@ -492,7 +718,11 @@ async fn with_progress<T>(address: &str, verb: &str, operation: impl std::future
 
 /// What the state records for a resource, shaped like its configuration.
 fn recorded_value(state: &State, config_address: &str, r: &Resource) -> Value {
-    let instances: Vec<&ResourceState> = state.resources.iter().filter(|s| strip_instance_key(&s.address) == config_address).collect();
+    let instances: Vec<&ResourceState> = state
+        .resources
+        .iter()
+        .filter(|s| strip_instance_key(&s.address) == config_address)
+        .collect();
     let value_of = |s: &ResourceState| Value::from_json(&s.attributes);
     if r.count.is_some() {
         Value::List(instances.iter().map(|s| value_of(s)).collect())
@@ -500,7 +730,15 @@ fn recorded_value(state: &State, config_address: &str, r: &Resource) -> Value {
         Value::Object(
             instances
                 .iter()
-                .map(|s| (s.address[config_address.len()..].trim_start_matches("[\"").trim_end_matches("\"]").to_owned(), value_of(s)))
+                .map(|s| {
+                    (
+                        s.address[config_address.len()..]
+                            .trim_start_matches("[\"")
+                            .trim_end_matches("\"]")
+                            .to_owned(),
+                        value_of(s),
+                    )
+                })
                 .collect(),
         )
     } else {
@@ -540,7 +778,10 @@ fn deletion_order(deletions: &[ResourceChange]) -> DiGraph<(), ()> {
     let nodes: Vec<NodeIndex> = deletions.iter().map(|_| graph.add_node(())).collect();
     let mut by_config: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, d) in deletions.iter().enumerate() {
-        by_config.entry(d.config_address.as_str()).or_default().push(i);
+        by_config
+            .entry(d.config_address.as_str())
+            .or_default()
+            .push(i);
     }
     for (i, d) in deletions.iter().enumerate() {
         for dependency in &d.dependencies {
@@ -571,7 +812,10 @@ impl Steps for Deleter<'_, '_, '_> {
             self.ledger.diags.push(Diag::error(
                 None,
                 "Provider configuration not present",
-                format!("{} cannot be destroyed: its provider configuration {} is not in the stack.", change.address, change.provider),
+                format!(
+                    "{} cannot be destroyed: its provider configuration {} is not in the stack.",
+                    change.address, change.provider
+                ),
             ));
             self.failed.insert(node);
             return None;
@@ -580,28 +824,59 @@ impl Steps for Deleter<'_, '_, '_> {
             let started = Instant::now();
             eprintln!("{}: Destroying...", change.address);
             let prior = change.before_value();
-            let request = ApplyResourceChangeRequest { type_name: change.type_name.clone(), prior_state: prior.clone(), planned_state: None };
+            let request = ApplyResourceChangeRequest {
+                type_name: change.type_name.clone(),
+                prior_state: prior.clone(),
+                planned_state: None,
+            };
             let response = {
                 let _permit = handle.permits.acquire().await;
-                with_progress(&change.address, "Destroying", handle.instance.apply_resource_change(request)).await
+                with_progress(
+                    &change.address,
+                    "Destroying",
+                    handle.instance.apply_resource_change(request),
+                )
+                .await
             };
             let ok = response.diagnostics.iter().all(|d| !d.is_error());
             if ok {
-                eprintln!("{}: Destruction complete after {}", change.address, elapsed(started.elapsed()));
+                eprintln!(
+                    "{}: Destruction complete after {}",
+                    change.address,
+                    elapsed(started.elapsed())
+                );
             }
-            Done { new_state: if ok { None } else { prior }, change: Some(change), touched: ok, diagnostics: response.diagnostics }
+            Done {
+                new_state: if ok { None } else { prior },
+                change: Some(change),
+                touched: ok,
+                diagnostics: response.diagnostics,
+            }
         }))
     }
 
     fn finish(&mut self, node: NodeIndex, done: Done) {
         for d in &done.diagnostics {
-            let address = done.change.as_ref().map(|c| c.address.clone()).unwrap_or_default();
-            self.ledger.diags.push(Diag { severity: d.severity, summary: d.summary.clone(), detail: format!("{address}: {}", d.detail), span: None });
+            let address = done
+                .change
+                .as_ref()
+                .map(|c| c.address.clone())
+                .unwrap_or_default();
+            self.ledger.diags.push(Diag {
+                severity: d.severity,
+                summary: d.summary.clone(),
+                detail: format!("{address}: {}", d.detail),
+                span: None,
+            });
         }
         if done.diagnostics.iter().any(Diagnostic::is_error) {
             self.failed.insert(node);
         }
-        let dependencies = done.change.as_ref().map(|c| c.dependencies.clone()).unwrap_or_default();
+        let dependencies = done
+            .change
+            .as_ref()
+            .map(|c| c.dependencies.clone())
+            .unwrap_or_default();
         self.ledger.record(&done, &dependencies, Vec::new());
     }
 }

@@ -100,7 +100,9 @@ pub fn evaluate(
         let n = &graph.graph[node];
         let module = &stack.modules[n.module];
         match &n.kind {
-            NodeKind::Variable | NodeKind::Local | NodeKind::Output => walk.step_value(graph, node, inputs, options),
+            NodeKind::Variable | NodeKind::Local | NodeKind::Output => {
+                walk.step_value(graph, node, inputs, options)
+            }
             NodeKind::Provider => {
                 if let Some(config) = walk.provider(n.module, &n.key, n.span, n.implied) {
                     walk.out.providers.insert(n.address(stack), config);
@@ -363,13 +365,36 @@ impl Scope for ModuleScope<'_, '_> {
 }
 
 impl<'a> Walk<'a> {
-    pub(crate) fn new(stack: &'a Stack, registry: &'a Registry, sources: &'a SourceMap, diags: &'a mut Diags) -> Self {
-        let values = stack.modules.iter().map(|_| ModuleValues::default()).collect();
-        Self { stack, registry, sources, diags, values, out: Evaluated::default(), unset_computed: Value::Unknown }
+    pub(crate) fn new(
+        stack: &'a Stack,
+        registry: &'a Registry,
+        sources: &'a SourceMap,
+        diags: &'a mut Diags,
+    ) -> Self {
+        let values = stack
+            .modules
+            .iter()
+            .map(|_| ModuleValues::default())
+            .collect();
+        Self {
+            stack,
+            registry,
+            sources,
+            diags,
+            values,
+            out: Evaluated::default(),
+            unset_computed: Value::Unknown,
+        }
     }
 
     /// Evaluates a variable, local or output node and stores its value in its module's scope.
-    pub(crate) fn step_value(&mut self, graph: &Graph, node: petgraph::graph::NodeIndex, inputs: &Inputs, options: EvalOptions) {
+    pub(crate) fn step_value(
+        &mut self,
+        graph: &Graph,
+        node: petgraph::graph::NodeIndex,
+        inputs: &Inputs,
+        options: EvalOptions,
+    ) {
         let n = &graph.graph[node];
         let module = &self.stack.modules[n.module];
         match n.kind {
@@ -385,7 +410,9 @@ impl<'a> Walk<'a> {
                 let output = &module.outputs[&n.key];
                 let value = self.eval(n.module, &output.value, None);
                 if n.module == 0 {
-                    self.out.outputs.insert(n.key.clone(), (value.clone(), output.sensitive));
+                    self.out
+                        .outputs
+                        .insert(n.key.clone(), (value.clone(), output.sensitive));
                 }
                 self.values[n.module].outputs.insert(n.key.clone(), value);
             }
@@ -403,7 +430,12 @@ impl<'a> Walk<'a> {
     }
 
     /// Evaluates in a module's scope; an error is reported and yields unknown.
-    pub(crate) fn eval(&mut self, module: usize, expr: &Expr, repetition: Option<Repetition>) -> Value {
+    pub(crate) fn eval(
+        &mut self,
+        module: usize,
+        expr: &Expr,
+        repetition: Option<Repetition>,
+    ) -> Value {
         let result = {
             let scope = ModuleScope {
                 walk: self,
@@ -440,7 +472,8 @@ impl<'a> Walk<'a> {
                     format!("{detail} (set by {origin})"),
                 )),
                 RawInput::Value(_) => {
-                    self.diags.push(Diag::error(None, "Value for undeclared variable", detail))
+                    self.diags
+                        .push(Diag::error(None, "Value for undeclared variable", detail))
                 }
             }
         }
@@ -590,11 +623,22 @@ impl<'a> Walk<'a> {
     }
 
     /// Checks and evaluates a provider configuration; an implied one is empty.
-    pub(crate) fn provider(&mut self, module: usize, key: &str, span: Span, implied: bool) -> Option<Value> {
+    pub(crate) fn provider(
+        &mut self,
+        module: usize,
+        key: &str,
+        span: Span,
+        implied: bool,
+    ) -> Option<Value> {
         let name = key.split('.').next().unwrap_or(key);
         let schema = self.registry.schema(name).map(|s| s.config.clone())?;
         if implied {
-            let missing: Vec<&str> = schema.attributes.iter().filter(|(_, a)| a.required).map(|(k, _)| k.as_str()).collect();
+            let missing: Vec<&str> = schema
+                .attributes
+                .iter()
+                .filter(|(_, a)| a.required)
+                .map(|(k, _)| k.as_str())
+                .collect();
             if !missing.is_empty() {
                 self.diags.error(
                     span,
@@ -602,10 +646,22 @@ impl<'a> Walk<'a> {
                     format!("This needs provider \"{name}\", which requires {}: add a provider \"{name}\" block.", missing.join(", ")),
                 );
             }
-            return Some(Value::Object(schema.attributes.keys().map(|k| (k.clone(), Value::Null)).collect()));
+            return Some(Value::Object(
+                schema
+                    .attributes
+                    .keys()
+                    .map(|k| (k.clone(), Value::Null))
+                    .collect(),
+            ));
         }
         let block = &self.stack.modules[module].providers[key];
-        Some(self.decode(module, &block.body, &schema, None, &format!("provider \"{name}\"")))
+        Some(self.decode(
+            module,
+            &block.body,
+            &schema,
+            None,
+            &format!("provider \"{name}\""),
+        ))
     }
 
     fn resource(
@@ -925,7 +981,11 @@ impl<'a> Walk<'a> {
                     format!("The argument \"{name}\" is required in {context}, but it is not set."),
                 );
             }
-            let unset = if attr.computed { self.unset_computed.clone() } else { Value::Null };
+            let unset = if attr.computed {
+                self.unset_computed.clone()
+            } else {
+                Value::Null
+            };
             object.insert(name.clone(), unset);
         }
         for (name, nested) in &schema.blocks {

@@ -13,9 +13,9 @@ pub mod graph;
 pub mod lang;
 pub mod plan;
 pub mod render;
-mod walker;
 pub mod source;
 pub mod version;
+mod walker;
 
 use crate::config::{Expr, Stack};
 use crate::diag::Diags;
@@ -85,17 +85,36 @@ impl Session {
     }
 
     /// As [`Session::open`], with a given set of providers (tests and benchmarks add `test`).
-    pub fn open_with(registry: Registry, dir: &Path, files: &config::Files, inputs: InputSource<'_>) -> Self {
+    pub fn open_with(
+        registry: Registry,
+        dir: &Path,
+        files: &config::Files,
+        inputs: InputSource<'_>,
+    ) -> Self {
         let mut sources = SourceMap::new(dir);
         let mut diags = Diags::default();
         let stack = config::load_stack_from(files, dir, &mut sources, &mut diags);
         let stack_files = sources.files().count();
         let inputs = match inputs {
             InputSource::Args(args) => collect_inputs(args, &mut sources, &mut diags),
-            InputSource::Values(values) => Inputs(values.iter().map(|(k, v)| (k.clone(), RawInput::Value(v.clone()))).collect()),
+            InputSource::Values(values) => Inputs(
+                values
+                    .iter()
+                    .map(|(k, v)| (k.clone(), RawInput::Value(v.clone())))
+                    .collect(),
+            ),
         };
         let graph = graph::build(&stack, &sources, &registry, &mut diags);
-        Self { dir: dir.to_path_buf(), registry, sources, stack_files, stack, graph, inputs, diags }
+        Self {
+            dir: dir.to_path_buf(),
+            registry,
+            sources,
+            stack_files,
+            stack,
+            graph,
+            inputs,
+            diags,
+        }
     }
 
     /// Every stack file, by path relative to the stack directory, for a plan's snapshot.
@@ -103,7 +122,14 @@ impl Session {
         self.sources
             .files()
             .take(self.stack_files)
-            .map(|(_, f)| (source::relative_to(&f.path, &source::normalize(&self.dir)).to_string_lossy().replace('\\', "/"), f.text.clone()))
+            .map(|(_, f)| {
+                (
+                    source::relative_to(&f.path, &source::normalize(&self.dir))
+                        .to_string_lossy()
+                        .replace('\\', "/"),
+                    f.text.clone(),
+                )
+            })
             .collect()
     }
 
@@ -123,20 +149,49 @@ pub enum InputSource<'a> {
 
 /// Plans the stack against `state`. Returns the plan (None when there were errors) and every
 /// diagnostic with the sources they point into.
-pub async fn plan(mut session: Session, state: Option<&gpustack_state::State>, options: &plan::PlanOptions) -> (Option<plan::Plan>, SourceMap, Vec<Diagnostic>) {
+pub async fn plan(
+    mut session: Session,
+    state: Option<&gpustack_state::State>,
+    options: &plan::PlanOptions,
+) -> (Option<plan::Plan>, SourceMap, Vec<Diagnostic>) {
     if session.diags.has_errors() {
         let (sources, diagnostics) = session.diagnostics();
         return (None, sources, diagnostics);
     }
     let files = session.snapshot_files();
     let result = {
-        let Session { dir, registry, sources, stack, graph, inputs, diags, .. } = &mut session;
+        let Session {
+            dir,
+            registry,
+            sources,
+            stack,
+            graph,
+            inputs,
+            diags,
+            ..
+        } = &mut session;
         let mut walk = evaluate::Walk::new(stack, registry, sources, diags);
         walk.check_inputs(inputs);
         walk.check_settings();
-        let planned = plan::plan(&mut walk, graph, inputs, state, options, plan::Snapshot { stack_dir: dir.to_string_lossy().into_owned(), files, variables: Default::default() }).await;
-        let variables: indexmap::IndexMap<String, serde_json::Value> =
-            stack.root().variables.keys().filter_map(|k| walk.values[0].vars.get(k).map(|v| (k.clone(), v.to_json()))).collect();
+        let planned = plan::plan(
+            &mut walk,
+            graph,
+            inputs,
+            state,
+            options,
+            plan::Snapshot {
+                stack_dir: dir.to_string_lossy().into_owned(),
+                files,
+                variables: Default::default(),
+            },
+        )
+        .await;
+        let variables: indexmap::IndexMap<String, serde_json::Value> = stack
+            .root()
+            .variables
+            .keys()
+            .filter_map(|k| walk.values[0].vars.get(k).map(|v| (k.clone(), v.to_json())))
+            .collect();
         planned.map(|mut p| {
             p.snapshot.variables = variables;
             p.config_hash = plan::config_hash(&p.snapshot);

@@ -15,7 +15,11 @@ struct Style {
 
 impl Style {
     fn paint(&self, code: &str, text: &str) -> String {
-        if self.color { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
     }
 
     fn symbol(&self, actions: &[Action]) -> String {
@@ -47,8 +51,12 @@ fn reason(change: &ResourceChange) -> Option<String> {
     let reason = change.action_reason.as_deref()?;
     Some(match reason {
         "replace_by_request" => "(replaced because --replace asked for it)".to_owned(),
-        "delete_because_no_resource_config" => "(because it is no longer in the configuration)".to_owned(),
-        "delete_because_no_instance" => "(because its count or for_each no longer includes it)".to_owned(),
+        "delete_because_no_resource_config" => {
+            "(because it is no longer in the configuration)".to_owned()
+        }
+        "delete_because_no_instance" => {
+            "(because its count or for_each no longer includes it)".to_owned()
+        }
         "delete_because_destroy" => return None,
         "changed_outside_gpustack" => "(changed outside gpustack)".to_owned(),
         "deleted_outside_gpustack" => "(deleted outside gpustack)".to_owned(),
@@ -60,11 +68,15 @@ fn reason(change: &ResourceChange) -> Option<String> {
 }
 
 fn is_sensitive(marks: &serde_json::Value, key: &str) -> bool {
-    marks.get(key).is_some_and(|m| *m == serde_json::Value::Bool(true))
+    marks
+        .get(key)
+        .is_some_and(|m| *m == serde_json::Value::Bool(true))
 }
 
 fn is_unknown(marks: &serde_json::Value, key: &str) -> bool {
-    marks.get(key).is_some_and(|m| *m == serde_json::Value::Bool(true))
+    marks
+        .get(key)
+        .is_some_and(|m| *m == serde_json::Value::Bool(true))
 }
 
 fn show(value: &serde_json::Value) -> String {
@@ -88,20 +100,50 @@ fn fields(out: &mut String, style: &Style, change: &ResourceChange) {
             let old = before.get(key).filter(|v| !v.is_null());
             let unknown = is_unknown(&change.after_unknown, key);
             let new = after.get(key).filter(|v| !v.is_null());
-            let sensitive = is_sensitive(&change.before_sensitive, key) || is_sensitive(&change.after_sensitive, key);
-            let shown = |v: &serde_json::Value| if sensitive { SENSITIVE.to_owned() } else { show(v) };
+            let sensitive = is_sensitive(&change.before_sensitive, key)
+                || is_sensitive(&change.after_sensitive, key);
+            let shown = |v: &serde_json::Value| {
+                if sensitive {
+                    SENSITIVE.to_owned()
+                } else {
+                    show(v)
+                }
+            };
             let forces = change.replace_paths.iter().any(|p| p == key);
-            let note = if forces { style.paint("31", " # forces replacement") } else { String::new() };
+            let note = if forces {
+                style.paint("31", " # forces replacement")
+            } else {
+                String::new()
+            };
             match change.actions.as_slice() {
-                [Action::Delete] => old.map(|o| (style.symbol(&[Action::Delete]), key.clone(), format!("{}", shown(o)))),
+                [Action::Delete] => {
+                    old.map(|o| (style.symbol(&[Action::Delete]), key.clone(), shown(o)))
+                }
                 _ => match (old, new, unknown) {
                     (None, None, false) => None,
-                    (None, _, true) => Some((style.symbol(&[Action::Create]), key.clone(), UNKNOWN.to_owned())),
-                    (None, Some(n), false) => Some((style.symbol(&[Action::Create]), key.clone(), shown(n))),
-                    (Some(o), _, true) => Some((style.symbol(&[Action::Update]), key.clone(), format!("{} -> {UNKNOWN}{note}", shown(o)))),
-                    (Some(o), None, false) => Some((style.symbol(&[Action::Delete]), key.clone(), format!("{} -> null{note}", shown(o)))),
+                    (None, _, true) => Some((
+                        style.symbol(&[Action::Create]),
+                        key.clone(),
+                        UNKNOWN.to_owned(),
+                    )),
+                    (None, Some(n), false) => {
+                        Some((style.symbol(&[Action::Create]), key.clone(), shown(n)))
+                    }
+                    (Some(o), _, true) => Some((
+                        style.symbol(&[Action::Update]),
+                        key.clone(),
+                        format!("{} -> {UNKNOWN}{note}", shown(o)),
+                    )),
+                    (Some(o), None, false) => Some((
+                        style.symbol(&[Action::Delete]),
+                        key.clone(),
+                        format!("{} -> null{note}", shown(o)),
+                    )),
                     (Some(o), Some(n), false) if o == n => {
-                        if change.is_no_op() || change.actions == [Action::Update] && !matches!(o, serde_json::Value::String(_)) {
+                        if change.is_no_op()
+                            || change.actions == [Action::Update]
+                                && !matches!(o, serde_json::Value::String(_))
+                        {
                             None
                         } else {
                             Some((" ".into(), key.clone(), shown(o)))
@@ -125,9 +167,17 @@ fn fields(out: &mut String, style: &Style, change: &ResourceChange) {
                                 }
                             }
                             diff.push_str("        EOT");
-                            return Some((style.symbol(&[Action::Update]), key.clone(), format!("{diff}{note}")));
+                            return Some((
+                                style.symbol(&[Action::Update]),
+                                key.clone(),
+                                format!("{diff}{note}"),
+                            ));
                         }
-                        Some((style.symbol(&[Action::Update]), key.clone(), format!("{} -> {}{note}", shown(o), shown(n))))
+                        Some((
+                            style.symbol(&[Action::Update]),
+                            key.clone(),
+                            format!("{} -> {}{note}", shown(o), shown(n)),
+                        ))
                     }
                 },
             }
@@ -146,7 +196,13 @@ fn change_block(out: &mut String, style: &Style, change: &ResourceChange, verb: 
     };
     let _ = writeln!(out, "{}", style.paint("1", &header));
     let name = change.address.rsplit('.').next().unwrap_or_default();
-    let _ = writeln!(out, "  {} resource \"{}\" \"{}\" {{", style.symbol(&change.actions), change.type_name, name.split('[').next().unwrap_or(name));
+    let _ = writeln!(
+        out,
+        "  {} resource \"{}\" \"{}\" {{",
+        style.symbol(&change.actions),
+        change.type_name,
+        name.split('[').next().unwrap_or(name)
+    );
     fields(out, style, change);
     let _ = writeln!(out, "    }}\n");
 }
@@ -158,7 +214,11 @@ pub fn plan_text(plan: &Plan, color: bool) -> String {
     if !plan.resource_drift.is_empty() {
         out.push_str("Objects have changed outside of gpustack:\n\n");
         for change in &plan.resource_drift {
-            let verb = if change.actions == [Action::Delete] { "has been deleted" } else { "has changed" };
+            let verb = if change.actions == [Action::Delete] {
+                "has been deleted"
+            } else {
+                "has changed"
+            };
             let mut shown = change.clone();
             shown.action_reason = None;
             change_block(&mut out, &style, &shown, verb);
@@ -168,11 +228,18 @@ pub fn plan_text(plan: &Plan, color: bool) -> String {
         if plan.resource_drift.is_empty() {
             out.push_str("No changes. The state matches the live objects.\n");
         } else {
-            let _ = writeln!(out, "Applying this plan will update the state to match, changing no object.\n");
+            let _ = writeln!(
+                out,
+                "Applying this plan will update the state to match, changing no object.\n"
+            );
         }
         return out;
     }
-    let changes: Vec<&ResourceChange> = plan.resource_changes.iter().filter(|c| !c.is_no_op()).collect();
+    let changes: Vec<&ResourceChange> = plan
+        .resource_changes
+        .iter()
+        .filter(|c| !c.is_no_op())
+        .collect();
     if changes.is_empty() && !plan.has_changes() {
         out.push_str("No changes. The infrastructure matches the configuration.\n");
         return out;
@@ -184,12 +251,26 @@ pub fn plan_text(plan: &Plan, color: bool) -> String {
         }
     }
     let (add, change, destroy) = plan.counts();
-    let _ = writeln!(out, "{} {add} to add, {change} to change, {destroy} to destroy.", style.paint("1", "Plan:"));
-    let outputs: Vec<_> = plan.output_changes.iter().filter(|(_, o)| o.actions != [Action::NoOp]).collect();
+    let _ = writeln!(
+        out,
+        "{} {add} to add, {change} to change, {destroy} to destroy.",
+        style.paint("1", "Plan:")
+    );
+    let outputs: Vec<_> = plan
+        .output_changes
+        .iter()
+        .filter(|(_, o)| o.actions != [Action::NoOp])
+        .collect();
     if !outputs.is_empty() {
         out.push_str("\nChanges to outputs:\n");
         for (name, o) in outputs {
-            let value = if o.sensitive { SENSITIVE.to_owned() } else if o.after_unknown { UNKNOWN.to_owned() } else { show(&o.after) };
+            let value = if o.sensitive {
+                SENSITIVE.to_owned()
+            } else if o.after_unknown {
+                UNKNOWN.to_owned()
+            } else {
+                show(&o.after)
+            };
             let _ = writeln!(out, "  {} {name} = {value}", style.symbol(&o.actions));
         }
     }
@@ -198,14 +279,20 @@ pub fn plan_text(plan: &Plan, color: bool) -> String {
 
 fn mask(value: &serde_json::Value, marks: &serde_json::Value) -> serde_json::Value {
     match (value, marks) {
-        (serde_json::Value::Object(map), serde_json::Value::Object(m)) => serde_json::Value::Object(
-            map.iter()
-                .map(|(k, v)| {
-                    let masked = if is_sensitive(marks, k) { serde_json::Value::String(SENSITIVE.into()) } else { mask(v, m.get(k).unwrap_or(&serde_json::Value::Bool(false))) };
-                    (k.clone(), masked)
-                })
-                .collect(),
-        ),
+        (serde_json::Value::Object(map), serde_json::Value::Object(m)) => {
+            serde_json::Value::Object(
+                map.iter()
+                    .map(|(k, v)| {
+                        let masked = if is_sensitive(marks, k) {
+                            serde_json::Value::String(SENSITIVE.into())
+                        } else {
+                            mask(v, m.get(k).unwrap_or(&serde_json::Value::Bool(false)))
+                        };
+                        (k.clone(), masked)
+                    })
+                    .collect(),
+            )
+        }
         _ => value.clone(),
     }
 }
@@ -257,7 +344,10 @@ pub fn plan_markdown(plan: &Plan) -> String {
     if !plan.has_changes() {
         out.push_str("**No changes.** The infrastructure matches the configuration.\n");
     } else {
-        let _ = writeln!(out, "**{add} to add, {change} to change, {destroy} to destroy.**\n");
+        let _ = writeln!(
+            out,
+            "**{add} to add, {change} to change, {destroy} to destroy.**\n"
+        );
         out.push_str("| Action | Resource | Reason |\n|---|---|---|\n");
         for c in plan.resource_changes.iter().filter(|c| !c.is_no_op()) {
             let action = match c.actions.as_slice() {
@@ -266,13 +356,33 @@ pub fn plan_markdown(plan: &Plan) -> String {
                 [Action::Delete] => "🗑️ destroy",
                 _ => "♻️ replace",
             };
-            let _ = writeln!(out, "| {action} | `{}` | {} |", c.address, reason(c).unwrap_or_default().trim_matches(|ch| ch == '(' || ch == ')'));
+            let _ = writeln!(
+                out,
+                "| {action} | `{}` | {} |",
+                c.address,
+                reason(c)
+                    .unwrap_or_default()
+                    .trim_matches(|ch| ch == '(' || ch == ')')
+            );
         }
     }
     if !plan.resource_drift.is_empty() {
-        let _ = writeln!(out, "\n**Drift:** {} object(s) changed outside gpustack: {}.", plan.resource_drift.len(), plan.resource_drift.iter().map(|c| format!("`{}`", c.address)).collect::<Vec<_>>().join(", "));
+        let _ = writeln!(
+            out,
+            "\n**Drift:** {} object(s) changed outside gpustack: {}.",
+            plan.resource_drift.len(),
+            plan.resource_drift
+                .iter()
+                .map(|c| format!("`{}`", c.address))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
-    let _ = write!(out, "\n<details><summary>Full plan</summary>\n\n```diff\n{}```\n\n</details>\n", plan_text(plan, false));
+    let _ = write!(
+        out,
+        "\n<details><summary>Full plan</summary>\n\n```diff\n{}```\n\n</details>\n",
+        plan_text(plan, false)
+    );
     out
 }
 
@@ -284,9 +394,17 @@ pub fn drift_text(plan: &Plan, color: bool) -> String {
         out.push_str("No drift: every object matches the state.\n");
         return out;
     }
-    let _ = writeln!(out, "Drift: {} object(s) changed outside gpustack.\n", plan.resource_drift.len());
+    let _ = writeln!(
+        out,
+        "Drift: {} object(s) changed outside gpustack.\n",
+        plan.resource_drift.len()
+    );
     for change in &plan.resource_drift {
-        let verb = if change.actions == [Action::Delete] { "has been deleted" } else { "has changed" };
+        let verb = if change.actions == [Action::Delete] {
+            "has been deleted"
+        } else {
+            "has changed"
+        };
         let mut shown = change.clone();
         shown.action_reason = None;
         change_block(&mut out, &style, &shown, verb);
@@ -312,9 +430,20 @@ pub fn drift_markdown(plan: &Plan) -> String {
     }
     out.push_str("| Resource | What happened |\n|---|---|\n");
     for c in &plan.resource_drift {
-        let _ = writeln!(out, "| `{}` | {} |", c.address, reason(c).unwrap_or_default().trim_matches(|ch| ch == '(' || ch == ')'));
+        let _ = writeln!(
+            out,
+            "| `{}` | {} |",
+            c.address,
+            reason(c)
+                .unwrap_or_default()
+                .trim_matches(|ch| ch == '(' || ch == ')')
+        );
     }
-    let _ = write!(out, "\n<details><summary>Details</summary>\n\n```diff\n{}```\n\n</details>\n", drift_text(plan, false));
+    let _ = write!(
+        out,
+        "\n<details><summary>Details</summary>\n\n```diff\n{}```\n\n</details>\n",
+        drift_text(plan, false)
+    );
     out
 }
 
@@ -323,14 +452,30 @@ pub fn drift_metrics(plan: &Plan, stack: &str, now_seconds: u64, errored: bool) 
     let stack = stack.replace('\\', "\\\\").replace('"', "\\\"");
     let mut out = String::new();
     out.push_str("# HELP gpustack_drift_resources Objects that changed outside gpustack at the last drift run.\n# TYPE gpustack_drift_resources gauge\n");
-    let _ = writeln!(out, "gpustack_drift_resources{{stack=\"{stack}\"}} {}", plan.resource_drift.len());
+    let _ = writeln!(
+        out,
+        "gpustack_drift_resources{{stack=\"{stack}\"}} {}",
+        plan.resource_drift.len()
+    );
     out.push_str("# HELP gpustack_drift_resource 1 for each object that drifted, by address.\n# TYPE gpustack_drift_resource gauge\n");
     for c in &plan.resource_drift {
-        let _ = writeln!(out, "gpustack_drift_resource{{stack=\"{stack}\",address=\"{}\",type=\"{}\"}} 1", c.address.replace('"', "\\\""), c.type_name);
+        let _ = writeln!(
+            out,
+            "gpustack_drift_resource{{stack=\"{stack}\",address=\"{}\",type=\"{}\"}} 1",
+            c.address.replace('"', "\\\""),
+            c.type_name
+        );
     }
     out.push_str("# HELP gpustack_drift_last_run_timestamp_seconds When the last drift run finished.\n# TYPE gpustack_drift_last_run_timestamp_seconds gauge\n");
-    let _ = writeln!(out, "gpustack_drift_last_run_timestamp_seconds{{stack=\"{stack}\"}} {now_seconds}");
+    let _ = writeln!(
+        out,
+        "gpustack_drift_last_run_timestamp_seconds{{stack=\"{stack}\"}} {now_seconds}"
+    );
     out.push_str("# HELP gpustack_drift_last_run_success 1 if the last drift run completed without error.\n# TYPE gpustack_drift_last_run_success gauge\n");
-    let _ = writeln!(out, "gpustack_drift_last_run_success{{stack=\"{stack}\"}} {}", u8::from(!errored));
+    let _ = writeln!(
+        out,
+        "gpustack_drift_last_run_success{{stack=\"{stack}\"}} {}",
+        u8::from(!errored)
+    );
     out
 }

@@ -25,9 +25,19 @@ pub(crate) trait Steps {
 
 /// Walks `graph`; once `stop` is set no new node starts, and the walk ends when the ones in
 /// flight have finished (Ctrl-C).
-pub(crate) async fn walk<N, E, S: Steps>(graph: &DiGraph<N, E>, steps: &mut S, stop: &Arc<AtomicBool>) {
-    let mut indegree: Vec<usize> = graph.node_indices().map(|n| graph.edges_directed(n, Direction::Incoming).count()).collect();
-    let mut ready: VecDeque<NodeIndex> = graph.node_indices().filter(|n| indegree[n.index()] == 0).collect();
+pub(crate) async fn walk<N, E, S: Steps>(
+    graph: &DiGraph<N, E>,
+    steps: &mut S,
+    stop: &Arc<AtomicBool>,
+) {
+    let mut indegree: Vec<usize> = graph
+        .node_indices()
+        .map(|n| graph.edges_directed(n, Direction::Incoming).count())
+        .collect();
+    let mut ready: VecDeque<NodeIndex> = graph
+        .node_indices()
+        .filter(|n| indegree[n.index()] == 0)
+        .collect();
     let mut in_flight = FuturesUnordered::new();
     let release = |node: NodeIndex, indegree: &mut Vec<usize>, ready: &mut VecDeque<NodeIndex>| {
         for edge in graph.edges_directed(node, Direction::Outgoing) {
@@ -47,7 +57,9 @@ pub(crate) async fn walk<N, E, S: Steps>(graph: &DiGraph<N, E>, steps: &mut S, s
                 None => release(node, &mut indegree, &mut ready),
             }
         }
-        let Some((node, outcome)) = in_flight.next().await else { break };
+        let Some((node, outcome)) = in_flight.next().await else {
+            break;
+        };
         steps.finish(node, outcome);
         release(node, &mut indegree, &mut ready);
     }

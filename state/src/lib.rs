@@ -70,8 +70,12 @@ pub struct LockInfo {
 
 impl LockInfo {
     pub fn new(operation: &str) -> Self {
-        let user = std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "unknown".into());
-        let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_else(|_| "localhost".into());
+        let user = std::env::var("USER")
+            .or_else(|_| std::env::var("USERNAME"))
+            .unwrap_or_else(|_| "unknown".into());
+        let host = std::fs::read_to_string("/etc/hostname")
+            .map(|h| h.trim().to_owned())
+            .unwrap_or_else(|_| "localhost".into());
         Self {
             id: uuid::Uuid::new_v4().to_string(),
             operation: operation.to_owned(),
@@ -83,7 +87,14 @@ impl LockInfo {
     }
 
     fn unreadable() -> Self {
-        Self { id: "unknown".into(), operation: "unknown".into(), who: "unknown".into(), pid: 0, created: "unknown".into(), version: String::new() }
+        Self {
+            id: "unknown".into(),
+            operation: "unknown".into(),
+            who: "unknown".into(),
+            pid: 0,
+            created: "unknown".into(),
+            version: String::new(),
+        }
     }
 }
 

@@ -14,23 +14,35 @@ use std::time::{Duration, Instant};
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
     #[error("cannot read the state at {path}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("the state at {path} is damaged")]
-    Decode { path: PathBuf, source: DecodeStateError },
+    Decode {
+        path: PathBuf,
+        source: DecodeStateError,
+    },
     #[error("cannot write the state at {path}")]
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     #[error("the state is locked by {} (pid {}) for {} since {}; lock ID {}", .0.who, .0.pid, .0.operation, .0.created, .0.id)]
-    Held(LockInfo),
+    Held(Box<LockInfo>),
     #[error("cannot lock the state at {path}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("the state is not locked")]
     NotLocked,
     #[error("the lock ID {given} does not match the lock held: {}", .held.id)]
-    WrongId { given: String, held: LockInfo },
+    WrongId { given: String, held: Box<LockInfo> },
 }
 
 pub struct LocalBackend {
@@ -80,14 +92,25 @@ impl LocalBackend {
 
     pub fn read(&self) -> Result<Option<State>, StateError> {
         match std::fs::read(&self.path) {
-            Ok(bytes) => State::decode(&bytes).map(Some).map_err(|source| StateError::Decode { path: self.path.clone(), source }),
+            Ok(bytes) => State::decode(&bytes)
+                .map(Some)
+                .map_err(|source| StateError::Decode {
+                    path: self.path.clone(),
+                    source,
+                }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(StateError::Read { path: self.path.clone(), source }),
+            Err(source) => Err(StateError::Read {
+                path: self.path.clone(),
+                source,
+            }),
         }
     }
 
     pub fn write(&self, state: &State) -> Result<(), StateError> {
-        let err = |source| StateError::Write { path: self.path.clone(), source };
+        let err = |source| StateError::Write {
+            path: self.path.clone(),
+            source,
+        };
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir).map_err(err)?;
         }
@@ -114,26 +137,49 @@ impl LocalBackend {
         let path = self.lock_path();
         let deadline = Instant::now() + timeout;
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| LockError::Io { path: path.clone(), source })?;
+            std::fs::create_dir_all(dir).map_err(|source| LockError::Io {
+                path: path.clone(),
+                source,
+            })?;
         }
         // The lock file appears complete or not at all: it is written aside, then hard-linked
         // into place, which fails atomically when another holder's file is already there.
         let tmp = with_suffix(&path, &format!(".{}", info.id));
         {
-            let mut file = private_file(&tmp).map_err(|source| LockError::Io { path: tmp.clone(), source })?;
+            let mut file = private_file(&tmp).map_err(|source| LockError::Io {
+                path: tmp.clone(),
+                source,
+            })?;
             let json = serde_json::to_vec_pretty(&info).unwrap_or_default();
-            file.write_all(&json).and_then(|()| file.sync_all()).map_err(|source| LockError::Io { path: tmp.clone(), source })?;
+            file.write_all(&json)
+                .and_then(|()| file.sync_all())
+                .map_err(|source| LockError::Io {
+                    path: tmp.clone(),
+                    source,
+                })?;
         }
         let result = loop {
             match std::fs::hard_link(&tmp, &path) {
-                Ok(()) => break Ok(LockGuard { path: path.clone(), id: info.id.clone() }),
+                Ok(()) => {
+                    break Ok(LockGuard {
+                        path: path.clone(),
+                        id: info.id.clone(),
+                    });
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     if Instant::now() >= deadline {
-                        break Err(LockError::Held(read_lock(&path).unwrap_or_else(LockInfo::unreadable)));
+                        break Err(LockError::Held(Box::new(
+                            read_lock(&path).unwrap_or_else(LockInfo::unreadable),
+                        )));
                     }
                     std::thread::sleep(Duration::from_millis(100));
                 }
-                Err(source) => break Err(LockError::Io { path: path.clone(), source }),
+                Err(source) => {
+                    break Err(LockError::Io {
+                        path: path.clone(),
+                        source,
+                    });
+                }
             }
         };
         let _ = std::fs::remove_file(&tmp);
@@ -151,7 +197,10 @@ impl LocalBackend {
             };
         };
         if held.id != id {
-            return Err(LockError::WrongId { given: id.to_owned(), held });
+            return Err(LockError::WrongId {
+                given: id.to_owned(),
+                held: Box::new(held),
+            });
         }
         std::fs::remove_file(&path).map_err(|source| LockError::Io { path, source })?;
         Ok(held)
@@ -159,7 +208,10 @@ impl LocalBackend {
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    let mut name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
     name.push(suffix);
     path.with_file_name(name)
 }
@@ -205,26 +257,48 @@ mod tests {
         state.serial = 1;
         backend.write(&state).unwrap();
         assert_eq!(backend.read().unwrap().unwrap().serial, 1);
-        let backup = State::decode(&std::fs::read(with_suffix(backend.path(), ".backup")).unwrap()).unwrap();
+        let backup =
+            State::decode(&std::fs::read(with_suffix(backend.path(), ".backup")).unwrap()).unwrap();
         assert_eq!(backup.serial, 0);
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            assert_eq!(std::fs::metadata(backend.path()).unwrap().permissions().mode() & 0o777, 0o600);
+            assert_eq!(
+                std::fs::metadata(backend.path())
+                    .unwrap()
+                    .permissions()
+                    .mode()
+                    & 0o777,
+                0o600
+            );
         }
     }
 
     #[test]
     fn second_lock_fails_naming_the_holder_and_force_unlock_needs_the_id() {
         let (_dir, backend) = backend();
-        let guard = backend.lock(LockInfo::new("apply"), Duration::ZERO).unwrap();
-        let Err(LockError::Held(held)) = backend.lock(LockInfo::new("plan"), Duration::from_millis(150)) else { panic!("second lock must fail") };
+        let guard = backend
+            .lock(LockInfo::new("apply"), Duration::ZERO)
+            .unwrap();
+        let Err(LockError::Held(held)) =
+            backend.lock(LockInfo::new("plan"), Duration::from_millis(150))
+        else {
+            panic!("second lock must fail")
+        };
         assert_eq!(held.operation, "apply");
         assert_eq!(held.pid, std::process::id());
-        assert!(matches!(backend.force_unlock("wrong"), Err(LockError::WrongId { .. })));
+        assert!(matches!(
+            backend.force_unlock("wrong"),
+            Err(LockError::WrongId { .. })
+        ));
         drop(guard);
-        assert!(matches!(backend.force_unlock(&held.id), Err(LockError::NotLocked)));
-        let guard = backend.lock(LockInfo::new("apply"), Duration::ZERO).unwrap();
+        assert!(matches!(
+            backend.force_unlock(&held.id),
+            Err(LockError::NotLocked)
+        ));
+        let guard = backend
+            .lock(LockInfo::new("apply"), Duration::ZERO)
+            .unwrap();
         let id = read_lock(&backend.lock_path()).unwrap().id;
         backend.force_unlock(&id).unwrap();
         drop(guard);

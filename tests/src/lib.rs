@@ -71,14 +71,20 @@ pub fn hcl_files(dir: &Path) -> Vec<PathBuf> {
 /// Runs gpustack with extra environment variables (e.g. `GPUSTACK_TEST_PROVIDER=1`).
 pub fn gpustack_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(gpustack_bin());
-    command.current_dir(dir).args(args).env("NO_COLOR", "1").env_remove("GPUSTACK_LOG");
+    command
+        .current_dir(dir)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("GPUSTACK_LOG");
     for (key, _) in std::env::vars() {
         if key.starts_with("GPUSTACK_VAR_") {
             command.env_remove(key);
         }
     }
     command.envs(env.iter().copied());
-    command.output().unwrap_or_else(|e| panic!("cannot run gpustack: {e}"))
+    command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run gpustack: {e}"))
 }
 
 pub fn stdout(output: &Output) -> String {

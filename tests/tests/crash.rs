@@ -22,7 +22,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self, below: u64) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 33) % below
     }
 }
@@ -30,7 +33,10 @@ impl Lcg {
 fn release_lock(dir: &Path) {
     let lock = dir.join(".gpustack/state.json.lock");
     if let Ok(text) = std::fs::read_to_string(&lock) {
-        let id = serde_json::from_str::<serde_json::Value>(&text).unwrap()["id"].as_str().unwrap().to_owned();
+        let id = serde_json::from_str::<serde_json::Value>(&text).unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         let out = gpustack_env(dir, &["force-unlock", &id], &[]);
         assert!(out.status.success(), "{}", stderr(&out));
     }
@@ -40,7 +46,10 @@ fn release_lock(dir: &Path) {
 fn killed_applies_never_corrupt_state_and_the_next_apply_converges() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
     let mut rng = Lcg(seed);
     let mut killed_mid_apply = 0;
     for trial in 0..TRIALS {
@@ -68,23 +77,61 @@ fn killed_applies_never_corrupt_state_and_the_next_apply_converges() {
         }
         child.wait().unwrap();
         if let Ok(bytes) = std::fs::read(d.join(".gpustack/state.json")) {
-            gpustack_state::State::decode(&bytes).unwrap_or_else(|e| panic!("seed {seed} trial {trial}: state does not parse after SIGKILL: {e}"));
+            gpustack_state::State::decode(&bytes).unwrap_or_else(|e| {
+                panic!("seed {seed} trial {trial}: state does not parse after SIGKILL: {e}")
+            });
         }
         release_lock(d);
     }
-    assert!(killed_mid_apply >= TRIALS / 2, "seed {seed}: only {killed_mid_apply} kills landed during an apply");
+    assert!(
+        killed_mid_apply >= TRIALS / 2,
+        "seed {seed}: only {killed_mid_apply} kills landed during an apply"
+    );
 
-    let out = gpustack_env(d, &["apply", "--auto-approve"], &[("GPUSTACK_TEST_PROVIDER", "1")]);
-    assert!(out.status.success(), "seed {seed}: {}{}", stdout(&out), stderr(&out));
-    let plan = gpustack_env(d, &["plan", "--detailed-exitcode"], &[("GPUSTACK_TEST_PROVIDER", "1")]);
-    assert_eq!(plan.status.code(), Some(0), "seed {seed}: not converged:\n{}", stdout(&plan));
+    let out = gpustack_env(
+        d,
+        &["apply", "--auto-approve"],
+        &[("GPUSTACK_TEST_PROVIDER", "1")],
+    );
+    assert!(
+        out.status.success(),
+        "seed {seed}: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let plan = gpustack_env(
+        d,
+        &["plan", "--detailed-exitcode"],
+        &[("GPUSTACK_TEST_PROVIDER", "1")],
+    );
+    assert_eq!(
+        plan.status.code(),
+        Some(0),
+        "seed {seed}: not converged:\n{}",
+        stdout(&plan)
+    );
 
-    let world: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("world.json")).unwrap()).unwrap();
+    let world: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("world.json")).unwrap()).unwrap();
     let objects = world.as_object().unwrap();
-    assert_eq!(objects.len(), OBJECTS, "seed {seed}: duplicate or lost objects in the world");
-    assert!(objects.values().all(|o| o["value"] == format!("generation-{}", TRIALS - 1)));
-    let state = gpustack_state::State::decode(&std::fs::read(d.join(".gpustack/state.json")).unwrap()).unwrap();
+    assert_eq!(
+        objects.len(),
+        OBJECTS,
+        "seed {seed}: duplicate or lost objects in the world"
+    );
+    assert!(
+        objects
+            .values()
+            .all(|o| o["value"] == format!("generation-{}", TRIALS - 1))
+    );
+    let state =
+        gpustack_state::State::decode(&std::fs::read(d.join(".gpustack/state.json")).unwrap())
+            .unwrap();
     let mut addresses: Vec<&str> = state.resources.iter().map(|r| r.address.as_str()).collect();
     addresses.dedup();
-    assert_eq!(addresses.len(), OBJECTS, "seed {seed}: duplicate or lost objects in the state");
+    assert_eq!(
+        addresses.len(),
+        OBJECTS,
+        "seed {seed}: duplicate or lost objects in the state"
+    );
 }

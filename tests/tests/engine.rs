@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 const ENV: &[(&str, &str)] = &[("GPUSTACK_TEST_PROVIDER", "1")];
 
 fn provider(latency_ms: u32, extra: &str) -> String {
-    format!("provider \"test\" {{\n  latency_ms = {latency_ms}\n  world      = \"world.json\"\n  journal    = \"journal.log\"\n{extra}}}\n\n")
+    format!(
+        "provider \"test\" {{\n  latency_ms = {latency_ms}\n  world      = \"world.json\"\n  journal    = \"journal.log\"\n{extra}}}\n\n"
+    )
 }
 
 const CHAIN: &str = r#"resource "test_object" "a" {
@@ -46,7 +48,11 @@ fn stack(text: &str) -> tempfile::TempDir {
 
 fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let output = gpustack_env(dir, args, ENV);
-    (output.status.code().unwrap_or(-1), stdout(&output), stderr(&output))
+    (
+        output.status.code().unwrap_or(-1),
+        stdout(&output),
+        stderr(&output),
+    )
 }
 
 /// (operation, name, start ms, end ms, failed) from the provider's journal.
@@ -56,17 +62,33 @@ fn journal(dir: &Path) -> Vec<(String, String, u128, u128, bool)> {
         .lines()
         .map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            (f[0].to_owned(), f[1].to_owned(), f[2].parse().unwrap(), f[3].parse().unwrap(), f.get(4) == Some(&"failed"))
+            (
+                f[0].to_owned(),
+                f[1].to_owned(),
+                f[2].parse().unwrap(),
+                f[3].parse().unwrap(),
+                f.get(4) == Some(&"failed"),
+            )
         })
         .collect()
 }
 
-fn entry<'a>(journal: &'a [(String, String, u128, u128, bool)], op: &str, name: &str) -> &'a (String, String, u128, u128, bool) {
-    journal.iter().find(|e| e.0 == op && e.1 == name).unwrap_or_else(|| panic!("no {op} {name} in {journal:?}"))
+fn entry<'a>(
+    journal: &'a [(String, String, u128, u128, bool)],
+    op: &str,
+    name: &str,
+) -> &'a (String, String, u128, u128, bool) {
+    journal
+        .iter()
+        .find(|e| e.0 == op && e.1 == name)
+        .unwrap_or_else(|| panic!("no {op} {name} in {journal:?}"))
 }
 
 fn world(dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("world.json")).unwrap_or_else(|_| "{}".into())).unwrap()
+    serde_json::from_str(
+        &std::fs::read_to_string(dir.join("world.json")).unwrap_or_else(|_| "{}".into()),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -75,22 +97,43 @@ fn dependencies_first_independent_branches_in_parallel() {
     let d = dir.path();
     let (code, plan, _) = run(d, &["plan"]);
     assert_eq!(code, 0);
-    assert!(plan.contains("value = (known after apply)"), "b's value depends on a's id:\n{plan}");
+    assert!(
+        plan.contains("value = (known after apply)"),
+        "b's value depends on a's id:\n{plan}"
+    );
     let started = Instant::now();
     let (code, out, err) = run(d, &["apply", "--auto-approve"]);
     let elapsed = started.elapsed();
     assert_eq!(code, 0, "{out}{err}");
     let j = journal(d);
-    assert!(entry(&j, "create", "a").3 <= entry(&j, "create", "b").2, "b started before a finished");
-    assert!(entry(&j, "create", "b").3 <= entry(&j, "create", "c").2, "c started before b finished");
+    assert!(
+        entry(&j, "create", "a").3 <= entry(&j, "create", "b").2,
+        "b started before a finished"
+    );
+    assert!(
+        entry(&j, "create", "b").3 <= entry(&j, "create", "c").2,
+        "c started before b finished"
+    );
     // The eight independent instances overlap: all of them start before any of them ends.
-    let parallel: Vec<_> = (0..8).map(|i| entry(&j, "create", &format!("p{i}"))).collect();
+    let parallel: Vec<_> = (0..8)
+        .map(|i| entry(&j, "create", &format!("p{i}")))
+        .collect();
     let last_start = parallel.iter().map(|e| e.2).max().unwrap();
     let first_end = parallel.iter().map(|e| e.3).min().unwrap();
-    assert!(last_start < first_end, "independent resources ran one after another: {parallel:?}");
+    assert!(
+        last_start < first_end,
+        "independent resources ran one after another: {parallel:?}"
+    );
     // 12 creates × 100 ms run as a critical path of 3 × 100 ms (plus process start-up).
-    assert!(elapsed < Duration::from_millis(1100), "apply took {elapsed:?}");
-    assert_eq!(world(d)["b"]["value"], "obj-a", "the unknown value was resolved at apply");
+    assert!(
+        elapsed < Duration::from_millis(1100),
+        "apply took {elapsed:?}"
+    );
+    assert_eq!(
+        world(d)["b"]["value"],
+        "obj-a",
+        "the unknown value was resolved at apply"
+    );
     assert_eq!(world(d)["c"]["value"], "obj-b");
 }
 
@@ -103,13 +146,24 @@ fn a_failure_stops_only_its_dependents() {
     assert!(err.contains("Injected failure"), "{err}");
     let j = journal(d);
     assert!(entry(&j, "create", "b").4, "b must have failed");
-    assert!(!j.iter().any(|e| e.1 == "c"), "c depends on b and must not be attempted");
+    assert!(
+        !j.iter().any(|e| e.1 == "c"),
+        "c depends on b and must not be attempted"
+    );
     for name in ["a", "d", "p0", "p7"] {
         assert!(!entry(&j, "create", name).4);
     }
     let (_, list, _) = run(d, &["state", "list"]);
-    assert!(list.contains("test_object.a") && list.contains("test_object.d") && list.contains("test_object.p[7]"), "{list}");
-    assert!(!list.contains("test_object.b") && !list.contains("test_object.c"), "{list}");
+    assert!(
+        list.contains("test_object.a")
+            && list.contains("test_object.d")
+            && list.contains("test_object.p[7]"),
+        "{list}"
+    );
+    assert!(
+        !list.contains("test_object.b") && !list.contains("test_object.c"),
+        "{list}"
+    );
 }
 
 #[test]
@@ -120,25 +174,49 @@ fn destroy_runs_in_reverse_dependency_order() {
     let (code, out, err) = run(d, &["destroy", "--auto-approve"]);
     assert_eq!(code, 0, "{out}{err}");
     let j = journal(d);
-    assert!(entry(&j, "delete", "c").3 <= entry(&j, "delete", "b").2, "b was deleted before c, which depends on it");
+    assert!(
+        entry(&j, "delete", "c").3 <= entry(&j, "delete", "b").2,
+        "b was deleted before c, which depends on it"
+    );
     assert!(entry(&j, "delete", "b").3 <= entry(&j, "delete", "a").2);
     assert_eq!(world(d), serde_json::json!({}));
 }
 
 #[test]
 fn create_before_destroy_and_prevent_destroy() {
-    let config = |name: &str, lifecycle: &str| format!("{}resource \"test_object\" \"x\" {{\n  name = \"{name}\"\n\n  lifecycle {{\n{lifecycle}  }}\n}}\n", provider(20, ""));
+    let config = |name: &str, lifecycle: &str| {
+        format!(
+            "{}resource \"test_object\" \"x\" {{\n  name = \"{name}\"\n\n  lifecycle {{\n{lifecycle}  }}\n}}\n",
+            provider(20, "")
+        )
+    };
     let dir = stack(&config("old", "    create_before_destroy = true\n"));
     let d = dir.path();
     assert_eq!(run(d, &["apply", "--auto-approve"]).0, 0);
-    std::fs::write(d.join("main.hcl"), config("new", "    create_before_destroy = true\n")).unwrap();
+    std::fs::write(
+        d.join("main.hcl"),
+        config("new", "    create_before_destroy = true\n"),
+    )
+    .unwrap();
     let (_, plan, _) = run(d, &["plan"]);
-    assert!(plan.contains("must be replaced (create before destroy) (because name cannot be changed in place)"), "{plan}");
+    assert!(
+        plan.contains(
+            "must be replaced (create before destroy) (because name cannot be changed in place)"
+        ),
+        "{plan}"
+    );
     assert_eq!(run(d, &["apply", "--auto-approve"]).0, 0);
     let j = journal(d);
-    assert!(entry(&j, "create", "new").3 <= entry(&j, "delete", "old").2, "create_before_destroy must create first: {j:?}");
+    assert!(
+        entry(&j, "create", "new").3 <= entry(&j, "delete", "old").2,
+        "create_before_destroy must create first: {j:?}"
+    );
 
-    std::fs::write(d.join("main.hcl"), config("newer", "    prevent_destroy = true\n")).unwrap();
+    std::fs::write(
+        d.join("main.hcl"),
+        config("newer", "    prevent_destroy = true\n"),
+    )
+    .unwrap();
     let (code, _, err) = run(d, &["plan"]);
     assert_eq!(code, 1);
     assert!(err.contains("Instance cannot be destroyed"), "{err}");
@@ -148,7 +226,12 @@ fn create_before_destroy_and_prevent_destroy() {
 
 #[test]
 fn ignore_changes_keeps_the_live_value() {
-    let config = |value: &str| format!("{}resource \"test_object\" \"x\" {{\n  name  = \"x\"\n  value = \"{value}\"\n\n  lifecycle {{\n    ignore_changes = [value]\n  }}\n}}\n", provider(0, ""));
+    let config = |value: &str| {
+        format!(
+            "{}resource \"test_object\" \"x\" {{\n  name  = \"x\"\n  value = \"{value}\"\n\n  lifecycle {{\n    ignore_changes = [value]\n  }}\n}}\n",
+            provider(0, "")
+        )
+    };
     let dir = stack(&config("one"));
     let d = dir.path();
     assert_eq!(run(d, &["apply", "--auto-approve"]).0, 0);
@@ -159,18 +242,30 @@ fn ignore_changes_keeps_the_live_value() {
 
 #[test]
 fn import_adopts_an_object_from_the_world() {
-    let dir = stack(&(provider(0, "") + "resource \"test_object\" \"x\" {\n  name  = \"x\"\n  value = \"v\"\n}\n"));
+    let dir = stack(
+        &(provider(0, "")
+            + "resource \"test_object\" \"x\" {\n  name  = \"x\"\n  value = \"v\"\n}\n"),
+    );
     let d = dir.path();
-    std::fs::write(d.join("world.json"), r#"{"x": {"name": "x", "value": "v", "secret": null, "tags": null, "id": "obj-x"}}"#).unwrap();
+    std::fs::write(
+        d.join("world.json"),
+        r#"{"x": {"name": "x", "value": "v", "secret": null, "tags": null, "id": "obj-x"}}"#,
+    )
+    .unwrap();
     let (code, out, err) = run(d, &["import", "test_object.x", "x"]);
     assert_eq!(code, 0, "{out}{err}");
     let (code, plan, _) = run(d, &["plan", "--detailed-exitcode"]);
-    assert_eq!(code, 0, "an imported object that matches needs no change:\n{plan}");
+    assert_eq!(
+        code, 0,
+        "an imported object that matches needs no change:\n{plan}"
+    );
 }
 
 #[test]
 fn a_second_apply_fails_fast_naming_the_holder() {
-    let dir = stack(&(provider(1500, "") + "resource \"test_object\" \"slow\" {\n  name = \"slow\"\n}\n"));
+    let dir = stack(
+        &(provider(1500, "") + "resource \"test_object\" \"slow\" {\n  name = \"slow\"\n}\n"),
+    );
     let d = dir.path();
     let mut first = std::process::Command::new(gpustack_bin())
         .current_dir(d)
@@ -187,9 +282,17 @@ fn a_second_apply_fails_fast_naming_the_holder() {
     }
     let started = Instant::now();
     let (code, _, err) = run(d, &["apply", "--auto-approve"]);
-    assert!(started.elapsed() < Duration::from_secs(1), "the second run must not wait");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the second run must not wait"
+    );
     assert_eq!(code, 1);
-    assert!(err.contains("locked by") && err.contains(&format!("pid {}", first.id())) && err.contains("for apply since"), "{err}");
+    assert!(
+        err.contains("locked by")
+            && err.contains(&format!("pid {}", first.id()))
+            && err.contains("for apply since"),
+        "{err}"
+    );
     assert!(first.wait().unwrap().success());
     assert_eq!(journal(d).len(), 1, "the second run must touch nothing");
 }
@@ -200,13 +303,17 @@ fn settings() -> insta::Settings {
     settings.set_snapshot_path("snapshots/engine");
     settings.set_prepend_module_to_snapshot(false);
     settings.add_filter(r#""lineage": "[0-9a-f-]{36}""#, r#""lineage": "[lineage]""#);
-    settings.add_filter(r#""config_hash": "[0-9a-f]{64}""#, r#""config_hash": "[hash]""#);
+    settings.add_filter(
+        r#""config_hash": "[0-9a-f]{64}""#,
+        r#""config_hash": "[hash]""#,
+    );
     settings
 }
 
 #[test]
 fn plan_and_drift_output_snapshots() {
-    let base = provider(0, "") + r#"variable "replicas" {
+    let base = provider(0, "")
+        + r#"variable "replicas" {
   default = 10
 }
 
@@ -233,7 +340,13 @@ resource "test_object" "old" {
     settings.bind(|| insta::assert_snapshot!("plan-create", created));
     assert_eq!(run(d, &["apply", "--auto-approve"]).0, 0);
 
-    let changed = base.replace("default = 10", "default = 20").replace("name  = \"pool\"", "name  = \"pool2\"").replace("resource \"test_object\" \"old\" {\n  name = \"old\"\n}\n", "");
+    let changed = base
+        .replace("default = 10", "default = 20")
+        .replace("name  = \"pool\"", "name  = \"pool2\"")
+        .replace(
+            "resource \"test_object\" \"old\" {\n  name = \"old\"\n}\n",
+            "",
+        );
     std::fs::write(d.join("main.hcl"), changed).unwrap();
     let (code, text, _) = run(d, &["plan", "--detailed-exitcode"]);
     assert_eq!(code, 2);

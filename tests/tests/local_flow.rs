@@ -35,7 +35,11 @@ fn stack() -> tempfile::TempDir {
 
 fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let output = gpustack(dir, args);
-    (output.status.code().unwrap_or(-1), stdout(&output), stderr(&output))
+    (
+        output.status.code().unwrap_or(-1),
+        stdout(&output),
+        stderr(&output),
+    )
 }
 
 #[test]
@@ -47,12 +51,22 @@ fn plan_apply_drift_restore_destroy() {
 
     let (code, out, _) = run(d, &["plan", "--detailed-exitcode"]);
     assert_eq!(code, 2, "{out}");
-    assert!(out.contains("Plan: 3 to add, 0 to change, 0 to destroy."), "{out}");
-    assert!(!out.contains("s3cr3t"), "a sensitive value reached the plan:\n{out}");
+    assert!(
+        out.contains("Plan: 3 to add, 0 to change, 0 to destroy."),
+        "{out}"
+    );
+    assert!(
+        !out.contains("s3cr3t"),
+        "a sensitive value reached the plan:\n{out}"
+    );
 
     let (code, out, err) = run(d, &["apply", "--auto-approve"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(std::fs::read_to_string(d.join("out/time-slicing.yaml")).unwrap().contains("replicas: 10"));
+    assert!(
+        std::fs::read_to_string(d.join("out/time-slicing.yaml"))
+            .unwrap()
+            .contains("replicas: 10")
+    );
     assert!(!out.contains("s3cr3t") && !err.contains("s3cr3t"));
 
     let (code, out, _) = run(d, &["plan", "--detailed-exitcode"]);
@@ -63,9 +77,20 @@ fn plan_apply_drift_restore_destroy() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("local_file.config has changed"), "{out}");
     let metrics = std::fs::read_to_string(d.join("drift.prom")).unwrap();
-    assert!(metrics.contains("gpustack_drift_resources{stack="), "{metrics}");
-    assert!(metrics.contains("address=\"local_file.config\""), "{metrics}");
-    assert!(metrics.lines().any(|l| l.starts_with("gpustack_drift_resources") && l.ends_with(" 1")), "{metrics}");
+    assert!(
+        metrics.contains("gpustack_drift_resources{stack="),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("address=\"local_file.config\""),
+        "{metrics}"
+    );
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("gpustack_drift_resources") && l.ends_with(" 1")),
+        "{metrics}"
+    );
 
     let (code, json, _) = run(d, &["drift", "--json"]);
     assert_eq!(code, 2);
@@ -75,17 +100,33 @@ fn plan_apply_drift_restore_destroy() {
 
     let (code, out, err) = run(d, &["apply", "--auto-approve"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(std::fs::read_to_string(d.join("out/time-slicing.yaml")).unwrap().contains("replicas: 10"), "apply must restore the file");
+    assert!(
+        std::fs::read_to_string(d.join("out/time-slicing.yaml"))
+            .unwrap()
+            .contains("replicas: 10"),
+        "apply must restore the file"
+    );
     let (code, _, _) = run(d, &["drift"]);
     assert_eq!(code, 0);
 
     let (code, out, err) = run(d, &["destroy", "--auto-approve"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(!d.join("out/time-slicing.yaml").exists() && !d.join("out/README.txt").exists() && !d.join("out/token.txt").exists());
-    assert_eq!(std::fs::read_to_string(d.join("out/mine.txt")).unwrap(), "not managed", "destroy touched a file the stack did not make");
+    assert!(
+        !d.join("out/time-slicing.yaml").exists()
+            && !d.join("out/README.txt").exists()
+            && !d.join("out/token.txt").exists()
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("out/mine.txt")).unwrap(),
+        "not managed",
+        "destroy touched a file the stack did not make"
+    );
 
     let state = std::fs::read_to_string(d.join(".gpustack/state.json")).unwrap();
-    assert!(!state.contains("\"address\""), "state still lists objects:\n{state}");
+    assert!(
+        !state.contains("\"address\""),
+        "state still lists objects:\n{state}"
+    );
 }
 
 #[test]
@@ -100,16 +141,29 @@ fn saved_plans_are_refused_when_stale_or_reused() {
     assert_eq!(code, 1, "applying the same plan twice must be refused");
     assert!(err.contains("stale"), "{err}");
 
-    std::fs::write(d.join("main.hcl"), STACK.replace("default = 10", "default = 12")).unwrap();
+    std::fs::write(
+        d.join("main.hcl"),
+        STACK.replace("default = 10", "default = 12"),
+    )
+    .unwrap();
     let (code, _, _) = run(d, &["plan", "--out", "second.plan"]);
     assert_eq!(code, 0);
-    std::fs::write(d.join("main.hcl"), STACK.replace("default = 10", "default = 14")).unwrap();
+    std::fs::write(
+        d.join("main.hcl"),
+        STACK.replace("default = 10", "default = 14"),
+    )
+    .unwrap();
     let (code, _, err) = run(d, &["apply", "--auto-approve"]);
     assert_eq!(code, 0, "{err}");
     let (code, _, err) = run(d, &["apply", "second.plan"]);
     assert_eq!(code, 1);
     assert!(err.contains("the saved plan is stale"), "{err}");
-    assert!(std::fs::read_to_string(d.join("out/time-slicing.yaml")).unwrap().contains("replicas: 14"), "a refused plan changed files");
+    assert!(
+        std::fs::read_to_string(d.join("out/time-slicing.yaml"))
+            .unwrap()
+            .contains("replicas: 14"),
+        "a refused plan changed files"
+    );
 }
 
 #[test]
@@ -118,10 +172,18 @@ fn a_saved_plan_applies_its_own_snapshot_not_the_files_on_disk() {
     let d = dir.path();
     let (code, _, _) = run(d, &["plan", "--out", "p.plan"]);
     assert_eq!(code, 0);
-    std::fs::write(d.join("main.hcl"), STACK.replace("default = 10", "default = 99")).unwrap();
+    std::fs::write(
+        d.join("main.hcl"),
+        STACK.replace("default = 10", "default = 99"),
+    )
+    .unwrap();
     let (code, out, err) = run(d, &["apply", "p.plan"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(std::fs::read_to_string(d.join("out/time-slicing.yaml")).unwrap().contains("replicas: 10"));
+    assert!(
+        std::fs::read_to_string(d.join("out/time-slicing.yaml"))
+            .unwrap()
+            .contains("replicas: 10")
+    );
 }
 
 #[test]
@@ -130,7 +192,10 @@ fn apply_without_a_terminal_refuses_to_prompt() {
     let (code, _, err) = run(dir.path(), &["apply"]);
     assert_eq!(code, 1);
     assert!(err.contains("--auto-approve"), "{err}");
-    assert!(!dir.path().join("out").exists(), "nothing may be written without confirmation");
+    assert!(
+        !dir.path().join("out").exists(),
+        "nothing may be written without confirmation"
+    );
 }
 
 #[test]
@@ -140,20 +205,39 @@ fn state_commands() {
     assert_eq!(run(d, &["apply", "--auto-approve"]).0, 0);
     let (code, list, _) = run(d, &["state", "list"]);
     assert_eq!(code, 0);
-    assert_eq!(list.lines().collect::<Vec<_>>(), ["local_file.config", "local_file.readme", "local_file.token"]);
+    assert_eq!(
+        list.lines().collect::<Vec<_>>(),
+        ["local_file.config", "local_file.readme", "local_file.token"]
+    );
     let (_, shown, _) = run(d, &["state", "show", "local_file.token"]);
-    assert!(shown.contains("(sensitive value)") && !shown.contains("s3cr3t"), "{shown}");
-    assert_eq!(run(d, &["state", "mv", "local_file.readme", "local_file.notes"]).0, 0);
+    assert!(
+        shown.contains("(sensitive value)") && !shown.contains("s3cr3t"),
+        "{shown}"
+    );
+    assert_eq!(
+        run(d, &["state", "mv", "local_file.readme", "local_file.notes"]).0,
+        0
+    );
     assert_eq!(run(d, &["state", "rm", "local_file.token"]).0, 0);
     let (_, list, _) = run(d, &["state", "list"]);
-    assert_eq!(list.lines().collect::<Vec<_>>(), ["local_file.config", "local_file.notes"]);
-    assert!(d.join("out/token.txt").exists(), "state rm must not delete the object");
+    assert_eq!(
+        list.lines().collect::<Vec<_>>(),
+        ["local_file.config", "local_file.notes"]
+    );
+    assert!(
+        d.join("out/token.txt").exists(),
+        "state rm must not delete the object"
+    );
     let (code, _, err) = run(d, &["state", "rm", "local_file.nothing"]);
     assert_eq!(code, 1);
     assert!(err.contains("not in the state"));
     // The renamed object is now an orphan at its old name's replacement: plan shows it.
     let (_, plan, _) = run(d, &["plan"]);
-    assert!(plan.contains("local_file.notes will be destroyed") && plan.contains("local_file.readme will be created"), "{plan}");
+    assert!(
+        plan.contains("local_file.notes will be destroyed")
+            && plan.contains("local_file.readme will be created"),
+        "{plan}"
+    );
 }
 
 #[test]

@@ -10,10 +10,10 @@ use clap::{Args, Parser, Subcommand};
 use gpustack::evaluate::EvalOptions;
 use gpustack::plan::{PlanMode, PlanOptions};
 use gpustack::{VariableArgs, load};
-use std::time::Duration;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(name = "gpustack", version = gpustack::version::VERSION, about = "GPU infrastructure on Kubernetes as code", disable_version_flag = true)]
@@ -226,7 +226,12 @@ impl PlanFlags {
         } else {
             PlanMode::Normal
         };
-        PlanOptions { mode, refresh: self.refresh, targets: self.target.clone(), replace: self.replace.clone() }
+        PlanOptions {
+            mode,
+            refresh: self.refresh,
+            targets: self.target.clone(),
+            replace: self.replace.clone(),
+        }
     }
 }
 
@@ -272,36 +277,108 @@ pub fn main() -> ExitCode {
         Command::Validate { stack, json } => validate(&stack, json, color),
         Command::Fmt { paths, check, diff } => fmt::run(paths, check, diff, color),
         Command::Graph { stack } => graph(&stack, color),
-        Command::Plan { stack, plan, out, json, markdown, detailed_exitcode } => {
+        Command::Plan {
+            stack,
+            plan,
+            out,
+            json,
+            markdown,
+            detailed_exitcode,
+        } => {
             let common = common(&stack, plan.lock_timeout, color);
-            ops::plan(&common, &ops::PlanArgs { out, json, markdown, detailed_exitcode, options: plan.options() })
+            ops::plan(
+                &common,
+                &ops::PlanArgs {
+                    out,
+                    json,
+                    markdown,
+                    detailed_exitcode,
+                    options: plan.options(),
+                },
+            )
         }
-        Command::Apply { path, vars, var_files, plan, auto_approve } => {
-            let stack = StackArgs { dir: path.clone(), vars, var_files };
+        Command::Apply {
+            path,
+            vars,
+            var_files,
+            plan,
+            auto_approve,
+        } => {
+            let stack = StackArgs {
+                dir: path.clone(),
+                vars,
+                var_files,
+            };
             let common = common(&stack, plan.lock_timeout, color);
             let plan_file = path.is_file().then_some(path.as_path());
             ops::apply(&common, plan_file, &plan.options(), auto_approve)
         }
-        Command::Destroy { stack, target, lock_timeout, auto_approve } => {
+        Command::Destroy {
+            stack,
+            target,
+            lock_timeout,
+            auto_approve,
+        } => {
             let common = common(&stack, lock_timeout, color);
-            let options = PlanOptions { mode: PlanMode::Destroy, refresh: true, targets: target, replace: vec![] };
+            let options = PlanOptions {
+                mode: PlanMode::Destroy,
+                refresh: true,
+                targets: target,
+                replace: vec![],
+            };
             ops::apply(&common, None, &options, auto_approve)
         }
-        Command::Drift { stack, json, markdown, metrics_file, lock_timeout } => {
-            ops::drift(&common(&stack, lock_timeout, color), &ops::DriftArgs { json, markdown, metrics_file })
-        }
+        Command::Drift {
+            stack,
+            json,
+            markdown,
+            metrics_file,
+            lock_timeout,
+        } => ops::drift(
+            &common(&stack, lock_timeout, color),
+            &ops::DriftArgs {
+                json,
+                markdown,
+                metrics_file,
+            },
+        ),
         Command::State { command } => match command {
             StateCommand::List { dir } => state::list(&dir),
             StateCommand::Show { address, dir } => state::show_resource(&dir, &address),
-            StateCommand::Rm { addresses, dir, lock_timeout } => state::rm(&dir, &addresses, lock_timeout),
-            StateCommand::Mv { from, to, dir, lock_timeout } => state::mv(&dir, &from, &to, lock_timeout),
+            StateCommand::Rm {
+                addresses,
+                dir,
+                lock_timeout,
+            } => state::rm(&dir, &addresses, lock_timeout),
+            StateCommand::Mv {
+                from,
+                to,
+                dir,
+                lock_timeout,
+            } => state::mv(&dir, &from, &to, lock_timeout),
             StateCommand::Pull { dir } => state::pull(&dir),
         },
-        Command::Import { address, id, dir, vars, var_files, lock_timeout } => {
-            state::import(&dir, &VariableArgs::from_process_env(vars, var_files), &address, &id, lock_timeout, color)
-        }
+        Command::Import {
+            address,
+            id,
+            dir,
+            vars,
+            var_files,
+            lock_timeout,
+        } => state::import(
+            &dir,
+            &VariableArgs::from_process_env(vars, var_files),
+            &address,
+            &id,
+            lock_timeout,
+            color,
+        ),
         Command::Output { name, dir, json } => state::output(&dir, name.as_deref(), json),
-        Command::Show { plan_file, dir, json } => state::show(&dir, plan_file.as_deref(), json, color),
+        Command::Show {
+            plan_file,
+            dir,
+            json,
+        } => state::show(&dir, plan_file.as_deref(), json, color),
         Command::ForceUnlock { id, dir } => state::force_unlock(&dir, &id),
         Command::Version { json } => {
             if json {
@@ -390,7 +467,12 @@ fn graph(args: &StackArgs, color: bool) -> ExitCode {
 }
 
 fn common(stack: &StackArgs, lock_timeout: Duration, color: bool) -> ops::Common {
-    ops::Common { dir: stack.dir.clone(), variables: stack.variables(), lock_timeout, color }
+    ops::Common {
+        dir: stack.dir.clone(),
+        variables: stack.variables(),
+        lock_timeout,
+        color,
+    }
 }
 
 fn plural(n: usize) -> &'static str {

@@ -29,10 +29,13 @@ pub struct PlanArgs {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| {
-        eprintln!("Error: cannot start the async runtime: {e}");
-        std::process::exit(1)
-    })
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| {
+            eprintln!("Error: cannot start the async runtime: {e}");
+            std::process::exit(1)
+        })
 }
 
 fn error(message: impl std::fmt::Display) -> ExitCode {
@@ -42,29 +45,52 @@ fn error(message: impl std::fmt::Display) -> ExitCode {
 
 /// The state backend a stack's settings choose.
 pub fn backend(dir: &Path, session: Option<&Session>) -> Result<LocalBackend, String> {
-    let settings = session.and_then(|s| s.stack.modules.first()).and_then(|m| m.settings.as_ref());
+    let settings = session
+        .and_then(|s| s.stack.modules.first())
+        .and_then(|m| m.settings.as_ref());
     match settings.and_then(|s| s.backend.as_ref()) {
         None => Ok(LocalBackend::for_stack(dir, None)),
         Some(b) if b.kind == "local" => {
-            let path = b.body.body.get_attribute("path").and_then(|a| a.value.as_str()).map(str::to_owned);
+            let path = b
+                .body
+                .body
+                .get_attribute("path")
+                .and_then(|a| a.value.as_str())
+                .map(str::to_owned);
             Ok(LocalBackend::for_stack(dir, path.as_deref()))
         }
-        Some(b) => Err(format!("the {} backend is not available in this build yet; use the local backend", b.kind)),
+        Some(b) => Err(format!(
+            "the {} backend is not available in this build yet; use the local backend",
+            b.kind
+        )),
     }
 }
 
-pub fn lock(backend: &LocalBackend, operation: &str, timeout: Duration) -> Result<LockGuard, String> {
-    backend.lock(LockInfo::new(operation), timeout).map_err(|e| {
-        let mut message = format!("{e}.");
-        if let gpustack_state::LockError::Held(held) = &e {
-            message.push_str(&format!("\nIf that run is gone, release it with: gpustack force-unlock {}", held.id));
-        }
-        message
-    })
+pub fn lock(
+    backend: &LocalBackend,
+    operation: &str,
+    timeout: Duration,
+) -> Result<LockGuard, String> {
+    backend
+        .lock(LockInfo::new(operation), timeout)
+        .map_err(|e| {
+            let mut message = format!("{e}.");
+            if let gpustack_state::LockError::Held(held) = &e {
+                message.push_str(&format!(
+                    "\nIf that run is gone, release it with: gpustack force-unlock {}",
+                    held.id
+                ));
+            }
+            message
+        })
 }
 
 fn open(common: &Common) -> Result<Session, ExitCode> {
-    let session = Session::open(&common.dir, &Files::Disk, InputSource::Args(&common.variables));
+    let session = Session::open(
+        &common.dir,
+        &Files::Disk,
+        InputSource::Args(&common.variables),
+    );
     if session.diags.has_errors() {
         let (sources, diagnostics) = session.diagnostics();
         render::diagnostics(&sources, &diagnostics, common.color);
@@ -74,11 +100,17 @@ fn open(common: &Common) -> Result<Session, ExitCode> {
 }
 
 /// Plans under the lock; the lock is returned so that an apply can keep it.
-async fn make_plan(common: &Common, options: &PlanOptions, operation: &str) -> Result<(Plan, LocalBackend, LockGuard), ExitCode> {
+async fn make_plan(
+    common: &Common,
+    options: &PlanOptions,
+    operation: &str,
+) -> Result<(Plan, LocalBackend, LockGuard), ExitCode> {
     let session = open(common)?;
     let backend = backend(&common.dir, Some(&session)).map_err(error)?;
     let guard = lock(&backend, operation, common.lock_timeout).map_err(error)?;
-    let state = backend.read().map_err(|e| error(format!("{e}: {}", source_chain(&e))))?;
+    let state = backend
+        .read()
+        .map_err(|e| error(format!("{e}: {}", source_chain(&e))))?;
     let (plan, sources, diagnostics) = gpustack::plan(session, state.as_ref(), options).await;
     render::diagnostics(&sources, &diagnostics, common.color);
     match plan {
@@ -104,7 +136,11 @@ pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
             Err(code) => return code,
         };
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&gpustack::render::plan_json(&plan)).unwrap_or_default());
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&gpustack::render::plan_json(&plan))
+                    .unwrap_or_default()
+            );
         } else if args.markdown {
             print!("{}", gpustack::render::plan_markdown(&plan));
         } else {
@@ -115,10 +151,18 @@ pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
                 return error(format!("cannot write the plan to {}: {e}", out.display()));
             }
             if !args.json && !args.markdown {
-                println!("\nSaved the plan to {}. Apply exactly this plan with: gpustack apply {}", out.display(), out.display());
+                println!(
+                    "\nSaved the plan to {}. Apply exactly this plan with: gpustack apply {}",
+                    out.display(),
+                    out.display()
+                );
             }
         }
-        if args.detailed_exitcode && plan.has_changes() { ExitCode::from(2) } else { ExitCode::SUCCESS }
+        if args.detailed_exitcode && plan.has_changes() {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        }
     })
 }
 
@@ -141,7 +185,9 @@ fn confirm(question: &str, auto_approve: bool) -> Result<bool, ExitCode> {
         return Ok(true);
     }
     if !std::io::stdin().is_terminal() {
-        return Err(error("refusing to ask for confirmation without a terminal; run with --auto-approve, or apply a saved plan"));
+        return Err(error(
+            "refusing to ask for confirmation without a terminal; run with --auto-approve, or apply a saved plan",
+        ));
     }
     eprint!("\n{question}\n  Only 'yes' will be accepted: ");
     let _ = std::io::stderr().flush();
@@ -156,7 +202,9 @@ fn interrupt_flag() -> Arc<AtomicBool> {
     let flag = stop.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nInterrupt received: waiting for operations in flight, then saving the state. Press Ctrl-C again to abort.");
+            eprintln!(
+                "\nInterrupt received: waiting for operations in flight, then saving the state. Press Ctrl-C again to abort."
+            );
             flag.store(true, Ordering::SeqCst);
             if tokio::signal::ctrl_c().await.is_ok() {
                 std::process::exit(130);
@@ -166,33 +214,66 @@ fn interrupt_flag() -> Arc<AtomicBool> {
     stop
 }
 
-async fn execute(plan: &Plan, backend: &LocalBackend, state: Option<State>, color: bool) -> ExitCode {
+async fn execute(
+    plan: &Plan,
+    backend: &LocalBackend,
+    state: Option<State>,
+    color: bool,
+) -> ExitCode {
     let stop = interrupt_flag();
-    let mut persist = |state: &State| backend.write(state).map_err(|e| format!("{e}: {}", source_chain(&e)));
-    let ApplyReport { state, sources, diagnostics, counts } = gpustack::apply::apply(plan, state, &mut persist, &stop).await;
+    let mut persist = |state: &State| {
+        backend
+            .write(state)
+            .map_err(|e| format!("{e}: {}", source_chain(&e)))
+    };
+    let ApplyReport {
+        state,
+        sources,
+        diagnostics,
+        counts,
+    } = gpustack::apply::apply(plan, state, &mut persist, &stop).await;
     render::diagnostics(&sources, &diagnostics, color);
     let failed = diagnostics.iter().any(|d| d.is_error());
-    let verb = if plan.mode == PlanMode::Destroy { "Destroy" } else { "Apply" };
+    let verb = if plan.mode == PlanMode::Destroy {
+        "Destroy"
+    } else {
+        "Apply"
+    };
     if stop.load(Ordering::SeqCst) {
         eprintln!("{verb} interrupted; the state records what was done.");
         return ExitCode::from(1);
     }
     if failed {
-        eprintln!("{verb} failed: {} added, {} changed, {} destroyed before the errors above.", counts.added, counts.changed, counts.destroyed);
+        eprintln!(
+            "{verb} failed: {} added, {} changed, {} destroyed before the errors above.",
+            counts.added, counts.changed, counts.destroyed
+        );
         return ExitCode::from(1);
     }
-    println!("\n{verb} complete! Resources: {} added, {} changed, {} destroyed.", counts.added, counts.changed, counts.destroyed);
+    println!(
+        "\n{verb} complete! Resources: {} added, {} changed, {} destroyed.",
+        counts.added, counts.changed, counts.destroyed
+    );
     if !state.outputs.is_empty() && plan.mode != PlanMode::Destroy {
         println!("\nOutputs:\n");
         for (name, output) in &state.outputs {
-            let value = if output.sensitive { "(sensitive value)".to_owned() } else { output.value.to_string() };
+            let value = if output.sensitive {
+                "(sensitive value)".to_owned()
+            } else {
+                output.value.to_string()
+            };
             println!("{name} = {value}");
         }
     }
     ExitCode::SUCCESS
 }
 
-pub fn apply(common: &Common, plan_file: Option<&Path>, options: &PlanOptions, auto_approve: bool) -> ExitCode {
+pub fn apply(
+    common: &Common,
+    plan_file: Option<&Path>,
+    options: &PlanOptions,
+    auto_approve: bool,
+) -> ExitCode {
     runtime().block_on(async {
         let Some(file) = plan_file else {
             let (plan, backend, _guard) = match make_plan(common, options, "apply").await {
@@ -255,32 +336,55 @@ pub struct DriftArgs {
 
 pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
     runtime().block_on(async {
-        let options = PlanOptions { mode: PlanMode::RefreshOnly, refresh: true, ..Default::default() };
-        let stack_name = std::fs::canonicalize(&common.dir).ok().and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned())).unwrap_or_else(|| common.dir.display().to_string());
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let options = PlanOptions {
+            mode: PlanMode::RefreshOnly,
+            refresh: true,
+            ..Default::default()
+        };
+        let stack_name = std::fs::canonicalize(&common.dir)
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| common.dir.display().to_string());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         let plan = match make_plan(common, &options, "drift").await {
             Ok((plan, _, _guard)) => plan,
             Err(code) => {
                 if let Some(path) = &args.metrics_file {
                     let empty = empty_plan();
-                    let _ = write_metrics(path, &gpustack::render::drift_metrics(&empty, &stack_name, now, true));
+                    let _ = write_metrics(
+                        path,
+                        &gpustack::render::drift_metrics(&empty, &stack_name, now, true),
+                    );
                 }
                 return code;
             }
         };
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&gpustack::render::drift_json(&plan)).unwrap_or_default());
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&gpustack::render::drift_json(&plan))
+                    .unwrap_or_default()
+            );
         } else if args.markdown {
             print!("{}", gpustack::render::drift_markdown(&plan));
         } else {
             print!("{}", gpustack::render::drift_text(&plan, common.color));
         }
         if let Some(path) = &args.metrics_file
-            && let Err(e) = write_metrics(path, &gpustack::render::drift_metrics(&plan, &stack_name, now, false))
+            && let Err(e) = write_metrics(
+                path,
+                &gpustack::render::drift_metrics(&plan, &stack_name, now, false),
+            )
         {
             return error(format!("cannot write {}: {e}", path.display()));
         }
-        if plan.resource_drift.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) }
+        if plan.resource_drift.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(2)
+        }
     })
 }
 
@@ -295,7 +399,11 @@ fn empty_plan() -> Plan {
         resource_changes: vec![],
         resource_drift: vec![],
         output_changes: Default::default(),
-        snapshot: gpustack::plan::Snapshot { stack_dir: String::new(), files: Default::default(), variables: Default::default() },
+        snapshot: gpustack::plan::Snapshot {
+            stack_dir: String::new(),
+            files: Default::default(),
+            variables: Default::default(),
+        },
     }
 }
 

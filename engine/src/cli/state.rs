@@ -17,14 +17,21 @@ fn error(message: impl std::fmt::Display) -> ExitCode {
 
 /// The stack's backend, from its settings when the stack loads, else the default location.
 fn stack_backend(dir: &Path) -> Result<LocalBackend, ExitCode> {
-    let session = Session::open(dir, &Files::Disk, InputSource::Args(&VariableArgs::default()));
+    let session = Session::open(
+        dir,
+        &Files::Disk,
+        InputSource::Args(&VariableArgs::default()),
+    );
     backend(dir, Some(&session)).map_err(error)
 }
 
 fn read(backend: &LocalBackend) -> Result<State, ExitCode> {
     match backend.read() {
         Ok(Some(state)) => Ok(state),
-        Ok(None) => Err(error(format!("there is no state at {}: nothing has been applied yet", backend.path().display()))),
+        Ok(None) => Err(error(format!(
+            "there is no state at {}: nothing has been applied yet",
+            backend.path().display()
+        ))),
         Err(e) => Err(error(e)),
     }
 }
@@ -34,7 +41,10 @@ fn masked(r: &ResourceState) -> serde_json::Value {
     if let Some(map) = attributes.as_object_mut() {
         for path in &r.sensitive_paths {
             if map.get(path).is_some_and(|v| !v.is_null()) {
-                map.insert(path.clone(), serde_json::Value::String("(sensitive value)".into()));
+                map.insert(
+                    path.clone(),
+                    serde_json::Value::String("(sensitive value)".into()),
+                );
             }
         }
     }
@@ -63,14 +73,24 @@ pub fn show_resource(dir: &Path, address: &str) -> ExitCode {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let Some(r) = state.resource(address) else { return error(format!("{address} is not in the state")) };
+    let Some(r) = state.resource(address) else {
+        return error(format!("{address} is not in the state"));
+    };
     println!("# {}", r.address);
-    println!("{}", serde_json::to_string_pretty(&masked(r)).unwrap_or_default());
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&masked(r)).unwrap_or_default()
+    );
     ExitCode::SUCCESS
 }
 
 /// Edits the state under the lock and writes it back with the next serial.
-fn edit(dir: &Path, operation: &str, lock_timeout: Duration, change: impl FnOnce(&mut State) -> Result<String, String>) -> ExitCode {
+fn edit(
+    dir: &Path,
+    operation: &str,
+    lock_timeout: Duration,
+    change: impl FnOnce(&mut State) -> Result<String, String>,
+) -> ExitCode {
     let backend = match stack_backend(dir) {
         Ok(b) => b,
         Err(c) => return c,
@@ -101,13 +121,19 @@ pub fn rm(dir: &Path, addresses: &[String], lock_timeout: Duration) -> ExitCode 
         let mut removed = 0;
         for address in addresses {
             let before = state.resources.len();
-            state.resources.retain(|r| r.address != *address && !r.address.starts_with(&format!("{address}[")) && !r.address.starts_with(&format!("{address}.")));
+            state.resources.retain(|r| {
+                r.address != *address
+                    && !r.address.starts_with(&format!("{address}["))
+                    && !r.address.starts_with(&format!("{address}."))
+            });
             if state.resources.len() == before {
                 return Err(format!("{address} is not in the state"));
             }
             removed += before - state.resources.len();
         }
-        Ok(format!("Removed {removed} object(s) from the state; the objects themselves were not touched."))
+        Ok(format!(
+            "Removed {removed} object(s) from the state; the objects themselves were not touched."
+        ))
     })
 }
 
@@ -121,7 +147,10 @@ pub fn mv(dir: &Path, from: &str, to: &str, lock_timeout: Duration) -> ExitCode 
             let rest = if r.address == from {
                 Some(String::new())
             } else {
-                r.address.strip_prefix(from).filter(|rest| rest.starts_with('[') || rest.starts_with('.')).map(str::to_owned)
+                r.address
+                    .strip_prefix(from)
+                    .filter(|rest| rest.starts_with('[') || rest.starts_with('.'))
+                    .map(str::to_owned)
             };
             if let Some(rest) = rest {
                 r.address = format!("{to}{rest}");
@@ -151,7 +180,9 @@ pub fn output(dir: &Path, name: Option<&str>, json: bool) -> ExitCode {
     };
     match name {
         Some(name) => {
-            let Some(output) = state.outputs.get(name) else { return error(format!("the state has no output named \"{name}\"")) };
+            let Some(output) = state.outputs.get(name) else {
+                return error(format!("the state has no output named \"{name}\""));
+            };
             match (&output.value, json) {
                 (_, true) => println!("{}", output.value),
                 (serde_json::Value::String(s), false) => println!("{s}"),
@@ -164,11 +195,21 @@ pub fn output(dir: &Path, name: Option<&str>, json: bool) -> ExitCode {
                 .iter()
                 .map(|(k, o)| (k.clone(), serde_json::json!({ "value": if o.sensitive { serde_json::Value::String("(sensitive value)".into()) } else { o.value.clone() }, "sensitive": o.sensitive })))
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&outputs).unwrap_or_default());
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&outputs).unwrap_or_default()
+            );
         }
         None => {
             for (k, o) in &state.outputs {
-                println!("{k} = {}", if o.sensitive { "(sensitive value)".to_owned() } else { o.value.to_string() });
+                println!(
+                    "{k} = {}",
+                    if o.sensitive {
+                        "(sensitive value)".to_owned()
+                    } else {
+                        o.value.to_string()
+                    }
+                );
             }
         }
     }
@@ -177,12 +218,19 @@ pub fn output(dir: &Path, name: Option<&str>, json: bool) -> ExitCode {
 
 pub fn show(dir: &Path, plan_file: Option<&Path>, json: bool, color: bool) -> ExitCode {
     if let Some(file) = plan_file {
-        let plan = match std::fs::read(file).map_err(|e| e.to_string()).and_then(|b| gpustack::plan::Plan::decode(&b)) {
+        let plan = match std::fs::read(file)
+            .map_err(|e| e.to_string())
+            .and_then(|b| gpustack::plan::Plan::decode(&b))
+        {
             Ok(p) => p,
             Err(e) => return error(format!("{}: {e}", file.display())),
         };
         if json {
-            println!("{}", serde_json::to_string_pretty(&gpustack::render::plan_json(&plan)).unwrap_or_default());
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&gpustack::render::plan_json(&plan))
+                    .unwrap_or_default()
+            );
         } else {
             print!("{}", gpustack::render::plan_text(&plan, color));
         }
@@ -201,7 +249,11 @@ pub fn show(dir: &Path, plan_file: Option<&Path>, json: bool, color: bool) -> Ex
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "format_version": "1.0", "lineage": state.lineage, "serial": state.serial, "resources": resources })).unwrap_or_default());
     } else {
         for r in &state.resources {
-            println!("# {}:\n{}\n", r.address, serde_json::to_string_pretty(&masked(r)).unwrap_or_default());
+            println!(
+                "# {}:\n{}\n",
+                r.address,
+                serde_json::to_string_pretty(&masked(r)).unwrap_or_default()
+            );
         }
     }
     ExitCode::SUCCESS
@@ -214,7 +266,10 @@ pub fn force_unlock(dir: &Path, id: &str) -> ExitCode {
     };
     match backend.force_unlock(id) {
         Ok(held) => {
-            println!("Released the lock held by {} (pid {}) for {} since {}.", held.who, held.pid, held.operation, held.created);
+            println!(
+                "Released the lock held by {} (pid {}) for {} since {}.",
+                held.who, held.pid, held.operation, held.created
+            );
             ExitCode::SUCCESS
         }
         Err(e) => error(e),
@@ -223,22 +278,49 @@ pub fn force_unlock(dir: &Path, id: &str) -> ExitCode {
 
 /// Brings an existing object under management: reads it through the resource's provider and
 /// records it at `address`.
-pub fn import(dir: &Path, variables: &VariableArgs, address: &str, id: &str, lock_timeout: Duration, color: bool) -> ExitCode {
+pub fn import(
+    dir: &Path,
+    variables: &VariableArgs,
+    address: &str,
+    id: &str,
+    lock_timeout: Duration,
+    color: bool,
+) -> ExitCode {
     let loaded = gpustack::load(dir, variables, gpustack::evaluate::EvalOptions::default());
     if loaded.has_errors() {
         super::render::diagnostics(&loaded.sources, &loaded.diagnostics, color);
         return ExitCode::from(1);
     }
-    let Some(instance) = loaded.evaluated.resources.iter().find(|r| r.address == address) else {
-        return error(format!("{address} is not declared in the stack: add its resource block first, then import"));
+    let Some(instance) = loaded
+        .evaluated
+        .resources
+        .iter()
+        .find(|r| r.address == address)
+    else {
+        return error(format!(
+            "{address} is not declared in the stack: add its resource block first, then import"
+        ));
     };
     if instance.mode != gpustack::config::ResourceMode::Managed {
         return error("only managed resources can be imported");
     }
-    let provider_name = instance.provider.trim_start_matches("provider.").split('.').next().unwrap_or_default().to_owned();
+    let provider_name = instance
+        .provider
+        .trim_start_matches("provider.")
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
     let registry = gpustack_providers::Registry::builtin();
-    let Some(factory) = registry.provider(&provider_name).cloned() else { return error(format!("unknown provider {provider_name}")) };
-    let config = loaded.evaluated.providers.get(&instance.provider).cloned().unwrap_or_default();
+    let Some(factory) = registry.provider(&provider_name).cloned() else {
+        return error(format!("unknown provider {provider_name}"));
+    };
+    let config = loaded
+        .evaluated
+        .providers
+        .get(&instance.provider)
+        .cloned()
+        .unwrap_or_default();
     let backend = match stack_backend(dir) {
         Ok(b) => b,
         Err(c) => return c,
@@ -247,31 +329,66 @@ pub fn import(dir: &Path, variables: &VariableArgs, address: &str, id: &str, loc
         Ok(g) => g,
         Err(e) => return error(e),
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => return error(e),
     };
     let response = runtime.block_on(async {
         let provider = factory.configure(ConfigureRequest { config }).await?;
-        Ok::<_, Vec<gpustack_protocol::Diagnostic>>(provider.import_resource(ImportResourceRequest { type_name: instance.type_name.clone(), id: id.to_owned() }).await)
+        Ok::<_, Vec<gpustack_protocol::Diagnostic>>(
+            provider
+                .import_resource(ImportResourceRequest {
+                    type_name: instance.type_name.clone(),
+                    id: id.to_owned(),
+                })
+                .await,
+        )
     });
     let response = match response {
         Ok(r) => r,
-        Err(diagnostics) => return error(diagnostics.iter().map(|d| format!("{}: {}", d.summary, d.detail)).collect::<Vec<_>>().join("; ")),
+        Err(diagnostics) => {
+            return error(
+                diagnostics
+                    .iter()
+                    .map(|d| format!("{}: {}", d.summary, d.detail))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
+        }
     };
     let Some(imported) = response.state else {
-        return error(response.diagnostics.iter().map(|d| format!("{}: {}", d.summary, d.detail)).collect::<Vec<_>>().join("; "));
+        return error(
+            response
+                .diagnostics
+                .iter()
+                .map(|d| format!("{}: {}", d.summary, d.detail))
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
     };
     let mut state = match backend.read() {
-        Ok(s) => s.unwrap_or_else(|| State::new(gpustack_state::new_lineage(), gpustack::version::VERSION)),
+        Ok(s) => s.unwrap_or_else(|| {
+            State::new(gpustack_state::new_lineage(), gpustack::version::VERSION)
+        }),
         Err(e) => return error(e),
     };
     if state.resource(address).is_some() {
-        return error(format!("{address} is already managed; remove it with gpustack state rm first to import another object there"));
+        return error(format!(
+            "{address} is already managed; remove it with gpustack state rm first to import another object there"
+        ));
     }
     let sensitive = registry
         .resource_schema(&instance.type_name)
-        .map(|s| s.attributes.iter().filter(|(_, a)| a.sensitive).map(|(k, _)| k.clone()).collect())
+        .map(|s| {
+            s.attributes
+                .iter()
+                .filter(|(_, a)| a.sensitive)
+                .map(|(k, _)| k.clone())
+                .collect()
+        })
         .unwrap_or_default();
     state.resources.push(ResourceState {
         address: address.to_owned(),
@@ -286,6 +403,8 @@ pub fn import(dir: &Path, variables: &VariableArgs, address: &str, id: &str, loc
     if let Err(e) = backend.write(&state) {
         return error(e);
     }
-    println!("Imported {id} as {address}. Run gpustack plan to see how it differs from the configuration.");
+    println!(
+        "Imported {id} as {address}. Run gpustack plan to see how it differs from the configuration."
+    );
     ExitCode::SUCCESS
 }

@@ -27,7 +27,9 @@ pub enum Files {
 
 impl Files {
     fn key(root: &Path, path: &Path) -> String {
-        crate::source::relative_to(path, root).to_string_lossy().replace('\\', "/")
+        crate::source::relative_to(path, root)
+            .to_string_lossy()
+            .replace('\\', "/")
     }
 
     pub fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
@@ -36,7 +38,12 @@ impl Files {
             Files::Snapshot { root, files } => files
                 .get(&Self::key(root, path))
                 .map(|t| t.clone().into_bytes())
-                .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "not in the plan's configuration snapshot")),
+                .ok_or_else(|| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        "not in the plan's configuration snapshot",
+                    )
+                }),
         }
     }
 
@@ -45,7 +52,11 @@ impl Files {
             Files::Disk => hcl_files(dir),
             Files::Snapshot { root, files } => {
                 let prefix = Self::key(root, dir);
-                let prefix = if prefix.is_empty() || prefix == "." { String::new() } else { format!("{prefix}/") };
+                let prefix = if prefix.is_empty() || prefix == "." {
+                    String::new()
+                } else {
+                    format!("{prefix}/")
+                };
                 let found: Vec<PathBuf> = files
                     .keys()
                     .filter_map(|k| k.strip_prefix(&prefix))
@@ -53,7 +64,10 @@ impl Files {
                     .map(|rest| dir.join(rest))
                     .collect();
                 if found.is_empty() {
-                    return Err(std::io::Error::new(std::io::ErrorKind::NotFound, "not in the plan's configuration snapshot"));
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        "not in the plan's configuration snapshot",
+                    ));
                 }
                 Ok(found)
             }
@@ -62,11 +76,20 @@ impl Files {
 }
 
 /// Reads and parses one file; a syntax error becomes a diagnostic at its location.
-pub fn parse_file(sources: &mut SourceMap, path: &Path, diags: &mut Diags) -> Option<(FileId, Body)> {
+pub fn parse_file(
+    sources: &mut SourceMap,
+    path: &Path,
+    diags: &mut Diags,
+) -> Option<(FileId, Body)> {
     parse_file_from(&Files::Disk, sources, path, diags)
 }
 
-fn parse_file_from(files: &Files, sources: &mut SourceMap, path: &Path, diags: &mut Diags) -> Option<(FileId, Body)> {
+fn parse_file_from(
+    files: &Files,
+    sources: &mut SourceMap,
+    path: &Path,
+    diags: &mut Diags,
+) -> Option<(FileId, Body)> {
     let text = match files.read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => text,
@@ -126,7 +149,12 @@ pub fn load_stack(dir: &Path, sources: &mut SourceMap, diags: &mut Diags) -> Sta
     load_stack_from(&Files::Disk, dir, sources, diags)
 }
 
-pub fn load_stack_from(files: &Files, dir: &Path, sources: &mut SourceMap, diags: &mut Diags) -> Stack {
+pub fn load_stack_from(
+    files: &Files,
+    dir: &Path,
+    sources: &mut SourceMap,
+    diags: &mut Diags,
+) -> Stack {
     let mut stack = Stack::default();
     let dir = normalize(dir);
     let root = match files.hcl_files(&dir) {
@@ -200,7 +228,15 @@ pub fn load_stack_from(files: &Files, dir: &Path, sources: &mut SourceMap, diags
             };
             let mut path = parent.path.clone();
             path.push(name.clone());
-            let child = load_module(files, path, child_dir, Some(next), &child_files, sources, diags);
+            let child = load_module(
+                files,
+                path,
+                child_dir,
+                Some(next),
+                &child_files,
+                sources,
+                diags,
+            );
             let index = stack.modules.len();
             stack.modules.push(child);
             stack.modules[next].children.insert(name, index);

@@ -67,7 +67,8 @@ impl ResourceChange {
     }
 
     pub fn after_value(&self) -> Option<Value> {
-        (!self.after.is_null() || self.after_unknown == serde_json::Value::Bool(true)).then(|| with_unknowns(&self.after, &self.after_unknown))
+        (!self.after.is_null() || self.after_unknown == serde_json::Value::Bool(true))
+            .then(|| with_unknowns(&self.after, &self.after_unknown))
     }
 }
 
@@ -111,7 +112,10 @@ impl Plan {
     pub fn has_changes(&self) -> bool {
         self.resource_changes.iter().any(|c| !c.is_no_op())
             || (self.mode == PlanMode::RefreshOnly && !self.resource_drift.is_empty())
-            || self.output_changes.values().any(|o| o.actions != [Action::NoOp])
+            || self
+                .output_changes
+                .values()
+                .any(|o| o.actions != [Action::NoOp])
     }
 
     /// (add, change, destroy) as the summary line counts them; a replace counts as one add
@@ -136,9 +140,13 @@ impl Plan {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self, String> {
-        let plan: Plan = serde_json::from_slice(bytes).map_err(|e| format!("not a gpustack plan file: {e}"))?;
+        let plan: Plan =
+            serde_json::from_slice(bytes).map_err(|e| format!("not a gpustack plan file: {e}"))?;
         if plan.format_version != FORMAT_VERSION {
-            return Err(format!("plan format {} is not supported by this gpustack (it reads {FORMAT_VERSION})", plan.format_version));
+            return Err(format!(
+                "plan format {} is not supported by this gpustack (it reads {FORMAT_VERSION})",
+                plan.format_version
+            ));
         }
         Ok(plan)
     }
@@ -154,7 +162,11 @@ pub fn config_hash(snapshot: &Snapshot) -> String {
         hasher.update([0]);
     }
     hasher.update(serde_json::to_vec(&snapshot.variables).unwrap_or_default());
-    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Splits a value into JSON (unknowns as null) and a tree marking the unknowns: `true` for an
@@ -164,8 +176,17 @@ pub fn split_unknowns(value: &Value) -> (serde_json::Value, serde_json::Value) {
         Value::Unknown => (serde_json::Value::Null, serde_json::Value::Bool(true)),
         Value::List(items) => {
             let (values, unknowns): (Vec<_>, Vec<_>) = items.iter().map(split_unknowns).unzip();
-            let any = unknowns.iter().any(|u| *u != serde_json::Value::Bool(false));
-            (serde_json::Value::Array(values), if any { serde_json::Value::Array(unknowns) } else { serde_json::Value::Bool(false) })
+            let any = unknowns
+                .iter()
+                .any(|u| *u != serde_json::Value::Bool(false));
+            (
+                serde_json::Value::Array(values),
+                if any {
+                    serde_json::Value::Array(unknowns)
+                } else {
+                    serde_json::Value::Bool(false)
+                },
+            )
         }
         Value::Object(map) => {
             let mut values = serde_json::Map::new();
@@ -177,7 +198,11 @@ pub fn split_unknowns(value: &Value) -> (serde_json::Value, serde_json::Value) {
                     unknowns.insert(k.clone(), unknown);
                 }
             }
-            let marks = if unknowns.is_empty() { serde_json::Value::Bool(false) } else { serde_json::Value::Object(unknowns) };
+            let marks = if unknowns.is_empty() {
+                serde_json::Value::Bool(false)
+            } else {
+                serde_json::Value::Object(unknowns)
+            };
             (serde_json::Value::Object(values), marks)
         }
         other => (other.to_json(), serde_json::Value::Bool(false)),
@@ -190,13 +215,32 @@ pub fn with_unknowns(json: &serde_json::Value, unknown: &serde_json::Value) -> V
         serde_json::Value::Bool(true) => Value::Unknown,
         serde_json::Value::Array(marks) => match json {
             serde_json::Value::Array(items) => Value::List(
-                items.iter().enumerate().map(|(i, item)| with_unknowns(item, marks.get(i).unwrap_or(&serde_json::Value::Bool(false)))).collect(),
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| {
+                        with_unknowns(
+                            item,
+                            marks.get(i).unwrap_or(&serde_json::Value::Bool(false)),
+                        )
+                    })
+                    .collect(),
             ),
             other => Value::from_json(other),
         },
         serde_json::Value::Object(marks) => match json {
             serde_json::Value::Object(map) => Value::Object(
-                map.iter().map(|(k, v)| (k.clone(), with_unknowns(v, marks.get(k).unwrap_or(&serde_json::Value::Bool(false))))).collect(),
+                map.iter()
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            with_unknowns(
+                                v,
+                                marks.get(k).unwrap_or(&serde_json::Value::Bool(false)),
+                            ),
+                        )
+                    })
+                    .collect(),
             ),
             other => Value::from_json(other),
         },
@@ -209,7 +253,12 @@ pub fn sensitive_marks(paths: &[String]) -> serde_json::Value {
     if paths.is_empty() {
         return serde_json::Value::Bool(false);
     }
-    serde_json::Value::Object(paths.iter().map(|p| (p.clone(), serde_json::Value::Bool(true))).collect())
+    serde_json::Value::Object(
+        paths
+            .iter()
+            .map(|p| (p.clone(), serde_json::Value::Bool(true)))
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -221,7 +270,10 @@ mod tests {
         let value = Value::Object(IndexMap::from([
             ("a".to_owned(), Value::string("x")),
             ("b".to_owned(), Value::Unknown),
-            ("c".to_owned(), Value::List(vec![Value::Number(1.0), Value::Unknown])),
+            (
+                "c".to_owned(),
+                Value::List(vec![Value::Number(1.0), Value::Unknown]),
+            ),
         ]));
         let (json, unknown) = split_unknowns(&value);
         assert_eq!(unknown, serde_json::json!({"b": true, "c": [false, true]}));

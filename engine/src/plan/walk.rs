@@ -4,7 +4,10 @@
 //!
 //! **Invariant:** the walk performs no I/O itself: reads and plans go through providers.
 
-use super::{Action, OutputChange, Plan, ResourceChange, Snapshot, config_hash, sensitive_marks, split_unknowns};
+use super::{
+    Action, OutputChange, Plan, ResourceChange, Snapshot, config_hash, sensitive_marks,
+    split_unknowns,
+};
 use crate::config::{Resource, ResourceMode};
 use crate::diag::{Diag, Diags};
 use crate::evaluate::{EvalOptions, Expansion, Inputs, Repetition, Walk};
@@ -12,7 +15,8 @@ use crate::graph::{Graph, NodeKind};
 use crate::source::Span;
 use futures::future::BoxFuture;
 use gpustack_protocol::{
-    ConfigureRequest, Diagnostic, PlanResourceChangeRequest, Provider, ReadDataSourceRequest, ReadResourcesRequest, Value,
+    ConfigureRequest, Diagnostic, PlanResourceChangeRequest, Provider, ReadDataSourceRequest,
+    ReadResourcesRequest, Value,
 };
 use gpustack_state::{ResourceState, State};
 use indexmap::IndexMap;
@@ -54,8 +58,15 @@ pub(crate) struct ProviderHandle {
 }
 
 enum Outcome {
-    Provider { handle: Option<ProviderHandle>, refreshed: Vec<(String, Option<Value>)>, diagnostics: Vec<Diagnostic> },
-    Resource { instances: Vec<PlannedInstance>, diagnostics: Vec<Diagnostic> },
+    Provider {
+        handle: Option<ProviderHandle>,
+        refreshed: Vec<(String, Option<Value>)>,
+        diagnostics: Vec<Diagnostic>,
+    },
+    Resource {
+        instances: Vec<PlannedInstance>,
+        diagnostics: Vec<Diagnostic>,
+    },
 }
 
 struct PlannedInstance {
@@ -167,7 +178,11 @@ fn targets(walk: &mut Walk<'_>, graph: &Graph, targets: &[String]) -> Option<Has
             })
             .collect();
         if found.is_empty() {
-            walk.diags.push(Diag::error(None, "Invalid target", format!("No resource or module in the stack matches \"{target}\".")));
+            walk.diags.push(Diag::error(
+                None,
+                "Invalid target",
+                format!("No resource or module in the stack matches \"{target}\"."),
+            ));
         }
         selected.extend(found);
     }
@@ -203,7 +218,10 @@ impl crate::walker::Steps for Planner<'_, '_> {
 
 impl Planner<'_, '_> {
     fn depends_on_failure(&self, node: NodeIndex) -> bool {
-        self.graph.graph.neighbors_directed(node, Direction::Incoming).any(|d| self.failed.contains(&d))
+        self.graph
+            .graph
+            .neighbors_directed(node, Direction::Incoming)
+            .any(|d| self.failed.contains(&d))
     }
 
     fn start_node(&mut self, node: NodeIndex) -> Option<BoxFuture<'static, Outcome>> {
@@ -215,7 +233,8 @@ impl Planner<'_, '_> {
         let errors_before = self.walk.diags.0.len();
         match n.kind {
             NodeKind::Variable | NodeKind::Local | NodeKind::Output => {
-                self.walk.step_value(self.graph, node, self.inputs, EvalOptions::default());
+                self.walk
+                    .step_value(self.graph, node, self.inputs, EvalOptions::default());
                 None
             }
             NodeKind::Provider => {
@@ -252,19 +271,35 @@ impl Planner<'_, '_> {
         let mut by_type: IndexMap<String, Vec<(String, Value)>> = IndexMap::new();
         if let Some(state) = self.state {
             for r in state.resources.iter().filter(|r| r.provider == address) {
-                by_type.entry(r.type_name.clone()).or_default().push((r.address.clone(), Value::from_json(&r.attributes)));
+                by_type
+                    .entry(r.type_name.clone())
+                    .or_default()
+                    .push((r.address.clone(), Value::from_json(&r.attributes)));
             }
         }
         let refresh = self.options.refresh;
         Box::pin(async move {
             let Some(factory) = factory else {
-                return Outcome::Provider { handle: None, refreshed: vec![], diagnostics: vec![Diagnostic::error("Unknown provider", name)] };
+                return Outcome::Provider {
+                    handle: None,
+                    refreshed: vec![],
+                    diagnostics: vec![Diagnostic::error("Unknown provider", name)],
+                };
             };
             let instance = match factory.configure(ConfigureRequest { config }).await {
                 Ok(instance) => instance,
-                Err(diagnostics) => return Outcome::Provider { handle: None, refreshed: vec![], diagnostics },
+                Err(diagnostics) => {
+                    return Outcome::Provider {
+                        handle: None,
+                        refreshed: vec![],
+                        diagnostics,
+                    };
+                }
             };
-            let handle = ProviderHandle { instance, permits: Arc::new(Semaphore::new(limit)) };
+            let handle = ProviderHandle {
+                instance,
+                permits: Arc::new(Semaphore::new(limit)),
+            };
             let mut refreshed = Vec::new();
             let mut diagnostics = Vec::new();
             if refresh {
@@ -273,26 +308,45 @@ impl Planner<'_, '_> {
                     async move {
                         let _permit = handle.permits.acquire().await;
                         let states = objects.iter().map(|(_, v)| v.clone()).collect();
-                        let response = handle.instance.read_resources(ReadResourcesRequest { type_name, states }).await;
+                        let response = handle
+                            .instance
+                            .read_resources(ReadResourcesRequest { type_name, states })
+                            .await;
                         (objects, response)
                     }
                 });
                 for (objects, response) in futures::future::join_all(reads).await {
                     diagnostics.extend(response.diagnostics);
                     for (i, (address, prior)) in objects.into_iter().enumerate() {
-                        refreshed.push((address, response.states.get(i).cloned().unwrap_or(Some(prior))));
+                        refreshed.push((
+                            address,
+                            response.states.get(i).cloned().unwrap_or(Some(prior)),
+                        ));
                     }
                 }
             } else {
                 for (_, objects) in by_type {
-                    refreshed.extend(objects.into_iter().map(|(address, prior)| (address, Some(prior))));
+                    refreshed.extend(
+                        objects
+                            .into_iter()
+                            .map(|(address, prior)| (address, Some(prior))),
+                    );
                 }
             }
-            Outcome::Provider { handle: Some(handle), refreshed, diagnostics }
+            Outcome::Provider {
+                handle: Some(handle),
+                refreshed,
+                diagnostics,
+            }
         })
     }
 
-    fn start_resource(&mut self, node: NodeIndex, module: usize, r: &Resource) -> Option<BoxFuture<'static, Outcome>> {
+    fn start_resource(
+        &mut self,
+        node: NodeIndex,
+        module: usize,
+        r: &Resource,
+    ) -> Option<BoxFuture<'static, Outcome>> {
         let prefix = self.walk.stack.modules[module].prefix();
         let config_address = format!("{prefix}{}", r.local_address());
         self.configured.insert(config_address.clone());
@@ -303,7 +357,13 @@ impl Planner<'_, '_> {
             self.store(module, r, value);
             return None;
         }
-        let Some(handle) = self.graph.provider_of.get(&node).and_then(|p| self.providers.get(p)).cloned() else {
+        let Some(handle) = self
+            .graph
+            .provider_of
+            .get(&node)
+            .and_then(|p| self.providers.get(p))
+            .cloned()
+        else {
             self.failed.insert(node);
             return None;
         };
@@ -317,15 +377,38 @@ impl Planner<'_, '_> {
             return None;
         };
         let errors_before = self.walk.diags.0.len();
-        let instances: Vec<(InstanceKey, Option<Repetition>)> = match self.walk.expansion(module, r) {
+        let instances: Vec<(InstanceKey, Option<Repetition>)> = match self.walk.expansion(module, r)
+        {
             Expansion::Single => vec![(InstanceKey::Single, None)],
-            Expansion::Count(n) => (0..n).map(|i| (InstanceKey::Index(i), Some(Repetition { count_index: Some(Value::Number(i as f64)), each: None }))).collect(),
+            Expansion::Count(n) => (0..n)
+                .map(|i| {
+                    (
+                        InstanceKey::Index(i),
+                        Some(Repetition {
+                            count_index: Some(Value::Number(i as f64)),
+                            each: None,
+                        }),
+                    )
+                })
+                .collect(),
             Expansion::ForEach(items) => items
                 .into_iter()
-                .map(|(k, v)| (InstanceKey::Key(k.clone()), Some(Repetition { count_index: None, each: Some((Value::String(k), v)) })))
+                .map(|(k, v)| {
+                    (
+                        InstanceKey::Key(k.clone()),
+                        Some(Repetition {
+                            count_index: None,
+                            each: Some((Value::String(k), v)),
+                        }),
+                    )
+                })
                 .collect(),
             Expansion::Unknown => {
-                let what = if r.count.is_some() { "count" } else { "for_each" };
+                let what = if r.count.is_some() {
+                    "count"
+                } else {
+                    "for_each"
+                };
                 let span = r.count.as_ref().or(r.for_each.as_ref()).map(|e| e.span());
                 self.walk.diags.push(Diag::error(
                     span,
@@ -339,7 +422,9 @@ impl Planner<'_, '_> {
         let context = format!("a {} block", r.type_name);
         let mut requests = Vec::with_capacity(instances.len());
         for (key, repetition) in instances {
-            let mut config = self.walk.decode(module, &r.body, &schema, repetition, &context);
+            let mut config = self
+                .walk
+                .decode(module, &r.body, &schema, repetition, &context);
             self.walk.provider_checks(r, &config);
             let address = format!("{config_address}{}", key_suffix(&key));
             let prior = self.refreshed.get(&address).cloned().flatten();
@@ -373,15 +458,49 @@ impl Planner<'_, '_> {
                         ResourceMode::Managed => {
                             let response = handle
                                 .instance
-                                .plan_resource_change(PlanResourceChangeRequest { type_name, prior_state: prior.clone(), config })
+                                .plan_resource_change(PlanResourceChangeRequest {
+                                    type_name,
+                                    prior_state: prior.clone(),
+                                    config,
+                                })
                                 .await;
-                            (PlannedInstance { key, address, prior, planned: response.planned_state, requires_replace: response.requires_replace }, response.diagnostics)
+                            (
+                                PlannedInstance {
+                                    key,
+                                    address,
+                                    prior,
+                                    planned: response.planned_state,
+                                    requires_replace: response.requires_replace,
+                                },
+                                response.diagnostics,
+                            )
                         }
                         ResourceMode::Data if config.is_wholly_known() => {
-                            let response = handle.instance.read_data_source(ReadDataSourceRequest { type_name, config }).await;
-                            (PlannedInstance { key, address, prior: None, planned: response.state, requires_replace: vec![] }, response.diagnostics)
+                            let response = handle
+                                .instance
+                                .read_data_source(ReadDataSourceRequest { type_name, config })
+                                .await;
+                            (
+                                PlannedInstance {
+                                    key,
+                                    address,
+                                    prior: None,
+                                    planned: response.state,
+                                    requires_replace: vec![],
+                                },
+                                response.diagnostics,
+                            )
                         }
-                        ResourceMode::Data => (PlannedInstance { key, address, prior: None, planned: Value::Unknown, requires_replace: vec![] }, vec![]),
+                        ResourceMode::Data => (
+                            PlannedInstance {
+                                key,
+                                address,
+                                prior: None,
+                                planned: Value::Unknown,
+                                requires_replace: vec![],
+                            },
+                            vec![],
+                        ),
                     }
                 }
             });
@@ -391,7 +510,10 @@ impl Planner<'_, '_> {
                 instances.push(instance);
                 diagnostics.extend(diags);
             }
-            Outcome::Resource { instances, diagnostics }
+            Outcome::Resource {
+                instances,
+                diagnostics,
+            }
         }))
     }
 
@@ -399,7 +521,11 @@ impl Planner<'_, '_> {
         let n = self.graph.graph[node].clone();
         let span = Some(n.span);
         match outcome {
-            Outcome::Provider { handle, refreshed, diagnostics } => {
+            Outcome::Provider {
+                handle,
+                refreshed,
+                diagnostics,
+            } => {
                 let failed = report(self.walk.diags, span, &diagnostics);
                 match handle {
                     Some(handle) if !failed => {
@@ -411,7 +537,10 @@ impl Planner<'_, '_> {
                 }
                 self.refreshed.extend(refreshed);
             }
-            Outcome::Resource { instances, diagnostics } => {
+            Outcome::Resource {
+                instances,
+                diagnostics,
+            } => {
                 if report(self.walk.diags, span, &diagnostics) {
                     self.failed.insert(node);
                     return;
@@ -421,14 +550,34 @@ impl Planner<'_, '_> {
                     NodeKind::Resource(ResourceMode::Data) => &module.data[&n.key],
                     _ => &module.resources[&n.key],
                 };
-                let provider = self.graph.provider_of.get(&node).map(|p| self.graph.graph[*p].address(self.walk.stack)).unwrap_or_default();
+                let provider = self
+                    .graph
+                    .provider_of
+                    .get(&node)
+                    .map(|p| self.graph.graph[*p].address(self.walk.stack))
+                    .unwrap_or_default();
                 let dependencies = resource_dependencies(self.graph, node, self.walk.stack);
                 let schema = self.walk.registry.resource_schema(&resource.type_name);
-                let sensitive: Vec<String> = schema.map(|s| s.attributes.iter().filter(|(_, a)| a.sensitive).map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+                let sensitive: Vec<String> = schema
+                    .map(|s| {
+                        s.attributes
+                            .iter()
+                            .filter(|(_, a)| a.sensitive)
+                            .map(|(k, _)| k.clone())
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 let value = assemble(&instances);
                 if resource.mode == ResourceMode::Managed {
                     for instance in &instances {
-                        let change = self.change_for(resource, instance, &provider, &dependencies, &sensitive, n.span);
+                        let change = self.change_for(
+                            resource,
+                            instance,
+                            &provider,
+                            &dependencies,
+                            &sensitive,
+                            n.span,
+                        );
                         self.changes.push(change);
                     }
                 }
@@ -450,8 +599,19 @@ impl Planner<'_, '_> {
         let (actions, reason) = match &instance.prior {
             None => (vec![Action::Create], None),
             Some(prior) if !instance.requires_replace.is_empty() || forced => {
-                let reason = if forced { "replace_by_request".to_owned() } else { format!("replace_because_cannot_update: {}", instance.requires_replace.join(", ")) };
-                let order = if r.lifecycle.create_before_destroy { vec![Action::Create, Action::Delete] } else { vec![Action::Delete, Action::Create] };
+                let reason = if forced {
+                    "replace_by_request".to_owned()
+                } else {
+                    format!(
+                        "replace_because_cannot_update: {}",
+                        instance.requires_replace.join(", ")
+                    )
+                };
+                let order = if r.lifecycle.create_before_destroy {
+                    vec![Action::Create, Action::Delete]
+                } else {
+                    vec![Action::Delete, Action::Create]
+                };
                 let _ = prior;
                 (order, Some(reason))
             }
@@ -465,7 +625,10 @@ impl Planner<'_, '_> {
                 format!("{} has lifecycle.prevent_destroy set, but the plan would destroy it ({}). Change the configuration so that it is updated in place, or remove prevent_destroy.", instance.address, reason.clone().unwrap_or_default()),
             ));
         }
-        let (before, _) = instance.prior.as_ref().map_or((serde_json::Value::Null, serde_json::Value::Bool(false)), split_unknowns);
+        let (before, _) = instance.prior.as_ref().map_or(
+            (serde_json::Value::Null, serde_json::Value::Bool(false)),
+            split_unknowns,
+        );
         let (after, after_unknown) = split_unknowns(&instance.planned);
         ResourceChange {
             address: instance.address.clone(),
@@ -488,9 +651,21 @@ impl Planner<'_, '_> {
     /// What the state knows of a resource, shaped like its configuration (list for count, map
     /// for for_each); unknown when it does not exist yet.
     fn prior_value(&self, config_address: &str, r: &Resource) -> Value {
-        let Some(state) = self.state else { return Value::Unknown };
-        let instances: Vec<&ResourceState> = state.resources.iter().filter(|s| strip_instance_key(&s.address) == config_address).collect();
-        let value_of = |s: &ResourceState| self.refreshed.get(&s.address).cloned().flatten().unwrap_or_else(|| Value::from_json(&s.attributes));
+        let Some(state) = self.state else {
+            return Value::Unknown;
+        };
+        let instances: Vec<&ResourceState> = state
+            .resources
+            .iter()
+            .filter(|s| strip_instance_key(&s.address) == config_address)
+            .collect();
+        let value_of = |s: &ResourceState| {
+            self.refreshed
+                .get(&s.address)
+                .cloned()
+                .flatten()
+                .unwrap_or_else(|| Value::from_json(&s.attributes))
+        };
         if r.count.is_some() {
             Value::List(instances.iter().map(|s| value_of(s)).collect())
         } else if r.for_each.is_some() {
@@ -498,7 +673,10 @@ impl Planner<'_, '_> {
                 instances
                     .iter()
                     .map(|s| {
-                        let key = s.address[config_address.len()..].trim_start_matches("[\"").trim_end_matches("\"]").to_owned();
+                        let key = s.address[config_address.len()..]
+                            .trim_start_matches("[\"")
+                            .trim_end_matches("\"]")
+                            .to_owned();
                         (key, value_of(s))
                     })
                     .collect(),
@@ -519,23 +697,38 @@ impl Planner<'_, '_> {
 
     /// Objects whose live state differs from the state file: changed outside gpustack.
     fn drift(&self) -> Vec<ResourceChange> {
-        let Some(state) = self.state else { return Vec::new() };
+        let Some(state) = self.state else {
+            return Vec::new();
+        };
         let mut drift = Vec::new();
         for r in &state.resources {
-            let Some(live) = self.refreshed.get(&r.address) else { continue };
+            let Some(live) = self.refreshed.get(&r.address) else {
+                continue;
+            };
             let recorded = Value::from_json(&r.attributes);
             if live.as_ref() == Some(&recorded) {
                 continue;
             }
-            let (after, after_unknown) = live.as_ref().map_or((serde_json::Value::Null, serde_json::Value::Bool(false)), split_unknowns);
+            let (after, after_unknown) = live.as_ref().map_or(
+                (serde_json::Value::Null, serde_json::Value::Bool(false)),
+                split_unknowns,
+            );
             drift.push(ResourceChange {
                 address: r.address.clone(),
                 config_address: strip_instance_key(&r.address).to_owned(),
                 mode: "managed".into(),
                 type_name: r.type_name.clone(),
                 provider: r.provider.clone(),
-                actions: vec![if live.is_some() { Action::Update } else { Action::Delete }],
-                action_reason: Some(if live.is_some() { "changed_outside_gpustack".into() } else { "deleted_outside_gpustack".into() }),
+                actions: vec![if live.is_some() {
+                    Action::Update
+                } else {
+                    Action::Delete
+                }],
+                action_reason: Some(if live.is_some() {
+                    "changed_outside_gpustack".into()
+                } else {
+                    "deleted_outside_gpustack".into()
+                }),
                 before: r.attributes.clone(),
                 after,
                 after_unknown,
@@ -558,10 +751,17 @@ impl Planner<'_, '_> {
         let mut orphans = Vec::new();
         for r in &state.resources {
             let config_address = strip_instance_key(&r.address);
-            if planned.contains(r.address.as_str()) || r.mode == gpustack_state::ResourceMode::Data {
+            if planned.contains(r.address.as_str()) || r.mode == gpustack_state::ResourceMode::Data
+            {
                 continue;
             }
-            if self.allowed.is_some() && !self.options.targets.iter().any(|t| strip_instance_key(t) == config_address || r.address == *t) {
+            if self.allowed.is_some()
+                && !self
+                    .options
+                    .targets
+                    .iter()
+                    .any(|t| strip_instance_key(t) == config_address || r.address == *t)
+            {
                 continue;
             }
             let Some(live) = self.refreshed.get(&r.address) else {
@@ -573,7 +773,11 @@ impl Planner<'_, '_> {
                 continue;
             };
             let Some(live) = live else { continue };
-            let reason = if self.configured.contains(config_address) { "delete_because_no_instance" } else { "delete_because_no_resource_config" };
+            let reason = if self.configured.contains(config_address) {
+                "delete_because_no_instance"
+            } else {
+                "delete_because_no_resource_config"
+            };
             orphans.push(delete_change(r, live, reason));
         }
         self.changes.extend(orphans);
@@ -581,16 +785,30 @@ impl Planner<'_, '_> {
 
     /// Every object of the state, deleted.
     fn destroy_changes(&mut self) -> Vec<ResourceChange> {
-        let Some(state) = self.state else { return Vec::new() };
+        let Some(state) = self.state else {
+            return Vec::new();
+        };
         let mut changes = Vec::new();
-        for r in state.resources.iter().filter(|r| r.mode == gpustack_state::ResourceMode::Managed) {
-            if self.allowed.is_some() && !self.options.targets.iter().any(|t| strip_instance_key(t) == strip_instance_key(&r.address) || r.address == *t) {
+        for r in state
+            .resources
+            .iter()
+            .filter(|r| r.mode == gpustack_state::ResourceMode::Managed)
+        {
+            if self.allowed.is_some()
+                && !self.options.targets.iter().any(|t| {
+                    strip_instance_key(t) == strip_instance_key(&r.address) || r.address == *t
+                })
+            {
                 continue;
             }
             match self.refreshed.get(&r.address) {
                 Some(Some(live)) => changes.push(delete_change(r, live, "delete_because_destroy")),
                 Some(None) => {}
-                None => changes.push(delete_change(r, &Value::from_json(&r.attributes), "delete_because_destroy")),
+                None => changes.push(delete_change(
+                    r,
+                    &Value::from_json(&r.attributes),
+                    "delete_because_destroy",
+                )),
             }
         }
         changes
@@ -608,10 +826,20 @@ impl Planner<'_, '_> {
                 let actions = match (before, self.options.mode) {
                     (_, PlanMode::Destroy) => vec![Action::Delete],
                     (None, _) => vec![Action::Create],
-                    (Some(b), _) if *b == after && unknown == serde_json::Value::Bool(false) => vec![Action::NoOp],
+                    (Some(b), _) if *b == after && unknown == serde_json::Value::Bool(false) => {
+                        vec![Action::NoOp]
+                    }
                     (Some(_), _) => vec![Action::Update],
                 };
-                (name.clone(), OutputChange { actions, after, after_unknown: unknown != serde_json::Value::Bool(false), sensitive: *sensitive })
+                (
+                    name.clone(),
+                    OutputChange {
+                        actions,
+                        after,
+                        after_unknown: unknown != serde_json::Value::Bool(false),
+                        sensitive: *sensitive,
+                    },
+                )
             })
             .collect()
     }
@@ -643,7 +871,12 @@ fn report(diags: &mut Diags, span: Option<Span>, diagnostics: &[Diagnostic]) -> 
             Some(a) => format!("{} (attribute {a})", d.detail),
             None => d.detail.clone(),
         };
-        diags.push(Diag { severity: d.severity, summary: d.summary.clone(), detail, span });
+        diags.push(Diag {
+            severity: d.severity,
+            summary: d.summary.clone(),
+            detail,
+            span,
+        });
     }
     diagnostics.iter().any(Diagnostic::is_error)
 }
@@ -661,7 +894,9 @@ fn assemble(instances: &[PlannedInstance]) -> Value {
     match instances.first().map(|i| &i.key) {
         None => Value::List(Vec::new()),
         Some(InstanceKey::Single) => instances[0].planned.clone(),
-        Some(InstanceKey::Index(_)) => Value::List(instances.iter().map(|i| i.planned.clone()).collect()),
+        Some(InstanceKey::Index(_)) => {
+            Value::List(instances.iter().map(|i| i.planned.clone()).collect())
+        }
         Some(InstanceKey::Key(_)) => Value::Object(
             instances
                 .iter()
@@ -675,9 +910,16 @@ fn assemble(instances: &[PlannedInstance]) -> Value {
 }
 
 /// The resources a resource depends on, through variables, locals and outputs in between.
-pub(crate) fn resource_dependencies(graph: &Graph, node: NodeIndex, stack: &crate::config::Stack) -> Vec<String> {
+pub(crate) fn resource_dependencies(
+    graph: &Graph,
+    node: NodeIndex,
+    stack: &crate::config::Stack,
+) -> Vec<String> {
     let mut seen = HashSet::new();
-    let mut pending: Vec<NodeIndex> = graph.graph.neighbors_directed(node, Direction::Incoming).collect();
+    let mut pending: Vec<NodeIndex> = graph
+        .graph
+        .neighbors_directed(node, Direction::Incoming)
+        .collect();
     let mut out = Vec::new();
     while let Some(n) = pending.pop() {
         if !seen.insert(n) {

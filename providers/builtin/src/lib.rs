@@ -29,7 +29,9 @@ pub struct Registry {
 impl Registry {
     /// The built-in providers, plus the `test` provider when `GPUSTACK_TEST_PROVIDER=1`.
     pub fn builtin() -> Self {
-        Self::with_test_provider(std::env::var_os("GPUSTACK_TEST_PROVIDER").is_some_and(|v| v == "1"))
+        Self::with_test_provider(
+            std::env::var_os("GPUSTACK_TEST_PROVIDER").is_some_and(|v| v == "1"),
+        )
     }
 
     /// The built-in providers, with or without the `test` provider (for the engine's own tests).

@@ -1,9 +1,11 @@
 use crate::check::{Checker, provider_config};
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest, Diagnostic, GetSchemaRequest,
-    GetSchemaResponse, ImportResourceRequest, ImportResourceResponse, PlanResourceChangeRequest, PlanResourceChangeResponse,
-    Provider, ProviderSchema, ReadDataSourceRequest, ReadDataSourceResponse, ReadResourcesRequest, ReadResourcesResponse,
-    Schema, Type, ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value, plan_from_schema,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest,
+    Diagnostic, GetSchemaRequest, GetSchemaResponse, ImportResourceRequest, ImportResourceResponse,
+    PlanResourceChangeRequest, PlanResourceChangeResponse, Provider, ProviderSchema,
+    ReadDataSourceRequest, ReadDataSourceResponse, ReadResourcesRequest, ReadResourcesResponse,
+    Schema, Type, ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value,
+    plan_from_schema,
 };
 use indexmap::IndexMap;
 use sha2::{Digest, Sha256};
@@ -108,36 +110,66 @@ impl Provider for Local {
         response
     }
 
-    async fn plan_resource_change(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse {
+    async fn plan_resource_change(
+        &self,
+        request: PlanResourceChangeRequest,
+    ) -> PlanResourceChangeResponse {
         let schema = self.get_schema(GetSchemaRequest::default()).schema;
-        let Some(resource) = schema.resources.get(&request.type_name) else { return PlanResourceChangeResponse::default() };
-        let mut response = plan_from_schema(resource, request.prior_state.as_ref(), &request.config);
+        let Some(resource) = schema.resources.get(&request.type_name) else {
+            return PlanResourceChangeResponse::default();
+        };
+        let mut response =
+            plan_from_schema(resource, request.prior_state.as_ref(), &request.config);
         if let Value::Object(planned) = &mut response.planned_state {
             if planned.get("file_permission").is_none_or(Value::is_unknown) {
                 planned.insert("file_permission".into(), Value::string("0644"));
             }
             let content = content_of(planned);
-            planned.insert("id".into(), content.map_or(Value::Unknown, |c| Value::String(digest(c))));
+            planned.insert(
+                "id".into(),
+                content.map_or(Value::Unknown, |c| Value::String(digest(c))),
+            );
         }
         response
     }
 
-    async fn apply_resource_change(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {
+    async fn apply_resource_change(
+        &self,
+        request: ApplyResourceChangeRequest,
+    ) -> ApplyResourceChangeResponse {
         match (&request.prior_state, &request.planned_state) {
             (Some(prior), None) => {
-                let Some(filename) = attr_str(prior, "filename") else { return ApplyResourceChangeResponse::default() };
+                let Some(filename) = attr_str(prior, "filename") else {
+                    return ApplyResourceChangeResponse::default();
+                };
                 match tokio::fs::remove_file(filename).await {
                     Ok(()) => ApplyResourceChangeResponse::default(),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => ApplyResourceChangeResponse::default(),
-                    Err(e) => failed(Some(prior.clone()), format!("cannot delete {filename}: {e}")),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        ApplyResourceChangeResponse::default()
+                    }
+                    Err(e) => failed(
+                        Some(prior.clone()),
+                        format!("cannot delete {filename}: {e}"),
+                    ),
                 }
             }
             (prior, Some(planned)) => {
-                let Value::Object(attrs) = planned else { return failed(prior.clone(), "the planned state is not an object".into()) };
-                let (Some(filename), Some(content)) = (attrs.get("filename").and_then(Value::as_str), content_of(attrs)) else {
-                    return failed(prior.clone(), "filename and content must be known to write the file".into());
+                let Value::Object(attrs) = planned else {
+                    return failed(prior.clone(), "the planned state is not an object".into());
                 };
-                let mode = attrs.get("file_permission").and_then(Value::as_str).unwrap_or("0644");
+                let (Some(filename), Some(content)) = (
+                    attrs.get("filename").and_then(Value::as_str),
+                    content_of(attrs),
+                ) else {
+                    return failed(
+                        prior.clone(),
+                        "filename and content must be known to write the file".into(),
+                    );
+                };
+                let mode = attrs
+                    .get("file_permission")
+                    .and_then(Value::as_str)
+                    .unwrap_or("0644");
                 if let Some(old) = prior.as_ref().and_then(|p| attr_str(p, "filename"))
                     && old != filename
                 {
@@ -149,29 +181,61 @@ impl Provider for Local {
                 let mut state = attrs.clone();
                 state.insert("file_permission".into(), Value::string(mode));
                 state.insert("id".into(), Value::String(digest(content)));
-                ApplyResourceChangeResponse { new_state: Some(Value::Object(state)), diagnostics: vec![] }
+                ApplyResourceChangeResponse {
+                    new_state: Some(Value::Object(state)),
+                    diagnostics: vec![],
+                }
             }
             (None, None) => ApplyResourceChangeResponse::default(),
         }
     }
 
     async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
-        let skeleton = Value::Object(IndexMap::from([("filename".to_owned(), Value::String(request.id.clone()))]));
+        let skeleton = Value::Object(IndexMap::from([(
+            "filename".to_owned(),
+            Value::String(request.id.clone()),
+        )]));
         match read_file(&request.id, &skeleton).await {
-            Ok(Some(state)) => ImportResourceResponse { state: Some(state), diagnostics: vec![] },
-            Ok(None) => ImportResourceResponse { state: None, diagnostics: vec![Diagnostic::error("Cannot import", format!("{} does not exist.", request.id))] },
-            Err(d) => ImportResourceResponse { state: None, diagnostics: vec![d] },
+            Ok(Some(state)) => ImportResourceResponse {
+                state: Some(state),
+                diagnostics: vec![],
+            },
+            Ok(None) => ImportResourceResponse {
+                state: None,
+                diagnostics: vec![Diagnostic::error(
+                    "Cannot import",
+                    format!("{} does not exist.", request.id),
+                )],
+            },
+            Err(d) => ImportResourceResponse {
+                state: None,
+                diagnostics: vec![d],
+            },
         }
     }
 
     async fn read_data_source(&self, request: ReadDataSourceRequest) -> ReadDataSourceResponse {
-        let Some(filename) = attr_str(&request.config, "filename") else { return ReadDataSourceResponse { state: request.config, diagnostics: vec![] } };
+        let Some(filename) = attr_str(&request.config, "filename") else {
+            return ReadDataSourceResponse {
+                state: request.config,
+                diagnostics: vec![],
+            };
+        };
         match tokio::fs::read_to_string(filename).await {
             Ok(content) => ReadDataSourceResponse {
-                state: Value::Object(IndexMap::from([("filename".to_owned(), Value::string(filename)), ("content".to_owned(), Value::String(content))])),
+                state: Value::Object(IndexMap::from([
+                    ("filename".to_owned(), Value::string(filename)),
+                    ("content".to_owned(), Value::String(content)),
+                ])),
                 diagnostics: vec![],
             },
-            Err(e) => ReadDataSourceResponse { state: request.config.clone(), diagnostics: vec![Diagnostic::error("Cannot read file", format!("{filename}: {e}"))] },
+            Err(e) => ReadDataSourceResponse {
+                state: request.config.clone(),
+                diagnostics: vec![Diagnostic::error(
+                    "Cannot read file",
+                    format!("{filename}: {e}"),
+                )],
+            },
         }
     }
 }
@@ -181,11 +245,14 @@ fn attr_str<'a>(state: &'a Value, name: &str) -> Option<&'a str> {
 }
 
 fn content_of(attrs: &IndexMap<String, Value>) -> Option<&str> {
-    ["content", "sensitive_content"].iter().find_map(|k| attrs.get(*k).and_then(Value::as_str)).or_else(|| {
-        // Neither set: an empty file, once both are known to be null.
-        let known_null = |k: &str| attrs.get(k).is_none_or(Value::is_null);
-        (known_null("content") && known_null("sensitive_content")).then_some("")
-    })
+    ["content", "sensitive_content"]
+        .iter()
+        .find_map(|k| attrs.get(*k).and_then(Value::as_str))
+        .or_else(|| {
+            // Neither set: an empty file, once both are known to be null.
+            let known_null = |k: &str| attrs.get(k).is_none_or(Value::is_null);
+            (known_null("content") && known_null("sensitive_content")).then_some("")
+        })
 }
 
 fn digest(content: &str) -> String {
@@ -194,7 +261,10 @@ fn digest(content: &str) -> String {
 }
 
 fn failed(state: Option<Value>, message: String) -> ApplyResourceChangeResponse {
-    ApplyResourceChangeResponse { new_state: state, diagnostics: vec![Diagnostic::error("local_file failed", message)] }
+    ApplyResourceChangeResponse {
+        new_state: state,
+        diagnostics: vec![Diagnostic::error("local_file failed", message)],
+    }
 }
 
 /// The file as it is on disk, in the shape of the recorded state (which of content and
@@ -203,14 +273,39 @@ async fn read_file(filename: &str, recorded: &Value) -> Result<Option<Value>, Di
     let content = match tokio::fs::read(filename).await {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Diagnostic::error("Cannot read file", format!("{filename}: {e}"))),
+        Err(e) => {
+            return Err(Diagnostic::error(
+                "Cannot read file",
+                format!("{filename}: {e}"),
+            ));
+        }
     };
-    let mode = tokio::fs::metadata(filename).await.map(|m| permission_of(&m)).unwrap_or_else(|_| "0644".into());
+    let mode = tokio::fs::metadata(filename)
+        .await
+        .map(|m| permission_of(&m))
+        .unwrap_or_else(|_| "0644".into());
     let mut state = recorded.as_object().cloned().unwrap_or_default();
     let sensitive = state.get("sensitive_content").is_some_and(|v| !v.is_null());
     state.insert("filename".into(), Value::string(filename));
-    state.insert(if sensitive { "sensitive_content" } else { "content" }.into(), Value::String(content.clone()));
-    state.entry(if sensitive { "content" } else { "sensitive_content" }.to_owned()).or_insert(Value::Null);
+    state.insert(
+        if sensitive {
+            "sensitive_content"
+        } else {
+            "content"
+        }
+        .into(),
+        Value::String(content.clone()),
+    );
+    state
+        .entry(
+            if sensitive {
+                "content"
+            } else {
+                "sensitive_content"
+            }
+            .to_owned(),
+        )
+        .or_insert(Value::Null);
     state.insert("file_permission".into(), Value::String(mode));
     state.insert("id".into(), Value::String(digest(&content)));
     Ok(Some(Value::Object(state)))
@@ -232,7 +327,10 @@ async fn write_file(path: &Path, content: &str, mode: &str) -> std::io::Result<(
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         tokio::fs::create_dir_all(dir).await?;
     }
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.gpustack-tmp-{}", std::process::id()));
     tokio::fs::write(&tmp, content).await?;
     #[cfg(unix)]

@@ -8,9 +8,11 @@
 
 use crate::check::provider_config;
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest, Diagnostic, GetSchemaRequest,
-    GetSchemaResponse, ImportResourceRequest, ImportResourceResponse, Provider, ProviderSchema, ReadResourcesRequest,
-    ReadResourcesResponse, Schema, Type, ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest,
+    Diagnostic, GetSchemaRequest, GetSchemaResponse, ImportResourceRequest, ImportResourceResponse,
+    PlanResourceChangeRequest, PlanResourceChangeResponse, Provider, ProviderSchema,
+    ReadResourcesRequest, ReadResourcesResponse, Schema, Type, ValidateResourceConfigRequest,
+    ValidateResourceConfigResponse, Value, plan_from_schema,
 };
 use indexmap::IndexMap;
 use std::path::PathBuf;
@@ -61,7 +63,8 @@ impl World {
         if let Some(path) = &self.path {
             let json = Value::Object(objects.clone()).to_json();
             let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-            std::fs::write(&tmp, serde_json::to_vec_pretty(&json).unwrap_or_default()).map_err(|e| e.to_string())?;
+            std::fs::write(&tmp, serde_json::to_vec_pretty(&json).unwrap_or_default())
+                .map_err(|e| e.to_string())?;
             std::fs::rename(&tmp, path).map_err(|e| e.to_string())?;
         }
         Ok(())
@@ -80,7 +83,12 @@ fn schema() -> ProviderSchema {
         .attr("secret", Attribute::optional(Type::String).sensitive())
         .attr("tags", Attribute::optional(Type::map(Type::String)))
         .attr("id", Attribute::computed(Type::String));
-    ProviderSchema { name: "test".into(), config, resources: [("test_object".to_owned(), object)].into(), data_sources: Default::default() }
+    ProviderSchema {
+        name: "test".into(),
+        config,
+        resources: [("test_object".to_owned(), object)].into(),
+        data_sources: Default::default(),
+    }
 }
 
 fn name_of(state: &Value) -> Option<&str> {
@@ -90,21 +98,49 @@ fn name_of(state: &Value) -> Option<&str> {
 #[async_trait::async_trait]
 impl Provider for Testing {
     fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
-        GetSchemaResponse { schema: schema(), diagnostics: vec![] }
+        GetSchemaResponse {
+            schema: schema(),
+            diagnostics: vec![],
+        }
     }
 
-    fn validate_resource_config(&self, _: ValidateResourceConfigRequest) -> ValidateResourceConfigResponse {
+    fn validate_resource_config(
+        &self,
+        _: ValidateResourceConfigRequest,
+    ) -> ValidateResourceConfigResponse {
         ValidateResourceConfigResponse::default()
     }
 
-    async fn configure(&self, request: ConfigureRequest) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+    async fn configure(
+        &self,
+        request: ConfigureRequest,
+    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
         let config = request.config.as_object().cloned().unwrap_or_default();
-        let latency = config.get("latency_ms").and_then(Value::as_number).unwrap_or(0.0).max(0.0);
-        let fail_on = config.get("fail_on").and_then(Value::as_list).map(|l| l.iter().filter_map(Value::as_str).map(str::to_owned).collect()).unwrap_or_default();
+        let latency = config
+            .get("latency_ms")
+            .and_then(Value::as_number)
+            .unwrap_or(0.0)
+            .max(0.0);
+        let fail_on = config
+            .get("fail_on")
+            .and_then(Value::as_list)
+            .map(|l| {
+                l.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
         let world = World {
             latency: Duration::from_secs_f64(latency / 1000.0),
-            path: config.get("world").and_then(Value::as_str).map(PathBuf::from),
-            journal: config.get("journal").and_then(Value::as_str).map(PathBuf::from),
+            path: config
+                .get("world")
+                .and_then(Value::as_str)
+                .map(PathBuf::from),
+            journal: config
+                .get("journal")
+                .and_then(Value::as_str)
+                .map(PathBuf::from),
             fail_on,
             objects: Mutex::new(IndexMap::new()),
         };
@@ -117,10 +153,16 @@ struct Configured(Arc<World>);
 #[async_trait::async_trait]
 impl Provider for Configured {
     fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
-        GetSchemaResponse { schema: schema(), diagnostics: vec![] }
+        GetSchemaResponse {
+            schema: schema(),
+            diagnostics: vec![],
+        }
     }
 
-    fn validate_resource_config(&self, _: ValidateResourceConfigRequest) -> ValidateResourceConfigResponse {
+    fn validate_resource_config(
+        &self,
+        _: ValidateResourceConfigRequest,
+    ) -> ValidateResourceConfigResponse {
         ValidateResourceConfigResponse::default()
     }
 
@@ -128,28 +170,66 @@ impl Provider for Configured {
         Ok(Arc::new(Configured(self.0.clone())))
     }
 
+    async fn plan_resource_change(
+        &self,
+        request: PlanResourceChangeRequest,
+    ) -> PlanResourceChangeResponse {
+        self.0.call().await;
+        let schema = schema();
+        match schema.resources.get(&request.type_name) {
+            Some(resource) => {
+                plan_from_schema(resource, request.prior_state.as_ref(), &request.config)
+            }
+            None => PlanResourceChangeResponse::default(),
+        }
+    }
+
     /// One call, one latency, however many objects: like a LIST.
     async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
         self.0.call().await;
         let objects = self.0.load();
-        let states = request.states.iter().map(|s| name_of(s).and_then(|n| objects.get(n).cloned())).collect();
-        ReadResourcesResponse { states, diagnostics: vec![] }
+        let states = request
+            .states
+            .iter()
+            .map(|s| name_of(s).and_then(|n| objects.get(n).cloned()))
+            .collect();
+        ReadResourcesResponse {
+            states,
+            diagnostics: vec![],
+        }
     }
 
-    async fn apply_resource_change(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {
+    async fn apply_resource_change(
+        &self,
+        request: ApplyResourceChangeRequest,
+    ) -> ApplyResourceChangeResponse {
         let started = now_ms();
         let operation = match (&request.prior_state, &request.planned_state) {
             (None, _) => "create",
             (Some(_), Some(_)) => "update",
             (Some(_), None) => "delete",
         };
-        let name = request.planned_state.as_ref().or(request.prior_state.as_ref()).and_then(name_of).unwrap_or_default().to_owned();
+        let name = request
+            .planned_state
+            .as_ref()
+            .or(request.prior_state.as_ref())
+            .and_then(name_of)
+            .unwrap_or_default()
+            .to_owned();
         let response = self.apply(request).await;
         if let Some(journal) = &self.0.journal {
             use std::io::Write;
-            let failed = if response.diagnostics.is_empty() { "" } else { " failed" };
+            let failed = if response.diagnostics.is_empty() {
+                ""
+            } else {
+                " failed"
+            };
             let line = format!("{operation} {name} {started} {}{failed}\n", now_ms());
-            if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(journal) {
+            if let Ok(mut file) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(journal)
+            {
                 let _ = file.write_all(line.as_bytes());
             }
         }
@@ -159,14 +239,25 @@ impl Provider for Configured {
     async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
         self.0.call().await;
         match self.0.load().get(&request.id) {
-            Some(state) => ImportResourceResponse { state: Some(state.clone()), diagnostics: vec![] },
-            None => ImportResourceResponse { state: None, diagnostics: vec![Diagnostic::error("Cannot import", format!("No test object named \"{}\".", request.id))] },
+            Some(state) => ImportResourceResponse {
+                state: Some(state.clone()),
+                diagnostics: vec![],
+            },
+            None => ImportResourceResponse {
+                state: None,
+                diagnostics: vec![Diagnostic::error(
+                    "Cannot import",
+                    format!("No test object named \"{}\".", request.id),
+                )],
+            },
         }
     }
 }
 
 fn now_ms() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis())
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
 }
 
 impl Configured {
@@ -174,12 +265,20 @@ impl Configured {
         self.0.call().await;
         match request.planned_state {
             None => {
-                let name = request.prior_state.as_ref().and_then(name_of).unwrap_or_default().to_owned();
+                let name = request
+                    .prior_state
+                    .as_ref()
+                    .and_then(name_of)
+                    .unwrap_or_default()
+                    .to_owned();
                 match self.0.update(|o| {
                     o.shift_remove(&name);
                 }) {
                     Ok(()) => ApplyResourceChangeResponse::default(),
-                    Err(e) => ApplyResourceChangeResponse { new_state: request.prior_state, diagnostics: vec![Diagnostic::error("Cannot save the test world", e)] },
+                    Err(e) => ApplyResourceChangeResponse {
+                        new_state: request.prior_state,
+                        diagnostics: vec![Diagnostic::error("Cannot save the test world", e)],
+                    },
                 }
             }
             Some(planned) => {
@@ -187,7 +286,10 @@ impl Configured {
                 if self.0.fail_on.contains(&name) {
                     return ApplyResourceChangeResponse {
                         new_state: request.prior_state,
-                        diagnostics: vec![Diagnostic::error("Injected failure", format!("test_object \"{name}\" is set to fail."))],
+                        diagnostics: vec![Diagnostic::error(
+                            "Injected failure",
+                            format!("test_object \"{name}\" is set to fail."),
+                        )],
                     };
                 }
                 let mut state = planned.as_object().cloned().unwrap_or_default();
@@ -197,8 +299,14 @@ impl Configured {
                 match self.0.update(|o| {
                     o.insert(name, stored);
                 }) {
-                    Ok(()) => ApplyResourceChangeResponse { new_state: Some(state), diagnostics: vec![] },
-                    Err(e) => ApplyResourceChangeResponse { new_state: request.prior_state, diagnostics: vec![Diagnostic::error("Cannot save the test world", e)] },
+                    Ok(()) => ApplyResourceChangeResponse {
+                        new_state: Some(state),
+                        diagnostics: vec![],
+                    },
+                    Err(e) => ApplyResourceChangeResponse {
+                        new_state: request.prior_state,
+                        diagnostics: vec![Diagnostic::error("Cannot save the test world", e)],
+                    },
                 }
             }
         }

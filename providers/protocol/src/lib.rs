@@ -128,59 +128,100 @@ pub struct ReadDataSourceResponse {
 pub trait Provider: Send + Sync {
     fn get_schema(&self, request: GetSchemaRequest) -> GetSchemaResponse;
 
-    fn validate_resource_config(&self, request: ValidateResourceConfigRequest) -> ValidateResourceConfigResponse;
+    fn validate_resource_config(
+        &self,
+        request: ValidateResourceConfigRequest,
+    ) -> ValidateResourceConfigResponse;
 
     /// Providers that only validate so far keep the default: planning with them fails with a
     /// message that says so, instead of pretending.
-    async fn configure(&self, request: ConfigureRequest) -> Result<std::sync::Arc<dyn Provider>, Vec<Diagnostic>> {
+    async fn configure(
+        &self,
+        request: ConfigureRequest,
+    ) -> Result<std::sync::Arc<dyn Provider>, Vec<Diagnostic>> {
         let _ = request;
         let name = self.get_schema(GetSchemaRequest::default()).schema.name;
         Err(vec![Diagnostic::error(
             "Provider cannot plan yet",
-            format!("The {name} provider checks configuration but cannot yet read, plan or apply; use gpustack validate for stacks that use it."),
+            format!(
+                "The {name} provider checks configuration but cannot yet read, plan or apply; use gpustack validate for stacks that use it."
+            ),
         )])
     }
 
     async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
-        ReadResourcesResponse { states: vec![None; request.states.len()], diagnostics: vec![unsupported("read")] }
+        ReadResourcesResponse {
+            states: vec![None; request.states.len()],
+            diagnostics: vec![unsupported("read")],
+        }
     }
 
     /// The default plans from the schema alone; providers override it where the API adds
     /// defaults or rules of its own.
-    async fn plan_resource_change(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse {
+    async fn plan_resource_change(
+        &self,
+        request: PlanResourceChangeRequest,
+    ) -> PlanResourceChangeResponse {
         let schema = self.get_schema(GetSchemaRequest::default()).schema;
         match schema.resources.get(&request.type_name) {
-            Some(resource) => plan_from_schema(resource, request.prior_state.as_ref(), &request.config),
+            Some(resource) => {
+                plan_from_schema(resource, request.prior_state.as_ref(), &request.config)
+            }
             None => PlanResourceChangeResponse {
-                diagnostics: vec![Diagnostic::error("Unknown resource type", format!("This provider has no resource type \"{}\".", request.type_name))],
+                diagnostics: vec![Diagnostic::error(
+                    "Unknown resource type",
+                    format!(
+                        "This provider has no resource type \"{}\".",
+                        request.type_name
+                    ),
+                )],
                 ..Default::default()
             },
         }
     }
 
-    async fn apply_resource_change(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {
+    async fn apply_resource_change(
+        &self,
+        request: ApplyResourceChangeRequest,
+    ) -> ApplyResourceChangeResponse {
         let _ = request;
-        ApplyResourceChangeResponse { new_state: None, diagnostics: vec![unsupported("apply")] }
+        ApplyResourceChangeResponse {
+            new_state: None,
+            diagnostics: vec![unsupported("apply")],
+        }
     }
 
     async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
         let _ = request;
-        ImportResourceResponse { state: None, diagnostics: vec![unsupported("import")] }
+        ImportResourceResponse {
+            state: None,
+            diagnostics: vec![unsupported("import")],
+        }
     }
 
     async fn read_data_source(&self, request: ReadDataSourceRequest) -> ReadDataSourceResponse {
         let _ = request;
-        ReadDataSourceResponse { state: Value::Null, diagnostics: vec![unsupported("read data sources")] }
+        ReadDataSourceResponse {
+            state: Value::Null,
+            diagnostics: vec![unsupported("read data sources")],
+        }
     }
 }
 
 fn unsupported(operation: &str) -> Diagnostic {
-    Diagnostic::error("Operation not supported", format!("This provider cannot {operation}."))
+    Diagnostic::error(
+        "Operation not supported",
+        format!("This provider cannot {operation}."),
+    )
 }
 
 /// Plans a change from the schema: configured values win; unset computed attributes keep their
 /// prior value (unknown on create); a changed force-new attribute requires replacement.
-pub fn plan_from_schema(schema: &Schema, prior: Option<&Value>, config: &Value) -> PlanResourceChangeResponse {
+pub fn plan_from_schema(
+    schema: &Schema,
+    prior: Option<&Value>,
+    config: &Value,
+) -> PlanResourceChangeResponse {
     let empty = indexmap::IndexMap::new();
     let config = config.as_object().unwrap_or(&empty);
     let prior_object = prior.and_then(Value::as_object);
@@ -191,20 +232,33 @@ pub fn plan_from_schema(schema: &Schema, prior: Option<&Value>, config: &Value) 
         let before = prior_object.and_then(|p| p.get(name));
         let after = match (configured, attribute.computed) {
             (Some(v), _) => v.clone(),
-            (None, true) => before.cloned().filter(|_| !attribute.force_new || prior.is_some()).unwrap_or(Value::Unknown),
+            (None, true) => before
+                .cloned()
+                .filter(|_| !attribute.force_new || prior.is_some())
+                .unwrap_or(Value::Unknown),
             (None, false) => Value::Null,
         };
-        if attribute.force_new && prior.is_some() && before.is_some_and(|b| *b != after) && !(after.is_unknown() && attribute.computed && configured.is_none()) {
+        if attribute.force_new
+            && prior.is_some()
+            && before.is_some_and(|b| *b != after)
+            && !(after.is_unknown() && attribute.computed && configured.is_none())
+        {
             requires_replace.push(name.clone());
         }
         planned.insert(name.clone(), after);
     }
     for name in schema.blocks.keys() {
-        planned.insert(name.clone(), config.get(name).cloned().unwrap_or(Value::Null));
+        planned.insert(
+            name.clone(),
+            config.get(name).cloned().unwrap_or(Value::Null),
+        );
     }
     // Computed-only attributes are derived from the rest: any configured change recomputes them.
     let changed = prior_object.is_some_and(|p| {
-        schema.attributes.iter().any(|(name, a)| a.is_configurable() && p.get(name).unwrap_or(&Value::Null) != planned.get(name).unwrap_or(&Value::Null))
+        schema.attributes.iter().any(|(name, a)| {
+            a.is_configurable()
+                && p.get(name).unwrap_or(&Value::Null) != planned.get(name).unwrap_or(&Value::Null)
+        })
     });
     if changed || !requires_replace.is_empty() {
         for (name, attribute) in &schema.attributes {
@@ -213,5 +267,9 @@ pub fn plan_from_schema(schema: &Schema, prior: Option<&Value>, config: &Value) 
             }
         }
     }
-    PlanResourceChangeResponse { planned_state: Value::Object(planned), requires_replace, diagnostics: Vec::new() }
+    PlanResourceChangeResponse {
+        planned_state: Value::Object(planned),
+        requires_replace,
+        diagnostics: Vec::new(),
+    }
 }
