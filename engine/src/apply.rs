@@ -218,6 +218,19 @@ pub async fn apply(
             nodes: deletions,
         };
         walk(&order, &mut deleter, stop).await;
+        if plan.mode == PlanMode::RefreshOnly {
+            // A refresh-only plan changes no object: the state takes what refresh saw.
+            for drift in &plan.resource_drift {
+                match drift.after_value() {
+                    Some(live) => {
+                        if let Some(r) = ledger.state.resources.iter_mut().find(|r| r.address == drift.address) {
+                            r.attributes = live.to_json();
+                        }
+                    }
+                    None => ledger.state.resources.retain(|r| r.address != drift.address),
+                }
+            }
+        }
         update_outputs(ledger.state, &walk_state, plan.mode);
         ledger.save();
         counts = ledger.counts;
