@@ -9,9 +9,10 @@
 
 use crate::config::{Files, Resource, ResourceMode};
 use crate::diag::Diag;
-use crate::evaluate::{EvalOptions, Expansion, Inputs, Repetition, Walk};
+use crate::evaluate::{EvalOptions, Inputs, Walk};
 use crate::graph::{Graph, NodeKind};
-use crate::plan::{Action, Plan, PlanMode, ResourceChange, strip_instance_key};
+use crate::instances::{Instance, InstanceKey, assemble, expand, recorded, report, store};
+use crate::plan::{Action, Plan, PlanMode, ResourceChange};
 use crate::source::{SourceMap, Span};
 use crate::walker::{Steps, walk};
 use crate::{InputSource, Session};
@@ -66,13 +67,6 @@ struct Done {
 enum Outcome {
     Provider(Result<Handle, Vec<Diagnostic>>),
     Resource(Vec<(InstanceKey, Done)>),
-}
-
-#[derive(Clone)]
-enum InstanceKey {
-    Single,
-    Index,
-    Key(String),
 }
 
 /// The state and everything that writes to it, shared by both phases of an apply.
@@ -223,11 +217,19 @@ pub async fn apply(
             for drift in &plan.resource_drift {
                 match drift.after_value() {
                     Some(live) => {
-                        if let Some(r) = ledger.state.resources.iter_mut().find(|r| r.address == drift.address) {
+                        if let Some(r) = ledger
+                            .state
+                            .resources
+                            .iter_mut()
+                            .find(|r| r.address == drift.address)
+                        {
                             r.attributes = live.to_json();
                         }
                     }
-                    None => ledger.state.resources.retain(|r| r.address != drift.address),
+                    None => ledger
+                        .state
+                        .resources
+                        .retain(|r| r.address != drift.address),
                 }
             }
         }
@@ -386,7 +388,10 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                 if failed {
                     self.failed.insert(node);
                 }
-                let value = assemble(&done);
+                let value = assemble(
+                    done.iter()
+                        .map(|(k, d)| (k, d.new_state.clone().unwrap_or(Value::Null))),
+                );
                 store(self.walk, n.module, resource, value);
             }
         }
@@ -395,19 +400,7 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
 
 impl Applier<'_, '_, '_, '_, '_> {
     fn report(&mut self, span: Option<Span>, diagnostics: &[Diagnostic]) -> bool {
-        for d in diagnostics {
-            let detail = match &d.attribute {
-                Some(a) => format!("{} (attribute {a})", d.detail),
-                None => d.detail.clone(),
-            };
-            self.walk.diags.push(Diag {
-                severity: d.severity,
-                summary: d.summary.clone(),
-                detail,
-                span,
-            });
-        }
-        diagnostics.iter().any(Diagnostic::is_error)
+        report(self.walk.diags, span, diagnostics)
     }
 
     /// Changes of a node that will not run count as handled, so they are not retried as orphans.
@@ -440,7 +433,12 @@ impl Applier<'_, '_, '_, '_, '_> {
             .iter()
             .any(|c| c.config_address == config_address);
         if self.plan.mode != PlanMode::Normal || (!has_changes && r.mode == ResourceMode::Managed) {
-            let value = recorded_value(self.ledger.state, &config_address, r);
+            let value = recorded(
+                self.ledger.state.resources.iter(),
+                &config_address,
+                r,
+                |s| Value::from_json(&s.attributes),
+            );
             store(self.walk, module, r, value);
             return None;
         }
@@ -460,49 +458,19 @@ impl Applier<'_, '_, '_, '_, '_> {
             self.mark_handled(node);
             return None;
         };
-        let instances: Vec<(InstanceKey, String, Option<Repetition>)> =
-            match self.walk.expansion(module, r) {
-                Expansion::Single => vec![(InstanceKey::Single, config_address.clone(), None)],
-                Expansion::Count(n) => (0..n)
-                    .map(|i| {
-                        (
-                            InstanceKey::Index,
-                            format!("{config_address}[{i}]"),
-                            Some(Repetition {
-                                count_index: Some(Value::Number(i as f64)),
-                                each: None,
-                            }),
-                        )
-                    })
-                    .collect(),
-                Expansion::ForEach(items) => items
-                    .into_iter()
-                    .map(|(k, v)| {
-                        let address = format!("{config_address}[{}]", Value::string(k.clone()));
-                        (
-                            InstanceKey::Key(k.clone()),
-                            address,
-                            Some(Repetition {
-                                count_index: None,
-                                each: Some((Value::String(k), v)),
-                            }),
-                        )
-                    })
-                    .collect(),
-                Expansion::Unknown => {
-                    self.walk.diags.push(Diag::error(
-                        Some(r.span),
-                        "Unknown instance count",
-                        "count or for_each is still unknown during apply.",
-                    ));
-                    self.failed.insert(node);
-                    self.mark_handled(node);
-                    return None;
-                }
-            };
+        let Some(instances) = expand(self.walk, module, r, &config_address) else {
+            self.failed.insert(node);
+            self.mark_handled(node);
+            return None;
+        };
         let context = format!("a {} block", r.type_name);
         let mut work = Vec::new();
-        for (key, address, repetition) in instances {
+        for Instance {
+            key,
+            address,
+            repetition,
+        } in instances
+        {
             let mut config = self
                 .walk
                 .decode(module, &r.body, &schema, repetition, &context);
@@ -727,62 +695,6 @@ async fn with_progress<T>(
             _ = ticker.tick() => eprintln!("{address}: Still {}... [{} elapsed]", verb.to_lowercase(), elapsed(started.elapsed())),
         }
     }
-}
-
-/// What the state records for a resource, shaped like its configuration.
-fn recorded_value(state: &State, config_address: &str, r: &Resource) -> Value {
-    let instances: Vec<&ResourceState> = state
-        .resources
-        .iter()
-        .filter(|s| strip_instance_key(&s.address) == config_address)
-        .collect();
-    let value_of = |s: &ResourceState| Value::from_json(&s.attributes);
-    if r.count.is_some() {
-        Value::List(instances.iter().map(|s| value_of(s)).collect())
-    } else if r.for_each.is_some() {
-        Value::Object(
-            instances
-                .iter()
-                .map(|s| {
-                    (
-                        s.address[config_address.len()..]
-                            .trim_start_matches("[\"")
-                            .trim_end_matches("\"]")
-                            .to_owned(),
-                        value_of(s),
-                    )
-                })
-                .collect(),
-        )
-    } else {
-        instances.first().map_or(Value::Unknown, |s| value_of(s))
-    }
-}
-
-fn assemble(done: &[(InstanceKey, Done)]) -> Value {
-    let state = |d: &Done| d.new_state.clone().unwrap_or(Value::Null);
-    match done.first().map(|(k, _)| k) {
-        None => Value::List(Vec::new()),
-        Some(InstanceKey::Single) => state(&done[0].1),
-        Some(InstanceKey::Index) => Value::List(done.iter().map(|(_, d)| state(d)).collect()),
-        Some(InstanceKey::Key(_)) => Value::Object(
-            done.iter()
-                .filter_map(|(k, d)| match k {
-                    InstanceKey::Key(k) => Some((k.clone(), state(d))),
-                    _ => None,
-                })
-                .collect(),
-        ),
-    }
-}
-
-fn store(walk: &mut Walk<'_>, module: usize, r: &Resource, value: Value) {
-    let key = format!("{}.{}", r.type_name, r.name);
-    let values = &mut walk.values[module];
-    match r.mode {
-        ResourceMode::Managed => values.resources.insert(key, value),
-        ResourceMode::Data => values.data.insert(key, value),
-    };
 }
 
 /// Deletions as a graph: an object is deleted only after everything that depends on it.

@@ -10,6 +10,7 @@ pub mod diag;
 pub mod evaluate;
 pub mod fmt;
 pub mod graph;
+mod instances;
 pub mod lang;
 pub mod plan;
 pub mod render;

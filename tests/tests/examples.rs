@@ -119,17 +119,43 @@ fn render_manifests_example_applies_end_to_end() {
     let tmp = tempfile::tempdir().unwrap();
     let stack = tmp.path().join("render-manifests");
     std::fs::create_dir_all(&stack).unwrap();
-    std::fs::copy(repo_root().join("examples/render-manifests/main.hcl"), stack.join("main.hcl")).unwrap();
+    std::fs::copy(
+        repo_root().join("examples/render-manifests/main.hcl"),
+        stack.join("main.hcl"),
+    )
+    .unwrap();
     let out = gpustack(tmp.path(), &["apply", "--auto-approve", "render-manifests"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let config = std::fs::read_to_string(stack.join("rendered/time-slicing-config.yaml")).unwrap();
-    assert!(config.contains("replicas: 10") && config.contains("name: time-slicing-config"), "{config}");
-    let plan = gpustack(tmp.path(), &["plan", "--detailed-exitcode", "render-manifests"]);
+    assert!(
+        config.contains("replicas: 10") && config.contains("name: time-slicing-config"),
+        "{config}"
+    );
+    let plan = gpustack(
+        tmp.path(),
+        &["plan", "--detailed-exitcode", "render-manifests"],
+    );
     assert_eq!(plan.status.code(), Some(0));
-    let replan = gpustack(tmp.path(), &["plan", "--detailed-exitcode", "--var", "replicas=4", "render-manifests"]);
+    let replan = gpustack(
+        tmp.path(),
+        &[
+            "plan",
+            "--detailed-exitcode",
+            "--var",
+            "replicas=4",
+            "render-manifests",
+        ],
+    );
     assert_eq!(replan.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&replan.stdout).contains("+           replicas: 4"));
-    let invalid = gpustack(tmp.path(), &["plan", "--var", "replicas=1", "render-manifests"]);
+    let invalid = gpustack(
+        tmp.path(),
+        &["plan", "--var", "replicas=1", "render-manifests"],
+    );
     assert_eq!(invalid.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&invalid.stderr).contains("at least 2"));
 }

@@ -263,9 +263,19 @@ fn refresh_only_takes_live_values_into_the_state_without_touching_objects() {
     std::fs::write(d.join("out/README.txt"), "changed by hand\n").unwrap();
     let (code, out, err) = run(d, &["apply", "--refresh-only", "--auto-approve"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(std::fs::read_to_string(d.join("out/README.txt")).unwrap(), "changed by hand\n");
-    assert_eq!(run(d, &["drift"]).0, 0, "the state now matches the live file");
+    assert_eq!(
+        std::fs::read_to_string(d.join("out/README.txt")).unwrap(),
+        "changed by hand\n"
+    );
+    assert_eq!(
+        run(d, &["drift"]).0,
+        0,
+        "the state now matches the live file"
+    );
     let (code, plan, _) = run(d, &["plan", "--detailed-exitcode"]);
     assert_eq!(code, 2, "the configuration still differs:\n{plan}");
-    assert!(plan.contains("local_file.readme will be updated in-place"), "{plan}");
+    assert!(
+        plan.contains("local_file.readme will be updated in-place"),
+        "{plan}"
+    );
 }

@@ -9,9 +9,10 @@ use super::{
     split_unknowns,
 };
 use crate::config::{Resource, ResourceMode};
-use crate::diag::{Diag, Diags};
-use crate::evaluate::{EvalOptions, Expansion, Inputs, Repetition, Walk};
+use crate::diag::Diag;
+use crate::evaluate::{EvalOptions, Inputs, Walk};
 use crate::graph::{Graph, NodeKind};
+use crate::instances::{Instance, InstanceKey, assemble, expand, recorded, report, store};
 use crate::source::Span;
 use futures::future::BoxFuture;
 use gpustack_protocol::{
@@ -75,13 +76,6 @@ struct PlannedInstance {
     prior: Option<Value>,
     planned: Value,
     requires_replace: Vec<String>,
-}
-
-#[derive(Clone)]
-enum InstanceKey {
-    Single,
-    Index(usize),
-    Key(String),
 }
 
 struct Planner<'w, 'a> {
@@ -354,7 +348,7 @@ impl Planner<'_, '_> {
         if excluded || self.options.mode != PlanMode::Normal {
             // Outside the plan's scope: its value is what the state knows.
             let value = self.prior_value(&config_address, r);
-            self.store(module, r, value);
+            store(self.walk, module, r, value);
             return None;
         }
         let Some(handle) = self
@@ -377,56 +371,22 @@ impl Planner<'_, '_> {
             return None;
         };
         let errors_before = self.walk.diags.0.len();
-        let instances: Vec<(InstanceKey, Option<Repetition>)> = match self.walk.expansion(module, r)
-        {
-            Expansion::Single => vec![(InstanceKey::Single, None)],
-            Expansion::Count(n) => (0..n)
-                .map(|i| {
-                    (
-                        InstanceKey::Index(i),
-                        Some(Repetition {
-                            count_index: Some(Value::Number(i as f64)),
-                            each: None,
-                        }),
-                    )
-                })
-                .collect(),
-            Expansion::ForEach(items) => items
-                .into_iter()
-                .map(|(k, v)| {
-                    (
-                        InstanceKey::Key(k.clone()),
-                        Some(Repetition {
-                            count_index: None,
-                            each: Some((Value::String(k), v)),
-                        }),
-                    )
-                })
-                .collect(),
-            Expansion::Unknown => {
-                let what = if r.count.is_some() {
-                    "count"
-                } else {
-                    "for_each"
-                };
-                let span = r.count.as_ref().or(r.for_each.as_ref()).map(|e| e.span());
-                self.walk.diags.push(Diag::error(
-                    span,
-                    format!("Invalid {what} argument"),
-                    format!("The {what} value depends on values that are known only after apply; gpustack must know how many instances to plan. Use --target to apply what it depends on first."),
-                ));
-                self.failed.insert(node);
-                return None;
-            }
+        let Some(instances) = expand(self.walk, module, r, &config_address) else {
+            self.failed.insert(node);
+            return None;
         };
         let context = format!("a {} block", r.type_name);
         let mut requests = Vec::with_capacity(instances.len());
-        for (key, repetition) in instances {
+        for Instance {
+            key,
+            address,
+            repetition,
+        } in instances
+        {
             let mut config = self
                 .walk
                 .decode(module, &r.body, &schema, repetition, &context);
             self.walk.provider_checks(r, &config);
-            let address = format!("{config_address}{}", key_suffix(&key));
             let prior = self.refreshed.get(&address).cloned().flatten();
             if let (Some(prior), Value::Object(attrs)) = (&prior, &mut config) {
                 for (name, _) in &r.lifecycle.ignore_changes {
@@ -567,7 +527,7 @@ impl Planner<'_, '_> {
                             .collect()
                     })
                     .unwrap_or_default();
-                let value = assemble(&instances);
+                let value = assemble(instances.iter().map(|i| (&i.key, i.planned.clone())));
                 if resource.mode == ResourceMode::Managed {
                     for instance in &instances {
                         let change = self.change_for(
@@ -581,7 +541,7 @@ impl Planner<'_, '_> {
                         self.changes.push(change);
                     }
                 }
-                self.store(n.module, resource, value);
+                store(self.walk, n.module, resource, value);
             }
         }
     }
@@ -648,51 +608,19 @@ impl Planner<'_, '_> {
         }
     }
 
-    /// What the state knows of a resource, shaped like its configuration (list for count, map
-    /// for for_each); unknown when it does not exist yet.
+    /// What the state knows of a resource (refreshed where it was), shaped like its
+    /// configuration; unknown when it does not exist yet.
     fn prior_value(&self, config_address: &str, r: &Resource) -> Value {
         let Some(state) = self.state else {
             return Value::Unknown;
         };
-        let instances: Vec<&ResourceState> = state
-            .resources
-            .iter()
-            .filter(|s| strip_instance_key(&s.address) == config_address)
-            .collect();
-        let value_of = |s: &ResourceState| {
+        recorded(state.resources.iter(), config_address, r, |s| {
             self.refreshed
                 .get(&s.address)
                 .cloned()
                 .flatten()
                 .unwrap_or_else(|| Value::from_json(&s.attributes))
-        };
-        if r.count.is_some() {
-            Value::List(instances.iter().map(|s| value_of(s)).collect())
-        } else if r.for_each.is_some() {
-            Value::Object(
-                instances
-                    .iter()
-                    .map(|s| {
-                        let key = s.address[config_address.len()..]
-                            .trim_start_matches("[\"")
-                            .trim_end_matches("\"]")
-                            .to_owned();
-                        (key, value_of(s))
-                    })
-                    .collect(),
-            )
-        } else {
-            instances.first().map_or(Value::Unknown, |s| value_of(s))
-        }
-    }
-
-    fn store(&mut self, module: usize, r: &Resource, value: Value) {
-        let key = format!("{}.{}", r.type_name, r.name);
-        let values = &mut self.walk.values[module];
-        match r.mode {
-            ResourceMode::Managed => values.resources.insert(key, value),
-            ResourceMode::Data => values.data.insert(key, value),
-        };
+        })
     }
 
     /// Objects whose live state differs from the state file: changed outside gpustack.
@@ -861,51 +789,6 @@ fn delete_change(r: &ResourceState, live: &Value, reason: &str) -> ResourceChang
         after_sensitive: serde_json::Value::Bool(false),
         replace_paths: vec![],
         dependencies: r.dependencies.clone(),
-    }
-}
-
-/// Reports provider diagnostics at the node's block; true when any is an error.
-fn report(diags: &mut Diags, span: Option<Span>, diagnostics: &[Diagnostic]) -> bool {
-    for d in diagnostics {
-        let detail = match &d.attribute {
-            Some(a) => format!("{} (attribute {a})", d.detail),
-            None => d.detail.clone(),
-        };
-        diags.push(Diag {
-            severity: d.severity,
-            summary: d.summary.clone(),
-            detail,
-            span,
-        });
-    }
-    diagnostics.iter().any(Diagnostic::is_error)
-}
-
-fn key_suffix(key: &InstanceKey) -> String {
-    match key {
-        InstanceKey::Single => String::new(),
-        InstanceKey::Index(i) => format!("[{i}]"),
-        InstanceKey::Key(k) => format!("[{}]", Value::string(k.clone())),
-    }
-}
-
-/// The value dependents see: one object, a list (count) or a map (for_each).
-fn assemble(instances: &[PlannedInstance]) -> Value {
-    match instances.first().map(|i| &i.key) {
-        None => Value::List(Vec::new()),
-        Some(InstanceKey::Single) => instances[0].planned.clone(),
-        Some(InstanceKey::Index(_)) => {
-            Value::List(instances.iter().map(|i| i.planned.clone()).collect())
-        }
-        Some(InstanceKey::Key(_)) => Value::Object(
-            instances
-                .iter()
-                .filter_map(|i| match &i.key {
-                    InstanceKey::Key(k) => Some((k.clone(), i.planned.clone())),
-                    _ => None,
-                })
-                .collect(),
-        ),
     }
 }
 

@@ -40,6 +40,11 @@ impl World {
     /// Reads the world file fresh, so that edits between calls (drift) are seen.
     fn load(&self) -> IndexMap<String, Value> {
         let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
+        self.reload(&mut objects);
+        objects.clone()
+    }
+
+    fn reload(&self, objects: &mut IndexMap<String, Value>) {
         if let Some(path) = &self.path
             && let Ok(text) = std::fs::read_to_string(path)
             && let Ok(json) = serde_json::from_str::<serde_json::Value>(&text)
@@ -47,18 +52,11 @@ impl World {
         {
             *objects = map;
         }
-        objects.clone()
     }
 
     fn update(&self, change: impl FnOnce(&mut IndexMap<String, Value>)) -> Result<(), String> {
         let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(path) = &self.path
-            && let Ok(text) = std::fs::read_to_string(path)
-            && let Ok(json) = serde_json::from_str::<serde_json::Value>(&text)
-            && let Value::Object(map) = Value::from_json(&json)
-        {
-            *objects = map;
-        }
+        self.reload(&mut objects);
         change(&mut objects);
         if let Some(path) = &self.path {
             let json = Value::Object(objects.clone()).to_json();

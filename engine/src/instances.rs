@@ -1,0 +1,177 @@
+//! What plan and apply share about resource instances: expanding a block by count/for_each,
+//! shaping instance values the way references see them, and reporting provider diagnostics.
+
+use crate::config::{Resource, ResourceMode};
+use crate::diag::{Diag, Diags};
+use crate::evaluate::{Expansion, Repetition, Walk};
+use crate::plan::strip_instance_key;
+use crate::source::Span;
+use gpustack_protocol::{Diagnostic, Value};
+use gpustack_state::ResourceState;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum InstanceKey {
+    Single,
+    Index(usize),
+    Key(String),
+}
+
+impl InstanceKey {
+    /// `""`, `[0]` or `["a"]`, as instance addresses end.
+    pub(crate) fn suffix(&self) -> String {
+        match self {
+            InstanceKey::Single => String::new(),
+            InstanceKey::Index(i) => format!("[{i}]"),
+            InstanceKey::Key(k) => format!("[{}]", Value::string(k.clone())),
+        }
+    }
+}
+
+/// One instance of a resource block: its key, full address and repetition bindings.
+pub(crate) struct Instance {
+    pub(crate) key: InstanceKey,
+    pub(crate) address: String,
+    pub(crate) repetition: Option<Repetition>,
+}
+
+/// The instances a resource block expands to; `None`, with an error, when count or for_each
+/// is not known (a plan must know how many instances there are).
+pub(crate) fn expand(
+    walk: &mut Walk<'_>,
+    module: usize,
+    r: &Resource,
+    config_address: &str,
+) -> Option<Vec<Instance>> {
+    let instance = |key: InstanceKey, repetition: Option<Repetition>| Instance {
+        address: format!("{config_address}{}", key.suffix()),
+        key,
+        repetition,
+    };
+    match walk.expansion(module, r) {
+        Expansion::Single => Some(vec![instance(InstanceKey::Single, None)]),
+        Expansion::Count(n) => Some(
+            (0..n)
+                .map(|i| {
+                    instance(
+                        InstanceKey::Index(i),
+                        Some(Repetition {
+                            count_index: Some(Value::Number(i as f64)),
+                            each: None,
+                        }),
+                    )
+                })
+                .collect(),
+        ),
+        Expansion::ForEach(items) => Some(
+            items
+                .into_iter()
+                .map(|(k, v)| {
+                    instance(
+                        InstanceKey::Key(k.clone()),
+                        Some(Repetition {
+                            count_index: None,
+                            each: Some((Value::String(k), v)),
+                        }),
+                    )
+                })
+                .collect(),
+        ),
+        Expansion::Unknown => {
+            let what = if r.count.is_some() {
+                "count"
+            } else {
+                "for_each"
+            };
+            let span = r.count.as_ref().or(r.for_each.as_ref()).map(|e| e.span());
+            walk.diags.push(Diag::error(
+                span,
+                format!("Invalid {what} argument"),
+                format!("The {what} value depends on values that are known only after apply; gpustack must know how many instances to plan. Use --target to apply what it depends on first."),
+            ));
+            None
+        }
+    }
+}
+
+/// The value references see: one object, a list (count) or a map (for_each).
+pub(crate) fn assemble<'k>(instances: impl IntoIterator<Item = (&'k InstanceKey, Value)>) -> Value {
+    let instances: Vec<(&InstanceKey, Value)> = instances.into_iter().collect();
+    match instances.first().map(|(k, _)| *k) {
+        None => Value::List(Vec::new()),
+        Some(InstanceKey::Single) => instances
+            .into_iter()
+            .next()
+            .map(|(_, v)| v)
+            .unwrap_or(Value::Null),
+        Some(InstanceKey::Index(_)) => Value::List(instances.into_iter().map(|(_, v)| v).collect()),
+        Some(InstanceKey::Key(_)) => Value::Object(
+            instances
+                .into_iter()
+                .filter_map(|(k, v)| match k {
+                    InstanceKey::Key(k) => Some((k.clone(), v)),
+                    _ => None,
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// What recorded objects say of a resource, shaped like its configuration; unknown when none
+/// exists yet.
+pub(crate) fn recorded<'s>(
+    objects: impl Iterator<Item = &'s ResourceState>,
+    config_address: &str,
+    r: &Resource,
+    value_of: impl Fn(&ResourceState) -> Value,
+) -> Value {
+    let instances: Vec<&ResourceState> = objects
+        .filter(|s| strip_instance_key(&s.address) == config_address)
+        .collect();
+    if r.count.is_some() {
+        Value::List(instances.iter().map(|s| value_of(s)).collect())
+    } else if r.for_each.is_some() {
+        Value::Object(
+            instances
+                .iter()
+                .map(|s| {
+                    (
+                        s.address[config_address.len()..]
+                            .trim_start_matches("[\"")
+                            .trim_end_matches("\"]")
+                            .to_owned(),
+                        value_of(s),
+                    )
+                })
+                .collect(),
+        )
+    } else {
+        instances.first().map_or(Value::Unknown, |s| value_of(s))
+    }
+}
+
+/// Makes a resource's value visible to the expressions that reference it.
+pub(crate) fn store(walk: &mut Walk<'_>, module: usize, r: &Resource, value: Value) {
+    let key = format!("{}.{}", r.type_name, r.name);
+    let values = &mut walk.values[module];
+    match r.mode {
+        ResourceMode::Managed => values.resources.insert(key, value),
+        ResourceMode::Data => values.data.insert(key, value),
+    };
+}
+
+/// Reports a provider's diagnostics at the block they are about; true when any is an error.
+pub(crate) fn report(diags: &mut Diags, span: Option<Span>, diagnostics: &[Diagnostic]) -> bool {
+    for d in diagnostics {
+        let detail = match &d.attribute {
+            Some(a) => format!("{} (attribute {a})", d.detail),
+            None => d.detail.clone(),
+        };
+        diags.push(Diag {
+            severity: d.severity,
+            summary: d.summary.clone(),
+            detail,
+            span,
+        });
+    }
+    diagnostics.iter().any(Diagnostic::is_error)
+}
