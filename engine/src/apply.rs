@@ -12,7 +12,7 @@ use crate::diag::Diag;
 use crate::evaluate::{EvalOptions, Inputs, Walk};
 use crate::graph::{Graph, NodeKind};
 use crate::instances::{Instance, InstanceKey, assemble, expand, recorded, report, store};
-use crate::plan::{Action, Plan, PlanMode, ResourceChange};
+use crate::plan::{Action, Plan, PlanMode, ResourceChange, redact, redacted_attributes};
 use crate::source::{SourceMap, Span};
 use crate::walker::{Steps, walk};
 use crate::{InputSource, Session};
@@ -78,7 +78,14 @@ struct Ledger<'s, 'p> {
 }
 
 impl Ledger<'_, '_> {
-    fn record(&mut self, done: &Done, dependencies: &[String], sensitive: Vec<String>) {
+    /// `sensitive` marks every sensitive attribute; `redacted` are those stored as a digest.
+    fn record(
+        &mut self,
+        done: &Done,
+        dependencies: &[String],
+        sensitive: Vec<String>,
+        redacted: &[String],
+    ) {
         let Some(change) = &done.change else { return };
         if done.touched {
             match &done.new_state {
@@ -88,7 +95,7 @@ impl Ledger<'_, '_> {
                         mode: StateMode::Managed,
                         type_name: change.type_name.clone(),
                         provider: change.provider.clone(),
-                        attributes: new_state.to_json(),
+                        attributes: redact(new_state, redacted).to_json(),
                         sensitive_paths: sensitive,
                         dependencies: dependencies.to_vec(),
                     };
@@ -375,6 +382,8 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                             .collect()
                     })
                     .unwrap_or_default();
+                let redacted =
+                    redacted_attributes(self.walk.registry.resource_schema(&resource.type_name));
                 let mut failed = false;
                 for (_, d) in &done {
                     if let Some(change) = &d.change {
@@ -382,7 +391,8 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                     }
                     failed |= self.report(Some(n.span), &d.diagnostics);
                     if resource.mode == ResourceMode::Managed {
-                        self.ledger.record(d, &dependencies, sensitive.clone());
+                        self.ledger
+                            .record(d, &dependencies, sensitive.clone(), &redacted);
                     }
                 }
                 if failed {
@@ -500,10 +510,12 @@ impl Applier<'_, '_, '_, '_, '_> {
             work.push((key, Work::Change(Box::new(change.clone()), config)));
         }
         let type_name = r.type_name.clone();
+        let redacted = redacted_attributes(Some(&schema));
         Some(Box::pin(async move {
             let calls = work.into_iter().map(|(key, work)| {
                 let handle = handle.clone();
                 let type_name = type_name.clone();
+                let redacted = redacted.clone();
                 async move {
                     let done = match work {
                         Work::Read(config) => {
@@ -528,8 +540,11 @@ impl Applier<'_, '_, '_, '_, '_> {
                             touched: false,
                             diagnostics: vec![],
                         },
-                        Work::Change(change, _) if change.is_no_op() => {
-                            let before = change.before_value();
+                        Work::Change(change, config) if change.is_no_op() => {
+                            // Recorded secrets are digests; the configuration has their values.
+                            let before = change
+                                .before_value()
+                                .map(|b| with_configured(b, &config, &redacted));
                             Done {
                                 change: Some(*change),
                                 new_state: before,
@@ -697,6 +712,19 @@ async fn with_progress<T>(
     }
 }
 
+/// `value` with the named attributes taken from the configuration.
+fn with_configured(value: Value, config: &Value, names: &[String]) -> Value {
+    let (Value::Object(mut map), Some(config)) = (value.clone(), config.as_object()) else {
+        return value;
+    };
+    for name in names {
+        if let Some(v) = config.get(name) {
+            map.insert(name.clone(), v.clone());
+        }
+    }
+    Value::Object(map)
+}
+
 /// Deletions as a graph: an object is deleted only after everything that depends on it.
 fn deletion_order(deletions: &[ResourceChange]) -> DiGraph<(), ()> {
     let mut graph = DiGraph::new();
@@ -802,6 +830,6 @@ impl Steps for Deleter<'_, '_, '_> {
             .as_ref()
             .map(|c| c.dependencies.clone())
             .unwrap_or_default();
-        self.ledger.record(&done, &dependencies, Vec::new());
+        self.ledger.record(&done, &dependencies, Vec::new(), &[]);
     }
 }

@@ -1037,6 +1037,7 @@ impl<'a> Walk<'a> {
     }
 
     pub(crate) fn check_settings(&mut self) {
+        crate::sensitive::check_outputs(self.stack, self.registry, self.diags);
         for (i, m) in self.stack.modules.iter().enumerate() {
             let Some(settings) = &m.settings else {
                 continue;

@@ -14,6 +14,7 @@ mod instances;
 pub mod lang;
 pub mod plan;
 pub mod render;
+mod sensitive;
 pub mod source;
 pub mod version;
 mod walker;

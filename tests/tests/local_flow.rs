@@ -71,6 +71,32 @@ fn plan_apply_drift_restore_destroy() {
 
     let (code, out, _) = run(d, &["plan", "--detailed-exitcode"]);
     assert_eq!(code, 0, "a second plan must find nothing to do:\n{out}");
+    let state = std::fs::read_to_string(d.join(".gpustack/state.json")).unwrap();
+    assert!(
+        !state.contains("s3cr3t"),
+        "a secret reached the state:\n{state}"
+    );
+    assert!(
+        state.contains("\"sensitive_content\": \"sha256:"),
+        "the state records a digest of the secret:\n{state}"
+    );
+    let (_, json, _) = run(d, &["plan", "--json"]);
+    assert!(!json.contains("s3cr3t"));
+
+    // A changed secret is still seen as a change, without showing it.
+    std::fs::write(
+        d.join("main.hcl"),
+        STACK.replace("s3cr3t-t0ken", "n3w-t0ken"),
+    )
+    .unwrap();
+    let (code, out, _) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("~ sensitive_content = (sensitive value) -> (sensitive value)")
+            && !out.contains("n3w-t0ken"),
+        "{out}"
+    );
+    std::fs::write(d.join("main.hcl"), STACK).unwrap();
 
     std::fs::write(d.join("out/time-slicing.yaml"), "edited by hand\n").unwrap();
     let (code, out, _) = run(d, &["drift", "--metrics-file", "drift.prom"]);

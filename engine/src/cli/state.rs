@@ -395,7 +395,11 @@ pub fn import(
         mode: ResourceMode::Managed,
         type_name: instance.type_name.clone(),
         provider: instance.provider.clone(),
-        attributes: imported.to_json(),
+        attributes: gpustack::plan::redact(
+            &imported,
+            &gpustack::plan::redacted_attributes(registry.resource_schema(&instance.type_name)),
+        )
+        .to_json(),
         sensitive_paths: sensitive,
         dependencies: vec![],
     });

@@ -248,6 +248,50 @@ pub fn with_unknowns(json: &serde_json::Value, unknown: &serde_json::Value) -> V
     }
 }
 
+/// Replaces known, non-null values of the given attributes by their SHA-256 digest, so that
+/// state and plan files can tell that a secret changed without holding it. Configured secrets
+/// are redacted this way; the configuration gives them back when they are needed.
+pub fn redact(value: &Value, paths: &[String]) -> Value {
+    use sha2::{Digest, Sha256};
+    let Value::Object(map) = value else {
+        return value.clone();
+    };
+    let mut out = map.clone();
+    for path in paths {
+        if let Some(v) = out.get_mut(path)
+            && !v.is_null()
+            && v.is_wholly_known()
+            && !is_redacted(v)
+        {
+            let digest: String = Sha256::digest(v.to_json().to_string().as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            *v = Value::String(format!("sha256:{digest}"));
+        }
+    }
+    Value::Object(out)
+}
+
+fn is_redacted(value: &Value) -> bool {
+    value
+        .as_str()
+        .is_some_and(|s| s.len() == 71 && s.starts_with("sha256:"))
+}
+
+/// The attributes of a schema whose values are secrets that configuration sets.
+pub fn redacted_attributes(schema: Option<&gpustack_protocol::Schema>) -> Vec<String> {
+    schema
+        .map(|s| {
+            s.attributes
+                .iter()
+                .filter(|(_, a)| a.sensitive && a.is_configurable())
+                .map(|(k, _)| k.clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A tree marking the sensitive top-level attributes of a value, in the shape of `*_sensitive`.
 pub fn sensitive_marks(paths: &[String]) -> serde_json::Value {
     if paths.is_empty() {

@@ -5,8 +5,8 @@
 //! **Invariant:** the walk performs no I/O itself: reads and plans go through providers.
 
 use super::{
-    Action, OutputChange, Plan, ResourceChange, Snapshot, config_hash, sensitive_marks,
-    split_unknowns,
+    Action, OutputChange, Plan, ResourceChange, Snapshot, config_hash, redact, redacted_attributes,
+    sensitive_marks, split_unknowns,
 };
 use crate::config::{Resource, ResourceMode};
 use crate::diag::Diag;
@@ -556,6 +556,7 @@ impl Planner<'_, '_> {
         span: Span,
     ) -> ResourceChange {
         let forced = self.options.replace.iter().any(|a| a == &instance.address);
+        let redacted = redacted_attributes(self.walk.registry.resource_schema(&r.type_name));
         let (actions, reason) = match &instance.prior {
             None => (vec![Action::Create], None),
             Some(prior) if !instance.requires_replace.is_empty() || forced => {
@@ -575,7 +576,9 @@ impl Planner<'_, '_> {
                 let _ = prior;
                 (order, Some(reason))
             }
-            Some(prior) if *prior == instance.planned => (vec![Action::NoOp], None),
+            Some(prior) if redact(prior, &redacted) == redact(&instance.planned, &redacted) => {
+                (vec![Action::NoOp], None)
+            }
             Some(_) => (vec![Action::Update], None),
         };
         if r.lifecycle.prevent_destroy && actions.contains(&Action::Delete) {
@@ -587,9 +590,9 @@ impl Planner<'_, '_> {
         }
         let (before, _) = instance.prior.as_ref().map_or(
             (serde_json::Value::Null, serde_json::Value::Bool(false)),
-            split_unknowns,
+            |p| split_unknowns(&redact(p, &redacted)),
         );
-        let (after, after_unknown) = split_unknowns(&instance.planned);
+        let (after, after_unknown) = split_unknowns(&redact(&instance.planned, &redacted));
         ResourceChange {
             address: instance.address.clone(),
             config_address: strip_instance_key(&instance.address).to_owned(),
@@ -634,6 +637,8 @@ impl Planner<'_, '_> {
                 continue;
             };
             let recorded = Value::from_json(&r.attributes);
+            let redacted = redacted_attributes(self.walk.registry.resource_schema(&r.type_name));
+            let live = live.as_ref().map(|l| redact(l, &redacted));
             if live.as_ref() == Some(&recorded) {
                 continue;
             }
@@ -782,7 +787,7 @@ fn delete_change(r: &ResourceState, live: &Value, reason: &str) -> ResourceChang
         provider: r.provider.clone(),
         actions: vec![Action::Delete],
         action_reason: Some(reason.into()),
-        before: live.to_json(),
+        before: redact(live, &r.sensitive_paths).to_json(),
         after: serde_json::Value::Null,
         after_unknown: serde_json::Value::Bool(false),
         before_sensitive: sensitive_marks(&r.sensitive_paths),
