@@ -13,6 +13,7 @@ use crate::evaluate::{EvalOptions, Inputs, Walk};
 use crate::graph::{Graph, NodeKind};
 use crate::instances::{Instance, InstanceKey, assemble, expand, recorded, report, store};
 use crate::plan::{Action, Plan, PlanMode, ResourceChange, redact, redacted_attributes};
+use crate::progress::Progress;
 use crate::source::{SourceMap, Span};
 use crate::walker::{Steps, walk};
 use crate::{InputSource, Session};
@@ -27,7 +28,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+
 use tokio::sync::Semaphore;
 
 /// Writes the state somewhere durable; called after every change.
@@ -51,6 +52,7 @@ pub struct Counts {
 struct Handle {
     instance: Arc<dyn Provider>,
     permits: Arc<Semaphore>,
+    progress: Arc<Progress>,
 }
 
 /// What one instance's change came to.
@@ -139,6 +141,30 @@ pub async fn apply(
     state: Option<State>,
     persist: Persist<'_>,
     stop: &Arc<AtomicBool>,
+    live_progress: bool,
+) -> ApplyReport {
+    let progress = Arc::new(Progress::new(live_progress));
+    let ticker = {
+        let progress = progress.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(progress.interval()).await;
+                progress.tick();
+            }
+        })
+    };
+    let report = apply_with(plan, state, persist, stop, progress.clone()).await;
+    ticker.abort();
+    progress.close();
+    report
+}
+
+async fn apply_with(
+    plan: &Plan,
+    state: Option<State>,
+    persist: Persist<'_>,
+    stop: &Arc<AtomicBool>,
+    progress: Arc<Progress>,
 ) -> ApplyReport {
     let files = Files::Snapshot {
         root: plan.snapshot.stack_dir.clone().into(),
@@ -178,6 +204,7 @@ pub async fn apply(
         };
         let (handles, handled) = {
             let mut applier = Applier {
+                progress: progress.clone(),
                 walk: &mut walk_state,
                 graph,
                 inputs,
@@ -288,6 +315,7 @@ struct Applier<'w, 'a, 'l, 's, 'p> {
     ledger: &'l mut Ledger<'s, 'p>,
     /// Instance addresses whose change the walk carried out (or skipped after a failure).
     handled: HashSet<String>,
+    progress: Arc<Progress>,
 }
 
 impl Steps for Applier<'_, '_, '_, '_, '_> {
@@ -324,12 +352,14 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                             .and_then(Value::as_number)
                             .filter(|n| *n >= 1.0)
                             .map_or(crate::plan::DEFAULT_MAX_CONCURRENCY, |n| n as usize);
+                        let progress = self.progress.clone();
                         Some(Box::pin(async move {
                             Outcome::Provider(
                                 factory.configure(ConfigureRequest { config }).await.map(
                                     |instance| Handle {
                                         instance,
                                         permits: Arc::new(Semaphore::new(limit)),
+                                        progress,
                                     },
                                 ),
                             )
@@ -600,8 +630,7 @@ async fn carry_out(
         response.planned_state
     };
     let verb = progress_verb(&change);
-    let started = Instant::now();
-    eprintln!("{}: {}...", change.address, verb.0);
+    handle.progress.start(&change.address, verb.0);
     let apply = |prior: Option<Value>, planned: Option<Value>| {
         let request = ApplyResourceChangeRequest {
             type_name: type_name.clone(),
@@ -609,15 +638,9 @@ async fn carry_out(
             planned_state: planned,
         };
         let handle = handle.clone();
-        let address = change.address.clone();
         async move {
             let _permit = handle.permits.acquire().await;
-            with_progress(
-                &address,
-                verb.0,
-                handle.instance.apply_resource_change(request),
-            )
-            .await
+            handle.instance.apply_resource_change(request).await
         }
     };
     let mut diagnostics = Vec::new();
@@ -627,6 +650,7 @@ async fn carry_out(
             let created = apply(None, Some(planned)).await;
             diagnostics.extend(created.diagnostics);
             if diagnostics.iter().any(Diagnostic::is_error) {
+                handle.progress.finish(&change.address, None);
                 return Done {
                     change: Some(change),
                     new_state: prior,
@@ -641,6 +665,7 @@ async fn carry_out(
             let deleted = apply(prior.clone(), None).await;
             diagnostics.extend(deleted.diagnostics);
             if diagnostics.iter().any(Diagnostic::is_error) {
+                handle.progress.finish(&change.address, None);
                 return Done {
                     change: Some(change),
                     new_state: prior,
@@ -657,14 +682,10 @@ async fn carry_out(
         diagnostics.extend(response.diagnostics);
         response.new_state
     };
-    if diagnostics.iter().all(|d| !d.is_error()) {
-        eprintln!(
-            "{}: {} after {}",
-            change.address,
-            verb.1,
-            elapsed(started.elapsed())
-        );
-    }
+    let ok = diagnostics.iter().all(|d| !d.is_error());
+    handle
+        .progress
+        .finish(&change.address, ok.then_some(verb.1));
     // A failed create leaves nothing; a failed update keeps what the provider reports.
     Done {
         change: Some(change),
@@ -680,35 +701,6 @@ fn progress_verb(change: &ResourceChange) -> (&'static str, &'static str) {
         [Action::Update] => ("Modifying", "Modifications complete"),
         [Action::Delete] => ("Destroying", "Destruction complete"),
         _ => ("Replacing", "Replacement complete"),
-    }
-}
-
-fn elapsed(d: Duration) -> String {
-    let secs = d.as_secs();
-    if secs >= 60 {
-        format!("{}m{}s", secs / 60, secs % 60)
-    } else {
-        format!("{secs}s")
-    }
-}
-
-/// Runs an operation, saying every 10 s that it is still going.
-async fn with_progress<T>(
-    address: &str,
-    verb: &str,
-    operation: impl std::future::Future<Output = T>,
-) -> T {
-    let started = Instant::now();
-    tokio::pin!(operation);
-    let mut ticker = tokio::time::interval_at(
-        tokio::time::Instant::now() + Duration::from_secs(10),
-        Duration::from_secs(10),
-    );
-    loop {
-        tokio::select! {
-            result = &mut operation => return result,
-            _ = ticker.tick() => eprintln!("{address}: Still {}... [{} elapsed]", verb.to_lowercase(), elapsed(started.elapsed())),
-        }
     }
 }
 
@@ -774,8 +766,7 @@ impl Steps for Deleter<'_, '_, '_> {
             return None;
         };
         Some(Box::pin(async move {
-            let started = Instant::now();
-            eprintln!("{}: Destroying...", change.address);
+            handle.progress.start(&change.address, "Destroying");
             let prior = change.before_value();
             let request = ApplyResourceChangeRequest {
                 type_name: change.type_name.clone(),
@@ -784,21 +775,12 @@ impl Steps for Deleter<'_, '_, '_> {
             };
             let response = {
                 let _permit = handle.permits.acquire().await;
-                with_progress(
-                    &change.address,
-                    "Destroying",
-                    handle.instance.apply_resource_change(request),
-                )
-                .await
+                handle.instance.apply_resource_change(request).await
             };
             let ok = response.diagnostics.iter().all(|d| !d.is_error());
-            if ok {
-                eprintln!(
-                    "{}: Destruction complete after {}",
-                    change.address,
-                    elapsed(started.elapsed())
-                );
-            }
+            handle
+                .progress
+                .finish(&change.address, ok.then_some("Destruction complete"));
             Done {
                 new_state: if ok { None } else { prior },
                 change: Some(change),

@@ -13,6 +13,7 @@ pub mod graph;
 mod instances;
 pub mod lang;
 pub mod plan;
+mod progress;
 pub mod render;
 mod sensitive;
 pub mod source;

@@ -371,3 +371,53 @@ resource "test_object" "old" {
     let drift_json: serde_json::Value = serde_json::from_str(&drift_json).unwrap();
     settings.bind(|| insta::assert_json_snapshot!("drift-json", drift_json));
 }
+
+#[test]
+fn ctrl_c_lets_operations_in_flight_finish_and_saves_the_state() {
+    let dir = stack(
+        &(provider(800, "")
+            + "resource \"test_object\" \"a\" {\n  name = \"a\"\n}\n\nresource \"test_object\" \"b\" {\n  name  = \"b\"\n  value = test_object.a.id\n}\n"),
+    );
+    let d = dir.path();
+    let child = std::process::Command::new(gpustack_bin())
+        .current_dir(d)
+        .args(["apply", "--auto-approve"])
+        .envs(ENV.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = child;
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut err = String::new();
+    // Interrupt once the first create is in flight.
+    while !err.contains("test_object.a: Creating...") {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() == 0 {
+            panic!("apply ended before creating anything: {err}");
+        }
+        err.push_str(&line);
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("Interrupt received"), "{err}");
+    let j = journal(d);
+    assert_eq!(
+        j.len(),
+        1,
+        "only the operation in flight may finish: {j:?}\n{err}"
+    );
+    assert_eq!(j[0].1, "a");
+    let (_, list, _) = run(d, &["state", "list"]);
+    assert_eq!(
+        list.trim(),
+        "test_object.a",
+        "the finished operation must be saved"
+    );
+}

@@ -214,13 +214,17 @@ fn interrupt_flag() -> Arc<AtomicBool> {
     stop
 }
 
+/// `stop` is set by Ctrl-C, which may come while planning or confirming, before any change.
 async fn execute(
     plan: &Plan,
     backend: &LocalBackend,
     state: Option<State>,
     color: bool,
+    stop: Arc<AtomicBool>,
 ) -> ExitCode {
-    let stop = interrupt_flag();
+    if stop.load(Ordering::SeqCst) {
+        return error("interrupted before any change was made");
+    }
     let mut persist = |state: &State| {
         backend
             .write(state)
@@ -231,7 +235,14 @@ async fn execute(
         sources,
         diagnostics,
         counts,
-    } = gpustack::apply::apply(plan, state, &mut persist, &stop).await;
+    } = gpustack::apply::apply(
+        plan,
+        state,
+        &mut persist,
+        &stop,
+        std::io::stderr().is_terminal(),
+    )
+    .await;
     render::diagnostics(&sources, &diagnostics, color);
     let failed = diagnostics.iter().any(|d| d.is_error());
     let verb = if plan.mode == PlanMode::Destroy {
@@ -275,6 +286,7 @@ pub fn apply(
     auto_approve: bool,
 ) -> ExitCode {
     runtime().block_on(async {
+        let stop = interrupt_flag();
         let Some(file) = plan_file else {
             let (plan, backend, _guard) = match make_plan(common, options, "apply").await {
                 Ok(p) => p,
@@ -294,7 +306,7 @@ pub fn apply(
                 Ok(s) => s,
                 Err(e) => return error(e),
             };
-            return execute(&plan, &backend, state, common.color).await;
+            return execute(&plan, &backend, state, common.color, stop).await;
         };
         let plan = match std::fs::read(file).map_err(|e| e.to_string()).and_then(|b| Plan::decode(&b)) {
             Ok(plan) => plan,
@@ -324,7 +336,7 @@ pub fn apply(
                 serial
             ));
         }
-        execute(&plan, &backend, state, common.color).await
+        execute(&plan, &backend, state, common.color, stop).await
     })
 }
 
