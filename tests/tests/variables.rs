@@ -1,0 +1,141 @@
+//! Root variables from --var, --var-file and GPUSTACK_VAR_*, with their precedence and their
+//! errors located where the value was written.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+use gpustack_tests::{gpustack_env, stderr, stdout};
+
+const STACK: &str = r#"variable "replicas" {
+  type = number
+
+  validation {
+    condition     = var.replicas >= 2
+    error_message = "Time-slicing needs at least 2 replicas."
+  }
+}
+
+variable "zones" {
+  type    = list(string)
+  default = []
+}
+
+output "replicas" {
+  value = var.replicas
+}
+
+output "zones" {
+  value = var.zones
+}
+"#;
+
+fn stack() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.hcl"), STACK).unwrap();
+    dir
+}
+
+#[test]
+fn values_are_taken_from_flags_files_and_the_environment_in_precedence_order() {
+    let dir = stack();
+    let d = dir.path();
+    std::fs::write(
+        d.join("dev.vars"),
+        "replicas = 4\nzones    = [\"1\", \"2\"]\n",
+    )
+    .unwrap();
+    let env = [("GPUSTACK_VAR_replicas", "3")];
+
+    let out = gpustack_env(d, &["plan", "--json"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        plan["output_changes"]["replicas"]["after"], 3,
+        "environment"
+    );
+
+    let out = gpustack_env(d, &["plan", "--json", "--var-file", "dev.vars"], &env);
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        plan["output_changes"]["replicas"]["after"], 4,
+        "a var file overrides the environment"
+    );
+    assert_eq!(
+        plan["output_changes"]["zones"]["after"],
+        serde_json::json!(["1", "2"])
+    );
+
+    let out = gpustack_env(
+        d,
+        &[
+            "plan",
+            "--json",
+            "--var-file",
+            "dev.vars",
+            "--var",
+            "replicas=8",
+            "--var",
+            "zones=[\"3\"]",
+        ],
+        &env,
+    );
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        plan["output_changes"]["replicas"]["after"], 8,
+        "--var overrides files"
+    );
+    assert_eq!(
+        plan["output_changes"]["zones"]["after"],
+        serde_json::json!(["3"])
+    );
+}
+
+#[test]
+fn bad_values_are_reported_where_they_were_written() {
+    let dir = stack();
+    let d = dir.path();
+    std::fs::write(d.join("bad.vars"), "replicas = 1\n").unwrap();
+    let out = gpustack_env(d, &["validate", "--json", "--var-file", "bad.vars"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d0 = &report["diagnostics"][0];
+    assert_eq!(d0["summary"], "Invalid value for variable");
+    assert_eq!(d0["range"]["filename"], "bad.vars");
+    assert_eq!(d0["range"]["start"]["line"], 1);
+    assert_eq!(d0["range"]["start"]["column"], 12);
+
+    let out = gpustack_env(d, &["validate", "--var", "replicas=many"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("set by --var replicas=..."),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = gpustack_env(d, &["validate", "--var", "nosuch=1"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("declares no variable \"nosuch\""),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = gpustack_env(d, &["plan"], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "plan needs every root variable: {}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains("No value for required variable"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = gpustack_env(d, &["validate"], &[]);
+    assert!(
+        out.status.success(),
+        "validate treats unset root variables as unknown: {}",
+        stderr(&out)
+    );
+}
