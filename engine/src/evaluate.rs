@@ -10,9 +10,7 @@ use crate::graph::dot::Instances;
 use crate::graph::{Graph, NodeKind};
 use crate::lang::eval::{EmptyScope, EvalError, Evaluator, Scope};
 use crate::source::{SourceMap, Span};
-use gpustack_protocol::{
-    BlockNesting, Schema, Type, ValidateResourceConfigRequest, Value, format_number,
-};
+use gpustack_protocol::{BlockNesting, Schema, Type, ValidateResourceConfigRequest, Value};
 use gpustack_providers::Registry;
 use hcl_edit::Span as _;
 use hcl_edit::expr::Expression;
@@ -1140,13 +1138,5 @@ fn parse_text_input(raw: &str, ty: &Type) -> Result<Value, String> {
             Ok(Value::String(raw.to_owned()))
         }
         _ => Ok(value),
-    }
-}
-
-/// The canonical text of a count/for_each key, used in instance addresses.
-pub fn instance_key(value: &Value) -> String {
-    match value {
-        Value::Number(n) => format!("[{}]", format_number(*n)),
-        other => format!("[{other}]"),
     }
 }

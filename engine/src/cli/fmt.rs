@@ -4,7 +4,7 @@ use gpustack::fmt::format_hcl;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub fn run(paths: Vec<PathBuf>, check: bool, diff: bool, _color: bool) -> ExitCode {
+pub fn run(paths: Vec<PathBuf>, check: bool, diff: bool) -> ExitCode {
     let roots = if paths.is_empty() {
         vec![PathBuf::from(".")]
     } else {

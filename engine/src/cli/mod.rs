@@ -275,7 +275,7 @@ pub fn main() -> ExitCode {
         !cli.no_color && std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal();
     match cli.command {
         Command::Validate { stack, json } => validate(&stack, json, color),
-        Command::Fmt { paths, check, diff } => fmt::run(paths, check, diff, color),
+        Command::Fmt { paths, check, diff } => fmt::run(paths, check, diff),
         Command::Graph { stack } => graph(&stack, color),
         Command::Plan {
             stack,

@@ -591,14 +591,14 @@ impl Decoder<'_> {
                 .unwrap_or(true),
             validations,
         };
-        if let Some(previous) = module.variables.get(&name) {
-            self.duplicate(span, "variable", &name, previous.span);
+        if module.variables.contains_key(&name) {
+            self.duplicate(span, "variable", &name);
             return;
         }
         module.variables.insert(name, variable);
     }
 
-    fn duplicate(&mut self, span: Span, what: &str, name: &str, _previous: Span) {
+    fn duplicate(&mut self, span: Span, what: &str, name: &str) {
         self.diags.error(span, format!("Duplicate {what} declaration"), format!("A {what} named \"{name}\" was already declared in this module; names must be unique."));
     }
 
@@ -615,8 +615,8 @@ impl Decoder<'_> {
                 Structure::Attribute(attr) => {
                     let name = attr.key.as_str().to_owned();
                     let span = self.span(attr.key.span());
-                    if let Some(previous) = module.locals.get(&name) {
-                        self.duplicate(span, "local value", &name, previous.span);
+                    if module.locals.contains_key(&name) {
+                        self.duplicate(span, "local value", &name);
                         continue;
                     }
                     module.locals.insert(
@@ -668,8 +668,8 @@ impl Decoder<'_> {
                 .unwrap_or(false),
             depends_on: self.depends_on(body),
         };
-        if let Some(previous) = module.outputs.get(&name) {
-            self.duplicate(span, "output", &name, previous.span);
+        if module.outputs.contains_key(&name) {
+            self.duplicate(span, "output", &name);
             return;
         }
         module.outputs.insert(name, output);
@@ -951,7 +951,7 @@ impl Decoder<'_> {
             self.diags.error(span, "Missing required argument", format!("Module \"{name}\" needs a source argument, such as source = \"../../modules/gpu-operator\"."));
         }
         if module.calls.contains_key(&name) {
-            self.duplicate(span, "module call", &name, span);
+            self.duplicate(span, "module call", &name);
             return;
         }
         module.calls.insert(name, call);

@@ -13,7 +13,6 @@ use crate::diag::{Diags, suggest};
 use crate::lang::refs::{Ref, references};
 use crate::source::{SourceMap, Span};
 use gpustack_providers::Registry;
-use hcl_edit::Span as _;
 use hcl_edit::structure::{Body, Structure};
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{HashMap, HashSet};
@@ -551,9 +550,4 @@ fn add_module_depends_on_edges(b: &mut Builder<'_>) {
             }
         }
     }
-}
-
-/// The first span inside a body's source, for diagnostics about a whole block.
-pub fn structure_span(structure: &Structure) -> Option<std::ops::Range<usize>> {
-    structure.span()
 }
