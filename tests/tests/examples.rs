@@ -159,3 +159,27 @@ fn render_manifests_example_applies_end_to_end() {
     assert_eq!(invalid.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&invalid.stderr).contains("at least 2"));
 }
+
+#[test]
+fn every_module_validates_on_its_own() {
+    let mut modules: Vec<PathBuf> = std::fs::read_dir(repo_root().join("modules"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    modules.sort();
+    assert!(!modules.is_empty());
+    for dir in modules {
+        let output = gpustack(
+            &repo_root(),
+            &["validate", dir.to_str().unwrap_or_default()],
+        );
+        assert!(
+            output.status.success(),
+            "{} does not validate:\n{}",
+            dir.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
