@@ -305,3 +305,43 @@ fn refresh_only_takes_live_values_into_the_state_without_touching_objects() {
         "{plan}"
     );
 }
+
+#[test]
+fn drift_over_a_fleet_of_stacks() {
+    let fleet = tempfile::tempdir().unwrap();
+    let f = fleet.path();
+    for name in ["east", "west", "north"] {
+        let d = f.join("stacks").join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("main.hcl"), format!("resource \"local_file\" \"config\" {{\n  filename = \"${{path.module}}/out.txt\"\n  content  = \"{name}\"\n}}\n")).unwrap();
+        let dir = format!("stacks/{name}");
+        assert_eq!(run(f, &["apply", "--auto-approve", &dir]).0, 0);
+    }
+    let (code, out, err) = run(f, &["drift", "--stacks", "stacks/*"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("3 stack(s): 0 drifted, 0 failed."), "{out}");
+
+    std::fs::write(f.join("stacks/west/out.txt"), "edited").unwrap();
+    let (code, out, _) = run(f, &["drift", "--stacks", "stacks/*", "--parallel", "2"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("stacks/west")
+            && l.contains("drift")
+            && l.contains("local_file.config")),
+        "{out}"
+    );
+    let (code, json, _) = run(f, &["drift", "--stacks", "stacks/*", "--json"]);
+    assert_eq!(code, 2);
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(report["drifted"], 1);
+    assert_eq!(report["stacks"].as_array().unwrap().len(), 3);
+
+    std::fs::write(
+        f.join("stacks/north/main.hcl"),
+        "resource \"local_file\" {\n}\n",
+    )
+    .unwrap();
+    let (code, out, _) = run(f, &["drift", "--stacks", "stacks/*"]);
+    assert_eq!(code, 1, "a broken stack fails the fleet run:\n{out}");
+    assert!(out.contains("1 drifted, 1 failed"), "{out}");
+}

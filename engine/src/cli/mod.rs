@@ -109,6 +109,13 @@ enum Command {
         metrics_file: Option<PathBuf>,
         #[arg(long, default_value = "0s", value_parser = parse_duration)]
         lock_timeout: Duration,
+        /// Check a fleet: every stack directory matching this pattern (e.g. 'stacks/*'), with
+        /// one summary; exit 2 if any stack drifted, 1 if any failed.
+        #[arg(long, value_name = "GLOB", conflicts_with_all = ["markdown", "metrics_file"])]
+        stacks: Option<String>,
+        /// How many stacks of a fleet to check at once.
+        #[arg(long, default_value_t = 4, requires = "stacks")]
+        parallel: usize,
     },
     /// Read or edit the state.
     State {
@@ -331,9 +338,23 @@ pub fn main() -> ExitCode {
         Command::Drift {
             stack,
             json,
+            stacks: Some(pattern),
+            parallel,
+            lock_timeout,
+            ..
+        } => ops::drift_fleet(
+            &common(&stack, lock_timeout, color),
+            &pattern,
+            parallel,
+            json,
+        ),
+        Command::Drift {
+            stack,
+            json,
             markdown,
             metrics_file,
             lock_timeout,
+            ..
         } => ops::drift(
             &common(&stack, lock_timeout, color),
             &ops::DriftArgs {

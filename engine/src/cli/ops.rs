@@ -425,3 +425,116 @@ fn write_metrics(path: &Path, text: &str) -> std::io::Result<()> {
     std::fs::write(&tmp, text)?;
     std::fs::rename(tmp, path)
 }
+
+/// One stack's result in a fleet run.
+struct FleetEntry {
+    stack: String,
+    outcome: Result<Vec<String>, String>,
+}
+
+/// `drift --stacks GLOB`: every matching stack, `parallel` at a time, in one summary.
+pub fn drift_fleet(common: &Common, pattern: &str, parallel: usize, json: bool) -> ExitCode {
+    let stacks: Vec<PathBuf> = match glob::glob(pattern) {
+        Ok(paths) => {
+            let mut dirs: Vec<PathBuf> = paths
+                .filter_map(Result::ok)
+                .filter(|p| is_stack(p))
+                .collect();
+            dirs.sort();
+            dirs
+        }
+        Err(e) => return error(format!("invalid pattern {pattern}: {e}")),
+    };
+    if stacks.is_empty() {
+        return error(format!(
+            "no stack directory (a directory with .hcl files) matches {pattern}"
+        ));
+    }
+    let entries = runtime().block_on(async {
+        let permits = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
+        let runs = stacks.iter().map(|dir| {
+            let permits = permits.clone();
+            async move {
+                let _permit = permits.acquire().await;
+                let member = Common {
+                    dir: dir.clone(),
+                    variables: common.variables.clone(),
+                    lock_timeout: common.lock_timeout,
+                    color: common.color,
+                };
+                let options = PlanOptions {
+                    mode: PlanMode::RefreshOnly,
+                    refresh: true,
+                    ..Default::default()
+                };
+                let outcome = match make_plan(&member, &options, "drift").await {
+                    Ok((plan, _, _guard)) => Ok(plan
+                        .resource_drift
+                        .iter()
+                        .map(|c| c.address.clone())
+                        .collect()),
+                    Err(_) => Err("see the errors above".to_owned()),
+                };
+                FleetEntry {
+                    stack: dir.display().to_string(),
+                    outcome,
+                }
+            }
+        });
+        futures::future::join_all(runs).await
+    });
+    let drifted = entries
+        .iter()
+        .filter(|e| e.outcome.as_ref().is_ok_and(|d| !d.is_empty()))
+        .count();
+    let failed = entries.iter().filter(|e| e.outcome.is_err()).count();
+    if json {
+        let stacks: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|e| match &e.outcome {
+                Ok(d) => serde_json::json!({ "stack": e.stack, "status": if d.is_empty() { "ok" } else { "drift" }, "drift_count": d.len(), "drifted": d }),
+                Err(message) => serde_json::json!({ "stack": e.stack, "status": "error", "error": message }),
+            })
+            .collect();
+        let report = serde_json::json!({ "format_version": gpustack::plan::FORMAT_VERSION, "stacks": stacks, "drifted": drifted, "failed": failed });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        let width = entries
+            .iter()
+            .map(|e| e.stack.len())
+            .max()
+            .unwrap_or(5)
+            .max(5);
+        println!("{:<width$}  {:<6}  DRIFTED", "STACK", "STATUS");
+        for e in &entries {
+            match &e.outcome {
+                Ok(d) if d.is_empty() => println!("{:<width$}  {:<6}  -", e.stack, "ok"),
+                Ok(d) => println!("{:<width$}  {:<6}  {}", e.stack, "drift", d.join(", ")),
+                Err(message) => println!("{:<width$}  {:<6}  {message}", e.stack, "error"),
+            }
+        }
+        println!(
+            "\n{} stack(s): {drifted} drifted, {failed} failed.",
+            entries.len()
+        );
+    }
+    if failed > 0 {
+        ExitCode::from(1)
+    } else if drifted > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn is_stack(path: &Path) -> bool {
+    path.is_dir()
+        && std::fs::read_dir(path).is_ok_and(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .any(|e| e.path().extension().is_some_and(|x| x == "hcl"))
+        })
+}
