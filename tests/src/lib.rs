@@ -2,6 +2,8 @@
 // Test support: failing loudly is the point.
 #![allow(clippy::panic, clippy::unwrap_used)]
 
+pub mod gpusim;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
