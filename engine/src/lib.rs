@@ -208,22 +208,21 @@ pub async fn plan(
 /// Runs every static phase over the stack in `dir`. All problems are collected, never only the
 /// first; no phase performs network I/O.
 pub fn load(dir: &Path, variables: &VariableArgs, options: EvalOptions) -> Loaded {
-    let registry = Registry::builtin();
-    let mut sources = SourceMap::new(dir);
-    let mut diags = Diags::default();
-    let stack = config::load_stack(dir, &mut sources, &mut diags);
-    let inputs = collect_inputs(variables, &mut sources, &mut diags);
-    let (graph, evaluated) = if stack.modules.is_empty() {
-        (
-            graph::build(&stack, &sources, &registry, &mut diags),
-            Evaluated::default(),
-        )
+    let Session {
+        registry,
+        sources,
+        stack,
+        graph,
+        inputs,
+        mut diags,
+        ..
+    } = Session::open(dir, &config::Files::Disk, InputSource::Args(variables));
+    let evaluated = if stack.modules.is_empty() {
+        Evaluated::default()
     } else {
-        let graph = graph::build(&stack, &sources, &registry, &mut diags);
-        let evaluated = evaluate::evaluate(
+        evaluate::evaluate(
             &stack, &graph, &registry, &sources, &inputs, options, &mut diags,
-        );
-        (graph, evaluated)
+        )
     };
     let diagnostics = diags.into_sorted(&sources);
     Loaded {
