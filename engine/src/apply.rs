@@ -11,7 +11,9 @@ use crate::config::{Files, Resource, ResourceMode};
 use crate::diag::Diag;
 use crate::evaluate::{EvalOptions, Inputs, Walk};
 use crate::graph::{Graph, NodeKind};
-use crate::instances::{Instance, InstanceKey, assemble, expand, recorded, report, store};
+use crate::instances::{
+    Instance, InstanceKey, assemble, expand, keep_ignored, recorded, report, store,
+};
 use crate::plan::{Action, Plan, PlanMode, ResourceChange, redact, redacted_attributes};
 use crate::progress::Progress;
 use crate::source::{SourceMap, Span};
@@ -530,12 +532,8 @@ impl Applier<'_, '_, '_, '_, '_> {
                 work.push((key, Work::Keep(recorded)));
                 continue;
             };
-            if let (Some(prior), Value::Object(attrs)) = (change.before_value(), &mut config) {
-                for (name, _) in &r.lifecycle.ignore_changes {
-                    if let Some(old) = prior.as_object().and_then(|p| p.get(name)) {
-                        attrs.insert(name.clone(), old.clone());
-                    }
-                }
+            if let Some(prior) = change.before_value() {
+                keep_ignored(&mut config, &prior, &r.lifecycle);
             }
             work.push((key, Work::Change(Box::new(change.clone()), config)));
         }

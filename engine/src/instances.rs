@@ -1,7 +1,7 @@
 //! What plan and apply share about resource instances: expanding a block by count/for_each,
 //! shaping instance values the way references see them, and reporting provider diagnostics.
 
-use crate::config::{Resource, ResourceMode};
+use crate::config::{Lifecycle, Resource, ResourceMode};
 use crate::diag::{Diag, Diags};
 use crate::evaluate::{Expansion, Repetition, Walk};
 use crate::plan::strip_instance_key;
@@ -174,4 +174,21 @@ pub(crate) fn report(diags: &mut Diags, span: Option<Span>, diagnostics: &[Diagn
         });
     }
     diagnostics.iter().any(Diagnostic::is_error)
+}
+
+/// `lifecycle.ignore_changes`: the ignored attributes keep their prior values, so they never
+/// cause a change (`all`: nothing configured does).
+pub(crate) fn keep_ignored(config: &mut Value, prior: &Value, lifecycle: &Lifecycle) {
+    let (Value::Object(attrs), Some(old)) = (config, prior.as_object()) else {
+        return;
+    };
+    if lifecycle.ignore_all_changes {
+        *attrs = old.clone();
+        return;
+    }
+    for (name, _) in &lifecycle.ignore_changes {
+        if let Some(value) = old.get(name) {
+            attrs.insert(name.clone(), value.clone());
+        }
+    }
 }

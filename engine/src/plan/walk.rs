@@ -12,7 +12,9 @@ use crate::config::{Resource, ResourceMode};
 use crate::diag::Diag;
 use crate::evaluate::{EvalOptions, Inputs, Walk};
 use crate::graph::{Graph, NodeKind};
-use crate::instances::{Instance, InstanceKey, assemble, expand, recorded, report, store};
+use crate::instances::{
+    Instance, InstanceKey, assemble, expand, keep_ignored, recorded, report, store,
+};
 use crate::source::Span;
 use futures::future::BoxFuture;
 use gpustack_protocol::{
@@ -388,17 +390,8 @@ impl Planner<'_, '_> {
                 .decode(module, &r.body, &schema, repetition, &context);
             self.walk.provider_checks(r, &config);
             let prior = self.refreshed.get(&address).cloned().flatten();
-            if let (Some(prior), Value::Object(attrs)) = (&prior, &mut config) {
-                for (name, _) in &r.lifecycle.ignore_changes {
-                    if let Some(old) = prior.as_object().and_then(|p| p.get(name)) {
-                        attrs.insert(name.clone(), old.clone());
-                    }
-                }
-                if r.lifecycle.ignore_all_changes
-                    && let Some(old) = prior.as_object()
-                {
-                    *attrs = old.clone();
-                }
+            if let Some(prior) = &prior {
+                keep_ignored(&mut config, prior, &r.lifecycle);
             }
             requests.push((key, address, prior, config));
         }
