@@ -207,22 +207,27 @@ fn change_block(out: &mut String, style: &Style, change: &ResourceChange, verb: 
     let _ = writeln!(out, "    }}\n");
 }
 
+/// Each object changed outside gpustack, field by field.
+fn drift_blocks(out: &mut String, style: &Style, plan: &Plan) {
+    for change in &plan.resource_drift {
+        let verb = if change.actions == [Action::Delete] {
+            "has been deleted"
+        } else {
+            "has changed"
+        };
+        let mut shown = change.clone();
+        shown.action_reason = None;
+        change_block(out, style, &shown, verb);
+    }
+}
+
 /// The plan as a person reads it in a terminal.
 pub fn plan_text(plan: &Plan, color: bool) -> String {
     let style = Style { color };
     let mut out = String::new();
     if !plan.resource_drift.is_empty() {
         out.push_str("Objects have changed outside of gpustack:\n\n");
-        for change in &plan.resource_drift {
-            let verb = if change.actions == [Action::Delete] {
-                "has been deleted"
-            } else {
-                "has changed"
-            };
-            let mut shown = change.clone();
-            shown.action_reason = None;
-            change_block(&mut out, &style, &shown, verb);
-        }
+        drift_blocks(&mut out, &style, plan);
     }
     if plan.mode == PlanMode::RefreshOnly {
         if plan.resource_drift.is_empty() {
@@ -399,16 +404,7 @@ pub fn drift_text(plan: &Plan, color: bool) -> String {
         "Drift: {} object(s) changed outside gpustack.\n",
         plan.resource_drift.len()
     );
-    for change in &plan.resource_drift {
-        let verb = if change.actions == [Action::Delete] {
-            "has been deleted"
-        } else {
-            "has changed"
-        };
-        let mut shown = change.clone();
-        shown.action_reason = None;
-        change_block(&mut out, &style, &shown, verb);
-    }
+    drift_blocks(&mut out, &style, plan);
     out.push_str("Run gpustack apply to bring them back to the configuration.\n");
     out
 }
