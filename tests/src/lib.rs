@@ -2,6 +2,7 @@
 // Test support: failing loudly is the point.
 #![allow(clippy::panic, clippy::unwrap_used)]
 
+pub mod cluster;
 pub mod gpusim;
 
 use std::path::{Path, PathBuf};

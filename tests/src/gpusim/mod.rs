@@ -7,6 +7,7 @@
 //! advertised and the state says failed — never silently accepted.
 
 pub mod catalog;
+pub mod controller;
 pub mod mig;
 pub mod sharing;
 

@@ -1,0 +1,275 @@
+//! The simulator running against a cluster: it plays the GPU Operator's operands on every
+//! node annotated `gpustack.dev/gpu-model` / `gpustack.dev/gpu-count`, reconciling every
+//! 200 ms from what is on the cluster (ClusterPolicy `cluster-policy`, the ConfigMaps it names,
+//! node labels, the device-plugin DaemonSet's restart annotation):
+//!
+//! - the device plugin loads the sharing config when it starts — on a node's first
+//!   reconcile, when the ClusterPolicy or the node label points at another config, or when the
+//!   DaemonSet is restarted; an in-place edit of the ConfigMap alone changes nothing, as on a
+//!   real cluster;
+//! - GFD labels and `nvidia.com/*` capacity/allocatable follow [`super::advertise`];
+//! - the MIG manager applies `nvidia.com/mig.config` (pending → success | failed), keeping the
+//!   old layout on failure;
+//! - the ClusterPolicy's `status.state` becomes `ready` once every GPU node is configured.
+
+use super::catalog::{GpuModel, model};
+use super::mig::{MigConfigs, MigLayout, MigStrategy};
+use super::sharing::SharingConfig;
+use super::{GpuNode, NodeConfig, advertise};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+};
+use std::collections::HashMap;
+use std::time::Duration;
+
+pub const NAMESPACE: &str = "gpu-operator";
+pub const DEVICE_PLUGIN_DAEMONSET: &str = "nvidia-device-plugin-daemonset";
+const MODEL_ANNOTATION: &str = "gpustack.dev/gpu-model";
+const COUNT_ANNOTATION: &str = "gpustack.dev/gpu-count";
+
+/// What a node's device plugin loaded when it last started.
+#[derive(Clone, PartialEq)]
+struct Loaded {
+    source: (String, String, String),
+    config: Option<SharingConfig>,
+}
+
+#[derive(Default)]
+struct NodeMemory {
+    plugin: Option<Loaded>,
+    mig: Option<(String, Option<MigLayout>)>,
+}
+
+#[derive(Default)]
+pub struct Simulator {
+    nodes: HashMap<String, NodeMemory>,
+}
+
+fn cluster_policy_api(client: &kube::Client) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("nvidia.com", "v1", "ClusterPolicy"),
+        "clusterpolicies",
+    );
+    Api::all_with(client.clone(), &resource)
+}
+
+fn str_at<'a>(value: &'a serde_json::Value, path: &[&str]) -> Option<&'a str> {
+    path.iter()
+        .try_fold(value, |v, step| v.get(step))
+        .and_then(|v| v.as_str())
+}
+
+/// `Tesla T4` and `Tesla-T4` name the same model, as GFD's label does.
+fn find_model(name: &str) -> Option<&'static GpuModel> {
+    model(&name.replace(' ', "-"))
+}
+
+impl Simulator {
+    /// Runs until the process ends.
+    pub async fn run(client: kube::Client) {
+        let mut simulator = Simulator::default();
+        loop {
+            if let Err(e) = simulator.reconcile(&client).await {
+                eprintln!("gpusim: {e}");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    pub async fn reconcile(&mut self, client: &kube::Client) -> Result<(), kube::Error> {
+        let policies = cluster_policy_api(client);
+        let Some(policy) = policies.get_opt("cluster-policy").await? else {
+            return Ok(());
+        };
+        let spec = policy.data.get("spec").cloned().unwrap_or_default();
+        let plugin_config = str_at(&spec, &["devicePlugin", "config", "name"]).map(str::to_owned);
+        let plugin_default = str_at(&spec, &["devicePlugin", "config", "default"])
+            .unwrap_or("")
+            .to_owned();
+        let strategy = str_at(&spec, &["mig", "strategy"])
+            .and_then(MigStrategy::parse)
+            .unwrap_or_default();
+        let mig_config_name = str_at(&spec, &["migManager", "config", "name"])
+            .unwrap_or("default-mig-parted-config")
+            .to_owned();
+
+        let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), NAMESPACE);
+        let plugin_cm = match &plugin_config {
+            Some(name) => config_maps.get_opt(name).await?,
+            None => None,
+        };
+        let mig_configs = config_maps
+            .get_opt(&mig_config_name)
+            .await?
+            .and_then(|cm| cm.data.and_then(|d| d.get("config.yaml").cloned()))
+            .map(|text| MigConfigs::parse(&text));
+        let restarted_at = Api::<DaemonSet>::namespaced(client.clone(), NAMESPACE)
+            .get_opt(DEVICE_PLUGIN_DAEMONSET)
+            .await?
+            .and_then(|ds| {
+                ds.spec?
+                    .template
+                    .metadata?
+                    .annotations?
+                    .get("kubectl.kubernetes.io/restartedAt")
+                    .cloned()
+            })
+            .unwrap_or_default();
+
+        let nodes: Api<Node> = Api::all(client.clone());
+        let mut all_ready = true;
+        for node in nodes.list(&ListParams::default()).await? {
+            let Some(name) = node.metadata.name.clone() else {
+                continue;
+            };
+            let annotations = node.metadata.annotations.clone().unwrap_or_default();
+            let Some(gpu_model) = annotations
+                .get(MODEL_ANNOTATION)
+                .and_then(|m| find_model(m))
+            else {
+                continue;
+            };
+            let count: u32 = annotations
+                .get(COUNT_ANNOTATION)
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(1);
+            let labels = node.metadata.labels.clone().unwrap_or_default();
+            let memory = self.nodes.entry(name.clone()).or_default();
+
+            // The device plugin: (re)loads its config only when it (re)starts.
+            let key = labels
+                .get("nvidia.com/device-plugin.config")
+                .cloned()
+                .unwrap_or_else(|| plugin_default.clone());
+            let source = (
+                plugin_config.clone().unwrap_or_default(),
+                key.clone(),
+                restarted_at.clone(),
+            );
+            if memory.plugin.as_ref().is_none_or(|l| l.source != source) {
+                let text = plugin_cm
+                    .as_ref()
+                    .and_then(|cm| cm.data.as_ref())
+                    .and_then(|d| d.get(&key));
+                let config = match text.map(|t| SharingConfig::parse(t)) {
+                    Some(Ok(config)) => Some(config),
+                    // An invalid config: the plugin keeps serving what it had.
+                    Some(Err(_)) => memory.plugin.as_ref().and_then(|l| l.config.clone()),
+                    None => None,
+                };
+                memory.plugin = Some(Loaded { source, config });
+            }
+
+            // The MIG manager.
+            let mut extra_labels: Vec<(String, String)> = Vec::new();
+            match labels.get("nvidia.com/mig.config") {
+                Some(wanted)
+                    if memory
+                        .mig
+                        .as_ref()
+                        .is_none_or(|(applied, _)| applied != wanted) =>
+                {
+                    let previous = memory.mig.as_ref().and_then(|(_, layout)| layout.clone());
+                    let result = match &mig_configs {
+                        Some(Ok(configs)) => configs.layout_for(wanted, gpu_model),
+                        Some(Err(e)) => Err(e.clone()),
+                        None => Err(format!("ConfigMap {mig_config_name} not found")),
+                    };
+                    match result {
+                        Ok(layout) => {
+                            let enabled = (!layout.devices.is_empty()).then_some(layout);
+                            memory.mig = Some((wanted.clone(), enabled));
+                            extra_labels
+                                .push(("nvidia.com/mig.config.state".into(), "success".into()));
+                        }
+                        Err(_) => {
+                            memory.mig = Some((wanted.clone(), previous));
+                            extra_labels
+                                .push(("nvidia.com/mig.config.state".into(), "failed".into()));
+                            all_ready = false;
+                        }
+                    }
+                }
+                _ => {}
+            }
+
+            let gpu = GpuNode {
+                model: gpu_model,
+                count,
+            };
+            let layout = memory.mig.as_ref().and_then(|(_, l)| l.as_ref());
+            let config = NodeConfig {
+                sharing: memory.plugin.as_ref().and_then(|l| l.config.as_ref()),
+                mig: layout,
+                mig_strategy: if layout.is_some() {
+                    strategy
+                } else {
+                    MigStrategy::None
+                },
+            };
+            let ad = advertise(&gpu, &config);
+
+            let mut label_patch: serde_json::Map<String, serde_json::Value> = ad
+                .labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone().into()))
+                .collect();
+            for (k, v) in extra_labels {
+                label_patch.insert(k, v.into());
+            }
+            // Resources the node no longer has are removed (a MIG profile that went away).
+            let current = node
+                .status
+                .as_ref()
+                .and_then(|s| s.allocatable.clone())
+                .unwrap_or_default();
+            let mut resources: serde_json::Map<String, serde_json::Value> = current
+                .keys()
+                .filter(|k| k.starts_with("nvidia.com/") && !ad.allocatable.contains_key(*k))
+                .map(|k| (k.clone(), serde_json::Value::Null))
+                .collect();
+            for (k, v) in &ad.allocatable {
+                resources.insert(k.clone(), v.to_string().into());
+            }
+            let needs_labels = label_patch.iter().any(|(k, v)| {
+                labels.get(k).map(|l| serde_json::Value::String(l.clone())) != Some(v.clone())
+            });
+            if needs_labels {
+                nodes
+                    .patch(
+                        &name,
+                        &PatchParams::default(),
+                        &Patch::Merge(serde_json::json!({ "metadata": { "labels": label_patch } })),
+                    )
+                    .await?;
+            }
+            let needs_status = resources.iter().any(|(k, v)| {
+                current
+                    .get(k)
+                    .map(|q| serde_json::Value::String(q.0.clone()))
+                    != Some(v.clone()).filter(|v| !v.is_null())
+            });
+            if needs_status {
+                let status = serde_json::json!({ "status": { "capacity": resources, "allocatable": resources } });
+                nodes
+                    .patch_status(&name, &PatchParams::default(), &Patch::Merge(status))
+                    .await?;
+            }
+        }
+        let state = if all_ready { "ready" } else { "notReady" };
+        if str_at(&policy.data, &["status", "state"]) != Some(state) {
+            let patch = serde_json::json!({ "status": { "state": state } });
+            policies
+                .patch_status(
+                    "cluster-policy",
+                    &PatchParams::default(),
+                    &Patch::Merge(patch),
+                )
+                .await
+                .ok();
+        }
+        Ok(())
+    }
+}
