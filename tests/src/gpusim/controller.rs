@@ -1,6 +1,6 @@
 //! The simulator running against a cluster: it plays the GPU Operator's operands on every
-//! node annotated `gpustack.dev/gpu-model` / `gpustack.dev/gpu-count`, reconciling every
-//! 200 ms from what is on the cluster (ClusterPolicy `cluster-policy`, the ConfigMaps it names,
+//! node annotated `gpustack.dev/gpu-model` / `gpustack.dev/gpu-count`, reconciling whenever
+//! something it reads changes (kube-runtime watchers) from what is on the cluster (ClusterPolicy `cluster-policy`, the ConfigMaps it names,
 //! node labels, the device-plugin DaemonSet's restart annotation):
 //!
 //! - the device plugin loads the sharing config when it starts — on a node's first
@@ -67,14 +67,48 @@ fn find_model(name: &str) -> Option<&'static GpuModel> {
 }
 
 impl Simulator {
-    /// Runs until the process ends.
+    /// Runs until the process ends: reconciles on every change of a node, a ConfigMap or
+    /// DaemonSet of the operator's namespace, or the ClusterPolicy (kube-runtime watchers), and
+    /// once a second besides.
     pub async fn run(client: kube::Client) {
+        use futures::{FutureExt, StreamExt};
+        use kube::runtime::{WatchStreamExt, watcher};
+        let nodes = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
+            .default_backoff()
+            .map(|_| ())
+            .boxed();
+        let config_maps = watcher(
+            Api::<ConfigMap>::namespaced(client.clone(), NAMESPACE),
+            watcher::Config::default(),
+        )
+        .default_backoff()
+        .map(|_| ())
+        .boxed();
+        let daemon_sets = watcher(
+            Api::<DaemonSet>::namespaced(client.clone(), NAMESPACE),
+            watcher::Config::default(),
+        )
+        .default_backoff()
+        .map(|_| ())
+        .boxed();
+        let policies = watcher(cluster_policy_api(&client), watcher::Config::default())
+            .default_backoff()
+            .map(|_| ())
+            .boxed();
+        let ticks = futures::stream::unfold((), |()| async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Some(((), ()))
+        })
+        .boxed();
+        let mut triggers =
+            futures::stream::select_all([nodes, config_maps, daemon_sets, policies, ticks]);
         let mut simulator = Simulator::default();
-        loop {
+        while triggers.next().await.is_some() {
+            // A burst of events costs one reconcile.
+            while let Some(Some(())) = triggers.next().now_or_never() {}
             if let Err(e) = simulator.reconcile(&client).await {
                 eprintln!("gpusim: {e}");
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 
