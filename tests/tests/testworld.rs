@@ -208,6 +208,29 @@ fn mig_geometry_applies_and_an_invalid_one_fails_without_change() {
 #[test]
 fn an_in_place_config_edit_takes_effect_only_after_the_device_plugin_restarts() {
     let c = world();
+    let set_replicas = |n: u32| {
+        let patch = serde_json::json!({ "data": { "ts-edit": format!("{}\n", time_slicing(n, false).replace("\n    ", "\n")) } }).to_string();
+        c.kubectl_ok(&[
+            "patch",
+            "configmap",
+            SHARING,
+            "-n",
+            "gpu-operator",
+            "--type",
+            "merge",
+            "-p",
+            &patch,
+        ]);
+    };
+    let restart = || {
+        c.kubectl_ok(&[
+            "rollout",
+            "restart",
+            "daemonset/nvidia-device-plugin-daemonset",
+            "-n",
+            "gpu-operator",
+        ])
+    };
     gpu_node(
         c,
         "tw-t4-edit",
@@ -215,36 +238,22 @@ fn an_in_place_config_edit_takes_effect_only_after_the_device_plugin_restarts() 
         1,
         &["nvidia.com/device-plugin.config=ts-edit"],
     );
+    // A known start, whatever an earlier run left: 4 replicas, loaded by a fresh plugin.
+    set_replicas(4);
+    restart();
     c.eventually(
         30,
         || allocatable(c, "tw-t4-edit", "nvidia.com/gpu"),
         |v| v == "4",
     );
-    let patch = serde_json::json!({ "data": { "ts-edit": format!("{}\n", time_slicing(6, false).replace("\n    ", "\n")) } }).to_string();
-    c.kubectl_ok(&[
-        "patch",
-        "configmap",
-        SHARING,
-        "-n",
-        "gpu-operator",
-        "--type",
-        "merge",
-        "-p",
-        &patch,
-    ]);
+    set_replicas(6);
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert_eq!(
         allocatable(c, "tw-t4-edit", "nvidia.com/gpu"),
         "4",
         "the plugin does not watch its ConfigMap"
     );
-    c.kubectl_ok(&[
-        "rollout",
-        "restart",
-        "daemonset/nvidia-device-plugin-daemonset",
-        "-n",
-        "gpu-operator",
-    ]);
+    restart();
     c.eventually(
         30,
         || allocatable(c, "tw-t4-edit", "nvidia.com/gpu"),
