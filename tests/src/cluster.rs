@@ -161,12 +161,19 @@ impl TestCluster {
     /// would create.
     fn prepare(&self) {
         let shared = repo_root().join("..").join("shared").join("upstream");
-        self.kubectl_ok(&[
-            "apply",
-            "--server-side",
-            "-f",
-            path(&shared.join("crds/monitoring.coreos.com_servicemonitors.yaml")),
-        ]);
+        for crd in [
+            "monitoring.coreos.com_servicemonitors",
+            "karpenter.sh_nodepools",
+            "karpenter.sh_nodeclaims",
+            "karpenter.k8s.aws_ec2nodeclasses",
+        ] {
+            self.kubectl_ok(&[
+                "apply",
+                "--server-side",
+                "-f",
+                path(&shared.join(format!("crds/{crd}.yaml"))),
+            ]);
+        }
         // A node without GPUs (the simulator ignores models it does not know) for the
         // operator's own pods: `helm install --wait` needs somewhere to schedule them.
         self.fake_gpu_node("tw-system", "none", 0);

@@ -157,6 +157,14 @@ fn rename_by_default_advertises_shared_gpus() {
 #[test]
 fn mig_geometry_applies_and_an_invalid_one_fails_without_change() {
     let c = world();
+    // The chart's ServiceMonitor and the Karpenter CRDs are there for the stacks that use them.
+    for crd in [
+        "nodepools.karpenter.sh",
+        "ec2nodeclasses.karpenter.k8s.aws",
+        "servicemonitors.monitoring.coreos.com",
+    ] {
+        c.kubectl_ok(&["get", "crd", crd]);
+    }
     gpu_node(
         c,
         "tw-a100-mig",

@@ -40,6 +40,8 @@ struct Loaded {
 struct NodeMemory {
     plugin: Option<Loaded>,
     mig: Option<(String, Option<MigLayout>)>,
+    /// The geometry reported pending, applied on a later pass.
+    mig_pending: Option<String>,
 }
 
 #[derive(Default)]
@@ -198,13 +200,24 @@ impl Simulator {
 
             // The MIG manager.
             let mut extra_labels: Vec<(String, String)> = Vec::new();
+            let state = labels
+                .get("nvidia.com/mig.config.state")
+                .map(String::as_str);
+            let changed = |wanted: &String| {
+                memory
+                    .mig
+                    .as_ref()
+                    .is_none_or(|(applied, _)| applied != wanted)
+            };
             match labels.get("nvidia.com/mig.config") {
-                Some(wanted)
-                    if memory
-                        .mig
-                        .as_ref()
-                        .is_none_or(|(applied, _)| applied != wanted) =>
-                {
+                // A new geometry is first reported pending, then applied on a later pass.
+                Some(wanted) if changed(wanted) && memory.mig_pending.as_ref() != Some(wanted) => {
+                    memory.mig_pending = Some(wanted.clone());
+                    extra_labels.push(("nvidia.com/mig.config.state".into(), "pending".into()));
+                    all_ready = false;
+                }
+                Some(wanted) if changed(wanted) && state == Some("pending") => {
+                    memory.mig_pending = None;
                     let previous = memory.mig.as_ref().and_then(|(_, layout)| layout.clone());
                     let result = match &mig_configs {
                         Some(Ok(configs)) => configs.layout_for(wanted, gpu_model),
