@@ -14,7 +14,9 @@ use crate::graph::{Graph, NodeKind};
 use crate::instances::{
     Instance, InstanceKey, assemble, expand, keep_ignored, recorded, report, store,
 };
-use crate::plan::{Action, Plan, PlanMode, ResourceChange, redact, redacted_attributes};
+use crate::plan::{
+    Action, Plan, PlanMode, ResourceChange, redact, redacted_attributes, sensitive_attributes,
+};
 use crate::progress::Progress;
 use crate::source::{SourceMap, Span};
 use crate::walker::{Steps, walk};
@@ -402,18 +404,8 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                 };
                 let dependencies =
                     crate::plan::resource_dependencies(self.graph, node, self.walk.stack);
-                let sensitive: Vec<String> = self
-                    .walk
-                    .registry
-                    .resource_schema(&resource.type_name)
-                    .map(|s| {
-                        s.attributes
-                            .iter()
-                            .filter(|(_, a)| a.sensitive)
-                            .map(|(k, _)| k.clone())
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let sensitive =
+                    sensitive_attributes(self.walk.registry.resource_schema(&resource.type_name));
                 let redacted =
                     redacted_attributes(self.walk.registry.resource_schema(&resource.type_name));
                 let mut failed = false;
@@ -643,11 +635,20 @@ async fn carry_out(
     };
     let mut diagnostics = Vec::new();
     let new_state = if replace {
+        // In the order the plan chose; if the first step fails nothing changed.
         let create_first = change.actions.first() == Some(&Action::Create);
-        if create_first {
-            let created = apply(None, Some(planned)).await;
-            diagnostics.extend(created.diagnostics);
-            if diagnostics.iter().any(Diagnostic::is_error) {
+        let mut created = None;
+        for (step, create) in [create_first, !create_first].into_iter().enumerate() {
+            let response = if create {
+                apply(None, Some(planned.clone())).await
+            } else {
+                apply(prior.clone(), None).await
+            };
+            diagnostics.extend(response.diagnostics);
+            if create {
+                created = response.new_state;
+            }
+            if step == 0 && diagnostics.iter().any(Diagnostic::is_error) {
                 handle.progress.finish(&change.address, None);
                 return Done {
                     change: Some(change),
@@ -656,25 +657,8 @@ async fn carry_out(
                     diagnostics,
                 };
             }
-            let deleted = apply(prior.clone(), None).await;
-            diagnostics.extend(deleted.diagnostics);
-            created.new_state
-        } else {
-            let deleted = apply(prior.clone(), None).await;
-            diagnostics.extend(deleted.diagnostics);
-            if diagnostics.iter().any(Diagnostic::is_error) {
-                handle.progress.finish(&change.address, None);
-                return Done {
-                    change: Some(change),
-                    new_state: prior,
-                    touched: false,
-                    diagnostics,
-                };
-            }
-            let created = apply(None, Some(planned)).await;
-            diagnostics.extend(created.diagnostics);
-            created.new_state
         }
+        created
     } else {
         let response = apply(prior.clone(), Some(planned)).await;
         diagnostics.extend(response.diagnostics);

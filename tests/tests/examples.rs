@@ -6,9 +6,10 @@
 use gpustack_tests::{gpustack, hcl_files, repo_root};
 use std::path::PathBuf;
 
-fn examples() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(repo_root().join("examples"))
-        .expect("examples/ exists")
+/// The directories directly inside `examples/` or `modules/`, sorted.
+fn subdirs(name: &str) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(repo_root().join(name))
+        .unwrap_or_else(|e| panic!("{name}/: {e}"))
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.is_dir())
@@ -17,11 +18,10 @@ fn examples() -> Vec<PathBuf> {
     dirs
 }
 
-#[test]
-fn every_example_validates() {
-    let examples = examples();
-    assert!(!examples.is_empty());
-    for dir in examples {
+/// Every directory validates, and says so on stdout.
+fn validates(dirs: Vec<PathBuf>) {
+    assert!(!dirs.is_empty());
+    for dir in dirs {
         let output = gpustack(
             &repo_root(),
             &["validate", dir.to_str().unwrap_or_default()],
@@ -34,6 +34,11 @@ fn every_example_validates() {
         );
         assert!(String::from_utf8_lossy(&output.stdout).starts_with("Success!"));
     }
+}
+
+#[test]
+fn every_example_validates() {
+    validates(subdirs("examples"));
 }
 
 #[test]
@@ -162,24 +167,5 @@ fn render_manifests_example_applies_end_to_end() {
 
 #[test]
 fn every_module_validates_on_its_own() {
-    let mut modules: Vec<PathBuf> = std::fs::read_dir(repo_root().join("modules"))
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    modules.sort();
-    assert!(!modules.is_empty());
-    for dir in modules {
-        let output = gpustack(
-            &repo_root(),
-            &["validate", dir.to_str().unwrap_or_default()],
-        );
-        assert!(
-            output.status.success(),
-            "{} does not validate:\n{}",
-            dir.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    validates(subdirs("modules"));
 }

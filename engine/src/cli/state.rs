@@ -380,16 +380,8 @@ pub fn import(
             "{address} is already managed; remove it with gpustack state rm first to import another object there"
         ));
     }
-    let sensitive = registry
-        .resource_schema(&instance.type_name)
-        .map(|s| {
-            s.attributes
-                .iter()
-                .filter(|(_, a)| a.sensitive)
-                .map(|(k, _)| k.clone())
-                .collect()
-        })
-        .unwrap_or_default();
+    let sensitive =
+        gpustack::plan::sensitive_attributes(registry.resource_schema(&instance.type_name));
     state.resources.push(ResourceState {
         address: address.to_owned(),
         mode: ResourceMode::Managed,

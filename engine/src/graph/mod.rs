@@ -490,17 +490,7 @@ fn add_depends_on_edges(b: &mut Builder<'_>) {
                 continue;
             };
             for reference in depends_on.iter() {
-                let targets = depends_on_targets(b, i, &reference.parts);
-                if targets.is_empty() {
-                    b.diags.error(
-                        reference.span,
-                        "Invalid depends_on reference",
-                        format!(
-                            "\"{}\" is not declared in this module.",
-                            reference.parts.join(".")
-                        ),
-                    );
-                }
+                let targets = depends_on_targets(b, i, reference);
                 for target in targets {
                     b.edge(target, node, Some(reference.span));
                 }
@@ -509,15 +499,31 @@ fn add_depends_on_edges(b: &mut Builder<'_>) {
     }
 }
 
-/// A module in depends_on means everything inside it.
-fn depends_on_targets(b: &Builder<'_>, module: usize, parts: &[String]) -> Vec<NodeIndex> {
-    match parts {
+/// What a depends_on entry points at (a module means everything inside it); an entry that
+/// points at nothing is reported.
+fn depends_on_targets(
+    b: &mut Builder<'_>,
+    module: usize,
+    reference: &crate::config::Reference,
+) -> Vec<NodeIndex> {
+    let targets = match reference.parts.as_slice() {
         [root, call, ..] if root == "module" => match b.stack.modules[module].children.get(call) {
             Some(&child) => b.subtree_nodes(child),
             None => Vec::new(),
         },
-        _ => b.resolve(module, parts),
+        parts => b.resolve(module, parts),
+    };
+    if targets.is_empty() {
+        b.diags.error(
+            reference.span,
+            "Invalid depends_on reference",
+            format!(
+                "\"{}\" is not declared in this module.",
+                reference.parts.join(".")
+            ),
+        );
     }
+    targets
 }
 
 fn add_module_depends_on_edges(b: &mut Builder<'_>) {
@@ -531,17 +537,7 @@ fn add_module_depends_on_edges(b: &mut Builder<'_>) {
             }
             let inside: Vec<NodeIndex> = b.subtree_nodes(child);
             for reference in &call.depends_on {
-                let targets = depends_on_targets(b, i, &reference.parts);
-                if targets.is_empty() {
-                    b.diags.error(
-                        reference.span,
-                        "Invalid depends_on reference",
-                        format!(
-                            "\"{}\" is not declared in this module.",
-                            reference.parts.join(".")
-                        ),
-                    );
-                }
+                let targets = depends_on_targets(b, i, reference);
                 for &target in &targets {
                     for &node in &inside {
                         b.edge(target, node, Some(reference.span));

@@ -279,6 +279,19 @@ fn is_redacted(value: &Value) -> bool {
         .is_some_and(|s| s.len() == 71 && s.starts_with("sha256:"))
 }
 
+/// The attributes of a schema whose values are secrets.
+pub fn sensitive_attributes(schema: Option<&gpustack_protocol::Schema>) -> Vec<String> {
+    schema
+        .map(|s| {
+            s.attributes
+                .iter()
+                .filter(|(_, a)| a.sensitive)
+                .map(|(k, _)| k.clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The attributes of a schema whose values are secrets that configuration sets.
 pub fn redacted_attributes(schema: Option<&gpustack_protocol::Schema>) -> Vec<String> {
     schema

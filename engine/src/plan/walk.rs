@@ -6,7 +6,7 @@
 
 use super::{
     Action, OutputChange, Plan, ResourceChange, Snapshot, config_hash, redact, redacted_attributes,
-    sensitive_marks, split_unknowns,
+    sensitive_attributes, sensitive_marks, split_unknowns,
 };
 use crate::config::{Resource, ResourceMode};
 use crate::diag::Diag;
@@ -510,16 +510,8 @@ impl Planner<'_, '_> {
                     .map(|p| self.graph.graph[*p].address(self.walk.stack))
                     .unwrap_or_default();
                 let dependencies = resource_dependencies(self.graph, node, self.walk.stack);
-                let schema = self.walk.registry.resource_schema(&resource.type_name);
-                let sensitive: Vec<String> = schema
-                    .map(|s| {
-                        s.attributes
-                            .iter()
-                            .filter(|(_, a)| a.sensitive)
-                            .map(|(k, _)| k.clone())
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let sensitive =
+                    sensitive_attributes(self.walk.registry.resource_schema(&resource.type_name));
                 let value = assemble(instances.iter().map(|i| (&i.key, i.planned.clone())));
                 if resource.mode == ResourceMode::Managed {
                     for instance in &instances {
