@@ -189,17 +189,7 @@ async fn apply_with(
         state.unwrap_or_else(|| State::new(gpustack_state::new_lineage(), crate::version::VERSION));
     let mut counts = Counts::default();
     if !session.diags.has_errors() {
-        let Session {
-            registry,
-            sources,
-            stack,
-            graph,
-            inputs,
-            diags,
-            ..
-        } = &mut session;
-        let mut walk_state = Walk::new(stack, registry, sources, diags);
-        walk_state.unset_computed = Value::Null;
+        let (mut walk_state, graph, inputs) = session.provider_walk();
         let mut ledger = Ledger {
             state: &mut state,
             persist,
@@ -482,11 +472,7 @@ impl Applier<'_, '_, '_, '_, '_> {
             .get(&node)
             .and_then(|p| self.providers.get(p))
             .cloned();
-        let schema = match r.mode {
-            ResourceMode::Managed => self.walk.registry.resource_schema(&r.type_name),
-            ResourceMode::Data => self.walk.registry.data_source_schema(&r.type_name),
-        }
-        .cloned();
+        let schema = crate::instances::schema_of(self.walk.registry, r).cloned();
         let (Some(handle), Some(schema)) = (handle, schema) else {
             self.failed.insert(node);
             self.mark_handled(node);

@@ -668,10 +668,7 @@ impl<'a> Walk<'a> {
         r: &Resource,
         provider: &str,
     ) -> (Value, Option<Vec<String>>) {
-        let schema = match r.mode {
-            ResourceMode::Managed => self.registry.resource_schema(&r.type_name),
-            ResourceMode::Data => self.registry.data_source_schema(&r.type_name),
-        };
+        let schema = crate::instances::schema_of(self.registry, r);
         let Some(schema) = schema.cloned() else {
             let (what, types): (&str, Vec<&str>) = match r.mode {
                 ResourceMode::Managed => ("resource", self.registry.resource_types().collect()),

@@ -6,7 +6,8 @@ use crate::diag::{Diag, Diags};
 use crate::evaluate::{Expansion, Repetition, Walk};
 use crate::plan::strip_instance_key;
 use crate::source::Span;
-use gpustack_protocol::{Diagnostic, Value};
+use gpustack_protocol::{Diagnostic, Schema, Value};
+use gpustack_providers::Registry;
 use gpustack_state::ResourceState;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,6 +147,14 @@ pub(crate) fn recorded<'s>(
         )
     } else {
         instances.first().map_or(Value::Unknown, |s| value_of(s))
+    }
+}
+
+/// The schema of a resource or data source block, by its mode and type.
+pub(crate) fn schema_of<'r>(registry: &'r Registry, r: &Resource) -> Option<&'r Schema> {
+    match r.mode {
+        ResourceMode::Managed => registry.resource_schema(&r.type_name),
+        ResourceMode::Data => registry.data_source_schema(&r.type_name),
     }
 }
 

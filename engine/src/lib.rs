@@ -82,6 +82,23 @@ pub struct Session {
 }
 
 impl Session {
+    /// A walk whose decoded resources are configuration for providers (unset computed
+    /// attributes null, not unknown), with the graph and inputs it walks.
+    pub(crate) fn provider_walk(&mut self) -> (evaluate::Walk<'_>, &Graph, &Inputs) {
+        let Session {
+            registry,
+            sources,
+            stack,
+            graph,
+            inputs,
+            diags,
+            ..
+        } = self;
+        let mut walk = evaluate::Walk::new(stack, registry, sources, diags);
+        walk.unset_computed = gpustack_protocol::Value::Null;
+        (walk, graph, inputs)
+    }
+
     /// Loads `dir` from `files` (the disk, or a plan's snapshot) and builds its graph.
     pub fn open(dir: &Path, files: &config::Files, inputs: InputSource<'_>) -> Self {
         Self::open_with(Registry::builtin(), dir, files, inputs)
@@ -163,17 +180,8 @@ pub async fn plan(
     }
     let files = session.snapshot_files();
     let result = {
-        let Session {
-            dir,
-            registry,
-            sources,
-            stack,
-            graph,
-            inputs,
-            diags,
-            ..
-        } = &mut session;
-        let mut walk = evaluate::Walk::new(stack, registry, sources, diags);
+        let stack_dir = session.dir.to_string_lossy().into_owned();
+        let (mut walk, graph, inputs) = session.provider_walk();
         walk.check_inputs(inputs);
         walk.check_settings();
         let planned = plan::plan(
@@ -183,13 +191,14 @@ pub async fn plan(
             state,
             options,
             plan::Snapshot {
-                stack_dir: dir.to_string_lossy().into_owned(),
+                stack_dir,
                 files,
                 variables: Default::default(),
             },
         )
         .await;
-        let variables: indexmap::IndexMap<String, serde_json::Value> = stack
+        let variables: indexmap::IndexMap<String, serde_json::Value> = walk
+            .stack
             .root()
             .variables
             .keys()

@@ -107,7 +107,6 @@ pub(crate) async fn plan<'a>(
     snapshot: Snapshot,
 ) -> Option<Plan> {
     let allowed = targets(walk, graph, &options.targets);
-    walk.unset_computed = Value::Null;
     let mut planner = Planner {
         walk,
         graph,
@@ -363,11 +362,7 @@ impl Planner<'_, '_> {
             self.failed.insert(node);
             return None;
         };
-        let schema = match r.mode {
-            ResourceMode::Managed => self.walk.registry.resource_schema(&r.type_name),
-            ResourceMode::Data => self.walk.registry.data_source_schema(&r.type_name),
-        }
-        .cloned();
+        let schema = crate::instances::schema_of(self.walk.registry, r).cloned();
         let Some(schema) = schema else {
             self.failed.insert(node);
             return None;
