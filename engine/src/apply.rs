@@ -647,8 +647,13 @@ async fn carry_out(
         created
     } else {
         let response = apply(prior.clone(), Some(planned)).await;
+        let failed = response.diagnostics.iter().any(Diagnostic::is_error);
         diagnostics.extend(response.diagnostics);
-        response.new_state
+        // A failed update never drops the object from the state, whatever the provider says.
+        match response.new_state {
+            None if failed => prior.clone(),
+            state => state,
+        }
     };
     let ok = diagnostics.iter().all(|d| !d.is_error());
     handle

@@ -126,13 +126,19 @@ fn fields(out: &mut String, style: &Style, change: &ResourceChange) {
                         key.clone(),
                         UNKNOWN.to_owned(),
                     )),
+                    (None, Some(n), false) if !sensitive && n.is_object() => {
+                        let mut block = String::from("{\n");
+                        whole_value(&mut block, 10, &style.symbol(&[Action::Create]), n);
+                        block.push_str("        }");
+                        Some((style.symbol(&[Action::Create]), key.clone(), block))
+                    }
                     (None, Some(n), false) => {
                         Some((style.symbol(&[Action::Create]), key.clone(), shown(n)))
                     }
                     (Some(o), _, true) => Some((
                         style.symbol(&[Action::Update]),
                         key.clone(),
-                        format!("{} -> {UNKNOWN}{note}", shown(o)),
+                        format!("{} -> {UNKNOWN}{note}", abbreviated(&shown(o))),
                     )),
                     (Some(o), None, false) => Some((
                         style.symbol(&[Action::Delete]),
@@ -149,24 +155,22 @@ fn fields(out: &mut String, style: &Style, change: &ResourceChange) {
                             Some((" ".into(), key.clone(), shown(o)))
                         }
                     }
+                    (Some(o), Some(n), false) if !sensitive && o.is_object() && n.is_object() => {
+                        let mut block = String::from("{\n");
+                        nested_diff(&mut block, style, 10, o, n);
+                        block.push_str("        }");
+                        Some((
+                            style.symbol(&[Action::Update]),
+                            key.clone(),
+                            format!("{block}{note}"),
+                        ))
+                    }
                     (Some(o), Some(n), false) => {
                         if let (Some(a), Some(b)) = (o.as_str(), n.as_str())
                             && (a.contains('\n') || b.contains('\n'))
                             && !sensitive
                         {
-                            let mut diff = String::from("<<-EOT\n");
-                            for change in similar::TextDiff::from_lines(a, b).iter_all_changes() {
-                                let sign = match change.tag() {
-                                    similar::ChangeTag::Delete => style.paint("31", "-"),
-                                    similar::ChangeTag::Insert => style.paint("32", "+"),
-                                    similar::ChangeTag::Equal => " ".into(),
-                                };
-                                let _ = write!(diff, "            {sign} {}", change.value());
-                                if !change.value().ends_with('\n') {
-                                    diff.push('\n');
-                                }
-                            }
-                            diff.push_str("        EOT");
+                            let diff = line_diff(style, 12, a, b);
                             return Some((
                                 style.symbol(&[Action::Update]),
                                 key.clone(),
@@ -186,6 +190,155 @@ fn fields(out: &mut String, style: &Style, change: &ResourceChange) {
     let width = rows.iter().map(|(_, k, _)| k.len()).max().unwrap_or(0);
     for (symbol, key, text) in rows {
         let _ = writeln!(out, "      {symbol} {key:<width$} = {text}");
+    }
+}
+
+/// The members of two objects that differ, one line each, nested objects as nested blocks;
+/// the unchanged ones are counted, not shown.
+fn nested_diff(
+    out: &mut String,
+    style: &Style,
+    indent: usize,
+    old: &serde_json::Value,
+    new: &serde_json::Value,
+) {
+    let empty = serde_json::Map::new();
+    let before = old.as_object().unwrap_or(&empty);
+    let after = new.as_object().unwrap_or(&empty);
+    let mut keys: Vec<&String> = before.keys().chain(after.keys()).collect();
+    keys.dedup();
+    let mut seen = std::collections::HashSet::new();
+    let mut unchanged = 0;
+    let pad = " ".repeat(indent);
+    for key in keys {
+        if !seen.insert(key) {
+            continue;
+        }
+        let shown_key = show_key(key);
+        match (before.get(key), after.get(key)) {
+            (Some(o), Some(n)) if o == n => unchanged += 1,
+            (Some(o), Some(n)) if o.is_object() && n.is_object() => {
+                let _ = writeln!(
+                    out,
+                    "{pad}{} {shown_key} = {{",
+                    style.symbol(&[Action::Update])
+                );
+                nested_diff(out, style, indent + 4, o, n);
+                let _ = writeln!(out, "{pad}  }}");
+            }
+            (Some(o), Some(n))
+                if o.as_str().is_some_and(|a| a.contains('\n'))
+                    || n.as_str().is_some_and(|b| b.contains('\n')) =>
+            {
+                let diff = line_diff(
+                    style,
+                    indent + 4,
+                    o.as_str().unwrap_or(""),
+                    n.as_str().unwrap_or(""),
+                );
+                let _ = writeln!(
+                    out,
+                    "{pad}{} {shown_key} = {diff}",
+                    style.symbol(&[Action::Update])
+                );
+            }
+            (Some(o), Some(n)) => {
+                let _ = writeln!(
+                    out,
+                    "{pad}{} {shown_key} = {} -> {}",
+                    style.symbol(&[Action::Update]),
+                    show(o),
+                    show(n)
+                );
+            }
+            (None, Some(n)) => {
+                let _ = writeln!(
+                    out,
+                    "{pad}{} {shown_key} = {}",
+                    style.symbol(&[Action::Create]),
+                    show(n)
+                );
+            }
+            (Some(o), None) => {
+                let _ = writeln!(
+                    out,
+                    "{pad}{} {shown_key} = {} -> null",
+                    style.symbol(&[Action::Delete]),
+                    show(o)
+                );
+            }
+            (None, None) => {}
+        }
+    }
+    if unchanged > 0 {
+        let _ = writeln!(
+            out,
+            "{pad}  # ({unchanged} unchanged {} hidden)",
+            if unchanged == 1 {
+                "attribute"
+            } else {
+                "attributes"
+            }
+        );
+    }
+}
+
+/// A long object or list that is about to be recomputed: its old value is not worth a screen.
+fn abbreviated(text: &str) -> String {
+    match text.chars().next() {
+        Some('{') if text.len() > 80 => "{ ... }".to_owned(),
+        Some('[') if text.len() > 80 => "[ ... ]".to_owned(),
+        _ => text.to_owned(),
+    }
+}
+
+/// A heredoc of the lines that differ between two multi-line strings.
+fn line_diff(style: &Style, indent: usize, a: &str, b: &str) -> String {
+    let pad = " ".repeat(indent);
+    let mut diff = String::from("<<-EOT\n");
+    for change in similar::TextDiff::from_lines(a, b).iter_all_changes() {
+        let sign = match change.tag() {
+            similar::ChangeTag::Delete => style.paint("31", "-"),
+            similar::ChangeTag::Insert => style.paint("32", "+"),
+            similar::ChangeTag::Equal => " ".into(),
+        };
+        let _ = write!(diff, "{pad}{sign} {}", change.value());
+        if !change.value().ends_with('\n') {
+            diff.push('\n');
+        }
+    }
+    let _ = write!(diff, "{}EOT", " ".repeat(indent.saturating_sub(4)));
+    diff
+}
+
+/// Every member of an object that is created or destroyed, nested objects as nested blocks.
+fn whole_value(out: &mut String, indent: usize, symbol: &str, value: &serde_json::Value) {
+    let pad = " ".repeat(indent);
+    for (key, v) in value.as_object().into_iter().flatten() {
+        let shown_key = show_key(key);
+        if v.is_object() {
+            let _ = writeln!(out, "{pad}{symbol} {shown_key} = {{");
+            whole_value(out, indent + 4, symbol, v);
+            let _ = writeln!(out, "{pad}  }}");
+        } else {
+            let _ = writeln!(out, "{pad}{symbol} {shown_key} = {}", show(v));
+        }
+    }
+}
+
+/// Object keys as HCL writes them: bare when they are identifiers, quoted otherwise.
+fn show_key(key: &str) -> String {
+    let bare = key
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare {
+        key.to_owned()
+    } else {
+        serde_json::Value::String(key.to_owned()).to_string()
     }
 }
 
@@ -254,6 +407,13 @@ pub fn plan_text(plan: &Plan, color: bool) -> String {
         for change in changes {
             change_block(&mut out, &style, change, describe(change));
         }
+    }
+    if !plan.gpu_capacity.is_empty() {
+        let _ = writeln!(out, "{}", style.paint("1", "GPU capacity:"));
+        for line in &plan.gpu_capacity {
+            let _ = writeln!(out, "  {}", line.text());
+        }
+        out.push('\n');
     }
     let (add, change, destroy) = plan.counts();
     let _ = writeln!(
@@ -337,6 +497,7 @@ pub fn plan_json(plan: &Plan) -> serde_json::Value {
             let after = if o.sensitive { serde_json::Value::String(SENSITIVE.into()) } else { o.after.clone() };
             (name.clone(), serde_json::json!({ "actions": o.actions, "after": after, "after_unknown": o.after_unknown, "sensitive": o.sensitive }))
         }).collect::<serde_json::Map<_, _>>(),
+        "gpu_capacity": plan.gpu_capacity,
         "summary": { "add": add, "change": change, "destroy": destroy, "drifted": plan.resource_drift.len() },
         "has_changes": plan.has_changes(),
     })
@@ -368,6 +529,22 @@ pub fn plan_markdown(plan: &Plan) -> String {
                 reason(c)
                     .unwrap_or_default()
                     .trim_matches(|ch| ch == '(' || ch == ')')
+            );
+        }
+    }
+    if !plan.gpu_capacity.is_empty() {
+        out.push_str("\n**GPU capacity**\n\n| Where | Resource | Before | After | Why |\n|---|---|---|---|---|\n");
+        for line in &plan.gpu_capacity {
+            let amount =
+                |n: Option<f64>| n.map_or_else(|| "0".to_owned(), gpustack_protocol::format_number);
+            let _ = writeln!(
+                out,
+                "| {} | `{}` | {} | {} | {} |",
+                line.change.scope,
+                line.change.resource,
+                amount(line.change.before),
+                amount(line.change.after),
+                line.change.detail
             );
         }
     }

@@ -67,5 +67,9 @@ resource "gpu_smoke_test" "vector_add" {
   pods         = 4
   gpus_per_pod = 1
   same_node    = true
-  depends_on   = [module.time_slicing]
+  # A new sharing config is a new GPU setup: test it again.
+  triggers = {
+    config = module.time_slicing.config_hash
+  }
+  depends_on = [module.time_slicing]
 }

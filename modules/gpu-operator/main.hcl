@@ -2,6 +2,15 @@
 # "cluster-policy"; sharing modules patch its device-plugin fields.
 
 locals {
+  # A local path (relative or absolute, a directory or a .tgz) or an OCI reference is used as
+  # is; helm would look a name up in the repository instead.
+  chart_is_local_or_oci = anytrue([
+    startswith(var.chart, "oci://"),
+    startswith(var.chart, "."),
+    startswith(var.chart, "/"),
+    endswith(var.chart, ".tgz"),
+  ])
+
   values = {
     driver = {
       enabled = var.driver_enabled
@@ -27,7 +36,7 @@ locals {
 resource "helm_release" "operator" {
   name             = "gpu-operator"
   chart            = var.chart
-  repository       = startswith(var.chart, "oci://") || startswith(var.chart, ".") ? null : var.repository
+  repository       = local.chart_is_local_or_oci ? null : var.repository
   version          = var.chart_version
   namespace        = var.namespace
   create_namespace = true

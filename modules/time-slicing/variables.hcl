@@ -29,8 +29,19 @@ variable "config_key" {
 }
 
 variable "resource_name" {
-  type    = string
-  default = "nvidia.com/gpu"
+  type        = string
+  default     = "nvidia.com/gpu"
+  description = "The resource to share: nvidia.com/gpu, or a MIG resource such as nvidia.com/mig-1g.10gb (mixed strategy only)."
+
+  validation {
+    condition     = var.resource_name == "nvidia.com/gpu" || startswith(var.resource_name, "nvidia.com/mig-")
+    error_message = "resource_name must be nvidia.com/gpu or a MIG resource nvidia.com/mig-<profile>."
+  }
+
+  validation {
+    condition     = !startswith(var.resource_name, "nvidia.com/mig-") || var.mig_strategy == "mixed"
+    error_message = "Time-slicing a MIG resource needs mig_strategy = \"mixed\": only the mixed strategy advertises nvidia.com/mig-<profile>."
+  }
 }
 
 variable "rename_by_default" {
@@ -51,5 +62,22 @@ variable "mig_strategy" {
   validation {
     condition     = contains(["none", "single", "mixed"], var.mig_strategy)
     error_message = "mig_strategy must be none, single or mixed."
+  }
+}
+
+variable "node_names" {
+  type        = list(string)
+  default     = []
+  description = "Nodes to time-slice, by name. Empty: every GPU node (the ClusterPolicy default). Otherwise only these nodes are labelled with config_key, and the others fall back to unshared_config_key."
+}
+
+variable "unshared_config_key" {
+  type        = string
+  default     = "unshared"
+  description = "Key of the config without sharing that nodes outside node_names use; only written when node_names is set."
+
+  validation {
+    condition     = var.unshared_config_key != var.config_key
+    error_message = "unshared_config_key must differ from config_key."
   }
 }

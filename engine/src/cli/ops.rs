@@ -411,6 +411,7 @@ fn empty_plan() -> Plan {
         resource_changes: vec![],
         resource_drift: vec![],
         output_changes: Default::default(),
+        gpu_capacity: vec![],
         snapshot: gpustack::plan::Snapshot {
             stack_dir: String::new(),
             files: Default::default(),

@@ -105,7 +105,34 @@ pub struct Plan {
     /// Changes found by refresh: objects that differ from what the state recorded.
     pub resource_drift: Vec<ResourceChange>,
     pub output_changes: IndexMap<String, OutputChange>,
+    /// What the changes do to the GPU resources nodes advertise (DESIGN §1).
+    #[serde(default)]
+    pub gpu_capacity: Vec<CapacityLine>,
     pub snapshot: Snapshot,
+}
+
+/// One line of the GPU capacity section, with the change that causes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityLine {
+    pub address: String,
+    #[serde(flatten)]
+    pub change: gpustack_protocol::CapacityChange,
+}
+
+impl CapacityLine {
+    /// `node tw-t4 (1× Tesla-T4): nvidia.com/gpu 10 → 4 (time-slicing ×4)`.
+    pub fn text(&self) -> String {
+        let amount =
+            |n: Option<f64>| n.map_or_else(|| "0".to_owned(), gpustack_protocol::format_number);
+        format!(
+            "{}: {} {} → {} ({})",
+            self.change.scope,
+            self.change.resource,
+            amount(self.change.before),
+            amount(self.change.after),
+            self.change.detail
+        )
+    }
 }
 
 impl Plan {

@@ -78,6 +78,7 @@ struct PlannedInstance {
     prior: Option<Value>,
     planned: Value,
     requires_replace: Vec<String>,
+    capacity: Vec<gpustack_protocol::CapacityChange>,
 }
 
 struct Planner<'w, 'a> {
@@ -92,6 +93,7 @@ struct Planner<'w, 'a> {
     /// Config addresses the plan is limited to (`--target` and their dependencies); None: all.
     allowed: Option<HashSet<NodeIndex>>,
     changes: Vec<ResourceChange>,
+    capacity: Vec<crate::plan::CapacityLine>,
     /// Config addresses of resources seen in configuration, for finding orphans.
     configured: HashSet<String>,
 }
@@ -118,6 +120,7 @@ pub(crate) async fn plan<'a>(
         failed: HashSet::new(),
         allowed,
         changes: Vec::new(),
+        capacity: Vec::new(),
         configured: HashSet::new(),
     };
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -141,6 +144,11 @@ pub(crate) async fn plan<'a>(
         return None;
     }
     let output_changes = planner.output_changes();
+    let mut gpu_capacity = match mode {
+        PlanMode::Normal => std::mem::take(&mut planner.capacity),
+        _ => Vec::new(),
+    };
+    gpu_capacity.sort_by(|a, b| (&a.change.scope, &a.address).cmp(&(&b.change.scope, &b.address)));
     Some(Plan {
         format_version: super::FORMAT_VERSION.into(),
         gpustack_version: crate::version::VERSION.into(),
@@ -151,6 +159,7 @@ pub(crate) async fn plan<'a>(
         resource_changes,
         resource_drift: drift,
         output_changes,
+        gpu_capacity,
         snapshot,
     })
 }
@@ -419,6 +428,7 @@ impl Planner<'_, '_> {
                                     prior,
                                     planned: response.planned_state,
                                     requires_replace: response.requires_replace,
+                                    capacity: response.capacity,
                                 },
                                 response.diagnostics,
                             )
@@ -435,6 +445,7 @@ impl Planner<'_, '_> {
                                     prior: None,
                                     planned: response.state,
                                     requires_replace: vec![],
+                                    capacity: vec![],
                                 },
                                 response.diagnostics,
                             )
@@ -446,6 +457,7 @@ impl Planner<'_, '_> {
                                 prior: None,
                                 planned: Value::Unknown,
                                 requires_replace: vec![],
+                                capacity: vec![],
                             },
                             vec![],
                         ),
@@ -518,6 +530,12 @@ impl Planner<'_, '_> {
                             &sensitive,
                             n.span,
                         );
+                        self.capacity.extend(instance.capacity.iter().map(|c| {
+                            crate::plan::CapacityLine {
+                                address: instance.address.clone(),
+                                change: c.clone(),
+                            }
+                        }));
                         self.changes.push(change);
                     }
                 }

@@ -1,12 +1,20 @@
 use crate::check::{Checker, provider_config};
+use crate::objects::strip_nulls;
 use gpustack_protocol::{
-    Attribute, GetSchemaRequest, GetSchemaResponse, Provider, ProviderSchema, Schema, Type,
-    ValidateResourceConfigRequest, ValidateResourceConfigResponse,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest,
+    Diagnostic, GetSchemaRequest, GetSchemaResponse, PlanResourceChangeRequest,
+    PlanResourceChangeResponse, Provider, ProviderSchema, ReadResourcesRequest,
+    ReadResourcesResponse, Schema, Type, ValidateResourceConfigRequest,
+    ValidateResourceConfigResponse, Value,
 };
+use serde_json::Value as Json;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Helm releases through the `helm` CLI.
 pub(crate) struct Helm;
 
+#[async_trait::async_trait]
 impl Provider for Helm {
     fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
         let config = provider_config("Helm releases through the helm CLI (3.x or 4.x).")
@@ -68,6 +76,397 @@ impl Provider for Helm {
         }
         ValidateResourceConfigResponse {
             diagnostics: check.diagnostics,
+        }
+    }
+
+    async fn configure(
+        &self,
+        request: ConfigureRequest,
+    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        HelmCli::find(&request.config)
+            .await
+            .map(|cli| Arc::new(cli) as Arc<dyn Provider>)
+            .map_err(|d| vec![d])
+    }
+}
+
+/// The provider configured: a helm binary and the cluster it talks to.
+struct HelmCli {
+    binary: PathBuf,
+    kubeconfig: Option<PathBuf>,
+    context: Option<String>,
+    /// 3 or 4: Helm 4 renamed --atomic to --rollback-on-failure.
+    major: u32,
+}
+
+const COMPUTED: [&str; 3] = ["revision", "status", "app_version"];
+
+fn attribute<'a>(state: &'a Value, name: &str) -> Option<&'a Value> {
+    state
+        .as_object()
+        .and_then(|o| o.get(name))
+        .filter(|v| !v.is_null())
+}
+
+fn text<'a>(state: &'a Value, name: &str) -> Option<&'a str> {
+    attribute(state, name).and_then(Value::as_str)
+}
+
+fn set(state: &mut Value, name: &str, value: Value) {
+    if let Value::Object(o) = state {
+        o.insert(name.to_owned(), value);
+    }
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    })
+}
+
+/// The release's values as configured, in the shape `helm get values -o json` answers.
+fn values_of(state: &Value) -> Value {
+    match attribute(state, "values") {
+        Some(v) if v.is_wholly_known() => Value::from_json(&strip_nulls(&v.to_json())),
+        Some(v) => v.clone(),
+        None => Value::Object(Default::default()),
+    }
+}
+
+/// A chart from a directory or archive: helm ignores `version` for it, so must drift.
+fn is_local_chart(chart: &str) -> bool {
+    chart.starts_with('.') || chart.starts_with('/') || chart.ends_with(".tgz")
+}
+
+fn namespace_of(state: &Value) -> String {
+    text(state, "namespace").unwrap_or("default").to_owned()
+}
+
+impl HelmCli {
+    async fn find(config: &Value) -> Result<Self, Diagnostic> {
+        let binary = match text(config, "helm_binary") {
+            Some(path) => PathBuf::from(path),
+            None => on_path("helm").ok_or_else(|| {
+                Diagnostic::error(
+                    "helm is not installed",
+                    "The helm provider drives Helm through its CLI, and no `helm` is on PATH. Install Helm 3 or 4 (https://helm.sh/docs/intro/install/), or set helm_binary in the provider \"helm\" block.",
+                )
+            })?,
+        };
+        let output = tokio::process::Command::new(&binary)
+            .args(["version", "--template", "{{.Version}}"])
+            .output()
+            .await
+            .map_err(|e| {
+                Diagnostic::error(
+                    "Cannot run helm",
+                    format!("{}: {e}. Install Helm 3 or 4 (https://helm.sh/docs/intro/install/) or fix helm_binary.", binary.display()),
+                )
+            })?;
+        let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        let major = version
+            .trim_start_matches('v')
+            .split('.')
+            .next()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0);
+        if !(3..=4).contains(&major) {
+            return Err(Diagnostic::error(
+                "Unsupported helm version",
+                format!(
+                    "{} reports version \"{version}\"; gpustack works with Helm 3 and 4.",
+                    binary.display()
+                ),
+            ));
+        }
+        Ok(Self {
+            binary,
+            kubeconfig: crate::cluster::kubeconfig_path(config).filter(|p| p.exists()),
+            context: text(config, "context").map(str::to_owned),
+            major,
+        })
+    }
+
+    /// Runs helm against the configured cluster; stdout on success, a diagnostic with helm's
+    /// own message otherwise.
+    async fn run(&self, args: &[String]) -> Result<String, String> {
+        let mut command = tokio::process::Command::new(&self.binary);
+        if let Some(kubeconfig) = &self.kubeconfig {
+            command.arg("--kubeconfig").arg(kubeconfig);
+        }
+        if let Some(context) = &self.context {
+            command.args(["--kube-context", context]);
+        }
+        let output = command
+            .args(args)
+            .kill_on_drop(true)
+            .output()
+            .await
+            .map_err(|e| format!("cannot run {}: {e}", self.binary.display()))?;
+        if output.status.success() {
+            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+        }
+    }
+
+    /// The live release as state: `None` when it is not installed.
+    async fn live(&self, prior: &Value) -> Result<Option<Value>, String> {
+        let name = text(prior, "name").unwrap_or_default().to_owned();
+        let namespace = namespace_of(prior);
+        let status = match self
+            .run(&[
+                "status".into(),
+                name.clone(),
+                "-n".into(),
+                namespace.clone(),
+                "-o".into(),
+                "json".into(),
+            ])
+            .await
+        {
+            Ok(out) => out,
+            Err(e) if e.contains("not found") => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let status: Json =
+            serde_json::from_str(&status).map_err(|e| format!("helm status: {e}"))?;
+        let values = self
+            .run(&[
+                "get".into(),
+                "values".into(),
+                name,
+                "-n".into(),
+                namespace,
+                "-o".into(),
+                "json".into(),
+            ])
+            .await?;
+        let values: Json = serde_json::from_str(values.trim()).unwrap_or(Json::Null);
+        let values = if values.is_null() {
+            Json::Object(Default::default())
+        } else {
+            values
+        };
+        let mut state = prior.clone();
+        set(&mut state, "values", Value::from_json(&values));
+        if let Some(revision) = status.get("version").and_then(Json::as_f64) {
+            set(&mut state, "revision", Value::Number(revision));
+        }
+        if let Some(s) = status.pointer("/info/status").and_then(Json::as_str) {
+            set(&mut state, "status", Value::string(s));
+        }
+        if let Some(v) = status
+            .pointer("/chart/metadata/appVersion")
+            .and_then(Json::as_str)
+        {
+            set(&mut state, "app_version", Value::string(v));
+        }
+        if text(prior, "version").is_some()
+            && !is_local_chart(text(prior, "chart").unwrap_or_default())
+            && let Some(v) = status
+                .pointer("/chart/metadata/version")
+                .and_then(Json::as_str)
+        {
+            set(&mut state, "version", Value::string(v));
+        }
+        Ok(Some(state))
+    }
+
+    async fn upgrade(&self, planned: &Value) -> Result<Value, String> {
+        let name = text(planned, "name").unwrap_or_default().to_owned();
+        let namespace = namespace_of(planned);
+        let mut values_file = tempfile::Builder::new()
+            .prefix("gpustack-values-")
+            .suffix(".json")
+            .tempfile()
+            .map_err(|e| format!("cannot write the values file: {e}"))?;
+        std::io::Write::write_all(
+            &mut values_file,
+            values_of(planned).to_json().to_string().as_bytes(),
+        )
+        .map_err(|e| format!("cannot write the values file: {e}"))?;
+        let mut args: Vec<String> = vec![
+            "upgrade".into(),
+            "--install".into(),
+            name,
+            text(planned, "chart").unwrap_or_default().into(),
+            "-n".into(),
+            namespace,
+            "-f".into(),
+            values_file.path().display().to_string(),
+            // Values are exactly what the stack says, never merged with an earlier release's.
+            "--reset-values".into(),
+        ];
+        if let Some(repository) = text(planned, "repository") {
+            args.extend(["--repo".into(), repository.into()]);
+        }
+        if let Some(version) = text(planned, "version") {
+            args.extend(["--version".into(), version.into()]);
+        }
+        if attribute(planned, "create_namespace").and_then(Value::as_bool) == Some(true) {
+            args.push("--create-namespace".into());
+        }
+        if attribute(planned, "atomic").and_then(Value::as_bool) == Some(true) {
+            args.push(
+                if self.major >= 4 {
+                    "--rollback-on-failure"
+                } else {
+                    "--atomic"
+                }
+                .into(),
+            );
+        }
+        if attribute(planned, "wait").and_then(Value::as_bool) == Some(true) {
+            args.push("--wait".into());
+        }
+        if let Some(timeout) = text(planned, "timeout") {
+            args.extend(["--timeout".into(), timeout.into()]);
+        }
+        self.run(&args).await?;
+        self.live(planned)
+            .await?
+            .ok_or_else(|| "the release is missing right after helm installed it".to_owned())
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for HelmCli {
+    fn get_schema(&self, request: GetSchemaRequest) -> GetSchemaResponse {
+        Helm.get_schema(request)
+    }
+
+    fn validate_resource_config(
+        &self,
+        request: ValidateResourceConfigRequest,
+    ) -> ValidateResourceConfigResponse {
+        Helm.validate_resource_config(request)
+    }
+
+    async fn configure(
+        &self,
+        request: ConfigureRequest,
+    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        Helm.configure(request).await
+    }
+
+    async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        let reads = request.states.iter().map(|s| self.live(s));
+        let mut response = ReadResourcesResponse::default();
+        for (state, result) in request
+            .states
+            .iter()
+            .zip(futures::future::join_all(reads).await)
+        {
+            match result {
+                Ok(live) => response.states.push(live),
+                Err(e) => {
+                    response.states.push(Some(state.clone()));
+                    response
+                        .diagnostics
+                        .push(Diagnostic::error("Cannot read the Helm release", e));
+                }
+            }
+        }
+        response
+    }
+
+    async fn plan_resource_change(
+        &self,
+        request: PlanResourceChangeRequest,
+    ) -> PlanResourceChangeResponse {
+        let mut planned = request.config.clone();
+        set(
+            &mut planned,
+            "namespace",
+            Value::string(namespace_of(&request.config)),
+        );
+        set(&mut planned, "values", values_of(&request.config));
+        let mut requires_replace = Vec::new();
+        let prior = request.prior_state.as_ref();
+        if let Some(prior) = prior {
+            for identity in ["name", "namespace"] {
+                if attribute(prior, identity) != attribute(&planned, identity) {
+                    requires_replace.push(identity.to_owned());
+                }
+            }
+        }
+        let unchanged = prior.is_some_and(|p| {
+            requires_replace.is_empty()
+                && text(p, "status") == Some("deployed")
+                && p.as_object().is_some_and(|o| {
+                    o.iter()
+                        .filter(|(k, _)| !COMPUTED.contains(&k.as_str()))
+                        .all(|(k, v)| {
+                            planned
+                                .as_object()
+                                .and_then(|n| n.get(k))
+                                .unwrap_or(&Value::Null)
+                                == v
+                        })
+                })
+        });
+        for name in COMPUTED {
+            let value = match prior {
+                Some(p) if unchanged => attribute(p, name).cloned().unwrap_or(Value::Null),
+                _ if name == "status" => Value::string("deployed"),
+                _ => Value::Unknown,
+            };
+            set(&mut planned, name, value);
+        }
+        PlanResourceChangeResponse {
+            planned_state: planned,
+            requires_replace,
+            capacity: vec![],
+            diagnostics: vec![],
+        }
+    }
+
+    async fn apply_resource_change(
+        &self,
+        request: ApplyResourceChangeRequest,
+    ) -> ApplyResourceChangeResponse {
+        match (request.planned_state, request.prior_state) {
+            (Some(planned), _) => match self.upgrade(&planned).await {
+                Ok(state) => ApplyResourceChangeResponse {
+                    new_state: Some(state),
+                    diagnostics: vec![],
+                },
+                Err(e) => ApplyResourceChangeResponse {
+                    new_state: None,
+                    diagnostics: vec![Diagnostic::error(
+                        format!(
+                            "helm upgrade --install {} failed",
+                            text(&planned, "name").unwrap_or_default()
+                        ),
+                        e,
+                    )],
+                },
+            },
+            (None, Some(prior)) => {
+                let name = text(&prior, "name").unwrap_or_default().to_owned();
+                let args = vec![
+                    "uninstall".into(),
+                    name.clone(),
+                    "-n".into(),
+                    namespace_of(&prior),
+                    "--wait".into(),
+                ];
+                match self.run(&args).await {
+                    Ok(_) => ApplyResourceChangeResponse::default(),
+                    Err(e) if e.contains("not found") => ApplyResourceChangeResponse::default(),
+                    Err(e) => ApplyResourceChangeResponse {
+                        new_state: Some(prior),
+                        diagnostics: vec![Diagnostic::error(
+                            format!("helm uninstall {name} failed"),
+                            e,
+                        )],
+                    },
+                }
+            }
+            (None, None) => ApplyResourceChangeResponse::default(),
         }
     }
 }

@@ -7,13 +7,17 @@
 
 mod aws;
 mod azure;
+mod capacity;
 mod check;
+mod cluster;
 mod gcp;
 mod gpu;
 mod helm;
 mod kubernetes;
 mod local;
+mod objects;
 mod testing;
+mod wait;
 
 use gpustack_protocol::{GetSchemaRequest, Provider, ProviderSchema, Schema};
 use indexmap::IndexMap;

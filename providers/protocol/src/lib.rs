@@ -70,6 +70,20 @@ pub struct PlanResourceChangeRequest {
     pub config: Value,
 }
 
+/// What a planned change does to the GPU resources a node or pool advertises
+/// (`nvidia.com/gpu 10 → 4`): the plan's GPU capacity section.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CapacityChange {
+    /// The node or pool, e.g. `node tw-t4 (1× Tesla-T4)`.
+    pub scope: String,
+    /// The extended resource, e.g. `nvidia.com/gpu`.
+    pub resource: String,
+    pub before: Option<f64>,
+    pub after: Option<f64>,
+    /// Why, e.g. `time-slicing ×4`.
+    pub detail: String,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct PlanResourceChangeResponse {
     /// What the object will look like: configured values, prior values of computed attributes
@@ -77,6 +91,8 @@ pub struct PlanResourceChangeResponse {
     pub planned_state: Value,
     /// Attribute paths whose change forces replacement (`vm_size`).
     pub requires_replace: Vec<String>,
+    /// GPU capacity this change adds or removes, where the provider can tell.
+    pub capacity: Vec<CapacityChange>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -270,6 +286,7 @@ pub fn plan_from_schema(
     PlanResourceChangeResponse {
         planned_state: Value::Object(planned),
         requires_replace,
+        capacity: Vec::new(),
         diagnostics: Vec::new(),
     }
 }

@@ -47,6 +47,17 @@ struct NodeMemory {
 #[derive(Default)]
 pub struct Simulator {
     nodes: HashMap<String, NodeMemory>,
+    /// NVIDIA's default MIG geometries, which the operator publishes as the ConfigMap
+    /// `default-mig-parted-config` once a ClusterPolicy exists.
+    default_mig_config: Option<String>,
+}
+
+/// NVIDIA's default MIG geometries from ../shared/upstream, as the operator publishes them.
+pub fn upstream_default_mig_config() -> Option<String> {
+    let path = crate::repo_root().join("../shared/upstream/nvidia/default-mig-parted-config.yaml");
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|text| text.replace("FILLED BY THE OPERATOR", NAMESPACE))
 }
 
 fn cluster_policy_api(client: &kube::Client) -> Api<DynamicObject> {
@@ -73,6 +84,10 @@ impl Simulator {
     /// DaemonSet of the operator's namespace, or the ClusterPolicy (kube-runtime watchers), and
     /// once a second besides.
     pub async fn run(client: kube::Client) {
+        Self::run_with(client, upstream_default_mig_config()).await;
+    }
+
+    pub async fn run_with(client: kube::Client, default_mig_config: Option<String>) {
         use futures::{FutureExt, StreamExt};
         use kube::runtime::{WatchStreamExt, watcher};
         let nodes = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
@@ -104,7 +119,10 @@ impl Simulator {
         .boxed();
         let mut triggers =
             futures::stream::select_all([nodes, config_maps, daemon_sets, policies, ticks]);
-        let mut simulator = Simulator::default();
+        let mut simulator = Simulator {
+            default_mig_config,
+            ..Simulator::default()
+        };
         while triggers.next().await.is_some() {
             // A burst of events costs one reconcile.
             while let Some(Some(())) = triggers.next().now_or_never() {}
@@ -112,6 +130,55 @@ impl Simulator {
                 eprintln!("gpusim: {e}");
             }
         }
+    }
+
+    /// What the operator creates from a ClusterPolicy: the device-plugin DaemonSet and the
+    /// default MIG geometries; created when missing, never overwritten.
+    async fn publish_operands(&self, client: &kube::Client) -> Result<(), kube::Error> {
+        let params = PatchParams::apply("gpu-operator");
+        let daemon_sets = Api::<DaemonSet>::namespaced(client.clone(), NAMESPACE);
+        if daemon_sets
+            .get_opt(DEVICE_PLUGIN_DAEMONSET)
+            .await?
+            .is_none()
+        {
+            let body = serde_json::json!({
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": DEVICE_PLUGIN_DAEMONSET, "namespace": NAMESPACE},
+                "spec": {
+                    "selector": {"matchLabels": {"app": "nvidia-device-plugin-daemonset"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "nvidia-device-plugin-daemonset"}},
+                        "spec": {
+                            "nodeSelector": {"nvidia.com/gpu.present": "true"},
+                            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                            "containers": [{"name": "nvidia-device-plugin", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"}],
+                        },
+                    },
+                },
+            });
+            daemon_sets
+                .patch(DEVICE_PLUGIN_DAEMONSET, &params, &Patch::Apply(&body))
+                .await?;
+        }
+        if let Some(text) = &self.default_mig_config {
+            let config_maps = Api::<ConfigMap>::namespaced(client.clone(), NAMESPACE);
+            if config_maps
+                .get_opt("default-mig-parted-config")
+                .await?
+                .is_none()
+            {
+                let body: serde_json::Value =
+                    serde_yaml_ng::from_str(text).unwrap_or_else(|_| serde_json::json!({}));
+                if body.get("kind").is_some() {
+                    config_maps
+                        .patch("default-mig-parted-config", &params, &Patch::Apply(&body))
+                        .await?;
+                }
+            }
+        }
+        Ok(())
     }
 
     pub async fn reconcile(&mut self, client: &kube::Client) -> Result<(), kube::Error> {
@@ -141,17 +208,14 @@ impl Simulator {
             .await?
             .and_then(|cm| cm.data.and_then(|d| d.get("config.yaml").cloned()))
             .map(|text| MigConfigs::parse(&text));
+        self.publish_operands(client).await?;
+        // Any change of the pod template rolls the DaemonSet's pods, as its controller does
+        // (`kubectl rollout restart` and a config-hash annotation are both such changes).
         let restarted_at = Api::<DaemonSet>::namespaced(client.clone(), NAMESPACE)
             .get_opt(DEVICE_PLUGIN_DAEMONSET)
             .await?
-            .and_then(|ds| {
-                ds.spec?
-                    .template
-                    .metadata?
-                    .annotations?
-                    .get("kubectl.kubernetes.io/restartedAt")
-                    .cloned()
-            })
+            .and_then(|ds| ds.spec?.template.metadata?.annotations)
+            .map(|annotations| format!("{annotations:?}"))
             .unwrap_or_default();
 
         let nodes: Api<Node> = Api::all(client.clone());

@@ -1,0 +1,197 @@
+//! The GPU capacity a device-plugin sharing ConfigMap gives the nodes that use it
+//! (GPU-FACTS: allocatable = physical GPUs × replicas; a node picks its key with the label
+//! `nvidia.com/device-plugin.config`, else the ClusterPolicy's default).
+
+use crate::cluster::Cluster;
+use gpustack_protocol::CapacityChange;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, ListParams};
+use serde_json::Value as Json;
+
+const CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
+const COUNT_LABEL: &str = "nvidia.com/gpu.count";
+
+/// One key of a device-plugin config: how each physical GPU is advertised.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Sharing {
+    strategy: &'static str,
+    replicas: f64,
+    rename: bool,
+}
+
+/// Reads a device-plugin config (`version: v1`); `None` for any other text.
+pub(crate) fn parse(text: &str) -> Option<Sharing> {
+    let doc: Json = serde_yaml_ng::from_str(text).ok()?;
+    if doc.get("version")?.as_str()? != "v1"
+        || (doc.get("sharing").is_none() && doc.get("flags").is_none())
+    {
+        return None;
+    }
+    for (key, strategy) in [("timeSlicing", "time-slicing"), ("mps", "MPS")] {
+        let Some(policy) = doc.pointer(&format!("/sharing/{key}")) else {
+            continue;
+        };
+        let replicas = policy
+            .get("resources")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+            .find(|r| r.get("name").and_then(Json::as_str) == Some("nvidia.com/gpu"))
+            .and_then(|r| r.get("replicas"))
+            .and_then(Json::as_f64)?;
+        return Some(Sharing {
+            strategy,
+            replicas,
+            rename: policy.get("renameByDefault").and_then(Json::as_bool) == Some(true),
+        });
+    }
+    Some(Sharing {
+        strategy: "no sharing",
+        replicas: 1.0,
+        rename: false,
+    })
+}
+
+/// Whether any value of a ConfigMap's data is a device-plugin config.
+pub(crate) fn is_sharing_config(data: &Json) -> bool {
+    data.as_object().is_some_and(|d| {
+        d.values()
+            .filter_map(Json::as_str)
+            .any(|t| parse(t).is_some())
+    })
+}
+
+/// What applying `data` to ConfigMap `name` does to each GPU node that uses one of its keys.
+pub(crate) async fn of_sharing_config(
+    cluster: &Cluster,
+    name: &str,
+    data: &Json,
+) -> Vec<CapacityChange> {
+    let Some(keys) = data.as_object() else {
+        return Vec::new();
+    };
+    let policy = match cluster.kind("nvidia.com/v1", "ClusterPolicy").await {
+        Ok(Some(kind)) => cluster
+            .api(&kind, None)
+            .get_opt("cluster-policy")
+            .await
+            .ok()
+            .flatten(),
+        _ => None,
+    };
+    let policy = policy
+        .and_then(|p| serde_json::to_value(p).ok())
+        .unwrap_or(Json::Null);
+    let points_here = policy
+        .pointer("/spec/devicePlugin/config/name")
+        .and_then(Json::as_str)
+        == Some(name);
+    let default_key = policy
+        .pointer("/spec/devicePlugin/config/default")
+        .and_then(Json::as_str)
+        .filter(|_| points_here)
+        .map(str::to_owned)
+        .or_else(|| {
+            (keys.len() == 1)
+                .then(|| keys.keys().next().cloned())
+                .flatten()
+        });
+    let nodes: Api<Node> = Api::all(cluster.client.clone());
+    let Ok(list) = nodes.list(&ListParams::default().labels(COUNT_LABEL)).await else {
+        return Vec::new();
+    };
+    let mut changes = Vec::new();
+    for node in list.items {
+        let labels = node.metadata.labels.clone().unwrap_or_default();
+        let Some(key) = labels
+            .get(CONFIG_LABEL)
+            .cloned()
+            .or_else(|| default_key.clone())
+        else {
+            continue;
+        };
+        let Some(sharing) = keys.get(&key).and_then(Json::as_str).and_then(parse) else {
+            continue;
+        };
+        let physical: f64 = labels
+            .get(COUNT_LABEL)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0.0);
+        let product = labels
+            .get("nvidia.com/gpu.product")
+            .map(|p| p.trim_end_matches("-SHARED").to_owned())
+            .unwrap_or_else(|| "GPU".to_owned());
+        let allocatable = node.status.and_then(|s| s.allocatable).unwrap_or_default();
+        let live = |resource: &str| {
+            allocatable
+                .get(resource)
+                .and_then(|q| q.0.parse::<f64>().ok())
+        };
+        let scope = format!(
+            "node {} ({}× {product})",
+            node.metadata.name.unwrap_or_default(),
+            physical
+        );
+        let shared = physical * sharing.replicas;
+        let detail = if sharing.replicas > 1.0 {
+            format!(
+                "{} ×{}",
+                sharing.strategy,
+                gpustack_protocol::format_number(sharing.replicas)
+            )
+        } else {
+            sharing.strategy.to_owned()
+        };
+        let wanted = if sharing.rename {
+            [("nvidia.com/gpu", 0.0), ("nvidia.com/gpu.shared", shared)]
+        } else {
+            [("nvidia.com/gpu", shared), ("nvidia.com/gpu.shared", 0.0)]
+        };
+        for (resource, after) in wanted {
+            let before = live(resource);
+            if before.unwrap_or(0.0) != after {
+                changes.push(CapacityChange {
+                    scope: scope.clone(),
+                    resource: resource.to_owned(),
+                    before,
+                    after: Some(after),
+                    detail: detail.clone(),
+                });
+            }
+        }
+    }
+    changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_time_slicing_mps_and_plain_configs() {
+        let ts = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 10\n";
+        assert_eq!(
+            parse(ts),
+            Some(Sharing {
+                strategy: "time-slicing",
+                replicas: 10.0,
+                rename: false
+            })
+        );
+        let mps = "version: v1\nsharing:\n  mps:\n    renameByDefault: true\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n";
+        assert_eq!(
+            parse(mps),
+            Some(Sharing {
+                strategy: "MPS",
+                replicas: 4.0,
+                rename: true
+            })
+        );
+        assert_eq!(
+            parse("version: v1\nflags:\n  migStrategy: none\n").map(|s| s.replicas),
+            Some(1.0)
+        );
+        assert_eq!(parse("a: b"), None);
+        assert_eq!(parse("not: [yaml"), None);
+    }
+}

@@ -1,0 +1,188 @@
+//! A connection to one Kubernetes cluster, shared by the kubernetes and gpu providers: the
+//! client built from the provider configuration, and the API discovery cache.
+
+use gpustack_protocol::{Diagnostic, Value};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::discovery::Scope;
+use std::collections::HashMap;
+use std::time::Duration;
+use tokio::sync::Mutex;
+
+/// Where a kind lives in the API.
+#[derive(Clone)]
+pub(crate) struct Kind {
+    pub(crate) resource: ApiResource,
+    pub(crate) namespaced: bool,
+}
+
+pub(crate) struct Cluster {
+    pub(crate) client: kube::Client,
+    kinds: Mutex<HashMap<(String, String), Kind>>,
+}
+
+fn attr<'a>(config: &'a Value, name: &str) -> Option<&'a Value> {
+    config
+        .as_object()
+        .and_then(|o| o.get(name))
+        .filter(|v| !v.is_null())
+}
+
+fn text(config: &Value, name: &str) -> Option<String> {
+    attr(config, name)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+fn config_error(detail: impl std::fmt::Display) -> Diagnostic {
+    Diagnostic::error("Cannot configure the Kubernetes client", detail.to_string())
+}
+
+/// The kubeconfig file a configuration names: `config_path`, else `$KUBECONFIG`, else
+/// `~/.kube/config` (the order kubectl uses).
+pub(crate) fn kubeconfig_path(config: &Value) -> Option<std::path::PathBuf> {
+    text(config, "config_path")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("KUBECONFIG")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from)
+        })
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".kube/config"))
+        })
+}
+
+impl Cluster {
+    /// Explicit `host` (with `token`, `cluster_ca_certificate`), else `in_cluster`, else a
+    /// kubeconfig file and optional `context`. Builds the client only: no request is made.
+    pub(crate) async fn connect(config: &Value) -> Result<Self, Diagnostic> {
+        let client_config = if let Some(host) = text(config, "host") {
+            let mut cluster = serde_json::json!({ "server": host });
+            if let Some(ca) = text(config, "cluster_ca_certificate") {
+                use base64::Engine;
+                cluster["certificate-authority-data"] =
+                    base64::engine::general_purpose::STANDARD.encode(ca).into();
+            }
+            let mut user = serde_json::json!({});
+            if let Some(token) = text(config, "token") {
+                user["token"] = token.into();
+            }
+            let kubeconfig: kube::config::Kubeconfig = serde_json::from_value(serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{ "name": "explicit", "cluster": cluster }],
+                "users": [{ "name": "explicit", "user": user }],
+                "contexts": [{ "name": "explicit", "context": { "cluster": "explicit", "user": "explicit" } }],
+                "current-context": "explicit",
+            }))
+            .map_err(config_error)?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                .await
+                .map_err(config_error)?
+        } else if attr(config, "in_cluster").and_then(Value::as_bool) == Some(true) {
+            kube::Config::incluster().map_err(|e| {
+                config_error(format!(
+                    "in_cluster = true, but this process does not run in a pod with a service account: {e}"
+                ))
+            })?
+        } else {
+            let path = kubeconfig_path(config).ok_or_else(|| {
+                config_error("No kubeconfig: set config_path, $KUBECONFIG or HOME.")
+            })?;
+            let kubeconfig = kube::config::Kubeconfig::read_from(&path)
+                .map_err(|e| config_error(format!("Reading kubeconfig {}: {e}", path.display())))?;
+            let options = kube::config::KubeConfigOptions {
+                context: text(config, "context"),
+                ..Default::default()
+            };
+            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|e| config_error(format!("kubeconfig {}: {e}", path.display())))?
+        };
+        let mut client_config = client_config;
+        client_config.read_timeout = Some(Duration::from_secs(60));
+        let client = kube::Client::try_from(client_config).map_err(config_error)?;
+        Ok(Self {
+            client,
+            kinds: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Finds a kind through API discovery; `None` when the server does not serve it (yet:
+    /// a CRD planned in the same run). Answers are cached; misses are not.
+    pub(crate) async fn kind(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Option<Kind>, kube::Error> {
+        let key = (api_version.to_owned(), kind.to_owned());
+        if let Some(found) = self.kinds.lock().await.get(&key) {
+            return Ok(Some(found.clone()));
+        }
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g, v),
+            None => ("", api_version),
+        };
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        match kube::discovery::pinned_kind(&self.client, &gvk).await {
+            Ok((resource, caps)) => {
+                let found = Kind {
+                    resource,
+                    namespaced: caps.scope == Scope::Namespaced,
+                };
+                self.kinds.lock().await.insert(key, found.clone());
+                Ok(Some(found))
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+            Err(kube::Error::Discovery(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Like [`Self::kind`], but waits up to `patience` for a kind that a CRD applied moments
+    /// ago is about to serve.
+    pub(crate) async fn kind_eventually(
+        &self,
+        api_version: &str,
+        kind: &str,
+        patience: Duration,
+    ) -> Result<Option<Kind>, kube::Error> {
+        let deadline = tokio::time::Instant::now() + patience;
+        loop {
+            if let Some(found) = self.kind(api_version, kind).await? {
+                return Ok(Some(found));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    pub(crate) fn api(&self, kind: &Kind, namespace: Option<&str>) -> Api<DynamicObject> {
+        match (kind.namespaced, namespace) {
+            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &kind.resource),
+            (true, None) => Api::default_namespaced_with(self.client.clone(), &kind.resource),
+            (false, _) => Api::all_with(self.client.clone(), &kind.resource),
+        }
+    }
+}
+
+/// The message of a Kubernetes API error, without kube's wrapping.
+pub(crate) fn api_error(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) => {
+            format!("{} ({} {})", status.message, status.code, status.reason)
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Parses durations such as "5m", "90s", "1h30m".
+pub(crate) fn duration(text: Option<&str>, default: Duration) -> Result<Duration, String> {
+    match text {
+        None => Ok(default),
+        Some(t) => humantime::parse_duration(t)
+            .map_err(|e| format!("\"{t}\" is not a duration such as \"90s\" or \"5m\": {e}")),
+    }
+}
