@@ -33,15 +33,26 @@ locals {
   }
 }
 
+# The namespace is a resource of the stack rather than helm's --create-namespace, so that
+# destroy removes it with everything the operator made in it.
+resource "kubernetes_manifest" "namespace" {
+  manifest = {
+    apiVersion = "v1"
+    kind       = "Namespace"
+    metadata = {
+      name = var.namespace
+    }
+  }
+}
+
 resource "helm_release" "operator" {
-  name             = "gpu-operator"
-  chart            = var.chart
-  repository       = local.chart_is_local_or_oci ? null : var.repository
-  version          = var.chart_version
-  namespace        = var.namespace
-  create_namespace = true
-  values           = merge(local.values, var.extra_values)
-  atomic           = true
-  wait             = true
-  timeout          = "10m"
+  name       = "gpu-operator"
+  chart      = var.chart
+  repository = local.chart_is_local_or_oci ? null : var.repository
+  version    = var.chart_version
+  namespace  = kubernetes_manifest.namespace.manifest.metadata.name
+  values     = merge(local.values, var.extra_values)
+  atomic     = true
+  wait       = true
+  timeout    = "10m"
 }

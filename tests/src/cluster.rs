@@ -39,6 +39,28 @@ fn cache_root() -> PathBuf {
 pub fn cluster() -> &'static TestCluster {
     static CLUSTER: OnceLock<TestCluster> = OnceLock::new();
     CLUSTER.get_or_init(|| {
+        let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+        cluster.prepare();
+        cluster.start_simulator();
+        cluster
+    })
+}
+
+/// A cluster of its own for the end-to-end flows, which install the GPU Operator with
+/// gpustack: it has only a node for system pods, and the simulator playing NVIDIA's operands.
+pub fn e2e_cluster() -> &'static TestCluster {
+    static CLUSTER: OnceLock<TestCluster> = OnceLock::new();
+    CLUSTER.get_or_init(|| {
+        let cluster = TestCluster::start("gpustack-e2e", "GPUSTACK_TEST_E2E_KUBECONFIG");
+        cluster.fake_gpu_node("tw-system", "none", 0);
+        cluster.start_simulator();
+        cluster
+    })
+}
+
+impl TestCluster {
+    /// The cluster a variable names, else the named one from tests/cluster/up.
+    fn start(name: &str, variable: &str) -> Self {
         let v = versions();
         let bin = cache_root()
             .join(format!("kubernetes-{}", v["KUBERNETES_VERSION"]))
@@ -46,33 +68,33 @@ pub fn cluster() -> &'static TestCluster {
         let helm = cache_root()
             .join(format!("helm-{}", v["HELM_VERSION"]))
             .join("bin/helm");
-        let kubeconfig = match std::env::var_os("GPUSTACK_TEST_KUBECONFIG") {
+        let kubeconfig = match std::env::var_os(variable) {
             Some(path) => PathBuf::from(path),
             None => {
                 let out = Command::new(repo_root().join("tests/cluster/up"))
-                    .arg("gpustack-tests")
+                    .arg(name)
                     .output()
                     .expect("run tests/cluster/up");
                 assert!(
                     out.status.success(),
-                    "tests/cluster/up failed:\n{}",
+                    "tests/cluster/up {name} failed:\n{}",
                     String::from_utf8_lossy(&out.stderr)
                 );
                 PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
             }
         };
-        let cluster = TestCluster {
+        TestCluster {
             kubeconfig,
             bin,
             helm,
-        };
-        cluster.prepare();
-        cluster.start_simulator();
-        cluster
-    })
-}
+        }
+    }
 
-impl TestCluster {
+    /// The directory of the built helm, for a PATH on which gpustack finds it.
+    pub fn helm_dir(&self) -> &Path {
+        self.helm.parent().unwrap_or(Path::new("."))
+    }
+
     pub fn kubectl(&self, args: &[&str]) -> Output {
         Command::new(self.bin.join("kubectl"))
             .arg("--kubeconfig")

@@ -134,8 +134,20 @@ impl Simulator {
 
     /// What the operator creates from a ClusterPolicy: the device-plugin DaemonSet and the
     /// default MIG geometries; created when missing, never overwritten.
-    async fn publish_operands(&self, client: &kube::Client) -> Result<(), kube::Error> {
+    async fn publish_operands(
+        &self,
+        client: &kube::Client,
+        policy: &DynamicObject,
+    ) -> Result<(), kube::Error> {
         let params = PatchParams::apply("gpu-operator");
+        // Owned by the ClusterPolicy, as the operator's operands are: they go when it goes.
+        let owner = serde_json::json!([{
+            "apiVersion": "nvidia.com/v1",
+            "kind": "ClusterPolicy",
+            "name": policy.metadata.name,
+            "uid": policy.metadata.uid,
+            "controller": true,
+        }]);
         let daemon_sets = Api::<DaemonSet>::namespaced(client.clone(), NAMESPACE);
         if daemon_sets
             .get_opt(DEVICE_PLUGIN_DAEMONSET)
@@ -145,7 +157,7 @@ impl Simulator {
             let body = serde_json::json!({
                 "apiVersion": "apps/v1",
                 "kind": "DaemonSet",
-                "metadata": {"name": DEVICE_PLUGIN_DAEMONSET, "namespace": NAMESPACE},
+                "metadata": {"name": DEVICE_PLUGIN_DAEMONSET, "namespace": NAMESPACE, "ownerReferences": owner},
                 "spec": {
                     "selector": {"matchLabels": {"app": "nvidia-device-plugin-daemonset"}},
                     "template": {
@@ -208,7 +220,7 @@ impl Simulator {
             .await?
             .and_then(|cm| cm.data.and_then(|d| d.get("config.yaml").cloned()))
             .map(|text| MigConfigs::parse(&text));
-        self.publish_operands(client).await?;
+        self.publish_operands(client, &policy).await?;
         // Any change of the pod template rolls the DaemonSet's pods, as its controller does
         // (`kubectl rollout restart` and a config-hash annotation are both such changes).
         let restarted_at = Api::<DaemonSet>::namespaced(client.clone(), NAMESPACE)

@@ -1,0 +1,400 @@
+//! The reference flows end to end: the examples applied with the gpustack binary to a real
+//! control plane (its own cluster, see `e2e_cluster`), the real GPU Operator chart installed
+//! by the helm provider, the GPU simulator playing NVIDIA's operands, and kubectl — a real
+//! client — checking the result.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+use gpustack_tests::cluster::{TestCluster, e2e_cluster};
+use gpustack_tests::{gpustack_bin, repo_root};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+/// The flows that install the operator share one cluster-wide ClusterPolicy: one at a time.
+static OPERATOR: Mutex<()> = Mutex::new(());
+
+fn chart() -> String {
+    repo_root()
+        .join("../shared/upstream/charts/gpu-operator-v26.7.0.tgz")
+        .canonicalize()
+        .expect("the GPU Operator chart in ../shared/upstream")
+        .display()
+        .to_string()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let target = to.join(&name);
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A copy of one example beside a copy of modules/, so that its `../../modules` sources and
+/// its state stay inside a temporary directory.
+struct Stack {
+    _root: tempfile::TempDir,
+    dir: PathBuf,
+    cluster: &'static TestCluster,
+    vars: Vec<String>,
+}
+
+impl Stack {
+    fn example(name: &str, vars: &[&str]) -> Self {
+        let root = tempfile::tempdir().unwrap();
+        copy_dir(&repo_root().join("modules"), &root.path().join("modules"));
+        let dir = root.path().join("examples").join(name);
+        copy_dir(&repo_root().join("examples").join(name), &dir);
+        Self::at(root, dir, vars)
+    }
+
+    fn inline(main: &str) -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("stack");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("main.hcl"), main).unwrap();
+        Self::at(root, dir, &[])
+    }
+
+    fn at(root: tempfile::TempDir, dir: PathBuf, vars: &[&str]) -> Self {
+        let cluster = e2e_cluster();
+        let mut all = vec![format!("kubeconfig={}", cluster.kubeconfig.display())];
+        all.extend(vars.iter().map(|v| v.to_string()));
+        Self {
+            _root: root,
+            dir,
+            cluster,
+            vars: all,
+        }
+    }
+
+    fn run(&self, command: &str, extra: &[&str]) -> Output {
+        let path = format!(
+            "{}:{}",
+            self.cluster.helm_dir().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut cmd = Command::new(gpustack_bin());
+        cmd.current_dir(&self.dir).arg(command);
+        // Commands that only read the state take no variables.
+        if !["output", "state"].contains(&command) {
+            for var in &self.vars {
+                cmd.args(["--var", var]);
+            }
+        }
+        cmd.args(extra)
+            .env("PATH", path)
+            .env("NO_COLOR", "1")
+            .env_remove("KUBECONFIG")
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, command: &str, extra: &[&str]) -> String {
+        let out = self.run(command, extra);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success(),
+            "gpustack {command} {extra:?} failed:\n{text}"
+        );
+        text
+    }
+}
+
+fn allocatable(c: &TestCluster, node: &str, resource: &str) -> String {
+    let escaped = resource.replace('.', "\\.");
+    c.kubectl_ok(&[
+        "get",
+        "node",
+        node,
+        "-o",
+        &format!("jsonpath={{.status.allocatable.{escaped}}}"),
+    ])
+}
+
+fn output(stack: &Stack, name: &str) -> serde_json::Value {
+    let out = stack.run("output", &["--json"]);
+    let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "output --json: {e}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    all.get(name)
+        .map(|o| o.get("value").cloned().unwrap_or_else(|| o.clone()))
+        .unwrap_or(serde_json::Value::Null)
+}
+
+#[test]
+fn reference_flow_time_slicing_from_install_to_destroy() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    c.fake_gpu_node("e2e-t4", "Tesla T4", 1);
+    c.fake_gpu_node("e2e-bystander", "Tesla T4", 1);
+    let chart = format!("chart={}", chart());
+    let stack = Stack::example(
+        "time-slicing-existing-cluster",
+        &[&chart, r#"node_names=["e2e-t4"]"#],
+    );
+
+    // Apply from nothing: the chart with driver and toolkit off, 10 replicas, the smoke test.
+    let applied = stack.ok("apply", &["--auto-approve"]);
+    assert!(applied.contains("Apply complete!"), "{applied}");
+    let values = c.kubectl_ok(&["get", "clusterpolicy", "cluster-policy", "-o", "json"]);
+    let policy: serde_json::Value = serde_json::from_str(&values).unwrap();
+    assert_eq!(policy["spec"]["driver"]["enabled"], false);
+    assert_eq!(policy["spec"]["toolkit"]["enabled"], false);
+    assert_eq!(
+        policy["spec"]["devicePlugin"]["config"]["name"],
+        "time-slicing-config"
+    );
+    let config = c.kubectl_ok(&[
+        "get",
+        "configmap",
+        "time-slicing-config",
+        "-n",
+        "gpu-operator",
+        "-o",
+        "jsonpath={.data.any}",
+    ]);
+    assert!(config.contains("replicas: 10"), "{config}");
+    assert_eq!(allocatable(c, "e2e-t4", "nvidia.com/gpu"), "10");
+    // The other node keeps its whole GPU: only the named pool is shared.
+    assert_eq!(allocatable(c, "e2e-bystander", "nvidia.com/gpu"), "1");
+    assert_eq!(output(&stack, "smoke_test_passed"), true);
+    let state = stack.ok("state", &["show", "gpu_smoke_test.vector_add"]);
+    let result: serde_json::Value =
+        serde_json::from_str(&state[state.find('{').unwrap()..]).unwrap();
+    let pods = result["result"]["pods"].as_object().unwrap();
+    assert_eq!(pods.len(), 4, "{result}");
+    assert!(pods.values().all(|n| n == "e2e-t4"), "{result}");
+
+    // Nothing left to do.
+    let again = stack.run("plan", &["--detailed-exitcode"]);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "second plan not empty:\n{}",
+        String::from_utf8_lossy(&again.stdout)
+    );
+
+    // 10 → 4: the config, the restart it needs, the capacity line, and the test again.
+    let plan = stack.ok("plan", &["--var", "replicas=4"]);
+    assert!(
+        plan.contains("node e2e-t4 (1× Tesla-T4): nvidia.com/gpu 10 → 4 (time-slicing ×4)"),
+        "{plan}"
+    );
+    let changed: Vec<&str> = plan
+        .lines()
+        .filter(|l| l.starts_with("  # ") && l.contains(" will be "))
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            "  # gpu_smoke_test.vector_add will be updated in-place",
+            "  # module.time_slicing.kubernetes_manifest.config will be updated in-place",
+            "  # module.time_slicing.kubernetes_patch.restart_device_plugin will be updated in-place",
+        ],
+        "{plan}"
+    );
+    stack.ok("apply", &["--auto-approve", "--var", "replicas=4"]);
+    assert_eq!(allocatable(c, "e2e-t4", "nvidia.com/gpu"), "4");
+    let stack = Stack {
+        vars: stack
+            .vars
+            .iter()
+            .cloned()
+            .chain(["replicas=4".to_owned()])
+            .collect(),
+        ..stack
+    };
+    assert_eq!(
+        stack.run("plan", &["--detailed-exitcode"]).status.code(),
+        Some(0)
+    );
+
+    // Drift: a field gpustack does not manage is not drift; one it manages is.
+    c.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "time-slicing-config",
+        "-n",
+        "gpu-operator",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"someone-elses":"x"},"metadata":{"labels":{"team":"ml"}}}"#,
+    ]);
+    let quiet = stack.run("drift", &[]);
+    assert_eq!(
+        quiet.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&quiet.stdout)
+    );
+    c.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "time-slicing-config",
+        "-n",
+        "gpu-operator",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"any":"version: v1\n"}}"#,
+    ]);
+    let drift = stack.run("drift", &[]);
+    let report = String::from_utf8_lossy(&drift.stdout);
+    assert_eq!(drift.status.code(), Some(2), "{report}");
+    assert!(
+        report.contains("module.time_slicing.kubernetes_manifest.config has changed"),
+        "{report}"
+    );
+    assert!(report.contains("~ any = "), "{report}");
+    assert!(!report.contains("someone-elses"), "{report}");
+
+    // Destroy: everything the stack made goes, the nodes (not made by it) stay.
+    stack.ok("destroy", &["--auto-approve"]);
+    assert!(
+        c.kubectl(&["get", "namespace", "gpu-operator"])
+            .stdout
+            .is_empty()
+    );
+    assert!(
+        c.kubectl(&["get", "clusterpolicy", "cluster-policy"])
+            .stdout
+            .is_empty()
+    );
+    let label = c.kubectl_ok(&[
+        "get",
+        "node",
+        "e2e-t4",
+        "-o",
+        r"jsonpath={.metadata.labels.nvidia\.com/device-plugin\.config}",
+    ]);
+    assert_eq!(label, "", "the pool label outlived destroy");
+    c.kubectl_ok(&["get", "node", "e2e-t4", "e2e-bystander", "tw-system"]);
+    let jobs = c.kubectl_ok(&["get", "jobs", "-A", "-o", "name"]);
+    assert_eq!(jobs.trim(), "", "smoke-test Jobs left behind");
+}
+
+#[test]
+fn mig_example_partitions_an_a100_and_rejects_a_profile_it_lacks() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    c.fake_gpu_node("e2e-a100", "NVIDIA A100-SXM4-80GB", 1);
+    let chart = format!("chart={}", chart());
+    let stack = Stack::example("mig-a100", &[&chart, r#"node_names=["e2e-a100"]"#]);
+
+    let rejected = stack.run("plan", &["--var", "geometry=all-1g.5gb"]);
+    assert_eq!(rejected.status.code(), Some(1));
+    let message = String::from_utf8_lossy(&rejected.stderr);
+    assert!(
+        message.contains("A100-80GB has no MIG profile 1g.5gb"),
+        "{message}"
+    );
+    assert!(message.contains("variables.hcl"), "not located: {message}");
+
+    stack.ok("apply", &["--auto-approve"]);
+    assert_eq!(allocatable(c, "e2e-a100", "nvidia.com/mig-1g.10gb"), "7");
+    let state = c.kubectl_ok(&[
+        "get",
+        "node",
+        "e2e-a100",
+        "-o",
+        r"jsonpath={.metadata.labels.nvidia\.com/mig\.config\.state}",
+    ]);
+    assert_eq!(state, "success");
+    assert_eq!(output(&stack, "smoke_test_passed"), true);
+    assert_eq!(
+        stack.run("plan", &["--detailed-exitcode"]).status.code(),
+        Some(0)
+    );
+    stack.ok("destroy", &["--auto-approve"]);
+    assert!(
+        c.kubectl(&["get", "namespace", "gpu-operator"])
+            .stdout
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_crd_and_an_object_of_it_apply_in_one_run() {
+    let stack = Stack::inline(
+        r#"
+variable "kubeconfig" { type = string }
+
+provider "kubernetes" {
+  config_path = var.kubeconfig
+}
+
+resource "kubernetes_manifest" "crd" {
+  manifest = {
+    apiVersion = "apiextensions.k8s.io/v1"
+    kind       = "CustomResourceDefinition"
+    metadata   = { name = "gpubudgets.e2e.gpustack.dev" }
+    spec = {
+      group = "e2e.gpustack.dev"
+      names = { kind = "GpuBudget", plural = "gpubudgets", singular = "gpubudget", listKind = "GpuBudgetList" }
+      scope = "Namespaced"
+      versions = [{
+        name    = "v1"
+        served  = true
+        storage = true
+        schema = { openAPIV3Schema = { type = "object", properties = { spec = { type = "object", properties = { gpus = { type = "integer" } } } } } }
+      }]
+    }
+  }
+}
+
+resource "kubernetes_manifest" "budget" {
+  manifest = {
+    apiVersion = "e2e.gpustack.dev/v1"
+    kind       = "GpuBudget"
+    metadata   = { name = "team-a", namespace = "default" }
+    spec       = { gpus = 8 }
+  }
+  depends_on = [kubernetes_manifest.crd]
+}
+"#,
+    );
+    let plan = stack.ok("plan", &[]);
+    assert!(plan.contains("2 to add"), "{plan}");
+    stack.ok("apply", &["--auto-approve"]);
+    let gpus = stack.cluster.kubectl_ok(&[
+        "get",
+        "gpubudget",
+        "team-a",
+        "-n",
+        "default",
+        "-o",
+        "jsonpath={.spec.gpus}",
+    ]);
+    assert_eq!(gpus, "8");
+    assert_eq!(
+        stack.run("plan", &["--detailed-exitcode"]).status.code(),
+        Some(0)
+    );
+    stack.ok("destroy", &["--auto-approve"]);
+    assert!(
+        stack
+            .cluster
+            .kubectl(&["get", "crd", "gpubudgets.e2e.gpustack.dev"])
+            .stdout
+            .is_empty()
+    );
+}
