@@ -43,6 +43,18 @@ pub struct ApplyReport {
     pub sources: SourceMap,
     pub diagnostics: Vec<Diagnostic>,
     pub counts: Counts,
+    /// Every change carried out, in the order it finished, with its errors.
+    pub results: Vec<ChangeResult>,
+}
+
+/// How one instance's change went (for reports such as JUnit).
+#[derive(Debug, Clone)]
+pub struct ChangeResult {
+    pub address: String,
+    pub type_name: String,
+    pub actions: Vec<Action>,
+    /// "summary: detail" of each error; empty when the change succeeded.
+    pub errors: Vec<String>,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +93,7 @@ struct Ledger<'s, 'p> {
     persist: Persist<'p>,
     counts: Counts,
     diags: Vec<Diag>,
+    results: Vec<ChangeResult>,
 }
 
 impl Ledger<'_, '_> {
@@ -93,6 +106,19 @@ impl Ledger<'_, '_> {
         redacted: &[String],
     ) {
         let Some(change) = &done.change else { return };
+        if done.touched || done.diagnostics.iter().any(Diagnostic::is_error) {
+            self.results.push(ChangeResult {
+                address: change.address.clone(),
+                type_name: change.type_name.clone(),
+                actions: change.actions.clone(),
+                errors: done
+                    .diagnostics
+                    .iter()
+                    .filter(|d| d.is_error())
+                    .map(|d| format!("{}: {}", d.summary, d.detail))
+                    .collect(),
+            });
+        }
         if done.touched {
             match &done.new_state {
                 Some(new_state) => {
@@ -188,6 +214,7 @@ async fn apply_with(
     let mut state =
         state.unwrap_or_else(|| State::new(gpustack_state::new_lineage(), crate::version::VERSION));
     let mut counts = Counts::default();
+    let mut results = Vec::new();
     if !session.diags.has_errors() {
         let (mut walk_state, graph, inputs) = session.provider_walk();
         let mut ledger = Ledger {
@@ -195,6 +222,7 @@ async fn apply_with(
             persist,
             counts: Counts::default(),
             diags: Vec::new(),
+            results: Vec::new(),
         };
         let (handles, handled) = {
             let mut applier = Applier {
@@ -264,6 +292,7 @@ async fn apply_with(
         update_outputs(ledger.state, &walk_state, plan.mode);
         ledger.save();
         counts = ledger.counts;
+        results = ledger.results;
         for d in ledger.diags {
             walk_state.diags.push(d);
         }
@@ -274,6 +303,7 @@ async fn apply_with(
         sources,
         diagnostics,
         counts,
+        results,
     }
 }
 

@@ -183,6 +183,16 @@ fn reference_flow_time_slicing_from_install_to_destroy() {
     assert_eq!(pods.len(), 4, "{result}");
     assert!(pods.values().all(|n| n == "e2e-t4"), "{result}");
 
+    // The tests again, alone, as JUnit.
+    let junit = stack.dir.join("smoke.xml");
+    stack.ok("test", &["--junit", junit.to_str().unwrap()]);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains(r#"tests="3""#) && xml.contains(r#"failures="0""#),
+        "{xml}"
+    );
+    assert!(xml.contains("pods ran on e2e-t4"), "{xml}");
+
     // Nothing left to do.
     let again = stack.run("plan", &["--detailed-exitcode"]);
     assert_eq!(
@@ -288,7 +298,7 @@ fn reference_flow_time_slicing_from_install_to_destroy() {
     ]);
     assert_eq!(label, "", "the pool label outlived destroy");
     c.kubectl_ok(&["get", "node", "e2e-t4", "e2e-bystander", "tw-system"]);
-    let jobs = c.kubectl_ok(&["get", "jobs", "-A", "-o", "name"]);
+    let jobs = c.kubectl_ok(&["get", "jobs", "-n", "default", "-o", "name"]);
     assert_eq!(jobs.trim(), "", "smoke-test Jobs left behind");
 }
 
@@ -397,4 +407,62 @@ resource "kubernetes_manifest" "budget" {
             .stdout
             .is_empty()
     );
+}
+
+#[test]
+fn a_failing_smoke_test_fails_the_apply_and_the_junit_report() {
+    let stack = Stack::inline(
+        r#"
+variable "kubeconfig" { type = string }
+
+provider "gpu" {
+  config_path = var.kubeconfig
+}
+
+resource "gpu_smoke_test" "no_gpus_here" {
+  node_selector      = { "kubernetes.io/hostname" = "tw-system" }
+  expect_allocatable = { "nvidia.com/gpu" = 1 }
+  timeout            = "3s"
+  namespace          = "kube-system"
+}
+"#,
+    );
+    let junit = stack.dir.join("smoke.xml");
+    let out = stack.run(
+        "apply",
+        &["--auto-approve", "--junit", junit.to_str().unwrap()],
+    );
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("GPU smoke test failed"), "{text}");
+    assert!(
+        text.contains("tw-system: nvidia.com/gpu is 0, expected 1"),
+        "{text}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains(r#"failures="1""#), "{xml}");
+    assert!(xml.contains("expected 1"), "{xml}");
+    // Its Job stays for inspection.
+    let kept = stack.cluster.kubectl_ok(&[
+        "get",
+        "jobs",
+        "-n",
+        "kube-system",
+        "-l",
+        "app.kubernetes.io/managed-by=gpustack",
+        "-o",
+        "name",
+    ]);
+    assert!(kept.contains("job.batch/gpustack-smoke-"), "{kept}");
+    stack.cluster.kubectl_ok(&[
+        "delete",
+        "jobs",
+        "-n",
+        "kube-system",
+        "-l",
+        "app.kubernetes.io/managed-by=gpustack",
+    ]);
+    // Nothing is recorded for a test that failed: the next apply runs it again.
+    let list = stack.ok("state", &["list"]);
+    assert!(!list.contains("gpu_smoke_test"), "{list}");
 }

@@ -2,6 +2,8 @@
 //! 2 changes present (plan --detailed-exitcode, drift).
 
 mod fmt;
+mod junit;
+mod node_check;
 mod ops;
 mod render;
 mod state;
@@ -84,6 +86,19 @@ enum Command {
         /// Do not ask for confirmation.
         #[arg(long)]
         auto_approve: bool,
+        /// Write the smoke tests' results as JUnit XML.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+    },
+    /// Run the stack's smoke tests again (gpu_smoke_test), changing nothing else.
+    Test {
+        #[command(flatten)]
+        stack: StackArgs,
+        /// Write the results as JUnit XML.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
     },
     /// Destroy every object the stack manages (only those recorded in its state).
     Destroy {
@@ -156,6 +171,14 @@ enum Command {
         id: String,
         #[arg(long, default_value = ".")]
         dir: PathBuf,
+    },
+    /// Check this machine's GPUs through NVML: count, model, memory, driver and CUDA version,
+    /// MIG mode and devices, ECC errors; exit 1 when an expectation fails or NVML is absent.
+    NodeCheck {
+        #[command(flatten)]
+        expect: node_check::Expectations,
+        #[arg(long)]
+        json: bool,
     },
     /// Print the version.
     Version {
@@ -310,6 +333,7 @@ pub fn main() -> ExitCode {
             var_files,
             plan,
             auto_approve,
+            junit,
         } => {
             let stack = StackArgs {
                 dir: path.clone(),
@@ -318,8 +342,19 @@ pub fn main() -> ExitCode {
             };
             let common = common(&stack, plan.lock_timeout, color);
             let plan_file = path.is_file().then_some(path.as_path());
-            ops::apply(&common, plan_file, &plan.options(), auto_approve)
+            ops::apply(
+                &common,
+                plan_file,
+                &plan.options(),
+                auto_approve,
+                junit.as_deref(),
+            )
         }
+        Command::Test {
+            stack,
+            junit,
+            lock_timeout,
+        } => ops::test(&common(&stack, lock_timeout, color), junit.as_deref()),
         Command::Destroy {
             stack,
             target,
@@ -333,7 +368,7 @@ pub fn main() -> ExitCode {
                 targets: target,
                 replace: vec![],
             };
-            ops::apply(&common, None, &options, auto_approve)
+            ops::apply(&common, None, &options, auto_approve, None)
         }
         Command::Drift {
             stack,
@@ -401,6 +436,7 @@ pub fn main() -> ExitCode {
             json,
         } => state::show(&dir, plan_file.as_deref(), json, color),
         Command::ForceUnlock { id, dir } => state::force_unlock(&dir, &id),
+        Command::NodeCheck { expect, json } => node_check::run(&expect, json),
         Command::Version { json } => {
             if json {
                 println!(

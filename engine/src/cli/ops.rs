@@ -221,6 +221,7 @@ async fn execute(
     state: Option<State>,
     color: bool,
     stop: Arc<AtomicBool>,
+    junit: Option<&Path>,
 ) -> ExitCode {
     if stop.load(Ordering::SeqCst) {
         return error("interrupted before any change was made");
@@ -235,6 +236,7 @@ async fn execute(
         sources,
         diagnostics,
         counts,
+        results,
     } = gpustack::apply::apply(
         plan,
         state,
@@ -244,7 +246,14 @@ async fn execute(
     )
     .await;
     render::diagnostics(&sources, &diagnostics, color);
-    let failed = diagnostics.iter().any(|d| d.is_error());
+    let mut failed = diagnostics.iter().any(|d| d.is_error());
+    print_test_results(&results, &state);
+    if let Some(path) = junit
+        && let Err(e) = super::junit::write(path, &results, &state)
+    {
+        eprintln!("Error: {e}");
+        failed = true;
+    }
     let verb = if plan.mode == PlanMode::Destroy {
         "Destroy"
     } else {
@@ -279,11 +288,44 @@ async fn execute(
     ExitCode::SUCCESS
 }
 
+/// Each smoke test that ran, check by check, after the apply output.
+fn print_test_results(results: &[gpustack::apply::ChangeResult], state: &State) {
+    let report = super::junit::report(results, state);
+    let Some(suite) = report.test_suites.first() else {
+        return;
+    };
+    if suite.test_cases.is_empty() {
+        return;
+    }
+    println!("\nSmoke tests:");
+    for case in &suite.test_cases {
+        let passed = matches!(case.status, quick_junit::TestCaseStatus::Success { .. });
+        let detail = case
+            .system_out
+            .as_ref()
+            .map(|s| s.as_str().to_owned())
+            .or_else(|| match &case.status {
+                quick_junit::TestCaseStatus::NonSuccess { message, .. } => {
+                    message.as_ref().map(|m| m.as_str().to_owned())
+                }
+                _ => None,
+            })
+            .unwrap_or_default();
+        println!(
+            "  {} {} {}: {detail}",
+            if passed { "PASS" } else { "FAIL" },
+            case.classname.as_ref().map(|c| c.as_str()).unwrap_or(""),
+            case.name.as_str()
+        );
+    }
+}
+
 pub fn apply(
     common: &Common,
     plan_file: Option<&Path>,
     options: &PlanOptions,
     auto_approve: bool,
+    junit: Option<&Path>,
 ) -> ExitCode {
     runtime().block_on(async {
         let stop = interrupt_flag();
@@ -306,7 +348,7 @@ pub fn apply(
                 Ok(s) => s,
                 Err(e) => return error(e),
             };
-            return execute(&plan, &backend, state, common.color, stop).await;
+            return execute(&plan, &backend, state, common.color, stop, junit).await;
         };
         let plan = match std::fs::read(file).map_err(|e| e.to_string()).and_then(|b| Plan::decode(&b)) {
             Ok(plan) => plan,
@@ -336,7 +378,54 @@ pub fn apply(
                 serial
             ));
         }
-        execute(&plan, &backend, state, common.color, stop).await
+        execute(&plan, &backend, state, common.color, stop, junit).await
+    })
+}
+
+/// Runs the stack's smoke tests again, and changes nothing else: a plan limited to the
+/// smoke tests, each replaced.
+pub fn test(common: &Common, junit: Option<&Path>) -> ExitCode {
+    runtime().block_on(async {
+        let stop = interrupt_flag();
+        let survey = match make_plan(common, &PlanOptions { refresh: false, ..Default::default() }, "test").await {
+            Ok((plan, _, _guard)) => plan,
+            Err(code) => return code,
+        };
+        let tests: Vec<&gpustack::plan::ResourceChange> = survey
+            .resource_changes
+            .iter()
+            .filter(|c| c.type_name == "gpu_smoke_test")
+            .collect();
+        if tests.is_empty() {
+            return error("this stack has no gpu_smoke_test resources");
+        }
+        let options = PlanOptions {
+            refresh: false,
+            targets: tests.iter().map(|c| c.config_address.clone()).collect(),
+            replace: tests.iter().map(|c| c.address.clone()).collect(),
+            ..Default::default()
+        };
+        let (plan, backend, _guard) = match make_plan(common, &options, "test").await {
+            Ok(p) => p,
+            Err(code) => return code,
+        };
+        let outside: Vec<&str> = plan
+            .resource_changes
+            .iter()
+            .filter(|c| c.type_name != "gpu_smoke_test" && !c.is_no_op())
+            .map(|c| c.address.as_str())
+            .collect();
+        if !outside.is_empty() {
+            return error(format!(
+                "the smoke tests depend on changes that are not applied yet ({}): run gpustack apply first",
+                outside.join(", ")
+            ));
+        }
+        let state = match backend.read() {
+            Ok(s) => s,
+            Err(e) => return error(e),
+        };
+        execute(&plan, &backend, state, common.color, stop, junit).await
     })
 }
 
