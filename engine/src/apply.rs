@@ -94,6 +94,8 @@ struct Ledger<'s, 'p> {
     counts: Counts,
     diags: Vec<Diag>,
     results: Vec<ChangeResult>,
+    /// Changes recorded and not yet written.
+    dirty: bool,
 }
 
 impl Ledger<'_, '_> {
@@ -153,11 +155,20 @@ impl Ledger<'_, '_> {
                     }
                 }
             }
+            self.dirty = true;
+        }
+    }
+
+    /// Writes what was recorded since the last write. Called once per finished node, so that
+    /// the thousand instances of one `for_each` cost one write, not a thousand.
+    fn flush(&mut self) {
+        if self.dirty {
             self.save();
         }
     }
 
     fn save(&mut self) {
+        self.dirty = false;
         self.state.serial += 1;
         if let Err(e) = (self.persist)(self.state) {
             self.diags
@@ -223,6 +234,7 @@ async fn apply_with(
             counts: Counts::default(),
             diags: Vec::new(),
             results: Vec::new(),
+            dirty: false,
         };
         let (handles, handled) = {
             let mut applier = Applier {
@@ -439,6 +451,7 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                             .record(d, &dependencies, sensitive.clone(), &redacted);
                     }
                 }
+                self.ledger.flush();
                 if failed {
                     self.failed.insert(node);
                 }
@@ -623,6 +636,7 @@ async fn carry_out(
                 type_name: type_name.clone(),
                 prior_state: if replace { None } else { prior.clone() },
                 config,
+                for_apply: true,
             })
             .await;
         if response.diagnostics.iter().any(Diagnostic::is_error) {
@@ -816,5 +830,6 @@ impl Steps for Deleter<'_, '_, '_> {
             .map(|c| c.dependencies.clone())
             .unwrap_or_default();
         self.ledger.record(&done, &dependencies, Vec::new(), &[]);
+        self.ledger.flush();
     }
 }

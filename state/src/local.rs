@@ -47,6 +47,8 @@ pub enum LockError {
 
 pub struct LocalBackend {
     path: PathBuf,
+    /// Whether this run already saved the state it found as `.backup`.
+    backed_up: std::sync::atomic::AtomicBool,
 }
 
 /// Holds the lock; releasing happens on drop, so every exit path unlocks.
@@ -71,7 +73,10 @@ fn read_lock(path: &Path) -> Option<LockInfo> {
 
 impl LocalBackend {
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self { path: path.into() }
+        Self {
+            path: path.into(),
+            backed_up: std::sync::atomic::AtomicBool::new(false),
+        }
     }
 
     /// `<stack>/.gpustack/state.json`, or `path` from the backend block (relative to the stack).
@@ -114,7 +119,13 @@ impl LocalBackend {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir).map_err(err)?;
         }
-        if self.path.exists() {
+        // The backup is the state as this run found it, taken at its first write (as
+        // Terraform's .backup): one copy per run, not one per change.
+        if self.path.exists()
+            && !self
+                .backed_up
+                .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
             std::fs::copy(&self.path, with_suffix(&self.path, ".backup")).map_err(err)?;
             restrict(&with_suffix(&self.path, ".backup")).map_err(err)?;
         }

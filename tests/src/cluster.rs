@@ -60,7 +60,7 @@ pub fn e2e_cluster() -> &'static TestCluster {
 
 impl TestCluster {
     /// The cluster a variable names, else the named one from tests/cluster/up.
-    fn start(name: &str, variable: &str) -> Self {
+    pub fn start(name: &str, variable: &str) -> Self {
         let v = versions();
         let bin = cache_root()
             .join(format!("kubernetes-{}", v["KUBERNETES_VERSION"]))
@@ -93,6 +93,13 @@ impl TestCluster {
     /// The directory of the built helm, for a PATH on which gpustack finds it.
     pub fn helm_dir(&self) -> &Path {
         self.helm.parent().unwrap_or(Path::new("."))
+    }
+
+    /// kubectl for this cluster, to add arguments to.
+    pub fn kubectl_command(&self) -> Command {
+        let mut command = Command::new(self.bin.join("kubectl"));
+        command.arg("--kubeconfig").arg(&self.kubeconfig);
+        command
     }
 
     pub fn kubectl(&self, args: &[&str]) -> Output {

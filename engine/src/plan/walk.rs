@@ -419,6 +419,7 @@ impl Planner<'_, '_> {
                                     type_name,
                                     prior_state: prior.clone(),
                                     config,
+                                    for_apply: false,
                                 })
                                 .await;
                             (

@@ -2,9 +2,10 @@
 //! client built from the provider configuration, and the API discovery cache.
 
 use gpustack_protocol::{Diagnostic, Value};
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, DynamicObject};
 use kube::discovery::Scope;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Mutex;
 
@@ -15,9 +16,14 @@ pub(crate) struct Kind {
     pub(crate) namespaced: bool,
 }
 
+/// The kinds one apiVersion serves, by name; locked while they are being discovered.
+type KindsOfVersion = Arc<Mutex<HashMap<String, Kind>>>;
+
 pub(crate) struct Cluster {
     pub(crate) client: kube::Client,
-    kinds: Mutex<HashMap<(String, String), Kind>>,
+    /// apiVersion → kind → where it lives. One lock per apiVersion, so that a thousand
+    /// concurrent first lookups make one discovery request, not a thousand.
+    kinds: std::sync::Mutex<HashMap<String, KindsOfVersion>>,
 }
 
 fn attr<'a>(config: &'a Value, name: &str) -> Option<&'a Value> {
@@ -104,34 +110,45 @@ impl Cluster {
         let client = kube::Client::try_from(client_config).map_err(config_error)?;
         Ok(Self {
             client,
-            kinds: Mutex::new(HashMap::new()),
+            kinds: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
-    /// Finds a kind through API discovery; `None` when the server does not serve it (yet:
-    /// a CRD planned in the same run). Answers are cached; misses are not.
+    /// Finds a kind through API discovery (one request per apiVersion); `None` when the
+    /// server does not serve it (yet: a CRD planned in the same run). Misses ask again.
     pub(crate) async fn kind(
         &self,
         api_version: &str,
         kind: &str,
     ) -> Result<Option<Kind>, kube::Error> {
-        let key = (api_version.to_owned(), kind.to_owned());
-        if let Some(found) = self.kinds.lock().await.get(&key) {
+        let slot = {
+            let mut all = self
+                .kinds
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            all.entry(api_version.to_owned()).or_default().clone()
+        };
+        let mut known = slot.lock().await;
+        if let Some(found) = known.get(kind) {
             return Ok(Some(found.clone()));
         }
         let (group, version) = match api_version.split_once('/') {
             Some((g, v)) => (g, v),
             None => ("", api_version),
         };
-        let gvk = GroupVersionKind::gvk(group, version, kind);
-        match kube::discovery::pinned_kind(&self.client, &gvk).await {
-            Ok((resource, caps)) => {
-                let found = Kind {
-                    resource,
-                    namespaced: caps.scope == Scope::Namespaced,
-                };
-                self.kinds.lock().await.insert(key, found.clone());
-                Ok(Some(found))
+        let gv = kube::core::GroupVersion::gv(group, version);
+        match kube::discovery::pinned_group(&self.client, &gv).await {
+            Ok(api_group) => {
+                for (resource, caps) in api_group.versioned_resources(version) {
+                    known.insert(
+                        resource.kind.clone(),
+                        Kind {
+                            resource,
+                            namespaced: caps.scope == Scope::Namespaced,
+                        },
+                    );
+                }
+                Ok(known.get(kind).cloned())
             }
             Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
             Err(kube::Error::Discovery(_)) => Ok(None),

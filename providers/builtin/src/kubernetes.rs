@@ -454,6 +454,9 @@ impl Connected {
                     .and_then(|p| attribute(p, live_name));
                 if prior_live == Some(&expected) {
                     expected
+                } else if request.for_apply {
+                    // Apply reports the real object; a preview now would be one more request.
+                    Value::Unknown
                 } else if type_name == "kubernetes_manifest" {
                     let manager = field_manager(&planned);
                     match self.dry_run(id, desired, &manager, force(config)).await {
@@ -477,7 +480,10 @@ impl Connected {
                 let before = prior
                     .and_then(|p| attribute(p, "object"))
                     .map(|o| o.to_json().get("data").cloned().unwrap_or(Json::Null));
-                if before.as_ref() != Some(&data) && crate::capacity::is_sharing_config(&data) {
+                if !request.for_apply
+                    && before.as_ref() != Some(&data)
+                    && crate::capacity::is_sharing_config(&data)
+                {
                     crate::capacity::of_sharing_config(&self.cluster, &id.name, &data).await
                 } else {
                     Vec::new()

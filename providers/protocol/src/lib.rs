@@ -68,6 +68,10 @@ pub struct PlanResourceChangeRequest {
     pub prior_state: Option<Value>,
     /// The configuration, converted to the schema; unknown where it depends on unapplied changes.
     pub config: Value,
+    /// True when the engine finalises the plan just before applying it: apply itself will
+    /// report the real object, so a provider may skip previews (a server-side dry-run) that
+    /// only make the plan more informative.
+    pub for_apply: bool,
 }
 
 /// What a planned change does to the GPU resources a node or pool advertises
