@@ -466,3 +466,67 @@ resource "gpu_smoke_test" "no_gpus_here" {
     let list = stack.ok("state", &["list"]);
     assert!(!list.contains("gpu_smoke_test"), "{list}");
 }
+
+#[test]
+fn mps_example_shares_a_gpu_among_four_clients() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    c.fake_gpu_node("e2e-mps", "Tesla T4", 1);
+    let chart = format!("chart={}", chart());
+    let stack = Stack::example("mps", &[&chart, r#"node_names=["e2e-mps"]"#]);
+    stack.ok("apply", &["--auto-approve"]);
+    assert_eq!(allocatable(c, "e2e-mps", "nvidia.com/gpu"), "4");
+    let plan = stack.ok("plan", &["--var", "replicas=8"]);
+    assert!(
+        plan.contains("node e2e-mps (1× Tesla-T4): nvidia.com/gpu 4 → 8 (MPS ×8)"),
+        "{plan}"
+    );
+    let strategy = c.kubectl_ok(&[
+        "get",
+        "node",
+        "e2e-mps",
+        "-o",
+        r"jsonpath={.metadata.labels.nvidia\.com/gpu\.sharing-strategy}",
+    ]);
+    assert_eq!(strategy, "mps");
+    assert_eq!(output(&stack, "smoke_test_passed"), true);
+    stack.ok("destroy", &["--auto-approve"]);
+    assert!(
+        c.kubectl(&["get", "namespace", "gpu-operator"])
+            .stdout
+            .is_empty()
+    );
+}
+
+#[test]
+fn dcgm_monitoring_example_makes_a_service_monitor_for_the_exporter() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    // The Prometheus Operator's CRD, as a cluster with Prometheus has it.
+    let crd =
+        repo_root().join("../shared/upstream/crds/monitoring.coreos.com_servicemonitors.yaml");
+    c.kubectl_ok(&["apply", "--server-side", "-f", crd.to_str().unwrap()]);
+    let chart = format!("chart={}", chart());
+    let stack = Stack::example("dcgm-monitoring", &[&chart]);
+    stack.ok("apply", &["--auto-approve"]);
+    let monitors = c.kubectl_ok(&["get", "servicemonitors", "-A", "-o", "json"]);
+    let monitors: serde_json::Value = serde_json::from_str(&monitors).unwrap();
+    let monitor = &monitors["items"][0];
+    assert_eq!(
+        monitor["spec"]["selector"]["matchLabels"]["app"], "nvidia-dcgm-exporter",
+        "{monitor}"
+    );
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    assert_eq!(endpoint["port"], "gpu-metrics", "{monitor}");
+    assert!(
+        endpoint.to_string().contains("kubernetes_node"),
+        "node name not relabelled: {endpoint}"
+    );
+    assert_eq!(
+        stack.run("plan", &["--detailed-exitcode"]).status.code(),
+        Some(0)
+    );
+    stack.ok("destroy", &["--auto-approve"]);
+    let left = c.kubectl_ok(&["get", "servicemonitors", "-A", "-o", "name"]);
+    assert_eq!(left.trim(), "");
+}
