@@ -530,3 +530,81 @@ fn dcgm_monitoring_example_makes_a_service_monitor_for_the_exporter() {
     let left = c.kubectl_ok(&["get", "servicemonitors", "-A", "-o", "name"]);
     assert_eq!(left.trim(), "");
 }
+
+#[test]
+fn explicit_host_token_and_ca_reach_the_cluster_and_the_token_stays_out_of_state() {
+    let c = e2e_cluster();
+    c.apply_yaml(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: gpustack-e2e\n  namespace: default\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: gpustack-e2e\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: cluster-admin\nsubjects:\n- kind: ServiceAccount\n  name: gpustack-e2e\n  namespace: default\n",
+    );
+    let token = c.kubectl_ok(&["create", "token", "gpustack-e2e", "-n", "default"]);
+    let server = c.kubectl_ok(&[
+        "config",
+        "view",
+        "--minify",
+        "-o",
+        "jsonpath={.clusters[0].cluster.server}",
+    ]);
+    let ca_path = c.kubectl_ok(&[
+        "config",
+        "view",
+        "--minify",
+        "-o",
+        "jsonpath={.clusters[0].cluster.certificate-authority}",
+    ]);
+    let stack = Stack::inline(
+        r#"
+variable "kubeconfig" { type = string }
+variable "host" { type = string }
+variable "ca" { type = string }
+variable "token" {
+  type      = string
+  sensitive = true
+}
+
+provider "kubernetes" {
+  host                   = var.host
+  token                  = var.token
+  cluster_ca_certificate = var.ca
+}
+
+resource "kubernetes_manifest" "marker" {
+  manifest = {
+    apiVersion = "v1"
+    kind       = "ConfigMap"
+    metadata   = { name = "gpustack-token-auth", namespace = "default" }
+    data       = { via = "service account token" }
+  }
+}
+"#,
+    );
+    let ca = std::fs::read_to_string(ca_path.trim()).unwrap();
+    let stack = Stack {
+        vars: stack
+            .vars
+            .iter()
+            .cloned()
+            .chain([
+                format!("host={server}"),
+                format!("ca={ca}"),
+                format!("token={}", token.trim()),
+            ])
+            .collect(),
+        ..stack
+    };
+    let applied = stack.ok("apply", &["--auto-approve"]);
+    assert!(!applied.contains(token.trim()), "the token was printed");
+    let via = c.kubectl_ok(&[
+        "get",
+        "configmap",
+        "gpustack-token-auth",
+        "-n",
+        "default",
+        "-o",
+        "jsonpath={.data.via}",
+    ]);
+    assert_eq!(via, "service account token");
+    let state = std::fs::read_to_string(stack.dir.join(".gpustack/state.json")).unwrap();
+    assert!(!state.contains(token.trim()), "the token reached the state");
+    stack.ok("destroy", &["--auto-approve"]);
+}
