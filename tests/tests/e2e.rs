@@ -237,6 +237,45 @@ fn reference_flow_time_slicing_from_install_to_destroy() {
         Some(0)
     );
 
+    // Capacity drift: the GPU falls off the bus; nothing gpustack manages changed, but the
+    // node no longer advertises what the stack implies.
+    c.kubectl_ok(&[
+        "annotate",
+        "node",
+        "e2e-t4",
+        "gpustack.dev/gpu-count=0",
+        "--overwrite",
+    ]);
+    c.eventually(
+        30,
+        || allocatable(c, "e2e-t4", "nvidia.com/gpu"),
+        |a| a == "0",
+    );
+    let lost = stack.run("drift", &[]);
+    let report = String::from_utf8_lossy(&lost.stdout);
+    assert_eq!(lost.status.code(), Some(2), "{report}");
+    assert!(
+        report.contains("gpu_smoke_test.vector_add has changed"),
+        "{report}"
+    );
+    assert!(
+        report.contains("e2e-t4: nvidia.com/gpu is 0, expected 4"),
+        "{report}"
+    );
+    c.kubectl_ok(&[
+        "annotate",
+        "node",
+        "e2e-t4",
+        "gpustack.dev/gpu-count=1",
+        "--overwrite",
+    ]);
+    c.eventually(
+        30,
+        || allocatable(c, "e2e-t4", "nvidia.com/gpu"),
+        |a| a == "4",
+    );
+    assert_eq!(stack.run("drift", &[]).status.code(), Some(0));
+
     // Drift: a field gpustack does not manage is not drift; one it manages is.
     c.kubectl_ok(&[
         "patch",

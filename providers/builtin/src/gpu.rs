@@ -472,10 +472,38 @@ impl Provider for SmokeTests {
         Gpu.configure(request).await
     }
 
-    /// A test's result is what happened when it ran; there is nothing live to read back.
+    /// A test's result is what happened when it ran, except for capacity: the nodes must
+    /// still advertise what the test expects. A node that advertises less (a device plugin
+    /// that lost its config, a GPU that fell off the bus) turns `passed` false, which drift
+    /// reports and the next plan answers by running the test again.
     async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        let checks = request.states.iter().map(|state| async move {
+            let passed = attribute(state, "passed").and_then(Value::as_bool) == Some(true);
+            let spec = Spec::of(state)
+                .ok()
+                .filter(|s| passed && !s.expect.is_empty())?;
+            let (check, seen) = self.allocatable(&spec, Instant::now()).await.ok()?;
+            if check["passed"] == json!(true) {
+                return None;
+            }
+            let mut drifted = state.clone();
+            set(&mut drifted, "passed", Value::Bool(false));
+            let mut result = attribute(state, "result")
+                .map(Value::to_json)
+                .unwrap_or(json!({}));
+            result["capacity_drift"] = check["detail"].clone();
+            result["allocatable"] = seen;
+            set(&mut drifted, "result", Value::from_json(&result));
+            Some(drifted)
+        });
+        let drifted = futures::future::join_all(checks).await;
         ReadResourcesResponse {
-            states: request.states.into_iter().map(Some).collect(),
+            states: request
+                .states
+                .into_iter()
+                .zip(drifted)
+                .map(|(state, drifted)| Some(drifted.unwrap_or(state)))
+                .collect(),
             diagnostics: vec![],
         }
     }
@@ -502,17 +530,18 @@ impl Provider for SmokeTests {
         default_if_unset(&mut planned, "image", Value::string(DEFAULT_IMAGE));
         default_if_unset(&mut planned, "namespace", Value::string("default"));
         let unchanged = request.prior_state.as_ref().is_some_and(|prior| {
-            planned.as_object().is_some_and(|p| {
-                p.iter()
-                    .filter(|(k, _)| *k != "passed" && *k != "result")
-                    .all(|(k, v)| {
-                        prior
-                            .as_object()
-                            .and_then(|o| o.get(k))
-                            .unwrap_or(&Value::Null)
-                            == v
-                    })
-            })
+            attribute(prior, "passed").and_then(Value::as_bool) == Some(true)
+                && planned.as_object().is_some_and(|p| {
+                    p.iter()
+                        .filter(|(k, _)| *k != "passed" && *k != "result")
+                        .all(|(k, v)| {
+                            prior
+                                .as_object()
+                                .and_then(|o| o.get(k))
+                                .unwrap_or(&Value::Null)
+                                == v
+                        })
+                })
         });
         for name in ["passed", "result"] {
             let value = match &request.prior_state {
