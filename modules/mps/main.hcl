@@ -1,130 +1,19 @@
 # MPS: the device plugin shares each full GPU between pods through one MPS control daemon per
-# node, with a memory and compute share per client, which time-slicing cannot give. The
-# sharing config lives in a ConfigMap the ClusterPolicy points at, as for time-slicing.
+# node, with a memory and compute share per client, which time-slicing cannot give. The inputs
+# are checked here; the objects are made by ../device-plugin-sharing.
 
-locals {
-  sharing_config = {
-    version = "v1"
-    flags = {
-      migStrategy = var.mig_strategy
-    }
-    sharing = {
-      mps = {
-        renameByDefault            = var.rename_by_default
-        failRequestsGreaterThanOne = var.fail_requests_greater_than_one
-        resources = [
-          {
-            name     = var.resource_name
-            replicas = var.replicas
-          },
-        ]
-      }
-    }
-  }
-
-  # With a pool named, nodes without the label must not share their GPUs, so the default the
-  # ClusterPolicy falls back to is a config without a sharing section.
-  per_pool    = length(var.node_names) > 0
-  default_key = local.per_pool ? var.unshared_config_key : var.config_key
-
-  config_data = merge(
-    {
-      (var.config_key) = yamlencode(local.sharing_config)
-    },
-    local.per_pool ? {
-      (var.unshared_config_key) = yamlencode({
-        version = "v1"
-        flags = {
-          migStrategy = var.mig_strategy
-        }
-      })
-    } : {},
-  )
-
-  config_hash = sha256(jsonencode(local.config_data))
-}
-
-resource "kubernetes_manifest" "config" {
-  manifest = {
-    apiVersion = "v1"
-    kind       = "ConfigMap"
-    metadata = {
-      name      = var.config_name
-      namespace = var.operator.namespace
-    }
-    data = local.config_data
-  }
-}
-
-# The chart owns the ClusterPolicy; taking over just these fields needs force_conflicts, and
-# a manager of our own so that the MIG module's fields are not dropped by this apply.
-resource "kubernetes_patch" "cluster_policy" {
-  api_version     = "nvidia.com/v1"
-  kind            = "ClusterPolicy"
-  name            = var.operator.cluster_policy_name
-  field_manager   = "gpustack-mps"
-  force_conflicts = true
-
-  patch = {
-    spec = {
-      devicePlugin = {
-        config = {
-          name    = kubernetes_manifest.config.manifest.metadata.name
-          default = local.default_key
-        }
-      }
-    }
-  }
-
-  wait {
-    fields = {
-      "{.status.state}" = "ready"
-    }
-    timeout = "5m"
-  }
-
-  # A named pool is labelled first, so that its nodes never fall back to the unshared default.
-  depends_on = [kubernetes_labels.pool]
-}
-
-# The operator does not watch the ConfigMap: a change of its content in place takes effect
-# only when the device plugin restarts, which a new pod-template annotation forces. No
-# rollout wait: it would also wait for nodes that are being drained or are not ready.
-resource "kubernetes_patch" "restart_device_plugin" {
-  api_version     = "apps/v1"
-  kind            = "DaemonSet"
-  name            = var.operator.device_plugin_daemonset
-  namespace       = var.operator.namespace
-  field_manager   = "gpustack-mps-restart"
-  force_conflicts = true
-
-  patch = {
-    spec = {
-      template = {
-        metadata = {
-          annotations = {
-            "gpustack.dev/sharing-config-hash" = local.config_hash
-          }
-        }
-      }
-    }
-  }
-
-  depends_on = [kubernetes_manifest.config, kubernetes_patch.cluster_policy]
-}
-
-# Per-pool selection: the device plugin reads the config key from this node label.
-resource "kubernetes_labels" "pool" {
-  for_each = toset(var.node_names)
-
-  api_version   = "v1"
-  kind          = "Node"
-  name          = each.value
-  field_manager = "gpustack-mps"
-
-  labels = {
-    "nvidia.com/device-plugin.config" = var.config_key
-  }
-
-  depends_on = [kubernetes_manifest.config]
+module "sharing" {
+  source                         = "../device-plugin-sharing"
+  strategy                       = "mps"
+  manager                        = "mps"
+  operator                       = var.operator
+  replicas                       = var.replicas
+  config_name                    = var.config_name
+  config_key                     = var.config_key
+  resource_name                  = var.resource_name
+  rename_by_default              = var.rename_by_default
+  fail_requests_greater_than_one = var.fail_requests_greater_than_one
+  mig_strategy                   = var.mig_strategy
+  node_names                     = var.node_names
+  unshared_config_key            = var.unshared_config_key
 }

@@ -216,8 +216,8 @@ fn reference_flow_time_slicing_from_install_to_destroy() {
         changed,
         [
             "  # gpu_smoke_test.vector_add will be updated in-place",
-            "  # module.time_slicing.kubernetes_manifest.config will be updated in-place",
-            "  # module.time_slicing.kubernetes_patch.restart_device_plugin will be updated in-place",
+            "  # module.time_slicing.module.sharing.kubernetes_manifest.config will be updated in-place",
+            "  # module.time_slicing.module.sharing.kubernetes_patch.restart_device_plugin will be updated in-place",
         ],
         "{plan}"
     );
@@ -310,7 +310,8 @@ fn reference_flow_time_slicing_from_install_to_destroy() {
     let report = String::from_utf8_lossy(&drift.stdout);
     assert_eq!(drift.status.code(), Some(2), "{report}");
     assert!(
-        report.contains("module.time_slicing.kubernetes_manifest.config has changed"),
+        report
+            .contains("module.time_slicing.module.sharing.kubernetes_manifest.config has changed"),
         "{report}"
     );
     assert!(report.contains("~ any = "), "{report}");

@@ -99,8 +99,8 @@ fn reference_example_graph_orders_the_flow() {
     let flow = [
         "aks_nodepool.t4",
         "module.gpu_operator.helm_release.operator",
-        "module.time_slicing.kubernetes_manifest.config",
-        "module.time_slicing.kubernetes_patch.cluster_policy",
+        "module.time_slicing.module.sharing.kubernetes_manifest.config",
+        "module.time_slicing.module.sharing.kubernetes_patch.cluster_policy",
         "gpu_smoke_test.vector_add",
     ];
     for pair in flow.windows(2) {

@@ -111,3 +111,23 @@ pub(crate) fn is_dns_label(s: &str) -> bool {
         && bytes[0] != b'-'
         && bytes[bytes.len() - 1] != b'-'
 }
+
+/// An attribute of a state or configuration object; `None` when absent or null.
+pub(crate) fn attribute<'a>(state: &'a Value, name: &str) -> Option<&'a Value> {
+    state
+        .as_object()
+        .and_then(|o| o.get(name))
+        .filter(|v| !v.is_null())
+}
+
+/// A string attribute; `None` when absent, null or not a string.
+pub(crate) fn text<'a>(state: &'a Value, name: &str) -> Option<&'a str> {
+    attribute(state, name).and_then(Value::as_str)
+}
+
+/// Sets an attribute of an object value (anything else is left as it is).
+pub(crate) fn set(state: &mut Value, name: &str, value: Value) {
+    if let Value::Object(o) = state {
+        o.insert(name.to_owned(), value);
+    }
+}

@@ -26,17 +26,8 @@ pub(crate) struct Cluster {
     kinds: std::sync::Mutex<HashMap<String, KindsOfVersion>>,
 }
 
-fn attr<'a>(config: &'a Value, name: &str) -> Option<&'a Value> {
-    config
-        .as_object()
-        .and_then(|o| o.get(name))
-        .filter(|v| !v.is_null())
-}
-
 fn text(config: &Value, name: &str) -> Option<String> {
-    attr(config, name)
-        .and_then(Value::as_str)
-        .map(str::to_owned)
+    crate::check::text(config, name).map(str::to_owned)
 }
 
 fn config_error(detail: impl std::fmt::Display) -> Diagnostic {
@@ -85,7 +76,9 @@ impl Cluster {
             kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
                 .await
                 .map_err(config_error)?
-        } else if attr(config, "in_cluster").and_then(Value::as_bool) == Some(true) {
+        } else if crate::check::attribute(config, "in_cluster").and_then(Value::as_bool)
+            == Some(true)
+        {
             kube::Config::incluster().map_err(|e| {
                 config_error(format!(
                     "in_cluster = true, but this process does not run in a pod with a service account: {e}"

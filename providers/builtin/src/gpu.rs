@@ -1,4 +1,4 @@
-use crate::check::{Checker, provider_config};
+use crate::check::{Checker, attribute, provider_config, set};
 use crate::cluster::{Cluster, api_error, duration};
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest,
@@ -124,19 +124,6 @@ pub const DEFAULT_IMAGE: &str = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda11
 
 struct SmokeTests {
     cluster: Cluster,
-}
-
-fn attribute<'a>(state: &'a Value, name: &str) -> Option<&'a Value> {
-    state
-        .as_object()
-        .and_then(|o| o.get(name))
-        .filter(|v| !v.is_null())
-}
-
-fn set(state: &mut Value, name: &str, value: Value) {
-    if let Value::Object(o) = state {
-        o.insert(name.to_owned(), value);
-    }
 }
 
 fn default_if_unset(state: &mut Value, name: &str, value: Value) {

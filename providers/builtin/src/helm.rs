@@ -1,4 +1,4 @@
-use crate::check::{Checker, provider_config};
+use crate::check::{Checker, attribute, provider_config, set, text};
 use crate::objects::strip_nulls;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest,
@@ -100,23 +100,6 @@ struct HelmCli {
 }
 
 const COMPUTED: [&str; 3] = ["revision", "status", "app_version"];
-
-fn attribute<'a>(state: &'a Value, name: &str) -> Option<&'a Value> {
-    state
-        .as_object()
-        .and_then(|o| o.get(name))
-        .filter(|v| !v.is_null())
-}
-
-fn text<'a>(state: &'a Value, name: &str) -> Option<&'a str> {
-    attribute(state, name).and_then(Value::as_str)
-}
-
-fn set(state: &mut Value, name: &str, value: Value) {
-    if let Value::Object(o) = state {
-        o.insert(name.to_owned(), value);
-    }
-}
 
 fn on_path(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {

@@ -1,4 +1,4 @@
-use crate::check::{Checker, provider_config};
+use crate::check::{Checker, attribute, provider_config, set, text};
 use crate::cluster::{Cluster, Kind, api_error};
 use crate::objects::{project, strip_nulls};
 use crate::wait::Wait;
@@ -194,23 +194,6 @@ pub(crate) struct Connected {
 }
 
 const DEFAULT_FIELD_MANAGER: &str = "gpustack";
-
-fn attribute<'a>(state: &'a Value, name: &str) -> Option<&'a Value> {
-    state
-        .as_object()
-        .and_then(|o| o.get(name))
-        .filter(|v| !v.is_null())
-}
-
-fn text<'a>(state: &'a Value, name: &str) -> Option<&'a str> {
-    attribute(state, name).and_then(Value::as_str)
-}
-
-fn set(state: &mut Value, name: &str, value: Value) {
-    if let Value::Object(o) = state {
-        o.insert(name.to_owned(), value);
-    }
-}
 
 fn error(summary: &str, detail: impl Into<String>) -> Vec<Diagnostic> {
     vec![Diagnostic::error(summary, detail)]
