@@ -7,6 +7,7 @@ mod node_check;
 mod ops;
 mod render;
 mod state;
+mod webhook;
 
 use clap::{Args, Parser, Subcommand};
 use gpustack::evaluate::EvalOptions;
@@ -122,6 +123,10 @@ enum Command {
         /// Write Prometheus metrics (textfile collector format) to this file.
         #[arg(long, value_name = "FILE")]
         metrics_file: Option<PathBuf>,
+        /// POST the JSON report here when drift appears, changes or goes away (not on every
+        /// run); what was reported is remembered beside the state.
+        #[arg(long, value_name = "URL", conflicts_with = "stacks")]
+        webhook: Option<String>,
         #[arg(long, default_value = "0s", value_parser = parse_duration)]
         lock_timeout: Duration,
         /// Check a fleet: every stack directory matching this pattern (e.g. 'stacks/*'), with
@@ -388,6 +393,7 @@ pub fn main() -> ExitCode {
             json,
             markdown,
             metrics_file,
+            webhook,
             lock_timeout,
             ..
         } => ops::drift(
@@ -396,6 +402,7 @@ pub fn main() -> ExitCode {
                 json,
                 markdown,
                 metrics_file,
+                webhook,
             },
         ),
         Command::State { command } => match command {

@@ -433,6 +433,7 @@ pub struct DriftArgs {
     pub json: bool,
     pub markdown: bool,
     pub metrics_file: Option<PathBuf>,
+    pub webhook: Option<String>,
 }
 
 pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
@@ -449,8 +450,15 @@ pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let plan = match make_plan(common, &options, "drift").await {
-            Ok((plan, _, _guard)) => plan,
+        let (plan, state_dir) = match make_plan(common, &options, "drift").await {
+            Ok((plan, backend, _guard)) => (
+                plan,
+                backend
+                    .path()
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_default(),
+            ),
             Err(code) => {
                 if let Some(path) = &args.metrics_file {
                     let empty = empty_plan();
@@ -480,6 +488,13 @@ pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
             )
         {
             return error(format!("cannot write {}: {e}", path.display()));
+        }
+        if let Some(url) = &args.webhook {
+            match super::webhook::notify(url, &state_dir, &stack_name, &plan) {
+                Ok(Some(event)) => eprintln!("Webhook: posted {event:?}."),
+                Ok(None) => {}
+                Err(e) => return error(e),
+            }
         }
         if plan.resource_drift.is_empty() {
             ExitCode::SUCCESS
