@@ -201,6 +201,11 @@ impl Scope for ModuleScope<'_, '_> {
             }
             ["module", call, rest @ ..] => {
                 let Some(&child) = m.children.get(*call) else {
+                    // A call whose module failed to load has been reported already: its
+                    // outputs are unknown rather than a second, misleading error.
+                    if m.calls.contains_key(*call) {
+                        return found(None, rest.len().min(1) + 2);
+                    }
                     return Err(undeclared(
                         range,
                         "Reference to undeclared module",

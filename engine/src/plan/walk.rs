@@ -746,12 +746,13 @@ impl Planner<'_, '_> {
         changes
     }
 
+    /// By name, as Terraform lists them: the walk finishes outputs in any order.
     fn output_changes(&self) -> IndexMap<String, OutputChange> {
         let prior = self.state.map(|s| &s.outputs);
-        self.walk
-            .out
-            .outputs
-            .iter()
+        let mut outputs: Vec<_> = self.walk.out.outputs.iter().collect();
+        outputs.sort_by(|a, b| a.0.cmp(b.0));
+        outputs
+            .into_iter()
             .map(|(name, (value, sensitive))| {
                 let (after, unknown) = split_unknowns(value);
                 let before = prior.and_then(|p| p.get(name)).map(|o| &o.value);
