@@ -90,6 +90,20 @@ impl TestCluster {
         }
     }
 
+    /// Every helm the test world builds: helm 3 (`HELM_VERSION`) and helm 4 (`HELM4_VERSION`).
+    pub fn helm_binaries(&self) -> Vec<PathBuf> {
+        let v = versions();
+        ["HELM_VERSION", "HELM4_VERSION"]
+            .iter()
+            .filter_map(|key| v.get(*key))
+            .map(|version| {
+                cache_root()
+                    .join(format!("helm-{version}"))
+                    .join("bin/helm")
+            })
+            .collect()
+    }
+
     /// The directory of the built helm, for a PATH on which gpustack finds it.
     pub fn helm_dir(&self) -> &Path {
         self.helm.parent().unwrap_or(Path::new("."))

@@ -648,3 +648,122 @@ resource "kubernetes_manifest" "marker" {
     assert!(!state.contains(token.trim()), "the token reached the state");
     stack.ok("destroy", &["--auto-approve"]);
 }
+
+#[test]
+fn helm_releases_install_drift_and_uninstall_with_helm_3_and_helm_4() {
+    let chart = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(chart.path().join("templates")).unwrap();
+    std::fs::write(
+        chart.path().join("Chart.yaml"),
+        "apiVersion: v2\nname: probe\nversion: 0.1.0\nappVersion: \"1.0\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        chart.path().join("templates/configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  replicas: {{ .Values.replicas | quote }}\n",
+    )
+    .unwrap();
+    let c = e2e_cluster();
+    let helms = c.helm_binaries();
+    assert_eq!(helms.len(), 2, "helm 3 and helm 4: {helms:?}");
+    for helm in helms {
+        let version = String::from_utf8_lossy(
+            &Command::new(&helm)
+                .args(["version", "--template", "{{.Version}}"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .into_owned();
+        let major = &version[..2];
+        let release = format!("probe-{}", &version[1..2]);
+        let stack = Stack::inline(&format!(
+            r#"
+variable "kubeconfig" {{ type = string }}
+variable "replicas" {{
+  type    = number
+  default = 10
+}}
+
+provider "helm" {{
+  config_path = var.kubeconfig
+  helm_binary = "{helm}"
+}}
+
+resource "helm_release" "probe" {{
+  name      = "{release}"
+  chart     = "{chart}"
+  namespace = "default"
+  values    = {{ replicas = var.replicas }}
+  atomic    = true
+  wait      = true
+  timeout   = "2m"
+}}
+"#,
+            helm = helm.display(),
+            chart = chart.path().display(),
+        ));
+        stack.ok("apply", &["--auto-approve"]);
+        let data = |c: &TestCluster| {
+            c.kubectl_ok(&[
+                "get",
+                "configmap",
+                &release,
+                "-n",
+                "default",
+                "-o",
+                "jsonpath={.data.replicas}",
+            ])
+        };
+        assert_eq!(data(c), "10", "{major}");
+        let state = stack.ok("state", &["show", "helm_release.probe"]);
+        assert!(state.contains(r#""revision": 1"#), "{major}: {state}");
+        assert!(
+            state.contains(r#""status": "deployed""#),
+            "{major}: {state}"
+        );
+        assert_eq!(
+            stack.run("plan", &["--detailed-exitcode"]).status.code(),
+            Some(0),
+            "{major}"
+        );
+
+        // Someone upgrades the release by hand: drift in its values and revision.
+        let out = Command::new(&helm)
+            .arg("--kubeconfig")
+            .arg(&c.kubeconfig)
+            .args([
+                "upgrade",
+                &release,
+                chart.path().to_str().unwrap(),
+                "-n",
+                "default",
+                "--reuse-values",
+                "--set",
+                "replicas=3",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let drift = stack.run("drift", &[]);
+        let report = String::from_utf8_lossy(&drift.stdout);
+        assert_eq!(drift.status.code(), Some(2), "{major}: {report}");
+        assert!(report.contains("~ replicas = 10 -> 3"), "{major}: {report}");
+        assert!(report.contains("~ revision"), "{major}: {report}");
+
+        // Apply puts the stack's values back.
+        stack.ok("apply", &["--auto-approve"]);
+        assert_eq!(data(c), "10", "{major}");
+        stack.ok("destroy", &["--auto-approve"]);
+        assert!(
+            c.kubectl(&["get", "configmap", &release, "-n", "default"])
+                .stdout
+                .is_empty(),
+            "{major}"
+        );
+    }
+}
