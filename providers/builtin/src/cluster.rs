@@ -34,21 +34,6 @@ fn config_error(detail: impl std::fmt::Display) -> Diagnostic {
     Diagnostic::error("Cannot configure the Kubernetes client", detail.to_string())
 }
 
-/// The kubeconfig file a configuration names: `config_path`, else `$KUBECONFIG`, else
-/// `~/.kube/config` (the order kubectl uses).
-pub(crate) fn kubeconfig_path(config: &Value) -> Option<std::path::PathBuf> {
-    text(config, "config_path")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("KUBECONFIG")
-                .filter(|v| !v.is_empty())
-                .map(std::path::PathBuf::from)
-        })
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".kube/config"))
-        })
-}
-
 impl Cluster {
     /// Explicit `host` (with `token`, `cluster_ca_certificate`), else `in_cluster`, else a
     /// kubeconfig file and optional `context`. Builds the client only: no request is made.
@@ -85,18 +70,24 @@ impl Cluster {
                 ))
             })?
         } else {
-            let path = kubeconfig_path(config).ok_or_else(|| {
-                config_error("No kubeconfig: set config_path, $KUBECONFIG or HOME.")
-            })?;
-            let kubeconfig = kube::config::Kubeconfig::read_from(&path)
-                .map_err(|e| config_error(format!("Reading kubeconfig {}: {e}", path.display())))?;
+            // config_path, else what kubectl reads: every file of $KUBECONFIG, merged, else
+            // ~/.kube/config.
+            let (kubeconfig, source) = match text(config, "config_path") {
+                Some(path) => (kube::config::Kubeconfig::read_from(&path), path),
+                None => (
+                    kube::config::Kubeconfig::read(),
+                    std::env::var("KUBECONFIG").unwrap_or_else(|_| "~/.kube/config".to_owned()),
+                ),
+            };
+            let kubeconfig = kubeconfig
+                .map_err(|e| config_error(format!("Reading kubeconfig {source}: {e}")))?;
             let options = kube::config::KubeConfigOptions {
                 context: text(config, "context"),
                 ..Default::default()
             };
             kube::Config::from_custom_kubeconfig(kubeconfig, &options)
                 .await
-                .map_err(|e| config_error(format!("kubeconfig {}: {e}", path.display())))?
+                .map_err(|e| config_error(format!("kubeconfig {source}: {e}")))?
         };
         let mut client_config = client_config;
         client_config.read_timeout = Some(Duration::from_secs(60));

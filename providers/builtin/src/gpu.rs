@@ -276,7 +276,23 @@ impl SmokeTests {
             let (c, seen) = self.allocatable(spec, deadline).await?;
             (Some(c), seen)
         };
+        let capacity_missing = allocatable_check
+            .as_ref()
+            .is_some_and(|c| c["passed"] != json!(true));
         checks.extend(allocatable_check);
+        if capacity_missing {
+            // No pod could get what it asks for: a Job would only wait out the deadline.
+            return Ok((
+                false,
+                json!({
+                    "job": null,
+                    "namespace": spec.namespace,
+                    "duration_seconds": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+                    "allocatable": allocatable,
+                    "checks": checks,
+                }),
+            ));
+        }
         let job_name = format!("gpustack-smoke-{name_hint}");
         let jobs: Api<Job> = Api::namespaced(self.cluster.client.clone(), &spec.namespace);
         let job: Job = serde_json::from_value(json!({
@@ -290,7 +306,7 @@ impl SmokeTests {
                 "parallelism": spec.pods,
                 "completions": spec.pods,
                 "backoffLimit": 0,
-                "activeDeadlineSeconds": spec.timeout.as_secs().max(1),
+                "activeDeadlineSeconds": deadline.saturating_duration_since(Instant::now()).as_secs().max(1),
                 "template": {
                     "metadata": {"labels": {"app.kubernetes.io/managed-by": "gpustack", "gpustack.dev/smoke-test": job_name}},
                     "spec": {
@@ -328,6 +344,7 @@ impl SmokeTests {
         jobs.create(&PostParams::default(), &job)
             .await
             .map_err(|e| api_error(&e))?;
+        let mut pods_failed = false;
         let outcome = loop {
             let status = jobs
                 .get(&job_name)
@@ -345,6 +362,7 @@ impl SmokeTests {
                 );
             }
             if failed > 0 {
+                pods_failed = true;
                 break check(
                     "pods succeeded",
                     false,
@@ -414,7 +432,10 @@ impl SmokeTests {
             ));
         }
         let passed = checks.iter().all(|c| c["passed"] == json!(true));
-        if passed {
+        // A Job whose pods failed stays for inspection; any other is removed, so that no pod
+        // keeps holding GPUs after the test.
+        let keep = !passed && pods_failed;
+        if !keep {
             let _ = jobs
                 .delete(
                     &job_name,
@@ -427,6 +448,7 @@ impl SmokeTests {
         }
         let result = json!({
             "job": job_name,
+            "kept": keep,
             "namespace": spec.namespace,
             "duration_seconds": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
             "pods": placement,
@@ -598,10 +620,17 @@ impl Provider for SmokeTests {
                     diagnostics: vec![Diagnostic::error(
                         "GPU smoke test failed",
                         format!(
-                            "{}\nJob {}/{} is kept for inspection.",
+                            "{}{}",
                             failed.join("\n"),
-                            spec.namespace,
-                            result["job"].as_str().unwrap_or("")
+                            if result["kept"] == json!(true) {
+                                format!(
+                                    "\nJob {}/{} is kept for inspection.",
+                                    spec.namespace,
+                                    result["job"].as_str().unwrap_or("")
+                                )
+                            } else {
+                                String::new()
+                            }
                         ),
                     )],
                 }

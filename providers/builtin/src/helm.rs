@@ -166,7 +166,8 @@ impl HelmCli {
         }
         Ok(Self {
             binary,
-            kubeconfig: crate::cluster::kubeconfig_path(config).filter(|p| p.exists()),
+            // Without config_path, helm reads $KUBECONFIG (every file of it) itself.
+            kubeconfig: text(config, "config_path").map(PathBuf::from),
             context: text(config, "context").map(str::to_owned),
             major,
         })
@@ -247,11 +248,18 @@ impl HelmCli {
         {
             set(&mut state, "app_version", Value::string(v));
         }
-        if text(prior, "version").is_some()
+        // A chart's version drifts only when it is another version: `24.9.0` and `v24.9.0`
+        // are one, and a range (`~24.9`) is left to helm.
+        if let Some(configured) = text(prior, "version")
             && !is_local_chart(text(prior, "chart").unwrap_or_default())
+            && configured
+                .trim_start_matches('v')
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '+')
             && let Some(v) = status
                 .pointer("/chart/metadata/version")
                 .and_then(Json::as_str)
+            && v.trim_start_matches('v') != configured.trim_start_matches('v')
         {
             set(&mut state, "version", Value::string(v));
         }

@@ -235,6 +235,15 @@ impl ObjectId {
         }
     }
 
+    /// Whether two identities name the same object: an unset namespace is "default".
+    fn same_object(&self, other: &Self) -> bool {
+        let ns = |id: &Self| id.namespace.clone().unwrap_or_else(|| "default".to_owned());
+        self.api_version == other.api_version
+            && self.kind == other.kind
+            && self.name == other.name
+            && ns(self) == ns(other)
+    }
+
     /// The namespace requests use: namespaced kinds default to "default"; cluster-scoped
     /// kinds have none.
     fn namespace_for(&self, kind: &Kind) -> Option<String> {
@@ -290,6 +299,43 @@ fn desired(type_name: &str, state: &Value) -> Option<Json> {
     }
 }
 
+/// Secret values never reach a plan, the state or drift output: a Secret's `data` and
+/// `stringData` are kept as digests there (equal digests, equal values), and only the
+/// configuration, read again at apply, carries the values to the API server.
+fn conceal_secret(type_name: &str, state: &mut Value) {
+    use sha2::Digest;
+    if type_name != "kubernetes_manifest" {
+        return;
+    }
+    let is_secret = attribute(state, "manifest")
+        .and_then(|m| attribute(m, "kind"))
+        .and_then(Value::as_str)
+        == Some("Secret");
+    if !is_secret {
+        return;
+    }
+    let Value::Object(attributes) = state else {
+        return;
+    };
+    for name in ["manifest", "object"] {
+        let Some(Value::Object(object)) = attributes.get_mut(name) else {
+            continue;
+        };
+        for field in ["data", "stringData"] {
+            if let Some(Value::Object(values)) = object.get_mut(field) {
+                for value in values.values_mut() {
+                    if let Value::String(text) = value
+                        && !text.starts_with("(sensitive")
+                    {
+                        let digest = sha2::Sha256::digest(text.as_bytes());
+                        *value = Value::string(format!("(sensitive, sha256:{digest:x})"));
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The attribute that records what the cluster holds of the managed fields.
 fn live_attribute(type_name: &str) -> &'static str {
     if type_name == "kubernetes_manifest" {
@@ -313,10 +359,16 @@ fn live_view(type_name: &str, desired: &Json, object: &Json) -> Value {
     }
 }
 
-fn field_manager(state: &Value) -> String {
+/// The configured field manager; by default one per resource type, so that labels and a
+/// patch on the same object never remove each other's fields.
+fn field_manager(type_name: &str, state: &Value) -> String {
     text(state, "field_manager")
-        .unwrap_or(DEFAULT_FIELD_MANAGER)
-        .to_owned()
+        .map(str::to_owned)
+        .unwrap_or_else(|| match type_name {
+            "kubernetes_labels" => format!("{DEFAULT_FIELD_MANAGER}-labels"),
+            "kubernetes_patch" => format!("{DEFAULT_FIELD_MANAGER}-patch"),
+            _ => DEFAULT_FIELD_MANAGER.to_owned(),
+        })
 }
 
 fn force(state: &Value) -> bool {
@@ -382,16 +434,20 @@ impl Connected {
         set(
             &mut planned,
             "field_manager",
-            Value::string(field_manager(config)),
+            Value::string(field_manager(type_name, config)),
         );
         let live_name = live_attribute(type_name);
         let mut diagnostics = Vec::new();
         let mut requires_replace = Vec::new();
         let id = ObjectId::of(type_name, config);
-        if let (Some(prior), Some(id)) = (prior, &id)
-            && let Some(before) = ObjectId::of(type_name, prior)
-            && before != *id
-        {
+        let before = prior.and_then(|p| ObjectId::of(type_name, p));
+        // An identity that is not known yet (a name from another resource) may change.
+        let moved = match (&before, &id) {
+            (Some(before), Some(id)) => !before.same_object(id),
+            (Some(_), None) => !config.is_wholly_known(),
+            _ => false,
+        };
+        if moved {
             requires_replace.push(if type_name == "kubernetes_manifest" {
                 "manifest (apiVersion, kind, metadata.name or metadata.namespace)".to_owned()
             } else {
@@ -441,7 +497,7 @@ impl Connected {
                     // Apply reports the real object; a preview now would be one more request.
                     Value::Unknown
                 } else if type_name == "kubernetes_manifest" {
-                    let manager = field_manager(&planned);
+                    let manager = field_manager(type_name, &planned);
                     match self.dry_run(id, desired, &manager, force(config)).await {
                         Ok(Some(object)) => live_view(type_name, desired, &object),
                         Ok(None) => Value::Unknown,
@@ -475,6 +531,9 @@ impl Connected {
             _ => Vec::new(),
         };
         set(&mut planned, live_name, live);
+        if !request.for_apply {
+            conceal_secret(type_name, &mut planned);
+        }
         PlanResourceChangeResponse {
             planned_state: planned,
             requires_replace,
@@ -564,6 +623,7 @@ impl Connected {
                             {
                                 set(&mut state, "uid", Value::string(uid));
                             }
+                            conceal_secret(type_name, &mut state);
                             state
                         });
                     }
@@ -594,6 +654,21 @@ impl Connected {
                 "The object has no apiVersion, kind or name.",
             )
         })?;
+        if let Some(before) = request
+            .prior_state
+            .as_ref()
+            .and_then(|p| ObjectId::of(type_name, p))
+            && !before.same_object(&id)
+        {
+            return Err(error(
+                "Refusing to move an object in place",
+                format!(
+                    "{} would become {}; that is a replacement, which the plan did not say.",
+                    before.describe(),
+                    id.describe()
+                ),
+            ));
+        }
         let kind = self
             .cluster
             .kind_eventually(&id.api_version, &id.kind, Duration::from_secs(30))
@@ -630,7 +705,7 @@ impl Connected {
             }
             merge(&mut body, &desired);
         }
-        let mut params = PatchParams::apply(&field_manager(&planned));
+        let mut params = PatchParams::apply(&field_manager(type_name, &planned));
         params.force = force(&planned);
         let object = api
             .patch(&id.name, &params, &Patch::Apply(&body))
@@ -663,6 +738,7 @@ impl Connected {
         {
             set(&mut state, "uid", Value::string(uid));
         }
+        conceal_secret(type_name, &mut state);
         Ok(Some(state))
     }
 
@@ -682,7 +758,7 @@ impl Connected {
             if type_name == "kubernetes_labels" {
                 body["metadata"]["labels"] = serde_json::json!({});
             }
-            let mut params = PatchParams::apply(&field_manager(prior));
+            let mut params = PatchParams::apply(&field_manager(type_name, prior));
             params.force = true;
             return match api.get_opt(&id.name).await {
                 Ok(None) => Ok(()),
@@ -852,8 +928,24 @@ impl Provider for Connected {
     async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
         // "apiVersion/Kind/namespace/name" or "apiVersion/Kind/name" (core kinds: "v1/ConfigMap/ns/name").
         let parts: Vec<&str> = request.id.split('/').collect();
+        let core_version = |v: &str| {
+            v.strip_prefix('v')
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()) && !r.contains('.'))
+        };
+        if request.type_name != "kubernetes_manifest" {
+            return ImportResourceResponse {
+                state: None,
+                diagnostics: error(
+                    "Import not supported",
+                    format!(
+                        "{} manages fields of an object someone else owns; declare it and apply instead of importing.",
+                        request.type_name
+                    ),
+                ),
+            };
+        }
         let (api_version, rest) = match parts.as_slice() {
-            [v, rest @ ..] if v.starts_with('v') => (v.to_string(), rest),
+            [v, rest @ ..] if core_version(v) => (v.to_string(), rest),
             [g, v, rest @ ..] => (format!("{g}/{v}"), rest),
             _ => (String::new(), &[][..]),
         };
@@ -939,6 +1031,8 @@ impl Provider for Connected {
                     ("uid".to_owned(), uid.map_or(Value::Null, Value::string)),
                     ("wait".to_owned(), Value::Null),
                 ]));
+                let mut state = state;
+                conceal_secret("kubernetes_manifest", &mut state);
                 ImportResourceResponse {
                     state: Some(state),
                     diagnostics: vec![],

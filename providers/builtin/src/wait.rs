@@ -166,8 +166,21 @@ fn rollout_pending(object: &Json) -> Option<String> {
             number("/status/availableReplicas"),
         ),
     };
-    (updated < wanted || available < wanted)
-        .then(|| format!("rollout: {updated} of {wanted} updated, {available} available"))
+    // Old pods still running (kubectl's check): a Deployment's status.replicas counts them.
+    let total = object
+        .pointer("/status/replicas")
+        .and_then(Json::as_i64)
+        .unwrap_or(updated);
+    let old = if kind == "Deployment" || kind.is_empty() {
+        total - updated
+    } else {
+        0
+    };
+    (updated < wanted || available < wanted || old > 0).then(|| {
+        format!(
+            "rollout: {updated} of {wanted} updated, {available} available, {old} old still running"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -188,6 +201,12 @@ mod tests {
         deployment["status"]["availableReplicas"] = json!(2);
         assert!(rollout_pending(&deployment).is_some());
         deployment["status"]["availableReplicas"] = json!(3);
+        deployment["status"]["replicas"] = json!(4);
+        assert!(
+            rollout_pending(&deployment).is_some(),
+            "an old pod still runs"
+        );
+        deployment["status"]["replicas"] = json!(3);
         assert_eq!(rollout_pending(&deployment), None);
     }
 
