@@ -223,15 +223,8 @@ fn reference_flow_time_slicing_from_install_to_destroy() {
     );
     stack.ok("apply", &["--auto-approve", "--var", "replicas=4"]);
     assert_eq!(allocatable(c, "e2e-t4", "nvidia.com/gpu"), "4");
-    let stack = Stack {
-        vars: stack
-            .vars
-            .iter()
-            .cloned()
-            .chain(["replicas=4".to_owned()])
-            .collect(),
-        ..stack
-    };
+    let mut stack = stack;
+    stack.vars.push("replicas=4".to_owned());
     assert_eq!(
         stack.run("plan", &["--detailed-exitcode"]).status.code(),
         Some(0)
@@ -611,19 +604,12 @@ resource "kubernetes_manifest" "marker" {
 "#,
     );
     let ca = std::fs::read_to_string(ca_path.trim()).unwrap();
-    let stack = Stack {
-        vars: stack
-            .vars
-            .iter()
-            .cloned()
-            .chain([
-                format!("host={server}"),
-                format!("ca={ca}"),
-                format!("token={}", token.trim()),
-            ])
-            .collect(),
-        ..stack
-    };
+    let mut stack = stack;
+    stack.vars.extend([
+        format!("host={server}"),
+        format!("ca={ca}"),
+        format!("token={}", token.trim()),
+    ]);
     let applied = stack.ok("apply", &["--auto-approve"]);
     assert!(!applied.contains(token.trim()), "the token was printed");
     let via = c.kubectl_ok(&[
@@ -786,18 +772,8 @@ resource "kubernetes_manifest" "pull_secret" {
 }
 "#,
     );
-    let with = |value: &str| Stack {
-        vars: stack
-            .vars
-            .iter()
-            .cloned()
-            .chain([format!("token={value}")])
-            .collect(),
-        _root: tempfile::tempdir().unwrap(),
-        dir: stack.dir.clone(),
-        cluster: stack.cluster,
-    };
-    let s = with(secret);
+    let mut s = stack;
+    s.vars.push(format!("token={secret}"));
     let encoded = "czNjcjN0LXJlZ2lzdHJ5LXRva2Vu";
     let plan = s.ok("plan", &[]);
     assert!(!plan.contains(secret) && !plan.contains(encoded), "{plan}");
@@ -824,8 +800,8 @@ resource "kubernetes_manifest" "pull_secret" {
     );
 
     // Another value plans an update, still without showing either value.
-    let rotated = with("rotated-token-value");
-    let plan = rotated.ok("plan", &[]);
+    // A later --var wins over the stack's.
+    let plan = s.ok("plan", &["--var", "token=rotated-token-value"]);
     assert!(plan.contains("will be updated in-place"), "{plan}");
     assert!(
         !plan.contains("rotated-token-value") && !plan.contains(encoded),

@@ -70,8 +70,8 @@ pub fn report(results: &[ChangeResult], state: &State) -> Report {
     report
 }
 
-pub fn write(path: &Path, results: &[ChangeResult], state: &State) -> Result<(), String> {
-    let xml = report(results, state)
+pub fn write(path: &Path, report: &Report) -> Result<(), String> {
+    let xml = report
         .to_string()
         .map_err(|e| format!("cannot render JUnit XML: {e}"))?;
     std::fs::write(path, xml).map_err(|e| format!("cannot write {}: {e}", path.display()))

@@ -247,9 +247,10 @@ async fn execute(
     .await;
     render::diagnostics(&sources, &diagnostics, color);
     let mut failed = diagnostics.iter().any(|d| d.is_error());
-    print_test_results(&results, &state);
+    let tests = super::junit::report(&results, &state);
+    print_test_results(&tests);
     if let Some(path) = junit
-        && let Err(e) = super::junit::write(path, &results, &state)
+        && let Err(e) = super::junit::write(path, &tests)
     {
         eprintln!("Error: {e}");
         failed = true;
@@ -289,8 +290,7 @@ async fn execute(
 }
 
 /// Each smoke test that ran, check by check, after the apply output.
-fn print_test_results(results: &[gpustack::apply::ChangeResult], state: &State) {
-    let report = super::junit::report(results, state);
+fn print_test_results(report: &quick_junit::Report) {
     let Some(suite) = report.test_suites.first() else {
         return;
     };

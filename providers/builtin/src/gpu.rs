@@ -323,24 +323,6 @@ impl SmokeTests {
             },
         }))
         .map_err(|e| e.to_string())?;
-        // A Job left by an interrupted run of the same test goes first.
-        let _ = jobs
-            .delete(
-                &job_name,
-                &DeleteParams {
-                    propagation_policy: Some(PropagationPolicy::Foreground),
-                    ..Default::default()
-                },
-            )
-            .await;
-        while jobs
-            .get_opt(&job_name)
-            .await
-            .map_err(|e| api_error(&e))?
-            .is_some()
-        {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
         jobs.create(&PostParams::default(), &job)
             .await
             .map_err(|e| api_error(&e))?;

@@ -289,14 +289,20 @@ fn merge(base: &mut Json, patch: &Json) {
 
 /// What a resource type sends with server-side apply, and which part of the live object it
 /// compares with (its `object` or `live` attribute).
+/// `None` while the configured fields are not all known yet.
 fn desired(type_name: &str, state: &Value) -> Option<Json> {
-    match type_name {
-        "kubernetes_manifest" => attribute(state, "manifest").map(|m| strip_nulls(&m.to_json())),
-        "kubernetes_labels" => attribute(state, "labels")
-            .map(|l| serde_json::json!({ "metadata": { "labels": strip_nulls(&l.to_json()) } })),
-        "kubernetes_patch" => attribute(state, "patch").map(|p| strip_nulls(&p.to_json())),
-        _ => None,
-    }
+    let (name, wrap): (&str, fn(Json) -> Json) = match type_name {
+        "kubernetes_manifest" => ("manifest", |m| m),
+        "kubernetes_labels" => (
+            "labels",
+            |l| serde_json::json!({ "metadata": { "labels": l } }),
+        ),
+        "kubernetes_patch" => ("patch", |p| p),
+        _ => return None,
+    };
+    attribute(state, name)
+        .filter(|v| v.is_wholly_known())
+        .map(|v| wrap(strip_nulls(&v.to_json())))
 }
 
 /// Secret values never reach a plan, the state or drift output: a Secret's `data` and
@@ -472,19 +478,7 @@ impl Connected {
             };
             set(&mut planned, "uid", uid);
         }
-        let desired = desired(type_name, &planned).filter(|_| {
-            attribute(
-                &planned,
-                if type_name == "kubernetes_manifest" {
-                    "manifest"
-                } else if type_name == "kubernetes_labels" {
-                    "labels"
-                } else {
-                    "patch"
-                },
-            )
-            .is_some_and(Value::is_wholly_known)
-        });
+        let desired = desired(type_name, &planned);
         let live = match (&desired, &id) {
             (Some(desired), Some(id)) => {
                 let expected = live_view(type_name, desired, desired);
@@ -997,6 +991,7 @@ impl Provider for Connected {
             .api(&found, id.namespace_for(&found).as_deref());
         match api.get_opt(&id.name).await {
             Ok(Some(object)) => {
+                let uid = object.metadata.uid.clone();
                 let mut object = serde_json::to_value(&object).unwrap_or_default();
                 if let Some(meta) = object.get_mut("metadata").and_then(Json::as_object_mut) {
                     for noise in [
@@ -1012,13 +1007,6 @@ impl Provider for Connected {
                 if let Some(o) = object.as_object_mut() {
                     o.remove("status");
                 }
-                let uid = serde_json::to_value(api.get(&id.name).await.ok())
-                    .ok()
-                    .and_then(|o| {
-                        o.pointer("/metadata/uid")
-                            .and_then(Json::as_str)
-                            .map(str::to_owned)
-                    });
                 let state = Value::Object(IndexMap::from([
                     ("manifest".to_owned(), Value::from_json(&object)),
                     (
