@@ -99,6 +99,32 @@ impl Session {
         (walk, graph, inputs)
     }
 
+    /// The state backend the root module's `gpustack { backend ... }` block chooses (local by
+    /// default). Its attributes are literals: validation has reported anything else.
+    pub fn backend_config(&self) -> Result<gpustack_state::BackendConfig, String> {
+        use hcl_edit::structure::Structure;
+        let Some(backend) = self
+            .stack
+            .modules
+            .first()
+            .and_then(|m| m.settings.as_ref())
+            .and_then(|s| s.backend.as_ref())
+        else {
+            return Ok(gpustack_state::BackendConfig::default());
+        };
+        let mut attributes = serde_json::Map::new();
+        for structure in backend.body.body.iter() {
+            if let Structure::Attribute(attr) = structure {
+                let value = lang::eval::Evaluator::new(&lang::eval::EmptyScope)
+                    .eval(&attr.value)
+                    .map_err(|e| format!("backend attribute {}: {}", attr.key.as_str(), e.detail))?;
+                attributes.insert(attr.key.as_str().to_owned(), value.to_json());
+            }
+        }
+        gpustack_state::BackendConfig::from_block(&backend.kind, attributes)
+            .map_err(|e| format!("the {} backend block: {e}", backend.kind))
+    }
+
     /// Loads `dir` from `files` (the disk, or a plan's snapshot) and builds its graph.
     pub fn open(dir: &Path, files: &config::Files, inputs: InputSource<'_>) -> Self {
         Self::open_with(Registry::builtin(), dir, files, inputs)

@@ -2,11 +2,17 @@
 //!
 //! Versioned JSON with a `lineage` (which history this state belongs to, fixed at creation) and
 //! a `serial` (incremented on every write), so that a saved plan can refuse to apply over a
-//! state it was not made from. Backends and locking arrive with the reconciliation engine.
+//! state it was not made from, and the backends that keep it: local, kubernetes, s3.
 
+mod backend;
+pub mod kubernetes;
 mod local;
+pub mod s3;
 
-pub use local::{LocalBackend, LockError, LockGuard, StateError};
+pub use backend::{
+    Backend, BackendConfig, BoxError, LockError, LockGuard, StateError, block_on,
+};
+pub use local::LocalBackend;
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -86,7 +92,7 @@ impl LockInfo {
         }
     }
 
-    fn unreadable() -> Self {
+    pub(crate) fn unreadable() -> Self {
         Self {
             id: "unknown".into(),
             operation: "unknown".into(),
@@ -176,7 +182,12 @@ pub fn backend_schema(kind: &str) -> Option<gpustack_protocol::Schema> {
             .attr("region", Attribute::optional(Type::String))
             .attr("endpoint", Attribute::optional(Type::String))
             .attr("profile", Attribute::optional(Type::String))
-            .attr("use_path_style", Attribute::optional(Type::Bool)),
+            .attr("use_path_style", Attribute::optional(Type::Bool))
+            .attr(
+                "lock_ttl",
+                Attribute::optional(Type::String)
+                    .describe("How long a crashed holder's lock lives, e.g. \"2m\"."),
+            ),
         _ => return None,
     };
     Some(schema)

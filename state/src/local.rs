@@ -5,45 +5,12 @@
 //! `state.json.backup`. A crash at any point leaves either the old or the new state, both
 //! parseable. Files are created with mode 0600: state holds sensitive values.
 
-use crate::{DecodeStateError, LockInfo, State};
+use crate::backend::{Backend, LockError, LockGuard, StateError};
+use crate::{LockInfo, State};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-#[derive(Debug, thiserror::Error)]
-pub enum StateError {
-    #[error("cannot read the state at {path}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("the state at {path} is damaged")]
-    Decode {
-        path: PathBuf,
-        source: DecodeStateError,
-    },
-    #[error("cannot write the state at {path}")]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum LockError {
-    #[error("the state is locked by {} (pid {}) for {} since {}; lock ID {}", .0.who, .0.pid, .0.operation, .0.created, .0.id)]
-    Held(Box<LockInfo>),
-    #[error("cannot lock the state at {path}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("the state is not locked")]
-    NotLocked,
-    #[error("the lock ID {given} does not match the lock held: {}", .held.id)]
-    WrongId { given: String, held: Box<LockInfo> },
-}
 
 pub struct LocalBackend {
     path: PathBuf,
@@ -51,18 +18,10 @@ pub struct LocalBackend {
     backed_up: std::sync::atomic::AtomicBool,
 }
 
-/// Holds the lock; releasing happens on drop, so every exit path unlocks.
-pub struct LockGuard {
-    path: PathBuf,
-    id: String,
-}
-
-impl Drop for LockGuard {
-    fn drop(&mut self) {
-        // Only our own lock: after force-unlock someone else may hold it.
-        if read_lock(&self.path).is_some_and(|held| held.id == self.id) {
-            let _ = std::fs::remove_file(&self.path);
-        }
+/// Removes our own lock file: after force-unlock someone else may hold the lock.
+fn release(path: &Path, id: &str) {
+    if read_lock(path).is_some_and(|held| held.id == id) {
+        let _ = std::fs::remove_file(path);
     }
 }
 
@@ -91,30 +50,38 @@ impl LocalBackend {
         &self.path
     }
 
+    fn note_path(&self, name: &str) -> PathBuf {
+        self.path.with_file_name(name)
+    }
+
     fn lock_path(&self) -> PathBuf {
         with_suffix(&self.path, ".lock")
     }
 
-    pub fn read(&self) -> Result<Option<State>, StateError> {
+    fn location_of(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    pub fn read_sync(&self) -> Result<Option<State>, StateError> {
         match std::fs::read(&self.path) {
             Ok(bytes) => State::decode(&bytes)
                 .map(Some)
                 .map_err(|source| StateError::Decode {
-                    path: self.path.clone(),
+                    location: self.location_of(),
                     source,
                 }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(StateError::Read {
-                path: self.path.clone(),
-                source,
+                location: self.location_of(),
+                source: source.into(),
             }),
         }
     }
 
-    pub fn write(&self, state: &State) -> Result<(), StateError> {
-        let err = |source| StateError::Write {
-            path: self.path.clone(),
-            source,
+    pub fn write_sync(&self, state: &State) -> Result<(), StateError> {
+        let err = |source: std::io::Error| StateError::Write {
+            location: self.location_of(),
+            source: source.into(),
         };
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir).map_err(err)?;
@@ -144,38 +111,27 @@ impl LocalBackend {
     }
 
     /// Takes the lock, retrying until `timeout` while someone else holds it.
-    pub fn lock(&self, info: LockInfo, timeout: Duration) -> Result<LockGuard, LockError> {
+    pub fn lock_sync(&self, info: LockInfo, timeout: Duration) -> Result<LockGuard, LockError> {
         let path = self.lock_path();
         let deadline = Instant::now() + timeout;
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| LockError::Io {
-                path: path.clone(),
-                source,
-            })?;
+            std::fs::create_dir_all(dir).map_err(|source| LockError::Backend { location: path.display().to_string(), source: source.into() })?;
         }
         // The lock file appears complete or not at all: it is written aside, then hard-linked
         // into place, which fails atomically when another holder's file is already there.
         let tmp = with_suffix(&path, &format!(".{}", info.id));
         {
-            let mut file = private_file(&tmp).map_err(|source| LockError::Io {
-                path: tmp.clone(),
-                source,
-            })?;
+            let mut file = private_file(&tmp).map_err(|source| LockError::Backend { location: tmp.display().to_string(), source: source.into() })?;
             let json = serde_json::to_vec_pretty(&info).unwrap_or_default();
             file.write_all(&json)
                 .and_then(|()| file.sync_all())
-                .map_err(|source| LockError::Io {
-                    path: tmp.clone(),
-                    source,
-                })?;
+                .map_err(|source| LockError::Backend { location: tmp.display().to_string(), source: source.into() })?;
         }
         let result = loop {
             match std::fs::hard_link(&tmp, &path) {
                 Ok(()) => {
-                    break Ok(LockGuard {
-                        path: path.clone(),
-                        id: info.id.clone(),
-                    });
+                    let (path, id) = (path.clone(), info.id.clone());
+                    break Ok(LockGuard::new(Box::pin(async move { release(&path, &id) })));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     if Instant::now() >= deadline {
@@ -186,10 +142,7 @@ impl LocalBackend {
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 Err(source) => {
-                    break Err(LockError::Io {
-                        path: path.clone(),
-                        source,
-                    });
+                    break Err(LockError::Backend { location: path.display().to_string(), source: source.into() });
                 }
             }
         };
@@ -197,11 +150,11 @@ impl LocalBackend {
         result
     }
 
-    pub fn force_unlock(&self, id: &str) -> Result<LockInfo, LockError> {
+    pub fn force_unlock_sync(&self, id: &str) -> Result<LockInfo, LockError> {
         let path = self.lock_path();
         let Some(held) = read_lock(&path) else {
             return if path.exists() {
-                std::fs::remove_file(&path).map_err(|source| LockError::Io { path, source })?;
+                std::fs::remove_file(&path).map_err(|source| LockError::Backend { location: path.display().to_string(), source: source.into() })?;
                 Ok(LockInfo::unreadable())
             } else {
                 Err(LockError::NotLocked)
@@ -213,8 +166,60 @@ impl LocalBackend {
                 held: Box::new(held),
             });
         }
-        std::fs::remove_file(&path).map_err(|source| LockError::Io { path, source })?;
+        std::fs::remove_file(&path).map_err(|source| LockError::Backend { location: path.display().to_string(), source: source.into() })?;
         Ok(held)
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for LocalBackend {
+    fn location(&self) -> String {
+        self.location_of()
+    }
+
+    async fn read(&self) -> Result<Option<State>, StateError> {
+        self.read_sync()
+    }
+
+    async fn write(&self, state: &State) -> Result<(), StateError> {
+        self.write_sync(state)
+    }
+
+    async fn lock(&self, info: LockInfo, timeout: Duration) -> Result<LockGuard, LockError> {
+        self.lock_sync(info, timeout)
+    }
+
+    async fn force_unlock(&self, id: &str) -> Result<LockInfo, LockError> {
+        self.force_unlock_sync(id)
+    }
+
+    /// Notes live beside the state file.
+    async fn read_note(&self, name: &str) -> Result<Option<Vec<u8>>, StateError> {
+        let path = self.note_path(name);
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StateError::Read {
+                location: path.display().to_string(),
+                source: e.into(),
+            }),
+        }
+    }
+
+    async fn write_note(&self, name: &str, bytes: &[u8]) -> Result<(), StateError> {
+        let path = self.note_path(name);
+        let write = || -> std::io::Result<()> {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let tmp = with_suffix(&path, ".tmp");
+            private_file(&tmp)?.write_all(bytes)?;
+            std::fs::rename(&tmp, &path)
+        };
+        write().map_err(|e| StateError::Write {
+            location: path.display().to_string(),
+            source: e.into(),
+        })
     }
 }
 
@@ -262,12 +267,12 @@ mod tests {
     #[test]
     fn writes_atomically_with_backup_and_private_mode() {
         let (_dir, backend) = backend();
-        assert!(backend.read().unwrap().is_none());
+        assert!(backend.read_sync().unwrap().is_none());
         let mut state = State::new("l1", "0.1.0");
-        backend.write(&state).unwrap();
+        backend.write_sync(&state).unwrap();
         state.serial = 1;
-        backend.write(&state).unwrap();
-        assert_eq!(backend.read().unwrap().unwrap().serial, 1);
+        backend.write_sync(&state).unwrap();
+        assert_eq!(backend.read_sync().unwrap().unwrap().serial, 1);
         let backup =
             State::decode(&std::fs::read(with_suffix(backend.path(), ".backup")).unwrap()).unwrap();
         assert_eq!(backup.serial, 0);
@@ -289,29 +294,29 @@ mod tests {
     fn second_lock_fails_naming_the_holder_and_force_unlock_needs_the_id() {
         let (_dir, backend) = backend();
         let guard = backend
-            .lock(LockInfo::new("apply"), Duration::ZERO)
+            .lock_sync(LockInfo::new("apply"), Duration::ZERO)
             .unwrap();
         let Err(LockError::Held(held)) =
-            backend.lock(LockInfo::new("plan"), Duration::from_millis(150))
+            backend.lock_sync(LockInfo::new("plan"), Duration::from_millis(150))
         else {
             panic!("second lock must fail")
         };
         assert_eq!(held.operation, "apply");
         assert_eq!(held.pid, std::process::id());
         assert!(matches!(
-            backend.force_unlock("wrong"),
+            backend.force_unlock_sync("wrong"),
             Err(LockError::WrongId { .. })
         ));
         drop(guard);
         assert!(matches!(
-            backend.force_unlock(&held.id),
+            backend.force_unlock_sync(&held.id),
             Err(LockError::NotLocked)
         ));
         let guard = backend
-            .lock(LockInfo::new("apply"), Duration::ZERO)
+            .lock_sync(LockInfo::new("apply"), Duration::ZERO)
             .unwrap();
         let id = read_lock(&backend.lock_path()).unwrap().id;
-        backend.force_unlock(&id).unwrap();
+        backend.force_unlock_sync(&id).unwrap();
         drop(guard);
     }
 }

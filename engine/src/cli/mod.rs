@@ -1,6 +1,7 @@
 //! Commands, argument parsing and output. Exit codes follow Terraform: 0 success, 1 error,
 //! 2 changes present (plan --detailed-exitcode, drift).
 
+mod backend;
 mod fmt;
 mod junit;
 mod node_check;
@@ -30,6 +31,22 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Prepare a stack's state backend: check that it answers and record it; after the backend
+    /// block changed, copy the state over with --migrate-state.
+    Init {
+        /// The stack directory.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Copy the state from the backend used before (the local one if none was recorded)
+        /// to the one the stack now configures.
+        #[arg(long, conflicts_with = "reconfigure")]
+        migrate_state: bool,
+        /// Use the newly configured backend as it is, leaving the old state behind.
+        #[arg(long)]
+        reconfigure: bool,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+    },
     /// Check a stack: syntax, references, types, provider schemas, modules, cycles.
     Validate {
         #[command(flatten)]
@@ -309,6 +326,24 @@ pub fn main() -> ExitCode {
     let color =
         !cli.no_color && std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal();
     match cli.command {
+        Command::Init {
+            dir,
+            migrate_state,
+            reconfigure,
+            lock_timeout,
+        } => {
+            let session = gpustack::Session::open(
+                &dir,
+                &gpustack::config::Files::Disk,
+                gpustack::InputSource::Args(&VariableArgs::default()),
+            );
+            if session.diags.has_errors() {
+                let (sources, diagnostics) = session.diagnostics();
+                render::diagnostics(&sources, &diagnostics, color);
+                return ExitCode::from(1);
+            }
+            backend::init(&session, &dir, migrate_state, reconfigure, lock_timeout)
+        }
         Command::Validate { stack, json } => validate(&stack, json, color),
         Command::Fmt { paths, check, diff } => fmt::run(paths, check, diff),
         Command::Graph { stack } => graph(&stack, color),

@@ -5,7 +5,8 @@ use gpustack::apply::ApplyReport;
 use gpustack::config::Files;
 use gpustack::plan::{Plan, PlanMode, PlanOptions};
 use gpustack::{InputSource, Session, VariableArgs};
-use gpustack_state::{LocalBackend, LockGuard, LockInfo, State};
+use super::backend::{full, lock, read, runtime};
+use gpustack_state::{Backend, LockGuard, State};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,61 +29,9 @@ pub struct PlanArgs {
     pub options: PlanOptions,
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| {
-            eprintln!("Error: cannot start the async runtime: {e}");
-            std::process::exit(1)
-        })
-}
-
 fn error(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("Error: {message}");
     ExitCode::from(1)
-}
-
-/// The state backend a stack's settings choose.
-pub fn backend(dir: &Path, session: Option<&Session>) -> Result<LocalBackend, String> {
-    let settings = session
-        .and_then(|s| s.stack.modules.first())
-        .and_then(|m| m.settings.as_ref());
-    match settings.and_then(|s| s.backend.as_ref()) {
-        None => Ok(LocalBackend::for_stack(dir, None)),
-        Some(b) if b.kind == "local" => {
-            let path = b
-                .body
-                .body
-                .get_attribute("path")
-                .and_then(|a| a.value.as_str())
-                .map(str::to_owned);
-            Ok(LocalBackend::for_stack(dir, path.as_deref()))
-        }
-        Some(b) => Err(format!(
-            "the {} backend is not available in this build yet; use the local backend",
-            b.kind
-        )),
-    }
-}
-
-pub fn lock(
-    backend: &LocalBackend,
-    operation: &str,
-    timeout: Duration,
-) -> Result<LockGuard, String> {
-    backend
-        .lock(LockInfo::new(operation), timeout)
-        .map_err(|e| {
-            let mut message = format!("{e}.");
-            if let gpustack_state::LockError::Held(held) = &e {
-                message.push_str(&format!(
-                    "\nIf that run is gone, release it with: gpustack force-unlock {}",
-                    held.id
-                ));
-            }
-            message
-        })
 }
 
 fn open(common: &Common) -> Result<Session, ExitCode> {
@@ -104,29 +53,21 @@ async fn make_plan(
     common: &Common,
     options: &PlanOptions,
     operation: &str,
-) -> Result<(Plan, LocalBackend, LockGuard), ExitCode> {
+) -> Result<(Plan, Box<dyn Backend>, LockGuard), ExitCode> {
     let session = open(common)?;
-    let backend = backend(&common.dir, Some(&session)).map_err(error)?;
-    let guard = lock(&backend, operation, common.lock_timeout).map_err(error)?;
-    let state = backend
-        .read()
-        .map_err(|e| error(format!("{e}: {}", source_chain(&e))))?;
+    let backend = super::backend::open(&common.dir, &session)
+        .await
+        .map_err(error)?;
+    let guard = lock(backend.as_ref(), operation, common.lock_timeout)
+        .await
+        .map_err(error)?;
+    let state = read(backend.as_ref()).await.map_err(error)?;
     let (plan, sources, diagnostics) = gpustack::plan(session, state.as_ref(), options).await;
     render::diagnostics(&sources, &diagnostics, common.color);
     match plan {
         Some(plan) => Ok((plan, backend, guard)),
         None => Err(ExitCode::from(1)),
     }
-}
-
-fn source_chain(e: &dyn std::error::Error) -> String {
-    let mut parts = Vec::new();
-    let mut current = e.source();
-    while let Some(s) = current {
-        parts.push(s.to_string());
-        current = s.source();
-    }
-    parts.join(": ")
 }
 
 pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
@@ -217,7 +158,7 @@ fn interrupt_flag() -> Arc<AtomicBool> {
 /// `stop` is set by Ctrl-C, which may come while planning or confirming, before any change.
 async fn execute(
     plan: &Plan,
-    backend: &LocalBackend,
+    backend: &dyn Backend,
     state: Option<State>,
     color: bool,
     stop: Arc<AtomicBool>,
@@ -226,11 +167,9 @@ async fn execute(
     if stop.load(Ordering::SeqCst) {
         return error("interrupted before any change was made");
     }
-    let mut persist = |state: &State| {
-        backend
-            .write(state)
-            .map_err(|e| format!("{e}: {}", source_chain(&e)))
-    };
+    // The walker writes from synchronous code; the write blocks only the thread it runs on.
+    let mut persist =
+        |state: &State| gpustack_state::block_on(backend.write(state)).map_err(|e| full(&e));
     let ApplyReport {
         state,
         sources,
@@ -344,11 +283,11 @@ pub fn apply(
                 Ok(false) => return error("apply cancelled"),
                 Err(code) => return code,
             }
-            let state = match backend.read() {
+            let state = match read(backend.as_ref()).await {
                 Ok(s) => s,
                 Err(e) => return error(e),
             };
-            return execute(&plan, &backend, state, common.color, stop, junit).await;
+            return execute(&plan, backend.as_ref(), state, common.color, stop, junit).await;
         };
         let plan = match std::fs::read(file).map_err(|e| e.to_string()).and_then(|b| Plan::decode(&b)) {
             Ok(plan) => plan,
@@ -356,15 +295,15 @@ pub fn apply(
         };
         let dir = PathBuf::from(&plan.snapshot.stack_dir);
         let session = Session::open(&dir, &Files::Snapshot { root: dir.clone(), files: Arc::new(plan.snapshot.files.clone()) }, InputSource::Values(&Default::default()));
-        let backend = match backend(&dir, Some(&session)) {
+        let backend = match super::backend::open(&dir, &session).await {
             Ok(b) => b,
             Err(e) => return error(e),
         };
-        let _guard = match lock(&backend, "apply", common.lock_timeout) {
+        let _guard = match lock(backend.as_ref(), "apply", common.lock_timeout).await {
             Ok(g) => g,
             Err(e) => return error(e),
         };
-        let state = match backend.read() {
+        let state = match read(backend.as_ref()).await {
             Ok(s) => s,
             Err(e) => return error(e),
         };
@@ -378,7 +317,7 @@ pub fn apply(
                 serial
             ));
         }
-        execute(&plan, &backend, state, common.color, stop, junit).await
+        execute(&plan, backend.as_ref(), state, common.color, stop, junit).await
     })
 }
 
@@ -421,11 +360,11 @@ pub fn test(common: &Common, junit: Option<&Path>) -> ExitCode {
                 outside.join(", ")
             ));
         }
-        let state = match backend.read() {
+        let state = match read(backend.as_ref()).await {
             Ok(s) => s,
             Err(e) => return error(e),
         };
-        execute(&plan, &backend, state, common.color, stop, junit).await
+        execute(&plan, backend.as_ref(), state, common.color, stop, junit).await
     })
 }
 
@@ -450,15 +389,8 @@ pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let (plan, state_dir) = match make_plan(common, &options, "drift").await {
-            Ok((plan, backend, _guard)) => (
-                plan,
-                backend
-                    .path()
-                    .parent()
-                    .map(Path::to_path_buf)
-                    .unwrap_or_default(),
-            ),
+        let (plan, backend, _guard) = match make_plan(common, &options, "drift").await {
+            Ok(planned) => planned,
             Err(code) => {
                 if let Some(path) = &args.metrics_file {
                     let empty = empty_plan();
@@ -490,7 +422,7 @@ pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
             return error(format!("cannot write {}: {e}", path.display()));
         }
         if let Some(url) = &args.webhook {
-            match super::webhook::notify(url, &state_dir, &stack_name, &plan) {
+            match super::webhook::notify(url, backend.as_ref(), &stack_name, &plan).await {
                 Ok(Some(event)) => eprintln!("Webhook: posted {event:?}."),
                 Ok(None) => {}
                 Err(e) => return error(e),

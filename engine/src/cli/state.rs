@@ -1,11 +1,12 @@
 //! Commands that read or edit the state directly: state list/show/rm/mv/pull, import, output,
 //! show, force-unlock.
 
-use super::ops::{backend, lock};
+use super::backend::{full, lock, runtime};
 use gpustack::config::Files;
 use gpustack::{InputSource, Session, VariableArgs};
 use gpustack_protocol::{ConfigureRequest, ImportResourceRequest};
-use gpustack_state::{LocalBackend, ResourceMode, ResourceState, State};
+use gpustack_state::{Backend, ResourceMode, ResourceState, State};
+use std::future::Future;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -15,25 +16,36 @@ fn error(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(1)
 }
 
-/// The stack's backend, from its settings when the stack loads, else the default location.
-fn stack_backend(dir: &Path) -> Result<LocalBackend, ExitCode> {
+/// The stack's backend, from its settings.
+async fn stack_backend(dir: &Path) -> Result<Box<dyn Backend>, ExitCode> {
     let session = Session::open(
         dir,
         &Files::Disk,
         InputSource::Args(&VariableArgs::default()),
     );
-    backend(dir, Some(&session)).map_err(error)
+    super::backend::open(dir, &session).await.map_err(error)
 }
 
-fn read(backend: &LocalBackend) -> Result<State, ExitCode> {
-    match backend.read() {
+/// The state, which must exist.
+async fn read(backend: &dyn Backend) -> Result<State, ExitCode> {
+    match backend.read().await {
         Ok(Some(state)) => Ok(state),
         Ok(None) => Err(error(format!(
             "there is no state at {}: nothing has been applied yet",
-            backend.path().display()
+            backend.location()
         ))),
-        Err(e) => Err(error(e)),
+        Err(e) => Err(error(full(&e))),
     }
+}
+
+async fn stack_state(dir: &Path) -> Result<State, ExitCode> {
+    let backend = stack_backend(dir).await?;
+    read(backend.as_ref()).await
+}
+
+/// Runs a command's body in the runtime the backends need.
+fn run(body: impl Future<Output = ExitCode>) -> ExitCode {
+    runtime().block_on(body)
 }
 
 fn masked(r: &ResourceState) -> serde_json::Value {
@@ -52,24 +64,26 @@ fn masked(r: &ResourceState) -> serde_json::Value {
 }
 
 pub fn list(dir: &Path) -> ExitCode {
-    let backend = match stack_backend(dir) {
-        Ok(b) => b,
-        Err(c) => return c,
-    };
-    match backend.read() {
-        Ok(Some(state)) => {
-            for r in &state.resources {
-                println!("{}", r.address);
+    run(async {
+        let backend = match stack_backend(dir).await {
+            Ok(b) => b,
+            Err(c) => return c,
+        };
+        match backend.read().await {
+            Ok(Some(state)) => {
+                for r in &state.resources {
+                    println!("{}", r.address);
+                }
+                ExitCode::SUCCESS
             }
-            ExitCode::SUCCESS
+            Ok(None) => ExitCode::SUCCESS,
+            Err(e) => error(full(&e)),
         }
-        Ok(None) => ExitCode::SUCCESS,
-        Err(e) => error(e),
-    }
+    })
 }
 
 pub fn show_resource(dir: &Path, address: &str) -> ExitCode {
-    let state = match stack_backend(dir).and_then(|b| read(&b)) {
+    let state = match run_state(dir) {
         Ok(s) => s,
         Err(c) => return c,
     };
@@ -91,29 +105,36 @@ fn edit(
     lock_timeout: Duration,
     change: impl FnOnce(&mut State) -> Result<String, String>,
 ) -> ExitCode {
-    let backend = match stack_backend(dir) {
-        Ok(b) => b,
-        Err(c) => return c,
-    };
-    let _guard = match lock(&backend, operation, lock_timeout) {
-        Ok(g) => g,
-        Err(e) => return error(e),
-    };
-    let mut state = match read(&backend) {
-        Ok(s) => s,
-        Err(c) => return c,
-    };
-    match change(&mut state) {
-        Ok(message) => {
-            state.serial += 1;
-            if let Err(e) = backend.write(&state) {
-                return error(e);
+    run(async {
+        let backend = match stack_backend(dir).await {
+            Ok(b) => b,
+            Err(c) => return c,
+        };
+        let _guard = match lock(backend.as_ref(), operation, lock_timeout).await {
+            Ok(g) => g,
+            Err(e) => return error(e),
+        };
+        let mut state = match read(backend.as_ref()).await {
+            Ok(s) => s,
+            Err(c) => return c,
+        };
+        match change(&mut state) {
+            Ok(message) => {
+                state.serial += 1;
+                if let Err(e) = backend.write(&state).await {
+                    return error(full(&e));
+                }
+                println!("{message}");
+                ExitCode::SUCCESS
             }
-            println!("{message}");
-            ExitCode::SUCCESS
+            Err(e) => error(e),
         }
-        Err(e) => error(e),
-    }
+    })
+}
+
+/// The state, read in a runtime of its own, for commands that only read it.
+fn run_state(dir: &Path) -> Result<State, ExitCode> {
+    runtime().block_on(stack_state(dir))
 }
 
 pub fn rm(dir: &Path, addresses: &[String], lock_timeout: Duration) -> ExitCode {
@@ -165,7 +186,7 @@ pub fn mv(dir: &Path, from: &str, to: &str, lock_timeout: Duration) -> ExitCode 
 }
 
 pub fn pull(dir: &Path) -> ExitCode {
-    let state = match stack_backend(dir).and_then(|b| read(&b)) {
+    let state = match run_state(dir) {
         Ok(s) => s,
         Err(c) => return c,
     };
@@ -174,7 +195,7 @@ pub fn pull(dir: &Path) -> ExitCode {
 }
 
 pub fn output(dir: &Path, name: Option<&str>, json: bool) -> ExitCode {
-    let state = match stack_backend(dir).and_then(|b| read(&b)) {
+    let state = match run_state(dir) {
         Ok(s) => s,
         Err(c) => return c,
     };
@@ -236,7 +257,7 @@ pub fn show(dir: &Path, plan_file: Option<&Path>, json: bool, color: bool) -> Ex
         }
         return ExitCode::SUCCESS;
     }
-    let state = match stack_backend(dir).and_then(|b| read(&b)) {
+    let state = match run_state(dir) {
         Ok(s) => s,
         Err(c) => return c,
     };
@@ -260,20 +281,22 @@ pub fn show(dir: &Path, plan_file: Option<&Path>, json: bool, color: bool) -> Ex
 }
 
 pub fn force_unlock(dir: &Path, id: &str) -> ExitCode {
-    let backend = match stack_backend(dir) {
-        Ok(b) => b,
-        Err(c) => return c,
-    };
-    match backend.force_unlock(id) {
-        Ok(held) => {
-            println!(
-                "Released the lock held by {} (pid {}) for {} since {}.",
-                held.who, held.pid, held.operation, held.created
-            );
-            ExitCode::SUCCESS
+    run(async {
+        let backend = match stack_backend(dir).await {
+            Ok(b) => b,
+            Err(c) => return c,
+        };
+        match backend.force_unlock(id).await {
+            Ok(held) => {
+                println!(
+                    "Released the lock held by {} (pid {}) for {} since {}.",
+                    held.who, held.pid, held.operation, held.created
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => error(full(&e)),
         }
-        Err(e) => error(e),
-    }
+    })
 }
 
 /// Brings an existing object under management: reads it through the resource's provider and
@@ -321,22 +344,16 @@ pub fn import(
         .get(&instance.provider)
         .cloned()
         .unwrap_or_default();
-    let backend = match stack_backend(dir) {
+    run(async {
+    let backend = match stack_backend(dir).await {
         Ok(b) => b,
         Err(c) => return c,
     };
-    let _guard = match lock(&backend, "import", lock_timeout) {
+    let _guard = match lock(backend.as_ref(), "import", lock_timeout).await {
         Ok(g) => g,
         Err(e) => return error(e),
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => return error(e),
-    };
-    let response = runtime.block_on(async {
+    let response = async {
         let provider = factory.configure(ConfigureRequest { config }).await?;
         Ok::<_, Vec<gpustack_protocol::Diagnostic>>(
             provider
@@ -346,7 +363,8 @@ pub fn import(
                 })
                 .await,
         )
-    });
+    }
+    .await;
     let response = match response {
         Ok(r) => r,
         Err(diagnostics) => {
@@ -369,11 +387,11 @@ pub fn import(
                 .join("; "),
         );
     };
-    let mut state = match backend.read() {
+    let mut state = match backend.read().await {
         Ok(s) => s.unwrap_or_else(|| {
             State::new(gpustack_state::new_lineage(), gpustack::version::VERSION)
         }),
-        Err(e) => return error(e),
+        Err(e) => return error(full(&e)),
     };
     if state.resource(address).is_some() {
         return error(format!(
@@ -396,11 +414,12 @@ pub fn import(
         dependencies: vec![],
     });
     state.serial += 1;
-    if let Err(e) = backend.write(&state) {
-        return error(e);
+    if let Err(e) = backend.write(&state).await {
+        return error(full(&e));
     }
     println!(
         "Imported {id} as {address}. Run gpustack plan to see how it differs from the configuration."
     );
     ExitCode::SUCCESS
+    })
 }

@@ -1,13 +1,16 @@
 //! `drift --webhook URL`: posts the drift report when drift appears, changes or goes away,
 //! not on every run, so that a cron every five minutes does not page anyone twice.
 //!
-//! What was last reported lives beside the state (`drift-webhook.json`); it is written only
-//! after a post succeeded, so a failed post is retried by the next run.
+//! What was last reported is a note in the state backend (`drift-webhook.json`), so that a
+//! cron Job whose disk is new every run remembers it; it is written only after a post
+//! succeeded, so a failed post is retried by the next run.
 
 use gpustack::plan::Plan;
+use gpustack_state::Backend;
 use sha2::{Digest, Sha256};
-use std::path::Path;
 use std::time::Duration;
+
+const RECORD: &str = "drift-webhook.json";
 
 const ATTEMPTS: u32 = 3;
 
@@ -67,16 +70,18 @@ fn redacted(url: &str) -> String {
 
 /// Posts the report if the drift differs from what was last reported; `Ok(None)` when there
 /// was nothing new to say.
-pub fn notify(
+pub async fn notify(
     url: &str,
-    state_dir: &Path,
+    backend: &dyn Backend,
     stack: &str,
     plan: &Plan,
 ) -> Result<Option<Event>, String> {
     let report = gpustack::render::drift_json(plan);
-    let record = state_dir.join("drift-webhook.json");
-    let before: Option<Reported> = std::fs::read(&record)
+    let before: Option<Reported> = backend
+        .read_note(RECORD)
+        .await
         .ok()
+        .flatten()
         .and_then(|b| serde_json::from_slice(&b).ok());
     let now = fingerprint(&report);
     let Some(event) = event(before.as_ref().map(|r| r.fingerprint.as_str()), &now) else {
@@ -94,6 +99,26 @@ pub fn notify(
         "previously_drifted": before.map(|b| b.drifted).unwrap_or_default(),
         "report": report,
     });
+    let target = url.to_owned();
+    tokio::task::spawn_blocking(move || post(&target, &body))
+        .await
+        .map_err(|e| e.to_string())??;
+    let reported = Reported {
+        fingerprint: now,
+        drifted,
+    };
+    backend
+        .write_note(
+            RECORD,
+            &serde_json::to_vec_pretty(&reported).unwrap_or_default(),
+        )
+        .await
+        .map_err(|e| format!("posted, but cannot record it: {}", super::backend::full(&e)))?;
+    Ok(Some(event))
+}
+
+/// Posts with retries and backoff.
+fn post(url: &str, body: &serde_json::Value) -> Result<(), String> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(10)))
         .build()
@@ -112,23 +137,7 @@ pub fn notify(
             )
             .send(body.to_string())
         {
-            Ok(_) => {
-                let reported = Reported {
-                    fingerprint: now,
-                    drifted,
-                };
-                std::fs::create_dir_all(state_dir)
-                    .and_then(|()| {
-                        std::fs::write(
-                            &record,
-                            serde_json::to_vec_pretty(&reported).unwrap_or_default(),
-                        )
-                    })
-                    .map_err(|e| {
-                        format!("posted, but cannot record it in {}: {e}", record.display())
-                    })?;
-                return Ok(Some(event));
-            }
+            Ok(_) => return Ok(()),
             Err(e) => last = e.to_string().replace(url, &redacted(url)),
         }
     }

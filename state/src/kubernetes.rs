@@ -1,0 +1,647 @@
+//! The kubernetes backend: the state in Secrets of a namespace, the lock in a Lease.
+//!
+//! The state is gzip-compressed into the index Secret `gpustack-state-SUFFIX`. When it is
+//! larger than one Secret may be, it goes into chunk Secrets of a fresh generation
+//! (`gpustack-state-SUFFIX-GEN-N`), written first; the index then switches to that generation
+//! in one compare-and-swap write, and the previous generation is deleted. A reader that races
+//! with that deletion reads the index again.
+//!
+//! **Invariant:** the index Secret is only written with the resourceVersion this process last
+//! read or wrote (or created when it had none): a concurrent writer makes the write fail, never
+//! disappear.
+//!
+//! The lock is the Lease `gpustack-lock-SUFFIX`: holder, operation and start time in it, renewed
+//! every third of `lock_ttl` while the run lives. A holder that stops renewing (killed, its
+//! machine gone) loses the lock once `lock_ttl` has passed since its last renewal; the next run
+//! takes it over and says whose lock expired. Clocks of the machines must roughly agree.
+
+use crate::backend::{Backend, BoxError, LockError, LockGuard, StateError};
+use crate::{LockInfo, State};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::{ByteString, jiff};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Secrets may hold 1 MiB of data; a chunk stays well below to leave room for metadata.
+const CHUNK_BYTES: usize = 900 * 1024;
+const DEFAULT_LOCK_TTL: Duration = Duration::from_secs(120);
+const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+const STATE_LABEL: &str = "gpustack.dev/state";
+const GENERATION_LABEL: &str = "gpustack.dev/generation";
+const CHUNKS: &str = "gpustack.dev/chunks";
+const DIGEST: &str = "gpustack.dev/sha256";
+const SERIAL: &str = "gpustack.dev/serial";
+const LINEAGE: &str = "gpustack.dev/lineage";
+const LOCK_INFO: &str = "gpustack.dev/lock-info";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesConfig {
+    pub namespace: String,
+    pub secret_suffix: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_cluster: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_ttl: Option<String>,
+}
+
+pub struct KubernetesBackend {
+    namespace: String,
+    suffix: String,
+    secrets: Api<Secret>,
+    leases: Api<Lease>,
+    lock_ttl: Duration,
+    /// The index Secret's resourceVersion as this process last saw it; `Some(None)` when it
+    /// saw that there was none.
+    seen: Mutex<Option<Option<String>>>,
+}
+
+fn connect_error(source: impl Into<BoxError>) -> StateError {
+    StateError::Connect {
+        kind: "kubernetes",
+        source: source.into(),
+    }
+}
+
+impl KubernetesBackend {
+    pub async fn connect(config: &KubernetesConfig) -> Result<Self, StateError> {
+        let lock_ttl = match &config.lock_ttl {
+            Some(text) => humantime::parse_duration(text)
+                .map_err(|e| connect_error(format!("lock_ttl = {text:?}: {e}")))?,
+            None => DEFAULT_LOCK_TTL,
+        };
+        if lock_ttl < Duration::from_secs(3) {
+            return Err(connect_error("lock_ttl must be at least 3s"));
+        }
+        let client_config = client_config(config).await?;
+        let client = kube::Client::try_from(client_config).map_err(connect_error)?;
+        Ok(Self {
+            namespace: config.namespace.clone(),
+            suffix: config.secret_suffix.clone(),
+            secrets: Api::namespaced(client.clone(), &config.namespace),
+            leases: Api::namespaced(client, &config.namespace),
+            lock_ttl,
+            seen: Mutex::new(None),
+        })
+    }
+
+    fn index_name(&self) -> String {
+        format!("gpustack-state-{}", self.suffix)
+    }
+
+    fn lease_name(&self) -> String {
+        format!("gpustack-lock-{}", self.suffix)
+    }
+
+    fn labels(&self, generation: Option<&str>) -> BTreeMap<String, String> {
+        let mut labels = BTreeMap::from([
+            (MANAGED_BY.to_owned(), "gpustack".to_owned()),
+            (STATE_LABEL.to_owned(), self.suffix.clone()),
+        ]);
+        if let Some(generation) = generation {
+            labels.insert(GENERATION_LABEL.to_owned(), generation.to_owned());
+        }
+        labels
+    }
+
+    fn remember(&self, version: Option<String>) {
+        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(version);
+    }
+
+    fn read_error(&self, source: impl Into<BoxError>) -> StateError {
+        StateError::Read {
+            location: self.location(),
+            source: source.into(),
+        }
+    }
+
+    fn write_error(&self, source: impl Into<BoxError>) -> StateError {
+        StateError::Write {
+            location: self.location(),
+            source: source.into(),
+        }
+    }
+
+    /// The compressed state the index points at; `Err(None)` when a chunk was missing or did
+    /// not match (a writer replaced the generation meanwhile).
+    async fn assemble(&self, index: &Secret) -> Result<Vec<u8>, Option<StateError>> {
+        let annotations = index.metadata.annotations.clone().unwrap_or_default();
+        let chunks: usize = annotations
+            .get(CHUNKS)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        if chunks == 0 {
+            return index
+                .data
+                .as_ref()
+                .and_then(|d| d.get("state"))
+                .map(|b| b.0.clone())
+                .ok_or_else(|| Some(self.read_error("the index Secret has no state key")));
+        }
+        let generation = annotations.get(GENERATION_LABEL).cloned().unwrap_or_default();
+        let mut blob = Vec::new();
+        for n in 0..chunks {
+            let name = format!("{}-{generation}-{n}", self.index_name());
+            match self.secrets.get_opt(&name).await {
+                Ok(Some(chunk)) => match chunk.data.as_ref().and_then(|d| d.get("chunk")) {
+                    Some(bytes) => blob.extend_from_slice(&bytes.0),
+                    None => return Err(None),
+                },
+                Ok(None) => return Err(None),
+                Err(e) => return Err(Some(self.read_error(e))),
+            }
+        }
+        if annotations.get(DIGEST) != Some(&sha256_hex(&blob)) {
+            return Err(None);
+        }
+        Ok(blob)
+    }
+
+    /// Deletes chunk Secrets of every generation but `keep`.
+    async fn collect_garbage(&self, keep: Option<&str>) {
+        let selector = format!("{STATE_LABEL}={},{GENERATION_LABEL}", self.suffix);
+        let Ok(list) = self
+            .secrets
+            .list_metadata(&ListParams::default().labels(&selector))
+            .await
+        else {
+            return;
+        };
+        for chunk in list.items {
+            let generation = chunk
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(GENERATION_LABEL));
+            if generation.map(String::as_str) != keep
+                && let Some(name) = &chunk.metadata.name
+            {
+                let _ = self.secrets.delete(name, &DeleteParams::default()).await;
+            }
+        }
+    }
+
+    fn lock_error(&self, source: impl Into<BoxError>) -> LockError {
+        LockError::Backend {
+            location: format!("Lease {} in namespace {}", self.lease_name(), self.namespace),
+            source: source.into(),
+        }
+    }
+
+    fn note_name(&self, name: &str) -> String {
+        let clean: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        format!("gpustack-note-{}-{clean}", self.suffix)
+    }
+}
+
+async fn client_config(config: &KubernetesConfig) -> Result<kube::Config, StateError> {
+    if config.in_cluster == Some(true) {
+        return kube::Config::incluster().map_err(|e| {
+            connect_error(format!(
+                "in_cluster = true, but this process does not run in a pod with a service account: {e}"
+            ))
+        });
+    }
+    let options = kube::config::KubeConfigOptions {
+        context: config.context.clone(),
+        ..Default::default()
+    };
+    let mut client_config = match &config.config_path {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| connect_error(format!("reading kubeconfig {path}: {e}")))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(connect_error)?
+        }
+        // What kubectl does: $KUBECONFIG or ~/.kube/config, else the pod's service account.
+        None if config.context.is_some() => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(connect_error)?,
+        None => kube::Config::infer().await.map_err(connect_error)?,
+    };
+    client_config.read_timeout = Some(Duration::from_secs(60));
+    Ok(client_config)
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let _ = encoder.write_all(bytes);
+    encoder.finish().unwrap_or_default()
+}
+
+fn gunzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+fn is_status(error: &kube::Error, code: u16) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == code)
+}
+
+fn now_micro() -> MicroTime {
+    MicroTime(jiff::Timestamp::now())
+}
+
+fn lock_info_of(lease: &Lease) -> LockInfo {
+    lease
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(LOCK_INFO))
+        .and_then(|json| serde_json::from_str(json).ok())
+        .unwrap_or_else(|| {
+            let mut info = LockInfo::unreadable();
+            if let Some(holder) = lease.spec.as_ref().and_then(|s| s.holder_identity.clone()) {
+                info.id = holder;
+            }
+            info
+        })
+}
+
+/// How long ago the holder last renewed, if its lease has run out.
+fn expired_for(lease: &Lease) -> Option<Duration> {
+    let spec = lease.spec.as_ref()?;
+    let renewed = spec.renew_time.as_ref().or(spec.acquire_time.as_ref())?.0;
+    let ttl = Duration::from_secs(u64::try_from(spec.lease_duration_seconds?).unwrap_or(0));
+    let since = jiff::Timestamp::now().duration_since(renewed);
+    let since = Duration::try_from(since).unwrap_or_default();
+    (since > ttl).then_some(since)
+}
+
+fn is_held(lease: &Lease) -> bool {
+    lease
+        .spec
+        .as_ref()
+        .and_then(|s| s.holder_identity.as_deref())
+        .is_some_and(|h| !h.is_empty())
+}
+
+#[async_trait::async_trait]
+impl Backend for KubernetesBackend {
+    fn location(&self) -> String {
+        format!(
+            "Secret {} in namespace {}",
+            self.index_name(),
+            self.namespace
+        )
+    }
+
+    async fn read(&self) -> Result<Option<State>, StateError> {
+        for _ in 0..5 {
+            let index = match self.secrets.get_opt(&self.index_name()).await {
+                Ok(Some(index)) => index,
+                Ok(None) => {
+                    self.remember(None);
+                    return Ok(None);
+                }
+                Err(e) => return Err(self.read_error(e)),
+            };
+            let blob = match self.assemble(&index).await {
+                Ok(blob) => blob,
+                Err(Some(e)) => return Err(e),
+                Err(None) => continue,
+            };
+            let json = gunzip(&blob).map_err(|e| self.read_error(e))?;
+            let state = State::decode(&json).map_err(|source| StateError::Decode {
+                location: self.location(),
+                source,
+            })?;
+            self.remember(index.metadata.resource_version.clone());
+            return Ok(Some(state));
+        }
+        Err(self.read_error(
+            "its chunks kept changing while being read: another writer is writing the state",
+        ))
+    }
+
+    async fn write(&self, state: &State) -> Result<(), StateError> {
+        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let seen = match seen {
+            Some(seen) => seen,
+            // A write needs a version to compare with: learn it from a read first.
+            None => {
+                self.read().await?;
+                self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone().flatten()
+            }
+        };
+        let blob = gzip(&state.encode());
+        let mut annotations = BTreeMap::from([
+            (SERIAL.to_owned(), state.serial.to_string()),
+            (LINEAGE.to_owned(), state.lineage.clone()),
+        ]);
+        let mut data = BTreeMap::new();
+        let mut generation = None;
+        if blob.len() <= CHUNK_BYTES {
+            annotations.insert(CHUNKS.to_owned(), "0".to_owned());
+            data.insert("state".to_owned(), ByteString(blob));
+        } else {
+            let id = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+            let chunks: Vec<&[u8]> = blob.chunks(CHUNK_BYTES).collect();
+            for (n, chunk) in chunks.iter().enumerate() {
+                let secret = Secret {
+                    metadata: ObjectMeta {
+                        name: Some(format!("{}-{id}-{n}", self.index_name())),
+                        labels: Some(self.labels(Some(&id))),
+                        ..Default::default()
+                    },
+                    data: Some(BTreeMap::from([(
+                        "chunk".to_owned(),
+                        ByteString(chunk.to_vec()),
+                    )])),
+                    type_: Some("Opaque".to_owned()),
+                    ..Default::default()
+                };
+                if let Err(e) = self.secrets.create(&PostParams::default(), &secret).await {
+                    self.collect_garbage_of(&id).await;
+                    return Err(self.write_error(e));
+                }
+            }
+            annotations.insert(CHUNKS.to_owned(), chunks.len().to_string());
+            annotations.insert(GENERATION_LABEL.to_owned(), id.clone());
+            annotations.insert(DIGEST.to_owned(), sha256_hex(&blob));
+            generation = Some(id);
+        }
+        let index = Secret {
+            metadata: ObjectMeta {
+                name: Some(self.index_name()),
+                labels: Some(self.labels(None)),
+                annotations: Some(annotations),
+                resource_version: seen.clone(),
+                ..Default::default()
+            },
+            data: Some(data),
+            type_: Some("Opaque".to_owned()),
+            ..Default::default()
+        };
+        let result = match &seen {
+            Some(_) => {
+                self.secrets
+                    .replace(&self.index_name(), &PostParams::default(), &index)
+                    .await
+            }
+            None => self.secrets.create(&PostParams::default(), &index).await,
+        };
+        match result {
+            Ok(written) => {
+                self.remember(written.metadata.resource_version);
+                self.collect_garbage(generation.as_deref()).await;
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(id) = &generation {
+                    self.collect_garbage_of(id).await;
+                }
+                if is_status(&e, 409) {
+                    Err(StateError::Conflict {
+                        location: self.location(),
+                        detail: match seen {
+                            Some(version) => format!(
+                                "its resourceVersion is no longer {version}"
+                            ),
+                            None => "it was created meanwhile".to_owned(),
+                        },
+                    })
+                } else {
+                    Err(self.write_error(e))
+                }
+            }
+        }
+    }
+
+    async fn lock(&self, info: LockInfo, timeout: Duration) -> Result<LockGuard, LockError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let ttl_seconds = i32::try_from(self.lock_ttl.as_secs()).unwrap_or(i32::MAX);
+        let info_json = serde_json::to_string(&info).unwrap_or_default();
+        let mine = |resource_version: Option<String>| Lease {
+            metadata: ObjectMeta {
+                name: Some(self.lease_name()),
+                labels: Some(self.labels(None)),
+                annotations: Some(BTreeMap::from([(LOCK_INFO.to_owned(), info_json.clone())])),
+                resource_version,
+                ..Default::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(info.id.clone()),
+                lease_duration_seconds: Some(ttl_seconds),
+                acquire_time: Some(now_micro()),
+                renew_time: Some(now_micro()),
+                ..Default::default()
+            }),
+        };
+        loop {
+            let (result, notice) = match self.leases.get_opt(&self.lease_name()).await {
+                Err(e) => return Err(self.lock_error(e)),
+                Ok(None) => (
+                    self.leases.create(&PostParams::default(), &mine(None)).await,
+                    None,
+                ),
+                Ok(Some(lease)) => {
+                    let version = lease.metadata.resource_version.clone();
+                    if !is_held(&lease) {
+                        (
+                            self.leases
+                                .replace(&self.lease_name(), &PostParams::default(), &mine(version))
+                                .await,
+                            None,
+                        )
+                    } else if let Some(since) = expired_for(&lease) {
+                        let held = lock_info_of(&lease);
+                        let notice = format!(
+                            "The lock held by {} (pid {}) for {} since {} expired: it was not renewed for {}s (lock TTL {}s). Taking it over.",
+                            held.who,
+                            held.pid,
+                            held.operation,
+                            held.created,
+                            since.as_secs(),
+                            lease
+                                .spec
+                                .as_ref()
+                                .and_then(|s| s.lease_duration_seconds)
+                                .unwrap_or_default()
+                        );
+                        (
+                            self.leases
+                                .replace(&self.lease_name(), &PostParams::default(), &mine(version))
+                                .await,
+                            Some(notice),
+                        )
+                    } else if tokio::time::Instant::now() >= deadline {
+                        return Err(LockError::Held(Box::new(lock_info_of(&lease))));
+                    } else {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        continue;
+                    }
+                }
+            };
+            match result {
+                Ok(lease) => {
+                    let renewal = tokio::spawn(renew(
+                        self.leases.clone(),
+                        self.lease_name(),
+                        info.id.clone(),
+                        lease.metadata.resource_version.clone(),
+                        self.lock_ttl / 3,
+                    ));
+                    let (leases, name, id) =
+                        (self.leases.clone(), self.lease_name(), info.id.clone());
+                    return Ok(LockGuard::new(Box::pin(release(leases, name, id)))
+                        .renewing(renewal)
+                        .with_notice(notice));
+                }
+                // Someone else created or changed the Lease between our read and write.
+                Err(e) if is_status(&e, 409) => continue,
+                Err(e) => return Err(self.lock_error(e)),
+            }
+        }
+    }
+
+    async fn force_unlock(&self, id: &str) -> Result<LockInfo, LockError> {
+        let lease = match self.leases.get_opt(&self.lease_name()).await {
+            Ok(Some(lease)) if is_held(&lease) => lease,
+            Ok(_) => return Err(LockError::NotLocked),
+            Err(e) => return Err(self.lock_error(e)),
+        };
+        let held = lock_info_of(&lease);
+        let holder = lease.spec.as_ref().and_then(|s| s.holder_identity.clone());
+        if holder.as_deref() != Some(id) {
+            return Err(LockError::WrongId {
+                given: id.to_owned(),
+                held: Box::new(held),
+            });
+        }
+        let params = DeleteParams::default().preconditions(Preconditions {
+            resource_version: lease.metadata.resource_version.clone(),
+            uid: None,
+        });
+        match self.leases.delete(&self.lease_name(), &params).await {
+            Ok(_) => Ok(held),
+            Err(e) if is_status(&e, 404) => Err(LockError::NotLocked),
+            Err(e) => Err(self.lock_error(e)),
+        }
+    }
+
+    async fn read_note(&self, name: &str) -> Result<Option<Vec<u8>>, StateError> {
+        match self.secrets.get_opt(&self.note_name(name)).await {
+            Ok(secret) => Ok(secret
+                .and_then(|s| s.data)
+                .and_then(|mut d| d.remove("note"))
+                .map(|b| b.0)),
+            Err(e) => Err(self.read_error(e)),
+        }
+    }
+
+    async fn write_note(&self, name: &str, bytes: &[u8]) -> Result<(), StateError> {
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(self.note_name(name)),
+                labels: Some(self.labels(None)),
+                ..Default::default()
+            },
+            data: Some(BTreeMap::from([(
+                "note".to_owned(),
+                ByteString(bytes.to_vec()),
+            )])),
+            type_: Some("Opaque".to_owned()),
+            ..Default::default()
+        };
+        let params = kube::api::PatchParams::apply("gpustack").force();
+        self.secrets
+            .patch(&self.note_name(name), &params, &kube::api::Patch::Apply(&secret))
+            .await
+            .map(|_| ())
+            .map_err(|e| self.write_error(e))
+    }
+}
+
+impl KubernetesBackend {
+    async fn collect_garbage_of(&self, generation: &str) {
+        let selector = format!("{STATE_LABEL}={},{GENERATION_LABEL}={generation}", self.suffix);
+        let _ = self
+            .secrets
+            .delete_collection(&DeleteParams::default(), &ListParams::default().labels(&selector))
+            .await;
+    }
+}
+
+/// Keeps the Lease ours while the run lives; stops when someone else took it.
+async fn renew(
+    leases: Api<Lease>,
+    name: String,
+    id: String,
+    mut version: Option<String>,
+    every: Duration,
+) {
+    let every = every.max(Duration::from_secs(1));
+    loop {
+        tokio::time::sleep(every).await;
+        let mut lease = match leases.get_opt(&name).await {
+            Ok(Some(lease)) => lease,
+            Ok(None) => {
+                eprintln!("Warning: the state lock {name} was removed by someone else (force-unlock?); this run no longer holds it.");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!("cannot renew the state lock {name}: {e}");
+                continue;
+            }
+        };
+        if lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) != Some(id.as_str()) {
+            eprintln!("Warning: the state lock {name} is now held by someone else; this run no longer holds it.");
+            return;
+        }
+        if lease.metadata.resource_version != version {
+            tracing::debug!("the state lock {name} changed under us but is still ours");
+        }
+        if let Some(spec) = lease.spec.as_mut() {
+            spec.renew_time = Some(now_micro());
+        }
+        match leases.replace(&name, &PostParams::default(), &lease).await {
+            Ok(renewed) => version = renewed.metadata.resource_version,
+            Err(e) => tracing::warn!("cannot renew the state lock {name}: {e}"),
+        }
+    }
+}
+
+/// Deletes the Lease only while it is still ours.
+async fn release(leases: Api<Lease>, name: String, id: String) {
+    let Ok(Some(lease)) = leases.get_opt(&name).await else {
+        return;
+    };
+    if lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) != Some(id.as_str()) {
+        return;
+    }
+    let params = DeleteParams::default().preconditions(Preconditions {
+        resource_version: lease.metadata.resource_version,
+        uid: None,
+    });
+    let _ = leases.delete(&name, &params).await;
+}

@@ -1,0 +1,434 @@
+//! The s3 backend: the state in one object, the lock in another written only if absent.
+//!
+//! **Invariant:** every state write is conditional: `If-Match` on the ETag this process last
+//! read or wrote, or `If-None-Match: *` when there was no state. A concurrent writer makes the
+//! write fail with 412, never disappear. The lock object `KEY.lock` is created with
+//! `If-None-Match: *`, so of two runs exactly one gets it; it is renewed (`If-Match` on its own
+//! ETag) every third of `lock_ttl`, and a lock not renewed for `lock_ttl` is taken over with
+//! `If-Match` on the expired lock's ETag, so that of two runs that both see it expired only one
+//! takes it.
+
+use crate::backend::{Backend, BoxError, LockError, LockGuard, StateError};
+use crate::{LockInfo, State};
+use aws_sdk_s3::Client;
+use aws_sdk_s3::primitives::ByteStream;
+use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const DEFAULT_LOCK_TTL: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct S3Config {
+    pub bucket: String,
+    pub key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub use_path_style: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_ttl: Option<String>,
+}
+
+pub struct S3Backend {
+    client: Client,
+    bucket: String,
+    key: String,
+    lock_ttl: Duration,
+    /// The state object's ETag as this process last saw it; `Some(None)`: it saw none.
+    seen: Mutex<Option<Option<String>>>,
+}
+
+/// What the lock object holds: who, and until when the holder promises to renew.
+#[derive(Serialize, Deserialize)]
+struct LockRecord {
+    #[serde(flatten)]
+    info: LockInfo,
+    /// Seconds since the epoch of the last renewal.
+    renewed: u64,
+    ttl_seconds: u64,
+}
+
+fn connect_error(source: impl Into<BoxError>) -> StateError {
+    StateError::Connect {
+        kind: "s3",
+        source: source.into(),
+    }
+}
+
+fn epoch_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The error with its causes, as the SDK's Display says only "service error".
+fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![error.to_string()];
+    let mut current = error.source();
+    while let Some(source) = current {
+        parts.push(source.to_string());
+        current = source.source();
+    }
+    parts.dedup();
+    parts.join(": ")
+}
+
+fn http_status<E>(error: &aws_sdk_s3::error::SdkError<E>) -> Option<u16> {
+    error.raw_response().map(|r| r.status().as_u16())
+}
+
+impl S3Backend {
+    pub async fn connect(config: &S3Config) -> Result<Self, StateError> {
+        let lock_ttl = match &config.lock_ttl {
+            Some(text) => humantime::parse_duration(text)
+                .map_err(|e| connect_error(format!("lock_ttl = {text:?}: {e}")))?,
+            None => DEFAULT_LOCK_TTL,
+        };
+        if lock_ttl < Duration::from_secs(3) {
+            return Err(connect_error("lock_ttl must be at least 3s"));
+        }
+        let http_client = aws_smithy_http_client::Builder::new()
+            .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+                aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+            ))
+            .build_https();
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .http_client(http_client);
+        if let Some(region) = &config.region {
+            loader = loader.region(aws_config::Region::new(region.clone()));
+        }
+        if let Some(profile) = &config.profile {
+            loader = loader.profile_name(profile);
+        }
+        if let Some(endpoint) = &config.endpoint {
+            loader = loader.endpoint_url(endpoint);
+        }
+        let shared = loader.load().await;
+        let mut s3 = aws_sdk_s3::config::Builder::from(&shared);
+        if let Some(path_style) = config.use_path_style {
+            s3 = s3.force_path_style(path_style);
+        }
+        Ok(Self {
+            client: Client::from_conf(s3.build()),
+            bucket: config.bucket.clone(),
+            key: config.key.clone(),
+            lock_ttl,
+            seen: Mutex::new(None),
+        })
+    }
+
+    fn lock_key(&self) -> String {
+        format!("{}.lock", self.key)
+    }
+
+    fn note_key(&self, name: &str) -> String {
+        format!("{}.{name}", self.key)
+    }
+
+    fn lock_location(&self) -> String {
+        format!("s3://{}/{}", self.bucket, self.lock_key())
+    }
+
+    fn remember(&self, etag: Option<String>) {
+        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(etag);
+    }
+
+    /// An object's bytes and ETag; `None` when it does not exist.
+    async fn get(&self, key: &str) -> Result<Option<(Vec<u8>, Option<String>)>, BoxError> {
+        match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(output) => {
+                let etag = output.e_tag().map(str::to_owned);
+                let bytes = output.body.collect().await?.into_bytes().to_vec();
+                Ok(Some((bytes, etag)))
+            }
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key())
+                || http_status(&e) == Some(404) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(describe(&e).into()),
+        }
+    }
+
+    async fn read_lock(&self) -> Result<Option<(LockRecord, Option<String>)>, LockError> {
+        let found = self.get(&self.lock_key()).await.map_err(|source| LockError::Backend {
+            location: self.lock_location(),
+            source,
+        })?;
+        Ok(found.map(|(bytes, etag)| {
+            let record = serde_json::from_slice(&bytes).unwrap_or(LockRecord {
+                info: LockInfo::unreadable(),
+                renewed: 0,
+                ttl_seconds: 0,
+            });
+            (record, etag)
+        }))
+    }
+
+    /// Writes the lock object: only if absent (`etag` None) or unchanged since read.
+    async fn put_lock(
+        client: &Client,
+        bucket: &str,
+        key: &str,
+        record: &LockRecord,
+        etag: Option<&str>,
+    ) -> Result<Option<String>, aws_sdk_s3::error::SdkError<aws_sdk_s3::operation::put_object::PutObjectError>>
+    {
+        let body = serde_json::to_vec_pretty(record).unwrap_or_default();
+        let request = client
+            .put_object()
+            .bucket(bucket)
+            .key(key)
+            .content_type("application/json")
+            .body(ByteStream::from(body));
+        let request = match etag {
+            Some(etag) => request.if_match(etag),
+            None => request.if_none_match("*"),
+        };
+        request.send().await.map(|o| o.e_tag().map(str::to_owned))
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for S3Backend {
+    fn location(&self) -> String {
+        format!("s3://{}/{}", self.bucket, self.key)
+    }
+
+    async fn read(&self) -> Result<Option<State>, StateError> {
+        let found = self.get(&self.key).await.map_err(|source| StateError::Read {
+            location: self.location(),
+            source,
+        })?;
+        let Some((bytes, etag)) = found else {
+            self.remember(None);
+            return Ok(None);
+        };
+        let state = State::decode(&bytes).map_err(|source| StateError::Decode {
+            location: self.location(),
+            source,
+        })?;
+        self.remember(etag);
+        Ok(Some(state))
+    }
+
+    async fn write(&self, state: &State) -> Result<(), StateError> {
+        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let seen = match seen {
+            Some(seen) => seen,
+            None => {
+                self.read().await?;
+                self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone().flatten()
+            }
+        };
+        let request = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(&self.key)
+            .content_type("application/json")
+            .body(ByteStream::from(state.encode()));
+        let request = match &seen {
+            Some(etag) => request.if_match(etag),
+            None => request.if_none_match("*"),
+        };
+        match request.send().await {
+            Ok(output) => {
+                self.remember(output.e_tag().map(str::to_owned));
+                Ok(())
+            }
+            Err(e) if matches!(http_status(&e), Some(412 | 409)) => Err(StateError::Conflict {
+                location: self.location(),
+                detail: match seen {
+                    Some(etag) => format!("its ETag is no longer {etag}"),
+                    None => "it was created meanwhile".to_owned(),
+                },
+            }),
+            Err(e) => Err(StateError::Write {
+                location: self.location(),
+                source: describe(&e).into(),
+            }),
+        }
+    }
+
+    async fn lock(&self, info: LockInfo, timeout: Duration) -> Result<LockGuard, LockError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let record = |info: &LockInfo| LockRecord {
+            info: info.clone(),
+            renewed: epoch_seconds(),
+            ttl_seconds: self.lock_ttl.as_secs(),
+        };
+        loop {
+            let (etag, notice) = match self.read_lock().await? {
+                None => (None, None),
+                Some((held, etag)) => {
+                    let since = epoch_seconds().saturating_sub(held.renewed);
+                    if since > held.ttl_seconds {
+                        let notice = format!(
+                            "The lock held by {} (pid {}) for {} since {} expired: it was not renewed for {since}s (lock TTL {}s). Taking it over.",
+                            held.info.who,
+                            held.info.pid,
+                            held.info.operation,
+                            held.info.created,
+                            held.ttl_seconds
+                        );
+                        (etag, Some(notice))
+                    } else if tokio::time::Instant::now() >= deadline {
+                        return Err(LockError::Held(Box::new(held.info)));
+                    } else {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        continue;
+                    }
+                }
+            };
+            let result = Self::put_lock(
+                &self.client,
+                &self.bucket,
+                &self.lock_key(),
+                &record(&info),
+                etag.as_deref(),
+            )
+            .await;
+            match result {
+                Ok(etag) => {
+                    let renewal = tokio::spawn(renew(
+                        self.client.clone(),
+                        self.bucket.clone(),
+                        self.lock_key(),
+                        record(&info),
+                        etag,
+                        self.lock_ttl / 3,
+                    ));
+                    let (client, bucket, key, id) = (
+                        self.client.clone(),
+                        self.bucket.clone(),
+                        self.lock_key(),
+                        info.id.clone(),
+                    );
+                    return Ok(LockGuard::new(Box::pin(async move {
+                        release(&client, &bucket, &key, &id).await;
+                    }))
+                    .renewing(renewal)
+                    .with_notice(notice));
+                }
+                // Someone else wrote the lock between our read and write: look again.
+                Err(e) if matches!(http_status(&e), Some(412 | 409)) => continue,
+                Err(e) => {
+                    return Err(LockError::Backend {
+                        location: self.lock_location(),
+                        source: describe(&e).into(),
+                    });
+                }
+            }
+        }
+    }
+
+    async fn force_unlock(&self, id: &str) -> Result<LockInfo, LockError> {
+        let Some((held, etag)) = self.read_lock().await? else {
+            return Err(LockError::NotLocked);
+        };
+        if held.info.id != id {
+            return Err(LockError::WrongId {
+                given: id.to_owned(),
+                held: Box::new(held.info),
+            });
+        }
+        let mut request = self
+            .client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(self.lock_key());
+        if let Some(etag) = etag {
+            request = request.if_match(etag);
+        }
+        request.send().await.map_err(|e| LockError::Backend {
+            location: self.lock_location(),
+            source: describe(&e).into(),
+        })?;
+        Ok(held.info)
+    }
+
+    async fn read_note(&self, name: &str) -> Result<Option<Vec<u8>>, StateError> {
+        self.get(&self.note_key(name))
+            .await
+            .map(|found| found.map(|(bytes, _)| bytes))
+            .map_err(|source| StateError::Read {
+                location: format!("s3://{}/{}", self.bucket, self.note_key(name)),
+                source,
+            })
+    }
+
+    async fn write_note(&self, name: &str, bytes: &[u8]) -> Result<(), StateError> {
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(self.note_key(name))
+            .body(ByteStream::from(bytes.to_vec()))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| StateError::Write {
+                location: format!("s3://{}/{}", self.bucket, self.note_key(name)),
+                source: describe(&e).into(),
+            })
+    }
+}
+
+/// Rewrites the lock with a new renewal time while it is still the one we wrote.
+async fn renew(
+    client: Client,
+    bucket: String,
+    key: String,
+    mut record: LockRecord,
+    mut etag: Option<String>,
+    every: Duration,
+) {
+    let every = every.max(Duration::from_secs(1));
+    loop {
+        tokio::time::sleep(every).await;
+        record.renewed = epoch_seconds();
+        match S3Backend::put_lock(&client, &bucket, &key, &record, etag.as_deref()).await {
+            Ok(new) => etag = new,
+            Err(e) if matches!(http_status(&e), Some(412 | 404)) => {
+                eprintln!(
+                    "Warning: the state lock s3://{bucket}/{key} was removed or taken by someone else; this run no longer holds it."
+                );
+                return;
+            }
+            Err(e) => tracing::warn!("cannot renew the state lock: {}", describe(&e)),
+        }
+    }
+}
+
+/// Deletes the lock only while it is still ours.
+async fn release(client: &Client, bucket: &str, key: &str, id: &str) {
+    let Ok(output) = client.get_object().bucket(bucket).key(key).send().await else {
+        return;
+    };
+    let etag = output.e_tag().map(str::to_owned);
+    let Ok(bytes) = output.body.collect().await else {
+        return;
+    };
+    let ours = serde_json::from_slice::<LockRecord>(&bytes.into_bytes()).is_ok_and(|r| r.info.id == id);
+    if !ours {
+        return;
+    }
+    let mut request = client.delete_object().bucket(bucket).key(key);
+    if let Some(etag) = etag {
+        request = request.if_match(etag);
+    }
+    let _ = request.send().await;
+}
