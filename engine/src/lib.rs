@@ -117,7 +117,9 @@ impl Session {
             if let Structure::Attribute(attr) = structure {
                 let value = lang::eval::Evaluator::new(&lang::eval::EmptyScope)
                     .eval(&attr.value)
-                    .map_err(|e| format!("backend attribute {}: {}", attr.key.as_str(), e.detail))?;
+                    .map_err(|e| {
+                        format!("backend attribute {}: {}", attr.key.as_str(), e.detail)
+                    })?;
                 attributes.insert(attr.key.as_str().to_owned(), value.to_json());
             }
         }

@@ -29,7 +29,10 @@ pub enum StateError {
     )]
     Conflict { location: String, detail: String },
     #[error("cannot connect to the {kind} backend")]
-    Connect { kind: &'static str, source: BoxError },
+    Connect {
+        kind: &'static str,
+        source: BoxError,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -40,7 +43,7 @@ pub enum LockError {
     Backend { location: String, source: BoxError },
     #[error("the state is not locked")]
     NotLocked,
-    #[error("the lock ID {given} does not match the lock held: {}", .held.id)]
+    #[error("the lock ID {given} does not match the lock held by {} (pid {}) for {} since {}; lock ID {}", .held.who, .held.pid, .held.operation, .held.created, .held.id)]
     WrongId { given: String, held: Box<LockInfo> },
 }
 
@@ -158,10 +161,9 @@ impl BackendConfig {
     /// Connects to the backend. `stack_dir` anchors relative local paths.
     pub async fn open(&self, stack_dir: &Path) -> Result<Box<dyn Backend>, StateError> {
         Ok(match self {
-            Self::Local { path } => Box::new(crate::LocalBackend::for_stack(
-                stack_dir,
-                path.as_deref(),
-            )),
+            Self::Local { path } => {
+                Box::new(crate::LocalBackend::for_stack(stack_dir, path.as_deref()))
+            }
             Self::Kubernetes(config) => {
                 Box::new(crate::kubernetes::KubernetesBackend::connect(config).await?)
             }

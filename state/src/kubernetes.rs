@@ -148,7 +148,10 @@ impl KubernetesBackend {
                 .map(|b| b.0.clone())
                 .ok_or_else(|| Some(self.read_error("the index Secret has no state key")));
         }
-        let generation = annotations.get(GENERATION_LABEL).cloned().unwrap_or_default();
+        let generation = annotations
+            .get(GENERATION_LABEL)
+            .cloned()
+            .unwrap_or_default();
         let mut blob = Vec::new();
         for n in 0..chunks {
             let name = format!("{}-{generation}-{n}", self.index_name());
@@ -193,7 +196,11 @@ impl KubernetesBackend {
 
     fn lock_error(&self, source: impl Into<BoxError>) -> LockError {
         LockError::Backend {
-            location: format!("Lease {} in namespace {}", self.lease_name(), self.namespace),
+            location: format!(
+                "Lease {} in namespace {}",
+                self.lease_name(),
+                self.namespace
+            ),
             source: source.into(),
         }
     }
@@ -350,7 +357,11 @@ impl Backend for KubernetesBackend {
             // A write needs a version to compare with: learn it from a read first.
             None => {
                 self.read().await?;
-                self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone().flatten()
+                self.seen
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone()
+                    .flatten()
             }
         };
         let blob = gzip(&state.encode());
@@ -424,9 +435,7 @@ impl Backend for KubernetesBackend {
                     Err(StateError::Conflict {
                         location: self.location(),
                         detail: match seen {
-                            Some(version) => format!(
-                                "its resourceVersion is no longer {version}"
-                            ),
+                            Some(version) => format!("its resourceVersion is no longer {version}"),
                             None => "it was created meanwhile".to_owned(),
                         },
                     })
@@ -461,7 +470,9 @@ impl Backend for KubernetesBackend {
             let (result, notice) = match self.leases.get_opt(&self.lease_name()).await {
                 Err(e) => return Err(self.lock_error(e)),
                 Ok(None) => (
-                    self.leases.create(&PostParams::default(), &mine(None)).await,
+                    self.leases
+                        .create(&PostParams::default(), &mine(None))
+                        .await,
                     None,
                 ),
                 Ok(Some(lease)) => {
@@ -575,7 +586,11 @@ impl Backend for KubernetesBackend {
         };
         let params = kube::api::PatchParams::apply("gpustack").force();
         self.secrets
-            .patch(&self.note_name(name), &params, &kube::api::Patch::Apply(&secret))
+            .patch(
+                &self.note_name(name),
+                &params,
+                &kube::api::Patch::Apply(&secret),
+            )
             .await
             .map(|_| ())
             .map_err(|e| self.write_error(e))
@@ -584,10 +599,16 @@ impl Backend for KubernetesBackend {
 
 impl KubernetesBackend {
     async fn collect_garbage_of(&self, generation: &str) {
-        let selector = format!("{STATE_LABEL}={},{GENERATION_LABEL}={generation}", self.suffix);
+        let selector = format!(
+            "{STATE_LABEL}={},{GENERATION_LABEL}={generation}",
+            self.suffix
+        );
         let _ = self
             .secrets
-            .delete_collection(&DeleteParams::default(), &ListParams::default().labels(&selector))
+            .delete_collection(
+                &DeleteParams::default(),
+                &ListParams::default().labels(&selector),
+            )
             .await;
     }
 }
@@ -606,7 +627,9 @@ async fn renew(
         let mut lease = match leases.get_opt(&name).await {
             Ok(Some(lease)) => lease,
             Ok(None) => {
-                eprintln!("Warning: the state lock {name} was removed by someone else (force-unlock?); this run no longer holds it.");
+                eprintln!(
+                    "Warning: the state lock {name} was removed by someone else (force-unlock?); this run no longer holds it."
+                );
                 return;
             }
             Err(e) => {
@@ -614,8 +637,15 @@ async fn renew(
                 continue;
             }
         };
-        if lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) != Some(id.as_str()) {
-            eprintln!("Warning: the state lock {name} is now held by someone else; this run no longer holds it.");
+        if lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.as_deref())
+            != Some(id.as_str())
+        {
+            eprintln!(
+                "Warning: the state lock {name} is now held by someone else; this run no longer holds it."
+            );
             return;
         }
         if lease.metadata.resource_version != version {
@@ -636,7 +666,12 @@ async fn release(leases: Api<Lease>, name: String, id: String) {
     let Ok(Some(lease)) = leases.get_opt(&name).await else {
         return;
     };
-    if lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) != Some(id.as_str()) {
+    if lease
+        .spec
+        .as_ref()
+        .and_then(|s| s.holder_identity.as_deref())
+        != Some(id.as_str())
+    {
         return;
     }
     let params = DeleteParams::default().preconditions(Preconditions {

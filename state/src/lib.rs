@@ -9,9 +9,7 @@ pub mod kubernetes;
 mod local;
 pub mod s3;
 
-pub use backend::{
-    Backend, BackendConfig, BoxError, LockError, LockGuard, StateError, block_on,
-};
+pub use backend::{Backend, BackendConfig, BoxError, LockError, LockGuard, StateError, block_on};
 pub use local::LocalBackend;
 
 use indexmap::IndexMap;

@@ -115,17 +115,26 @@ impl LocalBackend {
         let path = self.lock_path();
         let deadline = Instant::now() + timeout;
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| LockError::Backend { location: path.display().to_string(), source: source.into() })?;
+            std::fs::create_dir_all(dir).map_err(|source| LockError::Backend {
+                location: path.display().to_string(),
+                source: source.into(),
+            })?;
         }
         // The lock file appears complete or not at all: it is written aside, then hard-linked
         // into place, which fails atomically when another holder's file is already there.
         let tmp = with_suffix(&path, &format!(".{}", info.id));
         {
-            let mut file = private_file(&tmp).map_err(|source| LockError::Backend { location: tmp.display().to_string(), source: source.into() })?;
+            let mut file = private_file(&tmp).map_err(|source| LockError::Backend {
+                location: tmp.display().to_string(),
+                source: source.into(),
+            })?;
             let json = serde_json::to_vec_pretty(&info).unwrap_or_default();
             file.write_all(&json)
                 .and_then(|()| file.sync_all())
-                .map_err(|source| LockError::Backend { location: tmp.display().to_string(), source: source.into() })?;
+                .map_err(|source| LockError::Backend {
+                    location: tmp.display().to_string(),
+                    source: source.into(),
+                })?;
         }
         let result = loop {
             match std::fs::hard_link(&tmp, &path) {
@@ -142,7 +151,10 @@ impl LocalBackend {
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 Err(source) => {
-                    break Err(LockError::Backend { location: path.display().to_string(), source: source.into() });
+                    break Err(LockError::Backend {
+                        location: path.display().to_string(),
+                        source: source.into(),
+                    });
                 }
             }
         };
@@ -154,7 +166,10 @@ impl LocalBackend {
         let path = self.lock_path();
         let Some(held) = read_lock(&path) else {
             return if path.exists() {
-                std::fs::remove_file(&path).map_err(|source| LockError::Backend { location: path.display().to_string(), source: source.into() })?;
+                std::fs::remove_file(&path).map_err(|source| LockError::Backend {
+                    location: path.display().to_string(),
+                    source: source.into(),
+                })?;
                 Ok(LockInfo::unreadable())
             } else {
                 Err(LockError::NotLocked)
@@ -166,7 +181,10 @@ impl LocalBackend {
                 held: Box::new(held),
             });
         }
-        std::fs::remove_file(&path).map_err(|source| LockError::Backend { location: path.display().to_string(), source: source.into() })?;
+        std::fs::remove_file(&path).map_err(|source| LockError::Backend {
+            location: path.display().to_string(),
+            source: source.into(),
+        })?;
         Ok(held)
     }
 }

@@ -98,8 +98,8 @@ impl S3Backend {
                 aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
             ))
             .build_https();
-        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .http_client(http_client);
+        let mut loader =
+            aws_config::defaults(aws_config::BehaviorVersion::latest()).http_client(http_client);
         if let Some(region) = &config.region {
             loader = loader.region(aws_config::Region::new(region.clone()));
         }
@@ -154,8 +154,9 @@ impl S3Backend {
                 let bytes = output.body.collect().await?.into_bytes().to_vec();
                 Ok(Some((bytes, etag)))
             }
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key())
-                || http_status(&e) == Some(404) =>
+            Err(e)
+                if e.as_service_error().is_some_and(|s| s.is_no_such_key())
+                    || http_status(&e) == Some(404) =>
             {
                 Ok(None)
             }
@@ -164,10 +165,13 @@ impl S3Backend {
     }
 
     async fn read_lock(&self) -> Result<Option<(LockRecord, Option<String>)>, LockError> {
-        let found = self.get(&self.lock_key()).await.map_err(|source| LockError::Backend {
-            location: self.lock_location(),
-            source,
-        })?;
+        let found = self
+            .get(&self.lock_key())
+            .await
+            .map_err(|source| LockError::Backend {
+                location: self.lock_location(),
+                source,
+            })?;
         Ok(found.map(|(bytes, etag)| {
             let record = serde_json::from_slice(&bytes).unwrap_or(LockRecord {
                 info: LockInfo::unreadable(),
@@ -185,8 +189,10 @@ impl S3Backend {
         key: &str,
         record: &LockRecord,
         etag: Option<&str>,
-    ) -> Result<Option<String>, aws_sdk_s3::error::SdkError<aws_sdk_s3::operation::put_object::PutObjectError>>
-    {
+    ) -> Result<
+        Option<String>,
+        aws_sdk_s3::error::SdkError<aws_sdk_s3::operation::put_object::PutObjectError>,
+    > {
         let body = serde_json::to_vec_pretty(record).unwrap_or_default();
         let request = client
             .put_object()
@@ -209,10 +215,13 @@ impl Backend for S3Backend {
     }
 
     async fn read(&self) -> Result<Option<State>, StateError> {
-        let found = self.get(&self.key).await.map_err(|source| StateError::Read {
-            location: self.location(),
-            source,
-        })?;
+        let found = self
+            .get(&self.key)
+            .await
+            .map_err(|source| StateError::Read {
+                location: self.location(),
+                source,
+            })?;
         let Some((bytes, etag)) = found else {
             self.remember(None);
             return Ok(None);
@@ -231,7 +240,11 @@ impl Backend for S3Backend {
             Some(seen) => seen,
             None => {
                 self.read().await?;
-                self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone().flatten()
+                self.seen
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone()
+                    .flatten()
             }
         };
         let request = self
@@ -422,7 +435,8 @@ async fn release(client: &Client, bucket: &str, key: &str, id: &str) {
     let Ok(bytes) = output.body.collect().await else {
         return;
     };
-    let ours = serde_json::from_slice::<LockRecord>(&bytes.into_bytes()).is_ok_and(|r| r.info.id == id);
+    let ours =
+        serde_json::from_slice::<LockRecord>(&bytes.into_bytes()).is_ok_and(|r| r.info.id == id);
     if !ours {
         return;
     }

@@ -4,6 +4,7 @@
 
 pub mod cluster;
 pub mod gpusim;
+pub mod moto;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -73,6 +74,13 @@ pub fn hcl_files(dir: &Path) -> Vec<PathBuf> {
 
 /// Runs gpustack with extra environment variables (e.g. `GPUSTACK_TEST_PROVIDER=1`).
 pub fn gpustack_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    gpustack_command(dir, args, env)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run gpustack: {e}"))
+}
+
+/// gpustack in `dir` as [`gpustack_env`] runs it, to spawn or to add to.
+pub fn gpustack_command(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(gpustack_bin());
     command
         .current_dir(dir)
@@ -86,8 +94,6 @@ pub fn gpustack_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     }
     command.envs(env.iter().copied());
     command
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run gpustack: {e}"))
 }
 
 pub fn stdout(output: &Output) -> String {

@@ -1,11 +1,11 @@
 //! plan, apply, destroy and drift: the commands that read live state and change it.
 
+use super::backend::{full, lock, read, runtime};
 use super::render;
 use gpustack::apply::ApplyReport;
 use gpustack::config::Files;
 use gpustack::plan::{Plan, PlanMode, PlanOptions};
 use gpustack::{InputSource, Session, VariableArgs};
-use super::backend::{full, lock, read, runtime};
 use gpustack_state::{Backend, LockGuard, State};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};

@@ -345,81 +345,81 @@ pub fn import(
         .cloned()
         .unwrap_or_default();
     run(async {
-    let backend = match stack_backend(dir).await {
-        Ok(b) => b,
-        Err(c) => return c,
-    };
-    let _guard = match lock(backend.as_ref(), "import", lock_timeout).await {
-        Ok(g) => g,
-        Err(e) => return error(e),
-    };
-    let response = async {
-        let provider = factory.configure(ConfigureRequest { config }).await?;
-        Ok::<_, Vec<gpustack_protocol::Diagnostic>>(
-            provider
-                .import_resource(ImportResourceRequest {
-                    type_name: instance.type_name.clone(),
-                    id: id.to_owned(),
-                })
-                .await,
-        )
-    }
-    .await;
-    let response = match response {
-        Ok(r) => r,
-        Err(diagnostics) => {
+        let backend = match stack_backend(dir).await {
+            Ok(b) => b,
+            Err(c) => return c,
+        };
+        let _guard = match lock(backend.as_ref(), "import", lock_timeout).await {
+            Ok(g) => g,
+            Err(e) => return error(e),
+        };
+        let response = async {
+            let provider = factory.configure(ConfigureRequest { config }).await?;
+            Ok::<_, Vec<gpustack_protocol::Diagnostic>>(
+                provider
+                    .import_resource(ImportResourceRequest {
+                        type_name: instance.type_name.clone(),
+                        id: id.to_owned(),
+                    })
+                    .await,
+            )
+        }
+        .await;
+        let response = match response {
+            Ok(r) => r,
+            Err(diagnostics) => {
+                return error(
+                    diagnostics
+                        .iter()
+                        .map(|d| format!("{}: {}", d.summary, d.detail))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                );
+            }
+        };
+        let Some(imported) = response.state else {
             return error(
-                diagnostics
+                response
+                    .diagnostics
                     .iter()
                     .map(|d| format!("{}: {}", d.summary, d.detail))
                     .collect::<Vec<_>>()
                     .join("; "),
             );
+        };
+        let mut state = match backend.read().await {
+            Ok(s) => s.unwrap_or_else(|| {
+                State::new(gpustack_state::new_lineage(), gpustack::version::VERSION)
+            }),
+            Err(e) => return error(full(&e)),
+        };
+        if state.resource(address).is_some() {
+            return error(format!(
+                "{address} is already managed; remove it with gpustack state rm first to import another object there"
+            ));
         }
-    };
-    let Some(imported) = response.state else {
-        return error(
-            response
-                .diagnostics
-                .iter()
-                .map(|d| format!("{}: {}", d.summary, d.detail))
-                .collect::<Vec<_>>()
-                .join("; "),
+        let sensitive =
+            gpustack::plan::sensitive_attributes(registry.resource_schema(&instance.type_name));
+        state.resources.push(ResourceState {
+            address: address.to_owned(),
+            mode: ResourceMode::Managed,
+            type_name: instance.type_name.clone(),
+            provider: instance.provider.clone(),
+            attributes: gpustack::plan::redact(
+                &imported,
+                &gpustack::plan::redacted_attributes(registry.resource_schema(&instance.type_name)),
+            )
+            .to_json(),
+            sensitive_paths: sensitive,
+            dependencies: vec![],
+        });
+        state.serial += 1;
+        if let Err(e) = backend.write(&state).await {
+            return error(full(&e));
+        }
+        println!(
+            "Imported {id} as {address}. Run gpustack plan to see how it differs from the configuration."
         );
-    };
-    let mut state = match backend.read().await {
-        Ok(s) => s.unwrap_or_else(|| {
-            State::new(gpustack_state::new_lineage(), gpustack::version::VERSION)
-        }),
-        Err(e) => return error(full(&e)),
-    };
-    if state.resource(address).is_some() {
-        return error(format!(
-            "{address} is already managed; remove it with gpustack state rm first to import another object there"
-        ));
-    }
-    let sensitive =
-        gpustack::plan::sensitive_attributes(registry.resource_schema(&instance.type_name));
-    state.resources.push(ResourceState {
-        address: address.to_owned(),
-        mode: ResourceMode::Managed,
-        type_name: instance.type_name.clone(),
-        provider: instance.provider.clone(),
-        attributes: gpustack::plan::redact(
-            &imported,
-            &gpustack::plan::redacted_attributes(registry.resource_schema(&instance.type_name)),
-        )
-        .to_json(),
-        sensitive_paths: sensitive,
-        dependencies: vec![],
-    });
-    state.serial += 1;
-    if let Err(e) = backend.write(&state).await {
-        return error(full(&e));
-    }
-    println!(
-        "Imported {id} as {address}. Run gpustack plan to see how it differs from the configuration."
-    );
-    ExitCode::SUCCESS
+        ExitCode::SUCCESS
     })
 }

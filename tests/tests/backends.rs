@@ -1,0 +1,477 @@
+//! Remote state backends against the test world: the kubernetes backend on the local cluster,
+//! the s3 backend on moto. Each runs the same scenarios through the gpustack binary: two runs
+//! racing for the lock, a killed holder whose lock expires, a writer whose lock was forced
+//! away and whose write is refused, and migration between backends.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+use gpustack_state::kubernetes::KubernetesConfig;
+use gpustack_state::{BackendConfig, ResourceMode, ResourceState, State, StateError};
+use gpustack_tests::cluster::TestCluster;
+use gpustack_tests::moto::Moto;
+use gpustack_tests::{gpustack_command, stderr, stdout};
+use std::path::Path;
+use std::process::{Child, Output};
+use std::time::{Duration, Instant};
+
+/// Where a scenario keeps its state: the backend block and the environment to reach it.
+struct Remote {
+    block: String,
+    env: Vec<(String, String)>,
+}
+
+impl Remote {
+    fn env(&self) -> Vec<(&str, &str)> {
+        let mut env: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        env.push(("GPUSTACK_TEST_PROVIDER", "1"));
+        env
+    }
+
+    fn command(&self, dir: &Path, args: &[&str]) -> std::process::Command {
+        gpustack_command(dir, args, &self.env())
+    }
+
+    fn run(&self, dir: &Path, args: &[&str]) -> (i32, String, String) {
+        let out = self.command(dir, args).output().unwrap();
+        (out.status.code().unwrap_or(-1), stdout(&out), stderr(&out))
+    }
+
+    fn spawn(&self, dir: &Path, args: &[&str]) -> Child {
+        self.command(dir, args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+}
+
+/// One test_object whose every provider call takes `latency_ms`, so that an apply holds the
+/// lock for a few seconds.
+fn write_stack(dir: &Path, remote: &Remote, latency_ms: u64, value: &str) {
+    std::fs::write(
+        dir.join("main.hcl"),
+        format!(
+            "gpustack {{\n{}\n}}\n\nprovider \"test\" {{\n  latency_ms = {latency_ms}\n  world      = \"world.json\"\n}}\n\nresource \"test_object\" \"slow\" {{\n  name  = \"slow\"\n  value = \"{value}\"\n}}\n",
+            remote.block
+        ),
+    )
+    .unwrap();
+}
+
+fn exit_code(output: &Output) -> i32 {
+    output.status.code().unwrap_or(-1)
+}
+
+/// Polls until the state is locked by `child`, with a force-unlock of a made-up ID: it takes
+/// no lock itself and must refuse, naming the holder. Returns the message.
+fn wait_until_locked(remote: &Remote, dir: &Path, child: &mut Child) -> String {
+    let holder = child.id();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+            panic!("the apply ended before it was seen holding the lock:\n{err}");
+        }
+        let (code, _, err) = remote.run(dir, &["force-unlock", "not-the-id"]);
+        if code == 1 && err.contains("does not match the lock held by") {
+            assert!(err.contains(&format!("(pid {holder})")), "{err}");
+            assert!(err.contains("for apply"), "{err}");
+            return err;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the apply never took the lock: {err}"
+        );
+        std::thread::sleep(Duration::from_millis(150));
+    }
+}
+
+fn lock_id(message: &str) -> String {
+    message
+        .rsplit("lock ID ")
+        .next()
+        .and_then(|rest| rest.split(['.', ' ', '\n']).next())
+        .unwrap()
+        .to_owned()
+}
+
+/// Two applies start together: one wins, the other fails fast naming the winner.
+fn two_runs_race_for_the_lock(remote: &Remote, dir: &Path) {
+    write_stack(dir, remote, 1500, "v1");
+    let start = Instant::now();
+    let runs: Vec<_> = (0..2)
+        .map(|_| {
+            let child = remote.spawn(dir, &["apply", "--auto-approve"]);
+            let pid = child.id();
+            std::thread::spawn(move || {
+                let out = child.wait_with_output().unwrap();
+                (pid, out, start.elapsed())
+            })
+        })
+        .collect();
+    let mut results: Vec<_> = runs.into_iter().map(|r| r.join().unwrap()).collect();
+    results.sort_by_key(|(_, out, _)| exit_code(out));
+    let (winner_pid, winner, winner_time) = &results[0];
+    let (_, loser, loser_time) = &results[1];
+    assert_eq!(exit_code(winner), 0, "{}", stderr(winner));
+    assert_eq!(
+        exit_code(loser),
+        1,
+        "exactly one run may win:\n{}",
+        stderr(loser)
+    );
+    let err = stderr(loser);
+    assert!(
+        err.contains("the state is locked by") && err.contains(&format!("(pid {winner_pid})")),
+        "the loser must name the holder:\n{err}"
+    );
+    assert!(err.contains("gpustack force-unlock"), "{err}");
+    assert!(
+        loser_time < winner_time,
+        "the loser must fail fast, not wait for the winner ({loser_time:?} vs {winner_time:?})"
+    );
+}
+
+/// A holder killed with SIGKILL never releases its lock; after the TTL the next run takes it
+/// over and says whose lock expired.
+fn a_killed_holders_lock_expires(remote: &Remote, dir: &Path) {
+    write_stack(dir, remote, 3000, "v2");
+    let mut holder = remote.spawn(dir, &["apply", "--auto-approve"]);
+    let pid = holder.id();
+    wait_until_locked(remote, dir, &mut holder);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let started = Instant::now();
+    let (code, out, err) = remote.run(dir, &["plan", "--lock-timeout", "60s"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("expired")
+            && err.contains(&format!("(pid {pid})"))
+            && err.contains("for apply"),
+        "the run must say whose lock expired:\n{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the lock must expire after its TTL"
+    );
+}
+
+/// A run whose lock was forced away keeps running, but its state write is refused: the other
+/// run wrote meanwhile, and compare-and-swap notices.
+fn a_concurrent_writer_is_refused(remote: &Remote, dir: &Path) {
+    write_stack(dir, remote, 2000, "v3");
+    let mut first = remote.spawn(dir, &["apply", "--auto-approve"]);
+    let locked = wait_until_locked(remote, dir, &mut first);
+    let (code, out, err) = remote.run(dir, &["force-unlock", &lock_id(&locked)]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Released the lock"), "{out}");
+    write_stack(dir, remote, 2000, "v4");
+    let second = remote.spawn(dir, &["apply", "--auto-approve"]);
+    let outputs = [
+        first.wait_with_output().unwrap(),
+        second.wait_with_output().unwrap(),
+    ];
+    let refused: Vec<&Output> = outputs
+        .iter()
+        .filter(|o| {
+            stderr(o)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .contains("was written by someone else since this run read it")
+        })
+        .collect();
+    assert_eq!(
+        refused.len(),
+        1,
+        "exactly one writer must be refused:\n{}\n---\n{}",
+        stderr(&outputs[0]),
+        stderr(&outputs[1])
+    );
+    assert_eq!(exit_code(refused[0]), 1);
+    assert!(
+        outputs.iter().any(|o| exit_code(o) == 0),
+        "the other writer succeeds"
+    );
+}
+
+fn scenarios(remote: &Remote) {
+    let dir = tempfile::tempdir().unwrap();
+    two_runs_race_for_the_lock(remote, dir.path());
+    a_killed_holders_lock_expires(remote, dir.path());
+    a_concurrent_writer_is_refused(remote, dir.path());
+    assert!(
+        !dir.path().join(".gpustack/state.json").exists(),
+        "a remote backend must leave no local state"
+    );
+}
+
+fn test_cluster() -> TestCluster {
+    TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG")
+}
+
+/// A namespace of its own, deleted afterwards.
+struct Namespace<'c> {
+    cluster: &'c TestCluster,
+    name: String,
+}
+
+impl<'c> Namespace<'c> {
+    fn new(cluster: &'c TestCluster, prefix: &str) -> Self {
+        let name = format!("{prefix}-{}", std::process::id());
+        cluster.kubectl_ok(&["create", "namespace", &name]);
+        Namespace { cluster, name }
+    }
+}
+
+impl Drop for Namespace<'_> {
+    fn drop(&mut self) {
+        let _ = self
+            .cluster
+            .kubectl(&["delete", "namespace", &self.name, "--wait=false"]);
+    }
+}
+
+fn kubernetes_remote(cluster: &TestCluster, namespace: &str, suffix: &str) -> Remote {
+    Remote {
+        block: format!(
+            "  backend \"kubernetes\" {{\n    namespace     = \"{namespace}\"\n    secret_suffix = \"{suffix}\"\n    config_path   = \"{}\"\n    lock_ttl      = \"4s\"\n  }}",
+            cluster.kubeconfig.display()
+        ),
+        env: vec![],
+    }
+}
+
+#[test]
+fn kubernetes_backend_locks_with_an_expiring_lease_and_refuses_concurrent_writes() {
+    let cluster = test_cluster();
+    let namespace = Namespace::new(&cluster, "state-lock");
+    let remote = kubernetes_remote(&cluster, &namespace.name, "race");
+    scenarios(&remote);
+    let secrets = cluster.kubectl_ok(&[
+        "get",
+        "secrets",
+        "-n",
+        &namespace.name,
+        "-l",
+        "gpustack.dev/state=race",
+        "-o",
+        "name",
+    ]);
+    assert!(secrets.contains("secret/gpustack-state-race"), "{secrets}");
+    let leases = cluster.kubectl_ok(&["get", "leases", "-n", &namespace.name, "-o", "name"]);
+    assert!(
+        leases.trim().is_empty(),
+        "every finished run releases its Lease: {leases}"
+    );
+}
+
+/// Incompressible text, so that the state outgrows one Secret even gzip-compressed.
+fn noise(seed: u64, len: usize) -> String {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from(b"0123456789abcdefghijklmnopqrstuvwxyz"[(x % 36) as usize])
+        })
+        .collect()
+}
+
+/// As written: states are stored with their resources in address order.
+fn big_state(serial: u64, lineage: &str) -> State {
+    State::decode(&unsorted_big_state(serial, lineage).encode()).unwrap()
+}
+
+fn unsorted_big_state(serial: u64, lineage: &str) -> State {
+    let mut state = State::new(lineage, "test");
+    state.serial = serial;
+    for i in 0..24 {
+        state.resources.push(ResourceState {
+            address: format!("test_object.big[{i}]"),
+            mode: ResourceMode::Managed,
+            type_name: "test_object".into(),
+            provider: "provider.test".into(),
+            attributes: serde_json::json!({ "name": format!("big{i}"), "value": noise(serial * 100 + i, 100_000) }),
+            sensitive_paths: vec![],
+            dependencies: vec![],
+        });
+    }
+    state
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubernetes_state_larger_than_a_secret_round_trips_and_a_stale_writer_is_refused() {
+    let cluster = test_cluster();
+    let namespace = Namespace::new(&cluster, "state-big");
+    let config = BackendConfig::Kubernetes(KubernetesConfig {
+        namespace: namespace.name.clone(),
+        secret_suffix: "big".into(),
+        config_path: Some(cluster.kubeconfig.display().to_string()),
+        context: None,
+        in_cluster: None,
+        lock_ttl: None,
+    });
+    let here = Path::new(".");
+    let writer = config.open(here).await.unwrap();
+    assert!(writer.read().await.unwrap().is_none());
+    let lineage = gpustack_state::new_lineage();
+    let first = big_state(1, &lineage);
+    assert!(first.encode().len() > 2 * 1024 * 1024);
+    writer.write(&first).await.unwrap();
+
+    let generations = |cluster: &TestCluster| {
+        let out = cluster.kubectl_ok(&[
+            "get",
+            "secrets",
+            "-n",
+            &namespace.name,
+            "-l",
+            "gpustack.dev/state=big,gpustack.dev/generation",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.labels.gpustack\\.dev/generation}{\"\\n\"}{end}",
+        ]);
+        let all: Vec<String> = out.lines().map(str::to_owned).collect();
+        let mut distinct = all.clone();
+        distinct.sort();
+        distinct.dedup();
+        (all.len(), distinct.len())
+    };
+    let (chunks, kinds) = generations(&cluster);
+    assert!(
+        chunks >= 2,
+        "a state of {} bytes must be split",
+        first.encode().len()
+    );
+    assert_eq!(kinds, 1);
+
+    let reader = config.open(here).await.unwrap();
+    assert_eq!(reader.read().await.unwrap().unwrap(), first);
+
+    // Both have read serial 1; the writer writes serial 2, so the reader's write is stale.
+    let second = big_state(2, &lineage);
+    writer.write(&second).await.unwrap();
+    let stale = big_state(2, &lineage);
+    let refused = reader.write(&stale).await;
+    assert!(
+        matches!(refused, Err(StateError::Conflict { .. })),
+        "a stale write must be refused: {refused:?}"
+    );
+    assert_eq!(reader.read().await.unwrap().unwrap(), second);
+    let (chunks_after, kinds_after) = generations(&cluster);
+    assert_eq!(
+        (chunks_after, kinds_after),
+        (chunks, 1),
+        "the previous generation's chunks are deleted"
+    );
+
+    // Shrinking back into one Secret removes the chunks.
+    let mut small = State::new(&lineage, "test");
+    small.serial = 3;
+    reader.write(&small).await.unwrap();
+    assert_eq!(writer.read().await.unwrap().unwrap(), small);
+    assert_eq!(generations(&cluster).0, 0);
+}
+
+fn s3_remote(moto: &Moto, bucket: &str, key: &str) -> Remote {
+    Remote {
+        block: format!(
+            "  backend \"s3\" {{\n    bucket         = \"{bucket}\"\n    key            = \"{key}\"\n    region         = \"us-east-1\"\n    endpoint       = \"{}\"\n    use_path_style = true\n    lock_ttl       = \"4s\"\n  }}",
+            moto.endpoint
+        ),
+        env: moto
+            .env()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+    }
+}
+
+#[test]
+fn s3_backend_on_moto_locks_with_conditional_writes_and_refuses_concurrent_writes() {
+    let moto = Moto::start(&format!("backends-{}", std::process::id()));
+    moto.boto3(r#"boto3.client("s3", **kw).create_bucket(Bucket="gpustack-state")"#);
+    let remote = s3_remote(&moto, "gpustack-state", "stacks/race/state.json");
+    scenarios(&remote);
+    let keys = moto.boto3(
+        r#"print("\n".join(o["Key"] for o in boto3.client("s3", **kw).list_objects_v2(Bucket="gpustack-state").get("Contents", [])))"#,
+    );
+    assert!(keys.contains("stacks/race/state.json"), "{keys}");
+    assert!(
+        !keys.contains("state.json.lock"),
+        "every finished run deletes its lock object: {keys}"
+    );
+}
+
+/// local → kubernetes → s3, each step with `init --migrate-state`, the state unchanged.
+#[test]
+fn init_migrates_the_state_between_backends() {
+    let cluster = test_cluster();
+    let namespace = Namespace::new(&cluster, "state-migrate");
+    let moto = Moto::start(&format!("migrate-{}", std::process::id()));
+    moto.boto3(r#"boto3.client("s3", **kw).create_bucket(Bucket="migrated")"#);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let local = Remote {
+        block: String::new(),
+        env: moto
+            .env()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+    };
+    write_stack(d, &local, 0, "m1");
+    let (code, out, err) = local.run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let original = std::fs::read_to_string(d.join(".gpustack/state.json")).unwrap();
+
+    let kubernetes = kubernetes_remote(&cluster, &namespace.name, "migrated");
+    let kubernetes = Remote {
+        env: local.env.clone(),
+        ..kubernetes
+    };
+    write_stack(d, &kubernetes, 0, "m1");
+    let (code, _, err) = kubernetes.run(d, &["plan"]);
+    assert_eq!(
+        code, 1,
+        "planning from an empty new backend must be refused"
+    );
+    assert!(err.contains("gpustack init --migrate-state"), "{err}");
+    let (code, _, err) = kubernetes.run(d, &["init"]);
+    assert_eq!(
+        code, 1,
+        "init without --migrate-state must not leave the state behind"
+    );
+    assert!(err.contains("--migrate-state"), "{err}");
+    let (code, out, err) = kubernetes.run(d, &["init", "--migrate-state"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Copied the state (serial"), "{out}");
+    let (code, pulled, err) = kubernetes.run(d, &["state", "pull"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(pulled, original);
+    let (code, out, err) = kubernetes.run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "nothing changes after a migration:\n{out}{err}");
+
+    let s3 = s3_remote(&moto, "migrated", "prod/state.json");
+    write_stack(d, &s3, 0, "m1");
+    let (code, _, err) = s3.run(d, &["plan"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("changed from kubernetes"), "{err}");
+    let (code, out, err) = s3.run(d, &["init", "--migrate-state"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, pulled, err) = s3.run(d, &["state", "pull"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(pulled, original);
+    let (code, out, err) = s3.run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("0 added, 0 changed, 0 destroyed") || out.contains("No changes"),
+        "{out}"
+    );
+}
