@@ -475,3 +475,78 @@ fn init_migrates_the_state_between_backends() {
         "{out}"
     );
 }
+
+/// The GitOps flow: plan on one runner, apply the saved plan on another (a fresh clone, no
+/// local state), and refuse a plan that was made before something else was applied.
+#[test]
+fn a_plan_made_in_one_clone_applies_from_a_fresh_clone_and_a_stale_plan_is_refused() {
+    let cluster = test_cluster();
+    let namespace = Namespace::new(&cluster, "gitops");
+    let remote = kubernetes_remote(&cluster, &namespace.name, "gitops");
+    let stack = format!(
+        "gpustack {{\n{}\n}}\n\nvariable \"replicas\" {{\n  type    = number\n  default = 4\n}}\n\nprovider \"kubernetes\" {{\n  config_path = \"{}\"\n}}\n\nresource \"kubernetes_manifest\" \"sharing\" {{\n  manifest = {{\n    apiVersion = \"v1\"\n    kind       = \"ConfigMap\"\n    metadata   = {{ name = \"time-slicing-config\", namespace = \"{}\" }}\n    data       = {{ replicas = tostring(var.replicas) }}\n  }}\n}}\n",
+        remote.block,
+        cluster.kubeconfig.display(),
+        namespace.name
+    );
+    let clone = |root: &Path| {
+        std::fs::create_dir_all(root.join("stacks/gpu")).unwrap();
+        std::fs::write(root.join("stacks/gpu/main.hcl"), &stack).unwrap();
+    };
+    let work = tempfile::tempdir().unwrap();
+    let plans = work.path().join("plans");
+    std::fs::create_dir_all(&plans).unwrap();
+    let first_runner = work.path().join("runner-1");
+    clone(&first_runner);
+    let (code, out, err) = remote.run(
+        &first_runner,
+        &["plan", "stacks/gpu", "--out", "../plans/pr.bin", "--detailed-exitcode"],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    let (code, comment, err) = remote.run(&first_runner, &["show", "../plans/pr.bin", "--markdown"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(comment.contains("kubernetes_manifest.sharing"), "{comment}");
+    std::fs::remove_dir_all(&first_runner).unwrap();
+
+    let second_runner = work.path().join("runner-2");
+    clone(&second_runner);
+    let (code, out, err) = remote.run(&second_runner, &["apply", "../plans/pr.bin"]);
+    assert_eq!(code, 0, "the saved plan applies from a fresh clone:\n{out}{err}");
+    assert!(out.contains("1 added"), "{out}");
+    let data = cluster.kubectl_ok(&[
+        "get",
+        "configmap",
+        "time-slicing-config",
+        "-n",
+        &namespace.name,
+        "-o",
+        "jsonpath={.data.replicas}",
+    ]);
+    assert_eq!(data, "4");
+    assert!(!second_runner.join("stacks/gpu/.gpustack/state.json").exists());
+
+    // Two pull requests plan against the same state; the first to merge wins, the other's
+    // plan is stale.
+    for (replicas, file) in [("8", "../plans/a.bin"), ("2", "../plans/b.bin")] {
+        let (code, out, err) = remote.run(
+            &second_runner,
+            &["plan", "stacks/gpu", "--var", &format!("replicas={replicas}"), "--out", file],
+        );
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let (code, out, err) = remote.run(&second_runner, &["apply", "../plans/b.bin"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = remote.run(&second_runner, &["apply", "../plans/a.bin"]);
+    assert_eq!(code, 1, "a stale plan must be refused:\n{out}{err}");
+    assert!(err.contains("the saved plan is stale"), "{err}");
+    let data = cluster.kubectl_ok(&[
+        "get",
+        "configmap",
+        "time-slicing-config",
+        "-n",
+        &namespace.name,
+        "-o",
+        "jsonpath={.data.replicas}",
+    ]);
+    assert_eq!(data, "2", "the refused plan changed nothing");
+}

@@ -185,8 +185,11 @@ enum Command {
         plan_file: Option<PathBuf>,
         #[arg(long, default_value = ".")]
         dir: PathBuf,
-        #[arg(long)]
+        #[arg(long, conflicts_with = "markdown")]
         json: bool,
+        /// A saved plan as Markdown, for a pull-request comment.
+        #[arg(long, requires = "plan_file")]
+        markdown: bool,
     },
     /// Release a lock left by a run that is gone: gpustack force-unlock LOCK_ID.
     ForceUnlock {
@@ -476,7 +479,8 @@ pub fn main() -> ExitCode {
             plan_file,
             dir,
             json,
-        } => state::show(&dir, plan_file.as_deref(), json, color),
+            markdown,
+        } => state::show(&dir, plan_file.as_deref(), json, markdown, color),
         Command::ForceUnlock { id, dir } => state::force_unlock(&dir, &id),
         Command::NodeCheck { expect, json } => node_check::run(&expect, json),
         Command::Version { json } => {

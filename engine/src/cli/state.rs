@@ -237,7 +237,13 @@ pub fn output(dir: &Path, name: Option<&str>, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-pub fn show(dir: &Path, plan_file: Option<&Path>, json: bool, color: bool) -> ExitCode {
+pub fn show(
+    dir: &Path,
+    plan_file: Option<&Path>,
+    json: bool,
+    markdown: bool,
+    color: bool,
+) -> ExitCode {
     if let Some(file) = plan_file {
         let plan = match std::fs::read(file)
             .map_err(|e| e.to_string())
@@ -252,6 +258,8 @@ pub fn show(dir: &Path, plan_file: Option<&Path>, json: bool, color: bool) -> Ex
                 serde_json::to_string_pretty(&gpustack::render::plan_json(&plan))
                     .unwrap_or_default()
             );
+        } else if markdown {
+            print!("{}", gpustack::render::plan_markdown(&plan));
         } else {
             print!("{}", gpustack::render::plan_text(&plan, color));
         }
