@@ -5,6 +5,7 @@
 pub mod cluster;
 pub mod gpusim;
 pub mod moto;
+pub mod receiver;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -500,10 +500,17 @@ fn a_plan_made_in_one_clone_applies_from_a_fresh_clone_and_a_stale_plan_is_refus
     clone(&first_runner);
     let (code, out, err) = remote.run(
         &first_runner,
-        &["plan", "stacks/gpu", "--out", "../plans/pr.bin", "--detailed-exitcode"],
+        &[
+            "plan",
+            "stacks/gpu",
+            "--out",
+            "../plans/pr.bin",
+            "--detailed-exitcode",
+        ],
     );
     assert_eq!(code, 2, "{out}{err}");
-    let (code, comment, err) = remote.run(&first_runner, &["show", "../plans/pr.bin", "--markdown"]);
+    let (code, comment, err) =
+        remote.run(&first_runner, &["show", "../plans/pr.bin", "--markdown"]);
     assert_eq!(code, 0, "{err}");
     assert!(comment.contains("kubernetes_manifest.sharing"), "{comment}");
     std::fs::remove_dir_all(&first_runner).unwrap();
@@ -511,7 +518,10 @@ fn a_plan_made_in_one_clone_applies_from_a_fresh_clone_and_a_stale_plan_is_refus
     let second_runner = work.path().join("runner-2");
     clone(&second_runner);
     let (code, out, err) = remote.run(&second_runner, &["apply", "../plans/pr.bin"]);
-    assert_eq!(code, 0, "the saved plan applies from a fresh clone:\n{out}{err}");
+    assert_eq!(
+        code, 0,
+        "the saved plan applies from a fresh clone:\n{out}{err}"
+    );
     assert!(out.contains("1 added"), "{out}");
     let data = cluster.kubectl_ok(&[
         "get",
@@ -523,14 +533,25 @@ fn a_plan_made_in_one_clone_applies_from_a_fresh_clone_and_a_stale_plan_is_refus
         "jsonpath={.data.replicas}",
     ]);
     assert_eq!(data, "4");
-    assert!(!second_runner.join("stacks/gpu/.gpustack/state.json").exists());
+    assert!(
+        !second_runner
+            .join("stacks/gpu/.gpustack/state.json")
+            .exists()
+    );
 
     // Two pull requests plan against the same state; the first to merge wins, the other's
     // plan is stale.
     for (replicas, file) in [("8", "../plans/a.bin"), ("2", "../plans/b.bin")] {
         let (code, out, err) = remote.run(
             &second_runner,
-            &["plan", "stacks/gpu", "--var", &format!("replicas={replicas}"), "--out", file],
+            &[
+                "plan",
+                "stacks/gpu",
+                "--var",
+                &format!("replicas={replicas}"),
+                "--out",
+                file,
+            ],
         );
         assert_eq!(code, 0, "{out}{err}");
     }

@@ -36,9 +36,29 @@ fn validates(dirs: Vec<PathBuf>) {
     }
 }
 
+/// Every directory under `dir` that holds .hcl files: a stack (examples nest some, such as
+/// the stack a drift cron watches, or a GitOps repository's stacks).
+fn stacks_under(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = hcl_files(dir)
+        .into_iter()
+        .filter_map(|f| f.parent().map(PathBuf::from))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
 #[test]
 fn every_example_validates() {
-    validates(subdirs("examples"));
+    let examples = subdirs("examples");
+    for example in &examples {
+        assert!(
+            !stacks_under(example).is_empty(),
+            "{} holds no stack",
+            example.display()
+        );
+    }
+    validates(examples.iter().flat_map(|e| stacks_under(e)).collect());
 }
 
 #[test]

@@ -69,6 +69,13 @@ impl Cluster {
                     "in_cluster = true, but this process does not run in a pod with a service account: {e}"
                 ))
             })?
+        } else if text(config, "config_path").is_none()
+            && text(config, "context").is_none()
+            && kube::config::Kubeconfig::read().is_err()
+            && std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
+        {
+            // No kubeconfig anywhere, in a pod: its service account, as kubectl does.
+            kube::Config::incluster().map_err(config_error)?
         } else {
             // config_path, else what kubectl reads: every file of $KUBECONFIG, merged, else
             // ~/.kube/config.
