@@ -336,6 +336,45 @@ fn drift_over_a_fleet_of_stacks() {
     assert_eq!(report["drifted"], 1);
     assert_eq!(report["stacks"].as_array().unwrap().len(), 3);
 
+    // plan over the fleet: the drifted stack has a change to make (restore the file), and its
+    // drift is named; exit 2 only with --detailed-exitcode.
+    std::fs::write(f.join("stacks/east/main.hcl"), "resource \"local_file\" \"config\" {\n  filename = \"${path.module}/out.txt\"\n  content  = \"east, edited in the stack\"\n}\n").unwrap();
+    let (code, out, err) = run(f, &["plan", "--stacks", "stacks/*"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("stacks/east") && l.contains("changes")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("stacks/west") && l.contains("local_file.config")),
+        "{out}"
+    );
+    assert!(
+        out.contains("3 stack(s): 2 with changes, 0 failed."),
+        "{out}"
+    );
+    let (code, json, _) = run(
+        f,
+        &[
+            "plan",
+            "--stacks",
+            "stacks/*",
+            "--json",
+            "--detailed-exitcode",
+        ],
+    );
+    assert_eq!(code, 2);
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(report["changed"], 2, "{report}");
+    let east = &report["stacks"][0];
+    assert_eq!(
+        (east["stack"].as_str(), east["change"].as_u64()),
+        (Some("stacks/east"), Some(1)),
+        "{report}"
+    );
+
     std::fs::write(
         f.join("stacks/north/main.hcl"),
         "resource \"local_file\" {\n}\n",

@@ -89,6 +89,13 @@ enum Command {
         /// Exit 0 for no changes, 1 for errors, 2 for changes.
         #[arg(long)]
         detailed_exitcode: bool,
+        /// Plan a fleet: every stack directory matching this pattern (e.g. 'stacks/*'), with
+        /// one summary table (or JSON); exit 1 if any failed.
+        #[arg(long, value_name = "GLOB", conflicts_with_all = ["out", "markdown"])]
+        stacks: Option<String>,
+        /// How many stacks of a fleet to plan at once.
+        #[arg(long, default_value_t = 4, requires = "stacks")]
+        parallel: usize,
     },
     /// Make the changes: plan and ask for confirmation, or apply a saved plan exactly.
     Apply {
@@ -353,10 +360,29 @@ pub fn main() -> ExitCode {
         Command::Plan {
             stack,
             plan,
+            json,
+            detailed_exitcode,
+            stacks: Some(pattern),
+            parallel,
+            ..
+        } => ops::fleet(
+            &common(&stack, plan.lock_timeout, color),
+            ops::FleetCommand::Plan {
+                options: plan.options(),
+                detailed_exitcode,
+            },
+            &pattern,
+            parallel,
+            json,
+        ),
+        Command::Plan {
+            stack,
+            plan,
             out,
             json,
             markdown,
             detailed_exitcode,
+            ..
         } => {
             let common = common(&stack, plan.lock_timeout, color);
             ops::plan(
@@ -420,8 +446,9 @@ pub fn main() -> ExitCode {
             parallel,
             lock_timeout,
             ..
-        } => ops::drift_fleet(
+        } => ops::fleet(
             &common(&stack, lock_timeout, color),
+            ops::FleetCommand::Drift,
             &pattern,
             parallel,
             json,

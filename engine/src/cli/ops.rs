@@ -463,14 +463,36 @@ fn write_metrics(path: &Path, text: &str) -> std::io::Result<()> {
     std::fs::rename(tmp, path)
 }
 
+/// What a fleet run does to each stack.
+pub enum FleetCommand {
+    Drift,
+    Plan {
+        options: PlanOptions,
+        detailed_exitcode: bool,
+    },
+}
+
 /// One stack's result in a fleet run.
 struct FleetEntry {
     stack: String,
-    outcome: Result<Vec<String>, String>,
+    outcome: Result<FleetSummary, String>,
 }
 
-/// `drift --stacks GLOB`: every matching stack, `parallel` at a time, in one summary.
-pub fn drift_fleet(common: &Common, pattern: &str, parallel: usize, json: bool) -> ExitCode {
+struct FleetSummary {
+    drifted: Vec<String>,
+    /// To add, change, destroy (plan only).
+    counts: (usize, usize, usize),
+}
+
+/// `drift --stacks GLOB` and `plan --stacks GLOB`: every matching stack, `parallel` at a
+/// time, in one summary. Each stack keeps its own backend and lock.
+pub fn fleet(
+    common: &Common,
+    command: FleetCommand,
+    pattern: &str,
+    parallel: usize,
+    json: bool,
+) -> ExitCode {
     let stacks: Vec<PathBuf> = match glob::glob(pattern) {
         Ok(paths) => {
             let mut dirs: Vec<PathBuf> = paths
@@ -487,10 +509,22 @@ pub fn drift_fleet(common: &Common, pattern: &str, parallel: usize, json: bool) 
             "no stack directory (a directory with .hcl files) matches {pattern}"
         ));
     }
+    let (options, operation) = match &command {
+        FleetCommand::Drift => (
+            PlanOptions {
+                mode: PlanMode::RefreshOnly,
+                refresh: true,
+                ..Default::default()
+            },
+            "drift",
+        ),
+        FleetCommand::Plan { options, .. } => (options.clone(), "plan"),
+    };
     let entries = runtime().block_on(async {
         let permits = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
         let runs = stacks.iter().map(|dir| {
             let permits = permits.clone();
+            let options = options.clone();
             async move {
                 let _permit = permits.acquire().await;
                 let member = Common {
@@ -499,17 +533,15 @@ pub fn drift_fleet(common: &Common, pattern: &str, parallel: usize, json: bool) 
                     lock_timeout: common.lock_timeout,
                     color: common.color,
                 };
-                let options = PlanOptions {
-                    mode: PlanMode::RefreshOnly,
-                    refresh: true,
-                    ..Default::default()
-                };
-                let outcome = match make_plan(&member, &options, "drift").await {
-                    Ok((plan, _, _guard)) => Ok(plan
-                        .resource_drift
-                        .iter()
-                        .map(|c| c.address.clone())
-                        .collect()),
+                let outcome = match make_plan(&member, &options, operation).await {
+                    Ok((plan, _, _guard)) => Ok(FleetSummary {
+                        drifted: plan
+                            .resource_drift
+                            .iter()
+                            .map(|c| c.address.clone())
+                            .collect(),
+                        counts: plan.counts(),
+                    }),
                     Err(_) => Err("see the errors above".to_owned()),
                 };
                 FleetEntry {
@@ -520,20 +552,42 @@ pub fn drift_fleet(common: &Common, pattern: &str, parallel: usize, json: bool) 
         });
         futures::future::join_all(runs).await
     });
-    let drifted = entries
+    let is_plan = matches!(command, FleetCommand::Plan { .. });
+    let flagged = |s: &FleetSummary| {
+        if is_plan {
+            s.counts != (0, 0, 0)
+        } else {
+            !s.drifted.is_empty()
+        }
+    };
+    let flagged_count = entries
         .iter()
-        .filter(|e| e.outcome.as_ref().is_ok_and(|d| !d.is_empty()))
+        .filter(|e| e.outcome.as_ref().is_ok_and(flagged))
         .count();
     let failed = entries.iter().filter(|e| e.outcome.is_err()).count();
+    let (flag, flag_word) = if is_plan {
+        ("changes", "with changes")
+    } else {
+        ("drift", "drifted")
+    };
     if json {
         let stacks: Vec<serde_json::Value> = entries
             .iter()
             .map(|e| match &e.outcome {
-                Ok(d) => serde_json::json!({ "stack": e.stack, "status": if d.is_empty() { "ok" } else { "drift" }, "drift_count": d.len(), "drifted": d }),
+                Ok(s) => {
+                    let mut entry = serde_json::json!({ "stack": e.stack, "status": if flagged(s) { flag } else { "ok" }, "drift_count": s.drifted.len(), "drifted": s.drifted });
+                    if is_plan {
+                        entry["add"] = s.counts.0.into();
+                        entry["change"] = s.counts.1.into();
+                        entry["destroy"] = s.counts.2.into();
+                    }
+                    entry
+                }
                 Err(message) => serde_json::json!({ "stack": e.stack, "status": "error", "error": message }),
             })
             .collect();
-        let report = serde_json::json!({ "format_version": gpustack::plan::FORMAT_VERSION, "stacks": stacks, "drifted": drifted, "failed": failed });
+        let mut report = serde_json::json!({ "format_version": gpustack::plan::FORMAT_VERSION, "stacks": stacks, "failed": failed });
+        report[if is_plan { "changed" } else { "drifted" }] = flagged_count.into();
         println!(
             "{}",
             serde_json::to_string_pretty(&report).unwrap_or_default()
@@ -545,22 +599,50 @@ pub fn drift_fleet(common: &Common, pattern: &str, parallel: usize, json: bool) 
             .max()
             .unwrap_or(5)
             .max(5);
-        println!("{:<width$}  {:<6}  DRIFTED", "STACK", "STATUS");
+        if is_plan {
+            println!(
+                "{:<width$}  {:<7}  {:>3} {:>6} {:>7}  DRIFTED",
+                "STACK", "STATUS", "ADD", "CHANGE", "DESTROY"
+            );
+        } else {
+            println!("{:<width$}  {:<7}  DRIFTED", "STACK", "STATUS");
+        }
         for e in &entries {
             match &e.outcome {
-                Ok(d) if d.is_empty() => println!("{:<width$}  {:<6}  -", e.stack, "ok"),
-                Ok(d) => println!("{:<width$}  {:<6}  {}", e.stack, "drift", d.join(", ")),
-                Err(message) => println!("{:<width$}  {:<6}  {message}", e.stack, "error"),
+                Ok(s) => {
+                    let status = if flagged(s) { flag } else { "ok" };
+                    let drifted = if s.drifted.is_empty() {
+                        "-".to_owned()
+                    } else {
+                        s.drifted.join(", ")
+                    };
+                    if is_plan {
+                        let (add, change, destroy) = s.counts;
+                        println!(
+                            "{:<width$}  {status:<7}  {add:>3} {change:>6} {destroy:>7}  {drifted}",
+                            e.stack
+                        );
+                    } else {
+                        println!("{:<width$}  {status:<7}  {drifted}", e.stack);
+                    }
+                }
+                Err(message) => println!("{:<width$}  {:<7}  {message}", e.stack, "error"),
             }
         }
         println!(
-            "\n{} stack(s): {drifted} drifted, {failed} failed.",
+            "\n{} stack(s): {flagged_count} {flag_word}, {failed} failed.",
             entries.len()
         );
     }
+    let report_flagged = match &command {
+        FleetCommand::Drift => true,
+        FleetCommand::Plan {
+            detailed_exitcode, ..
+        } => *detailed_exitcode,
+    };
     if failed > 0 {
         ExitCode::from(1)
-    } else if drifted > 0 {
+    } else if flagged_count > 0 && report_flagged {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
