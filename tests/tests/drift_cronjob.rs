@@ -299,3 +299,64 @@ fn the_drift_cronjob_example_reports_drift_with_a_read_only_service_account() {
         "--wait=false",
     ]);
 }
+
+/// examples/fleet-jobs: one CronJob per stack of the fleet, each with its stack mounted under
+/// its own name, sharing one read-only service account.
+#[test]
+fn the_fleet_jobs_example_makes_one_cronjob_per_stack() {
+    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+    let namespace = format!("fleet-{}", std::process::id());
+    let work = tempfile::tempdir().unwrap();
+    let example = work.path().join("fleet-jobs");
+    copy_dir(&repo_root().join("examples/fleet-jobs"), &example);
+    let admin = cluster.kubeconfig.display().to_string();
+    let vars = [
+        format!("kubeconfig={admin}"),
+        format!("namespace={namespace}"),
+    ];
+    let with_vars = |command: &[&'static str]| {
+        let mut args: Vec<&str> = command.to_vec();
+        for v in &vars {
+            args.extend(["--var", v.as_str()]);
+        }
+        gpustack_env(&example, &args, &[])
+    };
+    let out = with_vars(&["apply", "--auto-approve"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    for stack in ["east", "west"] {
+        let cronjob = json(
+            &cluster,
+            &[
+                "get",
+                "cronjob",
+                &format!("gpustack-fleet-drift-{stack}"),
+                "-n",
+                &namespace,
+            ],
+        );
+        let pod = &cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+        assert_eq!(pod["serviceAccountName"], "gpustack-fleet-drift");
+        assert_eq!(
+            pod["containers"][0]["args"],
+            serde_json::json!(["drift", format!("/stacks/{stack}"), "--json"])
+        );
+        let files = json(
+            &cluster,
+            &[
+                "get",
+                "configmap",
+                &format!("gpustack-fleet-drift-{stack}"),
+                "-n",
+                &namespace,
+            ],
+        );
+        assert!(
+            files["data"]["main.hcl"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("secret_suffix = \"{stack}\""))
+        );
+    }
+    let out = with_vars(&["destroy", "--auto-approve"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
