@@ -90,6 +90,8 @@ enum Outcome {
 /// The state and everything that writes to it, shared by both phases of an apply.
 struct Ledger<'s, 'p> {
     state: &'s mut State,
+    /// The state as last written (or as found).
+    saved: State,
     persist: Persist<'p>,
     counts: Counts,
     diags: Vec<Diag>,
@@ -170,6 +172,7 @@ impl Ledger<'_, '_> {
     fn save(&mut self) {
         self.dirty = false;
         self.state.serial += 1;
+        self.saved = self.state.clone();
         if let Err(e) = (self.persist)(self.state) {
             self.diags
                 .push(Diag::error(None, "Cannot save the state", e));
@@ -228,8 +231,10 @@ async fn apply_with(
     let mut results = Vec::new();
     if !session.diags.has_errors() {
         let (mut walk_state, graph, inputs) = session.provider_walk();
+        let saved = state.clone();
         let mut ledger = Ledger {
             state: &mut state,
+            saved,
             persist,
             counts: Counts::default(),
             diags: Vec::new(),
@@ -302,7 +307,11 @@ async fn apply_with(
             }
         }
         update_outputs(ledger.state, &walk_state, plan.mode);
-        ledger.save();
+        // An apply that changed nothing writes nothing: the serial stays, so other saved plans
+        // made from this state remain valid.
+        if *ledger.state != ledger.saved {
+            ledger.save();
+        }
         counts = ledger.counts;
         results = ledger.results;
         for d in ledger.diags {

@@ -9,6 +9,8 @@ use crate::{DecodeStateError, LockInfo, State};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -47,26 +49,34 @@ pub enum LockError {
     WrongId { given: String, held: Box<LockInfo> },
 }
 
-/// Holds a lock while it lives. Dropping it stops the renewal (if the backend renews) and
-/// releases the lock, so that every exit path unlocks.
+/// Holds a lock while it lives. Dropping it (or [`LockGuard::release`]) stops the renewal, if
+/// the backend renews, and releases the lock, so that every exit path unlocks.
 pub struct LockGuard {
-    release: Option<BoxFuture<'static, ()>>,
+    release: Option<BoxFuture<'static, Result<(), String>>>,
     renewal: Option<tokio::task::JoinHandle<()>>,
+    lost: Arc<AtomicBool>,
     /// Said to the user once the lock is held, e.g. whose expired lock was taken over.
     pub notice: Option<String>,
 }
 
 impl LockGuard {
-    pub fn new(release: BoxFuture<'static, ()>) -> Self {
+    pub fn new(release: BoxFuture<'static, Result<(), String>>) -> Self {
         Self {
             release: Some(release),
             renewal: None,
+            lost: Arc::new(AtomicBool::new(false)),
             notice: None,
         }
     }
 
-    pub(crate) fn renewing(mut self, renewal: tokio::task::JoinHandle<()>) -> Self {
+    /// `renewal` keeps the lock alive and sets `lost` once it can no longer vouch for it.
+    pub(crate) fn renewing(
+        mut self,
+        renewal: tokio::task::JoinHandle<()>,
+        lost: Arc<AtomicBool>,
+    ) -> Self {
         self.renewal = Some(renewal);
+        self.lost = lost;
         self
     }
 
@@ -74,22 +84,69 @@ impl LockGuard {
         self.notice = notice;
         self
     }
-}
 
-impl Drop for LockGuard {
-    fn drop(&mut self) {
+    /// Becomes true when the lock was taken by someone else or could not be renewed in time:
+    /// the run must stop starting operations.
+    pub fn lost(&self) -> Arc<AtomicBool> {
+        self.lost.clone()
+    }
+
+    /// Stops renewing and releases the lock.
+    pub async fn release(mut self) {
+        self.finish().await;
+    }
+
+    async fn finish(&mut self) {
+        // The renewal must be over before the release reads the lock's version, or a renewal
+        // in flight changes it under the release's conditional delete.
         if let Some(renewal) = self.renewal.take() {
             renewal.abort();
+            let _ = renewal.await;
         }
         if let Some(release) = self.release.take() {
-            block_on(release);
+            match tokio::time::timeout(Duration::from_secs(15), release).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => eprintln!("Warning: could not release the state lock: {e}"),
+                Err(_) => eprintln!(
+                    "Warning: releasing the state lock took more than 15s; it stays until its TTL expires or someone runs force-unlock"
+                ),
+            }
         }
     }
 }
 
-/// Runs a backend future to completion from synchronous code. Inside a (multi-threaded)
-/// runtime it hands the thread to blocking work first; outside one, only futures that need no
-/// runtime (the local backend's) can complete, and remote backends are only used inside one.
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if self.release.is_none() {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| handle.block_on(self.finish()));
+            }
+            // A current-thread runtime cannot block on itself: release in the background.
+            Ok(handle) => {
+                let mut rest = LockGuard {
+                    release: self.release.take(),
+                    renewal: self.renewal.take(),
+                    lost: self.lost.clone(),
+                    notice: None,
+                };
+                handle.spawn(async move { rest.finish().await });
+            }
+            Err(_) => match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime.block_on(self.finish()),
+                Err(e) => eprintln!("Warning: could not release the state lock: {e}"),
+            },
+        }
+    }
+}
+
+/// Runs a backend future to completion from synchronous code inside a multi-threaded runtime
+/// (the thread is handed to blocking work first), or outside any runtime.
 pub fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => tokio::task::block_in_place(|| handle.block_on(future)),
@@ -150,6 +207,25 @@ impl BackendConfig {
         serde_json::from_value(serde_json::Value::Object(object)).map_err(|e| e.to_string())
     }
 
+    /// Whether two configurations name the same state (settings such as `lock_ttl`, a
+    /// context or a profile may differ): then nothing needs migrating.
+    pub fn same_location(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Local { path: a }, Self::Local { path: b }) => {
+                let default = ".gpustack/state.json";
+                a.as_deref().unwrap_or(default).trim_start_matches("./")
+                    == b.as_deref().unwrap_or(default).trim_start_matches("./")
+            }
+            (Self::Kubernetes(a), Self::Kubernetes(b)) => {
+                a.namespace == b.namespace && a.secret_suffix == b.secret_suffix
+            }
+            (Self::S3(a), Self::S3(b)) => {
+                a.bucket == b.bucket && a.key == b.key && a.endpoint == b.endpoint
+            }
+            _ => false,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Local { .. } => "local",
@@ -169,5 +245,86 @@ impl BackendConfig {
             }
             Self::S3(config) => Box::new(crate::s3::S3Backend::connect(config).await?),
         })
+    }
+}
+
+/// Decides when another run's lock has expired without trusting that run's clock alone: a
+/// lock whose version (resourceVersion, ETag) this process has watched stay the same for the
+/// TTL has expired, as in client-go's leader election; so has one whose last renewal looks
+/// older than twice the TTL by this machine's clock (a holder long gone, seen for the first
+/// time), which tolerates clocks that differ by more than the TTL.
+#[derive(Default)]
+pub(crate) struct Expiry {
+    seen: Option<(String, std::time::Instant)>,
+}
+
+impl Expiry {
+    /// How long the lock has not been renewed, if it has expired.
+    pub(crate) fn check(
+        &mut self,
+        version: &str,
+        stamp_age: Option<Duration>,
+        ttl: Duration,
+    ) -> Option<Duration> {
+        let watched = match &self.seen {
+            Some((v, since)) if v == version => since.elapsed(),
+            _ => {
+                self.seen = Some((version.to_owned(), std::time::Instant::now()));
+                Duration::ZERO
+            }
+        };
+        let stamp_age = stamp_age.unwrap_or_default();
+        if watched > ttl {
+            Some(watched.max(stamp_age))
+        } else if stamp_age > ttl * 2 {
+            Some(stamp_age)
+        } else {
+            None
+        }
+    }
+}
+
+pub(crate) enum Renewal {
+    Renewed,
+    /// Someone else holds the lock now (took it over, or force-unlocked it).
+    Lost(String),
+    Failed(String),
+}
+
+/// Renews every third of the TTL, each attempt bounded by that interval. Sets `lost` when the
+/// lock is gone, or when it has not been renewed for two thirds of the TTL: from then on
+/// another run may soon take it over, so this one must stop starting operations.
+pub(crate) async fn keep_renewing<F, Fut>(ttl: Duration, lost: Arc<AtomicBool>, mut renew: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Renewal>,
+{
+    let every = (ttl / 3).max(Duration::from_secs(1));
+    let mut renewed = std::time::Instant::now();
+    loop {
+        tokio::time::sleep(every).await;
+        let outcome = tokio::time::timeout(every, renew())
+            .await
+            .unwrap_or_else(|_| Renewal::Failed(format!("no answer within {}s", every.as_secs())));
+        match outcome {
+            Renewal::Renewed => renewed = std::time::Instant::now(),
+            Renewal::Lost(why) => {
+                eprintln!("Error: {why}: this run no longer holds the state lock.");
+                lost.store(true, std::sync::atomic::Ordering::SeqCst);
+                return;
+            }
+            Renewal::Failed(why) => {
+                eprintln!("Warning: cannot renew the state lock: {why}");
+                if renewed.elapsed() > ttl * 2 / 3 {
+                    eprintln!(
+                        "Error: the state lock was not renewed for {}s (TTL {}s): this run can no longer count on holding it.",
+                        renewed.elapsed().as_secs(),
+                        ttl.as_secs()
+                    );
+                    lost.store(true, std::sync::atomic::Ordering::SeqCst);
+                    return;
+                }
+            }
+        }
     }
 }

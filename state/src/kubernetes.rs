@@ -15,17 +15,20 @@
 //! machine gone) loses the lock once `lock_ttl` has passed since its last renewal; the next run
 //! takes it over and says whose lock expired. Clocks of the machines must roughly agree.
 
-use crate::backend::{Backend, BoxError, LockError, LockGuard, StateError};
+use crate::backend::{
+    Backend, BoxError, Expiry, LockError, LockGuard, Renewal, StateError, keep_renewing,
+};
 use crate::{LockInfo, State};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::{ByteString, jiff};
-use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Secrets may hold 1 MiB of data; a chunk stays well below to leave room for metadata.
@@ -39,6 +42,8 @@ const DIGEST: &str = "gpustack.dev/sha256";
 const SERIAL: &str = "gpustack.dev/serial";
 const LINEAGE: &str = "gpustack.dev/lineage";
 const LOCK_INFO: &str = "gpustack.dev/lock-info";
+/// Which write produced an index, so that a write whose answer was lost can recognise itself.
+const WRITE_ID: &str = "gpustack.dev/write-id";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,9 +66,17 @@ pub struct KubernetesBackend {
     secrets: Api<Secret>,
     leases: Api<Lease>,
     lock_ttl: Duration,
-    /// The index Secret's resourceVersion as this process last saw it; `Some(None)` when it
-    /// saw that there was none.
-    seen: Mutex<Option<Option<String>>>,
+    /// The index Secret as this process last read or wrote it; `Some(None)` when it saw that
+    /// there was none.
+    seen: Mutex<Option<Option<Seen>>>,
+}
+
+/// What a write needs of the index it replaces: its version, and the chunks it points to
+/// (deleted once the new index is in place).
+#[derive(Clone)]
+struct Seen {
+    version: Option<String>,
+    chunks: Vec<String>,
 }
 
 fn connect_error(source: impl Into<BoxError>) -> StateError {
@@ -114,8 +127,34 @@ impl KubernetesBackend {
         labels
     }
 
-    fn remember(&self, version: Option<String>) {
-        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(version);
+    fn remember(&self, index: Option<&Secret>) {
+        let seen = index.map(|index| Seen {
+            version: index.metadata.resource_version.clone(),
+            chunks: self.chunk_names(index),
+        });
+        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(seen);
+    }
+
+    /// The chunk Secrets an index points to.
+    fn chunk_names(&self, index: &Secret) -> Vec<String> {
+        let annotations = index.metadata.annotations.clone().unwrap_or_default();
+        let count: usize = annotations
+            .get(CHUNKS)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let generation = annotations
+            .get(GENERATION_LABEL)
+            .cloned()
+            .unwrap_or_default();
+        (0..count)
+            .map(|n| format!("{}-{generation}-{n}", self.index_name()))
+            .collect()
+    }
+
+    async fn delete_secrets(&self, names: &[String]) {
+        for name in names {
+            let _ = self.secrets.delete(name, &DeleteParams::default()).await;
+        }
     }
 
     fn read_error(&self, source: impl Into<BoxError>) -> StateError {
@@ -135,12 +174,8 @@ impl KubernetesBackend {
     /// The compressed state the index points at; `Err(None)` when a chunk was missing or did
     /// not match (a writer replaced the generation meanwhile).
     async fn assemble(&self, index: &Secret) -> Result<Vec<u8>, Option<StateError>> {
-        let annotations = index.metadata.annotations.clone().unwrap_or_default();
-        let chunks: usize = annotations
-            .get(CHUNKS)
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        if chunks == 0 {
+        let chunks = self.chunk_names(index);
+        if chunks.is_empty() {
             return index
                 .data
                 .as_ref()
@@ -148,14 +183,9 @@ impl KubernetesBackend {
                 .map(|b| b.0.clone())
                 .ok_or_else(|| Some(self.read_error("the index Secret has no state key")));
         }
-        let generation = annotations
-            .get(GENERATION_LABEL)
-            .cloned()
-            .unwrap_or_default();
         let mut blob = Vec::new();
-        for n in 0..chunks {
-            let name = format!("{}-{generation}-{n}", self.index_name());
-            match self.secrets.get_opt(&name).await {
+        for name in &chunks {
+            match self.secrets.get_opt(name).await {
                 Ok(Some(chunk)) => match chunk.data.as_ref().and_then(|d| d.get("chunk")) {
                     Some(bytes) => blob.extend_from_slice(&bytes.0),
                     None => return Err(None),
@@ -164,34 +194,15 @@ impl KubernetesBackend {
                 Err(e) => return Err(Some(self.read_error(e))),
             }
         }
-        if annotations.get(DIGEST) != Some(&sha256_hex(&blob)) {
+        let digest = index
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(DIGEST));
+        if digest != Some(&sha256_hex(&blob)) {
             return Err(None);
         }
         Ok(blob)
-    }
-
-    /// Deletes chunk Secrets of every generation but `keep`.
-    async fn collect_garbage(&self, keep: Option<&str>) {
-        let selector = format!("{STATE_LABEL}={},{GENERATION_LABEL}", self.suffix);
-        let Ok(list) = self
-            .secrets
-            .list_metadata(&ListParams::default().labels(&selector))
-            .await
-        else {
-            return;
-        };
-        for chunk in list.items {
-            let generation = chunk
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(GENERATION_LABEL));
-            if generation.map(String::as_str) != keep
-                && let Some(name) = &chunk.metadata.name
-            {
-                let _ = self.secrets.delete(name, &DeleteParams::default()).await;
-            }
-        }
     }
 
     fn lock_error(&self, source: impl Into<BoxError>) -> LockError {
@@ -294,14 +305,18 @@ fn lock_info_of(lease: &Lease) -> LockInfo {
         })
 }
 
-/// How long ago the holder last renewed, if its lease has run out.
-fn expired_for(lease: &Lease) -> Option<Duration> {
+/// How long ago the holder last renewed, by this machine's clock.
+fn stamp_age(lease: &Lease) -> Option<Duration> {
     let spec = lease.spec.as_ref()?;
     let renewed = spec.renew_time.as_ref().or(spec.acquire_time.as_ref())?.0;
-    let ttl = Duration::from_secs(u64::try_from(spec.lease_duration_seconds?).unwrap_or(0));
-    let since = jiff::Timestamp::now().duration_since(renewed);
-    let since = Duration::try_from(since).unwrap_or_default();
-    (since > ttl).then_some(since)
+    Duration::try_from(jiff::Timestamp::now().duration_since(renewed)).ok()
+}
+
+fn holder(lease: &Lease) -> Option<&str> {
+    lease
+        .spec
+        .as_ref()
+        .and_then(|s| s.holder_identity.as_deref())
 }
 
 fn is_held(lease: &Lease) -> bool {
@@ -323,7 +338,10 @@ impl Backend for KubernetesBackend {
     }
 
     async fn read(&self) -> Result<Option<State>, StateError> {
-        for _ in 0..5 {
+        for attempt in 0..6u32 {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+            }
             let index = match self.secrets.get_opt(&self.index_name()).await {
                 Ok(Some(index)) => index,
                 Ok(None) => {
@@ -342,7 +360,7 @@ impl Backend for KubernetesBackend {
                 location: self.location(),
                 source,
             })?;
-            self.remember(index.metadata.resource_version.clone());
+            self.remember(Some(&index));
             return Ok(Some(state));
         }
         Err(self.read_error(
@@ -364,24 +382,26 @@ impl Backend for KubernetesBackend {
                     .flatten()
             }
         };
+        let write_id = uuid::Uuid::new_v4().to_string();
         let blob = gzip(&state.encode());
         let mut annotations = BTreeMap::from([
             (SERIAL.to_owned(), state.serial.to_string()),
             (LINEAGE.to_owned(), state.lineage.clone()),
+            (WRITE_ID.to_owned(), write_id.clone()),
         ]);
         let mut data = BTreeMap::new();
-        let mut generation = None;
+        let mut created = Vec::new();
         if blob.len() <= CHUNK_BYTES {
             annotations.insert(CHUNKS.to_owned(), "0".to_owned());
             data.insert("state".to_owned(), ByteString(blob));
         } else {
-            let id = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
-            let chunks: Vec<&[u8]> = blob.chunks(CHUNK_BYTES).collect();
-            for (n, chunk) in chunks.iter().enumerate() {
+            let generation = write_id[..8].to_owned();
+            for (n, chunk) in blob.chunks(CHUNK_BYTES).enumerate() {
+                let name = format!("{}-{generation}-{n}", self.index_name());
                 let secret = Secret {
                     metadata: ObjectMeta {
-                        name: Some(format!("{}-{id}-{n}", self.index_name())),
-                        labels: Some(self.labels(Some(&id))),
+                        name: Some(name.clone()),
+                        labels: Some(self.labels(Some(&generation))),
                         ..Default::default()
                     },
                     data: Some(BTreeMap::from([(
@@ -392,21 +412,22 @@ impl Backend for KubernetesBackend {
                     ..Default::default()
                 };
                 if let Err(e) = self.secrets.create(&PostParams::default(), &secret).await {
-                    self.collect_garbage_of(&id).await;
+                    self.delete_secrets(&created).await;
                     return Err(self.write_error(e));
                 }
+                created.push(name);
             }
-            annotations.insert(CHUNKS.to_owned(), chunks.len().to_string());
-            annotations.insert(GENERATION_LABEL.to_owned(), id.clone());
+            annotations.insert(CHUNKS.to_owned(), created.len().to_string());
+            annotations.insert(GENERATION_LABEL.to_owned(), generation);
             annotations.insert(DIGEST.to_owned(), sha256_hex(&blob));
-            generation = Some(id);
         }
+        let previous_version = seen.as_ref().and_then(|s| s.version.clone());
         let index = Secret {
             metadata: ObjectMeta {
                 name: Some(self.index_name()),
                 labels: Some(self.labels(None)),
                 annotations: Some(annotations),
-                resource_version: seen.clone(),
+                resource_version: previous_version.clone(),
                 ..Default::default()
             },
             data: Some(data),
@@ -421,20 +442,42 @@ impl Backend for KubernetesBackend {
             }
             None => self.secrets.create(&PostParams::default(), &index).await,
         };
-        match result {
+        let outcome = match result {
+            Ok(written) => Ok(written),
+            // The answer may be lost after the write happened: the index says whose it is.
+            Err(e) => match self.secrets.get_opt(&self.index_name()).await {
+                Ok(Some(current))
+                    if current
+                        .metadata
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get(WRITE_ID))
+                        == Some(&write_id) =>
+                {
+                    Ok(current)
+                }
+                _ => Err(e),
+            },
+        };
+        match outcome {
             Ok(written) => {
-                self.remember(written.metadata.resource_version);
-                self.collect_garbage(generation.as_deref()).await;
+                self.remember(Some(&written));
+                // The chunks the replaced index pointed to; never the ones just written.
+                let stale: Vec<String> = seen
+                    .map(|s| s.chunks)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|name| !created.contains(name))
+                    .collect();
+                self.delete_secrets(&stale).await;
                 Ok(())
             }
             Err(e) => {
-                if let Some(id) = &generation {
-                    self.collect_garbage_of(id).await;
-                }
+                self.delete_secrets(&created).await;
                 if is_status(&e, 409) {
                     Err(StateError::Conflict {
                         location: self.location(),
-                        detail: match seen {
+                        detail: match previous_version {
                             Some(version) => format!("its resourceVersion is no longer {version}"),
                             None => "it was created meanwhile".to_owned(),
                         },
@@ -466,6 +509,7 @@ impl Backend for KubernetesBackend {
                 ..Default::default()
             }),
         };
+        let mut expiry = Expiry::default();
         loop {
             let (result, notice) = match self.leases.get_opt(&self.lease_name()).await {
                 Err(e) => return Err(self.lock_error(e)),
@@ -475,8 +519,23 @@ impl Backend for KubernetesBackend {
                         .await,
                     None,
                 ),
+                // Our own create, whose answer was lost.
+                Ok(Some(lease)) if holder(&lease) == Some(info.id.as_str()) => (Ok(lease), None),
                 Ok(Some(lease)) => {
                     let version = lease.metadata.resource_version.clone();
+                    let ttl = Duration::from_secs(
+                        lease
+                            .spec
+                            .as_ref()
+                            .and_then(|s| s.lease_duration_seconds)
+                            .and_then(|s| u64::try_from(s).ok())
+                            .unwrap_or(self.lock_ttl.as_secs()),
+                    );
+                    let expired = expiry.check(
+                        version.as_deref().unwrap_or_default(),
+                        stamp_age(&lease),
+                        ttl,
+                    );
                     if !is_held(&lease) {
                         (
                             self.leases
@@ -484,7 +543,7 @@ impl Backend for KubernetesBackend {
                                 .await,
                             None,
                         )
-                    } else if let Some(since) = expired_for(&lease) {
+                    } else if let Some(since) = expired {
                         let held = lock_info_of(&lease);
                         let notice = format!(
                             "The lock held by {} (pid {}) for {} since {} expired: it was not renewed for {}s (lock TTL {}s). Taking it over.",
@@ -493,11 +552,7 @@ impl Backend for KubernetesBackend {
                             held.operation,
                             held.created,
                             since.as_secs(),
-                            lease
-                                .spec
-                                .as_ref()
-                                .and_then(|s| s.lease_duration_seconds)
-                                .unwrap_or_default()
+                            ttl.as_secs()
                         );
                         (
                             self.leases
@@ -514,22 +569,23 @@ impl Backend for KubernetesBackend {
                 }
             };
             match result {
-                Ok(lease) => {
-                    let renewal = tokio::spawn(renew(
-                        self.leases.clone(),
-                        self.lease_name(),
-                        info.id.clone(),
-                        lease.metadata.resource_version.clone(),
-                        self.lock_ttl / 3,
-                    ));
+                Ok(_) => {
+                    let lost = Arc::new(AtomicBool::new(false));
+                    let (leases, name, id) =
+                        (self.leases.clone(), self.lease_name(), info.id.clone());
+                    let renewal =
+                        tokio::spawn(keep_renewing(self.lock_ttl, lost.clone(), move || {
+                            renew(leases.clone(), name.clone(), id.clone())
+                        }));
                     let (leases, name, id) =
                         (self.leases.clone(), self.lease_name(), info.id.clone());
                     return Ok(LockGuard::new(Box::pin(release(leases, name, id)))
-                        .renewing(renewal)
+                        .renewing(renewal, lost)
                         .with_notice(notice));
                 }
-                // Someone else created or changed the Lease between our read and write.
-                Err(e) if is_status(&e, 409) => continue,
+                // Someone else created, changed or removed the Lease between our read and
+                // write: look again.
+                Err(e) if is_status(&e, 409) || is_status(&e, 404) => continue,
                 Err(e) => return Err(self.lock_error(e)),
             }
         }
@@ -597,86 +653,50 @@ impl Backend for KubernetesBackend {
     }
 }
 
-impl KubernetesBackend {
-    async fn collect_garbage_of(&self, generation: &str) {
-        let selector = format!(
-            "{STATE_LABEL}={},{GENERATION_LABEL}={generation}",
-            self.suffix
-        );
-        let _ = self
-            .secrets
-            .delete_collection(
-                &DeleteParams::default(),
-                &ListParams::default().labels(&selector),
-            )
-            .await;
-    }
-}
-
-/// Keeps the Lease ours while the run lives; stops when someone else took it.
-async fn renew(
-    leases: Api<Lease>,
-    name: String,
-    id: String,
-    mut version: Option<String>,
-    every: Duration,
-) {
-    let every = every.max(Duration::from_secs(1));
-    loop {
-        tokio::time::sleep(every).await;
-        let mut lease = match leases.get_opt(&name).await {
-            Ok(Some(lease)) => lease,
-            Ok(None) => {
-                eprintln!(
-                    "Warning: the state lock {name} was removed by someone else (force-unlock?); this run no longer holds it."
-                );
-                return;
-            }
-            Err(e) => {
-                tracing::warn!("cannot renew the state lock {name}: {e}");
-                continue;
-            }
-        };
-        if lease
-            .spec
-            .as_ref()
-            .and_then(|s| s.holder_identity.as_deref())
-            != Some(id.as_str())
-        {
-            eprintln!(
-                "Warning: the state lock {name} is now held by someone else; this run no longer holds it."
-            );
-            return;
+/// One renewal: a new renewTime on the Lease, while it is still ours.
+async fn renew(leases: Api<Lease>, name: String, id: String) -> Renewal {
+    let mut lease = match leases.get_opt(&name).await {
+        Ok(Some(lease)) => lease,
+        Ok(None) => {
+            return Renewal::Lost(format!(
+                "the state lock {name} was removed by someone else (force-unlock?)"
+            ));
         }
-        if lease.metadata.resource_version != version {
-            tracing::debug!("the state lock {name} changed under us but is still ours");
-        }
-        if let Some(spec) = lease.spec.as_mut() {
-            spec.renew_time = Some(now_micro());
-        }
-        match leases.replace(&name, &PostParams::default(), &lease).await {
-            Ok(renewed) => version = renewed.metadata.resource_version,
-            Err(e) => tracing::warn!("cannot renew the state lock {name}: {e}"),
-        }
-    }
-}
-
-/// Deletes the Lease only while it is still ours.
-async fn release(leases: Api<Lease>, name: String, id: String) {
-    let Ok(Some(lease)) = leases.get_opt(&name).await else {
-        return;
+        Err(e) => return Renewal::Failed(e.to_string()),
     };
-    if lease
-        .spec
-        .as_ref()
-        .and_then(|s| s.holder_identity.as_deref())
-        != Some(id.as_str())
-    {
-        return;
+    if holder(&lease) != Some(id.as_str()) {
+        return Renewal::Lost(format!("the state lock {name} is now held by someone else"));
     }
-    let params = DeleteParams::default().preconditions(Preconditions {
-        resource_version: lease.metadata.resource_version,
-        uid: None,
-    });
-    let _ = leases.delete(&name, &params).await;
+    if let Some(spec) = lease.spec.as_mut() {
+        spec.renew_time = Some(now_micro());
+    }
+    match leases.replace(&name, &PostParams::default(), &lease).await {
+        Ok(_) => Renewal::Renewed,
+        Err(e) => Renewal::Failed(e.to_string()),
+    }
+}
+
+/// Deletes the Lease only while it is still ours; a conflicting change is looked at again.
+async fn release(leases: Api<Lease>, name: String, id: String) -> Result<(), String> {
+    for _ in 0..3 {
+        let lease = match leases.get_opt(&name).await {
+            Ok(Some(lease)) => lease,
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(format!("Lease {name}: {e}")),
+        };
+        if holder(&lease) != Some(id.as_str()) {
+            return Ok(());
+        }
+        let params = DeleteParams::default().preconditions(Preconditions {
+            resource_version: lease.metadata.resource_version,
+            uid: None,
+        });
+        match leases.delete(&name, &params).await {
+            Ok(_) => return Ok(()),
+            Err(e) if is_status(&e, 409) => continue,
+            Err(e) if is_status(&e, 404) => return Ok(()),
+            Err(e) => return Err(format!("Lease {name}: {e}")),
+        }
+    }
+    Err(format!("Lease {name} kept changing"))
 }

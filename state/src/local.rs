@@ -93,8 +93,12 @@ impl LocalBackend {
                 .backed_up
                 .swap(true, std::sync::atomic::Ordering::SeqCst)
         {
-            std::fs::copy(&self.path, with_suffix(&self.path, ".backup")).map_err(err)?;
-            restrict(&with_suffix(&self.path, ".backup")).map_err(err)?;
+            // Copied aside and renamed, so that a crash never leaves half a backup.
+            let backup = with_suffix(&self.path, ".backup");
+            let partial = with_suffix(&self.path, ".backup.tmp");
+            std::fs::copy(&self.path, &partial).map_err(err)?;
+            restrict(&partial).map_err(err)?;
+            std::fs::rename(&partial, &backup).map_err(err)?;
         }
         let tmp = with_suffix(&self.path, &format!(".tmp-{}", std::process::id()));
         let mut file = private_file(&tmp).map_err(err)?;
@@ -111,7 +115,11 @@ impl LocalBackend {
     }
 
     /// Takes the lock, retrying until `timeout` while someone else holds it.
-    pub fn lock_sync(&self, info: LockInfo, timeout: Duration) -> Result<LockGuard, LockError> {
+    pub async fn lock_async(
+        &self,
+        info: LockInfo,
+        timeout: Duration,
+    ) -> Result<LockGuard, LockError> {
         let path = self.lock_path();
         let deadline = Instant::now() + timeout;
         if let Some(dir) = path.parent() {
@@ -140,7 +148,10 @@ impl LocalBackend {
             match std::fs::hard_link(&tmp, &path) {
                 Ok(()) => {
                     let (path, id) = (path.clone(), info.id.clone());
-                    break Ok(LockGuard::new(Box::pin(async move { release(&path, &id) })));
+                    break Ok(LockGuard::new(Box::pin(async move {
+                        release(&path, &id);
+                        Ok(())
+                    })));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     if Instant::now() >= deadline {
@@ -148,7 +159,7 @@ impl LocalBackend {
                             read_lock(&path).unwrap_or_else(LockInfo::unreadable),
                         )));
                     }
-                    std::thread::sleep(Duration::from_millis(100));
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                 }
                 Err(source) => {
                     break Err(LockError::Backend {
@@ -204,7 +215,7 @@ impl Backend for LocalBackend {
     }
 
     async fn lock(&self, info: LockInfo, timeout: Duration) -> Result<LockGuard, LockError> {
-        self.lock_sync(info, timeout)
+        self.lock_async(info, timeout).await
     }
 
     async fn force_unlock(&self, id: &str) -> Result<LockInfo, LockError> {
@@ -308,14 +319,16 @@ mod tests {
         }
     }
 
-    #[test]
-    fn second_lock_fails_naming_the_holder_and_force_unlock_needs_the_id() {
+    #[tokio::test(flavor = "multi_thread")]
+    async fn second_lock_fails_naming_the_holder_and_force_unlock_needs_the_id() {
         let (_dir, backend) = backend();
         let guard = backend
-            .lock_sync(LockInfo::new("apply"), Duration::ZERO)
+            .lock_async(LockInfo::new("apply"), Duration::ZERO)
+            .await
             .unwrap();
-        let Err(LockError::Held(held)) =
-            backend.lock_sync(LockInfo::new("plan"), Duration::from_millis(150))
+        let Err(LockError::Held(held)) = backend
+            .lock_async(LockInfo::new("plan"), Duration::from_millis(150))
+            .await
         else {
             panic!("second lock must fail")
         };
@@ -331,7 +344,8 @@ mod tests {
             Err(LockError::NotLocked)
         ));
         let guard = backend
-            .lock_sync(LockInfo::new("apply"), Duration::ZERO)
+            .lock_async(LockInfo::new("apply"), Duration::ZERO)
+            .await
             .unwrap();
         let id = read_lock(&backend.lock_path()).unwrap().id;
         backend.force_unlock_sync(&id).unwrap();

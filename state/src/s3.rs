@@ -8,15 +8,21 @@
 //! `If-Match` on the expired lock's ETag, so that of two runs that both see it expired only one
 //! takes it.
 
-use crate::backend::{Backend, BoxError, LockError, LockGuard, StateError};
+use crate::backend::{
+    Backend, BoxError, Expiry, LockError, LockGuard, Renewal, StateError, keep_renewing,
+};
 use crate::{LockInfo, State};
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
 use serde::{Deserialize, Serialize};
-use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const DEFAULT_LOCK_TTL: Duration = Duration::from_secs(120);
+/// Object metadata naming the write that produced a state object, so that a write whose answer
+/// was lost (and retried by the SDK into a 412) can recognise itself.
+const WRITE_ID: &str = "gpustack-write-id";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -85,6 +91,14 @@ fn http_status<E>(error: &aws_sdk_s3::error::SdkError<E>) -> Option<u16> {
 
 impl S3Backend {
     pub async fn connect(config: &S3Config) -> Result<Self, StateError> {
+        Self::connect_with(config, None).await
+    }
+
+    /// As [`S3Backend::connect`], with the given credentials instead of the standard chain.
+    pub async fn connect_with(
+        config: &S3Config,
+        credentials: Option<aws_sdk_s3::config::SharedCredentialsProvider>,
+    ) -> Result<Self, StateError> {
         let lock_ttl = match &config.lock_ttl {
             Some(text) => humantime::parse_duration(text)
                 .map_err(|e| connect_error(format!("lock_ttl = {text:?}: {e}")))?,
@@ -103,6 +117,9 @@ impl S3Backend {
         if let Some(region) = &config.region {
             loader = loader.region(aws_config::Region::new(region.clone()));
         }
+        if let Some(credentials) = credentials {
+            loader = loader.credentials_provider(credentials);
+        }
         if let Some(profile) = &config.profile {
             loader = loader.profile_name(profile);
         }
@@ -114,6 +131,12 @@ impl S3Backend {
         if let Some(path_style) = config.use_path_style {
             s3 = s3.force_path_style(path_style);
         }
+        // S3-compatible stores often reject the CRC checksums the SDK sends by default.
+        if config.endpoint.is_some() {
+            s3 = s3.request_checksum_calculation(
+                aws_sdk_s3::config::RequestChecksumCalculation::WhenRequired,
+            );
+        }
         Ok(Self {
             client: Client::from_conf(s3.build()),
             bucket: config.bucket.clone(),
@@ -121,6 +144,43 @@ impl S3Backend {
             lock_ttl,
             seen: Mutex::new(None),
         })
+    }
+
+    /// The guard of a lock we wrote with `etag`: renewed until released.
+    fn guard(&self, info: &LockInfo, etag: String, notice: Option<String>) -> LockGuard {
+        let lost = Arc::new(AtomicBool::new(false));
+        let current = Arc::new(Mutex::new(etag));
+        let record = LockRecord {
+            info: info.clone(),
+            renewed: epoch_seconds(),
+            ttl_seconds: self.lock_ttl.as_secs(),
+        };
+        let (client, bucket, key) = (self.client.clone(), self.bucket.clone(), self.lock_key());
+        let renewing = current.clone();
+        let renewal = tokio::spawn(keep_renewing(self.lock_ttl, lost.clone(), move || {
+            renew(
+                client.clone(),
+                bucket.clone(),
+                key.clone(),
+                LockRecord {
+                    info: record.info.clone(),
+                    renewed: epoch_seconds(),
+                    ttl_seconds: record.ttl_seconds,
+                },
+                renewing.clone(),
+            )
+        }));
+        let (client, bucket, key, id) = (
+            self.client.clone(),
+            self.bucket.clone(),
+            self.lock_key(),
+            info.id.clone(),
+        );
+        LockGuard::new(Box::pin(async move {
+            release(&client, &bucket, &key, &id).await
+        }))
+        .renewing(renewal, lost)
+        .with_notice(notice)
     }
 
     fn lock_key(&self) -> String {
@@ -173,10 +233,11 @@ impl S3Backend {
                 source,
             })?;
         Ok(found.map(|(bytes, etag)| {
+            // An unreadable lock expires only by being watched unchanged for the TTL.
             let record = serde_json::from_slice(&bytes).unwrap_or(LockRecord {
                 info: LockInfo::unreadable(),
-                renewed: 0,
-                ttl_seconds: 0,
+                renewed: epoch_seconds(),
+                ttl_seconds: DEFAULT_LOCK_TTL.as_secs(),
             });
             (record, etag)
         }))
@@ -205,6 +266,22 @@ impl S3Backend {
             None => request.if_none_match("*"),
         };
         request.send().await.map(|o| o.e_tag().map(str::to_owned))
+    }
+
+    /// The write ID and ETag of the state object, if it exists.
+    async fn head_state(&self) -> Option<(Option<String>, Option<String>)> {
+        let head = self
+            .client
+            .head_object()
+            .bucket(&self.bucket)
+            .key(&self.key)
+            .send()
+            .await
+            .ok()?;
+        Some((
+            head.metadata().and_then(|m| m.get(WRITE_ID)).cloned(),
+            head.e_tag().map(str::to_owned),
+        ))
     }
 }
 
@@ -247,32 +324,50 @@ impl Backend for S3Backend {
                     .flatten()
             }
         };
+        let write_id = uuid::Uuid::new_v4().to_string();
         let request = self
             .client
             .put_object()
             .bucket(&self.bucket)
             .key(&self.key)
             .content_type("application/json")
+            .metadata(WRITE_ID, &write_id)
             .body(ByteStream::from(state.encode()));
         let request = match &seen {
             Some(etag) => request.if_match(etag),
             None => request.if_none_match("*"),
         };
-        match request.send().await {
-            Ok(output) => {
+        let error = match request.send().await {
+            Ok(output) if output.e_tag().is_some() => {
                 self.remember(output.e_tag().map(str::to_owned));
-                Ok(())
+                return Ok(());
             }
-            Err(e) if matches!(http_status(&e), Some(412 | 409)) => Err(StateError::Conflict {
+            Ok(_) => None,
+            Err(e) => Some(e),
+        };
+        // The answer may be lost after the write happened (and a retry then fails its
+        // condition): the object says whose it is.
+        if let Some((Some(id), etag)) = self.head_state().await
+            && id == write_id
+        {
+            self.remember(etag);
+            return Ok(());
+        }
+        match error {
+            Some(e) if matches!(http_status(&e), Some(412 | 409)) => Err(StateError::Conflict {
                 location: self.location(),
                 detail: match seen {
                     Some(etag) => format!("its ETag is no longer {etag}"),
                     None => "it was created meanwhile".to_owned(),
                 },
             }),
-            Err(e) => Err(StateError::Write {
+            Some(e) => Err(StateError::Write {
                 location: self.location(),
                 source: describe(&e).into(),
+            }),
+            None => Err(StateError::Write {
+                location: self.location(),
+                source: "the store answered without an ETag; conditional writes need one".into(),
             }),
         }
     }
@@ -284,26 +379,38 @@ impl Backend for S3Backend {
             renewed: epoch_seconds(),
             ttl_seconds: self.lock_ttl.as_secs(),
         };
+        let mut expiry = Expiry::default();
         loop {
             let (etag, notice) = match self.read_lock().await? {
                 None => (None, None),
+                // Our own write, whose answer was lost: adopt it.
+                Some((held, Some(etag))) if held.info.id == info.id => {
+                    return Ok(self.guard(&info, etag, None));
+                }
                 Some((held, etag)) => {
-                    let since = epoch_seconds().saturating_sub(held.renewed);
-                    if since > held.ttl_seconds {
-                        let notice = format!(
-                            "The lock held by {} (pid {}) for {} since {} expired: it was not renewed for {since}s (lock TTL {}s). Taking it over.",
-                            held.info.who,
-                            held.info.pid,
-                            held.info.operation,
-                            held.info.created,
-                            held.ttl_seconds
-                        );
-                        (etag, Some(notice))
-                    } else if tokio::time::Instant::now() >= deadline {
-                        return Err(LockError::Held(Box::new(held.info)));
-                    } else {
-                        tokio::time::sleep(Duration::from_millis(500)).await;
-                        continue;
+                    let stamp_age =
+                        Duration::from_secs(epoch_seconds().saturating_sub(held.renewed));
+                    let ttl = Duration::from_secs(held.ttl_seconds);
+                    match expiry.check(etag.as_deref().unwrap_or_default(), Some(stamp_age), ttl) {
+                        Some(since) => {
+                            let notice = format!(
+                                "The lock held by {} (pid {}) for {} since {} expired: it was not renewed for {}s (lock TTL {}s). Taking it over.",
+                                held.info.who,
+                                held.info.pid,
+                                held.info.operation,
+                                held.info.created,
+                                since.as_secs(),
+                                held.ttl_seconds
+                            );
+                            (etag, Some(notice))
+                        }
+                        None if tokio::time::Instant::now() >= deadline => {
+                            return Err(LockError::Held(Box::new(held.info)));
+                        }
+                        None => {
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                            continue;
+                        }
                     }
                 }
             };
@@ -316,29 +423,17 @@ impl Backend for S3Backend {
             )
             .await;
             match result {
-                Ok(etag) => {
-                    let renewal = tokio::spawn(renew(
-                        self.client.clone(),
-                        self.bucket.clone(),
-                        self.lock_key(),
-                        record(&info),
-                        etag,
-                        self.lock_ttl / 3,
-                    ));
-                    let (client, bucket, key, id) = (
-                        self.client.clone(),
-                        self.bucket.clone(),
-                        self.lock_key(),
-                        info.id.clone(),
-                    );
-                    return Ok(LockGuard::new(Box::pin(async move {
-                        release(&client, &bucket, &key, &id).await;
-                    }))
-                    .renewing(renewal)
-                    .with_notice(notice));
+                Ok(Some(etag)) => return Ok(self.guard(&info, etag, notice)),
+                Ok(None) => {
+                    return Err(LockError::Backend {
+                        location: self.lock_location(),
+                        source: "the store answered without an ETag; conditional writes need one"
+                            .into(),
+                    });
                 }
-                // Someone else wrote the lock between our read and write: look again.
-                Err(e) if matches!(http_status(&e), Some(412 | 409)) => continue,
+                // Someone else wrote or removed the lock between our read and write (or a
+                // retried write of ours failed its condition): look again.
+                Err(e) if matches!(http_status(&e), Some(412 | 409 | 404)) => continue,
                 Err(e) => {
                     return Err(LockError::Backend {
                         location: self.lock_location(),
@@ -400,49 +495,58 @@ impl Backend for S3Backend {
     }
 }
 
-/// Rewrites the lock with a new renewal time while it is still the one we wrote.
+/// One renewal: the lock rewritten with a new renewal time, only if it is still the object we
+/// last wrote.
 async fn renew(
     client: Client,
     bucket: String,
     key: String,
-    mut record: LockRecord,
-    mut etag: Option<String>,
-    every: Duration,
-) {
-    let every = every.max(Duration::from_secs(1));
-    loop {
-        tokio::time::sleep(every).await;
-        record.renewed = epoch_seconds();
-        match S3Backend::put_lock(&client, &bucket, &key, &record, etag.as_deref()).await {
-            Ok(new) => etag = new,
-            Err(e) if matches!(http_status(&e), Some(412 | 404)) => {
-                eprintln!(
-                    "Warning: the state lock s3://{bucket}/{key} was removed or taken by someone else; this run no longer holds it."
-                );
-                return;
-            }
-            Err(e) => tracing::warn!("cannot renew the state lock: {}", describe(&e)),
+    record: LockRecord,
+    current: Arc<Mutex<String>>,
+) -> Renewal {
+    let etag = current.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    match S3Backend::put_lock(&client, &bucket, &key, &record, Some(&etag)).await {
+        Ok(Some(new)) => {
+            *current.lock().unwrap_or_else(|e| e.into_inner()) = new;
+            Renewal::Renewed
         }
+        Ok(None) => Renewal::Failed("the store answered without an ETag".into()),
+        Err(e) if matches!(http_status(&e), Some(412 | 404)) => Renewal::Lost(format!(
+            "the state lock s3://{bucket}/{key} was removed or taken by someone else"
+        )),
+        Err(e) => Renewal::Failed(describe(&e)),
     }
 }
 
-/// Deletes the lock only while it is still ours.
-async fn release(client: &Client, bucket: &str, key: &str, id: &str) {
-    let Ok(output) = client.get_object().bucket(bucket).key(key).send().await else {
-        return;
-    };
-    let etag = output.e_tag().map(str::to_owned);
-    let Ok(bytes) = output.body.collect().await else {
-        return;
-    };
-    let ours =
-        serde_json::from_slice::<LockRecord>(&bytes.into_bytes()).is_ok_and(|r| r.info.id == id);
-    if !ours {
-        return;
+/// Deletes the lock only while it is still ours; a conflicting change is looked at again.
+async fn release(client: &Client, bucket: &str, key: &str, id: &str) -> Result<(), String> {
+    for _ in 0..3 {
+        let output = match client.get_object().bucket(bucket).key(key).send().await {
+            Ok(output) => output,
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(()),
+            Err(e) => return Err(format!("s3://{bucket}/{key}: {}", describe(&e))),
+        };
+        let etag = output.e_tag().map(str::to_owned);
+        let bytes = output
+            .body
+            .collect()
+            .await
+            .map_err(|e| format!("s3://{bucket}/{key}: {e}"))?
+            .into_bytes();
+        let ours = serde_json::from_slice::<LockRecord>(&bytes).is_ok_and(|r| r.info.id == id);
+        if !ours {
+            return Ok(());
+        }
+        let mut request = client.delete_object().bucket(bucket).key(key);
+        if let Some(etag) = etag {
+            request = request.if_match(etag);
+        }
+        match request.send().await {
+            Ok(_) => return Ok(()),
+            Err(e) if matches!(http_status(&e), Some(412)) => continue,
+            Err(e) if matches!(http_status(&e), Some(404)) => return Ok(()),
+            Err(e) => return Err(format!("s3://{bucket}/{key}: {}", describe(&e))),
+        }
     }
-    let mut request = client.delete_object().bucket(bucket).key(key);
-    if let Some(etag) = etag {
-        request = request.if_match(etag);
-    }
-    let _ = request.send().await;
+    Err(format!("s3://{bucket}/{key} kept changing"))
 }

@@ -384,3 +384,40 @@ fn drift_over_a_fleet_of_stacks() {
     assert_eq!(code, 1, "a broken stack fails the fleet run:\n{out}");
     assert!(out.contains("1 drifted, 1 failed"), "{out}");
 }
+
+#[test]
+fn state_push_restores_a_kept_state_and_refuses_another_lineage_or_an_older_one() {
+    let dir = stack();
+    let d = dir.path();
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let path = d.join(".gpustack/state.json");
+    let state: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let serial = state["serial"].as_u64().unwrap();
+
+    let mut other = state.clone();
+    other["lineage"] = "another-history".into();
+    std::fs::write(d.join("other.json"), other.to_string()).unwrap();
+    let (code, _, err) = run(d, &["state", "push", "other.json"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("holds another state"), "{err}");
+
+    let mut older = state.clone();
+    older["serial"] = (serial - 1).into();
+    std::fs::write(d.join("older.json"), older.to_string()).unwrap();
+    let (code, _, err) = run(d, &["state", "push", "older.json"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("holds a newer state"), "{err}");
+
+    let mut kept = state.clone();
+    kept["resources"].as_array_mut().unwrap().pop();
+    std::fs::write(d.join("kept.json"), kept.to_string()).unwrap();
+    let (code, out, err) = run(d, &["state", "push", "kept.json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let pushed: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(pushed["serial"].as_u64(), Some(serial + 1));
+    assert_eq!(
+        pushed["resources"].as_array().unwrap().len(),
+        state["resources"].as_array().unwrap().len() - 1
+    );
+}

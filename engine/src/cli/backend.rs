@@ -9,6 +9,7 @@ use gpustack::Session;
 use gpustack_state::{Backend, BackendConfig, LockGuard, LockInfo, State};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub fn runtime() -> tokio::runtime::Runtime {
@@ -30,9 +31,20 @@ fn record_path(dir: &Path) -> PathBuf {
     dir.join(".gpustack").join("backend.json")
 }
 
-fn recorded(dir: &Path) -> Option<BackendConfig> {
-    let bytes = std::fs::read(record_path(dir)).ok()?;
-    serde_json::from_slice(&bytes).ok()
+/// The backend `init` recorded; a record this version cannot read is an error, never "none"
+/// (that would skip the check that the backend did not change).
+fn recorded(dir: &Path) -> Result<Option<BackendConfig>, String> {
+    let path = record_path(dir);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            format!(
+                "cannot read {} ({e}); was it written by a newer gpustack? Run `gpustack init --reconfigure` to record the configured backend again",
+                path.display()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
 }
 
 fn record(dir: &Path, config: &BackendConfig) -> std::io::Result<()> {
@@ -67,8 +79,8 @@ fn has_local_state(dir: &Path) -> bool {
 /// The backend of a loaded stack, refusing one that changed since `init` recorded it.
 pub async fn open(dir: &Path, session: &Session) -> Result<Box<dyn Backend>, String> {
     let config = session.backend_config()?;
-    match recorded(dir) {
-        Some(before) if before != config => {
+    match recorded(dir)? {
+        Some(before) if !before.same_location(&config) => {
             return Err(format!(
                 "the stack's backend changed from {} to {}. Run `gpustack init --migrate-state` to copy the state to the new backend, or `gpustack init --reconfigure` to use the new backend as it is",
                 describe(&before),
@@ -109,6 +121,9 @@ pub fn full(e: &dyn std::error::Error) -> String {
     }
 }
 
+/// Set when a lock this process holds was lost: an apply stops starting operations.
+pub static LOCK_LOST: AtomicBool = AtomicBool::new(false);
+
 pub async fn lock(
     backend: &dyn Backend,
     operation: &str,
@@ -119,6 +134,13 @@ pub async fn lock(
             if let Some(notice) = &guard.notice {
                 eprintln!("{notice}");
             }
+            let lost = guard.lost();
+            tokio::spawn(async move {
+                while !lost.load(Ordering::SeqCst) {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                LOCK_LOST.store(true, Ordering::SeqCst);
+            });
             Ok(guard)
         }
         Err(e) => {
@@ -151,8 +173,16 @@ pub fn init(
         Ok(c) => c,
         Err(e) => return error(e),
     };
+    let before = match recorded(dir) {
+        Ok(before) => before.unwrap_or_default(),
+        Err(e) if reconfigure => {
+            eprintln!("Warning: {e}");
+            BackendConfig::default()
+        }
+        Err(e) => return error(e),
+    };
     runtime().block_on(async {
-        let before = recorded(dir).unwrap_or_default();
+        let moved = !before.same_location(&config);
         let new = match config.open(dir).await {
             Ok(b) => b,
             Err(e) => return error(full(&e)),
@@ -165,7 +195,7 @@ pub fn init(
             Ok(s) => s,
             Err(e) => return error(e),
         };
-        if before != config && !reconfigure {
+        if moved && !reconfigure {
             let old = match before.open(dir).await {
                 Ok(b) => b,
                 Err(e) => return error(full(&e)),
@@ -222,7 +252,7 @@ pub fn init(
         if let Err(e) = record(dir, &config) {
             return error(format!("cannot record the backend in {}: {e}", record_path(dir).display()));
         }
-        let current = if before != config && migrate_state {
+        let current = if moved && migrate_state {
             read(new.as_ref()).await.ok().flatten()
         } else {
             existing

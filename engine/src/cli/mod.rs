@@ -255,6 +255,17 @@ enum StateCommand {
         #[arg(long, default_value = ".")]
         dir: PathBuf,
     },
+    /// Replace the state with a file (e.g. errored.gpustack-state.json after a failed save);
+    /// refused for another lineage or when the backend's state is newer, unless --force.
+    Push {
+        file: PathBuf,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long)]
+        force: bool,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+    },
 }
 
 #[derive(Args)]
@@ -485,6 +496,12 @@ pub fn main() -> ExitCode {
                 lock_timeout,
             } => state::mv(&dir, &from, &to, lock_timeout),
             StateCommand::Pull { dir } => state::pull(&dir),
+            StateCommand::Push {
+                file,
+                dir,
+                force,
+                lock_timeout,
+            } => state::push(&dir, &file, force, lock_timeout),
         },
         Command::Import {
             address,

@@ -137,12 +137,13 @@ fn confirm(question: &str, auto_approve: bool) -> Result<bool, ExitCode> {
     Ok(answer.trim() == "yes")
 }
 
-/// Ctrl-C stops new operations; the ones in flight finish and the state is saved.
+/// Ctrl-C or SIGTERM stops new operations; the ones in flight finish and the state is saved.
+/// A second Ctrl-C aborts.
 fn interrupt_flag() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
+        if interrupted().await {
             eprintln!(
                 "\nInterrupt received: waiting for operations in flight, then saving the state. Press Ctrl-C again to abort."
             );
@@ -153,6 +154,24 @@ fn interrupt_flag() -> Arc<AtomicBool> {
         }
     });
     stop
+}
+
+async fn interrupted() -> bool {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                c = tokio::signal::ctrl_c() => c.is_ok(),
+                _ = term.recv() => true,
+            },
+            Err(_) => tokio::signal::ctrl_c().await.is_ok(),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.is_ok()
+    }
 }
 
 /// `stop` is set by Ctrl-C, which may come while planning or confirming, before any change.
@@ -167,9 +186,31 @@ async fn execute(
     if stop.load(Ordering::SeqCst) {
         return error("interrupted before any change was made");
     }
+    if super::backend::LOCK_LOST.load(Ordering::SeqCst) {
+        return error("the state lock was lost before any change was made");
+    }
+    let watcher = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            while !super::backend::LOCK_LOST.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            eprintln!(
+                "Stopping: no new operation starts without the state lock; the ones in flight finish."
+            );
+            stop.store(true, Ordering::SeqCst);
+        })
+    };
     // The walker writes from synchronous code; the write blocks only the thread it runs on.
-    let mut persist =
-        |state: &State| gpustack_state::block_on(backend.write(state)).map_err(|e| full(&e));
+    // Once a write fails, nothing more is started: what is done would go unrecorded.
+    let save_failed = AtomicBool::new(false);
+    let mut persist = |state: &State| {
+        gpustack_state::block_on(backend.write(state)).map_err(|e| {
+            save_failed.store(true, Ordering::SeqCst);
+            stop.store(true, Ordering::SeqCst);
+            full(&e)
+        })
+    };
     let ApplyReport {
         state,
         sources,
@@ -184,8 +225,13 @@ async fn execute(
         std::io::stderr().is_terminal(),
     )
     .await;
+    watcher.abort();
     render::diagnostics(&sources, &diagnostics, color);
     let mut failed = diagnostics.iter().any(|d| d.is_error());
+    if save_failed.load(Ordering::SeqCst) {
+        keep_errored_state(&state);
+        failed = true;
+    }
     let tests = super::junit::report(&results, &state);
     print_test_results(&tests);
     if let Some(path) = junit
@@ -199,7 +245,11 @@ async fn execute(
     } else {
         "Apply"
     };
-    if stop.load(Ordering::SeqCst) {
+    if super::backend::LOCK_LOST.load(Ordering::SeqCst) {
+        eprintln!("{verb} stopped: the state lock was lost.");
+        return ExitCode::from(1);
+    }
+    if stop.load(Ordering::SeqCst) && !failed {
         eprintln!("{verb} interrupted; the state records what was done.");
         return ExitCode::from(1);
     }
@@ -226,6 +276,23 @@ async fn execute(
         }
     }
     ExitCode::SUCCESS
+}
+
+/// The state a failed save could not write, kept in the working directory (as Terraform's
+/// errored.tfstate) so that what this run did is not forgotten.
+fn keep_errored_state(state: &State) {
+    let path = Path::new("errored.gpustack-state.json");
+    match write_private(path, &state.encode()) {
+        Ok(()) => eprintln!(
+            "The state of this run could not be saved to its backend; it is kept in {}. Once the backend is reachable, check it and run: gpustack state push {}",
+            path.display(),
+            path.display()
+        ),
+        Err(e) => eprintln!(
+            "The state of this run could not be saved to its backend, nor to {}: {e}",
+            path.display()
+        ),
+    }
 }
 
 /// Each smoke test that ran, check by check, after the apply output.
@@ -277,7 +344,11 @@ pub fn apply(
             if !plan.has_changes() {
                 return ExitCode::SUCCESS;
             }
-            let question = if options.mode == PlanMode::Destroy { "Do you really want to destroy these objects?" } else { "Do you want to perform these actions?" };
+            let question = if options.mode == PlanMode::Destroy {
+                "Do you really want to destroy these objects?"
+            } else {
+                "Do you want to perform these actions?"
+            };
             match confirm(question, auto_approve) {
                 Ok(true) => {}
                 Ok(false) => return error("apply cancelled"),
@@ -287,14 +358,27 @@ pub fn apply(
                 Ok(s) => s,
                 Err(e) => return error(e),
             };
+            if let Err(e) = check_fresh(&plan, state.as_ref()) {
+                return error(e);
+            }
             return execute(&plan, backend.as_ref(), state, common.color, stop, junit).await;
         };
-        let plan = match std::fs::read(file).map_err(|e| e.to_string()).and_then(|b| Plan::decode(&b)) {
+        let plan = match std::fs::read(file)
+            .map_err(|e| e.to_string())
+            .and_then(|b| Plan::decode(&b))
+        {
             Ok(plan) => plan,
             Err(e) => return error(format!("{}: {e}", file.display())),
         };
         let dir = PathBuf::from(&plan.snapshot.stack_dir);
-        let session = Session::open(&dir, &Files::Snapshot { root: dir.clone(), files: Arc::new(plan.snapshot.files.clone()) }, InputSource::Values(&Default::default()));
+        let session = Session::open(
+            &dir,
+            &Files::Snapshot {
+                root: dir.clone(),
+                files: Arc::new(plan.snapshot.files.clone()),
+            },
+            InputSource::Values(&Default::default()),
+        );
         let backend = match super::backend::open(&dir, &session).await {
             Ok(b) => b,
             Err(e) => return error(e),
@@ -307,18 +391,26 @@ pub fn apply(
             Ok(s) => s,
             Err(e) => return error(e),
         };
-        let (lineage, serial) = state.as_ref().map_or((None, 0), |s| (Some(s.lineage.clone()), s.serial));
-        if lineage != plan.lineage || serial != plan.serial {
-            return error(format!(
-                "the saved plan is stale: it was made from state {} serial {}, and the state is now {} serial {}. Something was applied since; make a new plan.",
-                plan.lineage.as_deref().unwrap_or("(none)"),
-                plan.serial,
-                lineage.as_deref().unwrap_or("(none)"),
-                serial
-            ));
+        if let Err(e) = check_fresh(&plan, state.as_ref()) {
+            return error(e);
         }
         execute(&plan, backend.as_ref(), state, common.color, stop, junit).await
     })
+}
+
+/// A plan applies only to the state it was made from.
+fn check_fresh(plan: &Plan, state: Option<&State>) -> Result<(), String> {
+    let (lineage, serial) = state.map_or((None, 0), |s| (Some(s.lineage.clone()), s.serial));
+    if lineage != plan.lineage || serial != plan.serial {
+        return Err(format!(
+            "the saved plan is stale: it was made from state {} serial {}, and the state is now {} serial {}. Something was applied since; make a new plan.",
+            plan.lineage.as_deref().unwrap_or("(none)"),
+            plan.serial,
+            lineage.as_deref().unwrap_or("(none)"),
+            serial
+        ));
+    }
+    Ok(())
 }
 
 /// Runs the stack's smoke tests again, and changes nothing else: a plan limited to the

@@ -194,6 +194,61 @@ pub fn pull(dir: &Path) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+pub fn push(dir: &Path, file: &Path, force: bool, lock_timeout: Duration) -> ExitCode {
+    let pushed = match std::fs::read(file)
+        .map_err(|e| e.to_string())
+        .and_then(|b| State::decode(&b).map_err(|e| e.to_string()))
+    {
+        Ok(state) => state,
+        Err(e) => return error(format!("{}: {e}", file.display())),
+    };
+    run(async {
+        let backend = match stack_backend(dir).await {
+            Ok(b) => b,
+            Err(c) => return c,
+        };
+        let _guard = match lock(backend.as_ref(), "state push", lock_timeout).await {
+            Ok(g) => g,
+            Err(e) => return error(e),
+        };
+        let current = match backend.read().await {
+            Ok(s) => s,
+            Err(e) => return error(full(&e)),
+        };
+        let mut state = pushed.clone();
+        if let Some(current) = &current {
+            if current.lineage != pushed.lineage && !force {
+                return error(format!(
+                    "{} holds another state (lineage {}, not {}); use --force to replace it",
+                    backend.location(),
+                    current.lineage,
+                    pushed.lineage
+                ));
+            }
+            if current.serial > pushed.serial && !force {
+                return error(format!(
+                    "{} holds a newer state (serial {} > {}); use --force to replace it",
+                    backend.location(),
+                    current.serial,
+                    pushed.serial
+                ));
+            }
+            state.serial = state.serial.max(current.serial + 1);
+        }
+        if let Err(e) = backend.write(&state).await {
+            return error(full(&e));
+        }
+        println!(
+            "Pushed {} ({} objects) to {} as serial {}.",
+            file.display(),
+            state.resources.len(),
+            backend.location(),
+            state.serial
+        );
+        ExitCode::SUCCESS
+    })
+}
+
 pub fn output(dir: &Path, name: Option<&str>, json: bool) -> ExitCode {
     let state = match run_state(dir) {
         Ok(s) => s,

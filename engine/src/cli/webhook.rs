@@ -57,11 +57,12 @@ pub fn event(before: Option<&str>, now: &str) -> Option<Event> {
     }
 }
 
-/// The URL without its path and query, which often hold the hook's secret token.
+/// The URL without credentials, path and query, which often hold the hook's secret token.
 fn redacted(url: &str) -> String {
     match url.split_once("://") {
         Some((scheme, rest)) => {
-            let host = rest.split(['/', '?']).next().unwrap_or_default();
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+            let host = authority.rsplit('@').next().unwrap_or_default();
             format!("{scheme}://{host}/…")
         }
         None => "(the webhook URL)".to_owned(),
@@ -77,11 +78,17 @@ pub async fn notify(
     plan: &Plan,
 ) -> Result<Option<Event>, String> {
     let report = gpustack::render::drift_json(plan);
+    // Without the record the run cannot tell new drift from old: better no post than a
+    // repeated page.
     let before: Option<Reported> = backend
         .read_note(RECORD)
         .await
-        .ok()
-        .flatten()
+        .map_err(|e| {
+            format!(
+                "cannot read what the webhook was last sent: {}",
+                super::backend::full(&e)
+            )
+        })?
         .and_then(|b| serde_json::from_slice(&b).ok());
     let now = fingerprint(&report);
     let Some(event) = event(before.as_ref().map(|r| r.fingerprint.as_str()), &now) else {
@@ -163,6 +170,10 @@ mod tests {
 
     #[test]
     fn secret_paths_of_webhook_urls_are_not_shown() {
+        assert_eq!(
+            redacted("https://user:t0ken@hooks.example.com/x"),
+            "https://hooks.example.com/…"
+        );
         assert_eq!(
             redacted("https://hooks.slack.com/services/T000/B000/XXXX"),
             "https://hooks.slack.com/…"
