@@ -22,8 +22,6 @@ locals {
   stack_files = var.stack_files != null ? var.stack_files : {
     "main.hcl" = file("${path.module}/watched/main.hcl")
   }
-  lock        = "gpustack-lock-${var.state_suffix}"
-  webhook_key = "gpustack-note-${var.state_suffix}-drift-webhook-json"
   args = concat(
     ["drift", "/stack", "--json", "--metrics-file", "/metrics/gpustack-drift.prom"],
     var.webhook_url == "" ? [] : ["--webhook", "$(WEBHOOK_URL)"],
@@ -33,99 +31,35 @@ locals {
   }
 }
 
-resource "kubernetes_manifest" "namespace" {
-  manifest = {
-    apiVersion = "v1"
-    kind       = "Namespace"
-    metadata   = { name = var.namespace, labels = local.labels }
-  }
-}
-
-resource "kubernetes_manifest" "service_account" {
-  manifest = {
-    apiVersion                   = "v1"
-    kind                         = "ServiceAccount"
-    metadata                     = { name = local.name, namespace = var.namespace, labels = local.labels }
-    automountServiceAccountToken = true
-  }
-  depends_on = [kubernetes_manifest.namespace]
-}
-
-# The state: read the Secrets (chunk names are not known in advance, so every Secret of this
-# namespace), take and release the lock Lease, and keep the webhook's record. Nothing else
-# in this namespace can be changed.
-resource "kubernetes_manifest" "state_role" {
-  manifest = {
-    apiVersion = "rbac.authorization.k8s.io/v1"
-    kind       = "Role"
-    metadata   = { name = "${local.name}-state", namespace = var.namespace, labels = local.labels }
-    rules = [
-      { apiGroups = [""], resources = ["secrets"], verbs = ["get"] },
-      { apiGroups = [""], resources = ["secrets"], verbs = ["patch"], resourceNames = [local.webhook_key] },
-      # Server-side apply creates the record the first time; create cannot name its object.
-      { apiGroups = [""], resources = ["secrets"], verbs = ["create"] },
-      { apiGroups = ["coordination.k8s.io"], resources = ["leases"], verbs = ["create"] },
-      { apiGroups = ["coordination.k8s.io"], resources = ["leases"], verbs = ["get", "update", "delete"], resourceNames = [local.lock] },
-    ]
-  }
-  depends_on = [kubernetes_manifest.namespace]
-}
-
-resource "kubernetes_manifest" "state_binding" {
-  manifest = {
-    apiVersion = "rbac.authorization.k8s.io/v1"
-    kind       = "RoleBinding"
-    metadata   = { name = "${local.name}-state", namespace = var.namespace, labels = local.labels }
-    roleRef    = { apiGroup = "rbac.authorization.k8s.io", kind = "Role", name = "${local.name}-state" }
-    subjects   = [{ kind = "ServiceAccount", name = local.name, namespace = var.namespace }]
-  }
-  depends_on = [kubernetes_manifest.state_role, kubernetes_manifest.service_account]
-}
-
-# Refresh only reads: get, list and watch on the kinds the watched stack manages.
-resource "kubernetes_manifest" "read_role" {
-  manifest = {
-    apiVersion = "rbac.authorization.k8s.io/v1"
-    kind       = "ClusterRole"
-    metadata   = { name = "${local.name}-read-${var.namespace}", labels = local.labels }
-    rules = [for r in var.watched_resources : {
-      apiGroups = r.api_groups
-      resources = r.resources
-      verbs     = ["get", "list", "watch"]
-    }]
-  }
-}
-
-resource "kubernetes_manifest" "read_binding" {
-  manifest = {
-    apiVersion = "rbac.authorization.k8s.io/v1"
-    kind       = "ClusterRoleBinding"
-    metadata   = { name = "${local.name}-read-${var.namespace}", labels = local.labels }
-    roleRef    = { apiGroup = "rbac.authorization.k8s.io", kind = "ClusterRole", name = "${local.name}-read-${var.namespace}" }
-    subjects   = [{ kind = "ServiceAccount", name = local.name, namespace = var.namespace }]
-  }
-  depends_on = [kubernetes_manifest.read_role, kubernetes_manifest.service_account]
+# The service account and its least-privilege roles: read the watched kinds and the state,
+# take the lock, keep the webhook's record.
+module "access" {
+  source            = "../../modules/drift-access"
+  namespace         = var.namespace
+  name              = local.name
+  state_suffixes    = [var.state_suffix]
+  webhook_records   = var.webhook_url != ""
+  watched_resources = var.watched_resources
+  labels            = local.labels
 }
 
 resource "kubernetes_manifest" "stack" {
   manifest = {
     apiVersion = "v1"
     kind       = "ConfigMap"
-    metadata   = { name = "${local.name}-stack", namespace = var.namespace, labels = local.labels }
+    metadata   = { name = "${local.name}-stack", namespace = module.access.namespace, labels = local.labels }
     data       = local.stack_files
   }
-  depends_on = [kubernetes_manifest.namespace]
 }
 
 resource "kubernetes_manifest" "webhook" {
   manifest = {
     apiVersion = "v1"
     kind       = "Secret"
-    metadata   = { name = "${local.name}-webhook", namespace = var.namespace, labels = local.labels }
+    metadata   = { name = "${local.name}-webhook", namespace = module.access.namespace, labels = local.labels }
     type       = "Opaque"
     stringData = { url = var.webhook_url }
   }
-  depends_on = [kubernetes_manifest.namespace]
 }
 
 resource "kubernetes_manifest" "cronjob" {
@@ -145,7 +79,7 @@ resource "kubernetes_manifest" "cronjob" {
           template = {
             metadata = { labels = local.labels }
             spec = {
-              serviceAccountName = local.name
+              serviceAccountName = module.access.service_account
               restartPolicy      = "Never"
               securityContext = {
                 runAsNonRoot   = true
@@ -185,12 +119,7 @@ resource "kubernetes_manifest" "cronjob" {
       }
     }
   }
-  depends_on = [
-    kubernetes_manifest.stack,
-    kubernetes_manifest.webhook,
-    kubernetes_manifest.state_binding,
-    kubernetes_manifest.read_binding,
-  ]
+  depends_on = [kubernetes_manifest.stack, kubernetes_manifest.webhook]
 }
 
 output "cronjob" {

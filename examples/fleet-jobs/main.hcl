@@ -23,74 +23,17 @@ locals {
     east = { state_suffix = "east", files = { "main.hcl" = file("${path.module}/fleet/east/main.hcl") } }
     west = { state_suffix = "west", files = { "main.hcl" = file("${path.module}/fleet/west/main.hcl") } }
   }
-  locks = [for s in values(local.stacks) : "gpustack-lock-${s.state_suffix}"]
 }
 
-resource "kubernetes_manifest" "namespace" {
-  manifest = {
-    apiVersion = "v1"
-    kind       = "Namespace"
-    metadata   = { name = var.namespace, labels = local.labels }
-  }
-}
-
-resource "kubernetes_manifest" "service_account" {
-  manifest = {
-    apiVersion = "v1"
-    kind       = "ServiceAccount"
-    metadata   = { name = local.name, namespace = var.namespace, labels = local.labels }
-  }
-  depends_on = [kubernetes_manifest.namespace]
-}
-
-# Every stack's state: read its Secrets and take and release its lock Lease.
-resource "kubernetes_manifest" "state_role" {
-  manifest = {
-    apiVersion = "rbac.authorization.k8s.io/v1"
-    kind       = "Role"
-    metadata   = { name = "${local.name}-state", namespace = var.namespace, labels = local.labels }
-    rules = [
-      { apiGroups = [""], resources = ["secrets"], verbs = ["get"] },
-      { apiGroups = ["coordination.k8s.io"], resources = ["leases"], verbs = ["create"] },
-      { apiGroups = ["coordination.k8s.io"], resources = ["leases"], verbs = ["get", "update", "delete"], resourceNames = local.locks },
-    ]
-  }
-  depends_on = [kubernetes_manifest.namespace]
-}
-
-resource "kubernetes_manifest" "state_binding" {
-  manifest = {
-    apiVersion = "rbac.authorization.k8s.io/v1"
-    kind       = "RoleBinding"
-    metadata   = { name = "${local.name}-state", namespace = var.namespace, labels = local.labels }
-    roleRef    = { apiGroup = "rbac.authorization.k8s.io", kind = "Role", name = "${local.name}-state" }
-    subjects   = [{ kind = "ServiceAccount", name = local.name, namespace = var.namespace }]
-  }
-  depends_on = [kubernetes_manifest.state_role, kubernetes_manifest.service_account]
-}
-
-resource "kubernetes_manifest" "read_role" {
-  manifest = {
-    apiVersion = "rbac.authorization.k8s.io/v1"
-    kind       = "ClusterRole"
-    metadata   = { name = "${local.name}-read-${var.namespace}", labels = local.labels }
-    rules = [for r in var.watched_resources : {
-      apiGroups = r.api_groups
-      resources = r.resources
-      verbs     = ["get", "list", "watch"]
-    }]
-  }
-}
-
-resource "kubernetes_manifest" "read_binding" {
-  manifest = {
-    apiVersion = "rbac.authorization.k8s.io/v1"
-    kind       = "ClusterRoleBinding"
-    metadata   = { name = "${local.name}-read-${var.namespace}", labels = local.labels }
-    roleRef    = { apiGroup = "rbac.authorization.k8s.io", kind = "ClusterRole", name = "${local.name}-read-${var.namespace}" }
-    subjects   = [{ kind = "ServiceAccount", name = local.name, namespace = var.namespace }]
-  }
-  depends_on = [kubernetes_manifest.read_role, kubernetes_manifest.service_account]
+# One service account for the whole fleet, with least-privilege roles: read the watched kinds
+# and every stack's state, take their locks.
+module "access" {
+  source            = "../../modules/drift-access"
+  namespace         = var.namespace
+  name              = local.name
+  state_suffixes    = [for s in values(local.stacks) : s.state_suffix]
+  watched_resources = var.watched_resources
+  labels            = local.labels
 }
 
 resource "kubernetes_manifest" "stack" {
@@ -98,10 +41,9 @@ resource "kubernetes_manifest" "stack" {
   manifest = {
     apiVersion = "v1"
     kind       = "ConfigMap"
-    metadata   = { name = "${local.name}-${each.key}", namespace = var.namespace, labels = merge(local.labels, { "gpustack.dev/stack" = each.key }) }
+    metadata   = { name = "${local.name}-${each.key}", namespace = module.access.namespace, labels = merge(local.labels, { "gpustack.dev/stack" = each.key }) }
     data       = each.value.files
   }
-  depends_on = [kubernetes_manifest.namespace]
 }
 
 resource "kubernetes_manifest" "cronjob" {
@@ -122,7 +64,7 @@ resource "kubernetes_manifest" "cronjob" {
           template = {
             metadata = { labels = merge(local.labels, { "gpustack.dev/stack" = each.key }) }
             spec = {
-              serviceAccountName = local.name
+              serviceAccountName = module.access.service_account
               restartPolicy      = "Never"
               securityContext = {
                 runAsNonRoot   = true
@@ -158,11 +100,7 @@ resource "kubernetes_manifest" "cronjob" {
       }
     }
   }
-  depends_on = [
-    kubernetes_manifest.stack,
-    kubernetes_manifest.state_binding,
-    kubernetes_manifest.read_binding,
-  ]
+  depends_on = [kubernetes_manifest.stack]
 }
 
 output "cronjobs" {

@@ -154,6 +154,28 @@ pub fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
     }
 }
 
+/// `lock_ttl` of a backend block; the default when unset.
+pub(crate) fn lock_ttl(
+    kind: &'static str,
+    text: Option<&str>,
+    default: Duration,
+) -> Result<Duration, StateError> {
+    let ttl = match text {
+        Some(text) => humantime::parse_duration(text).map_err(|e| StateError::Connect {
+            kind,
+            source: format!("lock_ttl = {text:?}: {e}").into(),
+        })?,
+        None => default,
+    };
+    if ttl < Duration::from_secs(3) {
+        return Err(StateError::Connect {
+            kind,
+            source: "lock_ttl must be at least 3s".into(),
+        });
+    }
+    Ok(ttl)
+}
+
 /// A place the state lives.
 #[async_trait::async_trait]
 pub trait Backend: Send + Sync {

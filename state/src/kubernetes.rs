@@ -16,7 +16,7 @@
 //! takes it over and says whose lock expired. Clocks of the machines must roughly agree.
 
 use crate::backend::{
-    Backend, BoxError, Expiry, LockError, LockGuard, Renewal, StateError, keep_renewing,
+    Backend, BoxError, Expiry, LockError, LockGuard, Renewal, StateError, keep_renewing, lock_ttl,
 };
 use crate::{LockInfo, State};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -88,14 +88,7 @@ fn connect_error(source: impl Into<BoxError>) -> StateError {
 
 impl KubernetesBackend {
     pub async fn connect(config: &KubernetesConfig) -> Result<Self, StateError> {
-        let lock_ttl = match &config.lock_ttl {
-            Some(text) => humantime::parse_duration(text)
-                .map_err(|e| connect_error(format!("lock_ttl = {text:?}: {e}")))?,
-            None => DEFAULT_LOCK_TTL,
-        };
-        if lock_ttl < Duration::from_secs(3) {
-            return Err(connect_error("lock_ttl must be at least 3s"));
-        }
+        let lock_ttl = lock_ttl("kubernetes", config.lock_ttl.as_deref(), DEFAULT_LOCK_TTL)?;
         let client_config = client_config(config).await?;
         let client = kube::Client::try_from(client_config).map_err(connect_error)?;
         Ok(Self {

@@ -9,7 +9,7 @@
 //! takes it.
 
 use crate::backend::{
-    Backend, BoxError, Expiry, LockError, LockGuard, Renewal, StateError, keep_renewing,
+    Backend, BoxError, Expiry, LockError, LockGuard, Renewal, StateError, keep_renewing, lock_ttl,
 };
 use crate::{LockInfo, State};
 use aws_sdk_s3::Client;
@@ -60,13 +60,6 @@ struct LockRecord {
     ttl_seconds: u64,
 }
 
-fn connect_error(source: impl Into<BoxError>) -> StateError {
-    StateError::Connect {
-        kind: "s3",
-        source: source.into(),
-    }
-}
-
 fn epoch_seconds() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -99,14 +92,7 @@ impl S3Backend {
         config: &S3Config,
         credentials: Option<aws_sdk_s3::config::SharedCredentialsProvider>,
     ) -> Result<Self, StateError> {
-        let lock_ttl = match &config.lock_ttl {
-            Some(text) => humantime::parse_duration(text)
-                .map_err(|e| connect_error(format!("lock_ttl = {text:?}: {e}")))?,
-            None => DEFAULT_LOCK_TTL,
-        };
-        if lock_ttl < Duration::from_secs(3) {
-            return Err(connect_error("lock_ttl must be at least 3s"));
-        }
+        let lock_ttl = lock_ttl("s3", config.lock_ttl.as_deref(), DEFAULT_LOCK_TTL)?;
         let http_client = aws_smithy_http_client::Builder::new()
             .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
                 aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,

@@ -549,6 +549,17 @@ fn a_plan_made_in_one_clone_applies_from_a_fresh_clone_and_a_stale_plan_is_refus
     assert!(comment.contains("kubernetes_manifest.sharing"), "{comment}");
     std::fs::remove_dir_all(&first_runner).unwrap();
 
+    let replicas = || {
+        cluster.kubectl_ok(&[
+            "get",
+            "configmap",
+            "time-slicing-config",
+            "-n",
+            &namespace.name,
+            "-o",
+            "jsonpath={.data.replicas}",
+        ])
+    };
     let second_runner = work.path().join("runner-2");
     clone(&second_runner);
     let (code, out, err) = remote.run(&second_runner, &["apply", "../plans/pr.bin"]);
@@ -557,15 +568,7 @@ fn a_plan_made_in_one_clone_applies_from_a_fresh_clone_and_a_stale_plan_is_refus
         "the saved plan applies from a fresh clone:\n{out}{err}"
     );
     assert!(out.contains("1 added"), "{out}");
-    let data = cluster.kubectl_ok(&[
-        "get",
-        "configmap",
-        "time-slicing-config",
-        "-n",
-        &namespace.name,
-        "-o",
-        "jsonpath={.data.replicas}",
-    ]);
+    let data = replicas();
     assert_eq!(data, "4");
     assert!(
         !second_runner
@@ -594,14 +597,6 @@ fn a_plan_made_in_one_clone_applies_from_a_fresh_clone_and_a_stale_plan_is_refus
     let (code, out, err) = remote.run(&second_runner, &["apply", "../plans/a.bin"]);
     assert_eq!(code, 1, "a stale plan must be refused:\n{out}{err}");
     assert!(err.contains("the saved plan is stale"), "{err}");
-    let data = cluster.kubectl_ok(&[
-        "get",
-        "configmap",
-        "time-slicing-config",
-        "-n",
-        &namespace.name,
-        "-o",
-        "jsonpath={.data.replicas}",
-    ]);
+    let data = replicas();
     assert_eq!(data, "2", "the refused plan changed nothing");
 }

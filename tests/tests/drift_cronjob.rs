@@ -25,6 +25,14 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// An example and the modules it uses, laid out as in the repository.
+fn copy_example(root: &Path, name: &str) -> PathBuf {
+    copy_dir(&repo_root().join("modules"), &root.join("modules"));
+    let example = root.join("examples").join(name);
+    copy_dir(&repo_root().join("examples").join(name), &example);
+    example
+}
+
 fn json(cluster: &TestCluster, args: &[&str]) -> serde_json::Value {
     let mut all = args.to_vec();
     all.extend(["-o", "json"]);
@@ -100,8 +108,7 @@ fn the_drift_cronjob_example_reports_drift_with_a_read_only_service_account() {
     let state_ns = format!("drift-cron-{id}");
     let watched_ns = format!("drift-gpu-{id}");
     let work = tempfile::tempdir().unwrap();
-    let example = work.path().join("drift-cronjob");
-    copy_dir(&repo_root().join("examples/drift-cronjob"), &example);
+    let example = copy_example(work.path(), "drift-cronjob");
     let watched_file = example.join("watched/main.hcl");
     let watched = std::fs::read_to_string(&watched_file)
         .unwrap()
@@ -307,8 +314,7 @@ fn the_fleet_jobs_example_makes_one_cronjob_per_stack() {
     let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
     let namespace = format!("fleet-{}", std::process::id());
     let work = tempfile::tempdir().unwrap();
-    let example = work.path().join("fleet-jobs");
-    copy_dir(&repo_root().join("examples/fleet-jobs"), &example);
+    let example = copy_example(work.path(), "fleet-jobs");
     let admin = cluster.kubeconfig.display().to_string();
     let vars = [
         format!("kubeconfig={admin}"),
