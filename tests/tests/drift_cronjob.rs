@@ -9,21 +9,8 @@
 use base64::Engine;
 use gpustack_tests::cluster::TestCluster;
 use gpustack_tests::receiver::receiver;
-use gpustack_tests::{gpustack_env, repo_root, stderr, stdout};
+use gpustack_tests::{copy_dir, gpustack_env, repo_root, stderr, stdout};
 use std::path::{Path, PathBuf};
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 /// An example and the modules it uses, laid out as in the repository.
 fn copy_example(root: &Path, name: &str) -> PathBuf {

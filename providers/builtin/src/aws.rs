@@ -1,11 +1,30 @@
-use crate::check::{Checker, provider_config};
-use gpustack_protocol::{
-    Attribute, GetSchemaRequest, GetSchemaResponse, ObjectAttr, Provider, ProviderSchema, Schema,
-    Type, ValidateResourceConfigRequest, ValidateResourceConfigResponse,
+use crate::catalog::Gpus;
+use crate::check::{Checker, attribute, provider_config, text};
+use aws_sdk_eks::types::{
+    AmiTypes, CapacityTypes, Nodegroup, NodegroupScalingConfig, Taint, TaintEffect,
+    UpdateLabelsPayload, UpdateTaintsPayload,
 };
+use gpustack_protocol::{
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, CapacityChange,
+    ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, ImportResourceRequest,
+    ImportResourceResponse, ObjectAttr, PlanResourceChangeRequest, PlanResourceChangeResponse,
+    Provider, ProviderSchema, ReadDataSourceRequest, ReadDataSourceResponse, ReadResourcesRequest,
+    ReadResourcesResponse, Schema, Type, ValidateResourceConfigRequest,
+    ValidateResourceConfigResponse, Value, plan_from_schema,
+};
+use indexmap::IndexMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// EKS managed node groups and EC2 instance-type data.
 pub(crate) struct Aws;
+
+/// The tag a node group is created with: the request's idempotency token.
+const CREATION_TAG: &str = "gpustack.dev/creation-token";
+
+/// How long a node group may take to become active or go away.
+const WAIT: Duration = Duration::from_secs(40 * 60);
 
 pub(crate) fn taint_type() -> Type {
     Type::object([
@@ -15,6 +34,7 @@ pub(crate) fn taint_type() -> Type {
     ])
 }
 
+#[async_trait::async_trait]
 impl Provider for Aws {
     fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
         let config = provider_config("AWS, with the standard credential chain.")
@@ -129,6 +149,736 @@ impl Provider for Aws {
         }
         ValidateResourceConfigResponse {
             diagnostics: check.diagnostics,
+        }
+    }
+
+    async fn configure(
+        &self,
+        request: ConfigureRequest,
+    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        let config = &request.config;
+        let http_client = aws_smithy_http_client::Builder::new()
+            .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+                aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+            ))
+            .build_https();
+        // Node group operations are few and slow; a throttled or failed call is worth more
+        // attempts than the SDK's default three.
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .http_client(http_client)
+            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(6));
+        if let Some(region) = text(config, "region") {
+            loader = loader.region(aws_config::Region::new(region.to_owned()));
+        }
+        if let Some(profile) = text(config, "profile") {
+            loader = loader.profile_name(profile);
+        }
+        if let Some(endpoint) = text(config, "endpoint") {
+            loader = loader.endpoint_url(endpoint);
+        }
+        let shared = loader.load().await;
+        if shared.region().is_none() {
+            return Err(vec![Diagnostic::error(
+                "No AWS region",
+                "Set region in the aws provider block, or AWS_REGION / a profile's region.",
+            )]);
+        }
+        Ok(Arc::new(Connected {
+            eks: aws_sdk_eks::Client::new(&shared),
+            ec2: aws_sdk_ec2::Client::new(&shared),
+            gpus: Mutex::new(HashMap::new()),
+        }))
+    }
+}
+
+/// An `aws` provider block, connected.
+struct Connected {
+    eks: aws_sdk_eks::Client,
+    ec2: aws_sdk_ec2::Client,
+    /// DescribeInstanceTypes answers, by instance type (`None`: not a GPU type).
+    gpus: Mutex<HashMap<String, Option<Gpus>>>,
+}
+
+fn error(summary: &str, e: impl std::fmt::Display) -> Diagnostic {
+    Diagnostic::error(summary, e.to_string())
+}
+
+/// The SDK error with its causes: its Display says only "service error".
+fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut current = e.source();
+    while let Some(source) = current {
+        parts.push(source.to_string());
+        current = source.source();
+    }
+    parts.dedup();
+    parts.join(": ")
+}
+
+fn number(state: &Value, name: &str) -> Option<i32> {
+    attribute(state, name)
+        .and_then(Value::as_number)
+        .map(|n| n as i32)
+}
+
+fn strings(state: &Value, name: &str) -> Vec<String> {
+    attribute(state, name)
+        .and_then(Value::as_list)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect()
+}
+
+fn labels(state: &Value) -> BTreeMap<String, String> {
+    attribute(state, "labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// (key, value, effect) of each taint.
+fn taints(state: &Value) -> Vec<(String, Option<String>, String)> {
+    attribute(state, "taints")
+        .and_then(Value::as_list)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|t| {
+            Some((
+                text(t, "key")?.to_owned(),
+                text(t, "value").map(str::to_owned),
+                text(t, "effect")?.to_owned(),
+            ))
+        })
+        .collect()
+}
+
+fn sdk_taint((key, value, effect): &(String, Option<String>, String)) -> Taint {
+    Taint::builder()
+        .key(key)
+        .set_value(value.clone())
+        .effect(TaintEffect::from(effect.as_str()))
+        .build()
+}
+
+/// The state of a node group as the API describes it.
+fn state_of(group: &Nodegroup) -> Value {
+    let mut subnets: Vec<String> = group.subnets().to_vec();
+    subnets.sort();
+    let scaling = group.scaling_config();
+    let list = |items: Vec<String>| Value::List(items.into_iter().map(Value::String).collect());
+    let optional = |s: Option<&str>| s.map_or(Value::Null, Value::string);
+    let labels: IndexMap<String, Value> = group
+        .labels()
+        .map(|m| {
+            let sorted: BTreeMap<&String, &String> = m.iter().collect();
+            sorted
+                .into_iter()
+                .map(|(k, v)| (k.clone(), Value::string(v.clone())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let taints: Vec<Value> = group
+        .taints()
+        .iter()
+        .map(|t| {
+            Value::Object(IndexMap::from([
+                ("key".to_owned(), optional(t.key())),
+                ("value".to_owned(), optional(t.value())),
+                (
+                    "effect".to_owned(),
+                    optional(t.effect().map(TaintEffect::as_str)),
+                ),
+            ]))
+        })
+        .collect();
+    let size = |n: Option<i32>| n.map_or(Value::Null, |n| Value::Number(f64::from(n)));
+    Value::Object(IndexMap::from([
+        ("cluster_name".to_owned(), optional(group.cluster_name())),
+        (
+            "nodegroup_name".to_owned(),
+            optional(group.nodegroup_name()),
+        ),
+        ("node_role".to_owned(), optional(group.node_role())),
+        ("subnets".to_owned(), list(subnets)),
+        (
+            "instance_types".to_owned(),
+            list(group.instance_types().to_vec()),
+        ),
+        (
+            "ami_type".to_owned(),
+            optional(group.ami_type().map(AmiTypes::as_str)),
+        ),
+        (
+            "capacity_type".to_owned(),
+            optional(group.capacity_type().map(CapacityTypes::as_str)),
+        ),
+        ("disk_size".to_owned(), size(group.disk_size())),
+        (
+            "min_size".to_owned(),
+            size(scaling.and_then(|s| s.min_size())),
+        ),
+        (
+            "max_size".to_owned(),
+            size(scaling.and_then(|s| s.max_size())),
+        ),
+        (
+            "desired_size".to_owned(),
+            size(scaling.and_then(|s| s.desired_size())),
+        ),
+        (
+            "labels".to_owned(),
+            if labels.is_empty() {
+                Value::Null
+            } else {
+                Value::Object(labels)
+            },
+        ),
+        (
+            "taints".to_owned(),
+            if taints.is_empty() {
+                Value::Null
+            } else {
+                Value::List(taints)
+            },
+        ),
+        ("kubernetes_version".to_owned(), optional(group.version())),
+        (
+            "release_version".to_owned(),
+            optional(group.release_version()),
+        ),
+        ("arn".to_owned(), optional(group.nodegroup_arn())),
+        (
+            "status".to_owned(),
+            optional(group.status().map(|s| s.as_str())),
+        ),
+    ]))
+}
+
+/// The configuration's view of a state: unset optional attributes as the API reports them.
+fn normalized(config: &Value) -> Value {
+    let mut config = config.clone();
+    if let Value::Object(map) = &mut config {
+        if let Some(Value::List(subnets)) = map.get_mut("subnets") {
+            subnets.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+        }
+        for key in ["labels", "taints"] {
+            let empty = match map.get(key) {
+                Some(Value::Object(m)) => m.is_empty(),
+                Some(Value::List(l)) => l.is_empty(),
+                _ => false,
+            };
+            if empty {
+                map.insert(key.to_owned(), Value::Null);
+            }
+        }
+        if let Some(Value::Object(labels)) = map.get_mut("labels") {
+            labels.sort_keys();
+        }
+        if let Some(Value::List(taints)) = map.get_mut("taints") {
+            for taint in taints.iter_mut() {
+                if let Value::Object(t) = taint
+                    && !t.contains_key("value")
+                {
+                    t.insert("value".to_owned(), Value::Null);
+                }
+            }
+        }
+    }
+    config
+}
+
+fn is_not_found<E: aws_sdk_eks::error::ProvideErrorMetadata>(
+    e: &aws_sdk_eks::error::SdkError<E>,
+) -> bool {
+    e.as_service_error()
+        .and_then(|s| s.code())
+        .is_some_and(|c| c == "ResourceNotFoundException")
+}
+
+impl Connected {
+    async fn describe_group(
+        &self,
+        cluster: &str,
+        name: &str,
+    ) -> Result<Option<Nodegroup>, Diagnostic> {
+        match self
+            .eks
+            .describe_nodegroup()
+            .cluster_name(cluster)
+            .nodegroup_name(name)
+            .send()
+            .await
+        {
+            Ok(out) => Ok(out.nodegroup().cloned()),
+            Err(e) if is_not_found(&e) => Ok(None),
+            Err(e) => Err(error(
+                &format!("Cannot read EKS node group {cluster}/{name}"),
+                describe(&e),
+            )),
+        }
+    }
+
+    /// Polls with backoff until the node group is ACTIVE (or gone, when `gone` is asked).
+    async fn wait_for(
+        &self,
+        cluster: &str,
+        name: &str,
+        gone: bool,
+    ) -> Result<Option<Nodegroup>, Diagnostic> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let mut delay = Duration::from_secs(2);
+        loop {
+            let group = self.describe_group(cluster, name).await?;
+            let status = group
+                .as_ref()
+                .and_then(|g| g.status())
+                .map(|s| s.as_str().to_owned());
+            match (gone, group, status.as_deref()) {
+                (true, None, _) => return Ok(None),
+                (false, Some(group), Some("ACTIVE")) => return Ok(Some(group)),
+                (false, Some(group), Some("CREATE_FAILED" | "DEGRADED" | "DELETE_FAILED")) => {
+                    let issues: Vec<String> = group
+                        .health()
+                        .map(|h| h.issues())
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|i| i.message().unwrap_or_default().to_owned())
+                        .collect();
+                    return Err(Diagnostic::error(
+                        format!(
+                            "EKS node group {cluster}/{name} is {}",
+                            status.unwrap_or_default()
+                        ),
+                        issues.join("; "),
+                    ));
+                }
+                (false, None, _) => {
+                    return Err(Diagnostic::error(
+                        format!("EKS node group {cluster}/{name} disappeared"),
+                        "It was deleted while gpustack waited for it to become active.",
+                    ));
+                }
+                _ => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(Diagnostic::error(
+                    format!("Timed out waiting for EKS node group {cluster}/{name}"),
+                    format!(
+                        "It is still {} after {} minutes.",
+                        status.unwrap_or_else(|| "there".into()),
+                        WAIT.as_secs() / 60
+                    ),
+                ));
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(30));
+        }
+    }
+
+    /// GPUs of an instance type: EC2's answer, else the catalog.
+    async fn gpus_of(&self, instance_type: &str) -> Option<Gpus> {
+        if let Some(known) = self
+            .gpus
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(instance_type)
+        {
+            return known.clone();
+        }
+        let live = self
+            .ec2
+            .describe_instance_types()
+            .instance_types(aws_sdk_ec2::types::InstanceType::from(instance_type))
+            .send()
+            .await
+            .ok()
+            .map(|out| {
+                out.instance_types().first().and_then(|t| {
+                    let gpu = t.gpu_info()?.gpus().first()?;
+                    Some(Gpus {
+                        count: u32::try_from(gpu.count()?).ok()?,
+                        model: gpu.name()?.to_owned(),
+                        memory_gb: u32::try_from(gpu.memory_info()?.size_in_mib()? / 1024).ok()?,
+                    })
+                })
+            });
+        let gpus = match live {
+            Some(answer) => answer,
+            None => crate::catalog::gpus(instance_type),
+        };
+        self.gpus
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(instance_type.to_owned(), gpus.clone());
+        gpus
+    }
+
+    /// What a plan does to the GPUs of a node group: nodes × GPUs per node, before and after.
+    async fn capacity(
+        &self,
+        prior: Option<&Value>,
+        planned: Option<&Value>,
+    ) -> Vec<CapacityChange> {
+        let side = |state: Option<&Value>| {
+            state.map(|s| {
+                (
+                    strings(s, "instance_types").into_iter().next(),
+                    number(s, "desired_size").or_else(|| number(s, "min_size")),
+                    text(s, "nodegroup_name").map(str::to_owned),
+                )
+            })
+        };
+        let (before, after) = (side(prior), side(planned));
+        let total = |gpus: Option<&Gpus>, nodes: Option<i32>| {
+            gpus.map(|g| f64::from(g.count) * f64::from(nodes.unwrap_or(0)))
+        };
+        let before_gpus = match &before {
+            Some((Some(t), _, _)) => self.gpus_of(t).await,
+            _ => None,
+        };
+        let after_gpus = match &after {
+            Some((Some(t), _, _)) => self.gpus_of(t).await,
+            _ => None,
+        };
+        let before_total = before
+            .as_ref()
+            .and_then(|b| total(before_gpus.as_ref(), b.1));
+        let after_total = after.as_ref().and_then(|a| total(after_gpus.as_ref(), a.1));
+        if before_total == after_total || (before_total.is_none() && after_total.is_none()) {
+            return Vec::new();
+        }
+        let (shown, shown_gpus) = match (&after, &after_gpus) {
+            (Some(a), Some(g)) => (a, g),
+            _ => match (&before, &before_gpus) {
+                (Some(b), Some(g)) => (b, g),
+                _ => return Vec::new(),
+            },
+        };
+        let name = shown.2.clone().unwrap_or_default();
+        vec![CapacityChange {
+            scope: format!(
+                "nodegroup {name}: {} × {} ({})",
+                shown.1.unwrap_or(0),
+                shown.0.clone().unwrap_or_default(),
+                shown_gpus.describe()
+            ),
+            resource: "nvidia.com/gpu".to_owned(),
+            before: before_total,
+            after: after_total,
+            detail: match (prior, planned) {
+                (None, _) => "new node group".to_owned(),
+                (_, None) => "node group removed".to_owned(),
+                _ => "nodes × GPUs per node".to_owned(),
+            },
+        }]
+    }
+
+    async fn create(&self, planned: &Value) -> Result<Value, Diagnostic> {
+        let cluster = text(planned, "cluster_name").unwrap_or_default();
+        let name = text(planned, "nodegroup_name").unwrap_or_default();
+        let min = number(planned, "min_size");
+        let mut request = self
+            .eks
+            .create_nodegroup()
+            .cluster_name(cluster)
+            .nodegroup_name(name)
+            .node_role(text(planned, "node_role").unwrap_or_default())
+            .set_subnets(Some(strings(planned, "subnets")))
+            .set_instance_types(Some(strings(planned, "instance_types")))
+            .scaling_config(
+                NodegroupScalingConfig::builder()
+                    .set_min_size(min)
+                    .set_max_size(number(planned, "max_size"))
+                    .set_desired_size(number(planned, "desired_size").or(min))
+                    .build(),
+            )
+            .set_labels(
+                Some(labels(planned).into_iter().collect())
+                    .filter(|l: &HashMap<_, _>| !l.is_empty()),
+            )
+            .set_taints(
+                Some(taints(planned).iter().map(sdk_taint).collect())
+                    .filter(|t: &Vec<_>| !t.is_empty()),
+            );
+        if let Some(ami) = text(planned, "ami_type") {
+            request = request.ami_type(AmiTypes::from(ami));
+        }
+        if let Some(capacity) = text(planned, "capacity_type") {
+            request = request.capacity_type(CapacityTypes::from(capacity));
+        }
+        if let Some(disk) = number(planned, "disk_size") {
+            request = request.disk_size(disk);
+        }
+        if let Some(version) = text(planned, "kubernetes_version") {
+            request = request.version(version);
+        }
+        if let Some(release) = text(planned, "release_version") {
+            request = request.release_version(release);
+        }
+        // The SDK retries a create whose answer was lost; EKS answers the retry with
+        // ResourceInUseException. The token tag tells our own node group from someone else's.
+        let token = uuid::Uuid::new_v4().to_string();
+        request = request
+            .client_request_token(&token)
+            .tags(CREATION_TAG, &token);
+        if let Err(e) = request.send().await {
+            let ours =
+                e.as_service_error()
+                    .and_then(|s| aws_sdk_eks::error::ProvideErrorMetadata::code(s))
+                    == Some("ResourceInUseException")
+                    && self.describe_group(cluster, name).await?.is_some_and(|g| {
+                        g.tags().and_then(|t| t.get(CREATION_TAG)) == Some(&token)
+                    });
+            if !ours {
+                return Err(error(
+                    &format!("Cannot create EKS node group {cluster}/{name}"),
+                    describe(&e),
+                ));
+            }
+        }
+        let group = self.wait_for(cluster, name, false).await?;
+        Ok(group.as_ref().map(state_of).unwrap_or(Value::Null))
+    }
+
+    async fn update(&self, prior: &Value, planned: &Value) -> Result<Value, Diagnostic> {
+        let cluster = text(prior, "cluster_name").unwrap_or_default();
+        let name = text(prior, "nodegroup_name").unwrap_or_default();
+        let failed =
+            |e: String| error(&format!("Cannot update EKS node group {cluster}/{name}"), e);
+        let (before_labels, after_labels) = (labels(prior), labels(planned));
+        let add_labels: HashMap<String, String> = after_labels
+            .iter()
+            .filter(|(k, v)| before_labels.get(*k) != Some(*v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let remove_labels: Vec<String> = before_labels
+            .keys()
+            .filter(|k| !after_labels.contains_key(*k))
+            .cloned()
+            .collect();
+        let (before_taints, after_taints) = (taints(prior), taints(planned));
+        let add_taints: Vec<Taint> = after_taints
+            .iter()
+            .filter(|t| !before_taints.contains(t))
+            .map(sdk_taint)
+            .collect();
+        let remove_taints: Vec<Taint> = before_taints
+            .iter()
+            .filter(|(k, _, e)| !after_taints.iter().any(|(k2, _, e2)| k2 == k && e2 == e))
+            .map(sdk_taint)
+            .collect();
+        let scaling_changed = ["min_size", "max_size", "desired_size"]
+            .iter()
+            .any(|k| planned_number(planned, k).is_some_and(|n| Some(n) != number(prior, k)));
+        let mut request = self
+            .eks
+            .update_nodegroup_config()
+            .cluster_name(cluster)
+            .nodegroup_name(name);
+        let mut any = false;
+        if !add_labels.is_empty() || !remove_labels.is_empty() {
+            any = true;
+            request = request.labels(
+                UpdateLabelsPayload::builder()
+                    .set_add_or_update_labels(Some(add_labels).filter(|l| !l.is_empty()))
+                    .set_remove_labels(Some(remove_labels).filter(|l| !l.is_empty()))
+                    .build(),
+            );
+        }
+        if !add_taints.is_empty() || !remove_taints.is_empty() {
+            any = true;
+            request = request.taints(
+                UpdateTaintsPayload::builder()
+                    .set_add_or_update_taints(Some(add_taints).filter(|t| !t.is_empty()))
+                    .set_remove_taints(Some(remove_taints).filter(|t| !t.is_empty()))
+                    .build(),
+            );
+        }
+        if scaling_changed {
+            any = true;
+            request = request.scaling_config(
+                NodegroupScalingConfig::builder()
+                    .set_min_size(planned_number(planned, "min_size").or(number(prior, "min_size")))
+                    .set_max_size(planned_number(planned, "max_size").or(number(prior, "max_size")))
+                    .set_desired_size(
+                        planned_number(planned, "desired_size").or(number(prior, "desired_size")),
+                    )
+                    .build(),
+            );
+        }
+        if any {
+            request.send().await.map_err(|e| failed(describe(&e)))?;
+            self.wait_for(cluster, name, false).await?;
+        }
+        let version_changed = ["kubernetes_version", "release_version"]
+            .iter()
+            .any(|k| text(planned, k).is_some_and(|v| Some(v) != text(prior, k)));
+        if version_changed {
+            self.eks
+                .update_nodegroup_version()
+                .cluster_name(cluster)
+                .nodegroup_name(name)
+                .set_version(text(planned, "kubernetes_version").map(str::to_owned))
+                .set_release_version(text(planned, "release_version").map(str::to_owned))
+                .send()
+                .await
+                .map_err(|e| failed(describe(&e)))?;
+            self.wait_for(cluster, name, false).await?;
+        }
+        let group = self.describe_group(cluster, name).await?;
+        Ok(group.as_ref().map(state_of).unwrap_or(Value::Null))
+    }
+
+    async fn delete(&self, prior: &Value) -> Result<(), Diagnostic> {
+        let cluster = text(prior, "cluster_name").unwrap_or_default();
+        let name = text(prior, "nodegroup_name").unwrap_or_default();
+        match self
+            .eks
+            .delete_nodegroup()
+            .cluster_name(cluster)
+            .nodegroup_name(name)
+            .send()
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if is_not_found(&e) => return Ok(()),
+            Err(e) => {
+                return Err(error(
+                    &format!("Cannot delete EKS node group {cluster}/{name}"),
+                    describe(&e),
+                ));
+            }
+        }
+        self.wait_for(cluster, name, true).await.map(|_| ())
+    }
+}
+
+/// A known number the configuration sets (not unknown, not null).
+fn planned_number(planned: &Value, name: &str) -> Option<i32> {
+    attribute(planned, name)
+        .filter(|v| !v.is_unknown())
+        .and_then(Value::as_number)
+        .map(|n| n as i32)
+}
+
+#[async_trait::async_trait]
+impl Provider for Connected {
+    fn get_schema(&self, request: GetSchemaRequest) -> GetSchemaResponse {
+        Aws.get_schema(request)
+    }
+
+    fn validate_resource_config(
+        &self,
+        request: ValidateResourceConfigRequest,
+    ) -> ValidateResourceConfigResponse {
+        Aws.validate_resource_config(request)
+    }
+
+    async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        let reads = request.states.iter().map(|state| async move {
+            let cluster = text(state, "cluster_name").unwrap_or_default();
+            let name = text(state, "nodegroup_name").unwrap_or_default();
+            self.describe_group(cluster, name)
+                .await
+                .map(|g| g.as_ref().map(state_of))
+        });
+        ReadResourcesResponse::collect(&request.states, futures::future::join_all(reads).await)
+    }
+
+    async fn plan_resource_change(
+        &self,
+        request: PlanResourceChangeRequest,
+    ) -> PlanResourceChangeResponse {
+        let schema = self.get_schema(GetSchemaRequest::default()).schema;
+        let Some(resource) = schema.resources.get(&request.type_name) else {
+            return PlanResourceChangeResponse::default();
+        };
+        let config = normalized(&request.config);
+        let mut response = plan_from_schema(resource, request.prior_state.as_ref(), &config);
+        // Values unknown until apply (an instance type from another resource) leave the
+        // capacity out rather than guess it.
+        let planned = (!response.planned_state.is_null()).then_some(&response.planned_state);
+        response.capacity = self.capacity(request.prior_state.as_ref(), planned).await;
+        response
+    }
+
+    async fn apply_resource_change(
+        &self,
+        request: ApplyResourceChangeRequest,
+    ) -> ApplyResourceChangeResponse {
+        let result = match (&request.prior_state, &request.planned_state) {
+            (None, Some(planned)) => self.create(planned).await.map(Some),
+            (Some(prior), Some(planned)) => self.update(prior, planned).await.map(Some),
+            (Some(prior), None) => self.delete(prior).await.map(|()| None),
+            (None, None) => Ok(None),
+        };
+        match result {
+            Ok(new_state) => ApplyResourceChangeResponse {
+                new_state,
+                diagnostics: vec![],
+            },
+            Err(d) => ApplyResourceChangeResponse {
+                new_state: request.prior_state.clone(),
+                diagnostics: vec![d],
+            },
+        }
+    }
+
+    async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
+        let Some((cluster, name)) = request.id.split_once('/') else {
+            return ImportResourceResponse {
+                state: None,
+                diagnostics: vec![Diagnostic::error(
+                    "Invalid import ID",
+                    format!("\"{}\" is not CLUSTER/NODEGROUP.", request.id),
+                )],
+            };
+        };
+        match self.describe_group(cluster, name).await {
+            Ok(Some(group)) => ImportResourceResponse {
+                state: Some(state_of(&group)),
+                diagnostics: vec![],
+            },
+            Ok(None) => ImportResourceResponse {
+                state: None,
+                diagnostics: vec![Diagnostic::error(
+                    "Node group not found",
+                    format!("EKS has no node group {name} in cluster {cluster}."),
+                )],
+            },
+            Err(d) => ImportResourceResponse {
+                state: None,
+                diagnostics: vec![d],
+            },
+        }
+    }
+
+    async fn read_data_source(&self, request: ReadDataSourceRequest) -> ReadDataSourceResponse {
+        let mut gpus = IndexMap::new();
+        for instance_type in strings(&request.config, "instance_types") {
+            let value = match self.gpus_of(&instance_type).await {
+                Some(g) => Value::Object(IndexMap::from([
+                    ("count".to_owned(), Value::Number(f64::from(g.count))),
+                    ("model".to_owned(), Value::string(g.model)),
+                    (
+                        "memory_gb".to_owned(),
+                        Value::Number(f64::from(g.memory_gb)),
+                    ),
+                ])),
+                None => Value::Null,
+            };
+            gpus.insert(instance_type, value);
+        }
+        let mut state = request.config.clone();
+        crate::check::set(&mut state, "gpus", Value::Object(gpus));
+        ReadDataSourceResponse {
+            state,
+            diagnostics: vec![],
         }
     }
 }

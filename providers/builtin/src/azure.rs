@@ -108,6 +108,20 @@ impl Provider for Azure {
             &["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"],
         );
         check.one_of("gpu_driver", &["Install", "None"]);
+        if check.str("gpu_instance_profile").is_some()
+            && let Some(size) = check.str("vm_size")
+            && let Some(gpus) = crate::catalog::gpus(size)
+            && !gpus.has_mig()
+        {
+            check.error(
+                "gpu_instance_profile",
+                "MIG on a GPU without MIG",
+                format!(
+                    "{size} has {} GPUs, which cannot be partitioned with MIG; MIG needs an A100, A30, H100 or H200 size such as Standard_NC24ads_A100_v4.",
+                    gpus.model
+                ),
+            );
+        }
         check.one_of("spot_eviction_policy", &["Delete", "Deallocate"]);
         if let Some(taints) = check.get("node_taints").and_then(|t| t.as_list()) {
             for (i, taint) in taints.iter().enumerate() {

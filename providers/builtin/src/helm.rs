@@ -344,24 +344,12 @@ impl Provider for HelmCli {
     }
 
     async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
-        let reads = request.states.iter().map(|s| self.live(s));
-        let mut response = ReadResourcesResponse::default();
-        for (state, result) in request
-            .states
-            .iter()
-            .zip(futures::future::join_all(reads).await)
-        {
-            match result {
-                Ok(live) => response.states.push(live),
-                Err(e) => {
-                    response.states.push(Some(state.clone()));
-                    response
-                        .diagnostics
-                        .push(Diagnostic::error("Cannot read the Helm release", e));
-                }
-            }
-        }
-        response
+        let reads = request.states.iter().map(|s| async move {
+            self.live(s)
+                .await
+                .map_err(|e| Diagnostic::error("Cannot read the Helm release", e))
+        });
+        ReadResourcesResponse::collect(&request.states, futures::future::join_all(reads).await)
     }
 
     async fn plan_resource_change(

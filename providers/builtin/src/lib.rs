@@ -8,6 +8,7 @@
 mod aws;
 mod azure;
 mod capacity;
+mod catalog;
 mod check;
 mod cluster;
 mod gcp;

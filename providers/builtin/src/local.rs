@@ -93,21 +93,14 @@ impl Provider for Local {
     }
 
     async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
-        let mut response = ReadResourcesResponse::default();
+        let mut results = Vec::with_capacity(request.states.len());
         for state in &request.states {
-            let Some(filename) = attr_str(state, "filename") else {
-                response.states.push(None);
-                continue;
-            };
-            match read_file(filename, state).await {
-                Ok(live) => response.states.push(live),
-                Err(d) => {
-                    response.states.push(Some(state.clone()));
-                    response.diagnostics.push(d);
-                }
-            }
+            results.push(match attr_str(state, "filename") {
+                Some(filename) => read_file(filename, state).await,
+                None => Ok(None),
+            });
         }
-        response
+        ReadResourcesResponse::collect(&request.states, results)
     }
 
     async fn plan_resource_change(

@@ -61,6 +61,27 @@ pub struct ReadResourcesResponse {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+impl ReadResourcesResponse {
+    /// One answer per state, from one read result each: the live state, or where a read
+    /// failed, the state as it was (so nothing is forgotten) and the diagnostic.
+    pub fn collect(
+        states: &[Value],
+        results: impl IntoIterator<Item = Result<Option<Value>, Diagnostic>>,
+    ) -> Self {
+        let mut response = Self::default();
+        for (state, result) in states.iter().zip(results) {
+            match result {
+                Ok(live) => response.states.push(live),
+                Err(d) => {
+                    response.states.push(Some(state.clone()));
+                    response.diagnostics.push(d);
+                }
+            }
+        }
+        response
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct PlanResourceChangeRequest {
     pub type_name: String,

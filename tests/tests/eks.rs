@@ -1,0 +1,190 @@
+//! examples/eks-nodegroup-a10g against moto, through aws-sdk-eks and aws-sdk-ec2: create (the
+//! capacity section from EC2's GpuInfo), labels and taints changed in place with
+//! UpdateNodegroupConfig, an instance-type change planned as a replacement with its reason,
+//! a node group scaled outside gpustack reported as drift, and delete.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+use gpustack_tests::faults::{Fault, FaultPlan, FaultProxy};
+use gpustack_tests::moto::Moto;
+use gpustack_tests::{gpustack_env, repo_root, stderr, stdout};
+use std::path::Path;
+
+struct Stack<'m> {
+    dir: tempfile::TempDir,
+    moto: &'m Moto,
+    /// Where gpustack sends AWS calls: moto, or a fault proxy in front of it.
+    endpoint: String,
+}
+
+impl Stack<'_> {
+    fn run(&self, command: &[&str], extra: &[&str]) -> (i32, String, String) {
+        let endpoint = format!("endpoint={}", self.endpoint);
+        let mut args: Vec<&str> = command.to_vec();
+        for v in [
+            endpoint.as_str(),
+            "cluster_name=gpu",
+            "node_role=arn:aws:iam::123456789012:role/gpu-nodes",
+            r#"subnets=["subnet-b","subnet-a"]"#,
+        ]
+        .iter()
+        .chain(extra)
+        {
+            args.extend(["--var", v]);
+        }
+        let env: Vec<(&str, String)> = self.moto.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let out = gpustack_env(self.dir.path(), &args, &env);
+        (out.status.code().unwrap_or(-1), stdout(&out), stderr(&out))
+    }
+
+    fn nodegroup(&self) -> serde_json::Value {
+        let out = self.moto.boto3(
+            r#"
+eks = boto3.client("eks", **kw)
+try:
+    print(json.dumps(eks.describe_nodegroup(clusterName="gpu", nodegroupName="gpu-a10g")["nodegroup"], default=str))
+except eks.exceptions.ResourceNotFoundException:
+    print("null")
+"#,
+        );
+        serde_json::from_str(&out).unwrap()
+    }
+}
+
+fn copy_example(to: &Path) {
+    for entry in std::fs::read_dir(repo_root().join("examples/eks-nodegroup-a10g")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+#[test]
+fn eks_nodegroup_lifecycle_against_moto() {
+    let moto = Moto::start(&format!("eks-{}", std::process::id()));
+    moto.boto3(
+        r#"boto3.client("eks", **kw).create_cluster(name="gpu", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": ["subnet-a", "subnet-b"]})"#,
+    );
+    let stack = Stack {
+        dir: tempfile::tempdir().unwrap(),
+        moto: &moto,
+        endpoint: moto.endpoint.clone(),
+    };
+    copy_example(stack.dir.path());
+
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    // moto's GpuInfo gives the A10G 22,888 MiB; the built-in catalog would say 24 GB, so
+    // this line shows the live answer is used.
+    assert!(
+        out.contains("nodegroup gpu-a10g: 2 × g5.xlarge (1× A10G 22 GB): nvidia.com/gpu 0 → 2"),
+        "the capacity section names the GPUs EC2 reports:\n{out}"
+    );
+
+    let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("gpus_per_node = 1"), "{out}");
+    let group = stack.nodegroup();
+    assert_eq!(group["instanceTypes"], serde_json::json!(["g5.xlarge"]));
+    assert_eq!(group["labels"]["gpustack.dev/pool"], "a10g");
+    assert_eq!(group["taints"][0]["effect"], "NO_SCHEDULE");
+    assert_eq!(group["scalingConfig"]["desiredSize"], 2);
+
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
+    assert_eq!(code, 0, "a second plan finds nothing to do:\n{out}{err}");
+
+    // Labels change in place: one added, one removed.
+    let relabel = r#"labels={"gpustack.dev/team"="ml"}"#;
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[relabel]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("eks_nodegroup.a10g will be updated in-place"),
+        "{out}"
+    );
+    assert!(!out.contains("must be replaced"), "{out}");
+    let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[relabel]);
+    assert_eq!(code, 0, "{out}{err}");
+    let group = stack.nodegroup();
+    assert_eq!(
+        group["labels"],
+        serde_json::json!({"gpustack.dev/team": "ml"})
+    );
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[relabel]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // A node group scaled outside gpustack is drift, named by field.
+    moto.boto3(
+        r#"boto3.client("eks", **kw).update_nodegroup_config(clusterName="gpu", nodegroupName="gpu-a10g", scalingConfig={"minSize": 0, "maxSize": 4, "desiredSize": 3})"#,
+    );
+    let (code, out, err) = stack.run(&["drift"], &[relabel]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("desired_size") && out.contains("2 -> 3"),
+        "{out}"
+    );
+
+    // Another instance type replaces the node group, and says why.
+    let t4 = "instance_type=g4dn.xlarge";
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[relabel, t4]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("eks_nodegroup.a10g must be replaced"), "{out}");
+    assert!(
+        out.contains("instance_types") && out.contains("forces replacement"),
+        "{out}"
+    );
+    assert!(out.contains("(1× T4 16 GB)"), "{out}");
+    let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[relabel, t4]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        stack.nodegroup()["instanceTypes"],
+        serde_json::json!(["g4dn.xlarge"])
+    );
+
+    let (code, out, err) = stack.run(&["destroy", "--auto-approve"], &[relabel, t4]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(stack.nodegroup().is_null(), "the node group is gone");
+}
+
+/// Throttling, a server error, a dropped connection and an answer lost after the node group
+/// was created: the create is retried through all of them and makes exactly one node group.
+#[test]
+fn faults_during_create_are_retried_without_a_duplicate_node_group() {
+    let moto = Moto::start(&format!("eks-faults-{}", std::process::id()));
+    moto.boto3(
+        r#"boto3.client("eks", **kw).create_cluster(name="gpu", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": ["subnet-a", "subnet-b"]})"#,
+    );
+    let proxy = FaultProxy::start(
+        &moto.endpoint,
+        FaultPlan {
+            matching: "POST /clusters/gpu/node-groups ".into(),
+            faults: [
+                Fault::Throttle,
+                Fault::ServerError,
+                Fault::Drop,
+                Fault::LoseAnswer,
+            ]
+            .into(),
+        },
+    );
+    let stack = Stack {
+        dir: tempfile::tempdir().unwrap(),
+        moto: &moto,
+        endpoint: proxy.endpoint.clone(),
+    };
+    copy_example(stack.dir.path());
+    let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (attempts, faulted) = proxy.count("POST /clusters/gpu/node-groups ");
+    assert_eq!(
+        (attempts, faulted),
+        (5, 4),
+        "{:?}",
+        proxy.log.lock().unwrap()
+    );
+    let groups = moto.boto3(
+        r#"print(json.dumps(boto3.client("eks", **kw).list_nodegroups(clusterName="gpu")["nodegroups"]))"#,
+    );
+    assert_eq!(groups.trim(), r#"["gpu-a10g"]"#, "exactly one node group");
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+}

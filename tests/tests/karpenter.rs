@@ -1,0 +1,67 @@
+//! modules/karpenter-gpu against the real Karpenter v1 CRDs (../shared/upstream/crds), so that
+//! the API server's own validation of NodePool and EC2NodeClass judges what the module writes.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+use gpustack_tests::cluster::TestCluster;
+use gpustack_tests::{copy_dir, gpustack, repo_root, stderr, stdout};
+
+#[test]
+fn karpenter_gpu_module_applies_against_the_real_crds() {
+    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+    let crds = repo_root().join("../shared/upstream/crds");
+    for crd in [
+        "karpenter.sh_nodepools.yaml",
+        "karpenter.k8s.aws_ec2nodeclasses.yaml",
+    ] {
+        let path = crds.join(crd);
+        cluster.kubectl_ok(&["apply", "--server-side", "-f", path.to_str().unwrap()]);
+    }
+    cluster.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/nodepools.karpenter.sh",
+        "crd/ec2nodeclasses.karpenter.k8s.aws",
+    ]);
+    let name = format!("gpu-{}", std::process::id());
+    let root = tempfile::tempdir().unwrap();
+    copy_dir(&repo_root().join("modules"), &root.path().join("modules"));
+    let stack = root.path().join("stack");
+    std::fs::create_dir_all(&stack).unwrap();
+    std::fs::write(
+        stack.join("main.hcl"),
+        format!(
+            "provider \"kubernetes\" {{\n  config_path = \"{}\"\n}}\n\nmodule \"karpenter\" {{\n  source       = \"../modules/karpenter-gpu\"\n  name         = \"{name}\"\n  cluster_name = \"gpu\"\n  node_role    = \"KarpenterNodeRole-gpu\"\n}}\n",
+            cluster.kubeconfig.display(),
+        ),
+    )
+    .unwrap();
+    let out = gpustack(&stack, &["apply", "--auto-approve"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let pool: serde_json::Value = serde_json::from_str(&cluster.kubectl_ok(&[
+        "get",
+        "nodepools.karpenter.sh",
+        &name,
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    let spec = &pool["spec"];
+    assert_eq!(spec["disruption"]["consolidationPolicy"], "WhenEmpty");
+    assert_eq!(spec["disruption"]["consolidateAfter"], "30s");
+    assert_eq!(spec["limits"]["nvidia.com/gpu"], "32");
+    assert_eq!(
+        spec["template"]["spec"]["taints"][0]["key"],
+        "nvidia.com/gpu"
+    );
+    let families = &spec["template"]["spec"]["requirements"][0];
+    assert_eq!(families["key"], "karpenter.k8s.aws/instance-family");
+    assert_eq!(
+        families["values"],
+        serde_json::json!(["p3", "p4d", "p5", "g4dn", "g5"])
+    );
+    let out = gpustack(&stack, &["plan", "--detailed-exitcode"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let out = gpustack(&stack, &["destroy", "--auto-approve"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
