@@ -33,6 +33,13 @@ resource "eks_nodegroup" "a10g" {
       effect = "NO_SCHEDULE"
     },
   ]
+
+  # desired_size is where the pool starts; afterwards the cluster autoscaler owns it, and an
+  # apply (say, of a new label) must not scale GPU nodes back. Scaling outside gpustack still
+  # shows in gpustack drift.
+  lifecycle {
+    ignore_changes = [desired_size]
+  }
 }
 
 # The GPUs of the instance type, as EC2 describes them.

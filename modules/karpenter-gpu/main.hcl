@@ -37,7 +37,8 @@ resource "kubernetes_manifest" "node_pool" {
             { key = "karpenter.sh/capacity-type", operator = "In", values = var.capacity_types },
             { key = "karpenter.k8s.aws/instance-gpu-count", operator = "Gt", values = ["0"] },
           ]
-          taints = [{ key = "nvidia.com/gpu", effect = "NoSchedule" }]
+          taints      = [{ key = "nvidia.com/gpu", effect = "NoSchedule" }]
+          expireAfter = var.expire_after
         }
       }
       limits = { "nvidia.com/gpu" = tostring(var.gpu_limit) }

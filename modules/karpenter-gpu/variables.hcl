@@ -46,5 +46,11 @@ variable "consolidate_after" {
 variable "ami_alias" {
   type        = string
   default     = "al2023@latest"
-  description = "The EKS-optimized AMI: AL2023 selects its NVIDIA variant on GPU instances."
+  description = "The EKS-optimized AMI: AL2023 selects its NVIDIA variant on GPU instances. @latest replaces nodes on every AMI release; pin a version (al2023@v20250101) in production."
+}
+
+variable "expire_after" {
+  type        = string
+  default     = "Never"
+  description = "How long a GPU node may live before Karpenter replaces it (Karpenter's default, 720h, would interrupt long training runs); e.g. \"720h\" or \"Never\"."
 }

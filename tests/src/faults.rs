@@ -83,6 +83,12 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<(String, V
         if let Some(v) = lower.strip_prefix("content-length:") {
             length = v.trim().parse().unwrap_or(0);
         }
+        if lower.starts_with("transfer-encoding:") || lower.starts_with("expect:") {
+            return Err(std::io::Error::other(format!(
+                "the fault proxy reads Content-Length bodies only, not {}",
+                line.trim()
+            )));
+        }
         if line == "\r\n" {
             head.push_str("Connection: close\r\n\r\n");
             break;
@@ -103,6 +109,9 @@ fn serve(
     plan: &Mutex<FaultPlan>,
     log: &Log,
 ) -> std::io::Result<()> {
+    let timeout = Some(std::time::Duration::from_secs(30));
+    stream.set_read_timeout(timeout)?;
+    stream.set_write_timeout(timeout)?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut client = stream;
     let (head, body) = read_request(&mut reader)?;
@@ -160,12 +169,29 @@ fn serve(
     }
 }
 
-/// Sends the request upstream on a new connection and returns the whole answer.
+/// Sends the request upstream on a new connection and returns the whole answer, marked
+/// `Connection: close` (this connection ends with it, whatever the upstream said).
 fn forward(upstream: &str, head: &str, body: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut server = TcpStream::connect(upstream)?;
+    server.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
     server.write_all(head.as_bytes())?;
     server.write_all(body)?;
     let mut answer = Vec::new();
     server.read_to_end(&mut answer)?;
-    Ok(answer)
+    let split = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(answer.len(), |p| p + 4);
+    let head = String::from_utf8_lossy(&answer[..split]);
+    let mut rewritten: String = head
+        .split_inclusive("\r\n")
+        .filter(|line| !line.to_ascii_lowercase().starts_with("connection:"))
+        .collect();
+    if rewritten.ends_with("\r\n\r\n") {
+        rewritten.truncate(rewritten.len() - 2);
+        rewritten.push_str("Connection: close\r\n\r\n");
+    }
+    let mut out = rewritten.into_bytes();
+    out.extend_from_slice(&answer[split..]);
+    Ok(out)
 }

@@ -122,7 +122,11 @@ impl Provider for Aws {
                     "BOTTLEROCKET_x86_64_NVIDIA",
                     "BOTTLEROCKET_ARM_64_NVIDIA",
                     "AL2023_x86_64_STANDARD",
+                    "AL2023_ARM_64_STANDARD",
                     "BOTTLEROCKET_x86_64",
+                    "BOTTLEROCKET_ARM_64",
+                    "AL2_x86_64_GPU",
+                    "CUSTOM",
                 ],
             );
             check.range("min_size", 0.0, 1000.0);
@@ -282,9 +286,16 @@ fn state_of(group: &Nodegroup) -> Value {
                 .collect()
         })
         .unwrap_or_default();
-    let taints: Vec<Value> = group
-        .taints()
-        .iter()
+    let mut sorted_taints: Vec<&Taint> = group.taints().iter().collect();
+    sorted_taints.sort_by_key(|t| {
+        (
+            t.key().map(str::to_owned),
+            t.effect().map(|e| e.as_str().to_owned()),
+            t.value().map(str::to_owned),
+        )
+    });
+    let taints: Vec<Value> = sorted_taints
+        .into_iter()
         .map(|t| {
             Value::Object(IndexMap::from([
                 ("key".to_owned(), optional(t.key())),
@@ -379,14 +390,20 @@ fn normalized(config: &Value) -> Value {
         if let Some(Value::Object(labels)) = map.get_mut("labels") {
             labels.sort_keys();
         }
+        // EKS keeps taints in its own order and has no empty values: compare them sorted,
+        // with "" as absent.
         if let Some(Value::List(taints)) = map.get_mut("taints") {
             for taint in taints.iter_mut() {
                 if let Value::Object(t) = taint
-                    && !t.contains_key("value")
+                    && t.get("value").is_none_or(|v| v.as_str() == Some(""))
                 {
                     t.insert("value".to_owned(), Value::Null);
                 }
             }
+            let key = |t: &Value| {
+                ["key", "effect", "value"].map(|k| text(t, k).unwrap_or_default().to_owned())
+            };
+            taints.sort_by_key(key);
         }
     }
     config
@@ -441,13 +458,20 @@ impl Connected {
             match (gone, group, status.as_deref()) {
                 (true, None, _) => return Ok(None),
                 (false, Some(group), Some("ACTIVE")) => return Ok(Some(group)),
-                (false, Some(group), Some("CREATE_FAILED" | "DEGRADED" | "DELETE_FAILED")) => {
+                (_, Some(group), Some("CREATE_FAILED" | "DELETE_FAILED"))
+                | (false, Some(group), Some("DEGRADED")) => {
                     let issues: Vec<String> = group
                         .health()
                         .map(|h| h.issues())
                         .unwrap_or_default()
                         .iter()
-                        .map(|i| i.message().unwrap_or_default().to_owned())
+                        .map(|i| {
+                            format!(
+                                "{}: {}",
+                                i.code().map(|c| c.as_str()).unwrap_or("issue"),
+                                i.message().unwrap_or_default()
+                            )
+                        })
                         .collect();
                     return Err(Diagnostic::error(
                         format!(
@@ -490,27 +514,32 @@ impl Connected {
         {
             return known.clone();
         }
-        let live = self
+        let answer = self
             .ec2
             .describe_instance_types()
             .instance_types(aws_sdk_ec2::types::InstanceType::from(instance_type))
             .send()
-            .await
-            .ok()
-            .map(|out| {
-                out.instance_types().first().and_then(|t| {
-                    let gpu = t.gpu_info()?.gpus().first()?;
-                    Some(Gpus {
-                        count: u32::try_from(gpu.count()?).ok()?,
-                        model: gpu.name()?.to_owned(),
-                        memory_gb: u32::try_from(gpu.memory_info()?.size_in_mib()? / 1024).ok()?,
-                    })
-                })
-            });
-        let gpus = match live {
-            Some(answer) => answer,
-            None => crate::catalog::gpus(instance_type),
+            .await;
+        let out = match answer {
+            Ok(out) => out,
+            // Not cached: a denied or failed lookup is asked again; the catalog answers now.
+            Err(e) => {
+                tracing::warn!("DescribeInstanceTypes {instance_type}: {}", describe(&e));
+                return crate::catalog::gpus(instance_type);
+            }
         };
+        let gpus = out.instance_types().first().and_then(|t| {
+            // Only NVIDIA's GPUs become nvidia.com/gpu (g4ad has AMD's, dl1 Gaudi).
+            let gpu = t.gpu_info()?.gpus().iter().find(|g| {
+                g.manufacturer()
+                    .is_some_and(|m| m.eq_ignore_ascii_case("NVIDIA"))
+            })?;
+            Some(Gpus {
+                count: u32::try_from(gpu.count()?).ok()?,
+                model: gpu.name()?.to_owned(),
+                memory_gb: u32::try_from(gpu.memory_info()?.size_in_mib()? / 1024).ok()?,
+            })
+        });
         self.gpus
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -549,7 +578,11 @@ impl Connected {
             .as_ref()
             .and_then(|b| total(before_gpus.as_ref(), b.1));
         let after_total = after.as_ref().and_then(|a| total(after_gpus.as_ref(), a.1));
-        if before_total == after_total || (before_total.is_none() && after_total.is_none()) {
+        // Same number of GPUs of another model (A10G → T4) is a capacity change too.
+        let same_gpus = before_gpus == after_gpus || before.is_none() || after.is_none();
+        if (before_total == after_total && same_gpus)
+            || (before_total.is_none() && after_total.is_none())
+        {
             return Vec::new();
         }
         let (shown, shown_gpus) = match (&after, &after_gpus) {
@@ -573,12 +606,19 @@ impl Connected {
             detail: match (prior, planned) {
                 (None, _) => "new node group".to_owned(),
                 (_, None) => "node group removed".to_owned(),
+                _ if !same_gpus => format!(
+                    "GPUs change from {}",
+                    before_gpus
+                        .as_ref()
+                        .map_or("none".to_owned(), Gpus::describe)
+                ),
                 _ => "nodes × GPUs per node".to_owned(),
             },
         }]
     }
 
-    async fn create(&self, planned: &Value) -> Result<Value, Diagnostic> {
+    /// On failure, the node group as it stands if it was created (so the state keeps it).
+    async fn create(&self, planned: &Value) -> Result<Value, (Option<Value>, Diagnostic)> {
         let cluster = text(planned, "cluster_name").unwrap_or_default();
         let name = text(planned, "nodegroup_name").unwrap_or_default();
         let min = number(planned, "min_size");
@@ -627,22 +667,35 @@ impl Connected {
             .client_request_token(&token)
             .tags(CREATION_TAG, &token);
         if let Err(e) = request.send().await {
-            let ours =
-                e.as_service_error()
-                    .and_then(|s| aws_sdk_eks::error::ProvideErrorMetadata::code(s))
-                    == Some("ResourceInUseException")
-                    && self.describe_group(cluster, name).await?.is_some_and(|g| {
-                        g.tags().and_then(|t| t.get(CREATION_TAG)) == Some(&token)
-                    });
+            let in_use = e
+                .as_service_error()
+                .and_then(|s| aws_sdk_eks::error::ProvideErrorMetadata::code(s))
+                == Some("ResourceInUseException");
+            let ours = in_use
+                && self
+                    .describe_group(cluster, name)
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some_and(|g| g.tags().and_then(|t| t.get(CREATION_TAG)) == Some(&token));
             if !ours {
-                return Err(error(
-                    &format!("Cannot create EKS node group {cluster}/{name}"),
-                    describe(&e),
+                return Err((
+                    None,
+                    error(
+                        &format!("Cannot create EKS node group {cluster}/{name}"),
+                        describe(&e),
+                    ),
                 ));
             }
         }
-        let group = self.wait_for(cluster, name, false).await?;
-        Ok(group.as_ref().map(state_of).unwrap_or(Value::Null))
+        // From here the node group exists: whatever happens, the state must know it.
+        match self.wait_for(cluster, name, false).await {
+            Ok(group) => Ok(group.as_ref().map(state_of).unwrap_or(Value::Null)),
+            Err(d) => {
+                let existing = self.describe_group(cluster, name).await.ok().flatten();
+                Err((existing.as_ref().map(state_of), d))
+            }
+        }
     }
 
     async fn update(&self, prior: &Value, planned: &Value) -> Result<Value, Diagnostic> {
@@ -675,6 +728,18 @@ impl Connected {
         let scaling_changed = ["min_size", "max_size", "desired_size"]
             .iter()
             .any(|k| planned_number(planned, k).is_some_and(|n| Some(n) != number(prior, k)));
+        let min = planned_number(planned, "min_size").or(number(prior, "min_size"));
+        let max = planned_number(planned, "max_size").or(number(prior, "max_size"));
+        // The desired size moves only when the configuration moves it, or when the new range
+        // leaves it outside (EKS rejects that): otherwise the autoscaler's choice stands.
+        let desired = planned_number(planned, "desired_size")
+            .filter(|d| Some(*d) != number(prior, "desired_size"))
+            .or_else(|| {
+                let current = number(prior, "desired_size")?;
+                let low = min.unwrap_or(current);
+                let clamped = current.clamp(low, max.unwrap_or(current).max(low));
+                (clamped != current).then_some(clamped)
+            });
         let mut request = self
             .eks
             .update_nodegroup_config()
@@ -703,11 +768,9 @@ impl Connected {
             any = true;
             request = request.scaling_config(
                 NodegroupScalingConfig::builder()
-                    .set_min_size(planned_number(planned, "min_size").or(number(prior, "min_size")))
-                    .set_max_size(planned_number(planned, "max_size").or(number(prior, "max_size")))
-                    .set_desired_size(
-                        planned_number(planned, "desired_size").or(number(prior, "desired_size")),
-                    )
+                    .set_min_size(min)
+                    .set_max_size(max)
+                    .set_desired_size(desired)
                     .build(),
             );
         }
@@ -724,7 +787,13 @@ impl Connected {
                 .cluster_name(cluster)
                 .nodegroup_name(name)
                 .set_version(text(planned, "kubernetes_version").map(str::to_owned))
-                .set_release_version(text(planned, "release_version").map(str::to_owned))
+                // The prior release belongs to the prior version: send one only when the
+                // plan names a new one.
+                .set_release_version(
+                    text(planned, "release_version")
+                        .filter(|r| Some(*r) != text(prior, "release_version"))
+                        .map(str::to_owned),
+                )
                 .send()
                 .await
                 .map_err(|e| failed(describe(&e)))?;
@@ -748,10 +817,19 @@ impl Connected {
             Ok(_) => {}
             Err(e) if is_not_found(&e) => return Ok(()),
             Err(e) => {
-                return Err(error(
-                    &format!("Cannot delete EKS node group {cluster}/{name}"),
-                    describe(&e),
-                ));
+                // A retried delete whose first attempt went through finds it deleting.
+                let deleting = self
+                    .describe_group(cluster, name)
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some_and(|g| g.status().is_some_and(|s| s.as_str() == "DELETING"));
+                if !deleting {
+                    return Err(error(
+                        &format!("Cannot delete EKS node group {cluster}/{name}"),
+                        describe(&e),
+                    ));
+                }
             }
         }
         self.wait_for(cluster, name, true).await.map(|_| ())
@@ -800,6 +878,23 @@ impl Provider for Connected {
         };
         let config = normalized(&request.config);
         let mut response = plan_from_schema(resource, request.prior_state.as_ref(), &config);
+        if let Some(prior) = &request.prior_state {
+            // A node group whose creation failed cannot be repaired in place.
+            if text(prior, "status") == Some("CREATE_FAILED") {
+                response.requires_replace.push("status".to_owned());
+            }
+            // A new Kubernetes version comes with a new AMI release, unless one is configured.
+            if text(&response.planned_state, "kubernetes_version")
+                != text(prior, "kubernetes_version")
+                && attribute(&request.config, "release_version").is_none()
+            {
+                crate::check::set(
+                    &mut response.planned_state,
+                    "release_version",
+                    Value::Unknown,
+                );
+            }
+        }
         // Values unknown until apply (an instance type from another resource) leave the
         // capacity out rather than guess it.
         let planned = (!response.planned_state.is_null()).then_some(&response.planned_state);
@@ -813,8 +908,16 @@ impl Provider for Connected {
     ) -> ApplyResourceChangeResponse {
         let result = match (&request.prior_state, &request.planned_state) {
             (None, Some(planned)) => self.create(planned).await.map(Some),
-            (Some(prior), Some(planned)) => self.update(prior, planned).await.map(Some),
-            (Some(prior), None) => self.delete(prior).await.map(|()| None),
+            (Some(prior), Some(planned)) => self
+                .update(prior, planned)
+                .await
+                .map(Some)
+                .map_err(|d| (Some(prior.clone()), d)),
+            (Some(prior), None) => self
+                .delete(prior)
+                .await
+                .map(|()| None)
+                .map_err(|d| (Some(prior.clone()), d)),
             (None, None) => Ok(None),
         };
         match result {
@@ -822,8 +925,8 @@ impl Provider for Connected {
                 new_state,
                 diagnostics: vec![],
             },
-            Err(d) => ApplyResourceChangeResponse {
-                new_state: request.prior_state.clone(),
+            Err((state, d)) => ApplyResourceChangeResponse {
+                new_state: state,
                 diagnostics: vec![d],
             },
         }

@@ -103,9 +103,65 @@ impl Provider for Gcp {
                 );
             }
             check.cloud_taint_effects("taints", "GKE");
+            if let Some(partition) = check.str("accelerator.gpu_partition_size") {
+                let accelerator = check.str("accelerator.type").unwrap_or_default();
+                match mig_partitions(accelerator) {
+                    None => check.error(
+                        "accelerator.gpu_partition_size",
+                        "MIG on a GPU without MIG",
+                        format!(
+                            "{accelerator} cannot be partitioned with MIG; MIG needs nvidia-tesla-a100, nvidia-a100-80gb, nvidia-h100-80gb or nvidia-h200-141gb."
+                        ),
+                    ),
+                    Some(sizes) if !sizes.contains(&partition) => check.error(
+                        "accelerator.gpu_partition_size",
+                        "Unknown MIG partition",
+                        format!(
+                            "{accelerator} has the partition sizes {}, not {partition}.",
+                            sizes.join(", ")
+                        ),
+                    ),
+                    Some(_) => {}
+                }
+                if check.str("accelerator.sharing_strategy") == Some("MPS") {
+                    check.error(
+                        "accelerator.sharing_strategy",
+                        "MPS on MIG partitions",
+                        "GKE does not run MPS on MIG partitions: use TIME_SHARING, or drop gpu_partition_size.".into(),
+                    );
+                }
+            }
+            let own_plugin = check
+                .get("labels")
+                .and_then(|l| l.as_object())
+                .and_then(|l| l.get("gke-no-default-nvidia-gpu-device-plugin"))
+                .and_then(|v| v.as_str())
+                == Some("true");
+            if own_plugin && check.get("accelerator.sharing_strategy").is_some() {
+                check.error(
+                    "accelerator.sharing_strategy",
+                    "GKE GPU sharing without GKE's device plugin",
+                    "sharing_strategy is carried out by GKE's device plugin, which the label gke-no-default-nvidia-gpu-device-plugin=true turns off for NVIDIA's; share GPUs with NVIDIA's plugin instead (modules/time-slicing or modules/mps), or remove the label.".into(),
+                );
+            }
         }
         ValidateResourceConfigResponse {
             diagnostics: check.diagnostics,
         }
+    }
+}
+
+/// The MIG partition sizes GKE offers per accelerator; `None` for GPUs without MIG.
+fn mig_partitions(accelerator: &str) -> Option<&'static [&'static str]> {
+    match accelerator {
+        "nvidia-tesla-a100" => Some(&["1g.5gb", "2g.10gb", "3g.20gb", "7g.40gb"]),
+        "nvidia-a100-80gb" => Some(&["1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"]),
+        "nvidia-h100-80gb" | "nvidia-h100-mega-80gb" => {
+            Some(&["1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "7g.80gb"])
+        }
+        "nvidia-h200-141gb" => Some(&[
+            "1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb",
+        ]),
+        _ => None,
     }
 }
