@@ -90,8 +90,6 @@ enum Outcome {
 /// The state and everything that writes to it, shared by both phases of an apply.
 struct Ledger<'s, 'p> {
     state: &'s mut State,
-    /// The state as last written (or as found).
-    saved: State,
     persist: Persist<'p>,
     counts: Counts,
     diags: Vec<Diag>,
@@ -172,7 +170,6 @@ impl Ledger<'_, '_> {
     fn save(&mut self) {
         self.dirty = false;
         self.state.serial += 1;
-        self.saved = self.state.clone();
         if let Err(e) = (self.persist)(self.state) {
             self.diags
                 .push(Diag::error(None, "Cannot save the state", e));
@@ -231,10 +228,8 @@ async fn apply_with(
     let mut results = Vec::new();
     if !session.diags.has_errors() {
         let (mut walk_state, graph, inputs) = session.provider_walk();
-        let saved = state.clone();
         let mut ledger = Ledger {
             state: &mut state,
-            saved,
             persist,
             counts: Counts::default(),
             diags: Vec::new(),
@@ -285,8 +280,9 @@ async fn apply_with(
             nodes: deletions,
         };
         walk(&order, &mut deleter, stop).await;
-        if plan.mode == PlanMode::RefreshOnly {
+        if plan.mode == PlanMode::RefreshOnly && !plan.resource_drift.is_empty() {
             // A refresh-only plan changes no object: the state takes what refresh saw.
+            ledger.dirty = true;
             for drift in &plan.resource_drift {
                 match drift.after_value() {
                     Some(live) => {
@@ -306,12 +302,14 @@ async fn apply_with(
                 }
             }
         }
+        let outputs_before = ledger.state.outputs.clone();
         update_outputs(ledger.state, &walk_state, plan.mode);
         // An apply that changed nothing writes nothing: the serial stays, so other saved plans
         // made from this state remain valid.
-        if *ledger.state != ledger.saved {
-            ledger.save();
+        if ledger.state.outputs != outputs_before {
+            ledger.dirty = true;
         }
+        ledger.flush();
         counts = ledger.counts;
         results = ledger.results;
         for d in ledger.diags {

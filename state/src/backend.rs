@@ -176,6 +176,37 @@ pub(crate) fn lock_ttl(
     Ok(ttl)
 }
 
+/// The version of the stored state (a resourceVersion, an ETag) as this process last read or
+/// wrote it, which its next write must compare against.
+pub(crate) struct Seen<T>(std::sync::Mutex<Option<Option<T>>>);
+
+impl<T: Clone> Seen<T> {
+    pub(crate) fn new() -> Self {
+        Self(std::sync::Mutex::new(None))
+    }
+
+    /// `None` (the outer one): never looked; `Some(None)`: there was no state.
+    fn get(&self) -> Option<Option<T>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn remember(&self, version: Option<T>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(version);
+    }
+
+    /// What a write compares against, reading the state first if this process never has.
+    pub(crate) async fn before_write(
+        &self,
+        backend: &dyn Backend,
+    ) -> Result<Option<T>, StateError> {
+        if let Some(seen) = self.get() {
+            return Ok(seen);
+        }
+        backend.read().await?;
+        Ok(self.get().flatten())
+    }
+}
+
 /// A place the state lives.
 #[async_trait::async_trait]
 pub trait Backend: Send + Sync {

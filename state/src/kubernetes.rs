@@ -27,8 +27,8 @@ use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Secrets may hold 1 MiB of data; a chunk stays well below to leave room for metadata.
@@ -68,7 +68,7 @@ pub struct KubernetesBackend {
     lock_ttl: Duration,
     /// The index Secret as this process last read or wrote it; `Some(None)` when it saw that
     /// there was none.
-    seen: Mutex<Option<Option<Seen>>>,
+    seen: crate::backend::Seen<Seen>,
 }
 
 /// What a write needs of the index it replaces: its version, and the chunks it points to
@@ -97,7 +97,7 @@ impl KubernetesBackend {
             secrets: Api::namespaced(client.clone(), &config.namespace),
             leases: Api::namespaced(client, &config.namespace),
             lock_ttl,
-            seen: Mutex::new(None),
+            seen: crate::backend::Seen::new(),
         })
     }
 
@@ -125,7 +125,7 @@ impl KubernetesBackend {
             version: index.metadata.resource_version.clone(),
             chunks: self.chunk_names(index),
         });
-        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(seen);
+        self.seen.remember(seen);
     }
 
     /// The chunk Secrets an index points to.
@@ -362,19 +362,7 @@ impl Backend for KubernetesBackend {
     }
 
     async fn write(&self, state: &State) -> Result<(), StateError> {
-        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let seen = match seen {
-            Some(seen) => seen,
-            // A write needs a version to compare with: learn it from a read first.
-            None => {
-                self.read().await?;
-                self.seen
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone()
-                    .flatten()
-            }
-        };
+        let seen = self.seen.before_write(self).await?;
         let write_id = uuid::Uuid::new_v4().to_string();
         let blob = gzip(&state.encode());
         let mut annotations = BTreeMap::from([

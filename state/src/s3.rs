@@ -47,7 +47,7 @@ pub struct S3Backend {
     key: String,
     lock_ttl: Duration,
     /// The state object's ETag as this process last saw it; `Some(None)`: it saw none.
-    seen: Mutex<Option<Option<String>>>,
+    seen: crate::backend::Seen<String>,
 }
 
 /// What the lock object holds: who, and until when the holder promises to renew.
@@ -64,18 +64,6 @@ fn epoch_seconds() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-/// The error with its causes, as the SDK's Display says only "service error".
-fn describe(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts = vec![error.to_string()];
-    let mut current = error.source();
-    while let Some(source) = current {
-        parts.push(source.to_string());
-        current = source.source();
-    }
-    parts.dedup();
-    parts.join(": ")
 }
 
 fn http_status<E>(error: &aws_sdk_s3::error::SdkError<E>) -> Option<u16> {
@@ -128,7 +116,7 @@ impl S3Backend {
             bucket: config.bucket.clone(),
             key: config.key.clone(),
             lock_ttl,
-            seen: Mutex::new(None),
+            seen: crate::backend::Seen::new(),
         })
     }
 
@@ -182,7 +170,7 @@ impl S3Backend {
     }
 
     fn remember(&self, etag: Option<String>) {
-        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(etag);
+        self.seen.remember(etag);
     }
 
     /// An object's bytes and ETag; `None` when it does not exist.
@@ -206,7 +194,7 @@ impl S3Backend {
             {
                 Ok(None)
             }
-            Err(e) => Err(describe(&e).into()),
+            Err(e) => Err(gpustack_protocol::error_chain(&e).into()),
         }
     }
 
@@ -298,18 +286,7 @@ impl Backend for S3Backend {
     }
 
     async fn write(&self, state: &State) -> Result<(), StateError> {
-        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let seen = match seen {
-            Some(seen) => seen,
-            None => {
-                self.read().await?;
-                self.seen
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone()
-                    .flatten()
-            }
-        };
+        let seen = self.seen.before_write(self).await?;
         let write_id = uuid::Uuid::new_v4().to_string();
         let request = self
             .client
@@ -349,7 +326,7 @@ impl Backend for S3Backend {
             }),
             Some(e) => Err(StateError::Write {
                 location: self.location(),
-                source: describe(&e).into(),
+                source: gpustack_protocol::error_chain(&e).into(),
             }),
             None => Err(StateError::Write {
                 location: self.location(),
@@ -423,7 +400,7 @@ impl Backend for S3Backend {
                 Err(e) => {
                     return Err(LockError::Backend {
                         location: self.lock_location(),
-                        source: describe(&e).into(),
+                        source: gpustack_protocol::error_chain(&e).into(),
                     });
                 }
             }
@@ -450,7 +427,7 @@ impl Backend for S3Backend {
         }
         request.send().await.map_err(|e| LockError::Backend {
             location: self.lock_location(),
-            source: describe(&e).into(),
+            source: gpustack_protocol::error_chain(&e).into(),
         })?;
         Ok(held.info)
     }
@@ -476,7 +453,7 @@ impl Backend for S3Backend {
             .map(|_| ())
             .map_err(|e| StateError::Write {
                 location: format!("s3://{}/{}", self.bucket, self.note_key(name)),
-                source: describe(&e).into(),
+                source: gpustack_protocol::error_chain(&e).into(),
             })
     }
 }
@@ -500,7 +477,7 @@ async fn renew(
         Err(e) if matches!(http_status(&e), Some(412 | 404)) => Renewal::Lost(format!(
             "the state lock s3://{bucket}/{key} was removed or taken by someone else"
         )),
-        Err(e) => Renewal::Failed(describe(&e)),
+        Err(e) => Renewal::Failed(gpustack_protocol::error_chain(&e)),
     }
 }
 
@@ -510,7 +487,12 @@ async fn release(client: &Client, bucket: &str, key: &str, id: &str) -> Result<(
         let output = match client.get_object().bucket(bucket).key(key).send().await {
             Ok(output) => output,
             Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(()),
-            Err(e) => return Err(format!("s3://{bucket}/{key}: {}", describe(&e))),
+            Err(e) => {
+                return Err(format!(
+                    "s3://{bucket}/{key}: {}",
+                    gpustack_protocol::error_chain(&e)
+                ));
+            }
         };
         let etag = output.e_tag().map(str::to_owned);
         let bytes = output
@@ -531,7 +513,12 @@ async fn release(client: &Client, bucket: &str, key: &str, id: &str) -> Result<(
             Ok(_) => return Ok(()),
             Err(e) if matches!(http_status(&e), Some(412)) => continue,
             Err(e) if matches!(http_status(&e), Some(404)) => return Ok(()),
-            Err(e) => return Err(format!("s3://{bucket}/{key}: {}", describe(&e))),
+            Err(e) => {
+                return Err(format!(
+                    "s3://{bucket}/{key}: {}",
+                    gpustack_protocol::error_chain(&e)
+                ));
+            }
         }
     }
     Err(format!("s3://{bucket}/{key} kept changing"))

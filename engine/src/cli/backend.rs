@@ -9,7 +9,6 @@ use gpustack::Session;
 use gpustack_state::{Backend, BackendConfig, LockGuard, LockInfo, State};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub fn runtime() -> tokio::runtime::Runtime {
@@ -95,34 +94,10 @@ pub async fn open(dir: &Path, session: &Session) -> Result<Box<dyn Backend>, Str
         }
         _ => {}
     }
-    config
-        .open(dir)
-        .await
-        .map_err(|e| format!("{e}: {}", source_chain(&e)))
+    config.open(dir).await.map_err(|e| full(&e))
 }
 
-pub fn source_chain(e: &dyn std::error::Error) -> String {
-    let mut parts = Vec::new();
-    let mut current = e.source();
-    while let Some(s) = current {
-        parts.push(s.to_string());
-        current = s.source();
-    }
-    parts.join(": ")
-}
-
-/// An error with its causes, in one line.
-pub fn full(e: &dyn std::error::Error) -> String {
-    let chain = source_chain(e);
-    if chain.is_empty() {
-        e.to_string()
-    } else {
-        format!("{e}: {chain}")
-    }
-}
-
-/// Set when a lock this process holds was lost: an apply stops starting operations.
-pub static LOCK_LOST: AtomicBool = AtomicBool::new(false);
+pub use gpustack_protocol::error_chain as full;
 
 pub async fn lock(
     backend: &dyn Backend,
@@ -134,13 +109,6 @@ pub async fn lock(
             if let Some(notice) = &guard.notice {
                 eprintln!("{notice}");
             }
-            let lost = guard.lost();
-            tokio::spawn(async move {
-                while !lost.load(Ordering::SeqCst) {
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-                LOCK_LOST.store(true, Ordering::SeqCst);
-            });
             Ok(guard)
         }
         Err(e) => {

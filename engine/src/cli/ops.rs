@@ -174,10 +174,12 @@ async fn interrupted() -> bool {
     }
 }
 
-/// `stop` is set by Ctrl-C, which may come while planning or confirming, before any change.
+/// `stop` is set by Ctrl-C, which may come while planning or confirming, before any change;
+/// `lock` is the state lock the run holds, whose loss stops it the same way.
 async fn execute(
     plan: &Plan,
     backend: &dyn Backend,
+    lock: &LockGuard,
     state: Option<State>,
     color: bool,
     stop: Arc<AtomicBool>,
@@ -186,13 +188,14 @@ async fn execute(
     if stop.load(Ordering::SeqCst) {
         return error("interrupted before any change was made");
     }
-    if super::backend::LOCK_LOST.load(Ordering::SeqCst) {
+    let lost = lock.lost();
+    if lost.load(Ordering::SeqCst) {
         return error("the state lock was lost before any change was made");
     }
     let watcher = {
-        let stop = stop.clone();
+        let (stop, lost) = (stop.clone(), lost.clone());
         tokio::spawn(async move {
-            while !super::backend::LOCK_LOST.load(Ordering::SeqCst) {
+            while !lost.load(Ordering::SeqCst) {
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
             eprintln!(
@@ -245,7 +248,7 @@ async fn execute(
     } else {
         "Apply"
     };
-    if super::backend::LOCK_LOST.load(Ordering::SeqCst) {
+    if lost.load(Ordering::SeqCst) {
         eprintln!("{verb} stopped: the state lock was lost.");
         return ExitCode::from(1);
     }
@@ -336,7 +339,7 @@ pub fn apply(
     runtime().block_on(async {
         let stop = interrupt_flag();
         let Some(file) = plan_file else {
-            let (plan, backend, _guard) = match make_plan(common, options, "apply").await {
+            let (plan, backend, guard) = match make_plan(common, options, "apply").await {
                 Ok(p) => p,
                 Err(code) => return code,
             };
@@ -361,7 +364,16 @@ pub fn apply(
             if let Err(e) = check_fresh(&plan, state.as_ref()) {
                 return error(e);
             }
-            return execute(&plan, backend.as_ref(), state, common.color, stop, junit).await;
+            return execute(
+                &plan,
+                backend.as_ref(),
+                &guard,
+                state,
+                common.color,
+                stop,
+                junit,
+            )
+            .await;
         };
         let plan = match std::fs::read(file)
             .map_err(|e| e.to_string())
@@ -383,7 +395,7 @@ pub fn apply(
             Ok(b) => b,
             Err(e) => return error(e),
         };
-        let _guard = match lock(backend.as_ref(), "apply", common.lock_timeout).await {
+        let guard = match lock(backend.as_ref(), "apply", common.lock_timeout).await {
             Ok(g) => g,
             Err(e) => return error(e),
         };
@@ -394,7 +406,16 @@ pub fn apply(
         if let Err(e) = check_fresh(&plan, state.as_ref()) {
             return error(e);
         }
-        execute(&plan, backend.as_ref(), state, common.color, stop, junit).await
+        execute(
+            &plan,
+            backend.as_ref(),
+            &guard,
+            state,
+            common.color,
+            stop,
+            junit,
+        )
+        .await
     })
 }
 
@@ -436,7 +457,7 @@ pub fn test(common: &Common, junit: Option<&Path>) -> ExitCode {
             replace: tests.iter().map(|c| c.address.clone()).collect(),
             ..Default::default()
         };
-        let (plan, backend, _guard) = match make_plan(common, &options, "test").await {
+        let (plan, backend, guard) = match make_plan(common, &options, "test").await {
             Ok(p) => p,
             Err(code) => return code,
         };
@@ -456,7 +477,7 @@ pub fn test(common: &Common, junit: Option<&Path>) -> ExitCode {
             Ok(s) => s,
             Err(e) => return error(e),
         };
-        execute(&plan, backend.as_ref(), state, common.color, stop, junit).await
+        execute(&plan, backend.as_ref(), &guard, state, common.color, stop, junit).await
     })
 }
 

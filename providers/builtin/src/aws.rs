@@ -207,18 +207,6 @@ fn error(summary: &str, e: impl std::fmt::Display) -> Diagnostic {
     Diagnostic::error(summary, e.to_string())
 }
 
-/// The SDK error with its causes: its Display says only "service error".
-fn describe(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts = vec![e.to_string()];
-    let mut current = e.source();
-    while let Some(source) = current {
-        parts.push(source.to_string());
-        current = source.source();
-    }
-    parts.dedup();
-    parts.join(": ")
-}
-
 fn number(state: &Value, name: &str) -> Option<i32> {
     attribute(state, name)
         .and_then(Value::as_number)
@@ -435,7 +423,7 @@ impl Connected {
             Err(e) if is_not_found(&e) => Ok(None),
             Err(e) => Err(error(
                 &format!("Cannot read EKS node group {cluster}/{name}"),
-                describe(&e),
+                gpustack_protocol::error_chain(&e),
             )),
         }
     }
@@ -524,7 +512,10 @@ impl Connected {
             Ok(out) => out,
             // Not cached: a denied or failed lookup is asked again; the catalog answers now.
             Err(e) => {
-                tracing::warn!("DescribeInstanceTypes {instance_type}: {}", describe(&e));
+                tracing::warn!(
+                    "DescribeInstanceTypes {instance_type}: {}",
+                    gpustack_protocol::error_chain(&e)
+                );
                 return crate::catalog::gpus(instance_type);
             }
         };
@@ -683,7 +674,7 @@ impl Connected {
                     None,
                     error(
                         &format!("Cannot create EKS node group {cluster}/{name}"),
-                        describe(&e),
+                        gpustack_protocol::error_chain(&e),
                     ),
                 ));
             }
@@ -775,7 +766,10 @@ impl Connected {
             );
         }
         if any {
-            request.send().await.map_err(|e| failed(describe(&e)))?;
+            request
+                .send()
+                .await
+                .map_err(|e| failed(gpustack_protocol::error_chain(&e)))?;
             self.wait_for(cluster, name, false).await?;
         }
         let version_changed = ["kubernetes_version", "release_version"]
@@ -796,7 +790,7 @@ impl Connected {
                 )
                 .send()
                 .await
-                .map_err(|e| failed(describe(&e)))?;
+                .map_err(|e| failed(gpustack_protocol::error_chain(&e)))?;
             self.wait_for(cluster, name, false).await?;
         }
         let group = self.describe_group(cluster, name).await?;
@@ -827,7 +821,7 @@ impl Connected {
                 if !deleting {
                     return Err(error(
                         &format!("Cannot delete EKS node group {cluster}/{name}"),
-                        describe(&e),
+                        gpustack_protocol::error_chain(&e),
                     ));
                 }
             }

@@ -14,6 +14,19 @@ pub use schema::{Attribute, BlockNesting, NestedBlock, ProviderSchema, Schema};
 pub use types::{ConversionError, ObjectAttr, Type};
 pub use value::{Number, Value, format_number};
 
+/// An error and its causes in one line (`cannot write the state: 412: precondition failed`),
+/// repeated messages once: SDK errors often say only "service error" at the top.
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![error.to_string()];
+    let mut current = error.source();
+    while let Some(source) = current {
+        parts.push(source.to_string());
+        current = source.source();
+    }
+    parts.dedup();
+    parts.join(": ")
+}
+
 /// Asks a provider for its schema.
 #[derive(Debug, Clone, Default)]
 pub struct GetSchemaRequest {}
