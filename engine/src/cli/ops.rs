@@ -180,13 +180,20 @@ async fn execute(
     plan: &Plan,
     backend: &dyn Backend,
     lock: &LockGuard,
-    state: Option<State>,
     color: bool,
     stop: Arc<AtomicBool>,
     junit: Option<&Path>,
 ) -> ExitCode {
     if stop.load(Ordering::SeqCst) {
         return error("interrupted before any change was made");
+    }
+    // Read again under the lock: a plan applies only to the state it was made from.
+    let state = match read(backend).await {
+        Ok(s) => s,
+        Err(e) => return error(e),
+    };
+    if let Err(e) = check_fresh(plan, state.as_ref()) {
+        return error(e);
     }
     let lost = lock.lost();
     if lost.load(Ordering::SeqCst) {
@@ -357,23 +364,7 @@ pub fn apply(
                 Ok(false) => return error("apply cancelled"),
                 Err(code) => return code,
             }
-            let state = match read(backend.as_ref()).await {
-                Ok(s) => s,
-                Err(e) => return error(e),
-            };
-            if let Err(e) = check_fresh(&plan, state.as_ref()) {
-                return error(e);
-            }
-            return execute(
-                &plan,
-                backend.as_ref(),
-                &guard,
-                state,
-                common.color,
-                stop,
-                junit,
-            )
-            .await;
+            return execute(&plan, backend.as_ref(), &guard, common.color, stop, junit).await;
         };
         let plan = match std::fs::read(file)
             .map_err(|e| e.to_string())
@@ -399,23 +390,7 @@ pub fn apply(
             Ok(g) => g,
             Err(e) => return error(e),
         };
-        let state = match read(backend.as_ref()).await {
-            Ok(s) => s,
-            Err(e) => return error(e),
-        };
-        if let Err(e) = check_fresh(&plan, state.as_ref()) {
-            return error(e);
-        }
-        execute(
-            &plan,
-            backend.as_ref(),
-            &guard,
-            state,
-            common.color,
-            stop,
-            junit,
-        )
-        .await
+        execute(&plan, backend.as_ref(), &guard, common.color, stop, junit).await
     })
 }
 
@@ -473,11 +448,7 @@ pub fn test(common: &Common, junit: Option<&Path>) -> ExitCode {
                 outside.join(", ")
             ));
         }
-        let state = match read(backend.as_ref()).await {
-            Ok(s) => s,
-            Err(e) => return error(e),
-        };
-        execute(&plan, backend.as_ref(), &guard, state, common.color, stop, junit).await
+        execute(&plan, backend.as_ref(), &guard, common.color, stop, junit).await
     })
 }
 
