@@ -1,6 +1,10 @@
 # The first reference flow: an AKS nodepool with one T4 per node, the GPU Operator with the
 # driver and toolkit left to AKS, time-slicing with 10 replicas, and a smoke test that runs
 # four vectorAdd pods on the one node.
+#
+# Against Azure: gpustack apply --var subscription_id=SUB (credentials from the environment,
+# a workload identity, a managed identity or `az login`). The test suite runs it against its
+# AKS fake and local cluster with --var azure_endpoint=... --var kubeconfig=... --var chart=....
 
 gpustack {
   required_version = ">= 0.1"
@@ -10,18 +14,22 @@ gpustack {
 
 provider "azure" {
   subscription_id = var.subscription_id
+  endpoint        = var.azure_endpoint
 }
 
 provider "kubernetes" {
-  context = var.kube_context
+  config_path = local.kubeconfig
+  context     = var.kube_context
 }
 
 provider "helm" {
-  context = var.kube_context
+  config_path = local.kubeconfig
+  context     = var.kube_context
 }
 
 provider "gpu" {
-  context = var.kube_context
+  config_path = local.kubeconfig
+  context     = var.kube_context
 }
 
 resource "aks_nodepool" "t4" {
@@ -37,6 +45,7 @@ resource "aks_nodepool" "t4" {
 
 module "gpu_operator" {
   source          = "../../modules/gpu-operator"
+  chart           = var.chart
   chart_version   = "v26.7.0"
   driver_enabled  = false
   toolkit_enabled = false

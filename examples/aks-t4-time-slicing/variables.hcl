@@ -14,8 +14,27 @@ variable "cluster" {
 }
 
 variable "kube_context" {
-  type    = string
-  default = "ml-aks"
+  type        = string
+  default     = null
+  description = "Context in the kubeconfig (az aks get-credentials makes one named after the cluster); default: its current context."
+}
+
+variable "kubeconfig" {
+  type        = string
+  default     = ""
+  description = "Kubeconfig path; empty: $KUBECONFIG or ~/.kube/config."
+}
+
+variable "azure_endpoint" {
+  type        = string
+  default     = null
+  description = "Azure Resource Manager endpoint; default https://management.azure.com."
+}
+
+variable "chart" {
+  type        = string
+  default     = "gpu-operator"
+  description = "The GPU Operator chart: its name in NVIDIA's repository, or a local path or .tgz."
 }
 
 variable "pool_name" {
@@ -42,4 +61,5 @@ variable "replicas" {
 locals {
   # Standard_NC4as_T4_v3 carries one T4.
   gpus_per_node = 1
+  kubeconfig    = var.kubeconfig != "" ? var.kubeconfig : null
 }

@@ -2,6 +2,7 @@
 // Test support: failing loudly is the point.
 #![allow(clippy::panic, clippy::unwrap_used)]
 
+pub mod aks;
 pub mod cluster;
 pub mod faults;
 pub mod gpusim;

@@ -77,7 +77,9 @@ fn eks_nodegroup_lifecycle_against_moto() {
     // moto's GpuInfo gives the A10G 22,888 MiB; the built-in catalog would say 24 GB, so
     // this line shows the live answer is used.
     assert!(
-        out.contains("nodegroup gpu-a10g: 2 × g5.xlarge (1× A10G 22 GB): nvidia.com/gpu 0 → 2"),
+        out.contains(
+            "nodegroup gpu-a10g: 2 × g5.xlarge (1× A10G) → nvidia.com/gpu 2 → 2 (no sharing; new pool; 22 GB per GPU)"
+        ),
         "the capacity section names the GPUs EC2 reports:\n{out}"
     );
 
@@ -132,7 +134,11 @@ fn eks_nodegroup_lifecycle_against_moto() {
         out.contains("instance_types") && out.contains("forces replacement"),
         "{out}"
     );
-    assert!(out.contains("(1× T4 16 GB)"), "{out}");
+    assert!(
+        out.contains("g4dn.xlarge (1× T4) → nvidia.com/gpu")
+            && out.contains("pool replaced; 16 GB per GPU"),
+        "{out}"
+    );
     let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[relabel, t4]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(

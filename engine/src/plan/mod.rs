@@ -4,6 +4,7 @@
 //! and the lineage and serial of the state it read, so that `apply PLANFILE` evaluates the same
 //! configuration and refuses to run over a state that moved on.
 
+mod capacity;
 mod walk;
 
 pub(crate) use walk::{DEFAULT_MAX_CONCURRENCY, plan, resource_dependencies, strip_instance_key};
@@ -120,10 +121,22 @@ pub struct CapacityLine {
 }
 
 impl CapacityLine {
-    /// `node tw-t4 (1× Tesla-T4): nvidia.com/gpu 10 → 4 (time-slicing ×4)`.
+    /// `node tw-t4 (1× Tesla-T4): nvidia.com/gpu 10 → 4 (time-slicing ×4)`; for a pool, its
+    /// physical GPUs and what they advertise:
+    /// `nodepool gpupool: 1 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 1 → 10 (…)`.
     pub fn text(&self) -> String {
         let amount =
             |n: Option<f64>| n.map_or_else(|| "0".to_owned(), gpustack_protocol::format_number);
+        if let Some(physical) = self.change.physical {
+            return format!(
+                "{} → {} {} → {} ({})",
+                self.change.scope,
+                self.change.resource,
+                gpustack_protocol::format_number(physical),
+                amount(self.change.after),
+                self.change.detail
+            );
+        }
         format!(
             "{}: {} {} → {} ({})",
             self.change.scope,

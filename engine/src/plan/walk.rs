@@ -79,6 +79,7 @@ struct PlannedInstance {
     planned: Value,
     requires_replace: Vec<String>,
     capacity: Vec<gpustack_protocol::CapacityChange>,
+    gpu_facts: Vec<gpustack_protocol::GpuFact>,
 }
 
 struct Planner<'w, 'a> {
@@ -94,6 +95,8 @@ struct Planner<'w, 'a> {
     allowed: Option<HashSet<NodeIndex>>,
     changes: Vec<ResourceChange>,
     capacity: Vec<crate::plan::CapacityLine>,
+    /// What resources said about GPUs, by instance address, for the capacity pass.
+    gpu_facts: Vec<(String, gpustack_protocol::GpuFact)>,
     /// Config addresses of resources seen in configuration, for finding orphans.
     configured: HashSet<String>,
 }
@@ -121,6 +124,7 @@ pub(crate) async fn plan<'a>(
         allowed,
         changes: Vec::new(),
         capacity: Vec::new(),
+        gpu_facts: Vec::new(),
         configured: HashSet::new(),
     };
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -145,7 +149,11 @@ pub(crate) async fn plan<'a>(
     }
     let output_changes = planner.output_changes();
     let mut gpu_capacity = match mode {
-        PlanMode::Normal => std::mem::take(&mut planner.capacity),
+        PlanMode::Normal => {
+            let mut lines = std::mem::take(&mut planner.capacity);
+            lines.extend(super::capacity::pool_lines(&planner.gpu_facts));
+            lines
+        }
         _ => Vec::new(),
     };
     gpu_capacity.sort_by(|a, b| (&a.change.scope, &a.address).cmp(&(&b.change.scope, &b.address)));
@@ -430,6 +438,7 @@ impl Planner<'_, '_> {
                                     planned: response.planned_state,
                                     requires_replace: response.requires_replace,
                                     capacity: response.capacity,
+                                    gpu_facts: response.gpu_facts,
                                 },
                                 response.diagnostics,
                             )
@@ -447,6 +456,7 @@ impl Planner<'_, '_> {
                                     planned: response.state,
                                     requires_replace: vec![],
                                     capacity: vec![],
+                                    gpu_facts: vec![],
                                 },
                                 response.diagnostics,
                             )
@@ -459,6 +469,7 @@ impl Planner<'_, '_> {
                                 planned: Value::Unknown,
                                 requires_replace: vec![],
                                 capacity: vec![],
+                                gpu_facts: vec![],
                             },
                             vec![],
                         ),
@@ -530,6 +541,12 @@ impl Planner<'_, '_> {
                             &dependencies,
                             &sensitive,
                             n.span,
+                        );
+                        self.gpu_facts.extend(
+                            instance
+                                .gpu_facts
+                                .iter()
+                                .map(|f| (instance.address.clone(), f.clone())),
                         );
                         self.capacity.extend(instance.capacity.iter().map(|c| {
                             crate::plan::CapacityLine {

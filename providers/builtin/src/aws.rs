@@ -5,11 +5,11 @@ use aws_sdk_eks::types::{
     UpdateLabelsPayload, UpdateTaintsPayload,
 };
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, CapacityChange,
-    ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, ImportResourceRequest,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest,
+    Diagnostic, GetSchemaRequest, GetSchemaResponse, GpuFact, GpuShape, ImportResourceRequest,
     ImportResourceResponse, ObjectAttr, PlanResourceChangeRequest, PlanResourceChangeResponse,
-    Provider, ProviderSchema, ReadDataSourceRequest, ReadDataSourceResponse, ReadResourcesRequest,
-    ReadResourcesResponse, Schema, Type, ValidateResourceConfigRequest,
+    PoolFact, PoolShape, Provider, ProviderSchema, ReadDataSourceRequest, ReadDataSourceResponse,
+    ReadResourcesRequest, ReadResourcesResponse, Schema, Type, ValidateResourceConfigRequest,
     ValidateResourceConfigResponse, Value, plan_from_schema,
 };
 use indexmap::IndexMap;
@@ -538,74 +538,59 @@ impl Connected {
         gpus
     }
 
-    /// What a plan does to the GPUs of a node group: nodes × GPUs per node, before and after.
-    async fn capacity(
+    /// The machines of a node group as a state describes them, with GPUs from EC2.
+    async fn shape(&self, state: &Value) -> Option<PoolShape> {
+        let machine = strings(state, "instance_types").into_iter().next()?;
+        let gpus = self.gpus_of(&machine).await?;
+        // The desired size is the node count; where only apply can tell it, the range.
+        let (min, max) = match number(state, "desired_size") {
+            Some(n) => (n, n),
+            None => (number(state, "min_size")?, number(state, "max_size")?),
+        };
+        Some(PoolShape {
+            min_nodes: u32::try_from(min).ok()?,
+            max_nodes: u32::try_from(max).ok()?,
+            machine,
+            gpus: GpuShape {
+                count: gpus.count,
+                model: gpus.model,
+                memory_gb: gpus.memory_gb,
+            },
+        })
+    }
+
+    /// What the engine needs to show a node group's GPUs, with its nodes' sharing, in the plan.
+    async fn pool_fact(
         &self,
         prior: Option<&Value>,
         planned: Option<&Value>,
-    ) -> Vec<CapacityChange> {
-        let side = |state: Option<&Value>| {
-            state.map(|s| {
-                (
-                    strings(s, "instance_types").into_iter().next(),
-                    number(s, "desired_size").or_else(|| number(s, "min_size")),
-                    text(s, "nodegroup_name").map(str::to_owned),
-                )
-            })
+        new: bool,
+    ) -> Option<GpuFact> {
+        let before = match prior {
+            Some(p) => self.shape(p).await,
+            None => None,
         };
-        let (before, after) = (side(prior), side(planned));
-        let total = |gpus: Option<&Gpus>, nodes: Option<i32>| {
-            gpus.map(|g| f64::from(g.count) * f64::from(nodes.unwrap_or(0)))
+        let after = match planned {
+            Some(p) => self.shape(p).await,
+            None => None,
         };
-        let before_gpus = match &before {
-            Some((Some(t), _, _)) => self.gpus_of(t).await,
-            _ => None,
-        };
-        let after_gpus = match &after {
-            Some((Some(t), _, _)) => self.gpus_of(t).await,
-            _ => None,
-        };
-        let before_total = before
-            .as_ref()
-            .and_then(|b| total(before_gpus.as_ref(), b.1));
-        let after_total = after.as_ref().and_then(|a| total(after_gpus.as_ref(), a.1));
-        // Same number of GPUs of another model (A10G → T4) is a capacity change too.
-        let same_gpus = before_gpus == after_gpus || before.is_none() || after.is_none();
-        if (before_total == after_total && same_gpus)
-            || (before_total.is_none() && after_total.is_none())
-        {
-            return Vec::new();
+        if before.is_none() && after.is_none() {
+            return None;
         }
-        let (shown, shown_gpus) = match (&after, &after_gpus) {
-            (Some(a), Some(g)) => (a, g),
-            _ => match (&before, &before_gpus) {
-                (Some(b), Some(g)) => (b, g),
-                _ => return Vec::new(),
-            },
-        };
-        let name = shown.2.clone().unwrap_or_default();
-        vec![CapacityChange {
-            scope: format!(
-                "nodegroup {name}: {} × {} ({})",
-                shown.1.unwrap_or(0),
-                shown.0.clone().unwrap_or_default(),
-                shown_gpus.describe()
-            ),
-            resource: "nvidia.com/gpu".to_owned(),
-            before: before_total,
-            after: after_total,
-            detail: match (prior, planned) {
-                (None, _) => "new node group".to_owned(),
-                (_, None) => "node group removed".to_owned(),
-                _ if !same_gpus => format!(
-                    "GPUs change from {}",
-                    before_gpus
-                        .as_ref()
-                        .map_or("none".to_owned(), Gpus::describe)
-                ),
-                _ => "nodes × GPUs per node".to_owned(),
-            },
-        }]
+        let labelled = planned.or(prior)?;
+        let name = text(labelled, "nodegroup_name")
+            .unwrap_or_default()
+            .to_owned();
+        let mut node_labels: BTreeMap<String, String> = labels(labelled);
+        node_labels.insert("eks.amazonaws.com/nodegroup".to_owned(), name.clone());
+        Some(GpuFact::Pool(PoolFact {
+            kind: "nodegroup".to_owned(),
+            name,
+            node_labels,
+            before,
+            after,
+            new,
+        }))
     }
 
     /// On failure, the node group as it stands if it was created (so the state keeps it).
@@ -892,7 +877,12 @@ impl Provider for Connected {
         // Values unknown until apply (an instance type from another resource) leave the
         // capacity out rather than guess it.
         let planned = (!response.planned_state.is_null()).then_some(&response.planned_state);
-        response.capacity = self.capacity(request.prior_state.as_ref(), planned).await;
+        let new = request.prior_state.is_none() || !response.requires_replace.is_empty();
+        response.gpu_facts = self
+            .pool_fact(request.prior_state.as_ref(), planned, new)
+            .await
+            .into_iter()
+            .collect();
         response
     }
 

@@ -3,10 +3,11 @@
 //! `nvidia.com/device-plugin.config`, else the ClusterPolicy's default).
 
 use crate::cluster::Cluster;
-use gpustack_protocol::CapacityChange;
+use gpustack_protocol::{CapacityChange, GpuFact, SharingKey};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use serde_json::Value as Json;
+use std::collections::BTreeMap;
 
 const CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
 const COUNT_LABEL: &str = "nvidia.com/gpu.count";
@@ -61,15 +62,8 @@ pub(crate) fn is_sharing_config(data: &Json) -> bool {
     })
 }
 
-/// What applying `data` to ConfigMap `name` does to each GPU node that uses one of its keys.
-pub(crate) async fn of_sharing_config(
-    cluster: &Cluster,
-    name: &str,
-    data: &Json,
-) -> Vec<CapacityChange> {
-    let Some(keys) = data.as_object() else {
-        return Vec::new();
-    };
+/// The live ClusterPolicy `cluster-policy` (null when there is none).
+pub(crate) async fn live_policy(cluster: &Cluster) -> Json {
     let policy = match cluster.kind("nvidia.com/v1", "ClusterPolicy").await {
         Ok(Some(kind)) => cluster
             .api(&kind, None)
@@ -79,23 +73,87 @@ pub(crate) async fn of_sharing_config(
             .flatten(),
         _ => None,
     };
-    let policy = policy
+    policy
         .and_then(|p| serde_json::to_value(p).ok())
-        .unwrap_or(Json::Null);
-    let points_here = policy
+        .unwrap_or(Json::Null)
+}
+
+/// The key a ClusterPolicy makes the default of config `name`, if it points there.
+fn policy_default<'a>(policy: &'a Json, name: &str) -> Option<&'a str> {
+    (policy
         .pointer("/spec/devicePlugin/config/name")
         .and_then(Json::as_str)
-        == Some(name);
-    let default_key = policy
-        .pointer("/spec/devicePlugin/config/default")
-        .and_then(Json::as_str)
-        .filter(|_| points_here)
-        .map(str::to_owned)
-        .or_else(|| {
-            (keys.len() == 1)
-                .then(|| keys.keys().next().cloned())
-                .flatten()
-        });
+        == Some(name))
+    .then(|| {
+        policy
+            .pointer("/spec/devicePlugin/config/default")
+            .and_then(Json::as_str)
+    })
+    .flatten()
+}
+
+fn sharing_keys(data: &Json) -> Option<BTreeMap<String, SharingKey>> {
+    Some(
+        data.as_object()?
+            .iter()
+            .filter_map(|(key, text)| {
+                let sharing = parse(text.as_str()?)?;
+                Some((
+                    key.clone(),
+                    SharingKey {
+                        strategy: sharing.strategy.to_owned(),
+                        replicas: sharing.replicas,
+                        rename: sharing.rename,
+                    },
+                ))
+            })
+            .collect(),
+    )
+}
+
+/// What a device-plugin config says for nodes that do not exist yet: the sharing of each key,
+/// planned (`data`) and before (`before`, `None` for a new config).
+pub(crate) fn sharing_fact(
+    name: &str,
+    data: &Json,
+    before: Option<&Json>,
+    policy: &Json,
+) -> Option<GpuFact> {
+    Some(GpuFact::SharingConfig {
+        name: name.to_owned(),
+        keys: sharing_keys(data)?,
+        keys_before: before.and_then(sharing_keys),
+        live_default: policy_default(policy, name).map(str::to_owned),
+    })
+}
+
+/// The config and default key a ClusterPolicy object (planned) gives the device plugin.
+pub(crate) fn device_plugin_fact(policy: &Json) -> Option<GpuFact> {
+    let config = policy.pointer("/spec/devicePlugin/config")?;
+    Some(GpuFact::DevicePluginConfig {
+        name: config.get("name")?.as_str()?.to_owned(),
+        default_key: config
+            .get("default")
+            .and_then(Json::as_str)
+            .map(str::to_owned),
+    })
+}
+
+/// What applying `data` to ConfigMap `name` does to each GPU node that uses one of its keys.
+pub(crate) async fn of_sharing_config(
+    cluster: &Cluster,
+    name: &str,
+    data: &Json,
+    policy: &Json,
+) -> Vec<CapacityChange> {
+    let Some(keys) = data.as_object() else {
+        return Vec::new();
+    };
+    let default_key = policy_default(policy, name).map(str::to_owned).or_else(|| {
+        (keys.len() == 1)
+            .then(|| keys.keys().next().cloned())
+            .flatten()
+    });
     let nodes: Api<Node> = Api::all(cluster.client.clone());
     let Ok(list) = nodes.list(&ListParams::default().labels(COUNT_LABEL)).await else {
         return Vec::new();
@@ -156,6 +214,7 @@ pub(crate) async fn of_sharing_config(
                     before,
                     after: Some(after),
                     detail: detail.clone(),
+                    physical: None,
                 });
             }
         }

@@ -14,11 +14,6 @@ impl Gpus {
     pub fn has_mig(&self) -> bool {
         ["A100", "A30", "H100", "H200", "B200", "GB200"].contains(&self.model.as_str())
     }
-
-    /// `1× A10G 24 GB`.
-    pub fn describe(&self) -> String {
-        format!("{}× {} {} GB", self.count, self.model, self.memory_gb)
-    }
 }
 
 const CATALOG: &[(&str, u32, &str, u32)] = &[
@@ -67,8 +62,8 @@ mod tests {
     #[test]
     fn knows_the_reference_flows_sizes() {
         assert_eq!(
-            gpus("Standard_NC4as_T4_v3").map(|g| g.describe()),
-            Some("1× T4 16 GB".to_owned())
+            gpus("Standard_NC4as_T4_v3").map(|g| (g.count, g.model, g.memory_gb)),
+            Some((1, "T4".to_owned(), 16))
         );
         assert_eq!(gpus("p4d.24xlarge").map(|g| g.count), Some(8));
         assert_eq!(gpus("m5.large"), None);

@@ -545,6 +545,7 @@ impl Provider for SmokeTests {
             planned_state: planned,
             requires_replace: vec![],
             capacity: vec![],
+            gpu_facts: vec![],
             diagnostics: vec![],
         }
     }

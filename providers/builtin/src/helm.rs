@@ -399,6 +399,7 @@ impl Provider for HelmCli {
             planned_state: planned,
             requires_replace,
             capacity: vec![],
+            gpu_facts: vec![],
             diagnostics: vec![],
         }
     }

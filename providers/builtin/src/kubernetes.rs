@@ -507,20 +507,35 @@ impl Connected {
             }
             _ => Value::Unknown,
         };
+        let mut gpu_facts = Vec::new();
         let capacity = match (&desired, &id) {
+            _ if request.for_apply => Vec::new(),
             (Some(desired), Some(id)) if id.kind == "ConfigMap" && id.api_version == "v1" => {
                 let data = desired.get("data").cloned().unwrap_or(Json::Null);
                 let before = prior
                     .and_then(|p| attribute(p, "object"))
                     .map(|o| o.to_json().get("data").cloned().unwrap_or(Json::Null));
-                if !request.for_apply
-                    && before.as_ref() != Some(&data)
-                    && crate::capacity::is_sharing_config(&data)
-                {
-                    crate::capacity::of_sharing_config(&self.cluster, &id.name, &data).await
+                if crate::capacity::is_sharing_config(&data) {
+                    let policy = crate::capacity::live_policy(&self.cluster).await;
+                    gpu_facts.extend(crate::capacity::sharing_fact(
+                        &id.name,
+                        &data,
+                        before.as_ref(),
+                        &policy,
+                    ));
+                    if before.as_ref() == Some(&data) {
+                        Vec::new()
+                    } else {
+                        crate::capacity::of_sharing_config(&self.cluster, &id.name, &data, &policy)
+                            .await
+                    }
                 } else {
                     Vec::new()
                 }
+            }
+            (Some(desired), Some(id)) if id.kind == "ClusterPolicy" => {
+                gpu_facts.extend(crate::capacity::device_plugin_fact(desired));
+                Vec::new()
             }
             _ => Vec::new(),
         };
@@ -532,6 +547,7 @@ impl Connected {
             planned_state: planned,
             requires_replace,
             capacity,
+            gpu_facts,
             diagnostics,
         }
     }

@@ -4,11 +4,13 @@
 //! is one of the request/response types below, built from [`Value`], [`Type`], [`Schema`] and
 //! [`Diagnostic`].
 
+mod capacity;
 mod diagnostic;
 mod schema;
 mod types;
 mod value;
 
+pub use capacity::{CapacityChange, GpuFact, GpuShape, PoolFact, PoolShape, SharingKey};
 pub use diagnostic::{Diagnostic, Pos, Severity, SourceRange};
 pub use schema::{Attribute, BlockNesting, NestedBlock, ProviderSchema, Schema};
 pub use types::{ConversionError, ObjectAttr, Type};
@@ -108,20 +110,6 @@ pub struct PlanResourceChangeRequest {
     pub for_apply: bool,
 }
 
-/// What a planned change does to the GPU resources a node or pool advertises
-/// (`nvidia.com/gpu 10 → 4`): the plan's GPU capacity section.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CapacityChange {
-    /// The node or pool, e.g. `node tw-t4 (1× Tesla-T4)`.
-    pub scope: String,
-    /// The extended resource, e.g. `nvidia.com/gpu`.
-    pub resource: String,
-    pub before: Option<f64>,
-    pub after: Option<f64>,
-    /// Why, e.g. `time-slicing ×4`.
-    pub detail: String,
-}
-
 #[derive(Debug, Clone, Default)]
 pub struct PlanResourceChangeResponse {
     /// What the object will look like: configured values, prior values of computed attributes
@@ -131,6 +119,9 @@ pub struct PlanResourceChangeResponse {
     pub requires_replace: Vec<String>,
     /// GPU capacity this change adds or removes, where the provider can tell.
     pub capacity: Vec<CapacityChange>,
+    /// What this resource says about GPUs whatever it changes (a pool's size and machines, a
+    /// sharing config): the engine combines them across providers into capacity lines.
+    pub gpu_facts: Vec<GpuFact>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -321,10 +312,20 @@ pub fn plan_from_schema(
             }
         }
     }
+    // A replacement is a new object: what the configuration leaves to the API is not the old
+    // object's value.
+    if !requires_replace.is_empty() {
+        for (name, attribute) in &schema.attributes {
+            if attribute.computed && config.get(name).is_none_or(Value::is_null) {
+                planned.insert(name.clone(), Value::Unknown);
+            }
+        }
+    }
     PlanResourceChangeResponse {
         planned_state: Value::Object(planned),
         requires_replace,
         capacity: Vec::new(),
+        gpu_facts: Vec::new(),
         diagnostics: Vec::new(),
     }
 }

@@ -1,0 +1,427 @@
+//! AKS node pools through azure_core / azure_identity against the AKS fake (HTTPS, tokens
+//! from its Entra ID endpoint): the official examples round-trip through the fake; gpustack
+//! creates a pool under injected faults without a duplicate, plans node_count as an update and
+//! vm_size as a replacement, reports a pool scaled outside as drift, refuses to take over a
+//! pool it did not make, and deletes; the client secret and tokens never reach output or state.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+use gpustack_tests::aks::{AksFake, CLIENT_SECRET, Fault};
+use gpustack_tests::{gpustack_env, stderr, stdout};
+use hyper::{Method, StatusCode};
+use serde_json::{Value as Json, json};
+use std::path::PathBuf;
+
+const SUB: &str = "00000000-0000-0000-0000-000000000000";
+
+fn example(name: &str) -> Json {
+    let path = gpustack_tests::repo_root()
+        .join("../shared/upstream/aks-2026-08-01")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// Every field the example shows, the fake's answer has with the same value (but for the
+/// values of `skip`, which only need to be there).
+fn assert_shows(actual: &Json, expected: &Json, skip: &[&str], at: &str) {
+    match expected {
+        Json::Object(fields) => {
+            for (key, value) in fields {
+                let got = actual
+                    .get(key)
+                    .unwrap_or_else(|| panic!("{at}: no {key} in {actual}"));
+                if !skip.contains(&key.as_str()) {
+                    assert_shows(got, value, skip, &format!("{at}.{key}"));
+                }
+            }
+        }
+        _ => assert_eq!(actual, expected, "{at}"),
+    }
+}
+
+/// Follows an operation the way a client must: Azure-AsyncOperation until it is final.
+fn finish(fake: &AksFake, headers: &hyper::HeaderMap) {
+    let url = headers["azure-asyncoperation"].to_str().unwrap().to_owned();
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let (status, _, body) = fake.call(Method::GET, &url, None, &[]);
+        assert_eq!(status, StatusCode::OK, "{body}");
+        if body["status"] != "InProgress" {
+            assert_eq!(body["status"], "Succeeded", "{body}");
+            return;
+        }
+    }
+    panic!("the operation did not finish");
+}
+
+fn path(e: &Json) -> String {
+    let p = &e["parameters"];
+    format!(
+        "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.ContainerService/managedClusters/{}/agentPools/{}?api-version={}",
+        p["subscriptionId"].as_str().unwrap(),
+        p["resourceGroupName"].as_str().unwrap(),
+        p["resourceName"].as_str().unwrap(),
+        p["agentPoolName"].as_str().unwrap(),
+        p["api-version"].as_str().unwrap()
+    )
+}
+
+#[test]
+fn the_fake_answers_every_official_example_as_it_shows() {
+    let fake = AksFake::start(&[(&format!("{SUB}/rg1/clustername1"), "1.9.6")], None);
+    // Values the service makes up: only their presence is compared.
+    let made_up = ["eTag", "nodeImageVersion"];
+
+    // Create with the fully managed GPU experience; its GET; delete (202 + Location).
+    let managed = example("AgentPoolsCreate_ManagedGPU.json");
+    let (status, headers, body) = fake.call(
+        Method::PUT,
+        &path(&managed),
+        Some(&managed["parameters"]["parameters"]),
+        &[],
+    );
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_shows(
+        &body,
+        &managed["responses"]["201"]["body"],
+        &made_up,
+        "managed 201",
+    );
+    finish(&fake, &headers);
+    let (_, _, body) = fake.call(Method::GET, &path(&managed), None, &[]);
+    assert_shows(
+        &body,
+        &managed["responses"]["200"]["body"],
+        &made_up,
+        "managed 200",
+    );
+
+    let delete = example("AgentPoolsDelete.json");
+    let (status, headers, _) = fake.call(Method::DELETE, &path(&delete), None, &[]);
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let location = headers["location"].to_str().unwrap();
+    let expected = delete["responses"]["202"]["headers"]["location"]
+        .as_str()
+        .unwrap();
+    let shape = |url: &str| {
+        let path = url.split("://").nth(1).unwrap();
+        let path = &path[path.find('/').unwrap()..];
+        let (head, query) = path.split_once('?').unwrap();
+        (
+            head.rsplit_once('/').unwrap().0.to_owned(),
+            query.to_owned(),
+        )
+    };
+    assert_eq!(
+        shape(location),
+        shape(expected),
+        "Location as the example shows it"
+    );
+    finish(&fake, &headers);
+    let (status, _, _) = fake.call(Method::GET, &path(&delete), None, &[]);
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, _) = fake.call(Method::DELETE, &path(&delete), None, &[]);
+    assert_eq!(
+        status,
+        StatusCode::NO_CONTENT,
+        "{}",
+        json!(delete["responses"]["204"])
+    );
+
+    // Create/Update with spot, labels, taints and tags: 201 then 200 as shown.
+    let create = example("AgentPoolsCreate_Update.json");
+    let (status, headers, body) = fake.call(
+        Method::PUT,
+        &path(&create),
+        Some(&create["parameters"]["parameters"]),
+        &[],
+    );
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_shows(
+        &body,
+        &create["responses"]["201"]["body"],
+        &made_up,
+        "create 201",
+    );
+    finish(&fake, &headers);
+    let (_, _, body) = fake.call(Method::GET, &path(&create), None, &[]);
+    assert_shows(
+        &body,
+        &create["responses"]["200"]["body"],
+        &made_up,
+        "create 200",
+    );
+
+    // Update of the existing pool to autoscaling: 200 Updating, then as the example's 200.
+    let update = example("AgentPools_Update.json");
+    let (status, headers, body) = fake.call(
+        Method::PUT,
+        &path(&update),
+        Some(&update["parameters"]["parameters"]),
+        &[],
+    );
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["properties"]["provisioningState"], "Updating");
+    assert_shows(
+        &body,
+        &update["responses"]["201"]["body"],
+        &["eTag", "nodeImageVersion", "provisioningState"],
+        "update",
+    );
+    finish(&fake, &headers);
+    let (_, _, body) = fake.call(Method::GET, &path(&update), None, &[]);
+    assert_shows(
+        &body,
+        &update["responses"]["200"]["body"],
+        &made_up,
+        "update 200",
+    );
+
+    // Get: the example's pool written back as a client does (read-modify-write under its
+    // ETag) reads back as the example shows it.
+    let get = example("AgentPoolsGet.json");
+    let (_, _, live) = fake.call(Method::GET, &path(&get), None, &[]);
+    let etag = live["properties"]["eTag"].as_str().unwrap().to_owned();
+    let mut body = get["responses"]["200"]["body"].clone();
+    body["properties"]["scaleSetPriority"] = live["properties"]["scaleSetPriority"].clone();
+    body["properties"]["scaleSetEvictionPolicy"] =
+        live["properties"]["scaleSetEvictionPolicy"].clone();
+    let (status, _, answer) = fake.call(
+        Method::PUT,
+        &path(&get),
+        Some(&body),
+        &[("if-match", "\"stale\"")],
+    );
+    assert_eq!(status, StatusCode::PRECONDITION_FAILED, "{answer}");
+    let (status, headers, answer) = fake.call(
+        Method::PUT,
+        &path(&get),
+        Some(&body),
+        &[("if-match", &etag)],
+    );
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    finish(&fake, &headers);
+    let (status, _, answer) = fake.call(Method::GET, &path(&get), None, &[]);
+    assert_eq!(status, StatusCode::OK);
+    assert_shows(
+        &answer,
+        &get["responses"]["200"]["body"],
+        &made_up,
+        "get 200",
+    );
+
+    // ARM's refusals: an immutable property, an unknown api-version.
+    let mut resized = answer.clone();
+    resized["properties"]["vmSize"] = json!("Standard_NC4as_T4_v3");
+    let (status, _, refused) = fake.call(Method::PUT, &path(&get), Some(&resized), &[]);
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(refused["error"]["code"], "PropertyChangeNotAllowed");
+    let old = path(&get).replace("2026-08-01", "2019-01-01");
+    let (status, _, _) = fake.call(Method::GET, &old, None, &[]);
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+/// A stack of one AKS pool, run with the fake's endpoint and credentials.
+struct Stack<'f> {
+    dir: tempfile::TempDir,
+    fake: &'f AksFake,
+}
+
+const STACK: &str = r#"
+variable "endpoint" { type = string }
+variable "vm_size" {
+  type    = string
+  default = "Standard_NC4as_T4_v3"
+}
+variable "node_count" {
+  type    = number
+  default = 1
+}
+variable "name" {
+  type    = string
+  default = "gpu"
+}
+
+provider "azure" {
+  subscription_id = "00000000-0000-0000-0000-000000000000"
+  endpoint        = var.endpoint
+}
+
+resource "aks_nodepool" "gpu" {
+  resource_group = "ml-rg"
+  cluster        = "ml-aks"
+  name           = var.name
+  vm_size        = var.vm_size
+  node_count     = var.node_count
+  node_labels    = { "gpustack.dev/pool" = "t4" }
+  node_taints    = ["nvidia.com/gpu=present:NoSchedule"]
+  gpu_driver     = "Install"
+  tags           = { team = "ml" }
+}
+
+output "pool_id" {
+  value = aks_nodepool.gpu.id
+}
+"#;
+
+impl Stack<'_> {
+    fn run(&self, args: &[&str], vars: &[&str]) -> (i32, String, String) {
+        let endpoint = format!("endpoint={}", self.fake.endpoint);
+        let mut all: Vec<&str> = args.to_vec();
+        for v in std::iter::once(endpoint.as_str()).chain(vars.iter().copied()) {
+            all.extend(["--var", v]);
+        }
+        let env = self.fake.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let output = gpustack_env(self.dir.path(), &all, &env);
+        let (out, err) = (stdout(&output), stderr(&output));
+        for secret in [CLIENT_SECRET, "fake-access-token"] {
+            assert!(
+                !out.contains(secret) && !err.contains(secret),
+                "a credential reached the output:\n{out}{err}"
+            );
+        }
+        (output.status.code().unwrap_or(-1), out, err)
+    }
+}
+
+fn state_text(dir: &std::path::Path) -> String {
+    let path: PathBuf = dir.join(".gpustack").join("state.json");
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+#[test]
+fn aks_pool_lifecycle_with_faults_drift_and_replacement() {
+    let fake = AksFake::start(&[(&format!("{SUB}/ml-rg/ml-aks"), "1.34.2")], None);
+    let stack = Stack {
+        dir: tempfile::tempdir().unwrap(),
+        fake: &fake,
+    };
+    std::fs::write(stack.dir.path().join("main.hcl"), STACK).unwrap();
+    let pool_id = format!("{SUB}/ml-rg/ml-aks/gpu");
+
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("nodepool gpu: 1 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 1 → 1 (no sharing; new pool; 16 GB per GPU)"),
+        "{out}"
+    );
+
+    // The create meets a 429 with Retry-After, a 500, a dropped connection, and an answer
+    // lost after the pool was made: it still makes exactly one pool, its own.
+    fake.inject(
+        Method::PUT,
+        &[
+            Fault::Throttle(1),
+            Fault::ServerError,
+            Fault::Drop,
+            Fault::LoseAnswer,
+        ],
+    );
+    let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let puts = fake.log().iter().filter(|l| l.starts_with("PUT ")).count();
+    assert_eq!(
+        puts,
+        5,
+        "4 faulted attempts and the one that found its pool: {:?}",
+        fake.log()
+    );
+    assert_eq!(fake.pools(), std::slice::from_ref(&pool_id));
+    let pool = fake.pool(&pool_id).unwrap();
+    assert_eq!(pool["properties"]["provisioningState"], "Succeeded");
+    assert_eq!(pool["properties"]["gpuProfile"]["driver"], "Install");
+    assert_eq!(
+        pool["properties"]["nodeTaints"],
+        json!(["nvidia.com/gpu=present:NoSchedule"])
+    );
+    assert_eq!(pool["properties"]["tags"]["team"], "ml");
+    assert!(pool["properties"]["tags"]["gpustack.dev/creation-token"].is_string());
+    assert!(out.contains("pool_id = \"/subscriptions/"), "{out}");
+    let state = state_text(stack.dir.path());
+    assert!(state.contains("Standard_NC4as_T4_v3"), "{state}");
+    assert!(!state.contains(CLIENT_SECRET) && !state.contains("fake-access-token"));
+    assert!(
+        !state.contains("creation-token"),
+        "the creation tag stays out of the state"
+    );
+
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
+    assert_eq!(code, 0, "a second plan finds nothing to do:\n{out}{err}");
+
+    // node_count is an update in place, with the capacity it adds.
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &["node_count=2"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("aks_nodepool.gpu will be updated in-place"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("~ node_count") && l.ends_with("= 1 -> 2")),
+        "{out}"
+    );
+    assert!(
+        out.contains("nodepool gpu: 2 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 2 → 2 (no sharing; was 1; 16 GB per GPU)"),
+        "{out}"
+    );
+    // A 409 because another operation runs is waited out.
+    fake.inject(Method::PUT, &[Fault::Busy, Fault::Busy]);
+    let (code, out, err) = stack.run(&["apply", "--auto-approve"], &["node_count=2"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(fake.pool(&pool_id).unwrap()["properties"]["count"], 2);
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &["node_count=2"]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // Scaled in the portal: drift names the field.
+    fake.edit(&pool_id, |p| p["properties"]["count"] = json!(3));
+    let (code, out, err) = stack.run(&["drift"], &["node_count=2"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("aks_nodepool.gpu has changed"), "{out}");
+    assert!(out.contains("node_count"), "{out}");
+
+    // vm_size cannot change in place: a replacement, with the reason.
+    let a100 = "vm_size=Standard_NC24ads_A100_v4";
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &["node_count=2", a100]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("aks_nodepool.gpu must be replaced"), "{out}");
+    assert!(
+        out.contains("vm_size") && out.contains("forces replacement"),
+        "{out}"
+    );
+    assert!(
+        out.contains("nodepool gpu: 2 × Standard_NC24ads_A100_v4 (1× A100) → nvidia.com/gpu 2 → 2 (no sharing; pool replaced; 80 GB per GPU)"),
+        "{out}"
+    );
+    let (code, out, err) = stack.run(&["apply", "--auto-approve"], &["node_count=2", a100]);
+    assert_eq!(code, 0, "{out}{err}");
+    let pool = fake.pool(&pool_id).unwrap();
+    assert_eq!(pool["properties"]["vmSize"], "Standard_NC24ads_A100_v4");
+    assert_eq!(fake.pools().len(), 1);
+
+    // A pool of the same name that someone else made is not taken over.
+    fake.call(
+        Method::PUT,
+        &format!("/subscriptions/{SUB}/resourceGroups/ml-rg/providers/Microsoft.ContainerService/managedClusters/ml-aks/agentPools/theirs?api-version=2026-08-01"),
+        Some(&json!({"properties": {"vmSize": "Standard_NC4as_T4_v3", "count": 1}})),
+        &[],
+    );
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("main.hcl"), STACK).unwrap();
+    let intruder = Stack {
+        dir: other,
+        fake: &fake,
+    };
+    let (code, out, err) = intruder.run(&["apply", "--auto-approve"], &["name=theirs"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("already has an agent pool named theirs"),
+        "{err}"
+    );
+    let theirs = fake.pool(&format!("{SUB}/ml-rg/ml-aks/theirs")).unwrap();
+    assert_eq!(theirs["properties"]["count"], 1, "their pool is untouched");
+
+    let (code, out, err) = stack.run(&["destroy", "--auto-approve"], &["node_count=2", a100]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(fake.pool(&pool_id).is_none());
+}
