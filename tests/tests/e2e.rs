@@ -5,6 +5,7 @@
 
 #![allow(clippy::panic, clippy::unwrap_used)]
 
+use gpustack_tests::aks::AksFake;
 use gpustack_tests::cluster::{TestCluster, e2e_cluster};
 use gpustack_tests::{gpustack_bin, repo_root};
 use std::path::{Path, PathBuf};
@@ -47,6 +48,7 @@ struct Stack {
     dir: PathBuf,
     cluster: &'static TestCluster,
     vars: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 impl Stack {
@@ -75,6 +77,7 @@ impl Stack {
             dir,
             cluster,
             vars: all,
+            env: Vec::new(),
         }
     }
 
@@ -93,6 +96,7 @@ impl Stack {
             }
         }
         cmd.args(extra)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env("PATH", path)
             .env("NO_COLOR", "1")
             .env_remove("KUBECONFIG")
@@ -333,6 +337,78 @@ fn reference_flow_time_slicing_from_install_to_destroy() {
     c.kubectl_ok(&["get", "node", "e2e-t4", "e2e-bystander", "tw-system"]);
     let jobs = c.kubectl_ok(&["get", "jobs", "-n", "default", "-o", "name"]);
     assert_eq!(jobs.trim(), "", "smoke-test Jobs left behind");
+}
+
+#[test]
+fn reference_flow_aks_from_nodepool_to_smoke_test() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let sub = "00000000-0000-0000-0000-000000000000";
+    let fake = AksFake::start(
+        &[(&format!("{sub}/ml-rg/ml-aks"), "1.34.2")],
+        Some(c.kubeconfig.clone()),
+    );
+    let chart = format!("chart={}", chart());
+    let endpoint = format!("azure_endpoint={}", fake.endpoint);
+    let subscription = format!("subscription_id={sub}");
+    let mut stack = Stack::example("aks-t4-time-slicing", &[&chart, &endpoint, &subscription]);
+    stack.env = fake.env();
+
+    // The plan says what the pool and time-slicing together give, before anything exists.
+    let plan = stack.ok("plan", &[]);
+    assert!(
+        plan.contains("1 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 1 → 10"),
+        "{plan}"
+    );
+
+    // From nothing: the pool (its node appears in the cluster), the operator, time-slicing,
+    // and four vectorAdd pods on that node.
+    let applied = stack.ok("apply", &["--auto-approve"]);
+    assert!(applied.contains("Apply complete!"), "{applied}");
+    let node = "aks-gpupool-31415926-vmss000000";
+    let labels = c.kubectl_ok(&[
+        "get",
+        "node",
+        node,
+        "-o",
+        r"jsonpath={.metadata.labels.kubernetes\.azure\.com/agentpool} {.metadata.labels.node\.kubernetes\.io/instance-type} {.spec.taints[0].key}",
+    ]);
+    assert_eq!(labels, "gpupool Standard_NC4as_T4_v3 nvidia.com/gpu");
+    assert_eq!(allocatable(c, node, "nvidia.com/gpu"), "10");
+    assert_eq!(output(&stack, "smoke_test_passed"), true);
+    let state = stack.ok("state", &["show", "gpu_smoke_test.vector_add"]);
+    let result: serde_json::Value =
+        serde_json::from_str(&state[state.find('{').unwrap()..]).unwrap();
+    let pods = result["result"]["pods"].as_object().unwrap();
+    assert_eq!(pods.len(), 4, "{result}");
+    assert!(pods.values().all(|n| n == node), "{result}");
+    assert_eq!(
+        stack.run("plan", &["--detailed-exitcode"]).status.code(),
+        Some(0)
+    );
+
+    // A second node is an update of the pool, and ten more GPUs.
+    let plan = stack.ok("plan", &["--var", "node_count=2"]);
+    assert!(
+        plan.contains("aks_nodepool.t4 will be updated in-place"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains(
+            "2 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 2 → 20 (time-slicing ×10; was 10"
+        ),
+        "{plan}"
+    );
+
+    // Destroy: the pool and its node go with the rest.
+    stack.ok("destroy", &["--auto-approve"]);
+    assert!(fake.pools().is_empty());
+    assert!(c.kubectl(&["get", "node", node]).stdout.is_empty());
+    assert!(
+        c.kubectl(&["get", "namespace", "gpu-operator"])
+            .stdout
+            .is_empty()
+    );
 }
 
 #[test]
