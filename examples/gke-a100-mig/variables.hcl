@@ -2,6 +2,12 @@ variable "project" {
   type = string
 }
 
+variable "gcp_endpoint" {
+  type        = string
+  default     = null
+  description = "GKE API endpoint; default https://container.googleapis.com."
+}
+
 variable "location" {
   type    = string
   default = "us-central1-c"

@@ -10,7 +10,8 @@ gpustack {
 }
 
 provider "gcp" {
-  project = var.project
+  project  = var.project
+  endpoint = var.gcp_endpoint
 }
 
 resource "gke_node_autoprovisioning" "gpus" {

@@ -5,6 +5,7 @@
 pub mod aks;
 pub mod cluster;
 pub mod faults;
+pub mod gke;
 pub mod gpusim;
 pub mod moto;
 pub mod receiver;

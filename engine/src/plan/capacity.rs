@@ -103,8 +103,14 @@ fn advertised(shape: &PoolShape, sharing: Option<&SharingKey>) -> (f64, f64, &'s
 }
 
 fn line(address: &str, pool: &PoolFact, sharing: &Sharing<'_>) -> Option<CapacityLine> {
-    let after_sharing = sharing.for_node(&pool.node_labels, true);
-    let before_sharing = sharing.for_node(&pool.node_labels, false);
+    let after_sharing = match pool.after.as_ref().and_then(|a| a.sharing.as_ref()) {
+        Some(own) => Some(own),
+        None => sharing.for_node(&pool.node_labels, true),
+    };
+    let before_sharing = match pool.before.as_ref().and_then(|b| b.sharing.as_ref()) {
+        Some(own) => Some(own),
+        None => sharing.for_node(&pool.node_labels, false),
+    };
     let before = pool
         .before
         .as_ref()
@@ -201,6 +207,7 @@ mod tests {
                 model: "T4".into(),
                 memory_gb: 16,
             },
+            sharing: None,
         }
     }
 

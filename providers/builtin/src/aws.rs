@@ -556,6 +556,7 @@ impl Connected {
                 model: gpus.model,
                 memory_gb: gpus.memory_gb,
             },
+            sharing: None,
         })
     }
 

@@ -65,6 +65,10 @@ pub struct PoolShape {
     pub max_nodes: u32,
     pub machine: String,
     pub gpus: GpuShape,
+    /// Sharing the cloud itself sets up on the pool (GKE's MIG partitions and time-sharing);
+    /// it takes the place of any device-plugin config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<SharingKey>,
 }
 
 /// The GPUs of one machine.

@@ -439,6 +439,7 @@ fn shape(state: &Value) -> Option<PoolShape> {
             model: gpus.model,
             memory_gb: gpus.memory_gb,
         },
+        sharing: None,
     })
 }
 

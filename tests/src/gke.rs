@@ -1,0 +1,573 @@
+//! A fake of the GKE API (container.googleapis.com v1, REST/JSON) and of Google's OAuth token
+//! endpoint, for the real google-cloud-container-v1 client to talk to.
+//!
+//! It follows the shapes of the Rust SDK's own types, which are the contract: node pools are
+//! created, updated, resized, autoscaled and deleted through Operations that finish on their
+//! own; the cluster's autoscaling (node auto-provisioning) is updated through
+//! `desiredClusterAutoscaling`. It refuses what GKE refuses (a MIG partition size the
+//! accelerator does not offer, an unknown resource type in a limit, a pool that exists) with
+//! Google's error shape. Faults can be queued as for the AKS fake.
+
+use crate::aks::Fault;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{Value as Json, json};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const REFRESH_TOKEN: &str = "fake-refresh-token-do-not-print";
+
+struct Operation {
+    location: String,
+    due: Instant,
+    /// What happens to the world when the operation is done.
+    finish: Box<dyn FnOnce(&mut World) + Send>,
+    done: bool,
+    kind: &'static str,
+    target: String,
+}
+
+#[derive(Default)]
+struct World {
+    /// "projects/P/locations/L/clusters/C" → the cluster.
+    clusters: BTreeMap<String, Json>,
+    /// "projects/P/locations/L/clusters/C/nodePools/N" → the node pool.
+    pools: BTreeMap<String, Json>,
+    operations: BTreeMap<String, Operation>,
+    faults: VecDeque<(Method, Fault)>,
+    log: Vec<String>,
+    next: u64,
+}
+
+pub struct GkeFake {
+    pub endpoint: String,
+    pub credentials_file: PathBuf,
+    world: Arc<Mutex<World>>,
+    _dir: tempfile::TempDir,
+}
+
+fn error(status: StatusCode, code: &str, message: &str) -> Response<Full<Bytes>> {
+    json_response(
+        status,
+        &json!({"error": {"code": status.as_u16(), "message": message, "status": code}}),
+    )
+}
+
+fn json_response(status: StatusCode, body: &Json) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap()
+}
+
+/// GKE's MIG partition sizes per accelerator.
+fn partitions(accelerator: &str) -> &'static [&'static str] {
+    match accelerator {
+        "nvidia-tesla-a100" => &["1g.5gb", "2g.10gb", "3g.20gb", "7g.40gb"],
+        "nvidia-a100-80gb" => &["1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"],
+        "nvidia-h100-80gb" => &["1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "7g.80gb"],
+        _ => &[],
+    }
+}
+
+const ACCELERATORS: &[&str] = &[
+    "nvidia-tesla-t4",
+    "nvidia-tesla-v100",
+    "nvidia-tesla-p100",
+    "nvidia-tesla-a100",
+    "nvidia-a100-80gb",
+    "nvidia-l4",
+    "nvidia-h100-80gb",
+];
+
+impl GkeFake {
+    /// Starts the fake with the clusters `projects/P/locations/L/clusters/C`.
+    pub fn start(clusters: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let credentials_file = dir.path().join("application_default_credentials.json");
+        std::fs::write(
+            &credentials_file,
+            json!({
+                "type": "authorized_user",
+                "client_id": "fake-client.apps.googleusercontent.com",
+                "client_secret": "fake-client-secret",
+                "refresh_token": REFRESH_TOKEN,
+                "token_uri": format!("{endpoint}/token"),
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let world = Arc::new(Mutex::new(World {
+            clusters: clusters
+                .iter()
+                .map(|name| {
+                    let location = name.split('/').nth(3).unwrap_or_default();
+                    (
+                        (*name).to_owned(),
+                        json!({
+                            "name": name.rsplit('/').next(),
+                            "location": location,
+                            "status": "RUNNING",
+                            "currentMasterVersion": "1.34.1-gke.1000",
+                            "autoscaling": {"enableNodeAutoprovisioning": false},
+                        }),
+                    )
+                })
+                .collect(),
+            ..Default::default()
+        }));
+        let shared = world.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                loop {
+                    let Ok((tcp, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    let world = shared.clone();
+                    tokio::spawn(async move {
+                        let service = hyper::service::service_fn(move |request| {
+                            let world = world.clone();
+                            async move { handle(request, &world).await }
+                        });
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
+                            .await;
+                    });
+                }
+            });
+        });
+        Self {
+            endpoint,
+            credentials_file,
+            world,
+            _dir: dir,
+        }
+    }
+
+    /// The environment for Application Default Credentials that lead to the fake.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![(
+            "GOOGLE_APPLICATION_CREDENTIALS".to_owned(),
+            self.credentials_file.display().to_string(),
+        )]
+    }
+
+    pub fn inject(&self, method: Method, faults: &[Fault]) {
+        let mut world = self.world.lock().unwrap();
+        world
+            .faults
+            .extend(faults.iter().map(|f| (method.clone(), f.clone())));
+    }
+
+    pub fn log(&self) -> Vec<String> {
+        self.world.lock().unwrap().log.clone()
+    }
+
+    pub fn pool(&self, name: &str) -> Option<Json> {
+        self.world.lock().unwrap().pools.get(name).cloned()
+    }
+
+    pub fn pools(&self) -> Vec<String> {
+        self.world.lock().unwrap().pools.keys().cloned().collect()
+    }
+
+    pub fn cluster(&self, name: &str) -> Option<Json> {
+        self.world.lock().unwrap().clusters.get(name).cloned()
+    }
+
+    /// Changes a pool as someone with gcloud would.
+    pub fn edit(&self, name: &str, change: impl FnOnce(&mut Json)) {
+        let mut world = self.world.lock().unwrap();
+        change(world.pools.get_mut(name).expect("no such pool"));
+    }
+}
+
+type Answer = Result<Response<Full<Bytes>>, std::io::Error>;
+
+fn dropped() -> Answer {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::ConnectionAborted,
+        "fault: connection dropped",
+    ))
+}
+
+async fn handle(request: Request<Incoming>, world: &Mutex<World>) -> Answer {
+    let (parts, body) = request.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let path = parts.uri.path().to_owned();
+    if path == "/token" && parts.method == Method::POST {
+        let form = String::from_utf8_lossy(&body).into_owned();
+        if !form.contains(REFRESH_TOKEN) {
+            return Ok(json_response(
+                StatusCode::BAD_REQUEST,
+                &json!({"error": "invalid_grant", "error_description": "Bad Request"}),
+            ));
+        }
+        return Ok(json_response(
+            StatusCode::OK,
+            &json!({"access_token": "fake-gke-access-token", "expires_in": 3599, "token_type": "Bearer", "scope": "https://www.googleapis.com/auth/cloud-platform"}),
+        ));
+    }
+    let fault = {
+        let mut w = world.lock().unwrap();
+        w.log.push(format!("{} {path}", parts.method));
+        let index = w.faults.iter().position(|(m, _)| *m == parts.method);
+        index.and_then(|i| w.faults.remove(i)).map(|(_, f)| f)
+    };
+    match fault {
+        Some(Fault::Throttle(_)) => {
+            return Ok(error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "RESOURCE_EXHAUSTED",
+                "Quota exceeded for quota metric 'Requests'.",
+            ));
+        }
+        Some(Fault::ServerError) => {
+            return Ok(error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "INTERNAL",
+                "Internal error encountered.",
+            ));
+        }
+        Some(Fault::Busy) => {
+            return Ok(error(
+                StatusCode::BAD_REQUEST,
+                "FAILED_PRECONDITION",
+                "Cluster is running incompatible operation.",
+            ));
+        }
+        Some(Fault::Drop) => return dropped(),
+        _ => {}
+    }
+    if parts
+        .headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        != Some("Bearer fake-gke-access-token")
+    {
+        return Ok(error(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHENTICATED",
+            "Request had invalid authentication credentials.",
+        ));
+    }
+    let request: Json = serde_json::from_slice(&body).unwrap_or(Json::Null);
+    let answer = route(world, &parts.method, &path, &request);
+    if matches!(fault, Some(Fault::LoseAnswer)) {
+        return dropped();
+    }
+    Ok(answer)
+}
+
+/// Proto3 JSON takes an enum by name or by number; GKE answers with names.
+fn enum_names(pool: &mut Json) {
+    fn name(value: &mut Json, names: &[&str]) {
+        if let Some(n) = value.as_u64() {
+            *value = json!(names.get(n as usize).copied().unwrap_or("UNSPECIFIED"));
+        }
+    }
+    for taint in pool["config"]["taints"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        name(
+            &mut taint["effect"],
+            &[
+                "EFFECT_UNSPECIFIED",
+                "NO_SCHEDULE",
+                "PREFER_NO_SCHEDULE",
+                "NO_EXECUTE",
+            ],
+        );
+    }
+    for accelerator in pool["config"]["accelerators"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        if accelerator["gpuSharingConfig"].is_object() {
+            name(
+                &mut accelerator["gpuSharingConfig"]["gpuSharingStrategy"],
+                &["GPU_SHARING_STRATEGY_UNSPECIFIED", "TIME_SHARING", "MPS"],
+            );
+        }
+        if accelerator["gpuDriverInstallationConfig"].is_object() {
+            name(
+                &mut accelerator["gpuDriverInstallationConfig"]["gpuDriverVersion"],
+                &[
+                    "GPU_DRIVER_VERSION_UNSPECIFIED",
+                    "INSTALLATION_DISABLED",
+                    "DEFAULT",
+                    "LATEST",
+                ],
+            );
+        }
+    }
+}
+
+fn advance(w: &mut World) {
+    let now = Instant::now();
+    let due: Vec<String> = w
+        .operations
+        .iter()
+        .filter(|(_, o)| !o.done && o.due <= now)
+        .map(|(k, _)| k.clone())
+        .collect();
+    for name in due {
+        let finish = {
+            let op = w.operations.get_mut(&name).unwrap();
+            op.done = true;
+            std::mem::replace(&mut op.finish, Box::new(|_| {}))
+        };
+        finish(w);
+    }
+}
+
+fn operation_json(name: &str, op: &Operation) -> Json {
+    json!({
+        "name": name,
+        "zone": op.location,
+        "operationType": op.kind,
+        "status": if op.done { "DONE" } else { "RUNNING" },
+        "targetLink": op.target,
+    })
+}
+
+fn start(
+    w: &mut World,
+    location: &str,
+    kind: &'static str,
+    target: &str,
+    finish: impl FnOnce(&mut World) + Send + 'static,
+) -> Response<Full<Bytes>> {
+    w.next += 1;
+    let name = format!("operation-{}", w.next);
+    let op = Operation {
+        location: location.to_owned(),
+        due: Instant::now() + Duration::from_millis(1200),
+        finish: Box::new(finish),
+        done: false,
+        kind,
+        target: target.to_owned(),
+    };
+    let body = operation_json(&name, &op);
+    w.operations.insert(name, op);
+    json_response(StatusCode::OK, &body)
+}
+
+fn route(
+    world: &Mutex<World>,
+    method: &Method,
+    path: &str,
+    request: &Json,
+) -> Response<Full<Bytes>> {
+    let mut w = world.lock().unwrap();
+    advance(&mut w);
+    let Some(rest) = path.strip_prefix("/v1/") else {
+        return error(StatusCode::NOT_FOUND, "NOT_FOUND", "No such method.");
+    };
+    let (resource, verb) = match rest.split_once(':') {
+        Some((r, v)) => (r.to_owned(), Some(v.to_owned())),
+        None => (rest.to_owned(), None),
+    };
+    let segments: Vec<&str> = resource.split('/').collect();
+    match (method.clone(), segments.as_slice(), verb.as_deref()) {
+        (Method::GET, ["projects", _, "locations", _, "operations", op], None) => {
+            match w.operations.get(*op) {
+                Some(o) => json_response(StatusCode::OK, &operation_json(op, o)),
+                None => error(StatusCode::NOT_FOUND, "NOT_FOUND", "Operation not found."),
+            }
+        }
+        (Method::GET, ["projects", _, "locations", _, "clusters", _], None) => {
+            match w.clusters.get(&resource) {
+                Some(c) => json_response(StatusCode::OK, c),
+                None => error(StatusCode::NOT_FOUND, "NOT_FOUND", "Cluster not found."),
+            }
+        }
+        (Method::PUT, ["projects", _, "locations", location, "clusters", _], None) => {
+            if !w.clusters.contains_key(&resource) {
+                return error(StatusCode::NOT_FOUND, "NOT_FOUND", "Cluster not found.");
+            }
+            let desired = request["update"]["desiredClusterAutoscaling"].clone();
+            for limit in desired["resourceLimits"].as_array().into_iter().flatten() {
+                let kind = limit["resourceType"].as_str().unwrap_or_default();
+                if !["cpu", "memory"].contains(&kind) && !ACCELERATORS.contains(&kind) {
+                    return error(
+                        StatusCode::BAD_REQUEST,
+                        "INVALID_ARGUMENT",
+                        &format!("Invalid resource type \"{kind}\" in resource limits."),
+                    );
+                }
+            }
+            let location = (*location).to_owned();
+            let key = resource.clone();
+            start(&mut w, &location, "UPDATE_CLUSTER", &resource, move |w| {
+                if let Some(c) = w.clusters.get_mut(&key) {
+                    c["autoscaling"] = desired;
+                }
+            })
+        }
+        (
+            Method::POST,
+            [
+                "projects",
+                _,
+                "locations",
+                location,
+                "clusters",
+                _,
+                "nodePools",
+            ],
+            None,
+        ) => {
+            if !w.clusters.contains_key(&segments[..6].join("/")) {
+                return error(StatusCode::NOT_FOUND, "NOT_FOUND", "Cluster not found.");
+            }
+            let mut pool = request["nodePool"].clone();
+            enum_names(&mut pool);
+            let name = pool["name"].as_str().unwrap_or_default().to_owned();
+            let key = format!("{resource}/{name}");
+            if w.pools.contains_key(&key) {
+                return error(
+                    StatusCode::CONFLICT,
+                    "ALREADY_EXISTS",
+                    &format!("Already exists: {key}."),
+                );
+            }
+            for accelerator in pool["config"]["accelerators"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let kind = accelerator["acceleratorType"].as_str().unwrap_or_default();
+                if let Some(size) = accelerator["gpuPartitionSize"].as_str()
+                    && !partitions(kind).contains(&size)
+                {
+                    return error(
+                        StatusCode::BAD_REQUEST,
+                        "INVALID_ARGUMENT",
+                        &format!("GPU partition size \"{size}\" is not supported for {kind}."),
+                    );
+                }
+            }
+            pool["status"] = json!("PROVISIONING");
+            pool["version"] = json!("1.34.1-gke.1000");
+            pool["config"]["imageType"] = json!("COS_CONTAINERD");
+            pool["selfLink"] = json!(format!("https://container.googleapis.com/v1/{key}"));
+            w.pools.insert(key.clone(), pool);
+            let location = (*location).to_owned();
+            let target = key.clone();
+            start(&mut w, &location, "CREATE_NODE_POOL", &target, move |w| {
+                if let Some(p) = w.pools.get_mut(&key) {
+                    p["status"] = json!("RUNNING");
+                }
+            })
+        }
+        (
+            _,
+            [
+                "projects",
+                _,
+                "locations",
+                location,
+                "clusters",
+                _,
+                "nodePools",
+                _,
+            ],
+            verb,
+        ) => {
+            let location = (*location).to_owned();
+            let Some(pool) = w.pools.get(&resource).cloned() else {
+                return error(
+                    StatusCode::NOT_FOUND,
+                    "NOT_FOUND",
+                    &format!("Not found: {resource}."),
+                );
+            };
+            let key = resource.clone();
+            match (method.clone(), verb) {
+                (Method::GET, None) => json_response(StatusCode::OK, &pool),
+                (Method::DELETE, None) => {
+                    w.pools.get_mut(&key).unwrap()["status"] = json!("STOPPING");
+                    start(&mut w, &location, "DELETE_NODE_POOL", &resource, move |w| {
+                        w.pools.remove(&key);
+                    })
+                }
+                (Method::PUT, None) => {
+                    let labels = request["labels"]["labels"].clone();
+                    let mut wrapped =
+                        json!({"config": {"taints": request["taints"]["taints"].clone()}});
+                    enum_names(&mut wrapped);
+                    let taints = wrapped["config"]["taints"].clone();
+                    start(&mut w, &location, "UPDATE_NODE_POOL", &resource, move |w| {
+                        if let Some(p) = w.pools.get_mut(&key) {
+                            if !labels.is_null() {
+                                p["config"]["labels"] = labels;
+                            }
+                            if !taints.is_null() {
+                                p["config"]["taints"] = taints;
+                            }
+                        }
+                    })
+                }
+                (Method::POST, Some("setSize")) => {
+                    let count = request["nodeCount"].clone();
+                    start(
+                        &mut w,
+                        &location,
+                        "SET_NODE_POOL_SIZE",
+                        &resource,
+                        move |w| {
+                            if let Some(p) = w.pools.get_mut(&key) {
+                                p["initialNodeCount"] = count;
+                            }
+                        },
+                    )
+                }
+                (Method::POST, Some("setAutoscaling")) => {
+                    let autoscaling = request["autoscaling"].clone();
+                    start(
+                        &mut w,
+                        &location,
+                        "SET_NODE_POOL_AUTOSCALING",
+                        &resource,
+                        move |w| {
+                            if let Some(p) = w.pools.get_mut(&key) {
+                                p["autoscaling"] = autoscaling;
+                            }
+                        },
+                    )
+                }
+                _ => error(
+                    StatusCode::BAD_REQUEST,
+                    "INVALID_ARGUMENT",
+                    "Unsupported call.",
+                ),
+            }
+        }
+        _ => error(
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+            &format!("No route for {path}."),
+        ),
+    }
+}

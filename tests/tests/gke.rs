@@ -1,0 +1,171 @@
+//! GKE through the official google-cloud-container-v1 client and Application Default
+//! Credentials, against the GKE fake: examples/gke-a100-mig (an A100 pool split into 1g.5gb
+//! MIG partitions) created under injected faults without a duplicate, relabelled in place,
+//! resized, drift when scaled outside, and deleted; examples/gke-nap-gpu's node
+//! auto-provisioning limits for T4, V100 and A100 set, read back, and turned off.
+
+#![allow(clippy::panic, clippy::unwrap_used)]
+
+use gpustack_tests::aks::Fault;
+use gpustack_tests::gke::{GkeFake, REFRESH_TOKEN};
+use gpustack_tests::{gpustack_env, repo_root, stderr, stdout};
+use hyper::Method;
+use serde_json::json;
+
+const CLUSTER: &str = "projects/ml-project/locations/us-central1-c/clusters/ml-gke";
+
+struct Stack<'f> {
+    dir: tempfile::TempDir,
+    fake: &'f GkeFake,
+}
+
+impl Stack<'_> {
+    fn example<'a>(name: &str, fake: &'a GkeFake) -> Stack<'a> {
+        let dir = tempfile::tempdir().unwrap();
+        gpustack_tests::copy_dir(&repo_root().join("examples").join(name), dir.path());
+        Stack { dir, fake }
+    }
+
+    fn run(&self, args: &[&str], vars: &[&str]) -> (i32, String, String) {
+        let endpoint = format!("gcp_endpoint={}", self.fake.endpoint);
+        let mut all: Vec<&str> = args.to_vec();
+        for v in [
+            endpoint.as_str(),
+            "project=ml-project",
+            "cluster=ml-gke",
+            "location=us-central1-c",
+        ]
+        .into_iter()
+        .chain(vars.iter().copied())
+        {
+            all.extend(["--var", v]);
+        }
+        let env = self.fake.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let output = gpustack_env(self.dir.path(), &all, &env);
+        let (out, err) = (stdout(&output), stderr(&output));
+        for secret in [REFRESH_TOKEN, "fake-gke-access-token"] {
+            assert!(
+                !out.contains(secret) && !err.contains(secret),
+                "a credential reached the output:\n{out}{err}"
+            );
+        }
+        (output.status.code().unwrap_or(-1), out, err)
+    }
+}
+
+#[test]
+fn gke_a100_mig_pool_lifecycle() {
+    let fake = GkeFake::start(&[CLUSTER]);
+    let stack = Stack::example("gke-a100-mig", &fake);
+    let pool = format!("{CLUSTER}/nodePools/a100-mig");
+
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("nodepool a100-mig: 0–4 × a2-highgpu-1g (1× A100) → nvidia.com/gpu 4 → 28 (MIG 1g.5gb ×7; new pool; at 4 nodes; 40 GB per GPU)"),
+        "{out}"
+    );
+
+    // Throttled, failed, dropped, and answered-but-lost: one pool, ours.
+    fake.inject(
+        Method::POST,
+        &[
+            Fault::Throttle(0),
+            Fault::ServerError,
+            Fault::Drop,
+            Fault::LoseAnswer,
+        ],
+    );
+    let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let creates = fake
+        .log()
+        .iter()
+        .filter(|l| l.starts_with("POST ") && l.ends_with("/nodePools"))
+        .count();
+    assert_eq!(creates, 5, "{:?}", fake.log());
+    assert_eq!(fake.pools(), std::slice::from_ref(&pool));
+    let live = fake.pool(&pool).unwrap();
+    assert_eq!(live["status"], "RUNNING");
+    let accelerator = &live["config"]["accelerators"][0];
+    assert_eq!(accelerator["acceleratorType"], "nvidia-tesla-a100");
+    assert_eq!(accelerator["gpuPartitionSize"], "1g.5gb");
+    assert_eq!(
+        accelerator["gpuDriverInstallationConfig"]["gpuDriverVersion"],
+        "LATEST"
+    );
+    assert_eq!(live["config"]["spot"], true);
+    assert_eq!(live["config"]["taints"][0]["effect"], "NO_SCHEDULE");
+    assert_eq!(live["autoscaling"]["maxNodeCount"], 4);
+
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
+    assert_eq!(code, 0, "a second plan finds nothing to do:\n{out}{err}");
+
+    // Scaled with gcloud: drift names the field; the next apply sets it back.
+    fake.edit(&pool, |p| p["initialNodeCount"] = json!(3));
+    let (code, out, err) = stack.run(&["drift"], &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("gke_nodepool.a100_mig has changed"), "{out}");
+    assert!(out.contains("node_count"), "{out}");
+    let (code, out, err) = stack.run(&["apply", "--auto-approve"], &["node_count=2"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(fake.pool(&pool).unwrap()["initialNodeCount"], 2);
+
+    let (code, out, err) = stack.run(&["destroy", "--auto-approve"], &["node_count=2"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(fake.pools().is_empty());
+}
+
+#[test]
+fn gke_node_autoprovisioning_limits_for_t4_v100_and_a100() {
+    let fake = GkeFake::start(&[CLUSTER]);
+    let stack = Stack::example("gke-nap-gpu", &fake);
+    let zones = r#"zones=["us-central1-a","us-central1-c"]"#;
+
+    let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[zones]);
+    assert_eq!(code, 0, "{out}{err}");
+    let autoscaling = fake.cluster(CLUSTER).unwrap()["autoscaling"].clone();
+    assert_eq!(autoscaling["enableNodeAutoprovisioning"], true);
+    let limits: Vec<(String, String)> = autoscaling["resourceLimits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["resourceType"].as_str().unwrap().to_owned(),
+                l["maximum"].to_string().trim_matches('"').to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        limits,
+        [
+            ("cpu".to_owned(), "256".to_owned()),
+            ("memory".to_owned(), "1024".to_owned()),
+            ("nvidia-tesla-t4".to_owned(), "8".to_owned()),
+            ("nvidia-tesla-v100".to_owned(), "4".to_owned()),
+            ("nvidia-tesla-a100".to_owned(), "4".to_owned()),
+        ]
+    );
+    assert_eq!(
+        autoscaling["autoprovisioningLocations"],
+        json!(["us-central1-a", "us-central1-c"])
+    );
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[zones]);
+    assert_eq!(code, 0, "a second plan finds nothing to do:\n{out}{err}");
+
+    // A new A100 limit is an update in place.
+    let more = r#"max_gpus={t4=8, v100=4, a100=8}"#;
+    let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[zones, more]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1 changed"), "{out}");
+
+    let (code, out, err) = stack.run(&["destroy", "--auto-approve"], &[zones, more]);
+    assert_eq!(code, 0, "{out}{err}");
+    // Proto3 JSON leaves a false out.
+    assert_ne!(
+        fake.cluster(CLUSTER).unwrap()["autoscaling"]["enableNodeAutoprovisioning"],
+        true
+    );
+}
