@@ -86,28 +86,14 @@ fn gpus(vm_size: &str) -> Option<(u32, &'static str)> {
     })
 }
 
+use crate::http::{Answer, dropped, json_response, serve};
+
 fn error(status: StatusCode, code: &str, message: &str) -> Response<Full<Bytes>> {
     json_response(
         status,
         &json!({"error": {"code": code, "message": message}}),
         &[],
     )
-}
-
-fn json_response(
-    status: StatusCode,
-    body: &Json,
-    headers: &[(&str, String)],
-) -> Response<Full<Bytes>> {
-    let mut response = Response::builder()
-        .status(status)
-        .header("content-type", "application/json");
-    for (name, value) in headers {
-        response = response.header(*name, value);
-    }
-    response
-        .body(Full::new(Bytes::from(body.to_string())))
-        .unwrap()
 }
 
 fn empty(status: StatusCode, headers: &[(&str, String)]) -> Response<Full<Bytes>> {
@@ -149,7 +135,6 @@ impl AksFake {
             .unwrap();
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
         let endpoint = format!("https://{}", listener.local_addr().unwrap());
         let world = Arc::new(Mutex::new(World {
             clusters: clusters
@@ -161,40 +146,15 @@ impl AksFake {
         }));
         let shared = world.clone();
         let base = endpoint.clone();
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let kube = match kubeconfig {
-                    Some(path) => Some(client(path).await),
-                    None => None,
-                };
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                loop {
-                    let Ok((tcp, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    let acceptor = acceptor.clone();
-                    let world = shared.clone();
-                    let kube = kube.clone();
-                    let base = base.clone();
-                    tokio::spawn(async move {
-                        let Ok(tls) = acceptor.accept(tcp).await else {
-                            return;
-                        };
-                        let service = hyper::service::service_fn(move |request| {
-                            let (world, kube, base) = (world.clone(), kube.clone(), base.clone());
-                            async move { handle(request, &world, kube.as_ref(), &base).await }
-                        });
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
-                            .await;
-                    });
-                }
-            });
+        serve(listener, Some(acceptor), move || async move {
+            let kube = match kubeconfig {
+                Some(path) => Some(client(path).await),
+                None => None,
+            };
+            move |request| {
+                let (world, kube, base) = (shared.clone(), kube.clone(), base.clone());
+                async move { handle(request, &world, kube.as_ref(), &base).await }
+            }
         });
         Self {
             endpoint,
@@ -259,15 +219,6 @@ async fn client(kubeconfig: PathBuf) -> kube::Client {
         .await
         .unwrap();
     kube::Client::try_from(config).unwrap()
-}
-
-type Answer = Result<Response<Full<Bytes>>, std::io::Error>;
-
-fn dropped() -> Answer {
-    Err(std::io::Error::new(
-        std::io::ErrorKind::ConnectionAborted,
-        "fault: connection dropped",
-    ))
 }
 
 async fn handle(

@@ -9,6 +9,7 @@
 //! Google's error shape. Faults can be queued as for the AKS fake.
 
 use crate::aks::Fault;
+use crate::http::{Answer, dropped, json_response, serve};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
@@ -53,15 +54,8 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response<Full<Bytes>>
     json_response(
         status,
         &json!({"error": {"code": status.as_u16(), "message": message, "status": code}}),
+        &[],
     )
-}
-
-fn json_response(status: StatusCode, body: &Json) -> Response<Full<Bytes>> {
-    Response::builder()
-        .status(status)
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body.to_string())))
-        .unwrap()
 }
 
 /// GKE's MIG partition sizes per accelerator.
@@ -89,7 +83,6 @@ impl GkeFake {
     pub fn start(clusters: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
         let endpoint = format!("http://{}", listener.local_addr().unwrap());
         let credentials_file = dir.path().join("application_default_credentials.json");
         std::fs::write(
@@ -124,30 +117,11 @@ impl GkeFake {
             ..Default::default()
         }));
         let shared = world.clone();
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                loop {
-                    let Ok((tcp, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    let world = shared.clone();
-                    tokio::spawn(async move {
-                        let service = hyper::service::service_fn(move |request| {
-                            let world = world.clone();
-                            async move { handle(request, &world).await }
-                        });
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
-                            .await;
-                    });
-                }
-            });
+        serve(listener, None, move || async move {
+            move |request| {
+                let world = shared.clone();
+                async move { handle(request, &world).await }
+            }
         });
         Self {
             endpoint,
@@ -195,15 +169,6 @@ impl GkeFake {
     }
 }
 
-type Answer = Result<Response<Full<Bytes>>, std::io::Error>;
-
-fn dropped() -> Answer {
-    Err(std::io::Error::new(
-        std::io::ErrorKind::ConnectionAborted,
-        "fault: connection dropped",
-    ))
-}
-
 async fn handle(request: Request<Incoming>, world: &Mutex<World>) -> Answer {
     let (parts, body) = request.into_parts();
     let body = body
@@ -218,11 +183,13 @@ async fn handle(request: Request<Incoming>, world: &Mutex<World>) -> Answer {
             return Ok(json_response(
                 StatusCode::BAD_REQUEST,
                 &json!({"error": "invalid_grant", "error_description": "Bad Request"}),
+                &[],
             ));
         }
         return Ok(json_response(
             StatusCode::OK,
             &json!({"access_token": "fake-gke-access-token", "expires_in": 3599, "token_type": "Bearer", "scope": "https://www.googleapis.com/auth/cloud-platform"}),
+            &[],
         ));
     }
     let fault = {
@@ -370,7 +337,7 @@ fn start(
     };
     let body = operation_json(&name, &op);
     w.operations.insert(name, op);
-    json_response(StatusCode::OK, &body)
+    json_response(StatusCode::OK, &body, &[])
 }
 
 fn route(
@@ -392,13 +359,13 @@ fn route(
     match (method.clone(), segments.as_slice(), verb.as_deref()) {
         (Method::GET, ["projects", _, "locations", _, "operations", op], None) => {
             match w.operations.get(*op) {
-                Some(o) => json_response(StatusCode::OK, &operation_json(op, o)),
+                Some(o) => json_response(StatusCode::OK, &operation_json(op, o), &[]),
                 None => error(StatusCode::NOT_FOUND, "NOT_FOUND", "Operation not found."),
             }
         }
         (Method::GET, ["projects", _, "locations", _, "clusters", _], None) => {
             match w.clusters.get(&resource) {
-                Some(c) => json_response(StatusCode::OK, c),
+                Some(c) => json_response(StatusCode::OK, c, &[]),
                 None => error(StatusCode::NOT_FOUND, "NOT_FOUND", "Cluster not found."),
             }
         }
@@ -505,7 +472,7 @@ fn route(
             };
             let key = resource.clone();
             match (method.clone(), verb) {
-                (Method::GET, None) => json_response(StatusCode::OK, &pool),
+                (Method::GET, None) => json_response(StatusCode::OK, &pool, &[]),
                 (Method::DELETE, None) => {
                     w.pools.get_mut(&key).unwrap()["status"] = json!("STOPPING");
                     start(&mut w, &location, "DELETE_NODE_POOL", &resource, move |w| {

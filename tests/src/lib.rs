@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod faults;
 pub mod gke;
 pub mod gpusim;
+pub mod http;
 pub mod moto;
 pub mod receiver;
 

@@ -905,16 +905,7 @@ impl Provider for Connected {
                 .map_err(|d| (Some(prior.clone()), d)),
             (None, None) => Ok(None),
         };
-        match result {
-            Ok(new_state) => ApplyResourceChangeResponse {
-                new_state,
-                diagnostics: vec![],
-            },
-            Err((state, d)) => ApplyResourceChangeResponse {
-                new_state: state,
-                diagnostics: vec![d],
-            },
-        }
+        ApplyResourceChangeResponse::from_result(result)
     }
 
     async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {

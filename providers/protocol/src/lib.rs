@@ -140,6 +140,23 @@ pub struct ApplyResourceChangeResponse {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+impl ApplyResourceChangeResponse {
+    /// The object after a change, or the object as it stands after a failure (so that the
+    /// state keeps what exists) with the error.
+    pub fn from_result(result: Result<Option<Value>, (Option<Value>, Diagnostic)>) -> Self {
+        match result {
+            Ok(new_state) => Self {
+                new_state,
+                diagnostics: vec![],
+            },
+            Err((new_state, diagnostic)) => Self {
+                new_state,
+                diagnostics: vec![diagnostic],
+            },
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ImportResourceRequest {
     pub type_name: String,
