@@ -492,6 +492,84 @@ impl Connected {
         }
     }
 
+    /// Waits for an update: until DescribeUpdate says it succeeded (the group can still be
+    /// ACTIVE before the update starts), then for the group to be ACTIVE.
+    async fn wait_update(
+        &self,
+        cluster: &str,
+        name: &str,
+        update: Option<&aws_sdk_eks::types::Update>,
+    ) -> Result<(), Diagnostic> {
+        if let Some(id) = update.and_then(|u| u.id()) {
+            let deadline = tokio::time::Instant::now() + WAIT;
+            let mut delay = Duration::from_secs(2);
+            loop {
+                let answer = self
+                    .eks
+                    .describe_update()
+                    .name(cluster)
+                    .nodegroup_name(name)
+                    .update_id(id)
+                    .send()
+                    .await;
+                let status = match &answer {
+                    Ok(out) => out
+                        .update()
+                        .and_then(|u| u.status())
+                        .map(|s| s.as_str().to_owned()),
+                    // Where DescribeUpdate is missing (an emulator), the group's status decides.
+                    Err(e) => {
+                        tracing::debug!(
+                            "DescribeUpdate {id}: {}",
+                            gpustack_protocol::error_chain(e)
+                        );
+                        break;
+                    }
+                };
+                match status.as_deref() {
+                    Some("Successful") => break,
+                    Some(done @ ("Failed" | "Cancelled")) => {
+                        let errors: Vec<String> = answer
+                            .ok()
+                            .and_then(|out| out.update().map(|u| u.errors().to_vec()))
+                            .unwrap_or_default()
+                            .iter()
+                            .map(|e| {
+                                format!(
+                                    "{}: {}",
+                                    e.error_code().map(|c| c.as_str()).unwrap_or("error"),
+                                    e.error_message().unwrap_or_default()
+                                )
+                            })
+                            .collect();
+                        return Err(Diagnostic::error(
+                            format!(
+                                "The update of EKS node group {cluster}/{name} {}",
+                                done.to_lowercase()
+                            ),
+                            errors.join("; "),
+                        ));
+                    }
+                    _ => {}
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(Diagnostic::error(
+                        format!(
+                            "Timed out waiting for the update of EKS node group {cluster}/{name}"
+                        ),
+                        format!(
+                            "Update {id} is still in progress after {} minutes.",
+                            WAIT.as_secs() / 60
+                        ),
+                    ));
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(30));
+            }
+        }
+        self.wait_for(cluster, name, false).await.map(|_| ())
+    }
+
     /// GPUs of an instance type: EC2's answer, else the catalog.
     async fn gpus_of(&self, instance_type: &str) -> Option<Gpus> {
         if let Some(known) = self
@@ -752,17 +830,18 @@ impl Connected {
             );
         }
         if any {
-            request
+            let out = request
                 .send()
                 .await
                 .map_err(|e| failed(gpustack_protocol::error_chain(&e)))?;
-            self.wait_for(cluster, name, false).await?;
+            self.wait_update(cluster, name, out.update()).await?;
         }
         let version_changed = ["kubernetes_version", "release_version"]
             .iter()
             .any(|k| text(planned, k).is_some_and(|v| Some(v) != text(prior, k)));
         if version_changed {
-            self.eks
+            let out = self
+                .eks
                 .update_nodegroup_version()
                 .cluster_name(cluster)
                 .nodegroup_name(name)
@@ -777,7 +856,7 @@ impl Connected {
                 .send()
                 .await
                 .map_err(|e| failed(gpustack_protocol::error_chain(&e)))?;
-            self.wait_for(cluster, name, false).await?;
+            self.wait_update(cluster, name, out.update()).await?;
         }
         let group = self.describe_group(cluster, name).await?;
         Ok(group.as_ref().map(state_of).unwrap_or(Value::Null))
