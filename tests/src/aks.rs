@@ -17,7 +17,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::{Value as Json, json};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -25,21 +25,6 @@ pub const API_VERSION: &str = "2026-08-01";
 pub const TENANT: &str = "11111111-1111-1111-1111-111111111111";
 pub const CLIENT_ID: &str = "22222222-2222-2222-2222-222222222222";
 pub const CLIENT_SECRET: &str = "fake-client-secret-do-not-print";
-
-/// A fault the fake answers the next matching request with.
-#[derive(Debug, Clone)]
-pub enum Fault {
-    /// 429 with `Retry-After` seconds.
-    Throttle(u64),
-    /// 500 InternalServerError.
-    ServerError,
-    /// 409 OperationNotAllowed: another operation on the pool is running.
-    Busy,
-    /// The connection is closed before the request is looked at.
-    Drop,
-    /// The request is carried out, then the connection is closed without an answer.
-    LoseAnswer,
-}
 
 #[derive(Debug, Clone)]
 struct Operation {
@@ -57,9 +42,8 @@ struct World {
     /// "sub/rg/cluster/pool" → the agent pool as ARM stores it.
     pools: BTreeMap<String, Json>,
     operations: BTreeMap<String, Operation>,
-    faults: VecDeque<(Method, Fault)>,
-    /// "METHOD path" of every request that reached the API (not the token endpoint).
-    log: Vec<String>,
+    /// What reached the API (not the token endpoint), and the faults queued for it.
+    traffic: Traffic,
     tokens: Vec<String>,
     etag: u64,
     /// How long an operation takes.
@@ -86,7 +70,8 @@ fn gpus(vm_size: &str) -> Option<(u32, &'static str)> {
     })
 }
 
-use crate::http::{Answer, dropped, json_response, serve};
+pub use crate::http::Fault;
+use crate::http::{Answer, Traffic, dropped, json_response, serve};
 
 fn error(status: StatusCode, code: &str, message: &str) -> Response<Full<Bytes>> {
     json_response(
@@ -181,15 +166,12 @@ impl AksFake {
 
     /// Queues faults for the next requests with `method` to the API.
     pub fn inject(&self, method: Method, faults: &[Fault]) {
-        let mut world = self.world.lock().unwrap();
-        world
-            .faults
-            .extend(faults.iter().map(|f| (method.clone(), f.clone())));
+        self.world.lock().unwrap().traffic.inject(&method, faults);
     }
 
     /// "METHOD path" of the API requests so far.
     pub fn log(&self) -> Vec<String> {
-        self.world.lock().unwrap().log.clone()
+        self.world.lock().unwrap().traffic.log()
     }
 
     /// The stored pool `SUB/RG/CLUSTER/POOL`.
@@ -244,7 +226,7 @@ async fn handle(
     };
 
     if path.ends_with("/oauth2/v2.0/token") && parts.method == Method::POST {
-        let form: BTreeMap<String, String> = url_form(&body);
+        let form: BTreeMap<String, String> = form_urlencoded::parse(&body).into_owned().collect();
         if form.get("client_secret").map(String::as_str) != Some(CLIENT_SECRET)
             || form.get("client_id").map(String::as_str) != Some(CLIENT_ID)
         {
@@ -264,12 +246,7 @@ async fn handle(
         ));
     }
 
-    let fault = {
-        let mut w = world.lock().unwrap();
-        w.log.push(format!("{} {path}", parts.method));
-        let index = w.faults.iter().position(|(m, _)| *m == parts.method);
-        index.and_then(|i| w.faults.remove(i)).map(|(_, f)| f)
-    };
+    let fault = world.lock().unwrap().traffic.record(&parts.method, &path);
     match fault {
         Some(Fault::Throttle(seconds)) => {
             return Ok(json_response(
@@ -383,35 +360,6 @@ async fn handle(
         return dropped();
     }
     Ok(answer)
-}
-
-fn url_form(body: &[u8]) -> BTreeMap<String, String> {
-    String::from_utf8_lossy(body)
-        .split('&')
-        .filter_map(|pair| {
-            let (k, v) = pair.split_once('=')?;
-            Some((decode(k), decode(v)))
-        })
-        .collect()
-}
-
-fn decode(s: &str) -> String {
-    let bytes = s.replace('+', " ").into_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Ok(b) = u8::from_str_radix(&String::from_utf8_lossy(&bytes[i + 1..i + 3]), 16)
-        {
-            out.push(b);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn get(world: &Mutex<World>, cluster_id: &str, id: &str) -> Response<Full<Bytes>> {

@@ -8,13 +8,12 @@
 //! accelerator does not offer, an unknown resource type in a limit, a pool that exists) with
 //! Google's error shape. Faults can be queued as for the AKS fake.
 
-use crate::aks::Fault;
-use crate::http::{Answer, dropped, json_response, serve};
+use crate::http::{Answer, Fault, Traffic, dropped, json_response, serve};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value as Json, json};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -38,8 +37,7 @@ struct World {
     /// "projects/P/locations/L/clusters/C/nodePools/N" → the node pool.
     pools: BTreeMap<String, Json>,
     operations: BTreeMap<String, Operation>,
-    faults: VecDeque<(Method, Fault)>,
-    log: Vec<String>,
+    traffic: Traffic,
     next: u64,
 }
 
@@ -140,14 +138,11 @@ impl GkeFake {
     }
 
     pub fn inject(&self, method: Method, faults: &[Fault]) {
-        let mut world = self.world.lock().unwrap();
-        world
-            .faults
-            .extend(faults.iter().map(|f| (method.clone(), f.clone())));
+        self.world.lock().unwrap().traffic.inject(&method, faults);
     }
 
     pub fn log(&self) -> Vec<String> {
-        self.world.lock().unwrap().log.clone()
+        self.world.lock().unwrap().traffic.log()
     }
 
     pub fn pool(&self, name: &str) -> Option<Json> {
@@ -192,12 +187,7 @@ async fn handle(request: Request<Incoming>, world: &Mutex<World>) -> Answer {
             &[],
         ));
     }
-    let fault = {
-        let mut w = world.lock().unwrap();
-        w.log.push(format!("{} {path}", parts.method));
-        let index = w.faults.iter().position(|(m, _)| *m == parts.method);
-        index.and_then(|i| w.faults.remove(i)).map(|(_, f)| f)
-    };
+    let fault = world.lock().unwrap().traffic.record(&parts.method, &path);
     match fault {
         Some(Fault::Throttle(_)) => {
             return Ok(error(

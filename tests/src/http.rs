@@ -2,9 +2,11 @@
 //! over TLS when an acceptor is given, and the answers they build.
 
 use http_body_util::Full;
+use hyper::Method;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use serde_json::Value as Json;
+use std::collections::VecDeque;
 use std::future::Future;
 
 /// An answer, or an error that makes the server close the connection without one (a fault).
@@ -81,4 +83,46 @@ pub fn json_response(
     response
         .body(Full::new(Bytes::from(body.to_string())))
         .unwrap()
+}
+
+/// A fault the fake answers the next matching request with.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// 429 with `Retry-After` seconds.
+    Throttle(u64),
+    /// 500 InternalServerError.
+    ServerError,
+    /// 409 OperationNotAllowed: another operation on the pool is running.
+    Busy,
+    /// The connection is closed before the request is looked at.
+    Drop,
+    /// The request is carried out, then the connection is closed without an answer.
+    LoseAnswer,
+}
+
+/// What reached a fake's API, and the faults queued for it.
+#[derive(Default)]
+pub struct Traffic {
+    faults: VecDeque<(Method, Fault)>,
+    log: Vec<String>,
+}
+
+impl Traffic {
+    /// Queues faults for the next requests with `method`.
+    pub fn inject(&mut self, method: &Method, faults: &[Fault]) {
+        self.faults
+            .extend(faults.iter().map(|f| (method.clone(), f.clone())));
+    }
+
+    /// "METHOD path" of the requests so far.
+    pub fn log(&self) -> Vec<String> {
+        self.log.clone()
+    }
+
+    /// Logs a request and takes the first fault queued for its method.
+    pub fn record(&mut self, method: &Method, path: &str) -> Option<Fault> {
+        self.log.push(format!("{method} {path}"));
+        let index = self.faults.iter().position(|(m, _)| m == method)?;
+        self.faults.remove(index).map(|(_, f)| f)
+    }
 }

@@ -970,21 +970,13 @@ impl Provider for Connected {
         &self,
         request: ApplyResourceChangeRequest,
     ) -> ApplyResourceChangeResponse {
-        let result = match (&request.prior_state, &request.planned_state) {
-            (None, Some(planned)) => self.create(planned).await.map(Some),
-            (Some(prior), Some(planned)) => self
-                .update(prior, planned)
-                .await
-                .map(Some)
-                .map_err(|d| (Some(prior.clone()), d)),
-            (Some(prior), None) => self
-                .delete(prior)
-                .await
-                .map(|()| None)
-                .map_err(|d| (Some(prior.clone()), d)),
-            (None, None) => Ok(None),
-        };
-        ApplyResourceChangeResponse::from_result(result)
+        crate::apply_change(
+            &request,
+            async |planned| self.create(planned).await,
+            async |prior, planned| self.update(prior, planned).await,
+            async |prior| self.delete(prior).await,
+        )
+        .await
     }
 
     async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {

@@ -1011,33 +1011,30 @@ impl Provider for Connected {
         &self,
         request: ApplyResourceChangeRequest,
     ) -> ApplyResourceChangeResponse {
-        let nap = request.type_name == "gke_node_autoprovisioning";
+        if request.type_name == "gke_nodepool" {
+            return crate::apply_change(
+                &request,
+                async |planned| self.create_pool(planned).await,
+                async |prior, planned| self.update_pool(prior, planned).await,
+                async |prior| self.delete_pool(prior).await,
+            )
+            .await;
+        }
+        // Auto-provisioning is a setting of the cluster: set (whether new or changed) or off.
+        let kept = request.prior_state.clone();
         let result = match (&request.prior_state, &request.planned_state) {
-            (_, Some(planned)) if nap => {
-                match self.set_autoprovisioning(planned, Some(planned)).await {
-                    Ok(()) => self
-                        .get_autoprovisioning(planned)
-                        .await
-                        .map_err(|d| (request.prior_state.clone(), d)),
-                    Err(d) => Err((request.prior_state.clone(), d)),
-                }
-            }
-            (Some(prior), None) if nap => self
+            (_, Some(planned)) => match self.set_autoprovisioning(planned, Some(planned)).await {
+                Ok(()) => self
+                    .get_autoprovisioning(planned)
+                    .await
+                    .map_err(|d| (kept, d)),
+                Err(d) => Err((kept, d)),
+            },
+            (Some(prior), None) => self
                 .set_autoprovisioning(prior, None)
                 .await
                 .map(|()| None)
-                .map_err(|d| (Some(prior.clone()), d)),
-            (None, Some(planned)) => self.create_pool(planned).await.map(Some),
-            (Some(prior), Some(planned)) => self
-                .update_pool(prior, planned)
-                .await
-                .map(Some)
-                .map_err(|d| (Some(prior.clone()), d)),
-            (Some(prior), None) => self
-                .delete_pool(prior)
-                .await
-                .map(|()| None)
-                .map_err(|d| (Some(prior.clone()), d)),
+                .map_err(|d| (kept, d)),
             (None, None) => Ok(None),
         };
         ApplyResourceChangeResponse::from_result(result)

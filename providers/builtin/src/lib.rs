@@ -20,9 +20,31 @@ mod objects;
 mod testing;
 mod wait;
 
-use gpustack_protocol::{GetSchemaRequest, Provider, ProviderSchema, Schema};
+use gpustack_protocol::{
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Diagnostic, GetSchemaRequest,
+    Provider, ProviderSchema, Schema, Value,
+};
 use indexmap::IndexMap;
 use std::sync::Arc;
+
+/// Carries out one change of a cloud object: create (which on failure may still report the
+/// object it made, so that the state keeps it), update or delete (on failure the prior
+/// object stays in the state).
+pub(crate) async fn apply_change(
+    request: &ApplyResourceChangeRequest,
+    create: impl AsyncFnOnce(&Value) -> Result<Value, (Option<Value>, Diagnostic)>,
+    update: impl AsyncFnOnce(&Value, &Value) -> Result<Value, Diagnostic>,
+    delete: impl AsyncFnOnce(&Value) -> Result<(), Diagnostic>,
+) -> ApplyResourceChangeResponse {
+    let kept = |d| (request.prior_state.clone(), d);
+    let result = match (&request.prior_state, &request.planned_state) {
+        (None, Some(planned)) => create(planned).await.map(Some),
+        (Some(prior), Some(planned)) => update(prior, planned).await.map(Some).map_err(kept),
+        (Some(prior), None) => delete(prior).await.map(|()| None).map_err(kept),
+        (None, None) => Ok(None),
+    };
+    ApplyResourceChangeResponse::from_result(result)
+}
 
 /// Every provider compiled into this binary, by local name.
 pub struct Registry {

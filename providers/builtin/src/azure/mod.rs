@@ -620,24 +620,19 @@ impl Provider for Connected {
         &self,
         request: ApplyResourceChangeRequest,
     ) -> ApplyResourceChangeResponse {
-        let result = match (&request.prior_state, &request.planned_state) {
-            (None, Some(planned)) => self.create(planned).await.map(Some),
-            (Some(prior), Some(planned)) => self
-                .update(prior, planned)
-                .await
-                .map(Some)
-                .map_err(|d| (Some(prior.clone()), d)),
-            (Some(prior), None) => {
+        crate::apply_change(
+            &request,
+            async |planned| self.create(planned).await,
+            async |prior, planned| self.update(prior, planned).await,
+            async |prior| {
                 let id = pool_id(prior);
                 self.arm
                     .delete(&id)
                     .await
-                    .map(|()| None)
-                    .map_err(|e| (Some(prior.clone()), failed("delete", &id, &e)))
-            }
-            (None, None) => Ok(None),
-        };
-        ApplyResourceChangeResponse::from_result(result)
+                    .map_err(|e| failed("delete", &id, &e))
+            },
+        )
+        .await
     }
 
     async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
