@@ -49,3 +49,20 @@ tw_cluster_pids() {
     fi
   done
 }
+
+# tw_lock FILE WHAT — takes an exclusive lock on FILE, held until the script exits, waiting
+# (and saying so) while another process holds it. Every install step and every start of a
+# named cluster or server runs under one, so that scripts started at the same moment install
+# once and never see each other's half-made work. The lock's descriptor is in $tw_lock_fd:
+# a long-lived process started under the lock must close it (`{tw_lock_fd}>&-`), or it would
+# hold the lock for as long as it lives.
+tw_lock() {
+  command -v flock >/dev/null ||
+    tw_die "flock is not installed (util-linux); the test world's scripts need it to install safely"
+  mkdir -p "$(dirname "$1")"
+  exec {tw_lock_fd}>"$1"
+  if ! flock -n "$tw_lock_fd"; then
+    tw_log "waiting for another process ($2) ..."
+    flock "$tw_lock_fd"
+  fi
+}

@@ -16,7 +16,8 @@ pub struct TestCluster {
     helm: PathBuf,
 }
 
-fn versions() -> std::collections::HashMap<String, String> {
+/// The pinned versions of tests/cluster/versions.env.
+pub fn versions() -> std::collections::HashMap<String, String> {
     let text = std::fs::read_to_string(repo_root().join("tests/cluster/versions.env"))
         .expect("tests/cluster/versions.env");
     text.lines()
