@@ -5,7 +5,11 @@
 //!
 //! **Invariant:** the state is written after every completed change, so a crash loses at most
 //! the changes in flight, which the next run adopts (creates are idempotent by identity).
-//! **Invariant:** apply evaluates only the plan's own snapshot, never the files on disk.
+//! **Invariant:** apply evaluates only the plan's own snapshot — its configuration, variables,
+//! file reads and data-source answers — never the working tree; what the plan keeps only as a
+//! digest (a secret) is supplied or read again and checked against it.
+//! **Invariant:** a change is carried out only as planned: the provider's final plan must keep
+//! every value the saved plan knew and the action it chose ("inconsistent final plan").
 
 use crate::config::{Files, Resource, ResourceMode};
 use crate::diag::Diag;
@@ -14,10 +18,9 @@ use crate::graph::{Graph, NodeKind};
 use crate::instances::{
     Instance, InstanceKey, assemble, expand, keep_ignored, recorded, report, store,
 };
-use crate::plan::{
-    Action, Plan, PlanMode, ResourceChange, redact, redacted_attributes, sensitive_attributes,
-};
+use crate::plan::{Action, Plan, PlanMode, ResourceChange, sensitive_attributes};
 use crate::progress::Progress;
+use crate::sensitive::{Salt, encode};
 use crate::source::{SourceMap, Span};
 use crate::walker::{Steps, walk};
 use crate::{InputSource, Session};
@@ -90,6 +93,7 @@ enum Outcome {
 /// The state and everything that writes to it, shared by both phases of an apply.
 struct Ledger<'s, 'p> {
     state: &'s mut State,
+    salt: Salt,
     persist: Persist<'p>,
     counts: Counts,
     diags: Vec<Diag>,
@@ -99,14 +103,8 @@ struct Ledger<'s, 'p> {
 }
 
 impl Ledger<'_, '_> {
-    /// `sensitive` marks every sensitive attribute; `redacted` are those stored as a digest.
-    fn record(
-        &mut self,
-        done: &Done,
-        dependencies: &[String],
-        sensitive: Vec<String>,
-        redacted: &[String],
-    ) {
+    /// The object's sensitive parts are kept as digests, their paths beside them.
+    fn record(&mut self, done: &Done, dependencies: &[String]) {
         let Some(change) = &done.change else { return };
         if done.touched || done.diagnostics.iter().any(Diagnostic::is_error) {
             self.results.push(ChangeResult {
@@ -124,13 +122,14 @@ impl Ledger<'_, '_> {
         if done.touched {
             match &done.new_state {
                 Some(new_state) => {
+                    let encoded = encode(new_state, &self.salt);
                     let entry = ResourceState {
                         address: change.address.clone(),
                         mode: StateMode::Managed,
                         type_name: change.type_name.clone(),
                         provider: change.provider.clone(),
-                        attributes: redact(new_state, redacted).to_json(),
-                        sensitive_paths: sensitive,
+                        attributes: encoded.json,
+                        sensitive_paths: crate::sensitive::tree_paths(&encoded.sensitive),
                         dependencies: dependencies.to_vec(),
                     };
                     match self
@@ -177,12 +176,17 @@ impl Ledger<'_, '_> {
     }
 }
 
+/// `supplied`: the variables given to this apply, for the plan's sensitive variables (a plan
+/// holds only their digests); `saved`: the plan comes from a file, so they may set nothing
+/// else (otherwise they are the ones the plan was just made with).
 pub async fn apply(
     plan: &Plan,
     state: Option<State>,
     persist: Persist<'_>,
     stop: &Arc<AtomicBool>,
     live_progress: bool,
+    supplied: &crate::VariableArgs,
+    saved: bool,
 ) -> ApplyReport {
     let progress = Arc::new(Progress::new(live_progress));
     let ticker = {
@@ -194,7 +198,16 @@ pub async fn apply(
             }
         })
     };
-    let report = apply_with(plan, state, persist, stop, progress.clone()).await;
+    let report = apply_with(
+        plan,
+        state,
+        persist,
+        stop,
+        progress.clone(),
+        supplied,
+        saved,
+    )
+    .await;
     ticker.abort();
     progress.close();
     report
@@ -206,6 +219,8 @@ async fn apply_with(
     persist: Persist<'_>,
     stop: &Arc<AtomicBool>,
     progress: Arc<Progress>,
+    supplied: &crate::VariableArgs,
+    saved: bool,
 ) -> ApplyReport {
     let files = Files::Snapshot {
         root: plan.snapshot.stack_dir.clone().into(),
@@ -220,16 +235,69 @@ async fn apply_with(
     let mut session = Session::open(
         std::path::Path::new(&plan.snapshot.stack_dir),
         &files,
-        InputSource::Values(&variables),
+        InputSource::Plan {
+            values: &variables,
+            sensitive: &plan.snapshot.sensitive_variables,
+            supplied,
+            only_sensitive: saved,
+        },
     );
+    if crate::plan::config_hash(&plan.snapshot) != plan.config_hash {
+        session.diags.error(
+            None,
+            "Plan file was modified",
+            "The plan's configuration, variables, file reads or data-source answers do not match the hash it was saved with: the file was changed after it was made. Make a new plan.",
+        );
+    }
     let mut state =
         state.unwrap_or_else(|| State::new(gpustack_state::new_lineage(), crate::version::VERSION));
+    let salt = match (&state.digest_key, &plan.digest_key) {
+        (Some(key), _) => Salt::from_hex(key),
+        (None, Some(key)) => Salt::from_hex(key),
+        (None, None) => Some(Salt::new()),
+    };
+    let Some(salt) = salt else {
+        session.diags.error(
+            None,
+            "Invalid digest key",
+            "The state's or the plan's digest_key is not hexadecimal; the file was edited by hand.",
+        );
+        let (sources, diagnostics) = session.diagnostics();
+        return ApplyReport {
+            state,
+            sources,
+            diagnostics,
+            counts: Counts::default(),
+            results: Vec::new(),
+        };
+    };
+    // A new state (or one written before digests were salted) takes the key the plan used;
+    // an old one is then written again, so that no plaintext secret of it stays at rest.
+    let rewrite = state.digest_key.is_none() && !state.resources.is_empty();
+    if state.digest_key.is_none() {
+        state.digest_key = Some(salt.to_hex());
+    }
+    if rewrite {
+        for r in &mut state.resources {
+            let paths = sensitive_attributes(session.registry.resource_schema(&r.type_name));
+            let value = crate::plan::mark_schema(crate::plan::state_value(r), &paths);
+            let encoded = encode(&value, &salt);
+            r.attributes = encoded.json;
+            r.sensitive_paths = crate::sensitive::tree_paths(&encoded.sensitive);
+        }
+    }
     let mut counts = Counts::default();
     let mut results = Vec::new();
     if !session.diags.has_errors() {
         let (mut walk_state, graph, inputs) = session.provider_walk();
+        walk_state.recorded = Some(crate::evaluate::Recorded {
+            sensitive_variables: plan.snapshot.sensitive_variables.clone(),
+            inputs: plan.snapshot.inputs.clone(),
+            salt: salt.clone(),
+        });
         let mut ledger = Ledger {
             state: &mut state,
+            salt: salt.clone(),
             persist,
             counts: Counts::default(),
             diags: Vec::new(),
@@ -292,7 +360,10 @@ async fn apply_with(
                             .iter_mut()
                             .find(|r| r.address == drift.address)
                         {
-                            r.attributes = live.to_json();
+                            r.attributes = drift.after.clone();
+                            r.sensitive_paths =
+                                crate::sensitive::tree_paths(&drift.after_sensitive);
+                            let _ = live;
                         }
                     }
                     None => ledger
@@ -303,10 +374,10 @@ async fn apply_with(
             }
         }
         let outputs_before = ledger.state.outputs.clone();
-        update_outputs(ledger.state, &walk_state, plan.mode);
+        update_outputs(ledger.state, &walk_state, plan.mode, &salt);
         // An apply that changed nothing writes nothing: the serial stays, so other saved plans
         // made from this state remain valid.
-        if ledger.state.outputs != outputs_before {
+        if ledger.state.outputs != outputs_before || rewrite {
             ledger.dirty = true;
         }
         ledger.flush();
@@ -326,18 +397,20 @@ async fn apply_with(
     }
 }
 
-fn update_outputs(state: &mut State, walk: &Walk<'_>, mode: PlanMode) {
+/// A sensitive output is kept only as its digest.
+fn update_outputs(state: &mut State, walk: &Walk<'_>, mode: PlanMode, salt: &Salt) {
     if mode == PlanMode::Destroy {
         state.outputs.clear();
         return;
     }
     for (name, (value, sensitive)) in &walk.out.outputs {
         if value.is_wholly_known() {
+            let value = crate::plan::output_value(value, *sensitive);
             state.outputs.insert(
                 name.clone(),
                 OutputState {
-                    value: value.to_json(),
-                    sensitive: *sensitive,
+                    value: encode(&value, salt).json,
+                    sensitive: *sensitive || value.contains_sensitive(),
                 },
             );
         }
@@ -398,13 +471,16 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                         let progress = self.progress.clone();
                         Some(Box::pin(async move {
                             Outcome::Provider(
-                                factory.configure(ConfigureRequest { config }).await.map(
-                                    |instance| Handle {
+                                factory
+                                    .configure(ConfigureRequest {
+                                        config: config.unmark_deep().0,
+                                    })
+                                    .await
+                                    .map(|instance| Handle {
                                         instance,
                                         permits: Arc::new(Semaphore::new(limit)),
                                         progress,
-                                    },
-                                ),
+                                    }),
                             )
                         }))
                     }
@@ -443,10 +519,6 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                 };
                 let dependencies =
                     crate::plan::resource_dependencies(self.graph, node, self.walk.stack);
-                let sensitive =
-                    sensitive_attributes(self.walk.registry.resource_schema(&resource.type_name));
-                let redacted =
-                    redacted_attributes(self.walk.registry.resource_schema(&resource.type_name));
                 let mut failed = false;
                 for (_, d) in &done {
                     if let Some(change) = &d.change {
@@ -454,8 +526,7 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                     }
                     failed |= self.report(Some(n.span), &d.diagnostics);
                     if resource.mode == ResourceMode::Managed {
-                        self.ledger
-                            .record(d, &dependencies, sensitive.clone(), &redacted);
+                        self.ledger.record(d, &dependencies);
                     }
                 }
                 self.ledger.flush();
@@ -511,7 +582,7 @@ impl Applier<'_, '_, '_, '_, '_> {
                 self.ledger.state.resources.iter(),
                 &config_address,
                 r,
-                |s| Value::from_json(&s.attributes),
+                crate::plan::state_value,
             );
             store(self.walk, module, r, value);
             return None;
@@ -545,7 +616,8 @@ impl Applier<'_, '_, '_, '_, '_> {
                 .walk
                 .decode(module, &r.body, &schema, repetition, &context);
             if r.mode == ResourceMode::Data {
-                work.push((key, Work::Read(config)));
+                let record = self.plan.snapshot.data.get(&address).cloned();
+                work.push((key, Work::Read(address, config, record)));
                 continue;
             }
             let Some(change) = self.changes.get(&address).copied() else {
@@ -556,38 +628,67 @@ impl Applier<'_, '_, '_, '_, '_> {
                     .resources
                     .iter()
                     .find(|s| s.address == address)
-                    .map(|s| Value::from_json(&s.attributes));
+                    .map(crate::plan::state_value);
                 work.push((key, Work::Keep(recorded)));
                 continue;
             };
             if let Some(prior) = change.before_value() {
+                let prior = crate::sensitive::rehydrate(prior, &config, &self.ledger.salt);
                 keep_ignored(&mut config, &prior, &r.lifecycle);
             }
             work.push((key, Work::Change(Box::new(change.clone()), config)));
         }
         let type_name = r.type_name.clone();
-        let redacted = redacted_attributes(Some(&schema));
+        let schema_paths = sensitive_attributes(Some(&schema));
+        let salt = self.ledger.salt.clone();
         Some(Box::pin(async move {
             let calls = work.into_iter().map(|(key, work)| {
                 let handle = handle.clone();
                 let type_name = type_name.clone();
-                let redacted = redacted.clone();
+                let schema_paths = schema_paths.clone();
+                let salt = salt.clone();
                 async move {
                     let done = match work {
-                        Work::Read(config) => {
+                        // The answer the plan was made with; read again only when the plan
+                        // could not read it (it depended on changes) or holds only its digest.
+                        Work::Read(_, _, Some(record))
+                            if record.sensitive == serde_json::Value::Bool(false) =>
+                        {
+                            Done {
+                                change: None,
+                                new_state: Some(Value::from_json(&record.value)),
+                                touched: false,
+                                diagnostics: vec![],
+                            }
+                        }
+                        Work::Read(address, config, record) => {
+                            let secrets =
+                                crate::plan::Secrets::of(None, &config, &schema_paths);
                             let _permit = handle.permits.acquire().await;
                             let response = handle
                                 .instance
                                 .read_data_source(gpustack_protocol::ReadDataSourceRequest {
                                     type_name,
-                                    config,
+                                    config: config.unmark_deep().0,
                                 })
                                 .await;
+                            let mut state = secrets.mark(response.state);
+                            let mut diagnostics = response.diagnostics;
+                            if let Some(record) = record {
+                                let paths = crate::sensitive::tree_paths(&record.sensitive);
+                                state = state.mark_paths(&paths);
+                                if encode(&state, &salt).json != record.value {
+                                    diagnostics.push(Diagnostic::error(
+                                        "Data source changed since the plan",
+                                        format!("{address} answers differently than when the plan was made (its sensitive result is checked against the plan's digest). Nothing that depends on it is changed; make a new plan."),
+                                    ));
+                                }
+                            }
                             Done {
                                 change: None,
-                                new_state: Some(response.state),
+                                new_state: Some(state),
                                 touched: false,
-                                diagnostics: response.diagnostics,
+                                diagnostics,
                             }
                         }
                         Work::Keep(recorded) => Done {
@@ -600,7 +701,7 @@ impl Applier<'_, '_, '_, '_, '_> {
                             // Recorded secrets are digests; the configuration has their values.
                             let before = change
                                 .before_value()
-                                .map(|b| with_configured(b, &config, &redacted));
+                                .map(|b| crate::sensitive::rehydrate(b, &config, &salt));
                             Done {
                                 change: Some(*change),
                                 new_state: before,
@@ -609,7 +710,8 @@ impl Applier<'_, '_, '_, '_, '_> {
                             }
                         }
                         Work::Change(change, config) => {
-                            carry_out(&handle, type_name, *change, config).await
+                            carry_out(&handle, type_name, *change, config, &schema_paths, &salt)
+                                .await
                         }
                     };
                     (key, done)
@@ -621,29 +723,63 @@ impl Applier<'_, '_, '_, '_, '_> {
 }
 
 enum Work {
-    Read(Value),
+    /// A data source: its address, configuration and the answer the plan recorded.
+    Read(String, Value, Option<crate::plan::DataRecord>),
     Keep(Option<Value>),
     Change(Box<ResourceChange>, Value),
 }
 
-/// Finalises an instance's plan with the values now known, then creates, updates or replaces.
+/// Finalises an instance's plan with the values now known, checks it against the saved
+/// change, then creates, updates or replaces.
 async fn carry_out(
     handle: &Handle,
     type_name: String,
     change: ResourceChange,
     config: Value,
+    schema_paths: &[gpustack_protocol::Path],
+    salt: &Salt,
 ) -> Done {
-    let prior = change.before_value();
+    let prior = change
+        .before_value()
+        .map(|p| crate::sensitive::rehydrate(p, &config, salt));
     let replace = change.is_replace();
+    // A secret the plan holds only as a digest, which ignore_changes put into the
+    // configuration: its value is known to no one here, and the digest must never be sent.
+    if let Some(path) = config
+        .sensitive_paths()
+        .into_iter()
+        .find(|p| config.at(p).is_some_and(crate::sensitive::is_digest))
+    {
+        let diagnostic = Diagnostic::error(
+            "Secret not in the saved plan",
+            format!(
+                "{}: ignore_changes keeps {}, a secret the saved plan holds only as a digest. Apply the stack directory instead of the plan file.",
+                change.address,
+                gpustack_protocol::path_text(&path)
+            ),
+        );
+        return Done {
+            change: Some(change),
+            new_state: prior,
+            touched: false,
+            diagnostics: vec![diagnostic],
+        };
+    }
+    let secrets = crate::plan::Secrets::of(prior.as_ref(), &config, schema_paths);
     let planned = {
         let _permit = handle.permits.acquire().await;
         let response = handle
             .instance
             .plan_resource_change(PlanResourceChangeRequest {
                 type_name: type_name.clone(),
-                prior_state: if replace { None } else { prior.clone() },
-                config,
+                prior_state: if replace {
+                    None
+                } else {
+                    prior.clone().map(|p| p.unmark_deep().0)
+                },
+                config: config.unmark_deep().0,
                 for_apply: true,
+                sensitive_paths: secrets.paths.clone(),
             })
             .await;
         if response.diagnostics.iter().any(Diagnostic::is_error) {
@@ -654,15 +790,36 @@ async fn carry_out(
                 diagnostics: response.diagnostics,
             };
         }
-        response.planned_state
+        let final_replace = !response.requires_replace.is_empty() && prior.is_some();
+        if final_replace && !replace {
+            return inconsistent(
+                change,
+                prior,
+                format!(
+                    "the saved plan updates it in place, but its provider now says {} forces a replacement",
+                    response.requires_replace.join(", ")
+                ),
+            );
+        }
+        let planned = secrets.mark(response.planned_state);
+        if let Some(path) = inconsistency(&change, &planned, salt) {
+            return inconsistent(
+                change,
+                prior,
+                format!("the value of {path} differs from the value the saved plan holds"),
+            );
+        }
+        planned
     };
     let verb = progress_verb(&change);
     handle.progress.start(&change.address, verb.0);
+    let paths = secrets.paths.clone();
     let apply = |prior: Option<Value>, planned: Option<Value>| {
         let request = ApplyResourceChangeRequest {
             type_name: type_name.clone(),
-            prior_state: prior,
-            planned_state: planned,
+            prior_state: prior.map(|p| p.unmark_deep().0),
+            planned_state: planned.map(|p| p.unmark_deep().0),
+            sensitive_paths: paths.clone(),
         };
         let handle = handle.clone();
         async move {
@@ -713,9 +870,111 @@ async fn carry_out(
     // A failed create leaves nothing; a failed update keeps what the provider reports.
     Done {
         change: Some(change),
-        new_state,
+        new_state: new_state.map(|s| secrets.mark(s)),
         touched: true,
         diagnostics,
+    }
+}
+
+/// A change refused because the provider's final plan is not the reviewed one.
+fn inconsistent(change: ResourceChange, prior: Option<Value>, why: String) -> Done {
+    let diagnostic = Diagnostic::error(
+        "Provider produced inconsistent final plan",
+        format!(
+            "When finalising the saved plan for {} with the values now known, {why}. The change is not made, nor anything that depends on it; make a new plan.",
+            change.address
+        ),
+    );
+    Done {
+        change: Some(change),
+        new_state: prior,
+        touched: false,
+        diagnostics: vec![diagnostic],
+    }
+}
+
+/// The first attribute path whose final value differs from what the saved change knew
+/// (values the plan did not know may now be anything).
+fn inconsistency(change: &ResourceChange, planned: &Value, salt: &Salt) -> Option<String> {
+    let final_value = encode(planned, salt);
+    let mut at = Vec::new();
+    differs(
+        &change.after,
+        &change.after_unknown,
+        &final_value.json,
+        &final_value.unknown,
+        &mut at,
+        salt,
+    )
+    .then(|| gpustack_protocol::path_text(&at))
+}
+
+/// Marks do not decide: a digest on one side equals the value it digests on the other.
+fn differs(
+    saved: &serde_json::Value,
+    saved_unknown: &serde_json::Value,
+    now: &serde_json::Value,
+    now_unknown: &serde_json::Value,
+    at: &mut gpustack_protocol::Path,
+    salt: &Salt,
+) -> bool {
+    use gpustack_protocol::PathStep;
+    use serde_json::Value as J;
+    if *saved_unknown == J::Bool(true) {
+        return false;
+    }
+    if *now_unknown == J::Bool(true) {
+        return true;
+    }
+    let digest_of = |j: &J| Value::String(salt.digest(&Value::from_json(j)));
+    match (
+        crate::sensitive::is_digest(&Value::from_json(saved)),
+        crate::sensitive::is_digest(&Value::from_json(now)),
+    ) {
+        (true, false) => return Value::from_json(saved) != digest_of(now),
+        (false, true) => return digest_of(saved) != Value::from_json(now),
+        _ => {}
+    }
+    let no = J::Bool(false);
+    match (saved, now) {
+        (J::Object(a), J::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for k in keys {
+                at.push(PathStep::Key(k.clone()));
+                if differs(
+                    a.get(k).unwrap_or(&J::Null),
+                    saved_unknown.get(k).unwrap_or(&no),
+                    b.get(k).unwrap_or(&J::Null),
+                    now_unknown.get(k).unwrap_or(&no),
+                    at,
+                    salt,
+                ) {
+                    return true;
+                }
+                at.pop();
+            }
+            false
+        }
+        (J::Array(a), J::Array(b)) if a.len() == b.len() => {
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                at.push(PathStep::Index(i));
+                if differs(
+                    x,
+                    saved_unknown.get(i).unwrap_or(&no),
+                    y,
+                    now_unknown.get(i).unwrap_or(&no),
+                    at,
+                    salt,
+                ) {
+                    return true;
+                }
+                at.pop();
+            }
+            false
+        }
+        (a, b) => a != b,
     }
 }
 
@@ -726,19 +985,6 @@ fn progress_verb(change: &ResourceChange) -> (&'static str, &'static str) {
         [Action::Delete] => ("Destroying", "Destruction complete"),
         _ => ("Replacing", "Replacement complete"),
     }
-}
-
-/// `value` with the named attributes taken from the configuration.
-fn with_configured(value: Value, config: &Value, names: &[String]) -> Value {
-    let (Value::Object(mut map), Some(config)) = (value.clone(), config.as_object()) else {
-        return value;
-    };
-    for name in names {
-        if let Some(v) = config.get(name) {
-            map.insert(name.clone(), v.clone());
-        }
-    }
-    Value::Object(map)
 }
 
 /// Deletions as a graph: an object is deleted only after everything that depends on it.
@@ -794,8 +1040,12 @@ impl Steps for Deleter<'_, '_, '_> {
             let prior = change.before_value();
             let request = ApplyResourceChangeRequest {
                 type_name: change.type_name.clone(),
-                prior_state: prior.clone(),
+                prior_state: prior.clone().map(|p| p.unmark_deep().0),
                 planned_state: None,
+                sensitive_paths: prior
+                    .as_ref()
+                    .map(Value::sensitive_paths)
+                    .unwrap_or_default(),
             };
             let response = {
                 let _permit = handle.permits.acquire().await;
@@ -836,7 +1086,7 @@ impl Steps for Deleter<'_, '_, '_> {
             .as_ref()
             .map(|c| c.dependencies.clone())
             .unwrap_or_default();
-        self.ledger.record(&done, &dependencies, Vec::new(), &[]);
+        self.ledger.record(&done, &dependencies);
         self.ledger.flush();
     }
 }

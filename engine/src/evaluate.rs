@@ -70,7 +70,22 @@ pub(crate) struct ModuleValues {
     pub(crate) data: HashMap<String, Value>,
 }
 
+/// What apply evaluates from the plan instead of the working tree.
+pub(crate) struct Recorded {
+    /// Digests of the sensitive root variables' values, which apply is given again.
+    pub(crate) sensitive_variables: IndexMap<String, String>,
+    /// The files the plan's evaluation read.
+    pub(crate) inputs: std::collections::BTreeMap<String, crate::plan::FileRecord>,
+    pub(crate) salt: crate::sensitive::Salt,
+}
+
 pub(crate) struct Walk<'a> {
+    /// Set when applying a saved plan: files and sensitive variables come from, or are
+    /// checked against, the plan.
+    pub(crate) recorded: Option<Recorded>,
+    /// Every file the evaluation read from disk, for the plan's snapshot.
+    pub(crate) files_read:
+        std::cell::RefCell<std::collections::BTreeMap<String, crate::plan::FileRecord>>,
     pub(crate) stack: &'a Stack,
     pub(crate) registry: &'a Registry,
     pub(crate) sources: &'a SourceMap,
@@ -120,11 +135,7 @@ pub fn evaluate(
                 if let Some(keys) = keys {
                     walk.out.instances.insert(node, keys);
                 }
-                let values = &mut walk.values[n.module];
-                match mode {
-                    ResourceMode::Managed => values.resources.insert(n.key.clone(), value),
-                    ResourceMode::Data => values.data.insert(n.key.clone(), value),
-                };
+                crate::instances::store(&mut walk, n.module, resource, value);
             }
         }
     }
@@ -138,6 +149,8 @@ pub(crate) enum Expansion {
     ForEach(IndexMap<String, Value>),
     /// count or for_each is not known yet: the body is checked once with unknown keys.
     Unknown,
+    /// count or for_each is wrong, and that has been reported: checked as if unknown.
+    Invalid,
 }
 
 /// Bindings of `count.index` / `each.key` / `each.value` inside a resource body.
@@ -162,7 +175,24 @@ fn undeclared(range: Option<Range<usize>>, summary: &str, detail: String) -> Eva
     EvalError::new(range, summary, detail)
 }
 
+/// How a path given to `file()` is recorded: relative to the working directory where it is
+/// under it, so that a plan applied from another clone finds its files.
+fn input_key(path: &str) -> String {
+    let p = std::path::Path::new(path);
+    if p.is_absolute()
+        && let Ok(cwd) = std::env::current_dir()
+        && let Ok(rest) = p.strip_prefix(&cwd)
+    {
+        return rest.to_string_lossy().replace('\\', "/");
+    }
+    path.trim_start_matches("./").replace('\\', "/")
+}
+
 impl Scope for ModuleScope<'_, '_> {
+    fn read_file(&self, path: &str) -> Result<Option<String>, String> {
+        self.walk.read_file(path)
+    }
+
     fn lookup(
         &self,
         names: &[&str],
@@ -380,6 +410,8 @@ impl<'a> Walk<'a> {
             .map(|_| ModuleValues::default())
             .collect();
         Self {
+            recorded: None,
+            files_read: Default::default(),
             stack,
             registry,
             sources,
@@ -387,6 +419,40 @@ impl<'a> Walk<'a> {
             values,
             out: Evaluated::default(),
             unset_computed: Value::Unknown,
+        }
+    }
+
+    /// A file for `file()` and friends: from the disk (recorded for the plan) or, applying a
+    /// saved plan, from the plan (a file recorded only by digest is read and checked).
+    pub(crate) fn read_file(&self, path: &str) -> Result<Option<String>, String> {
+        use crate::plan::FileRecord;
+        let key = input_key(path);
+        let Some(recorded) = &self.recorded else {
+            let text = crate::lang::eval::read_disk(path)?;
+            self.files_read.borrow_mut().insert(
+                key,
+                text.clone()
+                    .map_or(FileRecord::Missing, FileRecord::Content),
+            );
+            return Ok(text);
+        };
+        match recorded.inputs.get(&key) {
+            Some(FileRecord::Content(text)) => Ok(Some(text.clone())),
+            Some(FileRecord::Missing) => Ok(None),
+            Some(FileRecord::Digest(digest)) => {
+                let text = crate::lang::eval::read_disk(path)?;
+                match text {
+                    Some(text) if recorded.salt.digest(&Value::String(text.clone())) == *digest => {
+                        Ok(Some(text))
+                    }
+                    _ => Err(format!(
+                        "\"{path}\" holds a secret, so the plan kept only its digest, and the file now differs from what was planned. Restore it or make a new plan."
+                    )),
+                }
+            }
+            None => Err(format!(
+                "\"{path}\" was not read when the plan was made, so applying the plan cannot read it; make a new plan."
+            )),
         }
     }
 
@@ -411,7 +477,25 @@ impl<'a> Walk<'a> {
             }
             NodeKind::Output => {
                 let output = &module.outputs[&n.key];
-                let value = self.eval(n.module, &output.value, None);
+                let mut value = self.eval(n.module, &output.value, None);
+                if output.sensitive {
+                    value = Value::sensitive(value);
+                } else if value.contains_sensitive() && n.module == 0 {
+                    // Terraform's rule: a root output may carry a secret only when it says so
+                    // (a module's outputs pass their marks on to the caller).
+                    let source = self
+                        .sensitive_reference(n.module, &output.value)
+                        .map_or_else(
+                            || "a sensitive value".to_owned(),
+                            |r| format!("{r}, which is sensitive"),
+                        );
+                    self.diags.push(Diag::error(
+                        output.value.span(),
+                        "Output refers to sensitive values",
+                        format!("Output \"{}\" reads {source}. Mark the output sensitive = true to confirm it may carry it (it is then never displayed), or use nonsensitive() where the value is safe to show.", output.name),
+                    ));
+                    value = Value::sensitive(value);
+                }
                 if n.module == 0 {
                     self.out
                         .outputs
@@ -421,6 +505,28 @@ impl<'a> Walk<'a> {
             }
             NodeKind::Provider | NodeKind::Resource(_) => {}
         }
+    }
+
+    /// The first reference of an expression whose value is sensitive, as written
+    /// (`local_file.token.sensitive_content`), for messages.
+    fn sensitive_reference(&self, module: usize, expr: &Expr) -> Option<String> {
+        let scope = ModuleScope {
+            walk: self,
+            module,
+            repetition: None,
+        };
+        crate::lang::refs::references(&expr.expr)
+            .into_iter()
+            .find_map(|reference| {
+                let names: Vec<&str> = reference.names.iter().map(String::as_str).collect();
+                let (value, used) = scope.lookup(&names, None).ok()?;
+                let rest: Vec<gpustack_protocol::PathStep> = names[used.min(names.len())..]
+                    .iter()
+                    .map(|n| gpustack_protocol::PathStep::Key((*n).to_owned()))
+                    .collect();
+                let part = value.at(&rest).unwrap_or(&value);
+                part.contains_sensitive().then(|| reference.names.join("."))
+            })
     }
 
     fn span(&self, file: crate::source::FileId, range: Option<Range<usize>>) -> Option<Span> {
@@ -519,7 +625,19 @@ impl<'a> Walk<'a> {
                 },
                 None => match &v.default {
                     Some(default) => (self.eval_default(default), Some(default.span())),
+                    // Unknown until plan, and already a secret for what reads it.
+                    None if options.allow_missing_inputs && v.sensitive => {
+                        return Value::sensitive(Value::Unknown);
+                    }
                     None if options.allow_missing_inputs => return Value::Unknown,
+                    None if self
+                        .recorded
+                        .as_ref()
+                        .is_some_and(|r| r.sensitive_variables.contains_key(&v.name)) =>
+                    {
+                        self.diags.error(v.span, "No value for sensitive variable", format!("\"{}\" is sensitive, so the saved plan does not hold its value: give it again to apply the plan, with --var {}=..., a --var-file, or GPUSTACK_VAR_{}.", v.name, v.name, v.name));
+                        return Value::Unknown;
+                    }
                     None => {
                         self.diags.error(v.span, "No value for required variable", format!("The root variable \"{}\" has no default: set it with --var {}=..., a --var-file, or GPUSTACK_VAR_{}.", v.name, v.name, v.name));
                         return Value::Unknown;
@@ -541,9 +659,16 @@ impl<'a> Walk<'a> {
                 Some((expr, _)) => (self.eval(parent, expr, None), Some(expr.span())),
                 None => match &v.default {
                     Some(default) => (self.eval_default(default), Some(default.span())),
+                    None if v.sensitive => return Value::sensitive(Value::Unknown),
                     None => return Value::Unknown,
                 },
             }
+        };
+        // Marked before anything reads it, so that no message quotes it.
+        let value = if v.sensitive {
+            Value::sensitive(value)
+        } else {
+            value
         };
         let value = match v.ty.convert(&value) {
             Ok(value) => value,
@@ -571,6 +696,19 @@ impl<'a> Walk<'a> {
             return Value::Unknown;
         }
         self.validate_variable(module, v, &value, at);
+        if module == 0
+            && let Some(recorded) = &self.recorded
+            && let Some(digest) = recorded.sensitive_variables.get(&v.name)
+            && value.is_wholly_known()
+            && recorded.salt.digest(&value) != *digest
+        {
+            self.diags.error(
+                at.or(Some(v.span)),
+                "Sensitive variable differs from the plan",
+                format!("The value given for the sensitive variable \"{}\" is not the one the plan was made with (the plan holds only its digest). Give the same value, or make a new plan.", v.name),
+            );
+            return Value::Unknown;
+        }
         value
     }
 
@@ -765,7 +903,7 @@ impl<'a> Walk<'a> {
                     .collect();
                 (Value::Object(values), Some(keys))
             }
-            Expansion::Unknown => {
+            Expansion::Unknown | Expansion::Invalid => {
                 let repetition = Repetition {
                     count_index: r.count.as_ref().map(|_| Value::Unknown),
                     each: r
@@ -782,7 +920,16 @@ impl<'a> Walk<'a> {
 
     pub(crate) fn expansion(&mut self, module: usize, r: &Resource) -> Expansion {
         if let Some(count) = &r.count {
-            return match self.eval(module, count, None) {
+            let value = self.eval(module, count, None);
+            if value.contains_sensitive() {
+                self.diags.error(
+                    count.span(),
+                    "Invalid count argument",
+                    "Sensitive values, or values derived from sensitive values, cannot be used as count arguments. If used, the sensitive value could be exposed as a resource instance key.",
+                );
+                return Expansion::Invalid;
+            }
+            return match value {
                 Value::Unknown => Expansion::Unknown,
                 value => match Type::Number.convert(&value) {
                     Ok(Value::Number(n)) if n >= 0.0 && n.fract() == 0.0 && n <= 100_000.0 => {
@@ -797,7 +944,7 @@ impl<'a> Walk<'a> {
                                 value
                             ),
                         );
-                        Expansion::Unknown
+                        Expansion::Invalid
                     }
                 },
             };
@@ -805,7 +952,21 @@ impl<'a> Walk<'a> {
         let Some(for_each) = &r.for_each else {
             return Expansion::Single;
         };
-        match self.eval(module, for_each, None) {
+        let value = self.eval(module, for_each, None);
+        // The keys become instance addresses, which every plan shows; the values may be secret.
+        let secret_keys = value.is_sensitive()
+            || value
+                .as_list()
+                .is_some_and(|items| items.iter().any(Value::contains_sensitive));
+        if secret_keys {
+            self.diags.error(
+                for_each.span(),
+                "Invalid for_each argument",
+                "Sensitive values, or values derived from sensitive values, cannot be used as for_each arguments. If used, the sensitive value could be exposed as a resource instance key.",
+            );
+            return Expansion::Invalid;
+        }
+        match value {
             Value::Unknown => Expansion::Unknown,
             Value::Object(map) => Expansion::ForEach(map),
             Value::List(items) => {
@@ -818,7 +979,7 @@ impl<'a> Walk<'a> {
                         Value::Unknown => return Expansion::Unknown,
                         other => {
                             self.diags.error(for_each.span(), "Invalid for_each argument", format!("A list given to for_each must hold strings (it is used as a set), not {}; use a map to name the instances.", other.type_name()));
-                            return Expansion::Unknown;
+                            return Expansion::Invalid;
                         }
                     }
                 }
@@ -837,7 +998,7 @@ impl<'a> Walk<'a> {
                         }
                     ),
                 );
-                Expansion::Unknown
+                Expansion::Invalid
             }
         }
     }
@@ -1037,7 +1198,6 @@ impl<'a> Walk<'a> {
     }
 
     pub(crate) fn check_settings(&mut self) {
-        crate::sensitive::check_outputs(self.stack, self.registry, self.diags);
         for (i, m) in self.stack.modules.iter().enumerate() {
             let Some(settings) = &m.settings else {
                 continue;

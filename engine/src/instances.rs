@@ -77,6 +77,7 @@ pub(crate) fn expand(
                 })
                 .collect(),
         ),
+        Expansion::Invalid => None,
         Expansion::Unknown => {
             let what = if r.count.is_some() {
                 "count"
@@ -158,8 +159,22 @@ pub(crate) fn schema_of<'r>(registry: &'r Registry, r: &Resource) -> Option<&'r 
     }
 }
 
-/// Makes a resource's value visible to the expressions that reference it.
+/// Makes a resource's value visible to the expressions that reference it, its schema's
+/// sensitive attributes marked in every instance.
 pub(crate) fn store(walk: &mut Walk<'_>, module: usize, r: &Resource, value: Value) {
+    let paths = crate::plan::sensitive_attributes(schema_of(walk.registry, r));
+    let value = if paths.is_empty() {
+        value
+    } else {
+        let instance = |v: Value| crate::plan::mark_schema(v, &paths);
+        match (value, r.count.is_some() || r.for_each.is_some()) {
+            (Value::List(items), true) => Value::List(items.into_iter().map(instance).collect()),
+            (Value::Object(map), true) => {
+                Value::Object(map.into_iter().map(|(k, v)| (k, instance(v))).collect())
+            }
+            (value, _) => instance(value),
+        }
+    };
     let key = format!("{}.{}", r.type_name, r.name);
     let values = &mut walk.values[module];
     match r.mode {

@@ -15,7 +15,7 @@ pub mod lang;
 pub mod plan;
 mod progress;
 pub mod render;
-mod sensitive;
+pub mod sensitive;
 pub mod source;
 pub mod version;
 mod walker;
@@ -151,6 +151,35 @@ impl Session {
                     .map(|(k, v)| (k.clone(), RawInput::Value(v.clone())))
                     .collect(),
             ),
+            InputSource::Plan {
+                values,
+                sensitive,
+                supplied,
+                only_sensitive,
+            } => {
+                let mut inputs = Inputs(
+                    values
+                        .iter()
+                        .map(|(k, v)| (k.clone(), RawInput::Value(v.clone())))
+                        .collect(),
+                );
+                let given = collect_inputs(supplied, &mut sources, &mut diags);
+                for (name, raw) in given.0 {
+                    if sensitive.contains_key(&name) {
+                        inputs.0.insert(name, raw);
+                    } else if !only_sensitive || supplied.env.iter().any(|(n, _)| *n == name) {
+                        // The environment of a pipeline sets many variables; the plan's own
+                        // values win over those it does not need.
+                    } else {
+                        diags.error(
+                            None,
+                            "Variable set for a saved plan",
+                            format!("\"{name}\" cannot be set when applying a saved plan: the plan holds the value it was made with. Only sensitive variables, which a plan holds as digests, are given again."),
+                        );
+                    }
+                }
+                inputs
+            }
         };
         let graph = graph::build(&stack, &sources, &registry, &mut diags);
         Self {
@@ -191,8 +220,17 @@ impl Session {
 pub enum InputSource<'a> {
     /// `--var`, `--var-file` and the environment.
     Args(&'a VariableArgs),
-    /// The values recorded in a saved plan.
+    /// Values given as they are.
     Values(&'a indexmap::IndexMap<String, gpustack_protocol::Value>),
+    /// A saved plan's: the values it recorded, and for its sensitive variables (recorded
+    /// only as digests) the ones `supplied` gives again; `supplied` may set nothing else.
+    Plan {
+        values: &'a indexmap::IndexMap<String, gpustack_protocol::Value>,
+        sensitive: &'a indexmap::IndexMap<String, String>,
+        supplied: &'a VariableArgs,
+        /// Refuse what `supplied` sets besides the sensitive variables (a saved plan).
+        only_sensitive: bool,
+    },
 }
 
 /// Plans the stack against `state`. Returns the plan (None when there were errors) and every
@@ -207,6 +245,12 @@ pub async fn plan(
         return (None, sources, diagnostics);
     }
     let files = session.snapshot_files();
+    // The state's digest key; a state that has none yet gets the one this plan makes.
+    let existing_key = state
+        .and_then(|s| s.digest_key.as_deref())
+        .and_then(sensitive::Salt::from_hex);
+    let new_key = existing_key.is_none();
+    let salt = existing_key.unwrap_or_default();
     let result = {
         let stack_dir = session.dir.to_string_lossy().into_owned();
         let (mut walk, graph, inputs) = session.provider_walk();
@@ -221,19 +265,43 @@ pub async fn plan(
             plan::Snapshot {
                 stack_dir,
                 files,
-                variables: Default::default(),
+                ..Default::default()
             },
+            &salt,
         )
         .await;
-        let variables: indexmap::IndexMap<String, serde_json::Value> = walk
-            .stack
-            .root()
-            .variables
-            .keys()
-            .filter_map(|k| walk.values[0].vars.get(k).map(|v| (k.clone(), v.to_json())))
+        let mut variables = indexmap::IndexMap::new();
+        let mut sensitive_variables = indexmap::IndexMap::new();
+        for (name, declared) in &walk.stack.root().variables {
+            let Some(value) = walk.values[0].vars.get(name) else {
+                continue;
+            };
+            if declared.sensitive || value.contains_sensitive() {
+                sensitive_variables.insert(name.clone(), salt.digest(value));
+            } else {
+                variables.insert(name.clone(), value.to_json());
+            }
+        }
+        // A file that holds a secret is kept as a digest, and read again at apply.
+        let inputs = walk
+            .files_read
+            .take()
+            .into_iter()
+            .map(|(path, record)| match record {
+                plan::FileRecord::Content(text)
+                    if gpustack_protocol::secrets::contains_any(&text) =>
+                {
+                    let digest = salt.digest(&gpustack_protocol::Value::String(text));
+                    (path, plan::FileRecord::Digest(digest))
+                }
+                other => (path, other),
+            })
             .collect();
         planned.map(|mut p| {
             p.snapshot.variables = variables;
+            p.snapshot.sensitive_variables = sensitive_variables;
+            p.snapshot.inputs = inputs;
+            p.digest_key = new_key.then(|| salt.to_hex());
             p.config_hash = plan::config_hash(&p.snapshot);
             p
         })

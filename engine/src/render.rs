@@ -4,10 +4,87 @@
 //! Multi-line strings (YAML in ConfigMaps, Helm values) are shown as line diffs.
 
 use crate::plan::{Action, Plan, PlanMode, ResourceChange};
+use gpustack_protocol::SENSITIVE;
 use std::fmt::Write as _;
 
-const SENSITIVE: &str = "(sensitive value)";
 const UNKNOWN: &str = "(known after apply)";
+
+/// Starts the text a sensitive part is rendered from: its digest (so that two sides compare
+/// equal exactly when the secret did not change) and, for a multi-line string that may be
+/// shown with its secret lines masked, that masked text. Never printed as such.
+const SECRET: char = '\u{1}';
+
+fn secret_leaf(digest: &serde_json::Value, masked: Option<&str>) -> serde_json::Value {
+    let digest = match digest {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    serde_json::Value::String(format!("{SECRET}{digest}{SECRET}{}", masked.unwrap_or("")))
+}
+
+/// (digest, masked text) of a rendered secret.
+fn secret_parts(text: &str) -> Option<(&str, Option<&str>)> {
+    let rest = text.strip_prefix(SECRET)?;
+    let (digest, masked) = rest.split_once(SECRET)?;
+    Some((digest, (!masked.is_empty()).then_some(masked)))
+}
+
+/// A side of a change with its sensitive parts replaced by rendered secrets.
+fn with_secrets(
+    value: &serde_json::Value,
+    sensitive: &serde_json::Value,
+    masked: &serde_json::Value,
+) -> serde_json::Value {
+    use serde_json::Value as J;
+    match (value, sensitive) {
+        (_, J::Bool(true)) => secret_leaf(value, masked.as_str()),
+        (J::Object(map), J::Object(marks)) => J::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let mark = marks.get(k).unwrap_or(&J::Bool(false));
+                    let m = masked.get(k).unwrap_or(&J::Bool(false));
+                    (k.clone(), with_secrets(v, mark, m))
+                })
+                .collect(),
+        ),
+        (J::Array(items), J::Array(marks)) => J::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let mark = marks.get(i).unwrap_or(&J::Bool(false));
+                    let m = masked.get(i).unwrap_or(&J::Bool(false));
+                    with_secrets(v, mark, m)
+                })
+                .collect(),
+        ),
+        _ => value.clone(),
+    }
+}
+
+/// The change as the text renderers show it: secrets rendered, never their digests.
+fn displayed(change: &ResourceChange) -> ResourceChange {
+    let mut shown = change.clone();
+    shown.before = with_secrets(
+        &change.before,
+        &change.before_sensitive,
+        &change.before_masked,
+    );
+    shown.after = with_secrets(&change.after, &change.after_sensitive, &change.after_masked);
+    shown.before_sensitive = serde_json::Value::Bool(false);
+    shown.after_sensitive = serde_json::Value::Bool(false);
+    shown
+}
+
+/// The text of a string as shown: masked text for a partly shown secret, `(sensitive value)`
+/// for any other secret.
+fn display_text(text: &str) -> &str {
+    match secret_parts(text) {
+        Some((_, Some(masked))) => masked,
+        Some((_, None)) => SENSITIVE,
+        None => text,
+    }
+}
 
 struct Style {
     color: bool,
@@ -81,9 +158,52 @@ fn is_unknown(marks: &serde_json::Value, key: &str) -> bool {
 
 fn show(value: &serde_json::Value) -> String {
     match value {
+        serde_json::Value::String(s) if secret_parts(s).is_some() => SENSITIVE.to_owned(),
         serde_json::Value::String(s) => serde_json::Value::String(s.clone()).to_string(),
+        serde_json::Value::Object(_) | serde_json::Value::Array(_) if holds_secret(value) => {
+            // Compact JSON of a value with secrets inside: each shown as (sensitive value).
+            let shown = reveal_placeholders(value);
+            shown.to_string()
+        }
         other => other.to_string(),
     }
+}
+
+fn holds_secret(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::String(s) => secret_parts(s).is_some(),
+        serde_json::Value::Array(items) => items.iter().any(holds_secret),
+        serde_json::Value::Object(map) => map.values().any(holds_secret),
+        _ => false,
+    }
+}
+
+fn reveal_placeholders(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::String(s) if secret_parts(s).is_some() => {
+            serde_json::Value::String(SENSITIVE.into())
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.iter().map(reveal_placeholders).collect())
+        }
+        serde_json::Value::Object(map) => serde_json::Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), reveal_placeholders(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn is_secret(value: &serde_json::Value) -> bool {
+    value.as_str().is_some_and(|s| secret_parts(s).is_some())
+}
+
+/// True for a string shown as lines: multi-line text, or a secret with masked lines.
+fn multi_line(value: &serde_json::Value) -> bool {
+    value
+        .as_str()
+        .is_some_and(|s| display_text(s).contains('\n'))
 }
 
 /// Field-level diff of one change, Terraform-style.
@@ -132,6 +252,10 @@ fn fields(out: &mut String, style: &Style, change: &ResourceChange) {
                         block.push_str("        }");
                         Some((style.symbol(&[Action::Create]), key.clone(), block))
                     }
+                    (None, Some(n), false) if multi_line(n) && !sensitive => {
+                        let text = line_diff(style, 12, "", n.as_str().unwrap_or_default());
+                        Some((style.symbol(&[Action::Create]), key.clone(), text))
+                    }
                     (None, Some(n), false) => {
                         Some((style.symbol(&[Action::Create]), key.clone(), shown(n)))
                     }
@@ -167,7 +291,7 @@ fn fields(out: &mut String, style: &Style, change: &ResourceChange) {
                     }
                     (Some(o), Some(n), false) => {
                         if let (Some(a), Some(b)) = (o.as_str(), n.as_str())
-                            && (a.contains('\n') || b.contains('\n'))
+                            && (multi_line(o) || multi_line(n))
                             && !sensitive
                         {
                             let diff = line_diff(style, 12, a, b);
@@ -175,6 +299,14 @@ fn fields(out: &mut String, style: &Style, change: &ResourceChange) {
                                 style.symbol(&[Action::Update]),
                                 key.clone(),
                                 format!("{diff}{note}"),
+                            ));
+                        }
+                        if is_secret(o) && is_secret(n) {
+                            // A secret that changed: that it changed is all a plan says.
+                            return Some((
+                                style.symbol(&[Action::Update]),
+                                key.clone(),
+                                format!("{SENSITIVE}{note}"),
                             ));
                         }
                         Some((
@@ -226,10 +358,7 @@ fn nested_diff(
                 nested_diff(out, style, indent + 4, o, n);
                 let _ = writeln!(out, "{pad}  }}");
             }
-            (Some(o), Some(n))
-                if o.as_str().is_some_and(|a| a.contains('\n'))
-                    || n.as_str().is_some_and(|b| b.contains('\n')) =>
-            {
+            (Some(o), Some(n)) if multi_line(o) || multi_line(n) => {
                 let diff = line_diff(
                     style,
                     indent + 4,
@@ -240,6 +369,13 @@ fn nested_diff(
                     out,
                     "{pad}{} {shown_key} = {diff}",
                     style.symbol(&[Action::Update])
+                );
+            }
+            (Some(o), Some(n)) if is_secret(o) && is_secret(n) => {
+                let _ = writeln!(
+                    out,
+                    "{pad}{} {shown_key} = {SENSITIVE}",
+                    style.symbol(&[Action::Update]),
                 );
             }
             (Some(o), Some(n)) => {
@@ -292,18 +428,42 @@ fn abbreviated(text: &str) -> String {
     }
 }
 
-/// A heredoc of the lines that differ between two multi-line strings.
+/// A heredoc of the lines that differ between two multi-line strings. Secret lines are shown
+/// masked; when the secret changed, its masked lines are shown as changed.
 fn line_diff(style: &Style, indent: usize, a: &str, b: &str) -> String {
     let pad = " ".repeat(indent);
+    // A secret shown whole: a change of it can only be shown as a changed line.
+    let whole = |s: &str| matches!(secret_parts(s), Some((_, None)));
+    let secret_changed = (whole(a) || whole(b)) && a != b;
+    let (a, b) = (display_text(a), display_text(b));
     let mut diff = String::from("<<-EOT\n");
+    let mut lines: Vec<(similar::ChangeTag, String)> = Vec::new();
     for change in similar::TextDiff::from_lines(a, b).iter_all_changes() {
-        let sign = match change.tag() {
+        let text = change.value().to_owned();
+        if secret_changed
+            && change.tag() == similar::ChangeTag::Equal
+            && text.trim_end_matches('\n') == SENSITIVE
+        {
+            lines.push((similar::ChangeTag::Delete, text.clone()));
+            lines.push((similar::ChangeTag::Insert, text));
+        } else {
+            lines.push((change.tag(), text));
+        }
+    }
+    for (tag, value) in lines {
+        // A masked line's hidden digest is for the comparison above, never for the reader.
+        let value = match value.split_once(crate::sensitive::LINE_DIGEST) {
+            Some((shown, rest)) if rest.ends_with('\n') => format!("{shown}\n"),
+            Some((shown, _)) => shown.to_owned(),
+            None => value,
+        };
+        let sign = match tag {
             similar::ChangeTag::Delete => style.paint("31", "-"),
             similar::ChangeTag::Insert => style.paint("32", "+"),
             similar::ChangeTag::Equal => " ".into(),
         };
-        let _ = write!(diff, "{pad}{sign} {}", change.value());
-        if !change.value().ends_with('\n') {
+        let _ = write!(diff, "{pad}{sign} {value}");
+        if !value.ends_with('\n') {
             diff.push('\n');
         }
     }
@@ -321,7 +481,19 @@ fn whole_value(out: &mut String, indent: usize, symbol: &str, value: &serde_json
             whole_value(out, indent + 4, symbol, v);
             let _ = writeln!(out, "{pad}  }}");
         } else {
-            let _ = writeln!(out, "{pad}{symbol} {shown_key} = {}", show(v));
+            if multi_line(v) {
+                let text = display_text(v.as_str().unwrap_or_default());
+                let _ = writeln!(out, "{pad}{symbol} {shown_key} = <<-EOT");
+                for line in text.lines() {
+                    let line = line
+                        .split_once(crate::sensitive::LINE_DIGEST)
+                        .map_or(line, |(shown, _)| shown);
+                    let _ = writeln!(out, "{pad}    {line}");
+                }
+                let _ = writeln!(out, "{pad}  EOT");
+            } else {
+                let _ = writeln!(out, "{pad}{symbol} {shown_key} = {}", show(v));
+            }
         }
     }
 }
@@ -343,6 +515,7 @@ fn show_key(key: &str) -> String {
 }
 
 fn change_block(out: &mut String, style: &Style, change: &ResourceChange, verb: &str) {
+    let change = &displayed(change);
     let header = match reason(change) {
         Some(r) => format!("  # {} {verb} {r}", change.address),
         None => format!("  # {} {verb}", change.address),
@@ -442,22 +615,24 @@ pub fn plan_text(plan: &Plan, color: bool) -> String {
     out
 }
 
+/// A side of a change for machines: each sensitive part `"(sensitive value)"`, at any depth.
 fn mask(value: &serde_json::Value, marks: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value as J;
     match (value, marks) {
-        (serde_json::Value::Object(map), serde_json::Value::Object(m)) => {
-            serde_json::Value::Object(
-                map.iter()
-                    .map(|(k, v)| {
-                        let masked = if is_sensitive(marks, k) {
-                            serde_json::Value::String(SENSITIVE.into())
-                        } else {
-                            mask(v, m.get(k).unwrap_or(&serde_json::Value::Bool(false)))
-                        };
-                        (k.clone(), masked)
-                    })
-                    .collect(),
-            )
-        }
+        (J::Null, J::Bool(true)) => J::Null,
+        (_, J::Bool(true)) => J::String(SENSITIVE.into()),
+        (J::Object(map), J::Object(m)) => J::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), mask(v, m.get(k).unwrap_or(&J::Bool(false)))))
+                .collect(),
+        ),
+        (J::Array(items), J::Array(m)) => J::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| mask(v, m.get(i).unwrap_or(&J::Bool(false))))
+                .collect(),
+        ),
         _ => value.clone(),
     }
 }

@@ -24,12 +24,17 @@ pub struct State {
     pub gpustack_version: String,
     pub lineage: String,
     pub serial: u64,
+    /// The key of the salted digests that stand for sensitive values in this state (hex),
+    /// made with the lineage and never shown; absent in states written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest_key: Option<String>,
     #[serde(default)]
     pub outputs: IndexMap<String, OutputState>,
     #[serde(default)]
     pub resources: Vec<ResourceState>,
 }
 
+/// An output's last value; a sensitive output's value is only its salted digest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutputState {
     pub value: serde_json::Value,
@@ -46,12 +51,37 @@ pub struct ResourceState {
     pub type_name: String,
     /// The provider configuration address, e.g. `provider.azure.west`.
     pub provider: String,
+    /// The object's attributes, each sensitive part replaced by its salted digest.
     pub attributes: serde_json::Value,
-    /// Attribute paths whose values are sensitive; their values are stored, never displayed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sensitive_paths: Vec<String>,
+    /// The paths of the sensitive parts of `attributes` (`["manifest", "data", "token"]`).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "sensitive_paths"
+    )]
+    pub sensitive_paths: Vec<gpustack_protocol::Path>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dependencies: Vec<String>,
+}
+
+/// Paths as arrays of steps, or (as states written before nested paths) attribute names.
+fn sensitive_paths<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<gpustack_protocol::Path>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Entry {
+        Path(gpustack_protocol::Path),
+        Name(String),
+    }
+    let entries = Vec::<Entry>::deserialize(deserializer)?;
+    Ok(entries
+        .into_iter()
+        .map(|e| match e {
+            Entry::Path(p) => p,
+            Entry::Name(n) => vec![gpustack_protocol::PathStep::Key(n)],
+        })
+        .collect())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,6 +152,7 @@ impl State {
             gpustack_version: gpustack_version.into(),
             lineage: lineage.into(),
             serial: 0,
+            digest_key: None,
             outputs: IndexMap::new(),
             resources: Vec::new(),
         }
@@ -209,6 +240,14 @@ mod tests {
         });
         let decoded = State::decode(&state.encode()).unwrap();
         assert_eq!(decoded, state);
+        let legacy = String::from_utf8(state.encode()).unwrap().replace(
+            "\"dependencies\"",
+            "\"sensitive_paths\": [\"content\"],\n\"dependencies\"",
+        );
+        assert_eq!(
+            State::decode(legacy.as_bytes()).unwrap().resources[0].sensitive_paths,
+            vec![vec![gpustack_protocol::PathStep::Key("content".into())]]
+        );
         assert_eq!(
             decoded.resource("local_file.a").unwrap().type_name,
             "local_file"

@@ -4,7 +4,10 @@
 //! It follows the shapes of the Rust SDK's own types, which are the contract: node pools are
 //! created, updated, resized, autoscaled and deleted through Operations that finish on their
 //! own; the cluster's autoscaling (node auto-provisioning) is updated through
-//! `desiredClusterAutoscaling`. It refuses what GKE refuses (a MIG partition size the
+//! `desiredClusterAutoscaling`. As on GKE, a pool's size lives in its managed instance groups
+//! (one per zone, listed in `instanceGroupUrls`, served by the Compute Engine API at
+//! `/compute/v1/.../instanceGroupManagers/NAME` with its `targetSize`): `setSize` resizes them,
+//! and `initialNodeCount` stays what the pool was created with. It refuses what GKE refuses (a MIG partition size the
 //! accelerator does not offer, an unknown resource type in a limit, a pool that exists) with
 //! Google's error shape. Faults can be queued as for the AKS fake.
 
@@ -36,6 +39,8 @@ struct World {
     clusters: BTreeMap<String, Json>,
     /// "projects/P/locations/L/clusters/C/nodePools/N" → the node pool.
     pools: BTreeMap<String, Json>,
+    /// "projects/P/zones/Z/instanceGroupManagers/N" → the managed instance group.
+    groups: BTreeMap<String, Json>,
     operations: BTreeMap<String, Operation>,
     traffic: Traffic,
     next: u64,
@@ -162,6 +167,61 @@ impl GkeFake {
         let mut world = self.world.lock().unwrap();
         change(world.pools.get_mut(name).expect("no such pool"));
     }
+
+    /// Resizes a pool's instance groups to `per_zone` nodes each, as `gcloud container
+    /// clusters resize` or the cluster autoscaler do: the pool's initialNodeCount stays.
+    pub fn resize_outside(&self, pool: &str, per_zone: u64) {
+        let mut world = self.world.lock().unwrap();
+        set_group_sizes(&mut world, pool, per_zone);
+    }
+
+    /// The target sizes of a pool's instance groups.
+    pub fn group_sizes(&self, pool: &str) -> Vec<u64> {
+        let world = self.world.lock().unwrap();
+        group_keys(&world, pool)
+            .iter()
+            .filter_map(|k| world.groups.get(k))
+            .filter_map(|g| g["targetSize"].as_u64())
+            .collect()
+    }
+}
+
+/// The instance groups of a pool, by the keys of `World::groups`.
+fn group_keys(w: &World, pool: &str) -> Vec<String> {
+    w.pools
+        .get(pool)
+        .and_then(|p| p["instanceGroupUrls"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|u| u.as_str())
+        .filter_map(|u| u.split_once("/compute/v1/").map(|(_, k)| k.to_owned()))
+        .collect()
+}
+
+fn set_group_sizes(w: &mut World, pool: &str, per_zone: u64) {
+    for key in group_keys(w, pool) {
+        if let Some(group) = w.groups.get_mut(&key) {
+            group["targetSize"] = json!(per_zone);
+        }
+    }
+}
+
+/// The zones a pool's nodes go to: its own locations, else the cluster's zone, else (a
+/// regional cluster) three zones of its region.
+fn pool_zones(location: &str, pool: &Json) -> Vec<String> {
+    if let Some(locations) = pool["locations"].as_array().filter(|l| !l.is_empty()) {
+        return locations
+            .iter()
+            .filter_map(|l| l.as_str().map(str::to_owned))
+            .collect();
+    }
+    if location.matches('-').count() >= 2 {
+        return vec![location.to_owned()];
+    }
+    ["a", "b", "c"]
+        .iter()
+        .map(|z| format!("{location}-{z}"))
+        .collect()
 }
 
 async fn handle(request: Request<Incoming>, world: &Mutex<World>) -> Answer {
@@ -226,6 +286,17 @@ async fn handle(request: Request<Incoming>, world: &Mutex<World>) -> Answer {
         ));
     }
     let request: Json = serde_json::from_slice(&body).unwrap_or(Json::Null);
+    if let Some(group) = path.strip_prefix("/compute/v1/") {
+        let w = world.lock().unwrap();
+        return Ok(match (parts.method.clone(), w.groups.get(group)) {
+            (Method::GET, Some(g)) => json_response(StatusCode::OK, g, &[]),
+            _ => error(
+                StatusCode::NOT_FOUND,
+                "NOT_FOUND",
+                &format!("The resource 'projects/{group}' was not found"),
+            ),
+        });
+    }
     let answer = route(world, &parts.method, &path, &request);
     if matches!(fault, Some(Fault::LoseAnswer)) {
         return dropped();
@@ -429,12 +500,31 @@ fn route(
             pool["version"] = json!("1.34.1-gke.1000");
             pool["config"]["imageType"] = json!("COS_CONTAINERD");
             pool["selfLink"] = json!(format!("https://container.googleapis.com/v1/{key}"));
+            let zones = pool_zones(location, &pool);
+            let size = pool["initialNodeCount"].as_u64().unwrap_or(0);
+            let project = segments[1].to_owned();
+            let cluster = segments[5].to_owned();
             w.pools.insert(key.clone(), pool);
             let location = (*location).to_owned();
             let target = key.clone();
+            // The instance groups exist once the pool is provisioned, as on GKE.
             start(&mut w, &location, "CREATE_NODE_POOL", &target, move |w| {
+                let mut urls = Vec::new();
+                for zone in &zones {
+                    let group = format!(
+                        "projects/{project}/zones/{zone}/instanceGroupManagers/gke-{cluster}-{name}-grp"
+                    );
+                    w.groups.insert(
+                        group.clone(),
+                        json!({"name": group.rsplit('/').next(), "zone": zone, "targetSize": size}),
+                    );
+                    urls.push(json!(format!(
+                        "https://www.googleapis.com/compute/v1/{group}"
+                    )));
+                }
                 if let Some(p) = w.pools.get_mut(&key) {
                     p["status"] = json!("RUNNING");
+                    p["instanceGroupUrls"] = json!(urls);
                 }
             })
         }
@@ -466,6 +556,9 @@ fn route(
                 (Method::DELETE, None) => {
                     w.pools.get_mut(&key).unwrap()["status"] = json!("STOPPING");
                     start(&mut w, &location, "DELETE_NODE_POOL", &resource, move |w| {
+                        for group in group_keys(w, &key) {
+                            w.groups.remove(&group);
+                        }
                         w.pools.remove(&key);
                     })
                 }
@@ -494,9 +587,7 @@ fn route(
                         "SET_NODE_POOL_SIZE",
                         &resource,
                         move |w| {
-                            if let Some(p) = w.pools.get_mut(&key) {
-                                p["initialNodeCount"] = count;
-                            }
+                            set_group_sizes(w, &key, count.as_u64().unwrap_or(0));
                         },
                     )
                 }

@@ -600,3 +600,238 @@ fn a_plan_made_in_one_clone_applies_from_a_fresh_clone_and_a_stale_plan_is_refus
     let data = replicas();
     assert_eq!(data, "2", "the refused plan changed nothing");
 }
+
+/// A GitOps pair of runners sharing a remote state: the stack is written into each fresh
+/// clone by `clone`, and `plans` is where the reviewed plan waits between them.
+struct Pipeline {
+    _work: tempfile::TempDir,
+    remote: Remote,
+    plans: std::path::PathBuf,
+    first: std::path::PathBuf,
+    second: std::path::PathBuf,
+    /// A test world both runners see (the infrastructure, outside every clone).
+    world: std::path::PathBuf,
+}
+
+impl Pipeline {
+    fn new(remote: Remote) -> Self {
+        let work = tempfile::tempdir().unwrap();
+        let plans = work.path().join("plans");
+        std::fs::create_dir_all(&plans).unwrap();
+        Pipeline {
+            first: work.path().join("runner-1"),
+            second: work.path().join("runner-2"),
+            world: work.path().join("world.json"),
+            plans,
+            remote,
+            _work: work,
+        }
+    }
+
+    /// A fresh clone of the repository: the stack and its input files.
+    fn clone(&self, root: &Path, main: &str, files: &[(&str, &str)]) {
+        let dir = root.join("stacks/gpu");
+        std::fs::create_dir_all(&dir).unwrap();
+        let main = main
+            .replace("BACKEND", &self.remote.block)
+            .replace("WORLD", &self.world.display().to_string());
+        std::fs::write(dir.join("main.hcl"), main).unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+    }
+
+    fn plan(&self, args: &[&str]) {
+        let mut all = vec!["plan", "stacks/gpu", "--out", "../plans/pr.bin"];
+        all.extend_from_slice(args);
+        let (code, out, err) = self.remote.run(&self.first, &all);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+
+    fn apply(&self, args: &[&str]) -> (i32, String, String) {
+        let mut all = vec!["apply", "../plans/pr.bin"];
+        all.extend_from_slice(args);
+        self.remote.run(&self.second, &all)
+    }
+
+    fn world(&self) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(&self.world).unwrap_or("{}".into())).unwrap()
+    }
+
+    fn set_world(&self, value: serde_json::Value) {
+        std::fs::write(&self.world, value.to_string()).unwrap();
+    }
+}
+
+const CONTRACT_STACK: &str = r#"gpustack {
+BACKEND
+}
+
+variable "replicas" {
+  type    = number
+  default = 4
+}
+
+provider "test" {
+  world = "WORLD"
+}
+
+data "test_object" "source" {
+  name = "source"
+}
+
+resource "test_object" "config" {
+  name  = "config"
+  value = "${file("${path.module}/config.yaml")}|${var.replicas}|${data.test_object.source.value}"
+}
+"#;
+
+/// Between the plan and its apply, the input file, the data source's answer and a variable
+/// in the environment change: apply makes exactly what was reviewed.
+#[test]
+fn a_saved_plan_applies_what_was_reviewed_when_its_inputs_changed_since() {
+    let cluster = test_cluster();
+    let namespace = Namespace::new(&cluster, "contract-same");
+    let p = Pipeline::new(kubernetes_remote(&cluster, &namespace.name, "same"));
+    p.set_world(serde_json::json!({"source": {"name": "source", "value": "from-source-v1"}}));
+    p.clone(
+        &p.first,
+        CONTRACT_STACK,
+        &[("config.yaml", "reviewed: yes")],
+    );
+    p.plan(&[]);
+    std::fs::remove_dir_all(&p.first).unwrap();
+
+    p.clone(
+        &p.second,
+        CONTRACT_STACK,
+        &[("config.yaml", "changed: after review")],
+    );
+    p.set_world(serde_json::json!({"source": {"name": "source", "value": "from-source-v2"}}));
+    let mut remote_env = p.remote.env.clone();
+    remote_env.push(("GPUSTACK_VAR_replicas".into(), "9".into()));
+    let runner = Remote {
+        block: p.remote.block.clone(),
+        env: remote_env,
+    };
+    let (code, out, err) = runner.run(&p.second, &["apply", "../plans/pr.bin"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        p.world()["config"]["value"],
+        "reviewed: yes|4|from-source-v1",
+        "the reviewed file, variable and data-source answer"
+    );
+}
+
+/// A variable given on the command line for a saved plan is refused before anything is done.
+#[test]
+fn a_saved_plan_refuses_a_variable_set_for_it_and_changes_nothing() {
+    let cluster = test_cluster();
+    let namespace = Namespace::new(&cluster, "contract-var");
+    let p = Pipeline::new(kubernetes_remote(&cluster, &namespace.name, "var"));
+    p.set_world(serde_json::json!({"source": {"name": "source", "value": "v1"}}));
+    p.clone(&p.first, CONTRACT_STACK, &[("config.yaml", "reviewed")]);
+    p.plan(&[]);
+    p.clone(&p.second, CONTRACT_STACK, &[("config.yaml", "reviewed")]);
+    let (code, out, err) = p.apply(&["--var", "replicas=9"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("cannot be set when applying a saved plan"),
+        "{err}"
+    );
+    assert!(p.world().get("config").is_none(), "nothing was created");
+}
+
+/// What a plan keeps only as a digest — a sensitive data-source answer, a file that holds a
+/// secret — is read again at apply; when it changed, apply refuses at the place it is read and
+/// changes nothing that depends on it.
+#[test]
+fn a_saved_plan_refuses_when_a_secret_it_holds_as_a_digest_changed() {
+    let cluster = test_cluster();
+    let namespace = Namespace::new(&cluster, "contract-digest");
+    let p = Pipeline::new(kubernetes_remote(&cluster, &namespace.name, "digest"));
+    let stack = r#"gpustack {
+BACKEND
+}
+
+provider "test" {
+  world = "WORLD"
+}
+
+data "test_object" "vault" {
+  name = "vault"
+}
+
+resource "test_object" "uses_secret" {
+  name   = "uses-secret"
+  secret = data.test_object.vault.secret
+}
+
+resource "test_object" "independent" {
+  name  = "independent"
+  value = "still applied"
+}
+"#;
+    p.set_world(serde_json::json!({"vault": {"name": "vault", "secret": "hunter2-original"}}));
+    p.clone(&p.first, stack, &[]);
+    p.plan(&[]);
+    let saved = std::fs::read_to_string(p.plans.join("pr.bin")).unwrap();
+    assert!(!saved.contains("hunter2-original"), "{saved}");
+    p.clone(&p.second, stack, &[]);
+    p.set_world(serde_json::json!({"vault": {"name": "vault", "secret": "hunter2-rotated"}}));
+    let (code, out, err) = p.apply(&[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("Data source changed since the plan"), "{err}");
+    assert!(err.contains("main.hcl"), "located: {err}");
+    assert!(!err.contains("hunter2"), "{err}");
+    let world = p.world();
+    assert!(world.get("uses-secret").is_none(), "{world}");
+    assert_eq!(world["independent"]["value"], "still applied", "{world}");
+}
+
+/// A sensitive file read by `file()` is kept as a digest; the same file applies, a changed one
+/// is refused.
+#[test]
+fn a_file_holding_a_secret_is_checked_at_apply_not_stored() {
+    let cluster = test_cluster();
+    let namespace = Namespace::new(&cluster, "contract-file");
+    let p = Pipeline::new(kubernetes_remote(&cluster, &namespace.name, "file"));
+    let stack = r#"gpustack {
+BACKEND
+}
+
+provider "test" {
+  world = "WORLD"
+}
+
+resource "test_object" "key" {
+  name   = "key"
+  secret = sensitive(file("${path.module}/key.pem"))
+}
+"#;
+    p.clone(
+        &p.first,
+        stack,
+        &[("key.pem", "-----PRIVATE hunter2 KEY-----")],
+    );
+    p.plan(&[]);
+    let saved = std::fs::read_to_string(p.plans.join("pr.bin")).unwrap();
+    assert!(!saved.contains("hunter2"), "{saved}");
+    p.clone(
+        &p.second,
+        stack,
+        &[("key.pem", "-----PRIVATE rotated KEY-----")],
+    );
+    let (code, out, err) = p.apply(&[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("key.pem"), "{err}");
+    assert!(p.world().get("key").is_none());
+    p.clone(
+        &p.second,
+        stack,
+        &[("key.pem", "-----PRIVATE hunter2 KEY-----")],
+    );
+    let (code, out, err) = p.apply(&[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(p.world()["key"]["secret"], "-----PRIVATE hunter2 KEY-----");
+}

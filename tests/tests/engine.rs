@@ -168,6 +168,102 @@ fn a_failure_stops_only_its_dependents() {
     );
 }
 
+/// A provider whose final plan at apply differs from the reviewed plan: the change is not
+/// made, its dependents are not started, and the rest proceeds.
+#[test]
+fn an_inconsistent_final_plan_is_refused_and_that_change_is_not_made() {
+    let dir = stack(
+        &(provider(0, "  final_plan = { b = { value = \"tampered\" } }\n")
+            + r#"resource "test_object" "a" {
+  name  = "a"
+  value = "reviewed"
+}
+
+resource "test_object" "b" {
+  name  = "b"
+  value = "reviewed"
+}
+
+resource "test_object" "c" {
+  name  = "c"
+  value = test_object.b.id
+}
+"#),
+    );
+    let d = dir.path();
+    let (code, out, err) = run(d, &["plan", "--out", "plan.bin"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(d, &["apply", "plan.bin"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("Provider produced inconsistent final plan"),
+        "{err}"
+    );
+    assert!(err.contains("test_object.b"), "{err}");
+    assert!(err.contains("value"), "names the attribute: {err}");
+    let world = world(d);
+    assert_eq!(world["a"]["value"], "reviewed", "{world}");
+    assert!(
+        world.get("b").is_none(),
+        "the inconsistent change was made: {world}"
+    );
+    assert!(
+        world.get("c").is_none(),
+        "its dependent was started: {world}"
+    );
+}
+
+/// A plan file edited after it was saved is refused before anything is evaluated.
+#[test]
+fn a_plan_file_edited_after_it_was_saved_is_refused() {
+    let dir = stack(
+        &(provider(0, "")
+            + "resource \"test_object\" \"a\" {\n  name  = \"a\"\n  value = \"reviewed\"\n}\n"),
+    );
+    let d = dir.path();
+    let (code, out, err) = run(d, &["plan", "--out", "plan.bin"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let text = std::fs::read_to_string(d.join("plan.bin")).unwrap();
+    std::fs::write(
+        d.join("plan.bin"),
+        text.replace("value = \\\"reviewed\\\"", "value = \\\"edited\\\""),
+    )
+    .unwrap();
+    assert_ne!(
+        std::fs::read_to_string(d.join("plan.bin")).unwrap(),
+        text,
+        "the edit took"
+    );
+    let (code, out, err) = run(d, &["apply", "plan.bin"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("Plan file was modified"), "{err}");
+    assert!(world(d).get("a").is_none());
+}
+
+/// Plan files are written 0600, replacing whatever is at the path, never through a link.
+#[cfg(unix)]
+#[test]
+fn a_plan_file_is_private_and_never_written_through_a_symlink() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = stack(&(provider(0, "") + "resource \"test_object\" \"a\" {\n  name = \"a\"\n}\n"));
+    let d = dir.path();
+    std::fs::write(d.join("plan.bin"), "old").unwrap();
+    std::fs::set_permissions(d.join("plan.bin"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::write(d.join("victim"), "untouched").unwrap();
+    std::os::unix::fs::symlink(d.join("victim"), d.join("linked.bin")).unwrap();
+    for out in ["plan.bin", "linked.bin"] {
+        let (code, o, e) = run(d, &["plan", "--out", out]);
+        assert_eq!(code, 0, "{o}{e}");
+        let meta = std::fs::symlink_metadata(d.join(out)).unwrap();
+        assert!(meta.file_type().is_file(), "{out} is a plain file now");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{out}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(d.join("victim")).unwrap(),
+        "untouched"
+    );
+}
+
 #[test]
 fn destroy_runs_in_reverse_dependency_order() {
     let dir = stack(&(provider(20, "") + CHAIN));

@@ -102,15 +102,23 @@ fn gke_a100_mig_pool_lifecycle() {
     let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
     assert_eq!(code, 0, "a second plan finds nothing to do:\n{out}{err}");
 
-    // Scaled with gcloud: drift names the field; the next apply sets it back.
-    fake.edit(&pool, |p| p["initialNodeCount"] = json!(3));
+    // Scaled with gcloud, which resizes the pool's instance group (GKE never changes
+    // initialNodeCount): drift names the field; the next apply sets it back.
+    let created_with = fake.pool(&pool).unwrap()["initialNodeCount"].clone();
+    fake.resize_outside(&pool, 3);
     let (code, out, err) = stack.run(&["drift"], &[]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(out.contains("gke_nodepool.a100_mig has changed"), "{out}");
     assert!(out.contains("node_count"), "{out}");
     let (code, out, err) = stack.run(&["apply", "--auto-approve"], &["node_count=2"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(fake.pool(&pool).unwrap()["initialNodeCount"], 2);
+    assert_eq!(fake.group_sizes(&pool), vec![2]);
+    assert_eq!(fake.pool(&pool).unwrap()["initialNodeCount"], created_with);
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &["node_count=2"]);
+    assert_eq!(
+        code, 0,
+        "after the resize, the next plan is empty:\n{out}{err}"
+    );
 
     let (code, out, err) = stack.run(&["destroy", "--auto-approve"], &["node_count=2"]);
     assert_eq!(code, 0, "{out}{err}");

@@ -78,12 +78,21 @@ fn concurrent_starts_on_an_empty_cache_install_moto_once() {
         assert!(out.status.success(), "moto start {name} failed:\n{stderr}");
         installs += stderr.matches("installing moto[server]").count();
         let endpoint = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        assert!(endpoint.starts_with("http://127.0.0.1:"), "{name}: {endpoint:?}");
+        assert!(
+            endpoint.starts_with("http://127.0.0.1:"),
+            "{name}: {endpoint:?}"
+        );
         endpoints.push(endpoint);
     }
     assert_eq!(installs, 1, "one install for four starts");
     assert!(half_made.join(".complete").is_file());
-    assert!(!half_made.join("bin/half-made").exists(), "the half-made install was used");
-    assert_eq!(endpoints[2], endpoints[3], "two starts of lock-c gave two servers");
+    assert!(
+        !half_made.join("bin/half-made").exists(),
+        "the half-made install was used"
+    );
+    assert_eq!(
+        endpoints[2], endpoints[3],
+        "two starts of lock-c gave two servers"
+    );
     assert_ne!(endpoints[0], endpoints[1]);
 }

@@ -541,13 +541,38 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Logs go to stderr, off unless GPUSTACK_LOG is set (e.g. GPUSTACK_LOG=debug).
+/// Logs go to stderr, off unless GPUSTACK_LOG is set (e.g. GPUSTACK_LOG=debug), scrubbed of
+/// every secret the run has seen: a client library's trace line knows no marks.
 fn init_tracing() {
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("GPUSTACK_LOG") {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)
-            .with_writer(std::io::stderr)
+            .with_writer(|| ScrubbedLine(Vec::new()))
             .try_init();
+    }
+}
+
+/// One log line, written to stderr scrubbed when it is complete.
+struct ScrubbedLine(Vec<u8>);
+
+impl std::io::Write for ScrubbedLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for ScrubbedLine {
+    fn drop(&mut self) {
+        let text = String::from_utf8_lossy(&self.0);
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            gpustack_protocol::secrets::scrub(&text).as_bytes(),
+        );
     }
 }
 

@@ -30,7 +30,10 @@ pub struct PlanArgs {
 }
 
 fn error(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("Error: {message}");
+    eprintln!(
+        "Error: {}",
+        gpustack_protocol::secrets::scrub(&message.to_string())
+    );
     ExitCode::from(1)
 }
 
@@ -107,18 +110,48 @@ pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
     })
 }
 
-/// Plans are written 0600: they carry variable values and planned attributes.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Plans and errored states are written 0600 whatever was at the path before: a new file in
+/// the same directory, created exclusively (never through a link), synced, then renamed over
+/// the path, so that a reader sees the old file or the whole new one and a symlink at the path
+/// is replaced, not followed.
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", uuid_suffix()));
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let mut file = options.open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
+    let result = (|| {
+        let mut file = options.open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn uuid_suffix() -> String {
+    format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default()
+    )
 }
 
 fn confirm(question: &str, auto_approve: bool) -> Result<bool, ExitCode> {
@@ -180,10 +213,12 @@ async fn execute(
     plan: &Plan,
     backend: &dyn Backend,
     lock: &LockGuard,
-    color: bool,
+    common: &Common,
     stop: Arc<AtomicBool>,
     junit: Option<&Path>,
+    saved: bool,
 ) -> ExitCode {
+    let color = common.color;
     if stop.load(Ordering::SeqCst) {
         return error("interrupted before any change was made");
     }
@@ -233,6 +268,8 @@ async fn execute(
         &mut persist,
         &stop,
         std::io::stderr().is_terminal(),
+        &common.variables,
+        saved,
     )
     .await;
     watcher.abort();
@@ -364,7 +401,7 @@ pub fn apply(
                 Ok(false) => return error("apply cancelled"),
                 Err(code) => return code,
             }
-            return execute(&plan, backend.as_ref(), &guard, common.color, stop, junit).await;
+            return execute(&plan, backend.as_ref(), &guard, common, stop, junit, false).await;
         };
         let plan = match std::fs::read(file)
             .map_err(|e| e.to_string())
@@ -390,7 +427,7 @@ pub fn apply(
             Ok(g) => g,
             Err(e) => return error(e),
         };
-        execute(&plan, backend.as_ref(), &guard, common.color, stop, junit).await
+        execute(&plan, backend.as_ref(), &guard, common, stop, junit, true).await
     })
 }
 
@@ -448,7 +485,7 @@ pub fn test(common: &Common, junit: Option<&Path>) -> ExitCode {
                 outside.join(", ")
             ));
         }
-        execute(&plan, backend.as_ref(), &guard, common.color, stop, junit).await
+        execute(&plan, backend.as_ref(), &guard, common, stop, junit, false).await
     })
 }
 
@@ -528,15 +565,12 @@ fn empty_plan() -> Plan {
         lineage: None,
         serial: 0,
         config_hash: String::new(),
+        digest_key: None,
         resource_changes: vec![],
         resource_drift: vec![],
         output_changes: Default::default(),
         gpu_capacity: vec![],
-        snapshot: gpustack::plan::Snapshot {
-            stack_dir: String::new(),
-            files: Default::default(),
-            variables: Default::default(),
-        },
+        snapshot: Default::default(),
     }
 }
 

@@ -89,8 +89,11 @@ pub fn to_string(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool) -
     out
 }
 
+/// Diagnostics on stderr, scrubbed of every secret the run has seen (an API's error message
+/// may quote what it was sent).
 pub fn diagnostics(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool) {
     if !diagnostics.is_empty() {
-        eprint!("{}", to_string(sources, diagnostics, color));
+        let text = to_string(sources, diagnostics, color);
+        eprint!("{}", gpustack_protocol::secrets::scrub(&text));
     }
 }

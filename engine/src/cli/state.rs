@@ -48,17 +48,29 @@ fn run(body: impl Future<Output = ExitCode>) -> ExitCode {
     runtime().block_on(body)
 }
 
+/// The attributes with every sensitive part (a digest in the state) shown as
+/// `(sensitive value)`.
 fn masked(r: &ResourceState) -> serde_json::Value {
-    let mut attributes = r.attributes.clone();
-    if let Some(map) = attributes.as_object_mut() {
-        for path in &r.sensitive_paths {
-            if map.get(path).is_some_and(|v| !v.is_null()) {
-                map.insert(
-                    path.clone(),
-                    serde_json::Value::String("(sensitive value)".into()),
-                );
+    fn mask(value: &mut serde_json::Value, path: &[gpustack_protocol::PathStep]) {
+        use gpustack_protocol::PathStep;
+        let Some((first, rest)) = path.split_first() else {
+            if !value.is_null() {
+                *value = serde_json::Value::String(gpustack_protocol::SENSITIVE.into());
             }
+            return;
+        };
+        let next = match (value, first) {
+            (serde_json::Value::Object(map), PathStep::Key(k)) => map.get_mut(k),
+            (serde_json::Value::Array(items), PathStep::Index(i)) => items.get_mut(*i),
+            _ => None,
+        };
+        if let Some(next) = next {
+            mask(next, rest);
         }
+    }
+    let mut attributes = r.attributes.clone();
+    for path in &r.sensitive_paths {
+        mask(&mut attributes, path);
     }
     attributes
 }
@@ -259,6 +271,20 @@ pub fn output(dir: &Path, name: Option<&str>, json: bool) -> ExitCode {
             let Some(output) = state.outputs.get(name) else {
                 return error(format!("the state has no output named \"{name}\""));
             };
+            if output.sensitive {
+                eprintln!(
+                    "The output \"{name}\" is sensitive: the state keeps only its digest, never its value."
+                );
+                println!(
+                    "{}",
+                    if json {
+                        "\"(sensitive value)\""
+                    } else {
+                        "(sensitive value)"
+                    }
+                );
+                return ExitCode::SUCCESS;
+            }
             match (&output.value, json) {
                 (_, true) => println!("{}", output.value),
                 (serde_json::Value::String(s), false) => println!("{s}"),
@@ -417,7 +443,11 @@ pub fn import(
             Err(e) => return error(e),
         };
         let response = async {
-            let provider = factory.configure(ConfigureRequest { config }).await?;
+            let provider = factory
+                .configure(ConfigureRequest {
+                    config: config.unmark_deep().0,
+                })
+                .await?;
             Ok::<_, Vec<gpustack_protocol::Diagnostic>>(
                 provider
                     .import_resource(ImportResourceRequest {
@@ -461,19 +491,30 @@ pub fn import(
                 "{address} is already managed; remove it with gpustack state rm first to import another object there"
             ));
         }
-        let sensitive =
-            gpustack::plan::sensitive_attributes(registry.resource_schema(&instance.type_name));
+        let salt = match state
+            .digest_key
+            .as_deref()
+            .and_then(gpustack::sensitive::Salt::from_hex)
+        {
+            Some(salt) => salt,
+            None => {
+                let salt = gpustack::sensitive::Salt::new();
+                state.digest_key = Some(salt.to_hex());
+                salt
+            }
+        };
+        let imported = gpustack::plan::mark_schema(
+            imported,
+            &gpustack::plan::sensitive_attributes(registry.resource_schema(&instance.type_name)),
+        );
+        let encoded = gpustack::sensitive::encode(&imported, &salt);
         state.resources.push(ResourceState {
             address: address.to_owned(),
             mode: ResourceMode::Managed,
             type_name: instance.type_name.clone(),
             provider: instance.provider.clone(),
-            attributes: gpustack::plan::redact(
-                &imported,
-                &gpustack::plan::redacted_attributes(registry.resource_schema(&instance.type_name)),
-            )
-            .to_json(),
-            sensitive_paths: sensitive,
+            attributes: encoded.json,
+            sensitive_paths: gpustack::sensitive::tree_paths(&encoded.sensitive),
             dependencies: vec![],
         });
         state.serial += 1;

@@ -14,7 +14,6 @@ use hcl_edit::template::{Directive, Element, Template};
 use indexmap::IndexMap;
 use std::borrow::Cow;
 use std::ops::Range;
-use std::path::Path;
 
 /// Guards the evaluator's recursion against pathological nesting.
 const MAX_DEPTH: usize = 200;
@@ -42,6 +41,39 @@ impl EvalError {
 
 type Result<T, E = EvalError> = std::result::Result<T, E>;
 
+/// The texts of a mark that hides the whole result: no line of it may be shown (a value
+/// chosen, compared or computed from a secret says something of the secret everywhere).
+fn whole() -> Vec<String> {
+    vec![String::new()]
+}
+
+/// Marks of several operands, merged.
+#[derive(Default)]
+struct Marks(Option<Vec<String>>);
+
+impl Marks {
+    /// Takes the top-level mark off `value`, remembering it.
+    fn strip(&mut self, value: Value) -> Value {
+        let (value, fragments) = value.unmark();
+        if let Some(f) = fragments {
+            self.0.get_or_insert_with(Vec::new).extend(f);
+        }
+        value
+    }
+
+    /// Notes that the result depends on a secret as a whole.
+    fn taint(&mut self) {
+        self.0.get_or_insert_with(Vec::new).extend(whole());
+    }
+
+    fn apply(self, value: Value) -> Value {
+        match self.0 {
+            Some(fragments) => Value::marked(value, fragments),
+            None => value,
+        }
+    }
+}
+
 /// What names mean where an expression is evaluated.
 pub trait Scope {
     /// Resolves a reference from its leading names (`["var", "x"]`, `["aks_nodepool", "t4", "name"]`,
@@ -52,6 +84,22 @@ pub trait Scope {
         names: &[&str],
         range: Option<Range<usize>>,
     ) -> Result<(Cow<'_, Value>, usize)>;
+
+    /// Reads a file for `file`, `templatefile` and `fileexists`: `Ok(None)` when it does not
+    /// exist. Scopes of a plan record what they read; those of an apply read the record.
+    fn read_file(&self, path: &str) -> Result<Option<String>, String> {
+        read_disk(path)
+    }
+}
+
+/// A file from the disk; `Ok(None)` when there is none.
+pub fn read_disk(path: &str) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Ok(None),
+        Err(e) => Err(format!("cannot read \"{path}\": {e}.")),
+    }
 }
 
 /// A scope with nothing in it: for constant expressions.
@@ -74,10 +122,15 @@ impl Scope for EmptyScope {
     }
 }
 
-/// Template variables of `templatefile`: each name is one variable.
-struct VarsScope<'a>(&'a IndexMap<String, Value>);
+/// Template variables of `templatefile`: each name is one variable; files are read as the
+/// calling scope reads them.
+struct VarsScope<'a>(&'a IndexMap<String, Value>, &'a dyn Scope);
 
 impl Scope for VarsScope<'_> {
+    fn read_file(&self, path: &str) -> Result<Option<String>, String> {
+        self.1.read_file(path)
+    }
+
     fn lookup(
         &self,
         names: &[&str],
@@ -158,10 +211,11 @@ impl<'s> Evaluator<'s> {
             Expression::Object(object) => {
                 let mut out = IndexMap::with_capacity(object.len());
                 let mut unknown_key = false;
+                let mut marks = Marks::default();
                 for (key, value) in object.iter() {
                     let name = match key {
                         ObjectKey::Ident(ident) => ident.as_str().to_owned(),
-                        ObjectKey::Expression(expr) => match self.eval(expr)? {
+                        ObjectKey::Expression(expr) => match marks.strip(self.eval(expr)?) {
                             Value::Unknown => {
                                 unknown_key = true;
                                 continue;
@@ -190,11 +244,15 @@ impl<'s> Evaluator<'s> {
                         ));
                     }
                 }
-                Ok(if unknown_key {
+                // A secret used as a key hides the whole object: keys are always shown.
+                if marks.0.is_some() {
+                    marks.taint();
+                }
+                Ok(marks.apply(if unknown_key {
                     Value::Unknown
                 } else {
                     Value::Object(out)
-                })
+                }))
             }
             Expression::StringTemplate(template) => {
                 self.template(template.iter().collect::<Vec<_>>().as_slice(), range)
@@ -226,31 +284,45 @@ impl<'s> Evaluator<'s> {
                     self.apply(value, &traversal.operators)
                 }
             }
-            Expression::Conditional(cond) => match self.eval(&cond.cond_expr)? {
-                Value::Unknown => Ok(Value::Unknown),
-                Value::Bool(true) => self.eval(&cond.true_expr),
-                Value::Bool(false) => self.eval(&cond.false_expr),
-                other => match Type::Bool.convert(&other) {
-                    Ok(Value::Bool(b)) => {
-                        self.eval(if b { &cond.true_expr } else { &cond.false_expr })
-                    }
-                    _ => Err(EvalError::new(
-                        cond.cond_expr.span(),
-                        "Incorrect condition type",
-                        format!("The condition must be a bool, not {}.", other.type_name()),
-                    )),
-                },
-            },
+            Expression::Conditional(cond) => {
+                let mut marks = Marks::default();
+                let condition = marks.strip(self.eval(&cond.cond_expr)?);
+                if marks.0.is_some() {
+                    marks.taint();
+                }
+                let chosen = match condition {
+                    Value::Unknown => Ok(Value::Unknown),
+                    Value::Bool(true) => self.eval(&cond.true_expr),
+                    Value::Bool(false) => self.eval(&cond.false_expr),
+                    other => match Type::Bool.convert(&other) {
+                        Ok(Value::Bool(b)) => {
+                            self.eval(if b { &cond.true_expr } else { &cond.false_expr })
+                        }
+                        _ => Err(EvalError::new(
+                            cond.cond_expr.span(),
+                            "Incorrect condition type",
+                            format!("The condition must be a bool, not {}.", other.type_name()),
+                        )),
+                    },
+                }?;
+                Ok(marks.apply(chosen))
+            }
             Expression::FuncCall(call) => self.call(call, range),
             Expression::UnaryOp(op) => {
-                let value = self.eval(&op.expr)?;
+                let mut marks = Marks::default();
+                let value = marks.strip(self.eval(&op.expr)?);
+                if marks.0.is_some() {
+                    marks.taint();
+                }
                 if value.is_unknown() {
-                    return Ok(Value::Unknown);
+                    return Ok(marks.apply(Value::Unknown));
                 }
-                match op.operator.value() {
-                    UnaryOperator::Neg => Ok(Value::Number(-self.number(&value, &op.expr)?)),
-                    UnaryOperator::Not => Ok(Value::Bool(!self.boolean(&value, &op.expr)?)),
-                }
+                let secret = marks.0.is_some();
+                let result = match op.operator.value() {
+                    UnaryOperator::Neg => Value::Number(-self.number(&value, &op.expr, secret)?),
+                    UnaryOperator::Not => Value::Bool(!self.boolean(&value, &op.expr, secret)?),
+                };
+                Ok(marks.apply(result))
             }
             Expression::BinaryOp(op) => self.binary(op),
             Expression::ForExpr(for_expr) => self.for_expr(for_expr),
@@ -292,19 +364,27 @@ impl<'s> Evaluator<'s> {
     }
 
     /// Applies traversal steps (attributes, indexes, splats) to a value.
+    /// A part of a marked collection is marked as the collection is; a secret index hides
+    /// what it selects.
     fn apply(
         &mut self,
         mut value: Value,
         operators: &[hcl_edit::Decorated<TraversalOperator>],
     ) -> Result<Value> {
+        let mut marks = Marks::default();
         for (i, op) in operators.iter().enumerate() {
             let range = op.span();
+            value = marks.strip(value);
             match op.value() {
                 TraversalOperator::GetAttr(ident) => {
                     value = get_attr(value, ident.as_str(), range)?
                 }
                 TraversalOperator::Index(index) => {
-                    let key = self.eval(index)?;
+                    let mut key_marks = Marks::default();
+                    let key = key_marks.strip(self.eval(index)?);
+                    if key_marks.0.is_some() {
+                        marks.taint();
+                    }
                     value = get_index(value, &key, index.span())?;
                 }
                 TraversalOperator::LegacyIndex(n) => {
@@ -313,7 +393,7 @@ impl<'s> Evaluator<'s> {
                 TraversalOperator::AttrSplat(_) | TraversalOperator::FullSplat(_) => {
                     let rest = &operators[i + 1..];
                     let items = match value {
-                        Value::Unknown => return Ok(Value::Unknown),
+                        Value::Unknown => return Ok(marks.apply(Value::Unknown)),
                         Value::Null => Vec::new(),
                         Value::List(items) => items,
                         single => vec![single],
@@ -322,16 +402,20 @@ impl<'s> Evaluator<'s> {
                     for item in items {
                         out.push(self.apply(item, rest)?);
                     }
-                    return Ok(Value::List(out));
+                    return Ok(marks.apply(Value::List(out)));
                 }
             }
         }
-        Ok(value)
+        Ok(marks.apply(value))
     }
 
+    /// A secret interpolated into a template marks the result with the interpolated text, so
+    /// that the result's other lines can still be shown; a secret deciding a directive hides
+    /// the whole result.
     fn template(&mut self, elements: &[&Element], range: Option<Range<usize>>) -> Result<Value> {
         let mut out = String::new();
         let mut unknown = false;
+        let mut marks = Marks::default();
         for (i, element) in elements.iter().enumerate() {
             match element {
                 Element::Literal(literal) => {
@@ -344,20 +428,42 @@ impl<'s> Evaluator<'s> {
                     }
                     out.push_str(text);
                 }
-                Element::Interpolation(interpolation) => match self.eval(&interpolation.expr)? {
-                    Value::Unknown => unknown = true,
-                    value => {
-                        out.push_str(&self.to_template_string(&value, interpolation.expr.span())?)
+                Element::Interpolation(interpolation) => {
+                    let (value, fragments) = self.eval(&interpolation.expr)?.unmark();
+                    let value = plain(value);
+                    match value {
+                        Value::Unknown => {
+                            unknown = true;
+                            if fragments.is_some() {
+                                marks.taint();
+                            }
+                        }
+                        value => {
+                            let text =
+                                self.to_template_string(&value, interpolation.expr.span())?;
+                            if let Some(mut fragments) = fragments {
+                                // What is hidden is the text as it appears here, whatever
+                                // made it (a secret, its base64, its hash).
+                                fragments.retain(String::is_empty);
+                                fragments.push(text.clone());
+                                marks.0.get_or_insert_with(Vec::new).extend(fragments);
+                            }
+                            out.push_str(&text)
+                        }
                     }
-                },
+                }
                 Element::Directive(directive) => match directive.as_ref() {
                     Directive::If(d) => {
                         let cond = self.eval(&d.if_expr.cond_expr)?;
+                        if cond.contains_sensitive() {
+                            marks.taint();
+                        }
+                        let cond = plain(cond);
                         if cond.is_unknown() {
                             unknown = true;
                             continue;
                         }
-                        let cond = self.boolean(&cond, &d.if_expr.cond_expr)?;
+                        let cond = self.boolean(&cond, &d.if_expr.cond_expr, marks.0.is_some())?;
                         let endif_strips = d.endif_expr.strip.strip_start();
                         // The markers inside the directive trim the branch's own text.
                         let chosen = match (&d.else_expr, cond) {
@@ -374,7 +480,7 @@ impl<'s> Evaluator<'s> {
                             (None, false) => None,
                         };
                         if let Some((template, trim_start, trim_end)) = chosen {
-                            match self.template_of(template, range.clone())? {
+                            match marks.strip(self.template_of(template, range.clone())?) {
                                 Value::String(s) => out.push_str(trimmed(&s, trim_start, trim_end)),
                                 _ => unknown = true,
                             }
@@ -382,6 +488,10 @@ impl<'s> Evaluator<'s> {
                     }
                     Directive::For(d) => {
                         let collection = self.eval(&d.for_expr.collection_expr)?;
+                        if collection.is_sensitive() {
+                            marks.taint();
+                        }
+                        let collection = marks.strip(collection);
                         let pairs =
                             match iteration_pairs(collection, d.for_expr.collection_expr.span())? {
                                 Some(pairs) => pairs,
@@ -399,7 +509,7 @@ impl<'s> Evaluator<'s> {
                             );
                             let result = self.template_of(&d.for_expr.template, range.clone());
                             self.bindings.truncate(self.bindings.len() - pushed);
-                            match result? {
+                            match marks.strip(result?) {
                                 Value::String(s) => out.push_str(trimmed(
                                     &s,
                                     d.for_expr.strip.strip_end(),
@@ -412,11 +522,11 @@ impl<'s> Evaluator<'s> {
                 },
             }
         }
-        Ok(if unknown {
+        Ok(marks.apply(if unknown {
             Value::Unknown
         } else {
             Value::String(out)
-        })
+        }))
     }
 
     fn template_of(&mut self, template: &Template, range: Option<Range<usize>>) -> Result<Value> {
@@ -455,10 +565,13 @@ impl<'s> Evaluator<'s> {
         pushed
     }
 
+    /// A marked collection marks what is made from it; a secret key or condition hides the
+    /// whole result.
     fn for_expr(&mut self, f: &ForExpr) -> Result<Value> {
-        let collection = self.eval(&f.intro.collection_expr)?;
+        let mut marks = Marks::default();
+        let collection = marks.strip(self.eval(&f.intro.collection_expr)?);
         let Some(pairs) = iteration_pairs(collection, f.intro.collection_expr.span())? else {
-            return Ok(Value::Unknown);
+            return Ok(marks.apply(Value::Unknown));
         };
         let key_var = f.intro.key_var.as_ref().map(|k| k.as_str().to_owned());
         let value_var = f.intro.value_var.as_str().to_owned();
@@ -467,7 +580,7 @@ impl<'s> Evaluator<'s> {
         let mut unknown = false;
         for (key, value) in pairs {
             let pushed = self.bind(key_var.as_deref(), &value_var, key, value);
-            let result = self.for_item(f);
+            let result = self.for_item(f, &mut marks);
             self.bindings.truncate(self.bindings.len() - pushed);
             match result? {
                 ForItem::Skip => {}
@@ -495,21 +608,25 @@ impl<'s> Evaluator<'s> {
             }
         }
         if unknown {
-            return Ok(Value::Unknown);
+            return Ok(marks.apply(Value::Unknown));
         }
-        Ok(if f.key_expr.is_some() {
+        Ok(marks.apply(if f.key_expr.is_some() {
             Value::Object(object)
         } else {
             Value::List(list)
-        })
+        }))
     }
 
-    fn for_item(&mut self, f: &ForExpr) -> Result<ForItem> {
+    fn for_item(&mut self, f: &ForExpr, marks: &mut Marks) -> Result<ForItem> {
         if let Some(cond) = &f.cond {
-            match self.eval(&cond.expr)? {
+            let condition = self.eval(&cond.expr)?;
+            if condition.contains_sensitive() {
+                marks.taint();
+            }
+            match plain(condition) {
                 Value::Unknown => return Ok(ForItem::Unknown),
                 v => {
-                    if !self.boolean(&v, &cond.expr)? {
+                    if !self.boolean(&v, &cond.expr, marks.0.is_some())? {
                         return Ok(ForItem::Skip);
                     }
                 }
@@ -519,7 +636,11 @@ impl<'s> Evaluator<'s> {
         let Some(key_expr) = &f.key_expr else {
             return Ok(ForItem::Element(value));
         };
-        match self.eval(key_expr)? {
+        let key = self.eval(key_expr)?;
+        if key.contains_sensitive() {
+            marks.taint();
+        }
+        match plain(key) {
             Value::Unknown => Ok(ForItem::Unknown),
             Value::String(s) => Ok(ForItem::Entry(s, value)),
             Value::Number(n) => Ok(ForItem::Entry(format_number(n), value)),
@@ -532,9 +653,28 @@ impl<'s> Evaluator<'s> {
         }
     }
 
+    /// An operation on a secret gives a secret.
     fn binary(&mut self, op: &hcl_edit::expr::BinaryOp) -> Result<Value> {
+        let mut marks = Marks::default();
+        let result = self.binary_unmarked(op, &mut marks);
+        if marks.0.is_some() {
+            marks.taint();
+        }
+        result.map(|v| marks.apply(v))
+    }
+
+    fn binary_unmarked(
+        &mut self,
+        op: &hcl_edit::expr::BinaryOp,
+        marks: &mut Marks,
+    ) -> Result<Value> {
         let operator = *op.operator.value();
         let lhs = self.eval(&op.lhs_expr)?;
+        let lhs_secret = lhs.contains_sensitive();
+        if lhs_secret {
+            marks.taint();
+        }
+        let lhs = plain(lhs);
         // Logical operators short-circuit on a known deciding left side, so that
         // `var.x != null && var.x.enabled` works as users expect.
         match (operator, &lhs) {
@@ -543,6 +683,11 @@ impl<'s> Evaluator<'s> {
             _ => {}
         }
         let rhs = self.eval(&op.rhs_expr)?;
+        let rhs_secret = rhs.contains_sensitive();
+        if rhs_secret {
+            marks.taint();
+        }
+        let rhs = plain(rhs);
         if lhs.is_unknown() || rhs.is_unknown() {
             return Ok(Value::Unknown);
         }
@@ -551,13 +696,13 @@ impl<'s> Evaluator<'s> {
             Eq => Ok(equal(&lhs, &rhs).map_or(Value::Unknown, Value::Bool)),
             NotEq => Ok(equal(&lhs, &rhs).map_or(Value::Unknown, |b| Value::Bool(!b))),
             And | Or => {
-                let a = self.boolean(&lhs, &op.lhs_expr)?;
-                let b = self.boolean(&rhs, &op.rhs_expr)?;
+                let a = self.boolean(&lhs, &op.lhs_expr, lhs_secret)?;
+                let b = self.boolean(&rhs, &op.rhs_expr, rhs_secret)?;
                 Ok(Value::Bool(if operator == And { a && b } else { a || b }))
             }
             _ => {
-                let a = self.number(&lhs, &op.lhs_expr)?;
-                let b = self.number(&rhs, &op.rhs_expr)?;
+                let a = self.number(&lhs, &op.lhs_expr, lhs_secret)?;
+                let b = self.number(&rhs, &op.rhs_expr, rhs_secret)?;
                 let value = match operator {
                     Plus => Value::Number(a + b),
                     Minus => Value::Number(a - b),
@@ -589,24 +734,25 @@ impl<'s> Evaluator<'s> {
         }
     }
 
-    fn number(&self, value: &Value, expression: &Expression) -> Result<f64> {
+    /// `secret`: the operand was sensitive, so an error names its type, never its text.
+    fn number(&self, value: &Value, expression: &Expression, secret: bool) -> Result<f64> {
         match Type::Number.convert(value) {
             Ok(Value::Number(n)) => Ok(n),
             _ => Err(EvalError::new(
                 expression.span(),
                 "Invalid operand",
-                format!("A number is required, not {}.", describe(value)),
+                format!("A number is required, not {}.", describe(value, secret)),
             )),
         }
     }
 
-    fn boolean(&self, value: &Value, expression: &Expression) -> Result<bool> {
+    fn boolean(&self, value: &Value, expression: &Expression, secret: bool) -> Result<bool> {
         match Type::Bool.convert(value) {
             Ok(Value::Bool(b)) => Ok(b),
             _ => Err(EvalError::new(
                 expression.span(),
                 "Invalid operand",
-                format!("A bool is required, not {}.", describe(value)),
+                format!("A bool is required, not {}.", describe(value, secret)),
             )),
         }
     }
@@ -643,10 +789,36 @@ impl<'s> Evaluator<'s> {
         for expr in &arg_exprs {
             args.push(self.eval(expr)?);
         }
+        match name {
+            "sensitive" | "nonsensitive" | "issensitive" => {
+                let [arg] = args.as_slice() else {
+                    return Err(EvalError::new(
+                        range,
+                        "Wrong number of arguments",
+                        format!("Function \"{name}\" expects 1 argument."),
+                    ));
+                };
+                return Ok(match name {
+                    "sensitive" => Value::sensitive(arg.clone()),
+                    // Terraform's nonsensitive takes the marks off the value and what it holds.
+                    "nonsensitive" => arg.clone().unmark_deep().0,
+                    _ if arg.is_unknown() && !arg.is_sensitive() => Value::Unknown,
+                    _ => Value::Bool(arg.is_sensitive()),
+                });
+            }
+            _ => {}
+        }
+        // Functions compute on plain values; their result is as sensitive as what went in,
+        // and hides the texts of every secret among the arguments.
+        let mut marks = Marks::default();
+        if args.iter().any(Value::contains_sensitive) {
+            marks.0 = Some(args.iter().flat_map(Value::sensitive_fragments).collect());
+        }
+        let mut args: Vec<Value> = args.into_iter().map(plain).collect();
         if call.args.expand_final() {
             match args.pop() {
                 Some(Value::List(items)) => args.extend(items),
-                Some(Value::Unknown) => return Ok(Value::Unknown),
+                Some(Value::Unknown) => return Ok(marks.apply(Value::Unknown)),
                 Some(other) => {
                     return Err(EvalError::new(
                         arg_exprs.last().and_then(|e| e.span()),
@@ -666,11 +838,13 @@ impl<'s> Evaluator<'s> {
                 .or(range.clone())
         };
         let result = match name {
-            "file" | "fileexists" | "templatefile" => Some(filesystem_call(name, &args)),
+            "file" | "fileexists" | "templatefile" => {
+                Some(filesystem_call(self.scope, name, &args))
+            }
             _ => functions::call(name, &args),
         };
         match result {
-            Some(Ok(value)) => Ok(value),
+            Some(Ok(value)) => Ok(marks.apply(value)),
             Some(Err(err)) => {
                 let (summary, detail) = match err.arg {
                     Some(_) => (
@@ -686,7 +860,16 @@ impl<'s> Evaluator<'s> {
             }
             None => {
                 let mut names: Vec<&str> = functions::names().to_vec();
-                names.extend(["try", "can", "file", "fileexists", "templatefile"]);
+                names.extend([
+                    "try",
+                    "can",
+                    "file",
+                    "fileexists",
+                    "templatefile",
+                    "sensitive",
+                    "nonsensitive",
+                    "issensitive",
+                ]);
                 Err(EvalError::new(
                     call.name.name.span().or(range),
                     "Call to unknown function",
@@ -783,7 +966,7 @@ fn iteration_pairs(
             "Iteration over non-iterable value",
             format!(
                 "A for expression needs a list, set, map or object, not {}.",
-                describe(&other)
+                describe(&other, false)
             ),
         )),
     }
@@ -921,10 +1104,22 @@ fn equal(a: &Value, b: &Value) -> Option<bool> {
     }
 }
 
-fn describe(value: &Value) -> String {
+fn describe(value: &Value, secret: bool) -> String {
     match value {
-        Value::String(s) if s.chars().count() <= 40 => format!("the string \"{s}\""),
+        Value::String(s) if s.chars().count() <= 40 && !secret && !value.is_sensitive() => {
+            format!("the string \"{s}\"")
+        }
+        other if secret => format!("a sensitive {}", other.type_name()),
         other => other.type_name().to_owned(),
+    }
+}
+
+/// The value without marks; cheap when it has none.
+fn plain(value: Value) -> Value {
+    if value.contains_sensitive() {
+        value.unmark_deep().0
+    } else {
+        value
     }
 }
 
@@ -948,7 +1143,11 @@ fn traversal_range(traversal: &hcl_edit::expr::Traversal, names: usize) -> Optio
 
 /// `file`, `fileexists` and `templatefile` read files relative to the working directory, as in
 /// Terraform; stacks use `"${path.module}/..."` to reach their own files.
-fn filesystem_call(name: &str, args: &[Value]) -> Result<Value, functions::CallError> {
+fn filesystem_call(
+    scope: &dyn Scope,
+    name: &str,
+    args: &[Value],
+) -> Result<Value, functions::CallError> {
     use functions::CallError;
     let expect = |n: usize| {
         if args.len() == n {
@@ -973,16 +1172,29 @@ fn filesystem_call(name: &str, args: &[Value]) -> Result<Value, functions::CallE
             message: format!("the path must be a string, not {}.", other.type_name()),
         }),
     };
-    let read = |p: &str| {
-        std::fs::read_to_string(p).map_err(|e| CallError {
+    let read = |p: &str| match scope.read_file(p) {
+        Ok(Some(text)) => Ok(text),
+        Ok(None) => Err(CallError {
             arg: Some(0),
-            message: format!("cannot read \"{p}\": {e}."),
-        })
+            message: format!("cannot read \"{p}\": no such file."),
+        }),
+        Err(message) => Err(CallError {
+            arg: Some(0),
+            message,
+        }),
     };
     match name {
         "fileexists" => {
             expect(1)?;
-            Ok(Value::Bool(Path::new(&path(&args[0])?).is_file()))
+            let p = path(&args[0])?;
+            let exists = scope
+                .read_file(&p)
+                .map_err(|message| CallError {
+                    arg: Some(0),
+                    message,
+                })?
+                .is_some();
+            Ok(Value::Bool(exists))
         }
         "file" => {
             expect(1)?;
@@ -1007,7 +1219,7 @@ fn filesystem_call(name: &str, args: &[Value]) -> Result<Value, functions::CallE
                     e.message()
                 ),
             })?;
-            let scope = VarsScope(vars);
+            let scope = VarsScope(vars, scope);
             let mut evaluator = Evaluator::new(&scope);
             evaluator
                 .template_of(&template, None)

@@ -1400,6 +1400,7 @@ fn canonical_set(items: &[Value]) -> HashSet<String> {
 fn canonical(v: &Value) -> String {
     fn write(v: &Value, out: &mut String) {
         match v {
+            Value::Sensitive(m) => write(&m.value, out),
             Value::Null => out.push('N'),
             Value::Unknown => out.push('U'),
             Value::Bool(b) => out.push(if *b { 'T' } else { 'F' }),
@@ -1695,6 +1696,7 @@ fn yaml_inline_line(v: &Value, indent: usize, out: &mut String) {
 
 fn yaml_inline(v: &Value, indent: usize) -> String {
     match v {
+        Value::Sensitive(m) => yaml_inline(&m.value, indent),
         Value::Null | Value::Unknown => "null".to_owned(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) if n.is_nan() => ".nan".to_owned(),

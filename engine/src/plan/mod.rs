@@ -1,13 +1,22 @@
 //! Plans: what will change, why, and everything apply needs to carry it out exactly.
 //!
-//! A saved plan holds the configuration snapshot it was made from, the root variable values,
-//! and the lineage and serial of the state it read, so that `apply PLANFILE` evaluates the same
-//! configuration and refuses to run over a state that moved on.
+//! A saved plan holds everything apply evaluates — the configuration snapshot, the root
+//! variable values, the files the evaluation read and the data sources' results — and the
+//! lineage and serial of the state it read, so that `apply PLANFILE` evaluates exactly what
+//! was reviewed and refuses to run over a state that moved on.
+//!
+//! **Invariant:** a plan holds no sensitive value: each is a salted digest (see
+//! [`crate::sensitive`]), and what apply needs of it (a sensitive variable, a sensitive data
+//! source's answer, a file holding a secret) is supplied or read again at apply and checked
+//! against that digest.
 
 mod capacity;
 mod walk;
 
-pub(crate) use walk::{DEFAULT_MAX_CONCURRENCY, plan, resource_dependencies, strip_instance_key};
+pub(crate) use walk::{
+    DEFAULT_MAX_CONCURRENCY, Secrets, output_value, plan, resource_dependencies, state_value,
+    strip_instance_key,
+};
 pub use walk::{PlanMode, PlanOptions};
 
 use gpustack_protocol::Value;
@@ -47,6 +56,12 @@ pub struct ResourceChange {
     pub before_sensitive: serde_json::Value,
     #[serde(default)]
     pub after_sensitive: serde_json::Value,
+    /// Multi-line sensitive strings that may be shown with their secret lines masked, as a
+    /// tree in the shape of `*_sensitive` holding the masked text.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub before_masked: serde_json::Value,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub after_masked: serde_json::Value,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replace_paths: Vec<String>,
     /// Config addresses of the resources this one depends on.
@@ -63,16 +78,30 @@ impl ResourceChange {
         self.actions.len() == 2
     }
 
+    /// The object before the change, its sensitive parts marked digests.
     pub fn before_value(&self) -> Option<Value> {
-        (!self.before.is_null()).then(|| Value::from_json(&self.before))
+        (!self.before.is_null()).then(|| {
+            crate::sensitive::decode(
+                &self.before,
+                &serde_json::Value::Bool(false),
+                &self.before_sensitive,
+            )
+        })
     }
 
+    /// The object after the change, unknowns as unknown and sensitive parts marked digests.
     pub fn after_value(&self) -> Option<Value> {
-        (!self.after.is_null() || self.after_unknown == serde_json::Value::Bool(true))
-            .then(|| with_unknowns(&self.after, &self.after_unknown))
+        (!self.after.is_null() || self.after_unknown == serde_json::Value::Bool(true)).then(|| {
+            crate::sensitive::decode(&self.after, &self.after_unknown, &self.after_sensitive)
+        })
     }
 }
 
+fn is_false(v: &serde_json::Value) -> bool {
+    matches!(v, serde_json::Value::Bool(false) | serde_json::Value::Null)
+}
+
+/// An output's planned value; a sensitive one is only its digest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutputChange {
     pub actions: Vec<Action>,
@@ -81,15 +110,47 @@ pub struct OutputChange {
     pub sensitive: bool,
 }
 
-/// The configuration a plan was made from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Everything a plan was made from, so that apply evaluates the same thing.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Snapshot {
     /// The stack directory as given at plan time.
     pub stack_dir: String,
     /// Every file loaded, by path relative to `stack_dir`.
     pub files: std::collections::BTreeMap<String, String>,
-    /// Root variable values, as evaluated.
+    /// Root variable values, as evaluated; sensitive ones are in `sensitive_variables`.
     pub variables: IndexMap<String, serde_json::Value>,
+    /// The digests of the sensitive root variables' values: apply is given them again.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub sensitive_variables: IndexMap<String, String>,
+    /// Every file `file()`, `templatefile()` and `fileexists()` read, by the path they were
+    /// given (relative to the working directory where it was under it).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub inputs: std::collections::BTreeMap<String, FileRecord>,
+    /// What each data source instance answered at plan time, by address.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub data: IndexMap<String, DataRecord>,
+}
+
+/// A file an expression read at plan time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileRecord {
+    /// The file's text, which apply reads instead of the disk.
+    Content(String),
+    /// The digest of a file that holds a secret: apply reads the disk and checks it.
+    Digest(String),
+    /// The file did not exist.
+    Missing,
+}
+
+/// A data source's answer at plan time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataRecord {
+    pub value: serde_json::Value,
+    /// Its sensitive parts, which are digests in `value`: apply reads the data source again
+    /// and checks the answer against them.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub sensitive: serde_json::Value,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,8 +161,12 @@ pub struct Plan {
     /// The state this plan was made from: `None` when there was none.
     pub lineage: Option<String>,
     pub serial: u64,
-    /// SHA-256 of the snapshot's files and variables.
+    /// SHA-256 of the snapshot: what apply checks before it evaluates anything.
     pub config_hash: String,
+    /// The digest key of the state this plan creates, when there is no state (or it has no
+    /// key yet): apply gives it to the new state, so that the plan's digests stay valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest_key: Option<String>,
     pub resource_changes: Vec<ResourceChange>,
     /// Changes found by refresh: objects that differ from what the state recorded.
     pub resource_drift: Vec<ResourceChange>,
@@ -202,6 +267,12 @@ pub fn config_hash(snapshot: &Snapshot) -> String {
         hasher.update([0]);
     }
     hasher.update(serde_json::to_vec(&snapshot.variables).unwrap_or_default());
+    hasher.update([0]);
+    hasher.update(serde_json::to_vec(&snapshot.sensitive_variables).unwrap_or_default());
+    hasher.update([0]);
+    hasher.update(serde_json::to_vec(&snapshot.inputs).unwrap_or_default());
+    hasher.update([0]);
+    hasher.update(serde_json::to_vec(&snapshot.data).unwrap_or_default());
     hasher
         .finalize()
         .iter()
@@ -288,74 +359,78 @@ pub fn with_unknowns(json: &serde_json::Value, unknown: &serde_json::Value) -> V
     }
 }
 
-/// Replaces known, non-null values of the given attributes by their SHA-256 digest, so that
-/// state and plan files can tell that a secret changed without holding it. Configured secrets
-/// are redacted this way; the configuration gives them back when they are needed.
-pub fn redact(value: &Value, paths: &[String]) -> Value {
-    use sha2::{Digest, Sha256};
-    let Value::Object(map) = value else {
-        return value.clone();
-    };
-    let mut out = map.clone();
-    for path in paths {
-        if let Some(v) = out.get_mut(path)
-            && !v.is_null()
-            && v.is_wholly_known()
-            && !is_redacted(v)
-        {
-            let digest: String = Sha256::digest(v.to_json().to_string().as_bytes())
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
-            *v = Value::String(format!("sha256:{digest}"));
+/// The paths of a schema's sensitive attributes, nested blocks' included.
+pub fn sensitive_attributes(
+    schema: Option<&gpustack_protocol::Schema>,
+) -> Vec<gpustack_protocol::Path> {
+    fn walk(
+        schema: &gpustack_protocol::Schema,
+        at: &mut gpustack_protocol::Path,
+        out: &mut Vec<gpustack_protocol::Path>,
+    ) {
+        for (name, attribute) in &schema.attributes {
+            if attribute.sensitive {
+                let mut path = at.clone();
+                path.push(gpustack_protocol::PathStep::Key(name.clone()));
+                out.push(path);
+            }
+        }
+        for (name, nested) in &schema.blocks {
+            if nested.block.attributes.values().any(|a| a.sensitive)
+                || !nested.block.blocks.is_empty()
+            {
+                at.push(gpustack_protocol::PathStep::Key(name.clone()));
+                walk(&nested.block, at, out);
+                at.pop();
+            }
         }
     }
-    Value::Object(out)
-}
-
-fn is_redacted(value: &Value) -> bool {
-    value
-        .as_str()
-        .is_some_and(|s| s.len() == 71 && s.starts_with("sha256:"))
-}
-
-/// The attributes of a schema whose values are secrets.
-pub fn sensitive_attributes(schema: Option<&gpustack_protocol::Schema>) -> Vec<String> {
-    schema
-        .map(|s| {
-            s.attributes
-                .iter()
-                .filter(|(_, a)| a.sensitive)
-                .map(|(k, _)| k.clone())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The attributes of a schema whose values are secrets that configuration sets.
-pub fn redacted_attributes(schema: Option<&gpustack_protocol::Schema>) -> Vec<String> {
-    schema
-        .map(|s| {
-            s.attributes
-                .iter()
-                .filter(|(_, a)| a.sensitive && a.is_configurable())
-                .map(|(k, _)| k.clone())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// A tree marking the sensitive top-level attributes of a value, in the shape of `*_sensitive`.
-pub fn sensitive_marks(paths: &[String]) -> serde_json::Value {
-    if paths.is_empty() {
-        return serde_json::Value::Bool(false);
+    let mut out = Vec::new();
+    if let Some(schema) = schema {
+        walk(schema, &mut Vec::new(), &mut out);
     }
-    serde_json::Value::Object(
-        paths
-            .iter()
-            .map(|p| (p.clone(), serde_json::Value::Bool(true)))
-            .collect(),
-    )
+    out
+}
+
+/// A value with the sensitive attributes of its schema marked. Paths into nested blocks
+/// given as lists are marked in every element.
+pub fn mark_schema(value: Value, paths: &[gpustack_protocol::Path]) -> Value {
+    let mut value = value;
+    for path in paths {
+        value = mark_through_lists(value, path);
+    }
+    value
+}
+
+fn mark_through_lists(value: Value, path: &[gpustack_protocol::PathStep]) -> Value {
+    use gpustack_protocol::PathStep;
+    let Some((first, rest)) = path.split_first() else {
+        return if value.is_null() {
+            value
+        } else {
+            Value::sensitive(value)
+        };
+    };
+    let (inner, mark) = value.unmark();
+    if mark.is_some() {
+        return Value::marked(inner, mark.unwrap_or_default());
+    }
+    match (inner, first) {
+        (Value::List(items), _) => Value::List(
+            items
+                .into_iter()
+                .map(|item| mark_through_lists(item, path))
+                .collect(),
+        ),
+        (Value::Object(mut map), PathStep::Key(k)) => {
+            if let Some(slot) = map.get_mut(k) {
+                let item = std::mem::take(slot);
+                *slot = mark_through_lists(item, rest);
+            }
+            Value::Object(map)
+        }
+        (other, _) => other,
+    }
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@
 //! **Invariant:** the walk performs no I/O itself: reads and plans go through providers.
 
 use super::{
-    Action, OutputChange, Plan, ResourceChange, Snapshot, config_hash, redact, redacted_attributes,
-    sensitive_attributes, sensitive_marks, split_unknowns,
+    Action, DataRecord, OutputChange, Plan, ResourceChange, Snapshot, config_hash, mark_schema,
+    sensitive_attributes,
 };
 use crate::config::{Resource, ResourceMode};
 use crate::diag::Diag;
@@ -15,6 +15,7 @@ use crate::graph::{Graph, NodeKind};
 use crate::instances::{
     Instance, InstanceKey, assemble, expand, keep_ignored, recorded, report, store,
 };
+use crate::sensitive::{Salt, encode, masked_texts};
 use crate::source::Span;
 use futures::future::BoxFuture;
 use gpustack_protocol::{
@@ -84,6 +85,10 @@ struct PlannedInstance {
 
 struct Planner<'w, 'a> {
     walk: &'w mut Walk<'a>,
+    /// The state's digest key (or the one the state this plan creates will have).
+    salt: &'a Salt,
+    /// What data sources answered, for the plan's snapshot.
+    data: IndexMap<String, DataRecord>,
     graph: &'a Graph,
     inputs: &'a Inputs,
     state: Option<&'a State>,
@@ -110,10 +115,13 @@ pub(crate) async fn plan<'a>(
     state: Option<&'a State>,
     options: &'a PlanOptions,
     snapshot: Snapshot,
+    salt: &'a Salt,
 ) -> Option<Plan> {
     let allowed = targets(walk, graph, &options.targets);
     let mut planner = Planner {
         walk,
+        salt,
+        data: IndexMap::new(),
         graph,
         inputs,
         state,
@@ -157,6 +165,9 @@ pub(crate) async fn plan<'a>(
         _ => Vec::new(),
     };
     gpu_capacity.sort_by(|a, b| (&a.change.scope, &a.address).cmp(&(&b.change.scope, &b.address)));
+    let mut snapshot = snapshot;
+    snapshot.data = std::mem::take(&mut planner.data);
+    snapshot.data.sort_keys();
     Some(Plan {
         format_version: super::FORMAT_VERSION.into(),
         gpustack_version: crate::version::VERSION.into(),
@@ -164,6 +175,7 @@ pub(crate) async fn plan<'a>(
         lineage: state.map(|s| s.lineage.clone()),
         serial: state.map_or(0, |s| s.serial),
         config_hash: config_hash(&snapshot),
+        digest_key: None,
         resource_changes,
         resource_drift: drift,
         output_changes,
@@ -279,14 +291,21 @@ impl Planner<'_, '_> {
             .and_then(Value::as_number)
             .filter(|n| *n >= 1.0)
             .map_or(DEFAULT_MAX_CONCURRENCY, |n| n as usize);
-        // The state's objects served by this configuration, grouped by type for batched reads.
-        let mut by_type: IndexMap<String, Vec<(String, Value)>> = IndexMap::new();
+        // The state's objects served by this configuration, grouped by type for batched reads,
+        // with the paths that are sensitive in each (their values are digests).
+        let mut by_type: IndexMap<String, Vec<(String, Value, Vec<gpustack_protocol::Path>)>> =
+            IndexMap::new();
         if let Some(state) = self.state {
             for r in state.resources.iter().filter(|r| r.provider == address) {
-                by_type
-                    .entry(r.type_name.clone())
-                    .or_default()
-                    .push((r.address.clone(), Value::from_json(&r.attributes)));
+                let mut paths = r.sensitive_paths.clone();
+                paths.extend(sensitive_attributes(
+                    self.walk.registry.resource_schema(&r.type_name),
+                ));
+                by_type.entry(r.type_name.clone()).or_default().push((
+                    r.address.clone(),
+                    Value::from_json(&r.attributes),
+                    paths,
+                ));
             }
         }
         let refresh = self.options.refresh;
@@ -298,7 +317,12 @@ impl Planner<'_, '_> {
                     diagnostics: vec![Diagnostic::error("Unknown provider", name)],
                 };
             };
-            let instance = match factory.configure(ConfigureRequest { config }).await {
+            let instance = match factory
+                .configure(ConfigureRequest {
+                    config: config.unmark_deep().0,
+                })
+                .await
+            {
                 Ok(instance) => instance,
                 Err(diagnostics) => {
                     return Outcome::Provider {
@@ -319,29 +343,38 @@ impl Planner<'_, '_> {
                     let handle = handle.clone();
                     async move {
                         let _permit = handle.permits.acquire().await;
-                        let states = objects.iter().map(|(_, v)| v.clone()).collect();
+                        let states = objects.iter().map(|(_, v, _)| v.clone()).collect();
+                        let sensitive_paths = objects.iter().map(|(_, _, p)| p.clone()).collect();
                         let response = handle
                             .instance
-                            .read_resources(ReadResourcesRequest { type_name, states })
+                            .read_resources(ReadResourcesRequest {
+                                type_name,
+                                states,
+                                sensitive_paths,
+                            })
                             .await;
                         (objects, response)
                     }
                 });
                 for (objects, response) in futures::future::join_all(reads).await {
                     diagnostics.extend(response.diagnostics);
-                    for (i, (address, prior)) in objects.into_iter().enumerate() {
-                        refreshed.push((
-                            address,
-                            response.states.get(i).cloned().unwrap_or(Some(prior)),
-                        ));
+                    for (i, (address, prior, paths)) in objects.into_iter().enumerate() {
+                        // What was sensitive stays so in the live object.
+                        let live = response
+                            .states
+                            .get(i)
+                            .cloned()
+                            .unwrap_or(Some(prior.clone()))
+                            .map(|v| v.mark_paths(&paths));
+                        refreshed.push((address, live));
                     }
                 }
             } else {
                 for (_, objects) in by_type {
                     refreshed.extend(
-                        objects
-                            .into_iter()
-                            .map(|(address, prior)| (address, Some(prior))),
+                        objects.into_iter().map(|(address, prior, paths)| {
+                            (address, Some(prior.mark_paths(&paths)))
+                        }),
                     );
                 }
             }
@@ -401,7 +434,13 @@ impl Planner<'_, '_> {
                 .walk
                 .decode(module, &r.body, &schema, repetition, &context);
             self.walk.provider_checks(r, &config);
-            let prior = self.refreshed.get(&address).cloned().flatten();
+            // Digests (a state read without refresh) give way to the configuration's values.
+            let prior = self
+                .refreshed
+                .get(&address)
+                .cloned()
+                .flatten()
+                .map(|p| crate::sensitive::rehydrate(p, &config, self.salt));
             if let Some(prior) = &prior {
                 keep_ignored(&mut config, prior, &r.lifecycle);
             }
@@ -413,29 +452,34 @@ impl Planner<'_, '_> {
         }
         let type_name = r.type_name.clone();
         let mode = r.mode;
+        let schema_paths = sensitive_attributes(Some(&schema));
         Some(Box::pin(async move {
             let calls = requests.into_iter().map(|(key, address, prior, config)| {
                 let handle = handle.clone();
                 let type_name = type_name.clone();
+                let schema_paths = schema_paths.clone();
                 async move {
                     let _permit = handle.permits.acquire().await;
+                    let secrets = Secrets::of(prior.as_ref(), &config, &schema_paths);
                     match mode {
                         ResourceMode::Managed => {
                             let response = handle
                                 .instance
                                 .plan_resource_change(PlanResourceChangeRequest {
                                     type_name,
-                                    prior_state: prior.clone(),
-                                    config,
+                                    prior_state: prior.clone().map(|p| p.unmark_deep().0),
+                                    config: config.unmark_deep().0,
                                     for_apply: false,
+                                    sensitive_paths: secrets.paths.clone(),
                                 })
                                 .await;
+                            let planned = secrets.mark(response.planned_state);
                             (
                                 PlannedInstance {
                                     key,
                                     address,
-                                    prior,
-                                    planned: response.planned_state,
+                                    prior: prior.map(|p| secrets.mark(p.unmark_deep().0)),
+                                    planned,
                                     requires_replace: response.requires_replace,
                                     capacity: response.capacity,
                                     gpu_facts: response.gpu_facts,
@@ -446,14 +490,17 @@ impl Planner<'_, '_> {
                         ResourceMode::Data if config.is_wholly_known() => {
                             let response = handle
                                 .instance
-                                .read_data_source(ReadDataSourceRequest { type_name, config })
+                                .read_data_source(ReadDataSourceRequest {
+                                    type_name,
+                                    config: config.unmark_deep().0,
+                                })
                                 .await;
                             (
                                 PlannedInstance {
                                     key,
                                     address,
                                     prior: None,
-                                    planned: response.state,
+                                    planned: secrets.mark(response.state),
                                     requires_replace: vec![],
                                     capacity: vec![],
                                     gpu_facts: vec![],
@@ -529,19 +576,23 @@ impl Planner<'_, '_> {
                     .map(|p| self.graph.graph[*p].address(self.walk.stack))
                     .unwrap_or_default();
                 let dependencies = resource_dependencies(self.graph, node, self.walk.stack);
-                let sensitive =
-                    sensitive_attributes(self.walk.registry.resource_schema(&resource.type_name));
                 let value = assemble(instances.iter().map(|i| (&i.key, i.planned.clone())));
+                if resource.mode == ResourceMode::Data {
+                    for instance in instances.iter().filter(|i| i.planned.is_wholly_known()) {
+                        let encoded = encode(&instance.planned, self.salt);
+                        self.data.insert(
+                            instance.address.clone(),
+                            DataRecord {
+                                value: encoded.json,
+                                sensitive: encoded.sensitive,
+                            },
+                        );
+                    }
+                }
                 if resource.mode == ResourceMode::Managed {
                     for instance in &instances {
-                        let change = self.change_for(
-                            resource,
-                            instance,
-                            &provider,
-                            &dependencies,
-                            &sensitive,
-                            n.span,
-                        );
+                        let change =
+                            self.change_for(resource, instance, &provider, &dependencies, n.span);
                         self.gpu_facts.extend(
                             instance
                                 .gpu_facts
@@ -568,14 +619,12 @@ impl Planner<'_, '_> {
         instance: &PlannedInstance,
         provider: &str,
         dependencies: &[String],
-        sensitive: &[String],
         span: Span,
     ) -> ResourceChange {
         let forced = self.options.replace.iter().any(|a| a == &instance.address);
-        let redacted = redacted_attributes(self.walk.registry.resource_schema(&r.type_name));
         let (actions, reason) = match &instance.prior {
             None => (vec![Action::Create], None),
-            Some(prior) if !instance.requires_replace.is_empty() || forced => {
+            Some(_) if !instance.requires_replace.is_empty() || forced => {
                 let reason = if forced {
                     "replace_by_request".to_owned()
                 } else {
@@ -589,12 +638,10 @@ impl Planner<'_, '_> {
                 } else {
                     vec![Action::Delete, Action::Create]
                 };
-                let _ = prior;
                 (order, Some(reason))
             }
-            Some(prior) if redact(prior, &redacted) == redact(&instance.planned, &redacted) => {
-                (vec![Action::NoOp], None)
-            }
+            // Values decide, not marks: a secret that did not change is no change.
+            Some(prior) if *prior == instance.planned => (vec![Action::NoOp], None),
             Some(_) => (vec![Action::Update], None),
         };
         if r.lifecycle.prevent_destroy && actions.contains(&Action::Delete) {
@@ -604,11 +651,7 @@ impl Planner<'_, '_> {
                 format!("{} has lifecycle.prevent_destroy set, but the plan would destroy it ({}). Change the configuration so that it is updated in place, or remove prevent_destroy.", instance.address, reason.clone().unwrap_or_default()),
             ));
         }
-        let (before, _) = instance.prior.as_ref().map_or(
-            (serde_json::Value::Null, serde_json::Value::Bool(false)),
-            |p| split_unknowns(&redact(p, &redacted)),
-        );
-        let (after, after_unknown) = split_unknowns(&redact(&instance.planned, &redacted));
+        let sides = Sides::of(instance.prior.as_ref(), Some(&instance.planned), self.salt);
         ResourceChange {
             address: instance.address.clone(),
             config_address: strip_instance_key(&instance.address).to_owned(),
@@ -617,11 +660,13 @@ impl Planner<'_, '_> {
             provider: provider.to_owned(),
             actions,
             action_reason: reason,
-            before,
-            after,
-            after_unknown,
-            before_sensitive: sensitive_marks(sensitive),
-            after_sensitive: sensitive_marks(sensitive),
+            before: sides.before,
+            after: sides.after,
+            after_unknown: sides.after_unknown,
+            before_sensitive: sides.before_sensitive,
+            after_sensitive: sides.after_sensitive,
+            before_masked: sides.before_masked,
+            after_masked: sides.after_masked,
             replace_paths: instance.requires_replace.clone(),
             dependencies: dependencies.to_vec(),
         }
@@ -638,7 +683,7 @@ impl Planner<'_, '_> {
                 .get(&s.address)
                 .cloned()
                 .flatten()
-                .unwrap_or_else(|| Value::from_json(&s.attributes))
+                .unwrap_or_else(|| state_value(s))
         })
     }
 
@@ -652,16 +697,13 @@ impl Planner<'_, '_> {
             let Some(live) = self.refreshed.get(&r.address) else {
                 continue;
             };
-            let recorded = Value::from_json(&r.attributes);
-            let redacted = redacted_attributes(self.walk.registry.resource_schema(&r.type_name));
-            let live = live.as_ref().map(|l| redact(l, &redacted));
-            if live.as_ref() == Some(&recorded) {
+            let recorded = state_value(r);
+            if let Some(live) = live
+                && encode(live, self.salt).json == r.attributes
+            {
                 continue;
             }
-            let (after, after_unknown) = live.as_ref().map_or(
-                (serde_json::Value::Null, serde_json::Value::Bool(false)),
-                split_unknowns,
-            );
+            let sides = Sides::of(Some(&recorded), live.as_ref(), self.salt);
             drift.push(ResourceChange {
                 address: r.address.clone(),
                 config_address: strip_instance_key(&r.address).to_owned(),
@@ -678,11 +720,13 @@ impl Planner<'_, '_> {
                 } else {
                     "deleted_outside_gpustack".into()
                 }),
-                before: r.attributes.clone(),
-                after,
-                after_unknown,
-                before_sensitive: sensitive_marks(&r.sensitive_paths),
-                after_sensitive: sensitive_marks(&r.sensitive_paths),
+                before: sides.before,
+                after: sides.after,
+                after_unknown: sides.after_unknown,
+                before_sensitive: sides.before_sensitive,
+                after_sensitive: sides.after_sensitive,
+                before_masked: sides.before_masked,
+                after_masked: sides.after_masked,
                 replace_paths: vec![],
                 dependencies: r.dependencies.clone(),
             });
@@ -727,7 +771,7 @@ impl Planner<'_, '_> {
             } else {
                 "delete_because_no_resource_config"
             };
-            orphans.push(delete_change(r, live, reason));
+            orphans.push(delete_change(r, live, reason, self.salt));
         }
         self.changes.extend(orphans);
     }
@@ -751,12 +795,15 @@ impl Planner<'_, '_> {
                 continue;
             }
             match self.refreshed.get(&r.address) {
-                Some(Some(live)) => changes.push(delete_change(r, live, "delete_because_destroy")),
+                Some(Some(live)) => {
+                    changes.push(delete_change(r, live, "delete_because_destroy", self.salt))
+                }
                 Some(None) => {}
                 None => changes.push(delete_change(
                     r,
-                    &Value::from_json(&r.attributes),
+                    &state_value(r),
                     "delete_because_destroy",
+                    self.salt,
                 )),
             }
         }
@@ -771,7 +818,8 @@ impl Planner<'_, '_> {
         outputs
             .into_iter()
             .map(|(name, (value, sensitive))| {
-                let (after, unknown) = split_unknowns(value);
+                let encoded = encode(&output_value(value, *sensitive), self.salt);
+                let (after, unknown) = (encoded.json, encoded.unknown);
                 let before = prior.and_then(|p| p.get(name)).map(|o| &o.value);
                 let actions = match (before, self.options.mode) {
                     (_, PlanMode::Destroy) => vec![Action::Delete],
@@ -795,7 +843,8 @@ impl Planner<'_, '_> {
     }
 }
 
-fn delete_change(r: &ResourceState, live: &Value, reason: &str) -> ResourceChange {
+fn delete_change(r: &ResourceState, live: &Value, reason: &str, salt: &Salt) -> ResourceChange {
+    let sides = Sides::of(Some(live), None, salt);
     ResourceChange {
         address: r.address.clone(),
         config_address: strip_instance_key(&r.address).to_owned(),
@@ -804,13 +853,119 @@ fn delete_change(r: &ResourceState, live: &Value, reason: &str) -> ResourceChang
         provider: r.provider.clone(),
         actions: vec![Action::Delete],
         action_reason: Some(reason.into()),
-        before: redact(live, &r.sensitive_paths).to_json(),
+        before: sides.before,
         after: serde_json::Value::Null,
         after_unknown: serde_json::Value::Bool(false),
-        before_sensitive: sensitive_marks(&r.sensitive_paths),
+        before_sensitive: sides.before_sensitive,
         after_sensitive: serde_json::Value::Bool(false),
+        before_masked: sides.before_masked,
+        after_masked: serde_json::Value::Bool(false),
         replace_paths: vec![],
         dependencies: r.dependencies.clone(),
+    }
+}
+
+/// A state object's attributes, its sensitive parts marked (they are digests).
+pub(crate) fn state_value(r: &ResourceState) -> Value {
+    Value::from_json(&r.attributes).mark_paths(&r.sensitive_paths)
+}
+
+/// A sensitive output's value is a secret as a whole.
+pub(crate) fn output_value(value: &Value, sensitive: bool) -> Value {
+    if sensitive {
+        Value::sensitive(value.clone())
+    } else {
+        value.clone()
+    }
+}
+
+/// What is secret about one instance: the paths of its configuration, prior state and schema
+/// that are sensitive, and the texts they hold.
+pub(crate) struct Secrets {
+    pub(crate) paths: Vec<gpustack_protocol::Path>,
+    /// The marks themselves, with the texts each hides (a template's secret line).
+    marks: Vec<(gpustack_protocol::Path, Vec<String>)>,
+    schema: Vec<gpustack_protocol::Path>,
+    fragments: Vec<String>,
+}
+
+impl Secrets {
+    pub(crate) fn of(
+        prior: Option<&Value>,
+        config: &Value,
+        schema: &[gpustack_protocol::Path],
+    ) -> Self {
+        let mut marks = config.sensitive_marks();
+        let mut paths = config.sensitive_paths();
+        let mut fragments = config.sensitive_fragments();
+        if let Some(prior) = prior {
+            marks.extend(prior.sensitive_marks());
+            paths.extend(prior.sensitive_paths());
+            fragments.extend(
+                prior
+                    .sensitive_fragments()
+                    .into_iter()
+                    .filter(|f| !crate::sensitive::is_digest(&Value::string(f.clone()))),
+            );
+        }
+        paths.sort();
+        paths.dedup();
+        Self {
+            paths,
+            marks,
+            schema: schema.to_vec(),
+            fragments,
+        }
+    }
+
+    /// A provider's answer with the same parts marked, and any string that holds one of the
+    /// secrets (a provider may copy a value elsewhere).
+    pub(crate) fn mark(&self, value: Value) -> Value {
+        let value = mark_schema(value.mark_with(&self.marks), &self.schema);
+        crate::sensitive::mark_leaks(value, &self.fragments)
+    }
+}
+
+/// Both sides of a change as plans hold them: sensitive where either side is.
+pub(crate) struct Sides {
+    pub(crate) before: serde_json::Value,
+    pub(crate) after: serde_json::Value,
+    pub(crate) after_unknown: serde_json::Value,
+    pub(crate) before_sensitive: serde_json::Value,
+    pub(crate) after_sensitive: serde_json::Value,
+    pub(crate) before_masked: serde_json::Value,
+    pub(crate) after_masked: serde_json::Value,
+}
+
+impl Sides {
+    pub(crate) fn of(before: Option<&Value>, after: Option<&Value>, salt: &Salt) -> Self {
+        let mut paths: Vec<gpustack_protocol::Path> = Vec::new();
+        for v in [before, after].into_iter().flatten() {
+            paths.extend(v.sensitive_paths());
+        }
+        let side = |v: Option<&Value>| {
+            v.map(|v| {
+                let marked = v.clone().mark_paths(&paths);
+                let masked = masked_texts(&marked, salt);
+                (encode(&marked, salt), masked)
+            })
+        };
+        let no = serde_json::Value::Bool(false);
+        let (b, bm) = side(before).map_or((None, no.clone()), |(e, m)| (Some(e), m));
+        let (a, am) = side(after).map_or((None, no.clone()), |(e, m)| (Some(e), m));
+        Self {
+            before: b
+                .as_ref()
+                .map_or(serde_json::Value::Null, |e| e.json.clone()),
+            before_sensitive: b.as_ref().map_or(no.clone(), |e| e.sensitive.clone()),
+            after: a
+                .as_ref()
+                .map_or(serde_json::Value::Null, |e| e.json.clone()),
+            after_unknown: a.as_ref().map_or(no.clone(), |e| e.unknown.clone()),
+            after_sensitive: a.as_ref().map_or(no, |e| e.sensitive.clone()),
+            before_masked: bm,
+            after_masked: am,
+        }
     }
 }
 

@@ -517,13 +517,26 @@ impl Connected {
                         .update()
                         .and_then(|u| u.status())
                         .map(|s| s.as_str().to_owned()),
-                    // Where DescribeUpdate is missing (an emulator), the group's status decides.
-                    Err(e) => {
-                        tracing::debug!(
-                            "DescribeUpdate {id}: {}",
-                            gpustack_protocol::error_chain(e)
+                    // Where the API has no DescribeUpdate at all (an emulator), the group's
+                    // status decides; any other failure (AccessDenied, throttling that
+                    // outlasted the retries, a real ResourceNotFoundException) is an error:
+                    // the group can read ACTIVE before the update has started.
+                    Err(e)
+                        if operation_missing(
+                            e.raw_response().map(|r| r.status().as_u16()),
+                            aws_sdk_eks::error::ProvideErrorMetadata::code(e),
+                        ) =>
+                    {
+                        tracing::warn!(
+                            "DescribeUpdate is not served by this endpoint; waiting for the node group's status instead"
                         );
                         break;
+                    }
+                    Err(e) => {
+                        return Err(Diagnostic::error(
+                            format!("Cannot follow the update of EKS node group {cluster}/{name}"),
+                            format!("DescribeUpdate {id}: {}", gpustack_protocol::error_chain(e)),
+                        ));
                     }
                 };
                 match status.as_deref() {
@@ -1030,5 +1043,37 @@ impl Provider for Connected {
             state,
             diagnostics: vec![],
         }
+    }
+}
+
+/// True when an endpoint answers that an operation does not exist at all: 501, an
+/// UnknownOperation/NotImplemented error, or a 404 that carries no AWS error code (EKS's own
+/// "no such update" is a ResourceNotFoundException, which is an error like any other).
+fn operation_missing(status: Option<u16>, code: Option<&str>) -> bool {
+    let Some(status) = status else {
+        return false;
+    };
+    status == 501
+        || matches!(
+            code,
+            Some("UnknownOperationException" | "NotImplemented" | "InvalidAction")
+        )
+        || (status == 404 && code.is_none())
+}
+
+#[cfg(test)]
+mod operation_missing_tests {
+    use super::operation_missing;
+
+    #[test]
+    fn only_an_endpoint_without_the_operation_falls_back() {
+        assert!(operation_missing(Some(404), None));
+        assert!(operation_missing(Some(501), None));
+        assert!(!operation_missing(
+            Some(404),
+            Some("ResourceNotFoundException")
+        ));
+        assert!(!operation_missing(Some(403), Some("AccessDeniedException")));
+        assert!(!operation_missing(None, None));
     }
 }

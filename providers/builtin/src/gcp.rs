@@ -195,7 +195,96 @@ impl Provider for Gcp {
                 gpustack_protocol::error_chain(&e),
             )]
         })?;
-        Ok(Arc::new(Connected { client, project }))
+        let credentials = google_cloud_auth::credentials::Builder::default()
+            .with_scopes(["https://www.googleapis.com/auth/cloud-platform"])
+            .build_access_token_credentials()
+            .map_err(|e| {
+                vec![Diagnostic::error(
+                    "Cannot set up Google Cloud credentials",
+                    gpustack_protocol::error_chain(&e),
+                )]
+            })?;
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|e| {
+                vec![Diagnostic::error(
+                    "Cannot set up the Compute Engine client",
+                    gpustack_protocol::error_chain(&e),
+                )]
+            })?;
+        let compute = Compute {
+            http,
+            credentials,
+            endpoint: text(&request.config, "endpoint")
+                .unwrap_or("https://compute.googleapis.com")
+                .trim_end_matches('/')
+                .to_owned(),
+        };
+        Ok(Arc::new(Connected {
+            client,
+            project,
+            compute,
+        }))
+    }
+}
+
+/// Compute Engine, for the one thing GKE's API does not say: how many nodes a pool has now.
+/// GKE keeps a pool's size in its managed instance groups; the pool's `initialNodeCount` is
+/// what it was created with and never changes.
+struct Compute {
+    http: reqwest::Client,
+    credentials: google_cloud_auth::credentials::AccessTokenCredentials,
+    endpoint: String,
+}
+
+impl Compute {
+    /// The target size of one managed instance group, by the URL GKE gives for it
+    /// (`https://www.googleapis.com/compute/v1/projects/P/zones/Z/instanceGroupManagers/N`).
+    async fn target_size(&self, url: &str) -> Result<f64, String> {
+        let path = url
+            .split_once("/compute/v1/")
+            .map(|(_, rest)| rest)
+            .ok_or_else(|| format!("{url} is not a Compute Engine instance group URL"))?;
+        let token = self
+            .credentials
+            .access_token()
+            .await
+            .map_err(|e| gpustack_protocol::error_chain(&e))?;
+        let address = format!("{}/compute/v1/{path}", self.endpoint);
+        let mut delay = Duration::from_millis(500);
+        for attempt in 1..=6 {
+            let answer = self
+                .http
+                .get(&address)
+                .bearer_auth(&token.token)
+                .send()
+                .await;
+            let retry = match answer {
+                Ok(r) if r.status().is_success() => {
+                    let body: Json = r.json().await.map_err(|e| e.to_string())?;
+                    return body["targetSize"]
+                        .as_f64()
+                        .or_else(|| body["targetSize"].as_str().and_then(|s| s.parse().ok()))
+                        .ok_or_else(|| format!("{path}: the answer has no targetSize"));
+                }
+                Ok(r) if matches!(r.status().as_u16(), 429 | 500 | 502 | 503 | 504) => {
+                    format!("{path}: {}", r.status())
+                }
+                Ok(r) => {
+                    let status = r.status();
+                    let text = r.text().await.unwrap_or_default();
+                    return Err(format!("{path}: {status}: {text}"));
+                }
+                Err(e) => gpustack_protocol::error_chain(&e),
+            };
+            if attempt == 6 {
+                return Err(retry);
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(10));
+        }
+        Err(format!("{path}: no answer"))
     }
 }
 
@@ -227,6 +316,7 @@ impl google_cloud_gax::retry_policy::RetryPolicy for Transient {
 struct Connected {
     client: ClusterManager,
     project: String,
+    compute: Compute,
 }
 
 type GkeError = google_cloud_gax::error::Error;
@@ -378,7 +468,44 @@ impl Connected {
         }
     }
 
-    fn pool_state(&self, state: &Value, pool: &NodePool) -> Value {
+    /// The pool as it is now, with its live size.
+    async fn read_pool(&self, state: &Value) -> Result<Option<Value>, Diagnostic> {
+        let Some(pool) = self.get_pool(state).await? else {
+            return Ok(None);
+        };
+        let size = self.node_count(&pool).await.map_err(|m| {
+            Diagnostic::error(
+                format!(
+                    "Cannot read the size of GKE node pool {}",
+                    self.pool_path(state)
+                ),
+                m,
+            )
+        })?;
+        Ok(Some(self.pool_state(state, &pool, size)))
+    }
+
+    /// Nodes per zone, as GKE counts `node_count`: the sum of the target sizes of the pool's
+    /// instance groups (one per zone) over their number. A pool still being created has no
+    /// groups yet: it is getting the size it was created with.
+    async fn node_count(&self, pool: &NodePool) -> Result<f64, String> {
+        if pool.instance_group_urls.is_empty() {
+            return Ok(f64::from(pool.initial_node_count));
+        }
+        let sizes = futures::future::join_all(
+            pool.instance_group_urls
+                .iter()
+                .map(|url| self.compute.target_size(url)),
+        )
+        .await;
+        let mut total = 0.0;
+        for size in sizes {
+            total += size?;
+        }
+        Ok((total / pool.instance_group_urls.len() as f64).floor())
+    }
+
+    fn pool_state(&self, state: &Value, pool: &NodePool, node_count: f64) -> Value {
         let p = pool_json(pool);
         let config = &p["config"];
         let string_map = |m: &Json| {
@@ -484,7 +611,7 @@ impl Connected {
                 "machine_type".to_owned(),
                 Value::string(config["machineType"].as_str().unwrap_or_default()),
             ),
-            ("node_count".to_owned(), size(&p["initialNodeCount"])),
+            ("node_count".to_owned(), Value::Number(node_count)),
             (
                 "min_node_count".to_owned(),
                 if autoscaling {
@@ -618,8 +745,7 @@ impl Connected {
             },
             Err(e) => Err(describe(&e)),
         };
-        let live = self.get_pool(planned).await.ok().flatten();
-        let state = live.as_ref().map(|p| self.pool_state(planned, p));
+        let state = self.read_pool(planned).await.ok().flatten();
         match result {
             Ok(()) => Ok(state.unwrap_or(Value::Null)),
             Err(m) => Err((state, failed(m))),
@@ -722,8 +848,7 @@ impl Connected {
                 .map_err(|e| failed(describe(&e)))?;
             self.wait(location, &operation).await.map_err(failed)?;
         }
-        let live = self.get_pool(prior).await?;
-        Ok(live.map_or(Value::Null, |p| self.pool_state(prior, &p)))
+        Ok(self.read_pool(prior).await?.unwrap_or(Value::Null))
     }
 
     async fn delete_pool(&self, prior: &Value) -> Result<(), Diagnostic> {
@@ -948,9 +1073,7 @@ impl Provider for Connected {
             if nap {
                 self.get_autoprovisioning(state).await
             } else {
-                self.get_pool(state)
-                    .await
-                    .map(|p| p.map(|p| self.pool_state(state, &p)))
+                self.read_pool(state).await
             }
         });
         ReadResourcesResponse::collect(&request.states, futures::future::join_all(reads).await)
@@ -1064,9 +1187,7 @@ impl Provider for Connected {
         };
         let state = Value::from_json(&state);
         let found = if request.type_name == "gke_nodepool" {
-            self.get_pool(&state)
-                .await
-                .map(|p| p.map(|p| self.pool_state(&state, &p)))
+            self.read_pool(&state).await
         } else {
             self.get_autoprovisioning(&state).await
         };

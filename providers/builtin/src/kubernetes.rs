@@ -305,11 +305,10 @@ fn desired(type_name: &str, state: &Value) -> Option<Json> {
         .map(|v| wrap(strip_nulls(&v.to_json())))
 }
 
-/// Secret values never reach a plan, the state or drift output: a Secret's `data` and
-/// `stringData` are kept as digests there (equal digests, equal values), and only the
-/// configuration, read again at apply, carries the values to the API server.
+/// A Secret's `data` and `stringData` are marked sensitive wherever they appear (the manifest
+/// and the live view), whatever the configuration marked: the engine then shows and stores
+/// them only as digests.
 fn conceal_secret(type_name: &str, state: &mut Value) {
-    use sha2::Digest;
     if type_name != "kubernetes_manifest" {
         return;
     }
@@ -330,11 +329,8 @@ fn conceal_secret(type_name: &str, state: &mut Value) {
         for field in ["data", "stringData"] {
             if let Some(Value::Object(values)) = object.get_mut(field) {
                 for value in values.values_mut() {
-                    if let Value::String(text) = value
-                        && !text.starts_with("(sensitive")
-                    {
-                        let digest = sha2::Sha256::digest(text.as_bytes());
-                        *value = Value::string(format!("(sensitive, sha256:{digest:x})"));
+                    if !value.is_null() {
+                        *value = Value::sensitive(std::mem::take(value));
                     }
                 }
             }
@@ -540,9 +536,7 @@ impl Connected {
             _ => Vec::new(),
         };
         set(&mut planned, live_name, live);
-        if !request.for_apply {
-            conceal_secret(type_name, &mut planned);
-        }
+        conceal_secret(type_name, &mut planned);
         PlanResourceChangeResponse {
             planned_state: planned,
             requires_replace,

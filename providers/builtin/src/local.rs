@@ -94,9 +94,13 @@ impl Provider for Local {
 
     async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
         let mut results = Vec::with_capacity(request.states.len());
-        for state in &request.states {
+        for (i, state) in request.states.iter().enumerate() {
+            let secret = request
+                .sensitive_paths
+                .get(i)
+                .is_some_and(|paths| content_is_secret(paths));
             results.push(match attr_str(state, "filename") {
-                Some(filename) => read_file(filename, state).await,
+                Some(filename) => read_file(filename, state, secret).await,
                 None => Ok(None),
             });
         }
@@ -117,10 +121,14 @@ impl Provider for Local {
             if planned.get("file_permission").is_none_or(Value::is_unknown) {
                 planned.insert("file_permission".into(), Value::string("0644"));
             }
+            let secret = content_is_secret(&request.sensitive_paths)
+                || planned
+                    .get("sensitive_content")
+                    .is_some_and(|v| !v.is_null());
             let content = content_of(planned);
             planned.insert(
                 "id".into(),
-                content.map_or(Value::Unknown, |c| Value::String(digest(c))),
+                content.map_or(Value::Unknown, |c| id_of(c, secret)),
             );
         }
         response
@@ -171,9 +179,11 @@ impl Provider for Local {
                 if let Err(e) = write_file(Path::new(filename), content, mode).await {
                     return failed(prior.clone(), format!("cannot write {filename}: {e}"));
                 }
+                let secret = content_is_secret(&request.sensitive_paths)
+                    || attrs.get("sensitive_content").is_some_and(|v| !v.is_null());
                 let mut state = attrs.clone();
                 state.insert("file_permission".into(), Value::string(mode));
-                state.insert("id".into(), Value::String(digest(content)));
+                state.insert("id".into(), id_of(content, secret));
                 ApplyResourceChangeResponse {
                     new_state: Some(Value::Object(state)),
                     diagnostics: vec![],
@@ -188,7 +198,7 @@ impl Provider for Local {
             "filename".to_owned(),
             Value::String(request.id.clone()),
         )]));
-        match read_file(&request.id, &skeleton).await {
+        match read_file(&request.id, &skeleton, false).await {
             Ok(Some(state)) => ImportResourceResponse {
                 state: Some(state),
                 diagnostics: vec![],
@@ -248,6 +258,22 @@ fn content_of(attrs: &IndexMap<String, Value>) -> Option<&str> {
         })
 }
 
+/// True when `content` is a secret (a sensitive variable flowed into it); `sensitive_content`
+/// always is, when it is set.
+fn content_is_secret(paths: &[gpustack_protocol::Path]) -> bool {
+    paths.iter().any(|p| {
+        matches!(p.first(), Some(gpustack_protocol::PathStep::Key(k)) if k == "content")
+            || p.is_empty()
+    })
+}
+
+/// The file's id, its content's SHA-256; a digest of a secret is itself a secret (an unsalted
+/// hash of a weak secret gives it away).
+fn id_of(content: &str, secret: bool) -> Value {
+    let id = Value::String(digest(content));
+    if secret { Value::sensitive(id) } else { id }
+}
+
 fn digest(content: &str) -> String {
     let hash = Sha256::digest(content.as_bytes());
     hash.iter().map(|b| format!("{b:02x}")).collect()
@@ -262,7 +288,11 @@ fn failed(state: Option<Value>, message: String) -> ApplyResourceChangeResponse 
 
 /// The file as it is on disk, in the shape of the recorded state (which of content and
 /// sensitive_content holds it follows the record).
-async fn read_file(filename: &str, recorded: &Value) -> Result<Option<Value>, Diagnostic> {
+async fn read_file(
+    filename: &str,
+    recorded: &Value,
+    secret: bool,
+) -> Result<Option<Value>, Diagnostic> {
     let content = match tokio::fs::read(filename).await {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -300,7 +330,7 @@ async fn read_file(filename: &str, recorded: &Value) -> Result<Option<Value>, Di
         )
         .or_insert(Value::Null);
     state.insert("file_permission".into(), Value::String(mode));
-    state.insert("id".into(), Value::String(digest(&content)));
+    state.insert("id".into(), id_of(&content, secret || sensitive));
     Ok(Some(Value::Object(state)))
 }
 

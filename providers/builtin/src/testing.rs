@@ -3,8 +3,10 @@
 //! `GPUSTACK_TEST_PROVIDER=1`.
 //!
 //! Configuration: `latency_ms` (every call sleeps this long), `world` (the file the objects live
-//! in; none: in memory), `fail_on` (names whose create or update fails). Tests make drift by
-//! editing the world file between runs.
+//! in; none: in memory), `fail_on` (names whose create or update fails), `final_plan` (per
+//! object name, attributes whose value the provider's final plan at apply changes to this one:
+//! a provider that answers apply differently than the reviewed plan). Tests make drift by
+//! editing the world file between runs. `data "test_object"` reads an object by name.
 
 use crate::check::provider_config;
 use gpustack_protocol::{
@@ -27,6 +29,7 @@ struct World {
     journal: Option<PathBuf>,
     path: Option<PathBuf>,
     fail_on: Vec<String>,
+    final_plan: IndexMap<String, Value>,
     objects: Mutex<IndexMap<String, Value>>,
 }
 
@@ -74,18 +77,26 @@ fn schema() -> ProviderSchema {
         .attr("latency_ms", Attribute::optional(Type::Number))
         .attr("world", Attribute::optional(Type::String))
         .attr("fail_on", Attribute::optional(Type::list(Type::String)))
-        .attr("journal", Attribute::optional(Type::String));
+        .attr("journal", Attribute::optional(Type::String))
+        .attr(
+            "final_plan",
+            Attribute::optional(Type::map(Type::map(Type::String))),
+        );
     let object = Schema::new("An object in the test world.")
         .attr("name", Attribute::required(Type::String).force_new())
         .attr("value", Attribute::optional(Type::String))
         .attr("secret", Attribute::optional(Type::String).sensitive())
         .attr("tags", Attribute::optional(Type::map(Type::String)))
         .attr("id", Attribute::computed(Type::String));
+    let data = Schema::new("An object of the test world, read by name.")
+        .attr("name", Attribute::required(Type::String))
+        .attr("value", Attribute::computed(Type::String))
+        .attr("secret", Attribute::computed(Type::String).sensitive());
     ProviderSchema {
         name: "test".into(),
         config,
         resources: [("test_object".to_owned(), object)].into(),
-        data_sources: Default::default(),
+        data_sources: [("test_object".to_owned(), data)].into(),
     }
 }
 
@@ -140,6 +151,11 @@ impl Provider for Testing {
                 .and_then(Value::as_str)
                 .map(PathBuf::from),
             fail_on,
+            final_plan: config
+                .get("final_plan")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
             objects: Mutex::new(IndexMap::new()),
         };
         Ok(Arc::new(Configured(Arc::new(world))))
@@ -174,11 +190,50 @@ impl Provider for Configured {
     ) -> PlanResourceChangeResponse {
         self.0.call().await;
         let schema = schema();
-        match schema.resources.get(&request.type_name) {
+        let mut response = match schema.resources.get(&request.type_name) {
             Some(resource) => {
                 plan_from_schema(resource, request.prior_state.as_ref(), &request.config)
             }
             None => PlanResourceChangeResponse::default(),
+        };
+        if request.for_apply
+            && let Some(changes) = name_of(&request.config)
+                .and_then(|n| self.0.final_plan.get(n))
+                .and_then(Value::as_object)
+            && let Value::Object(planned) = &mut response.planned_state
+        {
+            for (attribute, value) in changes {
+                planned.insert(attribute.clone(), value.clone());
+            }
+        }
+        response
+    }
+
+    async fn read_data_source(
+        &self,
+        request: gpustack_protocol::ReadDataSourceRequest,
+    ) -> gpustack_protocol::ReadDataSourceResponse {
+        self.0.call().await;
+        let name = name_of(&request.config).unwrap_or_default().to_owned();
+        match self.0.load().get(&name).and_then(Value::as_object) {
+            Some(object) => {
+                let field = |k: &str| object.get(k).cloned().unwrap_or(Value::Null);
+                gpustack_protocol::ReadDataSourceResponse {
+                    state: Value::Object(IndexMap::from([
+                        ("name".to_owned(), Value::String(name)),
+                        ("value".to_owned(), field("value")),
+                        ("secret".to_owned(), field("secret")),
+                    ])),
+                    diagnostics: vec![],
+                }
+            }
+            None => gpustack_protocol::ReadDataSourceResponse {
+                state: Value::Null,
+                diagnostics: vec![Diagnostic::error(
+                    "No such test object",
+                    format!("The test world has no object named \"{name}\"."),
+                )],
+            },
         }
     }
 

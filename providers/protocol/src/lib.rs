@@ -7,6 +7,7 @@
 mod capacity;
 mod diagnostic;
 mod schema;
+pub mod secrets;
 mod types;
 mod value;
 
@@ -14,7 +15,7 @@ pub use capacity::{CapacityChange, GpuFact, GpuShape, PoolFact, PoolShape, Shari
 pub use diagnostic::{Diagnostic, Pos, Severity, SourceRange};
 pub use schema::{Attribute, BlockNesting, NestedBlock, ProviderSchema, Schema};
 pub use types::{ConversionError, ObjectAttr, Type};
-pub use value::{Number, Value, format_number};
+pub use value::{Marked, Number, Path, PathStep, SENSITIVE, Value, format_number, path_text};
 
 /// An error and its causes in one line (`cannot write the state: 412: precondition failed`),
 /// repeated messages once: SDK errors often say only "service error" at the top.
@@ -67,6 +68,9 @@ pub struct ConfigureRequest {
 pub struct ReadResourcesRequest {
     pub type_name: String,
     pub states: Vec<Value>,
+    /// Per state, the paths that are sensitive; their values are digests in `states`, and
+    /// they stay sensitive in the live states whatever the answer marks.
+    pub sensitive_paths: Vec<Vec<Path>>,
 }
 
 /// One entry per requested state, in order: the live state, or `None` where the object is gone.
@@ -108,6 +112,10 @@ pub struct PlanResourceChangeRequest {
     /// report the real object, so a provider may skip previews (a server-side dry-run) that
     /// only make the plan more informative.
     pub for_apply: bool,
+    /// Paths of the configuration and the prior state that hold secrets (values come without
+    /// marks): what a provider derives from them (a digest, a copy) it returns marked with
+    /// [`Value::sensitive`].
+    pub sensitive_paths: Vec<Path>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -131,6 +139,8 @@ pub struct ApplyResourceChangeRequest {
     pub type_name: String,
     pub prior_state: Option<Value>,
     pub planned_state: Option<Value>,
+    /// As in [`PlanResourceChangeRequest::sensitive_paths`].
+    pub sensitive_paths: Vec<Path>,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -84,6 +84,11 @@ impl Type {
     /// and boolean strings become numbers and bools, object attributes missing from an
     /// `optional(...)` attribute take its default. Null and unknown values fit every type.
     pub fn convert(&self, value: &Value) -> Result<Value, ConversionError> {
+        if let Value::Sensitive(m) = value {
+            return self
+                .convert(&m.value)
+                .map(|v| Value::marked(v, m.fragments.clone()));
+        }
         if matches!(value, Value::Null | Value::Unknown) {
             return Ok(value.clone());
         }
