@@ -288,13 +288,28 @@ async fn apply_with(
     }
     let mut counts = Counts::default();
     let mut results = Vec::new();
+    let recorded = || crate::evaluate::Recorded {
+        sensitive_variables: plan.snapshot.sensitive_variables.clone(),
+        inputs: plan.snapshot.inputs.clone(),
+        salt: salt.clone(),
+    };
+    // The sensitive variables first: one missing or different refuses the whole plan before
+    // anything is changed.
+    if !session.diags.has_errors() && !plan.snapshot.sensitive_variables.is_empty() {
+        let (mut check, graph, inputs) = session.provider_walk();
+        check.recorded = Some(recorded());
+        let roots: Vec<_> = graph
+            .graph
+            .node_indices()
+            .filter(|&n| graph.graph[n].module == 0 && graph.graph[n].kind == NodeKind::Variable)
+            .collect();
+        for node in roots {
+            check.step_value(graph, node, inputs, EvalOptions::default());
+        }
+    }
     if !session.diags.has_errors() {
         let (mut walk_state, graph, inputs) = session.provider_walk();
-        walk_state.recorded = Some(crate::evaluate::Recorded {
-            sensitive_variables: plan.snapshot.sensitive_variables.clone(),
-            inputs: plan.snapshot.inputs.clone(),
-            salt: salt.clone(),
-        });
+        walk_state.recorded = Some(recorded());
         let mut ledger = Ledger {
             state: &mut state,
             salt: salt.clone(),
@@ -451,8 +466,13 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
         let n = self.graph.graph[node].clone();
         match n.kind {
             NodeKind::Variable | NodeKind::Local | NodeKind::Output => {
+                // A value that no longer evaluates stops what depends on it.
+                let errors = self.walk.diags.0.len();
                 self.walk
                     .step_value(self.graph, node, self.inputs, EvalOptions::default());
+                if self.walk.diags.0.len() > errors {
+                    self.failed.insert(node);
+                }
                 None
             }
             NodeKind::Provider => {
@@ -606,6 +626,7 @@ impl Applier<'_, '_, '_, '_, '_> {
         };
         let context = format!("a {} block", r.type_name);
         let mut work = Vec::new();
+        let errors_before = self.walk.diags.0.len();
         for Instance {
             key,
             address,
@@ -615,6 +636,11 @@ impl Applier<'_, '_, '_, '_, '_> {
             let mut config = self
                 .walk
                 .decode(module, &r.body, &schema, repetition, &context);
+            // A configuration that no longer evaluates (a file that changed since the plan)
+            // is never applied, not even as far as it goes.
+            if self.walk.diags.0.len() > errors_before {
+                continue;
+            }
             if r.mode == ResourceMode::Data {
                 let record = self.plan.snapshot.data.get(&address).cloned();
                 work.push((key, Work::Read(address, config, record)));
@@ -638,6 +664,11 @@ impl Applier<'_, '_, '_, '_, '_> {
             }
             work.push((key, Work::Change(Box::new(change.clone()), config)));
         }
+        if self.walk.diags.0.len() > errors_before {
+            self.failed.insert(node);
+            self.mark_handled(node);
+            return None;
+        }
         let type_name = r.type_name.clone();
         let schema_paths = sensitive_attributes(Some(&schema));
         let salt = self.ledger.salt.clone();
@@ -652,7 +683,7 @@ impl Applier<'_, '_, '_, '_, '_> {
                         // The answer the plan was made with; read again only when the plan
                         // could not read it (it depended on changes) or holds only its digest.
                         Work::Read(_, _, Some(record))
-                            if record.sensitive == serde_json::Value::Bool(false) =>
+                            if !record.sensitive.is_object() && record.sensitive != true =>
                         {
                             Done {
                                 change: None,
@@ -920,11 +951,10 @@ fn differs(
 ) -> bool {
     use gpustack_protocol::PathStep;
     use serde_json::Value as J;
-    if *saved_unknown == J::Bool(true) {
+    // Unknown then, anything now; and what a provider will only report after apply (a
+    // preview it no longer makes) may be unknown now: no value it sends differs.
+    if *saved_unknown == J::Bool(true) || *now_unknown == J::Bool(true) {
         return false;
-    }
-    if *now_unknown == J::Bool(true) {
-        return true;
     }
     let digest_of = |j: &J| Value::String(salt.digest(&Value::from_json(j)));
     match (

@@ -253,7 +253,7 @@ fn fields(out: &mut String, style: &Style, change: &ResourceChange) {
                         Some((style.symbol(&[Action::Create]), key.clone(), block))
                     }
                     (None, Some(n), false) if multi_line(n) && !sensitive => {
-                        let text = line_diff(style, 12, "", n.as_str().unwrap_or_default());
+                        let text = heredoc(12, n.as_str().unwrap_or_default());
                         Some((style.symbol(&[Action::Create]), key.clone(), text))
                     }
                     (None, Some(n), false) => {
@@ -471,6 +471,19 @@ fn line_diff(style: &Style, indent: usize, a: &str, b: &str) -> String {
     diff
 }
 
+/// A multi-line string as a heredoc, its masked lines shown masked.
+fn heredoc(indent: usize, text: &str) -> String {
+    let mut out = String::from("<<-EOT\n");
+    for line in display_text(text).lines() {
+        let line = line
+            .split_once(crate::sensitive::LINE_DIGEST)
+            .map_or(line, |(shown, _)| shown);
+        let _ = writeln!(out, "{}{line}", " ".repeat(indent));
+    }
+    let _ = write!(out, "{}EOT", " ".repeat(indent.saturating_sub(4)));
+    out
+}
+
 /// Every member of an object that is created or destroyed, nested objects as nested blocks.
 fn whole_value(out: &mut String, indent: usize, symbol: &str, value: &serde_json::Value) {
     let pad = " ".repeat(indent);
@@ -482,15 +495,8 @@ fn whole_value(out: &mut String, indent: usize, symbol: &str, value: &serde_json
             let _ = writeln!(out, "{pad}  }}");
         } else {
             if multi_line(v) {
-                let text = display_text(v.as_str().unwrap_or_default());
-                let _ = writeln!(out, "{pad}{symbol} {shown_key} = <<-EOT");
-                for line in text.lines() {
-                    let line = line
-                        .split_once(crate::sensitive::LINE_DIGEST)
-                        .map_or(line, |(shown, _)| shown);
-                    let _ = writeln!(out, "{pad}    {line}");
-                }
-                let _ = writeln!(out, "{pad}  EOT");
+                let text = heredoc(indent + 4, v.as_str().unwrap_or_default());
+                let _ = writeln!(out, "{pad}{symbol} {shown_key} = {text}");
             } else {
                 let _ = writeln!(out, "{pad}{symbol} {shown_key} = {}", show(v));
             }

@@ -33,7 +33,7 @@ impl Salt {
     }
 
     pub fn from_hex(text: &str) -> Option<Self> {
-        if text.len() % 2 != 0 || text.is_empty() {
+        if !text.len().is_multiple_of(2) || text.is_empty() {
             return None;
         }
         (0..text.len())

@@ -90,7 +90,7 @@ impl Stack {
         let mut cmd = Command::new(gpustack_bin());
         cmd.current_dir(&self.dir).arg(command);
         // Commands that only read the state take no variables.
-        if !["output", "state"].contains(&command) {
+        if !["output", "state", "show"].contains(&command) {
             for var in &self.vars {
                 cmd.args(["--var", var]);
             }
@@ -886,7 +886,7 @@ resource "kubernetes_manifest" "config" {{
   manifest = {{
     apiVersion = "v1"
     kind       = "ConfigMap"
-    metadata   = {{ name = "gpustack-e2e-secretive", namespace = "default" }}
+    metadata   = {{ name = "gpustack-e2e-secretive-config", namespace = "default" }}
     data = {{
       token    = var.token
       config   = local.values_yaml
@@ -1032,7 +1032,7 @@ output "visible" {{
         stack.cluster.kubectl_ok(&[
             "get",
             "configmap",
-            "gpustack-e2e-secretive",
+            "gpustack-e2e-secretive-config",
             "-n",
             "default",
             "-o",
@@ -1086,7 +1086,7 @@ output "visible" {{
     stack.cluster.kubectl_ok(&[
         "patch",
         "configmap",
-        "gpustack-e2e-secretive",
+        "gpustack-e2e-secretive-config",
         "-n",
         "default",
         "--type",
@@ -1156,7 +1156,7 @@ resource "kubernetes_manifest" "labelled" {
     );
     hidden("an API error", &everything_written(&refused));
     assert!(
-        everything_written(&refused).contains("(sensitive value)"),
+        everything_written(&refused).contains("Invalid value: \"(sensitive"),
         "{}",
         everything_written(&refused)
     );

@@ -93,7 +93,18 @@ pub fn to_string(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool) -
 /// may quote what it was sent).
 pub fn diagnostics(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool) {
     if !diagnostics.is_empty() {
-        let text = to_string(sources, diagnostics, color);
+        // Before rendering too: the renderer wraps long lines, and a secret split across two
+        // lines would no longer be found.
+        let scrubbed: Vec<Diagnostic> = diagnostics
+            .iter()
+            .map(|d| {
+                let mut d = d.clone();
+                d.summary = gpustack_protocol::secrets::scrub(&d.summary).into_owned();
+                d.detail = gpustack_protocol::secrets::scrub(&d.detail).into_owned();
+                d
+            })
+            .collect();
+        let text = to_string(sources, &scrubbed, color);
         eprint!("{}", gpustack_protocol::secrets::scrub(&text));
     }
 }

@@ -651,25 +651,11 @@ impl Planner<'_, '_> {
                 format!("{} has lifecycle.prevent_destroy set, but the plan would destroy it ({}). Change the configuration so that it is updated in place, or remove prevent_destroy.", instance.address, reason.clone().unwrap_or_default()),
             ));
         }
-        let sides = Sides::of(instance.prior.as_ref(), Some(&instance.planned), self.salt);
-        ResourceChange {
-            address: instance.address.clone(),
-            config_address: strip_instance_key(&instance.address).to_owned(),
-            mode: "managed".into(),
-            type_name: r.type_name.clone(),
-            provider: provider.to_owned(),
-            actions,
-            action_reason: reason,
-            before: sides.before,
-            after: sides.after,
-            after_unknown: sides.after_unknown,
-            before_sensitive: sides.before_sensitive,
-            after_sensitive: sides.after_sensitive,
-            before_masked: sides.before_masked,
-            after_masked: sides.after_masked,
-            replace_paths: instance.requires_replace.clone(),
-            dependencies: dependencies.to_vec(),
-        }
+        let mut change = Sides::of(instance.prior.as_ref(), Some(&instance.planned), self.salt)
+            .change(&instance.address, &r.type_name, provider, actions, reason);
+        change.replace_paths = instance.requires_replace.clone();
+        change.dependencies = dependencies.to_vec();
+        change
     }
 
     /// What the state knows of a resource (refreshed where it was), shaped like its
@@ -703,33 +689,20 @@ impl Planner<'_, '_> {
             {
                 continue;
             }
-            let sides = Sides::of(Some(&recorded), live.as_ref(), self.salt);
-            drift.push(ResourceChange {
-                address: r.address.clone(),
-                config_address: strip_instance_key(&r.address).to_owned(),
-                mode: "managed".into(),
-                type_name: r.type_name.clone(),
-                provider: r.provider.clone(),
-                actions: vec![if live.is_some() {
-                    Action::Update
-                } else {
-                    Action::Delete
-                }],
-                action_reason: Some(if live.is_some() {
-                    "changed_outside_gpustack".into()
-                } else {
-                    "deleted_outside_gpustack".into()
-                }),
-                before: sides.before,
-                after: sides.after,
-                after_unknown: sides.after_unknown,
-                before_sensitive: sides.before_sensitive,
-                after_sensitive: sides.after_sensitive,
-                before_masked: sides.before_masked,
-                after_masked: sides.after_masked,
-                replace_paths: vec![],
-                dependencies: r.dependencies.clone(),
-            });
+            let (action, reason) = if live.is_some() {
+                (Action::Update, "changed_outside_gpustack")
+            } else {
+                (Action::Delete, "deleted_outside_gpustack")
+            };
+            let mut change = Sides::of(Some(&recorded), live.as_ref(), self.salt).change(
+                &r.address,
+                &r.type_name,
+                &r.provider,
+                vec![action],
+                Some(reason.into()),
+            );
+            change.dependencies = r.dependencies.clone();
+            drift.push(change);
         }
         drift
     }
@@ -844,25 +817,15 @@ impl Planner<'_, '_> {
 }
 
 fn delete_change(r: &ResourceState, live: &Value, reason: &str, salt: &Salt) -> ResourceChange {
-    let sides = Sides::of(Some(live), None, salt);
-    ResourceChange {
-        address: r.address.clone(),
-        config_address: strip_instance_key(&r.address).to_owned(),
-        mode: "managed".into(),
-        type_name: r.type_name.clone(),
-        provider: r.provider.clone(),
-        actions: vec![Action::Delete],
-        action_reason: Some(reason.into()),
-        before: sides.before,
-        after: serde_json::Value::Null,
-        after_unknown: serde_json::Value::Bool(false),
-        before_sensitive: sides.before_sensitive,
-        after_sensitive: serde_json::Value::Bool(false),
-        before_masked: sides.before_masked,
-        after_masked: serde_json::Value::Bool(false),
-        replace_paths: vec![],
-        dependencies: r.dependencies.clone(),
-    }
+    let mut change = Sides::of(Some(live), None, salt).change(
+        &r.address,
+        &r.type_name,
+        &r.provider,
+        vec![Action::Delete],
+        Some(reason.into()),
+    );
+    change.dependencies = r.dependencies.clone();
+    change
 }
 
 /// A state object's attributes, its sensitive parts marked (they are digests).
@@ -938,6 +901,35 @@ pub(crate) struct Sides {
 }
 
 impl Sides {
+    /// A change of these sides (no replace paths or dependencies yet).
+    pub(crate) fn change(
+        self,
+        address: &str,
+        type_name: &str,
+        provider: &str,
+        actions: Vec<Action>,
+        action_reason: Option<String>,
+    ) -> ResourceChange {
+        ResourceChange {
+            address: address.to_owned(),
+            config_address: strip_instance_key(address).to_owned(),
+            mode: "managed".into(),
+            type_name: type_name.to_owned(),
+            provider: provider.to_owned(),
+            actions,
+            action_reason,
+            before: self.before,
+            after: self.after,
+            after_unknown: self.after_unknown,
+            before_sensitive: self.before_sensitive,
+            after_sensitive: self.after_sensitive,
+            before_masked: self.before_masked,
+            after_masked: self.after_masked,
+            replace_paths: vec![],
+            dependencies: vec![],
+        }
+    }
+
     pub(crate) fn of(before: Option<&Value>, after: Option<&Value>, salt: &Salt) -> Self {
         let mut paths: Vec<gpustack_protocol::Path> = Vec::new();
         for v in [before, after].into_iter().flatten() {

@@ -254,34 +254,7 @@ impl Value {
 
     /// The value with the given paths marked sensitive; paths that do not exist are ignored.
     pub fn mark_paths(self, paths: &[Path]) -> Value {
-        paths.iter().fold(self, |v, p| v.mark_path(p))
-    }
-
-    fn mark_path(self, path: &[PathStep]) -> Value {
-        let Some((first, rest)) = path.split_first() else {
-            // A null hides nothing, and showing it says only that the attribute is unset.
-            return if self.is_null() {
-                self
-            } else {
-                Value::sensitive(self)
-            };
-        };
-        match (self, first) {
-            (Value::Sensitive(m), _) => Value::Sensitive(m),
-            (Value::List(mut items), PathStep::Index(i)) if *i < items.len() => {
-                let item = std::mem::take(&mut items[*i]);
-                items[*i] = item.mark_path(rest);
-                Value::List(items)
-            }
-            (Value::Object(mut map), PathStep::Key(k)) => {
-                if let Some(slot) = map.get_mut(k) {
-                    let item = std::mem::take(slot);
-                    *slot = item.mark_path(rest);
-                }
-                Value::Object(map)
-            }
-            (other, _) => other,
-        }
+        paths.iter().fold(self, |v, p| v.mark_path_with(p, &[]))
     }
 
     /// Every outermost mark in this value: its path and the texts it hides.
@@ -321,6 +294,8 @@ impl Value {
         })
     }
 
+    /// Marks the part at `path` (not a part already marked, nor a null, which hides nothing)
+    /// with `fragments` where they are all still in it, else as a whole.
     fn mark_path_with(self, path: &[PathStep], fragments: &[String]) -> Value {
         let Some((first, rest)) = path.split_first() else {
             return match self {
