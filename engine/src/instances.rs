@@ -135,14 +135,12 @@ pub(crate) fn recorded<'s>(
         Value::Object(
             instances
                 .iter()
-                .map(|s| {
-                    (
-                        s.address[config_address.len()..]
-                            .trim_start_matches("[\"")
-                            .trim_end_matches("\"]")
-                            .to_owned(),
-                        value_of(s),
-                    )
+                .filter_map(|s| {
+                    let address = crate::address::Address::parse(&s.address).ok()?;
+                    match address.instance_key() {
+                        Some(crate::address::Key::Name(key)) => Some((key.clone(), value_of(s))),
+                        _ => None,
+                    }
                 })
                 .collect(),
         )

@@ -4,6 +4,7 @@
 //! holds the language (`config`, `lang`), the dependency graph (`graph`) and evaluation
 //! (`evaluate`), and the binary's commands on top of them.
 
+pub mod address;
 pub mod apply;
 pub mod config;
 pub mod diag;

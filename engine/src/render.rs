@@ -527,7 +527,11 @@ fn change_block(out: &mut String, style: &Style, change: &ResourceChange, verb: 
         None => format!("  # {} {verb}", change.address),
     };
     let _ = writeln!(out, "{}", style.paint("1", &header));
-    let name = change.address.rsplit('.').next().unwrap_or_default();
+    let name = crate::address::Address::parse(&change.address)
+        .ok()
+        .and_then(|a| a.0.last().map(|s| s.name.clone()))
+        .unwrap_or_default();
+    let name = name.as_str();
     let _ = writeln!(
         out,
         "  {} resource \"{}\" \"{}\" {{",

@@ -264,6 +264,63 @@ fn a_plan_file_is_private_and_never_written_through_a_symlink() {
     );
 }
 
+/// Instance keys are any string: EKS node names have dots, paths have slashes.
+#[test]
+fn for_each_keys_with_dots_and_slashes_plan_apply_target_and_move() {
+    let dir = stack(
+        &(provider(0, "")
+            + r#"resource "test_object" "node" {
+  for_each = toset(["ip-10-0-1-5.ec2.internal", "ip-10-0-1-6.ec2.internal", "a/b[c]"])
+  name     = each.key
+}
+
+output "ids" {
+  value = { for k, n in test_object.node : k => n.id }
+}
+"#),
+    );
+    let d = dir.path();
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("3 added"), "{out}");
+    assert_eq!(world(d).as_object().unwrap().len(), 3, "{}", world(d));
+    let (code, out, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "the second plan is empty:\n{out}{err}");
+    let (_, list, _) = run(d, &["state", "list"]);
+    assert!(
+        list.contains(r#"test_object.node["ip-10-0-1-5.ec2.internal"]"#)
+            && list.contains(r#"test_object.node["a/b[c]"]"#),
+        "{list}"
+    );
+    let (_, outputs, _) = run(d, &["output", "--json"]);
+    assert!(outputs.contains("ip-10-0-1-6.ec2.internal"), "{outputs}");
+    let (code, plan, err) = run(
+        d,
+        &[
+            "plan",
+            "--destroy",
+            "--target",
+            r#"test_object.node["ip-10-0-1-5.ec2.internal"]"#,
+        ],
+    );
+    assert_eq!(code, 0, "{plan}{err}");
+    assert!(
+        plan.contains("0 to add, 0 to change, 1 to destroy"),
+        "{plan}"
+    );
+    let (code, out, err) = run(
+        d,
+        &[
+            "state",
+            "rm",
+            r#"test_object.node["ip-10-0-1-6.ec2.internal"]"#,
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, list, _) = run(d, &["state", "list"]);
+    assert!(!list.contains("ip-10-0-1-6"), "{list}");
+}
+
 #[test]
 fn destroy_runs_in_reverse_dependency_order() {
     let dir = stack(&(provider(20, "") + CHAIN));

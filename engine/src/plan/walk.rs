@@ -191,14 +191,14 @@ fn targets(walk: &mut Walk<'_>, graph: &Graph, targets: &[String]) -> Option<Has
     }
     let mut selected = Vec::new();
     for target in targets {
-        let config_address = strip_instance_key(target);
+        let config_address = crate::address::Address::parse(&strip_instance_key(target));
         let found: Vec<NodeIndex> = graph
             .graph
             .node_indices()
             .filter(|&n| matches!(graph.graph[n].kind, NodeKind::Resource(_)))
             .filter(|&n| {
-                let address = graph.graph[n].address(walk.stack);
-                address == config_address || address.starts_with(&format!("{config_address}."))
+                let address = crate::address::Address::parse(&graph.graph[n].address(walk.stack));
+                matches!((&address, &config_address), (Ok(a), Ok(t)) if a.starts_with(t))
             })
             .collect();
         if found.is_empty() {
@@ -220,12 +220,18 @@ fn targets(walk: &mut Walk<'_>, graph: &Graph, targets: &[String]) -> Option<Has
     Some(allowed)
 }
 
-/// `aks_nodepool.gpu["a"]` → `aks_nodepool.gpu`.
-pub(crate) fn strip_instance_key(address: &str) -> &str {
-    match address.rfind('[') {
-        Some(i) if address.ends_with(']') && !address[i..].contains('.') => &address[..i],
-        _ => address,
-    }
+pub(crate) use crate::address::strip_instance_key;
+
+/// True when a `--target` names this instance, its resource or a module it is in.
+fn targeted(targets: &[String], address: &str) -> bool {
+    use crate::address::Address;
+    let Ok(address) = Address::parse(address) else {
+        return false;
+    };
+    targets
+        .iter()
+        .filter_map(|t| Address::parse(t).ok())
+        .any(|t| address.starts_with(&t))
 }
 
 impl crate::walker::Steps for Planner<'_, '_> {
@@ -721,13 +727,7 @@ impl Planner<'_, '_> {
             {
                 continue;
             }
-            if self.allowed.is_some()
-                && !self
-                    .options
-                    .targets
-                    .iter()
-                    .any(|t| strip_instance_key(t) == config_address || r.address == *t)
-            {
+            if self.allowed.is_some() && !targeted(&self.options.targets, &r.address) {
                 continue;
             }
             let Some(live) = self.refreshed.get(&r.address) else {
@@ -739,7 +739,7 @@ impl Planner<'_, '_> {
                 continue;
             };
             let Some(live) = live else { continue };
-            let reason = if self.configured.contains(config_address) {
+            let reason = if self.configured.contains(&config_address) {
                 "delete_because_no_instance"
             } else {
                 "delete_because_no_resource_config"
@@ -760,11 +760,7 @@ impl Planner<'_, '_> {
             .iter()
             .filter(|r| r.mode == gpustack_state::ResourceMode::Managed)
         {
-            if self.allowed.is_some()
-                && !self.options.targets.iter().any(|t| {
-                    strip_instance_key(t) == strip_instance_key(&r.address) || r.address == *t
-                })
-            {
+            if self.allowed.is_some() && !targeted(&self.options.targets, &r.address) {
                 continue;
             }
             match self.refreshed.get(&r.address) {
@@ -912,7 +908,7 @@ impl Sides {
     ) -> ResourceChange {
         ResourceChange {
             address: address.to_owned(),
-            config_address: strip_instance_key(address).to_owned(),
+            config_address: strip_instance_key(address),
             mode: "managed".into(),
             type_name: type_name.to_owned(),
             provider: provider.to_owned(),
