@@ -62,9 +62,11 @@ pub struct ChangeResult {
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Counts {
+    pub imported: usize,
     pub added: usize,
     pub changed: usize,
     pub destroyed: usize,
+    pub forgotten: usize,
 }
 
 #[derive(Clone)]
@@ -72,6 +74,8 @@ struct Handle {
     instance: Arc<dyn Provider>,
     permits: Arc<Semaphore>,
     progress: Arc<Progress>,
+    /// This stack's mark, set on what is created.
+    owner: Arc<str>,
 }
 
 /// What one instance's change came to.
@@ -145,11 +149,15 @@ impl Ledger<'_, '_> {
                 None => self.state.resources.retain(|r| r.address != change.address),
             }
             if done.diagnostics.iter().all(|d| !d.is_error()) {
+                if change.importing.is_some() {
+                    self.counts.imported += 1;
+                }
                 for action in &change.actions {
                     match action {
                         Action::Create => self.counts.added += 1,
                         Action::Update => self.counts.changed += 1,
                         Action::Delete => self.counts.destroyed += 1,
+                        Action::Forget => self.counts.forgotten += 1,
                         Action::NoOp | Action::Read => {}
                     }
                 }
@@ -249,8 +257,23 @@ async fn apply_with(
             "The plan's configuration, variables, file reads or data-source answers do not match the hash it was saved with: the file was changed after it was made. Make a new plan.",
         );
     }
-    let mut state =
-        state.unwrap_or_else(|| State::new(gpustack_state::new_lineage(), crate::version::VERSION));
+    let mut state = state.unwrap_or_else(|| {
+        State::new(
+            plan.new_lineage
+                .clone()
+                .unwrap_or_else(gpustack_state::new_lineage),
+            crate::version::VERSION,
+        )
+    });
+    let owner: Arc<str> = crate::plan::owner_mark(&state.lineage).into();
+    // The plan's `moved` blocks, as the plan applied them.
+    let mut moved = false;
+    for m in &plan.moved {
+        if let Some(r) = state.resources.iter_mut().find(|r| r.address == m.from) {
+            r.address = m.to.clone();
+            moved = true;
+        }
+    }
     let salt = match (&state.digest_key, &plan.digest_key) {
         (Some(key), _) => Salt::from_hex(key),
         (None, Some(key)) => Salt::from_hex(key),
@@ -317,10 +340,22 @@ async fn apply_with(
             counts: Counts::default(),
             diags: Vec::new(),
             results: Vec::new(),
-            dirty: false,
+            dirty: moved,
         };
+        // `removed` blocks: forgotten, the objects left as they are.
+        for c in plan
+            .resource_changes
+            .iter()
+            .filter(|c| c.actions == [Action::Forget])
+        {
+            ledger.state.resources.retain(|r| r.address != c.address);
+            ledger.counts.forgotten += 1;
+            ledger.dirty = true;
+        }
+        ledger.flush();
         let (handles, handled) = {
             let mut applier = Applier {
+                owner: owner.clone(),
                 progress: progress.clone(),
                 walk: &mut walk_state,
                 graph,
@@ -361,6 +396,7 @@ async fn apply_with(
             ledger: &mut ledger,
             failed: HashSet::new(),
             nodes: deletions,
+            order: order.clone(),
         };
         walk(&order, &mut deleter, stop).await;
         if plan.mode == PlanMode::RefreshOnly && !plan.resource_drift.is_empty() {
@@ -437,6 +473,7 @@ fn update_outputs(state: &mut State, walk: &Walk<'_>, mode: PlanMode, salt: &Sal
 
 struct Applier<'w, 'a, 'l, 's, 'p> {
     walk: &'w mut Walk<'a>,
+    owner: Arc<str>,
     graph: &'a Graph,
     inputs: &'a Inputs,
     plan: &'a Plan,
@@ -480,6 +517,7 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                 let config = self.walk.provider(n.module, &n.key, n.span, n.implied);
                 let name = n.key.split('.').next().unwrap_or_default().to_owned();
                 let factory = self.walk.registry.provider(&name).cloned();
+                let owner = self.owner.clone();
                 match (config, factory) {
                     (Some(config), Some(factory)) if self.walk.diags.0.len() == errors => {
                         let limit = config
@@ -500,6 +538,7 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                                         instance,
                                         permits: Arc::new(Semaphore::new(limit)),
                                         progress,
+                                        owner,
                                     }),
                             )
                         }))
@@ -733,10 +772,12 @@ impl Applier<'_, '_, '_, '_, '_> {
                             let before = change
                                 .before_value()
                                 .map(|b| crate::sensitive::rehydrate(b, &config, &salt));
+                            // An import with nothing to change is recorded as it is.
+                            let touched = change.importing.is_some();
                             Done {
                                 change: Some(*change),
                                 new_state: before,
-                                touched: false,
+                                touched,
                                 diagnostics: vec![],
                             }
                         }
@@ -811,6 +852,7 @@ async fn carry_out(
                 config: config.unmark_deep().0,
                 for_apply: true,
                 sensitive_paths: secrets.paths.clone(),
+                owner: handle.owner.to_string(),
             })
             .await;
         if response.diagnostics.iter().any(Diagnostic::is_error) {
@@ -851,6 +893,7 @@ async fn carry_out(
             prior_state: prior.map(|p| p.unmark_deep().0),
             planned_state: planned.map(|p| p.unmark_deep().0),
             sensitive_paths: paths.clone(),
+            owner: handle.owner.to_string(),
         };
         let handle = handle.clone();
         async move {
@@ -1046,6 +1089,8 @@ struct Deleter<'l, 's, 'p> {
     ledger: &'l mut Ledger<'s, 'p>,
     failed: HashSet<NodeIndex>,
     nodes: Vec<ResourceChange>,
+    /// Edges from each deletion to those that wait for it.
+    order: DiGraph<(), ()>,
 }
 
 impl Steps for Deleter<'_, '_, '_> {
@@ -1053,6 +1098,27 @@ impl Steps for Deleter<'_, '_, '_> {
 
     fn start(&mut self, node: NodeIndex) -> Option<BoxFuture<'static, Done>> {
         let change = self.nodes[node.index()].clone();
+        // What a failed deletion depends on stays: a namespace, a CRD or an operator release
+        // is not deleted under an object that still exists.
+        let blocked: Vec<String> = self
+            .order
+            .neighbors_directed(node, Direction::Incoming)
+            .filter(|d| self.failed.contains(d))
+            .map(|d| self.nodes[d.index()].address.clone())
+            .collect();
+        if !blocked.is_empty() {
+            self.ledger.diags.push(Diag::error(
+                None,
+                "Kept: a dependent was not destroyed",
+                format!(
+                    "{} was kept, because {} (which depends on it) could not be destroyed. Destroy again once that succeeds.",
+                    change.address,
+                    blocked.join(", ")
+                ),
+            ));
+            self.failed.insert(node);
+            return None;
+        }
         let Some(handle) = self.handles.get(&change.provider).cloned() else {
             self.ledger.diags.push(Diag::error(
                 None,
@@ -1076,6 +1142,7 @@ impl Steps for Deleter<'_, '_, '_> {
                     .as_ref()
                     .map(Value::sensitive_paths)
                     .unwrap_or_default(),
+                owner: handle.owner.to_string(),
             };
             let response = {
                 let _permit = handle.permits.acquire().await;

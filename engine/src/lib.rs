@@ -252,6 +252,18 @@ pub async fn plan(
         .and_then(sensitive::Salt::from_hex);
     let new_key = existing_key.is_none();
     let salt = existing_key.unwrap_or_default();
+    // The lineage the state has, or the one the state this plan creates will have: what
+    // this stack's objects are marked with.
+    let new_lineage = state.is_none().then(gpustack_state::new_lineage);
+    let lineage = state
+        .map(|s| s.lineage.clone())
+        .or_else(|| new_lineage.clone())
+        .unwrap_or_default();
+    let moved = state.map(|s| plan::apply_moves(&session.stack, s, &mut session.diags));
+    let (moved_state, moves) = match moved {
+        Some((state, moves)) => (Some(state), moves),
+        None => (None, Vec::new()),
+    };
     let result = {
         let stack_dir = session.dir.to_string_lossy().into_owned();
         let (mut walk, graph, inputs) = session.provider_walk();
@@ -261,7 +273,7 @@ pub async fn plan(
             &mut walk,
             graph,
             inputs,
-            state,
+            moved_state.as_ref().or(state),
             options,
             plan::Snapshot {
                 stack_dir,
@@ -269,6 +281,10 @@ pub async fn plan(
                 ..Default::default()
             },
             &salt,
+            plan::Ownership {
+                owner: plan::owner_mark(&lineage),
+                moves,
+            },
         )
         .await;
         let mut variables = indexmap::IndexMap::new();
@@ -303,6 +319,10 @@ pub async fn plan(
             p.snapshot.sensitive_variables = sensitive_variables;
             p.snapshot.inputs = inputs;
             p.digest_key = new_key.then(|| salt.to_hex());
+            p.new_lineage = new_lineage;
+            // Freshness is checked against the state as it was, before the moves.
+            p.lineage = state.map(|s| s.lineage.clone());
+            p.serial = state.map_or(0, |s| s.serial);
             p.config_hash = plan::config_hash(&p.snapshot);
             p
         })

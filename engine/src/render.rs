@@ -120,8 +120,29 @@ fn describe(change: &ResourceChange) -> &'static str {
         [Action::Delete, Action::Create] => "must be replaced",
         [Action::Create, Action::Delete] => "must be replaced (create before destroy)",
         [Action::Read] => "will be read during apply",
+        [Action::Forget] => "will no longer be managed by gpustack (the object stays)",
+        _ if change.importing.is_some() => "will be imported",
+        _ if change.previous_address.is_some() => "has moved",
         _ => "has no changes",
     }
+}
+
+/// The lines under a change's header that say where it comes from: an import, a move.
+fn provenance(change: &ResourceChange) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(previous) = &change.previous_address {
+        lines.push(format!("  # (moved from {previous})"));
+    }
+    if let Some(importing) = &change.importing {
+        let how = if importing.adopted {
+            "adopted: this stack created it, and a run that stopped before recording it left it behind; imported"
+        } else {
+            "imported"
+        };
+        let id = serde_json::Value::String(importing.id.clone());
+        lines.push(format!("  # ({how} from {id})"));
+    }
+    lines
 }
 
 fn reason(change: &ResourceChange) -> Option<String> {
@@ -239,6 +260,7 @@ fn fields(out: &mut String, style: &Style, change: &ResourceChange) {
                 [Action::Delete] => {
                     old.map(|o| (style.symbol(&[Action::Delete]), key.clone(), shown(o)))
                 }
+                [Action::Forget] => old.map(|o| (" ".to_owned(), key.clone(), shown(o))),
                 _ => match (old, new, unknown) {
                     (None, None, false) => None,
                     (None, _, true) => Some((
@@ -527,6 +549,9 @@ fn change_block(out: &mut String, style: &Style, change: &ResourceChange, verb: 
         None => format!("  # {} {verb}", change.address),
     };
     let _ = writeln!(out, "{}", style.paint("1", &header));
+    for line in provenance(change) {
+        let _ = writeln!(out, "{line}");
+    }
     let name = crate::address::Address::parse(&change.address)
         .ok()
         .and_then(|a| a.0.last().map(|s| s.name.clone()))
@@ -579,7 +604,7 @@ pub fn plan_text(plan: &Plan, color: bool) -> String {
     let changes: Vec<&ResourceChange> = plan
         .resource_changes
         .iter()
-        .filter(|c| !c.is_no_op())
+        .filter(|c| !c.is_no_op() || c.importing.is_some() || c.previous_address.is_some())
         .collect();
     if changes.is_empty() && !plan.has_changes() {
         out.push_str("No changes. The infrastructure matches the configuration.\n");
@@ -598,12 +623,7 @@ pub fn plan_text(plan: &Plan, color: bool) -> String {
         }
         out.push('\n');
     }
-    let (add, change, destroy) = plan.counts();
-    let _ = writeln!(
-        out,
-        "{} {add} to add, {change} to change, {destroy} to destroy.",
-        style.paint("1", "Plan:")
-    );
+    let _ = writeln!(out, "{} {}", style.paint("1", "Plan:"), summary(plan));
     let outputs: Vec<_> = plan
         .output_changes
         .iter()
@@ -648,7 +668,7 @@ fn mask(value: &serde_json::Value, marks: &serde_json::Value) -> serde_json::Val
 }
 
 fn change_json(change: &ResourceChange) -> serde_json::Value {
-    serde_json::json!({
+    let mut json = serde_json::json!({
         "address": change.address,
         "mode": change.mode,
         "type": change.type_name,
@@ -663,7 +683,16 @@ fn change_json(change: &ResourceChange) -> serde_json::Value {
             "replace_paths": change.replace_paths,
         },
         "action_reason": change.action_reason,
-    })
+    });
+    // Terraform's names: `change.importing.id`, `previous_address`.
+    if let Some(importing) = &change.importing {
+        json["change"]["importing"] =
+            serde_json::json!({ "id": importing.id, "adopted": importing.adopted });
+    }
+    if let Some(previous) = &change.previous_address {
+        json["previous_address"] = previous.clone().into();
+    }
+    json
 }
 
 /// The documented, versioned plan format (`format_version`), with sensitive values masked.
@@ -683,28 +712,66 @@ pub fn plan_json(plan: &Plan) -> serde_json::Value {
             (name.clone(), serde_json::json!({ "actions": o.actions, "after": after, "after_unknown": o.after_unknown, "sensitive": o.sensitive }))
         }).collect::<serde_json::Map<_, _>>(),
         "gpu_capacity": plan.gpu_capacity,
-        "summary": { "add": add, "change": change, "destroy": destroy, "drifted": plan.resource_drift.len() },
+        "summary": {
+            "import": plan.resource_changes.iter().filter(|c| c.importing.is_some()).count(),
+            "add": add, "change": change, "destroy": destroy,
+            "forget": plan.resource_changes.iter().filter(|c| c.actions == [Action::Forget]).count(),
+            "drifted": plan.resource_drift.len(),
+        },
         "has_changes": plan.has_changes(),
     })
 }
 
+/// `1 to import, 0 to add, 1 to change, 0 to destroy.` (imports and forgets only when there are
+/// some, as Terraform writes it).
+pub fn summary(plan: &Plan) -> String {
+    let (add, change, destroy) = plan.counts();
+    let imports = plan
+        .resource_changes
+        .iter()
+        .filter(|c| c.importing.is_some())
+        .count();
+    let forgets = plan
+        .resource_changes
+        .iter()
+        .filter(|c| c.actions == [Action::Forget])
+        .count();
+    let mut text = String::new();
+    if imports > 0 {
+        let _ = write!(text, "{imports} to import, ");
+    }
+    let _ = write!(
+        text,
+        "{add} to add, {change} to change, {destroy} to destroy"
+    );
+    if forgets > 0 {
+        let _ = write!(text, ", {forgets} to forget");
+    }
+    text.push('.');
+    text
+}
+
 /// A pull-request comment: summary table, then the plain-text plan in a collapsible block.
 pub fn plan_markdown(plan: &Plan) -> String {
-    let (add, change, destroy) = plan.counts();
     let mut out = String::from("### gpustack plan\n\n");
     if !plan.has_changes() {
         out.push_str("**No changes.** The infrastructure matches the configuration.\n");
     } else {
-        let _ = writeln!(
-            out,
-            "**{add} to add, {change} to change, {destroy} to destroy.**\n"
-        );
+        let _ = writeln!(out, "**{}**\n", summary(plan));
         out.push_str("| Action | Resource | Reason |\n|---|---|---|\n");
-        for c in plan.resource_changes.iter().filter(|c| !c.is_no_op()) {
+        for c in plan
+            .resource_changes
+            .iter()
+            .filter(|c| !c.is_no_op() || c.importing.is_some() || c.previous_address.is_some())
+        {
             let action = match c.actions.as_slice() {
+                _ if c.importing.is_some() && c.actions == [Action::NoOp] => "📥 import",
+                [Action::NoOp] => "➡️ move",
                 [Action::Create] => "➕ create",
+                [Action::Update] if c.importing.is_some() => "📥 import and update",
                 [Action::Update] => "🔄 update",
                 [Action::Delete] => "🗑️ destroy",
+                [Action::Forget] => "👋 forget",
                 _ => "♻️ replace",
             };
             let _ = writeln!(

@@ -321,6 +321,200 @@ output "ids" {
     assert!(!list.contains("ip-10-0-1-6"), "{list}");
 }
 
+/// A deletion that fails keeps everything it depends on, and says what was kept and why.
+#[test]
+fn a_failed_delete_keeps_what_it_depends_on() {
+    let dir = stack(&(provider(0, "  fail_delete = [\"c\"]\n") + CHAIN));
+    let d = dir.path();
+    assert_eq!(run(d, &["apply", "--auto-approve"]).0, 0);
+    let (code, out, err) = run(d, &["destroy", "--auto-approve"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("Injected failure"), "{err}");
+    assert!(
+        err.contains("test_object.b was kept, because test_object.c"),
+        "{err}"
+    );
+    assert!(err.contains("test_object.a was kept"), "{err}");
+    let world = world(d);
+    for kept in ["a", "b", "c"] {
+        assert!(world.get(kept).is_some(), "{kept} was deleted: {world}");
+    }
+    assert!(
+        world.get("d").is_none(),
+        "independent objects are destroyed: {world}"
+    );
+    let (_, list, _) = run(d, &["state", "list"]);
+    assert!(
+        list.contains("test_object.a") && list.contains("test_object.c"),
+        "{list}"
+    );
+}
+
+const ONE: &str = r#"resource "test_object" "a" {
+  name  = "shared"
+  value = "v"
+}
+"#;
+
+/// An object that exists and is not in the state is refused at plan, with the import that
+/// would take it in; with an import block the plan imports it, and a second plan is empty.
+#[test]
+fn an_existing_object_is_refused_until_imported() {
+    let dir = stack(&(provider(0, "") + ONE));
+    let d = dir.path();
+    let someone_elses = r#"{"shared": {"name": "shared", "value": "theirs", "secret": null, "tags": null, "id": "obj-shared"}}"#;
+    std::fs::write(d.join("world.json"), someone_elses).unwrap();
+    let (code, out, err) = run(d, &["plan"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("Object already exists"), "{err}");
+    assert!(
+        err.contains("main.hcl:7:1"),
+        "located at the resource: {err}"
+    );
+    assert!(
+        err.contains("to = test_object.a") && err.contains("id = \"shared\""),
+        "{err}"
+    );
+    let (code, _, _) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 1);
+    assert_eq!(world(d)["shared"]["value"], "theirs", "nothing changed");
+
+    std::fs::write(
+        d.join("main.hcl"),
+        provider(0, "") + ONE + "\nimport {\n  to = test_object.a\n  id = \"shared\"\n}\n",
+    )
+    .unwrap();
+    let (code, plan, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 2, "{plan}{err}");
+    assert!(
+        plan.contains("test_object.a will be updated in-place"),
+        "{plan}"
+    );
+    assert!(plan.contains("(imported from \"shared\")"), "{plan}");
+    assert!(
+        plan.contains("1 to import, 0 to add, 1 to change, 0 to destroy"),
+        "{plan}"
+    );
+    let (_, json, _) = run(d, &["plan", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        json["resource_changes"][0]["change"]["importing"]["id"],
+        "shared"
+    );
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("1 imported, 0 added, 1 changed, 0 destroyed"),
+        "{out}"
+    );
+    assert_eq!(world(d)["shared"]["value"], "v");
+    let (code, plan, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "the second plan is empty:\n{plan}{err}");
+}
+
+/// An object this stack created but never recorded (a run killed between the create and the
+/// state write) carries the stack's mark: the next plan adopts it, never "import it".
+#[test]
+fn an_object_this_stack_created_and_did_not_record_is_adopted() {
+    let dir = stack(&(provider(0, "") + ONE));
+    let d = dir.path();
+    assert_eq!(run(d, &["apply", "--auto-approve"]).0, 0);
+    // What a crash between the create and the state write leaves: the object, no record.
+    let (code, _, err) = run(d, &["state", "rm", "test_object.a"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, plan, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 2, "{plan}{err}");
+    assert!(plan.contains("test_object.a will be imported"), "{plan}");
+    assert!(plan.contains("adopted: this stack created it"), "{plan}");
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1 imported, 0 added, 0 changed"), "{out}");
+    assert_eq!(
+        journal(d).iter().filter(|e| e.0 == "create").count(),
+        1,
+        "no duplicate"
+    );
+    let (code, plan, _) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{plan}");
+}
+
+/// A rename with a `moved` block keeps the object; without it, the plan refuses to create one
+/// object and destroy it under its old address.
+#[test]
+fn a_rename_needs_a_moved_block_and_keeps_the_object() {
+    let dir = stack(&(provider(0, "") + ONE));
+    let d = dir.path();
+    assert_eq!(run(d, &["apply", "--auto-approve"]).0, 0);
+    let renamed = ONE.replace("\"test_object\" \"a\"", "\"test_object\" \"b\"");
+    std::fs::write(d.join("main.hcl"), provider(0, "") + &renamed).unwrap();
+    let (code, out, err) = run(d, &["plan"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("Create and destroy of one object"), "{err}");
+    assert!(
+        err.contains("from = test_object.a") && err.contains("to   = test_object.b"),
+        "{err}"
+    );
+
+    std::fs::write(
+        d.join("main.hcl"),
+        provider(0, "")
+            + &renamed
+            + "\nmoved {\n  from = test_object.a\n  to   = test_object.b\n}\n",
+    )
+    .unwrap();
+    let (code, plan, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 2, "a move is a change to the state:\n{plan}{err}");
+    assert!(
+        plan.contains("test_object.b has moved") && plan.contains("(moved from test_object.a)"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("0 to add, 0 to change, 0 to destroy"),
+        "{plan}"
+    );
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, list, _) = run(d, &["state", "list"]);
+    assert_eq!(list.trim(), "test_object.b");
+    assert_eq!(
+        journal(d).len(),
+        1,
+        "the object was created once and never touched again"
+    );
+    let (code, plan, _) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{plan}");
+}
+
+/// A `removed` block forgets an object without destroying it.
+#[test]
+fn a_removed_block_forgets_without_destroying() {
+    let dir = stack(&(provider(0, "") + ONE));
+    let d = dir.path();
+    assert_eq!(run(d, &["apply", "--auto-approve"]).0, 0);
+    std::fs::write(
+        d.join("main.hcl"),
+        provider(0, "")
+            + "removed {\n  from = test_object.a\n\n  lifecycle {\n    destroy = false\n  }\n}\n",
+    )
+    .unwrap();
+    let (code, plan, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 2, "{plan}{err}");
+    assert!(
+        plan.contains("will no longer be managed by gpustack"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("0 to add, 0 to change, 0 to destroy, 1 to forget"),
+        "{plan}"
+    );
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1 forgotten"), "{out}");
+    assert!(world(d).get("shared").is_some(), "the object stays");
+    let (_, list, _) = run(d, &["state", "list"]);
+    assert!(list.trim().is_empty(), "{list}");
+}
+
 #[test]
 fn destroy_runs_in_reverse_dependency_order() {
     let dir = stack(&(provider(20, "") + CHAIN));

@@ -300,17 +300,26 @@ async fn execute(
         eprintln!("{verb} interrupted; the state records what was done.");
         return ExitCode::from(1);
     }
-    if failed {
-        eprintln!(
-            "{verb} failed: {} added, {} changed, {} destroyed before the errors above.",
+    // Terraform's summary, with imports and forgets only when there are some.
+    let done = {
+        let mut text = String::new();
+        if counts.imported > 0 {
+            text.push_str(&format!("{} imported, ", counts.imported));
+        }
+        text.push_str(&format!(
+            "{} added, {} changed, {} destroyed",
             counts.added, counts.changed, counts.destroyed
-        );
+        ));
+        if counts.forgotten > 0 {
+            text.push_str(&format!(", {} forgotten", counts.forgotten));
+        }
+        text
+    };
+    if failed {
+        eprintln!("{verb} failed: {done} before the errors above.");
         return ExitCode::from(1);
     }
-    println!(
-        "\n{verb} complete! Resources: {} added, {} changed, {} destroyed.",
-        counts.added, counts.changed, counts.destroyed
-    );
+    println!("\n{verb} complete! Resources: {done}.");
     if !state.outputs.is_empty() && plan.mode != PlanMode::Destroy {
         println!("\nOutputs:\n");
         for (name, output) in &state.outputs {
@@ -566,6 +575,8 @@ fn empty_plan() -> Plan {
         serial: 0,
         config_hash: String::new(),
         digest_key: None,
+        new_lineage: None,
+        moved: vec![],
         resource_changes: vec![],
         resource_drift: vec![],
         output_changes: Default::default(),

@@ -295,6 +295,9 @@ fn load_module(
         data: IndexMap::new(),
         calls: IndexMap::new(),
         settings: None,
+        imports: Vec::new(),
+        moves: Vec::new(),
+        removals: Vec::new(),
     };
     for file in files {
         if let Some((id, body)) = parse_file_from(from, sources, file, diags) {
@@ -306,7 +309,8 @@ fn load_module(
 }
 
 const TOP_LEVEL_BLOCKS: &[&str] = &[
-    "variable", "locals", "output", "provider", "resource", "data", "module", "gpustack",
+    "variable", "locals", "output", "provider", "resource", "data", "module", "gpustack", "import",
+    "moved", "removed",
 ];
 
 struct Decoder<'a> {
@@ -361,6 +365,9 @@ impl Decoder<'_> {
             "data" => self.resource(module, block, ResourceMode::Data),
             "module" => self.module_call(module, &block),
             "gpustack" => self.settings(module, &block),
+            "import" => self.import(module, &block),
+            "moved" => self.moved(module, &block),
+            "removed" => self.removed(module, &block),
             "terraform" => self.diags.error(
                 self.span(block.ident.span()),
                 "Unsupported block type",
@@ -635,6 +642,114 @@ impl Decoder<'_> {
                 ),
             }
         }
+    }
+
+    /// An argument every block of a kind must have; reported at the block when missing.
+    fn required(&mut self, body: &Body, name: &str, span: Span, context: &str) -> Option<Expr> {
+        match body.get_attribute(name) {
+            Some(attr) => Some(self.expr(&attr.value)),
+            None => {
+                self.diags.error(
+                    span,
+                    "Missing required argument",
+                    format!("{context} needs a {name} argument."),
+                );
+                None
+            }
+        }
+    }
+
+    fn no_labels(&mut self, block: &Block) -> bool {
+        if let Some(label) = block.labels.first() {
+            self.diags.error(
+                self.span(label.span()),
+                "Extraneous label",
+                format!("A {} block takes no labels.", block.ident.as_str()),
+            );
+            return false;
+        }
+        true
+    }
+
+    fn import(&mut self, module: &mut Module, block: &Block) {
+        let span = self.header_span(block);
+        if !self.no_labels(block) {
+            return;
+        }
+        let body = &block.body;
+        self.only(
+            body,
+            "an import block",
+            &["to", "id", "for_each", "provider"],
+            &[],
+        );
+        if !module.path.is_empty() {
+            self.diags.error(
+                span,
+                "Import in a module",
+                "import blocks belong in the root module; address the module's resource from there (to = module.NAME.TYPE.NAME).",
+            );
+            return;
+        }
+        let to = self.required(body, "to", span, "An import block");
+        let id = self.required(body, "id", span, "An import block");
+        if let (Some(to), Some(id)) = (to, id) {
+            let for_each = body.get_attribute("for_each").map(|a| self.expr(&a.value));
+            module.imports.push(Import {
+                span,
+                to,
+                id,
+                for_each,
+            });
+        }
+    }
+
+    fn moved(&mut self, module: &mut Module, block: &Block) {
+        let span = self.header_span(block);
+        if !self.no_labels(block) {
+            return;
+        }
+        let body = &block.body;
+        self.only(body, "a moved block", &["from", "to"], &[]);
+        let from = self.required(body, "from", span, "A moved block");
+        let to = self.required(body, "to", span, "A moved block");
+        if let (Some(from), Some(to)) = (from, to) {
+            module.moves.push(Moved { span, from, to });
+        }
+    }
+
+    fn removed(&mut self, module: &mut Module, block: &Block) {
+        let span = self.header_span(block);
+        if !self.no_labels(block) {
+            return;
+        }
+        let body = &block.body;
+        self.only(body, "a removed block", &["from"], &["lifecycle"]);
+        let Some(from) = self.required(body, "from", span, "A removed block") else {
+            return;
+        };
+        let mut destroy = true;
+        let mut saw_lifecycle = false;
+        for lifecycle in body.get_blocks("lifecycle") {
+            saw_lifecycle = true;
+            self.only(&lifecycle.body, "a lifecycle block", &["destroy"], &[]);
+            if let Some(value) = self.literal_bool(lifecycle.body.get_attribute("destroy")) {
+                destroy = value;
+            }
+        }
+        if !saw_lifecycle {
+            self.diags.error(
+                span,
+                "Missing lifecycle block",
+                "A removed block says whether to destroy the object: add lifecycle { destroy = false } to forget it and leave it as it is.",
+            );
+            return;
+        }
+        module.removals.push(Removed {
+            span,
+            from,
+            destroy,
+        });
     }
 
     fn output(&mut self, module: &mut Module, block: &Block) {

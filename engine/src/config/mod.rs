@@ -60,6 +60,39 @@ pub struct Module {
     pub data: IndexMap<String, Resource>,
     pub calls: IndexMap<String, ModuleCall>,
     pub settings: Option<Settings>,
+    /// `import` blocks (the root module only, as in Terraform).
+    pub imports: Vec<Import>,
+    /// `moved` blocks, with addresses relative to this module.
+    pub moves: Vec<Moved>,
+    /// `removed` blocks, with addresses relative to this module.
+    pub removals: Vec<Removed>,
+}
+
+/// `import { to = ADDRESS, id = "..." }`, optionally `for_each`.
+#[derive(Debug)]
+pub struct Import {
+    pub span: Span,
+    /// The target address, a traversal whose index expressions may use `each`.
+    pub to: Expr,
+    pub id: Expr,
+    pub for_each: Option<Expr>,
+}
+
+/// `moved { from = ADDRESS, to = ADDRESS }`: the state's object at `from` is now `to`.
+#[derive(Debug)]
+pub struct Moved {
+    pub span: Span,
+    pub from: Expr,
+    pub to: Expr,
+}
+
+/// `removed { from = ADDRESS, lifecycle { destroy = false } }`: forget without destroying.
+#[derive(Debug)]
+pub struct Removed {
+    pub span: Span,
+    pub from: Expr,
+    /// `lifecycle { destroy = true }` destroys instead, as a deleted block would.
+    pub destroy: bool,
 }
 
 impl Module {

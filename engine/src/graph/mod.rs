@@ -93,6 +93,7 @@ pub const PASSES: &[(&str, Pass)] = &[
     ("module inputs", add_module_input_edges),
     ("depends_on", add_depends_on_edges),
     ("module depends_on", add_module_depends_on_edges),
+    ("import blocks", add_import_edges),
     ("cycles", cycles::find_cycles),
 ];
 
@@ -524,6 +525,53 @@ fn depends_on_targets(
         );
     }
     targets
+}
+
+/// An `import` block's id and for_each are evaluated when the resource it imports into is
+/// planned: what they read comes first.
+fn add_import_edges(b: &mut Builder<'_>) {
+    let Some(root) = b.stack.modules.first() else {
+        return;
+    };
+    for import in &root.imports {
+        let mut names: Vec<String> = Vec::new();
+        if let hcl_edit::expr::Expression::Traversal(t) = &import.to.expr
+            && let hcl_edit::expr::Expression::Variable(v) = &t.expr
+        {
+            names.push(v.as_str().to_owned());
+            for op in &t.operators {
+                if let hcl_edit::expr::TraversalOperator::GetAttr(n) = op.value() {
+                    names.push(n.as_str().to_owned());
+                }
+            }
+        }
+        // module.a.module.b.TYPE.NAME: the module by its path, then the resource in it.
+        let mut module = 0;
+        let mut rest = names.as_slice();
+        while let [first, call, tail @ ..] = rest
+            && first == "module"
+        {
+            match b.stack.modules[module].children.get(call) {
+                Some(&child) => module = child,
+                None => break,
+            }
+            rest = tail;
+        }
+        let [ty, name] = rest else {
+            continue;
+        };
+        let Some(target) = b.graph.node(
+            module,
+            NodeKind::Resource(ResourceMode::Managed),
+            &format!("{ty}.{name}"),
+        ) else {
+            continue;
+        };
+        b.add_refs(0, target, &import.id);
+        if let Some(for_each) = &import.for_each {
+            b.add_refs(0, target, for_each);
+        }
+    }
 }
 
 fn add_module_depends_on_edges(b: &mut Builder<'_>) {

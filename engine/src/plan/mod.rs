@@ -11,11 +11,13 @@
 //! against that digest.
 
 mod capacity;
+mod ownership;
 mod walk;
 
+pub(crate) use ownership::apply_moves;
 pub(crate) use walk::{
-    DEFAULT_MAX_CONCURRENCY, Secrets, output_value, plan, resource_dependencies, state_value,
-    strip_instance_key,
+    DEFAULT_MAX_CONCURRENCY, Ownership, Secrets, output_value, plan, resource_dependencies,
+    state_value, strip_instance_key,
 };
 pub use walk::{PlanMode, PlanOptions};
 
@@ -33,6 +35,8 @@ pub enum Action {
     Read,
     Update,
     Delete,
+    /// Dropped from the state, the object left as it is (a `removed` block).
+    Forget,
 }
 
 /// One change to one resource instance. `before`/`after` are JSON with unknown values left
@@ -67,6 +71,30 @@ pub struct ResourceChange {
     /// Config addresses of the resources this one depends on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dependencies: Vec<String>,
+    /// The object is taken into the state by this change (an `import` block, or an object
+    /// this stack created that a crashed run did not record), as Terraform's `importing`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub importing: Option<Importing>,
+    /// The address the object had in the state before a `moved` block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_address: Option<String>,
+}
+
+/// How an object is imported: the provider's id of it, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Importing {
+    pub id: String,
+    /// True when this stack created the object (its mark is on it) and a run that died
+    /// before recording it left it behind: it is adopted, not imported by request.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adopted: bool,
+}
+
+/// A state address renamed by a `moved` block, applied to the state before anything else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Move {
+    pub from: String,
+    pub to: String,
 }
 
 impl ResourceChange {
@@ -167,6 +195,13 @@ pub struct Plan {
     /// key yet): apply gives it to the new state, so that the plan's digests stay valid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest_key: Option<String>,
+    /// The lineage of the state this plan creates, when there is none yet: objects are
+    /// created with this stack's mark, which derives from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_lineage: Option<String>,
+    /// `moved` blocks as they apply to the state's addresses, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moved: Vec<Move>,
     pub resource_changes: Vec<ResourceChange>,
     /// Changes found by refresh: objects that differ from what the state recorded.
     pub resource_drift: Vec<ResourceChange>,
@@ -215,7 +250,10 @@ impl CapacityLine {
 
 impl Plan {
     pub fn has_changes(&self) -> bool {
-        self.resource_changes.iter().any(|c| !c.is_no_op())
+        self.resource_changes
+            .iter()
+            .any(|c| !c.is_no_op() || c.importing.is_some())
+            || !self.moved.is_empty()
             || (self.mode == PlanMode::RefreshOnly && !self.resource_drift.is_empty())
             || self
                 .output_changes
@@ -233,7 +271,7 @@ impl Plan {
                     Action::Create => counts.0 += 1,
                     Action::Update => counts.1 += 1,
                     Action::Delete => counts.2 += 1,
-                    Action::NoOp | Action::Read => {}
+                    Action::NoOp | Action::Read | Action::Forget => {}
                 }
             }
         }
@@ -255,6 +293,15 @@ impl Plan {
         }
         Ok(plan)
     }
+}
+
+/// A stack's mark on the objects it creates, from its state's lineage: short and plain enough
+/// for every place a mark goes (a GKE label value, an Azure tag, an annotation).
+pub fn owner_mark(lineage: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(lineage.as_bytes());
+    let hex: String = digest.iter().take(10).map(|b| format!("{b:02x}")).collect();
+    format!("gs-{hex}")
 }
 
 pub fn config_hash(snapshot: &Snapshot) -> String {

@@ -81,10 +81,166 @@ struct PlannedInstance {
     requires_replace: Vec<String>,
     capacity: Vec<gpustack_protocol::CapacityChange>,
     gpu_facts: Vec<gpustack_protocol::GpuFact>,
+    /// The object comes into the state with this change.
+    importing: Option<super::Importing>,
+}
+
+/// One managed instance to plan.
+struct ManagedInstance<'h> {
+    handle: &'h ProviderHandle,
+    type_name: String,
+    key: InstanceKey,
+    address: String,
+    prior: Option<Value>,
+    config: Value,
+    /// The id of an `import` block for it.
+    import: Option<String>,
+    schema_paths: &'h [gpustack_protocol::Path],
+    owner: String,
+}
+
+/// Plans one managed instance: imports it first when an `import` block says so; refuses a
+/// create whose object exists and is not this stack's, and adopts (imports) one that is.
+async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Vec<Diagnostic>) {
+    let mut diagnostics = Vec::new();
+    let mut prior = m.prior;
+    let mut importing = None;
+    if let Some(id) = &m.import {
+        match import(m.handle, &m.type_name, id, m.schema_paths).await {
+            Ok(state) => {
+                prior = Some(state);
+                importing = Some(super::Importing {
+                    id: id.clone(),
+                    adopted: false,
+                });
+            }
+            Err(mut d) => {
+                diagnostics.append(&mut d);
+                return (failed_instance(m.key, m.address), diagnostics);
+            }
+        }
+    }
+    for attempt in 0..2 {
+        let secrets = Secrets::of(prior.as_ref(), &m.config, m.schema_paths);
+        let response = m
+            .handle
+            .instance
+            .plan_resource_change(PlanResourceChangeRequest {
+                type_name: m.type_name.clone(),
+                prior_state: prior.clone().map(|p| p.unmark_deep().0),
+                config: m.config.clone().unmark_deep().0,
+                for_apply: false,
+                sensitive_paths: secrets.paths.clone(),
+                owner: m.owner.clone(),
+            })
+            .await;
+        match response.existing.filter(|_| prior.is_none()) {
+            Some(existing) if existing.owned && attempt == 0 => {
+                // Ours, from a run that died before recording it: adopt it and plan again.
+                match import(m.handle, &m.type_name, &existing.import_id, m.schema_paths).await {
+                    Ok(state) => {
+                        prior = Some(state);
+                        importing = Some(super::Importing {
+                            id: existing.import_id,
+                            adopted: true,
+                        });
+                        continue;
+                    }
+                    Err(mut d) => {
+                        diagnostics.append(&mut d);
+                        return (failed_instance(m.key, m.address), diagnostics);
+                    }
+                }
+            }
+            Some(existing) if !existing.owned => {
+                diagnostics.push(Diagnostic::error(
+                    "Object already exists",
+                    format!(
+                        "{address} would create {what}, which already exists and was not made by this stack: gpustack never changes or deletes an object it does not manage. To manage it here, import it:\n\n  import {{\n    to = {address}\n    id = {id}\n  }}\n\nor run: gpustack import '{address}' {id}",
+                        address = m.address,
+                        what = existing.describe,
+                        id = serde_json::Value::String(existing.import_id.clone()),
+                    ),
+                ));
+                return (failed_instance(m.key, m.address), diagnostics);
+            }
+            _ => {}
+        }
+        diagnostics.extend(response.diagnostics);
+        let planned = secrets.mark(response.planned_state);
+        return (
+            PlannedInstance {
+                key: m.key,
+                address: m.address,
+                prior: prior.map(|p| secrets.mark(p.unmark_deep().0)),
+                planned,
+                requires_replace: response.requires_replace,
+                capacity: response.capacity,
+                gpu_facts: response.gpu_facts,
+                importing,
+            },
+            diagnostics,
+        );
+    }
+    (failed_instance(m.key, m.address), diagnostics)
+}
+
+fn failed_instance(key: InstanceKey, address: String) -> PlannedInstance {
+    PlannedInstance {
+        key,
+        address,
+        prior: None,
+        planned: Value::Unknown,
+        requires_replace: vec![],
+        capacity: vec![],
+        gpu_facts: vec![],
+        importing: None,
+    }
+}
+
+/// An object read through its provider's import, with its schema's secrets marked.
+async fn import(
+    handle: &ProviderHandle,
+    type_name: &str,
+    id: &str,
+    schema_paths: &[gpustack_protocol::Path],
+) -> Result<Value, Vec<Diagnostic>> {
+    let response = handle
+        .instance
+        .import_resource(gpustack_protocol::ImportResourceRequest {
+            type_name: type_name.to_owned(),
+            id: id.to_owned(),
+        })
+        .await;
+    match response.state {
+        Some(state) if !response.diagnostics.iter().any(Diagnostic::is_error) => {
+            Ok(mark_schema(state, schema_paths))
+        }
+        _ => {
+            let mut d = response.diagnostics;
+            if d.is_empty() {
+                d.push(Diagnostic::error(
+                    "Cannot import",
+                    format!("{type_name} {id} was not found."),
+                ));
+            }
+            Err(d)
+        }
+    }
 }
 
 struct Planner<'w, 'a> {
     walk: &'w mut Walk<'a>,
+    /// This stack's mark on what it creates.
+    owner: String,
+    /// `import` blocks by the config address of the resource they import into.
+    import_blocks: HashMap<String, Vec<&'a crate::config::Import>>,
+    /// Evaluated `import` blocks: instance address → (id, block).
+    imports: HashMap<String, (String, Span)>,
+    /// Instance address → the address it had before a `moved` block.
+    previous: HashMap<String, String>,
+    /// Where each planned instance's resource is declared, for located diagnostics.
+    spans: HashMap<String, Span>,
     /// The state's digest key (or the one the state this plan creates will have).
     salt: &'a Salt,
     /// What data sources answered, for the plan's snapshot.
@@ -116,10 +272,43 @@ pub(crate) async fn plan<'a>(
     options: &'a PlanOptions,
     snapshot: Snapshot,
     salt: &'a Salt,
+    ownership: Ownership,
 ) -> Option<Plan> {
     let allowed = targets(walk, graph, &options.targets);
+    let mut import_blocks: HashMap<String, Vec<&crate::config::Import>> = HashMap::new();
+    for import in &walk.stack.root().imports {
+        if let Some(target) = super::ownership::Target::of(&import.to, "to", walk.diags) {
+            let address = target.config_address();
+            let declared = walk.stack.modules.iter().any(|m| {
+                m.resources
+                    .values()
+                    .any(|r| format!("{}{}", m.prefix(), r.local_address()) == address)
+            }) || graph
+                .graph
+                .node_indices()
+                .any(|n| graph.graph[n].address(walk.stack) == address);
+            if !declared {
+                walk.diags.push(Diag::error(
+                    Some(import.to.span()),
+                    "Import into a resource that is not declared",
+                    format!("There is no resource block for {address}: write one for the imported object (gpustack plan --generate-config-out FILE writes it for you)."),
+                ));
+            }
+            import_blocks.entry(address).or_default().push(import);
+        }
+    }
+    let previous = ownership
+        .moves
+        .iter()
+        .map(|m| (m.to.clone(), m.from.clone()))
+        .collect();
     let mut planner = Planner {
         walk,
+        owner: ownership.owner,
+        import_blocks,
+        imports: HashMap::new(),
+        previous,
+        spans: HashMap::new(),
         salt,
         data: IndexMap::new(),
         graph,
@@ -142,6 +331,7 @@ pub(crate) async fn plan<'a>(
     }
     let drift = planner.drift();
     planner.orphans();
+    planner.check_identities();
     let mode = options.mode;
     let mut resource_changes = match mode {
         PlanMode::Normal => std::mem::take(&mut planner.changes),
@@ -176,12 +366,20 @@ pub(crate) async fn plan<'a>(
         serial: state.map_or(0, |s| s.serial),
         config_hash: config_hash(&snapshot),
         digest_key: None,
+        new_lineage: None,
+        moved: ownership.moves,
         resource_changes,
         resource_drift: drift,
         output_changes,
         gpu_capacity,
         snapshot,
     })
+}
+
+/// Who the stack is and what its `moved` blocks did to the state it plans from.
+pub(crate) struct Ownership {
+    pub(crate) owner: String,
+    pub(crate) moves: Vec<super::Move>,
 }
 
 /// The resource nodes a `--target` list selects, with everything they depend on.
@@ -424,6 +622,9 @@ impl Planner<'_, '_> {
             return None;
         };
         let errors_before = self.walk.diags.0.len();
+        if r.mode == ResourceMode::Managed {
+            self.evaluate_imports(&config_address);
+        }
         let Some(instances) = expand(self.walk, module, r, &config_address) else {
             self.failed.insert(node);
             return None;
@@ -436,6 +637,7 @@ impl Planner<'_, '_> {
             repetition,
         } in instances
         {
+            self.spans.insert(address.clone(), r.span);
             let mut config = self
                 .walk
                 .decode(module, &r.body, &schema, repetition, &context);
@@ -450,7 +652,12 @@ impl Planner<'_, '_> {
             if let Some(prior) = &prior {
                 keep_ignored(&mut config, prior, &r.lifecycle);
             }
-            requests.push((key, address, prior, config));
+            // An `import` block for an instance the state does not have yet.
+            let import = match &prior {
+                None => self.imports.get(&address).map(|(id, _)| id.clone()),
+                Some(_) => None,
+            };
+            requests.push((key, address, prior, config, import));
         }
         if self.walk.diags.0.len() > errors_before {
             self.failed.insert(node);
@@ -459,76 +666,71 @@ impl Planner<'_, '_> {
         let type_name = r.type_name.clone();
         let mode = r.mode;
         let schema_paths = sensitive_attributes(Some(&schema));
+        let owner = self.owner.clone();
         Some(Box::pin(async move {
-            let calls = requests.into_iter().map(|(key, address, prior, config)| {
-                let handle = handle.clone();
-                let type_name = type_name.clone();
-                let schema_paths = schema_paths.clone();
-                async move {
-                    let _permit = handle.permits.acquire().await;
-                    let secrets = Secrets::of(prior.as_ref(), &config, &schema_paths);
-                    match mode {
-                        ResourceMode::Managed => {
-                            let response = handle
-                                .instance
-                                .plan_resource_change(PlanResourceChangeRequest {
+            let calls = requests
+                .into_iter()
+                .map(|(key, address, prior, config, import)| {
+                    let handle = handle.clone();
+                    let type_name = type_name.clone();
+                    let schema_paths = schema_paths.clone();
+                    let owner = owner.clone();
+                    async move {
+                        let _permit = handle.permits.acquire().await;
+                        let secrets = Secrets::of(prior.as_ref(), &config, &schema_paths);
+                        match mode {
+                            ResourceMode::Managed => {
+                                plan_managed(ManagedInstance {
+                                    handle: &handle,
                                     type_name,
-                                    prior_state: prior.clone().map(|p| p.unmark_deep().0),
-                                    config: config.unmark_deep().0,
-                                    for_apply: false,
-                                    sensitive_paths: secrets.paths.clone(),
-                                })
-                                .await;
-                            let planned = secrets.mark(response.planned_state);
-                            (
-                                PlannedInstance {
                                     key,
                                     address,
-                                    prior: prior.map(|p| secrets.mark(p.unmark_deep().0)),
-                                    planned,
-                                    requires_replace: response.requires_replace,
-                                    capacity: response.capacity,
-                                    gpu_facts: response.gpu_facts,
-                                },
-                                response.diagnostics,
-                            )
-                        }
-                        ResourceMode::Data if config.is_wholly_known() => {
-                            let response = handle
-                                .instance
-                                .read_data_source(ReadDataSourceRequest {
-                                    type_name,
-                                    config: config.unmark_deep().0,
+                                    prior,
+                                    config,
+                                    import,
+                                    schema_paths: &schema_paths,
+                                    owner,
                                 })
-                                .await;
-                            (
+                                .await
+                            }
+                            ResourceMode::Data if config.is_wholly_known() => {
+                                let response = handle
+                                    .instance
+                                    .read_data_source(ReadDataSourceRequest {
+                                        type_name,
+                                        config: config.unmark_deep().0,
+                                    })
+                                    .await;
+                                (
+                                    PlannedInstance {
+                                        key,
+                                        address,
+                                        prior: None,
+                                        planned: secrets.mark(response.state),
+                                        requires_replace: vec![],
+                                        capacity: vec![],
+                                        gpu_facts: vec![],
+                                        importing: None,
+                                    },
+                                    response.diagnostics,
+                                )
+                            }
+                            ResourceMode::Data => (
                                 PlannedInstance {
                                     key,
                                     address,
                                     prior: None,
-                                    planned: secrets.mark(response.state),
+                                    planned: Value::Unknown,
                                     requires_replace: vec![],
                                     capacity: vec![],
                                     gpu_facts: vec![],
+                                    importing: None,
                                 },
-                                response.diagnostics,
-                            )
+                                vec![],
+                            ),
                         }
-                        ResourceMode::Data => (
-                            PlannedInstance {
-                                key,
-                                address,
-                                prior: None,
-                                planned: Value::Unknown,
-                                requires_replace: vec![],
-                                capacity: vec![],
-                                gpu_facts: vec![],
-                            },
-                            vec![],
-                        ),
                     }
-                }
-            });
+                });
             let mut instances = Vec::new();
             let mut diagnostics = Vec::new();
             for (instance, diags) in futures::future::join_all(calls).await {
@@ -619,6 +821,126 @@ impl Planner<'_, '_> {
         }
     }
 
+    /// The `import` blocks into one resource, evaluated: each instance address with its id.
+    fn evaluate_imports(&mut self, config_address: &str) {
+        use crate::address::{Address, Key, Step};
+        let Some(blocks) = self.import_blocks.get(config_address).cloned() else {
+            return;
+        };
+        for import in blocks {
+            let repetitions: Vec<Option<crate::evaluate::Repetition>> = match &import.for_each {
+                None => vec![None],
+                Some(for_each) => {
+                    let value = self.walk.eval(0, for_each, None);
+                    let pairs: Vec<(Value, Value)> = match value.unmark_deep().0 {
+                        Value::Object(map) => map
+                            .into_iter()
+                            .map(|(k, v)| (Value::String(k), v))
+                            .collect(),
+                        Value::List(items) => items
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, v)| (Value::Number(i as f64), v))
+                            .collect(),
+                        _ => {
+                            self.walk.diags.push(Diag::error(
+                                Some(for_each.span()),
+                                "Invalid for_each argument",
+                                "An import block's for_each must be a map or a list known at plan time.",
+                            ));
+                            continue;
+                        }
+                    };
+                    pairs
+                        .into_iter()
+                        .map(|(k, v)| {
+                            Some(crate::evaluate::Repetition {
+                                count_index: None,
+                                each: Some((k, v)),
+                            })
+                        })
+                        .collect()
+                }
+            };
+            let Some(target) = super::ownership::Target::of(&import.to, "to", self.walk.diags)
+            else {
+                continue;
+            };
+            for repetition in repetitions {
+                let mut steps = Vec::new();
+                let mut ok = true;
+                for (name, index) in &target.steps {
+                    let key = match index {
+                        None => None,
+                        Some(expr) => {
+                            let expr = crate::config::Expr {
+                                expr: (*expr).clone(),
+                                file: import.to.file,
+                            };
+                            match self.walk.eval(0, &expr, repetition.clone()).unmark_deep().0 {
+                                Value::String(s) => Some(Key::Name(s)),
+                                Value::Number(n) if n >= 0.0 && n.fract() == 0.0 => {
+                                    Some(Key::Index(n as usize))
+                                }
+                                _ => {
+                                    ok = false;
+                                    None
+                                }
+                            }
+                        }
+                    };
+                    steps.push(Step {
+                        name: name.clone(),
+                        key,
+                    });
+                }
+                let id = self.walk.eval(0, &import.id, repetition.clone());
+                match (ok, id.unmark_deep().0) {
+                    (true, Value::String(id)) => {
+                        self.imports
+                            .insert(Address(steps).to_string(), (id, import.span));
+                    }
+                    _ => self.walk.diags.push(Diag::error(
+                        Some(import.span),
+                        "Invalid import",
+                        "An import block's id and the keys of its to address must be strings (or numbers, for keys) known at plan time.",
+                    )),
+                }
+            }
+        }
+    }
+
+    /// Refuses two addresses for one object (see [`super::ownership`]).
+    fn check_identities(&mut self) {
+        let registry = self.walk.registry;
+        let identity = |c: &ResourceChange, after: bool| {
+            let value = if after {
+                c.after_value()
+            } else {
+                c.before_value()
+            }?;
+            let provider = registry.provider(registry.owner_of(&c.type_name)?)?;
+            provider.identity(&c.type_name, &value.unmark_deep().0)
+        };
+        let claims =
+            super::ownership::claims(&self.changes, identity, |a| self.spans.get(a).copied());
+        super::ownership::check_identities(&claims, self.walk.diags);
+        // A replacement created before its old object is destroyed cannot have the old one's
+        // name: the create would find it taken, or take it over.
+        for c in &self.changes {
+            if c.actions == [Action::Create, Action::Delete]
+                && let (Some(before), Some(after)) = (identity(c, false), identity(c, true))
+                && before == after
+            {
+                self.walk.diags.push(Diag::error(
+                    self.spans.get(&c.address).copied(),
+                    "create_before_destroy of one object",
+                    format!("{} must be replaced with create_before_destroy, but the new object would be the old one ({}): it cannot exist twice. Give the new object another name, or drop create_before_destroy.", c.address, before.replace(':', " ")),
+                ));
+            }
+        }
+    }
+
     fn change_for(
         &mut self,
         r: &Resource,
@@ -661,6 +983,8 @@ impl Planner<'_, '_> {
             .change(&instance.address, &r.type_name, provider, actions, reason);
         change.replace_paths = instance.requires_replace.clone();
         change.dependencies = dependencies.to_vec();
+        change.importing = instance.importing.clone();
+        change.previous_address = self.previous.get(&instance.address).cloned();
         change
     }
 
@@ -719,6 +1043,7 @@ impl Planner<'_, '_> {
             return;
         }
         let Some(state) = self.state else { return };
+        let removals = self.removals();
         let planned: HashSet<&str> = self.changes.iter().map(|c| c.address.as_str()).collect();
         let mut orphans = Vec::new();
         for r in &state.resources {
@@ -728,6 +1053,22 @@ impl Planner<'_, '_> {
                 continue;
             }
             if self.allowed.is_some() && !targeted(&self.options.targets, &r.address) {
+                continue;
+            }
+            // `removed { lifecycle { destroy = false } }`: out of the state, left as it is.
+            if let Ok(address) = crate::address::Address::parse(&r.address)
+                && removals.iter().any(|from| address.starts_with(from))
+            {
+                let recorded = state_value(r);
+                let mut change = Sides::of(Some(&recorded), None, self.salt).change(
+                    &r.address,
+                    &r.type_name,
+                    &r.provider,
+                    vec![Action::Forget],
+                    None,
+                );
+                change.dependencies = r.dependencies.clone();
+                orphans.push(change);
                 continue;
             }
             let Some(live) = self.refreshed.get(&r.address) else {
@@ -747,6 +1088,49 @@ impl Planner<'_, '_> {
             orphans.push(delete_change(r, live, reason, self.salt));
         }
         self.changes.extend(orphans);
+    }
+
+    /// The addresses `removed` blocks forget (those with `destroy = false`); one whose
+    /// resource is still configured is an error.
+    fn removals(&mut self) -> Vec<crate::address::Address> {
+        let mut out = Vec::new();
+        let stack = self.walk.stack;
+        for module in &stack.modules {
+            let prefix = module.prefix();
+            for removed in module.removals.iter().filter(|r| !r.destroy) {
+                let Some(target) =
+                    super::ownership::Target::of(&removed.from, "from", self.walk.diags)
+                else {
+                    continue;
+                };
+                let local = target.config_address();
+                let full = format!("{prefix}{local}");
+                if self.configured.contains(&full) {
+                    self.walk.diags.push(Diag::error(
+                        Some(removed.span),
+                        "Removed resource is still configured",
+                        format!("This removed block forgets {full}, but its resource block is still in the stack: delete the resource block too, or drop the removed block."),
+                    ));
+                    continue;
+                }
+                match target.literal() {
+                    Some(local) => {
+                        let mut address =
+                            crate::address::Address::parse(prefix.trim_end_matches('.'))
+                                .map(|a| a.0)
+                                .unwrap_or_default();
+                        address.extend(local.0);
+                        out.push(crate::address::Address(address));
+                    }
+                    None => self.walk.diags.push(Diag::error(
+                        Some(removed.from.span()),
+                        "Invalid address",
+                        "The instance keys of a removed block must be literal strings or numbers.",
+                    )),
+                }
+            }
+        }
+        out
     }
 
     /// Every object of the state, deleted.
@@ -923,6 +1307,8 @@ impl Sides {
             after_masked: self.after_masked,
             replace_paths: vec![],
             dependencies: vec![],
+            importing: None,
+            previous_address: None,
         }
     }
 

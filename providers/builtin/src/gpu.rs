@@ -542,6 +542,7 @@ impl Provider for SmokeTests {
             set(&mut planned, name, value);
         }
         PlanResourceChangeResponse {
+            existing: None,
             planned_state: planned,
             requires_replace: vec![],
             capacity: vec![],

@@ -79,6 +79,15 @@ impl Provider for Helm {
         }
     }
 
+    /// A release is its name in its namespace.
+    fn identity(&self, _: &str, state: &Value) -> Option<String> {
+        Some(format!(
+            "helm:{}/{}",
+            namespace_of(state),
+            text(state, "name")?
+        ))
+    }
+
     async fn configure(
         &self,
         request: ConfigureRequest,
@@ -196,6 +205,78 @@ impl HelmCli {
         }
     }
 
+    /// Whether this release carries this stack's mark (labels, which `helm list` filters on).
+    async fn owned(&self, name: &str, namespace: &str, owner: &str) -> Result<bool, String> {
+        if owner.is_empty() {
+            return Ok(false);
+        }
+        let listed = self
+            .run(&[
+                "list".into(),
+                "-n".into(),
+                namespace.into(),
+                "-l".into(),
+                format!("{}={owner}", gpustack_protocol::OWNER_KEY),
+                "--filter".into(),
+                format!("^{}$", name.replace('.', "\\.")),
+                "-a".into(),
+                "-o".into(),
+                "json".into(),
+            ])
+            .await?;
+        let releases: Json = serde_json::from_str(listed.trim()).unwrap_or(Json::Null);
+        Ok(releases.as_array().is_some_and(|r| !r.is_empty()))
+    }
+
+    /// A release as a state, from `namespace/name`: chart and version from its metadata,
+    /// values as installed.
+    async fn import(&self, id: &str) -> Result<Option<Value>, String> {
+        let (namespace, name) = id
+            .split_once('/')
+            .ok_or_else(|| format!("\"{id}\" is not NAMESPACE/RELEASE"))?;
+        let metadata = match self
+            .run(&[
+                "get".into(),
+                "metadata".into(),
+                name.into(),
+                "-n".into(),
+                namespace.into(),
+                "-o".into(),
+                "json".into(),
+            ])
+            .await
+        {
+            Ok(out) => out,
+            Err(e) if e.contains("not found") => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let metadata: Json =
+            serde_json::from_str(metadata.trim()).map_err(|e| format!("helm get metadata: {e}"))?;
+        let field = |k: &str| {
+            metadata
+                .get(k)
+                .and_then(Json::as_str)
+                .map_or(Value::Null, Value::string)
+        };
+        let skeleton = Value::Object(
+            [
+                ("name".to_owned(), Value::string(name)),
+                ("chart".to_owned(), field("chart")),
+                ("repository".to_owned(), Value::Null),
+                ("version".to_owned(), field("version")),
+                ("namespace".to_owned(), Value::string(namespace)),
+                ("create_namespace".to_owned(), Value::Null),
+                ("values".to_owned(), Value::Null),
+                ("atomic".to_owned(), Value::Null),
+                ("wait".to_owned(), Value::Null),
+                ("timeout".to_owned(), Value::Null),
+            ]
+            .into_iter()
+            .collect(),
+        );
+        self.live(&skeleton).await
+    }
+
     /// The live release as state: `None` when it is not installed.
     async fn live(&self, prior: &Value) -> Result<Option<Value>, String> {
         let name = text(prior, "name").unwrap_or_default().to_owned();
@@ -266,7 +347,7 @@ impl HelmCli {
         Ok(Some(state))
     }
 
-    async fn upgrade(&self, planned: &Value) -> Result<Value, String> {
+    async fn upgrade(&self, planned: &Value, owner: &str) -> Result<Value, String> {
         let name = text(planned, "name").unwrap_or_default().to_owned();
         let namespace = namespace_of(planned);
         let mut values_file = tempfile::Builder::new()
@@ -291,6 +372,13 @@ impl HelmCli {
             // Values are exactly what the stack says, never merged with an earlier release's.
             "--reset-values".into(),
         ];
+        if !owner.is_empty() {
+            // This stack's mark on the release, for a run that finds it unrecorded.
+            args.extend([
+                "--labels".into(),
+                format!("{}={owner}", gpustack_protocol::OWNER_KEY),
+            ]);
+        }
         if let Some(repository) = text(planned, "repository") {
             args.extend(["--repo".into(), repository.into()]);
         }
@@ -395,12 +483,63 @@ impl Provider for HelmCli {
             };
             set(&mut planned, name, value);
         }
+        let mut diagnostics = vec![];
+        let mut existing = None;
+        if prior.is_none()
+            && !request.for_apply
+            && let Some(name) = text(&planned, "name")
+        {
+            let namespace = namespace_of(&planned);
+            let found = match self.live(&planned).await {
+                Ok(Some(_)) => self
+                    .owned(name, &namespace, &request.owner)
+                    .await
+                    .map(|owned| Some((namespace, owned))),
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            };
+            match found {
+                Ok(Some((namespace, owned))) => {
+                    existing = Some(gpustack_protocol::Existing {
+                        import_id: format!("{namespace}/{name}"),
+                        describe: format!("Helm release {namespace}/{name}"),
+                        owned,
+                    });
+                }
+                Ok(None) => {}
+                Err(e) => diagnostics.push(Diagnostic::error("Cannot read the Helm release", e)),
+            }
+        }
         PlanResourceChangeResponse {
             planned_state: planned,
             requires_replace,
             capacity: vec![],
             gpu_facts: vec![],
-            diagnostics: vec![],
+            existing,
+            diagnostics,
+        }
+    }
+
+    async fn import_resource(
+        &self,
+        request: gpustack_protocol::ImportResourceRequest,
+    ) -> gpustack_protocol::ImportResourceResponse {
+        match self.import(&request.id).await {
+            Ok(Some(state)) => gpustack_protocol::ImportResourceResponse {
+                state: Some(state),
+                diagnostics: vec![],
+            },
+            Ok(None) => gpustack_protocol::ImportResourceResponse {
+                state: None,
+                diagnostics: vec![Diagnostic::error(
+                    "Cannot import",
+                    format!("There is no Helm release {}.", request.id),
+                )],
+            },
+            Err(e) => gpustack_protocol::ImportResourceResponse {
+                state: None,
+                diagnostics: vec![Diagnostic::error("Cannot import the Helm release", e)],
+            },
         }
     }
 
@@ -409,7 +548,7 @@ impl Provider for HelmCli {
         request: ApplyResourceChangeRequest,
     ) -> ApplyResourceChangeResponse {
         match (request.planned_state, request.prior_state) {
-            (Some(planned), _) => match self.upgrade(&planned).await {
+            (Some(planned), _) => match self.upgrade(&planned, &request.owner).await {
                 Ok(state) => ApplyResourceChangeResponse {
                     new_state: Some(state),
                     diagnostics: vec![],

@@ -129,6 +129,14 @@ impl Provider for Kubernetes {
         }
     }
 
+    /// A manifest's object; labels and patches own no object of their own.
+    fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
+        (type_name == "kubernetes_manifest")
+            .then(|| ObjectId::of(type_name, state))
+            .flatten()
+            .map(|id| id.identity())
+    }
+
     fn validate_resource_config(
         &self,
         request: ValidateResourceConfigRequest,
@@ -252,6 +260,26 @@ impl ObjectId {
                 .clone()
                 .unwrap_or_else(|| "default".to_owned())
         })
+    }
+
+    /// The id `gpustack import` takes: `v1/ConfigMap/ns/name`, `v1/Namespace/name`.
+    fn import_id(&self, kind: &Kind) -> String {
+        match self.namespace_for(kind) {
+            Some(ns) => format!("{}/{}/{ns}/{}", self.api_version, self.kind, self.name),
+            None => format!("{}/{}/{}", self.api_version, self.kind, self.name),
+        }
+    }
+
+    /// One string per object whatever the version it is read in (`apps/Deployment/ns/n`);
+    /// an unset namespace is "default", as for requests.
+    fn identity(&self) -> String {
+        let group = self.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        format!(
+            "kubernetes:{group}/{}/{}/{}",
+            self.kind,
+            self.namespace.as_deref().unwrap_or("default"),
+            self.name
+        )
     }
 
     fn describe(&self) -> String {
@@ -537,13 +565,55 @@ impl Connected {
         };
         set(&mut planned, live_name, live);
         conceal_secret(type_name, &mut planned);
+        let existing = match (&id, prior) {
+            (Some(id), None) if type_name == "kubernetes_manifest" && !request.for_apply => {
+                match self.existing(id, &request.owner).await {
+                    Ok(existing) => existing,
+                    Err(diags) => {
+                        diagnostics.extend(diags);
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
         PlanResourceChangeResponse {
             planned_state: planned,
             requires_replace,
             capacity,
             gpu_facts,
+            existing,
             diagnostics,
         }
+    }
+
+    /// The object a planned create would make, if it is already there: someone else's, or
+    /// this stack's from a run that died before it recorded it (it has this stack's mark).
+    async fn existing(
+        &self,
+        id: &ObjectId,
+        owner: &str,
+    ) -> Result<Option<gpustack_protocol::Existing>, Vec<Diagnostic>> {
+        let Some(kind) = self.kind_of(id).await? else {
+            return Ok(None);
+        };
+        let api = self.cluster.api(&kind, id.namespace_for(&kind).as_deref());
+        let object = api
+            .get_opt(&id.name)
+            .await
+            .map_err(|e| error("Cannot reach the Kubernetes API", api_error(&e)))?;
+        Ok(object.map(|object| {
+            let mark = object
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(gpustack_protocol::OWNER_KEY));
+            gpustack_protocol::Existing {
+                import_id: id.import_id(&kind),
+                describe: id.describe(),
+                owned: !owner.is_empty() && mark.map(String::as_str) == Some(owner),
+            }
+        }))
     }
 
     /// One LIST per (kind, namespace); every state of that group is answered from it.
@@ -692,6 +762,12 @@ impl Connected {
             body = desired.clone();
             if let Some(ns) = &namespace {
                 body["metadata"]["namespace"] = ns.clone().into();
+            }
+            // This stack's mark, owned by its field manager: a later run that finds the object
+            // without a record of it (a crash before the state write) knows it as its own.
+            if !request.owner.is_empty() {
+                body["metadata"]["annotations"][gpustack_protocol::OWNER_KEY] =
+                    request.owner.clone().into();
             }
         } else {
             // Partial management never creates what someone else owns.

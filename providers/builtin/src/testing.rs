@@ -3,7 +3,8 @@
 //! `GPUSTACK_TEST_PROVIDER=1`.
 //!
 //! Configuration: `latency_ms` (every call sleeps this long), `world` (the file the objects live
-//! in; none: in memory), `fail_on` (names whose create or update fails), `final_plan` (per
+//! in; none: in memory), `fail_on` (names whose create or update fails), `fail_delete` (names
+//! whose delete fails), `final_plan` (per
 //! object name, attributes whose value the provider's final plan at apply changes to this one:
 //! a provider that answers apply differently than the reviewed plan). Tests make drift by
 //! editing the world file between runs. `data "test_object"` reads an object by name.
@@ -29,6 +30,7 @@ struct World {
     journal: Option<PathBuf>,
     path: Option<PathBuf>,
     fail_on: Vec<String>,
+    fail_delete: Vec<String>,
     final_plan: IndexMap<String, Value>,
     objects: Mutex<IndexMap<String, Value>>,
 }
@@ -77,6 +79,7 @@ fn schema() -> ProviderSchema {
         .attr("latency_ms", Attribute::optional(Type::Number))
         .attr("world", Attribute::optional(Type::String))
         .attr("fail_on", Attribute::optional(Type::list(Type::String)))
+        .attr("fail_delete", Attribute::optional(Type::list(Type::String)))
         .attr("journal", Attribute::optional(Type::String))
         .attr(
             "final_plan",
@@ -104,6 +107,22 @@ fn name_of(state: &Value) -> Option<&str> {
     state.as_object()?.get("name")?.as_str()
 }
 
+/// Where a world object keeps the mark of the stack that created it (not an attribute).
+const OWNER_FIELD: &str = "_owner";
+
+/// A world object as the provider answers it: without its owner mark.
+fn visible(object: &Value) -> Value {
+    match object {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| k.as_str() != OWNER_FIELD)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 #[async_trait::async_trait]
 impl Provider for Testing {
     fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
@@ -120,6 +139,10 @@ impl Provider for Testing {
         ValidateResourceConfigResponse::default()
     }
 
+    fn identity(&self, _: &str, state: &Value) -> Option<String> {
+        name_of(state).map(|n| format!("test:{n}"))
+    }
+
     async fn configure(
         &self,
         request: ConfigureRequest,
@@ -130,16 +153,20 @@ impl Provider for Testing {
             .and_then(Value::as_number)
             .unwrap_or(0.0)
             .max(0.0);
-        let fail_on = config
-            .get("fail_on")
-            .and_then(Value::as_list)
-            .map(|l| {
-                l.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let names = |key: &str| -> Vec<String> {
+            config
+                .get(key)
+                .and_then(Value::as_list)
+                .map(|l| {
+                    l.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let fail_on = names("fail_on");
+        let fail_delete = names("fail_delete");
         let world = World {
             latency: Duration::from_secs_f64(latency / 1000.0),
             path: config
@@ -151,6 +178,7 @@ impl Provider for Testing {
                 .and_then(Value::as_str)
                 .map(PathBuf::from),
             fail_on,
+            fail_delete,
             final_plan: config
                 .get("final_plan")
                 .and_then(Value::as_object)
@@ -196,6 +224,21 @@ impl Provider for Configured {
             }
             None => PlanResourceChangeResponse::default(),
         };
+        if request.prior_state.is_none()
+            && !request.for_apply
+            && let Some(name) = name_of(&request.config)
+            && let Some(object) = self.0.load().get(name)
+        {
+            response.existing = Some(gpustack_protocol::Existing {
+                import_id: name.to_owned(),
+                describe: format!("test object {name}"),
+                owned: object
+                    .as_object()
+                    .and_then(|o| o.get(OWNER_FIELD))
+                    .and_then(Value::as_str)
+                    .is_some_and(|o| !request.owner.is_empty() && o == request.owner),
+            });
+        }
         if request.for_apply
             && let Some(changes) = name_of(&request.config)
                 .and_then(|n| self.0.final_plan.get(n))
@@ -244,7 +287,7 @@ impl Provider for Configured {
         let states = request
             .states
             .iter()
-            .map(|s| name_of(s).and_then(|n| objects.get(n).cloned()))
+            .map(|s| name_of(s).and_then(|n| objects.get(n).map(visible)))
             .collect();
         ReadResourcesResponse {
             states,
@@ -293,7 +336,7 @@ impl Provider for Configured {
         self.0.call().await;
         match self.0.load().get(&request.id) {
             Some(state) => ImportResourceResponse {
-                state: Some(state.clone()),
+                state: Some(visible(state)),
                 diagnostics: vec![],
             },
             None => ImportResourceResponse {
@@ -324,6 +367,15 @@ impl Configured {
                     .and_then(name_of)
                     .unwrap_or_default()
                     .to_owned();
+                if self.0.fail_delete.contains(&name) {
+                    return ApplyResourceChangeResponse {
+                        new_state: request.prior_state,
+                        diagnostics: vec![Diagnostic::error(
+                            "Injected failure",
+                            format!("test_object \"{name}\" is set to fail its delete."),
+                        )],
+                    };
+                }
                 match self.0.update(|o| {
                     o.shift_remove(&name);
                 }) {
@@ -348,7 +400,18 @@ impl Configured {
                 let mut state = planned.as_object().cloned().unwrap_or_default();
                 state.insert("id".into(), Value::String(format!("obj-{name}")));
                 let state = Value::Object(state);
-                let stored = state.clone();
+                let mut stored = state.clone();
+                if let Value::Object(map) = &mut stored {
+                    // The mark stays with the object; an update keeps the creator's.
+                    let creator = self
+                        .0
+                        .load()
+                        .get(&name)
+                        .and_then(Value::as_object)
+                        .and_then(|o| o.get(OWNER_FIELD).cloned())
+                        .unwrap_or_else(|| Value::String(request.owner.clone()));
+                    map.insert(OWNER_FIELD.into(), creator);
+                }
                 match self.0.update(|o| {
                     o.insert(name, stored);
                 }) {

@@ -12,6 +12,9 @@ mod types;
 mod value;
 
 pub use capacity::{CapacityChange, GpuFact, GpuShape, PoolFact, PoolShape, SharingKey};
+
+/// The annotation, label or tag key of a stack's mark on the objects it creates.
+pub const OWNER_KEY: &str = "gpustack.dev/owner";
 pub use diagnostic::{Diagnostic, Pos, Severity, SourceRange};
 pub use schema::{Attribute, BlockNesting, NestedBlock, ProviderSchema, Schema};
 pub use types::{ConversionError, ObjectAttr, Type};
@@ -116,6 +119,10 @@ pub struct PlanResourceChangeRequest {
     /// marks): what a provider derives from them (a digest, a copy) it returns marked with
     /// [`Value::sensitive`].
     pub sensitive_paths: Vec<Path>,
+    /// This stack's mark: a provider sets it on every object it creates (a label, a tag, an
+    /// annotation), and a planned create that finds the object already there tells by it
+    /// whether this stack made it (see [`PlanResourceChangeResponse::existing`]).
+    pub owner: String,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -130,7 +137,23 @@ pub struct PlanResourceChangeResponse {
     /// What this resource says about GPUs whatever it changes (a pool's size and machines, a
     /// sharing config): the engine combines them across providers into capacity lines.
     pub gpu_facts: Vec<GpuFact>,
+    /// For a planned create (no prior state): the object is already there. Nothing the stack
+    /// did not create or import is ever changed, so the engine refuses the plan unless the
+    /// object carries this stack's mark (`owned`), in which case it adopts it by importing it.
+    pub existing: Option<Existing>,
     pub diagnostics: Vec<Diagnostic>,
+}
+
+/// An object a planned create finds already there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Existing {
+    /// The id that imports it (`gpustack import ADDRESS ID`, `import { id = ... }`).
+    pub import_id: String,
+    /// What users call it: `Namespace gpu-operator`, `node pool ml-rg/ml-aks/gpupool`.
+    pub describe: String,
+    /// It carries this stack's mark: this stack created it (a run that died before it could
+    /// record the object), so it is adopted instead of refused.
+    pub owned: bool,
 }
 
 /// Creates (no prior state), updates (both) or deletes (no planned state) one object.
@@ -141,6 +164,8 @@ pub struct ApplyResourceChangeRequest {
     pub planned_state: Option<Value>,
     /// As in [`PlanResourceChangeRequest::sensitive_paths`].
     pub sensitive_paths: Vec<Path>,
+    /// As in [`PlanResourceChangeRequest::owner`]: set on what is created.
+    pub owner: String,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -204,6 +229,16 @@ pub trait Provider: Send + Sync {
         &self,
         request: ValidateResourceConfigRequest,
     ) -> ValidateResourceConfigResponse;
+
+    /// The object a resource's state or planned state stands for, as one string that two
+    /// resources share exactly when they address the same object (`apps/Deployment/ns/name`,
+    /// `helm:ns/release`): the engine refuses two instances of one object, and a create and a
+    /// delete of one object (a rename without a `moved` block). `None` when it is not known
+    /// yet, or the resource owns no object of its own (labels on someone else's node).
+    fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
+        let _ = (type_name, state);
+        None
+    }
 
     /// Providers that only validate so far keep the default: planning with them fails with a
     /// message that says so, instead of pretending.
@@ -353,6 +388,7 @@ pub fn plan_from_schema(
         requires_replace,
         capacity: Vec::new(),
         gpu_facts: Vec::new(),
+        existing: None,
         diagnostics: Vec::new(),
     }
 }
