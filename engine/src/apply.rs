@@ -104,6 +104,8 @@ struct Ledger<'s, 'p> {
     results: Vec<ChangeResult>,
     /// Changes recorded and not yet written.
     dirty: bool,
+    /// A new state not written yet: it is, before the first object is changed.
+    fresh: bool,
 }
 
 impl Ledger<'_, '_> {
@@ -163,6 +165,15 @@ impl Ledger<'_, '_> {
                 }
             }
             self.dirty = true;
+        }
+    }
+
+    /// Writes a new state before the first change, so that the lineage the change marks its
+    /// object with is on record when the object exists.
+    fn before_first_change(&mut self) {
+        if self.fresh {
+            self.fresh = false;
+            self.save();
         }
     }
 
@@ -257,6 +268,9 @@ async fn apply_with(
             "The plan's configuration, variables, file reads or data-source answers do not match the hash it was saved with: the file was changed after it was made. Make a new plan.",
         );
     }
+    // A new state is written before the first object is made: the lineage that marks the
+    // stack's objects is then recorded, and a run killed right after a create can adopt it.
+    let fresh = state.is_none() && plan.has_changes();
     let mut state = state.unwrap_or_else(|| {
         State::new(
             plan.new_lineage
@@ -341,6 +355,7 @@ async fn apply_with(
             diags: Vec::new(),
             results: Vec::new(),
             dirty: moved,
+            fresh,
         };
         // `removed` blocks: forgotten, the objects left as they are.
         for c in plan
@@ -707,6 +722,12 @@ impl Applier<'_, '_, '_, '_, '_> {
             self.failed.insert(node);
             self.mark_handled(node);
             return None;
+        }
+        if work
+            .iter()
+            .any(|(_, w)| matches!(w, Work::Change(c, _) if !c.is_no_op()))
+        {
+            self.ledger.before_first_change();
         }
         let type_name = r.type_name.clone();
         let schema_paths = sensitive_attributes(Some(&schema));

@@ -256,12 +256,19 @@ fn state_commands() {
     let (code, _, err) = run(d, &["state", "rm", "local_file.nothing"]);
     assert_eq!(code, 1);
     assert!(err.contains("not in the state"));
-    // The renamed object is now an orphan at its old name's replacement: plan shows it.
-    let (_, plan, _) = run(d, &["plan"]);
+    // The configuration still says readme: creating it while destroying notes would delete
+    // the file it just wrote, so the plan refuses and says how to keep it. The token's file,
+    // forgotten by state rm, is someone else's now: importing it is the way back.
+    let (code, plan, err) = run(d, &["plan"]);
+    assert_eq!(code, 1, "{plan}{err}");
+    assert!(err.contains("Create and destroy of one object"), "{err}");
     assert!(
-        plan.contains("local_file.notes will be destroyed")
-            && plan.contains("local_file.readme will be created"),
-        "{plan}"
+        err.contains("from = local_file.notes") && err.contains("to   = local_file.readme"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Object already exists") && err.contains("local_file.token"),
+        "{err}"
     );
 }
 

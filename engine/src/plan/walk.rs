@@ -241,6 +241,9 @@ struct Planner<'w, 'a> {
     previous: HashMap<String, String>,
     /// Where each planned instance's resource is declared, for located diagnostics.
     spans: HashMap<String, Span>,
+    /// The state's objects by identity: a create of one that the state has at another
+    /// address is a rename, not a new object.
+    known: HashMap<String, String>,
     /// The state's digest key (or the one the state this plan creates will have).
     salt: &'a Salt,
     /// What data sources answered, for the plan's snapshot.
@@ -302,8 +305,24 @@ pub(crate) async fn plan<'a>(
         .iter()
         .map(|m| (m.to.clone(), m.from.clone()))
         .collect();
+    let known = state
+        .map(|s| {
+            s.resources
+                .iter()
+                .filter_map(|r| {
+                    let provider = walk
+                        .registry
+                        .provider(walk.registry.owner_of(&r.type_name)?)?;
+                    let identity =
+                        provider.identity(&r.type_name, &Value::from_json(&r.attributes))?;
+                    Some((identity, r.address.clone()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let mut planner = Planner {
         walk,
+        known,
         owner: ownership.owner,
         import_blocks,
         imports: HashMap::new(),
@@ -657,6 +676,18 @@ impl Planner<'_, '_> {
                 None => self.imports.get(&address).map(|(id, _)| id.clone()),
                 Some(_) => None,
             };
+            if prior.is_none()
+                && import.is_none()
+                && r.mode == ResourceMode::Managed
+                && let Some(other) = self.known_elsewhere(&r.type_name, &config, &address)
+            {
+                self.walk.diags.push(Diag::error(
+                    Some(r.span),
+                    "Create and destroy of one object",
+                    format!("{address} would create the object that {other} already manages in this stack: the apply would take it over and then delete it under its old address. If the resource was renamed or moved, say so:\n\n  moved {{\n    from = {other}\n    to   = {address}\n  }}"),
+                ));
+                continue;
+            }
             requests.push((key, address, prior, config, import));
         }
         if self.walk.diags.0.len() > errors_before {
@@ -819,6 +850,28 @@ impl Planner<'_, '_> {
                 store(self.walk, n.module, resource, value);
             }
         }
+    }
+
+    /// The state address that already manages the object this configuration names, when it
+    /// is not `address` itself.
+    fn known_elsewhere(&self, type_name: &str, config: &Value, address: &str) -> Option<String> {
+        let registry = self.walk.registry;
+        let provider = registry.provider(registry.owner_of(type_name)?)?;
+        let identity = provider.identity(type_name, &config.clone().unmark_deep().0)?;
+        self.known
+            .get(&identity)
+            .filter(|other| other.as_str() != address)
+            .filter(|other| {
+                // Still configured there: two instances of one object, reported after the walk.
+                !self.configured_instance(other)
+            })
+            .cloned()
+    }
+
+    /// True when an instance address is also one the configuration plans (a resource block
+    /// seen so far).
+    fn configured_instance(&self, address: &str) -> bool {
+        self.configured.contains(&strip_instance_key(address))
     }
 
     /// The `import` blocks into one resource, evaluated: each instance address with its id.

@@ -36,6 +36,15 @@ pub(crate) fn taint_type() -> Type {
 
 #[async_trait::async_trait]
 impl Provider for Aws {
+    /// A node group is its name in its cluster.
+    fn identity(&self, _: &str, state: &Value) -> Option<String> {
+        Some(format!(
+            "eks:{}/{}",
+            text(state, "cluster_name")?,
+            text(state, "nodegroup_name")?
+        ))
+    }
+
     fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
         let config = provider_config("AWS, with the standard credential chain.")
             .attr("region", Attribute::optional(Type::String))
@@ -686,7 +695,11 @@ impl Connected {
     }
 
     /// On failure, the node group as it stands if it was created (so the state keeps it).
-    async fn create(&self, planned: &Value) -> Result<Value, (Option<Value>, Diagnostic)> {
+    async fn create(
+        &self,
+        planned: &Value,
+        owner: &str,
+    ) -> Result<Value, (Option<Value>, Diagnostic)> {
         let cluster = text(planned, "cluster_name").unwrap_or_default();
         let name = text(planned, "nodegroup_name").unwrap_or_default();
         let min = number(planned, "min_size");
@@ -729,11 +742,17 @@ impl Connected {
             request = request.release_version(release);
         }
         // The SDK retries a create whose answer was lost; EKS answers the retry with
-        // ResourceInUseException. The token tag tells our own node group from someone else's.
+        // ResourceInUseException. The tag, this stack's mark, tells our own node group from
+        // someone else's, then and in a later run after a crash that lost the state write.
         let token = uuid::Uuid::new_v4().to_string();
+        let mark = if owner.is_empty() {
+            token.clone()
+        } else {
+            owner.to_owned()
+        };
         request = request
             .client_request_token(&token)
-            .tags(CREATION_TAG, &token);
+            .tags(CREATION_TAG, &mark);
         if let Err(e) = request.send().await {
             let in_use = e
                 .as_service_error()
@@ -745,7 +764,7 @@ impl Connected {
                     .await
                     .ok()
                     .flatten()
-                    .is_some_and(|g| g.tags().and_then(|t| t.get(CREATION_TAG)) == Some(&token));
+                    .is_some_and(|g| g.tags().and_then(|t| t.get(CREATION_TAG)) == Some(&mark));
             if !ours {
                 return Err((
                     None,
@@ -976,6 +995,27 @@ impl Provider for Connected {
             .await
             .into_iter()
             .collect();
+        if request.prior_state.is_none()
+            && !request.for_apply
+            && let (Some(cluster), Some(name)) = (
+                text(&config, "cluster_name"),
+                text(&config, "nodegroup_name"),
+            )
+        {
+            match self.describe_group(cluster, name).await {
+                Ok(Some(group)) => {
+                    let mark = group.tags().and_then(|t| t.get(CREATION_TAG));
+                    response.existing = Some(gpustack_protocol::Existing {
+                        import_id: format!("{cluster}/{name}"),
+                        describe: format!("EKS node group {cluster}/{name}"),
+                        owned: !request.owner.is_empty()
+                            && mark.map(String::as_str) == Some(request.owner.as_str()),
+                    });
+                }
+                Ok(None) => {}
+                Err(d) => response.diagnostics.push(d),
+            }
+        }
         response
     }
 
@@ -985,7 +1025,7 @@ impl Provider for Connected {
     ) -> ApplyResourceChangeResponse {
         crate::apply_change(
             &request,
-            async |planned| self.create(planned).await,
+            async |planned| self.create(planned, &request.owner).await,
             async |prior, planned| self.update(prior, planned).await,
             async |prior| self.delete(prior).await,
         )

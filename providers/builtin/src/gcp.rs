@@ -33,6 +33,16 @@ const OPERATION_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 
 #[async_trait::async_trait]
 impl Provider for Gcp {
+    /// A pool is its name in its cluster and location; auto-provisioning is the cluster's.
+    fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
+        let location = text(state, "location")?;
+        let cluster = text(state, "cluster")?;
+        match type_name {
+            "gke_nodepool" => Some(format!("gke:{location}/{cluster}/{}", text(state, "name")?)),
+            _ => Some(format!("gke-autoprovisioning:{location}/{cluster}")),
+        }
+    }
+
     fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
         let config = provider_config("Google Cloud, with Application Default Credentials.")
             .attr("project", Attribute::required(Type::String))
@@ -708,10 +718,19 @@ impl Connected {
         from_json(pool)
     }
 
-    async fn create_pool(&self, planned: &Value) -> Result<Value, (Option<Value>, Diagnostic)> {
+    async fn create_pool(
+        &self,
+        planned: &Value,
+        owner: &str,
+    ) -> Result<Value, (Option<Value>, Diagnostic)> {
         let location = text(planned, "location").unwrap_or_default();
         let parent = self.cluster_path(location, text(planned, "cluster").unwrap_or_default());
-        let token = uuid::Uuid::new_v4().to_string();
+        // This stack's mark, for a retried create and for a run after a crash.
+        let token = if owner.is_empty() {
+            uuid::Uuid::new_v4().to_string()
+        } else {
+            owner.to_owned()
+        };
         let failed = |m: String| {
             Diagnostic::error(
                 format!("Cannot create GKE node pool {}", self.pool_path(planned)),
@@ -1126,6 +1145,30 @@ impl Provider for Connected {
             response.gpu_facts = Self::pool_fact(request.prior_state.as_ref(), planned, new)
                 .into_iter()
                 .collect();
+            if request.prior_state.is_none() && !request.for_apply && config.is_wholly_known() {
+                match self.get_pool(&config).await {
+                    Ok(Some(pool)) => {
+                        let mark = pool
+                            .config
+                            .as_ref()
+                            .and_then(|c| c.resource_labels.get(CREATION_LABEL));
+                        let id = format!(
+                            "{}/{}/{}",
+                            text(&config, "location").unwrap_or_default(),
+                            text(&config, "cluster").unwrap_or_default(),
+                            pool.name
+                        );
+                        response.existing = Some(gpustack_protocol::Existing {
+                            describe: format!("GKE node pool {id}"),
+                            import_id: id,
+                            owned: !request.owner.is_empty()
+                                && mark.map(String::as_str) == Some(request.owner.as_str()),
+                        });
+                    }
+                    Ok(None) => {}
+                    Err(d) => response.diagnostics.push(d),
+                }
+            }
         }
         response
     }
@@ -1137,7 +1180,7 @@ impl Provider for Connected {
         if request.type_name == "gke_nodepool" {
             return crate::apply_change(
                 &request,
-                async |planned| self.create_pool(planned).await,
+                async |planned| self.create_pool(planned, &request.owner).await,
                 async |prior, planned| self.update_pool(prior, planned).await,
                 async |prior| self.delete_pool(prior).await,
             )

@@ -18,6 +18,18 @@ pub(crate) struct Local;
 
 #[async_trait::async_trait]
 impl Provider for Local {
+    /// A file is its path, as the process sees it.
+    fn identity(&self, _: &str, state: &Value) -> Option<String> {
+        let filename = attr_str(state, "filename")?;
+        let path = std::path::Path::new(filename);
+        let absolute = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            std::env::current_dir().ok()?.join(path)
+        };
+        Some(format!("file:{}", absolute.display()))
+    }
+
     fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
         let file = Schema::new("A file on the local disk, written atomically.")
             .attr(
@@ -130,6 +142,19 @@ impl Provider for Local {
                 "id".into(),
                 content.map_or(Value::Unknown, |c| id_of(c, secret)),
             );
+        }
+        // A file has no place for a stack's mark: one that is there and not in the state is
+        // someone else's until it is imported.
+        if request.prior_state.is_none()
+            && !request.for_apply
+            && let Some(filename) = attr_str(&response.planned_state, "filename")
+            && Path::new(filename).exists()
+        {
+            response.existing = Some(gpustack_protocol::Existing {
+                import_id: filename.to_owned(),
+                describe: format!("the file {filename}"),
+                owned: false,
+            });
         }
         response
     }

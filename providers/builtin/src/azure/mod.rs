@@ -29,6 +29,14 @@ const POOL_LABEL: &str = "kubernetes.azure.com/agentpool";
 
 #[async_trait::async_trait]
 impl Provider for Azure {
+    /// A pool is its name in its cluster and resource group.
+    fn identity(&self, _: &str, state: &Value) -> Option<String> {
+        ["resource_group", "cluster", "name"]
+            .iter()
+            .all(|k| text(state, k).is_some())
+            .then(|| format!("aks:{}", pool_id(state)))
+    }
+
     fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
         let config = provider_config("Azure Resource Manager, with the standard credential chain.")
             .attr("subscription_id", Attribute::required(Type::String))
@@ -465,10 +473,20 @@ fn pool_fact(prior: Option<&Value>, planned: Option<&Value>, new: bool) -> Optio
 }
 
 impl Connected {
-    async fn create(&self, planned: &Value) -> Result<Value, (Option<Value>, Diagnostic)> {
+    async fn create(
+        &self,
+        planned: &Value,
+        owner: &str,
+    ) -> Result<Value, (Option<Value>, Diagnostic)> {
         let id = pool_id(planned);
         let mut pool = request_of(planned, None);
-        let token = uuid::Uuid::new_v4().to_string();
+        // This stack's mark: a retried create, and a later run after a crash that lost the
+        // state write, know the pool as this stack's.
+        let token = if owner.is_empty() {
+            uuid::Uuid::new_v4().to_string()
+        } else {
+            owner.to_owned()
+        };
         pool.properties
             .tags
             .get_or_insert_with(BTreeMap::new)
@@ -613,6 +631,26 @@ impl Provider for Connected {
         response.gpu_facts = pool_fact(request.prior_state.as_ref(), planned, new)
             .into_iter()
             .collect();
+        if request.prior_state.is_none() && !request.for_apply && config.is_wholly_known() {
+            let id = pool_id(&config);
+            match self.arm.get(&id).await {
+                Ok(Some(live)) => {
+                    let mark = live
+                        .properties
+                        .tags
+                        .as_ref()
+                        .and_then(|t| t.get(CREATION_TAG));
+                    response.existing = Some(gpustack_protocol::Existing {
+                        import_id: id.to_string(),
+                        describe: format!("AKS node pool {id}"),
+                        owned: !request.owner.is_empty()
+                            && mark.map(String::as_str) == Some(request.owner.as_str()),
+                    });
+                }
+                Ok(None) => {}
+                Err(e) => response.diagnostics.push(failed("read", &id, &e)),
+            }
+        }
         response
     }
 
@@ -622,7 +660,7 @@ impl Provider for Connected {
     ) -> ApplyResourceChangeResponse {
         crate::apply_change(
             &request,
-            async |planned| self.create(planned).await,
+            async |planned| self.create(planned, &request.owner).await,
             async |prior, planned| self.update(prior, planned).await,
             async |prior| {
                 let id = pool_id(prior);
