@@ -359,6 +359,9 @@ async fn handle(
     if matches!(fault, Some(Fault::LoseAnswer)) {
         return dropped();
     }
+    if matches!(fault, Some(Fault::Hang)) {
+        tokio::time::sleep(crate::http::HANG).await;
+    }
     Ok(answer)
 }
 

@@ -18,6 +18,9 @@ pub enum Fault {
     Drop,
     /// Forwarded, then the answer replaced by a 500: the write happened.
     LoseAnswer,
+    /// Forwarded, then the answer held back for a minute: the client waits, and a test kills
+    /// it meanwhile (a crash between a create and its record).
+    Hang,
 }
 
 /// Faults for the requests whose request line contains `matching`, in order, one per request.
@@ -153,6 +156,11 @@ fn serve(
             "",
         ),
         Some(Fault::Drop) => Ok(()),
+        Some(Fault::Hang) => {
+            let answer = forward(upstream, &head, &body)?;
+            std::thread::sleep(crate::http::HANG);
+            client.write_all(&answer)
+        }
         Some(Fault::LoseAnswer) => {
             forward(upstream, &head, &body)?;
             reply(

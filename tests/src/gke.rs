@@ -301,6 +301,9 @@ async fn handle(request: Request<Incoming>, world: &Mutex<World>) -> Answer {
     if matches!(fault, Some(Fault::LoseAnswer)) {
         return dropped();
     }
+    if matches!(fault, Some(Fault::Hang)) {
+        tokio::time::sleep(crate::http::HANG).await;
+    }
     Ok(answer)
 }
 

@@ -98,7 +98,13 @@ pub enum Fault {
     Drop,
     /// The request is carried out, then the connection is closed without an answer.
     LoseAnswer,
+    /// The request is carried out, and the answer is held back for a minute: the client
+    /// waits, and a test kills it meanwhile (a crash between a create and its record).
+    Hang,
 }
+
+/// How long a [`Fault::Hang`] holds an answer back.
+pub const HANG: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What reached a fake's API, and the faults queued for it.
 #[derive(Default)]

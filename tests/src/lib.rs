@@ -122,3 +122,41 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Runs a gpustack command and SIGKILLs it as soon as `done` is true (checked every 50 ms,
+/// for at most 60 s): a crash at a chosen moment, such as right after a cloud create.
+pub fn kill_when(mut command: Command, mut done: impl FnMut() -> bool) {
+    let mut child = command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start gpustack");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the moment to kill gpustack never came"
+        );
+        assert!(
+            child.try_wait().ok().flatten().is_none(),
+            "gpustack ended before the moment to kill it"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SIGKILL: nothing of gpustack runs after this, no state write, no cleanup.
+    child.kill().expect("kill gpustack");
+    let _ = child.wait();
+}
+
+/// Releases the local state lock a killed run left, as its operator would with
+/// `gpustack force-unlock ID`.
+pub fn force_unlock_local(dir: &Path) {
+    let lock = dir.join(".gpustack/state.json.lock");
+    let Ok(text) = std::fs::read_to_string(&lock) else {
+        return;
+    };
+    let info: serde_json::Value = serde_json::from_str(&text).expect("the lock file is JSON");
+    let id = info["id"].as_str().expect("the lock has an id").to_owned();
+    let out = gpustack(dir, &["force-unlock", &id]);
+    assert!(out.status.success(), "force-unlock: {}", stderr(&out));
+}

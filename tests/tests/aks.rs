@@ -7,7 +7,7 @@
 #![allow(clippy::panic, clippy::unwrap_used)]
 
 use gpustack_tests::aks::{AksFake, CLIENT_SECRET, Fault};
-use gpustack_tests::{gpustack_env, stderr, stdout};
+use gpustack_tests::{stderr, stdout};
 use hyper::{Method, StatusCode};
 use serde_json::{Value as Json, json};
 use std::path::PathBuf;
@@ -265,7 +265,7 @@ output "pool_id" {
 "#;
 
 impl Stack<'_> {
-    fn run(&self, args: &[&str], vars: &[&str]) -> (i32, String, String) {
+    fn command(&self, args: &[&str], vars: &[&str]) -> std::process::Command {
         let endpoint = format!("endpoint={}", self.fake.endpoint);
         let mut all: Vec<&str> = args.to_vec();
         for v in std::iter::once(endpoint.as_str()).chain(vars.iter().copied()) {
@@ -273,7 +273,11 @@ impl Stack<'_> {
         }
         let env = self.fake.env();
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let output = gpustack_env(self.dir.path(), &all, &env);
+        gpustack_tests::gpustack_command(self.dir.path(), &all, &env)
+    }
+
+    fn run(&self, args: &[&str], vars: &[&str]) -> (i32, String, String) {
+        let output = self.command(args, vars).output().unwrap();
         let (out, err) = (stdout(&output), stderr(&output));
         for secret in [CLIENT_SECRET, "fake-access-token"] {
             assert!(
@@ -425,4 +429,34 @@ fn aks_pool_lifecycle_with_faults_drift_and_replacement() {
     let (code, out, err) = stack.run(&["destroy", "--auto-approve"], &["node_count=2", a100]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(fake.pool(&pool_id).is_none());
+}
+
+/// kill -9 between the create of a pool and the state write: the next apply finds the pool
+/// with this stack's mark and adopts it — no duplicate, and no "import it".
+#[test]
+fn a_pool_created_by_a_run_killed_before_recording_it_is_adopted() {
+    let fake = AksFake::start(&[(&format!("{SUB}/ml-rg/ml-aks"), "1.34.2")], None);
+    let stack = Stack {
+        dir: tempfile::tempdir().unwrap(),
+        fake: &fake,
+    };
+    std::fs::write(stack.dir.path().join("main.hcl"), STACK).unwrap();
+    // The create is carried out, and its answer never comes before the kill.
+    fake.inject(Method::PUT, &[Fault::Hang]);
+    gpustack_tests::kill_when(stack.command(&["apply", "--auto-approve"], &[]), || {
+        !fake.pools().is_empty()
+    });
+    gpustack_tests::force_unlock_local(stack.dir.path());
+    assert!(
+        !state_text(stack.dir.path()).contains("aks_nodepool.gpu"),
+        "the pool is not recorded"
+    );
+    let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("adopted: this stack created it"), "{out}");
+    assert!(out.contains("1 imported"), "{out}");
+    assert!(!err.contains("import it"), "{err}");
+    assert_eq!(fake.pools().len(), 1, "no duplicate");
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
 }

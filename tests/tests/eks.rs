@@ -7,7 +7,7 @@
 
 use gpustack_tests::faults::{Fault, FaultPlan, FaultProxy};
 use gpustack_tests::moto::Moto;
-use gpustack_tests::{gpustack_env, repo_root, stderr, stdout};
+use gpustack_tests::{repo_root, stderr, stdout};
 use std::path::Path;
 
 struct Stack<'m> {
@@ -18,7 +18,7 @@ struct Stack<'m> {
 }
 
 impl Stack<'_> {
-    fn run(&self, command: &[&str], extra: &[&str]) -> (i32, String, String) {
+    fn command(&self, command: &[&str], extra: &[&str]) -> std::process::Command {
         let endpoint = format!("endpoint={}", self.endpoint);
         let mut args: Vec<&str> = command.to_vec();
         for v in [
@@ -34,7 +34,11 @@ impl Stack<'_> {
         }
         let env: Vec<(&str, String)> = self.moto.env();
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let out = gpustack_env(self.dir.path(), &args, &env);
+        gpustack_tests::gpustack_command(self.dir.path(), &args, &env)
+    }
+
+    fn run(&self, command: &[&str], extra: &[&str]) -> (i32, String, String) {
+        let out = self.command(command, extra).output().unwrap();
         (out.status.code().unwrap_or(-1), stdout(&out), stderr(&out))
     }
 
@@ -187,6 +191,43 @@ fn faults_during_create_are_retried_without_a_duplicate_node_group() {
         "{:?}",
         proxy.log.lock().unwrap()
     );
+    let groups = moto.boto3(
+        r#"print(json.dumps(boto3.client("eks", **kw).list_nodegroups(clusterName="gpu")["nodegroups"]))"#,
+    );
+    assert_eq!(groups.trim(), r#"["gpu-a10g"]"#, "exactly one node group");
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// kill -9 between the create of a node group and the state write: the next apply adopts it
+/// by its tag — no duplicate, and no "import it".
+#[test]
+fn a_node_group_created_by_a_run_killed_before_recording_it_is_adopted() {
+    let moto = Moto::start(&format!("eks-crash-{}", std::process::id()));
+    moto.boto3(
+        r#"boto3.client("eks", **kw).create_cluster(name="gpu", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": ["subnet-a", "subnet-b"]})"#,
+    );
+    let proxy = FaultProxy::start(
+        &moto.endpoint,
+        FaultPlan {
+            matching: "POST /clusters/gpu/node-groups ".into(),
+            faults: [Fault::Hang].into(),
+        },
+    );
+    let stack = Stack {
+        dir: tempfile::tempdir().unwrap(),
+        moto: &moto,
+        endpoint: proxy.endpoint.clone(),
+    };
+    copy_example(stack.dir.path());
+    gpustack_tests::kill_when(stack.command(&["apply", "--auto-approve"], &[]), || {
+        !stack.nodegroup().is_null()
+    });
+    gpustack_tests::force_unlock_local(stack.dir.path());
+    let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("adopted: this stack created it"), "{out}");
+    assert!(!err.contains("import it"), "{err}");
     let groups = moto.boto3(
         r#"print(json.dumps(boto3.client("eks", **kw).list_nodegroups(clusterName="gpu")["nodegroups"]))"#,
     );

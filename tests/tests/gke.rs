@@ -8,7 +8,7 @@
 
 use gpustack_tests::aks::Fault;
 use gpustack_tests::gke::{GkeFake, REFRESH_TOKEN};
-use gpustack_tests::{gpustack_env, repo_root, stderr, stdout};
+use gpustack_tests::{repo_root, stderr, stdout};
 use hyper::Method;
 use serde_json::json;
 
@@ -26,7 +26,7 @@ impl Stack<'_> {
         Stack { dir, fake }
     }
 
-    fn run(&self, args: &[&str], vars: &[&str]) -> (i32, String, String) {
+    fn command(&self, args: &[&str], vars: &[&str]) -> std::process::Command {
         let endpoint = format!("gcp_endpoint={}", self.fake.endpoint);
         let mut all: Vec<&str> = args.to_vec();
         for v in [
@@ -42,7 +42,11 @@ impl Stack<'_> {
         }
         let env = self.fake.env();
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let output = gpustack_env(self.dir.path(), &all, &env);
+        gpustack_tests::gpustack_command(self.dir.path(), &all, &env)
+    }
+
+    fn run(&self, args: &[&str], vars: &[&str]) -> (i32, String, String) {
+        let output = self.command(args, vars).output().unwrap();
         let (out, err) = (stdout(&output), stderr(&output));
         for secret in [REFRESH_TOKEN, "fake-gke-access-token"] {
             assert!(
@@ -176,4 +180,30 @@ fn gke_node_autoprovisioning_limits_for_t4_v100_and_a100() {
         fake.cluster(CLUSTER).unwrap()["autoscaling"]["enableNodeAutoprovisioning"],
         true
     );
+}
+
+/// kill -9 between the create of a pool and the state write: the next apply adopts the pool
+/// by its creation label — no duplicate, and no "import it".
+#[test]
+fn a_pool_created_by_a_run_killed_before_recording_it_is_adopted() {
+    let fake = GkeFake::start(&[CLUSTER]);
+    let stack = Stack::example("gke-a100-mig", &fake);
+    fake.inject(Method::POST, &[Fault::Hang]);
+    gpustack_tests::kill_when(stack.command(&["apply", "--auto-approve"], &[]), || {
+        !fake.pools().is_empty()
+    });
+    gpustack_tests::force_unlock_local(stack.dir.path());
+    let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("adopted: this stack created it"), "{out}");
+    assert!(!err.contains("import it"), "{err}");
+    assert_eq!(fake.pools().len(), 1, "no duplicate");
+    let creates = fake
+        .log()
+        .iter()
+        .filter(|l| l.starts_with("POST ") && l.ends_with("/nodePools"))
+        .count();
+    assert_eq!(creates, 1, "{:?}", fake.log());
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
 }

@@ -96,6 +96,10 @@ enum Command {
         /// How many stacks of a fleet to plan at once.
         #[arg(long, default_value_t = 4, requires = "stacks")]
         parallel: usize,
+        /// Write HCL for the objects import blocks take in that have no resource block yet,
+        /// to this new file in the stack directory; then review it and plan again.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["out", "stacks"])]
+        generate_config_out: Option<PathBuf>,
     },
     /// Make the changes: plan and ask for confirmation, or apply a saved plan exactly.
     Apply {
@@ -304,6 +308,7 @@ impl PlanFlags {
             refresh: self.refresh,
             targets: self.target.clone(),
             replace: self.replace.clone(),
+            generate_config: false,
         }
     }
 }
@@ -393,9 +398,12 @@ pub fn main() -> ExitCode {
             json,
             markdown,
             detailed_exitcode,
+            generate_config_out,
             ..
         } => {
             let common = common(&stack, plan.lock_timeout, color);
+            let mut options = plan.options();
+            options.generate_config = generate_config_out.is_some();
             ops::plan(
                 &common,
                 &ops::PlanArgs {
@@ -403,7 +411,8 @@ pub fn main() -> ExitCode {
                     json,
                     markdown,
                     detailed_exitcode,
-                    options: plan.options(),
+                    options,
+                    generate_config_out,
                 },
             )
         }
@@ -447,6 +456,7 @@ pub fn main() -> ExitCode {
                 refresh: true,
                 targets: target,
                 replace: vec![],
+                generate_config: false,
             };
             ops::apply(&common, None, &options, auto_approve, None)
         }

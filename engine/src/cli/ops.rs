@@ -27,6 +27,7 @@ pub struct PlanArgs {
     pub markdown: bool,
     pub detailed_exitcode: bool,
     pub options: PlanOptions,
+    pub generate_config_out: Option<PathBuf>,
 }
 
 fn error(message: impl std::fmt::Display) -> ExitCode {
@@ -75,10 +76,43 @@ async fn make_plan(
 
 pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
     runtime().block_on(async {
+        // Refused before planning: the file is new, and in the stack so the next plan reads it.
+        let generate_to = match &args.generate_config_out {
+            Some(path) => match generated_path(&common.dir, path) {
+                Ok(path) => Some(path),
+                Err(e) => return error(e),
+            },
+            None => None,
+        };
         let (plan, _, _guard) = match make_plan(common, &args.options, "plan").await {
             Ok(p) => p,
             Err(code) => return code,
         };
+        if let Some(path) = &generate_to {
+            let text: String = plan
+                .generated
+                .iter()
+                .map(|g| g.text.clone())
+                .collect::<Vec<_>>()
+                .join("\n");
+            if plan.generated.is_empty() {
+                eprintln!("No import block takes in an undeclared resource: nothing to generate.");
+            } else {
+                if let Err(e) = std::fs::write(path, text) {
+                    return error(format!("cannot write {}: {e}", path.display()));
+                }
+                eprintln!(
+                    "Wrote configuration for {} imported object(s) to {}: {}. Review it, then plan again.",
+                    plan.generated.len(),
+                    path.display(),
+                    plan.generated
+                        .iter()
+                        .map(|g| g.address.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
         if args.json {
             println!(
                 "{}",
@@ -108,6 +142,38 @@ pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
     })
+}
+
+/// Where `--generate-config-out` writes: a new `.hcl` file inside the stack directory.
+fn generated_path(stack: &Path, path: &Path) -> Result<PathBuf, String> {
+    if path.exists() {
+        return Err(format!(
+            "{} already exists: --generate-config-out writes a new file, never over one",
+            path.display()
+        ));
+    }
+    if path.extension().and_then(|e| e.to_str()) != Some("hcl") {
+        return Err(format!(
+            "{}: the generated file must end in .hcl, so that the stack loads it",
+            path.display()
+        ));
+    }
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let (Ok(parent), Ok(stack)) = (std::fs::canonicalize(parent), std::fs::canonicalize(stack))
+    else {
+        return Err(format!("{}: its directory does not exist", path.display()));
+    };
+    if parent != stack {
+        return Err(format!(
+            "{}: write it into the stack directory {}, where the next plan reads it",
+            path.display(),
+            stack.display()
+        ));
+    }
+    Ok(path.to_path_buf())
 }
 
 /// Plans and errored states are written 0600 whatever was at the path before: a new file in
@@ -577,6 +643,7 @@ fn empty_plan() -> Plan {
         digest_key: None,
         new_lineage: None,
         moved: vec![],
+        generated: vec![],
         resource_changes: vec![],
         resource_drift: vec![],
         output_changes: Default::default(),

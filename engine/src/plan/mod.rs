@@ -11,6 +11,7 @@
 //! against that digest.
 
 mod capacity;
+pub mod generate;
 mod ownership;
 mod walk;
 
@@ -202,6 +203,10 @@ pub struct Plan {
     /// `moved` blocks as they apply to the state's addresses, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub moved: Vec<Move>,
+    /// Configuration written for imports into undeclared resources (`--generate-config-out`);
+    /// never part of a saved plan.
+    #[serde(skip)]
+    pub generated: Vec<generate::Generated>,
     pub resource_changes: Vec<ResourceChange>,
     /// Changes found by refresh: objects that differ from what the state recorded.
     pub resource_drift: Vec<ResourceChange>,

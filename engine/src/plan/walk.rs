@@ -52,6 +52,9 @@ pub struct PlanOptions {
     pub targets: Vec<String>,
     /// Instance addresses to replace even if nothing changed.
     pub replace: Vec<String>,
+    /// Import blocks into undeclared resources write their configuration instead of failing
+    /// (`--generate-config-out`).
+    pub generate_config: bool,
 }
 
 /// A configured provider and its concurrency bound.
@@ -106,7 +109,7 @@ async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Vec<Diagnosti
     let mut prior = m.prior;
     let mut importing = None;
     if let Some(id) = &m.import {
-        match import(m.handle, &m.type_name, id, m.schema_paths).await {
+        match import_object(m.handle, &m.type_name, id, m.schema_paths).await {
             Ok(state) => {
                 prior = Some(state);
                 importing = Some(super::Importing {
@@ -137,7 +140,9 @@ async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Vec<Diagnosti
         match response.existing.filter(|_| prior.is_none()) {
             Some(existing) if existing.owned && attempt == 0 => {
                 // Ours, from a run that died before recording it: adopt it and plan again.
-                match import(m.handle, &m.type_name, &existing.import_id, m.schema_paths).await {
+                match import_object(m.handle, &m.type_name, &existing.import_id, m.schema_paths)
+                    .await
+                {
                     Ok(state) => {
                         prior = Some(state);
                         importing = Some(super::Importing {
@@ -199,7 +204,7 @@ fn failed_instance(key: InstanceKey, address: String) -> PlannedInstance {
 }
 
 /// An object read through its provider's import, with its schema's secrets marked.
-async fn import(
+async fn import_object(
     handle: &ProviderHandle,
     type_name: &str,
     id: &str,
@@ -237,6 +242,8 @@ struct Planner<'w, 'a> {
     import_blocks: HashMap<String, Vec<&'a crate::config::Import>>,
     /// Evaluated `import` blocks: instance address → (id, block).
     imports: HashMap<String, (String, Span)>,
+    /// Import blocks into resources that are not declared (`--generate-config-out`).
+    missing: Vec<&'a crate::config::Import>,
     /// Instance address → the address it had before a `moved` block.
     previous: HashMap<String, String>,
     /// Where each planned instance's resource is declared, for located diagnostics.
@@ -279,6 +286,7 @@ pub(crate) async fn plan<'a>(
 ) -> Option<Plan> {
     let allowed = targets(walk, graph, &options.targets);
     let mut import_blocks: HashMap<String, Vec<&crate::config::Import>> = HashMap::new();
+    let mut missing = Vec::new();
     for import in &walk.stack.root().imports {
         if let Some(target) = super::ownership::Target::of(&import.to, "to", walk.diags) {
             let address = target.config_address();
@@ -291,11 +299,16 @@ pub(crate) async fn plan<'a>(
                 .node_indices()
                 .any(|n| graph.graph[n].address(walk.stack) == address);
             if !declared {
-                walk.diags.push(Diag::error(
-                    Some(import.to.span()),
-                    "Import into a resource that is not declared",
-                    format!("There is no resource block for {address}: write one for the imported object (gpustack plan --generate-config-out FILE writes it for you)."),
-                ));
+                if options.generate_config {
+                    missing.push(import);
+                } else {
+                    walk.diags.push(Diag::error(
+                        Some(import.to.span()),
+                        "Import into a resource that is not declared",
+                        format!("There is no resource block for {address}: write one for the imported object (gpustack plan --generate-config-out FILE writes it for you)."),
+                    ));
+                }
+                continue;
             }
             import_blocks.entry(address).or_default().push(import);
         }
@@ -326,6 +339,7 @@ pub(crate) async fn plan<'a>(
         owner: ownership.owner,
         import_blocks,
         imports: HashMap::new(),
+        missing,
         previous,
         spans: HashMap::new(),
         salt,
@@ -345,6 +359,7 @@ pub(crate) async fn plan<'a>(
     };
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     crate::walker::walk(&graph.graph, &mut planner, &stop).await;
+    let generated = planner.generate().await;
     if planner.walk.diags.has_errors() {
         return None;
     }
@@ -387,6 +402,7 @@ pub(crate) async fn plan<'a>(
         digest_key: None,
         new_lineage: None,
         moved: ownership.moves,
+        generated,
         resource_changes,
         resource_drift: drift,
         output_changes,
@@ -876,11 +892,21 @@ impl Planner<'_, '_> {
 
     /// The `import` blocks into one resource, evaluated: each instance address with its id.
     fn evaluate_imports(&mut self, config_address: &str) {
-        use crate::address::{Address, Key, Step};
         let Some(blocks) = self.import_blocks.get(config_address).cloned() else {
             return;
         };
         for import in blocks {
+            for (address, id) in self.evaluate_import(import) {
+                self.imports.insert(address, (id, import.span));
+            }
+        }
+    }
+
+    /// One `import` block's instances: (address, id) for each of its for_each elements.
+    fn evaluate_import(&mut self, import: &crate::config::Import) -> Vec<(String, String)> {
+        use crate::address::{Address, Key, Step};
+        let mut out = Vec::new();
+        {
             let repetitions: Vec<Option<crate::evaluate::Repetition>> = match &import.for_each {
                 None => vec![None],
                 Some(for_each) => {
@@ -901,7 +927,7 @@ impl Planner<'_, '_> {
                                 "Invalid for_each argument",
                                 "An import block's for_each must be a map or a list known at plan time.",
                             ));
-                            continue;
+                            return out;
                         }
                     };
                     pairs
@@ -917,7 +943,7 @@ impl Planner<'_, '_> {
             };
             let Some(target) = super::ownership::Target::of(&import.to, "to", self.walk.diags)
             else {
-                continue;
+                return out;
             };
             for repetition in repetitions {
                 let mut steps = Vec::new();
@@ -949,10 +975,7 @@ impl Planner<'_, '_> {
                 }
                 let id = self.walk.eval(0, &import.id, repetition.clone());
                 match (ok, id.unmark_deep().0) {
-                    (true, Value::String(id)) => {
-                        self.imports
-                            .insert(Address(steps).to_string(), (id, import.span));
-                    }
+                    (true, Value::String(id)) => out.push((Address(steps).to_string(), id)),
                     _ => self.walk.diags.push(Diag::error(
                         Some(import.span),
                         "Invalid import",
@@ -961,6 +984,60 @@ impl Planner<'_, '_> {
                 }
             }
         }
+        out
+    }
+
+    /// `--generate-config-out`: each import block whose resource is not declared, imported
+    /// through its provider and written as a resource block.
+    async fn generate(&mut self) -> Vec<super::generate::Generated> {
+        let mut out = Vec::new();
+        let missing = std::mem::take(&mut self.missing);
+        for import in missing {
+            let instances = self.evaluate_import(import);
+            for (address, id) in instances {
+                let Ok(parsed) = crate::address::Address::parse(&address) else {
+                    continue;
+                };
+                let [ty, name] = parsed.0.as_slice() else {
+                    self.walk.diags.push(Diag::error(
+                        Some(import.to.span()),
+                        "Cannot generate configuration",
+                        "--generate-config-out writes resources of the root module only.",
+                    ));
+                    continue;
+                };
+                let registry = self.walk.registry;
+                let provider = registry.owner_of(&ty.name).map(str::to_owned);
+                let handle = provider.as_deref().and_then(|p| {
+                    self.graph
+                        .node(0, NodeKind::Provider, p)
+                        .and_then(|n| self.providers.get(&n))
+                        .cloned()
+                });
+                let (Some(handle), Some(schema)) = (handle, registry.resource_schema(&ty.name))
+                else {
+                    self.walk.diags.push(Diag::error(
+                        Some(import.to.span()),
+                        "Cannot generate configuration",
+                        format!("{address}: declare its provider block ({}) in the root module, so that the object can be read.", provider.unwrap_or_default()),
+                    ));
+                    continue;
+                };
+                let paths = sensitive_attributes(Some(schema));
+                match import_object(&handle, &ty.name, &id, &paths).await {
+                    Ok(state) => out.push(super::generate::Generated {
+                        address,
+                        text: super::generate::resource_block(
+                            &ty.name, &name.name, &id, schema, &state,
+                        ),
+                    }),
+                    Err(d) => {
+                        report(self.walk.diags, Some(import.span), &d);
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Refuses two addresses for one object (see [`super::ownership`]).

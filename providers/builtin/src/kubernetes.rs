@@ -1078,7 +1078,10 @@ impl Provider for Connected {
         match api.get_opt(&id.name).await {
             Ok(Some(object)) => {
                 let uid = object.metadata.uid.clone();
-                let mut object = serde_json::to_value(&object).unwrap_or_default();
+                let live = serde_json::to_value(&object).unwrap_or_default();
+                // The manifest is what a stack would declare: what the server adds (its own
+                // metadata, status, kubectl's and this stack's annotations) is left out.
+                let mut object = live.clone();
                 if let Some(meta) = object.get_mut("metadata").and_then(Json::as_object_mut) {
                     for noise in [
                         "uid",
@@ -1086,8 +1089,18 @@ impl Provider for Connected {
                         "generation",
                         "creationTimestamp",
                         "managedFields",
+                        "selfLink",
                     ] {
                         meta.remove(noise);
+                    }
+                    if let Some(annotations) =
+                        meta.get_mut("annotations").and_then(Json::as_object_mut)
+                    {
+                        annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+                        annotations.remove(gpustack_protocol::OWNER_KEY);
+                        if annotations.is_empty() {
+                            meta.remove("annotations");
+                        }
                     }
                 }
                 if let Some(o) = object.as_object_mut() {
@@ -1101,7 +1114,10 @@ impl Provider for Connected {
                     ),
                     ("force_conflicts".to_owned(), Value::Null),
                     ("delete_propagation".to_owned(), Value::Null),
-                    ("object".to_owned(), Value::from_json(&object)),
+                    (
+                        "object".to_owned(),
+                        live_view("kubernetes_manifest", &object, &live),
+                    ),
                     ("uid".to_owned(), uid.map_or(Value::Null, Value::string)),
                     ("wait".to_owned(), Value::Null),
                 ]));
