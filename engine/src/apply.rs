@@ -280,11 +280,15 @@ async fn apply_with(
         )
     });
     let owner: Arc<str> = crate::plan::owner_mark(&state.lineage).into();
-    // The plan's `moved` blocks, as the plan applied them.
+    // The plan's `moved` blocks, as the plan applied them; an object moved into a module is
+    // served by the module's provider configuration from now on.
     let mut moved = false;
     for m in &plan.moved {
         if let Some(r) = state.resources.iter_mut().find(|r| r.address == m.from) {
             r.address = m.to.clone();
+            if let Some(c) = plan.resource_changes.iter().find(|c| c.address == m.to) {
+                r.provider = c.provider.clone();
+            }
             moved = true;
         }
     }

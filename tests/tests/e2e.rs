@@ -1164,3 +1164,332 @@ resource "kubernetes_manifest" "labelled" {
     let out = stack.ok("destroy", &["--auto-approve"]);
     hidden("destroy", &out);
 }
+
+/// A chart of one ConfigMap, for tests of releases rather than of what they install.
+fn probe_chart() -> tempfile::TempDir {
+    let chart = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(chart.path().join("templates")).unwrap();
+    std::fs::write(
+        chart.path().join("Chart.yaml"),
+        "apiVersion: v2\nname: probe\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        chart.path().join("templates/configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-probe\ndata:\n  replicas: {{ .Values.replicas | quote }}\n",
+    )
+    .unwrap();
+    chart
+}
+
+fn helm(c: &TestCluster, args: &[&str]) -> String {
+    let helm = c.helm_dir().join("helm");
+    let out = Command::new(&helm)
+        .arg("--kubeconfig")
+        .arg(&c.kubeconfig)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "helm {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn revision(c: &TestCluster, release: &str, namespace: &str) -> String {
+    let status: serde_json::Value = serde_json::from_str(&helm(
+        c,
+        &["status", release, "-n", namespace, "-o", "json"],
+    ))
+    .unwrap();
+    status["version"].to_string()
+}
+
+/// A namespace holding a ConfigMap and a Helm release, made by hand, then declared by a stack:
+/// the plan refuses each with the import that takes it in, and changes nothing; with import
+/// blocks the plan imports them, the apply adopts them, and the next plan is empty.
+#[test]
+fn objects_made_by_hand_are_refused_until_imported() {
+    let c = e2e_cluster();
+    let ns = "gpustack-e2e-by-hand";
+    let chart = probe_chart();
+    c.kubectl_ok(&["create", "namespace", ns]);
+    c.kubectl_ok(&[
+        "create",
+        "configmap",
+        "sharing",
+        "-n",
+        ns,
+        "--from-literal=replicas=4",
+    ]);
+    helm(
+        c,
+        &[
+            "install",
+            "probe",
+            &chart.path().display().to_string(),
+            "-n",
+            ns,
+            "--set",
+            "replicas=2",
+        ],
+    );
+    let declared = format!(
+        r#"
+variable "kubeconfig" {{ type = string }}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+provider "helm" {{
+  config_path = var.kubeconfig
+}}
+
+resource "kubernetes_manifest" "namespace" {{
+  manifest = {{
+    apiVersion = "v1"
+    kind       = "Namespace"
+    metadata   = {{ name = "{ns}" }}
+  }}
+}}
+
+resource "kubernetes_manifest" "sharing" {{
+  manifest = {{
+    apiVersion = "v1"
+    kind       = "ConfigMap"
+    metadata   = {{ name = "sharing", namespace = "{ns}" }}
+    data       = {{ replicas = "4" }}
+  }}
+}}
+
+resource "helm_release" "probe" {{
+  name      = "probe"
+  chart     = "{chart}"
+  namespace = "{ns}"
+  values    = {{ replicas = 2 }}
+}}
+"#,
+        chart = chart.path().display()
+    );
+    let stack = Stack::inline(&declared);
+    let out = stack.run("plan", &[]);
+    let text = everything_written(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(text.matches("Object already exists").count(), 3, "{text}");
+    for (address, id) in [
+        (
+            "kubernetes_manifest.namespace",
+            format!("v1/Namespace/{ns}"),
+        ),
+        (
+            "kubernetes_manifest.sharing",
+            format!("v1/ConfigMap/{ns}/sharing"),
+        ),
+        ("helm_release.probe", format!("{ns}/probe")),
+    ] {
+        assert!(
+            text.contains(&format!("to = {address}")) && text.contains(&id),
+            "{address}: {text}"
+        );
+    }
+    let out = stack.run("apply", &["--auto-approve"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(revision(c, "probe", ns), "1", "the release is untouched");
+
+    let imports = format!(
+        "import {{\n  to = kubernetes_manifest.namespace\n  id = \"v1/Namespace/{ns}\"\n}}\n\nimport {{\n  to = kubernetes_manifest.sharing\n  id = \"v1/ConfigMap/{ns}/sharing\"\n}}\n\nimport {{\n  to = helm_release.probe\n  id = \"{ns}/probe\"\n}}\n"
+    );
+    std::fs::write(stack.dir.join("imports.hcl"), imports).unwrap();
+    let plan = stack.ok("plan", &[]);
+    assert!(plan.contains("3 to import"), "{plan}");
+    assert!(plan.contains("(imported from \"v1/ConfigMap/"), "{plan}");
+    let out = stack.ok("apply", &["--auto-approve"]);
+    assert!(out.contains("3 imported"), "{out}");
+    let again = stack.run("plan", &["--detailed-exitcode"]);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        everything_written(&again)
+    );
+    stack.ok("destroy", &["--auto-approve"]);
+}
+
+/// A Helm release moved into a module with a `moved` block: no change, and the release keeps
+/// its revision; without the block, the plan refuses to install it again and uninstall it.
+#[test]
+fn a_release_moved_into_a_module_is_kept() {
+    let c = e2e_cluster();
+    let ns = "gpustack-e2e-moved";
+    let chart = probe_chart();
+    let release = |within: &str| {
+        format!(
+            r#"
+resource "helm_release" "gpu_operator" {{
+  name             = "gpu-operator"
+  chart            = "{chart}"
+  namespace        = "{ns}"
+  create_namespace = true
+  values           = {{ replicas = 3 }}
+}}
+{within}"#,
+            chart = chart.path().display()
+        )
+    };
+    let providers = "variable \"kubeconfig\" { type = string }\n\nprovider \"helm\" {\n  config_path = var.kubeconfig\n}\n";
+    let stack = Stack::inline(&format!("{providers}{}", release("")));
+    stack.ok("apply", &["--auto-approve"]);
+    assert_eq!(revision(c, "gpu-operator", ns), "1");
+
+    std::fs::create_dir_all(stack.dir.join("operator")).unwrap();
+    std::fs::write(
+        stack.dir.join("operator/main.hcl"),
+        format!("variable \"kubeconfig\" {{ type = string }}\n\nprovider \"helm\" {{\n  config_path = var.kubeconfig\n}}\n{}", release("")),
+    )
+    .unwrap();
+    let module = "variable \"kubeconfig\" { type = string }\n\nmodule \"operator\" {\n  source     = \"./operator\"\n  kubeconfig = var.kubeconfig\n}\n";
+    std::fs::write(stack.dir.join("main.hcl"), module).unwrap();
+    let refused = stack.run("plan", &[]);
+    let text = everything_written(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{text}");
+    assert!(text.contains("Create and destroy of one object"), "{text}");
+    assert!(
+        text.contains("from = helm_release.gpu_operator")
+            && text.contains("to   = module.operator.helm_release.gpu_operator"),
+        "{text}"
+    );
+    assert_eq!(revision(c, "gpu-operator", ns), "1");
+
+    std::fs::write(
+        stack.dir.join("main.hcl"),
+        format!("{module}\nmoved {{\n  from = helm_release.gpu_operator\n  to   = module.operator.helm_release.gpu_operator\n}}\n"),
+    )
+    .unwrap();
+    let plan = stack.ok("plan", &[]);
+    assert!(
+        plan.contains("0 to add, 0 to change, 0 to destroy"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("(moved from helm_release.gpu_operator)"),
+        "{plan}"
+    );
+    stack.ok("apply", &["--auto-approve"]);
+    assert_eq!(
+        revision(c, "gpu-operator", ns),
+        "1",
+        "the release was not touched"
+    );
+    let again = stack.run("plan", &["--detailed-exitcode"]);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        everything_written(&again)
+    );
+    stack.ok("destroy", &["--auto-approve"]);
+}
+
+/// A custom resource whose delete never finishes (a finalizer nobody removes): destroy exits 1
+/// and keeps what it depends on — its CRD, the operator release and the namespace.
+#[test]
+fn a_stuck_delete_keeps_the_crd_release_and_namespace() {
+    let c = e2e_cluster();
+    let ns = "gpustack-e2e-stuck";
+    let chart = probe_chart();
+    let stack = Stack::inline(&format!(
+        r#"
+variable "kubeconfig" {{ type = string }}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+provider "helm" {{
+  config_path = var.kubeconfig
+}}
+
+resource "kubernetes_manifest" "namespace" {{
+  manifest = {{
+    apiVersion = "v1"
+    kind       = "Namespace"
+    metadata   = {{ name = "{ns}" }}
+  }}
+}}
+
+resource "kubernetes_manifest" "crd" {{
+  manifest = {{
+    apiVersion = "apiextensions.k8s.io/v1"
+    kind       = "CustomResourceDefinition"
+    metadata   = {{ name = "widgets.stuck.gpustack.dev" }}
+    spec = {{
+      group = "stuck.gpustack.dev"
+      scope = "Namespaced"
+      names = {{ plural = "widgets", singular = "widget", kind = "Widget" }}
+      versions = [{{
+        name    = "v1"
+        served  = true
+        storage = true
+        schema = {{ openAPIV3Schema = {{ type = "object", "x-kubernetes-preserve-unknown-fields" = true }} }}
+      }}]
+    }}
+  }}
+}}
+
+resource "helm_release" "operator" {{
+  name       = "operator"
+  chart      = "{chart}"
+  namespace  = "{ns}"
+  values     = {{ replicas = 1 }}
+  depends_on = [kubernetes_manifest.namespace]
+}}
+
+resource "kubernetes_manifest" "widget" {{
+  manifest = {{
+    apiVersion = "stuck.gpustack.dev/v1"
+    kind       = "Widget"
+    metadata = {{
+      name       = "stuck"
+      namespace  = "{ns}"
+      finalizers = ["stuck.gpustack.dev/never"]
+    }}
+  }}
+  wait {{
+    timeout = "3s"
+  }}
+  depends_on = [kubernetes_manifest.crd, helm_release.operator, kubernetes_manifest.namespace]
+}}
+"#,
+        chart = chart.path().display()
+    ));
+    stack.ok("apply", &["--auto-approve"]);
+    let out = stack.run("destroy", &["--auto-approve"]);
+    let text = everything_written(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    for kept in [
+        "kubernetes_manifest.crd was kept",
+        "helm_release.operator was kept",
+        "kubernetes_manifest.namespace was kept",
+    ] {
+        assert!(text.contains(kept), "{kept}: {text}");
+    }
+    c.kubectl_ok(&["get", "crd", "widgets.stuck.gpustack.dev"]);
+    c.kubectl_ok(&["get", "namespace", ns]);
+    assert_eq!(revision(c, "operator", ns), "1");
+    // Once the finalizer is gone, destroy finishes.
+    c.kubectl_ok(&[
+        "patch",
+        "widget.stuck.gpustack.dev",
+        "stuck",
+        "-n",
+        ns,
+        "--type",
+        "merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    stack.ok("destroy", &["--auto-approve"]);
+}

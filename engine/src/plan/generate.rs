@@ -83,7 +83,7 @@ pub fn literal(value: &Value, depth: usize) -> String {
         Value::Sensitive(_) => "null".to_owned(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => format_number(*n),
-        Value::String(s) => string(s),
+        Value::String(s) => heredoc(s, depth).unwrap_or_else(|| string(s)),
         Value::List(items) if items.is_empty() => "[]".to_owned(),
         Value::List(items) => {
             let inner: Vec<String> = items.iter().map(|v| literal(v, depth + 1)).collect();
@@ -109,6 +109,34 @@ pub fn literal(value: &Value, depth: usize) -> String {
             out
         }
     }
+}
+
+/// A multi-line string as a heredoc, where it can be one: ends with a newline, has no line
+/// that would end it, and nothing a template would read (`${`, `%{`).
+fn heredoc(s: &str, depth: usize) -> Option<String> {
+    let body = s.strip_suffix('\n')?;
+    if !body.contains('\n')
+        || s.contains("${")
+        || s.contains("%{")
+        || body.lines().any(|l| l.trim() == "EOT")
+        || s.contains('\r')
+        || body
+            .lines()
+            .any(|l| l.starts_with(char::is_whitespace) && l.trim().is_empty())
+    {
+        return None;
+    }
+    let pad = "  ".repeat(depth + 1);
+    let mut out = String::from("<<-EOT\n");
+    for line in body.lines() {
+        if line.is_empty() {
+            out.push('\n');
+        } else {
+            let _ = writeln!(out, "{pad}{line}");
+        }
+    }
+    let _ = write!(out, "{}EOT", "  ".repeat(depth));
+    Some(out)
 }
 
 fn key(k: &str) -> String {

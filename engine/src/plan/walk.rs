@@ -99,19 +99,34 @@ struct ManagedInstance<'h> {
     /// The id of an `import` block for it.
     import: Option<String>,
     schema_paths: &'h [gpustack_protocol::Path],
+    schema: &'h gpustack_protocol::Schema,
     owner: String,
+}
+
+/// A state with every attribute of its schema, unset ones null: a provider that leaves an
+/// empty attribute out (an app version a chart does not have) does not plan a change.
+fn conform(value: Value, schema: &gpustack_protocol::Schema) -> Value {
+    match value {
+        Value::Object(mut map) => {
+            for name in schema.attributes.keys().chain(schema.blocks.keys()) {
+                map.entry(name.clone()).or_insert(Value::Null);
+            }
+            Value::Object(map)
+        }
+        other => other,
+    }
 }
 
 /// Plans one managed instance: imports it first when an `import` block says so; refuses a
 /// create whose object exists and is not this stack's, and adopts (imports) one that is.
 async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
-    let mut prior = m.prior;
+    let mut prior = m.prior.map(|p| conform(p, m.schema));
     let mut importing = None;
     if let Some(id) = &m.import {
         match import_object(m.handle, &m.type_name, id, m.schema_paths).await {
             Ok(state) => {
-                prior = Some(state);
+                prior = Some(conform(state, m.schema));
                 importing = Some(super::Importing {
                     id: id.clone(),
                     adopted: false,
@@ -144,7 +159,7 @@ async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Vec<Diagnosti
                     .await
                 {
                     Ok(state) => {
-                        prior = Some(state);
+                        prior = Some(conform(state, m.schema));
                         importing = Some(super::Importing {
                             id: existing.import_id,
                             adopted: true,
@@ -172,7 +187,7 @@ async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Vec<Diagnosti
             _ => {}
         }
         diagnostics.extend(response.diagnostics);
-        let planned = secrets.mark(response.planned_state);
+        let planned = secrets.mark(conform(response.planned_state, m.schema));
         return (
             PlannedInstance {
                 key: m.key,
@@ -251,6 +266,8 @@ struct Planner<'w, 'a> {
     /// The state's objects by identity: a create of one that the state has at another
     /// address is a rename, not a new object.
     known: HashMap<String, String>,
+    /// Each configured resource's provider configuration address, by resource address.
+    config_providers: HashMap<String, String>,
     /// The state's digest key (or the one the state this plan creates will have).
     salt: &'a Salt,
     /// What data sources answered, for the plan's snapshot.
@@ -333,9 +350,20 @@ pub(crate) async fn plan<'a>(
                 .collect()
         })
         .unwrap_or_default();
+    let config_providers = graph
+        .provider_of
+        .iter()
+        .map(|(resource, provider)| {
+            (
+                graph.graph[*resource].address(walk.stack),
+                graph.graph[*provider].address(walk.stack),
+            )
+        })
+        .collect();
     let mut planner = Planner {
         walk,
         known,
+        config_providers,
         owner: ownership.owner,
         import_blocks,
         imports: HashMap::new(),
@@ -535,7 +563,15 @@ impl Planner<'_, '_> {
         let mut by_type: IndexMap<String, Vec<(String, Value, Vec<gpustack_protocol::Path>)>> =
             IndexMap::new();
         if let Some(state) = self.state {
-            for r in state.resources.iter().filter(|r| r.provider == address) {
+            // The provider the configuration gives a resource now (a resource moved into a
+            // module has the module's), else the one that made it.
+            let serves = |r: &&ResourceState| {
+                self.config_providers
+                    .get(&strip_instance_key(&r.address))
+                    .unwrap_or(&r.provider)
+                    == &address
+            };
+            for r in state.resources.iter().filter(serves) {
                 let mut paths = r.sensitive_paths.clone();
                 paths.extend(sensitive_attributes(
                     self.walk.registry.resource_schema(&r.type_name),
@@ -721,6 +757,7 @@ impl Planner<'_, '_> {
                     let handle = handle.clone();
                     let type_name = type_name.clone();
                     let schema_paths = schema_paths.clone();
+                    let schema = schema.clone();
                     let owner = owner.clone();
                     async move {
                         let _permit = handle.permits.acquire().await;
@@ -736,6 +773,7 @@ impl Planner<'_, '_> {
                                     config,
                                     import,
                                     schema_paths: &schema_paths,
+                                    schema: &schema,
                                     owner,
                                 })
                                 .await
@@ -1277,18 +1315,16 @@ impl Planner<'_, '_> {
             if self.allowed.is_some() && !targeted(&self.options.targets, &r.address) {
                 continue;
             }
-            match self.refreshed.get(&r.address) {
-                Some(Some(live)) => {
-                    changes.push(delete_change(r, live, "delete_because_destroy", self.salt))
-                }
-                Some(None) => {}
-                None => changes.push(delete_change(
-                    r,
-                    &state_value(r),
-                    "delete_because_destroy",
-                    self.salt,
-                )),
+            let mut change = match self.refreshed.get(&r.address) {
+                Some(Some(live)) => delete_change(r, live, "delete_because_destroy", self.salt),
+                Some(None) => continue,
+                None => delete_change(r, &state_value(r), "delete_because_destroy", self.salt),
+            };
+            // Destroyed through the provider the configuration gives it now.
+            if let Some(provider) = self.config_providers.get(&strip_instance_key(&r.address)) {
+                change.provider = provider.clone();
             }
+            changes.push(change);
         }
         changes
     }

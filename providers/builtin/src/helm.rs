@@ -453,6 +453,12 @@ impl Provider for HelmCli {
         set(&mut planned, "values", values_of(&request.config));
         let mut requires_replace = Vec::new();
         let prior = request.prior_state.as_ref();
+        // No version configured: whatever version is installed stands.
+        if text(&request.config, "version").is_none()
+            && let Some(installed) = prior.and_then(|p| attribute(p, "version"))
+        {
+            set(&mut planned, "version", installed.clone());
+        }
         if let Some(prior) = prior {
             for identity in ["name", "namespace"] {
                 if attribute(prior, identity) != attribute(&planned, identity) {
