@@ -25,6 +25,7 @@ use crate::source::{SourceMap, Span};
 use crate::walker::{Steps, walk};
 use crate::{InputSource, Session};
 use futures::future::BoxFuture;
+use gpustack_protocol::Registry;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ConfigureRequest, Diagnostic, PlanResourceChangeRequest, Provider,
     Value,
@@ -195,17 +196,25 @@ impl Ledger<'_, '_> {
     }
 }
 
-/// `supplied`: the variables given to this apply, for the plan's sensitive variables (a plan
-/// holds only their digests); `saved`: the plan comes from a file, so they may set nothing
-/// else (otherwise they are the ones the plan was just made with).
+/// The variables given to an apply, for the plan's sensitive variables (a plan holds only
+/// their digests).
+#[derive(Clone, Copy)]
+pub struct Supplied<'a> {
+    pub variables: &'a crate::VariableArgs,
+    /// The plan comes from a file, so the variables may set nothing else (otherwise they are
+    /// the ones the plan was just made with).
+    pub saved: bool,
+}
+
+/// Carries out a plan against the providers of `registry`.
 pub async fn apply(
+    registry: &Registry,
     plan: &Plan,
     state: Option<State>,
     persist: Persist<'_>,
     stop: &Arc<AtomicBool>,
     live_progress: bool,
-    supplied: &crate::VariableArgs,
-    saved: bool,
+    supplied: Supplied<'_>,
 ) -> ApplyReport {
     let progress = Arc::new(Progress::new(live_progress));
     let ticker = {
@@ -218,13 +227,13 @@ pub async fn apply(
         })
     };
     let report = apply_with(
+        registry,
         plan,
         state,
         persist,
         stop,
         progress.clone(),
         supplied,
-        saved,
     )
     .await;
     ticker.abort();
@@ -233,13 +242,13 @@ pub async fn apply(
 }
 
 async fn apply_with(
+    registry: &Registry,
     plan: &Plan,
     state: Option<State>,
     persist: Persist<'_>,
     stop: &Arc<AtomicBool>,
     progress: Arc<Progress>,
-    supplied: &crate::VariableArgs,
-    saved: bool,
+    supplied: Supplied<'_>,
 ) -> ApplyReport {
     let files = Files::Snapshot {
         root: plan.snapshot.stack_dir.clone().into(),
@@ -252,13 +261,14 @@ async fn apply_with(
         .map(|(k, v)| (k.clone(), Value::from_json(v)))
         .collect();
     let mut session = Session::open(
+        registry.clone(),
         std::path::Path::new(&plan.snapshot.stack_dir),
         &files,
         InputSource::Plan {
             values: &variables,
             sensitive: &plan.snapshot.sensitive_variables,
-            supplied,
-            only_sensitive: saved,
+            supplied: supplied.variables,
+            only_sensitive: supplied.saved,
         },
     );
     if crate::plan::config_hash(&plan.snapshot) != plan.config_hash {

@@ -6,8 +6,8 @@ use crate::diag::{Diag, Diags};
 use crate::evaluate::{Expansion, Repetition, Walk};
 use crate::plan::strip_instance_key;
 use crate::source::Span;
+use gpustack_protocol::Registry;
 use gpustack_protocol::{Diagnostic, Schema, Value};
-use gpustack_providers::Registry;
 use gpustack_state::ResourceState;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

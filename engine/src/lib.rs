@@ -27,7 +27,7 @@ use crate::evaluate::{EvalOptions, Evaluated, Inputs, RawInput};
 use crate::graph::Graph;
 use crate::source::SourceMap;
 use gpustack_protocol::Diagnostic;
-use gpustack_providers::Registry;
+use gpustack_protocol::Registry;
 use hcl_edit::structure::Structure;
 use std::path::{Path, PathBuf};
 
@@ -128,13 +128,9 @@ impl Session {
             .map_err(|e| format!("the {} backend block: {e}", backend.kind))
     }
 
-    /// Loads `dir` from `files` (the disk, or a plan's snapshot) and builds its graph.
-    pub fn open(dir: &Path, files: &config::Files, inputs: InputSource<'_>) -> Self {
-        Self::open_with(Registry::builtin(), dir, files, inputs)
-    }
-
-    /// As [`Session::open`], with a given set of providers (tests and benchmarks add `test`).
-    pub fn open_with(
+    /// Loads `dir` from `files` (the disk, or a plan's snapshot) and builds its graph against
+    /// the providers of `registry`.
+    pub fn open(
         registry: Registry,
         dir: &Path,
         files: &config::Files,
@@ -333,7 +329,12 @@ pub async fn plan(
 
 /// Runs every static phase over the stack in `dir`. All problems are collected, never only the
 /// first; no phase performs network I/O.
-pub fn load(dir: &Path, variables: &VariableArgs, options: EvalOptions) -> Loaded {
+pub fn load(
+    registry: Registry,
+    dir: &Path,
+    variables: &VariableArgs,
+    options: EvalOptions,
+) -> Loaded {
     let Session {
         registry,
         sources,
@@ -342,7 +343,12 @@ pub fn load(dir: &Path, variables: &VariableArgs, options: EvalOptions) -> Loade
         inputs,
         mut diags,
         ..
-    } = Session::open(dir, &config::Files::Disk, InputSource::Args(variables));
+    } = Session::open(
+        registry,
+        dir,
+        &config::Files::Disk,
+        InputSource::Args(variables),
+    );
     let evaluated = if stack.modules.is_empty() {
         Evaluated::default()
     } else {

@@ -2,8 +2,8 @@
 //! formatting must be idempotent.
 #![no_main]
 
-use gpustack::VariableArgs;
-use gpustack::evaluate::EvalOptions;
+use gpustack_engine::VariableArgs;
+use gpustack_engine::evaluate::EvalOptions;
 use libfuzzer_sys::fuzz_target;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -22,12 +22,17 @@ fuzz_target!(|data: &[u8]| {
     if std::fs::write(dir.join("main.hcl"), data).is_err() {
         return;
     }
-    let loaded = gpustack::load(dir, &VariableArgs::default(), EvalOptions { allow_missing_inputs: true });
-    let _ = gpustack::graph::dot::render(&loaded.stack, &loaded.graph, &loaded.evaluated.instances);
+    // The providers without an SDK: the engine and this target compile without any.
+    let registry = gpustack_protocol::Registry::new(vec![
+        gpustack_provider_local::provider(),
+        gpustack_provider_test::provider(),
+    ]);
+    let loaded = gpustack_engine::load(registry, dir, &VariableArgs::default(), EvalOptions { allow_missing_inputs: true });
+    let _ = gpustack_engine::graph::dot::render(&loaded.stack, &loaded.graph, &loaded.evaluated.instances);
     if let Ok(text) = std::str::from_utf8(data)
-        && let Ok(once) = gpustack::fmt::format_hcl(text)
+        && let Ok(once) = gpustack_engine::fmt::format_hcl(text)
     {
-        let twice = gpustack::fmt::format_hcl(&once).expect("formatted output parses");
+        let twice = gpustack_engine::fmt::format_hcl(&once).expect("formatted output parses");
         assert_eq!(once, twice, "formatting is not idempotent");
     }
 });

@@ -2,14 +2,17 @@
 //!
 //! Versioned JSON with a `lineage` (which history this state belongs to, fixed at creation) and
 //! a `serial` (incremented on every write), so that a saved plan can refuse to apply over a
-//! state it was not made from, and the backends that keep it: local, kubernetes, s3.
+//! state it was not made from; the [`Backend`] trait every place that keeps it implements, and
+//! the local backend. The remote backends live in `gpustack-backends`.
+//!
+//! **Invariant:** this crate depends on no SDK and no network client.
 
 mod backend;
-pub mod kubernetes;
+mod config;
 mod local;
-pub mod s3;
 
 pub use backend::{Backend, BackendConfig, BoxError, LockError, LockGuard, StateError, block_on};
+pub use config::{KubernetesConfig, S3Config};
 pub use local::LocalBackend;
 
 use indexmap::IndexMap;
@@ -120,7 +123,7 @@ impl LockInfo {
         }
     }
 
-    pub(crate) fn unreadable() -> Self {
+    pub fn unreadable() -> Self {
         Self {
             id: "unknown".into(),
             operation: "unknown".into(),

@@ -93,7 +93,7 @@ impl AksFake {
     /// Starts the fake with one cluster, `SUB/RG/CLUSTER` at Kubernetes `version`; pool
     /// nodes go to the cluster of `kubeconfig` when one is given.
     pub fn start(clusters: &[(&str, &str)], kubeconfig: Option<PathBuf>) -> Self {
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        gpustack_connect::install_ring();
         let dir = tempfile::tempdir().unwrap();
         let ca_key = rcgen::KeyPair::generate().unwrap();
         let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();

@@ -6,7 +6,7 @@
 
 #![allow(clippy::panic, clippy::unwrap_used)]
 
-use gpustack_state::kubernetes::KubernetesConfig;
+use gpustack_state::KubernetesConfig;
 use gpustack_state::{Backend, BackendConfig, ResourceMode, ResourceState, State, StateError};
 use gpustack_tests::cluster::TestCluster;
 use gpustack_tests::moto::Moto;
@@ -315,7 +315,7 @@ async fn a_stale_writer_is_refused(writer: &dyn Backend, reader: &dyn Backend, l
 async fn s3_backend_refuses_a_stale_writer() {
     let moto = Moto::start(&format!("stale-{}", std::process::id()));
     moto.boto3(r#"boto3.client("s3", **kw).create_bucket(Bucket="stale")"#);
-    let config = gpustack_state::s3::S3Config {
+    let config = gpustack_state::S3Config {
         bucket: "stale".into(),
         key: "state.json".into(),
         region: Some("us-east-1".into()),
@@ -329,10 +329,10 @@ async fn s3_backend_refuses_a_stale_writer() {
             aws_sdk_s3::config::Credentials::new("test", "test", None, None, "test"),
         ))
     };
-    let writer = gpustack_state::s3::S3Backend::connect_with(&config, credentials())
+    let writer = gpustack_backends::s3::S3Backend::connect_with(&config, credentials())
         .await
         .unwrap();
-    let reader = gpustack_state::s3::S3Backend::connect_with(&config, credentials())
+    let reader = gpustack_backends::s3::S3Backend::connect_with(&config, credentials())
         .await
         .unwrap();
     assert!(writer.read().await.unwrap().is_none());
@@ -353,7 +353,7 @@ async fn kubernetes_state_larger_than_a_secret_round_trips_and_a_stale_writer_is
         lock_ttl: None,
     });
     let here = Path::new(".");
-    let writer = config.open(here).await.unwrap();
+    let writer = gpustack_backends::open(&config, here).await.unwrap();
     assert!(writer.read().await.unwrap().is_none());
     let lineage = gpustack_state::new_lineage();
     let first = big_state(1, &lineage);
@@ -385,7 +385,7 @@ async fn kubernetes_state_larger_than_a_secret_round_trips_and_a_stale_writer_is
     );
     assert_eq!(kinds, 1);
 
-    let reader = config.open(here).await.unwrap();
+    let reader = gpustack_backends::open(&config, here).await.unwrap();
     assert_eq!(reader.read().await.unwrap().unwrap(), first);
 
     // Both have read serial 1; the writer writes serial 2, so the reader's write is stale.

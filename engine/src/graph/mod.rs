@@ -12,7 +12,7 @@ use crate::config::{Expr, Module, ResourceMode, Stack, provider_key};
 use crate::diag::{Diags, suggest};
 use crate::lang::refs::{Ref, references};
 use crate::source::{SourceMap, Span};
-use gpustack_providers::Registry;
+use gpustack_protocol::Registry;
 use hcl_edit::structure::{Body, Structure};
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{HashMap, HashSet};

@@ -4,11 +4,11 @@
 //! `nodepool gpupool: 1 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 1 → 10 (time-slicing ×10; new pool)`.
 
 use super::CapacityLine;
+use gpustack_protocol::nvidia::{
+    DEVICE_PLUGIN_CONFIG_LABEL as CONFIG_LABEL, GPU_RESOURCE, SHARED_GPU_RESOURCE,
+};
 use gpustack_protocol::{CapacityChange, GpuFact, PoolFact, PoolShape, SharingKey, format_number};
 use std::collections::BTreeMap;
-
-/// The label a node uses to pick its key of the device-plugin config (GPU-FACTS).
-const CONFIG_LABEL: &str = "nvidia.com/device-plugin.config";
 
 /// The device-plugin configs of the plan and which one, with which default key, the
 /// ClusterPolicy makes the device plugin read.
@@ -95,9 +95,9 @@ fn advertised(shape: &PoolShape, sharing: Option<&SharingKey>) -> (f64, f64, &'s
     let physical = f64::from(shape.max_nodes) * f64::from(shape.gpus.count);
     let (factor, rename) = sharing.map_or((1.0, false), |s| (s.replicas, s.rename));
     let resource = if rename && factor > 1.0 {
-        "nvidia.com/gpu.shared"
+        SHARED_GPU_RESOURCE
     } else {
-        "nvidia.com/gpu"
+        GPU_RESOURCE
     };
     (physical, physical * factor, resource)
 }

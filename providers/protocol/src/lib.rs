@@ -6,6 +6,8 @@
 
 mod capacity;
 mod diagnostic;
+pub mod nvidia;
+mod registry;
 mod schema;
 pub mod secrets;
 mod types;
@@ -16,6 +18,7 @@ pub use capacity::{CapacityChange, GpuFact, GpuShape, PoolFact, PoolShape, Shari
 /// The annotation, label or tag key of a stack's mark on the objects it creates.
 pub const OWNER_KEY: &str = "gpustack.dev/owner";
 pub use diagnostic::{Diagnostic, Pos, Severity, SourceRange};
+pub use registry::Registry;
 pub use schema::{Attribute, BlockNesting, NestedBlock, ProviderSchema, Schema};
 pub use types::{ConversionError, ObjectAttr, Type};
 pub use value::{Marked, Number, Path, PathStep, SENSITIVE, Value, format_number, path_text};
@@ -217,12 +220,11 @@ pub struct ReadDataSourceResponse {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// The interface every provider implements.
-///
-/// A registered provider is a factory: `configure` returns the instance that serves one
-/// `provider` block, and every other call goes to such an instance.
+/// A provider as the registry holds it: what it accepts and how to connect it. The engine
+/// asks the factory for schemas, configuration checks and identities without connecting, and
+/// `configure` gives the [`Provider`] that serves one `provider` block.
 #[async_trait::async_trait]
-pub trait Provider: Send + Sync {
+pub trait ProviderFactory: Send + Sync {
     fn get_schema(&self, request: GetSchemaRequest) -> GetSchemaResponse;
 
     fn validate_resource_config(
@@ -240,22 +242,17 @@ pub trait Provider: Send + Sync {
         None
     }
 
-    /// Providers that only validate so far keep the default: planning with them fails with a
-    /// message that says so, instead of pretending.
+    /// Builds the client of one `provider` block. Makes no request that changes anything.
     async fn configure(
         &self,
         request: ConfigureRequest,
-    ) -> Result<std::sync::Arc<dyn Provider>, Vec<Diagnostic>> {
-        let _ = request;
-        let name = self.get_schema(GetSchemaRequest::default()).schema.name;
-        Err(vec![Diagnostic::error(
-            "Provider cannot plan yet",
-            format!(
-                "The {name} provider checks configuration but cannot yet read, plan or apply; use gpustack validate for stacks that use it."
-            ),
-        )])
-    }
+    ) -> Result<std::sync::Arc<dyn Provider>, Vec<Diagnostic>>;
+}
 
+/// One configured `provider` block: reads, plans and applies the resources and data sources
+/// of its factory's schema. Operations a provider does not offer answer an error that says so.
+#[async_trait::async_trait]
+pub trait Provider: Send + Sync {
     async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
         ReadResourcesResponse {
             states: vec![None; request.states.len()],
@@ -263,29 +260,10 @@ pub trait Provider: Send + Sync {
         }
     }
 
-    /// The default plans from the schema alone; providers override it where the API adds
-    /// defaults or rules of its own.
     async fn plan_resource_change(
         &self,
         request: PlanResourceChangeRequest,
-    ) -> PlanResourceChangeResponse {
-        let schema = self.get_schema(GetSchemaRequest::default()).schema;
-        match schema.resources.get(&request.type_name) {
-            Some(resource) => {
-                plan_from_schema(resource, request.prior_state.as_ref(), &request.config)
-            }
-            None => PlanResourceChangeResponse {
-                diagnostics: vec![Diagnostic::error(
-                    "Unknown resource type",
-                    format!(
-                        "This provider has no resource type \"{}\".",
-                        request.type_name
-                    ),
-                )],
-                ..Default::default()
-            },
-        }
-    }
+    ) -> PlanResourceChangeResponse;
 
     async fn apply_resource_change(
         &self,

@@ -12,8 +12,8 @@
 //!   answers every call after 20 ms, against the critical-path bound (depth × latency), with CPU
 //!   time and peak memory of a process that does only that.
 
-use gpustack::VariableArgs;
-use gpustack::evaluate::EvalOptions;
+use gpustack_engine::VariableArgs;
+use gpustack_engine::evaluate::EvalOptions;
 use gpustack_tests::{gpustack_bin, repo_root};
 use std::path::Path;
 use std::process::Command;
@@ -81,7 +81,8 @@ fn time_load(dir: &Path, runs: usize) -> (Duration, usize) {
     let samples = (0..runs)
         .map(|_| {
             let start = Instant::now();
-            let loaded = gpustack::load(
+            let loaded = gpustack_engine::load(
+                gpustack::registry(),
                 dir,
                 &VariableArgs::default(),
                 EvalOptions {
@@ -150,16 +151,16 @@ fn engine_only() {
         .expect("runtime");
     let cpu_before = cpu_seconds();
     let started = Instant::now();
-    let session = gpustack::Session::open_with(
-        gpustack_providers::Registry::with_test_provider(true),
+    let session = gpustack_engine::Session::open(
+        gpustack_protocol::Registry::new(vec![gpustack_provider_test::provider()]),
         &dir,
-        &gpustack::config::Files::Disk,
-        gpustack::InputSource::Args(&VariableArgs::default()),
+        &gpustack_engine::config::Files::Disk,
+        gpustack_engine::InputSource::Args(&VariableArgs::default()),
     );
-    let (plan, _, diagnostics) = runtime.block_on(gpustack::plan(
+    let (plan, _, diagnostics) = runtime.block_on(gpustack_engine::plan(
         session,
         None,
-        &gpustack::plan::PlanOptions {
+        &gpustack_engine::plan::PlanOptions {
             refresh: true,
             ..Default::default()
         },

@@ -1,0 +1,244 @@
+//! Choosing, opening and locking the state backend; `gpustack init` and state migration.
+//!
+//! `.gpustack/backend.json` records the backend a stack was last initialised with. A stack
+//! whose backend block changed refuses to run until `init --migrate-state` (copy the state) or
+//! `init --reconfigure` (start from the new backend as it is), so that no run ever plans from
+//! an empty state while the real one sits in the old backend.
+
+use gpustack_engine::Session;
+use gpustack_state::{Backend, BackendConfig, LockGuard, LockInfo, State};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| {
+            eprintln!("Error: cannot start the async runtime: {e}");
+            std::process::exit(1)
+        })
+}
+
+fn error(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("Error: {message}");
+    ExitCode::from(1)
+}
+
+fn record_path(dir: &Path) -> PathBuf {
+    dir.join(".gpustack").join("backend.json")
+}
+
+/// The backend `init` recorded; a record this version cannot read is an error, never "none"
+/// (that would skip the check that the backend did not change).
+fn recorded(dir: &Path) -> Result<Option<BackendConfig>, String> {
+    let path = record_path(dir);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            format!(
+                "cannot read {} ({e}); was it written by a newer gpustack? Run `gpustack init --reconfigure` to record the configured backend again",
+                path.display()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+fn record(dir: &Path, config: &BackendConfig) -> std::io::Result<()> {
+    let path = record_path(dir);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut json = serde_json::to_vec_pretty(config).unwrap_or_default();
+    json.push(b'\n');
+    std::fs::write(path, json)
+}
+
+/// One line naming a backend configuration, for messages.
+fn describe(config: &BackendConfig) -> String {
+    match config {
+        BackendConfig::Local { path } => format!(
+            "local ({})",
+            path.as_deref().unwrap_or(".gpustack/state.json")
+        ),
+        BackendConfig::Kubernetes(k) => format!(
+            "kubernetes (Secret gpustack-state-{} in namespace {})",
+            k.secret_suffix, k.namespace
+        ),
+        BackendConfig::S3(s) => format!("s3 (s3://{}/{})", s.bucket, s.key),
+    }
+}
+
+fn has_local_state(dir: &Path) -> bool {
+    dir.join(".gpustack").join("state.json").is_file()
+}
+
+/// The backend of a loaded stack, refusing one that changed since `init` recorded it.
+pub async fn open(dir: &Path, session: &Session) -> Result<Box<dyn Backend>, String> {
+    let config = session.backend_config()?;
+    match recorded(dir)? {
+        Some(before) if !before.same_location(&config) => {
+            return Err(format!(
+                "the stack's backend changed from {} to {}. Run `gpustack init --migrate-state` to copy the state to the new backend, or `gpustack init --reconfigure` to use the new backend as it is",
+                describe(&before),
+                describe(&config)
+            ));
+        }
+        None if config.kind() != "local" && has_local_state(dir) => {
+            return Err(format!(
+                "the stack now keeps its state in {}, but a local state exists at .gpustack/state.json. Run `gpustack init --migrate-state` to copy it there",
+                describe(&config)
+            ));
+        }
+        _ => {}
+    }
+    gpustack_backends::open(&config, dir)
+        .await
+        .map_err(|e| full(&e))
+}
+
+pub use gpustack_protocol::error_chain as full;
+
+pub async fn lock(
+    backend: &dyn Backend,
+    operation: &str,
+    timeout: Duration,
+) -> Result<LockGuard, String> {
+    match backend.lock(LockInfo::new(operation), timeout).await {
+        Ok(guard) => {
+            if let Some(notice) = &guard.notice {
+                eprintln!("{notice}");
+            }
+            Ok(guard)
+        }
+        Err(e) => {
+            let mut message = format!("{}.", full(&e));
+            if let gpustack_state::LockError::Held(held) = &e {
+                message.push_str(&format!(
+                    "\nIf that run is gone, release it with: gpustack force-unlock {}",
+                    held.id
+                ));
+            }
+            Err(message)
+        }
+    }
+}
+
+pub async fn read(backend: &dyn Backend) -> Result<Option<State>, String> {
+    backend.read().await.map_err(|e| full(&e))
+}
+
+/// `gpustack init`: checks that the backend answers and records it; with `migrate_state`,
+/// copies the state from the backend recorded before (the local default when none was).
+pub fn init(
+    session: &Session,
+    dir: &Path,
+    migrate_state: bool,
+    reconfigure: bool,
+    lock_timeout: Duration,
+) -> ExitCode {
+    let config = match session.backend_config() {
+        Ok(c) => c,
+        Err(e) => return error(e),
+    };
+    let before = match recorded(dir) {
+        Ok(before) => before.unwrap_or_default(),
+        Err(e) if reconfigure => {
+            eprintln!("Warning: {e}");
+            BackendConfig::default()
+        }
+        Err(e) => return error(e),
+    };
+    runtime().block_on(async {
+        let moved = !before.same_location(&config);
+        let new = match gpustack_backends::open(&config, dir).await {
+            Ok(b) => b,
+            Err(e) => return error(full(&e)),
+        };
+        let _new_lock = match lock(new.as_ref(), "init", lock_timeout).await {
+            Ok(g) => g,
+            Err(e) => return error(e),
+        };
+        let existing = match read(new.as_ref()).await {
+            Ok(s) => s,
+            Err(e) => return error(e),
+        };
+        if moved && !reconfigure {
+            let old = match gpustack_backends::open(&before, dir).await {
+                Ok(b) => b,
+                Err(e) => return error(full(&e)),
+            };
+            let _old_lock = match lock(old.as_ref(), "init", lock_timeout).await {
+                Ok(g) => g,
+                Err(e) => return error(e),
+            };
+            let old_state = match read(old.as_ref()).await {
+                Ok(s) => s,
+                Err(e) => return error(e),
+            };
+            if let Some(state) = old_state {
+                if !migrate_state {
+                    return error(format!(
+                        "the backend changed from {} to {}, and the old one holds a state (serial {}, {} objects). Run `gpustack init --migrate-state` to copy it, or `gpustack init --reconfigure` to leave it behind",
+                        describe(&before),
+                        describe(&config),
+                        state.serial,
+                        state.resources.len()
+                    ));
+                }
+                match &existing {
+                    Some(there) if there.lineage != state.lineage => {
+                        return error(format!(
+                            "{} already holds a different state (lineage {}, serial {}); it was not overwritten. Choose another location, or remove that state first",
+                            new.location(),
+                            there.lineage,
+                            there.serial
+                        ));
+                    }
+                    Some(there) if there.serial > state.serial => {
+                        return error(format!(
+                            "{} holds a newer state of this stack (serial {} > {}); it was not overwritten",
+                            new.location(),
+                            there.serial,
+                            state.serial
+                        ));
+                    }
+                    _ => {}
+                }
+                if let Err(e) = new.write(&state).await {
+                    return error(full(&e));
+                }
+                println!(
+                    "Copied the state (serial {}, {} objects) from {} to {}.\nThe old state is left where it was; remove it once you have checked the new one.",
+                    state.serial,
+                    state.resources.len(),
+                    old.location(),
+                    new.location()
+                );
+            }
+        }
+        if let Err(e) = record(dir, &config) {
+            return error(format!("cannot record the backend in {}: {e}", record_path(dir).display()));
+        }
+        let current = if moved && migrate_state {
+            read(new.as_ref()).await.ok().flatten()
+        } else {
+            existing
+        };
+        match current {
+            Some(state) => println!(
+                "Initialized: the state is in {} (serial {}, {} objects).",
+                new.location(),
+                state.serial,
+                state.resources.len()
+            ),
+            None => println!(
+                "Initialized: the state will be kept in {} (empty so far).",
+                new.location()
+            ),
+        }
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,111 @@
+//! `gpustack fmt`: canonical formatting of .hcl files, in place or as a check.
+
+use gpustack_engine::fmt::format_hcl;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+pub fn run(paths: Vec<PathBuf>, check: bool, diff: bool) -> ExitCode {
+    let roots = if paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        paths
+    };
+    let mut files = Vec::new();
+    for root in &roots {
+        if root.is_dir() {
+            collect(root, &mut files);
+        } else if root.is_file() {
+            files.push(root.clone());
+        } else {
+            eprintln!("Error: {} does not exist.", root.display());
+            return ExitCode::from(1);
+        }
+    }
+    files.sort();
+    let mut failed = false;
+    let mut unformatted = 0;
+    for file in files {
+        let text = match std::fs::read_to_string(&file) {
+            Ok(text) => text,
+            Err(err) => {
+                eprintln!("Error: cannot read {}: {err}", file.display());
+                failed = true;
+                continue;
+            }
+        };
+        let formatted = match format_hcl(&text) {
+            Ok(formatted) => formatted,
+            Err(err) => {
+                eprintln!(
+                    "Error: {}:{}:{}: {}",
+                    file.display(),
+                    err.line,
+                    err.column,
+                    err.message
+                );
+                failed = true;
+                continue;
+            }
+        };
+        if formatted == text {
+            continue;
+        }
+        unformatted += 1;
+        println!("{}", file.display());
+        if diff {
+            print!(
+                "{}",
+                similar::TextDiff::from_lines(&text, &formatted)
+                    .unified_diff()
+                    .header(&file.display().to_string(), &file.display().to_string())
+            );
+        }
+        if !check && let Err(err) = write_atomically(&file, &formatted) {
+            eprintln!("Error: cannot write {}: {err}", file.display());
+            failed = true;
+        }
+    }
+    if failed || (check && unformatted > 0) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Directories named .gpustack, .git, target and node_modules are not stacks.
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if path.is_dir() {
+            if !name.starts_with('.') && name != "target" && name != "node_modules" {
+                collect(&path, out);
+            }
+        } else if name.ends_with(".hcl") {
+            out.push(path);
+        }
+    }
+}
+
+/// Temp file in the same directory, then rename: a crash never leaves half a file.
+fn write_atomically(path: &Path, content: &str) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.gpustack-fmt",
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    ));
+    std::fs::write(&tmp, content)?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        let _ = std::fs::set_permissions(&tmp, meta.permissions());
+    }
+    std::fs::rename(&tmp, path)
+}

@@ -1,0 +1,678 @@
+//! Commands, argument parsing and output. Exit codes follow Terraform: 0 success, 1 error,
+//! 2 changes present (plan --detailed-exitcode, drift).
+
+mod backend;
+mod fmt;
+mod junit;
+mod node_check;
+mod ops;
+mod render;
+mod state;
+mod webhook;
+
+use clap::{Args, Parser, Subcommand};
+use gpustack_engine::evaluate::EvalOptions;
+use gpustack_engine::plan::{PlanMode, PlanOptions};
+use gpustack_engine::{VariableArgs, load};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(name = "gpustack", version = gpustack_engine::version::VERSION, about = "GPU infrastructure on Kubernetes as code", disable_version_flag = true)]
+struct Cli {
+    /// Never colour output (also: NO_COLOR=1). Colour is only used on a terminal.
+    #[arg(long, global = true)]
+    no_color: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Prepare a stack's state backend: check that it answers and record it; after the backend
+    /// block changed, copy the state over with --migrate-state.
+    Init {
+        /// The stack directory.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Copy the state from the backend used before (the local one if none was recorded)
+        /// to the one the stack now configures.
+        #[arg(long, conflicts_with = "reconfigure")]
+        migrate_state: bool,
+        /// Use the newly configured backend as it is, leaving the old state behind.
+        #[arg(long)]
+        reconfigure: bool,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+    },
+    /// Check a stack: syntax, references, types, provider schemas, modules, cycles.
+    Validate {
+        #[command(flatten)]
+        stack: StackArgs,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rewrite .hcl files in the canonical style (keeps comments).
+    Fmt {
+        /// Files or directories (recursively); default: the current directory.
+        paths: Vec<PathBuf>,
+        /// Change nothing; list files that need formatting and exit 1 if any do.
+        #[arg(long)]
+        check: bool,
+        /// Show what would change as a diff.
+        #[arg(long)]
+        diff: bool,
+    },
+    /// Print the dependency graph as Graphviz DOT (edges in execution order).
+    Graph {
+        #[command(flatten)]
+        stack: StackArgs,
+    },
+    /// Show what apply would change: refresh, diff, and the plan (exit 2 with --detailed-exitcode when there are changes).
+    Plan {
+        #[command(flatten)]
+        stack: StackArgs,
+        #[command(flatten)]
+        plan: PlanFlags,
+        /// Save the plan for `gpustack apply FILE`.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print the plan as JSON (format_version 1.0).
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        /// Print the plan as Markdown for a pull-request comment.
+        #[arg(long)]
+        markdown: bool,
+        /// Exit 0 for no changes, 1 for errors, 2 for changes.
+        #[arg(long)]
+        detailed_exitcode: bool,
+        /// Plan a fleet: every stack directory matching this pattern (e.g. 'stacks/*'), with
+        /// one summary table (or JSON); exit 1 if any failed.
+        #[arg(long, value_name = "GLOB", conflicts_with_all = ["out", "markdown"])]
+        stacks: Option<String>,
+        /// How many stacks of a fleet to plan at once.
+        #[arg(long, default_value_t = 4, requires = "stacks")]
+        parallel: usize,
+        /// Write HCL for the objects import blocks take in that have no resource block yet,
+        /// to this new file in the stack directory; then review it and plan again.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["out", "stacks"])]
+        generate_config_out: Option<PathBuf>,
+    },
+    /// Make the changes: plan and ask for confirmation, or apply a saved plan exactly.
+    Apply {
+        /// A stack directory, or a plan file saved with `plan --out`.
+        #[arg(default_value = ".", value_name = "DIR|PLANFILE")]
+        path: PathBuf,
+        #[arg(long = "var", value_name = "NAME=VALUE")]
+        vars: Vec<String>,
+        #[arg(long = "var-file", value_name = "FILE")]
+        var_files: Vec<PathBuf>,
+        #[command(flatten)]
+        plan: PlanFlags,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        auto_approve: bool,
+        /// Write the smoke tests' results as JUnit XML.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+    },
+    /// Run the stack's smoke tests again (gpu_smoke_test), changing nothing else.
+    Test {
+        #[command(flatten)]
+        stack: StackArgs,
+        /// Write the results as JUnit XML.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+    },
+    /// Destroy every object the stack manages (only those recorded in its state).
+    Destroy {
+        #[command(flatten)]
+        stack: StackArgs,
+        #[arg(long, value_name = "ADDRESS")]
+        target: Vec<String>,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+        #[arg(long)]
+        auto_approve: bool,
+    },
+    /// Compare live objects with the state: exit 0 no drift, 2 drift, 1 error.
+    Drift {
+        #[command(flatten)]
+        stack: StackArgs,
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        #[arg(long)]
+        markdown: bool,
+        /// Write Prometheus metrics (textfile collector format) to this file.
+        #[arg(long, value_name = "FILE")]
+        metrics_file: Option<PathBuf>,
+        /// POST the JSON report here when drift appears, changes or goes away (not on every
+        /// run); what was reported is remembered beside the state.
+        #[arg(long, value_name = "URL", conflicts_with = "stacks")]
+        webhook: Option<String>,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+        /// Check a fleet: every stack directory matching this pattern (e.g. 'stacks/*'), with
+        /// one summary; exit 2 if any stack drifted, 1 if any failed.
+        #[arg(long, value_name = "GLOB", conflicts_with_all = ["markdown", "metrics_file"])]
+        stacks: Option<String>,
+        /// How many stacks of a fleet to check at once.
+        #[arg(long, default_value_t = 4, requires = "stacks")]
+        parallel: usize,
+    },
+    /// Read or edit the state.
+    State {
+        #[command(subcommand)]
+        command: StateCommand,
+    },
+    /// Bring an existing object under management: gpustack import ADDRESS ID.
+    Import {
+        address: String,
+        id: String,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long = "var", value_name = "NAME=VALUE")]
+        vars: Vec<String>,
+        #[arg(long = "var-file", value_name = "FILE")]
+        var_files: Vec<PathBuf>,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+    },
+    /// Print outputs from the state.
+    Output {
+        name: Option<String>,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a saved plan, or the state.
+    Show {
+        plan_file: Option<PathBuf>,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        /// A saved plan as Markdown, for a pull-request comment.
+        #[arg(long, requires = "plan_file")]
+        markdown: bool,
+    },
+    /// Release a lock left by a run that is gone: gpustack force-unlock LOCK_ID.
+    ForceUnlock {
+        id: String,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Check this machine's GPUs through NVML: count, model, memory, driver and CUDA version,
+    /// MIG mode and devices, ECC errors; exit 1 when an expectation fails or NVML is absent.
+    NodeCheck {
+        #[command(flatten)]
+        expect: node_check::Expectations,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the version.
+    Version {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum StateCommand {
+    /// List the objects in the state.
+    List {
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Show one object's attributes (sensitive ones masked).
+    Show {
+        address: String,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Forget objects without touching them.
+    Rm {
+        #[arg(required = true)]
+        addresses: Vec<String>,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+    },
+    /// Record an object under a new address (after renaming a resource or moving it into a module).
+    Mv {
+        from: String,
+        to: String,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+    },
+    /// Print the raw state.
+    Pull {
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Replace the state with a file (e.g. errored.gpustack-state.json after a failed save);
+    /// refused for another lineage or when the backend's state is newer, unless --force.
+    Push {
+        file: PathBuf,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long)]
+        force: bool,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+    },
+}
+
+#[derive(Args)]
+struct PlanFlags {
+    /// Plan to destroy everything.
+    #[arg(long)]
+    destroy: bool,
+    /// Only update the state to match live objects.
+    #[arg(long, conflicts_with = "destroy")]
+    refresh_only: bool,
+    /// Read live objects first (default true).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    refresh: bool,
+    /// Limit the plan to these resources and what they depend on.
+    #[arg(long, value_name = "ADDRESS")]
+    target: Vec<String>,
+    /// Replace these instances even if nothing changed.
+    #[arg(long, value_name = "ADDRESS")]
+    replace: Vec<String>,
+    /// Wait this long for the state lock (e.g. 30s); default: fail at once.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    lock_timeout: Duration,
+}
+
+impl PlanFlags {
+    fn options(&self) -> PlanOptions {
+        let mode = if self.destroy {
+            PlanMode::Destroy
+        } else if self.refresh_only {
+            PlanMode::RefreshOnly
+        } else {
+            PlanMode::Normal
+        };
+        PlanOptions {
+            mode,
+            refresh: self.refresh,
+            targets: self.target.clone(),
+            replace: self.replace.clone(),
+            generate_config: false,
+        }
+    }
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{e}: use a duration such as 30s or 2m"))
+}
+
+#[derive(Args)]
+struct StackArgs {
+    /// The stack directory.
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// Set a root variable: --var name=value (repeatable; overrides files and environment).
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    vars: Vec<String>,
+    /// Read root variables from an HCL file of name = value lines (repeatable).
+    #[arg(long = "var-file", value_name = "FILE")]
+    var_files: Vec<PathBuf>,
+}
+
+impl StackArgs {
+    fn variables(&self) -> VariableArgs {
+        VariableArgs::from_process_env(self.vars.clone(), self.var_files.clone())
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    init_tracing();
+    let color =
+        !cli.no_color && std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal();
+    match cli.command {
+        Command::Init {
+            dir,
+            migrate_state,
+            reconfigure,
+            lock_timeout,
+        } => {
+            let session = gpustack_engine::Session::open(
+                crate::registry(),
+                &dir,
+                &gpustack_engine::config::Files::Disk,
+                gpustack_engine::InputSource::Args(&VariableArgs::default()),
+            );
+            if session.diags.has_errors() {
+                let (sources, diagnostics) = session.diagnostics();
+                render::diagnostics(&sources, &diagnostics, color);
+                return ExitCode::from(1);
+            }
+            backend::init(&session, &dir, migrate_state, reconfigure, lock_timeout)
+        }
+        Command::Validate { stack, json } => validate(&stack, json, color),
+        Command::Fmt { paths, check, diff } => fmt::run(paths, check, diff),
+        Command::Graph { stack } => graph(&stack, color),
+        Command::Plan {
+            stack,
+            plan,
+            json,
+            detailed_exitcode,
+            stacks: Some(pattern),
+            parallel,
+            ..
+        } => ops::fleet(
+            &common(&stack, plan.lock_timeout, color),
+            ops::FleetCommand::Plan {
+                options: plan.options(),
+                detailed_exitcode,
+            },
+            &pattern,
+            parallel,
+            json,
+        ),
+        Command::Plan {
+            stack,
+            plan,
+            out,
+            json,
+            markdown,
+            detailed_exitcode,
+            generate_config_out,
+            ..
+        } => {
+            let common = common(&stack, plan.lock_timeout, color);
+            let mut options = plan.options();
+            options.generate_config = generate_config_out.is_some();
+            ops::plan(
+                &common,
+                &ops::PlanArgs {
+                    out,
+                    json,
+                    markdown,
+                    detailed_exitcode,
+                    options,
+                    generate_config_out,
+                },
+            )
+        }
+        Command::Apply {
+            path,
+            vars,
+            var_files,
+            plan,
+            auto_approve,
+            junit,
+        } => {
+            let stack = StackArgs {
+                dir: path.clone(),
+                vars,
+                var_files,
+            };
+            let common = common(&stack, plan.lock_timeout, color);
+            let plan_file = path.is_file().then_some(path.as_path());
+            ops::apply(
+                &common,
+                plan_file,
+                &plan.options(),
+                auto_approve,
+                junit.as_deref(),
+            )
+        }
+        Command::Test {
+            stack,
+            junit,
+            lock_timeout,
+        } => ops::test(&common(&stack, lock_timeout, color), junit.as_deref()),
+        Command::Destroy {
+            stack,
+            target,
+            lock_timeout,
+            auto_approve,
+        } => {
+            let common = common(&stack, lock_timeout, color);
+            let options = PlanOptions {
+                mode: PlanMode::Destroy,
+                refresh: true,
+                targets: target,
+                replace: vec![],
+                generate_config: false,
+            };
+            ops::apply(&common, None, &options, auto_approve, None)
+        }
+        Command::Drift {
+            stack,
+            json,
+            stacks: Some(pattern),
+            parallel,
+            lock_timeout,
+            ..
+        } => ops::fleet(
+            &common(&stack, lock_timeout, color),
+            ops::FleetCommand::Drift,
+            &pattern,
+            parallel,
+            json,
+        ),
+        Command::Drift {
+            stack,
+            json,
+            markdown,
+            metrics_file,
+            webhook,
+            lock_timeout,
+            ..
+        } => ops::drift(
+            &common(&stack, lock_timeout, color),
+            &ops::DriftArgs {
+                json,
+                markdown,
+                metrics_file,
+                webhook,
+            },
+        ),
+        Command::State { command } => match command {
+            StateCommand::List { dir } => state::list(&dir),
+            StateCommand::Show { address, dir } => state::show_resource(&dir, &address),
+            StateCommand::Rm {
+                addresses,
+                dir,
+                lock_timeout,
+            } => state::rm(&dir, &addresses, lock_timeout),
+            StateCommand::Mv {
+                from,
+                to,
+                dir,
+                lock_timeout,
+            } => state::mv(&dir, &from, &to, lock_timeout),
+            StateCommand::Pull { dir } => state::pull(&dir),
+            StateCommand::Push {
+                file,
+                dir,
+                force,
+                lock_timeout,
+            } => state::push(&dir, &file, force, lock_timeout),
+        },
+        Command::Import {
+            address,
+            id,
+            dir,
+            vars,
+            var_files,
+            lock_timeout,
+        } => state::import(
+            &dir,
+            &VariableArgs::from_process_env(vars, var_files),
+            &address,
+            &id,
+            lock_timeout,
+            color,
+        ),
+        Command::Output { name, dir, json } => state::output(&dir, name.as_deref(), json),
+        Command::Show {
+            plan_file,
+            dir,
+            json,
+            markdown,
+        } => state::show(&dir, plan_file.as_deref(), json, markdown, color),
+        Command::ForceUnlock { id, dir } => state::force_unlock(&dir, &id),
+        Command::NodeCheck { expect, json } => node_check::run(&expect, json),
+        Command::Version { json } => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "gpustack_version": gpustack_engine::version::VERSION, "format_version": "1.0" })
+                );
+            } else {
+                println!("gpustack v{}", gpustack_engine::version::VERSION);
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// Logs go to stderr, off unless GPUSTACK_LOG is set (e.g. GPUSTACK_LOG=debug), scrubbed of
+/// every secret the run has seen: a client library's trace line knows no marks.
+fn init_tracing() {
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("GPUSTACK_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(|| ScrubbedLine(Vec::new()))
+            .try_init();
+    }
+}
+
+/// One log line, written to stderr scrubbed when it is complete.
+struct ScrubbedLine(Vec<u8>);
+
+impl std::io::Write for ScrubbedLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for ScrubbedLine {
+    fn drop(&mut self) {
+        let text = String::from_utf8_lossy(&self.0);
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            gpustack_protocol::secrets::scrub(&text).as_bytes(),
+        );
+    }
+}
+
+fn validate(args: &StackArgs, json: bool, color: bool) -> ExitCode {
+    let loaded = load(
+        crate::registry(),
+        &args.dir,
+        &args.variables(),
+        EvalOptions {
+            allow_missing_inputs: true,
+        },
+    );
+    let errors = loaded.diagnostics.iter().filter(|d| d.is_error()).count();
+    let warnings = loaded.diagnostics.len() - errors;
+    if json {
+        let report = serde_json::json!({
+            "format_version": "1.0",
+            "valid": errors == 0,
+            "error_count": errors,
+            "warning_count": warnings,
+            "diagnostics": loaded.diagnostics,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        render::diagnostics(&loaded.sources, &loaded.diagnostics, color);
+        if errors == 0 {
+            let resources = loaded.evaluated.resources.len();
+            println!(
+                "Success! The stack is valid ({resources} resource instance{}, {} module{}).",
+                plural(resources),
+                loaded.stack.modules.len(),
+                plural(loaded.stack.modules.len())
+            );
+        } else {
+            eprintln!("{errors} error{} found.", plural(errors));
+        }
+    }
+    if errors == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn graph(args: &StackArgs, color: bool) -> ExitCode {
+    let loaded = load(
+        crate::registry(),
+        &args.dir,
+        &args.variables(),
+        EvalOptions {
+            allow_missing_inputs: true,
+        },
+    );
+    render::diagnostics(&loaded.sources, &loaded.diagnostics, color);
+    if loaded.has_errors() {
+        return ExitCode::from(1);
+    }
+    print!(
+        "{}",
+        gpustack_engine::graph::dot::render(
+            &loaded.stack,
+            &loaded.graph,
+            &loaded.evaluated.instances
+        )
+    );
+    ExitCode::SUCCESS
+}
+
+fn common(stack: &StackArgs, lock_timeout: Duration, color: bool) -> ops::Common {
+    ops::Common {
+        dir: stack.dir.clone(),
+        variables: stack.variables(),
+        lock_timeout,
+        color,
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

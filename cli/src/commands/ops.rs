@@ -1,0 +1,867 @@
+//! plan, apply, destroy and drift: the commands that read live state and change it.
+
+use super::backend::{full, lock, read, runtime};
+use super::render;
+use gpustack_engine::apply::ApplyReport;
+use gpustack_engine::config::Files;
+use gpustack_engine::plan::{Plan, PlanMode, PlanOptions};
+use gpustack_engine::{InputSource, Session, VariableArgs};
+use gpustack_state::{Backend, LockGuard, State};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+pub struct Common {
+    pub dir: PathBuf,
+    pub variables: VariableArgs,
+    pub lock_timeout: Duration,
+    pub color: bool,
+}
+
+pub struct PlanArgs {
+    pub out: Option<PathBuf>,
+    pub json: bool,
+    pub markdown: bool,
+    pub detailed_exitcode: bool,
+    pub options: PlanOptions,
+    pub generate_config_out: Option<PathBuf>,
+}
+
+fn error(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!(
+        "Error: {}",
+        gpustack_protocol::secrets::scrub(&message.to_string())
+    );
+    ExitCode::from(1)
+}
+
+fn open(common: &Common) -> Result<Session, ExitCode> {
+    let session = Session::open(
+        crate::registry(),
+        &common.dir,
+        &Files::Disk,
+        InputSource::Args(&common.variables),
+    );
+    if session.diags.has_errors() {
+        let (sources, diagnostics) = session.diagnostics();
+        render::diagnostics(&sources, &diagnostics, common.color);
+        return Err(ExitCode::from(1));
+    }
+    Ok(session)
+}
+
+/// Plans under the lock; the lock is returned so that an apply can keep it.
+async fn make_plan(
+    common: &Common,
+    options: &PlanOptions,
+    operation: &str,
+) -> Result<(Plan, Box<dyn Backend>, LockGuard), ExitCode> {
+    let session = open(common)?;
+    let backend = super::backend::open(&common.dir, &session)
+        .await
+        .map_err(error)?;
+    let guard = lock(backend.as_ref(), operation, common.lock_timeout)
+        .await
+        .map_err(error)?;
+    let state = read(backend.as_ref()).await.map_err(error)?;
+    let (plan, sources, diagnostics) =
+        gpustack_engine::plan(session, state.as_ref(), options).await;
+    render::diagnostics(&sources, &diagnostics, common.color);
+    match plan {
+        Some(plan) => Ok((plan, backend, guard)),
+        None => Err(ExitCode::from(1)),
+    }
+}
+
+pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
+    runtime().block_on(async {
+        // Refused before planning: the file is new, and in the stack so the next plan reads it.
+        let generate_to = match &args.generate_config_out {
+            Some(path) => match generated_path(&common.dir, path) {
+                Ok(path) => Some(path),
+                Err(e) => return error(e),
+            },
+            None => None,
+        };
+        let (plan, _, _guard) = match make_plan(common, &args.options, "plan").await {
+            Ok(p) => p,
+            Err(code) => return code,
+        };
+        if let Some(path) = &generate_to {
+            let text: String = plan
+                .generated
+                .iter()
+                .map(|g| g.text.clone())
+                .collect::<Vec<_>>()
+                .join("\n");
+            if plan.generated.is_empty() {
+                eprintln!("No import block takes in an undeclared resource: nothing to generate.");
+            } else {
+                if let Err(e) = std::fs::write(path, text) {
+                    return error(format!("cannot write {}: {e}", path.display()));
+                }
+                eprintln!(
+                    "Wrote configuration for {} imported object(s) to {}: {}. Review it, then plan again.",
+                    plan.generated.len(),
+                    path.display(),
+                    plan.generated
+                        .iter()
+                        .map(|g| g.address.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
+        if args.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&gpustack_engine::render::plan_json(&plan))
+                    .unwrap_or_default()
+            );
+        } else if args.markdown {
+            print!("{}", gpustack_engine::render::plan_markdown(&plan));
+        } else {
+            print!("{}", gpustack_engine::render::plan_text(&plan, common.color));
+        }
+        if let Some(out) = &args.out {
+            if let Err(e) = write_private(out, &plan.encode()) {
+                return error(format!("cannot write the plan to {}: {e}", out.display()));
+            }
+            if !args.json && !args.markdown {
+                println!(
+                    "\nSaved the plan to {}. Apply exactly this plan with: gpustack apply {}",
+                    out.display(),
+                    out.display()
+                );
+            }
+        }
+        if args.detailed_exitcode && plan.has_changes() {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        }
+    })
+}
+
+/// Where `--generate-config-out` writes: a new `.hcl` file inside the stack directory.
+fn generated_path(stack: &Path, path: &Path) -> Result<PathBuf, String> {
+    if path.exists() {
+        return Err(format!(
+            "{} already exists: --generate-config-out writes a new file, never over one",
+            path.display()
+        ));
+    }
+    if path.extension().and_then(|e| e.to_str()) != Some("hcl") {
+        return Err(format!(
+            "{}: the generated file must end in .hcl, so that the stack loads it",
+            path.display()
+        ));
+    }
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let (Ok(parent), Ok(stack)) = (std::fs::canonicalize(parent), std::fs::canonicalize(stack))
+    else {
+        return Err(format!("{}: its directory does not exist", path.display()));
+    };
+    if parent != stack {
+        return Err(format!(
+            "{}: write it into the stack directory {}, where the next plan reads it",
+            path.display(),
+            stack.display()
+        ));
+    }
+    Ok(path.to_path_buf())
+}
+
+/// Plans and errored states are written 0600 whatever was at the path before: a new file in
+/// the same directory, created exclusively (never through a link), synced, then renamed over
+/// the path, so that a reader sees the old file or the whole new one and a symlink at the path
+/// is replaced, not followed.
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", uuid_suffix()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let result = (|| {
+        let mut file = options.open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn uuid_suffix() -> String {
+    format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default()
+    )
+}
+
+fn confirm(question: &str, auto_approve: bool) -> Result<bool, ExitCode> {
+    if auto_approve {
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(error(
+            "refusing to ask for confirmation without a terminal; run with --auto-approve, or apply a saved plan",
+        ));
+    }
+    eprint!("\n{question}\n  Only 'yes' will be accepted: ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().read_line(&mut answer);
+    Ok(answer.trim() == "yes")
+}
+
+/// Ctrl-C or SIGTERM stops new operations; the ones in flight finish and the state is saved.
+/// A second Ctrl-C aborts.
+fn interrupt_flag() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    tokio::spawn(async move {
+        if interrupted().await {
+            eprintln!(
+                "\nInterrupt received: waiting for operations in flight, then saving the state. Press Ctrl-C again to abort."
+            );
+            flag.store(true, Ordering::SeqCst);
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    stop
+}
+
+async fn interrupted() -> bool {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                c = tokio::signal::ctrl_c() => c.is_ok(),
+                _ = term.recv() => true,
+            },
+            Err(_) => tokio::signal::ctrl_c().await.is_ok(),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.is_ok()
+    }
+}
+
+/// `stop` is set by Ctrl-C, which may come while planning or confirming, before any change;
+/// `lock` is the state lock the run holds, whose loss stops it the same way.
+async fn execute(
+    plan: &Plan,
+    backend: &dyn Backend,
+    lock: &LockGuard,
+    common: &Common,
+    stop: Arc<AtomicBool>,
+    junit: Option<&Path>,
+    saved: bool,
+) -> ExitCode {
+    let color = common.color;
+    if stop.load(Ordering::SeqCst) {
+        return error("interrupted before any change was made");
+    }
+    // Read again under the lock: a plan applies only to the state it was made from.
+    let state = match read(backend).await {
+        Ok(s) => s,
+        Err(e) => return error(e),
+    };
+    if let Err(e) = check_fresh(plan, state.as_ref()) {
+        return error(e);
+    }
+    let lost = lock.lost();
+    if lost.load(Ordering::SeqCst) {
+        return error("the state lock was lost before any change was made");
+    }
+    let watcher = {
+        let (stop, lost) = (stop.clone(), lost.clone());
+        tokio::spawn(async move {
+            while !lost.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            eprintln!(
+                "Stopping: no new operation starts without the state lock; the ones in flight finish."
+            );
+            stop.store(true, Ordering::SeqCst);
+        })
+    };
+    // The walker writes from synchronous code; the write blocks only the thread it runs on.
+    // Once a write fails, nothing more is started: what is done would go unrecorded.
+    let save_failed = AtomicBool::new(false);
+    let mut persist = |state: &State| {
+        gpustack_state::block_on(backend.write(state)).map_err(|e| {
+            save_failed.store(true, Ordering::SeqCst);
+            stop.store(true, Ordering::SeqCst);
+            full(&e)
+        })
+    };
+    let ApplyReport {
+        state,
+        sources,
+        diagnostics,
+        counts,
+        results,
+    } = gpustack_engine::apply::apply(
+        &crate::registry(),
+        plan,
+        state,
+        &mut persist,
+        &stop,
+        std::io::stderr().is_terminal(),
+        gpustack_engine::apply::Supplied {
+            variables: &common.variables,
+            saved,
+        },
+    )
+    .await;
+    watcher.abort();
+    render::diagnostics(&sources, &diagnostics, color);
+    let mut failed = diagnostics.iter().any(|d| d.is_error());
+    if save_failed.load(Ordering::SeqCst) {
+        keep_errored_state(&state);
+        failed = true;
+    }
+    let tests = super::junit::report(&results, &state);
+    print_test_results(&tests);
+    if let Some(path) = junit
+        && let Err(e) = super::junit::write(path, &tests)
+    {
+        eprintln!("Error: {e}");
+        failed = true;
+    }
+    let verb = if plan.mode == PlanMode::Destroy {
+        "Destroy"
+    } else {
+        "Apply"
+    };
+    if lost.load(Ordering::SeqCst) {
+        eprintln!("{verb} stopped: the state lock was lost.");
+        return ExitCode::from(1);
+    }
+    if stop.load(Ordering::SeqCst) && !failed {
+        eprintln!("{verb} interrupted; the state records what was done.");
+        return ExitCode::from(1);
+    }
+    // Terraform's summary, with imports and forgets only when there are some.
+    let done = {
+        let mut text = String::new();
+        if counts.imported > 0 {
+            text.push_str(&format!("{} imported, ", counts.imported));
+        }
+        text.push_str(&format!(
+            "{} added, {} changed, {} destroyed",
+            counts.added, counts.changed, counts.destroyed
+        ));
+        if counts.forgotten > 0 {
+            text.push_str(&format!(", {} forgotten", counts.forgotten));
+        }
+        text
+    };
+    if failed {
+        eprintln!("{verb} failed: {done} before the errors above.");
+        return ExitCode::from(1);
+    }
+    println!("\n{verb} complete! Resources: {done}.");
+    if !state.outputs.is_empty() && plan.mode != PlanMode::Destroy {
+        println!("\nOutputs:\n");
+        for (name, output) in &state.outputs {
+            let value = if output.sensitive {
+                "(sensitive value)".to_owned()
+            } else {
+                output.value.to_string()
+            };
+            println!("{name} = {value}");
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// The state a failed save could not write, kept in the working directory (as Terraform's
+/// errored.tfstate) so that what this run did is not forgotten.
+fn keep_errored_state(state: &State) {
+    let path = Path::new("errored.gpustack-state.json");
+    match write_private(path, &state.encode()) {
+        Ok(()) => eprintln!(
+            "The state of this run could not be saved to its backend; it is kept in {}. Once the backend is reachable, check it and run: gpustack state push {}",
+            path.display(),
+            path.display()
+        ),
+        Err(e) => eprintln!(
+            "The state of this run could not be saved to its backend, nor to {}: {e}",
+            path.display()
+        ),
+    }
+}
+
+/// Each smoke test that ran, check by check, after the apply output.
+fn print_test_results(report: &quick_junit::Report) {
+    let Some(suite) = report.test_suites.first() else {
+        return;
+    };
+    if suite.test_cases.is_empty() {
+        return;
+    }
+    println!("\nSmoke tests:");
+    for case in &suite.test_cases {
+        let passed = matches!(case.status, quick_junit::TestCaseStatus::Success { .. });
+        let detail = case
+            .system_out
+            .as_ref()
+            .map(|s| s.as_str().to_owned())
+            .or_else(|| match &case.status {
+                quick_junit::TestCaseStatus::NonSuccess { message, .. } => {
+                    message.as_ref().map(|m| m.as_str().to_owned())
+                }
+                _ => None,
+            })
+            .unwrap_or_default();
+        println!(
+            "  {} {} {}: {detail}",
+            if passed { "PASS" } else { "FAIL" },
+            case.classname.as_ref().map(|c| c.as_str()).unwrap_or(""),
+            case.name.as_str()
+        );
+    }
+}
+
+pub fn apply(
+    common: &Common,
+    plan_file: Option<&Path>,
+    options: &PlanOptions,
+    auto_approve: bool,
+    junit: Option<&Path>,
+) -> ExitCode {
+    runtime().block_on(async {
+        let stop = interrupt_flag();
+        let Some(file) = plan_file else {
+            let (plan, backend, guard) = match make_plan(common, options, "apply").await {
+                Ok(p) => p,
+                Err(code) => return code,
+            };
+            print!(
+                "{}",
+                gpustack_engine::render::plan_text(&plan, common.color)
+            );
+            if !plan.has_changes() {
+                return ExitCode::SUCCESS;
+            }
+            let question = if options.mode == PlanMode::Destroy {
+                "Do you really want to destroy these objects?"
+            } else {
+                "Do you want to perform these actions?"
+            };
+            match confirm(question, auto_approve) {
+                Ok(true) => {}
+                Ok(false) => return error("apply cancelled"),
+                Err(code) => return code,
+            }
+            return execute(&plan, backend.as_ref(), &guard, common, stop, junit, false).await;
+        };
+        let plan = match std::fs::read(file)
+            .map_err(|e| e.to_string())
+            .and_then(|b| Plan::decode(&b))
+        {
+            Ok(plan) => plan,
+            Err(e) => return error(format!("{}: {e}", file.display())),
+        };
+        let dir = PathBuf::from(&plan.snapshot.stack_dir);
+        let session = Session::open(
+            crate::registry(),
+            &dir,
+            &Files::Snapshot {
+                root: dir.clone(),
+                files: Arc::new(plan.snapshot.files.clone()),
+            },
+            InputSource::Values(&Default::default()),
+        );
+        let backend = match super::backend::open(&dir, &session).await {
+            Ok(b) => b,
+            Err(e) => return error(e),
+        };
+        let guard = match lock(backend.as_ref(), "apply", common.lock_timeout).await {
+            Ok(g) => g,
+            Err(e) => return error(e),
+        };
+        execute(&plan, backend.as_ref(), &guard, common, stop, junit, true).await
+    })
+}
+
+/// A plan applies only to the state it was made from.
+fn check_fresh(plan: &Plan, state: Option<&State>) -> Result<(), String> {
+    let (lineage, serial) = state.map_or((None, 0), |s| (Some(s.lineage.clone()), s.serial));
+    if lineage != plan.lineage || serial != plan.serial {
+        return Err(format!(
+            "the saved plan is stale: it was made from state {} serial {}, and the state is now {} serial {}. Something was applied since; make a new plan.",
+            plan.lineage.as_deref().unwrap_or("(none)"),
+            plan.serial,
+            lineage.as_deref().unwrap_or("(none)"),
+            serial
+        ));
+    }
+    Ok(())
+}
+
+/// Runs the stack's smoke tests again, and changes nothing else: a plan limited to the
+/// smoke tests, each replaced.
+pub fn test(common: &Common, junit: Option<&Path>) -> ExitCode {
+    runtime().block_on(async {
+        let stop = interrupt_flag();
+        let survey = match make_plan(common, &PlanOptions { refresh: false, ..Default::default() }, "test").await {
+            Ok((plan, _, _guard)) => plan,
+            Err(code) => return code,
+        };
+        let tests: Vec<&gpustack_engine::plan::ResourceChange> = survey
+            .resource_changes
+            .iter()
+            .filter(|c| c.type_name == "gpu_smoke_test")
+            .collect();
+        if tests.is_empty() {
+            return error("this stack has no gpu_smoke_test resources");
+        }
+        let options = PlanOptions {
+            refresh: false,
+            targets: tests.iter().map(|c| c.config_address.clone()).collect(),
+            replace: tests.iter().map(|c| c.address.clone()).collect(),
+            ..Default::default()
+        };
+        let (plan, backend, guard) = match make_plan(common, &options, "test").await {
+            Ok(p) => p,
+            Err(code) => return code,
+        };
+        let outside: Vec<&str> = plan
+            .resource_changes
+            .iter()
+            .filter(|c| c.type_name != "gpu_smoke_test" && !c.is_no_op())
+            .map(|c| c.address.as_str())
+            .collect();
+        if !outside.is_empty() {
+            return error(format!(
+                "the smoke tests depend on changes that are not applied yet ({}): run gpustack apply first",
+                outside.join(", ")
+            ));
+        }
+        execute(&plan, backend.as_ref(), &guard, common, stop, junit, false).await
+    })
+}
+
+pub struct DriftArgs {
+    pub json: bool,
+    pub markdown: bool,
+    pub metrics_file: Option<PathBuf>,
+    pub webhook: Option<String>,
+}
+
+pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
+    runtime().block_on(async {
+        let options = PlanOptions {
+            mode: PlanMode::RefreshOnly,
+            refresh: true,
+            ..Default::default()
+        };
+        let stack_name = std::fs::canonicalize(&common.dir)
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| common.dir.display().to_string());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let (plan, backend, _guard) = match make_plan(common, &options, "drift").await {
+            Ok(planned) => planned,
+            Err(code) => {
+                if let Some(path) = &args.metrics_file {
+                    let empty = empty_plan();
+                    let _ = write_metrics(
+                        path,
+                        &gpustack_engine::render::drift_metrics(&empty, &stack_name, now, true),
+                    );
+                }
+                return code;
+            }
+        };
+        if args.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&gpustack_engine::render::drift_json(&plan))
+                    .unwrap_or_default()
+            );
+        } else if args.markdown {
+            print!("{}", gpustack_engine::render::drift_markdown(&plan));
+        } else {
+            print!(
+                "{}",
+                gpustack_engine::render::drift_text(&plan, common.color)
+            );
+        }
+        if let Some(path) = &args.metrics_file
+            && let Err(e) = write_metrics(
+                path,
+                &gpustack_engine::render::drift_metrics(&plan, &stack_name, now, false),
+            )
+        {
+            return error(format!("cannot write {}: {e}", path.display()));
+        }
+        if let Some(url) = &args.webhook {
+            match super::webhook::notify(url, backend.as_ref(), &stack_name, &plan).await {
+                Ok(Some(event)) => eprintln!("Webhook: posted {event:?}."),
+                Ok(None) => {}
+                Err(e) => return error(e),
+            }
+        }
+        if plan.resource_drift.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(2)
+        }
+    })
+}
+
+fn empty_plan() -> Plan {
+    Plan {
+        format_version: gpustack_engine::plan::FORMAT_VERSION.into(),
+        gpustack_version: gpustack_engine::version::VERSION.into(),
+        mode: PlanMode::RefreshOnly,
+        lineage: None,
+        serial: 0,
+        config_hash: String::new(),
+        digest_key: None,
+        new_lineage: None,
+        moved: vec![],
+        generated: vec![],
+        resource_changes: vec![],
+        resource_drift: vec![],
+        output_changes: Default::default(),
+        gpu_capacity: vec![],
+        snapshot: Default::default(),
+    }
+}
+
+/// Written atomically so a scraper never reads half a file.
+fn write_metrics(path: &Path, text: &str) -> std::io::Result<()> {
+    let tmp = path.with_extension("prom.tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(tmp, path)
+}
+
+/// What a fleet run does to each stack.
+pub enum FleetCommand {
+    Drift,
+    Plan {
+        options: PlanOptions,
+        detailed_exitcode: bool,
+    },
+}
+
+/// One stack's result in a fleet run.
+struct FleetEntry {
+    stack: String,
+    outcome: Result<FleetSummary, String>,
+}
+
+struct FleetSummary {
+    drifted: Vec<String>,
+    /// To add, change, destroy (plan only).
+    counts: (usize, usize, usize),
+}
+
+/// `drift --stacks GLOB` and `plan --stacks GLOB`: every matching stack, `parallel` at a
+/// time, in one summary. Each stack keeps its own backend and lock.
+pub fn fleet(
+    common: &Common,
+    command: FleetCommand,
+    pattern: &str,
+    parallel: usize,
+    json: bool,
+) -> ExitCode {
+    let stacks: Vec<PathBuf> = match glob::glob(pattern) {
+        Ok(paths) => {
+            let mut dirs: Vec<PathBuf> = paths
+                .filter_map(Result::ok)
+                .filter(|p| is_stack(p))
+                .collect();
+            dirs.sort();
+            dirs
+        }
+        Err(e) => return error(format!("invalid pattern {pattern}: {e}")),
+    };
+    if stacks.is_empty() {
+        return error(format!(
+            "no stack directory (a directory with .hcl files) matches {pattern}"
+        ));
+    }
+    let (options, operation) = match &command {
+        FleetCommand::Drift => (
+            PlanOptions {
+                mode: PlanMode::RefreshOnly,
+                refresh: true,
+                ..Default::default()
+            },
+            "drift",
+        ),
+        FleetCommand::Plan { options, .. } => (options.clone(), "plan"),
+    };
+    let entries = runtime().block_on(async {
+        let permits = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
+        let runs = stacks.iter().map(|dir| {
+            let permits = permits.clone();
+            let options = options.clone();
+            async move {
+                let _permit = permits.acquire().await;
+                let member = Common {
+                    dir: dir.clone(),
+                    variables: common.variables.clone(),
+                    lock_timeout: common.lock_timeout,
+                    color: common.color,
+                };
+                let outcome = match make_plan(&member, &options, operation).await {
+                    Ok((plan, _, _guard)) => Ok(FleetSummary {
+                        drifted: plan
+                            .resource_drift
+                            .iter()
+                            .map(|c| c.address.clone())
+                            .collect(),
+                        counts: plan.counts(),
+                    }),
+                    Err(_) => Err("see the errors above".to_owned()),
+                };
+                FleetEntry {
+                    stack: dir.display().to_string(),
+                    outcome,
+                }
+            }
+        });
+        futures::future::join_all(runs).await
+    });
+    let is_plan = matches!(command, FleetCommand::Plan { .. });
+    let flagged = |s: &FleetSummary| {
+        if is_plan {
+            s.counts != (0, 0, 0)
+        } else {
+            !s.drifted.is_empty()
+        }
+    };
+    let flagged_count = entries
+        .iter()
+        .filter(|e| e.outcome.as_ref().is_ok_and(flagged))
+        .count();
+    let failed = entries.iter().filter(|e| e.outcome.is_err()).count();
+    let (flag, flag_word) = if is_plan {
+        ("changes", "with changes")
+    } else {
+        ("drift", "drifted")
+    };
+    if json {
+        let stacks: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|e| match &e.outcome {
+                Ok(s) => {
+                    let mut entry = serde_json::json!({ "stack": e.stack, "status": if flagged(s) { flag } else { "ok" }, "drift_count": s.drifted.len(), "drifted": s.drifted });
+                    if is_plan {
+                        entry["add"] = s.counts.0.into();
+                        entry["change"] = s.counts.1.into();
+                        entry["destroy"] = s.counts.2.into();
+                    }
+                    entry
+                }
+                Err(message) => serde_json::json!({ "stack": e.stack, "status": "error", "error": message }),
+            })
+            .collect();
+        let mut report = serde_json::json!({ "format_version": gpustack_engine::plan::FORMAT_VERSION, "stacks": stacks, "failed": failed });
+        report[if is_plan { "changed" } else { "drifted" }] = flagged_count.into();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        let width = entries
+            .iter()
+            .map(|e| e.stack.len())
+            .max()
+            .unwrap_or(5)
+            .max(5);
+        if is_plan {
+            println!(
+                "{:<width$}  {:<7}  {:>3} {:>6} {:>7}  DRIFTED",
+                "STACK", "STATUS", "ADD", "CHANGE", "DESTROY"
+            );
+        } else {
+            println!("{:<width$}  {:<7}  DRIFTED", "STACK", "STATUS");
+        }
+        for e in &entries {
+            match &e.outcome {
+                Ok(s) => {
+                    let status = if flagged(s) { flag } else { "ok" };
+                    let drifted = if s.drifted.is_empty() {
+                        "-".to_owned()
+                    } else {
+                        s.drifted.join(", ")
+                    };
+                    if is_plan {
+                        let (add, change, destroy) = s.counts;
+                        println!(
+                            "{:<width$}  {status:<7}  {add:>3} {change:>6} {destroy:>7}  {drifted}",
+                            e.stack
+                        );
+                    } else {
+                        println!("{:<width$}  {status:<7}  {drifted}", e.stack);
+                    }
+                }
+                Err(message) => println!("{:<width$}  {:<7}  {message}", e.stack, "error"),
+            }
+        }
+        println!(
+            "\n{} stack(s): {flagged_count} {flag_word}, {failed} failed.",
+            entries.len()
+        );
+    }
+    let report_flagged = match &command {
+        FleetCommand::Drift => true,
+        FleetCommand::Plan {
+            detailed_exitcode, ..
+        } => *detailed_exitcode,
+    };
+    if failed > 0 {
+        ExitCode::from(1)
+    } else if flagged_count > 0 && report_flagged {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn is_stack(path: &Path) -> bool {
+    path.is_dir()
+        && std::fs::read_dir(path).is_ok_and(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .any(|e| e.path().extension().is_some_and(|x| x == "hcl"))
+        })
+}

@@ -1,0 +1,110 @@
+//! Human rendering of diagnostics with source excerpts (miette), on stderr.
+
+use gpustack_engine::source::SourceMap;
+use gpustack_protocol::{Diagnostic, Severity};
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceSpan};
+use std::fmt;
+
+/// Fixed width when not on a terminal, so output is the same in CI logs and snapshots.
+const WIDTH: usize = 100;
+
+struct Report<'a> {
+    diagnostic: &'a Diagnostic,
+    source: Option<NamedSource<String>>,
+    span: Option<SourceSpan>,
+}
+
+impl fmt::Debug for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.diagnostic.summary)
+    }
+}
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.diagnostic.summary)
+    }
+}
+
+impl std::error::Error for Report<'_> {}
+
+impl miette::Diagnostic for Report<'_> {
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.diagnostic.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        })
+    }
+
+    fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        (!self.diagnostic.detail.is_empty())
+            .then(|| Box::new(&self.diagnostic.detail) as Box<dyn fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.source.as_ref().map(|s| s as &dyn miette::SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let span = self.span?;
+        Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
+            Some("here".into()),
+            span,
+        ))))
+    }
+}
+
+/// Renders diagnostics as text: `file:line:col`, the source lines with the span underlined,
+/// and the detail.
+pub fn to_string(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool) -> String {
+    let theme = if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_width(WIDTH)
+        .with_links(false);
+    let mut out = String::new();
+    for diagnostic in diagnostics {
+        let located = diagnostic.range.as_ref().and_then(|range| {
+            let (_, file) = sources
+                .files()
+                .find(|(_, f)| f.display_name == range.filename)?;
+            let len = range.end.byte.saturating_sub(range.start.byte);
+            Some((
+                NamedSource::new(&file.display_name, file.text.clone()),
+                SourceSpan::new(range.start.byte.into(), len),
+            ))
+        });
+        let (source, span) = located.map_or((None, None), |(s, sp)| (Some(s), Some(sp)));
+        let report = Report {
+            diagnostic,
+            source,
+            span,
+        };
+        let _ = handler.render_report(&mut out, &report);
+        out.push('\n');
+    }
+    out
+}
+
+/// Diagnostics on stderr, scrubbed of every secret the run has seen (an API's error message
+/// may quote what it was sent).
+pub fn diagnostics(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool) {
+    if !diagnostics.is_empty() {
+        // Before rendering too: the renderer wraps long lines, and a secret split across two
+        // lines would no longer be found.
+        let scrubbed: Vec<Diagnostic> = diagnostics
+            .iter()
+            .map(|d| {
+                let mut d = d.clone();
+                d.summary = gpustack_protocol::secrets::scrub(&d.summary).into_owned();
+                d.detail = gpustack_protocol::secrets::scrub(&d.detail).into_owned();
+                d
+            })
+            .collect();
+        let text = to_string(sources, &scrubbed, color);
+        eprint!("{}", gpustack_protocol::secrets::scrub(&text));
+    }
+}

@@ -1,0 +1,540 @@
+//! Commands that read or edit the state directly: state list/show/rm/mv/pull, import, output,
+//! show, force-unlock.
+
+use super::backend::{full, lock, runtime};
+use gpustack_engine::config::Files;
+use gpustack_engine::{InputSource, Session, VariableArgs};
+use gpustack_protocol::{ConfigureRequest, ImportResourceRequest};
+use gpustack_state::{Backend, ResourceMode, ResourceState, State};
+use std::future::Future;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+fn error(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("Error: {message}");
+    ExitCode::from(1)
+}
+
+/// The stack's backend, from its settings.
+async fn stack_backend(dir: &Path) -> Result<Box<dyn Backend>, ExitCode> {
+    let session = Session::open(
+        crate::registry(),
+        dir,
+        &Files::Disk,
+        InputSource::Args(&VariableArgs::default()),
+    );
+    super::backend::open(dir, &session).await.map_err(error)
+}
+
+/// The state, which must exist.
+async fn read(backend: &dyn Backend) -> Result<State, ExitCode> {
+    match backend.read().await {
+        Ok(Some(state)) => Ok(state),
+        Ok(None) => Err(error(format!(
+            "there is no state at {}: nothing has been applied yet",
+            backend.location()
+        ))),
+        Err(e) => Err(error(full(&e))),
+    }
+}
+
+async fn stack_state(dir: &Path) -> Result<State, ExitCode> {
+    let backend = stack_backend(dir).await?;
+    read(backend.as_ref()).await
+}
+
+/// Runs a command's body in the runtime the backends need.
+fn run(body: impl Future<Output = ExitCode>) -> ExitCode {
+    runtime().block_on(body)
+}
+
+/// The attributes with every sensitive part (a digest in the state) shown as
+/// `(sensitive value)`.
+fn masked(r: &ResourceState) -> serde_json::Value {
+    fn mask(value: &mut serde_json::Value, path: &[gpustack_protocol::PathStep]) {
+        use gpustack_protocol::PathStep;
+        let Some((first, rest)) = path.split_first() else {
+            if !value.is_null() {
+                *value = serde_json::Value::String(gpustack_protocol::SENSITIVE.into());
+            }
+            return;
+        };
+        let next = match (value, first) {
+            (serde_json::Value::Object(map), PathStep::Key(k)) => map.get_mut(k),
+            (serde_json::Value::Array(items), PathStep::Index(i)) => items.get_mut(*i),
+            _ => None,
+        };
+        if let Some(next) = next {
+            mask(next, rest);
+        }
+    }
+    let mut attributes = r.attributes.clone();
+    for path in &r.sensitive_paths {
+        mask(&mut attributes, path);
+    }
+    attributes
+}
+
+pub fn list(dir: &Path) -> ExitCode {
+    run(async {
+        let backend = match stack_backend(dir).await {
+            Ok(b) => b,
+            Err(c) => return c,
+        };
+        match backend.read().await {
+            Ok(Some(state)) => {
+                for r in &state.resources {
+                    println!("{}", r.address);
+                }
+                ExitCode::SUCCESS
+            }
+            Ok(None) => ExitCode::SUCCESS,
+            Err(e) => error(full(&e)),
+        }
+    })
+}
+
+pub fn show_resource(dir: &Path, address: &str) -> ExitCode {
+    let state = match run_state(dir) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let Some(r) = state.resource(address) else {
+        return error(format!("{address} is not in the state"));
+    };
+    println!("# {}", r.address);
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&masked(r)).unwrap_or_default()
+    );
+    ExitCode::SUCCESS
+}
+
+/// Edits the state under the lock and writes it back with the next serial.
+fn edit(
+    dir: &Path,
+    operation: &str,
+    lock_timeout: Duration,
+    change: impl FnOnce(&mut State) -> Result<String, String>,
+) -> ExitCode {
+    run(async {
+        let backend = match stack_backend(dir).await {
+            Ok(b) => b,
+            Err(c) => return c,
+        };
+        let _guard = match lock(backend.as_ref(), operation, lock_timeout).await {
+            Ok(g) => g,
+            Err(e) => return error(e),
+        };
+        let mut state = match read(backend.as_ref()).await {
+            Ok(s) => s,
+            Err(c) => return c,
+        };
+        match change(&mut state) {
+            Ok(message) => {
+                state.serial += 1;
+                if let Err(e) = backend.write(&state).await {
+                    return error(full(&e));
+                }
+                println!("{message}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => error(e),
+        }
+    })
+}
+
+/// The state, read in a runtime of its own, for commands that only read it.
+fn run_state(dir: &Path) -> Result<State, ExitCode> {
+    runtime().block_on(stack_state(dir))
+}
+
+pub fn rm(dir: &Path, addresses: &[String], lock_timeout: Duration) -> ExitCode {
+    edit(dir, "state rm", lock_timeout, |state| {
+        let mut removed = 0;
+        for address in addresses {
+            let before = state.resources.len();
+            state.resources.retain(|r| {
+                r.address != *address
+                    && !r.address.starts_with(&format!("{address}["))
+                    && !r.address.starts_with(&format!("{address}."))
+            });
+            if state.resources.len() == before {
+                return Err(format!("{address} is not in the state"));
+            }
+            removed += before - state.resources.len();
+        }
+        Ok(format!(
+            "Removed {removed} object(s) from the state; the objects themselves were not touched."
+        ))
+    })
+}
+
+pub fn mv(dir: &Path, from: &str, to: &str, lock_timeout: Duration) -> ExitCode {
+    edit(dir, "state mv", lock_timeout, |state| {
+        if state.resources.iter().any(|r| r.address == to) {
+            return Err(format!("{to} already exists in the state"));
+        }
+        let mut moved = 0;
+        for r in &mut state.resources {
+            let rest = if r.address == from {
+                Some(String::new())
+            } else {
+                r.address
+                    .strip_prefix(from)
+                    .filter(|rest| rest.starts_with('[') || rest.starts_with('.'))
+                    .map(str::to_owned)
+            };
+            if let Some(rest) = rest {
+                r.address = format!("{to}{rest}");
+                moved += 1;
+            }
+        }
+        if moved == 0 {
+            return Err(format!("{from} is not in the state"));
+        }
+        Ok(format!("Moved {moved} object(s) from {from} to {to}."))
+    })
+}
+
+pub fn pull(dir: &Path) -> ExitCode {
+    let state = match run_state(dir) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    print!("{}", String::from_utf8_lossy(&state.encode()));
+    ExitCode::SUCCESS
+}
+
+pub fn push(dir: &Path, file: &Path, force: bool, lock_timeout: Duration) -> ExitCode {
+    let pushed = match std::fs::read(file)
+        .map_err(|e| e.to_string())
+        .and_then(|b| State::decode(&b).map_err(|e| e.to_string()))
+    {
+        Ok(state) => state,
+        Err(e) => return error(format!("{}: {e}", file.display())),
+    };
+    run(async {
+        let backend = match stack_backend(dir).await {
+            Ok(b) => b,
+            Err(c) => return c,
+        };
+        let _guard = match lock(backend.as_ref(), "state push", lock_timeout).await {
+            Ok(g) => g,
+            Err(e) => return error(e),
+        };
+        let current = match backend.read().await {
+            Ok(s) => s,
+            Err(e) => return error(full(&e)),
+        };
+        let mut state = pushed.clone();
+        if let Some(current) = &current {
+            if current.lineage != pushed.lineage && !force {
+                return error(format!(
+                    "{} holds another state (lineage {}, not {}); use --force to replace it",
+                    backend.location(),
+                    current.lineage,
+                    pushed.lineage
+                ));
+            }
+            if current.serial > pushed.serial && !force {
+                return error(format!(
+                    "{} holds a newer state (serial {} > {}); use --force to replace it",
+                    backend.location(),
+                    current.serial,
+                    pushed.serial
+                ));
+            }
+            state.serial = state.serial.max(current.serial + 1);
+        }
+        if let Err(e) = backend.write(&state).await {
+            return error(full(&e));
+        }
+        println!(
+            "Pushed {} ({} objects) to {} as serial {}.",
+            file.display(),
+            state.resources.len(),
+            backend.location(),
+            state.serial
+        );
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn output(dir: &Path, name: Option<&str>, json: bool) -> ExitCode {
+    let state = match run_state(dir) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    match name {
+        Some(name) => {
+            let Some(output) = state.outputs.get(name) else {
+                return error(format!("the state has no output named \"{name}\""));
+            };
+            if output.sensitive {
+                eprintln!(
+                    "The output \"{name}\" is sensitive: the state keeps only its digest, never its value."
+                );
+                println!(
+                    "{}",
+                    if json {
+                        "\"(sensitive value)\""
+                    } else {
+                        "(sensitive value)"
+                    }
+                );
+                return ExitCode::SUCCESS;
+            }
+            match (&output.value, json) {
+                (_, true) => println!("{}", output.value),
+                (serde_json::Value::String(s), false) => println!("{s}"),
+                (other, false) => println!("{other}"),
+            }
+        }
+        None if json => {
+            let outputs: serde_json::Map<String, serde_json::Value> = state
+                .outputs
+                .iter()
+                .map(|(k, o)| (k.clone(), serde_json::json!({ "value": if o.sensitive { serde_json::Value::String("(sensitive value)".into()) } else { o.value.clone() }, "sensitive": o.sensitive })))
+                .collect();
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&outputs).unwrap_or_default()
+            );
+        }
+        None => {
+            for (k, o) in &state.outputs {
+                println!(
+                    "{k} = {}",
+                    if o.sensitive {
+                        "(sensitive value)".to_owned()
+                    } else {
+                        o.value.to_string()
+                    }
+                );
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+pub fn show(
+    dir: &Path,
+    plan_file: Option<&Path>,
+    json: bool,
+    markdown: bool,
+    color: bool,
+) -> ExitCode {
+    if let Some(file) = plan_file {
+        let plan = match std::fs::read(file)
+            .map_err(|e| e.to_string())
+            .and_then(|b| gpustack_engine::plan::Plan::decode(&b))
+        {
+            Ok(p) => p,
+            Err(e) => return error(format!("{}: {e}", file.display())),
+        };
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&gpustack_engine::render::plan_json(&plan))
+                    .unwrap_or_default()
+            );
+        } else if markdown {
+            print!("{}", gpustack_engine::render::plan_markdown(&plan));
+        } else {
+            print!("{}", gpustack_engine::render::plan_text(&plan, color));
+        }
+        return ExitCode::SUCCESS;
+    }
+    let state = match run_state(dir) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    if json {
+        let resources: Vec<serde_json::Value> = state
+            .resources
+            .iter()
+            .map(|r| serde_json::json!({ "address": r.address, "type": r.type_name, "provider": r.provider, "values": masked(r), "dependencies": r.dependencies }))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "format_version": "1.0", "lineage": state.lineage, "serial": state.serial, "resources": resources })).unwrap_or_default());
+    } else {
+        for r in &state.resources {
+            println!(
+                "# {}:\n{}\n",
+                r.address,
+                serde_json::to_string_pretty(&masked(r)).unwrap_or_default()
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+pub fn force_unlock(dir: &Path, id: &str) -> ExitCode {
+    run(async {
+        let backend = match stack_backend(dir).await {
+            Ok(b) => b,
+            Err(c) => return c,
+        };
+        match backend.force_unlock(id).await {
+            Ok(held) => {
+                println!(
+                    "Released the lock held by {} (pid {}) for {} since {}.",
+                    held.who, held.pid, held.operation, held.created
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => error(full(&e)),
+        }
+    })
+}
+
+/// Brings an existing object under management: reads it through the resource's provider and
+/// records it at `address`.
+pub fn import(
+    dir: &Path,
+    variables: &VariableArgs,
+    address: &str,
+    id: &str,
+    lock_timeout: Duration,
+    color: bool,
+) -> ExitCode {
+    let loaded = gpustack_engine::load(
+        crate::registry(),
+        dir,
+        variables,
+        gpustack_engine::evaluate::EvalOptions::default(),
+    );
+    if loaded.has_errors() {
+        super::render::diagnostics(&loaded.sources, &loaded.diagnostics, color);
+        return ExitCode::from(1);
+    }
+    let Some(instance) = loaded
+        .evaluated
+        .resources
+        .iter()
+        .find(|r| r.address == address)
+    else {
+        return error(format!(
+            "{address} is not declared in the stack: add its resource block first, then import"
+        ));
+    };
+    if instance.mode != gpustack_engine::config::ResourceMode::Managed {
+        return error("only managed resources can be imported");
+    }
+    let provider_name = instance
+        .provider
+        .trim_start_matches("provider.")
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let registry = crate::registry();
+    let Some(factory) = registry.provider(&provider_name).cloned() else {
+        return error(format!("unknown provider {provider_name}"));
+    };
+    let config = loaded
+        .evaluated
+        .providers
+        .get(&instance.provider)
+        .cloned()
+        .unwrap_or_default();
+    run(async {
+        let backend = match stack_backend(dir).await {
+            Ok(b) => b,
+            Err(c) => return c,
+        };
+        let _guard = match lock(backend.as_ref(), "import", lock_timeout).await {
+            Ok(g) => g,
+            Err(e) => return error(e),
+        };
+        let response = async {
+            let provider = factory
+                .configure(ConfigureRequest {
+                    config: config.unmark_deep().0,
+                })
+                .await?;
+            Ok::<_, Vec<gpustack_protocol::Diagnostic>>(
+                provider
+                    .import_resource(ImportResourceRequest {
+                        type_name: instance.type_name.clone(),
+                        id: id.to_owned(),
+                    })
+                    .await,
+            )
+        }
+        .await;
+        let response = match response {
+            Ok(r) => r,
+            Err(diagnostics) => {
+                return error(
+                    diagnostics
+                        .iter()
+                        .map(|d| format!("{}: {}", d.summary, d.detail))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                );
+            }
+        };
+        let Some(imported) = response.state else {
+            return error(
+                response
+                    .diagnostics
+                    .iter()
+                    .map(|d| format!("{}: {}", d.summary, d.detail))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
+        };
+        let mut state = match backend.read().await {
+            Ok(s) => s.unwrap_or_else(|| {
+                State::new(
+                    gpustack_state::new_lineage(),
+                    gpustack_engine::version::VERSION,
+                )
+            }),
+            Err(e) => return error(full(&e)),
+        };
+        if state.resource(address).is_some() {
+            return error(format!(
+                "{address} is already managed; remove it with gpustack state rm first to import another object there"
+            ));
+        }
+        let salt = match state
+            .digest_key
+            .as_deref()
+            .and_then(gpustack_engine::sensitive::Salt::from_hex)
+        {
+            Some(salt) => salt,
+            None => {
+                let salt = gpustack_engine::sensitive::Salt::new();
+                state.digest_key = Some(salt.to_hex());
+                salt
+            }
+        };
+        let imported = gpustack_engine::plan::mark_schema(
+            imported,
+            &gpustack_engine::plan::sensitive_attributes(
+                registry.resource_schema(&instance.type_name),
+            ),
+        );
+        let encoded = gpustack_engine::sensitive::encode(&imported, &salt);
+        state.resources.push(ResourceState {
+            address: address.to_owned(),
+            mode: ResourceMode::Managed,
+            type_name: instance.type_name.clone(),
+            provider: instance.provider.clone(),
+            attributes: encoded.json,
+            sensitive_paths: gpustack_engine::sensitive::tree_paths(&encoded.sensitive),
+            dependencies: vec![],
+        });
+        state.serial += 1;
+        if let Err(e) = backend.write(&state).await {
+            return error(full(&e));
+        }
+        println!(
+            "Imported {id} as {address}. Run gpustack plan to see how it differs from the configuration."
+        );
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,56 @@
+//! The providers this binary is built with: one Cargo feature per provider family.
+
+use gpustack_protocol::{ProviderFactory, Registry};
+use std::sync::Arc;
+
+/// The providers of this build, plus the `test` provider when the build has it (the test
+/// suite's) and `GPUSTACK_TEST_PROVIDER=1`.
+#[allow(
+    clippy::vec_init_then_push,
+    unused_mut,
+    reason = "each push is behind the feature of its provider family"
+)]
+pub fn registry() -> Registry {
+    let mut providers: Vec<Arc<dyn ProviderFactory>> = Vec::new();
+    #[cfg(feature = "local")]
+    providers.push(gpustack_provider_local::provider());
+    #[cfg(feature = "kubernetes")]
+    providers.push(gpustack_provider_kubernetes::kubernetes());
+    #[cfg(feature = "helm")]
+    providers.push(gpustack_provider_helm::provider());
+    #[cfg(feature = "kubernetes")]
+    providers.push(gpustack_provider_kubernetes::gpu());
+    #[cfg(feature = "azure")]
+    providers.push(gpustack_provider_azure::provider());
+    #[cfg(feature = "aws")]
+    providers.push(gpustack_provider_aws::provider());
+    #[cfg(feature = "gcp")]
+    providers.push(gpustack_provider_gcp::provider());
+    #[cfg(feature = "test-provider")]
+    if std::env::var_os("GPUSTACK_TEST_PROVIDER").is_some_and(|v| v == "1") {
+        providers.push(gpustack_provider_test::provider());
+    }
+    Registry::new(providers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_type_has_one_owner() {
+        let registry = registry();
+        assert_eq!(registry.owner_of("aks_nodepool"), Some("azure"));
+        assert_eq!(registry.owner_of("gpu_smoke_test"), Some("gpu"));
+        assert_eq!(registry.owner_of("kubernetes_manifest"), Some("kubernetes"));
+        assert_eq!(registry.owner_of("eks_nodegroup"), Some("aws"));
+        assert_eq!(registry.owner_of("gke_nodepool"), Some("gcp"));
+        assert_eq!(registry.owner_of("helm_release"), Some("helm"));
+        for t in registry
+            .resource_types()
+            .chain(registry.data_source_types())
+        {
+            assert!(registry.owner_of(t).is_some(), "{t} has no owner");
+        }
+    }
+}

@@ -1,0 +1,1099 @@
+//! The `aws` provider: EKS managed node groups (`eks_nodegroup`) and the GPUs of EC2 instance
+//! types from DescribeInstanceTypes (`aws_instance_types`).
+
+use aws_sdk_eks::types::{
+    AmiTypes, CapacityTypes, Nodegroup, NodegroupScalingConfig, Taint, TaintEffect,
+    UpdateLabelsPayload, UpdateTaintsPayload,
+};
+use gpustack_protocol::{
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest,
+    Diagnostic, GetSchemaRequest, GetSchemaResponse, GpuFact, GpuShape, ImportResourceRequest,
+    ImportResourceResponse, PlanResourceChangeRequest, PlanResourceChangeResponse, PoolFact,
+    PoolShape, Provider, ProviderFactory, ProviderSchema, ReadDataSourceRequest,
+    ReadDataSourceResponse, ReadResourcesRequest, ReadResourcesResponse, Schema, Type,
+    ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value, plan_from_schema,
+};
+use gpustack_provider_sdk::catalog::Gpus;
+use gpustack_provider_sdk::check::{Checker, attribute, provider_config, text};
+use gpustack_provider_sdk::taint_type;
+use indexmap::IndexMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// EKS managed node groups and EC2 instance-type data.
+pub(crate) struct Aws;
+
+/// The provider, for a registry.
+pub fn provider() -> Arc<dyn ProviderFactory> {
+    Arc::new(Aws)
+}
+
+/// The tag a node group is created with: the request's idempotency token.
+const CREATION_TAG: &str = "gpustack.dev/creation-token";
+
+/// How long a node group may take to become active or go away.
+const WAIT: Duration = Duration::from_secs(40 * 60);
+
+#[async_trait::async_trait]
+impl ProviderFactory for Aws {
+    /// A node group is its name in its cluster.
+    fn identity(&self, _: &str, state: &Value) -> Option<String> {
+        Some(format!(
+            "eks:{}/{}",
+            text(state, "cluster_name")?,
+            text(state, "nodegroup_name")?
+        ))
+    }
+
+    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+        let config = provider_config("AWS, with the standard credential chain.")
+            .attr("region", Attribute::optional(Type::String))
+            .attr("profile", Attribute::optional(Type::String))
+            .attr(
+                "endpoint",
+                Attribute::optional(Type::String).describe("Endpoint override, e.g. for moto."),
+            );
+        let nodegroup = Schema::new("An EKS managed node group.")
+            .attr(
+                "cluster_name",
+                Attribute::required(Type::String).force_new(),
+            )
+            .attr(
+                "nodegroup_name",
+                Attribute::required(Type::String).force_new(),
+            )
+            .attr("node_role", Attribute::required(Type::String).force_new())
+            .attr(
+                "subnets",
+                Attribute::required(Type::set(Type::String)).force_new(),
+            )
+            .attr(
+                "instance_types",
+                Attribute::required(Type::list(Type::String)).force_new(),
+            )
+            .attr(
+                "ami_type",
+                Attribute::optional_computed(Type::String).force_new(),
+            )
+            .attr(
+                "capacity_type",
+                Attribute::optional_computed(Type::String).force_new(),
+            )
+            .attr(
+                "disk_size",
+                Attribute::optional_computed(Type::Number).force_new(),
+            )
+            .attr("min_size", Attribute::required(Type::Number))
+            .attr("max_size", Attribute::required(Type::Number))
+            .attr("desired_size", Attribute::optional_computed(Type::Number))
+            .attr("labels", Attribute::optional(Type::map(Type::String)))
+            .attr("taints", Attribute::optional(Type::list(taint_type())))
+            .attr(
+                "kubernetes_version",
+                Attribute::optional_computed(Type::String),
+            )
+            .attr(
+                "release_version",
+                Attribute::optional_computed(Type::String),
+            )
+            .attr("arn", Attribute::computed(Type::String))
+            .attr("status", Attribute::computed(Type::String));
+        let instance_types =
+            Schema::new("GPU details of EC2 instance types, from DescribeInstanceTypes.")
+                .attr(
+                    "instance_types",
+                    Attribute::required(Type::list(Type::String)),
+                )
+                .attr("gpus", Attribute::computed(Type::map(Type::Any)));
+        GetSchemaResponse {
+            schema: ProviderSchema {
+                name: "aws".into(),
+                config,
+                resources: [("eks_nodegroup".to_owned(), nodegroup)].into(),
+                data_sources: [("aws_instance_types".to_owned(), instance_types)].into(),
+            },
+            diagnostics: vec![],
+        }
+    }
+
+    fn validate_resource_config(
+        &self,
+        request: ValidateResourceConfigRequest,
+    ) -> ValidateResourceConfigResponse {
+        let mut check = Checker::new(&request.config);
+        if request.type_name == "eks_nodegroup" {
+            check.one_of("capacity_type", &["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]);
+            check.one_of(
+                "ami_type",
+                &[
+                    "AL2023_x86_64_NVIDIA",
+                    "AL2023_ARM_64_NVIDIA",
+                    "BOTTLEROCKET_x86_64_NVIDIA",
+                    "BOTTLEROCKET_ARM_64_NVIDIA",
+                    "AL2023_x86_64_STANDARD",
+                    "AL2023_ARM_64_STANDARD",
+                    "BOTTLEROCKET_x86_64",
+                    "BOTTLEROCKET_ARM_64",
+                    "AL2_x86_64_GPU",
+                    "CUSTOM",
+                ],
+            );
+            check.range("min_size", 0.0, 1000.0);
+            check.range("max_size", 1.0, 1000.0);
+            if let (Some(min), Some(max)) = (check.number("min_size"), check.number("max_size")) {
+                if min > max {
+                    check.error(
+                        "min_size",
+                        "Invalid scaling range",
+                        format!("min_size {min} is greater than max_size {max}."),
+                    );
+                }
+                if let Some(desired) = check.number("desired_size")
+                    && (desired < min || desired > max)
+                {
+                    check.error(
+                        "desired_size",
+                        "Invalid scaling range",
+                        format!("desired_size {desired} is outside {min}..{max}."),
+                    );
+                }
+            }
+            check.cloud_taint_effects("taints", "EKS");
+        }
+        ValidateResourceConfigResponse {
+            diagnostics: check.diagnostics,
+        }
+    }
+
+    async fn configure(
+        &self,
+        request: ConfigureRequest,
+    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        let config = &request.config;
+        let settings = gpustack_connect::aws::Settings {
+            region: text(config, "region").map(str::to_owned),
+            profile: text(config, "profile").map(str::to_owned),
+            endpoint: text(config, "endpoint").map(str::to_owned),
+        };
+        // Node group operations are few and slow; a throttled or failed call is worth more
+        // attempts than the SDK's default three.
+        let loader = gpustack_connect::aws::loader(&settings)
+            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(6));
+        let shared = loader.load().await;
+        if shared.region().is_none() {
+            return Err(vec![Diagnostic::error(
+                "No AWS region",
+                "Set region in the aws provider block, or AWS_REGION / a profile's region.",
+            )]);
+        }
+        Ok(Arc::new(Connected {
+            eks: aws_sdk_eks::Client::new(&shared),
+            ec2: aws_sdk_ec2::Client::new(&shared),
+            gpus: Mutex::new(HashMap::new()),
+        }))
+    }
+}
+
+/// An `aws` provider block, connected.
+struct Connected {
+    eks: aws_sdk_eks::Client,
+    ec2: aws_sdk_ec2::Client,
+    /// DescribeInstanceTypes answers, by instance type (`None`: not a GPU type).
+    gpus: Mutex<HashMap<String, Option<Gpus>>>,
+}
+
+fn error(summary: &str, e: impl std::fmt::Display) -> Diagnostic {
+    Diagnostic::error(summary, e.to_string())
+}
+
+fn number(state: &Value, name: &str) -> Option<i32> {
+    attribute(state, name)
+        .and_then(Value::as_number)
+        .map(|n| n as i32)
+}
+
+fn strings(state: &Value, name: &str) -> Vec<String> {
+    attribute(state, name)
+        .and_then(Value::as_list)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect()
+}
+
+fn labels(state: &Value) -> BTreeMap<String, String> {
+    attribute(state, "labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// (key, value, effect) of each taint.
+fn taints(state: &Value) -> Vec<(String, Option<String>, String)> {
+    attribute(state, "taints")
+        .and_then(Value::as_list)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|t| {
+            Some((
+                text(t, "key")?.to_owned(),
+                text(t, "value").map(str::to_owned),
+                text(t, "effect")?.to_owned(),
+            ))
+        })
+        .collect()
+}
+
+fn sdk_taint((key, value, effect): &(String, Option<String>, String)) -> Taint {
+    Taint::builder()
+        .key(key)
+        .set_value(value.clone())
+        .effect(TaintEffect::from(effect.as_str()))
+        .build()
+}
+
+/// The state of a node group as the API describes it.
+fn state_of(group: &Nodegroup) -> Value {
+    let mut subnets: Vec<String> = group.subnets().to_vec();
+    subnets.sort();
+    let scaling = group.scaling_config();
+    let list = |items: Vec<String>| Value::List(items.into_iter().map(Value::String).collect());
+    let optional = |s: Option<&str>| s.map_or(Value::Null, Value::string);
+    let labels: IndexMap<String, Value> = group
+        .labels()
+        .map(|m| {
+            let sorted: BTreeMap<&String, &String> = m.iter().collect();
+            sorted
+                .into_iter()
+                .map(|(k, v)| (k.clone(), Value::string(v.clone())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut sorted_taints: Vec<&Taint> = group.taints().iter().collect();
+    sorted_taints.sort_by_key(|t| {
+        (
+            t.key().map(str::to_owned),
+            t.effect().map(|e| e.as_str().to_owned()),
+            t.value().map(str::to_owned),
+        )
+    });
+    let taints: Vec<Value> = sorted_taints
+        .into_iter()
+        .map(|t| {
+            Value::Object(IndexMap::from([
+                ("key".to_owned(), optional(t.key())),
+                ("value".to_owned(), optional(t.value())),
+                (
+                    "effect".to_owned(),
+                    optional(t.effect().map(TaintEffect::as_str)),
+                ),
+            ]))
+        })
+        .collect();
+    let size = |n: Option<i32>| n.map_or(Value::Null, |n| Value::Number(f64::from(n)));
+    Value::Object(IndexMap::from([
+        ("cluster_name".to_owned(), optional(group.cluster_name())),
+        (
+            "nodegroup_name".to_owned(),
+            optional(group.nodegroup_name()),
+        ),
+        ("node_role".to_owned(), optional(group.node_role())),
+        ("subnets".to_owned(), list(subnets)),
+        (
+            "instance_types".to_owned(),
+            list(group.instance_types().to_vec()),
+        ),
+        (
+            "ami_type".to_owned(),
+            optional(group.ami_type().map(AmiTypes::as_str)),
+        ),
+        (
+            "capacity_type".to_owned(),
+            optional(group.capacity_type().map(CapacityTypes::as_str)),
+        ),
+        ("disk_size".to_owned(), size(group.disk_size())),
+        (
+            "min_size".to_owned(),
+            size(scaling.and_then(|s| s.min_size())),
+        ),
+        (
+            "max_size".to_owned(),
+            size(scaling.and_then(|s| s.max_size())),
+        ),
+        (
+            "desired_size".to_owned(),
+            size(scaling.and_then(|s| s.desired_size())),
+        ),
+        (
+            "labels".to_owned(),
+            if labels.is_empty() {
+                Value::Null
+            } else {
+                Value::Object(labels)
+            },
+        ),
+        (
+            "taints".to_owned(),
+            if taints.is_empty() {
+                Value::Null
+            } else {
+                Value::List(taints)
+            },
+        ),
+        ("kubernetes_version".to_owned(), optional(group.version())),
+        (
+            "release_version".to_owned(),
+            optional(group.release_version()),
+        ),
+        ("arn".to_owned(), optional(group.nodegroup_arn())),
+        (
+            "status".to_owned(),
+            optional(group.status().map(|s| s.as_str())),
+        ),
+    ]))
+}
+
+/// The configuration's view of a state: unset optional attributes as the API reports them.
+fn normalized(config: &Value) -> Value {
+    let mut config = config.clone();
+    if let Value::Object(map) = &mut config {
+        if let Some(Value::List(subnets)) = map.get_mut("subnets") {
+            subnets.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+        }
+        for key in ["labels", "taints"] {
+            let empty = match map.get(key) {
+                Some(Value::Object(m)) => m.is_empty(),
+                Some(Value::List(l)) => l.is_empty(),
+                _ => false,
+            };
+            if empty {
+                map.insert(key.to_owned(), Value::Null);
+            }
+        }
+        if let Some(Value::Object(labels)) = map.get_mut("labels") {
+            labels.sort_keys();
+        }
+        // EKS keeps taints in its own order and has no empty values: compare them sorted,
+        // with "" as absent.
+        if let Some(Value::List(taints)) = map.get_mut("taints") {
+            for taint in taints.iter_mut() {
+                if let Value::Object(t) = taint
+                    && t.get("value").is_none_or(|v| v.as_str() == Some(""))
+                {
+                    t.insert("value".to_owned(), Value::Null);
+                }
+            }
+            let key = |t: &Value| {
+                ["key", "effect", "value"].map(|k| text(t, k).unwrap_or_default().to_owned())
+            };
+            taints.sort_by_key(key);
+        }
+    }
+    config
+}
+
+fn is_not_found<E: aws_sdk_eks::error::ProvideErrorMetadata>(
+    e: &aws_sdk_eks::error::SdkError<E>,
+) -> bool {
+    e.as_service_error()
+        .and_then(|s| s.code())
+        .is_some_and(|c| c == "ResourceNotFoundException")
+}
+
+impl Connected {
+    async fn describe_group(
+        &self,
+        cluster: &str,
+        name: &str,
+    ) -> Result<Option<Nodegroup>, Diagnostic> {
+        match self
+            .eks
+            .describe_nodegroup()
+            .cluster_name(cluster)
+            .nodegroup_name(name)
+            .send()
+            .await
+        {
+            Ok(out) => Ok(out.nodegroup().cloned()),
+            Err(e) if is_not_found(&e) => Ok(None),
+            Err(e) => Err(error(
+                &format!("Cannot read EKS node group {cluster}/{name}"),
+                gpustack_protocol::error_chain(&e),
+            )),
+        }
+    }
+
+    /// Polls with backoff until the node group is ACTIVE (or gone, when `gone` is asked).
+    async fn wait_for(
+        &self,
+        cluster: &str,
+        name: &str,
+        gone: bool,
+    ) -> Result<Option<Nodegroup>, Diagnostic> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let mut delay = Duration::from_secs(2);
+        loop {
+            let group = self.describe_group(cluster, name).await?;
+            let status = group
+                .as_ref()
+                .and_then(|g| g.status())
+                .map(|s| s.as_str().to_owned());
+            match (gone, group, status.as_deref()) {
+                (true, None, _) => return Ok(None),
+                (false, Some(group), Some("ACTIVE")) => return Ok(Some(group)),
+                (_, Some(group), Some("CREATE_FAILED" | "DELETE_FAILED"))
+                | (false, Some(group), Some("DEGRADED")) => {
+                    let issues: Vec<String> = group
+                        .health()
+                        .map(|h| h.issues())
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|i| {
+                            format!(
+                                "{}: {}",
+                                i.code().map(|c| c.as_str()).unwrap_or("issue"),
+                                i.message().unwrap_or_default()
+                            )
+                        })
+                        .collect();
+                    return Err(Diagnostic::error(
+                        format!(
+                            "EKS node group {cluster}/{name} is {}",
+                            status.unwrap_or_default()
+                        ),
+                        issues.join("; "),
+                    ));
+                }
+                (false, None, _) => {
+                    return Err(Diagnostic::error(
+                        format!("EKS node group {cluster}/{name} disappeared"),
+                        "It was deleted while gpustack waited for it to become active.",
+                    ));
+                }
+                _ => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(Diagnostic::error(
+                    format!("Timed out waiting for EKS node group {cluster}/{name}"),
+                    format!(
+                        "It is still {} after {} minutes.",
+                        status.unwrap_or_else(|| "there".into()),
+                        WAIT.as_secs() / 60
+                    ),
+                ));
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(30));
+        }
+    }
+
+    /// Waits for an update: until DescribeUpdate says it succeeded (the group can still be
+    /// ACTIVE before the update starts), then for the group to be ACTIVE.
+    async fn wait_update(
+        &self,
+        cluster: &str,
+        name: &str,
+        update: Option<&aws_sdk_eks::types::Update>,
+    ) -> Result<(), Diagnostic> {
+        if let Some(id) = update.and_then(|u| u.id()) {
+            let deadline = tokio::time::Instant::now() + WAIT;
+            let mut delay = Duration::from_secs(2);
+            loop {
+                let answer = self
+                    .eks
+                    .describe_update()
+                    .name(cluster)
+                    .nodegroup_name(name)
+                    .update_id(id)
+                    .send()
+                    .await;
+                let status = match &answer {
+                    Ok(out) => out
+                        .update()
+                        .and_then(|u| u.status())
+                        .map(|s| s.as_str().to_owned()),
+                    // Where the API has no DescribeUpdate at all (an emulator), the group's
+                    // status decides; any other failure (AccessDenied, throttling that
+                    // outlasted the retries, a real ResourceNotFoundException) is an error:
+                    // the group can read ACTIVE before the update has started.
+                    Err(e)
+                        if operation_missing(
+                            e.raw_response().map(|r| r.status().as_u16()),
+                            aws_sdk_eks::error::ProvideErrorMetadata::code(e),
+                        ) =>
+                    {
+                        tracing::warn!(
+                            "DescribeUpdate is not served by this endpoint; waiting for the node group's status instead"
+                        );
+                        break;
+                    }
+                    Err(e) => {
+                        return Err(Diagnostic::error(
+                            format!("Cannot follow the update of EKS node group {cluster}/{name}"),
+                            format!("DescribeUpdate {id}: {}", gpustack_protocol::error_chain(e)),
+                        ));
+                    }
+                };
+                match status.as_deref() {
+                    Some("Successful") => break,
+                    Some(done @ ("Failed" | "Cancelled")) => {
+                        let errors: Vec<String> = answer
+                            .ok()
+                            .and_then(|out| out.update().map(|u| u.errors().to_vec()))
+                            .unwrap_or_default()
+                            .iter()
+                            .map(|e| {
+                                format!(
+                                    "{}: {}",
+                                    e.error_code().map(|c| c.as_str()).unwrap_or("error"),
+                                    e.error_message().unwrap_or_default()
+                                )
+                            })
+                            .collect();
+                        return Err(Diagnostic::error(
+                            format!(
+                                "The update of EKS node group {cluster}/{name} {}",
+                                done.to_lowercase()
+                            ),
+                            errors.join("; "),
+                        ));
+                    }
+                    _ => {}
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(Diagnostic::error(
+                        format!(
+                            "Timed out waiting for the update of EKS node group {cluster}/{name}"
+                        ),
+                        format!(
+                            "Update {id} is still in progress after {} minutes.",
+                            WAIT.as_secs() / 60
+                        ),
+                    ));
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(30));
+            }
+        }
+        self.wait_for(cluster, name, false).await.map(|_| ())
+    }
+
+    /// GPUs of an instance type: EC2's answer, else the catalog.
+    async fn gpus_of(&self, instance_type: &str) -> Option<Gpus> {
+        if let Some(known) = self
+            .gpus
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(instance_type)
+        {
+            return known.clone();
+        }
+        let answer = self
+            .ec2
+            .describe_instance_types()
+            .instance_types(aws_sdk_ec2::types::InstanceType::from(instance_type))
+            .send()
+            .await;
+        let out = match answer {
+            Ok(out) => out,
+            // Not cached: a denied or failed lookup is asked again; the catalog answers now.
+            Err(e) => {
+                tracing::warn!(
+                    "DescribeInstanceTypes {instance_type}: {}",
+                    gpustack_protocol::error_chain(&e)
+                );
+                return gpustack_provider_sdk::catalog::gpus(instance_type);
+            }
+        };
+        let gpus = out.instance_types().first().and_then(|t| {
+            // Only NVIDIA's GPUs become nvidia.com/gpu (g4ad has AMD's, dl1 Gaudi).
+            let gpu = t.gpu_info()?.gpus().iter().find(|g| {
+                g.manufacturer()
+                    .is_some_and(|m| m.eq_ignore_ascii_case("NVIDIA"))
+            })?;
+            Some(Gpus {
+                count: u32::try_from(gpu.count()?).ok()?,
+                model: gpu.name()?.to_owned(),
+                memory_gb: u32::try_from(gpu.memory_info()?.size_in_mib()? / 1024).ok()?,
+            })
+        });
+        self.gpus
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(instance_type.to_owned(), gpus.clone());
+        gpus
+    }
+
+    /// The machines of a node group as a state describes them, with GPUs from EC2.
+    async fn shape(&self, state: &Value) -> Option<PoolShape> {
+        let machine = strings(state, "instance_types").into_iter().next()?;
+        let gpus = self.gpus_of(&machine).await?;
+        // The desired size is the node count; where only apply can tell it, the range.
+        let (min, max) = match number(state, "desired_size") {
+            Some(n) => (n, n),
+            None => (number(state, "min_size")?, number(state, "max_size")?),
+        };
+        Some(PoolShape {
+            min_nodes: u32::try_from(min).ok()?,
+            max_nodes: u32::try_from(max).ok()?,
+            machine,
+            gpus: GpuShape {
+                count: gpus.count,
+                model: gpus.model,
+                memory_gb: gpus.memory_gb,
+            },
+            sharing: None,
+        })
+    }
+
+    /// What the engine needs to show a node group's GPUs, with its nodes' sharing, in the plan.
+    async fn pool_fact(
+        &self,
+        prior: Option<&Value>,
+        planned: Option<&Value>,
+        new: bool,
+    ) -> Option<GpuFact> {
+        let before = match prior {
+            Some(p) => self.shape(p).await,
+            None => None,
+        };
+        let after = match planned {
+            Some(p) => self.shape(p).await,
+            None => None,
+        };
+        if before.is_none() && after.is_none() {
+            return None;
+        }
+        let labelled = planned.or(prior)?;
+        let name = text(labelled, "nodegroup_name")
+            .unwrap_or_default()
+            .to_owned();
+        let mut node_labels: BTreeMap<String, String> = labels(labelled);
+        node_labels.insert("eks.amazonaws.com/nodegroup".to_owned(), name.clone());
+        Some(GpuFact::Pool(PoolFact {
+            kind: "nodegroup".to_owned(),
+            name,
+            node_labels,
+            before,
+            after,
+            new,
+        }))
+    }
+
+    /// On failure, the node group as it stands if it was created (so the state keeps it).
+    async fn create(
+        &self,
+        planned: &Value,
+        owner: &str,
+    ) -> Result<Value, (Option<Value>, Diagnostic)> {
+        let cluster = text(planned, "cluster_name").unwrap_or_default();
+        let name = text(planned, "nodegroup_name").unwrap_or_default();
+        let min = number(planned, "min_size");
+        let mut request = self
+            .eks
+            .create_nodegroup()
+            .cluster_name(cluster)
+            .nodegroup_name(name)
+            .node_role(text(planned, "node_role").unwrap_or_default())
+            .set_subnets(Some(strings(planned, "subnets")))
+            .set_instance_types(Some(strings(planned, "instance_types")))
+            .scaling_config(
+                NodegroupScalingConfig::builder()
+                    .set_min_size(min)
+                    .set_max_size(number(planned, "max_size"))
+                    .set_desired_size(number(planned, "desired_size").or(min))
+                    .build(),
+            )
+            .set_labels(
+                Some(labels(planned).into_iter().collect())
+                    .filter(|l: &HashMap<_, _>| !l.is_empty()),
+            )
+            .set_taints(
+                Some(taints(planned).iter().map(sdk_taint).collect())
+                    .filter(|t: &Vec<_>| !t.is_empty()),
+            );
+        if let Some(ami) = text(planned, "ami_type") {
+            request = request.ami_type(AmiTypes::from(ami));
+        }
+        if let Some(capacity) = text(planned, "capacity_type") {
+            request = request.capacity_type(CapacityTypes::from(capacity));
+        }
+        if let Some(disk) = number(planned, "disk_size") {
+            request = request.disk_size(disk);
+        }
+        if let Some(version) = text(planned, "kubernetes_version") {
+            request = request.version(version);
+        }
+        if let Some(release) = text(planned, "release_version") {
+            request = request.release_version(release);
+        }
+        // The SDK retries a create whose answer was lost; EKS answers the retry with
+        // ResourceInUseException. The tag, this stack's mark, tells our own node group from
+        // someone else's, then and in a later run after a crash that lost the state write.
+        let token = uuid::Uuid::new_v4().to_string();
+        let mark = if owner.is_empty() {
+            token.clone()
+        } else {
+            owner.to_owned()
+        };
+        request = request
+            .client_request_token(&token)
+            .tags(CREATION_TAG, &mark);
+        if let Err(e) = request.send().await {
+            let in_use = e
+                .as_service_error()
+                .and_then(|s| aws_sdk_eks::error::ProvideErrorMetadata::code(s))
+                == Some("ResourceInUseException");
+            let ours = in_use
+                && self
+                    .describe_group(cluster, name)
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some_and(|g| g.tags().and_then(|t| t.get(CREATION_TAG)) == Some(&mark));
+            if !ours {
+                return Err((
+                    None,
+                    error(
+                        &format!("Cannot create EKS node group {cluster}/{name}"),
+                        gpustack_protocol::error_chain(&e),
+                    ),
+                ));
+            }
+        }
+        // From here the node group exists: whatever happens, the state must know it.
+        match self.wait_for(cluster, name, false).await {
+            Ok(group) => Ok(group.as_ref().map(state_of).unwrap_or(Value::Null)),
+            Err(d) => {
+                let existing = self.describe_group(cluster, name).await.ok().flatten();
+                Err((existing.as_ref().map(state_of), d))
+            }
+        }
+    }
+
+    async fn update(&self, prior: &Value, planned: &Value) -> Result<Value, Diagnostic> {
+        let cluster = text(prior, "cluster_name").unwrap_or_default();
+        let name = text(prior, "nodegroup_name").unwrap_or_default();
+        let failed =
+            |e: String| error(&format!("Cannot update EKS node group {cluster}/{name}"), e);
+        let (before_labels, after_labels) = (labels(prior), labels(planned));
+        let add_labels: HashMap<String, String> = after_labels
+            .iter()
+            .filter(|(k, v)| before_labels.get(*k) != Some(*v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let remove_labels: Vec<String> = before_labels
+            .keys()
+            .filter(|k| !after_labels.contains_key(*k))
+            .cloned()
+            .collect();
+        let (before_taints, after_taints) = (taints(prior), taints(planned));
+        let add_taints: Vec<Taint> = after_taints
+            .iter()
+            .filter(|t| !before_taints.contains(t))
+            .map(sdk_taint)
+            .collect();
+        let remove_taints: Vec<Taint> = before_taints
+            .iter()
+            .filter(|(k, _, e)| !after_taints.iter().any(|(k2, _, e2)| k2 == k && e2 == e))
+            .map(sdk_taint)
+            .collect();
+        let scaling_changed = ["min_size", "max_size", "desired_size"]
+            .iter()
+            .any(|k| planned_number(planned, k).is_some_and(|n| Some(n) != number(prior, k)));
+        let min = planned_number(planned, "min_size").or(number(prior, "min_size"));
+        let max = planned_number(planned, "max_size").or(number(prior, "max_size"));
+        // The desired size moves only when the configuration moves it, or when the new range
+        // leaves it outside (EKS rejects that): otherwise the autoscaler's choice stands.
+        let desired = planned_number(planned, "desired_size")
+            .filter(|d| Some(*d) != number(prior, "desired_size"))
+            .or_else(|| {
+                let current = number(prior, "desired_size")?;
+                let low = min.unwrap_or(current);
+                let clamped = current.clamp(low, max.unwrap_or(current).max(low));
+                (clamped != current).then_some(clamped)
+            });
+        let mut request = self
+            .eks
+            .update_nodegroup_config()
+            .cluster_name(cluster)
+            .nodegroup_name(name);
+        let mut any = false;
+        if !add_labels.is_empty() || !remove_labels.is_empty() {
+            any = true;
+            request = request.labels(
+                UpdateLabelsPayload::builder()
+                    .set_add_or_update_labels(Some(add_labels).filter(|l| !l.is_empty()))
+                    .set_remove_labels(Some(remove_labels).filter(|l| !l.is_empty()))
+                    .build(),
+            );
+        }
+        if !add_taints.is_empty() || !remove_taints.is_empty() {
+            any = true;
+            request = request.taints(
+                UpdateTaintsPayload::builder()
+                    .set_add_or_update_taints(Some(add_taints).filter(|t| !t.is_empty()))
+                    .set_remove_taints(Some(remove_taints).filter(|t| !t.is_empty()))
+                    .build(),
+            );
+        }
+        if scaling_changed {
+            any = true;
+            request = request.scaling_config(
+                NodegroupScalingConfig::builder()
+                    .set_min_size(min)
+                    .set_max_size(max)
+                    .set_desired_size(desired)
+                    .build(),
+            );
+        }
+        if any {
+            let out = request
+                .send()
+                .await
+                .map_err(|e| failed(gpustack_protocol::error_chain(&e)))?;
+            self.wait_update(cluster, name, out.update()).await?;
+        }
+        let version_changed = ["kubernetes_version", "release_version"]
+            .iter()
+            .any(|k| text(planned, k).is_some_and(|v| Some(v) != text(prior, k)));
+        if version_changed {
+            let out = self
+                .eks
+                .update_nodegroup_version()
+                .cluster_name(cluster)
+                .nodegroup_name(name)
+                .set_version(text(planned, "kubernetes_version").map(str::to_owned))
+                // The prior release belongs to the prior version: send one only when the
+                // plan names a new one.
+                .set_release_version(
+                    text(planned, "release_version")
+                        .filter(|r| Some(*r) != text(prior, "release_version"))
+                        .map(str::to_owned),
+                )
+                .send()
+                .await
+                .map_err(|e| failed(gpustack_protocol::error_chain(&e)))?;
+            self.wait_update(cluster, name, out.update()).await?;
+        }
+        let group = self.describe_group(cluster, name).await?;
+        Ok(group.as_ref().map(state_of).unwrap_or(Value::Null))
+    }
+
+    async fn delete(&self, prior: &Value) -> Result<(), Diagnostic> {
+        let cluster = text(prior, "cluster_name").unwrap_or_default();
+        let name = text(prior, "nodegroup_name").unwrap_or_default();
+        match self
+            .eks
+            .delete_nodegroup()
+            .cluster_name(cluster)
+            .nodegroup_name(name)
+            .send()
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if is_not_found(&e) => return Ok(()),
+            Err(e) => {
+                // A retried delete whose first attempt went through finds it deleting.
+                let deleting = self
+                    .describe_group(cluster, name)
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some_and(|g| g.status().is_some_and(|s| s.as_str() == "DELETING"));
+                if !deleting {
+                    return Err(error(
+                        &format!("Cannot delete EKS node group {cluster}/{name}"),
+                        gpustack_protocol::error_chain(&e),
+                    ));
+                }
+            }
+        }
+        self.wait_for(cluster, name, true).await.map(|_| ())
+    }
+}
+
+/// A known number the configuration sets (not unknown, not null).
+fn planned_number(planned: &Value, name: &str) -> Option<i32> {
+    attribute(planned, name)
+        .filter(|v| !v.is_unknown())
+        .and_then(Value::as_number)
+        .map(|n| n as i32)
+}
+
+#[async_trait::async_trait]
+impl Provider for Connected {
+    async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        let reads = request.states.iter().map(|state| async move {
+            let cluster = text(state, "cluster_name").unwrap_or_default();
+            let name = text(state, "nodegroup_name").unwrap_or_default();
+            self.describe_group(cluster, name)
+                .await
+                .map(|g| g.as_ref().map(state_of))
+        });
+        ReadResourcesResponse::collect(&request.states, futures::future::join_all(reads).await)
+    }
+
+    async fn plan_resource_change(
+        &self,
+        request: PlanResourceChangeRequest,
+    ) -> PlanResourceChangeResponse {
+        let schema = Aws.get_schema(GetSchemaRequest::default()).schema;
+        let Some(resource) = schema.resources.get(&request.type_name) else {
+            return PlanResourceChangeResponse::default();
+        };
+        let config = normalized(&request.config);
+        let mut response = plan_from_schema(resource, request.prior_state.as_ref(), &config);
+        if let Some(prior) = &request.prior_state {
+            // A node group whose creation failed cannot be repaired in place.
+            if text(prior, "status") == Some("CREATE_FAILED") {
+                response.requires_replace.push("status".to_owned());
+            }
+            // A new Kubernetes version comes with a new AMI release, unless one is configured.
+            if text(&response.planned_state, "kubernetes_version")
+                != text(prior, "kubernetes_version")
+                && attribute(&request.config, "release_version").is_none()
+            {
+                gpustack_provider_sdk::check::set(
+                    &mut response.planned_state,
+                    "release_version",
+                    Value::Unknown,
+                );
+            }
+        }
+        // Values unknown until apply (an instance type from another resource) leave the
+        // capacity out rather than guess it.
+        let planned = (!response.planned_state.is_null()).then_some(&response.planned_state);
+        let new = request.prior_state.is_none() || !response.requires_replace.is_empty();
+        response.gpu_facts = self
+            .pool_fact(request.prior_state.as_ref(), planned, new)
+            .await
+            .into_iter()
+            .collect();
+        if request.prior_state.is_none()
+            && !request.for_apply
+            && let (Some(cluster), Some(name)) = (
+                text(&config, "cluster_name"),
+                text(&config, "nodegroup_name"),
+            )
+        {
+            match self.describe_group(cluster, name).await {
+                Ok(Some(group)) => {
+                    let mark = group.tags().and_then(|t| t.get(CREATION_TAG));
+                    response.existing = Some(gpustack_protocol::Existing {
+                        import_id: format!("{cluster}/{name}"),
+                        describe: format!("EKS node group {cluster}/{name}"),
+                        owned: !request.owner.is_empty()
+                            && mark.map(String::as_str) == Some(request.owner.as_str()),
+                    });
+                }
+                Ok(None) => {}
+                Err(d) => response.diagnostics.push(d),
+            }
+        }
+        response
+    }
+
+    async fn apply_resource_change(
+        &self,
+        request: ApplyResourceChangeRequest,
+    ) -> ApplyResourceChangeResponse {
+        gpustack_provider_sdk::apply_change(
+            &request,
+            async |planned| self.create(planned, &request.owner).await,
+            async |prior, planned| self.update(prior, planned).await,
+            async |prior| self.delete(prior).await,
+        )
+        .await
+    }
+
+    async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
+        let Some((cluster, name)) = request.id.split_once('/') else {
+            return ImportResourceResponse {
+                state: None,
+                diagnostics: vec![Diagnostic::error(
+                    "Invalid import ID",
+                    format!("\"{}\" is not CLUSTER/NODEGROUP.", request.id),
+                )],
+            };
+        };
+        match self.describe_group(cluster, name).await {
+            Ok(Some(group)) => ImportResourceResponse {
+                state: Some(state_of(&group)),
+                diagnostics: vec![],
+            },
+            Ok(None) => ImportResourceResponse {
+                state: None,
+                diagnostics: vec![Diagnostic::error(
+                    "Node group not found",
+                    format!("EKS has no node group {name} in cluster {cluster}."),
+                )],
+            },
+            Err(d) => ImportResourceResponse {
+                state: None,
+                diagnostics: vec![d],
+            },
+        }
+    }
+
+    async fn read_data_source(&self, request: ReadDataSourceRequest) -> ReadDataSourceResponse {
+        let mut gpus = IndexMap::new();
+        for instance_type in strings(&request.config, "instance_types") {
+            let value = match self.gpus_of(&instance_type).await {
+                Some(g) => Value::Object(IndexMap::from([
+                    ("count".to_owned(), Value::Number(f64::from(g.count))),
+                    ("model".to_owned(), Value::string(g.model)),
+                    (
+                        "memory_gb".to_owned(),
+                        Value::Number(f64::from(g.memory_gb)),
+                    ),
+                ])),
+                None => Value::Null,
+            };
+            gpus.insert(instance_type, value);
+        }
+        let mut state = request.config.clone();
+        gpustack_provider_sdk::check::set(&mut state, "gpus", Value::Object(gpus));
+        ReadDataSourceResponse {
+            state,
+            diagnostics: vec![],
+        }
+    }
+}
+
+/// True when an endpoint answers that an operation does not exist at all: 501, an
+/// UnknownOperation/NotImplemented error, or a 404 that carries no AWS error code (EKS's own
+/// "no such update" is a ResourceNotFoundException, which is an error like any other).
+fn operation_missing(status: Option<u16>, code: Option<&str>) -> bool {
+    let Some(status) = status else {
+        return false;
+    };
+    status == 501
+        || matches!(
+            code,
+            Some("UnknownOperationException" | "NotImplemented" | "InvalidAction")
+        )
+        || (status == 404 && code.is_none())
+}
+
+#[cfg(test)]
+mod operation_missing_tests {
+    use super::operation_missing;
+
+    #[test]
+    fn only_an_endpoint_without_the_operation_falls_back() {
+        assert!(operation_missing(Some(404), None));
+        assert!(operation_missing(Some(501), None));
+        assert!(!operation_missing(
+            Some(404),
+            Some("ResourceNotFoundException")
+        ));
+        assert!(!operation_missing(Some(403), Some("AccessDeniedException")));
+        assert!(!operation_missing(None, None));
+    }
+}

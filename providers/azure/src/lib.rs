@@ -1,0 +1,709 @@
+//! The `azure` provider: AKS agent pools through Azure Resource Manager.
+
+mod arm;
+mod model;
+
+use arm::{Arm, ArmError, PoolId, Settings};
+use gpustack_protocol::{
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest,
+    Diagnostic, GetSchemaRequest, GetSchemaResponse, GpuFact, GpuShape, ImportResourceRequest,
+    ImportResourceResponse, PlanResourceChangeRequest, PlanResourceChangeResponse, PoolFact,
+    PoolShape, Provider, ProviderFactory, ProviderSchema, ReadResourcesRequest,
+    ReadResourcesResponse, Schema, Type, ValidateResourceConfigRequest,
+    ValidateResourceConfigResponse, Value, plan_from_schema,
+};
+use gpustack_provider_sdk::check::{Checker, attribute, provider_config, text};
+use indexmap::IndexMap;
+use model::{AgentPool, GpuProfile};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// AKS node pools through Azure Resource Manager.
+pub(crate) struct Azure;
+
+/// The provider, for a registry.
+pub fn provider() -> Arc<dyn ProviderFactory> {
+    Arc::new(Azure)
+}
+
+/// The tag a pool is created with: tells a create whose answer was lost from someone
+/// else's pool of the same name.
+const CREATION_TAG: &str = "gpustack.dev/creation-token";
+
+/// The label AKS puts on every node of a pool.
+const POOL_LABEL: &str = "kubernetes.azure.com/agentpool";
+
+#[async_trait::async_trait]
+impl ProviderFactory for Azure {
+    /// A pool is its name in its cluster and resource group.
+    fn identity(&self, _: &str, state: &Value) -> Option<String> {
+        ["resource_group", "cluster", "name"]
+            .iter()
+            .all(|k| text(state, k).is_some())
+            .then(|| format!("aks:{}", pool_id(state)))
+    }
+
+    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+        let config = provider_config("Azure Resource Manager, with the standard credential chain.")
+            .attr("subscription_id", Attribute::required(Type::String))
+            .attr("tenant_id", Attribute::optional(Type::String))
+            .attr("client_id", Attribute::optional(Type::String))
+            .attr(
+                "use_msi",
+                Attribute::optional(Type::Bool)
+                    .describe("Authenticate with the machine's managed identity."),
+            )
+            .attr(
+                "endpoint",
+                Attribute::optional(Type::String)
+                    .describe("ARM endpoint; default https://management.azure.com."),
+            )
+            .attr(
+                "api_version",
+                Attribute::optional(Type::String).describe("Default 2026-08-01."),
+            );
+        let pool = Schema::new("An AKS agent pool.")
+            .attr(
+                "resource_group",
+                Attribute::required(Type::String).force_new(),
+            )
+            .attr("cluster", Attribute::required(Type::String).force_new())
+            .attr("name", Attribute::required(Type::String).force_new())
+            .attr("vm_size", Attribute::required(Type::String).force_new())
+            .attr("node_count", Attribute::optional_computed(Type::Number))
+            .attr("auto_scaling", Attribute::optional(Type::Bool))
+            .attr("min_count", Attribute::optional(Type::Number))
+            .attr("max_count", Attribute::optional(Type::Number))
+            .attr("mode", Attribute::optional_computed(Type::String))
+            .attr("node_labels", Attribute::optional(Type::map(Type::String)))
+            .attr("node_taints", Attribute::optional(Type::list(Type::String)))
+            .attr("spot", Attribute::optional(Type::Bool).force_new())
+            .attr(
+                "spot_eviction_policy",
+                Attribute::optional(Type::String).force_new(),
+            )
+            .attr(
+                "gpu_instance_profile",
+                Attribute::optional(Type::String).force_new(),
+            )
+            .attr("gpu_driver", Attribute::optional(Type::String).force_new())
+            .attr(
+                "os_disk_size_gb",
+                Attribute::optional_computed(Type::Number).force_new(),
+            )
+            .attr(
+                "zones",
+                Attribute::optional(Type::list(Type::String)).force_new(),
+            )
+            .attr(
+                "orchestrator_version",
+                Attribute::optional_computed(Type::String),
+            )
+            .attr("tags", Attribute::optional(Type::map(Type::String)))
+            .attr("id", Attribute::computed(Type::String))
+            .attr("node_image_version", Attribute::computed(Type::String))
+            .attr("provisioning_state", Attribute::computed(Type::String));
+        GetSchemaResponse {
+            schema: ProviderSchema {
+                name: "azure".into(),
+                config,
+                resources: [("aks_nodepool".to_owned(), pool)].into(),
+                data_sources: Default::default(),
+            },
+            diagnostics: vec![],
+        }
+    }
+
+    fn validate_resource_config(
+        &self,
+        request: ValidateResourceConfigRequest,
+    ) -> ValidateResourceConfigResponse {
+        let mut check = Checker::new(&request.config);
+        if let Some(name) = check.str("name") {
+            let mut chars = name.chars();
+            let valid = name.len() <= 12
+                && chars.next().is_some_and(|c| c.is_ascii_lowercase())
+                && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+            if !valid {
+                check.error(
+                    "name",
+                    "Invalid node pool name",
+                    format!("\"{name}\" must match ^[a-z][a-z0-9]{{0,11}}$ (AKS)."),
+                );
+            }
+        }
+        check.range("node_count", 0.0, 1000.0);
+        check.range("min_count", 0.0, 1000.0);
+        check.range("max_count", 0.0, 1000.0);
+        if let (Some(min), Some(max)) = (check.number("min_count"), check.number("max_count"))
+            && min > max
+        {
+            check.error(
+                "min_count",
+                "Invalid autoscaling range",
+                format!("min_count {min} is greater than max_count {max}."),
+            );
+        }
+        check.one_of("mode", &["System", "User"]);
+        check.one_of(
+            "gpu_instance_profile",
+            &["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"],
+        );
+        check.one_of("gpu_driver", &["Install", "None"]);
+        if check.str("gpu_instance_profile").is_some()
+            && let Some(size) = check.str("vm_size")
+            && let Some(gpus) = gpustack_provider_sdk::catalog::gpus(size)
+            && !gpus.has_mig()
+        {
+            check.error(
+                "gpu_instance_profile",
+                "MIG on a GPU without MIG",
+                format!(
+                    "{size} has {} GPUs, which cannot be partitioned with MIG; MIG needs an A100, A30, H100 or H200 size such as Standard_NC24ads_A100_v4.",
+                    gpus.model
+                ),
+            );
+        }
+        check.one_of("spot_eviction_policy", &["Delete", "Deallocate"]);
+        if let Some(taints) = check.get("node_taints").and_then(|t| t.as_list()) {
+            for (i, taint) in taints.iter().enumerate() {
+                if let Some(t) = taint.as_str()
+                    && !is_taint(t)
+                {
+                    check.error(
+                        &format!("node_taints[{i}]"),
+                        "Invalid taint",
+                        format!("\"{t}\" is not of the form key=value:Effect."),
+                    );
+                }
+            }
+        }
+        ValidateResourceConfigResponse {
+            diagnostics: check.diagnostics,
+        }
+    }
+
+    async fn configure(
+        &self,
+        request: ConfigureRequest,
+    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        let config = &request.config;
+        let settings = Settings {
+            subscription_id: text(config, "subscription_id")
+                .unwrap_or_default()
+                .to_owned(),
+            tenant_id: text(config, "tenant_id").map(str::to_owned),
+            client_id: text(config, "client_id").map(str::to_owned),
+            use_msi: attribute(config, "use_msi").and_then(Value::as_bool) == Some(true),
+            endpoint: text(config, "endpoint").map(str::to_owned),
+            api_version: text(config, "api_version").map(str::to_owned),
+        };
+        let arm = Arm::new(&settings)
+            .map_err(|e| vec![Diagnostic::error("Cannot set up the Azure client", e)])?;
+        Ok(Arc::new(Connected { arm }))
+    }
+}
+
+fn is_taint(s: &str) -> bool {
+    let Some((kv, effect)) = s.rsplit_once(':') else {
+        return false;
+    };
+    !kv.is_empty() && ["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&effect)
+}
+
+/// An `azure` provider block, connected.
+struct Connected {
+    arm: Arm,
+}
+
+fn pool_id(state: &Value) -> PoolId {
+    let part = |name| text(state, name).unwrap_or_default().to_owned();
+    PoolId {
+        resource_group: part("resource_group"),
+        cluster: part("cluster"),
+        name: part("name"),
+    }
+}
+
+fn failed(what: &str, id: &PoolId, e: &ArmError) -> Diagnostic {
+    Diagnostic::error(format!("Cannot {what} AKS node pool {id}"), e.to_string())
+}
+
+fn number(state: &Value, name: &str) -> Option<i64> {
+    attribute(state, name)
+        .filter(|v| !v.is_unknown())
+        .and_then(Value::as_number)
+        .map(|n| n as i64)
+}
+
+fn flag(state: &Value, name: &str) -> bool {
+    attribute(state, name).and_then(Value::as_bool) == Some(true)
+}
+
+fn strings(state: &Value, name: &str) -> Option<Vec<String>> {
+    let list: Vec<String> = attribute(state, name)?
+        .as_list()?
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    (!list.is_empty()).then_some(list)
+}
+
+fn string_map(state: &Value, name: &str) -> Option<BTreeMap<String, String>> {
+    let map: BTreeMap<String, String> = attribute(state, name)?
+        .as_object()?
+        .iter()
+        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+        .collect();
+    (!map.is_empty()).then_some(map)
+}
+
+/// The state of a pool as ARM describes it.
+fn state_of(id: &PoolId, pool: &AgentPool) -> Value {
+    let p = &pool.properties;
+    let optional = |s: &Option<String>| s.clone().map_or(Value::Null, Value::String);
+    let count = |n: Option<i64>| n.map_or(Value::Null, |n| Value::Number(n as f64));
+    let list = |l: &Option<Vec<String>>| {
+        l.as_ref()
+            .filter(|l| !l.is_empty())
+            .map_or(Value::Null, |l| {
+                Value::List(l.iter().cloned().map(Value::String).collect())
+            })
+    };
+    let map = |m: Option<BTreeMap<String, String>>| {
+        m.filter(|m| !m.is_empty()).map_or(Value::Null, |m| {
+            Value::Object(m.into_iter().map(|(k, v)| (k, Value::String(v))).collect())
+        })
+    };
+    let tags = p.tags.clone().map(|mut t| {
+        t.remove(CREATION_TAG);
+        t
+    });
+    let spot = p.scale_set_priority.as_deref() == Some("Spot");
+    Value::Object(IndexMap::from([
+        (
+            "resource_group".to_owned(),
+            Value::string(&id.resource_group),
+        ),
+        ("cluster".to_owned(), Value::string(&id.cluster)),
+        (
+            "name".to_owned(),
+            Value::string(pool.name.clone().unwrap_or_else(|| id.name.clone())),
+        ),
+        ("vm_size".to_owned(), optional(&p.vm_size)),
+        ("node_count".to_owned(), count(p.count)),
+        (
+            "auto_scaling".to_owned(),
+            if p.enable_auto_scaling == Some(true) {
+                Value::Bool(true)
+            } else {
+                Value::Null
+            },
+        ),
+        ("min_count".to_owned(), count(p.min_count)),
+        ("max_count".to_owned(), count(p.max_count)),
+        ("mode".to_owned(), optional(&p.mode)),
+        ("node_labels".to_owned(), map(p.node_labels.clone())),
+        ("node_taints".to_owned(), list(&p.node_taints)),
+        (
+            "spot".to_owned(),
+            if spot { Value::Bool(true) } else { Value::Null },
+        ),
+        (
+            "spot_eviction_policy".to_owned(),
+            if spot {
+                optional(&p.scale_set_eviction_policy)
+            } else {
+                Value::Null
+            },
+        ),
+        (
+            "gpu_instance_profile".to_owned(),
+            optional(&p.gpu_instance_profile),
+        ),
+        (
+            "gpu_driver".to_owned(),
+            optional(&p.gpu_profile.as_ref().and_then(|g| g.driver.clone())),
+        ),
+        ("os_disk_size_gb".to_owned(), count(p.os_disk_size_gb)),
+        ("zones".to_owned(), list(&p.availability_zones)),
+        (
+            "orchestrator_version".to_owned(),
+            optional(&p.orchestrator_version),
+        ),
+        ("tags".to_owned(), map(tags)),
+        ("id".to_owned(), optional(&pool.id)),
+        (
+            "node_image_version".to_owned(),
+            optional(&p.node_image_version),
+        ),
+        (
+            "provisioning_state".to_owned(),
+            optional(&p.provisioning_state),
+        ),
+    ]))
+}
+
+/// The configuration's view of a state: unset optional attributes as ARM reports them.
+fn normalized(config: &Value) -> Value {
+    let mut config = config.clone();
+    if let Value::Object(map) = &mut config {
+        for key in ["auto_scaling", "spot"] {
+            if map.get(key).and_then(Value::as_bool) == Some(false) {
+                map.insert(key.to_owned(), Value::Null);
+            }
+        }
+        for key in ["node_labels", "node_taints", "zones", "tags"] {
+            let empty = match map.get(key) {
+                Some(Value::Object(m)) => m.is_empty(),
+                Some(Value::List(l)) => l.is_empty(),
+                _ => false,
+            };
+            if empty {
+                map.insert(key.to_owned(), Value::Null);
+            }
+        }
+        if let Some(Value::Object(labels)) = map.get_mut("node_labels") {
+            labels.sort_keys();
+        }
+        if let Some(Value::Object(tags)) = map.get_mut("tags") {
+            tags.sort_keys();
+        }
+        // Without spot the eviction policy means nothing, and ARM does not report it.
+        if map.get("spot").is_none_or(Value::is_null) {
+            map.insert("spot_eviction_policy".to_owned(), Value::Null);
+        }
+    }
+    config
+}
+
+/// The body of a PUT: the live pool (if any) with every managed property as planned, so
+/// that what gpustack does not manage is sent back unchanged.
+fn request_of(planned: &Value, live: Option<&AgentPool>) -> AgentPool {
+    let mut pool = live.cloned().unwrap_or_default();
+    pool.id = None;
+    pool.name = None;
+    pool.other.clear();
+    let p = &mut pool.properties;
+    // Read-only properties ARM reports but does not take.
+    p.provisioning_state = None;
+    p.current_orchestrator_version = None;
+    p.node_image_version = None;
+    p.e_tag = None;
+    p.vm_size = text(planned, "vm_size").map(str::to_owned);
+    p.os_type = p.os_type.take().or_else(|| Some("Linux".to_owned()));
+    p.mode = text(planned, "mode")
+        .map(str::to_owned)
+        .or(p.mode.take())
+        .or_else(|| Some("User".to_owned()));
+    let autoscale = flag(planned, "auto_scaling");
+    p.enable_auto_scaling = autoscale
+        .then_some(true)
+        .or(p.enable_auto_scaling.map(|_| false));
+    p.min_count = number(planned, "min_count");
+    p.max_count = number(planned, "max_count");
+    // An autoscaled pool's count is the autoscaler's unless the configuration sets it.
+    p.count = number(planned, "node_count")
+        .or(p.count)
+        .or(p.min_count)
+        .or(Some(1));
+    p.node_labels = string_map(planned, "node_labels").or(live.map(|_| BTreeMap::new()));
+    p.node_taints = strings(planned, "node_taints").or(live.map(|_| Vec::new()));
+    if flag(planned, "spot") {
+        p.scale_set_priority = Some("Spot".to_owned());
+        p.scale_set_eviction_policy = text(planned, "spot_eviction_policy").map(str::to_owned);
+    }
+    p.gpu_instance_profile = text(planned, "gpu_instance_profile").map(str::to_owned);
+    if let Some(driver) = text(planned, "gpu_driver") {
+        p.gpu_profile.get_or_insert_with(GpuProfile::default).driver = Some(driver.to_owned());
+    }
+    if let Some(size) = number(planned, "os_disk_size_gb") {
+        p.os_disk_size_gb = Some(size);
+    }
+    p.availability_zones = strings(planned, "zones").or(p.availability_zones.take());
+    if let Some(version) = text(planned, "orchestrator_version") {
+        p.orchestrator_version = Some(version.to_owned());
+    }
+    let creation = p.tags.as_ref().and_then(|t| t.get(CREATION_TAG).cloned());
+    let mut tags = string_map(planned, "tags").unwrap_or_default();
+    if let Some(token) = creation {
+        tags.insert(CREATION_TAG.to_owned(), token);
+    }
+    p.tags = (!tags.is_empty() || live.is_some()).then_some(tags);
+    pool
+}
+
+/// The machines of a pool as a state describes them; `None` for sizes without GPUs or
+/// values only apply can tell.
+fn shape(state: &Value) -> Option<PoolShape> {
+    let machine = text(state, "vm_size")?;
+    let gpus = gpustack_provider_sdk::catalog::gpus(machine)?;
+    let count = number(state, "node_count");
+    let (min, max) = if flag(state, "auto_scaling") {
+        (number(state, "min_count")?, number(state, "max_count")?)
+    } else {
+        (count?, count?)
+    };
+    Some(PoolShape {
+        min_nodes: u32::try_from(min).ok()?,
+        max_nodes: u32::try_from(max).ok()?,
+        machine: machine.to_owned(),
+        gpus: GpuShape {
+            count: gpus.count,
+            model: gpus.model,
+            memory_gb: gpus.memory_gb,
+        },
+        sharing: None,
+    })
+}
+
+fn pool_fact(prior: Option<&Value>, planned: Option<&Value>, new: bool) -> Option<GpuFact> {
+    let (before, after) = (prior.and_then(shape), planned.and_then(shape));
+    if before.is_none() && after.is_none() {
+        return None;
+    }
+    let labelled = planned.or(prior)?;
+    let mut node_labels = string_map(labelled, "node_labels").unwrap_or_default();
+    node_labels.insert(
+        POOL_LABEL.to_owned(),
+        text(labelled, "name").unwrap_or_default().to_owned(),
+    );
+    Some(GpuFact::Pool(PoolFact {
+        kind: "nodepool".to_owned(),
+        name: text(labelled, "name").unwrap_or_default().to_owned(),
+        node_labels,
+        before,
+        after,
+        new,
+    }))
+}
+
+impl Connected {
+    async fn create(
+        &self,
+        planned: &Value,
+        owner: &str,
+    ) -> Result<Value, (Option<Value>, Diagnostic)> {
+        let id = pool_id(planned);
+        let mut pool = request_of(planned, None);
+        // This stack's mark: a retried create, and a later run after a crash that lost the
+        // state write, know the pool as this stack's.
+        let token = if owner.is_empty() {
+            uuid::Uuid::new_v4().to_string()
+        } else {
+            owner.to_owned()
+        };
+        pool.properties
+            .tags
+            .get_or_insert_with(BTreeMap::new)
+            .insert(CREATION_TAG.to_owned(), token.clone());
+        // If-None-Match: never take over a pool of the same name that someone else made. A
+        // create whose answer was lost is retried by the pipeline and then finds the pool: the
+        // token says whether it is ours.
+        let result = match self
+            .arm
+            .put(&id, &pool, ("if-none-match", "*".to_owned()))
+            .await
+        {
+            Err(e) if e.status == Some(412) => match self.arm.get(&id).await {
+                Ok(Some(live))
+                    if live
+                        .properties
+                        .tags
+                        .as_ref()
+                        .and_then(|t| t.get(CREATION_TAG))
+                        == Some(&token) =>
+                {
+                    self.arm.wait(&id).await
+                }
+                _ => Err(ArmError {
+                    status: Some(412),
+                    code: "AlreadyExists".into(),
+                    message: format!(
+                        "cluster {} already has an agent pool named {}; import it (gpustack import ADDRESS {}) to manage it",
+                        id.cluster, id.name, id
+                    ),
+                }),
+            },
+            other => other,
+        };
+        let live = self.arm.get(&id).await.ok().flatten();
+        let state = live.as_ref().map(|p| state_of(&id, p));
+        match result {
+            Ok(()) => Ok(state.unwrap_or(Value::Null)),
+            Err(e) => Err((state, failed("create", &id, &e))),
+        }
+    }
+
+    async fn update(&self, prior: &Value, planned: &Value) -> Result<Value, Diagnostic> {
+        let id = pool_id(prior);
+        // Read-modify-write under the pool's ETag: a change made in between is not lost, the
+        // write is redone on the new version.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let live = self
+                .arm
+                .get(&id)
+                .await
+                .map_err(|e| failed("read", &id, &e))?
+                .ok_or_else(|| {
+                    Diagnostic::error(
+                        format!("AKS node pool {id} is gone"),
+                        "It was deleted outside gpustack; plan again to create it.",
+                    )
+                })?;
+            let condition = match &live.properties.e_tag {
+                Some(tag) => ("if-match", tag.clone()),
+                None => ("if-match", "*".to_owned()),
+            };
+            match self
+                .arm
+                .put(&id, &request_of(planned, Some(&live)), condition)
+                .await
+            {
+                Ok(()) => break,
+                Err(e) if e.status == Some(412) && attempts < 5 => continue,
+                Err(e) => return Err(failed("update", &id, &e)),
+            }
+        }
+        let live = self
+            .arm
+            .get(&id)
+            .await
+            .map_err(|e| failed("read", &id, &e))?;
+        Ok(live.map_or(Value::Null, |p| state_of(&id, &p)))
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for Connected {
+    async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        let reads = request.states.iter().map(|state| async move {
+            let id = pool_id(state);
+            self.arm
+                .get(&id)
+                .await
+                .map(|p| p.map(|p| state_of(&id, &p)))
+                .map_err(|e| failed("read", &id, &e))
+        });
+        ReadResourcesResponse::collect(&request.states, futures::future::join_all(reads).await)
+    }
+
+    async fn plan_resource_change(
+        &self,
+        request: PlanResourceChangeRequest,
+    ) -> PlanResourceChangeResponse {
+        let schema = Azure.get_schema(GetSchemaRequest::default()).schema;
+        let Some(resource) = schema.resources.get(&request.type_name) else {
+            return PlanResourceChangeResponse::default();
+        };
+        let config = normalized(&request.config);
+        let mut response = plan_from_schema(resource, request.prior_state.as_ref(), &config);
+        if let Some(prior) = &request.prior_state
+            && matches!(text(prior, "provisioning_state"), Some("Failed"))
+        {
+            // A pool whose creation failed is made again rather than patched.
+            response
+                .requires_replace
+                .push("provisioning_state".to_owned());
+        }
+        let new = request.prior_state.is_none() || !response.requires_replace.is_empty();
+        // An update keeps the pool: its ID, and the node image unless the version moves.
+        if let Some(prior) = request.prior_state.as_ref().filter(|_| !new) {
+            let version_moves = text(&response.planned_state, "orchestrator_version")
+                != text(prior, "orchestrator_version");
+            for kept in ["id", "provisioning_state", "node_image_version"] {
+                if kept == "node_image_version" && version_moves {
+                    continue;
+                }
+                if let Some(value) = attribute(prior, kept) {
+                    gpustack_provider_sdk::check::set(
+                        &mut response.planned_state,
+                        kept,
+                        value.clone(),
+                    );
+                }
+            }
+        }
+        let planned = (!response.planned_state.is_null()).then_some(&response.planned_state);
+        response.gpu_facts = pool_fact(request.prior_state.as_ref(), planned, new)
+            .into_iter()
+            .collect();
+        if request.prior_state.is_none() && !request.for_apply && config.is_wholly_known() {
+            let id = pool_id(&config);
+            match self.arm.get(&id).await {
+                Ok(Some(live)) => {
+                    let mark = live
+                        .properties
+                        .tags
+                        .as_ref()
+                        .and_then(|t| t.get(CREATION_TAG));
+                    response.existing = Some(gpustack_protocol::Existing {
+                        import_id: id.to_string(),
+                        describe: format!("AKS node pool {id}"),
+                        owned: !request.owner.is_empty()
+                            && mark.map(String::as_str) == Some(request.owner.as_str()),
+                    });
+                }
+                Ok(None) => {}
+                Err(e) => response.diagnostics.push(failed("read", &id, &e)),
+            }
+        }
+        response
+    }
+
+    async fn apply_resource_change(
+        &self,
+        request: ApplyResourceChangeRequest,
+    ) -> ApplyResourceChangeResponse {
+        gpustack_provider_sdk::apply_change(
+            &request,
+            async |planned| self.create(planned, &request.owner).await,
+            async |prior, planned| self.update(prior, planned).await,
+            async |prior| {
+                let id = pool_id(prior);
+                self.arm
+                    .delete(&id)
+                    .await
+                    .map_err(|e| failed("delete", &id, &e))
+            },
+        )
+        .await
+    }
+
+    async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
+        let parts: Vec<&str> = request.id.split('/').collect();
+        let [resource_group, cluster, name] = parts.as_slice() else {
+            return ImportResourceResponse {
+                state: None,
+                diagnostics: vec![Diagnostic::error(
+                    "Invalid import ID",
+                    format!("\"{}\" is not RESOURCE_GROUP/CLUSTER/POOL.", request.id),
+                )],
+            };
+        };
+        let id = PoolId {
+            resource_group: (*resource_group).to_owned(),
+            cluster: (*cluster).to_owned(),
+            name: (*name).to_owned(),
+        };
+        match self.arm.get(&id).await {
+            Ok(Some(pool)) => ImportResourceResponse {
+                state: Some(state_of(&id, &pool)),
+                diagnostics: vec![],
+            },
+            Ok(None) => ImportResourceResponse {
+                state: None,
+                diagnostics: vec![Diagnostic::error(
+                    "Node pool not found",
+                    format!("AKS cluster {cluster} in {resource_group} has no node pool {name}."),
+                )],
+            },
+            Err(e) => ImportResourceResponse {
+                state: None,
+                diagnostics: vec![failed("read", &id, &e)],
+            },
+        }
+    }
+}

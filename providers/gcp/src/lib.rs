@@ -1,0 +1,1264 @@
+//! The `gcp` provider: GKE node pools and node auto-provisioning through the official
+//! google-cloud-container-v1 client and Application Default Credentials.
+
+use google_cloud_container_v1::client::ClusterManager;
+use google_cloud_container_v1::model::{
+    ClusterUpdate, NodeLabels, NodePool, NodePoolAutoscaling, NodeTaints, Operation,
+};
+use gpustack_protocol::{
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting,
+    ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, GpuFact, GpuShape,
+    ImportResourceRequest, ImportResourceResponse, ObjectAttr, PlanResourceChangeRequest,
+    PlanResourceChangeResponse, PoolFact, PoolShape, Provider, ProviderFactory, ProviderSchema,
+    ReadResourcesRequest, ReadResourcesResponse, Schema, SharingKey, Type,
+    ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value, plan_from_schema,
+};
+use gpustack_provider_sdk::check::{Checker, attribute, provider_config, text};
+use gpustack_provider_sdk::taint_type;
+use indexmap::IndexMap;
+use serde_json::{Value as Json, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// GKE node pools and node auto-provisioning.
+pub(crate) struct Gcp;
+
+/// The provider, for a registry.
+pub fn provider() -> Arc<dyn ProviderFactory> {
+    Arc::new(Gcp)
+}
+
+/// The resource label a pool is created with: tells a create whose answer was lost from
+/// someone else's pool of the same name.
+const CREATION_LABEL: &str = "gpustack-creation-token";
+
+/// How long one operation may take.
+const OPERATION_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+#[async_trait::async_trait]
+impl ProviderFactory for Gcp {
+    /// A pool is its name in its cluster and location; auto-provisioning is the cluster's.
+    fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
+        let location = text(state, "location")?;
+        let cluster = text(state, "cluster")?;
+        match type_name {
+            "gke_nodepool" => Some(format!("gke:{location}/{cluster}/{}", text(state, "name")?)),
+            _ => Some(format!("gke-autoprovisioning:{location}/{cluster}")),
+        }
+    }
+
+    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+        let config = provider_config("Google Cloud, with Application Default Credentials.")
+            .attr("project", Attribute::required(Type::String))
+            .attr(
+                "endpoint",
+                Attribute::optional(Type::String).describe("Endpoint override for tests."),
+            );
+        let accelerator = Schema::new("The GPUs of each node.")
+            .attr("type", Attribute::required(Type::String).force_new())
+            .attr("count", Attribute::required(Type::Number).force_new())
+            .attr(
+                "gpu_partition_size",
+                Attribute::optional(Type::String)
+                    .force_new()
+                    .describe("MIG profile, e.g. 1g.5gb."),
+            )
+            .attr(
+                "sharing_strategy",
+                Attribute::optional(Type::String).force_new(),
+            )
+            .attr(
+                "max_shared_clients_per_gpu",
+                Attribute::optional(Type::Number).force_new(),
+            )
+            .attr(
+                "driver_version",
+                Attribute::optional(Type::String).force_new(),
+            );
+        let pool = Schema::new("A GKE node pool.")
+            .attr("location", Attribute::required(Type::String).force_new())
+            .attr("cluster", Attribute::required(Type::String).force_new())
+            .attr("name", Attribute::required(Type::String).force_new())
+            .attr(
+                "machine_type",
+                Attribute::required(Type::String).force_new(),
+            )
+            .attr("node_count", Attribute::optional_computed(Type::Number))
+            .attr("min_node_count", Attribute::optional(Type::Number))
+            .attr("max_node_count", Attribute::optional(Type::Number))
+            .attr("spot", Attribute::optional(Type::Bool).force_new())
+            .attr("labels", Attribute::optional(Type::map(Type::String)))
+            .attr("taints", Attribute::optional(Type::list(taint_type())))
+            .attr("id", Attribute::computed(Type::String))
+            .block("accelerator", BlockNesting::Single, accelerator);
+        let limit = Type::object([
+            ("resource_type", ObjectAttr::required(Type::String)),
+            ("minimum", ObjectAttr::optional(Type::Number)),
+            ("maximum", ObjectAttr::required(Type::Number)),
+        ]);
+        let nap = Schema::new("Cluster-wide node auto-provisioning with per-accelerator limits.")
+            .attr("location", Attribute::required(Type::String).force_new())
+            .attr("cluster", Attribute::required(Type::String).force_new())
+            .attr("enabled", Attribute::optional_computed(Type::Bool))
+            .attr("resource_limits", Attribute::required(Type::list(limit)))
+            .attr("locations", Attribute::optional(Type::list(Type::String)));
+        GetSchemaResponse {
+            schema: ProviderSchema {
+                name: "gcp".into(),
+                config,
+                resources: [
+                    ("gke_nodepool".to_owned(), pool),
+                    ("gke_node_autoprovisioning".to_owned(), nap),
+                ]
+                .into(),
+                data_sources: Default::default(),
+            },
+            diagnostics: vec![],
+        }
+    }
+
+    fn validate_resource_config(
+        &self,
+        request: ValidateResourceConfigRequest,
+    ) -> ValidateResourceConfigResponse {
+        let mut check = Checker::new(&request.config);
+        if request.type_name == "gke_nodepool" {
+            check.one_of("accelerator.sharing_strategy", &["TIME_SHARING", "MPS"]);
+            check.range("accelerator.max_shared_clients_per_gpu", 2.0, 48.0);
+            check.one_of(
+                "accelerator.driver_version",
+                &["INSTALLATION_DISABLED", "DEFAULT", "LATEST"],
+            );
+            if check.get("accelerator.sharing_strategy").is_some()
+                && check
+                    .get("accelerator.max_shared_clients_per_gpu")
+                    .is_none()
+            {
+                check.error(
+                    "accelerator.max_shared_clients_per_gpu",
+                    "Missing attribute",
+                    "GPU sharing needs max_shared_clients_per_gpu.".into(),
+                );
+            }
+            check.cloud_taint_effects("taints", "GKE");
+            if let Some(partition) = check.str("accelerator.gpu_partition_size") {
+                let accelerator = check.str("accelerator.type").unwrap_or_default();
+                match mig_partitions(accelerator) {
+                    None => check.error(
+                        "accelerator.gpu_partition_size",
+                        "MIG on a GPU without MIG",
+                        format!(
+                            "{accelerator} cannot be partitioned with MIG; MIG needs nvidia-tesla-a100, nvidia-a100-80gb, nvidia-h100-80gb or nvidia-h200-141gb."
+                        ),
+                    ),
+                    Some(sizes) if !sizes.contains(&partition) => check.error(
+                        "accelerator.gpu_partition_size",
+                        "Unknown MIG partition",
+                        format!(
+                            "{accelerator} has the partition sizes {}, not {partition}.",
+                            sizes.join(", ")
+                        ),
+                    ),
+                    Some(_) => {}
+                }
+                if check.str("accelerator.sharing_strategy") == Some("MPS") {
+                    check.error(
+                        "accelerator.sharing_strategy",
+                        "MPS on MIG partitions",
+                        "GKE does not run MPS on MIG partitions: use TIME_SHARING, or drop gpu_partition_size.".into(),
+                    );
+                }
+            }
+            let own_plugin = check
+                .get("labels")
+                .and_then(|l| l.as_object())
+                .and_then(|l| l.get("gke-no-default-nvidia-gpu-device-plugin"))
+                .and_then(|v| v.as_str())
+                == Some("true");
+            if own_plugin && check.get("accelerator.sharing_strategy").is_some() {
+                check.error(
+                    "accelerator.sharing_strategy",
+                    "GKE GPU sharing without GKE's device plugin",
+                    "sharing_strategy is carried out by GKE's device plugin, which the label gke-no-default-nvidia-gpu-device-plugin=true turns off for NVIDIA's; share GPUs with NVIDIA's plugin instead (modules/time-slicing or modules/mps), or remove the label.".into(),
+                );
+            }
+        }
+        ValidateResourceConfigResponse {
+            diagnostics: check.diagnostics,
+        }
+    }
+
+    async fn configure(
+        &self,
+        request: ConfigureRequest,
+    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        // One TLS implementation in the binary: ring, as for AWS, Azure and kube.
+        gpustack_connect::install_ring();
+        let project = text(&request.config, "project")
+            .unwrap_or_default()
+            .to_owned();
+        let mut builder = ClusterManager::builder().with_retry_policy(
+            google_cloud_gax::retry_policy::RetryPolicyExt::with_attempt_limit(Transient, 6),
+        );
+        if let Some(endpoint) = text(&request.config, "endpoint") {
+            builder = builder.with_endpoint(endpoint);
+        }
+        let client = builder.build().await.map_err(|e| {
+            vec![Diagnostic::error(
+                "Cannot set up the GKE client",
+                gpustack_protocol::error_chain(&e),
+            )]
+        })?;
+        let credentials = google_cloud_auth::credentials::Builder::default()
+            .with_scopes(["https://www.googleapis.com/auth/cloud-platform"])
+            .build_access_token_credentials()
+            .map_err(|e| {
+                vec![Diagnostic::error(
+                    "Cannot set up Google Cloud credentials",
+                    gpustack_protocol::error_chain(&e),
+                )]
+            })?;
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|e| {
+                vec![Diagnostic::error(
+                    "Cannot set up the Compute Engine client",
+                    gpustack_protocol::error_chain(&e),
+                )]
+            })?;
+        let compute = Compute {
+            http,
+            credentials,
+            endpoint: text(&request.config, "endpoint")
+                .unwrap_or("https://compute.googleapis.com")
+                .trim_end_matches('/')
+                .to_owned(),
+        };
+        Ok(Arc::new(Connected {
+            client,
+            project,
+            compute,
+        }))
+    }
+}
+
+/// Compute Engine, for the one thing GKE's API does not say: how many nodes a pool has now.
+/// GKE keeps a pool's size in its managed instance groups; the pool's `initialNodeCount` is
+/// what it was created with and never changes.
+struct Compute {
+    http: reqwest::Client,
+    credentials: google_cloud_auth::credentials::AccessTokenCredentials,
+    endpoint: String,
+}
+
+impl Compute {
+    /// The target size of one managed instance group, by the URL GKE gives for it
+    /// (`https://www.googleapis.com/compute/v1/projects/P/zones/Z/instanceGroupManagers/N`).
+    async fn target_size(&self, url: &str) -> Result<f64, String> {
+        let path = url
+            .split_once("/compute/v1/")
+            .map(|(_, rest)| rest)
+            .ok_or_else(|| format!("{url} is not a Compute Engine instance group URL"))?;
+        let token = self
+            .credentials
+            .access_token()
+            .await
+            .map_err(|e| gpustack_protocol::error_chain(&e))?;
+        let address = format!("{}/compute/v1/{path}", self.endpoint);
+        let mut delay = Duration::from_millis(500);
+        for attempt in 1..=6 {
+            let answer = self
+                .http
+                .get(&address)
+                .bearer_auth(&token.token)
+                .send()
+                .await;
+            let retry = match answer {
+                Ok(r) if r.status().is_success() => {
+                    let body: Json = r.json().await.map_err(|e| e.to_string())?;
+                    return body["targetSize"]
+                        .as_f64()
+                        .or_else(|| body["targetSize"].as_str().and_then(|s| s.parse().ok()))
+                        .ok_or_else(|| format!("{path}: the answer has no targetSize"));
+                }
+                Ok(r) if matches!(r.status().as_u16(), 429 | 500 | 502 | 503 | 504) => {
+                    format!("{path}: {}", r.status())
+                }
+                Ok(r) => {
+                    let status = r.status();
+                    let text = r.text().await.unwrap_or_default();
+                    return Err(format!("{path}: {status}: {text}"));
+                }
+                Err(e) => gpustack_protocol::error_chain(&e),
+            };
+            if attempt == 6 {
+                return Err(retry);
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(10));
+        }
+        Err(format!("{path}: no answer"))
+    }
+}
+
+/// Retries throttling, server errors and broken connections, also of calls that are not
+/// idempotent: creates are recognised by their label when a retry finds the pool.
+#[derive(Debug)]
+struct Transient;
+
+impl google_cloud_gax::retry_policy::RetryPolicy for Transient {
+    fn on_error(
+        &self,
+        _: &google_cloud_gax::retry_state::RetryState,
+        error: google_cloud_gax::error::Error,
+    ) -> google_cloud_gax::retry_result::RetryResult {
+        use google_cloud_gax::retry_result::RetryResult;
+        let transient = error.is_io()
+            || error.is_connect()
+            || error.is_timeout()
+            || matches!(error.http_status_code(), Some(429 | 500 | 502 | 503 | 504));
+        if transient {
+            RetryResult::Continue(error)
+        } else {
+            RetryResult::Permanent(error)
+        }
+    }
+}
+
+/// A `gcp` provider block, connected.
+struct Connected {
+    client: ClusterManager,
+    project: String,
+    compute: Compute,
+}
+
+type GkeError = google_cloud_gax::error::Error;
+
+fn describe(e: &GkeError) -> String {
+    match e.status() {
+        Some(status) => format!("{:?}: {}", status.code, status.message),
+        None => gpustack_protocol::error_chain(e),
+    }
+}
+
+fn not_found(e: &GkeError) -> bool {
+    e.http_status_code() == Some(404)
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Json {
+    serde_json::to_value(v).unwrap_or(Json::Null)
+}
+
+/// A node pool as JSON with its enums by name (the SDK writes them as numbers).
+fn pool_json(pool: &NodePool) -> Json {
+    let mut json = to_json(pool);
+    json["status"] = json!(pool.status.name());
+    if let Some(config) = &pool.config {
+        for (i, taint) in config.taints.iter().enumerate() {
+            json["config"]["taints"][i]["effect"] = json!(taint.effect.name());
+        }
+        for (i, accelerator) in config.accelerators.iter().enumerate() {
+            if let Some(strategy) = accelerator
+                .gpu_sharing_config
+                .as_ref()
+                .and_then(|g| g.gpu_sharing_strategy.as_ref())
+            {
+                json["config"]["accelerators"][i]["gpuSharingConfig"]["gpuSharingStrategy"] =
+                    json!(strategy.name());
+            }
+            if let Some(version) = accelerator
+                .gpu_driver_installation_config
+                .as_ref()
+                .and_then(|g| g.gpu_driver_version.as_ref())
+            {
+                json["config"]["accelerators"][i]["gpuDriverInstallationConfig"]["gpuDriverVersion"] =
+                    json!(version.name());
+            }
+        }
+    }
+    json
+}
+
+fn from_json<T: serde::de::DeserializeOwned + Default>(v: Json) -> T {
+    serde_json::from_value(v).unwrap_or_default()
+}
+
+fn number(state: &Value, name: &str) -> Option<i64> {
+    attribute(state, name)
+        .filter(|v| !v.is_unknown())
+        .and_then(Value::as_number)
+        .map(|n| n as i64)
+}
+
+/// GPU model and memory of a GKE accelerator type.
+fn accelerator_gpu(accelerator: &str) -> Option<(&'static str, u32)> {
+    Some(match accelerator {
+        "nvidia-tesla-t4" => ("T4", 16),
+        "nvidia-tesla-v100" => ("V100", 16),
+        "nvidia-tesla-p100" => ("P100", 16),
+        "nvidia-tesla-a100" => ("A100", 40),
+        "nvidia-a100-80gb" => ("A100", 80),
+        "nvidia-l4" => ("L4", 24),
+        "nvidia-h100-80gb" | "nvidia-h100-mega-80gb" => ("H100", 80),
+        "nvidia-h200-141gb" => ("H200", 141),
+        _ => return None,
+    })
+}
+
+/// MIG instances of one partition size per GPU (1g → 7, 2g → 3, 3g → 2, 4g and 7g → 1).
+fn partitions_per_gpu(size: &str) -> f64 {
+    match size.split('g').next() {
+        Some("1") => 7.0,
+        Some("2") => 3.0,
+        Some("3") => 2.0,
+        _ => 1.0,
+    }
+}
+
+impl Connected {
+    fn cluster_path(&self, location: &str, cluster: &str) -> String {
+        format!(
+            "projects/{}/locations/{location}/clusters/{cluster}",
+            self.project
+        )
+    }
+
+    fn pool_path(&self, state: &Value) -> String {
+        format!(
+            "{}/nodePools/{}",
+            self.cluster_path(
+                text(state, "location").unwrap_or_default(),
+                text(state, "cluster").unwrap_or_default()
+            ),
+            text(state, "name").unwrap_or_default()
+        )
+    }
+
+    async fn get_pool(&self, state: &Value) -> Result<Option<NodePool>, Diagnostic> {
+        let name = self.pool_path(state);
+        match self.client.get_node_pool().set_name(&name).send().await {
+            Ok(pool) => Ok(Some(pool)),
+            Err(e) if not_found(&e) => Ok(None),
+            Err(e) => Err(Diagnostic::error(
+                format!("Cannot read GKE node pool {name}"),
+                describe(&e),
+            )),
+        }
+    }
+
+    /// Polls an operation until it is DONE; its error, if any, is the result.
+    async fn wait(&self, location: &str, operation: &Operation) -> Result<(), String> {
+        let name = format!(
+            "projects/{}/locations/{location}/operations/{}",
+            self.project, operation.name
+        );
+        let deadline = tokio::time::Instant::now() + OPERATION_TIMEOUT;
+        let mut delay = Duration::from_millis(500);
+        let mut current = operation.clone();
+        loop {
+            if current.status == google_cloud_container_v1::model::operation::Status::Done {
+                return match &current.error {
+                    Some(e) if e.code != 0 || !e.message.is_empty() => Err(e.message.clone()),
+                    _ => Ok(()),
+                };
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!(
+                    "operation {} did not finish within {} minutes",
+                    operation.name,
+                    OPERATION_TIMEOUT.as_secs() / 60
+                ));
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(30));
+            current = self
+                .client
+                .get_operation()
+                .set_name(&name)
+                .send()
+                .await
+                .map_err(|e| describe(&e))?;
+        }
+    }
+
+    /// The pool as it is now, with its live size.
+    async fn read_pool(&self, state: &Value) -> Result<Option<Value>, Diagnostic> {
+        let Some(pool) = self.get_pool(state).await? else {
+            return Ok(None);
+        };
+        let size = self.node_count(&pool).await.map_err(|m| {
+            Diagnostic::error(
+                format!(
+                    "Cannot read the size of GKE node pool {}",
+                    self.pool_path(state)
+                ),
+                m,
+            )
+        })?;
+        Ok(Some(self.pool_state(state, &pool, size)))
+    }
+
+    /// Nodes per zone, as GKE counts `node_count`: the sum of the target sizes of the pool's
+    /// instance groups (one per zone) over their number. A pool still being created has no
+    /// groups yet: it is getting the size it was created with.
+    async fn node_count(&self, pool: &NodePool) -> Result<f64, String> {
+        if pool.instance_group_urls.is_empty() {
+            return Ok(f64::from(pool.initial_node_count));
+        }
+        let sizes = futures::future::join_all(
+            pool.instance_group_urls
+                .iter()
+                .map(|url| self.compute.target_size(url)),
+        )
+        .await;
+        let mut total = 0.0;
+        for size in sizes {
+            total += size?;
+        }
+        Ok((total / pool.instance_group_urls.len() as f64).floor())
+    }
+
+    fn pool_state(&self, state: &Value, pool: &NodePool, node_count: f64) -> Value {
+        let p = pool_json(pool);
+        let config = &p["config"];
+        let string_map = |m: &Json| {
+            let map: IndexMap<String, Value> = m
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), Value::string(v.as_str().unwrap_or_default())))
+                .collect::<BTreeMap<_, _>>()
+                .into_iter()
+                .collect();
+            if map.is_empty() {
+                Value::Null
+            } else {
+                Value::Object(map)
+            }
+        };
+        let taints: Vec<Value> = config["taints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                Value::Object(IndexMap::from([
+                    (
+                        "key".to_owned(),
+                        Value::string(t["key"].as_str().unwrap_or_default()),
+                    ),
+                    (
+                        "value".to_owned(),
+                        t["value"]
+                            .as_str()
+                            .filter(|v| !v.is_empty())
+                            .map_or(Value::Null, Value::string),
+                    ),
+                    (
+                        "effect".to_owned(),
+                        Value::string(t["effect"].as_str().unwrap_or_default()),
+                    ),
+                ]))
+            })
+            .collect();
+        let accelerator = config["accelerators"]
+            .as_array()
+            .and_then(|a| a.first())
+            .map_or(Value::Null, |a| {
+                let optional = |v: &Json| match v {
+                    Json::String(s) if !s.is_empty() => Value::string(s),
+                    Json::Number(n) => Value::Number(n.as_f64().unwrap_or_default()),
+                    _ => Value::Null,
+                };
+                let clients = a["gpuSharingConfig"]["maxSharedClientsPerGpu"]
+                    .as_str()
+                    .and_then(|s| s.parse::<f64>().ok())
+                    .or(a["gpuSharingConfig"]["maxSharedClientsPerGpu"].as_f64());
+                Value::Object(IndexMap::from([
+                    ("type".to_owned(), optional(&a["acceleratorType"])),
+                    (
+                        "count".to_owned(),
+                        Value::Number(
+                            a["acceleratorCount"]
+                                .as_str()
+                                .and_then(|s| s.parse().ok())
+                                .or(a["acceleratorCount"].as_f64())
+                                .unwrap_or(0.0),
+                        ),
+                    ),
+                    (
+                        "gpu_partition_size".to_owned(),
+                        optional(&a["gpuPartitionSize"]),
+                    ),
+                    (
+                        "sharing_strategy".to_owned(),
+                        optional(&a["gpuSharingConfig"]["gpuSharingStrategy"]),
+                    ),
+                    (
+                        "max_shared_clients_per_gpu".to_owned(),
+                        clients.map_or(Value::Null, Value::Number),
+                    ),
+                    (
+                        "driver_version".to_owned(),
+                        optional(&a["gpuDriverInstallationConfig"]["gpuDriverVersion"]),
+                    ),
+                ]))
+            });
+        let autoscaling = p["autoscaling"]["enabled"] == true;
+        // Proto3 JSON leaves zeros out.
+        let size = |v: &Json| Value::Number(v.as_f64().unwrap_or(0.0));
+        let mut labels = config["labels"].clone();
+        if let Some(l) = labels.as_object_mut() {
+            l.remove(CREATION_LABEL);
+        }
+        Value::Object(IndexMap::from([
+            (
+                "location".to_owned(),
+                Value::string(text(state, "location").unwrap_or_default()),
+            ),
+            (
+                "cluster".to_owned(),
+                Value::string(text(state, "cluster").unwrap_or_default()),
+            ),
+            ("name".to_owned(), Value::string(pool.name.clone())),
+            (
+                "machine_type".to_owned(),
+                Value::string(config["machineType"].as_str().unwrap_or_default()),
+            ),
+            ("node_count".to_owned(), Value::Number(node_count)),
+            (
+                "min_node_count".to_owned(),
+                if autoscaling {
+                    size(&p["autoscaling"]["minNodeCount"])
+                } else {
+                    Value::Null
+                },
+            ),
+            (
+                "max_node_count".to_owned(),
+                if autoscaling {
+                    size(&p["autoscaling"]["maxNodeCount"])
+                } else {
+                    Value::Null
+                },
+            ),
+            (
+                "spot".to_owned(),
+                if config["spot"] == true {
+                    Value::Bool(true)
+                } else {
+                    Value::Null
+                },
+            ),
+            ("labels".to_owned(), string_map(&labels)),
+            (
+                "taints".to_owned(),
+                if taints.is_empty() {
+                    Value::Null
+                } else {
+                    Value::List(taints)
+                },
+            ),
+            ("id".to_owned(), Value::string(pool.self_link.clone())),
+            ("accelerator".to_owned(), accelerator),
+        ]))
+    }
+
+    fn pool_request(planned: &Value, token: &str) -> NodePool {
+        let labels: serde_json::Map<String, Json> = attribute(planned, "labels")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), json!(v.as_str())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let taints: Vec<Json> = attribute(planned, "taints")
+            .and_then(Value::as_list)
+            .unwrap_or_default()
+            .iter()
+            .map(|t| json!({"key": text(t, "key"), "value": text(t, "value").unwrap_or_default(), "effect": text(t, "effect")}))
+            .collect();
+        let mut config = json!({
+            "machineType": text(planned, "machine_type"),
+            "labels": labels,
+            "taints": taints,
+            "resourceLabels": {CREATION_LABEL: token},
+        });
+        if attribute(planned, "spot").and_then(Value::as_bool) == Some(true) {
+            config["spot"] = json!(true);
+        }
+        if let Some(a) = attribute(planned, "accelerator") {
+            let mut accelerator = json!({
+                "acceleratorType": text(a, "type"),
+                "acceleratorCount": number(a, "count").unwrap_or(1).to_string(),
+            });
+            if let Some(size) = text(a, "gpu_partition_size") {
+                accelerator["gpuPartitionSize"] = json!(size);
+            }
+            if let Some(strategy) = text(a, "sharing_strategy") {
+                accelerator["gpuSharingConfig"] = json!({
+                    "gpuSharingStrategy": strategy,
+                    "maxSharedClientsPerGpu": number(a, "max_shared_clients_per_gpu").unwrap_or(2).to_string(),
+                });
+            }
+            if let Some(driver) = text(a, "driver_version") {
+                accelerator["gpuDriverInstallationConfig"] = json!({"gpuDriverVersion": driver});
+            }
+            config["accelerators"] = json!([accelerator]);
+        }
+        let mut pool = json!({
+            "name": text(planned, "name"),
+            "config": config,
+            "initialNodeCount": number(planned, "node_count").or(number(planned, "min_node_count")).unwrap_or(1),
+        });
+        if let (Some(min), Some(max)) = (
+            number(planned, "min_node_count"),
+            number(planned, "max_node_count"),
+        ) {
+            pool["autoscaling"] =
+                json!({"enabled": true, "minNodeCount": min, "maxNodeCount": max});
+        }
+        from_json(pool)
+    }
+
+    async fn create_pool(
+        &self,
+        planned: &Value,
+        owner: &str,
+    ) -> Result<Value, (Option<Value>, Diagnostic)> {
+        let location = text(planned, "location").unwrap_or_default();
+        let parent = self.cluster_path(location, text(planned, "cluster").unwrap_or_default());
+        // This stack's mark, for a retried create and for a run after a crash.
+        let token = if owner.is_empty() {
+            uuid::Uuid::new_v4().to_string()
+        } else {
+            owner.to_owned()
+        };
+        let failed = |m: String| {
+            Diagnostic::error(
+                format!("Cannot create GKE node pool {}", self.pool_path(planned)),
+                m,
+            )
+        };
+        let started = self
+            .client
+            .create_node_pool()
+            .set_parent(&parent)
+            .set_node_pool(Self::pool_request(planned, &token))
+            .send()
+            .await;
+        let result = match started {
+            Ok(operation) => self.wait(location, &operation).await,
+            // A retry of a create that went through finds the pool: ours if it has our token.
+            Err(e) if e.http_status_code() == Some(409) => match self.get_pool(planned).await {
+                Ok(Some(pool))
+                    if pool
+                        .config
+                        .as_ref()
+                        .and_then(|c| c.resource_labels.get(CREATION_LABEL))
+                        == Some(&token) =>
+                {
+                    self.wait_pool_running(planned).await
+                }
+                _ => Err(format!(
+                    "the cluster already has a node pool named {}; import it to manage it",
+                    text(planned, "name").unwrap_or_default()
+                )),
+            },
+            Err(e) => Err(describe(&e)),
+        };
+        let state = self.read_pool(planned).await.ok().flatten();
+        match result {
+            Ok(()) => Ok(state.unwrap_or(Value::Null)),
+            Err(m) => Err((state, failed(m))),
+        }
+    }
+
+    /// Polls the pool until it is RUNNING (when its operation is not known).
+    async fn wait_pool_running(&self, state: &Value) -> Result<(), String> {
+        let deadline = tokio::time::Instant::now() + OPERATION_TIMEOUT;
+        let mut delay = Duration::from_millis(500);
+        loop {
+            let pool = self.get_pool(state).await.map_err(|d| d.detail)?;
+            let status = pool
+                .as_ref()
+                .and_then(|p| p.status.name().map(str::to_owned));
+            match status.as_deref() {
+                Some("RUNNING") => return Ok(()),
+                Some("ERROR") => return Err("the node pool is in state ERROR".to_owned()),
+                None => return Err("the node pool disappeared".to_owned()),
+                _ if tokio::time::Instant::now() >= deadline => {
+                    return Err("the node pool did not become RUNNING".to_owned());
+                }
+                _ => {}
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(30));
+        }
+    }
+
+    async fn update_pool(&self, prior: &Value, planned: &Value) -> Result<Value, Diagnostic> {
+        let name = self.pool_path(prior);
+        let location = text(prior, "location").unwrap_or_default();
+        let failed =
+            |m: String| Diagnostic::error(format!("Cannot update GKE node pool {name}"), m);
+        let live = self.get_pool(prior).await?.ok_or_else(|| {
+            failed("it was deleted outside gpustack; plan again to create it".into())
+        })?;
+        if attribute(prior, "labels") != attribute(planned, "labels")
+            || attribute(prior, "taints") != attribute(planned, "taints")
+        {
+            let request = Self::pool_request(planned, "");
+            let live_json = pool_json(&live);
+            let operation = self
+                .client
+                .update_node_pool()
+                .set_name(&name)
+                .set_node_version(live_json["version"].as_str().unwrap_or("-"))
+                .set_image_type(live_json["config"]["imageType"].as_str().unwrap_or("-"))
+                .set_labels(
+                    NodeLabels::new().set_labels(
+                        request
+                            .config
+                            .as_ref()
+                            .map(|c| c.labels.clone())
+                            .unwrap_or_default(),
+                    ),
+                )
+                .set_taints(
+                    NodeTaints::new().set_taints(
+                        request
+                            .config
+                            .as_ref()
+                            .map(|c| c.taints.clone())
+                            .unwrap_or_default(),
+                    ),
+                )
+                .send()
+                .await
+                .map_err(|e| failed(describe(&e)))?;
+            self.wait(location, &operation).await.map_err(failed)?;
+        }
+        let range = |s: &Value| (number(s, "min_node_count"), number(s, "max_node_count"));
+        if range(prior) != range(planned) {
+            let autoscaling = match range(planned) {
+                (Some(min), Some(max)) => {
+                    json!({"enabled": true, "minNodeCount": min, "maxNodeCount": max})
+                }
+                _ => json!({"enabled": false}),
+            };
+            let operation = self
+                .client
+                .set_node_pool_autoscaling()
+                .set_name(&name)
+                .set_autoscaling(from_json::<NodePoolAutoscaling>(autoscaling))
+                .send()
+                .await
+                .map_err(|e| failed(describe(&e)))?;
+            self.wait(location, &operation).await.map_err(failed)?;
+        }
+        if let Some(count) =
+            number(planned, "node_count").filter(|c| Some(*c) != number(prior, "node_count"))
+        {
+            let operation = self
+                .client
+                .set_node_pool_size()
+                .set_name(&name)
+                .set_node_count(i32::try_from(count).unwrap_or(i32::MAX))
+                .send()
+                .await
+                .map_err(|e| failed(describe(&e)))?;
+            self.wait(location, &operation).await.map_err(failed)?;
+        }
+        Ok(self.read_pool(prior).await?.unwrap_or(Value::Null))
+    }
+
+    async fn delete_pool(&self, prior: &Value) -> Result<(), Diagnostic> {
+        let name = self.pool_path(prior);
+        let location = text(prior, "location").unwrap_or_default();
+        let failed =
+            |m: String| Diagnostic::error(format!("Cannot delete GKE node pool {name}"), m);
+        match self.client.delete_node_pool().set_name(&name).send().await {
+            Ok(operation) => self.wait(location, &operation).await.map_err(failed),
+            Err(e) if not_found(&e) => Ok(()),
+            Err(e) => Err(failed(describe(&e))),
+        }
+    }
+
+    fn pool_fact(prior: Option<&Value>, planned: Option<&Value>, new: bool) -> Option<GpuFact> {
+        let shape = |state: &Value| -> Option<PoolShape> {
+            let a = attribute(state, "accelerator")?;
+            let (model, memory_gb) = accelerator_gpu(text(a, "type")?)?;
+            let count = u32::try_from(number(a, "count")?).ok()?;
+            let (min, max) = match (
+                number(state, "min_node_count"),
+                number(state, "max_node_count"),
+            ) {
+                (Some(min), Some(max)) => (min, max),
+                _ => {
+                    let n = number(state, "node_count")?;
+                    (n, n)
+                }
+            };
+            let partitions = text(a, "gpu_partition_size").map(|p| (p, partitions_per_gpu(p)));
+            let clients = text(a, "sharing_strategy")
+                .and_then(|s| Some((s, number(a, "max_shared_clients_per_gpu")? as f64)));
+            let sharing = match (partitions, clients) {
+                (None, None) => None,
+                (p, c) => Some(SharingKey {
+                    strategy: [
+                        p.map(|(size, _)| format!("MIG {size}")),
+                        c.map(|(s, _)| format!("GKE {}", s.to_lowercase().replace('_', "-"))),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(" + "),
+                    replicas: p.map_or(1.0, |(_, n)| n) * c.map_or(1.0, |(_, n)| n),
+                    rename: false,
+                }),
+            };
+            Some(PoolShape {
+                min_nodes: u32::try_from(min).ok()?,
+                max_nodes: u32::try_from(max).ok()?,
+                machine: text(state, "machine_type")?.to_owned(),
+                gpus: GpuShape {
+                    count,
+                    model: model.to_owned(),
+                    memory_gb,
+                },
+                sharing,
+            })
+        };
+        let (before, after) = (prior.and_then(shape), planned.and_then(shape));
+        if before.is_none() && after.is_none() {
+            return None;
+        }
+        let labelled = planned.or(prior)?;
+        let name = text(labelled, "name").unwrap_or_default().to_owned();
+        let mut node_labels: BTreeMap<String, String> = attribute(labelled, "labels")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        node_labels.insert("cloud.google.com/gke-nodepool".to_owned(), name.clone());
+        Some(GpuFact::Pool(PoolFact {
+            kind: "nodepool".to_owned(),
+            name,
+            node_labels,
+            before,
+            after,
+            new,
+        }))
+    }
+
+    async fn get_autoprovisioning(&self, state: &Value) -> Result<Option<Value>, Diagnostic> {
+        let location = text(state, "location").unwrap_or_default();
+        let cluster = text(state, "cluster").unwrap_or_default();
+        let name = self.cluster_path(location, cluster);
+        let live = match self.client.get_cluster().set_name(&name).send().await {
+            Ok(c) => to_json(&c),
+            Err(e) if not_found(&e) => return Ok(None),
+            Err(e) => {
+                return Err(Diagnostic::error(
+                    format!("Cannot read GKE cluster {name}"),
+                    describe(&e),
+                ));
+            }
+        };
+        let autoscaling = &live["autoscaling"];
+        if autoscaling["enableNodeAutoprovisioning"] != true {
+            return Ok(None);
+        }
+        let limits: Vec<Value> = autoscaling["resourceLimits"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|l| {
+                let n = |v: &Json| {
+                    v.as_str()
+                        .and_then(|s| s.parse::<f64>().ok())
+                        .or(v.as_f64())
+                };
+                Value::Object(IndexMap::from([
+                    (
+                        "resource_type".to_owned(),
+                        Value::string(l["resourceType"].as_str().unwrap_or_default()),
+                    ),
+                    (
+                        "minimum".to_owned(),
+                        n(&l["minimum"]).map_or(Value::Null, Value::Number),
+                    ),
+                    (
+                        "maximum".to_owned(),
+                        n(&l["maximum"]).map_or(Value::Null, Value::Number),
+                    ),
+                ]))
+            })
+            .collect();
+        let locations: Vec<Value> = autoscaling["autoprovisioningLocations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|l| l.as_str().map(Value::string))
+            .collect();
+        Ok(Some(Value::Object(IndexMap::from([
+            ("location".to_owned(), Value::string(location)),
+            ("cluster".to_owned(), Value::string(cluster)),
+            ("enabled".to_owned(), Value::Bool(true)),
+            ("resource_limits".to_owned(), Value::List(limits)),
+            (
+                "locations".to_owned(),
+                if locations.is_empty() {
+                    Value::Null
+                } else {
+                    Value::List(locations)
+                },
+            ),
+        ]))))
+    }
+
+    /// Sets the cluster's autoscaling to the planned limits (`None`: auto-provisioning off).
+    async fn set_autoprovisioning(
+        &self,
+        state: &Value,
+        planned: Option<&Value>,
+    ) -> Result<(), Diagnostic> {
+        let location = text(state, "location").unwrap_or_default();
+        let name = self.cluster_path(location, text(state, "cluster").unwrap_or_default());
+        let autoscaling = match planned {
+            Some(planned) => {
+                let limits: Vec<Json> = attribute(planned, "resource_limits")
+                    .and_then(Value::as_list)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|l| {
+                        let mut limit = json!({"resourceType": text(l, "resource_type"), "maximum": number(l, "maximum").unwrap_or(0).to_string()});
+                        if let Some(min) = number(l, "minimum") {
+                            limit["minimum"] = json!(min.to_string());
+                        }
+                        limit
+                    })
+                    .collect();
+                let locations: Vec<Json> = attribute(planned, "locations")
+                    .and_then(Value::as_list)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|l| l.as_str().map(|s| json!(s)))
+                    .collect();
+                json!({
+                    "enableNodeAutoprovisioning": attribute(planned, "enabled").and_then(Value::as_bool).unwrap_or(true),
+                    "resourceLimits": limits,
+                    "autoprovisioningLocations": locations,
+                })
+            }
+            None => json!({"enableNodeAutoprovisioning": false}),
+        };
+        let failed = |m: String| {
+            Diagnostic::error(
+                format!("Cannot set node auto-provisioning of GKE cluster {name}"),
+                m,
+            )
+        };
+        let update: ClusterUpdate = from_json(json!({"desiredClusterAutoscaling": autoscaling}));
+        let operation = self
+            .client
+            .update_cluster()
+            .set_name(&name)
+            .set_update(update)
+            .send()
+            .await
+            .map_err(|e| failed(describe(&e)))?;
+        self.wait(location, &operation).await.map_err(failed)
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for Connected {
+    async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        let nap = request.type_name == "gke_node_autoprovisioning";
+        let reads = request.states.iter().map(|state| async move {
+            if nap {
+                self.get_autoprovisioning(state).await
+            } else {
+                self.read_pool(state).await
+            }
+        });
+        ReadResourcesResponse::collect(&request.states, futures::future::join_all(reads).await)
+    }
+
+    async fn plan_resource_change(
+        &self,
+        request: PlanResourceChangeRequest,
+    ) -> PlanResourceChangeResponse {
+        let schema = Gcp.get_schema(GetSchemaRequest::default()).schema;
+        let Some(resource) = schema.resources.get(&request.type_name) else {
+            return PlanResourceChangeResponse::default();
+        };
+        let mut config = request.config.clone();
+        if let Value::Object(map) = &mut config {
+            for key in ["labels", "taints", "locations"] {
+                let empty = match map.get(key) {
+                    Some(Value::Object(m)) => m.is_empty(),
+                    Some(Value::List(l)) => l.is_empty(),
+                    _ => false,
+                };
+                if empty {
+                    map.insert(key.to_owned(), Value::Null);
+                }
+            }
+            if map.get("spot").and_then(Value::as_bool) == Some(false) {
+                map.insert("spot".to_owned(), Value::Null);
+            }
+            if let Some(Value::Object(labels)) = map.get_mut("labels") {
+                labels.sort_keys();
+            }
+        }
+        let mut response = plan_from_schema(resource, request.prior_state.as_ref(), &config);
+        if request.type_name == "gke_nodepool" {
+            // The accelerator block cannot change on a live pool.
+            if let Some(prior) = &request.prior_state
+                && attribute(prior, "accelerator")
+                    != attribute(&response.planned_state, "accelerator")
+                && !response.requires_replace.iter().any(|r| r == "accelerator")
+            {
+                response.requires_replace.push("accelerator".to_owned());
+            }
+            let new = request.prior_state.is_none() || !response.requires_replace.is_empty();
+            if let Some(prior) = request.prior_state.as_ref().filter(|_| !new)
+                && let Some(id) = attribute(prior, "id")
+            {
+                gpustack_provider_sdk::check::set(&mut response.planned_state, "id", id.clone());
+            }
+            let planned = (!response.planned_state.is_null()).then_some(&response.planned_state);
+            response.gpu_facts = Self::pool_fact(request.prior_state.as_ref(), planned, new)
+                .into_iter()
+                .collect();
+            if request.prior_state.is_none() && !request.for_apply && config.is_wholly_known() {
+                match self.get_pool(&config).await {
+                    Ok(Some(pool)) => {
+                        let mark = pool
+                            .config
+                            .as_ref()
+                            .and_then(|c| c.resource_labels.get(CREATION_LABEL));
+                        let id = format!(
+                            "{}/{}/{}",
+                            text(&config, "location").unwrap_or_default(),
+                            text(&config, "cluster").unwrap_or_default(),
+                            pool.name
+                        );
+                        response.existing = Some(gpustack_protocol::Existing {
+                            describe: format!("GKE node pool {id}"),
+                            import_id: id,
+                            owned: !request.owner.is_empty()
+                                && mark.map(String::as_str) == Some(request.owner.as_str()),
+                        });
+                    }
+                    Ok(None) => {}
+                    Err(d) => response.diagnostics.push(d),
+                }
+            }
+        }
+        response
+    }
+
+    async fn apply_resource_change(
+        &self,
+        request: ApplyResourceChangeRequest,
+    ) -> ApplyResourceChangeResponse {
+        if request.type_name == "gke_nodepool" {
+            return gpustack_provider_sdk::apply_change(
+                &request,
+                async |planned| self.create_pool(planned, &request.owner).await,
+                async |prior, planned| self.update_pool(prior, planned).await,
+                async |prior| self.delete_pool(prior).await,
+            )
+            .await;
+        }
+        // Auto-provisioning is a setting of the cluster: set (whether new or changed) or off.
+        let kept = request.prior_state.clone();
+        let result = match (&request.prior_state, &request.planned_state) {
+            (_, Some(planned)) => match self.set_autoprovisioning(planned, Some(planned)).await {
+                Ok(()) => self
+                    .get_autoprovisioning(planned)
+                    .await
+                    .map_err(|d| (kept, d)),
+                Err(d) => Err((kept, d)),
+            },
+            (Some(prior), None) => self
+                .set_autoprovisioning(prior, None)
+                .await
+                .map(|()| None)
+                .map_err(|d| (kept, d)),
+            (None, None) => Ok(None),
+        };
+        ApplyResourceChangeResponse::from_result(result)
+    }
+
+    async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
+        let parts: Vec<&str> = request.id.split('/').collect();
+        let state = match (request.type_name.as_str(), parts.as_slice()) {
+            ("gke_nodepool", [location, cluster, name]) => {
+                json!({"location": location, "cluster": cluster, "name": name})
+            }
+            ("gke_node_autoprovisioning", [location, cluster]) => {
+                json!({"location": location, "cluster": cluster})
+            }
+            _ => {
+                return ImportResourceResponse {
+                    state: None,
+                    diagnostics: vec![Diagnostic::error(
+                        "Invalid import ID",
+                        format!(
+                            "\"{}\" is not LOCATION/CLUSTER/POOL (node pools) or LOCATION/CLUSTER (auto-provisioning).",
+                            request.id
+                        ),
+                    )],
+                };
+            }
+        };
+        let state = Value::from_json(&state);
+        let found = if request.type_name == "gke_nodepool" {
+            self.read_pool(&state).await
+        } else {
+            self.get_autoprovisioning(&state).await
+        };
+        match found {
+            Ok(Some(state)) => ImportResourceResponse {
+                state: Some(state),
+                diagnostics: vec![],
+            },
+            Ok(None) => ImportResourceResponse {
+                state: None,
+                diagnostics: vec![Diagnostic::error(
+                    "Not found",
+                    format!("GKE has nothing at {}.", request.id),
+                )],
+            },
+            Err(d) => ImportResourceResponse {
+                state: None,
+                diagnostics: vec![d],
+            },
+        }
+    }
+}
+
+/// The MIG partition sizes GKE offers per accelerator; `None` for GPUs without MIG.
+fn mig_partitions(accelerator: &str) -> Option<&'static [&'static str]> {
+    match accelerator {
+        "nvidia-tesla-a100" => Some(&["1g.5gb", "2g.10gb", "3g.20gb", "7g.40gb"]),
+        "nvidia-a100-80gb" => Some(&["1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"]),
+        "nvidia-h100-80gb" | "nvidia-h100-mega-80gb" => {
+            Some(&["1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "7g.80gb"])
+        }
+        "nvidia-h200-141gb" => Some(&[
+            "1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb",
+        ]),
+        _ => None,
+    }
+}

@@ -1,0 +1,589 @@
+//! The `helm` provider: Helm releases (`helm_release`) through the helm CLI, marked with this
+//! stack's owner label.
+
+use gpustack_protocol::{
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest,
+    Diagnostic, GetSchemaRequest, GetSchemaResponse, PlanResourceChangeRequest,
+    PlanResourceChangeResponse, Provider, ProviderFactory, ProviderSchema, ReadResourcesRequest,
+    ReadResourcesResponse, Schema, Type, ValidateResourceConfigRequest,
+    ValidateResourceConfigResponse, Value,
+};
+use gpustack_provider_sdk::check::{Checker, attribute, provider_config, set, text};
+use gpustack_provider_sdk::objects::strip_nulls;
+use serde_json::Value as Json;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Helm releases through the `helm` CLI.
+pub(crate) struct Helm;
+
+/// The provider, for a registry.
+pub fn provider() -> Arc<dyn ProviderFactory> {
+    Arc::new(Helm)
+}
+
+#[async_trait::async_trait]
+impl ProviderFactory for Helm {
+    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+        let config = provider_config("Helm releases through the helm CLI (3.x or 4.x).")
+            .attr(
+                "helm_binary",
+                Attribute::optional(Type::String).describe("Path of helm; default: helm on PATH."),
+            )
+            .attr("config_path", Attribute::optional(Type::String))
+            .attr("context", Attribute::optional(Type::String));
+        let release = Schema::new("A Helm release.")
+            .attr("name", Attribute::required(Type::String).force_new())
+            .attr(
+                "chart",
+                Attribute::required(Type::String).describe(
+                    "Chart name in the repository, an OCI reference, or a local path or .tgz.",
+                ),
+            )
+            .attr("repository", Attribute::optional(Type::String))
+            .attr("version", Attribute::optional(Type::String))
+            .attr(
+                "namespace",
+                Attribute::optional_computed(Type::String).force_new(),
+            )
+            .attr("create_namespace", Attribute::optional(Type::Bool))
+            .attr(
+                "values",
+                Attribute::optional(Type::Any).describe("Chart values, as HCL."),
+            )
+            .attr("atomic", Attribute::optional(Type::Bool))
+            .attr("wait", Attribute::optional(Type::Bool))
+            .attr("timeout", Attribute::optional(Type::String))
+            .attr("revision", Attribute::computed(Type::Number))
+            .attr("status", Attribute::computed(Type::String))
+            .attr("app_version", Attribute::computed(Type::String));
+        GetSchemaResponse {
+            schema: ProviderSchema {
+                name: "helm".into(),
+                config,
+                resources: [("helm_release".to_owned(), release)].into(),
+                data_sources: Default::default(),
+            },
+            diagnostics: vec![],
+        }
+    }
+
+    fn validate_resource_config(
+        &self,
+        request: ValidateResourceConfigRequest,
+    ) -> ValidateResourceConfigResponse {
+        let mut check = Checker::new(&request.config);
+        if let Some(name) = check.str("name")
+            && (name.is_empty()
+                || name.len() > 53
+                || !gpustack_provider_sdk::check::is_dns_label(name))
+        {
+            check.error(
+                "name",
+                "Invalid release name",
+                format!("\"{name}\" must be a DNS label of at most 53 characters."),
+            );
+        }
+        ValidateResourceConfigResponse {
+            diagnostics: check.diagnostics,
+        }
+    }
+
+    /// A release is its name in its namespace.
+    fn identity(&self, _: &str, state: &Value) -> Option<String> {
+        Some(format!(
+            "helm:{}/{}",
+            namespace_of(state),
+            text(state, "name")?
+        ))
+    }
+
+    async fn configure(
+        &self,
+        request: ConfigureRequest,
+    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        HelmCli::find(&request.config)
+            .await
+            .map(|cli| Arc::new(cli) as Arc<dyn Provider>)
+            .map_err(|d| vec![d])
+    }
+}
+
+/// The provider configured: a helm binary and the cluster it talks to.
+struct HelmCli {
+    binary: PathBuf,
+    kubeconfig: Option<PathBuf>,
+    context: Option<String>,
+    /// 3 or 4: Helm 4 renamed --atomic to --rollback-on-failure.
+    major: u32,
+}
+
+const COMPUTED: [&str; 3] = ["revision", "status", "app_version"];
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    })
+}
+
+/// The release's values as configured, in the shape `helm get values -o json` answers.
+fn values_of(state: &Value) -> Value {
+    match attribute(state, "values") {
+        Some(v) if v.is_wholly_known() => Value::from_json(&strip_nulls(&v.to_json())),
+        Some(v) => v.clone(),
+        None => Value::Object(Default::default()),
+    }
+}
+
+/// A chart from a directory or archive: helm ignores `version` for it, so must drift.
+fn is_local_chart(chart: &str) -> bool {
+    chart.starts_with('.') || chart.starts_with('/') || chart.ends_with(".tgz")
+}
+
+fn namespace_of(state: &Value) -> String {
+    text(state, "namespace").unwrap_or("default").to_owned()
+}
+
+impl HelmCli {
+    async fn find(config: &Value) -> Result<Self, Diagnostic> {
+        let binary = match text(config, "helm_binary") {
+            Some(path) => PathBuf::from(path),
+            None => on_path("helm").ok_or_else(|| {
+                Diagnostic::error(
+                    "helm is not installed",
+                    "The helm provider drives Helm through its CLI, and no `helm` is on PATH. Install Helm 3 or 4 (https://helm.sh/docs/intro/install/), or set helm_binary in the provider \"helm\" block.",
+                )
+            })?,
+        };
+        let output = tokio::process::Command::new(&binary)
+            .args(["version", "--template", "{{.Version}}"])
+            .output()
+            .await
+            .map_err(|e| {
+                Diagnostic::error(
+                    "Cannot run helm",
+                    format!("{}: {e}. Install Helm 3 or 4 (https://helm.sh/docs/intro/install/) or fix helm_binary.", binary.display()),
+                )
+            })?;
+        let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        let major = version
+            .trim_start_matches('v')
+            .split('.')
+            .next()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0);
+        if !(3..=4).contains(&major) {
+            return Err(Diagnostic::error(
+                "Unsupported helm version",
+                format!(
+                    "{} reports version \"{version}\"; gpustack works with Helm 3 and 4.",
+                    binary.display()
+                ),
+            ));
+        }
+        Ok(Self {
+            binary,
+            // Without config_path, helm reads $KUBECONFIG (every file of it) itself.
+            kubeconfig: text(config, "config_path").map(PathBuf::from),
+            context: text(config, "context").map(str::to_owned),
+            major,
+        })
+    }
+
+    /// Runs helm against the configured cluster; stdout on success, a diagnostic with helm's
+    /// own message otherwise.
+    async fn run(&self, args: &[String]) -> Result<String, String> {
+        let mut command = tokio::process::Command::new(&self.binary);
+        if let Some(kubeconfig) = &self.kubeconfig {
+            command.arg("--kubeconfig").arg(kubeconfig);
+        }
+        if let Some(context) = &self.context {
+            command.args(["--kube-context", context]);
+        }
+        let output = command
+            .args(args)
+            .kill_on_drop(true)
+            .output()
+            .await
+            .map_err(|e| format!("cannot run {}: {e}", self.binary.display()))?;
+        if output.status.success() {
+            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+        }
+    }
+
+    /// Whether this release carries this stack's mark (labels, which `helm list` filters on).
+    async fn owned(&self, name: &str, namespace: &str, owner: &str) -> Result<bool, String> {
+        if owner.is_empty() {
+            return Ok(false);
+        }
+        let listed = self
+            .run(&[
+                "list".into(),
+                "-n".into(),
+                namespace.into(),
+                "-l".into(),
+                format!("{}={owner}", gpustack_protocol::OWNER_KEY),
+                "--filter".into(),
+                format!("^{}$", name.replace('.', "\\.")),
+                "-a".into(),
+                "-o".into(),
+                "json".into(),
+            ])
+            .await?;
+        let releases: Json = serde_json::from_str(listed.trim()).unwrap_or(Json::Null);
+        Ok(releases.as_array().is_some_and(|r| !r.is_empty()))
+    }
+
+    /// A release as a state, from `namespace/name`: chart and version from its metadata,
+    /// values as installed.
+    async fn import(&self, id: &str) -> Result<Option<Value>, String> {
+        let (namespace, name) = id
+            .split_once('/')
+            .ok_or_else(|| format!("\"{id}\" is not NAMESPACE/RELEASE"))?;
+        let metadata = match self
+            .run(&[
+                "get".into(),
+                "metadata".into(),
+                name.into(),
+                "-n".into(),
+                namespace.into(),
+                "-o".into(),
+                "json".into(),
+            ])
+            .await
+        {
+            Ok(out) => out,
+            Err(e) if e.contains("not found") => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let metadata: Json =
+            serde_json::from_str(metadata.trim()).map_err(|e| format!("helm get metadata: {e}"))?;
+        let field = |k: &str| {
+            metadata
+                .get(k)
+                .and_then(Json::as_str)
+                .map_or(Value::Null, Value::string)
+        };
+        let skeleton = Value::Object(
+            [
+                ("name".to_owned(), Value::string(name)),
+                ("chart".to_owned(), field("chart")),
+                ("repository".to_owned(), Value::Null),
+                ("version".to_owned(), field("version")),
+                ("namespace".to_owned(), Value::string(namespace)),
+                ("create_namespace".to_owned(), Value::Null),
+                ("values".to_owned(), Value::Null),
+                ("atomic".to_owned(), Value::Null),
+                ("wait".to_owned(), Value::Null),
+                ("timeout".to_owned(), Value::Null),
+            ]
+            .into_iter()
+            .collect(),
+        );
+        self.live(&skeleton).await
+    }
+
+    /// The live release as state: `None` when it is not installed.
+    async fn live(&self, prior: &Value) -> Result<Option<Value>, String> {
+        let name = text(prior, "name").unwrap_or_default().to_owned();
+        let namespace = namespace_of(prior);
+        let status = match self
+            .run(&[
+                "status".into(),
+                name.clone(),
+                "-n".into(),
+                namespace.clone(),
+                "-o".into(),
+                "json".into(),
+            ])
+            .await
+        {
+            Ok(out) => out,
+            Err(e) if e.contains("not found") => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let status: Json =
+            serde_json::from_str(&status).map_err(|e| format!("helm status: {e}"))?;
+        let values = self
+            .run(&[
+                "get".into(),
+                "values".into(),
+                name,
+                "-n".into(),
+                namespace,
+                "-o".into(),
+                "json".into(),
+            ])
+            .await?;
+        let values: Json = serde_json::from_str(values.trim()).unwrap_or(Json::Null);
+        let values = if values.is_null() {
+            Json::Object(Default::default())
+        } else {
+            values
+        };
+        let mut state = prior.clone();
+        set(&mut state, "values", Value::from_json(&values));
+        if let Some(revision) = status.get("version").and_then(Json::as_f64) {
+            set(&mut state, "revision", Value::Number(revision));
+        }
+        if let Some(s) = status.pointer("/info/status").and_then(Json::as_str) {
+            set(&mut state, "status", Value::string(s));
+        }
+        if let Some(v) = status
+            .pointer("/chart/metadata/appVersion")
+            .and_then(Json::as_str)
+        {
+            set(&mut state, "app_version", Value::string(v));
+        }
+        // A chart's version drifts only when it is another version: `24.9.0` and `v24.9.0`
+        // are one, and a range (`~24.9`) is left to helm.
+        if let Some(configured) = text(prior, "version")
+            && !is_local_chart(text(prior, "chart").unwrap_or_default())
+            && configured
+                .trim_start_matches('v')
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '+')
+            && let Some(v) = status
+                .pointer("/chart/metadata/version")
+                .and_then(Json::as_str)
+            && v.trim_start_matches('v') != configured.trim_start_matches('v')
+        {
+            set(&mut state, "version", Value::string(v));
+        }
+        Ok(Some(state))
+    }
+
+    async fn upgrade(&self, planned: &Value, owner: &str) -> Result<Value, String> {
+        let name = text(planned, "name").unwrap_or_default().to_owned();
+        let namespace = namespace_of(planned);
+        let mut values_file = tempfile::Builder::new()
+            .prefix("gpustack-values-")
+            .suffix(".json")
+            .tempfile()
+            .map_err(|e| format!("cannot write the values file: {e}"))?;
+        std::io::Write::write_all(
+            &mut values_file,
+            values_of(planned).to_json().to_string().as_bytes(),
+        )
+        .map_err(|e| format!("cannot write the values file: {e}"))?;
+        let mut args: Vec<String> = vec![
+            "upgrade".into(),
+            "--install".into(),
+            name,
+            text(planned, "chart").unwrap_or_default().into(),
+            "-n".into(),
+            namespace,
+            "-f".into(),
+            values_file.path().display().to_string(),
+            // Values are exactly what the stack says, never merged with an earlier release's.
+            "--reset-values".into(),
+        ];
+        if !owner.is_empty() {
+            // This stack's mark on the release, for a run that finds it unrecorded.
+            args.extend([
+                "--labels".into(),
+                format!("{}={owner}", gpustack_protocol::OWNER_KEY),
+            ]);
+        }
+        if let Some(repository) = text(planned, "repository") {
+            args.extend(["--repo".into(), repository.into()]);
+        }
+        if let Some(version) = text(planned, "version") {
+            args.extend(["--version".into(), version.into()]);
+        }
+        if attribute(planned, "create_namespace").and_then(Value::as_bool) == Some(true) {
+            args.push("--create-namespace".into());
+        }
+        if attribute(planned, "atomic").and_then(Value::as_bool) == Some(true) {
+            args.push(
+                if self.major >= 4 {
+                    "--rollback-on-failure"
+                } else {
+                    "--atomic"
+                }
+                .into(),
+            );
+        }
+        if attribute(planned, "wait").and_then(Value::as_bool) == Some(true) {
+            args.push("--wait".into());
+        }
+        if let Some(timeout) = text(planned, "timeout") {
+            args.extend(["--timeout".into(), timeout.into()]);
+        }
+        self.run(&args).await?;
+        self.live(planned)
+            .await?
+            .ok_or_else(|| "the release is missing right after helm installed it".to_owned())
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for HelmCli {
+    async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        let reads = request.states.iter().map(|s| async move {
+            self.live(s)
+                .await
+                .map_err(|e| Diagnostic::error("Cannot read the Helm release", e))
+        });
+        ReadResourcesResponse::collect(&request.states, futures::future::join_all(reads).await)
+    }
+
+    async fn plan_resource_change(
+        &self,
+        request: PlanResourceChangeRequest,
+    ) -> PlanResourceChangeResponse {
+        let mut planned = request.config.clone();
+        set(
+            &mut planned,
+            "namespace",
+            Value::string(namespace_of(&request.config)),
+        );
+        set(&mut planned, "values", values_of(&request.config));
+        let mut requires_replace = Vec::new();
+        let prior = request.prior_state.as_ref();
+        // No version configured: whatever version is installed stands.
+        if text(&request.config, "version").is_none()
+            && let Some(installed) = prior.and_then(|p| attribute(p, "version"))
+        {
+            set(&mut planned, "version", installed.clone());
+        }
+        if let Some(prior) = prior {
+            for identity in ["name", "namespace"] {
+                if attribute(prior, identity) != attribute(&planned, identity) {
+                    requires_replace.push(identity.to_owned());
+                }
+            }
+        }
+        let unchanged = prior.is_some_and(|p| {
+            requires_replace.is_empty()
+                && text(p, "status") == Some("deployed")
+                && p.as_object().is_some_and(|o| {
+                    o.iter()
+                        .filter(|(k, _)| !COMPUTED.contains(&k.as_str()))
+                        .all(|(k, v)| {
+                            planned
+                                .as_object()
+                                .and_then(|n| n.get(k))
+                                .unwrap_or(&Value::Null)
+                                == v
+                        })
+                })
+        });
+        for name in COMPUTED {
+            let value = match prior {
+                Some(p) if unchanged => attribute(p, name).cloned().unwrap_or(Value::Null),
+                _ if name == "status" => Value::string("deployed"),
+                _ => Value::Unknown,
+            };
+            set(&mut planned, name, value);
+        }
+        let mut diagnostics = vec![];
+        let mut existing = None;
+        if prior.is_none()
+            && !request.for_apply
+            && let Some(name) = text(&planned, "name")
+        {
+            let namespace = namespace_of(&planned);
+            let found = match self.live(&planned).await {
+                Ok(Some(_)) => self
+                    .owned(name, &namespace, &request.owner)
+                    .await
+                    .map(|owned| Some((namespace, owned))),
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            };
+            match found {
+                Ok(Some((namespace, owned))) => {
+                    existing = Some(gpustack_protocol::Existing {
+                        import_id: format!("{namespace}/{name}"),
+                        describe: format!("Helm release {namespace}/{name}"),
+                        owned,
+                    });
+                }
+                Ok(None) => {}
+                Err(e) => diagnostics.push(Diagnostic::error("Cannot read the Helm release", e)),
+            }
+        }
+        PlanResourceChangeResponse {
+            planned_state: planned,
+            requires_replace,
+            capacity: vec![],
+            gpu_facts: vec![],
+            existing,
+            diagnostics,
+        }
+    }
+
+    async fn import_resource(
+        &self,
+        request: gpustack_protocol::ImportResourceRequest,
+    ) -> gpustack_protocol::ImportResourceResponse {
+        match self.import(&request.id).await {
+            Ok(Some(state)) => gpustack_protocol::ImportResourceResponse {
+                state: Some(state),
+                diagnostics: vec![],
+            },
+            Ok(None) => gpustack_protocol::ImportResourceResponse {
+                state: None,
+                diagnostics: vec![Diagnostic::error(
+                    "Cannot import",
+                    format!("There is no Helm release {}.", request.id),
+                )],
+            },
+            Err(e) => gpustack_protocol::ImportResourceResponse {
+                state: None,
+                diagnostics: vec![Diagnostic::error("Cannot import the Helm release", e)],
+            },
+        }
+    }
+
+    async fn apply_resource_change(
+        &self,
+        request: ApplyResourceChangeRequest,
+    ) -> ApplyResourceChangeResponse {
+        match (request.planned_state, request.prior_state) {
+            (Some(planned), _) => match self.upgrade(&planned, &request.owner).await {
+                Ok(state) => ApplyResourceChangeResponse {
+                    new_state: Some(state),
+                    diagnostics: vec![],
+                },
+                Err(e) => ApplyResourceChangeResponse {
+                    new_state: None,
+                    diagnostics: vec![Diagnostic::error(
+                        format!(
+                            "helm upgrade --install {} failed",
+                            text(&planned, "name").unwrap_or_default()
+                        ),
+                        e,
+                    )],
+                },
+            },
+            (None, Some(prior)) => {
+                let name = text(&prior, "name").unwrap_or_default().to_owned();
+                let args = vec![
+                    "uninstall".into(),
+                    name.clone(),
+                    "-n".into(),
+                    namespace_of(&prior),
+                    "--wait".into(),
+                ];
+                match self.run(&args).await {
+                    Ok(_) => ApplyResourceChangeResponse::default(),
+                    Err(e) if e.contains("not found") => ApplyResourceChangeResponse::default(),
+                    Err(e) => ApplyResourceChangeResponse {
+                        new_state: Some(prior),
+                        diagnostics: vec![Diagnostic::error(
+                            format!("helm uninstall {name} failed"),
+                            e,
+                        )],
+                    },
+                }
+            }
+            (None, None) => ApplyResourceChangeResponse::default(),
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! A connection to one Kubernetes cluster, shared by the kubernetes and gpu providers: the
+//! client built from the provider configuration, and the API discovery cache.
+
+use gpustack_protocol::{Diagnostic, Value};
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::discovery::Scope;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Mutex;
+
+/// Where a kind lives in the API.
+#[derive(Clone)]
+pub(crate) struct Kind {
+    pub(crate) resource: ApiResource,
+    pub(crate) namespaced: bool,
+}
+
+/// The kinds one apiVersion serves, by name; locked while they are being discovered.
+type KindsOfVersion = Arc<Mutex<HashMap<String, Kind>>>;
+
+pub(crate) struct Cluster {
+    pub(crate) client: kube::Client,
+    /// apiVersion → kind → where it lives. One lock per apiVersion, so that a thousand
+    /// concurrent first lookups make one discovery request, not a thousand.
+    kinds: std::sync::Mutex<HashMap<String, KindsOfVersion>>,
+}
+
+fn text(config: &Value, name: &str) -> Option<String> {
+    gpustack_provider_sdk::check::text(config, name).map(str::to_owned)
+}
+
+fn config_error(detail: impl std::fmt::Display) -> Diagnostic {
+    Diagnostic::error("Cannot configure the Kubernetes client", detail.to_string())
+}
+
+impl Cluster {
+    /// Explicit `host` (with `token`, `cluster_ca_certificate`), else `in_cluster`, else a
+    /// kubeconfig file and optional `context`. Builds the client only: no request is made.
+    pub(crate) async fn connect(config: &Value) -> Result<Self, Diagnostic> {
+        let settings = gpustack_connect::kubernetes::Settings {
+            host: text(config, "host"),
+            token: text(config, "token"),
+            cluster_ca_certificate: text(config, "cluster_ca_certificate"),
+            config_path: text(config, "config_path"),
+            context: text(config, "context"),
+            in_cluster: gpustack_provider_sdk::check::attribute(config, "in_cluster")
+                .and_then(Value::as_bool),
+        };
+        let client = gpustack_connect::kubernetes::client(&settings)
+            .await
+            .map_err(config_error)?;
+        Ok(Self {
+            client,
+            kinds: std::sync::Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Finds a kind through API discovery (one request per apiVersion); `None` when the
+    /// server does not serve it (yet: a CRD planned in the same run). Misses ask again.
+    pub(crate) async fn kind(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Option<Kind>, kube::Error> {
+        let slot = {
+            let mut all = self
+                .kinds
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            all.entry(api_version.to_owned()).or_default().clone()
+        };
+        let mut known = slot.lock().await;
+        if let Some(found) = known.get(kind) {
+            return Ok(Some(found.clone()));
+        }
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g, v),
+            None => ("", api_version),
+        };
+        let gv = kube::core::GroupVersion::gv(group, version);
+        match kube::discovery::pinned_group(&self.client, &gv).await {
+            Ok(api_group) => {
+                for (resource, caps) in api_group.versioned_resources(version) {
+                    known.insert(
+                        resource.kind.clone(),
+                        Kind {
+                            resource,
+                            namespaced: caps.scope == Scope::Namespaced,
+                        },
+                    );
+                }
+                Ok(known.get(kind).cloned())
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+            Err(kube::Error::Discovery(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Like [`Self::kind`], but waits up to `patience` for a kind that a CRD applied moments
+    /// ago is about to serve.
+    pub(crate) async fn kind_eventually(
+        &self,
+        api_version: &str,
+        kind: &str,
+        patience: Duration,
+    ) -> Result<Option<Kind>, kube::Error> {
+        let deadline = tokio::time::Instant::now() + patience;
+        loop {
+            if let Some(found) = self.kind(api_version, kind).await? {
+                return Ok(Some(found));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    pub(crate) fn api(&self, kind: &Kind, namespace: Option<&str>) -> Api<DynamicObject> {
+        match (kind.namespaced, namespace) {
+            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &kind.resource),
+            (true, None) => Api::default_namespaced_with(self.client.clone(), &kind.resource),
+            (false, _) => Api::all_with(self.client.clone(), &kind.resource),
+        }
+    }
+}
+
+/// The message of a Kubernetes API error, without kube's wrapping.
+pub(crate) fn api_error(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) => {
+            format!("{} ({} {})", status.message, status.code, status.reason)
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Parses durations such as "5m", "90s", "1h30m".
+pub(crate) fn duration(text: Option<&str>, default: Duration) -> Result<Duration, String> {
+    match text {
+        None => Ok(default),
+        Some(t) => humantime::parse_duration(t)
+            .map_err(|e| format!("\"{t}\" is not a duration such as \"90s\" or \"5m\": {e}")),
+    }
+}

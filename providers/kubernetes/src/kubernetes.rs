@@ -1,0 +1,1139 @@
+use crate::cluster::{Cluster, Kind, api_error};
+use crate::wait::Wait;
+use gpustack_protocol::{
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting,
+    ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, ImportResourceRequest,
+    ImportResourceResponse, PlanResourceChangeRequest, PlanResourceChangeResponse, Provider,
+    ProviderFactory, ProviderSchema, ReadDataSourceRequest, ReadDataSourceResponse,
+    ReadResourcesRequest, ReadResourcesResponse, Schema, Type, ValidateResourceConfigRequest,
+    ValidateResourceConfigResponse, Value,
+};
+use gpustack_provider_sdk::check::{Checker, attribute, provider_config, set, text};
+use gpustack_provider_sdk::objects::{project, strip_nulls};
+use indexmap::IndexMap;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
+use serde_json::Value as Json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Any Kubernetes object by server-side apply, and partial management of objects owned by others.
+pub(crate) struct Kubernetes;
+
+fn object_ref(schema: Schema) -> Schema {
+    schema
+        .attr("api_version", Attribute::required(Type::String).force_new())
+        .attr("kind", Attribute::required(Type::String).force_new())
+        .attr("name", Attribute::required(Type::String).force_new())
+        .attr("namespace", Attribute::optional(Type::String).force_new())
+        .attr(
+            "field_manager",
+            Attribute::optional_computed(Type::String).describe(
+                "Server-side apply field manager, default \"gpustack\". Two resources that manage fields of one object need different managers, or each apply would drop the other's fields.",
+            ),
+        )
+        .attr("force_conflicts", Attribute::optional(Type::Bool))
+        .block("wait", BlockNesting::Single, wait_block())
+}
+
+fn wait_block() -> Schema {
+    Schema::new("What to wait for after apply.")
+        .attr(
+            "rollout",
+            Attribute::optional(Type::Bool)
+                .describe("Wait until a Deployment, DaemonSet or StatefulSet has rolled out."),
+        )
+        .attr(
+            "fields",
+            Attribute::optional(Type::map(Type::String)).describe("JSONPath → expected value."),
+        )
+        .attr(
+            "timeout",
+            Attribute::optional(Type::String).describe("Duration such as \"5m\"."),
+        )
+        .block(
+            "condition",
+            BlockNesting::List,
+            Schema::new("A status condition to wait for.")
+                .attr("type", Attribute::required(Type::String))
+                .attr("status", Attribute::optional(Type::String)),
+        )
+}
+
+#[async_trait::async_trait]
+impl ProviderFactory for Kubernetes {
+    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+        let config = provider_config(
+            "A Kubernetes cluster: from a kubeconfig, in-cluster, or explicit credentials.",
+        )
+        .attr(
+            "config_path",
+            Attribute::optional(Type::String)
+                .describe("Kubeconfig path; default $KUBECONFIG or ~/.kube/config."),
+        )
+        .attr("context", Attribute::optional(Type::String))
+        .attr("in_cluster", Attribute::optional(Type::Bool))
+        .attr("host", Attribute::optional(Type::String))
+        .attr("token", Attribute::optional(Type::String).sensitive())
+        .attr("cluster_ca_certificate", Attribute::optional(Type::String));
+        let manifest = Schema::new("Any Kubernetes object, applied server-side.")
+            .attr(
+                "manifest",
+                Attribute::required(Type::Any).describe("The object, as HCL."),
+            )
+            .attr("field_manager", Attribute::optional_computed(Type::String))
+            .attr("force_conflicts", Attribute::optional(Type::Bool))
+            .attr("delete_propagation", Attribute::optional(Type::String))
+            .attr(
+                "object",
+                Attribute::computed(Type::Any)
+                    .describe("The object as the API server returned it."),
+            )
+            .attr("uid", Attribute::computed(Type::String))
+            .block("wait", BlockNesting::Single, wait_block());
+        let labels = object_ref(Schema::new(
+            "Labels on an object owned by someone else (such as a node).",
+        ))
+        .attr("labels", Attribute::required(Type::map(Type::String)))
+        .attr(
+            "live",
+            Attribute::computed(Type::map(Type::String))
+                .describe("The live values of the managed labels."),
+        );
+        let patch = object_ref(Schema::new(
+            "Fields of an object owned by someone else (such as the ClusterPolicy).",
+        ))
+        .attr(
+            "patch",
+            Attribute::required(Type::Any).describe("The fields gpustack manages, as HCL."),
+        )
+        .attr(
+            "live",
+            Attribute::computed(Type::Any).describe("The live values of the patched fields."),
+        );
+        let nodes = Schema::new("The nodes of the cluster, optionally by label selector.")
+            .attr("label_selector", Attribute::optional(Type::String))
+            .attr("nodes", Attribute::computed(Type::list(Type::Any)));
+        GetSchemaResponse {
+            schema: ProviderSchema {
+                name: "kubernetes".into(),
+                config,
+                resources: [
+                    ("kubernetes_manifest".to_owned(), manifest),
+                    ("kubernetes_labels".to_owned(), labels),
+                    ("kubernetes_patch".to_owned(), patch),
+                ]
+                .into(),
+                data_sources: [("kubernetes_nodes".to_owned(), nodes)].into(),
+            },
+            diagnostics: vec![],
+        }
+    }
+
+    /// A manifest's object; labels and patches own no object of their own.
+    fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
+        (type_name == "kubernetes_manifest")
+            .then(|| ObjectId::of(type_name, state))
+            .flatten()
+            .map(|id| id.identity())
+    }
+
+    fn validate_resource_config(
+        &self,
+        request: ValidateResourceConfigRequest,
+    ) -> ValidateResourceConfigResponse {
+        let mut check = Checker::new(&request.config);
+        if request.type_name == "kubernetes_manifest" {
+            for field in ["apiVersion", "kind", "metadata.name"] {
+                if check.get("manifest").is_some()
+                    && check.get(&format!("manifest.{field}")).is_none()
+                    && !is_unknown_below(&request.config, "manifest", field)
+                {
+                    check.error(
+                        "manifest",
+                        "Incomplete manifest",
+                        format!("The manifest has no {field}."),
+                    );
+                }
+            }
+        }
+        check.one_of(
+            "delete_propagation",
+            &["Foreground", "Background", "Orphan"],
+        );
+        ValidateResourceConfigResponse {
+            diagnostics: check.diagnostics,
+        }
+    }
+
+    async fn configure(
+        &self,
+        request: ConfigureRequest,
+    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        let cluster = Cluster::connect(&request.config)
+            .await
+            .map_err(|d| vec![d])?;
+        Ok(Arc::new(Connected {
+            cluster: Arc::new(cluster),
+        }))
+    }
+}
+
+/// A field counts as present when any step on the way to it is still unknown.
+fn is_unknown_below(config: &gpustack_protocol::Value, root: &str, path: &str) -> bool {
+    let mut current = match config.as_object().and_then(|o| o.get(root)) {
+        Some(v) => v,
+        None => return false,
+    };
+    for step in path.split('.') {
+        if current.is_unknown() {
+            return true;
+        }
+        match current.as_object().and_then(|o| o.get(step)) {
+            Some(v) => current = v,
+            None => return false,
+        }
+    }
+    current.is_unknown()
+}
+
+/// The provider configured for one cluster.
+pub(crate) struct Connected {
+    cluster: Arc<Cluster>,
+}
+
+const DEFAULT_FIELD_MANAGER: &str = "gpustack";
+
+fn error(summary: &str, detail: impl Into<String>) -> Vec<Diagnostic> {
+    vec![Diagnostic::error(summary, detail)]
+}
+
+/// Which object a resource is about: from the manifest, or from the api_version/kind/name/
+/// namespace attributes of kubernetes_labels and kubernetes_patch.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct ObjectId {
+    api_version: String,
+    kind: String,
+    namespace: Option<String>,
+    name: String,
+}
+
+impl ObjectId {
+    fn of(type_name: &str, state: &Value) -> Option<Self> {
+        if type_name == "kubernetes_manifest" {
+            let manifest = attribute(state, "manifest")?;
+            let get = |path: &[&str]| {
+                path.iter()
+                    .try_fold(manifest, |v, step| attribute(v, step))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            };
+            Some(Self {
+                api_version: get(&["apiVersion"])?,
+                kind: get(&["kind"])?,
+                namespace: get(&["metadata", "namespace"]),
+                name: get(&["metadata", "name"])?,
+            })
+        } else {
+            Some(Self {
+                api_version: text(state, "api_version")?.to_owned(),
+                kind: text(state, "kind")?.to_owned(),
+                namespace: text(state, "namespace").map(str::to_owned),
+                name: text(state, "name")?.to_owned(),
+            })
+        }
+    }
+
+    /// Whether two identities name the same object: an unset namespace is "default".
+    fn same_object(&self, other: &Self) -> bool {
+        let ns = |id: &Self| id.namespace.clone().unwrap_or_else(|| "default".to_owned());
+        self.api_version == other.api_version
+            && self.kind == other.kind
+            && self.name == other.name
+            && ns(self) == ns(other)
+    }
+
+    /// The namespace requests use: namespaced kinds default to "default"; cluster-scoped
+    /// kinds have none.
+    fn namespace_for(&self, kind: &Kind) -> Option<String> {
+        kind.namespaced.then(|| {
+            self.namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_owned())
+        })
+    }
+
+    /// The id `gpustack import` takes: `v1/ConfigMap/ns/name`, `v1/Namespace/name`.
+    fn import_id(&self, kind: &Kind) -> String {
+        match self.namespace_for(kind) {
+            Some(ns) => format!("{}/{}/{ns}/{}", self.api_version, self.kind, self.name),
+            None => format!("{}/{}/{}", self.api_version, self.kind, self.name),
+        }
+    }
+
+    /// One string per object whatever the version it is read in (`apps/Deployment/ns/n`);
+    /// an unset namespace is "default", as for requests.
+    fn identity(&self) -> String {
+        let group = self.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        format!(
+            "kubernetes:{group}/{}/{}/{}",
+            self.kind,
+            self.namespace.as_deref().unwrap_or("default"),
+            self.name
+        )
+    }
+
+    fn describe(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{} {}/{}", self.kind, ns, self.name),
+            None => format!("{} {}", self.kind, self.name),
+        }
+    }
+
+    /// The smallest apply body that names this object.
+    fn skeleton(&self, kind: &Kind) -> Json {
+        let mut metadata = serde_json::json!({ "name": self.name });
+        if let Some(ns) = self.namespace_for(kind) {
+            metadata["namespace"] = ns.into();
+        }
+        serde_json::json!({
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "metadata": metadata,
+        })
+    }
+}
+
+/// Merges `patch` into `base` (objects member by member, everything else replaced).
+fn merge(base: &mut Json, patch: &Json) {
+    match (base, patch) {
+        (Json::Object(b), Json::Object(p)) => {
+            for (k, v) in p {
+                merge(b.entry(k.clone()).or_insert(Json::Null), v);
+            }
+        }
+        (b, p) => *b = p.clone(),
+    }
+}
+
+/// What a resource type sends with server-side apply, and which part of the live object it
+/// compares with (its `object` or `live` attribute).
+/// `None` while the configured fields are not all known yet.
+fn desired(type_name: &str, state: &Value) -> Option<Json> {
+    let (name, wrap): (&str, fn(Json) -> Json) = match type_name {
+        "kubernetes_manifest" => ("manifest", |m| m),
+        "kubernetes_labels" => (
+            "labels",
+            |l| serde_json::json!({ "metadata": { "labels": l } }),
+        ),
+        "kubernetes_patch" => ("patch", |p| p),
+        _ => return None,
+    };
+    attribute(state, name)
+        .filter(|v| v.is_wholly_known())
+        .map(|v| wrap(strip_nulls(&v.to_json())))
+}
+
+/// A Secret's `data` and `stringData` are marked sensitive wherever they appear (the manifest
+/// and the live view), whatever the configuration marked: the engine then shows and stores
+/// them only as digests.
+fn conceal_secret(type_name: &str, state: &mut Value) {
+    if type_name != "kubernetes_manifest" {
+        return;
+    }
+    let is_secret = attribute(state, "manifest")
+        .and_then(|m| attribute(m, "kind"))
+        .and_then(Value::as_str)
+        == Some("Secret");
+    if !is_secret {
+        return;
+    }
+    let Value::Object(attributes) = state else {
+        return;
+    };
+    for name in ["manifest", "object"] {
+        let Some(Value::Object(object)) = attributes.get_mut(name) else {
+            continue;
+        };
+        for field in ["data", "stringData"] {
+            if let Some(Value::Object(values)) = object.get_mut(field) {
+                for value in values.values_mut() {
+                    if !value.is_null() {
+                        *value = Value::sensitive(std::mem::take(value));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The attribute that records what the cluster holds of the managed fields.
+fn live_attribute(type_name: &str) -> &'static str {
+    if type_name == "kubernetes_manifest" {
+        "object"
+    } else {
+        "live"
+    }
+}
+
+/// The managed part of a live object, as the `object`/`live` attribute holds it.
+fn live_view(type_name: &str, desired: &Json, object: &Json) -> Value {
+    let projected = project(desired, object);
+    if type_name == "kubernetes_labels" {
+        Value::from_json(
+            projected
+                .pointer("/metadata/labels")
+                .unwrap_or(&Json::Object(Default::default())),
+        )
+    } else {
+        Value::from_json(&projected)
+    }
+}
+
+/// The configured field manager; by default one per resource type, so that labels and a
+/// patch on the same object never remove each other's fields.
+fn field_manager(type_name: &str, state: &Value) -> String {
+    text(state, "field_manager")
+        .map(str::to_owned)
+        .unwrap_or_else(|| match type_name {
+            "kubernetes_labels" => format!("{DEFAULT_FIELD_MANAGER}-labels"),
+            "kubernetes_patch" => format!("{DEFAULT_FIELD_MANAGER}-patch"),
+            _ => DEFAULT_FIELD_MANAGER.to_owned(),
+        })
+}
+
+fn force(state: &Value) -> bool {
+    attribute(state, "force_conflicts").and_then(Value::as_bool) == Some(true)
+}
+
+fn conflict_detail(e: &kube::Error) -> Option<String> {
+    match e {
+        kube::Error::Api(status) if status.is_conflict() => Some(format!(
+            "{}\nAnother field manager owns these fields. Set force_conflicts = true to take them over, or stop managing them here.",
+            status.message
+        )),
+        _ => None,
+    }
+}
+
+impl Connected {
+    async fn kind_of(&self, id: &ObjectId) -> Result<Option<Kind>, Vec<Diagnostic>> {
+        self.cluster
+            .kind(&id.api_version, &id.kind)
+            .await
+            .map_err(|e| error("Cannot reach the Kubernetes API", api_error(&e)))
+    }
+
+    /// Server-side dry-run of the apply: the object as the server would store it, with its
+    /// defaults and webhooks. `Ok(None)` when the server cannot tell yet (its kind or
+    /// namespace is created in the same run).
+    async fn dry_run(
+        &self,
+        id: &ObjectId,
+        body: &Json,
+        manager: &str,
+        force: bool,
+    ) -> Result<Option<Json>, Vec<Diagnostic>> {
+        let Some(kind) = self.kind_of(id).await? else {
+            return Ok(None);
+        };
+        let api = self.cluster.api(&kind, id.namespace_for(&kind).as_deref());
+        let mut params = PatchParams::apply(manager);
+        params.force = force;
+        params.dry_run = true;
+        match api.patch(&id.name, &params, &Patch::Apply(body)).await {
+            Ok(object) => Ok(Some(serde_json::to_value(&object).unwrap_or_default())),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+            Err(e) => match conflict_detail(&e) {
+                Some(detail) => Err(vec![Diagnostic::warning(
+                    format!("Apply of {} will conflict", id.describe()),
+                    detail,
+                )]),
+                None => Err(error(
+                    &format!("The API server rejects {}", id.describe()),
+                    api_error(&e),
+                )),
+            },
+        }
+    }
+
+    async fn plan(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse {
+        let type_name = request.type_name.as_str();
+        let config = &request.config;
+        let prior = request.prior_state.as_ref();
+        let mut planned = config.clone();
+        set(
+            &mut planned,
+            "field_manager",
+            Value::string(field_manager(type_name, config)),
+        );
+        let live_name = live_attribute(type_name);
+        let mut diagnostics = Vec::new();
+        let mut requires_replace = Vec::new();
+        let id = ObjectId::of(type_name, config);
+        let before = prior.and_then(|p| ObjectId::of(type_name, p));
+        // An identity that is not known yet (a name from another resource) may change.
+        let moved = match (&before, &id) {
+            (Some(before), Some(id)) => !before.same_object(id),
+            (Some(_), None) => !config.is_wholly_known(),
+            _ => false,
+        };
+        if moved {
+            requires_replace.push(if type_name == "kubernetes_manifest" {
+                "manifest (apiVersion, kind, metadata.name or metadata.namespace)".to_owned()
+            } else {
+                "api_version, kind, name or namespace".to_owned()
+            });
+        }
+        if type_name == "kubernetes_manifest" {
+            set(
+                &mut planned,
+                "manifest",
+                match attribute(config, "manifest") {
+                    Some(m) if m.is_wholly_known() => Value::from_json(&strip_nulls(&m.to_json())),
+                    Some(m) => m.clone(),
+                    None => Value::Null,
+                },
+            );
+            let uid = match prior {
+                Some(p) if requires_replace.is_empty() => {
+                    attribute(p, "uid").cloned().unwrap_or(Value::Unknown)
+                }
+                _ => Value::Unknown,
+            };
+            set(&mut planned, "uid", uid);
+        }
+        let desired = desired(type_name, &planned);
+        let live = match (&desired, &id) {
+            (Some(desired), Some(id)) => {
+                let expected = live_view(type_name, desired, desired);
+                let prior_live = prior
+                    .filter(|_| requires_replace.is_empty())
+                    .and_then(|p| attribute(p, live_name));
+                if prior_live == Some(&expected) {
+                    expected
+                } else if request.for_apply {
+                    // Apply reports the real object; a preview now would be one more request.
+                    Value::Unknown
+                } else if type_name == "kubernetes_manifest" {
+                    let manager = field_manager(type_name, &planned);
+                    match self.dry_run(id, desired, &manager, force(config)).await {
+                        Ok(Some(object)) => live_view(type_name, desired, &object),
+                        Ok(None) => Value::Unknown,
+                        Err(diags) => {
+                            let failed = diags.iter().any(Diagnostic::is_error);
+                            diagnostics.extend(diags);
+                            if failed { Value::Unknown } else { expected }
+                        }
+                    }
+                } else {
+                    expected
+                }
+            }
+            _ => Value::Unknown,
+        };
+        let mut gpu_facts = Vec::new();
+        let capacity = match (&desired, &id) {
+            _ if request.for_apply => Vec::new(),
+            (Some(desired), Some(id)) if id.kind == "ConfigMap" && id.api_version == "v1" => {
+                let data = desired.get("data").cloned().unwrap_or(Json::Null);
+                let before = prior
+                    .and_then(|p| attribute(p, "object"))
+                    .map(|o| o.to_json().get("data").cloned().unwrap_or(Json::Null));
+                if crate::capacity::is_sharing_config(&data) {
+                    let policy = crate::capacity::live_policy(&self.cluster).await;
+                    gpu_facts.extend(crate::capacity::sharing_fact(
+                        &id.name,
+                        &data,
+                        before.as_ref(),
+                        &policy,
+                    ));
+                    if before.as_ref() == Some(&data) {
+                        Vec::new()
+                    } else {
+                        crate::capacity::of_sharing_config(&self.cluster, &id.name, &data, &policy)
+                            .await
+                    }
+                } else {
+                    Vec::new()
+                }
+            }
+            (Some(desired), Some(id)) if id.kind == "ClusterPolicy" => {
+                gpu_facts.extend(crate::capacity::device_plugin_fact(desired));
+                Vec::new()
+            }
+            _ => Vec::new(),
+        };
+        set(&mut planned, live_name, live);
+        conceal_secret(type_name, &mut planned);
+        let existing = match (&id, prior) {
+            (Some(id), None) if type_name == "kubernetes_manifest" && !request.for_apply => {
+                match self.existing(id, &request.owner).await {
+                    Ok(existing) => existing,
+                    Err(diags) => {
+                        diagnostics.extend(diags);
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        PlanResourceChangeResponse {
+            planned_state: planned,
+            requires_replace,
+            capacity,
+            gpu_facts,
+            existing,
+            diagnostics,
+        }
+    }
+
+    /// The object a planned create would make, if it is already there: someone else's, or
+    /// this stack's from a run that died before it recorded it (it has this stack's mark).
+    async fn existing(
+        &self,
+        id: &ObjectId,
+        owner: &str,
+    ) -> Result<Option<gpustack_protocol::Existing>, Vec<Diagnostic>> {
+        let Some(kind) = self.kind_of(id).await? else {
+            return Ok(None);
+        };
+        let api = self.cluster.api(&kind, id.namespace_for(&kind).as_deref());
+        let object = api
+            .get_opt(&id.name)
+            .await
+            .map_err(|e| error("Cannot reach the Kubernetes API", api_error(&e)))?;
+        Ok(object.map(|object| {
+            let mark = object
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(gpustack_protocol::OWNER_KEY));
+            gpustack_protocol::Existing {
+                import_id: id.import_id(&kind),
+                describe: id.describe(),
+                owned: !owner.is_empty() && mark.map(String::as_str) == Some(owner),
+            }
+        }))
+    }
+
+    /// One LIST per (kind, namespace); every state of that group is answered from it.
+    async fn read(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        let type_name = request.type_name.as_str();
+        let mut groups: IndexMap<(String, String, Option<String>), Vec<usize>> = IndexMap::new();
+        let mut ids = Vec::with_capacity(request.states.len());
+        for (i, state) in request.states.iter().enumerate() {
+            let id = ObjectId::of(type_name, state);
+            if let Some(id) = &id {
+                groups
+                    .entry((
+                        id.api_version.clone(),
+                        id.kind.clone(),
+                        id.namespace.clone(),
+                    ))
+                    .or_default()
+                    .push(i);
+            }
+            ids.push(id);
+        }
+        let lists = groups
+            .keys()
+            .map(|(api_version, kind, namespace)| async move {
+                let found = self
+                    .cluster
+                    .kind(api_version, kind)
+                    .await
+                    .map_err(|e| api_error(&e))?;
+                let Some(found) = found else {
+                    return Ok(IndexMap::new());
+                };
+                let namespace = if found.namespaced {
+                    Some(namespace.clone().unwrap_or_else(|| "default".to_owned()))
+                } else {
+                    None
+                };
+                let api = self.cluster.api(&found, namespace.as_deref());
+                let list = api
+                    .list(&ListParams::default())
+                    .await
+                    .map_err(|e| api_error(&e))?;
+                Ok::<_, String>(
+                    list.items
+                        .into_iter()
+                        .filter_map(|o| {
+                            let name = o.metadata.name.clone()?;
+                            let mut json = serde_json::to_value(&o).ok()?;
+                            // Items of a LIST carry no apiVersion and kind of their own.
+                            json["apiVersion"] = api_version.clone().into();
+                            json["kind"] = kind.clone().into();
+                            Some((name, json))
+                        })
+                        .collect::<IndexMap<String, Json>>(),
+                )
+            });
+        let results = futures::future::join_all(lists).await;
+        let mut states: Vec<Option<Value>> = request.states.clone().into_iter().map(Some).collect();
+        let mut diagnostics = Vec::new();
+        for (members, result) in groups.values().zip(results) {
+            match result {
+                Err(e) => {
+                    diagnostics.push(Diagnostic::error("Cannot read from the Kubernetes API", e));
+                }
+                Ok(objects) => {
+                    for &i in members {
+                        let Some(id) = &ids[i] else { continue };
+                        let state = &request.states[i];
+                        states[i] = objects.get(&id.name).map(|object| {
+                            let mut state = state.clone();
+                            if let Some(desired) = desired(type_name, &state) {
+                                set(
+                                    &mut state,
+                                    live_attribute(type_name),
+                                    live_view(type_name, &desired, object),
+                                );
+                            }
+                            if type_name == "kubernetes_manifest"
+                                && let Some(uid) =
+                                    object.pointer("/metadata/uid").and_then(Json::as_str)
+                            {
+                                set(&mut state, "uid", Value::string(uid));
+                            }
+                            conceal_secret(type_name, &mut state);
+                            state
+                        });
+                    }
+                }
+            }
+        }
+        ReadResourcesResponse {
+            states,
+            diagnostics,
+        }
+    }
+
+    async fn apply(
+        &self,
+        request: ApplyResourceChangeRequest,
+    ) -> Result<Option<Value>, Vec<Diagnostic>> {
+        let type_name = request.type_name.as_str();
+        let Some(planned) = request.planned_state else {
+            let Some(prior) = request.prior_state else {
+                return Ok(None);
+            };
+            self.delete(type_name, &prior).await?;
+            return Ok(None);
+        };
+        let id = ObjectId::of(type_name, &planned).ok_or_else(|| {
+            error(
+                "Incomplete object",
+                "The object has no apiVersion, kind or name.",
+            )
+        })?;
+        if let Some(before) = request
+            .prior_state
+            .as_ref()
+            .and_then(|p| ObjectId::of(type_name, p))
+            && !before.same_object(&id)
+        {
+            return Err(error(
+                "Refusing to move an object in place",
+                format!(
+                    "{} would become {}; that is a replacement, which the plan did not say.",
+                    before.describe(),
+                    id.describe()
+                ),
+            ));
+        }
+        let kind = self
+            .cluster
+            .kind_eventually(&id.api_version, &id.kind, Duration::from_secs(30))
+            .await
+            .map_err(|e| error("Cannot reach the Kubernetes API", api_error(&e)))?
+            .ok_or_else(|| {
+                error(
+                    &format!("The API server does not serve {} {}", id.api_version, id.kind),
+                    "Is its CustomResourceDefinition applied? If this stack creates it, make this resource depend on it (depends_on).",
+                )
+            })?;
+        let namespace = id.namespace_for(&kind);
+        let api = self.cluster.api(&kind, namespace.as_deref());
+        let desired = desired(type_name, &planned).unwrap_or(Json::Null);
+        let mut body = id.skeleton(&kind);
+        if type_name == "kubernetes_manifest" {
+            body = desired.clone();
+            if let Some(ns) = &namespace {
+                body["metadata"]["namespace"] = ns.clone().into();
+            }
+            // This stack's mark, owned by its field manager: a later run that finds the object
+            // without a record of it (a crash before the state write) knows it as its own.
+            if !request.owner.is_empty() {
+                body["metadata"]["annotations"][gpustack_protocol::OWNER_KEY] =
+                    request.owner.clone().into();
+            }
+        } else {
+            // Partial management never creates what someone else owns.
+            match api.get_opt(&id.name).await {
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    return Err(error(
+                        &format!("{} does not exist", id.describe()),
+                        format!(
+                            "{type_name} manages fields of an object that someone else creates; create it first (or depend on what does)."
+                        ),
+                    ));
+                }
+                Err(e) => return Err(error("Cannot reach the Kubernetes API", api_error(&e))),
+            }
+            merge(&mut body, &desired);
+        }
+        let mut params = PatchParams::apply(&field_manager(type_name, &planned));
+        params.force = force(&planned);
+        let object = api
+            .patch(&id.name, &params, &Patch::Apply(&body))
+            .await
+            .map_err(|e| match conflict_detail(&e) {
+                Some(detail) => error(&format!("Conflict applying {}", id.describe()), detail),
+                None => error(&format!("Cannot apply {}", id.describe()), api_error(&e)),
+            })?;
+        let wait = Wait::from_config(attribute(&planned, "wait"), &id.kind)
+            .map_err(|e| error("Invalid wait timeout", e))?;
+        wait.until_done(&self.cluster, &kind, namespace.as_deref(), &id.name)
+            .await
+            .map_err(|e| error(&format!("{} did not become ready", id.describe()), e))?;
+        let object = match wait.is_empty() {
+            true => serde_json::to_value(&object).unwrap_or_default(),
+            false => api
+                .get(&id.name)
+                .await
+                .map(|o| serde_json::to_value(&o).unwrap_or_default())
+                .map_err(|e| error("Cannot read back the object", api_error(&e)))?,
+        };
+        let mut state = planned.clone();
+        set(
+            &mut state,
+            live_attribute(type_name),
+            live_view(type_name, &desired, &object),
+        );
+        if type_name == "kubernetes_manifest"
+            && let Some(uid) = object.pointer("/metadata/uid").and_then(Json::as_str)
+        {
+            set(&mut state, "uid", Value::string(uid));
+        }
+        conceal_secret(type_name, &mut state);
+        Ok(Some(state))
+    }
+
+    /// Deletes a managed object (waiting until it is gone), or gives back the fields a
+    /// partial resource managed: server-side apply of nothing under the same field manager.
+    async fn delete(&self, type_name: &str, prior: &Value) -> Result<(), Vec<Diagnostic>> {
+        let Some(id) = ObjectId::of(type_name, prior) else {
+            return Ok(());
+        };
+        let Some(kind) = self.kind_of(&id).await? else {
+            return Ok(());
+        };
+        let namespace = id.namespace_for(&kind);
+        let api = self.cluster.api(&kind, namespace.as_deref());
+        if type_name != "kubernetes_manifest" {
+            let mut body = id.skeleton(&kind);
+            if type_name == "kubernetes_labels" {
+                body["metadata"]["labels"] = serde_json::json!({});
+            }
+            let mut params = PatchParams::apply(&field_manager(type_name, prior));
+            params.force = true;
+            return match api.get_opt(&id.name).await {
+                Ok(None) => Ok(()),
+                Ok(Some(_)) => api
+                    .patch(&id.name, &params, &Patch::Apply(&body))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| {
+                        error(
+                            &format!("Cannot release fields of {}", id.describe()),
+                            api_error(&e),
+                        )
+                    }),
+                Err(e) => Err(error("Cannot reach the Kubernetes API", api_error(&e))),
+            };
+        }
+        let propagation = match text(prior, "delete_propagation") {
+            Some("Foreground") => PropagationPolicy::Foreground,
+            Some("Orphan") => PropagationPolicy::Orphan,
+            _ => PropagationPolicy::Background,
+        };
+        let params = DeleteParams {
+            propagation_policy: Some(propagation),
+            ..Default::default()
+        };
+        match api.delete(&id.name, &params).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
+            Err(e) => {
+                return Err(error(
+                    &format!("Cannot delete {}", id.describe()),
+                    api_error(&e),
+                ));
+            }
+        }
+        let timeout = Wait::from_config(attribute(prior, "wait"), "")
+            .map(|w| w.timeout)
+            .unwrap_or(crate::wait::DEFAULT_TIMEOUT);
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match api.get_opt(&id.name).await {
+                Ok(None) => return Ok(()),
+                Ok(Some(_)) if tokio::time::Instant::now() >= deadline => {
+                    return Err(error(
+                        &format!("{} is still being deleted", id.describe()),
+                        format!(
+                            "It still exists after {} (finalizers?).",
+                            humantime::format_duration(timeout)
+                        ),
+                    ));
+                }
+                Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(250)).await,
+                Err(e) => return Err(error("Cannot reach the Kubernetes API", api_error(&e))),
+            }
+        }
+    }
+
+    async fn nodes(&self, config: &Value) -> Result<Value, Vec<Diagnostic>> {
+        let api: kube::Api<k8s_openapi::api::core::v1::Node> =
+            kube::Api::all(self.cluster.client.clone());
+        let mut params = ListParams::default();
+        if let Some(selector) = text(config, "label_selector") {
+            params = params.labels(selector);
+        }
+        let list = api
+            .list(&params)
+            .await
+            .map_err(|e| error("Cannot list nodes", api_error(&e)))?;
+        let quantities = |q: Option<
+            &std::collections::BTreeMap<
+                String,
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+            >,
+        >| {
+            Value::Object(
+                q.into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), Value::string(v.0.clone())))
+                    .collect(),
+            )
+        };
+        let nodes = list
+            .items
+            .iter()
+            .map(|n| {
+                let status = n.status.as_ref();
+                Value::Object(IndexMap::from([
+                    (
+                        "name".to_owned(),
+                        Value::string(n.metadata.name.clone().unwrap_or_default()),
+                    ),
+                    (
+                        "labels".to_owned(),
+                        Value::Object(
+                            n.metadata
+                                .labels
+                                .iter()
+                                .flatten()
+                                .map(|(k, v)| (k.clone(), Value::string(v.clone())))
+                                .collect(),
+                        ),
+                    ),
+                    (
+                        "allocatable".to_owned(),
+                        quantities(status.and_then(|s| s.allocatable.as_ref())),
+                    ),
+                    (
+                        "capacity".to_owned(),
+                        quantities(status.and_then(|s| s.capacity.as_ref())),
+                    ),
+                ]))
+            })
+            .collect();
+        let mut state = config.clone();
+        set(&mut state, "nodes", Value::List(nodes));
+        Ok(state)
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for Connected {
+    async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        self.read(request).await
+    }
+
+    async fn plan_resource_change(
+        &self,
+        request: PlanResourceChangeRequest,
+    ) -> PlanResourceChangeResponse {
+        self.plan(request).await
+    }
+
+    async fn apply_resource_change(
+        &self,
+        request: ApplyResourceChangeRequest,
+    ) -> ApplyResourceChangeResponse {
+        match self.apply(request).await {
+            Ok(new_state) => ApplyResourceChangeResponse {
+                new_state,
+                diagnostics: vec![],
+            },
+            Err(diagnostics) => ApplyResourceChangeResponse {
+                new_state: None,
+                diagnostics,
+            },
+        }
+    }
+
+    async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
+        // "apiVersion/Kind/namespace/name" or "apiVersion/Kind/name" (core kinds: "v1/ConfigMap/ns/name").
+        let parts: Vec<&str> = request.id.split('/').collect();
+        let core_version = |v: &str| {
+            v.strip_prefix('v')
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()) && !r.contains('.'))
+        };
+        if request.type_name != "kubernetes_manifest" {
+            return ImportResourceResponse {
+                state: None,
+                diagnostics: error(
+                    "Import not supported",
+                    format!(
+                        "{} manages fields of an object someone else owns; declare it and apply instead of importing.",
+                        request.type_name
+                    ),
+                ),
+            };
+        }
+        let (api_version, rest) = match parts.as_slice() {
+            [v, rest @ ..] if core_version(v) => (v.to_string(), rest),
+            [g, v, rest @ ..] => (format!("{g}/{v}"), rest),
+            _ => (String::new(), &[][..]),
+        };
+        let (kind, namespace, name) = match rest {
+            [k, ns, n] => (*k, Some(*ns), *n),
+            [k, n] => (*k, None, *n),
+            _ => {
+                return ImportResourceResponse {
+                    state: None,
+                    diagnostics: error(
+                        "Invalid import id",
+                        format!(
+                            "\"{}\" is not API_VERSION/KIND/[NAMESPACE/]NAME, e.g. v1/ConfigMap/gpu-operator/time-slicing-config.",
+                            request.id
+                        ),
+                    ),
+                };
+            }
+        };
+        let id = ObjectId {
+            api_version,
+            kind: kind.to_owned(),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+        };
+        let found = match self.kind_of(&id).await {
+            Ok(Some(k)) => k,
+            Ok(None) => {
+                return ImportResourceResponse {
+                    state: None,
+                    diagnostics: error(
+                        "Unknown kind",
+                        format!(
+                            "The API server does not serve {} {}.",
+                            id.api_version, id.kind
+                        ),
+                    ),
+                };
+            }
+            Err(diagnostics) => {
+                return ImportResourceResponse {
+                    state: None,
+                    diagnostics,
+                };
+            }
+        };
+        let api = self
+            .cluster
+            .api(&found, id.namespace_for(&found).as_deref());
+        match api.get_opt(&id.name).await {
+            Ok(Some(object)) => {
+                let uid = object.metadata.uid.clone();
+                let live = serde_json::to_value(&object).unwrap_or_default();
+                // The manifest is what a stack would declare: what the server adds (its own
+                // metadata, status, kubectl's and this stack's annotations) is left out.
+                let mut object = live.clone();
+                if let Some(meta) = object.get_mut("metadata").and_then(Json::as_object_mut) {
+                    for noise in [
+                        "uid",
+                        "resourceVersion",
+                        "generation",
+                        "creationTimestamp",
+                        "managedFields",
+                        "selfLink",
+                    ] {
+                        meta.remove(noise);
+                    }
+                    if let Some(annotations) =
+                        meta.get_mut("annotations").and_then(Json::as_object_mut)
+                    {
+                        annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+                        annotations.remove(gpustack_protocol::OWNER_KEY);
+                        if annotations.is_empty() {
+                            meta.remove("annotations");
+                        }
+                    }
+                }
+                if let Some(o) = object.as_object_mut() {
+                    o.remove("status");
+                }
+                let state = Value::Object(IndexMap::from([
+                    ("manifest".to_owned(), Value::from_json(&object)),
+                    (
+                        "field_manager".to_owned(),
+                        Value::string(DEFAULT_FIELD_MANAGER),
+                    ),
+                    ("force_conflicts".to_owned(), Value::Null),
+                    ("delete_propagation".to_owned(), Value::Null),
+                    (
+                        "object".to_owned(),
+                        live_view("kubernetes_manifest", &object, &live),
+                    ),
+                    ("uid".to_owned(), uid.map_or(Value::Null, Value::string)),
+                    ("wait".to_owned(), Value::Null),
+                ]));
+                let mut state = state;
+                conceal_secret("kubernetes_manifest", &mut state);
+                ImportResourceResponse {
+                    state: Some(state),
+                    diagnostics: vec![],
+                }
+            }
+            Ok(None) => ImportResourceResponse {
+                state: None,
+                diagnostics: error(
+                    "Object not found",
+                    format!("{} does not exist.", id.describe()),
+                ),
+            },
+            Err(e) => ImportResourceResponse {
+                state: None,
+                diagnostics: error("Cannot reach the Kubernetes API", api_error(&e)),
+            },
+        }
+    }
+
+    async fn read_data_source(&self, request: ReadDataSourceRequest) -> ReadDataSourceResponse {
+        match self.nodes(&request.config).await {
+            Ok(state) => ReadDataSourceResponse {
+                state,
+                diagnostics: vec![],
+            },
+            Err(diagnostics) => ReadDataSourceResponse {
+                state: Value::Null,
+                diagnostics,
+            },
+        }
+    }
+}

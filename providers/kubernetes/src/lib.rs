@@ -1,0 +1,23 @@
+//! The `kubernetes` and `gpu` providers: they share one cluster connection and its API
+//! discovery (`cluster`). `kubernetes` applies objects by server-side apply and waits for
+//! them (`kubernetes`, `wait`) and reads the GPU capacity a sharing policy gives the nodes
+//! (`capacity`); `gpu` labels GPU nodes and runs smoke tests on them (`gpu`).
+
+mod capacity;
+mod cluster;
+mod gpu;
+mod kubernetes;
+mod wait;
+
+use gpustack_protocol::ProviderFactory;
+use std::sync::Arc;
+
+/// The `kubernetes` provider, for a registry.
+pub fn kubernetes() -> Arc<dyn ProviderFactory> {
+    Arc::new(kubernetes::Kubernetes)
+}
+
+/// The `gpu` provider, for a registry.
+pub fn gpu() -> Arc<dyn ProviderFactory> {
+    Arc::new(gpu::Gpu)
+}

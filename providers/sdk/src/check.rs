@@ -1,0 +1,133 @@
+//! Helpers for provider-side configuration checks. They read known values only: an unknown or
+//! null attribute is left for plan time.
+
+use gpustack_protocol::{Diagnostic, Schema, Value};
+
+pub struct Checker<'a> {
+    config: &'a Value,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl<'a> Checker<'a> {
+    pub fn new(config: &'a Value) -> Self {
+        Self {
+            config,
+            diagnostics: Vec::new(),
+        }
+    }
+
+    pub fn get(&self, path: &str) -> Option<&'a Value> {
+        let mut current = self.config;
+        for step in path.split('.') {
+            current = current.as_object()?.get(step)?;
+        }
+        (!current.is_null() && !current.is_unknown()).then_some(current)
+    }
+
+    pub fn str(&self, path: &str) -> Option<&'a str> {
+        self.get(path).and_then(Value::as_str)
+    }
+
+    pub fn number(&self, path: &str) -> Option<f64> {
+        self.get(path).and_then(Value::as_number)
+    }
+
+    pub fn error(&mut self, path: &str, summary: &str, detail: String) {
+        self.diagnostics
+            .push(Diagnostic::error(summary, detail).with_attribute(path));
+    }
+
+    pub fn one_of(&mut self, path: &str, allowed: &[&str]) {
+        if let Some(v) = self.str(path)
+            && !allowed.contains(&v)
+        {
+            self.error(
+                path,
+                "Invalid value",
+                format!(
+                    "\"{v}\" is not one of {}.",
+                    allowed
+                        .iter()
+                        .map(|a| format!("\"{a}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        }
+    }
+
+    pub fn range(&mut self, path: &str, min: f64, max: f64) {
+        if let Some(n) = self.number(path)
+            && (n < min || n > max || n.fract() != 0.0)
+        {
+            self.error(
+                path,
+                "Value out of range",
+                format!("{n} must be a whole number from {min} to {max}."),
+            );
+        }
+    }
+
+    /// EKS and GKE spell taint effects in upper snake case.
+    pub fn cloud_taint_effects(&mut self, path: &str, cloud: &str) {
+        let Some(taints) = self.get(path).and_then(|t| t.as_list()) else {
+            return;
+        };
+        for (i, taint) in taints.iter().enumerate() {
+            if let Some(effect) = taint
+                .as_object()
+                .and_then(|o| o.get("effect"))
+                .and_then(|e| e.as_str())
+                && !["NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"].contains(&effect)
+            {
+                self.error(
+                    &format!("{path}[{i}].effect"),
+                    "Invalid taint effect",
+                    format!("\"{effect}\" must be NO_SCHEDULE, NO_EXECUTE or PREFER_NO_SCHEDULE ({cloud} spelling)."),
+                );
+            }
+        }
+    }
+}
+
+/// Attributes every provider configuration accepts.
+pub fn provider_config(description: &str) -> Schema {
+    use gpustack_protocol::{Attribute, Type};
+    Schema::new(description).attr(
+        "max_concurrency",
+        Attribute::optional(Type::Number)
+            .describe("How many calls to this provider may run at once during refresh and apply."),
+    )
+}
+
+/// RFC 1123 label: lower-case alphanumerics and '-', starting and ending alphanumeric.
+pub fn is_dns_label(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes[0] != b'-'
+        && bytes[bytes.len() - 1] != b'-'
+}
+
+/// An attribute of a state or configuration object; `None` when absent or null.
+pub fn attribute<'a>(state: &'a Value, name: &str) -> Option<&'a Value> {
+    state
+        .as_object()
+        .and_then(|o| o.get(name))
+        .filter(|v| !v.is_null())
+}
+
+/// A string attribute; `None` when absent, null or not a string.
+pub fn text<'a>(state: &'a Value, name: &str) -> Option<&'a str> {
+    attribute(state, name).and_then(Value::as_str)
+}
+
+/// Sets an attribute of an object value (anything else is left as it is).
+pub fn set(state: &mut Value, name: &str, value: Value) {
+    if let Value::Object(o) = state {
+        o.insert(name.to_owned(), value);
+    }
+}

@@ -1,0 +1,39 @@
+//! The settings of the remote backends, as a `backend` block writes them. They are part of
+//! the format (recorded in `.gpustack/backend.json`) even where the backends themselves are
+//! not compiled in.
+
+use serde::{Deserialize, Serialize};
+
+/// `backend "kubernetes"`: Secrets of a namespace, locked with a Lease.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesConfig {
+    pub namespace: String,
+    pub secret_suffix: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_cluster: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_ttl: Option<String>,
+}
+
+/// `backend "s3"`: one object, locked with a conditional write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct S3Config {
+    pub bucket: String,
+    pub key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub use_path_style: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_ttl: Option<String>,
+}

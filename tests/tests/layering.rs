@@ -1,0 +1,128 @@
+//! The crate layering ARCHITECTURE.md states, checked on the dependency graph cargo resolves:
+//! the engine and what it builds on compile without any SDK, and only test builds carry the
+//! `test` provider.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+/// Crates that only a provider, a backend or the binary may pull in.
+const SDK_PREFIXES: &[&str] = &[
+    "aws-",
+    "azure_",
+    "google-",
+    "gcp_",
+    "kube",
+    "k8s-openapi",
+    "hyper",
+    "reqwest",
+    "rustls",
+    "ureq",
+    "tonic",
+    "h2",
+    "clap",
+    "miette",
+    "nvml",
+];
+
+/// The normal (non-dev, non-build) dependencies of a workspace package, by crate name.
+fn dependencies(package: &str) -> BTreeSet<String> {
+    let output = Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "--locked",
+            "--offline",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "-p",
+        ])
+        .arg(package)
+        .current_dir(gpustack_tests::repo_root())
+        .output()
+        .expect("run cargo tree");
+    assert!(
+        output.status.success(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn sdk_crates(package: &str) -> Vec<String> {
+    dependencies(package)
+        .into_iter()
+        .filter(|name| SDK_PREFIXES.iter().any(|p| name.starts_with(p)))
+        .collect()
+}
+
+#[test]
+fn the_engine_and_its_foundations_depend_on_no_sdk() {
+    for package in [
+        "gpustack-engine",
+        "gpustack-protocol",
+        "gpustack-state",
+        "gpustack-provider-sdk",
+        "gpustack-provider-local",
+        "gpustack-provider-test",
+    ] {
+        let found = sdk_crates(package);
+        assert!(found.is_empty(), "{package} depends on {found:?}");
+    }
+}
+
+#[test]
+fn the_engine_names_no_provider_backend_or_binary_crate() {
+    let engine = dependencies("gpustack-engine");
+    let gpustack: BTreeSet<String> = engine
+        .into_iter()
+        .filter(|name| name.starts_with("gpustack"))
+        .collect();
+    assert_eq!(
+        gpustack,
+        BTreeSet::from(
+            ["gpustack-engine", "gpustack-protocol", "gpustack-state"].map(str::to_owned)
+        )
+    );
+}
+
+#[test]
+fn each_provider_family_compiles_only_its_own_sdk() {
+    let azure = sdk_crates("gpustack-provider-azure");
+    assert!(
+        azure
+            .iter()
+            .all(|c| !c.starts_with("aws-") && !c.starts_with("google-") && !c.starts_with("kube")),
+        "{azure:?}"
+    );
+    let gcp = sdk_crates("gpustack-provider-gcp");
+    assert!(
+        gcp.iter()
+            .all(|c| !c.starts_with("aws-") && !c.starts_with("azure_") && !c.starts_with("kube")),
+        "{gcp:?}"
+    );
+    let aws = sdk_crates("gpustack-provider-aws");
+    assert!(
+        aws.iter().all(|c| !c.starts_with("azure_")
+            && !c.starts_with("google-")
+            && !c.starts_with("kube")),
+        "{aws:?}"
+    );
+    let kubernetes = sdk_crates("gpustack-provider-kubernetes");
+    assert!(
+        kubernetes.iter().all(|c| !c.starts_with("aws-")
+            && !c.starts_with("azure_")
+            && !c.starts_with("google-")),
+        "{kubernetes:?}"
+    );
+}
+
+#[test]
+fn only_test_builds_carry_the_test_provider() {
+    assert!(!dependencies("gpustack").contains("gpustack-provider-test"));
+    assert!(dependencies("gpustack-tests").contains("gpustack-provider-test"));
+}
