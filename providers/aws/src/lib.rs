@@ -6,15 +6,15 @@ use aws_sdk_eks::types::{
     UpdateLabelsPayload, UpdateTaintsPayload,
 };
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest,
-    Diagnostic, GetSchemaRequest, GetSchemaResponse, GpuFact, GpuShape, ImportResourceRequest,
-    ImportResourceResponse, PlanResourceChangeRequest, PlanResourceChangeResponse, PoolFact,
-    PoolShape, Provider, ProviderFactory, ProviderSchema, ReadDataSourceRequest,
-    ReadDataSourceResponse, ReadResourcesRequest, ReadResourcesResponse, Schema, Type,
-    ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value, plan_from_schema,
+    Attribute, ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, GpuShape,
+    PlanResourceChangeResponse, PoolShape, Provider, ProviderFactory, ProviderSchema,
+    ReadDataSourceResponse, Schema, Type, ValidateResourceConfigRequest,
+    ValidateResourceConfigResponse, Value,
 };
 use gpustack_provider_sdk::catalog::Gpus;
 use gpustack_provider_sdk::check::{Checker, attribute, provider_config, text};
+use gpustack_provider_sdk::pool::{CloudPool, LivePool, Pools};
+use gpustack_provider_sdk::resource::{DataSource, Resources};
 use gpustack_provider_sdk::taint_type;
 use indexmap::IndexMap;
 use std::collections::{BTreeMap, HashMap};
@@ -187,11 +187,16 @@ impl ProviderFactory for Aws {
                 "Set region in the aws provider block, or AWS_REGION / a profile's region.",
             )]);
         }
-        Ok(Arc::new(Connected {
+        let connected = Arc::new(Connected {
             eks: aws_sdk_eks::Client::new(&shared),
             ec2: aws_sdk_ec2::Client::new(&shared),
             gpus: Mutex::new(HashMap::new()),
-        }))
+        });
+        Ok(Arc::new(
+            Resources::new()
+                .resource("eks_nodegroup", Pools(connected.clone()))
+                .data_source("aws_instance_types", InstanceTypes(connected)),
+        ))
     }
 }
 
@@ -628,8 +633,45 @@ impl Connected {
             .insert(instance_type.to_owned(), gpus.clone());
         gpus
     }
+}
 
-    /// The machines of a node group as a state describes them, with GPUs from EC2.
+/// A known number the configuration sets (not unknown, not null).
+fn planned_number(planned: &Value, name: &str) -> Option<i32> {
+    attribute(planned, name)
+        .filter(|v| !v.is_unknown())
+        .and_then(Value::as_number)
+        .map(|n| n as i32)
+}
+
+/// A node group's key: its cluster and its name.
+struct NodegroupKey {
+    cluster: String,
+    name: String,
+}
+
+impl std::fmt::Display for NodegroupKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.cluster, self.name)
+    }
+}
+
+#[async_trait::async_trait]
+impl CloudPool for Connected {
+    type Key = NodegroupKey;
+    const KIND: &'static str = "EKS node group";
+    const ID_FORMAT: &'static str = "CLUSTER/NODEGROUP";
+    const POOL_KIND: &'static str = "nodegroup";
+    const POOL_LABEL: &'static str = "eks.amazonaws.com/nodegroup";
+
+    fn name(state: &Value) -> Option<&str> {
+        text(state, "nodegroup_name")
+    }
+
+    fn node_labels(state: &Value) -> BTreeMap<String, String> {
+        labels(state)
+    }
+
+    /// With GPUs from EC2.
     async fn shape(&self, state: &Value) -> Option<PoolShape> {
         let machine = strings(state, "instance_types").into_iter().next()?;
         let gpus = self.gpus_of(&machine).await?;
@@ -651,37 +693,55 @@ impl Connected {
         })
     }
 
-    /// What the engine needs to show a node group's GPUs, with its nodes' sharing, in the plan.
-    async fn pool_fact(
-        &self,
-        prior: Option<&Value>,
-        planned: Option<&Value>,
-        new: bool,
-    ) -> Option<GpuFact> {
-        let before = match prior {
-            Some(p) => self.shape(p).await,
-            None => None,
-        };
-        let after = match planned {
-            Some(p) => self.shape(p).await,
-            None => None,
-        };
-        if before.is_none() && after.is_none() {
-            return None;
+    fn schema(&self) -> Schema {
+        Aws.get_schema(GetSchemaRequest::default())
+            .schema
+            .resources
+            .swap_remove("eks_nodegroup")
+            .unwrap_or_else(|| Schema::new(""))
+    }
+
+    fn key(state: &Value) -> Option<NodegroupKey> {
+        Some(NodegroupKey {
+            cluster: text(state, "cluster_name")?.to_owned(),
+            name: text(state, "nodegroup_name")?.to_owned(),
+        })
+    }
+
+    fn parse_id(id: &str) -> Option<NodegroupKey> {
+        let (cluster, name) = id.split_once('/')?;
+        Some(NodegroupKey {
+            cluster: cluster.to_owned(),
+            name: name.to_owned(),
+        })
+    }
+
+    fn normalize(config: &Value) -> Value {
+        normalized(config)
+    }
+
+    fn refine(prior: &Value, config: &Value, response: &mut PlanResourceChangeResponse) {
+        // A node group whose creation failed cannot be repaired in place.
+        if text(prior, "status") == Some("CREATE_FAILED") {
+            response.requires_replace.push("status".to_owned());
         }
-        let labelled = planned.or(prior)?;
-        let name = text(labelled, "nodegroup_name")
-            .unwrap_or_default()
-            .to_owned();
-        let mut node_labels: BTreeMap<String, String> = labels(labelled);
-        node_labels.insert("eks.amazonaws.com/nodegroup".to_owned(), name.clone());
-        Some(GpuFact::Pool(PoolFact {
-            kind: "nodegroup".to_owned(),
-            name,
-            node_labels,
-            before,
-            after,
-            new,
+        // A new Kubernetes version comes with a new AMI release, unless one is configured.
+        if text(&response.planned_state, "kubernetes_version") != text(prior, "kubernetes_version")
+            && attribute(config, "release_version").is_none()
+        {
+            gpustack_provider_sdk::check::set(
+                &mut response.planned_state,
+                "release_version",
+                Value::Unknown,
+            );
+        }
+    }
+
+    async fn get(&self, key: &NodegroupKey) -> Result<Option<LivePool>, Diagnostic> {
+        let group = self.describe_group(&key.cluster, &key.name).await?;
+        Ok(group.map(|group| LivePool {
+            state: state_of(&group),
+            mark: group.tags().and_then(|t| t.get(CREATION_TAG)).cloned(),
         }))
     }
 
@@ -918,133 +978,15 @@ impl Connected {
     }
 }
 
-/// A known number the configuration sets (not unknown, not null).
-fn planned_number(planned: &Value, name: &str) -> Option<i32> {
-    attribute(planned, name)
-        .filter(|v| !v.is_unknown())
-        .and_then(Value::as_number)
-        .map(|n| n as i32)
-}
+/// GPU details of instance types, from DescribeInstanceTypes.
+struct InstanceTypes(Arc<Connected>);
 
 #[async_trait::async_trait]
-impl Provider for Connected {
-    async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
-        let reads = request.states.iter().map(|state| async move {
-            let cluster = text(state, "cluster_name").unwrap_or_default();
-            let name = text(state, "nodegroup_name").unwrap_or_default();
-            self.describe_group(cluster, name)
-                .await
-                .map(|g| g.as_ref().map(state_of))
-        });
-        ReadResourcesResponse::collect(&request.states, futures::future::join_all(reads).await)
-    }
-
-    async fn plan_resource_change(
-        &self,
-        request: PlanResourceChangeRequest,
-    ) -> PlanResourceChangeResponse {
-        let schema = Aws.get_schema(GetSchemaRequest::default()).schema;
-        let Some(resource) = schema.resources.get(&request.type_name) else {
-            return PlanResourceChangeResponse::default();
-        };
-        let config = normalized(&request.config);
-        let mut response = plan_from_schema(resource, request.prior_state.as_ref(), &config);
-        if let Some(prior) = &request.prior_state {
-            // A node group whose creation failed cannot be repaired in place.
-            if text(prior, "status") == Some("CREATE_FAILED") {
-                response.requires_replace.push("status".to_owned());
-            }
-            // A new Kubernetes version comes with a new AMI release, unless one is configured.
-            if text(&response.planned_state, "kubernetes_version")
-                != text(prior, "kubernetes_version")
-                && attribute(&request.config, "release_version").is_none()
-            {
-                gpustack_provider_sdk::check::set(
-                    &mut response.planned_state,
-                    "release_version",
-                    Value::Unknown,
-                );
-            }
-        }
-        // Values unknown until apply (an instance type from another resource) leave the
-        // capacity out rather than guess it.
-        let planned = (!response.planned_state.is_null()).then_some(&response.planned_state);
-        let new = request.prior_state.is_none() || !response.requires_replace.is_empty();
-        response.gpu_facts = self
-            .pool_fact(request.prior_state.as_ref(), planned, new)
-            .await
-            .into_iter()
-            .collect();
-        if request.prior_state.is_none()
-            && !request.for_apply
-            && let (Some(cluster), Some(name)) = (
-                text(&config, "cluster_name"),
-                text(&config, "nodegroup_name"),
-            )
-        {
-            match self.describe_group(cluster, name).await {
-                Ok(Some(group)) => {
-                    let mark = group.tags().and_then(|t| t.get(CREATION_TAG));
-                    response.existing = Some(gpustack_protocol::Existing {
-                        import_id: format!("{cluster}/{name}"),
-                        describe: format!("EKS node group {cluster}/{name}"),
-                        owned: !request.owner.is_empty()
-                            && mark.map(String::as_str) == Some(request.owner.as_str()),
-                    });
-                }
-                Ok(None) => {}
-                Err(d) => response.diagnostics.push(d),
-            }
-        }
-        response
-    }
-
-    async fn apply_resource_change(
-        &self,
-        request: ApplyResourceChangeRequest,
-    ) -> ApplyResourceChangeResponse {
-        gpustack_provider_sdk::apply_change(
-            &request,
-            async |planned| self.create(planned, &request.owner).await,
-            async |prior, planned| self.update(prior, planned).await,
-            async |prior| self.delete(prior).await,
-        )
-        .await
-    }
-
-    async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
-        let Some((cluster, name)) = request.id.split_once('/') else {
-            return ImportResourceResponse {
-                state: None,
-                diagnostics: vec![Diagnostic::error(
-                    "Invalid import ID",
-                    format!("\"{}\" is not CLUSTER/NODEGROUP.", request.id),
-                )],
-            };
-        };
-        match self.describe_group(cluster, name).await {
-            Ok(Some(group)) => ImportResourceResponse {
-                state: Some(state_of(&group)),
-                diagnostics: vec![],
-            },
-            Ok(None) => ImportResourceResponse {
-                state: None,
-                diagnostics: vec![Diagnostic::error(
-                    "Node group not found",
-                    format!("EKS has no node group {name} in cluster {cluster}."),
-                )],
-            },
-            Err(d) => ImportResourceResponse {
-                state: None,
-                diagnostics: vec![d],
-            },
-        }
-    }
-
-    async fn read_data_source(&self, request: ReadDataSourceRequest) -> ReadDataSourceResponse {
+impl DataSource for InstanceTypes {
+    async fn read(&self, config: Value) -> ReadDataSourceResponse {
         let mut gpus = IndexMap::new();
-        for instance_type in strings(&request.config, "instance_types") {
-            let value = match self.gpus_of(&instance_type).await {
+        for instance_type in strings(&config, "instance_types") {
+            let value = match self.0.gpus_of(&instance_type).await {
                 Some(g) => Value::Object(IndexMap::from([
                     ("count".to_owned(), Value::Number(f64::from(g.count))),
                     ("model".to_owned(), Value::string(g.model)),
@@ -1057,7 +999,7 @@ impl Provider for Connected {
             };
             gpus.insert(instance_type, value);
         }
-        let mut state = request.config.clone();
+        let mut state = config;
         gpustack_provider_sdk::check::set(&mut state, "gpus", Value::Object(gpus));
         ReadDataSourceResponse {
             state,

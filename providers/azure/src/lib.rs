@@ -5,14 +5,13 @@ mod model;
 
 use arm::{Arm, ArmError, PoolId, Settings};
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest,
-    Diagnostic, GetSchemaRequest, GetSchemaResponse, GpuFact, GpuShape, ImportResourceRequest,
-    ImportResourceResponse, PlanResourceChangeRequest, PlanResourceChangeResponse, PoolFact,
-    PoolShape, Provider, ProviderFactory, ProviderSchema, ReadResourcesRequest,
-    ReadResourcesResponse, Schema, Type, ValidateResourceConfigRequest,
-    ValidateResourceConfigResponse, Value, plan_from_schema,
+    Attribute, ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, GpuShape,
+    PlanResourceChangeResponse, PoolShape, Provider, ProviderFactory, ProviderSchema, Schema, Type,
+    ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value,
 };
 use gpustack_provider_sdk::check::{Checker, attribute, provider_config, text};
+use gpustack_provider_sdk::pool::{CloudPool, LivePool, Pools};
+use gpustack_provider_sdk::resource::Resources;
 use indexmap::IndexMap;
 use model::{AgentPool, GpuProfile};
 use std::collections::BTreeMap;
@@ -200,7 +199,10 @@ impl ProviderFactory for Azure {
         };
         let arm = Arm::new(&settings)
             .map_err(|e| vec![Diagnostic::error("Cannot set up the Azure client", e)])?;
-        Ok(Arc::new(Connected { arm }))
+        Ok(Arc::new(Resources::new().resource(
+            "aks_nodepool",
+            Pools(Arc::new(Connected { arm })),
+        )))
     }
 }
 
@@ -457,28 +459,99 @@ fn shape(state: &Value) -> Option<PoolShape> {
     })
 }
 
-fn pool_fact(prior: Option<&Value>, planned: Option<&Value>, new: bool) -> Option<GpuFact> {
-    let (before, after) = (prior.and_then(shape), planned.and_then(shape));
-    if before.is_none() && after.is_none() {
-        return None;
-    }
-    let labelled = planned.or(prior)?;
-    let mut node_labels = string_map(labelled, "node_labels").unwrap_or_default();
-    node_labels.insert(
-        POOL_LABEL.to_owned(),
-        text(labelled, "name").unwrap_or_default().to_owned(),
-    );
-    Some(GpuFact::Pool(PoolFact {
-        kind: "nodepool".to_owned(),
-        name: text(labelled, "name").unwrap_or_default().to_owned(),
-        node_labels,
-        before,
-        after,
-        new,
-    }))
-}
+#[async_trait::async_trait]
+impl CloudPool for Connected {
+    type Key = PoolId;
+    const KIND: &'static str = "AKS node pool";
+    const ID_FORMAT: &'static str = "RESOURCE_GROUP/CLUSTER/POOL";
+    const POOL_KIND: &'static str = "nodepool";
+    const POOL_LABEL: &'static str = POOL_LABEL;
 
-impl Connected {
+    fn name(state: &Value) -> Option<&str> {
+        text(state, "name")
+    }
+
+    fn node_labels(state: &Value) -> BTreeMap<String, String> {
+        string_map(state, "node_labels").unwrap_or_default()
+    }
+
+    async fn shape(&self, state: &Value) -> Option<PoolShape> {
+        shape(state)
+    }
+
+    fn schema(&self) -> Schema {
+        Azure
+            .get_schema(GetSchemaRequest::default())
+            .schema
+            .resources
+            .swap_remove("aks_nodepool")
+            .unwrap_or_else(|| Schema::new(""))
+    }
+
+    fn key(state: &Value) -> Option<PoolId> {
+        Some(PoolId {
+            resource_group: text(state, "resource_group")?.to_owned(),
+            cluster: text(state, "cluster")?.to_owned(),
+            name: text(state, "name")?.to_owned(),
+        })
+    }
+
+    fn parse_id(id: &str) -> Option<PoolId> {
+        let parts: Vec<&str> = id.split('/').collect();
+        let [resource_group, cluster, name] = parts.as_slice() else {
+            return None;
+        };
+        Some(PoolId {
+            resource_group: (*resource_group).to_owned(),
+            cluster: (*cluster).to_owned(),
+            name: (*name).to_owned(),
+        })
+    }
+
+    fn normalize(config: &Value) -> Value {
+        normalized(config)
+    }
+
+    fn refine(prior: &Value, _: &Value, response: &mut PlanResourceChangeResponse) {
+        if matches!(text(prior, "provisioning_state"), Some("Failed")) {
+            // A pool whose creation failed is made again rather than patched.
+            response
+                .requires_replace
+                .push("provisioning_state".to_owned());
+        }
+        if !response.requires_replace.is_empty() {
+            return;
+        }
+        // An update keeps the pool: its ID, and the node image unless the version moves.
+        let version_moves = text(&response.planned_state, "orchestrator_version")
+            != text(prior, "orchestrator_version");
+        for kept in ["id", "provisioning_state", "node_image_version"] {
+            if kept == "node_image_version" && version_moves {
+                continue;
+            }
+            if let Some(value) = attribute(prior, kept) {
+                gpustack_provider_sdk::check::set(&mut response.planned_state, kept, value.clone());
+            }
+        }
+    }
+
+    async fn get(&self, key: &PoolId) -> Result<Option<LivePool>, Diagnostic> {
+        let live = self
+            .arm
+            .get(key)
+            .await
+            .map_err(|e| failed("read", key, &e))?;
+        Ok(live.map(|pool| LivePool {
+            state: state_of(key, &pool),
+            mark: pool
+                .properties
+                .tags
+                .as_ref()
+                .and_then(|t| t.get(CREATION_TAG))
+                .cloned(),
+        }))
+    }
+
     async fn create(
         &self,
         planned: &Value,
@@ -574,136 +647,12 @@ impl Connected {
             .map_err(|e| failed("read", &id, &e))?;
         Ok(live.map_or(Value::Null, |p| state_of(&id, &p)))
     }
-}
 
-#[async_trait::async_trait]
-impl Provider for Connected {
-    async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
-        let reads = request.states.iter().map(|state| async move {
-            let id = pool_id(state);
-            self.arm
-                .get(&id)
-                .await
-                .map(|p| p.map(|p| state_of(&id, &p)))
-                .map_err(|e| failed("read", &id, &e))
-        });
-        ReadResourcesResponse::collect(&request.states, futures::future::join_all(reads).await)
-    }
-
-    async fn plan_resource_change(
-        &self,
-        request: PlanResourceChangeRequest,
-    ) -> PlanResourceChangeResponse {
-        let schema = Azure.get_schema(GetSchemaRequest::default()).schema;
-        let Some(resource) = schema.resources.get(&request.type_name) else {
-            return PlanResourceChangeResponse::default();
-        };
-        let config = normalized(&request.config);
-        let mut response = plan_from_schema(resource, request.prior_state.as_ref(), &config);
-        if let Some(prior) = &request.prior_state
-            && matches!(text(prior, "provisioning_state"), Some("Failed"))
-        {
-            // A pool whose creation failed is made again rather than patched.
-            response
-                .requires_replace
-                .push("provisioning_state".to_owned());
-        }
-        let new = request.prior_state.is_none() || !response.requires_replace.is_empty();
-        // An update keeps the pool: its ID, and the node image unless the version moves.
-        if let Some(prior) = request.prior_state.as_ref().filter(|_| !new) {
-            let version_moves = text(&response.planned_state, "orchestrator_version")
-                != text(prior, "orchestrator_version");
-            for kept in ["id", "provisioning_state", "node_image_version"] {
-                if kept == "node_image_version" && version_moves {
-                    continue;
-                }
-                if let Some(value) = attribute(prior, kept) {
-                    gpustack_provider_sdk::check::set(
-                        &mut response.planned_state,
-                        kept,
-                        value.clone(),
-                    );
-                }
-            }
-        }
-        let planned = (!response.planned_state.is_null()).then_some(&response.planned_state);
-        response.gpu_facts = pool_fact(request.prior_state.as_ref(), planned, new)
-            .into_iter()
-            .collect();
-        if request.prior_state.is_none() && !request.for_apply && config.is_wholly_known() {
-            let id = pool_id(&config);
-            match self.arm.get(&id).await {
-                Ok(Some(live)) => {
-                    let mark = live
-                        .properties
-                        .tags
-                        .as_ref()
-                        .and_then(|t| t.get(CREATION_TAG));
-                    response.existing = Some(gpustack_protocol::Existing {
-                        import_id: id.to_string(),
-                        describe: format!("AKS node pool {id}"),
-                        owned: !request.owner.is_empty()
-                            && mark.map(String::as_str) == Some(request.owner.as_str()),
-                    });
-                }
-                Ok(None) => {}
-                Err(e) => response.diagnostics.push(failed("read", &id, &e)),
-            }
-        }
-        response
-    }
-
-    async fn apply_resource_change(
-        &self,
-        request: ApplyResourceChangeRequest,
-    ) -> ApplyResourceChangeResponse {
-        gpustack_provider_sdk::apply_change(
-            &request,
-            async |planned| self.create(planned, &request.owner).await,
-            async |prior, planned| self.update(prior, planned).await,
-            async |prior| {
-                let id = pool_id(prior);
-                self.arm
-                    .delete(&id)
-                    .await
-                    .map_err(|e| failed("delete", &id, &e))
-            },
-        )
-        .await
-    }
-
-    async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
-        let parts: Vec<&str> = request.id.split('/').collect();
-        let [resource_group, cluster, name] = parts.as_slice() else {
-            return ImportResourceResponse {
-                state: None,
-                diagnostics: vec![Diagnostic::error(
-                    "Invalid import ID",
-                    format!("\"{}\" is not RESOURCE_GROUP/CLUSTER/POOL.", request.id),
-                )],
-            };
-        };
-        let id = PoolId {
-            resource_group: (*resource_group).to_owned(),
-            cluster: (*cluster).to_owned(),
-            name: (*name).to_owned(),
-        };
-        match self.arm.get(&id).await {
-            Ok(Some(pool)) => ImportResourceResponse {
-                state: Some(state_of(&id, &pool)),
-                diagnostics: vec![],
-            },
-            Ok(None) => ImportResourceResponse {
-                state: None,
-                diagnostics: vec![Diagnostic::error(
-                    "Node pool not found",
-                    format!("AKS cluster {cluster} in {resource_group} has no node pool {name}."),
-                )],
-            },
-            Err(e) => ImportResourceResponse {
-                state: None,
-                diagnostics: vec![failed("read", &id, &e)],
-            },
-        }
+    async fn delete(&self, prior: &Value) -> Result<(), Diagnostic> {
+        let id = pool_id(prior);
+        self.arm
+            .delete(&id)
+            .await
+            .map_err(|e| failed("delete", &id, &e))
     }
 }

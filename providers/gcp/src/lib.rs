@@ -7,13 +7,14 @@ use google_cloud_container_v1::model::{
 };
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting,
-    ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, GpuFact, GpuShape,
-    ImportResourceRequest, ImportResourceResponse, ObjectAttr, PlanResourceChangeRequest,
-    PlanResourceChangeResponse, PoolFact, PoolShape, Provider, ProviderFactory, ProviderSchema,
-    ReadResourcesRequest, ReadResourcesResponse, Schema, SharingKey, Type,
+    ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, GpuShape, ObjectAttr,
+    PlanResourceChangeRequest, PlanResourceChangeResponse, PoolShape, Provider, ProviderFactory,
+    ProviderSchema, ReadResourcesRequest, ReadResourcesResponse, Schema, SharingKey, Type,
     ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value, plan_from_schema,
 };
 use gpustack_provider_sdk::check::{Checker, attribute, provider_config, text};
+use gpustack_provider_sdk::pool::{CloudPool, LivePool, Pools};
+use gpustack_provider_sdk::resource::{Resource, Resources};
 use gpustack_provider_sdk::taint_type;
 use indexmap::IndexMap;
 use serde_json::{Value as Json, json};
@@ -236,11 +237,16 @@ impl ProviderFactory for Gcp {
                 .trim_end_matches('/')
                 .to_owned(),
         };
-        Ok(Arc::new(Connected {
+        let connected = Arc::new(Connected {
             client,
             project,
             compute,
-        }))
+        });
+        Ok(Arc::new(
+            Resources::new()
+                .resource("gke_nodepool", Pools(connected.clone()))
+                .resource("gke_node_autoprovisioning", Autoprovisioning(connected)),
+        ))
     }
 }
 
@@ -485,19 +491,10 @@ impl Connected {
 
     /// The pool as it is now, with its live size.
     async fn read_pool(&self, state: &Value) -> Result<Option<Value>, Diagnostic> {
-        let Some(pool) = self.get_pool(state).await? else {
+        let Some(key) = <Self as CloudPool>::key(state) else {
             return Ok(None);
         };
-        let size = self.node_count(&pool).await.map_err(|m| {
-            Diagnostic::error(
-                format!(
-                    "Cannot read the size of GKE node pool {}",
-                    self.pool_path(state)
-                ),
-                m,
-            )
-        })?;
-        Ok(Some(self.pool_state(state, &pool, size)))
+        Ok(CloudPool::get(self, &key).await?.map(|live| live.state))
     }
 
     /// Nodes per zone, as GKE counts `node_count`: the sum of the target sizes of the pool's
@@ -723,59 +720,6 @@ impl Connected {
         from_json(pool)
     }
 
-    async fn create_pool(
-        &self,
-        planned: &Value,
-        owner: &str,
-    ) -> Result<Value, (Option<Value>, Diagnostic)> {
-        let location = text(planned, "location").unwrap_or_default();
-        let parent = self.cluster_path(location, text(planned, "cluster").unwrap_or_default());
-        // This stack's mark, for a retried create and for a run after a crash.
-        let token = if owner.is_empty() {
-            uuid::Uuid::new_v4().to_string()
-        } else {
-            owner.to_owned()
-        };
-        let failed = |m: String| {
-            Diagnostic::error(
-                format!("Cannot create GKE node pool {}", self.pool_path(planned)),
-                m,
-            )
-        };
-        let started = self
-            .client
-            .create_node_pool()
-            .set_parent(&parent)
-            .set_node_pool(Self::pool_request(planned, &token))
-            .send()
-            .await;
-        let result = match started {
-            Ok(operation) => self.wait(location, &operation).await,
-            // A retry of a create that went through finds the pool: ours if it has our token.
-            Err(e) if e.http_status_code() == Some(409) => match self.get_pool(planned).await {
-                Ok(Some(pool))
-                    if pool
-                        .config
-                        .as_ref()
-                        .and_then(|c| c.resource_labels.get(CREATION_LABEL))
-                        == Some(&token) =>
-                {
-                    self.wait_pool_running(planned).await
-                }
-                _ => Err(format!(
-                    "the cluster already has a node pool named {}; import it to manage it",
-                    text(planned, "name").unwrap_or_default()
-                )),
-            },
-            Err(e) => Err(describe(&e)),
-        };
-        let state = self.read_pool(planned).await.ok().flatten();
-        match result {
-            Ok(()) => Ok(state.unwrap_or(Value::Null)),
-            Err(m) => Err((state, failed(m))),
-        }
-    }
-
     /// Polls the pool until it is RUNNING (when its operation is not known).
     async fn wait_pool_running(&self, state: &Value) -> Result<(), String> {
         let deadline = tokio::time::Instant::now() + OPERATION_TIMEOUT;
@@ -797,164 +741,6 @@ impl Connected {
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(30));
         }
-    }
-
-    async fn update_pool(&self, prior: &Value, planned: &Value) -> Result<Value, Diagnostic> {
-        let name = self.pool_path(prior);
-        let location = text(prior, "location").unwrap_or_default();
-        let failed =
-            |m: String| Diagnostic::error(format!("Cannot update GKE node pool {name}"), m);
-        let live = self.get_pool(prior).await?.ok_or_else(|| {
-            failed("it was deleted outside gpustack; plan again to create it".into())
-        })?;
-        if attribute(prior, "labels") != attribute(planned, "labels")
-            || attribute(prior, "taints") != attribute(planned, "taints")
-        {
-            let request = Self::pool_request(planned, "");
-            let live_json = pool_json(&live);
-            let operation = self
-                .client
-                .update_node_pool()
-                .set_name(&name)
-                .set_node_version(live_json["version"].as_str().unwrap_or("-"))
-                .set_image_type(live_json["config"]["imageType"].as_str().unwrap_or("-"))
-                .set_labels(
-                    NodeLabels::new().set_labels(
-                        request
-                            .config
-                            .as_ref()
-                            .map(|c| c.labels.clone())
-                            .unwrap_or_default(),
-                    ),
-                )
-                .set_taints(
-                    NodeTaints::new().set_taints(
-                        request
-                            .config
-                            .as_ref()
-                            .map(|c| c.taints.clone())
-                            .unwrap_or_default(),
-                    ),
-                )
-                .send()
-                .await
-                .map_err(|e| failed(describe(&e)))?;
-            self.wait(location, &operation).await.map_err(failed)?;
-        }
-        let range = |s: &Value| (number(s, "min_node_count"), number(s, "max_node_count"));
-        if range(prior) != range(planned) {
-            let autoscaling = match range(planned) {
-                (Some(min), Some(max)) => {
-                    json!({"enabled": true, "minNodeCount": min, "maxNodeCount": max})
-                }
-                _ => json!({"enabled": false}),
-            };
-            let operation = self
-                .client
-                .set_node_pool_autoscaling()
-                .set_name(&name)
-                .set_autoscaling(from_json::<NodePoolAutoscaling>(autoscaling))
-                .send()
-                .await
-                .map_err(|e| failed(describe(&e)))?;
-            self.wait(location, &operation).await.map_err(failed)?;
-        }
-        if let Some(count) =
-            number(planned, "node_count").filter(|c| Some(*c) != number(prior, "node_count"))
-        {
-            let operation = self
-                .client
-                .set_node_pool_size()
-                .set_name(&name)
-                .set_node_count(i32::try_from(count).unwrap_or(i32::MAX))
-                .send()
-                .await
-                .map_err(|e| failed(describe(&e)))?;
-            self.wait(location, &operation).await.map_err(failed)?;
-        }
-        Ok(self.read_pool(prior).await?.unwrap_or(Value::Null))
-    }
-
-    async fn delete_pool(&self, prior: &Value) -> Result<(), Diagnostic> {
-        let name = self.pool_path(prior);
-        let location = text(prior, "location").unwrap_or_default();
-        let failed =
-            |m: String| Diagnostic::error(format!("Cannot delete GKE node pool {name}"), m);
-        match self.client.delete_node_pool().set_name(&name).send().await {
-            Ok(operation) => self.wait(location, &operation).await.map_err(failed),
-            Err(e) if not_found(&e) => Ok(()),
-            Err(e) => Err(failed(describe(&e))),
-        }
-    }
-
-    fn pool_fact(prior: Option<&Value>, planned: Option<&Value>, new: bool) -> Option<GpuFact> {
-        let shape = |state: &Value| -> Option<PoolShape> {
-            let a = attribute(state, "accelerator")?;
-            let (model, memory_gb) = accelerator_gpu(text(a, "type")?)?;
-            let count = u32::try_from(number(a, "count")?).ok()?;
-            let (min, max) = match (
-                number(state, "min_node_count"),
-                number(state, "max_node_count"),
-            ) {
-                (Some(min), Some(max)) => (min, max),
-                _ => {
-                    let n = number(state, "node_count")?;
-                    (n, n)
-                }
-            };
-            let partitions = text(a, "gpu_partition_size").map(|p| (p, partitions_per_gpu(p)));
-            let clients = text(a, "sharing_strategy")
-                .and_then(|s| Some((s, number(a, "max_shared_clients_per_gpu")? as f64)));
-            let sharing = match (partitions, clients) {
-                (None, None) => None,
-                (p, c) => Some(SharingKey {
-                    strategy: [
-                        p.map(|(size, _)| format!("MIG {size}")),
-                        c.map(|(s, _)| format!("GKE {}", s.to_lowercase().replace('_', "-"))),
-                    ]
-                    .into_iter()
-                    .flatten()
-                    .collect::<Vec<_>>()
-                    .join(" + "),
-                    replicas: p.map_or(1.0, |(_, n)| n) * c.map_or(1.0, |(_, n)| n),
-                    rename: false,
-                }),
-            };
-            Some(PoolShape {
-                min_nodes: u32::try_from(min).ok()?,
-                max_nodes: u32::try_from(max).ok()?,
-                machine: text(state, "machine_type")?.to_owned(),
-                gpus: GpuShape {
-                    count,
-                    model: model.to_owned(),
-                    memory_gb,
-                },
-                sharing,
-            })
-        };
-        let (before, after) = (prior.and_then(shape), planned.and_then(shape));
-        if before.is_none() && after.is_none() {
-            return None;
-        }
-        let labelled = planned.or(prior)?;
-        let name = text(labelled, "name").unwrap_or_default().to_owned();
-        let mut node_labels: BTreeMap<String, String> = attribute(labelled, "labels")
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        node_labels.insert("cloud.google.com/gke-nodepool".to_owned(), name.clone());
-        Some(GpuFact::Pool(PoolFact {
-            kind: "nodepool".to_owned(),
-            name,
-            node_labels,
-            before,
-            after,
-            new,
-        }))
     }
 
     async fn get_autoprovisioning(&self, state: &Value) -> Result<Option<Value>, Diagnostic> {
@@ -1078,119 +864,359 @@ impl Connected {
     }
 }
 
-#[async_trait::async_trait]
-impl Provider for Connected {
-    async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
-        let nap = request.type_name == "gke_node_autoprovisioning";
-        let reads = request.states.iter().map(|state| async move {
-            if nap {
-                self.get_autoprovisioning(state).await
-            } else {
-                self.read_pool(state).await
+/// What node pools and auto-provisioning compare: empty collections as unset, `spot = false`
+/// as unset, labels in order.
+fn normalized(config: &Value) -> Value {
+    let mut config = config.clone();
+    if let Value::Object(map) = &mut config {
+        for key in ["labels", "taints", "locations"] {
+            let empty = match map.get(key) {
+                Some(Value::Object(m)) => m.is_empty(),
+                Some(Value::List(l)) => l.is_empty(),
+                _ => false,
+            };
+            if empty {
+                map.insert(key.to_owned(), Value::Null);
             }
-        });
+        }
+        if map.get("spot").and_then(Value::as_bool) == Some(false) {
+            map.insert("spot".to_owned(), Value::Null);
+        }
+        if let Some(Value::Object(labels)) = map.get_mut("labels") {
+            labels.sort_keys();
+        }
+    }
+    config
+}
+
+fn resource_schema(type_name: &str) -> Schema {
+    Gcp.get_schema(GetSchemaRequest::default())
+        .schema
+        .resources
+        .swap_remove(type_name)
+        .unwrap_or_else(|| Schema::new(""))
+}
+
+/// A node pool's key: its location, cluster and name.
+struct PoolKey {
+    location: String,
+    cluster: String,
+    name: String,
+}
+
+impl std::fmt::Display for PoolKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}/{}", self.location, self.cluster, self.name)
+    }
+}
+
+#[async_trait::async_trait]
+impl CloudPool for Connected {
+    type Key = PoolKey;
+    const KIND: &'static str = "GKE node pool";
+    const ID_FORMAT: &'static str = "LOCATION/CLUSTER/POOL";
+    const POOL_KIND: &'static str = "nodepool";
+    const POOL_LABEL: &'static str = "cloud.google.com/gke-nodepool";
+
+    fn name(state: &Value) -> Option<&str> {
+        text(state, "name")
+    }
+
+    fn node_labels(state: &Value) -> BTreeMap<String, String> {
+        attribute(state, "labels")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    async fn shape(&self, state: &Value) -> Option<PoolShape> {
+        let a = attribute(state, "accelerator")?;
+        let (model, memory_gb) = accelerator_gpu(text(a, "type")?)?;
+        let count = u32::try_from(number(a, "count")?).ok()?;
+        let (min, max) = match (
+            number(state, "min_node_count"),
+            number(state, "max_node_count"),
+        ) {
+            (Some(min), Some(max)) => (min, max),
+            _ => {
+                let n = number(state, "node_count")?;
+                (n, n)
+            }
+        };
+        let partitions = text(a, "gpu_partition_size").map(|p| (p, partitions_per_gpu(p)));
+        let clients = text(a, "sharing_strategy")
+            .and_then(|s| Some((s, number(a, "max_shared_clients_per_gpu")? as f64)));
+        let sharing = match (partitions, clients) {
+            (None, None) => None,
+            (p, c) => Some(SharingKey {
+                strategy: [
+                    p.map(|(size, _)| format!("MIG {size}")),
+                    c.map(|(s, _)| format!("GKE {}", s.to_lowercase().replace('_', "-"))),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" + "),
+                replicas: p.map_or(1.0, |(_, n)| n) * c.map_or(1.0, |(_, n)| n),
+                rename: false,
+            }),
+        };
+        Some(PoolShape {
+            min_nodes: u32::try_from(min).ok()?,
+            max_nodes: u32::try_from(max).ok()?,
+            machine: text(state, "machine_type")?.to_owned(),
+            gpus: GpuShape {
+                count,
+                model: model.to_owned(),
+                memory_gb,
+            },
+            sharing,
+        })
+    }
+
+    fn schema(&self) -> Schema {
+        resource_schema("gke_nodepool")
+    }
+
+    fn key(state: &Value) -> Option<PoolKey> {
+        Some(PoolKey {
+            location: text(state, "location")?.to_owned(),
+            cluster: text(state, "cluster")?.to_owned(),
+            name: text(state, "name")?.to_owned(),
+        })
+    }
+
+    fn parse_id(id: &str) -> Option<PoolKey> {
+        let parts: Vec<&str> = id.split('/').collect();
+        let [location, cluster, name] = parts.as_slice() else {
+            return None;
+        };
+        Some(PoolKey {
+            location: (*location).to_owned(),
+            cluster: (*cluster).to_owned(),
+            name: (*name).to_owned(),
+        })
+    }
+
+    fn normalize(config: &Value) -> Value {
+        normalized(config)
+    }
+
+    fn refine(prior: &Value, _: &Value, response: &mut PlanResourceChangeResponse) {
+        // The accelerator block cannot change on a live pool.
+        if attribute(prior, "accelerator") != attribute(&response.planned_state, "accelerator")
+            && !response.requires_replace.iter().any(|r| r == "accelerator")
+        {
+            response.requires_replace.push("accelerator".to_owned());
+        }
+        if response.requires_replace.is_empty()
+            && let Some(id) = attribute(prior, "id")
+        {
+            gpustack_provider_sdk::check::set(&mut response.planned_state, "id", id.clone());
+        }
+    }
+
+    async fn get(&self, key: &PoolKey) -> Result<Option<LivePool>, Diagnostic> {
+        let state = Value::from_json(
+            &json!({"location": key.location, "cluster": key.cluster, "name": key.name}),
+        );
+        let Some(pool) = self.get_pool(&state).await? else {
+            return Ok(None);
+        };
+        let size = self.node_count(&pool).await.map_err(|m| {
+            Diagnostic::error(format!("Cannot read the size of GKE node pool {key}"), m)
+        })?;
+        Ok(Some(LivePool {
+            state: self.pool_state(&state, &pool, size),
+            mark: pool
+                .config
+                .as_ref()
+                .and_then(|c| c.resource_labels.get(CREATION_LABEL))
+                .cloned(),
+        }))
+    }
+
+    async fn create(
+        &self,
+        planned: &Value,
+        owner: &str,
+    ) -> Result<Value, (Option<Value>, Diagnostic)> {
+        let location = text(planned, "location").unwrap_or_default();
+        let parent = self.cluster_path(location, text(planned, "cluster").unwrap_or_default());
+        // This stack's mark, for a retried create and for a run after a crash.
+        let token = if owner.is_empty() {
+            uuid::Uuid::new_v4().to_string()
+        } else {
+            owner.to_owned()
+        };
+        let failed = |m: String| {
+            Diagnostic::error(
+                format!("Cannot create GKE node pool {}", self.pool_path(planned)),
+                m,
+            )
+        };
+        let started = self
+            .client
+            .create_node_pool()
+            .set_parent(&parent)
+            .set_node_pool(Self::pool_request(planned, &token))
+            .send()
+            .await;
+        let result = match started {
+            Ok(operation) => self.wait(location, &operation).await,
+            // A retry of a create that went through finds the pool: ours if it has our token.
+            Err(e) if e.http_status_code() == Some(409) => match self.get_pool(planned).await {
+                Ok(Some(pool))
+                    if pool
+                        .config
+                        .as_ref()
+                        .and_then(|c| c.resource_labels.get(CREATION_LABEL))
+                        == Some(&token) =>
+                {
+                    self.wait_pool_running(planned).await
+                }
+                _ => Err(format!(
+                    "the cluster already has a node pool named {}; import it to manage it",
+                    text(planned, "name").unwrap_or_default()
+                )),
+            },
+            Err(e) => Err(describe(&e)),
+        };
+        let state = self.read_pool(planned).await.ok().flatten();
+        match result {
+            Ok(()) => Ok(state.unwrap_or(Value::Null)),
+            Err(m) => Err((state, failed(m))),
+        }
+    }
+
+    async fn update(&self, prior: &Value, planned: &Value) -> Result<Value, Diagnostic> {
+        let name = self.pool_path(prior);
+        let location = text(prior, "location").unwrap_or_default();
+        let failed =
+            |m: String| Diagnostic::error(format!("Cannot update GKE node pool {name}"), m);
+        let live = self.get_pool(prior).await?.ok_or_else(|| {
+            failed("it was deleted outside gpustack; plan again to create it".into())
+        })?;
+        if attribute(prior, "labels") != attribute(planned, "labels")
+            || attribute(prior, "taints") != attribute(planned, "taints")
+        {
+            let request = Self::pool_request(planned, "");
+            let live_json = pool_json(&live);
+            let operation = self
+                .client
+                .update_node_pool()
+                .set_name(&name)
+                .set_node_version(live_json["version"].as_str().unwrap_or("-"))
+                .set_image_type(live_json["config"]["imageType"].as_str().unwrap_or("-"))
+                .set_labels(
+                    NodeLabels::new().set_labels(
+                        request
+                            .config
+                            .as_ref()
+                            .map(|c| c.labels.clone())
+                            .unwrap_or_default(),
+                    ),
+                )
+                .set_taints(
+                    NodeTaints::new().set_taints(
+                        request
+                            .config
+                            .as_ref()
+                            .map(|c| c.taints.clone())
+                            .unwrap_or_default(),
+                    ),
+                )
+                .send()
+                .await
+                .map_err(|e| failed(describe(&e)))?;
+            self.wait(location, &operation).await.map_err(failed)?;
+        }
+        let range = |s: &Value| (number(s, "min_node_count"), number(s, "max_node_count"));
+        if range(prior) != range(planned) {
+            let autoscaling = match range(planned) {
+                (Some(min), Some(max)) => {
+                    json!({"enabled": true, "minNodeCount": min, "maxNodeCount": max})
+                }
+                _ => json!({"enabled": false}),
+            };
+            let operation = self
+                .client
+                .set_node_pool_autoscaling()
+                .set_name(&name)
+                .set_autoscaling(from_json::<NodePoolAutoscaling>(autoscaling))
+                .send()
+                .await
+                .map_err(|e| failed(describe(&e)))?;
+            self.wait(location, &operation).await.map_err(failed)?;
+        }
+        if let Some(count) =
+            number(planned, "node_count").filter(|c| Some(*c) != number(prior, "node_count"))
+        {
+            let operation = self
+                .client
+                .set_node_pool_size()
+                .set_name(&name)
+                .set_node_count(i32::try_from(count).unwrap_or(i32::MAX))
+                .send()
+                .await
+                .map_err(|e| failed(describe(&e)))?;
+            self.wait(location, &operation).await.map_err(failed)?;
+        }
+        Ok(self.read_pool(prior).await?.unwrap_or(Value::Null))
+    }
+
+    async fn delete(&self, prior: &Value) -> Result<(), Diagnostic> {
+        let name = self.pool_path(prior);
+        let location = text(prior, "location").unwrap_or_default();
+        let failed =
+            |m: String| Diagnostic::error(format!("Cannot delete GKE node pool {name}"), m);
+        match self.client.delete_node_pool().set_name(&name).send().await {
+            Ok(operation) => self.wait(location, &operation).await.map_err(failed),
+            Err(e) if not_found(&e) => Ok(()),
+            Err(e) => Err(failed(describe(&e))),
+        }
+    }
+}
+
+/// `gke_node_autoprovisioning`: a setting of the cluster, not an object of its own.
+struct Autoprovisioning(Arc<Connected>);
+
+#[async_trait::async_trait]
+impl Resource for Autoprovisioning {
+    async fn read(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        let reads = request
+            .states
+            .iter()
+            .map(|state| self.0.get_autoprovisioning(state));
         ReadResourcesResponse::collect(&request.states, futures::future::join_all(reads).await)
     }
 
-    async fn plan_resource_change(
-        &self,
-        request: PlanResourceChangeRequest,
-    ) -> PlanResourceChangeResponse {
-        let schema = Gcp.get_schema(GetSchemaRequest::default()).schema;
-        let Some(resource) = schema.resources.get(&request.type_name) else {
-            return PlanResourceChangeResponse::default();
-        };
-        let mut config = request.config.clone();
-        if let Value::Object(map) = &mut config {
-            for key in ["labels", "taints", "locations"] {
-                let empty = match map.get(key) {
-                    Some(Value::Object(m)) => m.is_empty(),
-                    Some(Value::List(l)) => l.is_empty(),
-                    _ => false,
-                };
-                if empty {
-                    map.insert(key.to_owned(), Value::Null);
-                }
-            }
-            if map.get("spot").and_then(Value::as_bool) == Some(false) {
-                map.insert("spot".to_owned(), Value::Null);
-            }
-            if let Some(Value::Object(labels)) = map.get_mut("labels") {
-                labels.sort_keys();
-            }
-        }
-        let mut response = plan_from_schema(resource, request.prior_state.as_ref(), &config);
-        if request.type_name == "gke_nodepool" {
-            // The accelerator block cannot change on a live pool.
-            if let Some(prior) = &request.prior_state
-                && attribute(prior, "accelerator")
-                    != attribute(&response.planned_state, "accelerator")
-                && !response.requires_replace.iter().any(|r| r == "accelerator")
-            {
-                response.requires_replace.push("accelerator".to_owned());
-            }
-            let new = request.prior_state.is_none() || !response.requires_replace.is_empty();
-            if let Some(prior) = request.prior_state.as_ref().filter(|_| !new)
-                && let Some(id) = attribute(prior, "id")
-            {
-                gpustack_provider_sdk::check::set(&mut response.planned_state, "id", id.clone());
-            }
-            let planned = (!response.planned_state.is_null()).then_some(&response.planned_state);
-            response.gpu_facts = Self::pool_fact(request.prior_state.as_ref(), planned, new)
-                .into_iter()
-                .collect();
-            if request.prior_state.is_none() && !request.for_apply && config.is_wholly_known() {
-                match self.get_pool(&config).await {
-                    Ok(Some(pool)) => {
-                        let mark = pool
-                            .config
-                            .as_ref()
-                            .and_then(|c| c.resource_labels.get(CREATION_LABEL));
-                        let id = format!(
-                            "{}/{}/{}",
-                            text(&config, "location").unwrap_or_default(),
-                            text(&config, "cluster").unwrap_or_default(),
-                            pool.name
-                        );
-                        response.existing = Some(gpustack_protocol::Existing {
-                            describe: format!("GKE node pool {id}"),
-                            import_id: id,
-                            owned: !request.owner.is_empty()
-                                && mark.map(String::as_str) == Some(request.owner.as_str()),
-                        });
-                    }
-                    Ok(None) => {}
-                    Err(d) => response.diagnostics.push(d),
-                }
-            }
-        }
-        response
+    async fn plan(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse {
+        plan_from_schema(
+            &resource_schema("gke_node_autoprovisioning"),
+            request.prior_state.as_ref(),
+            &normalized(&request.config),
+        )
     }
 
-    async fn apply_resource_change(
-        &self,
-        request: ApplyResourceChangeRequest,
-    ) -> ApplyResourceChangeResponse {
-        if request.type_name == "gke_nodepool" {
-            return gpustack_provider_sdk::apply_change(
-                &request,
-                async |planned| self.create_pool(planned, &request.owner).await,
-                async |prior, planned| self.update_pool(prior, planned).await,
-                async |prior| self.delete_pool(prior).await,
-            )
-            .await;
-        }
-        // Auto-provisioning is a setting of the cluster: set (whether new or changed) or off.
+    /// Set (whether new or changed) or off.
+    async fn apply(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {
         let kept = request.prior_state.clone();
         let result = match (&request.prior_state, &request.planned_state) {
-            (_, Some(planned)) => match self.set_autoprovisioning(planned, Some(planned)).await {
+            (_, Some(planned)) => match self.0.set_autoprovisioning(planned, Some(planned)).await {
                 Ok(()) => self
+                    .0
                     .get_autoprovisioning(planned)
                     .await
                     .map_err(|d| (kept, d)),
                 Err(d) => Err((kept, d)),
             },
             (Some(prior), None) => self
+                .0
                 .set_autoprovisioning(prior, None)
                 .await
                 .map(|()| None)
@@ -1200,50 +1226,21 @@ impl Provider for Connected {
         ApplyResourceChangeResponse::from_result(result)
     }
 
-    async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
-        let parts: Vec<&str> = request.id.split('/').collect();
-        let state = match (request.type_name.as_str(), parts.as_slice()) {
-            ("gke_nodepool", [location, cluster, name]) => {
-                json!({"location": location, "cluster": cluster, "name": name})
-            }
-            ("gke_node_autoprovisioning", [location, cluster]) => {
-                json!({"location": location, "cluster": cluster})
-            }
-            _ => {
-                return ImportResourceResponse {
-                    state: None,
-                    diagnostics: vec![Diagnostic::error(
-                        "Invalid import ID",
-                        format!(
-                            "\"{}\" is not LOCATION/CLUSTER/POOL (node pools) or LOCATION/CLUSTER (auto-provisioning).",
-                            request.id
-                        ),
-                    )],
-                };
-            }
+    async fn import(&self, id: &str) -> Result<Value, Vec<Diagnostic>> {
+        let Some((location, cluster)) = id.split_once('/').filter(|(_, c)| !c.contains('/')) else {
+            return Err(vec![Diagnostic::error(
+                "Invalid import ID",
+                format!("\"{id}\" is not LOCATION/CLUSTER."),
+            )]);
         };
-        let state = Value::from_json(&state);
-        let found = if request.type_name == "gke_nodepool" {
-            self.read_pool(&state).await
-        } else {
-            self.get_autoprovisioning(&state).await
-        };
-        match found {
-            Ok(Some(state)) => ImportResourceResponse {
-                state: Some(state),
-                diagnostics: vec![],
-            },
-            Ok(None) => ImportResourceResponse {
-                state: None,
-                diagnostics: vec![Diagnostic::error(
-                    "Not found",
-                    format!("GKE has nothing at {}.", request.id),
-                )],
-            },
-            Err(d) => ImportResourceResponse {
-                state: None,
-                diagnostics: vec![d],
-            },
+        let state = Value::from_json(&json!({"location": location, "cluster": cluster}));
+        match self.0.get_autoprovisioning(&state).await {
+            Ok(Some(state)) => Ok(state),
+            Ok(None) => Err(vec![Diagnostic::error(
+                "Not found",
+                format!("GKE has no cluster {cluster} in {location}."),
+            )]),
+            Err(d) => Err(vec![d]),
         }
     }
 }

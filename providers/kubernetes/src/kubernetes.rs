@@ -2,14 +2,14 @@ use crate::cluster::{Cluster, Kind, api_error};
 use crate::wait::Wait;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting,
-    ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, ImportResourceRequest,
-    ImportResourceResponse, PlanResourceChangeRequest, PlanResourceChangeResponse, Provider,
-    ProviderFactory, ProviderSchema, ReadDataSourceRequest, ReadDataSourceResponse,
-    ReadResourcesRequest, ReadResourcesResponse, Schema, Type, ValidateResourceConfigRequest,
-    ValidateResourceConfigResponse, Value,
+    ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, ImportResourceResponse,
+    PlanResourceChangeRequest, PlanResourceChangeResponse, Provider, ProviderFactory,
+    ProviderSchema, ReadDataSourceResponse, ReadResourcesRequest, ReadResourcesResponse, Schema,
+    Type, ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value,
 };
 use gpustack_provider_sdk::check::{Checker, attribute, provider_config, set, text};
 use gpustack_provider_sdk::objects::{project, strip_nulls};
+use gpustack_provider_sdk::resource::{DataSource, Resource, Resources};
 use indexmap::IndexMap;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
 use serde_json::Value as Json;
@@ -131,8 +131,8 @@ impl ProviderFactory for Kubernetes {
 
     /// A manifest's object; labels and patches own no object of their own.
     fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
-        (type_name == "kubernetes_manifest")
-            .then(|| ObjectId::of(type_name, state))
+        (ObjectType::of(type_name) == Some(ObjectType::Manifest))
+            .then(|| ObjectId::of(ObjectType::Manifest, state))
             .flatten()
             .map(|id| id.identity())
     }
@@ -142,7 +142,7 @@ impl ProviderFactory for Kubernetes {
         request: ValidateResourceConfigRequest,
     ) -> ValidateResourceConfigResponse {
         let mut check = Checker::new(&request.config);
-        if request.type_name == "kubernetes_manifest" {
+        if ObjectType::of(&request.type_name) == Some(ObjectType::Manifest) {
             for field in ["apiVersion", "kind", "metadata.name"] {
                 if check.get("manifest").is_some()
                     && check.get(&format!("manifest.{field}")).is_none()
@@ -172,9 +172,23 @@ impl ProviderFactory for Kubernetes {
         let cluster = Cluster::connect(&request.config)
             .await
             .map_err(|d| vec![d])?;
-        Ok(Arc::new(Connected {
+        let connected = Arc::new(Connected {
             cluster: Arc::new(cluster),
-        }))
+        });
+        let resources = ObjectType::ALL
+            .into_iter()
+            .fold(Resources::new(), |resources, ty| {
+                resources.resource(
+                    ty.type_name(),
+                    Objects {
+                        connected: connected.clone(),
+                        ty,
+                    },
+                )
+            });
+        Ok(Arc::new(
+            resources.data_source("kubernetes_nodes", Nodes(connected)),
+        ))
     }
 }
 
@@ -194,6 +208,31 @@ fn is_unknown_below(config: &gpustack_protocol::Value, root: &str, path: &str) -
         }
     }
     current.is_unknown()
+}
+
+/// The provider's three resource types: a whole object, labels on an object someone else
+/// owns, a patch of such an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ObjectType {
+    Manifest,
+    Labels,
+    Patch,
+}
+
+impl ObjectType {
+    pub(crate) const ALL: [Self; 3] = [Self::Manifest, Self::Labels, Self::Patch];
+
+    fn of(type_name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.type_name() == type_name)
+    }
+
+    pub(crate) fn type_name(self) -> &'static str {
+        match self {
+            Self::Manifest => "kubernetes_manifest",
+            Self::Labels => "kubernetes_labels",
+            Self::Patch => "kubernetes_patch",
+        }
+    }
 }
 
 /// The provider configured for one cluster.
@@ -218,8 +257,8 @@ struct ObjectId {
 }
 
 impl ObjectId {
-    fn of(type_name: &str, state: &Value) -> Option<Self> {
-        if type_name == "kubernetes_manifest" {
+    fn of(ty: ObjectType, state: &Value) -> Option<Self> {
+        if ty == ObjectType::Manifest {
             let manifest = attribute(state, "manifest")?;
             let get = |path: &[&str]| {
                 path.iter()
@@ -318,15 +357,14 @@ fn merge(base: &mut Json, patch: &Json) {
 /// What a resource type sends with server-side apply, and which part of the live object it
 /// compares with (its `object` or `live` attribute).
 /// `None` while the configured fields are not all known yet.
-fn desired(type_name: &str, state: &Value) -> Option<Json> {
-    let (name, wrap): (&str, fn(Json) -> Json) = match type_name {
-        "kubernetes_manifest" => ("manifest", |m| m),
-        "kubernetes_labels" => (
+fn desired(ty: ObjectType, state: &Value) -> Option<Json> {
+    let (name, wrap): (&str, fn(Json) -> Json) = match ty {
+        ObjectType::Manifest => ("manifest", |m| m),
+        ObjectType::Labels => (
             "labels",
             |l| serde_json::json!({ "metadata": { "labels": l } }),
         ),
-        "kubernetes_patch" => ("patch", |p| p),
-        _ => return None,
+        ObjectType::Patch => ("patch", |p| p),
     };
     attribute(state, name)
         .filter(|v| v.is_wholly_known())
@@ -336,8 +374,8 @@ fn desired(type_name: &str, state: &Value) -> Option<Json> {
 /// A Secret's `data` and `stringData` are marked sensitive wherever they appear (the manifest
 /// and the live view), whatever the configuration marked: the engine then shows and stores
 /// them only as digests.
-fn conceal_secret(type_name: &str, state: &mut Value) {
-    if type_name != "kubernetes_manifest" {
+fn conceal_secret(ty: ObjectType, state: &mut Value) {
+    if ty != ObjectType::Manifest {
         return;
     }
     let is_secret = attribute(state, "manifest")
@@ -367,8 +405,8 @@ fn conceal_secret(type_name: &str, state: &mut Value) {
 }
 
 /// The attribute that records what the cluster holds of the managed fields.
-fn live_attribute(type_name: &str) -> &'static str {
-    if type_name == "kubernetes_manifest" {
+fn live_attribute(ty: ObjectType) -> &'static str {
+    if ty == ObjectType::Manifest {
         "object"
     } else {
         "live"
@@ -376,9 +414,9 @@ fn live_attribute(type_name: &str) -> &'static str {
 }
 
 /// The managed part of a live object, as the `object`/`live` attribute holds it.
-fn live_view(type_name: &str, desired: &Json, object: &Json) -> Value {
+fn live_view(ty: ObjectType, desired: &Json, object: &Json) -> Value {
     let projected = project(desired, object);
-    if type_name == "kubernetes_labels" {
+    if ty == ObjectType::Labels {
         Value::from_json(
             projected
                 .pointer("/metadata/labels")
@@ -391,13 +429,13 @@ fn live_view(type_name: &str, desired: &Json, object: &Json) -> Value {
 
 /// The configured field manager; by default one per resource type, so that labels and a
 /// patch on the same object never remove each other's fields.
-fn field_manager(type_name: &str, state: &Value) -> String {
+fn field_manager(ty: ObjectType, state: &Value) -> String {
     text(state, "field_manager")
         .map(str::to_owned)
-        .unwrap_or_else(|| match type_name {
-            "kubernetes_labels" => format!("{DEFAULT_FIELD_MANAGER}-labels"),
-            "kubernetes_patch" => format!("{DEFAULT_FIELD_MANAGER}-patch"),
-            _ => DEFAULT_FIELD_MANAGER.to_owned(),
+        .unwrap_or_else(|| match ty {
+            ObjectType::Labels => format!("{DEFAULT_FIELD_MANAGER}-labels"),
+            ObjectType::Patch => format!("{DEFAULT_FIELD_MANAGER}-patch"),
+            ObjectType::Manifest => DEFAULT_FIELD_MANAGER.to_owned(),
         })
 }
 
@@ -456,21 +494,24 @@ impl Connected {
         }
     }
 
-    async fn plan(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse {
-        let type_name = request.type_name.as_str();
+    async fn plan(
+        &self,
+        ty: ObjectType,
+        request: PlanResourceChangeRequest,
+    ) -> PlanResourceChangeResponse {
         let config = &request.config;
         let prior = request.prior_state.as_ref();
         let mut planned = config.clone();
         set(
             &mut planned,
             "field_manager",
-            Value::string(field_manager(type_name, config)),
+            Value::string(field_manager(ty, config)),
         );
-        let live_name = live_attribute(type_name);
+        let live_name = live_attribute(ty);
         let mut diagnostics = Vec::new();
         let mut requires_replace = Vec::new();
-        let id = ObjectId::of(type_name, config);
-        let before = prior.and_then(|p| ObjectId::of(type_name, p));
+        let id = ObjectId::of(ty, config);
+        let before = prior.and_then(|p| ObjectId::of(ty, p));
         // An identity that is not known yet (a name from another resource) may change.
         let moved = match (&before, &id) {
             (Some(before), Some(id)) => !before.same_object(id),
@@ -478,13 +519,13 @@ impl Connected {
             _ => false,
         };
         if moved {
-            requires_replace.push(if type_name == "kubernetes_manifest" {
+            requires_replace.push(if ty == ObjectType::Manifest {
                 "manifest (apiVersion, kind, metadata.name or metadata.namespace)".to_owned()
             } else {
                 "api_version, kind, name or namespace".to_owned()
             });
         }
-        if type_name == "kubernetes_manifest" {
+        if ty == ObjectType::Manifest {
             set(
                 &mut planned,
                 "manifest",
@@ -502,10 +543,10 @@ impl Connected {
             };
             set(&mut planned, "uid", uid);
         }
-        let desired = desired(type_name, &planned);
+        let desired = desired(ty, &planned);
         let live = match (&desired, &id) {
             (Some(desired), Some(id)) => {
-                let expected = live_view(type_name, desired, desired);
+                let expected = live_view(ty, desired, desired);
                 let prior_live = prior
                     .filter(|_| requires_replace.is_empty())
                     .and_then(|p| attribute(p, live_name));
@@ -514,10 +555,10 @@ impl Connected {
                 } else if request.for_apply {
                     // Apply reports the real object; a preview now would be one more request.
                     Value::Unknown
-                } else if type_name == "kubernetes_manifest" {
-                    let manager = field_manager(type_name, &planned);
+                } else if ty == ObjectType::Manifest {
+                    let manager = field_manager(ty, &planned);
                     match self.dry_run(id, desired, &manager, force(config)).await {
-                        Ok(Some(object)) => live_view(type_name, desired, &object),
+                        Ok(Some(object)) => live_view(ty, desired, &object),
                         Ok(None) => Value::Unknown,
                         Err(diags) => {
                             let failed = diags.iter().any(Diagnostic::is_error);
@@ -564,9 +605,9 @@ impl Connected {
             _ => Vec::new(),
         };
         set(&mut planned, live_name, live);
-        conceal_secret(type_name, &mut planned);
+        conceal_secret(ty, &mut planned);
         let existing = match (&id, prior) {
-            (Some(id), None) if type_name == "kubernetes_manifest" && !request.for_apply => {
+            (Some(id), None) if ty == ObjectType::Manifest && !request.for_apply => {
                 match self.existing(id, &request.owner).await {
                     Ok(existing) => existing,
                     Err(diags) => {
@@ -617,12 +658,11 @@ impl Connected {
     }
 
     /// One LIST per (kind, namespace); every state of that group is answered from it.
-    async fn read(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
-        let type_name = request.type_name.as_str();
+    async fn read(&self, ty: ObjectType, request: ReadResourcesRequest) -> ReadResourcesResponse {
         let mut groups: IndexMap<(String, String, Option<String>), Vec<usize>> = IndexMap::new();
         let mut ids = Vec::with_capacity(request.states.len());
         for (i, state) in request.states.iter().enumerate() {
-            let id = ObjectId::of(type_name, state);
+            let id = ObjectId::of(ty, state);
             if let Some(id) = &id {
                 groups
                     .entry((
@@ -684,20 +724,20 @@ impl Connected {
                         let state = &request.states[i];
                         states[i] = objects.get(&id.name).map(|object| {
                             let mut state = state.clone();
-                            if let Some(desired) = desired(type_name, &state) {
+                            if let Some(desired) = desired(ty, &state) {
                                 set(
                                     &mut state,
-                                    live_attribute(type_name),
-                                    live_view(type_name, &desired, object),
+                                    live_attribute(ty),
+                                    live_view(ty, &desired, object),
                                 );
                             }
-                            if type_name == "kubernetes_manifest"
+                            if ty == ObjectType::Manifest
                                 && let Some(uid) =
                                     object.pointer("/metadata/uid").and_then(Json::as_str)
                             {
                                 set(&mut state, "uid", Value::string(uid));
                             }
-                            conceal_secret(type_name, &mut state);
+                            conceal_secret(ty, &mut state);
                             state
                         });
                     }
@@ -712,17 +752,17 @@ impl Connected {
 
     async fn apply(
         &self,
+        ty: ObjectType,
         request: ApplyResourceChangeRequest,
     ) -> Result<Option<Value>, Vec<Diagnostic>> {
-        let type_name = request.type_name.as_str();
         let Some(planned) = request.planned_state else {
             let Some(prior) = request.prior_state else {
                 return Ok(None);
             };
-            self.delete(type_name, &prior).await?;
+            self.delete(ty, &prior).await?;
             return Ok(None);
         };
-        let id = ObjectId::of(type_name, &planned).ok_or_else(|| {
+        let id = ObjectId::of(ty, &planned).ok_or_else(|| {
             error(
                 "Incomplete object",
                 "The object has no apiVersion, kind or name.",
@@ -731,7 +771,7 @@ impl Connected {
         if let Some(before) = request
             .prior_state
             .as_ref()
-            .and_then(|p| ObjectId::of(type_name, p))
+            .and_then(|p| ObjectId::of(ty, p))
             && !before.same_object(&id)
         {
             return Err(error(
@@ -756,9 +796,9 @@ impl Connected {
             })?;
         let namespace = id.namespace_for(&kind);
         let api = self.cluster.api(&kind, namespace.as_deref());
-        let desired = desired(type_name, &planned).unwrap_or(Json::Null);
+        let desired = desired(ty, &planned).unwrap_or(Json::Null);
         let mut body = id.skeleton(&kind);
-        if type_name == "kubernetes_manifest" {
+        if ty == ObjectType::Manifest {
             body = desired.clone();
             if let Some(ns) = &namespace {
                 body["metadata"]["namespace"] = ns.clone().into();
@@ -777,7 +817,8 @@ impl Connected {
                     return Err(error(
                         &format!("{} does not exist", id.describe()),
                         format!(
-                            "{type_name} manages fields of an object that someone else creates; create it first (or depend on what does)."
+                            "{} manages fields of an object that someone else creates; create it first (or depend on what does).",
+                            ty.type_name()
                         ),
                     ));
                 }
@@ -785,7 +826,7 @@ impl Connected {
             }
             merge(&mut body, &desired);
         }
-        let mut params = PatchParams::apply(&field_manager(type_name, &planned));
+        let mut params = PatchParams::apply(&field_manager(ty, &planned));
         params.force = force(&planned);
         let object = api
             .patch(&id.name, &params, &Patch::Apply(&body))
@@ -810,22 +851,22 @@ impl Connected {
         let mut state = planned.clone();
         set(
             &mut state,
-            live_attribute(type_name),
-            live_view(type_name, &desired, &object),
+            live_attribute(ty),
+            live_view(ty, &desired, &object),
         );
-        if type_name == "kubernetes_manifest"
+        if ty == ObjectType::Manifest
             && let Some(uid) = object.pointer("/metadata/uid").and_then(Json::as_str)
         {
             set(&mut state, "uid", Value::string(uid));
         }
-        conceal_secret(type_name, &mut state);
+        conceal_secret(ty, &mut state);
         Ok(Some(state))
     }
 
     /// Deletes a managed object (waiting until it is gone), or gives back the fields a
     /// partial resource managed: server-side apply of nothing under the same field manager.
-    async fn delete(&self, type_name: &str, prior: &Value) -> Result<(), Vec<Diagnostic>> {
-        let Some(id) = ObjectId::of(type_name, prior) else {
+    async fn delete(&self, ty: ObjectType, prior: &Value) -> Result<(), Vec<Diagnostic>> {
+        let Some(id) = ObjectId::of(ty, prior) else {
             return Ok(());
         };
         let Some(kind) = self.kind_of(&id).await? else {
@@ -833,12 +874,12 @@ impl Connected {
         };
         let namespace = id.namespace_for(&kind);
         let api = self.cluster.api(&kind, namespace.as_deref());
-        if type_name != "kubernetes_manifest" {
+        if ty != ObjectType::Manifest {
             let mut body = id.skeleton(&kind);
-            if type_name == "kubernetes_labels" {
+            if ty == ObjectType::Labels {
                 body["metadata"]["labels"] = serde_json::json!({});
             }
-            let mut params = PatchParams::apply(&field_manager(type_name, prior));
+            let mut params = PatchParams::apply(&field_manager(ty, prior));
             params.force = true;
             return match api.get_opt(&id.name).await {
                 Ok(None) => Ok(()),
@@ -958,50 +999,23 @@ impl Connected {
     }
 }
 
-#[async_trait::async_trait]
-impl Provider for Connected {
-    async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
-        self.read(request).await
-    }
-
-    async fn plan_resource_change(
-        &self,
-        request: PlanResourceChangeRequest,
-    ) -> PlanResourceChangeResponse {
-        self.plan(request).await
-    }
-
-    async fn apply_resource_change(
-        &self,
-        request: ApplyResourceChangeRequest,
-    ) -> ApplyResourceChangeResponse {
-        match self.apply(request).await {
-            Ok(new_state) => ApplyResourceChangeResponse {
-                new_state,
-                diagnostics: vec![],
-            },
-            Err(diagnostics) => ApplyResourceChangeResponse {
-                new_state: None,
-                diagnostics,
-            },
-        }
-    }
-
-    async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
+impl Connected {
+    /// Takes in a whole object by `apiVersion/Kind/[namespace/]name`.
+    async fn import(&self, ty: ObjectType, id: &str) -> ImportResourceResponse {
         // "apiVersion/Kind/namespace/name" or "apiVersion/Kind/name" (core kinds: "v1/ConfigMap/ns/name").
-        let parts: Vec<&str> = request.id.split('/').collect();
+        let parts: Vec<&str> = id.split('/').collect();
         let core_version = |v: &str| {
             v.strip_prefix('v')
                 .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()) && !r.contains('.'))
         };
-        if request.type_name != "kubernetes_manifest" {
+        if ty != ObjectType::Manifest {
             return ImportResourceResponse {
                 state: None,
                 diagnostics: error(
                     "Import not supported",
                     format!(
                         "{} manages fields of an object someone else owns; declare it and apply instead of importing.",
-                        request.type_name
+                        ty.type_name()
                     ),
                 ),
             };
@@ -1021,7 +1035,7 @@ impl Provider for Connected {
                         "Invalid import id",
                         format!(
                             "\"{}\" is not API_VERSION/KIND/[NAMESPACE/]NAME, e.g. v1/ConfigMap/gpu-operator/time-slicing-config.",
-                            request.id
+                            id
                         ),
                     ),
                 };
@@ -1098,13 +1112,13 @@ impl Provider for Connected {
                     ("delete_propagation".to_owned(), Value::Null),
                     (
                         "object".to_owned(),
-                        live_view("kubernetes_manifest", &object, &live),
+                        live_view(ObjectType::Manifest, &object, &live),
                     ),
                     ("uid".to_owned(), uid.map_or(Value::Null, Value::string)),
                     ("wait".to_owned(), Value::Null),
                 ]));
                 let mut state = state;
-                conceal_secret("kubernetes_manifest", &mut state);
+                conceal_secret(ObjectType::Manifest, &mut state);
                 ImportResourceResponse {
                     state: Some(state),
                     diagnostics: vec![],
@@ -1123,9 +1137,50 @@ impl Provider for Connected {
             },
         }
     }
+}
 
-    async fn read_data_source(&self, request: ReadDataSourceRequest) -> ReadDataSourceResponse {
-        match self.nodes(&request.config).await {
+/// One of the provider's resource types on a connected cluster.
+pub(crate) struct Objects {
+    pub(crate) connected: Arc<Connected>,
+    pub(crate) ty: ObjectType,
+}
+
+#[async_trait::async_trait]
+impl Resource for Objects {
+    async fn read(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        self.connected.read(self.ty, request).await
+    }
+
+    async fn plan(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse {
+        self.connected.plan(self.ty, request).await
+    }
+
+    async fn apply(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {
+        match self.connected.apply(self.ty, request).await {
+            Ok(new_state) => ApplyResourceChangeResponse {
+                new_state,
+                diagnostics: vec![],
+            },
+            Err(diagnostics) => ApplyResourceChangeResponse {
+                new_state: None,
+                diagnostics,
+            },
+        }
+    }
+
+    async fn import(&self, id: &str) -> Result<Value, Vec<Diagnostic>> {
+        let response = self.connected.import(self.ty, id).await;
+        response.state.ok_or(response.diagnostics)
+    }
+}
+
+/// `data "kubernetes_nodes"`.
+pub(crate) struct Nodes(pub(crate) Arc<Connected>);
+
+#[async_trait::async_trait]
+impl DataSource for Nodes {
+    async fn read(&self, config: Value) -> ReadDataSourceResponse {
+        match self.0.nodes(&config).await {
             Ok(state) => ReadDataSourceResponse {
                 state,
                 diagnostics: vec![],

@@ -8,6 +8,8 @@
 pub mod catalog;
 pub mod check;
 pub mod objects;
+pub mod pool;
+pub mod resource;
 
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Diagnostic, ObjectAttr, Type, Value,

@@ -1,0 +1,190 @@
+//! The flow every cloud's GPU node pool shares — AKS agent pools, EKS node groups, GKE node
+//! pools: refresh by key, a plan from the schema refined by the cloud's replace rules, the
+//! pool's GPU facts, the check that a planned create does not take over a pool someone else
+//! made (adopting one this stack marked), create/update/delete with the object kept on
+//! failure, and import by ID. A cloud supplies only its API calls and rules ([`CloudPool`]).
+
+use crate::resource::Resource;
+use gpustack_protocol::{
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Diagnostic, Existing, GpuFact,
+    PlanResourceChangeRequest, PlanResourceChangeResponse, PoolFact, PoolShape,
+    ReadResourcesRequest, ReadResourcesResponse, Schema, Value, plan_from_schema,
+};
+use std::collections::BTreeMap;
+
+/// A pool as the cloud holds it: its state in the resource's schema, and the stack mark it
+/// carries (the creation tag or label), if any.
+pub struct LivePool {
+    pub state: Value,
+    pub mark: Option<String>,
+}
+
+/// One cloud's node pool API and rules.
+#[async_trait::async_trait]
+pub trait CloudPool: Send + Sync {
+    /// What identifies a pool; its `Display` is the import ID.
+    type Key: std::fmt::Display + Send + Sync;
+    /// What users call one, for messages: `EKS node group`.
+    const KIND: &'static str;
+    /// The import ID's shape, for the error a malformed one gets: `CLUSTER/NODEGROUP`.
+    const ID_FORMAT: &'static str;
+
+    fn schema(&self) -> Schema;
+
+    /// The key of a configuration or state; `None` while a part of it is unknown.
+    fn key(state: &Value) -> Option<Self::Key>;
+
+    fn parse_id(id: &str) -> Option<Self::Key>;
+
+    /// The configuration as the cloud compares it (empty collections as unset, ...).
+    fn normalize(config: &Value) -> Value {
+        config.clone()
+    }
+
+    /// What the schema cannot say about a change to a live pool: further replace reasons (a
+    /// pool whose creation failed), values an update keeps or makes unknown.
+    fn refine(prior: &Value, config: &Value, response: &mut PlanResourceChangeResponse) {
+        let _ = (prior, config, response);
+    }
+
+    async fn get(&self, key: &Self::Key) -> Result<Option<LivePool>, Diagnostic>;
+
+    /// What the plan's capacity lines call a pool: `nodepool`, `nodegroup`.
+    const POOL_KIND: &'static str;
+    /// The label the cloud gives a pool's nodes, with the pool's name as its value.
+    const POOL_LABEL: &'static str;
+
+    /// The pool's name in a state.
+    fn name(state: &Value) -> Option<&str>;
+
+    /// The labels a state gives the pool's nodes (besides [`CloudPool::POOL_LABEL`]).
+    fn node_labels(state: &Value) -> BTreeMap<String, String>;
+
+    /// The machines and GPUs a state describes; `None` while unknown, or for a pool
+    /// without GPUs.
+    async fn shape(&self, state: &Value) -> Option<PoolShape>;
+
+    /// Creates the pool marked with `owner`; on failure, the pool as far as it was made.
+    async fn create(
+        &self,
+        planned: &Value,
+        owner: &str,
+    ) -> Result<Value, (Option<Value>, Diagnostic)>;
+
+    async fn update(&self, prior: &Value, planned: &Value) -> Result<Value, Diagnostic>;
+
+    async fn delete(&self, prior: &Value) -> Result<(), Diagnostic>;
+}
+
+/// A [`CloudPool`] as a [`Resource`].
+pub struct Pools<P>(pub std::sync::Arc<P>);
+
+impl<P: CloudPool> Pools<P> {
+    /// The pool's machines and node labels, for the plan's capacity lines. `new`: the change
+    /// makes a new pool (a create or a replacement).
+    async fn pool_fact(
+        &self,
+        prior: Option<&Value>,
+        planned: Option<&Value>,
+        new: bool,
+    ) -> Option<GpuFact> {
+        let before = match prior {
+            Some(p) => self.0.shape(p).await,
+            None => None,
+        };
+        let after = match planned {
+            Some(p) => self.0.shape(p).await,
+            None => None,
+        };
+        if before.is_none() && after.is_none() {
+            return None;
+        }
+        let labelled = planned.or(prior)?;
+        let name = P::name(labelled).unwrap_or_default().to_owned();
+        let mut node_labels = P::node_labels(labelled);
+        node_labels.insert(P::POOL_LABEL.to_owned(), name.clone());
+        Some(GpuFact::Pool(PoolFact {
+            kind: P::POOL_KIND.to_owned(),
+            name,
+            node_labels,
+            before,
+            after,
+            new,
+        }))
+    }
+}
+
+#[async_trait::async_trait]
+impl<P: CloudPool> Resource for Pools<P> {
+    async fn read(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        let reads = request.states.iter().map(|state| async move {
+            match P::key(state) {
+                Some(key) => self.0.get(&key).await.map(|live| live.map(|l| l.state)),
+                None => Ok(Some(state.clone())),
+            }
+        });
+        ReadResourcesResponse::collect(&request.states, futures::future::join_all(reads).await)
+    }
+
+    async fn plan(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse {
+        let config = P::normalize(&request.config);
+        let prior = request.prior_state.as_ref();
+        let mut response = plan_from_schema(&self.0.schema(), prior, &config);
+        if let Some(prior) = prior {
+            P::refine(prior, &config, &mut response);
+        }
+        let new = prior.is_none() || !response.requires_replace.is_empty();
+        // Values unknown until apply (a machine type from another resource) leave the
+        // capacity out rather than guess it.
+        let planned = (!response.planned_state.is_null()).then_some(&response.planned_state);
+        response.gpu_facts = self
+            .pool_fact(prior, planned, new)
+            .await
+            .into_iter()
+            .collect();
+        if prior.is_none()
+            && !request.for_apply
+            && let Some(key) = P::key(&config)
+        {
+            match self.0.get(&key).await {
+                Ok(Some(live)) => {
+                    response.existing = Some(Existing {
+                        import_id: key.to_string(),
+                        describe: format!("{} {key}", P::KIND),
+                        owned: !request.owner.is_empty()
+                            && live.mark.as_deref() == Some(request.owner.as_str()),
+                    });
+                }
+                Ok(None) => {}
+                Err(d) => response.diagnostics.push(d),
+            }
+        }
+        response
+    }
+
+    async fn apply(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {
+        crate::apply_change(
+            &request,
+            async |planned| self.0.create(planned, &request.owner).await,
+            async |prior, planned| self.0.update(prior, planned).await,
+            async |prior| self.0.delete(prior).await,
+        )
+        .await
+    }
+
+    async fn import(&self, id: &str) -> Result<Value, Vec<Diagnostic>> {
+        let key = P::parse_id(id).ok_or_else(|| {
+            vec![Diagnostic::error(
+                "Invalid import ID",
+                format!("\"{id}\" is not {}.", P::ID_FORMAT),
+            )]
+        })?;
+        match self.0.get(&key).await.map_err(|d| vec![d])? {
+            Some(live) => Ok(live.state),
+            None => Err(vec![Diagnostic::error(
+                format!("{} not found", P::KIND),
+                format!("There is no {} {key}.", P::KIND),
+            )]),
+        }
+    }
+}
