@@ -6,13 +6,13 @@ use aws_sdk_eks::types::{
     UpdateLabelsPayload, UpdateTaintsPayload,
 };
 use gpustack_protocol::{
-    Attribute, ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, GpuShape,
-    PlanResourceChangeResponse, PoolShape, Provider, ProviderFactory, ProviderSchema,
-    ReadDataSourceResponse, Schema, Type, ValidateResourceConfigRequest,
-    ValidateResourceConfigResponse, Value,
+    Attribute, Diagnostic, GpuShape, PlanResourceChangeResponse, PoolShape, Provider,
+    ProviderFactory, ProviderSchema, ReadDataSourceResponse, Schema, Type, Value,
 };
 use gpustack_provider_sdk::catalog::Gpus;
 use gpustack_provider_sdk::check::{Checker, attribute, provider_config, text};
+use gpustack_provider_sdk::family::{Factory, Family, resource_schema};
+use gpustack_provider_sdk::normalize::{sort_maps, split_id, unset_empty};
 use gpustack_provider_sdk::pool::{CloudPool, LivePool, Pools};
 use gpustack_provider_sdk::resource::{DataSource, Resources};
 use gpustack_provider_sdk::taint_type;
@@ -26,7 +26,7 @@ pub(crate) struct Aws;
 
 /// The provider, for a registry.
 pub fn provider() -> Arc<dyn ProviderFactory> {
-    Arc::new(Aws)
+    Arc::new(Factory(Aws))
 }
 
 /// The tag a node group is created with: the request's idempotency token.
@@ -36,7 +36,7 @@ const CREATION_TAG: &str = "gpustack.dev/creation-token";
 const WAIT: Duration = Duration::from_secs(40 * 60);
 
 #[async_trait::async_trait]
-impl ProviderFactory for Aws {
+impl Family for Aws {
     /// A node group is its name in its cluster.
     fn identity(&self, _: &str, state: &Value) -> Option<String> {
         Some(format!(
@@ -46,7 +46,7 @@ impl ProviderFactory for Aws {
         ))
     }
 
-    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+    fn schema(&self) -> ProviderSchema {
         let config = provider_config("AWS, with the standard credential chain.")
             .attr("region", Attribute::optional(Type::String))
             .attr("profile", Attribute::optional(Type::String))
@@ -106,23 +106,16 @@ impl ProviderFactory for Aws {
                     Attribute::required(Type::list(Type::String)),
                 )
                 .attr("gpus", Attribute::computed(Type::map(Type::Any)));
-        GetSchemaResponse {
-            schema: ProviderSchema {
-                name: "aws".into(),
-                config,
-                resources: [("eks_nodegroup".to_owned(), nodegroup)].into(),
-                data_sources: [("aws_instance_types".to_owned(), instance_types)].into(),
-            },
-            diagnostics: vec![],
+        ProviderSchema {
+            name: "aws".into(),
+            config,
+            resources: [("eks_nodegroup".to_owned(), nodegroup)].into(),
+            data_sources: [("aws_instance_types".to_owned(), instance_types)].into(),
         }
     }
 
-    fn validate_resource_config(
-        &self,
-        request: ValidateResourceConfigRequest,
-    ) -> ValidateResourceConfigResponse {
-        let mut check = Checker::new(&request.config);
-        if request.type_name == "eks_nodegroup" {
+    fn check(&self, type_name: &str, check: &mut Checker<'_>) {
+        if type_name == "eks_nodegroup" {
             check.one_of("capacity_type", &["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]);
             check.one_of(
                 "ami_type",
@@ -161,16 +154,9 @@ impl ProviderFactory for Aws {
             }
             check.cloud_taint_effects("taints", "EKS");
         }
-        ValidateResourceConfigResponse {
-            diagnostics: check.diagnostics,
-        }
     }
 
-    async fn configure(
-        &self,
-        request: ConfigureRequest,
-    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
-        let config = &request.config;
+    async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
         let settings = gpustack_connect::aws::Settings {
             region: text(config, "region").map(str::to_owned),
             profile: text(config, "profile").map(str::to_owned),
@@ -370,19 +356,8 @@ fn normalized(config: &Value) -> Value {
         if let Some(Value::List(subnets)) = map.get_mut("subnets") {
             subnets.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
         }
-        for key in ["labels", "taints"] {
-            let empty = match map.get(key) {
-                Some(Value::Object(m)) => m.is_empty(),
-                Some(Value::List(l)) => l.is_empty(),
-                _ => false,
-            };
-            if empty {
-                map.insert(key.to_owned(), Value::Null);
-            }
-        }
-        if let Some(Value::Object(labels)) = map.get_mut("labels") {
-            labels.sort_keys();
-        }
+        unset_empty(map, &["labels", "taints"]);
+        sort_maps(map, &["labels"]);
         // EKS keeps taints in its own order and has no empty values: compare them sorted,
         // with "" as absent.
         if let Some(Value::List(taints)) = map.get_mut("taints") {
@@ -694,11 +669,7 @@ impl CloudPool for Connected {
     }
 
     fn schema(&self) -> Schema {
-        Aws.get_schema(GetSchemaRequest::default())
-            .schema
-            .resources
-            .swap_remove("eks_nodegroup")
-            .unwrap_or_else(|| Schema::new(""))
+        resource_schema(&Aws, "eks_nodegroup")
     }
 
     fn key(state: &Value) -> Option<NodegroupKey> {
@@ -709,7 +680,7 @@ impl CloudPool for Connected {
     }
 
     fn parse_id(id: &str) -> Option<NodegroupKey> {
-        let (cluster, name) = id.split_once('/')?;
+        let [cluster, name] = split_id(id)?;
         Some(NodegroupKey {
             cluster: cluster.to_owned(),
             name: name.to_owned(),

@@ -5,11 +5,12 @@ mod model;
 
 use arm::{Arm, ArmError, PoolId, Settings};
 use gpustack_protocol::{
-    Attribute, ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, GpuShape,
-    PlanResourceChangeResponse, PoolShape, Provider, ProviderFactory, ProviderSchema, Schema, Type,
-    ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value,
+    Attribute, Diagnostic, GpuShape, PlanResourceChangeResponse, PoolShape, Provider,
+    ProviderFactory, ProviderSchema, Schema, Type, Value,
 };
 use gpustack_provider_sdk::check::{Checker, attribute, provider_config, text};
+use gpustack_provider_sdk::family::{Factory, Family, resource_schema};
+use gpustack_provider_sdk::normalize::{sort_maps, split_id, unset_empty, unset_false};
 use gpustack_provider_sdk::pool::{CloudPool, LivePool, Pools};
 use gpustack_provider_sdk::resource::Resources;
 use indexmap::IndexMap;
@@ -22,7 +23,7 @@ pub(crate) struct Azure;
 
 /// The provider, for a registry.
 pub fn provider() -> Arc<dyn ProviderFactory> {
-    Arc::new(Azure)
+    Arc::new(Factory(Azure))
 }
 
 /// The tag a pool is created with: tells a create whose answer was lost from someone
@@ -33,7 +34,7 @@ const CREATION_TAG: &str = "gpustack.dev/creation-token";
 const POOL_LABEL: &str = "kubernetes.azure.com/agentpool";
 
 #[async_trait::async_trait]
-impl ProviderFactory for Azure {
+impl Family for Azure {
     /// A pool is its name in its cluster and resource group.
     fn identity(&self, _: &str, state: &Value) -> Option<String> {
         ["resource_group", "cluster", "name"]
@@ -42,7 +43,7 @@ impl ProviderFactory for Azure {
             .then(|| format!("aks:{}", pool_id(state)))
     }
 
-    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+    fn schema(&self) -> ProviderSchema {
         let config = provider_config("Azure Resource Manager, with the standard credential chain.")
             .attr("subscription_id", Attribute::required(Type::String))
             .attr("tenant_id", Attribute::optional(Type::String))
@@ -102,22 +103,15 @@ impl ProviderFactory for Azure {
             .attr("id", Attribute::computed(Type::String))
             .attr("node_image_version", Attribute::computed(Type::String))
             .attr("provisioning_state", Attribute::computed(Type::String));
-        GetSchemaResponse {
-            schema: ProviderSchema {
-                name: "azure".into(),
-                config,
-                resources: [("aks_nodepool".to_owned(), pool)].into(),
-                data_sources: Default::default(),
-            },
-            diagnostics: vec![],
+        ProviderSchema {
+            name: "azure".into(),
+            config,
+            resources: [("aks_nodepool".to_owned(), pool)].into(),
+            data_sources: Default::default(),
         }
     }
 
-    fn validate_resource_config(
-        &self,
-        request: ValidateResourceConfigRequest,
-    ) -> ValidateResourceConfigResponse {
-        let mut check = Checker::new(&request.config);
+    fn check(&self, _: &str, check: &mut Checker<'_>) {
         if let Some(name) = check.str("name") {
             let mut chars = name.chars();
             let valid = name.len() <= 12
@@ -177,16 +171,9 @@ impl ProviderFactory for Azure {
                 }
             }
         }
-        ValidateResourceConfigResponse {
-            diagnostics: check.diagnostics,
-        }
     }
 
-    async fn configure(
-        &self,
-        request: ConfigureRequest,
-    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
-        let config = &request.config;
+    async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
         let settings = Settings {
             subscription_id: text(config, "subscription_id")
                 .unwrap_or_default()
@@ -350,27 +337,9 @@ fn state_of(id: &PoolId, pool: &AgentPool) -> Value {
 fn normalized(config: &Value) -> Value {
     let mut config = config.clone();
     if let Value::Object(map) = &mut config {
-        for key in ["auto_scaling", "spot"] {
-            if map.get(key).and_then(Value::as_bool) == Some(false) {
-                map.insert(key.to_owned(), Value::Null);
-            }
-        }
-        for key in ["node_labels", "node_taints", "zones", "tags"] {
-            let empty = match map.get(key) {
-                Some(Value::Object(m)) => m.is_empty(),
-                Some(Value::List(l)) => l.is_empty(),
-                _ => false,
-            };
-            if empty {
-                map.insert(key.to_owned(), Value::Null);
-            }
-        }
-        if let Some(Value::Object(labels)) = map.get_mut("node_labels") {
-            labels.sort_keys();
-        }
-        if let Some(Value::Object(tags)) = map.get_mut("tags") {
-            tags.sort_keys();
-        }
+        unset_false(map, &["auto_scaling", "spot"]);
+        unset_empty(map, &["node_labels", "node_taints", "zones", "tags"]);
+        sort_maps(map, &["node_labels", "tags"]);
         // Without spot the eviction policy means nothing, and ARM does not report it.
         if map.get("spot").is_none_or(Value::is_null) {
             map.insert("spot_eviction_policy".to_owned(), Value::Null);
@@ -480,12 +449,7 @@ impl CloudPool for Connected {
     }
 
     fn schema(&self) -> Schema {
-        Azure
-            .get_schema(GetSchemaRequest::default())
-            .schema
-            .resources
-            .swap_remove("aks_nodepool")
-            .unwrap_or_else(|| Schema::new(""))
+        resource_schema(&Azure, "aks_nodepool")
     }
 
     fn key(state: &Value) -> Option<PoolId> {
@@ -497,14 +461,11 @@ impl CloudPool for Connected {
     }
 
     fn parse_id(id: &str) -> Option<PoolId> {
-        let parts: Vec<&str> = id.split('/').collect();
-        let [resource_group, cluster, name] = parts.as_slice() else {
-            return None;
-        };
+        let [resource_group, cluster, name] = split_id(id)?;
         Some(PoolId {
-            resource_group: (*resource_group).to_owned(),
-            cluster: (*cluster).to_owned(),
-            name: (*name).to_owned(),
+            resource_group: resource_group.to_owned(),
+            cluster: cluster.to_owned(),
+            name: name.to_owned(),
         })
     }
 

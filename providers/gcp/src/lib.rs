@@ -6,13 +6,14 @@ use google_cloud_container_v1::model::{
     ClusterUpdate, NodeLabels, NodePool, NodePoolAutoscaling, NodeTaints, Operation,
 };
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting,
-    ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, GpuShape, ObjectAttr,
-    PlanResourceChangeRequest, PlanResourceChangeResponse, PoolShape, Provider, ProviderFactory,
-    ProviderSchema, ReadResourcesRequest, ReadResourcesResponse, Schema, SharingKey, Type,
-    ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value, plan_from_schema,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, Diagnostic,
+    GpuShape, ObjectAttr, PlanResourceChangeRequest, PlanResourceChangeResponse, PoolShape,
+    Provider, ProviderFactory, ProviderSchema, ReadResourcesRequest, ReadResourcesResponse, Schema,
+    SharingKey, Type, Value, plan_from_schema,
 };
 use gpustack_provider_sdk::check::{Checker, attribute, provider_config, text};
+use gpustack_provider_sdk::family::{Factory, Family, resource_schema};
+use gpustack_provider_sdk::normalize::{sort_maps, split_id, unset_empty, unset_false};
 use gpustack_provider_sdk::pool::{CloudPool, LivePool, Pools};
 use gpustack_provider_sdk::resource::{Resource, Resources};
 use gpustack_provider_sdk::taint_type;
@@ -27,7 +28,7 @@ pub(crate) struct Gcp;
 
 /// The provider, for a registry.
 pub fn provider() -> Arc<dyn ProviderFactory> {
-    Arc::new(Gcp)
+    Arc::new(Factory(Gcp))
 }
 
 /// The resource label a pool is created with: tells a create whose answer was lost from
@@ -38,7 +39,7 @@ const CREATION_LABEL: &str = "gpustack-creation-token";
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 
 #[async_trait::async_trait]
-impl ProviderFactory for Gcp {
+impl Family for Gcp {
     /// A pool is its name in its cluster and location; auto-provisioning is the cluster's.
     fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
         let location = text(state, "location")?;
@@ -49,7 +50,7 @@ impl ProviderFactory for Gcp {
         }
     }
 
-    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+    fn schema(&self) -> ProviderSchema {
         let config = provider_config("Google Cloud, with Application Default Credentials.")
             .attr("project", Attribute::required(Type::String))
             .attr(
@@ -104,27 +105,20 @@ impl ProviderFactory for Gcp {
             .attr("enabled", Attribute::optional_computed(Type::Bool))
             .attr("resource_limits", Attribute::required(Type::list(limit)))
             .attr("locations", Attribute::optional(Type::list(Type::String)));
-        GetSchemaResponse {
-            schema: ProviderSchema {
-                name: "gcp".into(),
-                config,
-                resources: [
-                    ("gke_nodepool".to_owned(), pool),
-                    ("gke_node_autoprovisioning".to_owned(), nap),
-                ]
-                .into(),
-                data_sources: Default::default(),
-            },
-            diagnostics: vec![],
+        ProviderSchema {
+            name: "gcp".into(),
+            config,
+            resources: [
+                ("gke_nodepool".to_owned(), pool),
+                ("gke_node_autoprovisioning".to_owned(), nap),
+            ]
+            .into(),
+            data_sources: Default::default(),
         }
     }
 
-    fn validate_resource_config(
-        &self,
-        request: ValidateResourceConfigRequest,
-    ) -> ValidateResourceConfigResponse {
-        let mut check = Checker::new(&request.config);
-        if request.type_name == "gke_nodepool" {
+    fn check(&self, type_name: &str, check: &mut Checker<'_>) {
+        if type_name == "gke_nodepool" {
             check.one_of("accelerator.sharing_strategy", &["TIME_SHARING", "MPS"]);
             check.range("accelerator.max_shared_clients_per_gpu", 2.0, 48.0);
             check.one_of(
@@ -185,24 +179,16 @@ impl ProviderFactory for Gcp {
                 );
             }
         }
-        ValidateResourceConfigResponse {
-            diagnostics: check.diagnostics,
-        }
     }
 
-    async fn configure(
-        &self,
-        request: ConfigureRequest,
-    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+    async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
         // One TLS implementation in the binary: ring, as for AWS, Azure and kube.
         gpustack_connect::install_ring();
-        let project = text(&request.config, "project")
-            .unwrap_or_default()
-            .to_owned();
+        let project = text(config, "project").unwrap_or_default().to_owned();
         let mut builder = ClusterManager::builder().with_retry_policy(
             google_cloud_gax::retry_policy::RetryPolicyExt::with_attempt_limit(Transient, 6),
         );
-        if let Some(endpoint) = text(&request.config, "endpoint") {
+        if let Some(endpoint) = text(config, "endpoint") {
             builder = builder.with_endpoint(endpoint);
         }
         let client = builder.build().await.map_err(|e| {
@@ -232,7 +218,7 @@ impl ProviderFactory for Gcp {
         let compute = Compute {
             http,
             credentials,
-            endpoint: text(&request.config, "endpoint")
+            endpoint: text(config, "endpoint")
                 .unwrap_or("https://compute.googleapis.com")
                 .trim_end_matches('/')
                 .to_owned(),
@@ -869,32 +855,11 @@ impl Connected {
 fn normalized(config: &Value) -> Value {
     let mut config = config.clone();
     if let Value::Object(map) = &mut config {
-        for key in ["labels", "taints", "locations"] {
-            let empty = match map.get(key) {
-                Some(Value::Object(m)) => m.is_empty(),
-                Some(Value::List(l)) => l.is_empty(),
-                _ => false,
-            };
-            if empty {
-                map.insert(key.to_owned(), Value::Null);
-            }
-        }
-        if map.get("spot").and_then(Value::as_bool) == Some(false) {
-            map.insert("spot".to_owned(), Value::Null);
-        }
-        if let Some(Value::Object(labels)) = map.get_mut("labels") {
-            labels.sort_keys();
-        }
+        unset_empty(map, &["labels", "taints", "locations"]);
+        unset_false(map, &["spot"]);
+        sort_maps(map, &["labels"]);
     }
     config
-}
-
-fn resource_schema(type_name: &str) -> Schema {
-    Gcp.get_schema(GetSchemaRequest::default())
-        .schema
-        .resources
-        .swap_remove(type_name)
-        .unwrap_or_else(|| Schema::new(""))
 }
 
 /// A node pool's key: its location, cluster and name.
@@ -979,7 +944,7 @@ impl CloudPool for Connected {
     }
 
     fn schema(&self) -> Schema {
-        resource_schema("gke_nodepool")
+        resource_schema(&Gcp, "gke_nodepool")
     }
 
     fn key(state: &Value) -> Option<PoolKey> {
@@ -991,14 +956,11 @@ impl CloudPool for Connected {
     }
 
     fn parse_id(id: &str) -> Option<PoolKey> {
-        let parts: Vec<&str> = id.split('/').collect();
-        let [location, cluster, name] = parts.as_slice() else {
-            return None;
-        };
+        let [location, cluster, name] = split_id(id)?;
         Some(PoolKey {
-            location: (*location).to_owned(),
-            cluster: (*cluster).to_owned(),
-            name: (*name).to_owned(),
+            location: location.to_owned(),
+            cluster: cluster.to_owned(),
+            name: name.to_owned(),
         })
     }
 
@@ -1197,7 +1159,7 @@ impl Resource for Autoprovisioning {
 
     async fn plan(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse {
         plan_from_schema(
-            &resource_schema("gke_node_autoprovisioning"),
+            &resource_schema(&Gcp, "gke_node_autoprovisioning"),
             request.prior_state.as_ref(),
             &normalized(&request.config),
         )

@@ -2,13 +2,12 @@
 //! stack's owner label.
 
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest,
-    Diagnostic, GetSchemaRequest, GetSchemaResponse, PlanResourceChangeRequest,
-    PlanResourceChangeResponse, Provider, ProviderFactory, ProviderSchema, ReadResourcesRequest,
-    ReadResourcesResponse, Schema, Type, ValidateResourceConfigRequest,
-    ValidateResourceConfigResponse, Value,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic,
+    PlanResourceChangeRequest, PlanResourceChangeResponse, Provider, ProviderFactory,
+    ProviderSchema, ReadResourcesRequest, ReadResourcesResponse, Schema, Type, Value,
 };
 use gpustack_provider_sdk::check::{Checker, attribute, provider_config, set, text};
+use gpustack_provider_sdk::family::{Factory, Family};
 use gpustack_provider_sdk::objects::strip_nulls;
 use serde_json::Value as Json;
 use std::path::PathBuf;
@@ -19,12 +18,12 @@ pub(crate) struct Helm;
 
 /// The provider, for a registry.
 pub fn provider() -> Arc<dyn ProviderFactory> {
-    Arc::new(Helm)
+    Arc::new(Factory(Helm))
 }
 
 #[async_trait::async_trait]
-impl ProviderFactory for Helm {
-    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+impl Family for Helm {
+    fn schema(&self) -> ProviderSchema {
         let config = provider_config("Helm releases through the helm CLI (3.x or 4.x).")
             .attr(
                 "helm_binary",
@@ -57,22 +56,15 @@ impl ProviderFactory for Helm {
             .attr("revision", Attribute::computed(Type::Number))
             .attr("status", Attribute::computed(Type::String))
             .attr("app_version", Attribute::computed(Type::String));
-        GetSchemaResponse {
-            schema: ProviderSchema {
-                name: "helm".into(),
-                config,
-                resources: [("helm_release".to_owned(), release)].into(),
-                data_sources: Default::default(),
-            },
-            diagnostics: vec![],
+        ProviderSchema {
+            name: "helm".into(),
+            config,
+            resources: [("helm_release".to_owned(), release)].into(),
+            data_sources: Default::default(),
         }
     }
 
-    fn validate_resource_config(
-        &self,
-        request: ValidateResourceConfigRequest,
-    ) -> ValidateResourceConfigResponse {
-        let mut check = Checker::new(&request.config);
+    fn check(&self, _: &str, check: &mut Checker<'_>) {
         if let Some(name) = check.str("name")
             && (name.is_empty()
                 || name.len() > 53
@@ -83,9 +75,6 @@ impl ProviderFactory for Helm {
                 "Invalid release name",
                 format!("\"{name}\" must be a DNS label of at most 53 characters."),
             );
-        }
-        ValidateResourceConfigResponse {
-            diagnostics: check.diagnostics,
         }
     }
 
@@ -98,11 +87,8 @@ impl ProviderFactory for Helm {
         ))
     }
 
-    async fn configure(
-        &self,
-        request: ConfigureRequest,
-    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
-        HelmCli::find(&request.config)
+    async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        HelmCli::find(config)
             .await
             .map(|cli| Arc::new(cli) as Arc<dyn Provider>)
             .map_err(|d| vec![d])
@@ -244,24 +230,12 @@ impl HelmCli {
         let (namespace, name) = id
             .split_once('/')
             .ok_or_else(|| format!("\"{id}\" is not NAMESPACE/RELEASE"))?;
-        let metadata = match self
-            .run(&[
-                "get".into(),
-                "metadata".into(),
-                name.into(),
-                "-n".into(),
-                namespace.into(),
-                "-o".into(),
-                "json".into(),
-            ])
-            .await
-        {
-            Ok(out) => out,
-            Err(e) if e.contains("not found") => return Ok(None),
-            Err(e) => return Err(e),
+        let Some(metadata) = self
+            .json_of(&["get", "metadata", name, "-n", namespace])
+            .await?
+        else {
+            return Ok(None);
         };
-        let metadata: Json =
-            serde_json::from_str(metadata.trim()).map_err(|e| format!("helm get metadata: {e}"))?;
         let field = |k: &str| {
             metadata
                 .get(k)
@@ -287,27 +261,27 @@ impl HelmCli {
         self.live(&skeleton).await
     }
 
-    /// The live release as state: `None` when it is not installed.
-    async fn live(&self, prior: &Value) -> Result<Option<Value>, String> {
-        let name = text(prior, "name").unwrap_or_default().to_owned();
-        let namespace = namespace_of(prior);
-        let status = match self
-            .run(&[
-                "status".into(),
-                name.clone(),
-                "-n".into(),
-                namespace.clone(),
-                "-o".into(),
-                "json".into(),
-            ])
-            .await
-        {
+    /// What `helm ARGS -o json` says; `None` when the release is not installed.
+    async fn json_of(&self, args: &[&str]) -> Result<Option<Json>, String> {
+        let mut command: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        command.extend(["-o".to_owned(), "json".to_owned()]);
+        let out = match self.run(&command).await {
             Ok(out) => out,
             Err(e) if e.contains("not found") => return Ok(None),
             Err(e) => return Err(e),
         };
-        let status: Json =
-            serde_json::from_str(&status).map_err(|e| format!("helm status: {e}"))?;
+        serde_json::from_str(out.trim())
+            .map(Some)
+            .map_err(|e| format!("helm {}: {e}", args[..2.min(args.len())].join(" ")))
+    }
+
+    /// The live release as state: `None` when it is not installed.
+    async fn live(&self, prior: &Value) -> Result<Option<Value>, String> {
+        let name = text(prior, "name").unwrap_or_default().to_owned();
+        let namespace = namespace_of(prior);
+        let Some(status) = self.json_of(&["status", &name, "-n", &namespace]).await? else {
+            return Ok(None);
+        };
         let values = self
             .run(&[
                 "get".into(),

@@ -1,13 +1,12 @@
 use crate::cluster::{Cluster, api_error, duration};
 use gpustack_protocol::nvidia::GPU_RESOURCE;
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest,
-    Diagnostic, GetSchemaRequest, GetSchemaResponse, ObjectAttr, PlanResourceChangeRequest,
-    PlanResourceChangeResponse, Provider, ProviderFactory, ProviderSchema, ReadResourcesRequest,
-    ReadResourcesResponse, Schema, Type, ValidateResourceConfigRequest,
-    ValidateResourceConfigResponse, Value,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic, ObjectAttr,
+    PlanResourceChangeRequest, PlanResourceChangeResponse, Provider, ProviderSchema,
+    ReadResourcesRequest, ReadResourcesResponse, Schema, Type, Value,
 };
 use gpustack_provider_sdk::check::{Checker, attribute, provider_config, set};
+use gpustack_provider_sdk::family::Family;
 use indexmap::IndexMap;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -29,8 +28,8 @@ fn toleration_type() -> Type {
 }
 
 #[async_trait::async_trait]
-impl ProviderFactory for Gpu {
-    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+impl Family for Gpu {
+    fn schema(&self) -> ProviderSchema {
         let config = provider_config("GPU validation on a Kubernetes cluster.")
             .attr("config_path", Attribute::optional(Type::String))
             .attr("context", Attribute::optional(Type::String));
@@ -69,22 +68,15 @@ impl ProviderFactory for Gpu {
         )
         .attr("passed", Attribute::computed(Type::Bool))
         .attr("result", Attribute::computed(Type::Any));
-        GetSchemaResponse {
-            schema: ProviderSchema {
-                name: "gpu".into(),
-                config,
-                resources: [("gpu_smoke_test".to_owned(), smoke)].into(),
-                data_sources: Default::default(),
-            },
-            diagnostics: vec![],
+        ProviderSchema {
+            name: "gpu".into(),
+            config,
+            resources: [("gpu_smoke_test".to_owned(), smoke)].into(),
+            data_sources: Default::default(),
         }
     }
 
-    fn validate_resource_config(
-        &self,
-        request: ValidateResourceConfigRequest,
-    ) -> ValidateResourceConfigResponse {
-        let mut check = Checker::new(&request.config);
+    fn check(&self, _: &str, check: &mut Checker<'_>) {
         check.range("pods", 1.0, 1000.0);
         check.range("gpus_per_pod", 1.0, 64.0);
         if let Some(tolerations) = check.get("tolerations").and_then(|t| t.as_list()) {
@@ -104,18 +96,10 @@ impl ProviderFactory for Gpu {
                 }
             }
         }
-        ValidateResourceConfigResponse {
-            diagnostics: check.diagnostics,
-        }
     }
 
-    async fn configure(
-        &self,
-        request: ConfigureRequest,
-    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
-        let cluster = Cluster::connect(&request.config)
-            .await
-            .map_err(|d| vec![d])?;
+    async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        let cluster = Cluster::connect(config).await.map_err(|d| vec![d])?;
         Ok(Arc::new(SmokeTests { cluster }))
     }
 }

@@ -1,13 +1,13 @@
 use crate::cluster::{Cluster, Kind, api_error};
 use crate::wait::Wait;
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting,
-    ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, ImportResourceResponse,
-    PlanResourceChangeRequest, PlanResourceChangeResponse, Provider, ProviderFactory,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, Diagnostic,
+    ImportResourceResponse, PlanResourceChangeRequest, PlanResourceChangeResponse, Provider,
     ProviderSchema, ReadDataSourceResponse, ReadResourcesRequest, ReadResourcesResponse, Schema,
-    Type, ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value,
+    Type, Value,
 };
 use gpustack_provider_sdk::check::{Checker, attribute, provider_config, set, text};
+use gpustack_provider_sdk::family::Family;
 use gpustack_provider_sdk::objects::{project, strip_nulls};
 use gpustack_provider_sdk::resource::{DataSource, Resource, Resources};
 use indexmap::IndexMap;
@@ -60,8 +60,8 @@ fn wait_block() -> Schema {
 }
 
 #[async_trait::async_trait]
-impl ProviderFactory for Kubernetes {
-    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+impl Family for Kubernetes {
+    fn schema(&self) -> ProviderSchema {
         let config = provider_config(
             "A Kubernetes cluster: from a kubeconfig, in-cluster, or explicit credentials.",
         )
@@ -113,19 +113,16 @@ impl ProviderFactory for Kubernetes {
         let nodes = Schema::new("The nodes of the cluster, optionally by label selector.")
             .attr("label_selector", Attribute::optional(Type::String))
             .attr("nodes", Attribute::computed(Type::list(Type::Any)));
-        GetSchemaResponse {
-            schema: ProviderSchema {
-                name: "kubernetes".into(),
-                config,
-                resources: [
-                    ("kubernetes_manifest".to_owned(), manifest),
-                    ("kubernetes_labels".to_owned(), labels),
-                    ("kubernetes_patch".to_owned(), patch),
-                ]
-                .into(),
-                data_sources: [("kubernetes_nodes".to_owned(), nodes)].into(),
-            },
-            diagnostics: vec![],
+        ProviderSchema {
+            name: "kubernetes".into(),
+            config,
+            resources: [
+                ("kubernetes_manifest".to_owned(), manifest),
+                ("kubernetes_labels".to_owned(), labels),
+                ("kubernetes_patch".to_owned(), patch),
+            ]
+            .into(),
+            data_sources: [("kubernetes_nodes".to_owned(), nodes)].into(),
         }
     }
 
@@ -137,16 +134,12 @@ impl ProviderFactory for Kubernetes {
             .map(|id| id.identity())
     }
 
-    fn validate_resource_config(
-        &self,
-        request: ValidateResourceConfigRequest,
-    ) -> ValidateResourceConfigResponse {
-        let mut check = Checker::new(&request.config);
-        if ObjectType::of(&request.type_name) == Some(ObjectType::Manifest) {
+    fn check(&self, type_name: &str, check: &mut Checker<'_>) {
+        if ObjectType::of(type_name) == Some(ObjectType::Manifest) {
             for field in ["apiVersion", "kind", "metadata.name"] {
                 if check.get("manifest").is_some()
                     && check.get(&format!("manifest.{field}")).is_none()
-                    && !is_unknown_below(&request.config, "manifest", field)
+                    && !is_unknown_below(check.config(), "manifest", field)
                 {
                     check.error(
                         "manifest",
@@ -160,18 +153,10 @@ impl ProviderFactory for Kubernetes {
             "delete_propagation",
             &["Foreground", "Background", "Orphan"],
         );
-        ValidateResourceConfigResponse {
-            diagnostics: check.diagnostics,
-        }
     }
 
-    async fn configure(
-        &self,
-        request: ConfigureRequest,
-    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
-        let cluster = Cluster::connect(&request.config)
-            .await
-            .map_err(|d| vec![d])?;
+    async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        let cluster = Cluster::connect(config).await.map_err(|d| vec![d])?;
         let connected = Arc::new(Connected {
             cluster: Arc::new(cluster),
         });

@@ -10,14 +10,15 @@ mod kubernetes;
 mod wait;
 
 use gpustack_protocol::ProviderFactory;
+use gpustack_provider_sdk::family::Factory;
 use std::sync::Arc;
 
 /// The `kubernetes` provider, for a registry.
 pub fn kubernetes() -> Arc<dyn ProviderFactory> {
-    Arc::new(kubernetes::Kubernetes)
+    Arc::new(Factory(kubernetes::Kubernetes))
 }
 
 /// The `gpu` provider, for a registry.
 pub fn gpu() -> Arc<dyn ProviderFactory> {
-    Arc::new(gpu::Gpu)
+    Arc::new(Factory(gpu::Gpu))
 }

@@ -1,14 +1,14 @@
 //! The `local` provider: files next to the stack (`local_file`), written atomically.
 
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest,
-    Diagnostic, GetSchemaRequest, GetSchemaResponse, ImportResourceRequest, ImportResourceResponse,
-    PlanResourceChangeRequest, PlanResourceChangeResponse, Provider, ProviderFactory,
-    ProviderSchema, ReadDataSourceRequest, ReadDataSourceResponse, ReadResourcesRequest,
-    ReadResourcesResponse, Schema, Type, ValidateResourceConfigRequest,
-    ValidateResourceConfigResponse, Value, plan_from_schema,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic,
+    ImportResourceRequest, ImportResourceResponse, PlanResourceChangeRequest,
+    PlanResourceChangeResponse, Provider, ProviderFactory, ProviderSchema, ReadDataSourceRequest,
+    ReadDataSourceResponse, ReadResourcesRequest, ReadResourcesResponse, Schema, Type, Value,
+    plan_from_schema,
 };
 use gpustack_provider_sdk::check::{Checker, provider_config};
+use gpustack_provider_sdk::family::{Factory, Family};
 use indexmap::IndexMap;
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -20,11 +20,11 @@ pub(crate) struct Local;
 
 /// The provider, for a registry.
 pub fn provider() -> Arc<dyn ProviderFactory> {
-    Arc::new(Local)
+    Arc::new(Factory(Local))
 }
 
 #[async_trait::async_trait]
-impl ProviderFactory for Local {
+impl Family for Local {
     /// A file is its path, as the process sees it.
     fn identity(&self, _: &str, state: &Value) -> Option<String> {
         let filename = attr_str(state, "filename")?;
@@ -37,7 +37,7 @@ impl ProviderFactory for Local {
         Some(format!("file:{}", absolute.display()))
     }
 
-    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+    fn schema(&self) -> ProviderSchema {
         let file = Schema::new("A file on the local disk, written atomically.")
             .attr(
                 "filename",
@@ -68,23 +68,16 @@ impl ProviderFactory for Local {
         let data_file = Schema::new("Reads a file from the local disk.")
             .attr("filename", Attribute::required(Type::String))
             .attr("content", Attribute::computed(Type::String));
-        GetSchemaResponse {
-            schema: ProviderSchema {
-                name: "local".into(),
-                config: provider_config("Local files; needs no configuration."),
-                resources: [("local_file".to_owned(), file)].into(),
-                data_sources: [("local_file".to_owned(), data_file)].into(),
-            },
-            diagnostics: vec![],
+        ProviderSchema {
+            name: "local".into(),
+            config: provider_config("Local files; needs no configuration."),
+            resources: [("local_file".to_owned(), file)].into(),
+            data_sources: [("local_file".to_owned(), data_file)].into(),
         }
     }
 
-    fn validate_resource_config(
-        &self,
-        request: ValidateResourceConfigRequest,
-    ) -> ValidateResourceConfigResponse {
-        let mut check = Checker::new(&request.config);
-        if request.type_name == "local_file" {
+    fn check(&self, type_name: &str, check: &mut Checker<'_>) {
+        if type_name == "local_file" {
             if check.get("content").is_some() && check.get("sensitive_content").is_some() {
                 check.error(
                     "sensitive_content",
@@ -102,12 +95,9 @@ impl ProviderFactory for Local {
                 );
             }
         }
-        ValidateResourceConfigResponse {
-            diagnostics: check.diagnostics,
-        }
     }
 
-    async fn configure(&self, _: ConfigureRequest) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+    async fn connect(&self, _: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
         Ok(Arc::new(Local))
     }
 }
@@ -133,7 +123,7 @@ impl Provider for Local {
         &self,
         request: PlanResourceChangeRequest,
     ) -> PlanResourceChangeResponse {
-        let schema = self.get_schema(GetSchemaRequest::default()).schema;
+        let schema = self.schema();
         let Some(resource) = schema.resources.get(&request.type_name) else {
             return PlanResourceChangeResponse::default();
         };

@@ -16,6 +16,11 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// The configuration being checked.
+    pub fn config(&self) -> &'a Value {
+        self.config
+    }
+
     pub fn get(&self, path: &str) -> Option<&'a Value> {
         let mut current = self.config;
         for step in path.split('.') {

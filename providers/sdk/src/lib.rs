@@ -7,6 +7,8 @@
 
 pub mod catalog;
 pub mod check;
+pub mod family;
+pub mod normalize;
 pub mod objects;
 pub mod pool;
 pub mod resource;

@@ -10,13 +10,13 @@
 //! editing the world file between runs. `data "test_object"` reads an object by name.
 
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, ConfigureRequest,
-    Diagnostic, GetSchemaRequest, GetSchemaResponse, ImportResourceRequest, ImportResourceResponse,
-    PlanResourceChangeRequest, PlanResourceChangeResponse, Provider, ProviderFactory,
-    ProviderSchema, ReadResourcesRequest, ReadResourcesResponse, Schema, Type,
-    ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value, plan_from_schema,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic,
+    ImportResourceRequest, ImportResourceResponse, PlanResourceChangeRequest,
+    PlanResourceChangeResponse, Provider, ProviderFactory, ProviderSchema, ReadResourcesRequest,
+    ReadResourcesResponse, Schema, Type, Value, plan_from_schema,
 };
 use gpustack_provider_sdk::check::provider_config;
+use gpustack_provider_sdk::family::{Factory, Family};
 use indexmap::IndexMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -26,7 +26,7 @@ pub(crate) struct Testing;
 
 /// The provider, for a registry.
 pub fn provider() -> Arc<dyn ProviderFactory> {
-    Arc::new(Testing)
+    Arc::new(Factory(Testing))
 }
 
 struct World {
@@ -129,30 +129,17 @@ fn visible(object: &Value) -> Value {
 }
 
 #[async_trait::async_trait]
-impl ProviderFactory for Testing {
-    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
-        GetSchemaResponse {
-            schema: schema(),
-            diagnostics: vec![],
-        }
-    }
-
-    fn validate_resource_config(
-        &self,
-        _: ValidateResourceConfigRequest,
-    ) -> ValidateResourceConfigResponse {
-        ValidateResourceConfigResponse::default()
+impl Family for Testing {
+    fn schema(&self) -> ProviderSchema {
+        schema()
     }
 
     fn identity(&self, _: &str, state: &Value) -> Option<String> {
         name_of(state).map(|n| format!("test:{n}"))
     }
 
-    async fn configure(
-        &self,
-        request: ConfigureRequest,
-    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
-        let config = request.config.as_object().cloned().unwrap_or_default();
+    async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        let config = config.as_object().cloned().unwrap_or_default();
         let latency = config
             .get("latency_ms")
             .and_then(Value::as_number)

@@ -1,0 +1,75 @@
+//! A provider family as its crate writes it: its schema, its configuration checks, the
+//! identity of its objects and how to connect one `provider` block. [`Factory`] turns it into
+//! the protocol's [`ProviderFactory`], so that no provider writes the protocol's scaffolding.
+
+use crate::check::Checker;
+use gpustack_protocol::{
+    ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, Provider, ProviderFactory,
+    ProviderSchema, Schema, ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value,
+};
+use std::sync::Arc;
+
+#[async_trait::async_trait]
+pub trait Family: Send + Sync + 'static {
+    /// The provider's schema; the same on every call.
+    fn schema(&self) -> ProviderSchema;
+
+    /// Checks of a resource's configuration beyond what its schema says, reported on `check`.
+    fn check(&self, type_name: &str, check: &mut Checker<'_>) {
+        let _ = (type_name, check);
+    }
+
+    /// As [`ProviderFactory::identity`].
+    fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
+        let _ = (type_name, state);
+        None
+    }
+
+    /// The provider serving one `provider` block with this configuration. Makes no request
+    /// that changes anything.
+    async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>>;
+}
+
+/// The schema of one of a family's resource types.
+pub fn resource_schema(family: &impl Family, type_name: &str) -> Schema {
+    family
+        .schema()
+        .resources
+        .swap_remove(type_name)
+        .unwrap_or_else(|| Schema::new(""))
+}
+
+/// A [`Family`] as a [`ProviderFactory`].
+pub struct Factory<F>(pub F);
+
+#[async_trait::async_trait]
+impl<F: Family> ProviderFactory for Factory<F> {
+    fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+        GetSchemaResponse {
+            schema: self.0.schema(),
+            diagnostics: vec![],
+        }
+    }
+
+    fn validate_resource_config(
+        &self,
+        request: ValidateResourceConfigRequest,
+    ) -> ValidateResourceConfigResponse {
+        let mut check = Checker::new(&request.config);
+        self.0.check(&request.type_name, &mut check);
+        ValidateResourceConfigResponse {
+            diagnostics: check.diagnostics,
+        }
+    }
+
+    fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
+        self.0.identity(type_name, state)
+    }
+
+    async fn configure(
+        &self,
+        request: ConfigureRequest,
+    ) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        self.0.connect(&request.config).await
+    }
+}
