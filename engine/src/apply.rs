@@ -13,16 +13,15 @@
 
 use crate::config::{Files, Resource, ResourceMode};
 use crate::diag::Diag;
-use crate::evaluate::{EvalOptions, Inputs, Walk};
+use crate::evaluate::store;
+use crate::evaluate::{EvalOptions, Evaluation, Inputs};
 use crate::graph::{Graph, NodeKind};
-use crate::instances::{
-    Instance, InstanceKey, assemble, expand, keep_ignored, recorded, report, store,
-};
+use crate::instances::{Instance, InstanceKey, assemble, expand, keep_ignored, recorded, report};
 use crate::plan::{Action, Plan, PlanMode, ResourceChange, sensitive_attributes};
 use crate::progress::Progress;
+use crate::schedule::{Steps, walk};
 use crate::sensitive::{Salt, encode};
 use crate::source::{SourceMap, Span};
-use crate::walker::{Steps, walk};
 use crate::{InputSource, Session};
 use futures::future::BoxFuture;
 use gpustack_protocol::Registry;
@@ -478,7 +477,7 @@ async fn apply_with(
 }
 
 /// A sensitive output is kept only as its digest.
-fn update_outputs(state: &mut State, walk: &Walk<'_>, mode: PlanMode, salt: &Salt) {
+fn update_outputs(state: &mut State, walk: &Evaluation<'_>, mode: PlanMode, salt: &Salt) {
     if mode == PlanMode::Destroy {
         state.outputs.clear();
         return;
@@ -501,7 +500,7 @@ fn update_outputs(state: &mut State, walk: &Walk<'_>, mode: PlanMode, salt: &Sal
 }
 
 struct Applier<'w, 'a, 'l, 's, 'p> {
-    walk: &'w mut Walk<'a>,
+    walk: &'w mut Evaluation<'a>,
     owner: Arc<str>,
     graph: &'a Graph,
     inputs: &'a Inputs,
@@ -681,7 +680,7 @@ impl Applier<'_, '_, '_, '_, '_> {
             .get(&node)
             .and_then(|p| self.providers.get(p))
             .cloned();
-        let schema = crate::instances::schema_of(self.walk.registry, r).cloned();
+        let schema = crate::evaluate::schema_of(self.walk.registry, r).cloned();
         let (Some(handle), Some(schema)) = (handle, schema) else {
             self.failed.insert(node);
             self.mark_handled(node);

@@ -20,6 +20,18 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 
+/// A file an expression read at plan time.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileRecord {
+    /// The file's text, which apply reads instead of the disk.
+    Content(String),
+    /// The digest of a file that holds a secret: apply reads the disk and checks it.
+    Digest(String),
+    /// The file did not exist.
+    Missing,
+}
+
 /// A value for a root variable, before it is converted to the variable's type.
 #[derive(Debug, Clone)]
 pub enum RawInput {
@@ -75,17 +87,16 @@ pub(crate) struct Recorded {
     /// Digests of the sensitive root variables' values, which apply is given again.
     pub(crate) sensitive_variables: IndexMap<String, String>,
     /// The files the plan's evaluation read.
-    pub(crate) inputs: std::collections::BTreeMap<String, crate::plan::FileRecord>,
+    pub(crate) inputs: std::collections::BTreeMap<String, FileRecord>,
     pub(crate) salt: crate::sensitive::Salt,
 }
 
-pub(crate) struct Walk<'a> {
+pub(crate) struct Evaluation<'a> {
     /// Set when applying a saved plan: files and sensitive variables come from, or are
     /// checked against, the plan.
     pub(crate) recorded: Option<Recorded>,
     /// Every file the evaluation read from disk, for the plan's snapshot.
-    pub(crate) files_read:
-        std::cell::RefCell<std::collections::BTreeMap<String, crate::plan::FileRecord>>,
+    pub(crate) files_read: std::cell::RefCell<std::collections::BTreeMap<String, FileRecord>>,
     pub(crate) stack: &'a Stack,
     pub(crate) registry: &'a Registry,
     pub(crate) sources: &'a SourceMap,
@@ -106,7 +117,7 @@ pub fn evaluate(
     options: EvalOptions,
     diags: &mut Diags,
 ) -> Evaluated {
-    let mut walk = Walk::new(stack, registry, sources, diags);
+    let mut walk = Evaluation::new(stack, registry, sources, diags);
     walk.check_inputs(inputs);
     walk.check_settings();
     for node in graph.order() {
@@ -135,7 +146,7 @@ pub fn evaluate(
                 if let Some(keys) = keys {
                     walk.out.instances.insert(node, keys);
                 }
-                crate::instances::store(&mut walk, n.module, resource, value);
+                store(&mut walk, n.module, resource, value);
             }
         }
     }
@@ -161,7 +172,7 @@ pub(crate) struct Repetition {
 }
 
 struct ModuleScope<'w, 'a> {
-    walk: &'w Walk<'a>,
+    walk: &'w Evaluation<'a>,
     module: usize,
     repetition: Option<Repetition>,
 }
@@ -397,7 +408,7 @@ impl Scope for ModuleScope<'_, '_> {
     }
 }
 
-impl<'a> Walk<'a> {
+impl<'a> Evaluation<'a> {
     pub(crate) fn new(
         stack: &'a Stack,
         registry: &'a Registry,
@@ -425,7 +436,6 @@ impl<'a> Walk<'a> {
     /// A file for `file()` and friends: from the disk (recorded for the plan) or, applying a
     /// saved plan, from the plan (a file recorded only by digest is read and checked).
     pub(crate) fn read_file(&self, path: &str) -> Result<Option<String>, String> {
-        use crate::plan::FileRecord;
         let key = input_key(path);
         let Some(recorded) = &self.recorded else {
             let text = crate::lang::eval::read_disk(path)?;
@@ -811,7 +821,7 @@ impl<'a> Walk<'a> {
         r: &Resource,
         provider: &str,
     ) -> (Value, Option<Vec<String>>) {
-        let schema = crate::instances::schema_of(self.registry, r);
+        let schema = schema_of(self.registry, r);
         let Some(schema) = schema.cloned() else {
             let (what, types): (&str, Vec<&str>) = match r.mode {
                 ResourceMode::Managed => ("resource", self.registry.resource_types().collect()),
@@ -1301,4 +1311,36 @@ fn parse_text_input(raw: &str, ty: &Type) -> Result<Value, String> {
         }
         _ => Ok(value),
     }
+}
+
+/// The schema of a resource or data source block, by its mode and type.
+pub(crate) fn schema_of<'r>(registry: &'r Registry, r: &Resource) -> Option<&'r Schema> {
+    match r.mode {
+        ResourceMode::Managed => registry.resource_schema(&r.type_name),
+        ResourceMode::Data => registry.data_source_schema(&r.type_name),
+    }
+}
+
+/// Makes a resource's value visible to the expressions that reference it, its schema's
+/// sensitive attributes marked in every instance.
+pub(crate) fn store(walk: &mut Evaluation<'_>, module: usize, r: &Resource, value: Value) {
+    let paths = crate::sensitive::sensitive_attributes(schema_of(walk.registry, r));
+    let value = if paths.is_empty() {
+        value
+    } else {
+        let instance = |v: Value| crate::sensitive::mark_schema(v, &paths);
+        match (value, r.count.is_some() || r.for_each.is_some()) {
+            (Value::List(items), true) => Value::List(items.into_iter().map(instance).collect()),
+            (Value::Object(map), true) => {
+                Value::Object(map.into_iter().map(|(k, v)| (k, instance(v))).collect())
+            }
+            (value, _) => instance(value),
+        }
+    };
+    let key = format!("{}.{}", r.type_name, r.name);
+    let values = &mut walk.values[module];
+    match r.mode {
+        ResourceMode::Managed => values.resources.insert(key, value),
+        ResourceMode::Data => values.data.insert(key, value),
+    };
 }

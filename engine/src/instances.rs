@@ -1,13 +1,12 @@
 //! What plan and apply share about resource instances: expanding a block by count/for_each,
 //! shaping instance values the way references see them, and reporting provider diagnostics.
 
-use crate::config::{Lifecycle, Resource, ResourceMode};
+use crate::address::strip_instance_key;
+use crate::config::{Lifecycle, Resource};
 use crate::diag::{Diag, Diags};
-use crate::evaluate::{Expansion, Repetition, Walk};
-use crate::plan::strip_instance_key;
+use crate::evaluate::{Evaluation, Expansion, Repetition};
 use crate::source::Span;
-use gpustack_protocol::Registry;
-use gpustack_protocol::{Diagnostic, Schema, Value};
+use gpustack_protocol::{Diagnostic, Value};
 use gpustack_state::ResourceState;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +37,7 @@ pub(crate) struct Instance {
 /// The instances a resource block expands to; `None`, with an error, when count or for_each
 /// is not known (a plan must know how many instances there are).
 pub(crate) fn expand(
-    walk: &mut Walk<'_>,
+    walk: &mut Evaluation<'_>,
     module: usize,
     r: &Resource,
     config_address: &str,
@@ -147,38 +146,6 @@ pub(crate) fn recorded<'s>(
     } else {
         instances.first().map_or(Value::Unknown, |s| value_of(s))
     }
-}
-
-/// The schema of a resource or data source block, by its mode and type.
-pub(crate) fn schema_of<'r>(registry: &'r Registry, r: &Resource) -> Option<&'r Schema> {
-    match r.mode {
-        ResourceMode::Managed => registry.resource_schema(&r.type_name),
-        ResourceMode::Data => registry.data_source_schema(&r.type_name),
-    }
-}
-
-/// Makes a resource's value visible to the expressions that reference it, its schema's
-/// sensitive attributes marked in every instance.
-pub(crate) fn store(walk: &mut Walk<'_>, module: usize, r: &Resource, value: Value) {
-    let paths = crate::plan::sensitive_attributes(schema_of(walk.registry, r));
-    let value = if paths.is_empty() {
-        value
-    } else {
-        let instance = |v: Value| crate::plan::mark_schema(v, &paths);
-        match (value, r.count.is_some() || r.for_each.is_some()) {
-            (Value::List(items), true) => Value::List(items.into_iter().map(instance).collect()),
-            (Value::Object(map), true) => {
-                Value::Object(map.into_iter().map(|(k, v)| (k, instance(v))).collect())
-            }
-            (value, _) => instance(value),
-        }
-    };
-    let key = format!("{}.{}", r.type_name, r.name);
-    let values = &mut walk.values[module];
-    match r.mode {
-        ResourceMode::Managed => values.resources.insert(key, value),
-        ResourceMode::Data => values.data.insert(key, value),
-    };
 }
 
 /// Reports a provider's diagnostics at the block they are about; true when any is an error.

@@ -13,13 +13,13 @@ pub mod fmt;
 pub mod graph;
 mod instances;
 pub mod lang;
+pub mod output;
 pub mod plan;
 mod progress;
-pub mod render;
+mod schedule;
 pub mod sensitive;
 pub mod source;
 pub mod version;
-mod walker;
 
 use crate::config::{Expr, Stack};
 use crate::diag::Diags;
@@ -85,7 +85,7 @@ pub struct Session {
 impl Session {
     /// A walk whose decoded resources are configuration for providers (unset computed
     /// attributes null, not unknown), with the graph and inputs it walks.
-    pub(crate) fn provider_walk(&mut self) -> (evaluate::Walk<'_>, &Graph, &Inputs) {
+    pub(crate) fn provider_walk(&mut self) -> (evaluate::Evaluation<'_>, &Graph, &Inputs) {
         let Session {
             registry,
             sources,
@@ -95,7 +95,7 @@ impl Session {
             diags,
             ..
         } = self;
-        let mut walk = evaluate::Walk::new(stack, registry, sources, diags);
+        let mut walk = evaluate::Evaluation::new(stack, registry, sources, diags);
         walk.unset_computed = gpustack_protocol::Value::Null;
         (walk, graph, inputs)
     }

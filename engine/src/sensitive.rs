@@ -433,6 +433,80 @@ pub fn masked_texts(value: &Value, salt: &Salt) -> serde_json::Value {
     }
 }
 
+/// The paths of a schema's sensitive attributes, nested blocks' included.
+pub fn sensitive_attributes(
+    schema: Option<&gpustack_protocol::Schema>,
+) -> Vec<gpustack_protocol::Path> {
+    fn walk(
+        schema: &gpustack_protocol::Schema,
+        at: &mut gpustack_protocol::Path,
+        out: &mut Vec<gpustack_protocol::Path>,
+    ) {
+        for (name, attribute) in &schema.attributes {
+            if attribute.sensitive {
+                let mut path = at.clone();
+                path.push(gpustack_protocol::PathStep::Key(name.clone()));
+                out.push(path);
+            }
+        }
+        for (name, nested) in &schema.blocks {
+            if nested.block.attributes.values().any(|a| a.sensitive)
+                || !nested.block.blocks.is_empty()
+            {
+                at.push(gpustack_protocol::PathStep::Key(name.clone()));
+                walk(&nested.block, at, out);
+                at.pop();
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(schema) = schema {
+        walk(schema, &mut Vec::new(), &mut out);
+    }
+    out
+}
+
+/// A value with the sensitive attributes of its schema marked. Paths into nested blocks
+/// given as lists are marked in every element.
+pub fn mark_schema(value: Value, paths: &[gpustack_protocol::Path]) -> Value {
+    let mut value = value;
+    for path in paths {
+        value = mark_through_lists(value, path);
+    }
+    value
+}
+
+fn mark_through_lists(value: Value, path: &[gpustack_protocol::PathStep]) -> Value {
+    use gpustack_protocol::PathStep;
+    let Some((first, rest)) = path.split_first() else {
+        return if value.is_null() {
+            value
+        } else {
+            Value::sensitive(value)
+        };
+    };
+    let (inner, mark) = value.unmark();
+    if mark.is_some() {
+        return Value::marked(inner, mark.unwrap_or_default());
+    }
+    match (inner, first) {
+        (Value::List(items), _) => Value::List(
+            items
+                .into_iter()
+                .map(|item| mark_through_lists(item, path))
+                .collect(),
+        ),
+        (Value::Object(mut map), PathStep::Key(k)) => {
+            if let Some(slot) = map.get_mut(k) {
+                let item = std::mem::take(slot);
+                *slot = mark_through_lists(item, rest);
+            }
+            Value::Object(map)
+        }
+        (other, _) => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

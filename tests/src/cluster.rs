@@ -204,7 +204,7 @@ impl TestCluster {
     /// reference flow), NVIDIA's MIG geometries, and the device-plugin DaemonSet the operator
     /// would create.
     fn prepare(&self) {
-        let shared = repo_root().join("..").join("shared").join("upstream");
+        let shared = crate::upstream("");
         for crd in [
             "monitoring.coreos.com_servicemonitors",
             "karpenter.sh_nodepools",

@@ -26,6 +26,26 @@ pub fn fixtures_dir() -> PathBuf {
     repo_root().join("tests").join("fixtures")
 }
 
+/// A file of the pinned upstream data (`tests/cluster/upstream.lock`): `../shared/upstream`
+/// where it lies next to the repository, else the copy `tests/cluster/upstream` fetched into
+/// the test world's cache and checked against the pinned digests. Resolved once per process;
+/// the script says on stderr which directory it is.
+pub fn upstream(path: &str) -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let output = std::process::Command::new(repo_root().join("tests/cluster/upstream"))
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .expect("run tests/cluster/upstream");
+        assert!(
+            output.status.success(),
+            "tests/cluster/upstream found no upstream data (see its message above)"
+        );
+        PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+    })
+    .join(path)
+}
+
 /// The `gpustack` binary of this build: `$GPUSTACK_BIN`, else beside the running executable
 /// (binaries live in `target/<profile>`, test executables one level down in `deps`).
 pub fn gpustack_bin() -> PathBuf {

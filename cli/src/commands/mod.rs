@@ -6,7 +6,7 @@ mod fmt;
 mod junit;
 mod node_check;
 mod ops;
-mod render;
+mod report;
 mod state;
 mod webhook;
 
@@ -366,7 +366,7 @@ pub fn main() -> ExitCode {
             );
             if session.diags.has_errors() {
                 let (sources, diagnostics) = session.diagnostics();
-                render::diagnostics(&sources, &diagnostics, color);
+                report::diagnostics(&sources, &diagnostics, color);
                 return ExitCode::from(1);
             }
             backend::init(&session, &dir, migrate_state, reconfigure, lock_timeout)
@@ -611,7 +611,7 @@ fn validate(args: &StackArgs, json: bool, color: bool) -> ExitCode {
             serde_json::to_string_pretty(&report).unwrap_or_default()
         );
     } else {
-        render::diagnostics(&loaded.sources, &loaded.diagnostics, color);
+        report::diagnostics(&loaded.sources, &loaded.diagnostics, color);
         if errors == 0 {
             let resources = loaded.evaluated.resources.len();
             println!(
@@ -640,7 +640,7 @@ fn graph(args: &StackArgs, color: bool) -> ExitCode {
             allow_missing_inputs: true,
         },
     );
-    render::diagnostics(&loaded.sources, &loaded.diagnostics, color);
+    report::diagnostics(&loaded.sources, &loaded.diagnostics, color);
     if loaded.has_errors() {
         return ExitCode::from(1);
     }

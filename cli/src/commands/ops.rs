@@ -1,7 +1,7 @@
 //! plan, apply, destroy and drift: the commands that read live state and change it.
 
 use super::backend::{full, lock, read, runtime};
-use super::render;
+use super::report;
 use gpustack_engine::apply::ApplyReport;
 use gpustack_engine::config::Files;
 use gpustack_engine::plan::{Plan, PlanMode, PlanOptions};
@@ -47,7 +47,7 @@ fn open(common: &Common) -> Result<Session, ExitCode> {
     );
     if session.diags.has_errors() {
         let (sources, diagnostics) = session.diagnostics();
-        render::diagnostics(&sources, &diagnostics, common.color);
+        report::diagnostics(&sources, &diagnostics, common.color);
         return Err(ExitCode::from(1));
     }
     Ok(session)
@@ -69,7 +69,7 @@ async fn make_plan(
     let state = read(backend.as_ref()).await.map_err(error)?;
     let (plan, sources, diagnostics) =
         gpustack_engine::plan(session, state.as_ref(), options).await;
-    render::diagnostics(&sources, &diagnostics, common.color);
+    report::diagnostics(&sources, &diagnostics, common.color);
     match plan {
         Some(plan) => Ok((plan, backend, guard)),
         None => Err(ExitCode::from(1)),
@@ -118,13 +118,13 @@ pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
         if args.json {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&gpustack_engine::render::plan_json(&plan))
+                serde_json::to_string_pretty(&gpustack_engine::output::plan_json(&plan))
                     .unwrap_or_default()
             );
         } else if args.markdown {
-            print!("{}", gpustack_engine::render::plan_markdown(&plan));
+            print!("{}", gpustack_engine::output::plan_markdown(&plan));
         } else {
-            print!("{}", gpustack_engine::render::plan_text(&plan, common.color));
+            print!("{}", gpustack_engine::output::plan_text(&plan, common.color));
         }
         if let Some(out) = &args.out {
             if let Err(e) = write_private(out, &plan.encode()) {
@@ -344,7 +344,7 @@ async fn execute(
     )
     .await;
     watcher.abort();
-    render::diagnostics(&sources, &diagnostics, color);
+    report::diagnostics(&sources, &diagnostics, color);
     let mut failed = diagnostics.iter().any(|d| d.is_error());
     if save_failed.load(Ordering::SeqCst) {
         keep_errored_state(&state);
@@ -469,7 +469,7 @@ pub fn apply(
             };
             print!(
                 "{}",
-                gpustack_engine::render::plan_text(&plan, common.color)
+                gpustack_engine::output::plan_text(&plan, common.color)
             );
             if !plan.has_changes() {
                 return ExitCode::SUCCESS;
@@ -601,7 +601,7 @@ pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
                     let empty = empty_plan();
                     let _ = write_metrics(
                         path,
-                        &gpustack_engine::render::drift_metrics(&empty, &stack_name, now, true),
+                        &gpustack_engine::output::drift_metrics(&empty, &stack_name, now, true),
                     );
                 }
                 return code;
@@ -610,21 +610,21 @@ pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
         if args.json {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&gpustack_engine::render::drift_json(&plan))
+                serde_json::to_string_pretty(&gpustack_engine::output::drift_json(&plan))
                     .unwrap_or_default()
             );
         } else if args.markdown {
-            print!("{}", gpustack_engine::render::drift_markdown(&plan));
+            print!("{}", gpustack_engine::output::drift_markdown(&plan));
         } else {
             print!(
                 "{}",
-                gpustack_engine::render::drift_text(&plan, common.color)
+                gpustack_engine::output::drift_text(&plan, common.color)
             );
         }
         if let Some(path) = &args.metrics_file
             && let Err(e) = write_metrics(
                 path,
-                &gpustack_engine::render::drift_metrics(&plan, &stack_name, now, false),
+                &gpustack_engine::output::drift_metrics(&plan, &stack_name, now, false),
             )
         {
             return error(format!("cannot write {}: {e}", path.display()));

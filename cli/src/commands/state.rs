@@ -337,13 +337,13 @@ pub fn show(
         if json {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&gpustack_engine::render::plan_json(&plan))
+                serde_json::to_string_pretty(&gpustack_engine::output::plan_json(&plan))
                     .unwrap_or_default()
             );
         } else if markdown {
-            print!("{}", gpustack_engine::render::plan_markdown(&plan));
+            print!("{}", gpustack_engine::output::plan_markdown(&plan));
         } else {
-            print!("{}", gpustack_engine::render::plan_text(&plan, color));
+            print!("{}", gpustack_engine::output::plan_text(&plan, color));
         }
         return ExitCode::SUCCESS;
     }
@@ -406,7 +406,7 @@ pub fn import(
         gpustack_engine::evaluate::EvalOptions::default(),
     );
     if loaded.has_errors() {
-        super::render::diagnostics(&loaded.sources, &loaded.diagnostics, color);
+        super::report::diagnostics(&loaded.sources, &loaded.diagnostics, color);
         return ExitCode::from(1);
     }
     let Some(instance) = loaded

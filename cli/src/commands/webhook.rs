@@ -77,7 +77,7 @@ pub async fn notify(
     stack: &str,
     plan: &Plan,
 ) -> Result<Option<Event>, String> {
-    let report = gpustack_engine::render::drift_json(plan);
+    let report = gpustack_engine::output::drift_json(plan);
     // Without the record the run cannot tell new drift from old: better no post than a
     // repeated page.
     let before: Option<Reported> = backend

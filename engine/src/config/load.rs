@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::diag::{Diags, suggest};
+use crate::lang::literal::literal_str;
 use crate::lang::types::parse_type;
 use crate::source::{SourceMap, normalize};
 use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
@@ -1185,59 +1186,8 @@ fn is_dependable(parts: &[String]) -> bool {
     }
 }
 
-/// A string with no interpolation: `"x"` or a template made only of literals.
-pub(crate) fn literal_str(expression: &Expression) -> Option<String> {
-    match expression {
-        Expression::String(s) => Some(s.value().clone()),
-        Expression::StringTemplate(t) => t
-            .iter()
-            .map(|e| e.as_literal().map(|l| l.value().clone()))
-            .collect(),
-        _ => None,
-    }
-}
-
 pub(crate) fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
         && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '-')
-}
-
-/// The value of an expression made only of literals (no references, calls or operators).
-pub(crate) fn literal_value(expression: &Expression) -> Option<gpustack_protocol::Value> {
-    use gpustack_protocol::Value;
-    match expression {
-        Expression::Null(_) => Some(Value::Null),
-        Expression::Bool(b) => Some(Value::Bool(*b.value())),
-        Expression::Number(n) => n.value().as_f64().map(Value::Number),
-        Expression::String(_) | Expression::StringTemplate(_) => {
-            literal_str(expression).map(Value::String)
-        }
-        Expression::Parenthesis(p) => literal_value(p.inner()),
-        Expression::Array(items) => items
-            .iter()
-            .map(literal_value)
-            .collect::<Option<Vec<_>>>()
-            .map(Value::List),
-        Expression::Object(object) => object
-            .iter()
-            .map(|(k, v)| {
-                let key = match k {
-                    ObjectKey::Ident(i) => Some(i.as_str().to_owned()),
-                    ObjectKey::Expression(e) => literal_str(e),
-                }?;
-                Some((key, literal_value(v.expr())?))
-            })
-            .collect::<Option<IndexMap<_, _>>>()
-            .map(Value::Object),
-        Expression::UnaryOp(op)
-            if matches!(op.operator.value(), hcl_edit::expr::UnaryOperator::Neg) =>
-        {
-            match literal_value(&op.expr)? {
-                Value::Number(n) => Some(Value::Number(-n)),
-                _ => None,
-            }
-        }
-        _ => None,
-    }
 }

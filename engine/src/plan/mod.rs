@@ -13,14 +13,16 @@
 mod capacity;
 pub mod generate;
 mod ownership;
-mod walk;
+mod planner;
 
+pub use crate::evaluate::FileRecord;
+pub use crate::sensitive::{mark_schema, sensitive_attributes};
 pub(crate) use ownership::apply_moves;
-pub(crate) use walk::{
+pub(crate) use planner::{
     DEFAULT_MAX_CONCURRENCY, Ownership, Secrets, output_value, plan, resource_dependencies,
-    state_value, strip_instance_key,
+    state_value,
 };
-pub use walk::{PlanMode, PlanOptions};
+pub use planner::{PlanMode, PlanOptions};
 
 use gpustack_protocol::Value;
 use indexmap::IndexMap;
@@ -158,18 +160,6 @@ pub struct Snapshot {
     /// What each data source instance answered at plan time, by address.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub data: IndexMap<String, DataRecord>,
-}
-
-/// A file an expression read at plan time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FileRecord {
-    /// The file's text, which apply reads instead of the disk.
-    Content(String),
-    /// The digest of a file that holds a secret: apply reads the disk and checks it.
-    Digest(String),
-    /// The file did not exist.
-    Missing,
 }
 
 /// A data source's answer at plan time.
@@ -408,80 +398,6 @@ pub fn with_unknowns(json: &serde_json::Value, unknown: &serde_json::Value) -> V
             other => Value::from_json(other),
         },
         _ => Value::from_json(json),
-    }
-}
-
-/// The paths of a schema's sensitive attributes, nested blocks' included.
-pub fn sensitive_attributes(
-    schema: Option<&gpustack_protocol::Schema>,
-) -> Vec<gpustack_protocol::Path> {
-    fn walk(
-        schema: &gpustack_protocol::Schema,
-        at: &mut gpustack_protocol::Path,
-        out: &mut Vec<gpustack_protocol::Path>,
-    ) {
-        for (name, attribute) in &schema.attributes {
-            if attribute.sensitive {
-                let mut path = at.clone();
-                path.push(gpustack_protocol::PathStep::Key(name.clone()));
-                out.push(path);
-            }
-        }
-        for (name, nested) in &schema.blocks {
-            if nested.block.attributes.values().any(|a| a.sensitive)
-                || !nested.block.blocks.is_empty()
-            {
-                at.push(gpustack_protocol::PathStep::Key(name.clone()));
-                walk(&nested.block, at, out);
-                at.pop();
-            }
-        }
-    }
-    let mut out = Vec::new();
-    if let Some(schema) = schema {
-        walk(schema, &mut Vec::new(), &mut out);
-    }
-    out
-}
-
-/// A value with the sensitive attributes of its schema marked. Paths into nested blocks
-/// given as lists are marked in every element.
-pub fn mark_schema(value: Value, paths: &[gpustack_protocol::Path]) -> Value {
-    let mut value = value;
-    for path in paths {
-        value = mark_through_lists(value, path);
-    }
-    value
-}
-
-fn mark_through_lists(value: Value, path: &[gpustack_protocol::PathStep]) -> Value {
-    use gpustack_protocol::PathStep;
-    let Some((first, rest)) = path.split_first() else {
-        return if value.is_null() {
-            value
-        } else {
-            Value::sensitive(value)
-        };
-    };
-    let (inner, mark) = value.unmark();
-    if mark.is_some() {
-        return Value::marked(inner, mark.unwrap_or_default());
-    }
-    match (inner, first) {
-        (Value::List(items), _) => Value::List(
-            items
-                .into_iter()
-                .map(|item| mark_through_lists(item, path))
-                .collect(),
-        ),
-        (Value::Object(mut map), PathStep::Key(k)) => {
-            if let Some(slot) = map.get_mut(k) {
-                let item = std::mem::take(slot);
-                *slot = mark_through_lists(item, rest);
-            }
-            Value::Object(map)
-        }
-        (other, _) => other,
     }
 }
 

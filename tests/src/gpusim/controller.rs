@@ -52,9 +52,9 @@ pub struct Simulator {
     default_mig_config: Option<String>,
 }
 
-/// NVIDIA's default MIG geometries from ../shared/upstream, as the operator publishes them.
+/// NVIDIA's default MIG geometries from the upstream data, as the operator publishes them.
 pub fn upstream_default_mig_config() -> Option<String> {
-    let path = crate::repo_root().join("../shared/upstream/nvidia/default-mig-parted-config.yaml");
+    let path = crate::upstream("nvidia/default-mig-parted-config.yaml");
     std::fs::read_to_string(path)
         .ok()
         .map(|text| text.replace("FILLED BY THE OPERATOR", NAMESPACE))

@@ -157,19 +157,14 @@ pub(crate) mod tests {
     use super::*;
     use crate::gpusim::catalog::model;
 
-    /// NVIDIA's default geometries, read from the shared upstream data (never copied here).
+    /// NVIDIA's default geometries, read from the upstream data (never copied here).
     pub(crate) fn default_config_path() -> std::path::PathBuf {
-        crate::repo_root()
-            .join("..")
-            .join("shared")
-            .join("upstream")
-            .join("nvidia")
-            .join("default-mig-parted-config.yaml")
+        crate::upstream("nvidia/default-mig-parted-config.yaml")
     }
 
     fn defaults() -> MigConfigs {
         MigConfigs::parse(
-            &std::fs::read_to_string(default_config_path()).expect("../shared/upstream is present"),
+            &std::fs::read_to_string(default_config_path()).expect("the upstream data is present"),
         )
         .unwrap()
     }

@@ -4,8 +4,6 @@
 //! vm_size as a replacement, reports a pool scaled outside as drift, refuses to take over a
 //! pool it did not make, and deletes; the client secret and tokens never reach output or state.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::aks::{AksFake, CLIENT_SECRET, Fault};
 use gpustack_tests::{stderr, stdout};
 use hyper::{Method, StatusCode};
@@ -15,9 +13,7 @@ use std::path::PathBuf;
 const SUB: &str = "00000000-0000-0000-0000-000000000000";
 
 fn example(name: &str) -> Json {
-    let path = gpustack_tests::repo_root()
-        .join("../shared/upstream/aks-2026-08-01")
-        .join(name);
+    let path = gpustack_tests::upstream("aks-2026-08-01").join(name);
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 

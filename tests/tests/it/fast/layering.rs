@@ -126,3 +126,59 @@ fn only_test_builds_carry_the_test_provider() {
     assert!(!dependencies("gpustack").contains("gpustack-provider-test"));
     assert!(dependencies("gpustack-tests").contains("gpustack-provider-test"));
 }
+
+#[test]
+fn providers_and_backends_never_depend_on_the_engine_or_the_binary() {
+    for package in [
+        "gpustack-provider-sdk",
+        "gpustack-provider-kubernetes",
+        "gpustack-provider-helm",
+        "gpustack-provider-local",
+        "gpustack-provider-aws",
+        "gpustack-provider-azure",
+        "gpustack-provider-gcp",
+        "gpustack-provider-test",
+        "gpustack-backends",
+        "gpustack-connect",
+    ] {
+        let deps = dependencies(package);
+        assert!(
+            !deps.contains("gpustack-engine") && !deps.contains("gpustack"),
+            "{package} depends on the engine or the binary"
+        );
+    }
+}
+
+#[test]
+fn the_binary_links_one_tls_implementation() {
+    let deps = dependencies("gpustack");
+    let others: Vec<&String> = deps
+        .iter()
+        // openssl-probe only looks for certificate files; it links no OpenSSL.
+        .filter(|c| {
+            c.starts_with("aws-lc") || *c == "openssl" || *c == "openssl-sys" || *c == "native-tls"
+        })
+        .collect();
+    assert!(others.is_empty(), "besides rustls with ring: {others:?}");
+    assert!(deps.contains("ring"));
+}
+
+/// The engine reaches the network only through a provider or a state backend: no socket in
+/// its sources (and no HTTP client in its dependencies, above).
+#[test]
+fn the_engine_opens_no_socket() {
+    let mut pending = vec![gpustack_tests::repo_root().join("engine/src")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for needle in ["std::net", "TcpStream", "UdpSocket", "tokio::net"] {
+                    assert!(!text.contains(needle), "{} uses {needle}", path.display());
+                }
+            }
+        }
+    }
+}

@@ -1,8 +1,6 @@
 //! moto in server mode, the test world's AWS: installed from PyPI at the pinned version by
 //! tests/cluster/moto, answering EC2, EKS and S3 calls on 127.0.0.1.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::moto::Moto;
 
 #[test]

@@ -1,8 +1,6 @@
 //! The whole engine from the command line with `local_file`: plan, apply, drift, restore,
 //! destroy, saved plans and locking.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::{gpustack, stderr, stdout};
 use std::path::Path;
 

@@ -1,8 +1,6 @@
 //! The malformed-stack corpus: every case in tests/fixtures yields located diagnostics, exit 1,
 //! the same locations in JSON as in `expected.txt`, and the rendered text of its snapshot.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::{fixtures_dir, gpustack};
 
 fn cases() -> Vec<String> {

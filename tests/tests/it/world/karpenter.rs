@@ -1,7 +1,5 @@
-//! modules/karpenter-gpu against the real Karpenter v1 CRDs (../shared/upstream/crds), so that
+//! modules/karpenter-gpu against the real Karpenter v1 CRDs (the pinned upstream data), so that
 //! the API server's own validation of NodePool and EC2NodeClass judges what the module writes.
-
-#![allow(clippy::panic, clippy::unwrap_used)]
 
 use gpustack_tests::cluster::TestCluster;
 use gpustack_tests::{copy_dir, gpustack, repo_root, stderr, stdout};
@@ -9,7 +7,7 @@ use gpustack_tests::{copy_dir, gpustack, repo_root, stderr, stdout};
 #[test]
 fn karpenter_gpu_module_applies_against_the_real_crds() {
     let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
-    let crds = repo_root().join("../shared/upstream/crds");
+    let crds = gpustack_tests::upstream("crds");
     for crd in [
         "karpenter.sh_nodepools.yaml",
         "karpenter.k8s.aws_ec2nodeclasses.yaml",

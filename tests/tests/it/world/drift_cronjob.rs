@@ -4,8 +4,6 @@
 //! from the ConfigMap and the webhook URL from the Secret. The test cluster's nodes are kwok's
 //! and run no containers, so the test runs the Job's command itself, with nothing else.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use base64::Engine;
 use gpustack_tests::cluster::TestCluster;
 use gpustack_tests::receiver::receiver;

@@ -1,8 +1,6 @@
 //! Root variables from --var, --var-file and GPUSTACK_VAR_*, with their precedence and their
 //! errors located where the value was written.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::{gpustack_env, stderr, stdout};
 
 const STACK: &str = r#"variable "replicas" {

@@ -1,8 +1,6 @@
 //! Crash safety: SIGKILL at random moments while applying 200 objects. After every kill the
 //! state parses; after all of them one more apply converges with every object exactly once.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::{gpustack_bin, gpustack_env, stderr, stdout};
 use std::path::Path;
 use std::process::{Command, Stdio};

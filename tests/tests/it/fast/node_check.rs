@@ -1,8 +1,6 @@
 //! `gpustack node-check` where NVML cannot be loaded: a clear error and exit 1, in both
 //! output formats. (On a GPU machine, `gpustack node-check` reads the real NVML.)
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::{gpustack_env, repo_root, stderr, stdout};
 
 const MISSING: &str = "/nonexistent/libnvidia-ml.so.1";

@@ -2,8 +2,6 @@
 //! latency, failures and a journal of operations): ordering, parallelism, failure isolation,
 //! lifecycle rules, unknown values, import, locking, and snapshots of plan and drift output.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::{gpustack_bin, gpustack_env, stderr, stdout};
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -3,8 +3,6 @@
 //! with `--generate-config-out` write configuration that validates and plans no change, and
 //! examples/adopt-gpu-operator takes the installation in with an apply that changes nothing.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::cluster::TestCluster;
 use gpustack_tests::{copy_dir, gpustack_command, repo_root, stderr, stdout};
 use std::path::Path;
@@ -62,7 +60,7 @@ fn a_hand_installed_gpu_operator_is_adopted() {
         own,
     );
     let c = &cluster.0;
-    let chart = repo_root().join("../shared/upstream/charts/gpu-operator-v26.7.0.tgz");
+    let chart = gpustack_tests::upstream("charts/gpu-operator-v26.7.0.tgz");
     let installed = Command::new(c.helm_dir().join("helm"))
         .arg("--kubeconfig")
         .arg(&c.kubeconfig)

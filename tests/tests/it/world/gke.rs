@@ -4,8 +4,6 @@
 //! resized, drift when scaled outside, and deleted; examples/gke-nap-gpu's node
 //! auto-provisioning limits for T4, V100 and A100 set, read back, and turned off.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::aks::Fault;
 use gpustack_tests::gke::{GkeFake, REFRESH_TOKEN};
 use gpustack_tests::{repo_root, stderr, stdout};

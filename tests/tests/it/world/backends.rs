@@ -4,8 +4,6 @@
 //! (it stops), and migration between backends; and on the backends directly, a stale writer
 //! refused by compare-and-swap.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_state::KubernetesConfig;
 use gpustack_state::{Backend, BackendConfig, ResourceMode, ResourceState, State, StateError};
 use gpustack_tests::cluster::TestCluster;

@@ -3,8 +3,6 @@
 //! UpdateNodegroupConfig, an instance-type change planned as a replacement with its reason,
 //! a node group scaled outside gpustack reported as drift, and delete.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::faults::{Fault, FaultPlan, FaultProxy};
 use gpustack_tests::moto::Moto;
 use gpustack_tests::{repo_root, stderr, stdout};

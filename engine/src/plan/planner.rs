@@ -10,11 +10,10 @@ use super::{
 };
 use crate::config::{Resource, ResourceMode};
 use crate::diag::Diag;
-use crate::evaluate::{EvalOptions, Inputs, Walk};
+use crate::evaluate::store;
+use crate::evaluate::{EvalOptions, Evaluation, Inputs};
 use crate::graph::{Graph, NodeKind};
-use crate::instances::{
-    Instance, InstanceKey, assemble, expand, keep_ignored, recorded, report, store,
-};
+use crate::instances::{Instance, InstanceKey, assemble, expand, keep_ignored, recorded, report};
 use crate::sensitive::{Salt, encode, masked_texts};
 use crate::source::Span;
 use futures::future::BoxFuture;
@@ -250,7 +249,7 @@ async fn import_object(
 }
 
 struct Planner<'w, 'a> {
-    walk: &'w mut Walk<'a>,
+    walk: &'w mut Evaluation<'a>,
     /// This stack's mark on what it creates.
     owner: String,
     /// `import` blocks by the config address of the resource they import into.
@@ -292,7 +291,7 @@ struct Planner<'w, 'a> {
 /// Plans a stack whose configuration is loaded and checked. Errors go to `diags`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn plan<'a>(
-    walk: &mut Walk<'a>,
+    walk: &mut Evaluation<'a>,
     graph: &'a Graph,
     inputs: &'a Inputs,
     state: Option<&'a State>,
@@ -386,7 +385,7 @@ pub(crate) async fn plan<'a>(
         configured: HashSet::new(),
     };
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    crate::walker::walk(&graph.graph, &mut planner, &stop).await;
+    crate::schedule::walk(&graph.graph, &mut planner, &stop).await;
     let generated = planner.generate().await;
     if planner.walk.diags.has_errors() {
         return None;
@@ -446,7 +445,11 @@ pub(crate) struct Ownership {
 }
 
 /// The resource nodes a `--target` list selects, with everything they depend on.
-fn targets(walk: &mut Walk<'_>, graph: &Graph, targets: &[String]) -> Option<HashSet<NodeIndex>> {
+fn targets(
+    walk: &mut Evaluation<'_>,
+    graph: &Graph,
+    targets: &[String],
+) -> Option<HashSet<NodeIndex>> {
     if targets.is_empty() {
         return None;
     }
@@ -495,7 +498,7 @@ fn targeted(targets: &[String], address: &str) -> bool {
         .any(|t| address.starts_with(&t))
 }
 
-impl crate::walker::Steps for Planner<'_, '_> {
+impl crate::schedule::Steps for Planner<'_, '_> {
     type Outcome = Outcome;
 
     fn start(&mut self, node: NodeIndex) -> Option<BoxFuture<'static, Outcome>> {
@@ -687,7 +690,7 @@ impl Planner<'_, '_> {
             self.failed.insert(node);
             return None;
         };
-        let schema = crate::instances::schema_of(self.walk.registry, r).cloned();
+        let schema = crate::evaluate::schema_of(self.walk.registry, r).cloned();
         let Some(schema) = schema else {
             self.failed.insert(node);
             return None;

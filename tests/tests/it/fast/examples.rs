@@ -1,8 +1,6 @@
 //! Every example validates, every .hcl file in the repository is formatted, and the reference
 //! example's graph orders nodepool → operator → time-slicing → smoke test.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::{gpustack, hcl_files, repo_root};
 use std::path::PathBuf;
 

@@ -2,8 +2,6 @@
 //! with kwok nodes, the real GPU Operator chart installed with the built helm, and the GPU
 //! simulator playing NVIDIA's operands. kubectl — a real client — cross-checks everything.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::cluster::{TestCluster, cluster};
 use std::sync::OnceLock;
 

@@ -1,7 +1,5 @@
 //! The helm provider without helm: a clear error that names what to install, exit 1.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::{gpustack_env, stderr};
 
 const STACK: &str = r#"

@@ -3,8 +3,6 @@
 //! by the helm provider, the GPU simulator playing NVIDIA's operands, and kubectl — a real
 //! client — checking the result.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::aks::AksFake;
 use gpustack_tests::cluster::{TestCluster, e2e_cluster};
 use gpustack_tests::{gpustack_bin, repo_root};
@@ -16,10 +14,9 @@ use std::sync::Mutex;
 static OPERATOR: Mutex<()> = Mutex::new(());
 
 fn chart() -> String {
-    repo_root()
-        .join("../shared/upstream/charts/gpu-operator-v26.7.0.tgz")
+    gpustack_tests::upstream("charts/gpu-operator-v26.7.0.tgz")
         .canonicalize()
-        .expect("the GPU Operator chart in ../shared/upstream")
+        .expect("the GPU Operator chart in the upstream data")
         .display()
         .to_string()
 }
@@ -604,8 +601,7 @@ fn dcgm_monitoring_example_makes_a_service_monitor_for_the_exporter() {
     let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
     let c = e2e_cluster();
     // The Prometheus Operator's CRD, as a cluster with Prometheus has it.
-    let crd =
-        repo_root().join("../shared/upstream/crds/monitoring.coreos.com_servicemonitors.yaml");
+    let crd = gpustack_tests::upstream("crds/monitoring.coreos.com_servicemonitors.yaml");
     c.kubectl_ok(&["apply", "--server-side", "-f", crd.to_str().unwrap()]);
     let chart = format!("chart={}", chart());
     let stack = Stack::example("dcgm-monitoring", &[&chart]);

@@ -2,8 +2,6 @@
 //! stays the same; a failed POST fails the run and is retried by the next one. The receiver
 //! is a small HTTP server in this test; drift is made by editing the test provider's world.
 
-#![allow(clippy::panic, clippy::unwrap_used)]
-
 use gpustack_tests::receiver::receiver;
 use gpustack_tests::{gpustack_env, stderr};
 use std::path::Path;

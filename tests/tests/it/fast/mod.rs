@@ -1,0 +1,13 @@
+//! Tests without the test world.
+
+mod crash;
+mod diagnostics;
+mod engine;
+mod examples;
+mod helm_missing;
+mod layering;
+mod local_flow;
+mod node_check;
+mod upstream;
+mod variables;
+mod webhook;

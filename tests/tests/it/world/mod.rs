@@ -1,0 +1,13 @@
+//! Tests in the test world: kwok clusters with a real control plane, helm, moto, the AKS and
+//! GKE fakes.
+
+mod adopt;
+mod aks;
+mod backends;
+mod drift_cronjob;
+mod e2e;
+mod eks;
+mod gke;
+mod karpenter;
+mod moto;
+mod testworld;
