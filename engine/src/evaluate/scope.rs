@@ -1,0 +1,306 @@
+//! The scope of one module's expressions: what `var.x`, `local.y`, `module.m.out`,
+//! `data.t.n`, `count.index`, `each.key`, `path.module` and `TYPE.NAME` mean there, with
+//! "did you mean" errors for what is not declared.
+
+use super::{Evaluation, Repetition};
+use crate::config::Module;
+use crate::diag::suggest;
+use crate::lang::eval::{EvalError, Scope};
+use gpustack_protocol::Value;
+use std::borrow::Cow;
+use std::ops::Range;
+
+pub(super) struct ModuleScope<'w, 'a> {
+    pub(super) walk: &'w Evaluation<'a>,
+    pub(super) module: usize,
+    pub(super) repetition: Option<Repetition>,
+}
+
+/// A declared name's value; unknown when its node could not be evaluated.
+pub(super) fn found(v: Option<&Value>, used: usize) -> Result<(Cow<'_, Value>, usize), EvalError> {
+    Ok((v.map_or(Cow::Owned(Value::Unknown), Cow::Borrowed), used))
+}
+
+pub(super) fn undeclared(range: Option<Range<usize>>, summary: &str, detail: String) -> EvalError {
+    EvalError::new(range, summary, detail)
+}
+
+/// How a path given to `file()` is recorded: relative to the working directory where it is
+/// under it, so that a plan applied from another clone finds its files.
+pub(super) fn input_key(path: &str) -> String {
+    let p = std::path::Path::new(path);
+    if p.is_absolute()
+        && let Ok(cwd) = std::env::current_dir()
+        && let Ok(rest) = p.strip_prefix(&cwd)
+    {
+        return rest.to_string_lossy().replace('\\', "/");
+    }
+    path.trim_start_matches("./").replace('\\', "/")
+}
+
+impl Scope for ModuleScope<'_, '_> {
+    fn read_file(&self, path: &str) -> Result<Option<String>, String> {
+        self.walk.read_file(path)
+    }
+
+    fn lookup(
+        &self,
+        names: &[&str],
+        range: Option<Range<usize>>,
+    ) -> Result<(Cow<'_, Value>, usize), EvalError> {
+        match names {
+            ["var", name, ..] => self.variable(name, range),
+            ["local", name, ..] => self.local(name, range),
+            ["module", call, rest @ ..] => self.module_output(call, rest, range),
+            ["data", ty, name, ..] => self.data_source(ty, name, range),
+            ["data", ..] => Err(undeclared(
+                range,
+                "Invalid data source reference",
+                "A data source is referenced as data.TYPE.NAME.".into(),
+            )),
+            ["count", attr, ..] => self.count(attr, range),
+            ["each", attr, ..] => self.each(attr, range),
+            ["path", attr, ..] => self.path(attr, range),
+            [
+                root @ ("var" | "local" | "module" | "count" | "each" | "path"),
+                ..,
+            ] => Err(undeclared(
+                range,
+                "Invalid reference",
+                format!("\"{root}\" must be followed by an attribute name, such as {root}.name."),
+            )),
+            ["self", ..] => Err(undeclared(
+                range,
+                "Invalid reference",
+                "\"self\" is not available here.".into(),
+            )),
+            [ty, name, ..] => self.resource(ty, name, range),
+            [name] => {
+                let hint = if self.walk.registry.owner_of(name).is_some() {
+                    format!(" A resource is referenced as {name}.NAME.")
+                } else {
+                    String::new()
+                };
+                Err(undeclared(
+                    range,
+                    "Unknown variable",
+                    format!("There is no variable named \"{name}\".{hint}"),
+                ))
+            }
+            [] => Err(undeclared(range, "Invalid reference", String::new())),
+        }
+    }
+}
+
+impl ModuleScope<'_, '_> {
+    fn variable(
+        &self,
+        name: &str,
+        range: Option<Range<usize>>,
+    ) -> Result<(Cow<'_, Value>, usize), EvalError> {
+        let m: &Module = &self.walk.stack.modules[self.module];
+        let values = &self.walk.values[self.module];
+        if m.variables.contains_key(name) {
+            found(values.vars.get(name), 2)
+        } else {
+            Err(undeclared(
+                range,
+                "Reference to undeclared input variable",
+                format!(
+                    "An input variable named \"{name}\" has not been declared in this module.{}",
+                    suggest(name, m.variables.keys().map(String::as_str))
+                ),
+            ))
+        }
+    }
+
+    fn local(
+        &self,
+        name: &str,
+        range: Option<Range<usize>>,
+    ) -> Result<(Cow<'_, Value>, usize), EvalError> {
+        let m: &Module = &self.walk.stack.modules[self.module];
+        let values = &self.walk.values[self.module];
+        if m.locals.contains_key(name) {
+            found(values.locals.get(name), 2)
+        } else {
+            Err(undeclared(
+                range,
+                "Reference to undeclared local value",
+                format!(
+                    "A local value named \"{name}\" has not been declared in this module.{}",
+                    suggest(name, m.locals.keys().map(String::as_str))
+                ),
+            ))
+        }
+    }
+
+    fn module_output(
+        &self,
+        call: &str,
+        rest: &[&str],
+        range: Option<Range<usize>>,
+    ) -> Result<(Cow<'_, Value>, usize), EvalError> {
+        let m: &Module = &self.walk.stack.modules[self.module];
+        let Some(&child) = m.children.get(call) else {
+            // A call whose module failed to load has been reported already: its
+            // outputs are unknown rather than a second, misleading error.
+            if m.calls.contains_key(call) {
+                return found(None, rest.len().min(1) + 2);
+            }
+            return Err(undeclared(
+                range,
+                "Reference to undeclared module",
+                format!(
+                    "No module call named \"{call}\" is declared in this module.{}",
+                    suggest(call, m.calls.keys().map(String::as_str))
+                ),
+            ));
+        };
+        let outputs = &self.walk.values[child].outputs;
+        let declared = &self.walk.stack.modules[child].outputs;
+        match rest.first() {
+            Some(output) if declared.contains_key(*output) => found(outputs.get(*output), 3),
+            Some(output) => Err(undeclared(
+                range,
+                "Unsupported attribute",
+                format!(
+                    "Module \"{call}\" has no output named \"{output}\".{}",
+                    suggest(output, declared.keys().map(String::as_str))
+                ),
+            )),
+            None => {
+                let object = declared
+                    .keys()
+                    .map(|k| (k.clone(), outputs.get(k).cloned().unwrap_or(Value::Unknown)))
+                    .collect();
+                Ok((Cow::Owned(Value::Object(object)), 2))
+            }
+        }
+    }
+
+    fn data_source(
+        &self,
+        ty: &str,
+        name: &str,
+        range: Option<Range<usize>>,
+    ) -> Result<(Cow<'_, Value>, usize), EvalError> {
+        let m: &Module = &self.walk.stack.modules[self.module];
+        let values = &self.walk.values[self.module];
+        let key = format!("{ty}.{name}");
+        if m.data.contains_key(&key) {
+            found(values.data.get(&key), 3)
+        } else {
+            Err(undeclared(
+                range,
+                "Reference to undeclared data source",
+                format!("A data source \"{ty}\" \"{name}\" has not been declared in this module."),
+            ))
+        }
+    }
+
+    fn count(
+        &self,
+        attr: &str,
+        range: Option<Range<usize>>,
+    ) -> Result<(Cow<'_, Value>, usize), EvalError> {
+        match self
+            .repetition
+            .as_ref()
+            .and_then(|r| r.count_index.as_ref())
+        {
+            Some(index) if attr == "index" => Ok((Cow::Owned(index.clone()), 2)),
+            Some(_) => Err(undeclared(
+                range,
+                "Invalid count attribute",
+                "The count object has only the attribute \"index\".".into(),
+            )),
+            None => Err(undeclared(
+                range,
+                "Reference to \"count\" in non-counted context",
+                "count.index is only available in a block that sets count.".into(),
+            )),
+        }
+    }
+
+    fn each(
+        &self,
+        attr: &str,
+        range: Option<Range<usize>>,
+    ) -> Result<(Cow<'_, Value>, usize), EvalError> {
+        match self.repetition.as_ref().and_then(|r| r.each.as_ref()) {
+            Some((key, _)) if attr == "key" => Ok((Cow::Owned(key.clone()), 2)),
+            Some((_, value)) if attr == "value" => Ok((Cow::Owned(value.clone()), 2)),
+            Some(_) => Err(undeclared(
+                range,
+                "Invalid each attribute",
+                "The each object has only the attributes \"key\" and \"value\".".into(),
+            )),
+            None => Err(undeclared(
+                range,
+                "Reference to \"each\" in context without for_each",
+                "each.key and each.value are only available in a block that sets for_each.".into(),
+            )),
+        }
+    }
+
+    fn path(
+        &self,
+        attr: &str,
+        range: Option<Range<usize>>,
+    ) -> Result<(Cow<'_, Value>, usize), EvalError> {
+        let m: &Module = &self.walk.stack.modules[self.module];
+        let path = match attr {
+            "module" => m.dir.display().to_string(),
+            "root" => self.walk.stack.root().dir.display().to_string(),
+            "cwd" => std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default(),
+            other => {
+                return Err(undeclared(
+                    range,
+                    "Invalid path attribute",
+                    format!(
+                        "path has no attribute \"{other}\"; use path.module, path.root or path.cwd."
+                    ),
+                ));
+            }
+        };
+        Ok((
+            Cow::Owned(Value::String(if path.is_empty() {
+                ".".into()
+            } else {
+                path
+            })),
+            2,
+        ))
+    }
+
+    fn resource(
+        &self,
+        ty: &str,
+        name: &str,
+        range: Option<Range<usize>>,
+    ) -> Result<(Cow<'_, Value>, usize), EvalError> {
+        let m: &Module = &self.walk.stack.modules[self.module];
+        let values = &self.walk.values[self.module];
+        let key = format!("{ty}.{name}");
+        if m.resources.contains_key(&key) {
+            found(values.resources.get(&key), 2)
+        } else if self.walk.registry.owner_of(ty).is_some()
+            || m.resources.values().any(|r| r.type_name == ty)
+        {
+            Err(undeclared(
+                range,
+                "Reference to undeclared resource",
+                format!("A resource \"{ty}\" \"{name}\" has not been declared in this module."),
+            ))
+        } else {
+            Err(undeclared(
+                range,
+                "Unknown variable",
+                format!("There is no variable named \"{ty}\"."),
+            ))
+        }
+    }
+}
