@@ -237,3 +237,78 @@ pub(super) fn yaml_plain_fits(s: &str) -> bool {
 pub(super) fn yaml_needs_escape(c: char) -> bool {
     c.is_control() || matches!(c, '\u{feff}' | '\u{2028}' | '\u{2029}')
 }
+
+/// Gzip, then base64, as Terraform's `base64gzip`: for payloads (cloud-init, user data) that
+/// must be small. The compressed bytes may differ from Terraform's (another deflate
+/// implementation); what they decompress to is the same.
+pub(super) fn base64gzip(a: &Args<'_>) -> CallResult {
+    use std::io::Write as _;
+    let text = a.string(0)?;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder
+        .write_all(text.as_bytes())
+        .and_then(|()| encoder.finish())
+        .map(|bytes| Value::String(BASE64.encode(bytes)))
+        .map_err(|e| CallError::call(format!("cannot compress: {e}")))
+}
+
+/// CSV with a header line, as Terraform's `csvdecode`: a list of objects whose attributes are
+/// the header's names, every value a string; every record must have the header's fields.
+pub(super) fn csvdecode(a: &Args<'_>) -> CallResult {
+    let text = a.string(0)?;
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(false)
+        .from_reader(text.as_bytes());
+    let headers = reader
+        .headers()
+        .map_err(|e| CallError::call(csv_error(&e)))?
+        .clone();
+    if headers.is_empty() {
+        return Err(CallError::call("missing header line"));
+    }
+    let mut out = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| CallError::call(csv_error(&e)))?;
+        if out.len() >= MAX_ELEMENTS {
+            return Err(CallError::call("too many records"));
+        }
+        out.push(Value::Object(
+            headers
+                .iter()
+                .zip(record.iter())
+                .map(|(k, v)| (k.to_owned(), Value::string(v)))
+                .collect(),
+        ));
+    }
+    Ok(Value::List(out))
+}
+
+fn csv_error(e: &csv::Error) -> String {
+    match e.kind() {
+        csv::ErrorKind::UnequalLengths { pos, .. } => format!(
+            "record on line {}: wrong number of fields",
+            pos.as_ref().map_or(0, |p| p.line())
+        ),
+        _ => e.to_string(),
+    }
+}
+
+/// A name-based UUID (RFC 4122 version 5) in a namespace: `dns`, `url`, `oid`, `x500` or a
+/// UUID.
+pub(super) fn uuidv5(a: &Args<'_>) -> CallResult {
+    let (namespace, name) = (a.string(0)?, a.string(1)?);
+    let namespace = match namespace.as_str() {
+        "dns" => uuid::Uuid::NAMESPACE_DNS,
+        "url" => uuid::Uuid::NAMESPACE_URL,
+        "oid" => uuid::Uuid::NAMESPACE_OID,
+        "x500" => uuid::Uuid::NAMESPACE_X500,
+        other => uuid::Uuid::parse_str(other).map_err(|e| {
+            a.error(
+                0,
+                format!("must be \"dns\", \"url\", \"oid\", \"x500\" or a UUID: {e}"),
+            )
+        })?,
+    };
+    ok_string(uuid::Uuid::new_v5(&namespace, name.as_bytes()).to_string())
+}

@@ -15,14 +15,20 @@ use std::fmt;
 mod collections;
 mod conversions;
 mod encodings;
+mod network;
 mod numbers;
+mod paths;
 mod strings;
+mod time;
 
 use collections::*;
 use conversions::*;
 use encodings::*;
+use network::*;
 use numbers::*;
+use paths::*;
 use strings::*;
+use time::*;
 
 /// Why a call failed; `arg` is the 0-based index of the argument at fault (None: the call as a
 /// whole, e.g. wrong arity).
@@ -55,26 +61,36 @@ const MAX_SAFE_INT: f64 = 9_007_199_254_740_992.0;
 
 static NAMES: &[&str] = &[
     "abs",
+    "abspath",
     "alltrue",
     "anytrue",
     "base64decode",
     "base64encode",
+    "base64gzip",
     "base64sha256",
     "base64sha512",
+    "basename",
     "ceil",
     "chomp",
     "chunklist",
+    "cidrhost",
+    "cidrnetmask",
+    "cidrsubnet",
+    "cidrsubnets",
     "coalesce",
     "coalescelist",
     "compact",
     "concat",
     "contains",
+    "csvdecode",
+    "dirname",
     "distinct",
     "element",
     "endswith",
     "flatten",
     "floor",
     "format",
+    "formatdate",
     "formatlist",
     "indent",
     "index",
@@ -88,18 +104,23 @@ static NAMES: &[&str] = &[
     "lower",
     "matchkeys",
     "max",
+    "md5",
     "merge",
     "min",
     "one",
     "parseint",
+    "pathexpand",
     "pow",
     "range",
+    "regex",
+    "regexall",
     "replace",
     "reverse",
     "setintersection",
     "setproduct",
     "setsubtract",
     "setunion",
+    "sha1",
     "sha256",
     "sha512",
     "signum",
@@ -111,6 +132,8 @@ static NAMES: &[&str] = &[
     "strrev",
     "substr",
     "sum",
+    "timeadd",
+    "timecmp",
     "title",
     "tobool",
     "tolist",
@@ -125,6 +148,7 @@ static NAMES: &[&str] = &[
     "trimsuffix",
     "upper",
     "urlencode",
+    "uuidv5",
     "values",
     "yamldecode",
     "yamlencode",
@@ -283,6 +307,8 @@ fn lookup_func(name: &str) -> Option<Func> {
             ok_string(s.strip_suffix(suffix.as_str()).unwrap_or(&s))
         }),
         "upper" => Func::fixed(&["str"], |a| ok_string(a.string(0)?.to_uppercase())),
+        "regex" => Func::fixed(&["pattern", "string"], regex),
+        "regexall" => Func::fixed(&["pattern", "string"], regexall),
 
         // Collections.
         "alltrue" => Func::fixed(&["list"], |a| {
@@ -430,6 +456,32 @@ fn lookup_func(name: &str) -> Option<Func> {
         "urlencode" => Func::fixed(&["str"], |a| ok_string(urlencode(&a.string(0)?))),
         "yamldecode" => Func::fixed(&["src"], yamldecode),
         "yamlencode" => Func::fixed(&["value"], yamlencode),
+        "base64gzip" => Func::fixed(&["str"], base64gzip),
+        "csvdecode" => Func::fixed(&["str"], csvdecode),
+        "md5" => Func::fixed(&["str"], |a| {
+            ok_string(hex(&md5::Md5::digest(a.string(0)?)))
+        }),
+        "sha1" => Func::fixed(&["str"], |a| {
+            ok_string(hex(&sha1::Sha1::digest(a.string(0)?)))
+        }),
+        "uuidv5" => Func::fixed(&["namespace", "name"], uuidv5),
+
+        // IP networks.
+        "cidrhost" => Func::fixed(&["prefix", "hostnum"], cidrhost),
+        "cidrnetmask" => Func::fixed(&["prefix"], cidrnetmask),
+        "cidrsubnet" => Func::fixed(&["prefix", "newbits", "netnum"], cidrsubnet),
+        "cidrsubnets" => Func::variadic(&["prefix", "newbits"], 1, cidrsubnets),
+
+        // Dates and times.
+        "formatdate" => Func::fixed(&["spec", "timestamp"], formatdate),
+        "timeadd" => Func::fixed(&["timestamp", "duration"], timeadd),
+        "timecmp" => Func::fixed(&["timestamp_a", "timestamp_b"], timecmp),
+
+        // Paths.
+        "abspath" => Func::fixed(&["path"], abspath),
+        "basename" => Func::fixed(&["path"], basename),
+        "dirname" => Func::fixed(&["path"], dirname),
+        "pathexpand" => Func::fixed(&["path"], pathexpand),
 
         _ => return None,
     };
@@ -997,15 +1049,22 @@ mod tests {
     }
 
     #[test]
-    fn replace_is_plain_and_refuses_regex() {
+    fn replace_is_plain_unless_the_substring_is_in_slashes() {
         assert_eq!(
             ok("replace", &[s("1 + 2 + 3"), s("+"), s("-")]),
             s("1 - 2 - 3")
         );
         assert_eq!(ok("replace", &[s("a/b"), s("/"), s("_")]), s("a_b"));
-        let e = err("replace", &[s("abc"), s("/b/"), s("x")]);
+        assert_eq!(
+            ok("replace", &[s("hello world"), s("/w.*d/"), s("everybody")]),
+            s("hello everybody")
+        );
+        assert_eq!(
+            ok("replace", &[s("k=v"), s("/(?P<k>\\w)=(\\w)/"), s("$2=${k}")]),
+            s("v=k")
+        );
+        let e = err("replace", &[s("abc"), s("/(/"), s("x")]);
         assert_eq!(e.arg, Some(1));
-        assert!(e.message.contains("not supported"));
     }
 
     #[test]

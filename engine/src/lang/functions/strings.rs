@@ -17,11 +17,11 @@ pub(super) fn indent(a: &Args<'_>) -> CallResult {
 
 pub(super) fn replace(a: &Args<'_>) -> CallResult {
     let (s, substr, replacement) = (a.string(0)?, a.string(1)?, a.string(2)?);
+    // A substring in slashes is a regular expression, and the replacement may name its
+    // groups ($1, ${name}), as in Terraform.
     if substr.len() >= 2 && substr.starts_with('/') && substr.ends_with('/') {
-        return Err(a.error(
-            1,
-            "regular expression patterns (\"/.../\") are not supported; use a plain substring",
-        ));
+        let re = pattern(a, 1, &substr[1..substr.len() - 1])?;
+        return ok_string(re.replace_all(&s, replacement.as_str()));
     }
     ok_string(s.replace(&substr, &replacement))
 }
@@ -445,4 +445,62 @@ pub(super) fn pad(d: &Directive, head: &str, body: &str) -> String {
     } else {
         format!("{fill}{head}{body}")
     }
+}
+
+/// A pattern compiled with the RE2 syntax Terraform uses (the `regex` crate is RE2-compatible
+/// and runs in linear time, so no pattern can make a plan hang).
+fn pattern(a: &Args<'_>, i: usize, source: &str) -> CallResult<regex::Regex> {
+    regex::Regex::new(source).map_err(|e| a.error(i, format!("invalid regular expression: {e}")))
+}
+
+/// One match as Terraform's `regex` returns it: the matched text without capture groups, the
+/// groups as a list when unnamed, as a map when named (an unmatched group is null).
+fn match_value(a: &Args<'_>, re: &regex::Regex, captures: &regex::Captures<'_>) -> CallResult {
+    let names: Vec<Option<&str>> = re.capture_names().skip(1).collect();
+    if names.is_empty() {
+        return ok_string(captures.get(0).map_or("", |m| m.as_str()));
+    }
+    let text = |i: usize| {
+        captures
+            .get(i)
+            .map_or(Value::Null, |m| Value::string(m.as_str()))
+    };
+    let named = names.iter().filter(|n| n.is_some()).count();
+    if named == 0 {
+        return Ok(Value::List((1..=names.len()).map(text).collect()));
+    }
+    if named < names.len() {
+        return Err(a.error(0, "named and unnamed capture groups cannot be mixed"));
+    }
+    Ok(Value::Object(
+        names
+            .iter()
+            .enumerate()
+            .filter_map(|(i, name)| Some(((*name)?.to_owned(), text(i + 1))))
+            .collect(),
+    ))
+}
+
+pub(super) fn regex(a: &Args<'_>) -> CallResult {
+    let (source, s) = (a.string(0)?, a.string(1)?);
+    let re = pattern(a, 0, &source)?;
+    match re.captures(&s) {
+        Some(captures) => match_value(a, &re, &captures),
+        None => Err(CallError::call(
+            "pattern did not match any part of the given string",
+        )),
+    }
+}
+
+pub(super) fn regexall(a: &Args<'_>) -> CallResult {
+    let (source, s) = (a.string(0)?, a.string(1)?);
+    let re = pattern(a, 0, &source)?;
+    let mut out = Vec::new();
+    for captures in re.captures_iter(&s) {
+        if out.len() >= MAX_ELEMENTS {
+            return Err(CallError::call("too many matches"));
+        }
+        out.push(match_value(a, &re, &captures)?);
+    }
+    Ok(Value::List(out))
 }

@@ -1,0 +1,446 @@
+//! The function library against Terraform's own answers. Every expectation is taken from the
+//! example on the function's page of the Terraform language documentation
+//! (developer.hashicorp.com/terraform/language/functions/NAME) unless its comment says
+//! otherwise; digests and UUIDs were also checked against Python's hashlib and uuid.
+
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use gpustack_engine::lang::eval::{EmptyScope, Evaluator};
+use serde_json::{Value as Json, json};
+
+fn eval(src: &str) -> Result<Json, String> {
+    let expr = hcl_edit::parser::parse_expr(src).map_err(|e| format!("parse {src}: {e}"))?;
+    Evaluator::new(&EmptyScope)
+        .eval(&expr)
+        .map(|v| v.to_json())
+        .map_err(|e| format!("{}: {}", e.summary, e.detail))
+}
+
+fn check(cases: &[(&str, Json)]) {
+    let mut wrong = Vec::new();
+    for (src, expected) in cases {
+        match eval(src) {
+            Ok(got) if got == *expected => {}
+            Ok(got) => wrong.push(format!("{src}\n  expected {expected}\n  got      {got}")),
+            Err(e) => wrong.push(format!("{src}\n  expected {expected}\n  failed   {e}")),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+fn check_errors(cases: &[(&str, &str)]) {
+    let mut wrong = Vec::new();
+    for (src, message) in cases {
+        match eval(src) {
+            Err(e) if e.contains(message) => {}
+            Err(e) => wrong.push(format!(
+                "{src}\n  expected an error with {message:?}\n  got {e}"
+            )),
+            Ok(v) => wrong.push(format!("{src}\n  expected an error, got {v}")),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn regular_expressions() {
+    check(&[
+        (
+            r#"regex("[a-z]+", "53453453.345345aaabbbccc23454")"#,
+            json!("aaabbbccc"),
+        ),
+        (
+            r#"regex("(\\d\\d\\d\\d)-(\\d\\d)-(\\d\\d)", "2019-02-01")"#,
+            json!(["2019", "02", "01"]),
+        ),
+        (
+            r#"regex("^(?:(?P<scheme>[^:/?#]+):)?(?://(?P<authority>[^/?#]*))?", "https://terraform.io/docs/")"#,
+            json!({"scheme": "https", "authority": "terraform.io"}),
+        ),
+        (
+            r#"regexall("[a-z]+", "1234abcd5678efgh9")"#,
+            json!(["abcd", "efgh"]),
+        ),
+        (
+            r#"length(regexall("[a-z]+", "1234abcd5678efgh9"))"#,
+            json!(2),
+        ),
+        (
+            r#"length(regexall("[a-z]+", "123456789")) > 0"#,
+            json!(false),
+        ),
+        (r#"replace("1 + 2 + 3", "+", "-")"#, json!("1 - 2 - 3")),
+        (
+            r#"replace("hello world", "/w.*d/", "everybody")"#,
+            json!("hello everybody"),
+        ),
+        // Go's regexp expansion, which Terraform's replace uses: $1 and ${name}.
+        (r#"replace("a-b", "/(\\w)-(\\w)/", "$2-$1")"#, json!("b-a")),
+    ]);
+    check_errors(&[(
+        r#"regex("[a-z]+", "53453453.34534523454")"#,
+        "pattern did not match any part of the given string",
+    )]);
+}
+
+#[test]
+fn ip_networks() {
+    check(&[
+        (r#"cidrhost("10.12.112.0/20", 16)"#, json!("10.12.112.16")),
+        (r#"cidrhost("10.12.112.0/20", 268)"#, json!("10.12.113.12")),
+        (
+            r#"cidrhost("fd00:fd12:3456:7890:00a2::/72", 34)"#,
+            json!("fd00:fd12:3456:7890::22"),
+        ),
+        // A negative host number counts from the end of the range (go-cidr's HostBig).
+        (r#"cidrhost("10.0.0.0/8", -1)"#, json!("10.255.255.255")),
+        (r#"cidrnetmask("172.16.0.0/12")"#, json!("255.240.0.0")),
+        (
+            r#"cidrsubnet("172.16.0.0/12", 4, 2)"#,
+            json!("172.18.0.0/16"),
+        ),
+        (
+            r#"cidrsubnet("10.1.2.0/24", 4, 15)"#,
+            json!("10.1.2.240/28"),
+        ),
+        (
+            r#"cidrsubnet("fd00:fd12:3456:7890::/56", 16, 162)"#,
+            json!("fd00:fd12:3456:7800:a200::/72"),
+        ),
+        (
+            r#"cidrsubnets("10.1.0.0/16", 4, 4, 8, 4)"#,
+            json!([
+                "10.1.0.0/20",
+                "10.1.16.0/20",
+                "10.1.32.0/24",
+                "10.1.48.0/20"
+            ]),
+        ),
+        (
+            r#"cidrsubnets("fd00:fd12:3456:7890::/56", 16, 16, 16, 32)"#,
+            json!([
+                "fd00:fd12:3456:7800::/72",
+                "fd00:fd12:3456:7800:100::/72",
+                "fd00:fd12:3456:7800:200::/72",
+                "fd00:fd12:3456:7800:300::/88"
+            ]),
+        ),
+    ]);
+    // Terraform's messages (go-cidr's and its own).
+    check_errors(&[
+        (
+            r#"cidrsubnet("10.0.0.0/30", 4, 0)"#,
+            "insufficient address space to extend prefix of 30 by 4",
+        ),
+        (
+            r#"cidrsubnet("10.0.0.0/24", 4, 16)"#,
+            "prefix extension of 4 does not accommodate a subnet numbered 16",
+        ),
+        (
+            r#"cidrhost("10.0.0.0/30", 4)"#,
+            "prefix of 30 does not accommodate a host numbered 4",
+        ),
+        (
+            r#"cidrnetmask("fd00::/56")"#,
+            "IPv6 addresses cannot have a netmask",
+        ),
+        (
+            r#"cidrsubnets("10.0.0.0/24", 1, 1, 1)"#,
+            "not enough remaining address space",
+        ),
+        (r#"cidrhost("10.0.0/8", 1)"#, "invalid CIDR address"),
+    ]);
+}
+
+#[test]
+fn dates_and_times() {
+    check(&[
+        (
+            r#"formatdate("DD MMM YYYY hh:mm ZZZ", "2018-01-02T23:12:01Z")"#,
+            json!("02 Jan 2018 23:12 UTC"),
+        ),
+        (
+            r#"formatdate("EEEE, DD-MMM-YY hh:mm:ss ZZZ", "2018-01-02T23:12:01Z")"#,
+            json!("Tuesday, 02-Jan-18 23:12:01 UTC"),
+        ),
+        (
+            r#"formatdate("EEE, DD MMM YYYY hh:mm:ss ZZZ", "2018-01-02T23:12:01-08:00")"#,
+            json!("Tue, 02 Jan 2018 23:12:01 -0800"),
+        ),
+        (
+            r#"formatdate("MMM DD, YYYY", "2018-01-02T23:12:01Z")"#,
+            json!("Jan 02, 2018"),
+        ),
+        (
+            r#"formatdate("HH:mmaa", "2018-01-02T23:12:01Z")"#,
+            json!("11:12pm"),
+        ),
+        (
+            r#"formatdate("h'h'mm", "2018-01-02T23:12:01-08:00")"#,
+            json!("23h12"),
+        ),
+        (
+            r#"formatdate("H 'o''clock'", "2018-01-02T23:12:01-08:00")"#,
+            json!("11 o'clock"),
+        ),
+        (
+            r#"timeadd("2017-11-22T00:00:00Z", "10m")"#,
+            json!("2017-11-22T00:10:00Z"),
+        ),
+        // Go durations: negative, fractional and compound (time.ParseDuration); the offset of
+        // the timestamp is kept (time.Time.Add, then Format(time.RFC3339)).
+        (
+            r#"timeadd("2017-11-22T00:00:00Z", "-1h30m")"#,
+            json!("2017-11-21T22:30:00Z"),
+        ),
+        (
+            r#"timeadd("2017-11-22T00:00:00+01:00", "1.5h")"#,
+            json!("2017-11-22T01:30:00+01:00"),
+        ),
+        (
+            r#"timeadd("2016-02-28T23:00:00Z", "2h")"#,
+            json!("2016-02-29T01:00:00Z"),
+        ),
+        (
+            r#"timecmp("2017-11-22T00:00:00Z", "2017-11-22T00:00:00Z")"#,
+            json!(0),
+        ),
+        (
+            r#"timecmp("2017-11-22T00:00:00Z", "2017-11-22T01:00:00Z")"#,
+            json!(-1),
+        ),
+        (
+            r#"timecmp("2017-11-22T01:00:00Z", "2017-11-22T00:00:00Z")"#,
+            json!(1),
+        ),
+        (
+            r#"timecmp("2017-11-22T01:00:00Z", "2017-11-22T00:00:00-01:00")"#,
+            json!(0),
+        ),
+    ]);
+    check_errors(&[
+        (
+            r#"timeadd("2017-11-22", "1h")"#,
+            "not a valid RFC3339 timestamp",
+        ),
+        (
+            r#"timeadd("2017-11-22T00:00:00Z", "1 hour")"#,
+            "invalid duration",
+        ),
+        (
+            r#"formatdate("YYY", "2018-01-02T23:12:01Z")"#,
+            "invalid date format verb",
+        ),
+    ]);
+}
+
+#[test]
+fn hashes_uuids_and_encodings() {
+    check(&[
+        (
+            r#"md5("hello world")"#,
+            json!("5eb63bbbe01eeed093cb22bb8f5acdc3"),
+        ),
+        (
+            r#"sha1("hello world")"#,
+            json!("2aae6c35c94fcfb415dbe95f408b9ce91ee846ed"),
+        ),
+        (
+            r#"sha256("hello world")"#,
+            json!("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"),
+        ),
+        (
+            r#"uuidv5("dns", "www.terraform.io")"#,
+            json!("a5008fae-b28c-5ba5-96cd-82b4c53552d6"),
+        ),
+        (
+            r#"uuidv5("url", "https://www.terraform.io/")"#,
+            json!("9db6f67c-dd95-5ea0-aa5b-e70e5c5f7cf5"),
+        ),
+        (
+            r#"uuidv5("oid", "1.3.6.1.4")"#,
+            json!("af9d40a5-7a36-5c07-b23a-851cd99fbfa5"),
+        ),
+        (
+            r#"uuidv5("x500", "CN=Example,C=GB")"#,
+            json!("84e09961-4aa4-57f8-95b7-03edb1073253"),
+        ),
+        (
+            r#"uuidv5("6ba7b810-9dad-11d1-80b4-00c04fd430c8", "www.terraform.io")"#,
+            json!("a5008fae-b28c-5ba5-96cd-82b4c53552d6"),
+        ),
+        (r#"base64encode("Hello World")"#, json!("SGVsbG8gV29ybGQ=")),
+        (r#"base64decode("SGVsbG8gV29ybGQ=")"#, json!("Hello World")),
+        (
+            r#"csvdecode("a,b,c\n1,2,3\n4,5,6")"#,
+            json!([{"a": "1", "b": "2", "c": "3"}, {"a": "4", "b": "5", "c": "6"}]),
+        ),
+        (
+            r#"jsonencode({"hello"="world"})"#,
+            json!("{\"hello\":\"world\"}"),
+        ),
+        (r#"urlencode("Hello World!")"#, json!("Hello+World%21")),
+    ]);
+    check_errors(&[(r#"csvdecode("a,b\n1,2,3")"#, "wrong number of fields")]);
+}
+
+/// `base64gzip` cannot be compared byte for byte (Go's deflate and this one differ); what the
+/// bytes decompress to can.
+#[test]
+fn base64gzip_decompresses_to_its_input() {
+    use base64::Engine as _;
+    use std::io::Read as _;
+    let Json::String(encoded) = eval(r#"base64gzip("test")"#).unwrap() else {
+        panic!("not a string")
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .unwrap();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(bytes.as_slice())
+        .read_to_string(&mut text)
+        .unwrap();
+    assert_eq!(text, "test");
+}
+
+#[test]
+fn paths() {
+    check(&[
+        (r#"basename("foo/bar/baz.txt")"#, json!("baz.txt")),
+        (r#"dirname("foo/bar/baz.txt")"#, json!("foo/bar")),
+        // Go's filepath.Base and filepath.Dir, which Terraform calls.
+        (r#"basename("foo/bar/")"#, json!("bar")),
+        (r#"basename("")"#, json!(".")),
+        (r#"dirname("baz.txt")"#, json!(".")),
+        (r#"dirname("/")"#, json!("/")),
+        (r#"abspath("/a/b/../c/./d")"#, json!("/a/c/d")),
+        (r#"pathexpand("/etc/hosts")"#, json!("/etc/hosts")),
+    ]);
+    let home = std::env::var("HOME").unwrap();
+    check(&[(
+        r#"pathexpand("~/.ssh/id_rsa")"#,
+        json!(format!("{home}/.ssh/id_rsa")),
+    )]);
+}
+
+#[test]
+fn strings_numbers_and_collections() {
+    check(&[
+        (r#"chomp("hello\n")"#, json!("hello")),
+        (r#"format("Hello, %s!", "Ander")"#, json!("Hello, Ander!")),
+        (
+            r#"format("There are %d lights", 4)"#,
+            json!("There are 4 lights"),
+        ),
+        (
+            r#"formatlist("Hello, %s!", ["Valentina", "Ander", "Olivia", "Sam"])"#,
+            json!([
+                "Hello, Valentina!",
+                "Hello, Ander!",
+                "Hello, Olivia!",
+                "Hello, Sam!"
+            ]),
+        ),
+        // Every newline is followed by the padding, the last one too (Go's strings.Replace).
+        (
+            r#"indent(2, "[\n  foo,\n  bar,\n]\n")"#,
+            json!("[\n    foo,\n    bar,\n  ]\n  "),
+        ),
+        (
+            r#"join(", ", ["foo", "bar", "baz"])"#,
+            json!("foo, bar, baz"),
+        ),
+        (r#"split(",", "foo,bar,baz")"#, json!(["foo", "bar", "baz"])),
+        (r#"strrev("hello")"#, json!("olleh")),
+        (r#"substr("hello world", 1, 4)"#, json!("ello")),
+        (r#"substr("hello world", -5, -1)"#, json!("world")),
+        (r#"title("hello world")"#, json!("Hello World")),
+        (r#"trim("?!hello?!", "!?")"#, json!("hello")),
+        (r#"trimspace("  hello\n\n")"#, json!("hello")),
+        (r#"upper("hello")"#, json!("HELLO")),
+        (r#"abs(-12.4)"#, json!(12.4)),
+        (r#"ceil(5.1)"#, json!(6)),
+        (r#"floor(4.9)"#, json!(4)),
+        (r#"log(16, 2)"#, json!(4)),
+        (r#"max(12, 54, 3)"#, json!(54)),
+        (r#"parseint("FF", 16)"#, json!(255)),
+        (r#"parseint("-10", 16)"#, json!(-16)),
+        (r#"pow(3, 2)"#, json!(9)),
+        (r#"signum(-13)"#, json!(-1)),
+        (
+            r#"chunklist(["a", "b", "c", "d", "e"], 2)"#,
+            json!([["a", "b"], ["c", "d"], ["e"]]),
+        ),
+        (r#"coalesce("", "b")"#, json!("b")),
+        (r#"compact(["a", "", "b", "c"])"#, json!(["a", "b", "c"])),
+        (
+            r#"concat(["a", ""], ["b", "c"])"#,
+            json!(["a", "", "b", "c"]),
+        ),
+        (r#"contains(["a", "b", "c"], "a")"#, json!(true)),
+        (
+            r#"distinct(["a", "b", "a", "c", "d", "b"])"#,
+            json!(["a", "b", "c", "d"]),
+        ),
+        (r#"element(["a", "b", "c"], 3)"#, json!("a")),
+        (
+            r#"flatten([["a", "b"], [], ["c"]])"#,
+            json!(["a", "b", "c"]),
+        ),
+        (r#"keys({a=1, c=2, d=3})"#, json!(["a", "c", "d"])),
+        (r#"length({"a" = "b"})"#, json!(1)),
+        (r#"lookup({a="ay", b="bee"}, "c", "what?")"#, json!("what?")),
+        (
+            r#"merge({a="b", c="d"}, {e="f", c="z"})"#,
+            json!({"a": "b", "c": "z", "e": "f"}),
+        ),
+        (r#"range(1, 4)"#, json!([1, 2, 3])),
+        (r#"range(0, -4, -1)"#, json!([0, -1, -2, -3])),
+        (r#"reverse([1, 2, 3])"#, json!([3, 2, 1])),
+        (
+            r#"setproduct(["development", "staging"], ["app1", "app2"])"#,
+            json!([
+                ["development", "app1"],
+                ["development", "app2"],
+                ["staging", "app1"],
+                ["staging", "app2"]
+            ]),
+        ),
+        (r#"slice(["a", "b", "c", "d"], 1, 3)"#, json!(["b", "c"])),
+        (r#"sort(["e", "d", "a", "x"])"#, json!(["a", "d", "e", "x"])),
+        (r#"sum([10, 13, 6, 4.5])"#, json!(33.5)),
+        (
+            r#"transpose({"a" = ["1", "2"], "b" = ["2", "3"]})"#,
+            json!({"1": ["a"], "2": ["a", "b"], "3": ["b"]}),
+        ),
+        (r#"values({a=3, c=2, d=1})"#, json!([3, 2, 1])),
+        (r#"zipmap(["a", "b"], [1, 2])"#, json!({"a": 1, "b": 2})),
+        (r#"one([])"#, json!(null)),
+        (r#"alltrue(["true", true])"#, json!(true)),
+        (r#"anytrue([])"#, json!(false)),
+        // Splats, for expressions and conditionals (the expression pages of the documentation).
+        (r#"[for s in ["a", "b"] : upper(s)]"#, json!(["A", "B"])),
+        (
+            r#"{for k, v in {a = 1, b = 2} : v => k}"#,
+            json!({"1": "a", "2": "b"}),
+        ),
+        (r#"[{name = "x"}, {name = "y"}][*].name"#, json!(["x", "y"])),
+        (r#"true ? "yes" : "no""#, json!("yes")),
+        (
+            r#""Hello, %{ if true }world%{ else }nobody%{ endif }!""#,
+            json!("Hello, world!"),
+        ),
+        // Type conversions.
+        (r#"tonumber("1")"#, json!(1)),
+        (r#"tostring(true)"#, json!("true")),
+        (r#"tobool("false")"#, json!(false)),
+        (r#"tolist(["a", "b", 3])"#, json!(["a", "b", "3"])),
+        (r#"tomap({"a" = 1, "b" = 2})"#, json!({"a": 1, "b": 2})),
+        (r#"tonumber(null)"#, json!(null)),
+    ]);
+    check_errors(&[
+        (r#"element([], 0)"#, "empty"),
+        (r#"tonumber("no")"#, "number"),
+        (r#"index(["a"], "b")"#, "item not found"),
+    ]);
+}
