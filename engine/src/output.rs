@@ -158,10 +158,15 @@ fn reason(change: &ResourceChange) -> Option<String> {
         "delete_because_destroy" => return None,
         "changed_outside_gpustack" => "(changed outside gpustack)".to_owned(),
         "deleted_outside_gpustack" => "(deleted outside gpustack)".to_owned(),
-        other => match other.strip_prefix("replace_because_cannot_update: ") {
-            Some(attrs) => format!("(because {attrs} cannot be changed in place)"),
-            None => format!("({other})"),
-        },
+        other => {
+            if let Some(attrs) = other.strip_prefix("replace_because_cannot_update: ") {
+                format!("(because {attrs} cannot be changed in place)")
+            } else if let Some(by) = other.strip_prefix("replace_by_triggers: ") {
+                format!("(because of replace_triggered_by: {by} changes)")
+            } else {
+                format!("({other})")
+            }
+        }
     })
 }
 
@@ -667,23 +672,108 @@ fn mask(value: &serde_json::Value, marks: &serde_json::Value) -> serde_json::Val
     }
 }
 
+/// Terraform's JSON plan format version that [`plan_json`] follows.
+pub const TERRAFORM_JSON_FORMAT: &str = "1.2";
+
+/// Where an instance address sits: `module.a.module.b`, its resource's name and its key.
+struct AddressParts {
+    module: Option<String>,
+    name: String,
+    index: Option<serde_json::Value>,
+}
+
+fn address_parts(change: &ResourceChange) -> AddressParts {
+    let config = change.config_address.as_str();
+    let mut rest = config;
+    let mut module = Vec::new();
+    while let Some(after) = rest.strip_prefix("module.") {
+        let (name, tail) = after.split_once('.').unwrap_or((after, ""));
+        module.push(format!("module.{name}"));
+        rest = tail;
+    }
+    let name = rest.rsplit('.').next().unwrap_or(rest).to_owned();
+    let index = change
+        .address
+        .strip_prefix(config)
+        .and_then(|key| key.strip_prefix('['))
+        .and_then(|key| key.strip_suffix(']'))
+        .and_then(|key| serde_json::from_str(key).ok());
+    AddressParts {
+        module: (!module.is_empty()).then(|| module.join(".")),
+        name,
+        index,
+    }
+}
+
+/// The reason in Terraform's vocabulary, without gpustack's detail after the colon; None for
+/// reasons Terraform has no name for.
+fn terraform_reason(change: &ResourceChange) -> Option<&'static str> {
+    let reason = change.action_reason.as_deref()?;
+    let code = reason.split(':').next().unwrap_or(reason);
+    Some(match code {
+        "replace_because_cannot_update" => "replace_because_cannot_update",
+        "replace_by_request" => "replace_by_request",
+        "replace_by_triggers" => "replace_by_triggers",
+        "delete_because_no_resource_config" => "delete_because_no_resource_config",
+        "delete_because_no_instance" if change.address.ends_with("\"]") => {
+            "delete_because_each_key"
+        }
+        "delete_because_no_instance" => "delete_because_count_index",
+        _ => return None,
+    })
+}
+
+/// Terraform writes `{}`, not `false`, for an object with no unknown or sensitive part.
+fn marks_of(value: &serde_json::Value, marks: &serde_json::Value) -> serde_json::Value {
+    match (value, marks) {
+        (serde_json::Value::Object(_), serde_json::Value::Bool(false)) => serde_json::json!({}),
+        _ => marks.clone(),
+    }
+}
+
 fn change_json(change: &ResourceChange) -> serde_json::Value {
+    let parts = address_parts(change);
+    let after_marks = if change.after.is_null() {
+        serde_json::json!({})
+    } else {
+        marks_of(&change.after, &change.after_unknown)
+    };
+    // Terraform's replace_paths are attribute paths; gpustack's reasons say more, under a key
+    // of their own.
+    let replace_paths: Vec<serde_json::Value> = change
+        .replace_paths
+        .iter()
+        .map(|p| serde_json::json!([p.split([' ', '.']).next().unwrap_or(p)]))
+        .collect();
     let mut json = serde_json::json!({
         "address": change.address,
         "mode": change.mode,
         "type": change.type_name,
+        "name": parts.name,
         "provider_name": change.provider,
         "change": {
             "actions": change.actions,
             "before": mask(&change.before, &change.before_sensitive),
             "after": mask(&change.after, &change.after_sensitive),
-            "after_unknown": change.after_unknown,
-            "before_sensitive": change.before_sensitive,
-            "after_sensitive": change.after_sensitive,
-            "replace_paths": change.replace_paths,
+            "after_unknown": after_marks,
+            "before_sensitive": marks_of(&change.before, &change.before_sensitive),
+            "after_sensitive": marks_of(&change.after, &change.after_sensitive),
+            "replace_paths": replace_paths,
+            "gpustack_replace_attributes": change.replace_paths,
         },
-        "action_reason": change.action_reason,
     });
+    if let Some(module) = parts.module {
+        json["module_address"] = module.into();
+    }
+    if let Some(index) = parts.index {
+        json["index"] = index;
+    }
+    if let Some(reason) = terraform_reason(change) {
+        json["action_reason"] = reason.into();
+    }
+    if let Some(reason) = &change.action_reason {
+        json["gpustack_action_reason"] = reason.clone().into();
+    }
     // Terraform's names: `change.importing.id`, `previous_address`.
     if let Some(importing) = &change.importing {
         json["change"]["importing"] =
@@ -695,22 +785,198 @@ fn change_json(change: &ResourceChange) -> serde_json::Value {
     json
 }
 
-/// The documented, versioned plan format (`format_version`), with sensitive values masked.
+/// A value with its unknown parts left out, as `planned_values` holds it.
+fn known_part(value: &serde_json::Value, unknown: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match (value, unknown) {
+        (J::Object(map), J::Object(u)) => J::Object(
+            map.iter()
+                .filter(|(k, _)| u.get(*k) != Some(&J::Bool(true)))
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        known_part(v, u.get(k).unwrap_or(&J::Bool(false))),
+                    )
+                })
+                .collect(),
+        ),
+        _ => value.clone(),
+    }
+}
+
+/// Terraform's module tree of resource values (`planned_values`, `prior_state`): the root
+/// module's resources, and each module's under `child_modules`.
+fn module_tree(resources: Vec<(Option<String>, serde_json::Value)>) -> serde_json::Value {
+    let mut root = Vec::new();
+    let mut children: indexmap::IndexMap<String, Vec<serde_json::Value>> =
+        indexmap::IndexMap::new();
+    for (module, resource) in resources {
+        match module {
+            None => root.push(resource),
+            Some(m) => children.entry(m).or_default().push(resource),
+        }
+    }
+    let mut tree = serde_json::json!({ "resources": root });
+    if !children.is_empty() {
+        tree["child_modules"] = children
+            .into_iter()
+            .map(|(address, resources)| serde_json::json!({ "address": address, "resources": resources }))
+            .collect::<Vec<_>>()
+            .into();
+    }
+    tree
+}
+
+/// Terraform's configuration tree: a module's resources, and each call's module under
+/// `module_calls.NAME.module`.
+fn module_calls(resources: Vec<(Option<String>, serde_json::Value)>) -> serde_json::Value {
+    #[derive(Default)]
+    struct Node {
+        resources: Vec<serde_json::Value>,
+        calls: indexmap::IndexMap<String, Node>,
+    }
+    fn to_json(node: Node) -> serde_json::Value {
+        let mut json = serde_json::json!({ "resources": node.resources });
+        if !node.calls.is_empty() {
+            json["module_calls"] = node
+                .calls
+                .into_iter()
+                .map(|(name, call)| (name, serde_json::json!({ "module": to_json(call) })))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+        }
+        json
+    }
+    let mut root = Node::default();
+    for (module, resource) in resources {
+        let mut node = &mut root;
+        let path = module.unwrap_or_default();
+        for name in path.split('.').filter(|s| !s.is_empty() && *s != "module") {
+            node = node.calls.entry(name.to_owned()).or_default();
+        }
+        node.resources.push(resource);
+    }
+    to_json(root)
+}
+
+fn resource_values(
+    change: &ResourceChange,
+    values: serde_json::Value,
+    sensitive: &serde_json::Value,
+) -> (Option<String>, serde_json::Value) {
+    let parts = address_parts(change);
+    let mut resource = serde_json::json!({
+        "address": change.address,
+        "mode": change.mode,
+        "type": change.type_name,
+        "name": parts.name,
+        "provider_name": change.provider,
+        "schema_version": 0,
+        "values": values,
+        "sensitive_values": marks_of(&change.after, sensitive),
+    });
+    if let Some(index) = parts.index {
+        resource["index"] = index;
+    }
+    (parts.module, resource)
+}
+
+/// The plan in Terraform's documented JSON plan format (format_version 1.2: `planned_values`,
+/// `prior_state`, `configuration`, `resource_changes`, `resource_drift`, `output_changes`),
+/// with sensitive values masked, so that tools written for Terraform plans (OPA, conftest,
+/// checkov, cost estimators) read it; gpustack's own parts are under keys of their own
+/// (`gpustack_*`, `gpu_capacity`, `summary`).
 pub fn plan_json(plan: &Plan) -> serde_json::Value {
     let (add, change, destroy) = plan.counts();
-    serde_json::json!({
-        "format_version": crate::plan::FORMAT_VERSION,
+    let planned: Vec<_> = plan
+        .resource_changes
+        .iter()
+        .filter(|c| !c.after.is_null() && c.actions != [Action::Forget])
+        .map(|c| {
+            let values = known_part(&mask(&c.after, &c.after_sensitive), &c.after_unknown);
+            resource_values(c, values, &c.after_sensitive)
+        })
+        .collect();
+    let prior: Vec<_> = plan
+        .resource_changes
+        .iter()
+        .filter(|c| !c.before.is_null())
+        .map(|c| {
+            let values = mask(&c.before, &c.before_sensitive);
+            resource_values(c, values, &c.before_sensitive)
+        })
+        .collect();
+    let output_values: serde_json::Map<_, _> = plan
+        .output_changes
+        .iter()
+        .filter(|(_, o)| !o.after_unknown && !o.actions.contains(&Action::Delete))
+        .map(|(name, o)| {
+            let value = if o.sensitive {
+                serde_json::Value::String(SENSITIVE.into())
+            } else {
+                o.after.clone()
+            };
+            (
+                name.clone(),
+                serde_json::json!({ "sensitive": o.sensitive, "value": value }),
+            )
+        })
+        .collect();
+    let mut planned_values = serde_json::json!({ "root_module": module_tree(planned) });
+    if !output_values.is_empty() {
+        planned_values["outputs"] = output_values.into();
+    }
+    // The configuration as Terraform lists it: resources and the providers they use (the
+    // expressions themselves stay in the plan's snapshot).
+    let mut providers = serde_json::Map::new();
+    let mut configured = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for c in &plan.resource_changes {
+        if c.actions == [Action::Delete] || !seen.insert(c.config_address.clone()) {
+            continue;
+        }
+        let key = c.provider.trim_start_matches("provider.").to_owned();
+        providers.entry(key.clone()).or_insert_with(|| {
+            serde_json::json!({ "name": key.split('.').next().unwrap_or(&key), "full_name": key })
+        });
+        let parts = address_parts(c);
+        configured.push((
+            parts.module,
+            serde_json::json!({
+                "address": c.config_address,
+                "mode": c.mode,
+                "type": c.type_name,
+                "name": parts.name,
+                "provider_config_key": key,
+                "schema_version": 0,
+            }),
+        ));
+    }
+    let mut json = serde_json::json!({
+        "format_version": TERRAFORM_JSON_FORMAT,
+        "gpustack_format_version": crate::plan::FORMAT_VERSION,
         "gpustack_version": plan.gpustack_version,
         "mode": plan.mode,
         "lineage": plan.lineage,
         "serial": plan.serial,
         "config_hash": plan.config_hash,
+        "planned_values": planned_values,
         "resource_changes": plan.resource_changes.iter().map(change_json).collect::<Vec<_>>(),
         "resource_drift": plan.resource_drift.iter().map(change_json).collect::<Vec<_>>(),
         "output_changes": plan.output_changes.iter().map(|(name, o)| {
             let after = if o.sensitive { serde_json::Value::String(SENSITIVE.into()) } else { o.after.clone() };
-            (name.clone(), serde_json::json!({ "actions": o.actions, "after": after, "after_unknown": o.after_unknown, "sensitive": o.sensitive }))
+            (name.clone(), serde_json::json!({
+                "actions": o.actions,
+                "after": after,
+                "after_unknown": o.after_unknown,
+                "before_sensitive": o.sensitive,
+                "after_sensitive": o.sensitive,
+            }))
         }).collect::<serde_json::Map<_, _>>(),
+        "configuration": {
+            "provider_config": providers,
+            "root_module": module_calls(configured),
+        },
         "gpu_capacity": plan.gpu_capacity,
         "summary": {
             "import": plan.resource_changes.iter().filter(|c| c.importing.is_some()).count(),
@@ -718,8 +984,18 @@ pub fn plan_json(plan: &Plan) -> serde_json::Value {
             "forget": plan.resource_changes.iter().filter(|c| c.actions == [Action::Forget]).count(),
             "drifted": plan.resource_drift.len(),
         },
+        "applyable": plan.has_changes(),
+        "complete": true,
+        "errored": false,
         "has_changes": plan.has_changes(),
-    })
+    });
+    if !prior.is_empty() {
+        json["prior_state"] = serde_json::json!({
+            "format_version": "1.0",
+            "values": { "root_module": module_tree(prior) },
+        });
+    }
+    json
 }
 
 /// `1 to import, 0 to add, 1 to change, 0 to destroy.` (imports and forgets only when there are

@@ -36,6 +36,26 @@ fn cache_root() -> PathBuf {
         })
 }
 
+/// The pinned OPA binary, built into the test world's cache on first use
+/// (`tests/cluster/build opa`; CI builds it before the suite).
+pub fn opa() -> PathBuf {
+    let path = cache_root()
+        .join(format!("opa-{}", versions()["OPA_VERSION"]))
+        .join("bin/opa");
+    if !path.is_file() {
+        let out = Command::new(repo_root().join("tests/cluster/build"))
+            .arg("opa")
+            .output()
+            .expect("run tests/cluster/build opa");
+        assert!(
+            out.status.success() && path.is_file(),
+            "tests/cluster/build opa failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    path
+}
+
 /// The shared cluster, started and prepared on first use.
 pub fn cluster() -> &'static TestCluster {
     static CLUSTER: OnceLock<TestCluster> = OnceLock::new();

@@ -402,7 +402,10 @@ pub fn main() -> ExitCode {
             generate_config_out,
             ..
         } => {
-            let common = common(&stack, plan.lock_timeout, color);
+            let common = ops::Common {
+                json,
+                ..common(&stack, plan.lock_timeout, color)
+            };
             let mut options = plan.options();
             options.generate_config = generate_config_out.is_some();
             ops::plan(
@@ -484,7 +487,10 @@ pub fn main() -> ExitCode {
             lock_timeout,
             ..
         } => ops::drift(
-            &common(&stack, lock_timeout, color),
+            &ops::Common {
+                json,
+                ..common(&stack, lock_timeout, color)
+            },
             &ops::DriftArgs {
                 json,
                 markdown,
@@ -661,6 +667,7 @@ fn common(stack: &StackArgs, lock_timeout: Duration, color: bool) -> ops::Common
         variables: stack.variables(),
         lock_timeout,
         color,
+        json: false,
     }
 }
 

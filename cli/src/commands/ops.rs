@@ -19,6 +19,9 @@ pub struct Common {
     pub variables: VariableArgs,
     pub lock_timeout: Duration,
     pub color: bool,
+    /// `--json`: diagnostics are JSON too (on stdout when the command fails, so that it
+    /// still prints one document there; on stderr otherwise).
+    pub json: bool,
 }
 
 pub struct PlanArgs {
@@ -47,10 +50,32 @@ fn open(common: &Common) -> Result<Session, ExitCode> {
     );
     if session.diags.has_errors() {
         let (sources, diagnostics) = session.diagnostics();
-        report::diagnostics(&sources, &diagnostics, common.color);
+        emit(common, &sources, &diagnostics);
         return Err(ExitCode::from(1));
     }
     Ok(session)
+}
+
+/// Diagnostics as text, or as JSON for `--json`.
+fn emit(
+    common: &Common,
+    sources: &gpustack_engine::source::SourceMap,
+    diagnostics: &[gpustack_protocol::Diagnostic],
+) {
+    if !common.json {
+        report::diagnostics(sources, diagnostics, common.color);
+        return;
+    }
+    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    if errors == 0 && diagnostics.is_empty() {
+        return;
+    }
+    let text = report::diagnostics_json(diagnostics, errors);
+    if errors > 0 {
+        println!("{text}");
+    } else {
+        eprintln!("{text}");
+    }
 }
 
 /// Plans under the lock; the lock is returned so that an apply can keep it.
@@ -69,7 +94,7 @@ async fn make_plan(
     let state = read(backend.as_ref()).await.map_err(error)?;
     let (plan, sources, diagnostics) =
         gpustack_engine::plan(session, state.as_ref(), options).await;
-    report::diagnostics(&sources, &diagnostics, common.color);
+    emit(common, &sources, &diagnostics);
     match plan {
         Some(plan) => Ok((plan, backend, guard)),
         None => Err(ExitCode::from(1)),
@@ -740,6 +765,7 @@ pub fn fleet(
                     variables: common.variables.clone(),
                     lock_timeout: common.lock_timeout,
                     color: common.color,
+                    json: false,
                 };
                 let outcome = match make_plan(&member, &options, operation).await {
                     Ok((plan, _, _guard)) => Ok(FleetSummary {

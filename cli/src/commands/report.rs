@@ -91,19 +91,38 @@ pub fn to_string(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool) -
 
 /// Diagnostics on stderr, scrubbed of every secret the run has seen (an API's error message
 /// may quote what it was sent).
+/// The diagnostics with every known secret pattern scrubbed from their texts.
+fn scrubbed(diagnostics: &[Diagnostic]) -> Vec<Diagnostic> {
+    diagnostics
+        .iter()
+        .map(|d| {
+            let mut d = d.clone();
+            d.summary = gpustack_protocol::secrets::scrub(&d.summary).into_owned();
+            d.detail = gpustack_protocol::secrets::scrub(&d.detail).into_owned();
+            d
+        })
+        .collect()
+}
+
+/// `{"errored", "error_count", "warning_count", "diagnostics"}` with every secret scrubbed, as
+/// `validate --json` reports them.
+pub fn diagnostics_json(diagnostics: &[Diagnostic], errors: usize) -> String {
+    let scrubbed = scrubbed(diagnostics);
+    let report = serde_json::json!({
+        "format_version": "1.0",
+        "errored": errors > 0,
+        "error_count": errors,
+        "warning_count": diagnostics.len() - errors,
+        "diagnostics": scrubbed,
+    });
+    serde_json::to_string_pretty(&report).unwrap_or_default()
+}
+
 pub fn diagnostics(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool) {
     if !diagnostics.is_empty() {
         // Before rendering too: the renderer wraps long lines, and a secret split across two
         // lines would no longer be found.
-        let scrubbed: Vec<Diagnostic> = diagnostics
-            .iter()
-            .map(|d| {
-                let mut d = d.clone();
-                d.summary = gpustack_protocol::secrets::scrub(&d.summary).into_owned();
-                d.detail = gpustack_protocol::secrets::scrub(&d.detail).into_owned();
-                d
-            })
-            .collect();
+        let scrubbed = scrubbed(diagnostics);
         let text = to_string(sources, &scrubbed, color);
         eprint!("{}", gpustack_protocol::secrets::scrub(&text));
     }

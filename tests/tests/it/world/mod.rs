@@ -10,4 +10,5 @@ mod eks;
 mod gke;
 mod karpenter;
 mod moto;
+mod policy;
 mod testworld;
