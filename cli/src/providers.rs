@@ -14,6 +14,8 @@ pub fn registry() -> Registry {
     let mut providers: Vec<Arc<dyn ProviderFactory>> = Vec::new();
     #[cfg(feature = "local")]
     providers.push(gpustack_provider_local::provider());
+    #[cfg(feature = "local")]
+    providers.push(gpustack_provider_local::terraform::provider());
     #[cfg(feature = "kubernetes")]
     providers.push(gpustack_provider_kubernetes::kubernetes());
     #[cfg(feature = "helm")]
@@ -46,6 +48,7 @@ mod tests {
         assert_eq!(registry.owner_of("eks_nodegroup"), Some("aws"));
         assert_eq!(registry.owner_of("gke_nodepool"), Some("gcp"));
         assert_eq!(registry.owner_of("helm_release"), Some("helm"));
+        assert_eq!(registry.owner_of("terraform_data"), Some("terraform"));
         for t in registry
             .resource_types()
             .chain(registry.data_source_types())

@@ -14,7 +14,7 @@
 use crate::config::{Files, Resource, ResourceMode};
 use crate::diag::Diag;
 use crate::evaluate::store;
-use crate::evaluate::{EvalOptions, Evaluation, Inputs};
+use crate::evaluate::{EvalOptions, Evaluation, Inputs, Repetition};
 use crate::graph::{Graph, NodeKind};
 use crate::instances::{Instance, InstanceKey, assemble, expand, keep_ignored, recorded, report};
 use crate::plan::{Action, Plan, PlanMode, ResourceChange, sensitive_attributes};
@@ -398,8 +398,13 @@ async fn apply_with(
                 failed: HashSet::new(),
                 ledger: &mut ledger,
                 handled: HashSet::new(),
+                repetitions: HashMap::new(),
             };
             walk(&graph.graph, &mut applier, stop).await;
+            // Check blocks on what is now there: warnings, as Terraform reports them.
+            if plan.mode == crate::plan::PlanMode::Normal {
+                applier.walk.run_checks();
+            }
             let handles: HashMap<String, Handle> = applier
                 .providers
                 .iter()
@@ -512,6 +517,8 @@ struct Applier<'w, 'a, 'l, 's, 'p> {
     /// Instance addresses whose change the walk carried out (or skipped after a failure).
     handled: HashSet<String>,
     progress: Arc<Progress>,
+    /// The count/for_each bindings of instances whose postconditions run after their change.
+    repetitions: HashMap<String, Option<Repetition>>,
 }
 
 impl Steps for Applier<'_, '_, '_, '_, '_> {
@@ -615,12 +622,24 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                     if resource.mode == ResourceMode::Managed {
                         self.ledger.record(d, &dependencies);
                     }
+                    // Postconditions on the object as it now is; the change stays recorded.
+                    if let (Some(change), Some(new_state)) = (&d.change, &d.new_state) {
+                        let kept = self.repetitions.remove(&change.address);
+                        failed |= self.walk.postconditions(
+                            n.module,
+                            resource,
+                            &change.address,
+                            kept,
+                            new_state,
+                        );
+                    }
                 }
                 self.ledger.flush();
                 if failed {
                     self.failed.insert(node);
                 }
                 let value = assemble(
+                    resource,
                     done.iter()
                         .map(|(k, d)| (k, d.new_state.clone().unwrap_or(Value::Null))),
                 );
@@ -700,6 +719,10 @@ impl Applier<'_, '_, '_, '_, '_> {
             repetition,
         } in instances
         {
+            // Preconditions the plan could not decide are decided now, before any change.
+            if let Some(kept) = self.walk.preconditions(module, r, &address, &repetition) {
+                self.repetitions.insert(address.clone(), kept);
+            }
             let mut config = self
                 .walk
                 .decode(module, &r.body, &schema, repetition, &context);

@@ -49,6 +49,7 @@ pub(crate) fn expand(
     };
     match walk.expansion(module, r) {
         Expansion::Single => Some(vec![instance(InstanceKey::Single, None)]),
+        Expansion::Disabled => Some(Vec::new()),
         Expansion::Count(n) => Some(
             (0..n)
                 .map(|i| {
@@ -57,6 +58,7 @@ pub(crate) fn expand(
                         Some(Repetition {
                             count_index: Some(Value::Number(i as f64)),
                             each: None,
+                            ..Default::default()
                         }),
                     )
                 })
@@ -71,6 +73,7 @@ pub(crate) fn expand(
                         Some(Repetition {
                             count_index: None,
                             each: Some((Value::String(k), v)),
+                            ..Default::default()
                         }),
                     )
                 })
@@ -80,10 +83,17 @@ pub(crate) fn expand(
         Expansion::Unknown => {
             let what = if r.count.is_some() {
                 "count"
+            } else if r.lifecycle.enabled.is_some() {
+                "enabled"
             } else {
                 "for_each"
             };
-            let span = r.count.as_ref().or(r.for_each.as_ref()).map(|e| e.span());
+            let span = r
+                .count
+                .as_ref()
+                .or(r.for_each.as_ref())
+                .or(r.lifecycle.enabled.as_ref())
+                .map(|e| e.span());
             walk.diags.push(Diag::error(
                 span,
                 format!("Invalid {what} argument"),
@@ -94,10 +104,15 @@ pub(crate) fn expand(
     }
 }
 
-/// The value references see: one object, a list (count) or a map (for_each).
-pub(crate) fn assemble<'k>(instances: impl IntoIterator<Item = (&'k InstanceKey, Value)>) -> Value {
+/// The value references see: one object, a list (count) or a map (for_each); null for a
+/// resource that `enabled` turned off.
+pub(crate) fn assemble<'k>(
+    r: &Resource,
+    instances: impl IntoIterator<Item = (&'k InstanceKey, Value)>,
+) -> Value {
     let instances: Vec<(&InstanceKey, Value)> = instances.into_iter().collect();
     match instances.first().map(|(k, _)| *k) {
+        None if r.lifecycle.enabled.is_some() => Value::Null,
         None => Value::List(Vec::new()),
         Some(InstanceKey::Single) => instances
             .into_iter()
@@ -175,9 +190,46 @@ pub(crate) fn keep_ignored(config: &mut Value, prior: &Value, lifecycle: &Lifecy
         *attrs = old.clone();
         return;
     }
-    for (name, _) in &lifecycle.ignore_changes {
-        if let Some(value) = old.get(name) {
-            attrs.insert(name.clone(), value.clone());
+    for (path, _) in &lifecycle.ignore_changes {
+        let [gpustack_protocol::PathStep::Key(name), rest @ ..] = path.as_slice() else {
+            continue;
+        };
+        match (old.get(name), attrs.get_mut(name)) {
+            (Some(value), _) if rest.is_empty() => {
+                attrs.insert(name.clone(), value.clone());
+            }
+            (Some(value), Some(configured)) => keep_at(configured, value, rest),
+            _ => {}
         }
+    }
+}
+
+/// Puts the prior value at `path` into the configured one; where the prior has nothing there
+/// (a map key it lacked), the configured entry goes too, so that the path stays as it was.
+fn keep_at(configured: &mut Value, prior: &Value, path: &[gpustack_protocol::PathStep]) {
+    use gpustack_protocol::PathStep;
+    let Some((step, rest)) = path.split_first() else {
+        *configured = prior.clone();
+        return;
+    };
+    match (step, configured, prior) {
+        (PathStep::Key(k), Value::Object(now), Value::Object(before)) => {
+            match (before.get(k), now.get_mut(k)) {
+                (Some(b), Some(n)) if !rest.is_empty() => keep_at(n, b, rest),
+                (Some(b), _) if rest.is_empty() => {
+                    now.insert(k.clone(), b.clone());
+                }
+                (None, _) if rest.is_empty() => {
+                    now.shift_remove(k);
+                }
+                _ => {}
+            }
+        }
+        (PathStep::Index(i), Value::List(now), Value::List(before)) => {
+            if let (Some(n), Some(b)) = (now.get_mut(*i), before.get(*i)) {
+                keep_at(n, b, rest);
+            }
+        }
+        _ => {}
     }
 }

@@ -444,3 +444,108 @@ fn strings_numbers_and_collections() {
         (r#"index(["a"], "b")"#, "item not found"),
     ]);
 }
+
+/// The file functions on a directory like the one on fileset's page: `files/hello.txt` and
+/// `files/world.txt`, plus a nested file that only `**` reaches.
+#[test]
+fn files_and_file_digests() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("files");
+    std::fs::create_dir_all(files.join("nested")).unwrap();
+    std::fs::write(files.join("hello.txt"), "hello world").unwrap();
+    std::fs::write(files.join("world.txt"), "world").unwrap();
+    std::fs::write(files.join("nested").join("deep.txt"), "deep").unwrap();
+    std::fs::write(files.join("template.tftpl"), "Hello, ${name}!").unwrap();
+    let base = dir.path().display().to_string().replace('\\', "/");
+    let hello = format!("{base}/files/hello.txt");
+    check(&[
+        (
+            &format!(r#"fileset("{base}", "files/*.txt")"#),
+            json!(["files/hello.txt", "files/world.txt"]),
+        ),
+        (
+            &format!(r#"fileset("{base}/files", "*")"#),
+            json!(["hello.txt", "template.tftpl", "world.txt"]),
+        ),
+        (
+            &format!(r#"fileset("{base}", "{{files,other}}/*.txt")"#),
+            json!(["files/hello.txt", "files/world.txt"]),
+        ),
+        (
+            &format!(r#"fileset("{base}", "**/*.txt")"#),
+            json!([
+                "files/hello.txt",
+                "files/nested/deep.txt",
+                "files/world.txt"
+            ]),
+        ),
+        // A directory that does not exist holds no files (Terraform returns an empty set).
+        (&format!(r#"fileset("{base}/none", "*")"#), json!([])),
+        // Digests of "hello world" as md5(), sha1() ... give them (checked with sha*sum).
+        (
+            &format!(r#"filebase64("{hello}")"#),
+            json!("aGVsbG8gd29ybGQ="),
+        ),
+        (
+            &format!(r#"filemd5("{hello}")"#),
+            json!("5eb63bbbe01eeed093cb22bb8f5acdc3"),
+        ),
+        (
+            &format!(r#"filesha1("{hello}")"#),
+            json!("2aae6c35c94fcfb415dbe95f408b9ce91ee846ed"),
+        ),
+        (
+            &format!(r#"filesha256("{hello}")"#),
+            json!("b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"),
+        ),
+        (
+            &format!(r#"filebase64sha256("{hello}")"#),
+            json!("uU0nuZNNPgilLlLX2n2r+sSE7+N6U4DukIj3rOLvzek="),
+        ),
+        (&format!(r#"length(filesha512("{hello}"))"#), json!(128)),
+        (
+            &format!(r#"templatefile("{base}/files/template.tftpl", {{ name = "Sam" }})"#),
+            json!("Hello, Sam!"),
+        ),
+        // templatestring's page: the template comes from a value, not a file (written here
+        // with $${ so that the literal itself does not interpolate).
+        (
+            r#"templatestring("Hello, $${name}!", { name = "Olivia" })"#,
+            json!("Hello, Olivia!"),
+        ),
+    ]);
+    check_errors(&[
+        (
+            &format!(r#"filemd5("{base}/files/missing.txt")"#),
+            "no such file",
+        ),
+        (&format!(r#"fileset("{base}", "[")"#), "invalid pattern"),
+        (r#"templatestring("${missing}", {})"#, "missing"),
+    ]);
+}
+
+/// `timestamp()` and `plantimestamp()` are one instant for the whole plan, in the RFC 3339
+/// form Terraform prints (whole seconds, `Z`); `uuid()` is a random version 4 UUID.
+#[test]
+fn the_clock_and_random_uuids() {
+    let at = eval("timestamp()").unwrap();
+    let at = at.as_str().unwrap().to_owned();
+    let shape = regex_shape(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$");
+    assert!(shape.is_match(&at), "{at}");
+    assert_eq!(eval("plantimestamp()").unwrap(), json!(at));
+    assert_eq!(
+        eval(r#"timecmp(timestamp(), "2020-01-01T00:00:00Z")"#).unwrap(),
+        json!(1)
+    );
+    let a = eval("uuid()").unwrap();
+    let b = eval("uuid()").unwrap();
+    assert_ne!(a, b);
+    let uuid =
+        regex_shape(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$");
+    assert!(uuid.is_match(a.as_str().unwrap()), "{a}");
+    check_errors(&[("timestamp(1)", "expects 0 argument")]);
+}
+
+fn regex_shape(pattern: &str) -> regex::Regex {
+    regex::Regex::new(pattern).unwrap()
+}

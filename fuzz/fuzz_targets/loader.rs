@@ -25,6 +25,7 @@ fuzz_target!(|data: &[u8]| {
     // The providers without an SDK: the engine and this target compile without any.
     let registry = gpustack_protocol::Registry::new(vec![
         gpustack_provider_local::provider(),
+        gpustack_provider_local::terraform::provider(),
         gpustack_provider_test::provider(),
     ]);
     let loaded = gpustack_engine::load(registry, dir, &VariableArgs::default(), EvalOptions { allow_missing_inputs: true });

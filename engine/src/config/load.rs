@@ -299,6 +299,7 @@ fn load_module(
         imports: Vec::new(),
         moves: Vec::new(),
         removals: Vec::new(),
+        checks: Vec::new(),
     };
     for file in files {
         if let Some((id, body)) = parse_file_from(from, sources, file, diags) {
@@ -311,7 +312,7 @@ fn load_module(
 
 const TOP_LEVEL_BLOCKS: &[&str] = &[
     "variable", "locals", "output", "provider", "resource", "data", "module", "gpustack", "import",
-    "moved", "removed",
+    "moved", "removed", "check",
 ];
 
 struct Decoder<'a> {
@@ -369,6 +370,7 @@ impl Decoder<'_> {
             "import" => self.import(module, &block),
             "moved" => self.moved(module, &block),
             "removed" => self.removed(module, &block),
+            "check" => self.check(module, &block),
             "terraform" => self.diags.error(
                 self.span(block.ident.span()),
                 "Unsupported block type",
@@ -764,7 +766,7 @@ impl Decoder<'_> {
             body,
             "an output block",
             &["value", "description", "sensitive", "depends_on"],
-            &[],
+            &["precondition"],
         );
         let Some(value) = body.get_attribute("value") else {
             self.diags.error(
@@ -783,6 +785,10 @@ impl Decoder<'_> {
                 .literal_bool(body.get_attribute("sensitive"))
                 .unwrap_or(false),
             depends_on: self.depends_on(body),
+            preconditions: body
+                .get_blocks("precondition")
+                .filter_map(|b| self.condition(b, "a precondition block"))
+                .collect(),
         };
         if module.outputs.contains_key(&name) {
             self.duplicate(span, "output", &name);
@@ -882,6 +888,15 @@ impl Decoder<'_> {
             .filter(|_| mode == ResourceMode::Managed)
         {
             lifecycle = self.lifecycle(lc);
+            if let Some(enabled) = &lifecycle.enabled
+                && (count.is_some() || for_each.is_some())
+            {
+                self.diags.error(
+                    enabled.span(),
+                    "Invalid combination of arguments",
+                    "enabled cannot be used together with count or for_each: it turns one instance on or off.",
+                );
+            }
         }
         // Meta-arguments are the engine's; what remains is checked against the provider schema.
         for meta in ["count", "for_each", "depends_on", "provider"] {
@@ -926,8 +941,14 @@ impl Decoder<'_> {
         self.only(
             &block.body,
             "a lifecycle block",
-            &["prevent_destroy", "create_before_destroy", "ignore_changes"],
-            &[],
+            &[
+                "prevent_destroy",
+                "create_before_destroy",
+                "ignore_changes",
+                "replace_triggered_by",
+                "enabled",
+            ],
+            &["precondition", "postcondition"],
         );
         let mut lifecycle = Lifecycle {
             prevent_destroy: self
@@ -945,14 +966,14 @@ impl Decoder<'_> {
                 }
                 Expression::Array(items) => {
                     for item in items.iter() {
-                        match static_parts(item) {
-                            Some(parts) if !parts.is_empty() => lifecycle
+                        match static_path(item) {
+                            Some(path) => lifecycle
                                 .ignore_changes
-                                .push((parts[0].clone(), self.span(item.span()))),
-                            _ => self.diags.error(
+                                .push((path, self.span(item.span()))),
+                            None => self.diags.error(
                                 self.span(item.span()),
                                 "Invalid ignore_changes entry",
-                                "Each entry must be an attribute name, such as node_count.",
+                                "Each entry must be an attribute path with literal keys, such as node_count or tags[\"team\"].",
                             ),
                         }
                     }
@@ -964,7 +985,100 @@ impl Decoder<'_> {
                 ),
             }
         }
+        lifecycle.enabled = block
+            .body
+            .get_attribute("enabled")
+            .map(|a| self.expr(&a.value));
+        lifecycle.preconditions = block
+            .body
+            .get_blocks("precondition")
+            .filter_map(|b| self.condition(b, "a precondition block"))
+            .collect();
+        lifecycle.postconditions = block
+            .body
+            .get_blocks("postcondition")
+            .filter_map(|b| self.condition(b, "a postcondition block"))
+            .collect();
+        if let Some(attr) = block.body.get_attribute("replace_triggered_by") {
+            match &attr.value {
+                Expression::Array(items) => {
+                    for item in items.iter() {
+                        if trigger_target(item).is_some() {
+                            lifecycle.replace_triggered_by.push(self.expr(item));
+                        } else {
+                            self.diags.error(
+                                self.span(item.span()),
+                                "Invalid replace_triggered_by expression",
+                                "Each entry must be a reference to a managed resource of this module or one of its attributes, such as terraform_data.version or aks_nodepool.t4.vm_size.",
+                            );
+                        }
+                    }
+                }
+                other => self.diags.error(
+                    self.span(other.span()),
+                    "Invalid replace_triggered_by",
+                    "replace_triggered_by must be a list of resource references.",
+                ),
+            }
+        }
         lifecycle
+    }
+
+    /// `condition` and `error_message`, both required.
+    fn condition(&mut self, block: &Block, context: &str) -> Option<Condition> {
+        self.only(&block.body, context, &["condition", "error_message"], &[]);
+        let condition = block.body.get_attribute("condition");
+        let message = block.body.get_attribute("error_message");
+        match (condition, message) {
+            (Some(condition), Some(message)) => Some(Condition {
+                condition: self.expr(&condition.value),
+                error_message: self.expr(&message.value),
+            }),
+            _ => {
+                self.diags.error(
+                    self.span(block.ident.span()),
+                    "Missing required argument",
+                    format!("{context} needs both condition and error_message."),
+                );
+                None
+            }
+        }
+    }
+
+    fn check(&mut self, module: &mut Module, block: &Block) {
+        let Some(labels) = self.labels(block, &["check name"]) else {
+            return;
+        };
+        let span = self.header_span(block);
+        self.only(&block.body, "a check block", &[], &["assert", "data"]);
+        if let Some(data) = block.body.get_blocks("data").next() {
+            self.diags.error(
+                self.span(data.ident.span()),
+                "Unsupported block type",
+                "Data sources scoped to a check block are not supported yet; declare the data source at the top level and refer to it from the assertion.",
+            );
+        }
+        let asserts: Vec<Condition> = block
+            .body
+            .get_blocks("assert")
+            .filter_map(|b| self.condition(b, "an assert block"))
+            .collect();
+        if asserts.is_empty() {
+            self.diags.error(
+                span,
+                "Missing required block",
+                "A check block holds at least one assert block.",
+            );
+        }
+        if module.checks.iter().any(|c| c.name == labels[0]) {
+            self.duplicate(span, "check", &labels[0]);
+            return;
+        }
+        module.checks.push(Check {
+            name: labels[0].clone(),
+            span,
+            asserts,
+        });
     }
 
     fn depends_on(&mut self, body: &Body) -> Vec<Reference> {
@@ -1172,6 +1286,75 @@ pub(crate) fn static_parts(expression: &Expression) -> Option<Vec<String>> {
                 }
             }
             Some(parts)
+        }
+        _ => None,
+    }
+}
+
+/// What a `replace_triggered_by` entry names: the resource `TYPE.NAME`, the expression of its
+/// instance key if one is given, and the attribute path after it.
+pub(crate) struct TriggerTarget<'e> {
+    pub(crate) resource: String,
+    pub(crate) key: Option<&'e Expression>,
+    pub(crate) attribute: Vec<String>,
+}
+
+pub(crate) fn trigger_target(expression: &Expression) -> Option<TriggerTarget<'_>> {
+    let Expression::Traversal(t) = expression else {
+        return None;
+    };
+    let Expression::Variable(ty) = &t.expr else {
+        return None;
+    };
+    if matches!(
+        ty.as_str(),
+        "var" | "local" | "module" | "data" | "count" | "each" | "path" | "self"
+    ) {
+        return None;
+    }
+    let mut operators = t.operators.iter().map(|o| o.value());
+    let Some(TraversalOperator::GetAttr(name)) = operators.next() else {
+        return None;
+    };
+    let mut target = TriggerTarget {
+        resource: format!("{}.{}", ty.as_str(), name.as_str()),
+        key: None,
+        attribute: Vec::new(),
+    };
+    for (i, op) in operators.enumerate() {
+        match op {
+            TraversalOperator::Index(key) if i == 0 => target.key = Some(key),
+            TraversalOperator::GetAttr(attr) => target.attribute.push(attr.as_str().to_owned()),
+            _ => return None,
+        }
+    }
+    Some(target)
+}
+
+/// An attribute path as written in `ignore_changes`: `a.b`, `a["k"]`, `a[0].b`; keys and
+/// indexes must be literals. None for anything else.
+pub(crate) fn static_path(expression: &Expression) -> Option<gpustack_protocol::Path> {
+    use gpustack_protocol::PathStep;
+    match expression {
+        Expression::Variable(v) => Some(vec![PathStep::Key(v.as_str().to_owned())]),
+        Expression::Traversal(t) => {
+            let mut path = static_path(&t.expr)?;
+            for op in &t.operators {
+                path.push(match op.value() {
+                    TraversalOperator::GetAttr(ident) => PathStep::Key(ident.as_str().to_owned()),
+                    TraversalOperator::LegacyIndex(i) => {
+                        PathStep::Index(usize::try_from(*i.value()).ok()?)
+                    }
+                    TraversalOperator::Index(Expression::String(s)) => {
+                        PathStep::Key(s.value().to_string())
+                    }
+                    TraversalOperator::Index(Expression::Number(n)) => {
+                        PathStep::Index(usize::try_from(n.value().as_u64()?).ok()?)
+                    }
+                    _ => return None,
+                });
+            }
+            Some(path)
         }
         _ => None,
     }

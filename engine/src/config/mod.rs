@@ -66,6 +66,24 @@ pub struct Module {
     pub moves: Vec<Moved>,
     /// `removed` blocks, with addresses relative to this module.
     pub removals: Vec<Removed>,
+    /// `check` blocks: assertions reported as warnings, never blocking a plan or apply.
+    pub checks: Vec<Check>,
+}
+
+/// `condition = ...` with `error_message = ...`: a `precondition`, `postcondition` or a
+/// check's `assert`.
+#[derive(Debug, Clone)]
+pub struct Condition {
+    pub condition: Expr,
+    pub error_message: Expr,
+}
+
+/// `check "name" { assert { ... } }`.
+#[derive(Debug)]
+pub struct Check {
+    pub name: String,
+    pub span: Span,
+    pub asserts: Vec<Condition>,
 }
 
 /// `import { to = ADDRESS, id = "..." }`, optionally `for_each`.
@@ -135,6 +153,8 @@ pub struct Output {
     pub description: Option<String>,
     pub sensitive: bool,
     pub depends_on: Vec<Reference>,
+    /// Checked before the value is recorded; a false one is an error.
+    pub preconditions: Vec<Condition>,
 }
 
 #[derive(Debug)]
@@ -202,9 +222,21 @@ impl Resource {
 pub struct Lifecycle {
     pub prevent_destroy: bool,
     pub create_before_destroy: bool,
-    /// Attribute names (first step of each `ignore_changes` traversal), with their spans.
-    pub ignore_changes: Vec<(String, Span)>,
+    /// The paths of `ignore_changes` (`node_count`, `tags["team"]`, `member[0].weight`), with
+    /// their spans; a path's first step is always an attribute name.
+    pub ignore_changes: Vec<(gpustack_protocol::Path, Span)>,
     pub ignore_all_changes: bool,
+    /// `replace_triggered_by`: references to managed resources of the same module (an
+    /// instance, `TYPE.NAME[count.index]`, or one of its attributes); the resource is replaced
+    /// when what one names is planned to change.
+    pub replace_triggered_by: Vec<Expr>,
+    /// `enabled` (OpenTofu 1.11): false plans no instance; references then see null.
+    pub enabled: Option<Expr>,
+    /// Checked before each instance is planned.
+    pub preconditions: Vec<Condition>,
+    /// Checked on each planned instance (`self`), and after apply where the plan could not
+    /// tell.
+    pub postconditions: Vec<Condition>,
 }
 
 /// A static reference as written in `depends_on`: `aks_nodepool.t4`, `module.ts`, `data.x.y`.

@@ -13,13 +13,15 @@ use crate::graph::{Graph, NodeKind};
 use crate::lang::eval::{EmptyScope, EvalError, Evaluator, Scope};
 use crate::source::{SourceMap, Span};
 use gpustack_protocol::Registry;
-use gpustack_protocol::{BlockNesting, Schema, Type, ValidateResourceConfigRequest, Value};
+use gpustack_protocol::{
+    BlockNesting, NestedBlock, Schema, Type, ValidateResourceConfigRequest, Value,
+};
 use hcl_edit::Span as _;
 use hcl_edit::expr::Expression;
 use hcl_edit::structure::Structure;
 use indexmap::IndexMap;
 use scope::{ModuleScope, input_key};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 /// A file an expression read at plan time.
@@ -160,6 +162,8 @@ pub(crate) enum Expansion {
     Single,
     Count(usize),
     ForEach(IndexMap<String, Value>),
+    /// `lifecycle { enabled = false }` (OpenTofu): no instance, and references see null.
+    Disabled,
     /// count or for_each is not known yet: the body is checked once with unknown keys.
     Unknown,
     /// count or for_each is wrong, and that has been reported: checked as if unknown.
@@ -171,6 +175,32 @@ pub(crate) enum Expansion {
 pub(crate) struct Repetition {
     pub(crate) count_index: Option<Value>,
     pub(crate) each: Option<(Value, Value)>,
+    /// The iterators of the `dynamic` blocks around an expression, innermost last: each
+    /// name is an object with `key` and `value`.
+    pub(crate) iterators: Vec<(String, Value, Value)>,
+    /// `self` in a postcondition: the planned (or applied) object.
+    pub(crate) self_value: Option<Value>,
+}
+
+/// How a false condition is reported.
+#[derive(Clone, Copy)]
+pub(crate) enum ConditionKind {
+    Precondition,
+    Postcondition,
+    OutputPrecondition,
+    /// A check block's assert: a warning, never a failure.
+    Check,
+}
+
+impl ConditionKind {
+    fn summary(self) -> &'static str {
+        match self {
+            ConditionKind::Precondition => "Resource precondition failed",
+            ConditionKind::Postcondition => "Resource postcondition failed",
+            ConditionKind::OutputPrecondition => "Module output value precondition failed",
+            ConditionKind::Check => "Check block assertion failed",
+        }
+    }
 }
 
 impl<'a> Evaluation<'a> {
@@ -252,6 +282,13 @@ impl<'a> Evaluation<'a> {
             }
             NodeKind::Output => {
                 let output = &module.outputs[&n.key];
+                self.conditions(
+                    n.module,
+                    &output.preconditions,
+                    None,
+                    ConditionKind::OutputPrecondition,
+                    &format!("output \"{}\"", output.name),
+                );
                 let mut value = self.eval(n.module, &output.value, None);
                 if output.sensitive {
                     value = Value::sensitive(value);
@@ -603,7 +640,10 @@ impl<'a> Evaluation<'a> {
             );
             return (Value::Unknown, None);
         };
-        for (attr, span) in &r.lifecycle.ignore_changes {
+        for (path, span) in &r.lifecycle.ignore_changes {
+            let Some(gpustack_protocol::PathStep::Key(attr)) = path.first() else {
+                continue;
+            };
             if !schema.attributes.contains_key(attr) && !schema.blocks.contains_key(attr) {
                 self.diags.error(
                     *span,
@@ -638,6 +678,7 @@ impl<'a> Evaluation<'a> {
         };
         match expansion {
             Expansion::Single => (instance(self, String::new(), None), None),
+            Expansion::Disabled => (Value::Null, Some(Vec::new())),
             Expansion::Count(n) => {
                 let values = (0..n)
                     .map(|i| {
@@ -647,6 +688,7 @@ impl<'a> Evaluation<'a> {
                             Some(Repetition {
                                 count_index: Some(Value::Number(i as f64)),
                                 each: None,
+                                ..Default::default()
                             }),
                         )
                     })
@@ -671,6 +713,7 @@ impl<'a> Evaluation<'a> {
                             Some(Repetition {
                                 count_index: None,
                                 each: Some((Value::String(k.clone()), v)),
+                                ..Default::default()
                             }),
                         );
                         (k, value)
@@ -685,6 +728,7 @@ impl<'a> Evaluation<'a> {
                         .for_each
                         .as_ref()
                         .map(|_| (Value::Unknown, Value::Unknown)),
+                    ..Repetition::default()
                 };
                 let config = self.decode(module, &r.body, &schema, Some(repetition), &context);
                 self.provider_checks(r, &config);
@@ -722,6 +766,22 @@ impl<'a> Evaluation<'a> {
                         Expansion::Invalid
                     }
                 },
+            };
+        }
+        if let Some(enabled) = &r.lifecycle.enabled {
+            let value = self.eval(module, enabled, None);
+            return match Type::Bool.convert(&value.clone().unmark_deep().0) {
+                Ok(Value::Bool(true)) => Expansion::Single,
+                Ok(Value::Bool(false)) => Expansion::Disabled,
+                Ok(Value::Unknown) => Expansion::Unknown,
+                _ => {
+                    self.diags.error(
+                        enabled.span(),
+                        "Invalid enabled argument",
+                        format!("enabled must be true or false, not {value}."),
+                    );
+                    Expansion::Invalid
+                }
             };
         }
         let Some(for_each) = &r.for_each else {
@@ -791,7 +851,9 @@ impl<'a> Evaluation<'a> {
         let file = body.file;
         let mut object: IndexMap<String, Value> = IndexMap::new();
         let mut seen: HashMap<&str, ()> = HashMap::new();
-        let mut blocks: IndexMap<&str, Vec<Value>> = IndexMap::new();
+        let mut blocks: IndexMap<String, Vec<Value>> = IndexMap::new();
+        // Block types a `dynamic` block makes unknown (its for_each is not known yet).
+        let mut unknown_blocks: HashSet<String> = HashSet::new();
         // Required attributes that an unsupported argument was probably meant to set: one
         // typo is reported once, not also as a missing argument.
         let mut misspelt: Vec<String> = Vec::new();
@@ -855,6 +917,18 @@ impl<'a> Evaluation<'a> {
                         }
                     }
                 }
+                Structure::Block(block) if block.ident.as_str() == "dynamic" => {
+                    self.dynamic_block(
+                        module,
+                        file,
+                        block,
+                        schema,
+                        &repetition,
+                        context,
+                        &mut blocks,
+                        &mut unknown_blocks,
+                    );
+                }
                 Structure::Block(block) => {
                     let kind = block.ident.as_str();
                     let Some(nested) = schema.blocks.get(kind) else {
@@ -891,18 +965,7 @@ impl<'a> Evaluation<'a> {
                         repetition.clone(),
                         &format!("a {kind} block"),
                     );
-                    let list = blocks.entry(kind).or_default();
-                    list.push(value);
-                    if nested.max_items.is_some_and(|max| list.len() > max) {
-                        self.diags.error(
-                            inner.span,
-                            "Too many blocks",
-                            format!(
-                                "At most {} {kind} block(s) may appear in {context}.",
-                                nested.max_items.unwrap_or(1)
-                            ),
-                        );
-                    }
+                    self.push_block(&mut blocks, kind, nested, value, inner.span, context);
                 }
             }
         }
@@ -926,6 +989,10 @@ impl<'a> Evaluation<'a> {
         }
         for (name, nested) in &schema.blocks {
             let list = blocks.swap_remove(name.as_str()).unwrap_or_default();
+            if unknown_blocks.contains(name) {
+                object.insert(name.clone(), Value::Unknown);
+                continue;
+            }
             if list.len() < nested.min_items {
                 self.diags.error(
                     body.span,
@@ -943,6 +1010,300 @@ impl<'a> Evaluation<'a> {
             object.insert(name.clone(), value);
         }
         Value::Object(object)
+    }
+
+    fn push_block(
+        &mut self,
+        blocks: &mut IndexMap<String, Vec<Value>>,
+        kind: &str,
+        nested: &NestedBlock,
+        value: Value,
+        span: Span,
+        context: &str,
+    ) {
+        let list = blocks.entry(kind.to_owned()).or_default();
+        list.push(value);
+        if nested.max_items.is_some_and(|max| list.len() > max) {
+            self.diags.error(
+                span,
+                "Too many blocks",
+                format!(
+                    "At most {} {kind} block(s) may appear in {context}.",
+                    nested.max_items.unwrap_or(1)
+                ),
+            );
+        }
+    }
+
+    /// `dynamic "KIND" { for_each = ..., iterator = NAME, content { ... } }`: one KIND block
+    /// per element of for_each, its content evaluated with NAME (default KIND) bound to
+    /// `{ key, value }`, as in Terraform.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the state of the body being decoded"
+    )]
+    fn dynamic_block(
+        &mut self,
+        module: usize,
+        file: crate::source::FileId,
+        block: &hcl_edit::structure::Block,
+        schema: &Schema,
+        repetition: &Option<Repetition>,
+        context: &str,
+        blocks: &mut IndexMap<String, Vec<Value>>,
+        unknown_blocks: &mut HashSet<String>,
+    ) {
+        let at = self.span(file, block.ident.span());
+        let Some(kind) = block.labels.first().map(|l| l.as_str().to_owned()) else {
+            self.diags.error(
+                at,
+                "Missing dynamic block type",
+                "A dynamic block names the block type it generates: dynamic \"TYPE\" { ... }.",
+            );
+            return;
+        };
+        let Some(nested) = schema.blocks.get(&kind) else {
+            self.diags.error(
+                self.span(file, block.labels[0].span()),
+                "Unsupported block type",
+                format!(
+                    "Blocks of type \"{kind}\" are not expected in {context}.{}",
+                    suggest(&kind, schema.blocks.keys().map(String::as_str))
+                ),
+            );
+            return;
+        };
+        let mut for_each = None;
+        let mut iterator = kind.clone();
+        let mut content = None;
+        for structure in block.body.iter() {
+            match structure {
+                Structure::Attribute(a) if a.key.as_str() == "for_each" => {
+                    for_each = Some(Expr {
+                        expr: a.value.clone(),
+                        file,
+                    });
+                }
+                Structure::Attribute(a) if a.key.as_str() == "iterator" => {
+                    match crate::config::load::static_parts(&a.value).as_deref() {
+                        Some([name]) => iterator = name.clone(),
+                        _ => self.diags.error(
+                            self.span(file, a.value.span()),
+                            "Invalid dynamic iterator name",
+                            "The iterator is a name, such as iterator = pool.",
+                        ),
+                    }
+                }
+                Structure::Block(b) if b.ident.as_str() == "content" && content.is_none() => {
+                    content = Some(b);
+                }
+                Structure::Attribute(a) => self.diags.error(
+                    self.span(file, a.key.span()),
+                    "Unsupported argument",
+                    format!(
+                        "An argument named \"{}\" is not expected in a dynamic block; it takes for_each, iterator and a content block.",
+                        a.key.as_str()
+                    ),
+                ),
+                Structure::Block(b) => self.diags.error(
+                    self.span(file, b.ident.span()),
+                    if b.ident.as_str() == "content" {
+                        "Duplicate content block"
+                    } else {
+                        "Unsupported block type"
+                    },
+                    "A dynamic block holds one content block.",
+                ),
+            }
+        }
+        let (Some(for_each), Some(content)) = (for_each, content) else {
+            self.diags.error(
+                at,
+                "Incomplete dynamic block",
+                format!("The dynamic \"{kind}\" block needs for_each and a content block."),
+            );
+            return;
+        };
+        let collection = self.eval(module, &for_each, repetition.clone());
+        let items: Vec<(Value, Value)> = match collection.clone().unmark_deep().0 {
+            v if !v.is_wholly_known() && !matches!(v, Value::List(_) | Value::Object(_)) => {
+                unknown_blocks.insert(kind);
+                return;
+            }
+            Value::List(items) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (Value::Number(i as f64), v))
+                .collect(),
+            // A map is iterated in the lexical order of its keys, as Terraform does.
+            Value::Object(items) => {
+                let mut items: Vec<(String, Value)> = items.into_iter().collect();
+                items.sort_by(|a, b| a.0.cmp(&b.0));
+                items
+                    .into_iter()
+                    .map(|(k, v)| (Value::String(k), v))
+                    .collect()
+            }
+            other => {
+                self.diags.error(
+                    for_each.span(),
+                    "Invalid dynamic for_each value",
+                    format!(
+                        "Cannot use a {} value in for_each. An iterable collection is required.",
+                        other.type_name()
+                    ),
+                );
+                return;
+            }
+        };
+        let inner = BodyRef {
+            body: content.body.clone(),
+            file,
+            span: self
+                .span(file, content.ident.span())
+                .or(at)
+                .unwrap_or(Span::new(file, 0..0)),
+        };
+        for (key, value) in items {
+            let mut bound = repetition.clone().unwrap_or_default();
+            bound.iterators.push((iterator.clone(), key, value));
+            let value = self.decode(
+                module,
+                &inner,
+                &nested.block,
+                Some(bound),
+                &format!("a {kind} block"),
+            );
+            self.push_block(blocks, &kind, nested, value, inner.span, context);
+        }
+    }
+
+    /// Evaluates conditions, reporting each false one at its condition with its
+    /// error_message (an error, or a warning for a check's assert). Returns how many could not
+    /// be decided because they depend on values not known yet.
+    pub(crate) fn conditions(
+        &mut self,
+        module: usize,
+        conditions: &[crate::config::Condition],
+        repetition: Option<Repetition>,
+        kind: ConditionKind,
+        subject: &str,
+    ) -> usize {
+        let mut undecided = 0;
+        for c in conditions {
+            let value = self.eval(module, &c.condition, repetition.clone());
+            let (value, _) = value.unmark_deep();
+            match value {
+                Value::Bool(true) => {}
+                Value::Bool(false) => {
+                    let message = match self
+                        .eval(module, &c.error_message, repetition.clone())
+                        .unmark_deep()
+                        .0
+                    {
+                        Value::String(m) => m,
+                        _ => "(the error message could not be evaluated)".to_owned(),
+                    };
+                    let detail =
+                        format!("{message}\n\nThis was checked by the condition of {subject}.");
+                    let span = Some(c.condition.span());
+                    self.diags.push(match kind {
+                        ConditionKind::Check => Diag::warning(span, kind.summary(), detail),
+                        _ => Diag::error(span, kind.summary(), detail),
+                    });
+                }
+                v if !v.is_wholly_known() => undecided += 1,
+                Value::Null => self.diags.error(
+                    c.condition.span(),
+                    "Invalid condition result",
+                    "The condition value is null; it must be true or false.",
+                ),
+                other => match Type::Bool.convert(&other) {
+                    Ok(Value::Bool(true)) => {}
+                    Ok(Value::Bool(false)) => {
+                        // Converted strings "false": as Terraform, a failure.
+                        self.diags.push(Diag::error(
+                            Some(c.condition.span()),
+                            kind.summary(),
+                            format!("The condition of {subject} is false."),
+                        ));
+                    }
+                    _ => self.diags.error(
+                        c.condition.span(),
+                        "Invalid condition result",
+                        format!(
+                            "The condition must be true or false, not {}.",
+                            other.type_name()
+                        ),
+                    ),
+                },
+            }
+        }
+        undecided
+    }
+
+    /// An instance's preconditions; returns its bindings when it has postconditions, to be
+    /// kept until its object is known.
+    pub(crate) fn preconditions(
+        &mut self,
+        module: usize,
+        r: &Resource,
+        address: &str,
+        repetition: &Option<Repetition>,
+    ) -> Option<Option<Repetition>> {
+        let lifecycle = &r.lifecycle;
+        self.conditions(
+            module,
+            &lifecycle.preconditions,
+            repetition.clone(),
+            ConditionKind::Precondition,
+            address,
+        );
+        (!lifecycle.postconditions.is_empty()).then(|| repetition.clone())
+    }
+
+    /// An instance's postconditions on its object (`self`); true when one failed.
+    pub(crate) fn postconditions(
+        &mut self,
+        module: usize,
+        r: &Resource,
+        address: &str,
+        repetition: Option<Option<Repetition>>,
+        object: &Value,
+    ) -> bool {
+        if r.lifecycle.postconditions.is_empty() {
+            return false;
+        }
+        let mut scope = repetition.flatten().unwrap_or_default();
+        scope.self_value = Some(object.clone());
+        let errors = self.diags.0.len();
+        self.conditions(
+            module,
+            &r.lifecycle.postconditions,
+            Some(scope),
+            ConditionKind::Postcondition,
+            address,
+        );
+        self.diags.0.len() > errors
+    }
+
+    /// Every check block's assertions, as warnings; returns how many depend on values not
+    /// known yet.
+    pub(crate) fn run_checks(&mut self) -> usize {
+        let stack = self.stack;
+        let mut undecided = 0;
+        for (module, m) in stack.modules.iter().enumerate() {
+            for check in &m.checks {
+                undecided += self.conditions(
+                    module,
+                    &check.asserts,
+                    None,
+                    ConditionKind::Check,
+                    &format!("check \"{}\"", check.name),
+                );
+            }
+        }
+        undecided
     }
 
     /// Asks the owning provider to check a configuration, and points its findings at the source.

@@ -48,6 +48,18 @@ impl Scope for ModuleScope<'_, '_> {
         names: &[&str],
         range: Option<Range<usize>>,
     ) -> Result<(Cow<'_, Value>, usize), EvalError> {
+        if let Some(first) = names.first()
+            && let Some((_, key, value)) = self
+                .repetition
+                .as_ref()
+                .and_then(|r| r.iterators.iter().rev().find(|(name, ..)| name == first))
+        {
+            let iterator = [
+                ("key".to_owned(), key.clone()),
+                ("value".to_owned(), value.clone()),
+            ];
+            return Ok((Cow::Owned(Value::Object(iterator.into_iter().collect())), 1));
+        }
         match names {
             ["var", name, ..] => self.variable(name, range),
             ["local", name, ..] => self.local(name, range),
@@ -69,6 +81,19 @@ impl Scope for ModuleScope<'_, '_> {
                 "Invalid reference",
                 format!("\"{root}\" must be followed by an attribute name, such as {root}.name."),
             )),
+            ["self", ..]
+                if self
+                    .repetition
+                    .as_ref()
+                    .is_some_and(|r| r.self_value.is_some()) =>
+            {
+                let value = self
+                    .repetition
+                    .as_ref()
+                    .and_then(|r| r.self_value.clone())
+                    .unwrap_or(Value::Unknown);
+                Ok((Cow::Owned(value), 1))
+            }
             ["self", ..] => Err(undeclared(
                 range,
                 "Invalid reference",

@@ -382,6 +382,10 @@ fn add_reference_edges(b: &mut Builder<'_>) {
         for o in m.outputs.values() {
             if let Some(node) = b.graph.node(i, NodeKind::Output, &o.name) {
                 b.add_refs(i, node, &o.value);
+                for c in &o.preconditions {
+                    b.add_refs(i, node, &c.condition);
+                    b.add_refs(i, node, &c.error_message);
+                }
             }
         }
         for (key, p) in &m.providers {
@@ -400,6 +404,19 @@ fn add_reference_edges(b: &mut Builder<'_>) {
             }
             for expr in body_exprs(&r.body.body, r.body.file) {
                 b.add_refs(i, node, &expr);
+            }
+            // What triggers a replacement is planned first, so that its change is known.
+            for expr in &r.lifecycle.replace_triggered_by {
+                b.add_refs(i, node, expr);
+            }
+            let lifecycle = &r.lifecycle;
+            for c in lifecycle
+                .preconditions
+                .iter()
+                .chain(&lifecycle.postconditions)
+            {
+                b.add_refs(i, node, &c.condition);
+                b.add_refs(i, node, &c.error_message);
             }
         }
     }

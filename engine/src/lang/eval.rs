@@ -838,9 +838,16 @@ impl<'s> Evaluator<'s> {
                 .or(range.clone())
         };
         let result = match name {
-            "file" | "fileexists" | "templatefile" => {
+            _ if FILESYSTEM_FUNCTIONS.contains(&name) => {
                 Some(filesystem_call(self.scope, name, &args))
             }
+            "templatestring" => Some(template_string(self.scope, &args)),
+            "timestamp" | "plantimestamp" => {
+                Some(no_arguments(name, &args).map(|()| Value::String(functions::plan_timestamp())))
+            }
+            "uuid" => Some(
+                no_arguments(name, &args).map(|()| Value::String(uuid::Uuid::new_v4().to_string())),
+            ),
             _ => functions::call(name, &args),
         };
         match result {
@@ -860,16 +867,8 @@ impl<'s> Evaluator<'s> {
             }
             None => {
                 let mut names: Vec<&str> = functions::names().to_vec();
-                names.extend([
-                    "try",
-                    "can",
-                    "file",
-                    "fileexists",
-                    "templatefile",
-                    "sensitive",
-                    "nonsensitive",
-                    "issensitive",
-                ]);
+                names.extend(EVALUATOR_FUNCTIONS);
+                names.extend(FILESYSTEM_FUNCTIONS);
                 Err(EvalError::new(
                     call.name.name.span().or(range),
                     "Call to unknown function",
@@ -1143,25 +1142,163 @@ fn traversal_range(traversal: &hcl_edit::expr::Traversal, names: usize) -> Optio
 
 /// `file`, `fileexists` and `templatefile` read files relative to the working directory, as in
 /// Terraform; stacks use `"${path.module}/..."` to reach their own files.
+/// Functions the evaluator calls itself, outside the pure library: they see expressions
+/// rather than values, marks, the clock or randomness.
+const EVALUATOR_FUNCTIONS: [&str; 9] = [
+    "try",
+    "can",
+    "sensitive",
+    "nonsensitive",
+    "issensitive",
+    "templatestring",
+    "timestamp",
+    "plantimestamp",
+    "uuid",
+];
+
+/// Functions that read files through the scope, which records what a plan read.
+const FILESYSTEM_FUNCTIONS: [&str; 11] = [
+    "file",
+    "fileexists",
+    "fileset",
+    "templatefile",
+    "filebase64",
+    "filemd5",
+    "filesha1",
+    "filesha256",
+    "filesha512",
+    "filebase64sha256",
+    "filebase64sha512",
+];
+
+fn arity(name: &str, args: &[Value], n: usize) -> Result<(), functions::CallError> {
+    if args.len() == n {
+        Ok(())
+    } else {
+        Err(functions::CallError {
+            arg: None,
+            message: format!(
+                "Function \"{name}\" expects {n} argument(s), got {}.",
+                args.len()
+            ),
+        })
+    }
+}
+
+fn no_arguments(name: &str, args: &[Value]) -> Result<(), functions::CallError> {
+    arity(name, args, 0)
+}
+
+/// Renders a template read from a file or a string with the given variables, which are the
+/// only names it sees (as in Terraform).
+fn render_template(
+    scope: &dyn Scope,
+    text: &str,
+    origin: &str,
+    vars: &Value,
+) -> Result<Value, functions::CallError> {
+    use functions::CallError;
+    let Value::Object(vars) = vars else {
+        return Err(CallError {
+            arg: Some(1),
+            message: "the variables must be an object, such as { replicas = 10 }.".into(),
+        });
+    };
+    let template = hcl_edit::parser::parse_template(text).map_err(|e| CallError {
+        arg: Some(0),
+        message: format!(
+            "{origin}:{}:{}: {}.",
+            e.location().line(),
+            e.location().column(),
+            e.message()
+        ),
+    })?;
+    let scope = VarsScope(vars, scope);
+    let mut evaluator = Evaluator::new(&scope);
+    evaluator
+        .template_of(&template, None)
+        .map_err(|e| CallError {
+            arg: Some(0),
+            message: format!("in {origin}: {} {}", e.summary, e.detail),
+        })
+}
+
+fn template_string(scope: &dyn Scope, args: &[Value]) -> Result<Value, functions::CallError> {
+    arity("templatestring", args, 2)?;
+    match &args[0] {
+        Value::String(text) => render_template(scope, text, "the template", &args[1]),
+        v if !v.is_wholly_known() => Ok(Value::Unknown),
+        other => Err(functions::CallError {
+            arg: Some(0),
+            message: format!("the template must be a string, not {}.", other.type_name()),
+        }),
+    }
+}
+
+/// The files under `base` whose paths relative to it match `pattern` (`*` and `?` within one
+/// path segment, `**` across segments, `[...]` and `{a,b}`, as Terraform's doublestar globs),
+/// with `/` separators, sorted.
+fn fileset(base: &str, pattern: &str) -> Result<Value, functions::CallError> {
+    use functions::CallError;
+    let matcher = globset::GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| CallError {
+            arg: Some(1),
+            message: format!("invalid pattern \"{pattern}\": {}.", e.kind()),
+        })?
+        .compile_matcher();
+    let root = std::path::Path::new(base);
+    let mut found = std::collections::BTreeSet::new();
+    let mut dirs = vec![std::path::PathBuf::new()];
+    while let Some(relative) = dirs.pop() {
+        let entries = match std::fs::read_dir(root.join(&relative)) {
+            Ok(entries) => entries,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound && relative.as_os_str().is_empty() =>
+            {
+                break;
+            }
+            Err(e) => {
+                return Err(CallError {
+                    arg: Some(0),
+                    message: format!("cannot list \"{}\": {e}.", root.join(&relative).display()),
+                });
+            }
+        };
+        for entry in entries.flatten() {
+            let path = relative.join(entry.file_name());
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let kind = if kind.is_symlink() {
+                match std::fs::metadata(entry.path()) {
+                    Ok(target) => target.file_type(),
+                    Err(_) => continue,
+                }
+            } else {
+                kind
+            };
+            if kind.is_dir() {
+                dirs.push(path);
+            } else if kind.is_file() {
+                let text = path.to_string_lossy().replace('\\', "/");
+                if matcher.is_match(&text) {
+                    found.insert(text);
+                }
+            }
+        }
+    }
+    Ok(Value::List(found.into_iter().map(Value::String).collect()))
+}
+
 fn filesystem_call(
     scope: &dyn Scope,
     name: &str,
     args: &[Value],
 ) -> Result<Value, functions::CallError> {
     use functions::CallError;
-    let expect = |n: usize| {
-        if args.len() == n {
-            Ok(())
-        } else {
-            Err(CallError {
-                arg: None,
-                message: format!(
-                    "Function \"{name}\" expects {n} argument(s), got {}.",
-                    args.len()
-                ),
-            })
-        }
-    };
+    let expect = |n: usize| arity(name, args, n);
     if args.iter().any(|a| !a.is_wholly_known()) {
         return Ok(Value::Unknown);
     }
@@ -1200,33 +1337,45 @@ fn filesystem_call(
             expect(1)?;
             Ok(Value::String(read(&path(&args[0])?)?))
         }
-        _ => {
+        "templatefile" => {
             expect(2)?;
             let p = path(&args[0])?;
             let text = read(&p)?;
-            let Value::Object(vars) = &args[1] else {
-                return Err(CallError {
-                    arg: Some(1),
-                    message: "the variables must be an object, such as { replicas = 10 }.".into(),
-                });
+            render_template(scope, &text, &p, &args[1])
+        }
+        "fileset" => {
+            expect(2)?;
+            let pattern = match &args[1] {
+                Value::String(s) => s.clone(),
+                other => {
+                    return Err(CallError {
+                        arg: Some(1),
+                        message: format!(
+                            "the pattern must be a string, not {}.",
+                            other.type_name()
+                        ),
+                    });
+                }
             };
-            let template = hcl_edit::parser::parse_template(&text).map_err(|e| CallError {
-                arg: Some(0),
-                message: format!(
-                    "{p}:{}:{}: {}.",
-                    e.location().line(),
-                    e.location().column(),
-                    e.message()
-                ),
-            })?;
-            let scope = VarsScope(vars, scope);
-            let mut evaluator = Evaluator::new(&scope);
-            evaluator
-                .template_of(&template, None)
-                .map_err(|e| CallError {
-                    arg: Some(0),
-                    message: format!("in {p}: {} {}", e.summary, e.detail),
+            fileset(&path(&args[0])?, &pattern)
+        }
+        // filebase64, filemd5, ...: the string function of the same name after "file", on
+        // the file's contents.
+        _ => {
+            expect(1)?;
+            let text = read(&path(&args[0])?)?;
+            let hash = name.trim_start_matches("file");
+            let hash = if hash == "base64" {
+                "base64encode"
+            } else {
+                hash
+            };
+            functions::call(hash, &[Value::String(text)]).unwrap_or_else(|| {
+                Err(CallError {
+                    arg: None,
+                    message: format!("no function \"{hash}\" for \"{name}\"."),
                 })
+            })
         }
     }
 }

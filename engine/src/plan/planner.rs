@@ -11,7 +11,7 @@ use super::{
 use crate::config::{Resource, ResourceMode};
 use crate::diag::Diag;
 use crate::evaluate::store;
-use crate::evaluate::{EvalOptions, Evaluation, Inputs};
+use crate::evaluate::{EvalOptions, Evaluation, Inputs, Repetition};
 use crate::graph::{Graph, NodeKind};
 use crate::instances::{Instance, InstanceKey, assemble, expand, keep_ignored, recorded, report};
 use crate::sensitive::{Salt, encode, masked_texts};
@@ -262,6 +262,8 @@ struct Planner<'w, 'a> {
     previous: HashMap<String, String>,
     /// Where each planned instance's resource is declared, for located diagnostics.
     spans: HashMap<String, Span>,
+    /// The count/for_each bindings of instances whose postconditions run once they are planned.
+    repetitions: HashMap<String, Option<Repetition>>,
     /// The state's objects by identity: a create of one that the state has at another
     /// address is a rename, not a new object.
     known: HashMap<String, String>,
@@ -369,6 +371,7 @@ pub(crate) async fn plan<'a>(
         missing,
         previous,
         spans: HashMap::new(),
+        repetitions: HashMap::new(),
         salt,
         data: IndexMap::new(),
         graph,
@@ -386,6 +389,10 @@ pub(crate) async fn plan<'a>(
     };
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     crate::schedule::walk(&graph.graph, &mut planner, &stop).await;
+    // Check blocks see everything planned; what they cannot tell yet, apply checks.
+    if options.mode == PlanMode::Normal {
+        planner.walk.run_checks();
+    }
     let generated = planner.generate().await;
     if planner.walk.diags.has_errors() {
         return None;
@@ -712,6 +719,9 @@ impl Planner<'_, '_> {
         } in instances
         {
             self.spans.insert(address.clone(), r.span);
+            if let Some(kept) = self.walk.preconditions(module, r, &address, &repetition) {
+                self.repetitions.insert(address.clone(), kept);
+            }
             let mut config = self
                 .walk
                 .decode(module, &r.body, &schema, repetition, &context);
@@ -872,7 +882,20 @@ impl Planner<'_, '_> {
                     .map(|p| self.graph.graph[*p].address(self.walk.stack))
                     .unwrap_or_default();
                 let dependencies = resource_dependencies(self.graph, node, self.walk.stack);
-                let value = assemble(instances.iter().map(|i| (&i.key, i.planned.clone())));
+                for instance in &instances {
+                    let kept = self.repetitions.remove(&instance.address);
+                    self.walk.postconditions(
+                        n.module,
+                        resource,
+                        &instance.address,
+                        kept,
+                        &instance.planned,
+                    );
+                }
+                let value = assemble(
+                    resource,
+                    instances.iter().map(|i| (&i.key, i.planned.clone())),
+                );
                 if resource.mode == ResourceMode::Data {
                     for instance in instances.iter().filter(|i| i.planned.is_wholly_known()) {
                         let encoded = encode(&instance.planned, self.salt);
@@ -887,8 +910,14 @@ impl Planner<'_, '_> {
                 }
                 if resource.mode == ResourceMode::Managed {
                     for instance in &instances {
-                        let change =
-                            self.change_for(resource, instance, &provider, &dependencies, n.span);
+                        let change = self.change_for(
+                            n.module,
+                            resource,
+                            instance,
+                            &provider,
+                            &dependencies,
+                            n.span,
+                        );
                         self.gpu_facts.extend(
                             instance
                                 .gpu_facts
@@ -977,6 +1006,7 @@ impl Planner<'_, '_> {
                             Some(crate::evaluate::Repetition {
                                 count_index: None,
                                 each: Some((k, v)),
+                                ..Default::default()
                             })
                         })
                         .collect()
@@ -1114,6 +1144,7 @@ impl Planner<'_, '_> {
 
     fn change_for(
         &mut self,
+        module: usize,
         r: &Resource,
         instance: &PlannedInstance,
         provider: &str,
@@ -1121,11 +1152,19 @@ impl Planner<'_, '_> {
         span: Span,
     ) -> ResourceChange {
         let forced = self.options.replace.iter().any(|a| a == &instance.address);
+        let trigger = match &instance.prior {
+            Some(_) if !forced && instance.requires_replace.is_empty() => {
+                self.replace_trigger(module, r, instance)
+            }
+            _ => None,
+        };
         let (actions, reason) = match &instance.prior {
             None => (vec![Action::Create], None),
-            Some(_) if !instance.requires_replace.is_empty() || forced => {
+            Some(_) if !instance.requires_replace.is_empty() || forced || trigger.is_some() => {
                 let reason = if forced {
                     "replace_by_request".to_owned()
+                } else if let Some(by) = &trigger {
+                    format!("replace_by_triggers: {by}")
                 } else {
                     format!(
                         "replace_because_cannot_update: {}",
@@ -1157,6 +1196,77 @@ impl Planner<'_, '_> {
         change.importing = instance.importing.clone();
         change.previous_address = self.previous.get(&instance.address).cloned();
         change
+    }
+
+    /// The first `replace_triggered_by` entry of `r` whose target is planned to change, as
+    /// written; None when none is. A whole instance triggers with any change; an attribute
+    /// when its value changes or will only be known after apply.
+    fn replace_trigger(
+        &mut self,
+        module: usize,
+        r: &Resource,
+        instance: &PlannedInstance,
+    ) -> Option<String> {
+        let prefix = self.walk.stack.modules[module].prefix();
+        for expr in &r.lifecycle.replace_triggered_by {
+            let Some(target) = crate::config::load::trigger_target(&expr.expr) else {
+                continue;
+            };
+            let resource = format!("{prefix}{}", target.resource);
+            let address = match target.key {
+                None => None,
+                Some(key) => {
+                    let repetition = match &instance.key {
+                        InstanceKey::Single => None,
+                        InstanceKey::Index(i) => Some(crate::evaluate::Repetition {
+                            count_index: Some(Value::Number(*i as f64)),
+                            ..Default::default()
+                        }),
+                        InstanceKey::Key(k) => Some(crate::evaluate::Repetition {
+                            each: Some((Value::String(k.clone()), Value::Unknown)),
+                            ..Default::default()
+                        }),
+                    };
+                    let key_expr = crate::config::Expr {
+                        expr: key.clone(),
+                        file: expr.file,
+                    };
+                    match self.walk.eval(module, &key_expr, repetition) {
+                        Value::Number(n) if n >= 0.0 && n.fract() == 0.0 => {
+                            Some(format!("{resource}[{}]", n as usize))
+                        }
+                        Value::String(k) => Some(format!("{resource}[{}]", Value::String(k))),
+                        _ => continue,
+                    }
+                }
+            };
+            let changed = self.changes.iter().any(|c| {
+                let named = match &address {
+                    Some(a) => c.address == *a,
+                    None => {
+                        c.address == resource
+                            || c.address
+                                .strip_prefix(resource.as_str())
+                                .is_some_and(|rest| rest.starts_with('['))
+                    }
+                };
+                named
+                    && if target.attribute.is_empty() {
+                        !c.actions.iter().all(|a| *a == Action::NoOp)
+                    } else {
+                        attribute_changes(c, &target.attribute)
+                    }
+            });
+            if changed {
+                let text = self.walk.sources.snippet(expr.span()).trim();
+                return Some(if text.is_empty() {
+                    resource
+                } else {
+                    text.to_owned()
+                });
+            }
+        }
+        None
     }
 
     /// What the state knows of a resource (refreshed where it was), shaped like its
@@ -1363,6 +1473,35 @@ impl Planner<'_, '_> {
             })
             .collect()
     }
+}
+
+/// Whether a planned change alters the attribute at `path`: a new value, or one only apply
+/// will know.
+fn attribute_changes(change: &ResourceChange, path: &[String]) -> bool {
+    let at = |mut v: &serde_json::Value| {
+        for step in path {
+            v = v.get(step)?;
+        }
+        Some(v.clone())
+    };
+    let unknown = {
+        let mut v = &change.after_unknown;
+        let mut unknown = v == &serde_json::Value::Bool(true);
+        for step in path {
+            if unknown {
+                break;
+            }
+            match v.get(step) {
+                Some(next) => {
+                    v = next;
+                    unknown = v == &serde_json::Value::Bool(true);
+                }
+                None => break,
+            }
+        }
+        unknown
+    };
+    unknown || at(&change.before) != at(&change.after)
 }
 
 fn delete_change(r: &ResourceState, live: &Value, reason: &str, salt: &Salt) -> ResourceChange {

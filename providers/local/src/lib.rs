@@ -1,4 +1,7 @@
-//! The `local` provider: files next to the stack (`local_file`), written atomically.
+//! Providers that need only the machine: `local` (files next to the stack, `local_file`,
+//! written atomically) and Terraform's built-in `terraform` (`terraform_data`).
+
+pub mod terraform;
 
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic,

@@ -10,7 +10,7 @@
 //! editing the world file between runs. `data "test_object"` reads an object by name.
 
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, Diagnostic,
     ImportResourceRequest, ImportResourceResponse, PlanResourceChangeRequest,
     PlanResourceChangeResponse, Provider, ProviderFactory, ProviderSchema, ReadResourcesRequest,
     ReadResourcesResponse, Schema, Type, Value, plan_from_schema,
@@ -96,6 +96,22 @@ fn schema() -> ProviderSchema {
         .attr("secret", Attribute::optional(Type::String).sensitive())
         .attr("tags", Attribute::optional(Type::map(Type::String)))
         .attr("id", Attribute::computed(Type::String));
+    // Nested blocks, for the language's block features (dynamic blocks, ignore_changes paths).
+    let group = Schema::new("A group of members in the test world.")
+        .attr("name", Attribute::required(Type::String).force_new())
+        .attr("id", Attribute::computed(Type::String))
+        .block(
+            "member",
+            BlockNesting::List,
+            Schema::new("A member of the group.")
+                .attr("name", Attribute::required(Type::String))
+                .attr("weight", Attribute::optional(Type::Number)),
+        )
+        .block(
+            "settings",
+            BlockNesting::Single,
+            Schema::new("The group's settings.").attr("mode", Attribute::optional(Type::String)),
+        );
     let data = Schema::new("An object of the test world, read by name.")
         .attr("name", Attribute::required(Type::String))
         .attr("value", Attribute::computed(Type::String))
@@ -103,7 +119,11 @@ fn schema() -> ProviderSchema {
     ProviderSchema {
         name: "test".into(),
         config,
-        resources: [("test_object".to_owned(), object)].into(),
+        resources: [
+            ("test_object".to_owned(), object),
+            ("test_group".to_owned(), group),
+        ]
+        .into(),
         data_sources: [("test_object".to_owned(), data)].into(),
     }
 }

@@ -30,6 +30,8 @@ use paths::*;
 use strings::*;
 use time::*;
 
+pub use time::plan_timestamp;
+
 /// Why a call failed; `arg` is the 0-based index of the argument at fault (None: the call as a
 /// whole, e.g. wrong arity).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -1060,7 +1062,10 @@ mod tests {
             s("hello everybody")
         );
         assert_eq!(
-            ok("replace", &[s("k=v"), s("/(?P<k>\\w)=(\\w)/"), s("$2=${k}")]),
+            ok(
+                "replace",
+                &[s("k=v"), s("/(?P<k>\\w)=(\\w)/"), s("$2=${k}")]
+            ),
             s("v=k")
         );
         let e = err("replace", &[s("abc"), s("/(/"), s("x")]);

@@ -1,6 +1,7 @@
 //! Date and time functions with Terraform's formats: RFC 3339 timestamps, Go duration strings
 //! (`timeadd`) and Terraform's own `formatdate` verbs. `timestamp()` and `plantimestamp()` are
-//! not here: their value depends on when the plan runs.
+//! called by the evaluator, not through the pure library: their value depends on when the plan
+//! runs.
 
 use super::*;
 
@@ -168,6 +169,25 @@ fn rfc3339(t: &Time) -> String {
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{zone}",
         c.year, c.month, c.day, c.hour, c.minute, c.second
     )
+}
+
+/// The instant this process first asked for the time, in RFC 3339: `timestamp()` and
+/// `plantimestamp()` in a plan. One instant for the whole plan, so that apply (which never
+/// re-evaluates) does what the plan showed, where Terraform leaves `timestamp()` unknown until
+/// apply.
+pub fn plan_timestamp() -> String {
+    static AT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    AT.get_or_init(|| {
+        let since_epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        rfc3339(&Time {
+            seconds: i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX),
+            nanos: 0,
+            offset: 0,
+        })
+    })
+    .clone()
 }
 
 /// A Go duration string (`1h30m`, `-10m`, `1.5h`, `300ms`) in nanoseconds.

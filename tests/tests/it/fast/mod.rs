@@ -5,6 +5,7 @@ mod diagnostics;
 mod engine;
 mod examples;
 mod helm_missing;
+mod language;
 mod layering;
 mod local_flow;
 mod node_check;

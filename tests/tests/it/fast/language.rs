@@ -1,0 +1,493 @@
+//! Terraform's language features that a stack written for Terraform uses unchanged, planned and
+//! applied end to end against the `test` provider and the built-in `terraform_data`.
+
+use gpustack_tests::{gpustack_env, stderr, stdout};
+use std::path::Path;
+
+const ENV: &[(&str, &str)] = &[("GPUSTACK_TEST_PROVIDER", "1")];
+
+const PROVIDER: &str = "provider \"test\" {\n  world = \"world.json\"\n}\n\n";
+
+fn stack(text: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.hcl"), format!("{PROVIDER}{text}")).unwrap();
+    dir
+}
+
+fn rewrite(dir: &Path, text: &str) {
+    std::fs::write(dir.join("main.hcl"), format!("{PROVIDER}{text}")).unwrap();
+}
+
+fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = gpustack_env(dir, args, ENV);
+    (
+        output.status.code().unwrap_or(-1),
+        stdout(&output),
+        stderr(&output),
+    )
+}
+
+fn outputs(dir: &Path) -> serde_json::Value {
+    let (code, out, err) = run(dir, &["output", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+fn world(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("world.json")).unwrap()).unwrap()
+}
+
+const DYNAMIC: &str = r#"variable "pools" {
+  default = { t4 = 1, a100 = 4 }
+}
+
+resource "test_group" "gpus" {
+  name = "gpus"
+
+  dynamic "member" {
+    for_each = var.pools
+    iterator = pool
+    content {
+      name   = pool.key
+      weight = pool.value
+    }
+  }
+
+  dynamic "settings" {
+    for_each = ["spread"]
+    content {
+      mode = settings.value
+    }
+  }
+}
+
+output "members" {
+  value = test_group.gpus.member[*].name
+}
+
+output "mode" {
+  value = test_group.gpus.settings.mode
+}
+"#;
+
+/// A dynamic block makes one block per element, in the lexical order of a map's keys, with the
+/// iterator named by `iterator` (or after the block type); a second plan has nothing to do.
+#[test]
+fn dynamic_blocks_expand_per_element() {
+    let dir = stack(DYNAMIC);
+    let d = dir.path();
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let o = outputs(d);
+    assert_eq!(
+        o["members"]["value"],
+        serde_json::json!(["a100", "t4"]),
+        "{o}"
+    );
+    assert_eq!(o["mode"]["value"], "spread");
+    let members = &world(d)["gpus"]["member"];
+    assert_eq!(
+        members,
+        &serde_json::json!([{"name": "a100", "weight": 4}, {"name": "t4", "weight": 1}])
+    );
+    let (code, out, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    rewrite(d, &DYNAMIC.replace("a100 = 4", "a100 = 4, h100 = 8"));
+    let (code, out, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("h100"), "{out}");
+}
+
+/// What a dynamic block gets wrong is reported where it is written.
+#[test]
+fn dynamic_block_mistakes_are_located() {
+    let dir = stack(
+        r#"resource "test_group" "g" {
+  name = "g"
+
+  dynamic "membr" {
+    for_each = ["a"]
+    content {
+      name = membr.value
+    }
+  }
+
+  dynamic "member" {
+    for_each = 3
+    content {
+      name = "x"
+    }
+  }
+
+  dynamic "member" {
+    for_each = ["a"]
+  }
+}
+"#,
+    );
+    let (code, _, err) = run(dir.path(), &["validate"]);
+    assert_eq!(code, 1, "{err}");
+    for expected in [
+        "Blocks of type \"membr\" are not expected",
+        "Did you mean \"member\"",
+        "Cannot use a number value in for_each",
+        "needs for_each and a content block",
+        "main.hcl:8:",
+    ] {
+        assert!(err.contains(expected), "missing {expected:?} in\n{err}");
+    }
+}
+
+const DATA: &str = r#"variable "release" {
+  default = "v1"
+}
+
+variable "replicas" {
+  default = 10
+}
+
+resource "terraform_data" "config" {
+  input            = { replicas = var.replicas }
+  triggers_replace = var.release
+}
+
+resource "test_object" "pool" {
+  name  = "pool"
+  value = "replicas=${terraform_data.config.output.replicas}"
+}
+
+output "id" {
+  value = terraform_data.config.id
+}
+"#;
+
+/// `terraform_data` stores its input as output; an input change updates it in place (same id),
+/// a change of triggers_replace replaces it (new id); the plan shows the output it will store.
+#[test]
+fn terraform_data_updates_in_place_and_replaces_on_triggers() {
+    let dir = stack(DATA);
+    let d = dir.path();
+    let (code, out, err) = run(d, &["plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("replicas=10"),
+        "the planned output is known:\n{out}"
+    );
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(world(d)["pool"]["value"], "replicas=10");
+    let first = outputs(d)["id"]["value"].as_str().unwrap().to_owned();
+    assert_eq!(first.len(), 36, "{first}");
+    let (code, out, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    rewrite(d, &DATA.replace("default = 10", "default = 20"));
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("0 added, 2 changed, 0 destroyed"), "{out}");
+    assert_eq!(world(d)["pool"]["value"], "replicas=20");
+    assert_eq!(outputs(d)["id"]["value"], first.as_str());
+
+    rewrite(
+        d,
+        &DATA
+            .replace("default = 10", "default = 20")
+            .replace("\"v1\"", "\"v2\""),
+    );
+    let (code, out, err) = run(d, &["plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("must be replaced"), "{out}");
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_ne!(outputs(d)["id"]["value"], first.as_str());
+}
+
+/// A `terraform_data` is imported by its id, with empty values, as in Terraform.
+#[test]
+fn terraform_data_imports_by_id() {
+    let dir = stack("resource \"terraform_data\" \"x\" {\n}\n");
+    let d = dir.path();
+    let id = "6d2c9f6a-0000-4000-8000-000000000001";
+    let (code, out, err) = run(d, &["import", "terraform_data.x", id]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// `ignore_changes` takes paths into an attribute: a map key, a block's attribute by index.
+#[test]
+fn ignore_changes_follows_nested_paths() {
+    let base = r#"resource "test_object" "pool" {
+  name = "pool"
+  tags = { team = "ml", pool = "t4" }
+
+  lifecycle {
+    ignore_changes = [tags["team"]]
+  }
+}
+
+resource "test_group" "g" {
+  name = "g"
+
+  member {
+    name   = "a"
+    weight = 1
+  }
+
+  lifecycle {
+    ignore_changes = [member[0].weight]
+  }
+}
+"#;
+    let dir = stack(base);
+    let d = dir.path();
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    rewrite(
+        d,
+        &base
+            .replace(
+                "team = \"ml\", pool = \"t4\"",
+                "team = \"infra\", pool = \"a100\"",
+            )
+            .replace("weight = 1", "weight = 5"),
+    );
+    let (code, out, err) = run(d, &["plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("a100") && !out.contains("infra"), "{out}");
+    assert!(
+        !out.contains("test_group.g"),
+        "the weight is ignored:\n{out}"
+    );
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        world(d)["pool"]["tags"],
+        serde_json::json!({"team": "ml", "pool": "a100"})
+    );
+    assert_eq!(world(d)["g"]["member"][0]["weight"], 1);
+
+    let dir = stack(
+        "resource \"test_object\" \"x\" {\n  name = \"x\"\n  lifecycle {\n    ignore_changes = [tags[var.k]]\n  }\n}\n",
+    );
+    let (code, _, err) = run(dir.path(), &["validate"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("Invalid ignore_changes entry"), "{err}");
+}
+
+/// `replace_triggered_by` replaces a resource when what it names changes: a whole instance
+/// with any change, an attribute only when its value changes; the plan says which entry.
+#[test]
+fn replace_triggered_by_replaces_on_the_named_change() {
+    let base = r#"variable "release" {
+  default = "v1"
+}
+
+variable "note" {
+  default = "a"
+}
+
+resource "terraform_data" "version" {
+  input = var.release
+}
+
+resource "terraform_data" "marker" {
+  input = var.note
+}
+
+resource "test_object" "pool" {
+  name = "pool"
+
+  lifecycle {
+    replace_triggered_by = [terraform_data.version]
+  }
+}
+
+resource "test_object" "cache" {
+  count = 2
+  name  = "cache${count.index}"
+
+  lifecycle {
+    replace_triggered_by = [terraform_data.marker.id]
+  }
+}
+"#;
+    let dir = stack(base);
+    let d = dir.path();
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // The marker's input changes but not its id: the caches stay.
+    rewrite(d, &base.replace("default = \"a\"", "default = \"b\""));
+    let (code, out, err) = run(d, &["plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("test_object.cache"), "{out}");
+    assert!(!out.contains("test_object.pool"), "{out}");
+
+    rewrite(d, &base.replace("\"v1\"", "\"v2\""));
+    let (code, out, err) = run(d, &["plan", "--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let plan: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let pool = plan["resource_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["address"] == "test_object.pool")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(
+        pool["change"]["actions"],
+        serde_json::json!(["delete", "create"])
+    );
+    assert!(
+        pool["action_reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("replace_by_triggers")),
+        "{pool}"
+    );
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    let dir = stack(
+        "resource \"test_object\" \"x\" {\n  name = \"x\"\n  lifecycle {\n    replace_triggered_by = [var.v]\n  }\n}\n",
+    );
+    let (code, _, err) = run(dir.path(), &["validate"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Invalid replace_triggered_by expression"),
+        "{err}"
+    );
+}
+
+const CONDITIONS: &str = r#"variable "replicas" {
+  default = 10
+}
+
+resource "test_object" "pool" {
+  name  = "pool"
+  value = tostring(var.replicas)
+
+  lifecycle {
+    precondition {
+      condition     = var.replicas >= 2
+      error_message = "Time-slicing needs at least 2 replicas."
+    }
+    postcondition {
+      condition     = self.value != "13"
+      error_message = "13 replicas are refused."
+    }
+  }
+}
+
+check "pool_id" {
+  assert {
+    condition     = test_object.pool.id == "obj-other"
+    error_message = "The pool has another id."
+  }
+}
+
+output "replicas" {
+  value = var.replicas
+
+  precondition {
+    condition     = var.replicas < 100
+    error_message = "At most 99 replicas."
+  }
+}
+"#;
+
+/// Preconditions and postconditions stop a plan with the condition's message at its line;
+/// a check block's failed assertion is a warning, after apply while the plan cannot tell.
+#[test]
+fn conditions_and_check_blocks() {
+    let dir = stack(CONDITIONS);
+    let d = dir.path();
+    for (replicas, summary, message) in [
+        (
+            "1",
+            "Resource precondition failed",
+            "Time-slicing needs at least 2 replicas.",
+        ),
+        (
+            "13",
+            "Resource postcondition failed",
+            "13 replicas are refused.",
+        ),
+        (
+            "200",
+            "Module output value precondition failed",
+            "At most 99 replicas.",
+        ),
+    ] {
+        rewrite(
+            d,
+            &CONDITIONS.replace("default = 10", &format!("default = {replicas}")),
+        );
+        let (code, out, err) = run(d, &["plan"]);
+        assert_eq!(code, 1, "{replicas}: {out}{err}");
+        assert!(
+            err.contains(summary) && err.contains(message),
+            "{replicas}: {err}"
+        );
+        assert!(err.contains("main.hcl:"), "located: {err}");
+    }
+    rewrite(d, CONDITIONS);
+    // At plan the pool's id is not known yet: the check waits for apply.
+    let (code, out, err) = run(d, &["plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!err.contains("Check block assertion failed"), "{err}");
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "a failed check never fails an apply: {out}{err}");
+    assert!(
+        err.contains("Check block assertion failed") && err.contains("The pool has another id."),
+        "{out}{err}"
+    );
+    let (code, out, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("Check block assertion failed"), "{err}");
+}
+
+/// OpenTofu's `lifecycle { enabled = ... }`: one instance or none; references see null when
+/// it is off, and turning it off destroys the instance.
+#[test]
+fn enabled_turns_one_instance_on_and_off() {
+    let base = r#"variable "on" {
+  default = true
+}
+
+resource "test_object" "x" {
+  name = "x"
+
+  lifecycle {
+    enabled = var.on
+  }
+}
+
+output "id" {
+  value = test_object.x == null ? "none" : test_object.x.id
+}
+"#;
+    let dir = stack(base);
+    let d = dir.path();
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(outputs(d)["id"]["value"], "obj-x");
+    rewrite(d, &base.replace("default = true", "default = false"));
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1 destroyed"), "{out}");
+    assert_eq!(outputs(d)["id"]["value"], "none");
+    assert!(world(d).get("x").is_none(), "{}", world(d));
+
+    let dir = stack(
+        "resource \"test_object\" \"x\" {\n  count = 2\n  name  = \"x\"\n  lifecycle {\n    enabled = true\n  }\n}\n",
+    );
+    let (code, _, err) = run(dir.path(), &["validate"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("enabled cannot be used together with count"),
+        "{err}"
+    );
+}
