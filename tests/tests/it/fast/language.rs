@@ -491,3 +491,20 @@ output "id" {
         "{err}"
     );
 }
+
+/// With `--json`, a plan that fails still prints one JSON document on stdout: its diagnostics.
+#[test]
+fn plan_json_reports_errors_as_json() {
+    let dir = stack("resource \"test_object\" \"x\" {\n  name = var.missing\n}\n");
+    let (code, out, _) = run(dir.path(), &["plan", "--json"]);
+    assert_eq!(code, 1, "{out}");
+    let report: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(report["errored"], true);
+    assert_eq!(report["error_count"], 1);
+    let diagnostic = &report["diagnostics"][0];
+    assert!(
+        diagnostic.to_string().contains("undeclared input variable"),
+        "{diagnostic}"
+    );
+}
