@@ -908,6 +908,7 @@ async fn carry_out(
                 },
                 config: config.unmark_deep().0,
                 for_apply: true,
+                preview: false,
                 sensitive_paths: secrets.paths.clone(),
                 owner: handle.owner.to_string(),
             })

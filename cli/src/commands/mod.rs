@@ -309,6 +309,7 @@ impl PlanFlags {
             targets: self.target.clone(),
             replace: self.replace.clone(),
             generate_config: false,
+            unreviewed: false,
         }
     }
 }
@@ -461,6 +462,7 @@ pub fn main() -> ExitCode {
                 targets: target,
                 replace: vec![],
                 generate_config: false,
+                unreviewed: false,
             };
             ops::apply(&common, None, &options, auto_approve, None)
         }

@@ -488,6 +488,12 @@ pub fn apply(
     runtime().block_on(async {
         let stop = interrupt_flag();
         let Some(file) = plan_file else {
+            // With --auto-approve the plan is carried out unread: no previews for it.
+            let options = PlanOptions {
+                unreviewed: auto_approve,
+                ..options.clone()
+            };
+            let options = &options;
             let (plan, backend, guard) = match make_plan(common, options, "apply").await {
                 Ok(p) => p,
                 Err(code) => return code,

@@ -54,6 +54,9 @@ pub struct PlanOptions {
     /// Import blocks into undeclared resources write their configuration instead of failing
     /// (`--generate-config-out`).
     pub generate_config: bool,
+    /// No one reads this plan before it is applied (`apply --auto-approve`): providers skip
+    /// previews that only serve the plan's display.
+    pub unreviewed: bool,
 }
 
 /// A configured provider and its concurrency bound.
@@ -100,6 +103,7 @@ struct ManagedInstance<'h> {
     schema_paths: &'h [gpustack_protocol::Path],
     schema: &'h gpustack_protocol::Schema,
     owner: String,
+    preview: bool,
 }
 
 /// A state with every attribute of its schema, unset ones null: a provider that leaves an
@@ -147,6 +151,7 @@ async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Vec<Diagnosti
                 prior_state: prior.clone().map(|p| p.unmark_deep().0),
                 config: m.config.clone().unmark_deep().0,
                 for_apply: false,
+                preview: m.preview,
                 sensitive_paths: secrets.paths.clone(),
                 owner: m.owner.clone(),
             })
@@ -763,6 +768,7 @@ impl Planner<'_, '_> {
         let mode = r.mode;
         let schema_paths = sensitive_attributes(Some(&schema));
         let owner = self.owner.clone();
+        let preview = !self.options.unreviewed;
         Some(Box::pin(async move {
             let calls = requests
                 .into_iter()
@@ -788,6 +794,7 @@ impl Planner<'_, '_> {
                                     schema_paths: &schema_paths,
                                     schema: &schema,
                                     owner,
+                                    preview,
                                 })
                                 .await
                             }

@@ -159,6 +159,7 @@ impl Family for Kubernetes {
         let cluster = Cluster::connect(config).await.map_err(|d| vec![d])?;
         let connected = Arc::new(Connected {
             cluster: Arc::new(cluster),
+            present: std::sync::Mutex::default(),
         });
         let resources = ObjectType::ALL
             .into_iter()
@@ -223,7 +224,17 @@ impl ObjectType {
 /// The provider configured for one cluster.
 pub(crate) struct Connected {
     cluster: Arc<Cluster>,
+    /// The objects of each (apiVersion, kind, namespace) that planned creates look for: one
+    /// metadata LIST per group for a whole plan, not a GET per object.
+    present: std::sync::Mutex<std::collections::HashMap<Group, Arc<Present>>>,
 }
+
+/// (apiVersion, kind, namespace).
+type Group = (String, String, Option<String>);
+
+/// Names in one group, each with the stack mark it carries.
+type Present =
+    tokio::sync::OnceCell<Result<std::collections::HashMap<String, Option<String>>, String>>;
 
 const DEFAULT_FIELD_MANAGER: &str = "gpustack";
 
@@ -537,8 +548,9 @@ impl Connected {
                     .and_then(|p| attribute(p, live_name));
                 if prior_live == Some(&expected) {
                     expected
-                } else if request.for_apply {
-                    // Apply reports the real object; a preview now would be one more request.
+                } else if request.for_apply || !request.preview {
+                    // Apply reports the real object; a preview now would be one more request,
+                    // for a plan that is final (for_apply) or that no one reads (preview).
                     Value::Unknown
                 } else if ty == ObjectType::Manifest {
                     let manager = field_manager(ty, &planned);
@@ -623,22 +635,42 @@ impl Connected {
         let Some(kind) = self.kind_of(id).await? else {
             return Ok(None);
         };
-        let api = self.cluster.api(&kind, id.namespace_for(&kind).as_deref());
-        let object = api
-            .get_opt(&id.name)
+        let namespace = id.namespace_for(&kind);
+        let group = {
+            let mut present = self.present.lock().unwrap_or_else(|e| e.into_inner());
+            present
+                .entry((id.api_version.clone(), id.kind.clone(), namespace.clone()))
+                .or_default()
+                .clone()
+        };
+        let names = group
+            .get_or_init(|| async {
+                let api = self.cluster.api(&kind, namespace.as_deref());
+                let list = api
+                    .list_metadata(&ListParams::default())
+                    .await
+                    .map_err(|e| api_error(&e))?;
+                Ok(list
+                    .items
+                    .into_iter()
+                    .filter_map(|o| {
+                        let mark = o
+                            .metadata
+                            .annotations
+                            .as_ref()
+                            .and_then(|a| a.get(gpustack_protocol::OWNER_KEY))
+                            .cloned();
+                        Some((o.metadata.name?, mark))
+                    })
+                    .collect())
+            })
             .await
-            .map_err(|e| error("Cannot reach the Kubernetes API", api_error(&e)))?;
-        Ok(object.map(|object| {
-            let mark = object
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(gpustack_protocol::OWNER_KEY));
-            gpustack_protocol::Existing {
-                import_id: id.import_id(&kind),
-                describe: id.describe(),
-                owned: !owner.is_empty() && mark.map(String::as_str) == Some(owner),
-            }
+            .as_ref()
+            .map_err(|e| error("Cannot reach the Kubernetes API", e.clone()))?;
+        Ok(names.get(&id.name).map(|mark| gpustack_protocol::Existing {
+            import_id: id.import_id(&kind),
+            describe: id.describe(),
+            owned: !owner.is_empty() && mark.as_deref() == Some(owner),
         }))
     }
 

@@ -195,6 +195,7 @@ mod tests {
             prior_state: prior,
             config,
             for_apply: false,
+            preview: true,
             sensitive_paths: vec![],
             owner: String::new(),
         }))

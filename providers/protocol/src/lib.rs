@@ -118,6 +118,10 @@ pub struct PlanResourceChangeRequest {
     /// report the real object, so a provider may skip previews (a server-side dry-run) that
     /// only make the plan more informative.
     pub for_apply: bool,
+    /// False when no one reads this plan before it is applied (`apply --auto-approve`): a
+    /// provider skips previews whose only use is the plan's display (a server-side dry-run),
+    /// so that each change costs one request. Checks that protect objects still run.
+    pub preview: bool,
     /// Paths of the configuration and the prior state that hold secrets (values come without
     /// marks): what a provider derives from them (a digest, a copy) it returns marked with
     /// [`Value::sensitive`].

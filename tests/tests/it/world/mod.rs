@@ -11,4 +11,5 @@ mod gke;
 mod karpenter;
 mod moto;
 mod policy;
+mod requests;
 mod testworld;

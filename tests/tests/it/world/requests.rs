@@ -1,0 +1,88 @@
+//! What apply costs the API server: one request per created or changed object when no one
+//! reads the plan (`apply --auto-approve`), counted from the Kubernetes client's own log of its
+//! requests.
+
+use gpustack_tests::{cluster, gpustack_command, stderr, stdout};
+
+const OBJECTS: usize = 20;
+
+fn stack(run: &str, generation: &str) -> String {
+    format!(
+        r#"variable "kubeconfig" {{
+  type = string
+}}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+resource "kubernetes_manifest" "config" {{
+  count = {OBJECTS}
+  manifest = {{
+    apiVersion = "v1"
+    kind       = "ConfigMap"
+    metadata   = {{ name = "requests-{run}-${{count.index}}", namespace = "default" }}
+    data       = {{ generation = "{generation}" }}
+  }}
+}}
+"#
+    )
+}
+
+/// Requests by verb: (total, server-side dry-runs) in the run's stderr.
+fn requests(args: &[&str], dir: &std::path::Path) -> (usize, usize, String) {
+    let c = cluster::cluster();
+    let kubeconfig = format!("kubeconfig={}", c.kubeconfig.display());
+    let mut all = args.to_vec();
+    all.extend(["--var", &kubeconfig]);
+    let out = gpustack_command(dir, &all, &[("GPUSTACK_LOG", "kube_client=debug")])
+        .env_remove("KUBECONFIG")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let log = stderr(&out);
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("requesting")).collect();
+    let dry_runs = lines.iter().filter(|l| l.contains("dryRun")).count();
+    (lines.len(), dry_runs, log)
+}
+
+#[test]
+fn an_unread_apply_sends_one_request_per_created_or_changed_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Names of this run's own: the shared cluster keeps other runs' objects.
+    let run = format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_micros()
+    );
+    std::fs::write(d.join("main.hcl"), stack(&run, "1")).unwrap();
+    // Creates: whether each object is already there is one metadata LIST for all of them.
+    let (created, _, log) = requests(&["apply", "--auto-approve"], d);
+    eprintln!("apply --auto-approve creating {OBJECTS} objects: {created} requests");
+    assert!(created <= OBJECTS + 6, "{created} requests:\n{log}");
+
+    std::fs::write(d.join("main.hcl"), stack(&run, "2")).unwrap();
+    // A plan someone reads previews each change with a server-side dry-run.
+    let (_, previews, _) = requests(&["plan"], d);
+    assert_eq!(
+        previews, OBJECTS,
+        "one dry-run per changed object in a plan"
+    );
+    // An apply no one reviews does not: the refresh, then one write per object.
+    let (total, dry_runs, log) = requests(&["apply", "--auto-approve"], d);
+    assert_eq!(dry_runs, 0, "{log}");
+    let writes = log
+        .lines()
+        .filter(|l| l.contains("requesting") && l.contains("PATCH"))
+        .count();
+    assert_eq!(writes, OBJECTS, "{log}");
+    eprintln!(
+        "apply --auto-approve of {OBJECTS} changed objects: {total} requests, {writes} writes"
+    );
+    // Discovery and the refresh's reads by kind come on top, a few for all the objects.
+    assert!(total <= OBJECTS + 6, "{total} requests:\n{log}");
+    requests(&["destroy", "--auto-approve"], d);
+}
