@@ -147,12 +147,12 @@ impl Family for Gcp {
                             "{accelerator} cannot be partitioned with MIG; MIG needs nvidia-tesla-a100, nvidia-a100-80gb, nvidia-h100-80gb or nvidia-h200-141gb."
                         ),
                     ),
-                    Some(sizes) if !sizes.contains(&partition) => check.error(
+                    Some(sizes) if !sizes.iter().any(|(p, _)| *p == partition) => check.error(
                         "accelerator.gpu_partition_size",
                         "Unknown MIG partition",
                         format!(
                             "{accelerator} has the partition sizes {}, not {partition}.",
-                            sizes.join(", ")
+                            sizes.iter().map(|(p, _)| *p).collect::<Vec<_>>().join(", ")
                         ),
                     ),
                     Some(_) => {}
@@ -399,14 +399,14 @@ fn accelerator_gpu(accelerator: &str) -> Option<(&'static str, u32)> {
     })
 }
 
-/// MIG instances of one partition size per GPU (1g → 7, 2g → 3, 3g → 2, 4g and 7g → 1).
-fn partitions_per_gpu(size: &str) -> f64 {
-    match size.split('g').next() {
-        Some("1") => 7.0,
-        Some("2") => 3.0,
-        Some("3") => 2.0,
-        _ => 1.0,
-    }
+/// MIG instances of one partition size per GPU of an accelerator (GPU-FACTS: NVIDIA's maxima,
+/// which GKE's gpuPartitionSize shares): a 1g profile with twice the memory slice is 4 per GPU,
+/// not 7 (H100 `1g.20gb`, H200 `1g.35gb`, A100-40GB `1g.10gb`).
+fn partitions_per_gpu(accelerator: &str, size: &str) -> Option<f64> {
+    mig_partitions(accelerator)?
+        .iter()
+        .find(|(profile, _)| *profile == size)
+        .map(|(_, n)| f64::from(*n))
 }
 
 impl Connected {
@@ -912,7 +912,9 @@ impl CloudPool for Connected {
                 (n, n)
             }
         };
-        let partitions = text(a, "gpu_partition_size").map(|p| (p, partitions_per_gpu(p)));
+        let accelerator = text(a, "type").unwrap_or_default();
+        let partitions = text(a, "gpu_partition_size")
+            .map(|p| (p, partitions_per_gpu(accelerator, p).unwrap_or(1.0)));
         let clients = text(a, "sharing_strategy")
             .and_then(|s| Some((s, number(a, "max_shared_clients_per_gpu")? as f64)));
         let sharing = match (partitions, clients) {
@@ -1207,16 +1209,36 @@ impl Resource for Autoprovisioning {
     }
 }
 
-/// The MIG partition sizes GKE offers per accelerator; `None` for GPUs without MIG.
-fn mig_partitions(accelerator: &str) -> Option<&'static [&'static str]> {
+/// The MIG partition sizes GKE offers per accelerator, with how many fit on one GPU; `None`
+/// for GPUs without MIG.
+fn mig_partitions(accelerator: &str) -> Option<&'static [(&'static str, u32)]> {
     match accelerator {
-        "nvidia-tesla-a100" => Some(&["1g.5gb", "2g.10gb", "3g.20gb", "7g.40gb"]),
-        "nvidia-a100-80gb" => Some(&["1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"]),
-        "nvidia-h100-80gb" | "nvidia-h100-mega-80gb" => {
-            Some(&["1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "7g.80gb"])
-        }
+        "nvidia-tesla-a100" => Some(&[
+            ("1g.5gb", 7),
+            ("2g.10gb", 3),
+            ("3g.20gb", 2),
+            ("7g.40gb", 1),
+        ]),
+        "nvidia-a100-80gb" => Some(&[
+            ("1g.10gb", 7),
+            ("2g.20gb", 3),
+            ("3g.40gb", 2),
+            ("7g.80gb", 1),
+        ]),
+        "nvidia-h100-80gb" | "nvidia-h100-mega-80gb" => Some(&[
+            ("1g.10gb", 7),
+            ("1g.20gb", 4),
+            ("2g.20gb", 3),
+            ("3g.40gb", 2),
+            ("7g.80gb", 1),
+        ]),
         "nvidia-h200-141gb" => Some(&[
-            "1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb",
+            ("1g.18gb", 7),
+            ("1g.35gb", 4),
+            ("2g.35gb", 3),
+            ("3g.71gb", 2),
+            ("4g.71gb", 1),
+            ("7g.141gb", 1),
         ]),
         _ => None,
     }

@@ -205,3 +205,42 @@ fn a_pool_created_by_a_run_killed_before_recording_it_is_adopted() {
     let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// A 1g profile with twice the memory slice fits 4 times on a GPU, not 7 (GPU-FACTS): an H100
+/// pool in `1g.20gb` partitions, and an H200 pool in `1g.35gb`, plan 4 per GPU.
+#[test]
+fn gke_mig_capacity_counts_partitions_per_gpu_model() {
+    let fake = GkeFake::start(&[CLUSTER]);
+    for (machine, accelerator, partition, line) in [
+        (
+            "a3-highgpu-1g",
+            "nvidia-h100-80gb",
+            "1g.20gb",
+            "nodepool a100-mig: 0–4 × a3-highgpu-1g (1× H100) → nvidia.com/gpu 4 → 16 (MIG 1g.20gb ×4; new pool; at 4 nodes; 80 GB per GPU)",
+        ),
+        (
+            "a3-highgpu-1g",
+            "nvidia-h100-80gb",
+            "1g.10gb",
+            "nodepool a100-mig: 0–4 × a3-highgpu-1g (1× H100) → nvidia.com/gpu 4 → 28 (MIG 1g.10gb ×7; new pool; at 4 nodes; 80 GB per GPU)",
+        ),
+        (
+            "a3-ultragpu-1g",
+            "nvidia-h200-141gb",
+            "1g.35gb",
+            "nodepool a100-mig: 0–4 × a3-ultragpu-1g (1× H200) → nvidia.com/gpu 4 → 16 (MIG 1g.35gb ×4; new pool; at 4 nodes; 141 GB per GPU)",
+        ),
+    ] {
+        let stack = Stack::example("gke-a100-mig", &fake);
+        let main = stack.dir.path().join("main.hcl");
+        let text = std::fs::read_to_string(&main)
+            .unwrap()
+            .replace("\"a2-highgpu-1g\"", &format!("\"{machine}\""))
+            .replace("\"nvidia-tesla-a100\"", &format!("\"{accelerator}\""))
+            .replace("\"1g.5gb\"", &format!("\"{partition}\""));
+        std::fs::write(&main, text).unwrap();
+        let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(out.contains(line), "{partition} on {accelerator}:\n{out}");
+    }
+}
