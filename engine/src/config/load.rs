@@ -122,6 +122,20 @@ fn parse_file_from(
         Err(err) => {
             let loc = err.location();
             let offset = file.offset(loc.line(), loc.column());
+            // At the end of the file, the mistake is the block that was never closed: point
+            // at where it opened, as Terraform does.
+            let at_end = file
+                .text
+                .get(offset..)
+                .is_none_or(|rest| rest.trim().is_empty());
+            if at_end && let Some(open) = unclosed_brace(&file.text) {
+                diags.error(
+                    Span::new(id, open..open + 1),
+                    "Unclosed configuration block",
+                    "There is no closing brace for this block before the end of the file. This may be caused by incorrect brace nesting elsewhere in this file.",
+                );
+                return None;
+            }
             let end = file
                 .text
                 .get(offset..)
@@ -135,6 +149,77 @@ fn parse_file_from(
             None
         }
     }
+}
+
+/// The offset of the innermost `{` still open at the end of an HCL text, skipping strings
+/// (whose `${ }` and `%{ }` nest), comments and heredocs.
+fn unclosed_brace(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    // Open braces: (offset, opened a template interpolation inside a string).
+    let mut braces: Vec<(usize, bool)> = Vec::new();
+    let mut in_string = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let next = bytes.get(i + 1).copied();
+        if in_string {
+            match (b, next) {
+                (b'\\', _) => i += 1,
+                (b'"', _) => in_string = false,
+                (b'$' | b'%', Some(b'{')) => {
+                    braces.push((i + 1, true));
+                    in_string = false;
+                    i += 1;
+                }
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        match (b, next) {
+            (b'"', _) => in_string = true,
+            (b'#', _) | (b'/', Some(b'/')) => {
+                i = text[i..].find('\n').map_or(bytes.len(), |n| i + n);
+            }
+            (b'/', Some(b'*')) => {
+                i = text[i + 2..]
+                    .find("*/")
+                    .map_or(bytes.len(), |n| i + 2 + n + 1);
+            }
+            (b'<', Some(b'<')) => {
+                let header_end = text[i..].find('\n').map_or(bytes.len(), |n| i + n);
+                let marker = text[i + 2..header_end].trim_start_matches('-').trim();
+                if !marker.is_empty() && marker.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                    let mut end = bytes.len();
+                    let mut line_start = header_end + 1;
+                    while line_start < bytes.len() {
+                        let line_end = text[line_start..]
+                            .find('\n')
+                            .map_or(bytes.len(), |n| line_start + n);
+                        if text[line_start..line_end].trim() == marker {
+                            end = line_end;
+                            break;
+                        }
+                        line_start = line_end + 1;
+                    }
+                    i = end;
+                }
+            }
+            (b'{', _) => braces.push((i, false)),
+            (b'}', _) => {
+                if let Some((_, true)) = braces.pop() {
+                    in_string = true;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    braces
+        .iter()
+        .rev()
+        .find(|(_, interpolation)| !interpolation)
+        .map(|(at, _)| *at)
 }
 
 fn capitalize(message: &str) -> String {
