@@ -4,6 +4,7 @@
 mod backend;
 mod fmt;
 mod junit;
+mod modules;
 mod node_check;
 mod ops;
 mod report;
@@ -44,6 +45,9 @@ enum Command {
         /// Use the newly configured backend as it is, leaving the old state behind.
         #[arg(long)]
         reconfigure: bool,
+        /// Fetch git module sources at what their refs name now, and lock those commits.
+        #[arg(long)]
+        upgrade: bool,
         #[arg(long, default_value = "0s", value_parser = parse_duration)]
         lock_timeout: Duration,
     },
@@ -357,8 +361,21 @@ pub fn main() -> ExitCode {
             dir,
             migrate_state,
             reconfigure,
+            upgrade,
             lock_timeout,
         } => {
+            // Modules first: the stack cannot load without them.
+            match modules::install(&dir, upgrade) {
+                Ok(0) => {}
+                Ok(n) => eprintln!(
+                    "Installed {n} git module source(s); their commits are in {}.",
+                    gpustack_engine::config::remote::LOCK_FILE
+                ),
+                Err(e) => {
+                    eprintln!("Error: {e}");
+                    return ExitCode::from(1);
+                }
+            }
             let session = gpustack_engine::Session::open(
                 crate::registry(),
                 &dir,

@@ -262,21 +262,39 @@ pub fn load_stack_from(
             return stack;
         }
     };
-    let module = load_module(files, Vec::new(), dir, None, &root, sources, diags);
+    let module = load_module(files, Vec::new(), dir.clone(), None, &root, sources, diags);
     stack.modules.push(module);
+    // The lock of git sources, read once the first one is met; it joins the snapshot (as a
+    // source file), so that applying a saved plan finds the same commits.
+    let mut lock: Option<Result<super::remote::ModuleLock, String>> = None;
     // Breadth-first over calls; indices stay stable because modules are only appended.
     let mut next = 0;
     while next < stack.modules.len() {
-        let calls: Vec<(String, PathBuf, Span)> = {
-            let m = &stack.modules[next];
-            m.calls
-                .values()
-                .filter_map(|c| {
-                    resolve_source(&m.dir, c).map(|d| (c.name.clone(), d, c.source_span))
-                })
-                .collect()
-        };
-        for (name, child_dir, source_span) in calls {
+        let calls: Vec<(String, String, Span)> = stack.modules[next]
+            .calls
+            .values()
+            .map(|c| (c.name.clone(), c.source.clone(), c.source_span))
+            .collect();
+        for (name, source, source_span) in calls {
+            let git = super::remote::GitSource::parse(&source);
+            let child_dir = match &git {
+                _ if source.is_empty() => continue,
+                None => normalize(&stack.modules[next].dir.join(&source)),
+                Some(git) => {
+                    let lock = lock.get_or_insert_with(|| read_lock(files, &dir, sources));
+                    match lock
+                        .as_ref()
+                        .map_err(Clone::clone)
+                        .and_then(|lock| super::remote::installed_dir(&dir, &source, git, lock))
+                    {
+                        Ok(child) => normalize(&child),
+                        Err(why) => {
+                            diags.error(source_span, "Module not installed", why);
+                            continue;
+                        }
+                    }
+                }
+            };
             let parent = &stack.modules[next];
             if parent.path.len() >= MAX_MODULE_DEPTH || ancestors_include(&stack, next, &child_dir)
             {
@@ -292,6 +310,17 @@ pub fn load_stack_from(
             }
             let child_files = match files.hcl_files(&child_dir) {
                 Ok(found) if !found.is_empty() => found,
+                _ if git.is_some() => {
+                    diags.error(
+                        source_span,
+                        "Module not installed",
+                        format!(
+                            "\"{source}\" is not checked out here ({} has no .hcl files): run gpustack init.",
+                            child_dir.display()
+                        ),
+                    );
+                    continue;
+                }
                 Ok(_) => {
                     diags.error(
                         source_span,
@@ -344,9 +373,25 @@ fn ancestors_include(stack: &Stack, mut index: usize, dir: &Path) -> bool {
     }
 }
 
-fn resolve_source(dir: &Path, call: &ModuleCall) -> Option<PathBuf> {
-    (call.source.starts_with("./") || call.source.starts_with("../"))
-        .then(|| normalize(&dir.join(&call.source)))
+/// The lock file of git sources, added to the sources so that the plan's snapshot holds it.
+fn read_lock(
+    files: &Files,
+    dir: &Path,
+    sources: &mut SourceMap,
+) -> Result<super::remote::ModuleLock, String> {
+    let path = dir.join(super::remote::LOCK_FILE);
+    match files.read(&path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let lock = super::remote::ModuleLock::parse(&text, &path);
+            sources.add(&path, text);
+            lock
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(super::remote::ModuleLock::default())
+        }
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
 }
 
 fn hcl_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
@@ -1242,10 +1287,13 @@ impl Decoder<'_> {
                         "source" => {
                             call.source_span = self.span(attr.value.span());
                             if let Some(source) = self.literal_string(Some(attr)) {
-                                if source.starts_with("./") || source.starts_with("../") {
+                                if source.starts_with("./")
+                                    || source.starts_with("../")
+                                    || super::remote::GitSource::parse(&source).is_some()
+                                {
                                     call.source = source;
                                 } else {
-                                    self.diags.error(call.source_span, "Unsupported module source", format!("\"{source}\" is not a local path: module sources start with ./ or ../."));
+                                    self.diags.error(call.source_span, "Unsupported module source", format!("\"{source}\" is neither a local path (./ or ../) nor a git source (git::URL//DIR?ref=REF, github.com/OWNER/REPO//DIR?ref=REF); registry modules are not supported."));
                                 }
                             }
                         }

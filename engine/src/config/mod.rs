@@ -4,6 +4,7 @@
 //! are evaluated later, in graph order.
 
 pub(crate) mod load;
+pub mod remote;
 
 pub use load::{Files, load_stack, load_stack_from, parse_file};
 

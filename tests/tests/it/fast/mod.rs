@@ -4,6 +4,7 @@ mod crash;
 mod diagnostics;
 mod engine;
 mod examples;
+mod git_modules;
 mod helm_missing;
 mod language;
 mod layering;

@@ -1,0 +1,126 @@
+//! Module sources from git (`git::URL//DIR?ref=REF`), fetched by `gpustack init` from a local
+//! repository and pinned in the lock file: loading never fetches, and a moved tag changes
+//! nothing until `init --upgrade`.
+
+use gpustack_tests::{gpustack, stderr, stdout};
+use std::path::Path;
+use std::process::Command;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=gpustack",
+            "-c",
+            "user.email=gpustack@example.com",
+        ])
+        .args([
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    stdout(&out).trim().to_owned()
+}
+
+fn module_version(repo: &Path, version: &str) {
+    let module = repo.join("modules/pool");
+    std::fs::create_dir_all(&module).unwrap();
+    std::fs::write(
+        module.join("main.hcl"),
+        format!(
+            "variable \"name\" {{\n  type = string\n}}\n\nresource \"terraform_data\" \"pool\" {{\n  input = \"${{var.name}}-{version}\"\n}}\n\noutput \"label\" {{\n  value = terraform_data.pool.output\n}}\n"
+        ),
+    )
+    .unwrap();
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-q", "-m", version]);
+    git(repo, &["tag", "-f", "v1"]);
+}
+
+fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = gpustack(dir, args);
+    (out.status.code().unwrap_or(-1), stdout(&out), stderr(&out))
+}
+
+#[test]
+fn git_module_sources_are_fetched_by_init_and_pinned() {
+    let repos = tempfile::tempdir().unwrap();
+    let repo = repos.path().join("gpu-modules");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    module_version(&repo, "one");
+    let first = git(&repo, &["rev-parse", "v1"]);
+
+    let stack = tempfile::tempdir().unwrap();
+    let d = stack.path();
+    let url = format!("file://{}", repo.display());
+    std::fs::write(
+        d.join("main.hcl"),
+        format!(
+            "module \"pool\" {{\n  source = \"git::{url}//modules/pool?ref=v1\"\n  name   = \"t4\"\n}}\n\noutput \"label\" {{\n  value = module.pool.label\n}}\n"
+        ),
+    )
+    .unwrap();
+
+    // Loading never fetches: until init, the module is missing, and the error says why.
+    let (code, _, err) = run(d, &["validate"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Module not installed") && err.contains("gpustack init"),
+        "{err}"
+    );
+
+    let (code, out, err) = run(d, &["init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let lock: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(d.join("gpustack.modules.lock.json")).unwrap(),
+    )
+    .unwrap();
+    let source = format!("git::{url}//modules/pool?ref=v1");
+    assert_eq!(lock["modules"][&source]["commit"], first.as_str(), "{lock}");
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("t4-one"), "{out}");
+
+    // The tag moves; the lock keeps the stack on the commit it was reviewed with.
+    module_version(&repo, "two");
+    std::fs::remove_dir_all(d.join(".gpustack/modules")).unwrap();
+    let (code, out, err) = run(d, &["init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("(locked)"), "{err}");
+    let (code, out, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "the locked commit plans no change:\n{out}{err}");
+
+    let (code, out, err) = run(d, &["init", "--upgrade"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let lock: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(d.join("gpustack.modules.lock.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        lock["modules"][&source]["commit"],
+        git(&repo, &["rev-parse", "v1"]).as_str()
+    );
+    let (code, out, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("t4-two"), "{out}");
+}
+
+#[test]
+fn registry_module_sources_are_refused_with_the_supported_forms() {
+    let stack = tempfile::tempdir().unwrap();
+    std::fs::write(
+        stack.path().join("main.hcl"),
+        "module \"vpc\" {\n  source = \"terraform-aws-modules/vpc/aws\"\n}\n",
+    )
+    .unwrap();
+    let (code, _, err) = run(stack.path(), &["validate"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("git::URL//DIR?ref=REF"), "{err}");
+}
