@@ -139,45 +139,20 @@ impl Session {
         let mut sources = SourceMap::new(dir);
         let mut diags = Diags::default();
         let stack = config::load_stack_from(files, dir, &mut sources, &mut diags);
+        let repeated = stack
+            .modules
+            .iter()
+            .any(|m| m.calls.values().any(config::ModuleCall::is_repeated));
+        let mut stack = stack;
+        if repeated && !diags.has_errors() {
+            let (expansions, failures) = expand_modules(files, dir, &registry, &inputs);
+            sources = SourceMap::new(dir);
+            diags = Diags::default();
+            stack = config::load_stack_expanded(files, dir, &mut sources, &mut diags, &expansions);
+            diags.0.extend(failures.0);
+        }
         let stack_files = sources.files().count();
-        let inputs = match inputs {
-            InputSource::Args(args) => collect_inputs(args, &mut sources, &mut diags),
-            InputSource::Values(values) => Inputs(
-                values
-                    .iter()
-                    .map(|(k, v)| (k.clone(), RawInput::Value(v.clone())))
-                    .collect(),
-            ),
-            InputSource::Plan {
-                values,
-                sensitive,
-                supplied,
-                only_sensitive,
-            } => {
-                let mut inputs = Inputs(
-                    values
-                        .iter()
-                        .map(|(k, v)| (k.clone(), RawInput::Value(v.clone())))
-                        .collect(),
-                );
-                let given = collect_inputs(supplied, &mut sources, &mut diags);
-                for (name, raw) in given.0 {
-                    if sensitive.contains_key(&name) {
-                        inputs.0.insert(name, raw);
-                    } else if !only_sensitive || supplied.env.iter().any(|(n, _)| *n == name) {
-                        // The environment of a pipeline sets many variables; the plan's own
-                        // values win over those it does not need.
-                    } else {
-                        diags.error(
-                            None,
-                            "Variable set for a saved plan",
-                            format!("\"{name}\" cannot be set when applying a saved plan: the plan holds the value it was made with. Only sensitive variables, which a plan holds as digests, are given again."),
-                        );
-                    }
-                }
-                inputs
-            }
-        };
+        let inputs = read_inputs(&inputs, &mut sources, &mut diags);
         let graph = graph::build(&stack, &sources, &registry, &mut diags);
         Self {
             dir: dir.to_path_buf(),
@@ -364,6 +339,92 @@ pub fn load(
         evaluated,
         diagnostics,
     }
+}
+
+/// The variables of a run, from where `inputs` says; files they come from join `sources`.
+fn read_inputs(inputs: &InputSource<'_>, sources: &mut SourceMap, diags: &mut Diags) -> Inputs {
+    match inputs {
+        InputSource::Args(args) => collect_inputs(args, sources, diags),
+        InputSource::Values(values) => Inputs(
+            values
+                .iter()
+                .map(|(k, v)| (k.clone(), RawInput::Value(v.clone())))
+                .collect(),
+        ),
+        InputSource::Plan {
+            values,
+            sensitive,
+            supplied,
+            only_sensitive,
+        } => {
+            let mut inputs = Inputs(
+                values
+                    .iter()
+                    .map(|(k, v)| (k.clone(), RawInput::Value(v.clone())))
+                    .collect(),
+            );
+            let given = collect_inputs(supplied, sources, diags);
+            for (name, raw) in given.0 {
+                if sensitive.contains_key(&name) {
+                    inputs.0.insert(name, raw);
+                } else if !*only_sensitive || supplied.env.iter().any(|(n, _)| *n == name) {
+                    // The environment of a pipeline sets many variables; the plan's own
+                    // values win over those it does not need.
+                } else {
+                    diags.error(
+                        None,
+                        "Variable set for a saved plan",
+                        format!("\"{name}\" cannot be set when applying a saved plan: the plan holds the value it was made with. Only sensitive variables, which a plan holds as digests, are given again."),
+                    );
+                }
+            }
+            inputs
+        }
+    }
+}
+
+/// The instances of repeated module calls (count/for_each on `module`): each round evaluates
+/// the counts and for_eachs of the stack loaded so far and loads it again with that many
+/// instances, one level of nesting per round. Returns them with what could not be expanded.
+fn expand_modules(
+    files: &config::Files,
+    dir: &Path,
+    registry: &Registry,
+    source: &InputSource<'_>,
+) -> (config::ModuleExpansions, Diags) {
+    let mut expansions = config::ModuleExpansions::new();
+    let mut failures = Diags::default();
+    let mut scratch_sources = SourceMap::new(dir);
+    let mut scratch = Diags::default();
+    let mut stack =
+        config::load_stack_expanded(files, dir, &mut scratch_sources, &mut scratch, &expansions);
+    for _ in 0..32 {
+        let inputs = read_inputs(source, &mut scratch_sources, &mut scratch);
+        let graph = graph::build(&stack, &scratch_sources, registry, &mut scratch);
+        let found = evaluate::module_expansions(
+            &stack,
+            &graph,
+            registry,
+            &scratch_sources,
+            &inputs,
+            &expansions,
+            &mut failures,
+        );
+        if found.is_empty() {
+            break;
+        }
+        expansions.extend(found);
+        scratch_sources = SourceMap::new(dir);
+        scratch = Diags::default();
+        stack = config::load_stack_expanded(
+            files,
+            dir,
+            &mut scratch_sources,
+            &mut scratch,
+            &expansions,
+        );
+    }
+    (expansions, failures)
 }
 
 fn collect_inputs(args: &VariableArgs, sources: &mut SourceMap, diags: &mut Diags) -> Inputs {

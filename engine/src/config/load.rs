@@ -241,6 +241,18 @@ pub fn load_stack_from(
     sources: &mut SourceMap,
     diags: &mut Diags,
 ) -> Stack {
+    load_stack_expanded(files, dir, sources, diags, &super::ModuleExpansions::new())
+}
+
+/// Loads a stack with its repeated module calls expanded as `expansions` says; a repeated
+/// call it does not name is loaded once, as a template whose count/for_each is evaluated next.
+pub fn load_stack_expanded(
+    files: &Files,
+    dir: &Path,
+    sources: &mut SourceMap,
+    diags: &mut Diags,
+    expansions: &super::ModuleExpansions,
+) -> Stack {
     let mut stack = Stack::default();
     let dir = normalize(dir);
     let root = match files.hcl_files(&dir) {
@@ -341,20 +353,54 @@ pub fn load_stack_from(
                     continue;
                 }
             };
-            let mut path = parent.path.clone();
-            path.push(name.clone());
-            let child = load_module(
-                files,
-                path,
-                child_dir,
-                Some(next),
-                &child_files,
-                sources,
-                diags,
-            );
-            let index = stack.modules.len();
-            stack.modules.push(child);
-            stack.modules[next].children.insert(name, index);
+            let parent_path = parent.path.clone();
+            let expansion = stack.modules[next]
+                .calls
+                .get(&name)
+                .filter(|c| c.is_repeated())
+                .and_then(|_| expansions.get(&(parent_path.clone(), name.clone())));
+            let Some(instances) = expansion else {
+                let mut path = parent_path;
+                path.push(name.clone());
+                let child = load_module(
+                    files,
+                    path,
+                    child_dir,
+                    Some(next),
+                    &child_files,
+                    sources,
+                    diags,
+                );
+                let index = stack.modules.len();
+                stack.modules.push(child);
+                stack.modules[next].children.insert(name, index);
+                continue;
+            };
+            stack.modules[next]
+                .instances
+                .entry(name.clone())
+                .or_default();
+            for instance in instances {
+                let mut path = parent_path.clone();
+                path.push(format!("{name}{}", instance.key));
+                let mut child = load_module(
+                    files,
+                    path,
+                    child_dir.clone(),
+                    Some(next),
+                    &child_files,
+                    sources,
+                    diags,
+                );
+                child.instance = Some(instance.clone());
+                let index = stack.modules.len();
+                stack.modules.push(child);
+                stack.modules[next]
+                    .instances
+                    .entry(name.clone())
+                    .or_default()
+                    .push(index);
+            }
         }
         next += 1;
     }
@@ -418,6 +464,8 @@ fn load_module(
         dir,
         parent,
         children: IndexMap::new(),
+        instances: IndexMap::new(),
+        instance: None,
         variables: IndexMap::new(),
         locals: IndexMap::new(),
         outputs: IndexMap::new(),
@@ -1272,7 +1320,16 @@ impl Decoder<'_> {
             args: IndexMap::new(),
             providers: IndexMap::new(),
             depends_on: self.depends_on(body),
+            count: body.get_attribute("count").map(|a| self.expr(&a.value)),
+            for_each: body.get_attribute("for_each").map(|a| self.expr(&a.value)),
         };
+        if let (Some(_), Some(for_each)) = (&call.count, &call.for_each) {
+            self.diags.error(
+                for_each.span(),
+                "Invalid combination of \"count\" and \"for_each\"",
+                "A module call may set count or for_each, not both.",
+            );
+        }
         for structure in body.iter() {
             match structure {
                 Structure::Block(b) => self.diags.error(
@@ -1299,7 +1356,7 @@ impl Decoder<'_> {
                         }
                         "depends_on" => {}
                         "version" => self.diags.error(key_span, "Unsupported argument", "Module versions apply to registry modules; gpustack loads modules from local paths only."),
-                        "count" | "for_each" => self.diags.error(key_span, "Unsupported argument", format!("{key} on module blocks is not supported; use it on the resources inside the module.")),
+                        "count" | "for_each" => {}
                         "providers" => self.module_providers(&mut call, &attr.value),
                         _ => {
                             if call.args.insert(key.to_owned(), (self.expr(&attr.value), key_span)).is_some() {

@@ -6,7 +6,7 @@
 pub(crate) mod load;
 pub mod remote;
 
-pub use load::{Files, load_stack, load_stack_from, parse_file};
+pub use load::{Files, load_stack, load_stack_expanded, load_stack_from, parse_file};
 
 use crate::source::{FileId, Span};
 use gpustack_protocol::Type;
@@ -49,7 +49,12 @@ pub struct Module {
     pub path: Vec<String>,
     pub dir: PathBuf,
     pub parent: Option<usize>,
+    /// Calls without count/for_each: the module each loads.
     pub children: IndexMap<String, usize>,
+    /// Repeated calls: their instances' modules, in key order.
+    pub instances: IndexMap<String, Vec<usize>>,
+    /// Set when this module is an instance of a repeated call.
+    pub instance: Option<ModuleInstance>,
     pub variables: IndexMap<String, Variable>,
     pub locals: IndexMap<String, Local>,
     pub outputs: IndexMap<String, Output>,
@@ -116,6 +121,23 @@ pub struct Removed {
 
 impl Module {
     /// The address prefix of everything in this module: `""` or `module.a.module.b.`.
+    /// The name of the call that loads this module in its parent.
+    pub fn call_name(&self) -> Option<&str> {
+        match &self.instance {
+            Some(instance) => Some(&instance.call),
+            None => self.path.last().map(String::as_str),
+        }
+    }
+
+    /// The modules a call of this module loads: one, or one per instance.
+    pub fn called(&self, call: &str) -> Vec<usize> {
+        match (self.children.get(call), self.instances.get(call)) {
+            (Some(&child), _) => vec![child],
+            (None, Some(instances)) => instances.clone(),
+            (None, None) => Vec::new(),
+        }
+    }
+
     pub fn prefix(&self) -> String {
         self.path.iter().map(|p| format!("module.{p}.")).collect()
     }
@@ -258,7 +280,33 @@ pub struct ModuleCall {
     /// `providers = { child_name = parent.ref }`, keyed by the child's provider key.
     pub providers: IndexMap<String, ProviderRef>,
     pub depends_on: Vec<Reference>,
+    /// `count` / `for_each`: one module instance per element, each a module of the stack.
+    pub count: Option<Expr>,
+    pub for_each: Option<Expr>,
 }
+
+impl ModuleCall {
+    pub fn is_repeated(&self) -> bool {
+        self.count.is_some() || self.for_each.is_some()
+    }
+}
+
+/// Which instance of a repeated module call a module is.
+#[derive(Debug, Clone)]
+pub struct ModuleInstance {
+    /// The call's name in the parent module.
+    pub call: String,
+    /// `[0]` or `["t4"]`, as its addresses show it.
+    pub key: String,
+    /// `count.index`, for a call with count.
+    pub count_index: Option<usize>,
+    /// `each.key` and `each.value`, for a call with for_each.
+    pub each: Option<(String, gpustack_protocol::Value)>,
+}
+
+/// The instances a repeated call expands to, by (the calling module's path, the call's name):
+/// found by evaluating count/for_each before the stack is loaded with them.
+pub type ModuleExpansions = std::collections::HashMap<(Vec<String>, String), Vec<ModuleInstance>>;
 
 #[derive(Debug)]
 pub struct Settings {

@@ -157,6 +157,105 @@ pub fn evaluate(
     walk.out
 }
 
+/// The instances of every repeated module call that `expansions` does not have yet, from a
+/// static evaluation of the stack as loaded so far (its repeated calls loaded once, as
+/// templates). A count or for_each that is not known, or not valid, is reported in `diags`
+/// and expands to no instance.
+pub fn module_expansions(
+    stack: &Stack,
+    graph: &Graph,
+    registry: &Registry,
+    sources: &SourceMap,
+    inputs: &Inputs,
+    expansions: &crate::config::ModuleExpansions,
+    diags: &mut Diags,
+) -> crate::config::ModuleExpansions {
+    let pending: Vec<(usize, &crate::config::ModuleCall)> = stack
+        .modules
+        .iter()
+        .enumerate()
+        .flat_map(|(i, m)| m.calls.values().map(move |c| (i, c)))
+        .filter(|(i, c)| {
+            c.is_repeated()
+                && !expansions.contains_key(&(stack.modules[*i].path.clone(), c.name.clone()))
+        })
+        .collect();
+    let mut found = crate::config::ModuleExpansions::new();
+    if pending.is_empty() {
+        return found;
+    }
+    // Everything but the counts and for_eachs is reported by the final evaluation.
+    let mut scratch = Diags::default();
+    let mut walk = Evaluation::new(stack, registry, sources, &mut scratch);
+    for node in graph.order() {
+        let n = &graph.graph[node];
+        match &n.kind {
+            NodeKind::Variable | NodeKind::Local | NodeKind::Output => {
+                walk.step_value(
+                    graph,
+                    node,
+                    inputs,
+                    EvalOptions {
+                        allow_missing_inputs: true,
+                    },
+                );
+            }
+            NodeKind::Provider | NodeKind::Resource(_) => {}
+        }
+    }
+    let mut errors = Diags::default();
+    for (module, call) in pending {
+        let before = walk.diags.0.len();
+        let expansion = walk.repetition_of(module, call.count.as_ref(), call.for_each.as_ref());
+        errors.0.extend(walk.diags.0.drain(before..));
+        let instances = match expansion {
+            Expansion::Count(n) => (0..n)
+                .map(|i| crate::config::ModuleInstance {
+                    call: call.name.clone(),
+                    key: format!("[{i}]"),
+                    count_index: Some(i),
+                    each: None,
+                })
+                .collect(),
+            Expansion::ForEach(items) => items
+                .into_iter()
+                .map(|(k, v)| crate::config::ModuleInstance {
+                    call: call.name.clone(),
+                    key: format!("[{}]", Value::string(k.clone())),
+                    count_index: None,
+                    each: Some((k, v)),
+                })
+                .collect(),
+            Expansion::Unknown => {
+                let what = if call.count.is_some() {
+                    "count"
+                } else {
+                    "for_each"
+                };
+                let span = call
+                    .count
+                    .as_ref()
+                    .or(call.for_each.as_ref())
+                    .map(Expr::span);
+                errors.push(Diag::error(
+                    span,
+                    format!("Invalid {what} argument"),
+                    format!("The {what} of module \"{}\" depends on values that are known only after apply; gpustack must know which module instances to plan. Use --target to apply what it depends on first.", call.name),
+                ));
+                Vec::new()
+            }
+            Expansion::Single | Expansion::Disabled | Expansion::Invalid => Vec::new(),
+        };
+        found.insert(
+            (stack.modules[module].path.clone(), call.name.clone()),
+            instances,
+        );
+    }
+    drop(walk);
+    diags.0.extend(errors.0);
+    found
+}
+
 /// How a resource block expands.
 pub(crate) enum Expansion {
     Single,
@@ -459,16 +558,27 @@ impl<'a> Evaluation<'a> {
         } else {
             let parent = self.stack.modules[module].parent.unwrap_or(0);
             let call_name = self.stack.modules[module]
-                .path
-                .last()
-                .cloned()
-                .unwrap_or_default();
+                .call_name()
+                .unwrap_or_default()
+                .to_owned();
+            // An instance's arguments see its count.index or each.key/each.value.
+            let repetition = self.stack.modules[module]
+                .instance
+                .as_ref()
+                .map(|i| Repetition {
+                    count_index: i.count_index.map(|n| Value::Number(n as f64)),
+                    each: i
+                        .each
+                        .as_ref()
+                        .map(|(k, v)| (Value::String(k.clone()), v.clone())),
+                    ..Repetition::default()
+                });
             match self.stack.modules[parent]
                 .calls
                 .get(&call_name)
                 .and_then(|c| c.args.get(&v.name))
             {
-                Some((expr, _)) => (self.eval(parent, expr, None), Some(expr.span())),
+                Some((expr, _)) => (self.eval(parent, expr, repetition), Some(expr.span())),
                 None => match &v.default {
                     Some(default) => (self.eval_default(default), Some(default.span())),
                     None if v.sensitive => return Value::sensitive(Value::Unknown),
@@ -738,7 +848,34 @@ impl<'a> Evaluation<'a> {
     }
 
     pub(crate) fn expansion(&mut self, module: usize, r: &Resource) -> Expansion {
-        if let Some(count) = &r.count {
+        if let Some(enabled) = &r.lifecycle.enabled {
+            let value = self.eval(module, enabled, None);
+            return match Type::Bool.convert(&value.clone().unmark_deep().0) {
+                Ok(Value::Bool(true)) => Expansion::Single,
+                Ok(Value::Bool(false)) => Expansion::Disabled,
+                Ok(Value::Unknown) => Expansion::Unknown,
+                _ => {
+                    self.diags.error(
+                        enabled.span(),
+                        "Invalid enabled argument",
+                        format!("enabled must be true or false, not {value}."),
+                    );
+                    Expansion::Invalid
+                }
+            };
+        }
+        self.repetition_of(module, r.count.as_ref(), r.for_each.as_ref())
+    }
+
+    /// How count or for_each, evaluated in `module`, expand a block (a resource or a module
+    /// call); Single when neither is set.
+    pub(crate) fn repetition_of(
+        &mut self,
+        module: usize,
+        count: Option<&Expr>,
+        for_each: Option<&Expr>,
+    ) -> Expansion {
+        if let Some(count) = count {
             let value = self.eval(module, count, None);
             if value.contains_sensitive() {
                 self.diags.error(
@@ -768,23 +905,7 @@ impl<'a> Evaluation<'a> {
                 },
             };
         }
-        if let Some(enabled) = &r.lifecycle.enabled {
-            let value = self.eval(module, enabled, None);
-            return match Type::Bool.convert(&value.clone().unmark_deep().0) {
-                Ok(Value::Bool(true)) => Expansion::Single,
-                Ok(Value::Bool(false)) => Expansion::Disabled,
-                Ok(Value::Unknown) => Expansion::Unknown,
-                _ => {
-                    self.diags.error(
-                        enabled.span(),
-                        "Invalid enabled argument",
-                        format!("enabled must be true or false, not {value}."),
-                    );
-                    Expansion::Invalid
-                }
-            };
-        }
-        let Some(for_each) = &r.for_each else {
+        let Some(for_each) = for_each else {
             return Expansion::Single;
         };
         let value = self.eval(module, for_each, None);

@@ -167,6 +167,32 @@ impl ModuleScope<'_, '_> {
         range: Option<Range<usize>>,
     ) -> Result<(Cow<'_, Value>, usize), EvalError> {
         let m: &Module = &self.walk.stack.modules[self.module];
+        // A repeated call is a list (count) or map (for_each) of its instances' outputs; the
+        // evaluator applies the index and attribute after it.
+        if let Some(instances) = m.instances.get(call) {
+            let repeated = m.calls.get(call).filter(|c| c.for_each.is_some());
+            let objects = instances.iter().map(|&child| {
+                let module = &self.walk.stack.modules[child];
+                let outputs = &self.walk.values[child].outputs;
+                let object = module
+                    .outputs
+                    .keys()
+                    .map(|k| (k.clone(), outputs.get(k).cloned().unwrap_or(Value::Unknown)))
+                    .collect();
+                let key = module
+                    .instance
+                    .as_ref()
+                    .and_then(|i| i.each.as_ref().map(|(k, _)| k.clone()))
+                    .unwrap_or_default();
+                (key, Value::Object(object))
+            });
+            let value = if repeated.is_some() {
+                Value::Object(objects.collect())
+            } else {
+                Value::List(objects.map(|(_, v)| v).collect())
+            };
+            return Ok((Cow::Owned(value), 2));
+        }
         let Some(&child) = m.children.get(call) else {
             // A call whose module failed to load has been reported already: its
             // outputs are unknown rather than a second, misleading error.

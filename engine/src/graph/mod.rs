@@ -176,6 +176,18 @@ impl Builder<'_> {
             [root, name, ..] if root == "var" => get(NodeKind::Variable, name),
             [root, name, ..] if root == "local" => get(NodeKind::Local, name),
             [root, call, rest @ ..] if root == "module" => {
+                // A repeated call: every output of every instance (the key comes after).
+                if let Some(instances) = m.instances.get(call) {
+                    return instances
+                        .iter()
+                        .flat_map(|&child| {
+                            self.stack.modules[child]
+                                .outputs
+                                .keys()
+                                .filter_map(move |o| self.graph.node(child, NodeKind::Output, o))
+                        })
+                        .collect();
+                }
                 let Some(&child) = m.children.get(call) else {
                     return Vec::new();
                 };
@@ -243,6 +255,7 @@ impl Builder<'_> {
                     .filter_map(|(kind, key)| self.graph.node(m, kind, key)),
             );
             stack.extend(config.children.values());
+            stack.extend(config.instances.values().flatten());
         }
         out
     }
@@ -337,7 +350,7 @@ fn resolve_provider(
     let m: &Module = &b.stack.modules[module];
     match m.parent {
         Some(parent) => {
-            let call = &b.stack.modules[parent].calls[m.path.last()?.as_str()];
+            let call = b.stack.modules[parent].calls.get(m.call_name()?)?;
             if let Some(passed) = call.providers.get(&key) {
                 let (n, a, s) = (passed.name.clone(), passed.alias.clone(), passed.span);
                 return resolve_provider(b, parent, &n, a.as_deref(), s);
@@ -443,48 +456,50 @@ pub fn body_exprs(body: &Body, file: crate::source::FileId) -> Vec<Expr> {
 fn add_module_input_edges(b: &mut Builder<'_>) {
     for (i, m) in b.stack.modules.iter().enumerate() {
         for (call_name, call) in &m.calls {
-            let Some(&child) = m.children.get(call_name) else {
-                continue;
-            };
-            let child_module = &b.stack.modules[child];
-            for (arg, (expr, key_span)) in &call.args {
-                match b.graph.node(child, NodeKind::Variable, arg) {
-                    Some(node) => b.add_refs(i, node, expr),
-                    None => b.diags.error(
-                        *key_span,
-                        "Unsupported argument",
-                        format!(
-                            "Module \"{call_name}\" has no input variable named \"{arg}\".{}",
-                            suggest(arg, child_module.variables.keys().map(String::as_str))
+            for (nth, child) in m.called(call_name).into_iter().enumerate() {
+                // Instances of one call share its mistakes: each is reported once.
+                let first = nth == 0;
+                let child_module = &b.stack.modules[child];
+                for (arg, (expr, key_span)) in &call.args {
+                    match b.graph.node(child, NodeKind::Variable, arg) {
+                        Some(node) => b.add_refs(i, node, expr),
+                        None if !first => {}
+                        None => b.diags.error(
+                            *key_span,
+                            "Unsupported argument",
+                            format!(
+                                "Module \"{call_name}\" has no input variable named \"{arg}\".{}",
+                                suggest(arg, child_module.variables.keys().map(String::as_str))
+                            ),
                         ),
-                    ),
+                    }
                 }
-            }
-            for v in child_module.variables.values() {
-                if v.default.is_none() && !call.args.contains_key(&v.name) {
-                    b.diags.error(call.span, "Missing required argument", format!("Module \"{call_name}\" needs a value for its input variable \"{}\", which has no default.", v.name));
+                for v in child_module.variables.values().filter(|_| first) {
+                    if v.default.is_none() && !call.args.contains_key(&v.name) {
+                        b.diags.error(call.span, "Missing required argument", format!("Module \"{call_name}\" needs a value for its input variable \"{}\", which has no default.", v.name));
+                    }
                 }
-            }
-            for (child_key, passed) in &call.providers {
-                let provider_name = child_key.split('.').next().unwrap_or_default();
-                if b.registry.schema(provider_name).is_none() {
-                    b.diags.error(
-                        passed.span,
-                        "Unknown provider",
-                        format!("There is no provider named \"{provider_name}\"."),
-                    );
-                } else if b.graph.node(i, NodeKind::Provider, &passed.key()).is_none()
-                    && passed.alias.is_some()
-                    && m.parent.is_none()
-                {
-                    b.diags.error(
-                        passed.span,
-                        "Provider configuration not present",
-                        format!(
-                            "provider \"{}\" is not declared in this module.",
-                            passed.key()
-                        ),
-                    );
+                for (child_key, passed) in call.providers.iter().filter(|_| first) {
+                    let provider_name = child_key.split('.').next().unwrap_or_default();
+                    if b.registry.schema(provider_name).is_none() {
+                        b.diags.error(
+                            passed.span,
+                            "Unknown provider",
+                            format!("There is no provider named \"{provider_name}\"."),
+                        );
+                    } else if b.graph.node(i, NodeKind::Provider, &passed.key()).is_none()
+                        && passed.alias.is_some()
+                        && m.parent.is_none()
+                    {
+                        b.diags.error(
+                            passed.span,
+                            "Provider configuration not present",
+                            format!(
+                                "provider \"{}\" is not declared in this module.",
+                                passed.key()
+                            ),
+                        );
+                    }
                 }
             }
         }
@@ -525,10 +540,11 @@ fn depends_on_targets(
     reference: &crate::config::Reference,
 ) -> Vec<NodeIndex> {
     let targets = match reference.parts.as_slice() {
-        [root, call, ..] if root == "module" => match b.stack.modules[module].children.get(call) {
-            Some(&child) => b.subtree_nodes(child),
-            None => Vec::new(),
-        },
+        [root, call, ..] if root == "module" => b.stack.modules[module]
+            .called(call)
+            .into_iter()
+            .flat_map(|child| b.subtree_nodes(child))
+            .collect(),
         parts => b.resolve(module, parts),
     };
     if targets.is_empty() {
@@ -594,13 +610,14 @@ fn add_import_edges(b: &mut Builder<'_>) {
 fn add_module_depends_on_edges(b: &mut Builder<'_>) {
     for (i, m) in b.stack.modules.iter().enumerate() {
         for (call_name, call) in &m.calls {
-            let Some(&child) = m.children.get(call_name) else {
-                continue;
-            };
             if call.depends_on.is_empty() {
                 continue;
             }
-            let inside: Vec<NodeIndex> = b.subtree_nodes(child);
+            let inside: Vec<NodeIndex> = m
+                .called(call_name)
+                .into_iter()
+                .flat_map(|child| b.subtree_nodes(child))
+                .collect();
             for reference in &call.depends_on {
                 let targets = depends_on_targets(b, i, reference);
                 for &target in &targets {

@@ -508,3 +508,111 @@ fn plan_json_reports_errors_as_json() {
         "{diagnostic}"
     );
 }
+
+const POOL_MODULE: &str = r#"variable "name" {
+  type = string
+}
+
+variable "gpus" {
+  type = number
+}
+
+resource "terraform_data" "pool" {
+  input = { name = var.name, gpus = var.gpus }
+}
+
+output "label" {
+  value = "${terraform_data.pool.output.name}:${terraform_data.pool.output.gpus}"
+}
+"#;
+
+const FLEET: &str = r#"variable "pools" {
+  default = { t4 = 1, a100 = 8 }
+}
+
+module "pool" {
+  source   = "./modules/pool"
+  for_each = var.pools
+  name     = each.key
+  gpus     = each.value
+}
+
+module "spare" {
+  source = "./modules/pool"
+  count  = 2
+  name   = "spare${count.index}"
+  gpus   = count.index
+}
+
+output "labels" {
+  value = { for k, m in module.pool : k => m.label }
+}
+
+output "t4" {
+  value = module.pool["t4"].label
+}
+
+output "spares" {
+  value = module.spare[*].label
+}
+"#;
+
+/// count and for_each on module blocks: one module instance per element, addressed
+/// `module.pool["t4"]` / `module.spare[0]` in plans, state and --target, referenced as a map
+/// or list of the instances' outputs; removing an entry destroys only its instance.
+#[test]
+fn module_count_and_for_each_stamp_instances() {
+    let dir = stack(FLEET);
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("modules/pool")).unwrap();
+    std::fs::write(d.join("modules/pool/main.hcl"), POOL_MODULE).unwrap();
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let o = outputs(d);
+    assert_eq!(o["t4"]["value"], "t4:1");
+    assert_eq!(
+        o["labels"]["value"],
+        serde_json::json!({"t4": "t4:1", "a100": "a100:8"})
+    );
+    assert_eq!(
+        o["spares"]["value"],
+        serde_json::json!(["spare0:0", "spare1:1"])
+    );
+    let (_, list, _) = run(d, &["state", "list"]);
+    for address in [
+        "module.pool[\"a100\"].terraform_data.pool",
+        "module.pool[\"t4\"].terraform_data.pool",
+        "module.spare[0].terraform_data.pool",
+        "module.spare[1].terraform_data.pool",
+    ] {
+        assert!(list.contains(address), "{address} in\n{list}");
+    }
+    let (code, out, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    rewrite(d, &FLEET.replace("{ t4 = 1, a100 = 8 }", "{ t4 = 2 }"));
+    let (code, out, err) = run(d, &["plan", "--target", "module.pool[\"t4\"]"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("0 to add, 1 to change, 0 to destroy"), "{out}");
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("0 added, 1 changed, 1 destroyed"), "{out}");
+    assert_eq!(
+        outputs(d)["labels"]["value"],
+        serde_json::json!({"t4": "t4:2"})
+    );
+
+    // What count/for_each needs must be known when planning.
+    let dir = stack(
+        "resource \"terraform_data\" \"n\" {\n  input = 2\n}\n\nmodule \"m\" {\n  source = \"./m\"\n  count  = terraform_data.n.output\n}\n",
+    );
+    std::fs::create_dir_all(dir.path().join("m")).unwrap();
+    std::fs::write(
+        dir.path().join("m/main.hcl"),
+        "output \"x\" {\n  value = 1\n}\n",
+    )
+    .unwrap();
+    let (code, _, err) = run(dir.path(), &["plan"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("known only after apply"), "{err}");
+}

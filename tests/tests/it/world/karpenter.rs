@@ -63,3 +63,86 @@ fn karpenter_gpu_module_applies_against_the_real_crds() {
     let out = gpustack(&stack, &["destroy", "--auto-approve"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// examples/karpenter-gpu-fleet: the module stamped once per entry of a map (for_each on a
+/// module); removing an entry destroys that pool's objects and nothing else.
+#[test]
+fn karpenter_gpu_fleet_stamps_a_pool_per_map_entry() {
+    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+    let crds = gpustack_tests::upstream("crds");
+    for crd in [
+        "karpenter.sh_nodepools.yaml",
+        "karpenter.k8s.aws_ec2nodeclasses.yaml",
+    ] {
+        let path = crds.join(crd);
+        cluster.kubectl_ok(&["apply", "--server-side", "-f", path.to_str().unwrap()]);
+    }
+    cluster.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/nodepools.karpenter.sh",
+        "crd/ec2nodeclasses.karpenter.k8s.aws",
+    ]);
+    let root = tempfile::tempdir().unwrap();
+    copy_dir(&repo_root().join("modules"), &root.path().join("modules"));
+    let stack = root.path().join("examples/karpenter-gpu-fleet");
+    copy_dir(&repo_root().join("examples/karpenter-gpu-fleet"), &stack);
+    let run = std::process::id();
+    let pools = |entries: &[(&str, u32)]| {
+        let body: Vec<String> = entries
+            .iter()
+            .map(|(name, limit)| {
+                format!(
+                    "  {name}-{run} = {{\n    instance_families = [\"g5\"]\n    capacity_types    = [\"spot\"]\n    gpu_limit         = {limit}\n  }}\n"
+                )
+            })
+            .collect();
+        format!(
+            "kubeconfig = \"{}\"\npools = {{\n{}}}\n",
+            cluster.kubeconfig.display(),
+            body.concat()
+        )
+    };
+    let vars = stack.join("fleet.tfvars");
+    let with_vars = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--var-file", vars.to_str().unwrap()]);
+        gpustack(&stack, &all)
+    };
+    std::fs::write(&vars, pools(&[("training", 64), ("inference", 16)])).unwrap();
+    let out = with_vars(&["apply", "--auto-approve"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    for (name, limit) in [("training", "64"), ("inference", "16")] {
+        let pool: serde_json::Value = serde_json::from_str(&cluster.kubectl_ok(&[
+            "get",
+            "nodepools.karpenter.sh",
+            &format!("gpu-{name}-{run}"),
+            "-o",
+            "json",
+        ]))
+        .unwrap();
+        assert_eq!(pool["spec"]["limits"]["nvidia.com/gpu"], limit, "{pool}");
+    }
+    let out = with_vars(&["plan", "--detailed-exitcode"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    std::fs::write(&vars, pools(&[("training", 64)])).unwrap();
+    let out = with_vars(&["plan"]);
+    let plan = stdout(&out);
+    assert!(out.status.success(), "{plan}{}", stderr(&out));
+    assert!(
+        plan.contains(&format!("module.pool[\"inference-{run}\"]"))
+            && !plan.contains(&format!("module.pool[\"training-{run}\"]")),
+        "only the removed pool changes:\n{plan}"
+    );
+    let out = with_vars(&["apply", "--auto-approve"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let gone = cluster.kubectl(&[
+        "get",
+        "nodepools.karpenter.sh",
+        &format!("gpu-inference-{run}"),
+    ]);
+    assert!(!gone.status.success(), "the removed pool is deleted");
+    let out = with_vars(&["destroy", "--auto-approve"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
