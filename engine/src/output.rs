@@ -182,6 +182,50 @@ fn is_unknown(marks: &serde_json::Value, key: &str) -> bool {
         .is_some_and(|m| *m == serde_json::Value::Bool(true))
 }
 
+/// A value as `terraform console` prints it: HCL-like, secrets masked, unknowns said.
+pub fn console_value(value: &gpustack_protocol::Value) -> String {
+    let mut out = String::new();
+    console_write(value, 0, &mut out);
+    out
+}
+
+fn console_write(value: &gpustack_protocol::Value, indent: usize, out: &mut String) {
+    use gpustack_protocol::Value as V;
+    let pad = "  ".repeat(indent + 1);
+    match value {
+        V::Sensitive(_) => out.push_str(SENSITIVE),
+        V::Unknown => out.push_str("(known after apply)"),
+        V::Null => out.push_str("null"),
+        V::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        V::Number(n) => out.push_str(&gpustack_protocol::format_number(*n)),
+        V::String(s) => out.push_str(&serde_json::Value::String(s.clone()).to_string()),
+        V::List(items) if items.is_empty() => out.push_str("[]"),
+        V::List(items) => {
+            out.push_str("[\n");
+            for item in items {
+                out.push_str(&pad);
+                console_write(item, indent + 1, out);
+                out.push_str(",\n");
+            }
+            out.push_str(&"  ".repeat(indent));
+            out.push(']');
+        }
+        V::Object(map) if map.is_empty() => out.push_str("{}"),
+        V::Object(map) => {
+            out.push_str("{\n");
+            for (k, v) in map {
+                out.push_str(&pad);
+                out.push_str(&serde_json::Value::String(k.clone()).to_string());
+                out.push_str(" = ");
+                console_write(v, indent + 1, out);
+                out.push('\n');
+            }
+            out.push_str(&"  ".repeat(indent));
+            out.push('}');
+        }
+    }
+}
+
 fn show(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::String(s) if secret_parts(s).is_some() => SENSITIVE.to_owned(),

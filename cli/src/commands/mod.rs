@@ -70,6 +70,12 @@ enum Command {
         #[arg(long)]
         diff: bool,
     },
+    /// Evaluate expressions against the stack and its state, one per line of stdin (as
+    /// terraform console): `echo 'module.pool["t4"].label' | gpustack console`.
+    Console {
+        #[command(flatten)]
+        stack: StackArgs,
+    },
     /// Print the dependency graph as Graphviz DOT (edges in execution order).
     Graph {
         #[command(flatten)]
@@ -392,6 +398,7 @@ pub fn main() -> ExitCode {
         Command::Validate { stack, json } => validate(&stack, json, color),
         Command::Fmt { paths, check, diff } => fmt::run(paths, check, diff),
         Command::Graph { stack } => graph(&stack, color),
+        Command::Console { stack } => ops::console(&common(&stack, Duration::ZERO, color)),
         Command::Plan {
             stack,
             plan,

@@ -897,3 +897,55 @@ fn is_stack(path: &Path) -> bool {
                 .any(|e| e.path().extension().is_some_and(|x| x == "hcl"))
         })
 }
+
+/// `gpustack console`: one expression per line of stdin, each answered on stdout against the
+/// stack and its state (without the lock: nothing is written). Exit 1 if any failed.
+pub fn console(common: &Common) -> ExitCode {
+    use std::io::BufRead;
+    let expressions: Vec<String> = std::io::stdin()
+        .lock()
+        .lines()
+        .map_while(Result::ok)
+        .map(|l| l.trim().to_owned())
+        .take_while(|l| l != "exit")
+        .filter(|l| !l.is_empty())
+        .collect();
+    runtime().block_on(async {
+        let session = match open(common) {
+            Ok(session) => session,
+            Err(code) => return code,
+        };
+        let backend = match super::backend::open(&common.dir, &session).await {
+            Ok(backend) => backend,
+            Err(e) => return error(e),
+        };
+        let state = match read(backend.as_ref()).await {
+            Ok(state) => state,
+            Err(e) => return error(e),
+        };
+        let (answers, sources, diagnostics) =
+            gpustack_engine::console(session, state.as_ref(), &expressions).await;
+        emit(common, &sources, &diagnostics);
+        if diagnostics
+            .iter()
+            .any(gpustack_protocol::Diagnostic::is_error)
+        {
+            return ExitCode::from(1);
+        }
+        let mut failed = false;
+        for answer in answers {
+            match answer {
+                Ok(value) => println!("{}", gpustack_engine::output::console_value(&value)),
+                Err(why) => {
+                    failed = true;
+                    eprintln!("Error: {}", gpustack_protocol::secrets::scrub(&why));
+                }
+            }
+        }
+        if failed {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        }
+    })
+}

@@ -1408,6 +1408,27 @@ impl<'a> Evaluation<'a> {
         self.diags.0.len() > errors
     }
 
+    /// An expression written outside the stack (`gpustack console`), in the root module's
+    /// scope; the error says where in the text and why.
+    pub(crate) fn eval_text(&mut self, text: &str) -> Result<Value, String> {
+        let expr = hcl_edit::parser::parse_expr(text).map_err(|e| {
+            format!(
+                "{}:{}: {}",
+                e.location().line(),
+                e.location().column(),
+                e.message()
+            )
+        })?;
+        let scope = ModuleScope {
+            walk: self,
+            module: 0,
+            repetition: None,
+        };
+        Evaluator::new(&scope)
+            .eval(&expr)
+            .map_err(|e| format!("{}: {}", e.summary, e.detail))
+    }
+
     /// Every check block's assertions, as warnings; returns how many depend on values not
     /// known yet.
     pub(crate) fn run_checks(&mut self) -> usize {

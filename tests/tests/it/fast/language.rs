@@ -616,3 +616,53 @@ fn module_count_and_for_each_stamp_instances() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("known only after apply"), "{err}");
 }
+
+/// `gpustack console` answers expressions against the stack and its state, one per line.
+#[test]
+fn console_evaluates_expressions_against_the_state() {
+    use std::io::Write;
+    let dir = stack(FLEET);
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("modules/pool")).unwrap();
+    std::fs::write(d.join("modules/pool/main.hcl"), POOL_MODULE).unwrap();
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let mut child = gpustack_tests::gpustack_command(d, &["console"], ENV)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"module.pool[\"t4\"].label\nlength(module.spare)\nvar.pools\nupper(\"t4\")\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "\"t4:1\"\n2\n{\n  \"t4\" = 1\n  \"a100\" = 8\n}\n\"T4\"\n"
+    );
+
+    let mut child = gpustack_tests::gpustack_command(d, &["console"], ENV)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"var.nope\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("undeclared input variable"),
+        "{}",
+        stderr(&out)
+    );
+}
