@@ -549,3 +549,84 @@ fn the_clock_and_random_uuids() {
 fn regex_shape(pattern: &str) -> regex::Regex {
     regex::Regex::new(pattern).unwrap()
 }
+
+/// The language around the functions, from the Terraform documentation's pages on strings and
+/// templates, `for` expressions, splat expressions, type conversion and null (expectations as
+/// those pages give them; unknown values are covered by the evaluator's own tests, which have
+/// a scope to hold them).
+#[test]
+fn templates_for_expressions_splats_conversions_and_nulls() {
+    check(&[
+        // Strings and templates.
+        (
+            r#""Hello, %{ if "Juan" != "" }Juan%{ else }unnamed%{ endif }!""#,
+            json!("Hello, Juan!"),
+        ),
+        (
+            r#""%{ for ip in ["10.0.0.1", "10.0.0.2"] }server ${ip}
+%{ endfor }""#,
+            json!("server 10.0.0.1\nserver 10.0.0.2\n"),
+        ),
+        (
+            r#""$${literal} and %%{directive}""#,
+            json!("${literal} and %{directive}"),
+        ),
+        (r#""${1 + 2} items""#, json!("3 items")),
+        // for expressions.
+        (r#"[for s in ["a", "b"] : upper(s)]"#, json!(["A", "B"])),
+        (
+            r#"{for s in ["a", "b"] : s => upper(s)}"#,
+            json!({"a": "A", "b": "B"}),
+        ),
+        (
+            r#"[for s in ["a", "", "b"] : s if s != ""]"#,
+            json!(["a", "b"]),
+        ),
+        (
+            r#"{for s in ["a", "b", "a"] : s => s...}"#,
+            json!({"a": ["a", "a"], "b": ["b"]}),
+        ),
+        (
+            r#"[for k, v in { a = 1, b = 2 } : "${k}=${v}"]"#,
+            json!(["a=1", "b=2"]),
+        ),
+        (
+            r#"[for i, v in ["x", "y"] : "${i}:${v}"]"#,
+            json!(["0:x", "1:y"]),
+        ),
+        // Splat expressions.
+        (
+            r#"[{ name = "a" }, { name = "b" }][*].name"#,
+            json!(["a", "b"]),
+        ),
+        // A splat of a single value is a one-element list, of null an empty one.
+        (r#"{ name = "a" }[*].name"#, json!(["a"])),
+        (r#"null[*]"#, json!([])),
+        // Type conversion: automatic where a type is expected, and the to* functions.
+        (r#""1" + 1"#, json!(2)),
+        (r#"tonumber("1")"#, json!(1)),
+        (r#"tostring(1)"#, json!("1")),
+        (r#"tobool("true")"#, json!(true)),
+        (r#"tomap({ a = 1, b = "2" })"#, json!({"a": "1", "b": "2"})),
+        (r#"toset(["b", "a", "b"])"#, json!(["a", "b"])),
+        (r#"tolist(["a", "b"])"#, json!(["a", "b"])),
+        // Null.
+        (r#"null == null"#, json!(true)),
+        (r#"null != "x""#, json!(true)),
+        (r#"true ? null : "x""#, json!(null)),
+        (r#"coalesce(null, "x")"#, json!("x")),
+        // Numbers as Terraform prints them.
+        (r#"10 / 4"#, json!(2.5)),
+        (r#"7 % 3"#, json!(1)),
+        (r#"-5 % 3"#, json!(-2)),
+        // Strings by character, not byte (substr's page).
+        (r#"substr("hello world", 1, 4)"#, json!("ello")),
+        (r#"substr("🤔🤷", 0, 1)"#, json!("🤔")),
+        (r#"join("-", [])"#, json!("")),
+    ]);
+    check_errors(&[
+        (r#"tonumber("one")"#, "number"),
+        (r#"[for s in 1 : s]"#, "for"),
+        (r#"1 + "a""#, "number"),
+    ]);
+}

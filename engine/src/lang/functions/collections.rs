@@ -235,6 +235,24 @@ pub(super) fn loosely_equal(x: &Value, y: &Value) -> bool {
     }
 }
 
+/// A set's elements in the order Terraform gives them: without repeats, strings in lexical
+/// and numbers in numeric order (cty's set order), others as they first occur.
+pub(super) fn set_of(items: &[Value]) -> Vec<Value> {
+    let mut set = distinct(items);
+    if set.iter().all(|v| matches!(v, Value::String(_))) {
+        set.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+    } else if set.iter().all(|v| matches!(v, Value::Number(_))) {
+        set.sort_by(|a, b| {
+            a.as_number()
+                .partial_cmp(&b.as_number())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+    } else if set.iter().all(|v| matches!(v, Value::Bool(_))) {
+        set.sort_by_key(|v| matches!(v, Value::Bool(true)));
+    }
+    set
+}
+
 /// The elements without repeats, in first-occurrence order.
 pub(super) fn distinct(items: &[Value]) -> Vec<Value> {
     let mut seen = HashSet::new();

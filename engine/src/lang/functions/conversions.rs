@@ -64,7 +64,7 @@ pub(super) fn to_sequence(a: &Args<'_>, set: bool) -> CallResult {
             format!("cannot convert list to {kind} of any single type"),
         )
     })?;
-    Ok(Value::List(if set { distinct(&items) } else { items }))
+    Ok(Value::List(if set { set_of(&items) } else { items }))
 }
 
 pub(super) fn tomap(a: &Args<'_>) -> CallResult {

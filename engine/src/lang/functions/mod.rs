@@ -391,7 +391,7 @@ fn lookup_func(name: &str) -> Option<Func> {
             let others = (1..a.len())
                 .map(|i| a.list(i).map(canonical_set))
                 .collect::<CallResult<Vec<_>>>()?;
-            let first = distinct(a.list(0)?);
+            let first = set_of(a.list(0)?);
             Ok(Value::List(
                 first
                     .into_iter()
@@ -402,7 +402,7 @@ fn lookup_func(name: &str) -> Option<Func> {
         "setproduct" => Func::variadic(&["sets"], 2, setproduct),
         "setsubtract" => Func::fixed(&["a", "b"], |a| {
             let remove = canonical_set(a.list(1)?);
-            let first = distinct(a.list(0)?);
+            let first = set_of(a.list(0)?);
             Ok(Value::List(
                 first
                     .into_iter()
@@ -415,7 +415,7 @@ fn lookup_func(name: &str) -> Option<Func> {
             for i in 0..a.len() {
                 all.extend_from_slice(a.list(i)?);
             }
-            Ok(Value::List(distinct(&all)))
+            Ok(Value::List(set_of(&all)))
         }),
         "slice" => Func::fixed(&["list", "start_index", "end_index"], slice),
         "sort" => Func::fixed(&["list"], |a| {
@@ -1159,7 +1159,7 @@ mod tests {
         assert_eq!(err("tolist", &[list(&[n(1.0), list(&[])])]).arg, Some(0));
         assert_eq!(
             ok("toset", &[strs(&["b", "a", "b", "c", "a"])]),
-            strs(&["b", "a", "c"])
+            strs(&["a", "b", "c"])
         );
         assert_eq!(ok("toset", &[list(&[s("1"), n(1.0)])]), strs(&["1"]));
         let m = obj(&[("a", s("x")), ("b", n(2.0))]);
@@ -1488,7 +1488,7 @@ mod tests {
     }
 
     #[test]
-    fn set_operations_keep_first_occurrence_order() {
+    fn set_operations_order_strings_lexically_as_terraform() {
         assert_eq!(
             ok(
                 "setunion",
