@@ -630,3 +630,55 @@ fn templates_for_expressions_splats_conversions_and_nulls() {
         (r#"1 + "a""#, "number"),
     ]);
 }
+
+/// Text in other encodings (the examples of textencodebase64's and textdecodebase64's pages),
+/// bcrypt (checked by verifying, since its salt is random) and rsadecrypt (of a ciphertext made
+/// here with a key made here).
+#[test]
+fn text_encodings_bcrypt_and_rsadecrypt() {
+    check(&[
+        (
+            r#"textencodebase64("Hello World", "UTF-16LE")"#,
+            json!("SABlAGwAbABvACAAVwBvAHIAbABkAA=="),
+        ),
+        (
+            r#"textdecodebase64("SABlAGwAbABvACAAVwBvAHIAbABkAA==", "UTF-16LE")"#,
+            json!("Hello World"),
+        ),
+        (r#"textencodebase64("é", "ISO-8859-1")"#, json!("6Q==")),
+        // No value of gpustack is ephemeral: ephemeralasnull leaves every value as it is.
+        (r#"ephemeralasnull({ a = "x" })"#, json!({"a": "x"})),
+    ]);
+    check_errors(&[(
+        r#"textencodebase64("x", "NOT-AN-ENCODING")"#,
+        "invalid encoding name",
+    )]);
+
+    let hash = eval(r#"bcrypt("hunter2", 4)"#).unwrap();
+    let hash = hash.as_str().unwrap();
+    assert!(hash.starts_with("$2a$04$"), "{hash}");
+    assert!(bcrypt::verify("hunter2", hash).unwrap());
+    check_errors(&[(r#"bcrypt("x", 3)"#, "cost")]);
+
+    use base64::Engine as _;
+    use rsa::pkcs1::EncodeRsaPrivateKey;
+    let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 1024).unwrap();
+    let pem = key.to_pkcs1_pem(rsa::pkcs1::LineEnding::LF).unwrap();
+    let ciphertext = rsa::RsaPublicKey::from(&key)
+        .encrypt(
+            &mut rsa::rand_core::OsRng,
+            rsa::Pkcs1v15Encrypt,
+            b"gpu secret",
+        )
+        .unwrap();
+    let ciphertext = base64::engine::general_purpose::STANDARD.encode(ciphertext);
+    let expr = format!(
+        "rsadecrypt(\"{ciphertext}\", \"{}\")",
+        pem.as_str().replace('\n', "\\n")
+    );
+    assert_eq!(eval(&expr).unwrap(), json!("gpu secret"));
+    check_errors(&[(
+        r#"rsadecrypt("AAAA", "not a key")"#,
+        "not an unencrypted RSA private key",
+    )]);
+}

@@ -848,6 +848,7 @@ impl<'s> Evaluator<'s> {
             "uuid" => Some(
                 no_arguments(name, &args).map(|()| Value::String(uuid::Uuid::new_v4().to_string())),
             ),
+            "bcrypt" => Some(bcrypt_hash(&args)),
             _ => functions::call(name, &args),
         };
         match result {
@@ -1144,7 +1145,8 @@ fn traversal_range(traversal: &hcl_edit::expr::Traversal, names: usize) -> Optio
 /// Terraform; stacks use `"${path.module}/..."` to reach their own files.
 /// Functions the evaluator calls itself, outside the pure library: they see expressions
 /// rather than values, marks, the clock or randomness.
-const EVALUATOR_FUNCTIONS: [&str; 9] = [
+const EVALUATOR_FUNCTIONS: [&str; 10] = [
+    "bcrypt",
     "try",
     "can",
     "sensitive",
@@ -1183,6 +1185,38 @@ fn arity(name: &str, args: &[Value], n: usize) -> Result<(), functions::CallErro
             ),
         })
     }
+}
+
+/// `bcrypt(string, cost = 10)`: a salted hash, new on every call (so, as with Terraform, a
+/// resource attribute set from it changes on every plan), in Go's `$2a$` form.
+fn bcrypt_hash(args: &[Value]) -> Result<Value, functions::CallError> {
+    use functions::CallError;
+    let (text, cost) = match args {
+        [Value::String(text)] => (text, 10),
+        [Value::String(text), Value::Number(cost)]
+            if cost.fract() == 0.0 && (4.0..=31.0).contains(cost) =>
+        {
+            (text, *cost as u32)
+        }
+        [Value::String(_), cost] => {
+            return Err(CallError {
+                arg: Some(1),
+                message: format!("the cost must be a whole number from 4 to 31, not {cost}."),
+            });
+        }
+        _ => {
+            return Err(CallError {
+                arg: None,
+                message: "Function \"bcrypt\" expects a string and an optional cost.".into(),
+            });
+        }
+    };
+    bcrypt::hash_with_result(text, cost)
+        .map(|hash| Value::String(hash.format_for_version(bcrypt::Version::TwoA)))
+        .map_err(|e| CallError {
+            arg: Some(0),
+            message: format!("cannot hash: {e}."),
+        })
 }
 
 fn no_arguments(name: &str, args: &[Value]) -> Result<(), functions::CallError> {

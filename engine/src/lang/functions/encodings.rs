@@ -312,3 +312,74 @@ pub(super) fn uuidv5(a: &Args<'_>) -> CallResult {
     };
     ok_string(uuid::Uuid::new_v5(&namespace, name.as_bytes()).to_string())
 }
+
+/// An encoding by its IANA name, as Terraform's text*base64 functions take it.
+fn text_encoding(a: &Args<'_>, i: usize) -> CallResult<&'static encoding_rs::Encoding> {
+    let name = a.string(i)?;
+    encoding_rs::Encoding::for_label(name.trim().as_bytes())
+        .ok_or_else(|| a.error(i, format!("invalid encoding name \"{name}\"")))
+}
+
+/// A string encoded in another character encoding, as base64 (`textencodebase64`).
+pub(super) fn textencodebase64(a: &Args<'_>) -> CallResult {
+    let text = a.string(0)?;
+    let encoding = text_encoding(a, 1)?;
+    // encoding_rs encodes UTF-16 as UTF-8 (the WHATWG rule for forms); Terraform's is real.
+    let bytes: Vec<u8> = if encoding == encoding_rs::UTF_16LE {
+        text.encode_utf16().flat_map(u16::to_le_bytes).collect()
+    } else if encoding == encoding_rs::UTF_16BE {
+        text.encode_utf16().flat_map(u16::to_be_bytes).collect()
+    } else {
+        let (bytes, _, unmappable) = encoding.encode(&text);
+        if unmappable {
+            return Err(a.error(
+                0,
+                format!(
+                    "the string has characters that {} cannot encode",
+                    encoding.name()
+                ),
+            ));
+        }
+        bytes.into_owned()
+    };
+    ok_string(BASE64.encode(bytes))
+}
+
+/// Base64 of text in another character encoding, as a string (`textdecodebase64`).
+pub(super) fn textdecodebase64(a: &Args<'_>) -> CallResult {
+    let encoded = a.string(0)?;
+    let encoding = text_encoding(a, 1)?;
+    let bytes = BASE64
+        .decode(encoded.as_bytes())
+        .map_err(|e| a.error(0, format!("the string is not valid base64: {e}")))?;
+    let (text, malformed) = encoding.decode_without_bom_handling(&bytes);
+    if malformed {
+        return Err(a.error(0, format!("the bytes are not valid {}", encoding.name())));
+    }
+    ok_string(text.into_owned())
+}
+
+/// A ciphertext (base64) decrypted with an RSA private key in PEM, PKCS #1 v1.5 padding, as
+/// Terraform's `rsadecrypt`.
+pub(super) fn rsadecrypt(a: &Args<'_>) -> CallResult {
+    use rsa::pkcs1::DecodeRsaPrivateKey;
+    use rsa::pkcs8::DecodePrivateKey;
+    let (ciphertext, pem) = (a.string(0)?, a.string(1)?);
+    let ciphertext = BASE64
+        .decode(ciphertext.as_bytes())
+        .map_err(|e| a.error(0, format!("the ciphertext is not valid base64: {e}")))?;
+    let key = rsa::RsaPrivateKey::from_pkcs1_pem(&pem)
+        .or_else(|_| rsa::RsaPrivateKey::from_pkcs8_pem(&pem))
+        .map_err(|_| {
+            a.error(
+                1,
+                "not an unencrypted RSA private key in PEM (PKCS #1 or PKCS #8)",
+            )
+        })?;
+    let plain = key
+        .decrypt(rsa::Pkcs1v15Encrypt, &ciphertext)
+        .map_err(|e| CallError::call(format!("failed to decrypt: {e}")))?;
+    String::from_utf8(plain)
+        .map(Value::String)
+        .map_err(|_| CallError::call("the decrypted text is not UTF-8"))
+}

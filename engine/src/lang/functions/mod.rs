@@ -89,6 +89,7 @@ static NAMES: &[&str] = &[
     "distinct",
     "element",
     "endswith",
+    "ephemeralasnull",
     "flatten",
     "floor",
     "format",
@@ -118,6 +119,7 @@ static NAMES: &[&str] = &[
     "regexall",
     "replace",
     "reverse",
+    "rsadecrypt",
     "setintersection",
     "setproduct",
     "setsubtract",
@@ -134,6 +136,8 @@ static NAMES: &[&str] = &[
     "strrev",
     "substr",
     "sum",
+    "textdecodebase64",
+    "textencodebase64",
     "timeadd",
     "timecmp",
     "title",
@@ -467,6 +471,11 @@ fn lookup_func(name: &str) -> Option<Func> {
             ok_string(hex(&sha1::Sha1::digest(a.string(0)?)))
         }),
         "uuidv5" => Func::fixed(&["namespace", "name"], uuidv5),
+        "textencodebase64" => Func::fixed(&["string", "encoding_name"], textencodebase64),
+        "textdecodebase64" => Func::fixed(&["source", "encoding_name"], textdecodebase64),
+        "rsadecrypt" => Func::fixed(&["ciphertext", "privatekey"], rsadecrypt),
+        // gpustack has no ephemeral values: every value comes through as it is.
+        "ephemeralasnull" => Func::fixed(&["value"], |a| Ok(a.get(0).clone())),
 
         // IP networks.
         "cidrhost" => Func::fixed(&["prefix", "hostnum"], cidrhost),
