@@ -618,7 +618,9 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                     if let Some(change) = &d.change {
                         self.handled.insert(change.address.clone());
                     }
-                    failed |= self.report(Some(n.span), &d.diagnostics);
+                    let diagnostics =
+                        crate::instances::as_check_warnings(resource, d.diagnostics.clone());
+                    failed |= self.report(Some(n.span), &diagnostics);
                     if resource.mode == ResourceMode::Managed {
                         self.ledger.record(d, &dependencies);
                     }
@@ -638,11 +640,17 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                 if failed {
                     self.failed.insert(node);
                 }
+                // A check's data source that could not be read is unknown to its assertions.
+                let unread = resource.check.is_some()
+                    && done
+                        .iter()
+                        .any(|(_, d)| d.diagnostics.iter().any(Diagnostic::is_error));
                 let value = assemble(
                     resource,
                     done.iter()
                         .map(|(k, d)| (k, d.new_state.clone().unwrap_or(Value::Null))),
                 );
+                let value = if unread { Value::Unknown } else { value };
                 store(self.walk, n.module, resource, value);
             }
         }

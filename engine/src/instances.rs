@@ -164,6 +164,24 @@ pub(crate) fn recorded<'s>(
 }
 
 /// Reports a provider's diagnostics at the block they are about; true when any is an error.
+/// A check's data source: what its provider reports are the check's warnings, so that a
+/// failed read never stops a plan or an apply (as Terraform treats a check-scoped data block).
+pub(crate) fn as_check_warnings(r: &Resource, diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let Some(check) = &r.check else {
+        return diagnostics;
+    };
+    diagnostics
+        .into_iter()
+        .map(|d| {
+            if d.is_error() {
+                Diagnostic::warning(format!("Check block \"{check}\": {}", d.summary), d.detail)
+            } else {
+                d
+            }
+        })
+        .collect()
+}
+
 pub(crate) fn report(diags: &mut Diags, span: Option<Span>, diagnostics: &[Diagnostic]) -> bool {
     for d in diagnostics {
         let detail = match &d.attribute {

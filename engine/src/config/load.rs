@@ -1097,6 +1097,7 @@ impl Decoder<'_> {
             depends_on,
             provider,
             lifecycle,
+            check: None,
         };
         let key = format!("{}.{}", resource.type_name, resource.name);
         let map = if mode == ResourceMode::Managed {
@@ -1229,12 +1230,15 @@ impl Decoder<'_> {
         };
         let span = self.header_span(block);
         self.only(&block.body, "a check block", &[], &["assert", "data"]);
-        if let Some(data) = block.body.get_blocks("data").next() {
-            self.diags.error(
-                self.span(data.ident.span()),
-                "Unsupported block type",
-                "Data sources scoped to a check block are not supported yet; declare the data source at the top level and refer to it from the assertion.",
-            );
+        // Its data sources join the module's, marked as the check's own.
+        for data in block.body.get_blocks("data") {
+            let before: Vec<String> = module.data.keys().cloned().collect();
+            self.resource(module, data.clone(), ResourceMode::Data);
+            for (key, resource) in module.data.iter_mut() {
+                if !before.contains(key) {
+                    resource.check = Some(labels[0].clone());
+                }
+            }
         }
         let asserts: Vec<Condition> = block
             .body

@@ -229,6 +229,9 @@ pub struct Resource {
     pub depends_on: Vec<Reference>,
     pub provider: Option<ProviderRef>,
     pub lifecycle: Lifecycle,
+    /// A data source declared inside this check block: a failure to read it is a warning of
+    /// the check, never an error of the plan.
+    pub check: Option<String>,
 }
 
 impl Resource {

@@ -873,15 +873,26 @@ impl Planner<'_, '_> {
                 instances,
                 diagnostics,
             } => {
-                if report(self.walk.diags, span, &diagnostics) {
-                    self.failed.insert(node);
-                    return;
-                }
                 let module = &self.walk.stack.modules[n.module];
                 let resource = match n.kind {
                     NodeKind::Resource(ResourceMode::Data) => &module.data[&n.key],
                     _ => &module.resources[&n.key],
                 };
+                // A check's data source that could not be read is unknown to its assertions,
+                // which then wait rather than fail on a null.
+                let unread =
+                    resource.check.is_some() && diagnostics.iter().any(Diagnostic::is_error);
+                let diagnostics = crate::instances::as_check_warnings(resource, diagnostics);
+                if report(self.walk.diags, span, &diagnostics) {
+                    self.failed.insert(node);
+                    return;
+                }
+                let mut instances = instances;
+                if unread {
+                    for instance in &mut instances {
+                        instance.planned = Value::Unknown;
+                    }
+                }
                 let provider = self
                     .graph
                     .provider_of

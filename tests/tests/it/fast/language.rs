@@ -666,3 +666,37 @@ fn console_evaluates_expressions_against_the_state() {
         stderr(&out)
     );
 }
+
+/// A check block's own data source: read at plan like any other, but a failure to read it is
+/// a warning of the check, and the plan goes on.
+#[test]
+fn check_scoped_data_sources_warn_instead_of_failing() {
+    let base = r#"resource "test_object" "pool" {
+  name  = "pool"
+  value = "ready"
+}
+
+check "pool_state" {
+  data "test_object" "live" {
+    name = "WATCHED"
+  }
+
+  assert {
+    condition     = data.test_object.live.value == "ready"
+    error_message = "The watched object is not ready."
+  }
+}
+"#;
+    let dir = stack(&base.replace("WATCHED", "elsewhere"));
+    let d = dir.path();
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "a failed read in a check never fails: {out}{err}");
+    assert!(
+        err.contains("Check block \"pool_state\": No such test object"),
+        "{err}"
+    );
+    rewrite(d, &base.replace("WATCHED", "pool"));
+    let (code, out, err) = run(d, &["plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!err.contains("Check block"), "the object is ready: {err}");
+}
