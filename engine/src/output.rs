@@ -871,36 +871,190 @@ fn module_tree(resources: Vec<(Option<String>, serde_json::Value)>) -> serde_jso
     tree
 }
 
-/// Terraform's configuration tree: a module's resources, and each call's module under
-/// `module_calls.NAME.module`.
-fn module_calls(resources: Vec<(Option<String>, serde_json::Value)>) -> serde_json::Value {
-    #[derive(Default)]
-    struct Node {
-        resources: Vec<serde_json::Value>,
-        calls: indexmap::IndexMap<String, Node>,
+/// Terraform's `configuration`: the plan's own snapshot of the stack, per module (not per
+/// instance): its resources and module calls with their expressions, each a `constant_value`
+/// or the `references` it makes.
+fn configuration(plan: &Plan) -> serde_json::Value {
+    let root = std::path::PathBuf::from(&plan.snapshot.stack_dir);
+    let files = crate::config::Files::Snapshot {
+        root: root.clone(),
+        files: std::sync::Arc::new(plan.snapshot.files.clone()),
+    };
+    let mut sources = crate::source::SourceMap::new(&root);
+    let mut diags = crate::diag::Diags::default();
+    let stack = crate::config::load_stack_from(&files, &root, &mut sources, &mut diags);
+    if stack.modules.is_empty() {
+        return serde_json::json!({});
     }
-    fn to_json(node: Node) -> serde_json::Value {
-        let mut json = serde_json::json!({ "resources": node.resources });
-        if !node.calls.is_empty() {
-            json["module_calls"] = node
-                .calls
-                .into_iter()
-                .map(|(name, call)| (name, serde_json::json!({ "module": to_json(call) })))
-                .collect::<serde_json::Map<_, _>>()
-                .into();
+    // What holds a secret, by configuration address: its attributes' marks in the changes.
+    let mut marks: std::collections::HashMap<&str, &serde_json::Value> =
+        std::collections::HashMap::new();
+    for c in plan.resource_changes.iter().chain(&plan.resource_drift) {
+        for side in [&c.after_sensitive, &c.before_sensitive] {
+            let entry = marks.entry(c.config_address.as_str()).or_insert(side);
+            if !any_mark(entry) {
+                *entry = side;
+            }
         }
-        json
     }
-    let mut root = Node::default();
-    for (module, resource) in resources {
-        let mut node = &mut root;
-        let path = module.unwrap_or_default();
-        for name in path.split('.').filter(|s| !s.is_empty() && *s != "module") {
-            node = node.calls.entry(name.to_owned()).or_default();
+    configured_module(&stack, 0, &marks)
+}
+
+type Marks<'p> = std::collections::HashMap<&'p str, &'p serde_json::Value>;
+
+fn configured_module(
+    stack: &crate::config::Stack,
+    index: usize,
+    marks: &Marks<'_>,
+) -> serde_json::Value {
+    let m = &stack.modules[index];
+    let prefix = m.prefix();
+    let unmarked = serde_json::Value::Bool(true);
+    let resources: Vec<serde_json::Value> = m
+        .resources
+        .values()
+        .chain(m.data.values())
+        .map(|r| {
+            let mut resource = serde_json::json!({
+                "address": r.local_address(),
+                "mode": match r.mode {
+                    crate::config::ResourceMode::Managed => "managed",
+                    crate::config::ResourceMode::Data => "data",
+                },
+                "type": r.type_name,
+                "name": r.name,
+                "provider_config_key": r
+                    .provider
+                    .as_ref()
+                    .map_or_else(|| r.type_name.split('_').next().unwrap_or_default().to_owned(), |p| p.key()),
+                "expressions": body_expressions(
+                    &r.body.body,
+                    // A resource the plan does not cover (--target) has no marks to go by:
+                    // none of its literals is shown.
+                    marks
+                        .get(format!("{prefix}{}", r.local_address()).as_str())
+                        .copied()
+                        .unwrap_or(&unmarked),
+                ),
+                "schema_version": 0,
+            });
+            if let Some(count) = &r.count {
+                resource["count_expression"] = expression_json(&count.expr, false);
+            }
+            if let Some(for_each) = &r.for_each {
+                resource["for_each_expression"] = expression_json(&for_each.expr, false);
+            }
+            resource
+        })
+        .collect();
+    let mut json = serde_json::json!({ "resources": resources });
+    let calls: serde_json::Map<String, serde_json::Value> = m
+        .calls
+        .values()
+        .map(|call| {
+            let mut entry = serde_json::json!({
+                "source": call.source,
+                "expressions": call
+                    .args
+                    .iter()
+                    .map(|(k, (e, _))| {
+                        // An argument for a sensitive variable is a secret, whatever it is.
+                        let secret = m.children.get(&call.name).is_some_and(|&child| {
+                            stack.modules[child].variables.get(k).is_some_and(|v| v.sensitive)
+                        });
+                        (k.clone(), expression_json(&e.expr, secret))
+                    })
+                    .collect::<serde_json::Map<_, _>>(),
+            });
+            if let Some(&child) = m.children.get(&call.name) {
+                entry["module"] = configured_module(stack, child, marks);
+            }
+            if let Some(count) = &call.count {
+                entry["count_expression"] = expression_json(&count.expr, false);
+            }
+            if let Some(for_each) = &call.for_each {
+                entry["for_each_expression"] = expression_json(&for_each.expr, false);
+            }
+            (call.name.clone(), entry)
+        })
+        .collect();
+    if !calls.is_empty() {
+        json["module_calls"] = calls.into();
+    }
+    json
+}
+
+/// Whether a value's marks hold a secret anywhere.
+fn any_mark(marks: &serde_json::Value) -> bool {
+    match marks {
+        serde_json::Value::Bool(b) => *b,
+        serde_json::Value::Array(items) => items.iter().any(any_mark),
+        serde_json::Value::Object(map) => map.values().any(any_mark),
+        _ => false,
+    }
+}
+
+/// A body's attributes as expressions, and its nested blocks as lists of bodies; the literal
+/// of an attribute that holds a secret is left out.
+fn body_expressions(
+    body: &hcl_edit::structure::Body,
+    marks: &serde_json::Value,
+) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    let no_marks = serde_json::Value::Bool(false);
+    for structure in body.iter() {
+        match structure {
+            hcl_edit::structure::Structure::Attribute(a) => {
+                let key = a.key.as_str();
+                let secret = any_mark(marks)
+                    && (*marks == serde_json::Value::Bool(true)
+                        || marks.get(key).is_some_and(any_mark));
+                out.insert(key.to_owned(), expression_json(&a.value, secret));
+            }
+            hcl_edit::structure::Structure::Block(b) => {
+                let key = b.ident.as_str();
+                let inner = marks
+                    .get(key)
+                    .map(|m| m.get(0).unwrap_or(m))
+                    .unwrap_or(&no_marks);
+                let entry = out
+                    .entry(key.to_owned())
+                    .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+                if let Some(list) = entry.as_array_mut() {
+                    list.push(body_expressions(&b.body, inner));
+                }
+            }
         }
-        node.resources.push(resource);
     }
-    to_json(root)
+    serde_json::Value::Object(out)
+}
+
+/// `{"constant_value": ...}` for a literal, else `{"references": [...]}` with each reference
+/// and its shorter prefixes, as Terraform lists them (`aws_instance.a.id`, `aws_instance.a`).
+fn expression_json(expression: &hcl_edit::expr::Expression, secret: bool) -> serde_json::Value {
+    if let Some(value) = crate::lang::literal::literal_value(expression) {
+        let json = value.to_json();
+        // A literal secret (a sensitive attribute's, or one that looks like a credential) is
+        // said to be there, never shown.
+        if secret || gpustack_protocol::secrets::contains_any(&json.to_string()) {
+            return serde_json::json!({ "sensitive": true });
+        }
+        return serde_json::json!({ "constant_value": json });
+    }
+    let mut references: Vec<String> = Vec::new();
+    for r in crate::lang::refs::references(expression) {
+        let shortest = match r.names.first().map(String::as_str) {
+            Some("data") => 3,
+            _ => 2,
+        };
+        for n in (shortest.min(r.names.len())..=r.names.len()).rev() {
+            let text = r.names[..n].join(".");
+            if !references.contains(&text) {
+                references.push(text);
+            }
+        }
+    }
+    serde_json::json!({ "references": references })
 }
 
 fn resource_values(
@@ -970,31 +1124,13 @@ pub fn plan_json(plan: &Plan) -> serde_json::Value {
     if !output_values.is_empty() {
         planned_values["outputs"] = output_values.into();
     }
-    // The configuration as Terraform lists it: resources and the providers they use (the
-    // expressions themselves stay in the plan's snapshot).
+    // The providers the changes use, by configuration key.
     let mut providers = serde_json::Map::new();
-    let mut configured = Vec::new();
-    let mut seen = std::collections::HashSet::new();
     for c in &plan.resource_changes {
-        if c.actions == [Action::Delete] || !seen.insert(c.config_address.clone()) {
-            continue;
-        }
         let key = c.provider.trim_start_matches("provider.").to_owned();
         providers.entry(key.clone()).or_insert_with(|| {
             serde_json::json!({ "name": key.split('.').next().unwrap_or(&key), "full_name": key })
         });
-        let parts = address_parts(c);
-        configured.push((
-            parts.module,
-            serde_json::json!({
-                "address": c.config_address,
-                "mode": c.mode,
-                "type": c.type_name,
-                "name": parts.name,
-                "provider_config_key": key,
-                "schema_version": 0,
-            }),
-        ));
     }
     let mut json = serde_json::json!({
         "format_version": TERRAFORM_JSON_FORMAT,
@@ -1019,7 +1155,7 @@ pub fn plan_json(plan: &Plan) -> serde_json::Value {
         }).collect::<serde_json::Map<_, _>>(),
         "configuration": {
             "provider_config": providers,
-            "root_module": module_calls(configured),
+            "root_module": configuration(plan),
         },
         "gpu_capacity": plan.gpu_capacity,
         "summary": {

@@ -31,6 +31,12 @@ planned contains r.address if {
   some r in input.planned_values.root_module.resources
 }
 
+# Resources whose name is written as a constant in the configuration.
+constant_names contains r.address if {
+  some r in input.configuration.root_module.resources
+  r.expressions.name.constant_value
+}
+
 # What the plan cannot know yet.
 unknown contains rc.address if {
   some rc in input.resource_changes
@@ -104,6 +110,10 @@ fn an_opa_policy_for_terraform_plans_reads_a_gpustack_plan() {
     assert_eq!(
         opa_eval(d, "data.terraform.gpu.planned"),
         serde_json::json!(["terraform_data.sharing", "test_object.pool"])
+    );
+    assert_eq!(
+        opa_eval(d, "data.terraform.gpu.constant_names"),
+        serde_json::json!(["test_object.pool"])
     );
 
     // A plan from nothing: ids are unknown until apply, as after_unknown says.
