@@ -22,7 +22,7 @@ pub fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn error(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("Error: {message}");
+    super::report::fail(&message.to_string());
     ExitCode::from(1)
 }
 

@@ -561,13 +561,19 @@ pub fn main() -> ExitCode {
             lock_timeout,
             color,
         ),
-        Command::Output { name, dir, json } => state::output(&dir, name.as_deref(), json),
+        Command::Output { name, dir, json } => {
+            report::json_errors(json);
+            state::output(&dir, name.as_deref(), json)
+        }
         Command::Show {
             plan_file,
             dir,
             json,
             markdown,
-        } => state::show(&dir, plan_file.as_deref(), json, markdown, color),
+        } => {
+            report::json_errors(json);
+            state::show(&dir, plan_file.as_deref(), json, markdown, color)
+        }
         Command::ForceUnlock { id, dir } => state::force_unlock(&dir, &id),
         Command::NodeCheck { expect, json } => node_check::run(&expect, json),
         Command::Version { json } => {

@@ -34,10 +34,7 @@ pub struct PlanArgs {
 }
 
 fn error(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!(
-        "Error: {}",
-        gpustack_protocol::secrets::scrub(&message.to_string())
-    );
+    report::fail(&message.to_string());
     ExitCode::from(1)
 }
 

@@ -91,6 +91,27 @@ pub fn to_string(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool) -
 
 /// Diagnostics on stderr, scrubbed of every secret the run has seen (an API's error message
 /// may quote what it was sent).
+/// Set by a command run with `--json`: its errors are then one JSON document on stdout.
+static JSON_ERRORS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn json_errors(on: bool) {
+    JSON_ERRORS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// An error that ends a command: `Error: ...` on stderr, or for `--json` a diagnostics
+/// document on stdout.
+pub fn fail(message: &str) {
+    let message = gpustack_protocol::secrets::scrub(message);
+    if JSON_ERRORS.load(std::sync::atomic::Ordering::Relaxed) {
+        println!(
+            "{}",
+            diagnostics_json(&[Diagnostic::error("Error", message.to_string())], 1)
+        );
+    } else {
+        eprintln!("Error: {message}");
+    }
+}
+
 /// The diagnostics with every known secret pattern scrubbed from their texts.
 fn scrubbed(diagnostics: &[Diagnostic]) -> Vec<Diagnostic> {
     diagnostics
@@ -119,6 +140,18 @@ pub fn diagnostics_json(diagnostics: &[Diagnostic], errors: usize) -> String {
 }
 
 pub fn diagnostics(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool) {
+    if JSON_ERRORS.load(std::sync::atomic::Ordering::Relaxed) {
+        let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+        if !diagnostics.is_empty() {
+            let text = diagnostics_json(diagnostics, errors);
+            if errors > 0 {
+                println!("{text}");
+            } else {
+                eprintln!("{text}");
+            }
+        }
+        return;
+    }
     if !diagnostics.is_empty() {
         // Before rendering too: the renderer wraps long lines, and a secret split across two
         // lines would no longer be found.

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 fn error(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("Error: {message}");
+    super::report::fail(&message.to_string());
     ExitCode::from(1)
 }
 

@@ -492,7 +492,8 @@ output "id" {
     );
 }
 
-/// With `--json`, a plan that fails still prints one JSON document on stdout: its diagnostics.
+/// With `--json`, a command that fails still prints one JSON document on stdout: its
+/// diagnostics.
 #[test]
 fn plan_json_reports_errors_as_json() {
     let dir = stack("resource \"test_object\" \"x\" {\n  name = var.missing\n}\n");
@@ -507,6 +508,18 @@ fn plan_json_reports_errors_as_json() {
         diagnostic.to_string().contains("undeclared input variable"),
         "{diagnostic}"
     );
+    // So do the commands that read a plan file or the state.
+    std::fs::write(dir.path().join("bad.plan"), "x").unwrap();
+    for args in [
+        &["show", "bad.plan", "--json"][..],
+        &["output", "--json"][..],
+    ] {
+        let (code, out, _) = run(dir.path(), args);
+        assert_eq!(code, 1, "{args:?}: {out}");
+        let report: serde_json::Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"));
+        assert_eq!(report["errored"], true, "{args:?}");
+    }
 }
 
 const POOL_MODULE: &str = r#"variable "name" {
