@@ -1313,11 +1313,17 @@ impl<'a> Evaluation<'a> {
         let mut undecided = 0;
         let before = self.diags.0.len();
         for c in conditions {
-            let value = self.eval(module, &c.condition, repetition.clone());
-            let (value, _) = value.unmark_deep();
-            match value {
-                Value::Bool(true) => {}
-                Value::Bool(false) => {
+            let (value, _) = self
+                .eval(module, &c.condition, repetition.clone())
+                .unmark_deep();
+            if !value.is_wholly_known() {
+                undecided += 1;
+                continue;
+            }
+            // As in Terraform, a value that converts to a bool ("false") decides too.
+            match Type::Bool.convert(&value) {
+                Ok(Value::Bool(true)) => {}
+                Ok(Value::Bool(false)) => {
                     let message = match self
                         .eval(module, &c.error_message, repetition.clone())
                         .unmark_deep()
@@ -1328,37 +1334,24 @@ impl<'a> Evaluation<'a> {
                     };
                     let detail =
                         format!("{message}\n\nThis was checked by the condition of {subject}.");
-                    let span = Some(c.condition.span());
-                    self.diags.push(match kind {
-                        ConditionKind::Check => Diag::warning(span, kind.summary(), detail),
-                        _ => Diag::error(span, kind.summary(), detail),
-                    });
+                    self.diags.push(Diag::error(
+                        Some(c.condition.span()),
+                        kind.summary(),
+                        detail,
+                    ));
                 }
-                v if !v.is_wholly_known() => undecided += 1,
-                Value::Null => self.diags.error(
+                _ => self.diags.error(
                     c.condition.span(),
                     "Invalid condition result",
-                    "The condition value is null; it must be true or false.",
-                ),
-                other => match Type::Bool.convert(&other) {
-                    Ok(Value::Bool(true)) => {}
-                    Ok(Value::Bool(false)) => {
-                        // Converted strings "false": as Terraform, a failure.
-                        self.diags.push(Diag::error(
-                            Some(c.condition.span()),
-                            kind.summary(),
-                            format!("The condition of {subject} is false."),
-                        ));
-                    }
-                    _ => self.diags.error(
-                        c.condition.span(),
-                        "Invalid condition result",
+                    if value.is_null() {
+                        "The condition value is null; it must be true or false.".to_owned()
+                    } else {
                         format!(
                             "The condition must be true or false, not {}.",
-                            other.type_name()
-                        ),
-                    ),
-                },
+                            value.type_name()
+                        )
+                    },
+                ),
             }
         }
         // A check never fails a run: what went wrong evaluating its assertions is a warning.

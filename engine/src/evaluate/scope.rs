@@ -17,12 +17,35 @@ pub(super) struct ModuleScope<'w, 'a> {
 }
 
 /// A declared name's value; unknown when its node could not be evaluated.
-pub(super) fn found(v: Option<&Value>, used: usize) -> Result<(Cow<'_, Value>, usize), EvalError> {
+fn found(v: Option<&Value>, used: usize) -> Result<(Cow<'_, Value>, usize), EvalError> {
     Ok((v.map_or(Cow::Owned(Value::Unknown), Cow::Borrowed), used))
 }
 
-pub(super) fn undeclared(range: Option<Range<usize>>, summary: &str, detail: String) -> EvalError {
+fn undeclared(range: Option<Range<usize>>, summary: &str, detail: String) -> EvalError {
     EvalError::new(range, summary, detail)
+}
+
+/// A variable's or local's value (`what`: "An input variable", "A local value"), or the error
+/// that no such name is declared, with the closest declared one.
+fn declared<'v, T>(
+    name: &str,
+    range: Option<Range<usize>>,
+    names: &indexmap::IndexMap<String, T>,
+    value: Option<&'v Value>,
+    what: &str,
+) -> Result<(Cow<'v, Value>, usize), EvalError> {
+    if names.contains_key(name) {
+        return found(value, 2);
+    }
+    let kind = what.split_once(' ').map_or(what, |(_, kind)| kind);
+    Err(undeclared(
+        range,
+        &format!("Reference to undeclared {kind}"),
+        format!(
+            "{what} named \"{name}\" has not been declared in this module.{}",
+            suggest(name, names.keys().map(String::as_str))
+        ),
+    ))
 }
 
 /// How a path given to `file()` is recorded: relative to the working directory where it is
@@ -124,19 +147,8 @@ impl ModuleScope<'_, '_> {
         range: Option<Range<usize>>,
     ) -> Result<(Cow<'_, Value>, usize), EvalError> {
         let m: &Module = &self.walk.stack.modules[self.module];
-        let values = &self.walk.values[self.module];
-        if m.variables.contains_key(name) {
-            found(values.vars.get(name), 2)
-        } else {
-            Err(undeclared(
-                range,
-                "Reference to undeclared input variable",
-                format!(
-                    "An input variable named \"{name}\" has not been declared in this module.{}",
-                    suggest(name, m.variables.keys().map(String::as_str))
-                ),
-            ))
-        }
+        let value = self.walk.values[self.module].vars.get(name);
+        declared(name, range, &m.variables, value, "An input variable")
     }
 
     fn local(
@@ -145,19 +157,8 @@ impl ModuleScope<'_, '_> {
         range: Option<Range<usize>>,
     ) -> Result<(Cow<'_, Value>, usize), EvalError> {
         let m: &Module = &self.walk.stack.modules[self.module];
-        let values = &self.walk.values[self.module];
-        if m.locals.contains_key(name) {
-            found(values.locals.get(name), 2)
-        } else {
-            Err(undeclared(
-                range,
-                "Reference to undeclared local value",
-                format!(
-                    "A local value named \"{name}\" has not been declared in this module.{}",
-                    suggest(name, m.locals.keys().map(String::as_str))
-                ),
-            ))
-        }
+        let value = self.walk.values[self.module].locals.get(name);
+        declared(name, range, &m.locals, value, "A local value")
     }
 
     fn module_output(

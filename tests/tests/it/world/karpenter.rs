@@ -4,9 +4,8 @@
 use gpustack_tests::cluster::TestCluster;
 use gpustack_tests::{copy_dir, gpustack, repo_root, stderr, stdout};
 
-#[test]
-fn karpenter_gpu_module_applies_against_the_real_crds() {
-    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+/// Karpenter's v1 CRDs from the pinned upstream data, established.
+fn install_karpenter_crds(cluster: &TestCluster) {
     let crds = gpustack_tests::upstream("crds");
     for crd in [
         "karpenter.sh_nodepools.yaml",
@@ -21,6 +20,12 @@ fn karpenter_gpu_module_applies_against_the_real_crds() {
         "crd/nodepools.karpenter.sh",
         "crd/ec2nodeclasses.karpenter.k8s.aws",
     ]);
+}
+
+#[test]
+fn karpenter_gpu_module_applies_against_the_real_crds() {
+    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+    install_karpenter_crds(&cluster);
     let name = format!("gpu-{}", std::process::id());
     let root = tempfile::tempdir().unwrap();
     copy_dir(&repo_root().join("modules"), &root.path().join("modules"));
@@ -69,20 +74,7 @@ fn karpenter_gpu_module_applies_against_the_real_crds() {
 #[test]
 fn karpenter_gpu_fleet_stamps_a_pool_per_map_entry() {
     let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
-    let crds = gpustack_tests::upstream("crds");
-    for crd in [
-        "karpenter.sh_nodepools.yaml",
-        "karpenter.k8s.aws_ec2nodeclasses.yaml",
-    ] {
-        let path = crds.join(crd);
-        cluster.kubectl_ok(&["apply", "--server-side", "-f", path.to_str().unwrap()]);
-    }
-    cluster.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/nodepools.karpenter.sh",
-        "crd/ec2nodeclasses.karpenter.k8s.aws",
-    ]);
+    install_karpenter_crds(&cluster);
     let root = tempfile::tempdir().unwrap();
     copy_dir(&repo_root().join("modules"), &root.path().join("modules"));
     let stack = root.path().join("examples/karpenter-gpu-fleet");
