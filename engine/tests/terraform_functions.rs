@@ -514,11 +514,14 @@ fn files_and_file_digests() {
             json!("Hello, Olivia!"),
         ),
     ]);
+    // The file functions read text: a file that is not UTF-8 is refused, not mangled.
+    std::fs::write(files.join("blob.bin"), [0xff, 0xfe, 0x00]).unwrap();
     check_errors(&[
         (
             &format!(r#"filemd5("{base}/files/missing.txt")"#),
             "no such file",
         ),
+        (&format!(r#"filebase64("{base}/files/blob.bin")"#), "UTF-8"),
         (&format!(r#"fileset("{base}", "[")"#), "invalid pattern"),
         (r#"templatestring("${missing}", {})"#, "missing"),
     ]);
@@ -646,13 +649,18 @@ fn text_encodings_bcrypt_and_rsadecrypt() {
             json!("Hello World"),
         ),
         (r#"textencodebase64("é", "ISO-8859-1")"#, json!("6Q==")),
+        // ISO-8859-1 as IANA has it: U+0080 is the byte 0x80 (windows-1252 has no such byte).
+        (r#"textdecodebase64("gA==", "ISO-8859-1")"#, json!("\u{80}")),
         // No value of gpustack is ephemeral: ephemeralasnull leaves every value as it is.
         (r#"ephemeralasnull({ a = "x" })"#, json!({"a": "x"})),
     ]);
-    check_errors(&[(
-        r#"textencodebase64("x", "NOT-AN-ENCODING")"#,
-        "invalid encoding name",
-    )]);
+    check_errors(&[
+        (
+            r#"textencodebase64("x", "NOT-AN-ENCODING")"#,
+            "invalid encoding name",
+        ),
+        (r#"textencodebase64("é", "US-ASCII")"#, "cannot encode"),
+    ]);
 
     let hash = eval(r#"bcrypt("hunter2", 4)"#).unwrap();
     let hash = hash.as_str().unwrap();

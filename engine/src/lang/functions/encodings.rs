@@ -313,17 +313,58 @@ pub(super) fn uuidv5(a: &Args<'_>) -> CallResult {
     ok_string(uuid::Uuid::new_v5(&namespace, name.as_bytes()).to_string())
 }
 
-/// An encoding by its IANA name, as Terraform's text*base64 functions take it.
-fn text_encoding(a: &Args<'_>, i: usize) -> CallResult<&'static encoding_rs::Encoding> {
+/// A character encoding by its IANA name, as Terraform's text*base64 functions take it.
+enum TextEncoding {
+    /// ISO-8859-1 and US-ASCII as IANA defines them: the WHATWG labels that encoding_rs
+    /// follows make both windows-1252, which differs in 0x80–0x9F (and above 0x7F for ASCII).
+    Bytes {
+        name: &'static str,
+        max: u32,
+    },
+    Other(&'static encoding_rs::Encoding),
+}
+
+fn text_encoding(a: &Args<'_>, i: usize) -> CallResult<TextEncoding> {
     let name = a.string(i)?;
-    encoding_rs::Encoding::for_label(name.trim().as_bytes())
-        .ok_or_else(|| a.error(i, format!("invalid encoding name \"{name}\"")))
+    let label = name.trim().to_ascii_uppercase();
+    match label.as_str() {
+        "ISO-8859-1" | "ISO_8859-1" | "LATIN1" | "L1" => Ok(TextEncoding::Bytes {
+            name: "ISO-8859-1",
+            max: 0xFF,
+        }),
+        "US-ASCII" | "ASCII" => Ok(TextEncoding::Bytes {
+            name: "US-ASCII",
+            max: 0x7F,
+        }),
+        _ => encoding_rs::Encoding::for_label(label.as_bytes())
+            .map(TextEncoding::Other)
+            .ok_or_else(|| a.error(i, format!("invalid encoding name \"{name}\""))),
+    }
 }
 
 /// A string encoded in another character encoding, as base64 (`textencodebase64`).
 pub(super) fn textencodebase64(a: &Args<'_>) -> CallResult {
     let text = a.string(0)?;
-    let encoding = text_encoding(a, 1)?;
+    let encoding = match text_encoding(a, 1)? {
+        TextEncoding::Bytes { name, max } => {
+            let bytes = text
+                .chars()
+                .map(|c| {
+                    u8::try_from(u32::from(c))
+                        .ok()
+                        .filter(|b| u32::from(*b) <= max)
+                })
+                .collect::<Option<Vec<u8>>>()
+                .ok_or_else(|| {
+                    a.error(
+                        0,
+                        format!("the string has characters that {name} cannot encode"),
+                    )
+                })?;
+            return ok_string(BASE64.encode(bytes));
+        }
+        TextEncoding::Other(encoding) => encoding,
+    };
     // encoding_rs encodes UTF-16 as UTF-8 (the WHATWG rule for forms); Terraform's is real.
     let bytes: Vec<u8> = if encoding == encoding_rs::UTF_16LE {
         text.encode_utf16().flat_map(u16::to_le_bytes).collect()
@@ -352,6 +393,15 @@ pub(super) fn textdecodebase64(a: &Args<'_>) -> CallResult {
     let bytes = BASE64
         .decode(encoded.as_bytes())
         .map_err(|e| a.error(0, format!("the string is not valid base64: {e}")))?;
+    let encoding = match encoding {
+        TextEncoding::Bytes { name, max } => {
+            if bytes.iter().any(|b| u32::from(*b) > max) {
+                return Err(a.error(0, format!("the bytes are not valid {name}")));
+            }
+            return ok_string(bytes.iter().map(|b| char::from(*b)).collect::<String>());
+        }
+        TextEncoding::Other(encoding) => encoding,
+    };
     let (text, malformed) = encoding.decode_without_bom_handling(&bytes);
     if malformed {
         return Err(a.error(0, format!("the bytes are not valid {}", encoding.name())));
