@@ -84,9 +84,26 @@ fn git_module_sources_are_fetched_by_init_and_pinned() {
     .unwrap();
     let source = format!("git::{url}//modules/pool?ref=v1");
     assert_eq!(lock["modules"][&source]["commit"], first.as_str(), "{lock}");
-    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    // A saved plan carries the module's files and the lock: it applies without either.
+    let (code, out, err) = run(d, &["plan", "--out", "p.plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let aside = repos.path().join("aside");
+    std::fs::create_dir_all(&aside).unwrap();
+    std::fs::rename(d.join(".gpustack/modules"), aside.join("modules")).unwrap();
+    std::fs::rename(
+        d.join("gpustack.modules.lock.json"),
+        aside.join("lock.json"),
+    )
+    .unwrap();
+    let (code, out, err) = run(d, &["apply", "p.plan"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("t4-one"), "{out}");
+    std::fs::rename(aside.join("modules"), d.join(".gpustack/modules")).unwrap();
+    std::fs::rename(
+        aside.join("lock.json"),
+        d.join("gpustack.modules.lock.json"),
+    )
+    .unwrap();
 
     // The tag moves; the lock keeps the stack on the commit it was reviewed with.
     module_version(&repo, "two");

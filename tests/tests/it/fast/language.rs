@@ -508,18 +508,36 @@ fn plan_json_reports_errors_as_json() {
         diagnostic.to_string().contains("undeclared input variable"),
         "{diagnostic}"
     );
-    // So do the commands that read a plan file or the state.
+    // So do drift (of a stack that does not parse) and the commands that read a plan file or
+    // the state.
     std::fs::write(dir.path().join("bad.plan"), "x").unwrap();
-    for args in [
-        &["show", "bad.plan", "--json"][..],
-        &["output", "--json"][..],
+    let unparsable = stack("resource \"test_object\" \"x\" {\n");
+    for (dir, args) in [
+        (unparsable.path(), &["drift", "--json"][..]),
+        (dir.path(), &["show", "bad.plan", "--json"][..]),
+        (dir.path(), &["output", "--json"][..]),
     ] {
-        let (code, out, _) = run(dir.path(), args);
+        let (code, out, _) = run(dir, args);
         assert_eq!(code, 1, "{args:?}: {out}");
         let report: serde_json::Value =
             serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"));
         assert_eq!(report["errored"], true, "{args:?}");
     }
+}
+
+/// `show --json` of a saved plan prints the document `plan --json` prints.
+#[test]
+fn show_json_of_a_saved_plan_is_the_plan_json() {
+    let dir = stack("resource \"test_object\" \"x\" {\n  name  = \"x\"\n  value = \"v\"\n}\n");
+    let d = dir.path();
+    let (code, planned, err) = run(d, &["plan", "--json", "--out", "p.plan"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, shown, err) = run(d, &["show", "p.plan", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let planned: serde_json::Value = serde_json::from_str(&planned).unwrap();
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown, planned);
+    assert_eq!(shown["format_version"], "1.2");
 }
 
 const POOL_MODULE: &str = r#"variable "name" {
@@ -633,45 +651,23 @@ fn module_count_and_for_each_stamp_instances() {
 /// `gpustack console` answers expressions against the stack and its state, one per line.
 #[test]
 fn console_evaluates_expressions_against_the_state() {
-    use std::io::Write;
     let dir = stack(FLEET);
     let d = dir.path();
     std::fs::create_dir_all(d.join("modules/pool")).unwrap();
     std::fs::write(d.join("modules/pool/main.hcl"), POOL_MODULE).unwrap();
     let (code, out, err) = run(d, &["apply", "--auto-approve"]);
     assert_eq!(code, 0, "{out}{err}");
-    let mut child = gpustack_tests::gpustack_command(d, &["console"], ENV)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"module.pool[\"t4\"].label\nlength(module.spare)\nvar.pools\nupper(\"t4\")\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = console(
+        d,
+        b"module.pool[\"t4\"].label\nlength(module.spare)\nvar.pools\nupper(\"t4\")\n",
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
         "\"t4:1\"\n2\n{\n  \"t4\" = 1\n  \"a100\" = 8\n}\n\"T4\"\n"
     );
 
-    let mut child = gpustack_tests::gpustack_command(d, &["console"], ENV)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"var.nope\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = console(d, b"var.nope\n");
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains("undeclared input variable"),
@@ -712,4 +708,26 @@ check "pool_state" {
     let (code, out, err) = run(d, &["plan"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(!err.contains("Check block"), "the object is ready: {err}");
+}
+
+/// A secret prints masked in the console, and a line `exit` ends the input.
+#[test]
+fn console_masks_secrets_and_stops_at_exit() {
+    let dir =
+        stack("variable \"token\" {\n  default   = \"s3cr3t-token\"\n  sensitive = true\n}\n");
+    let out = console(dir.path(), b"var.token\nexit\nvar.nope\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "(sensitive value)\n");
+}
+
+fn console(dir: &Path, input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = gpustack_tests::gpustack_command(dir, &["console"], ENV)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
 }
