@@ -327,6 +327,36 @@ impl<'a> Evaluation<'a> {
         }
     }
 
+    /// An impure call's value (see [`crate::lang::eval::Scope::impure`]): made and recorded
+    /// under `key` while planning, read from the plan's record when applying it.
+    pub(crate) fn impure(
+        &self,
+        key: &str,
+        make: &mut dyn FnMut() -> Result<Value, String>,
+    ) -> Result<Value, String> {
+        let Some(recorded) = &self.recorded else {
+            if let Some(FileRecord::Content(text)) = self.files_read.borrow().get(key) {
+                return serde_json::from_str(text)
+                    .map(|json| Value::from_json(&json))
+                    .map_err(|e| e.to_string());
+            }
+            let value = make()?;
+            self.files_read.borrow_mut().insert(
+                key.to_owned(),
+                FileRecord::Content(value.to_json().to_string()),
+            );
+            return Ok(value);
+        };
+        match recorded.inputs.get(key) {
+            Some(FileRecord::Content(text)) => serde_json::from_str(text)
+                .map(|json| Value::from_json(&json))
+                .map_err(|e| e.to_string()),
+            _ => Err(format!(
+                "the plan has no record of this call ({key}), so applying it cannot make the same value; make a new plan."
+            )),
+        }
+    }
+
     /// A file for `file()` and friends: from the disk (recorded for the plan) or, applying a
     /// saved plan, from the plan (a file recorded only by digest is read and checked).
     pub(crate) fn read_file(&self, path: &str) -> Result<Option<String>, String> {
@@ -425,6 +455,7 @@ impl<'a> Evaluation<'a> {
             walk: self,
             module,
             repetition: None,
+            file: None,
         };
         crate::lang::refs::references(&expr.expr)
             .into_iter()
@@ -461,6 +492,7 @@ impl<'a> Evaluation<'a> {
                 walk: self,
                 module,
                 repetition,
+                file: Some(expr.file),
             };
             Evaluator::new(&scope).eval(&expr.expr)
         };
@@ -1423,6 +1455,7 @@ impl<'a> Evaluation<'a> {
             walk: self,
             module: 0,
             repetition: None,
+            file: None,
         };
         Evaluator::new(&scope)
             .eval(&expr)

@@ -14,6 +14,8 @@ pub(super) struct ModuleScope<'w, 'a> {
     pub(super) walk: &'w Evaluation<'a>,
     pub(super) module: usize,
     pub(super) repetition: Option<Repetition>,
+    /// The file of the expression, which names the place of an impure call's record.
+    pub(super) file: Option<crate::source::FileId>,
 }
 
 /// A declared name's value; unknown when its node could not be evaluated.
@@ -64,6 +66,33 @@ pub(super) fn input_key(path: &str) -> String {
 impl Scope for ModuleScope<'_, '_> {
     fn read_file(&self, path: &str) -> Result<Option<String>, String> {
         self.walk.read_file(path)
+    }
+
+    /// Recorded by the place of the call and the instance it is evaluated for; the plan's
+    /// instant is one record for the whole plan.
+    fn impure(
+        &self,
+        site: &str,
+        make: &mut dyn FnMut() -> Result<Value, String>,
+    ) -> Result<Value, String> {
+        if site == "timestamp" {
+            return self.walk.impure("gpustack:timestamp()", make);
+        }
+        let file = self
+            .file
+            .map(|f| self.walk.sources.file(f).display_name.clone())
+            .unwrap_or_default();
+        let instance = match &self.repetition {
+            Some(r) => match (&r.count_index, &r.each) {
+                (Some(index), _) => format!("[{index}]"),
+                (None, Some((key, _))) => format!("[{key}]"),
+                (None, None) => String::new(),
+            },
+            None => String::new(),
+        };
+        let prefix = self.walk.stack.modules[self.module].prefix();
+        self.walk
+            .impure(&format!("gpustack:{prefix}{file}:{site}{instance}"), make)
     }
 
     fn lookup(

@@ -90,6 +90,17 @@ pub trait Scope {
     fn read_file(&self, path: &str) -> Result<Option<String>, String> {
         read_disk(path)
     }
+
+    /// The value of an impure call (the clock, randomness) at `site`, from `make`. Scopes of a
+    /// plan record it; those of an apply read the record, so that apply sees what the plan did.
+    fn impure(
+        &self,
+        site: &str,
+        make: &mut dyn FnMut() -> Result<Value, String>,
+    ) -> Result<Value, String> {
+        let _ = site;
+        make()
+    }
 }
 
 /// A file from the disk; `Ok(None)` when there is none.
@@ -129,6 +140,14 @@ struct VarsScope<'a>(&'a IndexMap<String, Value>, &'a dyn Scope);
 impl Scope for VarsScope<'_> {
     fn read_file(&self, path: &str) -> Result<Option<String>, String> {
         self.1.read_file(path)
+    }
+
+    fn impure(
+        &self,
+        site: &str,
+        make: &mut dyn FnMut() -> Result<Value, String>,
+    ) -> Result<Value, String> {
+        self.1.impure(site, make)
     }
 
     fn lookup(
@@ -842,13 +861,21 @@ impl<'s> Evaluator<'s> {
                 Some(filesystem_call(self.scope, name, &args))
             }
             "templatestring" => Some(template_string(self.scope, &args)),
-            "timestamp" | "plantimestamp" => {
-                Some(no_arguments(name, &args).map(|()| Value::String(functions::plan_timestamp())))
-            }
-            "uuid" => Some(
-                no_arguments(name, &args).map(|()| Value::String(uuid::Uuid::new_v4().to_string())),
-            ),
-            "bcrypt" => Some(bcrypt_hash(&args)),
+            // The clock and randomness are read once, when the plan is made, and recorded in
+            // it: applying the plan evaluates the same values.
+            "timestamp" | "plantimestamp" => Some(no_arguments(name, &args).and_then(|()| {
+                impure(self.scope, "timestamp", &mut || {
+                    Ok(Value::String(functions::plan_timestamp()))
+                })
+            })),
+            "uuid" => Some(no_arguments(name, &args).and_then(|()| {
+                impure(self.scope, &call_site(name, &range), &mut || {
+                    Ok(Value::String(uuid::Uuid::new_v4().to_string()))
+                })
+            })),
+            "bcrypt" => Some(impure(self.scope, &call_site(name, &range), &mut || {
+                bcrypt_hash(&args)
+            })),
             _ => functions::call(name, &args),
         };
         match result {
@@ -1219,6 +1246,31 @@ fn bcrypt_hash(args: &[Value]) -> Result<Value, functions::CallError> {
         })
 }
 
+/// Where in its file a call is, for the record of an impure call.
+fn call_site(name: &str, range: &Option<Range<usize>>) -> String {
+    format!("{name}@{}", range.as_ref().map_or(0, |r| r.start))
+}
+
+fn impure(
+    scope: &dyn Scope,
+    site: &str,
+    make: &mut dyn FnMut() -> Result<Value, functions::CallError>,
+) -> Result<Value, functions::CallError> {
+    let mut error = None;
+    let value = scope.impure(site, &mut || {
+        make().map_err(|e| {
+            let message = e.message.clone();
+            error = Some(e);
+            message
+        })
+    });
+    match (value, error) {
+        (Ok(value), _) => Ok(value),
+        (Err(_), Some(e)) => Err(e),
+        (Err(message), None) => Err(functions::CallError { arg: None, message }),
+    }
+}
+
 fn no_arguments(name: &str, args: &[Value]) -> Result<(), functions::CallError> {
     arity(name, args, 0)
 }
@@ -1391,7 +1443,11 @@ fn filesystem_call(
                     });
                 }
             };
-            fileset(&path(&args[0])?, &pattern)
+            // A listing is recorded like a file's content: apply sees the plan's.
+            let base = path(&args[0])?;
+            impure(scope, &format!("fileset({base},{pattern})"), &mut || {
+                fileset(&base, &pattern)
+            })
         }
         // filebase64, filemd5, ...: the string function of the same name after "file", on
         // the file's contents.

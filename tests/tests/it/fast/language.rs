@@ -731,3 +731,26 @@ fn console(dir: &Path, input: &[u8]) -> std::process::Output {
     child.stdin.take().unwrap().write_all(input).unwrap();
     child.wait_with_output().unwrap()
 }
+
+/// timestamp() and uuid() are read when the plan is made and recorded in it: a saved plan
+/// applied later stores exactly what it showed.
+#[test]
+fn a_saved_plan_applies_the_clock_and_uuids_it_showed() {
+    let dir = stack(
+        "resource \"terraform_data\" \"stamp\" {\n  input = { at = timestamp(), id = uuid() }\n}\n\noutput \"stamp\" {\n  value = terraform_data.stamp.output\n}\n",
+    );
+    let d = dir.path();
+    let (code, planned, err) = run(d, &["plan", "--json", "--out", "p.plan"]);
+    assert_eq!(code, 0, "{err}");
+    let planned: serde_json::Value = serde_json::from_str(&planned).unwrap();
+    let input = planned["resource_changes"][0]["change"]["after"]["input"].clone();
+    assert!(
+        input["at"].is_string() && input["id"].is_string(),
+        "{planned}"
+    );
+    // Past the second the plan was made in.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (code, out, err) = run(d, &["apply", "p.plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(outputs(d)["stamp"]["value"], input);
+}
