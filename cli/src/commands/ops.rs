@@ -688,6 +688,7 @@ fn empty_plan() -> Plan {
         resource_drift: vec![],
         output_changes: Default::default(),
         gpu_capacity: vec![],
+        gpu_drift: vec![],
         snapshot: Default::default(),
     }
 }

@@ -1645,3 +1645,133 @@ pub(crate) fn store(walk: &mut Evaluation<'_>, module: usize, r: &Resource, valu
         ResourceMode::Data => values.data.insert(key, value),
     };
 }
+
+/// The source of a path into a resource's configuration as deep as the expressions can be
+/// followed: attributes and nested blocks, object constructors, list items, the arguments of
+/// `yamlencode`/`jsonencode`/`merge`-like calls and the module's locals. A path that runs into
+/// a value only evaluation knows (a variable, a heredoc) stops at the closest expression.
+pub(crate) fn path_span(
+    module: &crate::config::Module,
+    body: &BodyRef,
+    path: &[gpustack_protocol::PathStep],
+) -> Option<Span> {
+    use gpustack_protocol::PathStep;
+    let mut current = &body.body;
+    let mut best = None;
+    let mut steps = path.iter().peekable();
+    while let Some(step) = steps.next() {
+        let PathStep::Key(name) = step else {
+            break;
+        };
+        if let Some(attr) = current.get_attribute(name) {
+            best = attr
+                .value
+                .span()
+                .or(attr.span())
+                .map(|r| Span::new(body.file, r));
+            let rest: Vec<&PathStep> = steps.collect();
+            return expression_span(module, &attr.value, body.file, &rest, 0).or(best);
+        }
+        match current.get_blocks(name).next() {
+            Some(block) => {
+                best = block.ident.span().map(|r| Span::new(body.file, r));
+                current = &block.body;
+            }
+            None => break,
+        }
+    }
+    best
+}
+
+fn expression_span(
+    module: &crate::config::Module,
+    expr: &Expression,
+    file: crate::source::FileId,
+    path: &[&gpustack_protocol::PathStep],
+    depth: usize,
+) -> Option<Span> {
+    use gpustack_protocol::PathStep;
+    let here = expr.span().map(|r| Span::new(file, r));
+    if depth > 16 {
+        return here;
+    }
+    let deeper =
+        |e: &Expression, rest: &[&PathStep]| expression_span(module, e, file, rest, depth + 1);
+    match expr {
+        Expression::Parenthesis(p) => deeper(p.inner(), path).or(here),
+        Expression::FuncCall(call)
+            if matches!(
+                call.name.name.as_str(),
+                "yamlencode"
+                    | "jsonencode"
+                    | "merge"
+                    | "tomap"
+                    | "toset"
+                    | "tolist"
+                    | "concat"
+                    | "sensitive"
+                    | "nonsensitive"
+            ) =>
+        {
+            call.args
+                .iter()
+                .find_map(|arg| {
+                    deeper(arg, path).filter(|s| Some(*s) != arg.span().map(|r| Span::new(file, r)))
+                })
+                .or_else(|| call.args.iter().next().and_then(|a| deeper(a, path)))
+                .or(here)
+        }
+        Expression::Traversal(t) => {
+            let local = match (&t.expr, t.operators.first().map(|o| o.value())) {
+                (
+                    Expression::Variable(v),
+                    Some(hcl_edit::expr::TraversalOperator::GetAttr(name)),
+                ) if v.as_str() == "local" && t.operators.len() == 1 => {
+                    module.locals.get(name.as_str())
+                }
+                _ => None,
+            };
+            match local {
+                Some(local) => {
+                    expression_span(module, &local.expr.expr, local.expr.file, path, depth + 1)
+                        .or(here)
+                }
+                None => here,
+            }
+        }
+        Expression::Conditional(c) => deeper(&c.true_expr, path)
+            .filter(|s| Some(*s) != c.true_expr.span().map(|r| Span::new(file, r)))
+            .or_else(|| deeper(&c.false_expr, path))
+            .or(here),
+        _ => {
+            let Some((step, rest)) = path.split_first() else {
+                return here;
+            };
+            match (expr, step) {
+                (Expression::Object(object), PathStep::Key(key)) => {
+                    let literal = object.iter().find(|(k, _)| match k {
+                        hcl_edit::expr::ObjectKey::Ident(i) => i.as_str() == key,
+                        hcl_edit::expr::ObjectKey::Expression(e) => {
+                            crate::lang::literal::literal_str(e).as_deref() == Some(key.as_str())
+                        }
+                    });
+                    // A key computed from a variable: the only such key is the one.
+                    let computed: Vec<_> = object
+                        .iter()
+                        .filter(|(k, _)| matches!(k, hcl_edit::expr::ObjectKey::Expression(e) if crate::lang::literal::literal_str(e).is_none()))
+                        .collect();
+                    let found = literal.or_else(|| (computed.len() == 1).then(|| computed[0]));
+                    match found {
+                        Some((_, value)) => deeper(value.expr(), rest).or(here),
+                        None => here,
+                    }
+                }
+                (Expression::Array(items), PathStep::Index(i)) => match items.iter().nth(*i) {
+                    Some(item) => deeper(item, rest).or(here),
+                    None => here,
+                },
+                _ => here,
+            }
+        }
+    }
+}

@@ -10,8 +10,8 @@
 //! source's answer, a file holding a secret) is supplied or read again at apply and checked
 //! against that digest.
 
-mod capacity;
 pub mod generate;
+mod gpu;
 mod ownership;
 mod planner;
 
@@ -204,6 +204,10 @@ pub struct Plan {
     /// What the changes do to the GPU resources nodes advertise (DESIGN §1).
     #[serde(default)]
     pub gpu_capacity: Vec<CapacityLine>,
+    /// GPU nodes advertising less than the GPU model expects from the live configuration
+    /// (refresh-only plans: `gpustack drift`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_drift: Vec<gpustack_gpu::NodeDrift>,
     pub snapshot: Snapshot,
 }
 

@@ -84,7 +84,6 @@ struct PlannedInstance {
     prior: Option<Value>,
     planned: Value,
     requires_replace: Vec<String>,
-    capacity: Vec<gpustack_protocol::CapacityChange>,
     gpu_facts: Vec<gpustack_protocol::GpuFact>,
     /// The object comes into the state with this change.
     importing: Option<super::Importing>,
@@ -199,7 +198,6 @@ async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Vec<Diagnosti
                 prior: prior.map(|p| secrets.mark(p.unmark_deep().0)),
                 planned,
                 requires_replace: response.requires_replace,
-                capacity: response.capacity,
                 gpu_facts: response.gpu_facts,
                 importing,
             },
@@ -216,7 +214,6 @@ fn failed_instance(key: InstanceKey, address: String) -> PlannedInstance {
         prior: None,
         planned: Value::Unknown,
         requires_replace: vec![],
-        capacity: vec![],
         gpu_facts: vec![],
         importing: None,
     }
@@ -288,9 +285,10 @@ struct Planner<'w, 'a> {
     /// Config addresses the plan is limited to (`--target` and their dependencies); None: all.
     allowed: Option<HashSet<NodeIndex>>,
     changes: Vec<ResourceChange>,
-    capacity: Vec<crate::plan::CapacityLine>,
-    /// What resources said about GPUs, by instance address, for the capacity pass.
+    /// What resources said about GPUs, by instance address, for the GPU pass.
     gpu_facts: Vec<(String, gpustack_protocol::GpuFact)>,
+    /// Where each instance that reported GPU facts is configured.
+    gpu_sources: super::gpu::Sources,
     /// Config addresses of resources seen in configuration, for finding orphans.
     configured: HashSet<String>,
 }
@@ -388,8 +386,8 @@ pub(crate) async fn plan<'a>(
         failed: HashSet::new(),
         allowed,
         changes: Vec::new(),
-        capacity: Vec::new(),
         gpu_facts: Vec::new(),
+        gpu_sources: Default::default(),
         configured: HashSet::new(),
     };
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -419,14 +417,20 @@ pub(crate) async fn plan<'a>(
         return None;
     }
     let output_changes = planner.output_changes();
-    let mut gpu_capacity = match mode {
-        PlanMode::Normal => {
-            let mut lines = std::mem::take(&mut planner.capacity);
-            lines.extend(super::capacity::pool_lines(&planner.gpu_facts));
-            lines
-        }
-        _ => Vec::new(),
+    let gpu = match mode {
+        PlanMode::Destroy => None,
+        _ => Some(super::gpu::pass(
+            planner.walk,
+            &planner.gpu_facts,
+            &planner.gpu_sources,
+            mode == PlanMode::Normal,
+        )),
     };
+    if planner.walk.diags.has_errors() {
+        return None;
+    }
+    let (mut gpu_capacity, gpu_drift) =
+        gpu.map_or_else(Default::default, |g| (g.capacity, g.drift));
     gpu_capacity.sort_by(|a, b| (&a.change.scope, &a.address).cmp(&(&b.change.scope, &b.address)));
     let mut snapshot = snapshot;
     snapshot.data = std::mem::take(&mut planner.data);
@@ -446,6 +450,7 @@ pub(crate) async fn plan<'a>(
         resource_drift: drift,
         output_changes,
         gpu_capacity,
+        gpu_drift,
         snapshot,
     })
 }
@@ -813,7 +818,6 @@ impl Planner<'_, '_> {
                                         prior: None,
                                         planned: secrets.mark(response.state),
                                         requires_replace: vec![],
-                                        capacity: vec![],
                                         gpu_facts: vec![],
                                         importing: None,
                                     },
@@ -827,7 +831,6 @@ impl Planner<'_, '_> {
                                     prior: None,
                                     planned: Value::Unknown,
                                     requires_replace: vec![],
-                                    capacity: vec![],
                                     gpu_facts: vec![],
                                     importing: None,
                                 },
@@ -936,18 +939,18 @@ impl Planner<'_, '_> {
                             &dependencies,
                             n.span,
                         );
+                        if !instance.gpu_facts.is_empty() {
+                            self.gpu_sources.insert(
+                                instance.address.clone(),
+                                (n.module, resource.local_address()),
+                            );
+                        }
                         self.gpu_facts.extend(
                             instance
                                 .gpu_facts
                                 .iter()
                                 .map(|f| (instance.address.clone(), f.clone())),
                         );
-                        self.capacity.extend(instance.capacity.iter().map(|c| {
-                            crate::plan::CapacityLine {
-                                address: instance.address.clone(),
-                                change: c.clone(),
-                            }
-                        }));
                         self.changes.push(change);
                     }
                 }

@@ -191,7 +191,7 @@ struct Connected {
     eks: aws_sdk_eks::Client,
     ec2: aws_sdk_ec2::Client,
     /// DescribeInstanceTypes answers, by instance type (`None`: not a GPU type).
-    gpus: Mutex<HashMap<String, Option<Gpus>>>,
+    gpus: Mutex<HashMap<String, Option<(Gpus, String)>>>,
 }
 
 fn error(summary: &str, e: impl std::fmt::Display) -> Diagnostic {
@@ -563,8 +563,9 @@ impl Connected {
         self.wait_for(cluster, name, false).await.map(|_| ())
     }
 
-    /// GPUs of an instance type: EC2's answer, else the catalog.
-    async fn gpus_of(&self, instance_type: &str) -> Option<Gpus> {
+    /// GPUs of an instance type and where they came from: EC2's answer, else the built-in
+    /// table (saying why).
+    async fn gpus_of(&self, instance_type: &str) -> Option<(Gpus, String)> {
         if let Some(known) = self
             .gpus
             .lock()
@@ -583,11 +584,17 @@ impl Connected {
             Ok(out) => out,
             // Not cached: a denied or failed lookup is asked again; the catalog answers now.
             Err(e) => {
-                tracing::warn!(
-                    "DescribeInstanceTypes {instance_type}: {}",
-                    gpustack_protocol::error_chain(&e)
-                );
-                return gpustack_provider_sdk::catalog::gpus(instance_type);
+                let why = gpustack_protocol::error_chain(&e);
+                tracing::warn!("DescribeInstanceTypes {instance_type}: {why}");
+                return gpustack_provider_sdk::catalog::gpus(instance_type).map(|g| {
+                    (
+                        g,
+                        format!(
+                            "{} (DescribeInstanceTypes failed: {why})",
+                            gpustack_provider_sdk::catalog::BUILT_IN
+                        ),
+                    )
+                });
             }
         };
         let gpus = out.instance_types().first().and_then(|t| {
@@ -602,6 +609,7 @@ impl Connected {
                 memory_gb: u32::try_from(gpu.memory_info()?.size_in_mib()? / 1024).ok()?,
             })
         });
+        let gpus = gpus.map(|g| (g, "EC2 DescribeInstanceTypes".to_owned()));
         self.gpus
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -649,7 +657,7 @@ impl CloudPool for Connected {
     /// With GPUs from EC2.
     async fn shape(&self, state: &Value) -> Option<PoolShape> {
         let machine = strings(state, "instance_types").into_iter().next()?;
-        let gpus = self.gpus_of(&machine).await?;
+        let (gpus, source) = self.gpus_of(&machine).await?;
         // The desired size is the node count; where only apply can tell it, the range.
         let (min, max) = match number(state, "desired_size") {
             Some(n) => (n, n),
@@ -659,11 +667,12 @@ impl CloudPool for Connected {
             min_nodes: u32::try_from(min).ok()?,
             max_nodes: u32::try_from(max).ok()?,
             machine,
-            gpus: GpuShape {
+            gpus: Some(GpuShape {
                 count: gpus.count,
                 model: gpus.model,
                 memory_gb: gpus.memory_gb,
-            },
+                source,
+            }),
             sharing: None,
         })
     }
@@ -958,7 +967,7 @@ impl DataSource for InstanceTypes {
         let mut gpus = IndexMap::new();
         for instance_type in strings(&config, "instance_types") {
             let value = match self.0.gpus_of(&instance_type).await {
-                Some(g) => Value::Object(IndexMap::from([
+                Some((g, _)) => Value::Object(IndexMap::from([
                     ("count".to_owned(), Value::Number(f64::from(g.count))),
                     ("model".to_owned(), Value::string(g.model)),
                     (

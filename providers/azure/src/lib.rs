@@ -4,6 +4,7 @@ mod arm;
 mod model;
 
 use arm::{Arm, ArmError, PoolId, Settings};
+use gpustack_protocol::CloudSharing;
 use gpustack_protocol::{
     Attribute, Diagnostic, GpuShape, PlanResourceChangeResponse, PoolShape, Provider,
     ProviderFactory, ProviderSchema, Schema, Type, Value,
@@ -88,6 +89,12 @@ impl Family for Azure {
             )
             .attr("gpu_driver", Attribute::optional(Type::String).force_new())
             .attr(
+                "gpu_management_mode",
+                Attribute::optional(Type::String)
+                    .force_new()
+                    .describe("Managed: AKS installs the driver, the device plugin and a DCGM exporter itself (gpuProfile.nvidia.managementMode)."),
+            )
+            .attr(
                 "os_disk_size_gb",
                 Attribute::optional_computed(Type::Number).force_new(),
             )
@@ -143,6 +150,7 @@ impl Family for Azure {
             &["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"],
         );
         check.one_of("gpu_driver", &["Install", "None"]);
+        check.one_of("gpu_management_mode", &["Managed", "Unmanaged"]);
         if check.str("gpu_instance_profile").is_some()
             && let Some(size) = check.str("vm_size")
             && let Some(gpus) = gpustack_provider_sdk::catalog::gpus(size)
@@ -314,6 +322,15 @@ fn state_of(id: &PoolId, pool: &AgentPool) -> Value {
             "gpu_driver".to_owned(),
             optional(&p.gpu_profile.as_ref().and_then(|g| g.driver.clone())),
         ),
+        (
+            "gpu_management_mode".to_owned(),
+            optional(
+                &p.gpu_profile
+                    .as_ref()
+                    .and_then(|g| g.nvidia.as_ref())
+                    .and_then(|n| n.management_mode.clone()),
+            ),
+        ),
         ("os_disk_size_gb".to_owned(), count(p.os_disk_size_gb)),
         ("zones".to_owned(), list(&p.availability_zones)),
         (
@@ -388,6 +405,13 @@ fn request_of(planned: &Value, live: Option<&AgentPool>) -> AgentPool {
     if let Some(driver) = text(planned, "gpu_driver") {
         p.gpu_profile.get_or_insert_with(GpuProfile::default).driver = Some(driver.to_owned());
     }
+    if let Some(mode) = text(planned, "gpu_management_mode") {
+        p.gpu_profile
+            .get_or_insert_with(GpuProfile::default)
+            .nvidia
+            .get_or_insert_with(Default::default)
+            .management_mode = Some(mode.to_owned());
+    }
     if let Some(size) = number(planned, "os_disk_size_gb") {
         p.os_disk_size_gb = Some(size);
     }
@@ -408,7 +432,10 @@ fn request_of(planned: &Value, live: Option<&AgentPool>) -> AgentPool {
 /// values only apply can tell.
 fn shape(state: &Value) -> Option<PoolShape> {
     let machine = text(state, "vm_size")?;
-    let gpus = gpustack_provider_sdk::catalog::gpus(machine)?;
+    let gpus = gpustack_provider_sdk::catalog::gpus(machine);
+    if gpus.is_none() && !gpustack_provider_sdk::catalog::looks_like_gpu_machine(machine) {
+        return None;
+    }
     let count = number(state, "node_count");
     let (min, max) = if flag(state, "auto_scaling") {
         (number(state, "min_count")?, number(state, "max_count")?)
@@ -419,12 +446,19 @@ fn shape(state: &Value) -> Option<PoolShape> {
         min_nodes: u32::try_from(min).ok()?,
         max_nodes: u32::try_from(max).ok()?,
         machine: machine.to_owned(),
-        gpus: GpuShape {
+        gpus: gpus.map(|gpus| GpuShape {
             count: gpus.count,
             model: gpus.model,
             memory_gb: gpus.memory_gb,
-        },
-        sharing: None,
+            // No Resource SKUs call: the fake and real APIs list sizes, not their GPU models.
+            source: gpustack_provider_sdk::catalog::BUILT_IN.to_owned(),
+        }),
+        // AKS's MIG profiles are named by slices (MIG1g): the model maps them to the GPU's
+        // smallest profile of that many slices.
+        sharing: text(state, "gpu_instance_profile").map(|profile| CloudSharing {
+            mig_profile: Some(profile.trim_start_matches("MIG").to_owned()),
+            clients: None,
+        }),
     })
 }
 
@@ -438,6 +472,16 @@ impl CloudPool for Connected {
 
     fn name(state: &Value) -> Option<&str> {
         text(state, "name")
+    }
+
+    fn managed_gpu_software(state: &Value) -> Option<gpustack_protocol::ManagedSoftware> {
+        (text(state, "gpu_management_mode") == Some("Managed")).then(|| {
+            gpustack_protocol::ManagedSoftware {
+                what: "AKS managed GPU mode".into(),
+                attribute: gpustack_protocol::path(["gpu_management_mode"]),
+                device_plugin: true,
+            }
+        })
     }
 
     fn node_labels(state: &Value) -> BTreeMap<String, String> {

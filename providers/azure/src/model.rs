@@ -73,6 +73,18 @@ pub(crate) struct Properties {
 pub(crate) struct GpuProfile {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvidia: Option<NvidiaProfile>,
+    #[serde(flatten)]
+    pub other: Map<String, Json>,
+}
+
+/// `gpuProfile.nvidia`: who manages the GPU software of the pool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NvidiaProfile {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub management_mode: Option<String>,
     #[serde(flatten)]
     pub other: Map<String, Json>,
 }

@@ -6,10 +6,10 @@ use google_cloud_container_v1::model::{
     ClusterUpdate, NodeLabels, NodePool, NodePoolAutoscaling, NodeTaints, Operation,
 };
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, Diagnostic,
-    GpuShape, ObjectAttr, PlanResourceChangeRequest, PlanResourceChangeResponse, PoolShape,
-    Provider, ProviderFactory, ProviderSchema, ReadResourcesRequest, ReadResourcesResponse, Schema,
-    SharingKey, Type, Value, plan_from_schema,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, CloudSharing,
+    Diagnostic, GpuShape, ObjectAttr, PlanResourceChangeRequest, PlanResourceChangeResponse,
+    PoolShape, Provider, ProviderFactory, ProviderSchema, ReadResourcesRequest,
+    ReadResourcesResponse, Schema, Type, Value, plan_from_schema,
 };
 use gpustack_provider_sdk::check::{Checker, attribute, provider_config, text};
 use gpustack_provider_sdk::family::{Factory, Family, resource_schema};
@@ -382,31 +382,6 @@ fn number(state: &Value, name: &str) -> Option<i64> {
         .filter(|v| !v.is_unknown())
         .and_then(Value::as_number)
         .map(|n| n as i64)
-}
-
-/// GPU model and memory of a GKE accelerator type.
-fn accelerator_gpu(accelerator: &str) -> Option<(&'static str, u32)> {
-    Some(match accelerator {
-        "nvidia-tesla-t4" => ("T4", 16),
-        "nvidia-tesla-v100" => ("V100", 16),
-        "nvidia-tesla-p100" => ("P100", 16),
-        "nvidia-tesla-a100" => ("A100", 40),
-        "nvidia-a100-80gb" => ("A100", 80),
-        "nvidia-l4" => ("L4", 24),
-        "nvidia-h100-80gb" | "nvidia-h100-mega-80gb" => ("H100", 80),
-        "nvidia-h200-141gb" => ("H200", 141),
-        _ => return None,
-    })
-}
-
-/// MIG instances of one partition size per GPU of an accelerator (GPU-FACTS: NVIDIA's maxima,
-/// which GKE's gpuPartitionSize shares): a 1g profile with twice the memory slice is 4 per GPU,
-/// not 7 (H100 `1g.20gb`, H200 `1g.35gb`, A100-40GB `1g.10gb`).
-fn partitions_per_gpu(accelerator: &str, size: &str) -> Option<f64> {
-    mig_partitions(accelerator)?
-        .iter()
-        .find(|(profile, _)| *profile == size)
-        .map(|(_, n)| f64::from(*n))
 }
 
 impl Connected {
@@ -898,9 +873,26 @@ impl CloudPool for Connected {
             .unwrap_or_default()
     }
 
+    /// GKE runs its own NVIDIA device plugin on GPU nodes unless the pool's nodes carry
+    /// `gke-no-default-nvidia-gpu-device-plugin=true` (GPU-FACTS, GKE).
+    fn managed_gpu_software(state: &Value) -> Option<gpustack_protocol::ManagedSoftware> {
+        attribute(state, "accelerator").filter(|a| !a.is_null())?;
+        let own = Self::node_labels(state)
+            .get("gke-no-default-nvidia-gpu-device-plugin")
+            .map(String::as_str)
+            == Some("true");
+        (!own).then(|| gpustack_protocol::ManagedSoftware {
+            what:
+                "GKE's NVIDIA device plugin (no gke-no-default-nvidia-gpu-device-plugin=true label)"
+                    .into(),
+            attribute: gpustack_protocol::path(["accelerator"]),
+            device_plugin: true,
+        })
+    }
+
     async fn shape(&self, state: &Value) -> Option<PoolShape> {
         let a = attribute(state, "accelerator")?;
-        let (model, memory_gb) = accelerator_gpu(text(a, "type")?)?;
+        let (model, memory_gb) = gpustack_provider_sdk::catalog::gke_accelerator(text(a, "type")?)?;
         let count = u32::try_from(number(a, "count")?).ok()?;
         let (min, max) = match (
             number(state, "min_node_count"),
@@ -912,35 +904,30 @@ impl CloudPool for Connected {
                 (n, n)
             }
         };
-        let accelerator = text(a, "type").unwrap_or_default();
-        let partitions = text(a, "gpu_partition_size")
-            .map(|p| (p, partitions_per_gpu(accelerator, p).unwrap_or(1.0)));
-        let clients = text(a, "sharing_strategy")
-            .and_then(|s| Some((s, number(a, "max_shared_clients_per_gpu")? as f64)));
-        let sharing = match (partitions, clients) {
-            (None, None) => None,
-            (p, c) => Some(SharingKey {
-                strategy: [
-                    p.map(|(size, _)| format!("MIG {size}")),
-                    c.map(|(s, _)| format!("GKE {}", s.to_lowercase().replace('_', "-"))),
-                ]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
-                .join(" + "),
-                replicas: p.map_or(1.0, |(_, n)| n) * c.map_or(1.0, |(_, n)| n),
-                rename: false,
-            }),
-        };
+        let clients = text(a, "sharing_strategy").and_then(|s| {
+            let n = number(a, "max_shared_clients_per_gpu")?;
+            Some((
+                format!("GKE {}", s.to_lowercase().replace('_', "-")),
+                n as f64,
+            ))
+        });
+        let mig_profile = text(a, "gpu_partition_size").map(str::to_owned);
+        let sharing = (mig_profile.is_some() || clients.is_some()).then_some(CloudSharing {
+            mig_profile,
+            clients,
+        });
         Some(PoolShape {
             min_nodes: u32::try_from(min).ok()?,
             max_nodes: u32::try_from(max).ok()?,
             machine: text(state, "machine_type")?.to_owned(),
-            gpus: GpuShape {
+            gpus: Some(GpuShape {
                 count,
                 model: model.to_owned(),
                 memory_gb,
-            },
+                // The accelerator type names the model; Compute's acceleratorTypes adds no
+                // count or memory the pool does not already say.
+                source: "accelerator type".to_owned(),
+            }),
             sharing,
         })
     }

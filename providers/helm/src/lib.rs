@@ -123,6 +123,28 @@ fn values_of(state: &Value) -> Value {
     }
 }
 
+/// A release of NVIDIA's GPU Operator chart: its values are the ClusterPolicy's settings, for
+/// the GPU model (the chart renders `cluster-policy` from them).
+fn operator_fact(planned: &Value, prior: Option<&Value>) -> Option<gpustack_protocol::GpuFact> {
+    let chart = text(planned, "chart")?;
+    let base = chart.rsplit('/').next().unwrap_or(chart);
+    if !base.starts_with("gpu-operator") {
+        return None;
+    }
+    let values = attribute(planned, "values").filter(|v| v.is_wholly_known())?;
+    Some(gpustack_protocol::GpuFact::Operator(
+        gpustack_protocol::OperatorFact {
+            source: gpustack_protocol::OperatorSource::HelmValues,
+            namespace: Some(namespace_of(planned)),
+            settings: Some(values.to_json()),
+            settings_before: prior
+                .and_then(|p| attribute(p, "values"))
+                .map(Value::to_json),
+            attribute: gpustack_protocol::path(["values"]),
+        },
+    ))
+}
+
 /// A chart from a directory or archive: helm ignores `version` for it, so must drift.
 fn is_local_chart(chart: &str) -> bool {
     chart.starts_with('.') || chart.starts_with('/') || chart.ends_with(".tgz")
@@ -482,11 +504,11 @@ impl Provider for HelmCli {
                 Err(e) => diagnostics.push(Diagnostic::error("Cannot read the Helm release", e)),
             }
         }
+        let gpu_facts = operator_fact(&planned, prior).into_iter().collect();
         PlanResourceChangeResponse {
             planned_state: planned,
             requires_replace,
-            capacity: vec![],
-            gpu_facts: vec![],
+            gpu_facts,
             existing,
             diagnostics,
         }

@@ -1,230 +1,281 @@
-//! The GPU capacity a device-plugin sharing ConfigMap gives the nodes that use it
-//! (GPU-FACTS: allocatable = physical GPUs × replicas; a node picks its key with the label
-//! `nvidia.com/device-plugin.config`, else the ClusterPolicy's default).
+//! What the kubernetes provider reports to the GPU model (`gpustack-gpu`): the GPU-relevant
+//! objects a plan writes (ConfigMaps with device-plugin or mig-parted configs, ClusterPolicy
+//! objects and patches, node labels, Karpenter NodePool limits) and, once per plan, the live
+//! cluster as the GPU components see it. It reports texts and fields as they are; what they
+//! mean for GPUs is the model's to decide.
 
 use crate::cluster::Cluster;
-use gpustack_protocol::{CapacityChange, GpuFact, SharingKey};
-use k8s_openapi::api::core::v1::Node;
+use gpustack_protocol::nvidia::{
+    CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND, DEVICE_PLUGIN_CONFIG_LABEL, GPU_COUNT_LABEL,
+    GPU_RESOURCE,
+};
+use gpustack_protocol::{
+    CeilingFact, ClusterFact, ConfigMapFact, DraDevice, GpuFact, NodeFact, NodeLabelsFact,
+    OperatorFact, OperatorSource, path,
+};
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use k8s_openapi::api::resource::v1::ResourceSlice;
 use kube::api::{Api, ListParams};
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 
-use gpustack_protocol::nvidia::{
-    CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND, DEVICE_PLUGIN_CONFIG_LABEL as CONFIG_LABEL,
-    GPU_COUNT_LABEL as COUNT_LABEL, GPU_PRODUCT_LABEL, GPU_RESOURCE, SHARED_GPU_RESOURCE,
-};
+/// NVIDIA's DRA driver.
+const DRA_DRIVER: &str = "gpu.nvidia.com";
+const DEFAULT_MIG_CONFIG: &str = "default-mig-parted-config";
+const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
 
-/// One key of a device-plugin config: how each physical GPU is advertised.
-#[derive(Debug, PartialEq)]
-pub(crate) struct Sharing {
-    strategy: &'static str,
-    replicas: f64,
-    rename: bool,
-}
-
-/// Reads a device-plugin config (`version: v1`); `None` for any other text.
-pub(crate) fn parse(text: &str) -> Option<Sharing> {
-    let doc: Json = serde_yaml_ng::from_str(text).ok()?;
-    if doc.get("version")?.as_str()? != "v1"
-        || (doc.get("sharing").is_none() && doc.get("flags").is_none())
-    {
-        return None;
-    }
-    for (key, strategy) in [("timeSlicing", "time-slicing"), ("mps", "MPS")] {
-        let Some(policy) = doc.pointer(&format!("/sharing/{key}")) else {
-            continue;
-        };
-        let replicas = policy
-            .get("resources")
-            .and_then(Json::as_array)
-            .into_iter()
-            .flatten()
-            .find(|r| r.get("name").and_then(Json::as_str) == Some(GPU_RESOURCE))
-            .and_then(|r| r.get("replicas"))
-            .and_then(Json::as_f64)?;
-        return Some(Sharing {
-            strategy,
-            replicas,
-            rename: policy.get("renameByDefault").and_then(Json::as_bool) == Some(true),
-        });
-    }
-    Some(Sharing {
-        strategy: "no sharing",
-        replicas: 1.0,
-        rename: false,
-    })
-}
-
-/// Whether any value of a ConfigMap's data is a device-plugin config.
-pub(crate) fn is_sharing_config(data: &Json) -> bool {
-    data.as_object().is_some_and(|d| {
-        d.values()
-            .filter_map(Json::as_str)
-            .any(|t| parse(t).is_some())
-    })
-}
-
-/// The live ClusterPolicy `cluster-policy` (null when there is none).
-pub(crate) async fn live_policy(cluster: &Cluster) -> Json {
-    let policy = match cluster
-        .kind(CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND)
-        .await
-    {
-        Ok(Some(kind)) => cluster
-            .api(&kind, None)
-            .get_opt("cluster-policy")
-            .await
-            .ok()
-            .flatten(),
-        _ => None,
-    };
-    policy
-        .and_then(|p| serde_json::to_value(p).ok())
-        .unwrap_or(Json::Null)
-}
-
-/// The key a ClusterPolicy makes the default of config `name`, if it points there.
-fn policy_default<'a>(policy: &'a Json, name: &str) -> Option<&'a str> {
-    (policy
-        .pointer("/spec/devicePlugin/config/name")
-        .and_then(Json::as_str)
-        == Some(name))
-    .then(|| {
-        policy
-            .pointer("/spec/devicePlugin/config/default")
-            .and_then(Json::as_str)
-    })
-    .flatten()
-}
-
-fn sharing_keys(data: &Json) -> Option<BTreeMap<String, SharingKey>> {
+fn string_map(value: Option<&Json>) -> Option<BTreeMap<String, String>> {
     Some(
-        data.as_object()?
+        value?
+            .as_object()?
             .iter()
-            .filter_map(|(key, text)| {
-                let sharing = parse(text.as_str()?)?;
-                Some((
-                    key.clone(),
-                    SharingKey {
-                        strategy: sharing.strategy.to_owned(),
-                        replicas: sharing.replicas,
-                        rename: sharing.rename,
-                    },
-                ))
-            })
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
             .collect(),
     )
 }
 
-/// What a device-plugin config says for nodes that do not exist yet: the sharing of each key,
-/// planned (`data`) and before (`before`, `None` for a new config).
-pub(crate) fn sharing_fact(
+/// Whether a ConfigMap's data holds something the device plugin or MIG manager reads.
+fn is_gpu_config(data: &BTreeMap<String, String>) -> bool {
+    data.values().any(|text| {
+        let Ok(doc) = serde_yaml_ng::from_str::<Json>(text) else {
+            return false;
+        };
+        doc.get("version").and_then(Json::as_str) == Some("v1")
+            && (doc.get("sharing").is_some()
+                || doc.get("flags").is_some()
+                || doc.get("mig-configs").is_some())
+    })
+}
+
+/// The GPU facts of one planned object (`desired`, with its prior state's object `before`).
+pub(crate) fn object_facts(
+    ty: crate::kubernetes::ObjectType,
+    api_version: &str,
+    kind: &str,
     name: &str,
-    data: &Json,
+    namespace: Option<&str>,
+    desired: &Json,
     before: Option<&Json>,
-    policy: &Json,
-) -> Option<GpuFact> {
-    Some(GpuFact::SharingConfig {
-        name: name.to_owned(),
-        keys: sharing_keys(data)?,
-        keys_before: before.and_then(sharing_keys),
-        live_default: policy_default(policy, name).map(str::to_owned),
-    })
+) -> Vec<GpuFact> {
+    use crate::kubernetes::ObjectType;
+    let mut facts = Vec::new();
+    match (ty, api_version, kind) {
+        (ObjectType::Manifest, "v1", "ConfigMap") => {
+            let data = string_map(desired.get("data"));
+            let data_before = before.and_then(|b| string_map(b.get("data")));
+            let relevant = data.as_ref().is_some_and(is_gpu_config)
+                || data_before.as_ref().is_some_and(is_gpu_config);
+            if relevant {
+                facts.push(GpuFact::ConfigMap(ConfigMapFact {
+                    namespace: namespace.unwrap_or("default").to_owned(),
+                    name: name.to_owned(),
+                    data,
+                    data_before,
+                    attribute: path(["manifest", "data"]),
+                }));
+            }
+        }
+        (_, CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND) => {
+            let (source, attribute) = if ty == ObjectType::Manifest {
+                (OperatorSource::ClusterPolicy, path(["manifest", "spec"]))
+            } else {
+                (OperatorSource::ClusterPolicyPatch, path(["patch", "spec"]))
+            };
+            facts.push(GpuFact::Operator(OperatorFact {
+                source,
+                namespace: None,
+                settings: desired.get("spec").cloned(),
+                settings_before: before.and_then(|b| b.get("spec").cloned()),
+                attribute,
+            }));
+        }
+        (ObjectType::Labels, "v1", "Node") => {
+            let labels = string_map(desired.pointer("/metadata/labels")).unwrap_or_default();
+            facts.push(GpuFact::NodeLabels(NodeLabelsFact {
+                node: name.to_owned(),
+                labels,
+                labels_before: before
+                    .and_then(|b| string_map(b.pointer("/metadata/labels")))
+                    .unwrap_or_default(),
+                attribute: path(["labels"]),
+            }));
+        }
+        (ObjectType::Manifest, "karpenter.sh/v1", "NodePool") => {
+            let limit = |object: &Json| {
+                object
+                    .pointer("/spec/limits")
+                    .and_then(|l| l.get(GPU_RESOURCE))
+                    .and_then(|v| v.as_f64().or_else(|| v.as_str()?.parse().ok()))
+            };
+            let after = limit(desired);
+            let was = before.and_then(limit);
+            if after.is_some() || was.is_some() {
+                facts.push(GpuFact::Ceiling(CeilingFact {
+                    scope: format!("karpenter nodepool {name}"),
+                    resource: GPU_RESOURCE.to_owned(),
+                    before: was,
+                    after,
+                    node_labels: string_map(desired.pointer("/spec/template/metadata/labels"))
+                        .unwrap_or_default(),
+                }));
+            }
+        }
+        _ => {}
+    }
+    facts
 }
 
-/// The config and default key a ClusterPolicy object (planned) gives the device plugin.
-pub(crate) fn device_plugin_fact(policy: &Json) -> Option<GpuFact> {
-    let config = policy.pointer("/spec/devicePlugin/config")?;
-    Some(GpuFact::DevicePluginConfig {
-        name: config.get("name")?.as_str()?.to_owned(),
-        default_key: config
-            .get("default")
-            .and_then(Json::as_str)
-            .map(str::to_owned),
-    })
+/// Whether the live cluster matters to this object's GPU facts.
+pub(crate) fn needs_cluster(facts: &[GpuFact]) -> bool {
+    facts.iter().any(|f| !matches!(f, GpuFact::Ceiling(_)))
 }
 
-/// What applying `data` to ConfigMap `name` does to each GPU node that uses one of its keys.
-pub(crate) async fn of_sharing_config(
-    cluster: &Cluster,
-    name: &str,
-    data: &Json,
-    policy: &Json,
-) -> Vec<CapacityChange> {
-    let Some(keys) = data.as_object() else {
-        return Vec::new();
-    };
-    let default_key = policy_default(policy, name).map(str::to_owned).or_else(|| {
-        (keys.len() == 1)
-            .then(|| keys.keys().next().cloned())
-            .flatten()
-    });
-    let nodes: Api<Node> = Api::all(cluster.client.clone());
-    let Ok(list) = nodes.list(&ListParams::default().labels(COUNT_LABEL)).await else {
-        return Vec::new();
-    };
-    let mut changes = Vec::new();
-    for node in list.items {
-        let labels = node.metadata.labels.clone().unwrap_or_default();
-        let Some(key) = labels
-            .get(CONFIG_LABEL)
-            .cloned()
-            .or_else(|| default_key.clone())
-        else {
-            continue;
-        };
-        let Some(sharing) = keys.get(&key).and_then(Json::as_str).and_then(parse) else {
-            continue;
-        };
-        let physical: f64 = labels
-            .get(COUNT_LABEL)
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(0.0);
-        let product = labels
-            .get(GPU_PRODUCT_LABEL)
-            .map(|p| p.trim_end_matches("-SHARED").to_owned())
-            .unwrap_or_else(|| "GPU".to_owned());
-        let allocatable = node.status.and_then(|s| s.allocatable).unwrap_or_default();
-        let live = |resource: &str| {
-            allocatable
-                .get(resource)
-                .and_then(|q| q.0.parse::<f64>().ok())
-        };
-        let scope = format!(
-            "node {} ({}× {product})",
-            node.metadata.name.unwrap_or_default(),
-            physical
-        );
-        let shared = physical * sharing.replicas;
-        let detail = if sharing.replicas > 1.0 {
-            format!(
-                "{} ×{}",
-                sharing.strategy,
-                gpustack_protocol::format_number(sharing.replicas)
-            )
-        } else {
-            sharing.strategy.to_owned()
-        };
-        let wanted = if sharing.rename {
-            [(GPU_RESOURCE, 0.0), (SHARED_GPU_RESOURCE, shared)]
-        } else {
-            [(GPU_RESOURCE, shared), (SHARED_GPU_RESOURCE, 0.0)]
-        };
-        for (resource, after) in wanted {
-            let before = live(resource);
-            if before.unwrap_or(0.0) != after {
-                changes.push(CapacityChange {
-                    scope: scope.clone(),
-                    resource: resource.to_owned(),
-                    before,
-                    after: Some(after),
-                    detail: detail.clone(),
-                    physical: None,
+fn nvidia_quantities(node: &Node) -> BTreeMap<String, f64> {
+    node.status
+        .as_ref()
+        .and_then(|s| s.allocatable.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with("nvidia.com/"))
+        .filter_map(|(k, q)| Some((k.clone(), q.0.parse::<f64>().ok()?)))
+        .collect()
+}
+
+/// The live cluster as the GPU components see it: nodes that have or may have GPUs, the
+/// ClusterPolicy and the ConfigMaps it points at, NVIDIA's DRA devices. Parts the cluster
+/// does not serve (no ClusterPolicy CRD, no DRA API) are simply absent.
+pub(crate) async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error> {
+    let policy = live_policy(cluster).await;
+    let spec = policy.as_ref().and_then(|p| p.get("spec").cloned());
+    let operator_namespace = policy
+        .as_ref()
+        .and_then(|p| p.pointer("/status/namespace"))
+        .and_then(Json::as_str)
+        .map(str::to_owned);
+    let mut dra: BTreeMap<String, Vec<DraDevice>> = BTreeMap::new();
+    let slices: Api<ResourceSlice> = Api::all(cluster.client.clone());
+    if let Ok(list) = slices.list(&ListParams::default()).await {
+        for slice in list.items {
+            if slice.spec.driver != DRA_DRIVER {
+                continue;
+            }
+            let Some(node) = slice.spec.node_name.clone() else {
+                continue;
+            };
+            for device in slice.spec.devices.into_iter().flatten() {
+                let attribute = |name: &str| {
+                    device
+                        .attributes
+                        .as_ref()
+                        .and_then(|a| a.get(name))
+                        .and_then(|a| a.string.clone())
+                };
+                dra.entry(node.clone()).or_default().push(DraDevice {
+                    kind: attribute("type").unwrap_or_else(|| "gpu".into()),
+                    product: attribute("productName").unwrap_or_default(),
+                    memory_mib: device
+                        .capacity
+                        .as_ref()
+                        .and_then(|c| c.get("memory"))
+                        .and_then(|c| parse_bytes(&c.value.0))
+                        .map(|bytes| bytes / (1024 * 1024)),
+                    name: device.name.clone(),
                 });
             }
         }
     }
-    changes
+    let nodes: Api<Node> = Api::all(cluster.client.clone());
+    let nodes = nodes
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|node| {
+            let name = node.metadata.name.clone()?;
+            let labels: BTreeMap<String, String> = node.metadata.labels.clone().unwrap_or_default();
+            let allocatable = nvidia_quantities(&node);
+            let dra_devices = dra.remove(&name).unwrap_or_default();
+            let gpu_node = labels.contains_key(GPU_COUNT_LABEL)
+                || labels.contains_key(DEVICE_PLUGIN_CONFIG_LABEL)
+                || labels.keys().any(|k| k.starts_with("nvidia.com/"))
+                || !allocatable.is_empty()
+                || !dra_devices.is_empty()
+                || labels
+                    .get(INSTANCE_TYPE_LABEL)
+                    .is_some_and(|t| gpustack_gpu::catalog::gpus(t).is_some());
+            gpu_node.then_some(NodeFact {
+                name,
+                labels,
+                allocatable,
+                dra_devices,
+            })
+        })
+        .collect();
+    let namespace = operator_namespace.as_deref().unwrap_or("gpu-operator");
+    let mut config_maps = BTreeMap::new();
+    let wanted = [
+        spec.as_ref()
+            .and_then(|s| s.pointer("/devicePlugin/config/name"))
+            .and_then(Json::as_str)
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned),
+        spec.as_ref()
+            .and_then(|s| s.pointer("/migManager/config/name"))
+            .and_then(Json::as_str)
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+            .or_else(|| spec.as_ref().map(|_| DEFAULT_MIG_CONFIG.to_owned())),
+    ];
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), namespace);
+    for name in wanted.into_iter().flatten() {
+        if let Ok(Some(map)) = maps.get_opt(&name).await {
+            config_maps.insert(name, map.data.unwrap_or_default());
+        }
+    }
+    Ok(ClusterFact {
+        nodes,
+        policy: spec,
+        operator_namespace,
+        config_maps,
+    })
+}
+
+/// A byte quantity (`80Gi`, `81920Mi`, `85899345920`).
+fn parse_bytes(quantity: &str) -> Option<u64> {
+    let split = quantity
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(quantity.len());
+    let (number, unit) = quantity.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let factor: f64 = match unit {
+        "" => 1.0,
+        "Ki" => 1024.0,
+        "Mi" => 1024.0 * 1024.0,
+        "Gi" => 1024.0 * 1024.0 * 1024.0,
+        "Ti" => 1024.0_f64.powi(4),
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        _ => return None,
+    };
+    Some((number * factor) as u64)
+}
+
+/// The live ClusterPolicy `cluster-policy`, if the CRD and the object exist.
+async fn live_policy(cluster: &Cluster) -> Option<Json> {
+    let kind = cluster
+        .kind(CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND)
+        .await
+        .ok()
+        .flatten()?;
+    let policy = cluster
+        .api(&kind, None)
+        .get_opt("cluster-policy")
+        .await
+        .ok()
+        .flatten()?;
+    serde_json::to_value(policy).ok()
 }
 
 #[cfg(test)]
@@ -232,30 +283,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_time_slicing_mps_and_plain_configs() {
-        let ts = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 10\n";
-        assert_eq!(
-            parse(ts),
-            Some(Sharing {
-                strategy: "time-slicing",
-                replicas: 10.0,
-                rename: false
-            })
-        );
-        let mps = "version: v1\nsharing:\n  mps:\n    renameByDefault: true\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n";
-        assert_eq!(
-            parse(mps),
-            Some(Sharing {
-                strategy: "MPS",
-                replicas: 4.0,
-                rename: true
-            })
-        );
-        assert_eq!(
-            parse("version: v1\nflags:\n  migStrategy: none\n").map(|s| s.replicas),
-            Some(1.0)
-        );
-        assert_eq!(parse("a: b"), None);
-        assert_eq!(parse("not: [yaml"), None);
+    fn reads_byte_quantities() {
+        assert_eq!(parse_bytes("80Gi"), Some(80 * 1024 * 1024 * 1024));
+        assert_eq!(parse_bytes("1024"), Some(1024));
+        assert_eq!(parse_bytes("x"), None);
+    }
+
+    #[test]
+    fn knows_gpu_configs_from_other_config_maps() {
+        let config = |text: &str| BTreeMap::from([("any".to_owned(), text.to_owned())]);
+        assert!(is_gpu_config(&config(
+            "version: v1\nflags:\n  migStrategy: none\n"
+        )));
+        assert!(is_gpu_config(&config("version: v1\nmig-configs: {}\n")));
+        assert!(!is_gpu_config(&config("a: b")));
     }
 }

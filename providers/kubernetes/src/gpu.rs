@@ -508,7 +508,6 @@ impl Provider for SmokeTests {
             existing: None,
             planned_state: planned,
             requires_replace: vec![],
-            capacity: vec![],
             gpu_facts: vec![],
             diagnostics: vec![],
         }

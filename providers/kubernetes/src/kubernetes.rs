@@ -160,6 +160,7 @@ impl Family for Kubernetes {
         let connected = Arc::new(Connected {
             cluster: Arc::new(cluster),
             present: std::sync::Mutex::default(),
+            gpu_cluster: tokio::sync::OnceCell::new(),
         });
         let resources = ObjectType::ALL
             .into_iter()
@@ -227,6 +228,9 @@ pub(crate) struct Connected {
     /// The objects of each (apiVersion, kind, namespace) that planned creates look for: one
     /// metadata LIST per group for a whole plan, not a GET per object.
     present: std::sync::Mutex<std::collections::HashMap<Group, Arc<Present>>>,
+    /// The live cluster as the GPU model needs it: read once per plan, by the first object
+    /// that bears on GPUs.
+    gpu_cluster: tokio::sync::OnceCell<Result<gpustack_protocol::ClusterFact, String>>,
 }
 
 /// (apiVersion, kind, namespace).
@@ -450,6 +454,19 @@ fn conflict_detail(e: &kube::Error) -> Option<String> {
 }
 
 impl Connected {
+    /// The live cluster's GPU facts, or why they cannot be read (the plan then goes on
+    /// without node lines, and says so).
+    async fn cluster_fact(&self) -> Result<gpustack_protocol::ClusterFact, String> {
+        self.gpu_cluster
+            .get_or_init(|| async {
+                crate::capacity::cluster_fact(&self.cluster)
+                    .await
+                    .map_err(|e| api_error(&e))
+            })
+            .await
+            .clone()
+    }
+
     async fn kind_of(&self, id: &ObjectId) -> Result<Option<Kind>, Vec<Diagnostic>> {
         self.cluster
             .kind(&id.api_version, &id.kind)
@@ -569,35 +586,28 @@ impl Connected {
             }
             _ => Value::Unknown,
         };
-        let mut gpu_facts = Vec::new();
-        let capacity = match (&desired, &id) {
-            _ if request.for_apply => Vec::new(),
-            (Some(desired), Some(id)) if id.kind == "ConfigMap" && id.api_version == "v1" => {
-                let data = desired.get("data").cloned().unwrap_or(Json::Null);
-                let before = prior
-                    .and_then(|p| attribute(p, "object"))
-                    .map(|o| o.to_json().get("data").cloned().unwrap_or(Json::Null));
-                if crate::capacity::is_sharing_config(&data) {
-                    let policy = crate::capacity::live_policy(&self.cluster).await;
-                    gpu_facts.extend(crate::capacity::sharing_fact(
-                        &id.name,
-                        &data,
-                        before.as_ref(),
-                        &policy,
-                    ));
-                    if before.as_ref() == Some(&data) {
-                        Vec::new()
-                    } else {
-                        crate::capacity::of_sharing_config(&self.cluster, &id.name, &data, &policy)
-                            .await
+        let gpu_facts = match (&desired, &id) {
+            (Some(desired), Some(id)) if !request.for_apply => {
+                let before = prior.and_then(|p| self::desired(ty, p));
+                let mut facts = crate::capacity::object_facts(
+                    ty,
+                    &id.api_version,
+                    &id.kind,
+                    &id.name,
+                    id.namespace.as_deref(),
+                    desired,
+                    before.as_ref(),
+                );
+                if crate::capacity::needs_cluster(&facts) {
+                    match self.cluster_fact().await {
+                        Ok(cluster) => facts.push(gpustack_protocol::GpuFact::Cluster(cluster)),
+                        Err(why) => diagnostics.push(Diagnostic::warning(
+                            "GPU nodes not read",
+                            format!("Cannot list the cluster's GPU nodes ({why}): the plan has no node capacity lines and no checks against the nodes' GPUs."),
+                        )),
                     }
-                } else {
-                    Vec::new()
                 }
-            }
-            (Some(desired), Some(id)) if id.kind == "ClusterPolicy" => {
-                gpu_facts.extend(crate::capacity::device_plugin_fact(desired));
-                Vec::new()
+                facts
             }
             _ => Vec::new(),
         };
@@ -618,7 +628,6 @@ impl Connected {
         PlanResourceChangeResponse {
             planned_state: planned,
             requires_replace,
-            capacity,
             gpu_facts,
             existing,
             diagnostics,

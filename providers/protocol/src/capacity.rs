@@ -1,12 +1,14 @@
-//! What a plan does to GPU capacity: lines a provider computes itself, and facts the engine
-//! combines across providers (a cloud pool's machines with the sharing config its nodes will
-//! use, DESIGN §1).
+//! What providers know about GPUs, as facts for the engine's GPU model (the `gpustack-gpu`
+//! crate), and the capacity lines the model computes from them (DESIGN §1). Providers report
+//! what they see — a pool's machines, a ConfigMap's text, a ClusterPolicy's fields, a chart's
+//! values, a cluster's nodes — and never decide what it means for GPUs: the model does.
 
+use crate::value::{Path, PathStep};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// What a planned change does to the GPU resources a node or pool advertises
-/// (`nvidia.com/gpu 10 → 4`): the plan's GPU capacity section.
+/// (`nvidia.com/gpu 10 → 4`): one line of the plan's GPU capacity section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CapacityChange {
     /// The node or pool, e.g. `node tw-t4 (1× Tesla-T4)`.
@@ -17,31 +19,39 @@ pub struct CapacityChange {
     pub after: Option<f64>,
     /// Why, e.g. `time-slicing ×4`.
     pub detail: String,
-    /// For a pool: the physical GPUs behind `after`, before any sharing.
+    /// The physical GPUs behind `after`, before any sharing: set for a pool, and for a node
+    /// that advertises no GPUs yet (no device plugin runs there before the plan).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub physical: Option<f64>,
 }
 
-/// A fact about GPUs that one resource knows and another layer gives meaning to.
+/// Builds a path from keys: `path(["manifest", "data"])`.
+pub fn path<'a>(keys: impl IntoIterator<Item = &'a str>) -> Path {
+    keys.into_iter()
+        .map(|k| PathStep::Key(k.to_owned()))
+        .collect()
+}
+
+/// A fact about GPUs that one resource knows and the GPU model gives meaning to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum GpuFact {
     /// A cloud pool of GPU machines.
     Pool(PoolFact),
-    /// A device-plugin config (a ConfigMap) and the sharing each of its keys sets up, as
-    /// planned and as it was (`None`: the config is new). `live_default` is the key the live
-    /// ClusterPolicy makes the default, if it points here.
-    SharingConfig {
-        name: String,
-        keys: BTreeMap<String, SharingKey>,
-        keys_before: Option<BTreeMap<String, SharingKey>>,
-        live_default: Option<String>,
-    },
-    /// The ClusterPolicy as planned: the config the device plugin reads and its default key.
-    DevicePluginConfig {
-        name: String,
-        default_key: Option<String>,
-    },
+    /// A ConfigMap the stack plans whose data may be read by the device plugin or the MIG
+    /// manager: its text per key as planned (`None`: deleted) and before (`None`: new).
+    ConfigMap(ConfigMapFact),
+    /// GPU Operator settings the stack plans: a ClusterPolicy object or patch, or the values of
+    /// a Helm release of the GPU Operator chart.
+    Operator(OperatorFact),
+    /// Labels a resource sets on a node (`nvidia.com/device-plugin.config`,
+    /// `nvidia.com/mig.config`), as planned and before.
+    NodeLabels(NodeLabelsFact),
+    /// A GPU ceiling: a Karpenter NodePool's `spec.limits`, a GKE node auto-provisioning limit.
+    Ceiling(CeilingFact),
+    /// The live cluster as the GPU components see it: its GPU nodes, the live ClusterPolicy
+    /// and the ConfigMaps it points at.
+    Cluster(ClusterFact),
 }
 
 /// A cloud pool (AKS node pool, EKS node group, GKE node pool), before and after the plan.
@@ -56,6 +66,21 @@ pub struct PoolFact {
     pub after: Option<PoolShape>,
     /// Whether the pool is created or replaced by this plan.
     pub new: bool,
+    /// GPU software the cloud itself runs on the pool's nodes (GKE's device plugin, AKS
+    /// managed GPU mode), and the attribute that turns it on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed_gpu_software: Option<ManagedSoftware>,
+}
+
+/// GPU software a cloud installs on a pool by itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManagedSoftware {
+    /// `GKE's NVIDIA device plugin`, `AKS managed GPU mode`.
+    pub what: String,
+    /// The pool attribute that selects it.
+    pub attribute: Path,
+    /// Whether it includes a device plugin (both do today).
+    pub device_plugin: bool,
 }
 
 /// The machines of a pool: how many (a range when it autoscales) and their GPUs.
@@ -64,27 +89,132 @@ pub struct PoolShape {
     pub min_nodes: u32,
     pub max_nodes: u32,
     pub machine: String,
-    pub gpus: GpuShape,
+    /// `None`: the machine type has no GPUs anyone could name (not in the cloud's answer nor
+    /// the built-in table).
+    pub gpus: Option<GpuShape>,
     /// Sharing the cloud itself sets up on the pool (GKE's MIG partitions and time-sharing);
     /// it takes the place of any device-plugin config.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sharing: Option<SharingKey>,
+    pub sharing: Option<CloudSharing>,
 }
 
-/// The GPUs of one machine.
+/// The GPUs of one machine, and where that came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuShape {
     pub count: u32,
     pub model: String,
     pub memory_gb: u32,
+    /// `EC2 DescribeInstanceTypes`, or `built-in table` when no cloud API answered (with why).
+    pub source: String,
 }
 
-/// One key of a device-plugin config: how each physical GPU is advertised.
+/// Sharing a cloud sets up on a pool (GKE `gpuPartitionSize`, `gpuSharingConfig`; AKS
+/// `gpuInstanceProfile`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SharingKey {
-    /// `time-slicing`, `MPS`, or `no sharing`.
-    pub strategy: String,
-    pub replicas: f64,
-    /// Advertised as `nvidia.com/gpu.shared` instead of `nvidia.com/gpu`.
-    pub rename: bool,
+pub struct CloudSharing {
+    /// A MIG profile, e.g. `1g.20gb`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig_profile: Option<String>,
+    /// `time-sharing` or `MPS`, with the clients per GPU (or per partition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<(String, f64)>,
+}
+
+/// A ConfigMap as planned and before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigMapFact {
+    pub namespace: String,
+    pub name: String,
+    pub data: Option<BTreeMap<String, String>>,
+    pub data_before: Option<BTreeMap<String, String>>,
+    /// Where `data` is in the resource's configuration (`manifest.data`).
+    pub attribute: Path,
+}
+
+/// Where operator settings come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OperatorSource {
+    /// A whole ClusterPolicy object.
+    ClusterPolicy,
+    /// A patch of some of the ClusterPolicy's fields.
+    ClusterPolicyPatch,
+    /// The GPU Operator chart's values (the chart renders the ClusterPolicy from them).
+    HelmValues,
+}
+
+/// GPU Operator settings as planned and before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperatorFact {
+    pub source: OperatorSource,
+    /// The release's namespace (Helm), where the operator's ConfigMaps live.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The ClusterPolicy's `spec`, or the chart's values: the fields the operator reads
+    /// (`devicePlugin.config`, `mig.strategy`, `migManager.config`, `devicePlugin.enabled`) in the
+    /// same shape in both. `None` after: removed.
+    pub settings: Option<serde_json::Value>,
+    pub settings_before: Option<serde_json::Value>,
+    /// Where `settings` is in the resource's configuration (`patch.spec`, `values[0]`).
+    pub attribute: Path,
+}
+
+/// Labels one resource sets on one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeLabelsFact {
+    pub node: String,
+    pub labels: BTreeMap<String, String>,
+    pub labels_before: BTreeMap<String, String>,
+    pub attribute: Path,
+}
+
+/// A ceiling on the GPUs an autoscaler may bring, before and after the plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CeilingFact {
+    /// `karpenter nodepool gpu`, `gke node auto-provisioning nvidia-tesla-t4`.
+    pub scope: String,
+    pub resource: String,
+    pub before: Option<f64>,
+    pub after: Option<f64>,
+    /// Labels the nodes it makes carry, for the sharing config they will pick.
+    pub node_labels: BTreeMap<String, String>,
+}
+
+/// The live cluster as the GPU components see it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ClusterFact {
+    /// The nodes with GPUs, or that could have them (GFD, DRA or instance-type facts).
+    pub nodes: Vec<NodeFact>,
+    /// The live ClusterPolicy's `spec`, if the operator is installed.
+    pub policy: Option<serde_json::Value>,
+    /// The operator's namespace (the ClusterPolicy's `status.namespace`).
+    pub operator_namespace: Option<String>,
+    /// The live ConfigMaps of the operator's namespace that the device plugin or the MIG
+    /// manager may read, by name.
+    pub config_maps: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// One live node: its labels, what it advertises, and its devices as DRA publishes them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeFact {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    /// `nvidia.com/*` extended resources in `status.allocatable`.
+    pub allocatable: BTreeMap<String, f64>,
+    /// Devices of NVIDIA's DRA driver (`gpu.nvidia.com`) in the node's ResourceSlices.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dra_devices: Vec<DraDevice>,
+}
+
+/// A device a DRA driver publishes in a ResourceSlice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DraDevice {
+    pub name: String,
+    /// The `type` attribute: `gpu`, `mig`.
+    pub kind: String,
+    /// The `productName` attribute.
+    pub product: String,
+    /// The `memory` capacity, in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u64>,
 }

@@ -13,7 +13,11 @@ pub mod secrets;
 mod types;
 mod value;
 
-pub use capacity::{CapacityChange, GpuFact, GpuShape, PoolFact, PoolShape, SharingKey};
+pub use capacity::{
+    CapacityChange, CeilingFact, CloudSharing, ClusterFact, ConfigMapFact, DraDevice, GpuFact,
+    GpuShape, ManagedSoftware, NodeFact, NodeLabelsFact, OperatorFact, OperatorSource, PoolFact,
+    PoolShape, path,
+};
 
 /// The annotation, label or tag key of a stack's mark on the objects it creates.
 pub const OWNER_KEY: &str = "gpustack.dev/owner";
@@ -139,10 +143,9 @@ pub struct PlanResourceChangeResponse {
     pub planned_state: Value,
     /// Attribute paths whose change forces replacement (`vm_size`).
     pub requires_replace: Vec<String>,
-    /// GPU capacity this change adds or removes, where the provider can tell.
-    pub capacity: Vec<CapacityChange>,
     /// What this resource says about GPUs whatever it changes (a pool's size and machines, a
-    /// sharing config): the engine combines them across providers into capacity lines.
+    /// sharing config, the cluster's GPU nodes): the engine's GPU model combines them across
+    /// providers into checks and capacity lines.
     pub gpu_facts: Vec<GpuFact>,
     /// For a planned create (no prior state): the object is already there. Nothing the stack
     /// did not create or import is ever changed, so the engine refuses the plan unless the
@@ -368,7 +371,6 @@ pub fn plan_from_schema(
     PlanResourceChangeResponse {
         planned_state: Value::Object(planned),
         requires_replace,
-        capacity: Vec::new(),
         gpu_facts: Vec::new(),
         existing: None,
         diagnostics: Vec::new(),

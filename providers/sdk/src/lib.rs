@@ -5,7 +5,8 @@
 //! **Invariant:** this crate depends on no cloud or Kubernetes SDK: a provider that needs none
 //! compiles none.
 
-pub mod catalog;
+/// The built-in GPU tables, which live with the GPU model.
+pub use gpustack_gpu::catalog;
 pub mod check;
 pub mod family;
 pub mod normalize;

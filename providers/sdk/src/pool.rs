@@ -64,6 +64,12 @@ pub trait CloudPool: Send + Sync {
     /// without GPUs.
     async fn shape(&self, state: &Value) -> Option<PoolShape>;
 
+    /// GPU software the cloud runs on the pool by itself (a device plugin), if the state
+    /// turns it on.
+    fn managed_gpu_software(_state: &Value) -> Option<gpustack_protocol::ManagedSoftware> {
+        None
+    }
+
     /// Creates the pool marked with `owner`; on failure, the pool as far as it was made.
     async fn create(
         &self,
@@ -110,6 +116,7 @@ impl<P: CloudPool> Pools<P> {
             before,
             after,
             new,
+            managed_gpu_software: P::managed_gpu_software(labelled),
         }))
     }
 }

@@ -64,6 +64,7 @@ fn sdk_crates(package: &str) -> Vec<String> {
 fn the_engine_and_its_foundations_depend_on_no_sdk() {
     for package in [
         "gpustack-engine",
+        "gpustack-gpu",
         "gpustack-protocol",
         "gpustack-state",
         "gpustack-provider-sdk",
@@ -85,7 +86,13 @@ fn the_engine_names_no_provider_backend_or_binary_crate() {
     assert_eq!(
         gpustack,
         BTreeSet::from(
-            ["gpustack-engine", "gpustack-protocol", "gpustack-state"].map(str::to_owned)
+            [
+                "gpustack-engine",
+                "gpustack-gpu",
+                "gpustack-protocol",
+                "gpustack-state"
+            ]
+            .map(str::to_owned)
         )
     );
 }

@@ -1,0 +1,72 @@
+//! The GPU pass: what the plan's resources reported about GPUs goes to the GPU model
+//! (`gpustack-gpu`), whose findings become located diagnostics and whose capacity lines and
+//! capacity drift go into the plan (DESIGN §1).
+
+use super::CapacityLine;
+use crate::evaluate::Evaluation;
+use gpustack_gpu::{Model, NodeDrift, Severity, Sourced};
+use gpustack_protocol::GpuFact;
+use std::collections::HashMap;
+
+/// Where a resource instance is configured: its module and resource key.
+pub(crate) type Sources = HashMap<String, (usize, String)>;
+
+pub(crate) struct Outcome {
+    pub capacity: Vec<CapacityLine>,
+    pub drift: Vec<NodeDrift>,
+}
+
+/// Runs the model on the facts of a plan; `checks`: report its findings (a normal plan), or
+/// only measure (refresh-only: drift runs on what is live, whatever the stack now says).
+pub(crate) fn pass(
+    walk: &mut Evaluation<'_>,
+    facts: &[(String, GpuFact)],
+    sources: &Sources,
+    checks: bool,
+) -> Outcome {
+    let sourced: Vec<Sourced<'_>> = facts
+        .iter()
+        .map(|(address, fact)| Sourced { address, fact })
+        .collect();
+    let model = Model::build(&sourced);
+    if checks {
+        for finding in model.findings() {
+            let span = sources.get(&finding.address).and_then(|(module, key)| {
+                let module = &walk.stack.modules[*module];
+                let resource = module.resources.get(key)?;
+                crate::evaluate::path_span(module, &resource.body, &finding.path)
+                    .or(Some(resource.span))
+            });
+            let detail = format!(
+                "{} (at {}{})",
+                finding.detail,
+                finding.address,
+                if finding.path.is_empty() {
+                    String::new()
+                } else {
+                    format!(".{}", gpustack_protocol::path_text(&finding.path))
+                }
+            );
+            match finding.severity {
+                Severity::Error => walk.diags.error(span, finding.summary, detail),
+                Severity::Warning => {
+                    walk.diags
+                        .push(crate::diag::Diag::warning(span, finding.summary, detail))
+                }
+            }
+        }
+    }
+    let capacity = if checks {
+        model
+            .capacity()
+            .into_iter()
+            .map(|(address, change)| CapacityLine { address, change })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Outcome {
+        capacity,
+        drift: if checks { Vec::new() } else { model.drift() },
+    }
+}

@@ -1,0 +1,289 @@
+//! The plan's GPU capacity section from the model: per node, per pool and per autoscaler
+//! ceiling, what is advertised before and after the plan, and why.
+
+use crate::catalog;
+use crate::model::{Model, Node, Physical, Prediction, Side};
+use gpustack_protocol::nvidia::{DEVICE_PLUGIN_CONFIG_LABEL, GPU_RESOURCE};
+use gpustack_protocol::{CapacityChange, PoolFact, PoolShape, format_number};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A capacity line and the resource instance it belongs to.
+pub type Line = (String, CapacityChange);
+
+pub(crate) fn lines(model: &Model) -> Vec<Line> {
+    let mut out = Vec::new();
+    for node in &model.nodes {
+        out.extend(node_lines(model, node));
+    }
+    for (address, pool) in &model.pools {
+        out.extend(pool_line(model, pool).map(|c| (address.clone(), c)));
+    }
+    for (address, ceiling) in &model.ceilings {
+        if ceiling.before == ceiling.after {
+            continue;
+        }
+        let sharing = shared_factor(&model.after, &ceiling.node_labels);
+        let mut detail =
+            vec!["a ceiling on physical GPUs: the autoscaler does not count sharing".to_owned()];
+        if let (Some(after), Some((factor, how))) = (ceiling.after, sharing)
+            && factor > 1.0
+        {
+            detail.push(format!(
+                "{how}: up to {} schedulable",
+                format_number(after * factor)
+            ));
+        }
+        out.push((
+            address.clone(),
+            CapacityChange {
+                scope: ceiling.scope.clone(),
+                resource: ceiling.resource.clone(),
+                before: ceiling.before,
+                after: ceiling.after,
+                detail: detail.join("; "),
+                physical: None,
+            },
+        ));
+    }
+    out
+}
+
+/// The resource instance a node's line belongs to: what the plan changes for it.
+fn cause(model: &Model, node: &Node) -> String {
+    if let Some(origin) = node.label_origins.values().next() {
+        return origin.address.clone();
+    }
+    let settings = &model.after.settings;
+    for candidate in [
+        &settings.config,
+        &settings.default_key,
+        &settings.mig_config,
+        &settings.mig_default,
+    ] {
+        if let Some(origin) = candidate.as_ref().and_then(|s| s.origin.as_ref()) {
+            return origin.address.clone();
+        }
+    }
+    model
+        .config_maps
+        .first()
+        .map(|(a, _)| a.clone())
+        .or_else(|| model.operators.first().map(|(a, _)| a.clone()))
+        .unwrap_or_default()
+}
+
+fn node_lines(model: &Model, node: &Node) -> Vec<Line> {
+    let Some(physical) = &node.physical else {
+        return Vec::new();
+    };
+    let before = model.before.predict(&node.live.labels, physical);
+    let after = model.after.predict(&node.labels_after, physical);
+    if before == after || (after.is_none() && model.after.settings.present) {
+        return Vec::new();
+    }
+    let live = &node.live.allocatable;
+    let advertises_nothing = live.values().all(|v| *v == 0.0);
+    let empty = BTreeMap::new();
+    let wanted = after.as_ref().map_or(&empty, |p| &p.resources);
+    let resources: BTreeSet<&String> = live
+        .iter()
+        .filter(|(_, v)| **v != 0.0)
+        .map(|(k, _)| k)
+        .chain(wanted.keys())
+        .collect();
+    let mut detail = match &after {
+        Some(p) => p.how.clone(),
+        None => vec!["GPU Operator removed: no device plugin".to_owned()],
+    };
+    let before_key = before.as_ref().and_then(|p| p.config_key.clone());
+    let after_key = after.as_ref().and_then(|p| p.config_key.clone());
+    if before_key != after_key
+        && node.label_origins.contains_key(DEVICE_PLUGIN_CONFIG_LABEL)
+        && let Some((config, key)) = &after_key
+    {
+        detail.push(format!("joins {config} key {key} by label"));
+    }
+    if before.is_none() && !model.before.settings.present {
+        detail.push("the GPU Operator is installed by this plan".to_owned());
+    }
+    if physical.source != "GFD labels" {
+        detail.push(format!(
+            "{}× {} from {}",
+            physical.count, physical.model, physical.source
+        ));
+    }
+    let scope = format!(
+        "node {} ({}× {})",
+        node.live.name, physical.count, physical.product
+    );
+    let address = cause(model, node);
+    resources
+        .into_iter()
+        .filter_map(|resource| {
+            let was = live.get(resource).copied().unwrap_or(0.0);
+            let will = wanted.get(resource).copied().unwrap_or(0.0);
+            if was == will && !advertises_nothing {
+                return None;
+            }
+            if advertises_nothing && will == 0.0 {
+                return None;
+            }
+            Some((
+                address.clone(),
+                CapacityChange {
+                    scope: scope.clone(),
+                    resource: resource.clone(),
+                    before: live.get(resource).copied(),
+                    after: Some(will),
+                    detail: detail.join("; "),
+                    physical: (advertises_nothing && resource == GPU_RESOURCE)
+                        .then_some(f64::from(physical.count)),
+                },
+            ))
+        })
+        .collect()
+}
+
+/// The sharing factor and its description that nodes with `labels` get from the config.
+fn shared_factor(side: &Side, labels: &BTreeMap<String, String>) -> Option<(f64, String)> {
+    let physical = Physical {
+        count: 1,
+        model: "GPU".into(),
+        memory_gb: 0,
+        product: "GPU".into(),
+        source: String::new(),
+    };
+    let p = side.predict(labels, &physical)?;
+    let (total, _) = advertised_of(&p);
+    Some((total, p.how.join("; ")))
+}
+
+/// All GPU resources a prediction advertises, and under which resource name the most.
+fn advertised_of(p: &Prediction) -> (f64, String) {
+    let total = p.resources.values().sum();
+    let name = p
+        .resources
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map_or(GPU_RESOURCE.to_owned(), |(k, _)| k.clone());
+    (total, name)
+}
+
+fn nodes(shape: &PoolShape) -> String {
+    if shape.min_nodes == shape.max_nodes {
+        shape.min_nodes.to_string()
+    } else {
+        format!("{}–{}", shape.min_nodes, shape.max_nodes)
+    }
+}
+
+/// What one node of a pool advertises, its resource, and how.
+fn per_node(side: &Side, pool: &PoolFact, shape: &PoolShape) -> Option<(f64, String, String)> {
+    let gpus = shape.gpus.as_ref()?;
+    if let Some(cloud) = &shape.sharing {
+        let partitions = cloud.mig_profile.as_ref().map(|p| {
+            let profile = if p.contains('.') {
+                p.as_str()
+            } else {
+                catalog::profile_by_slices(&gpus.model, gpus.memory_gb, p).unwrap_or(p)
+            };
+            let n = catalog::partitions_per_gpu(&gpus.model, gpus.memory_gb, profile).unwrap_or(1);
+            (f64::from(n), format!("MIG {profile} ×{n}"))
+        });
+        let clients = cloud
+            .clients
+            .as_ref()
+            .map(|(s, n)| (*n, format!("{s} ×{}", format_number(*n))));
+        let factor =
+            partitions.as_ref().map_or(1.0, |p| p.0) * clients.as_ref().map_or(1.0, |c| c.0);
+        let how = [partitions.map(|p| p.1), clients.map(|c| c.1)]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" + ");
+        return Some((
+            f64::from(gpus.count) * factor,
+            GPU_RESOURCE.to_owned(),
+            format!("{how}, set by the cloud"),
+        ));
+    }
+    let physical = Physical {
+        count: gpus.count,
+        model: gpus.model.clone(),
+        memory_gb: gpus.memory_gb,
+        product: gpus.model.clone(),
+        source: String::new(),
+    };
+    match side.predict(&pool.node_labels, &physical) {
+        Some(p) => {
+            let (total, name) = advertised_of(&p);
+            Some((total, name, p.how.join("; ")))
+        }
+        None => Some((
+            f64::from(gpus.count),
+            GPU_RESOURCE.to_owned(),
+            "no sharing".into(),
+        )),
+    }
+}
+
+fn pool_line(model: &Model, pool: &PoolFact) -> Option<CapacityChange> {
+    let before = pool
+        .before
+        .as_ref()
+        .filter(|_| !pool.new)
+        .and_then(|b| Some((b, per_node(&model.before, pool, b)?)));
+    let after = pool
+        .after
+        .as_ref()
+        .and_then(|a| Some((a, per_node(&model.after, pool, a)?)));
+    let total =
+        |(shape, (n, _, _)): &(&PoolShape, (f64, String, String))| f64::from(shape.max_nodes) * n;
+    let same_machines = pool.before.as_ref().map(|b| (&b.machine, &b.gpus))
+        == pool.after.as_ref().map(|a| (&a.machine, &a.gpus));
+    if !pool.new && same_machines && before.as_ref().map(total) == after.as_ref().map(total) {
+        return None;
+    }
+    let (shape, (_, resource, how)) = after.as_ref().or(before.as_ref())?;
+    let gpus = shape.gpus.as_ref()?;
+    let why = match (&pool.before, &pool.after) {
+        (_, None) => "pool removed".to_owned(),
+        (Some(_), Some(_)) if pool.new => "pool replaced".to_owned(),
+        (None, Some(_)) => "new pool".to_owned(),
+        (Some(b), Some(_)) if !same_machines => match &b.gpus {
+            Some(g) => format!(
+                "was {} × {} ({}× {})",
+                nodes(b),
+                b.machine,
+                g.count,
+                g.model
+            ),
+            None => format!("was {} × {}", nodes(b), b.machine),
+        },
+        _ => format!("was {}", format_number(before.as_ref().map_or(0.0, total))),
+    };
+    let mut detail = vec![how.clone(), why];
+    if shape.min_nodes != shape.max_nodes {
+        detail.push(format!("at {} nodes", shape.max_nodes));
+    }
+    detail.push(format!("{} GB per GPU", gpus.memory_gb));
+    if gpus.source.contains(catalog::BUILT_IN) {
+        detail.push(format!("GPUs from the {}", gpus.source));
+    }
+    Some(CapacityChange {
+        scope: format!(
+            "{} {}: {} × {} ({}× {})",
+            pool.kind,
+            pool.name,
+            nodes(shape),
+            shape.machine,
+            gpus.count,
+            gpus.model
+        ),
+        resource: resource.clone(),
+        before: before.as_ref().map(total),
+        after: after.as_ref().map(total),
+        detail: detail.join("; "),
+        physical: Some(f64::from(shape.max_nodes) * f64::from(gpus.count)),
+    })
+}

@@ -1,0 +1,275 @@
+//! The checks of GPU-FACTS run on the model, whichever way the stack expresses the config (a
+//! module, a raw ConfigMap, the operator chart's values): each finding points at the part of
+//! the stack that causes it.
+
+use crate::mig::Layout;
+use crate::model::{Model, Origin, key};
+use crate::sharing::{self, Strategy};
+use crate::{Finding, Severity, catalog};
+use gpustack_protocol::nvidia::DEVICE_PLUGIN_CONFIG_LABEL;
+use gpustack_protocol::{OperatorSource, PathStep};
+
+fn error(origin: Origin, summary: impl Into<String>, detail: impl Into<String>) -> Finding {
+    Finding {
+        address: origin.address,
+        path: origin.path,
+        severity: Severity::Error,
+        summary: summary.into(),
+        detail: detail.into(),
+    }
+}
+
+pub(crate) fn run(model: &Model) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    config_texts(model, &mut findings);
+    for conflict in &model.conflicts {
+        findings.push(error(
+            conflict.second.1.clone(),
+            "Two configs for one ClusterPolicy field",
+            format!(
+                "The ClusterPolicy has one {}: {} sets it to \"{}\" and {} to \"{}\"; the last apply wins and the other config is silently unused. Give both sharing setups one ConfigMap with a key each, and pick a key per node with the nvidia.com/device-plugin.config label.",
+                conflict.what,
+                conflict.first.1.address,
+                conflict.first.0,
+                conflict.second.1.address,
+                conflict.second.0
+            ),
+        ));
+    }
+    nodes(model, &mut findings);
+    pools(model, &mut findings);
+    findings
+}
+
+/// Every device-plugin config the stack writes, however it writes it.
+fn config_texts(model: &Model, findings: &mut Vec<Finding>) {
+    let mut texts: Vec<(Origin, &str)> = Vec::new();
+    for (address, c) in &model.config_maps {
+        for (k, text) in c.data.iter().flatten() {
+            let unchanged = c
+                .data_before
+                .as_ref()
+                .and_then(|b| b.get(k))
+                .is_some_and(|b| b == text);
+            if !unchanged {
+                texts.push((Origin::new(address, &c.attribute).join(&[key(k)]), text));
+            }
+        }
+    }
+    for (address, o) in &model.operators {
+        if o.source != OperatorSource::HelmValues {
+            continue;
+        }
+        let data = o
+            .settings
+            .as_ref()
+            .and_then(|s| s.pointer("/devicePlugin/config/data"))
+            .and_then(|d| d.as_object());
+        for (k, text) in data.into_iter().flatten() {
+            if let Some(text) = text.as_str() {
+                let at = [key("devicePlugin"), key("config"), key("data"), key(k)];
+                texts.push((Origin::new(address, &o.attribute).join(&at), text));
+            }
+        }
+    }
+    for (origin, text) in texts {
+        let Some((_, problems)) = sharing::parse(text) else {
+            continue;
+        };
+        for p in problems {
+            findings.push(error(origin.join(&p.path), p.summary, p.detail));
+        }
+    }
+}
+
+/// Where a node's setting comes from: the label the stack sets, else `fallback`.
+fn label_or(node: &crate::model::Node, label: &str, fallback: Option<&Origin>) -> Option<Origin> {
+    node.label_origins
+        .get(label)
+        .cloned()
+        .or_else(|| fallback.cloned())
+}
+
+fn nodes(model: &Model, findings: &mut Vec<Finding>) {
+    let after = &model.after;
+    for node in &model.nodes {
+        let Some(physical) = &node.physical else {
+            continue;
+        };
+        let labels = &node.labels_after;
+        let changed = |label: &str| node.label_origins.contains_key(label);
+        // The node's config key must exist in the config it reads.
+        if let Some((config, key_name, None)) = after.plugin_config(labels)
+            && after.config_maps.contains_key(&config)
+            && let Some(origin) = label_or(
+                node,
+                DEVICE_PLUGIN_CONFIG_LABEL,
+                after
+                    .settings
+                    .default_key
+                    .as_ref()
+                    .and_then(|s| s.origin.as_ref()),
+            )
+        {
+            findings.push(error(
+                origin,
+                "Config key missing",
+                format!(
+                    "Node {} reads key \"{key_name}\" of ConfigMap {config}, which has only {}: its device plugin would fail to start.",
+                    node.live.name,
+                    after.config_maps[&config].data.keys().map(|k| format!("\"{k}\"")).collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+        let mig = after.mig(labels, physical);
+        let mig_origin = label_or(
+            node,
+            crate::model::MIG_CONFIG_LABEL,
+            after
+                .settings
+                .mig_default
+                .as_ref()
+                .and_then(|s| s.origin.as_ref()),
+        );
+        let touched = changed(crate::model::MIG_CONFIG_LABEL)
+            || mig_origin.is_some()
+            || model
+                .config_maps
+                .iter()
+                .any(|(_, c)| Some(c.name.as_str()) == Some(after.settings.mig_config_name()));
+        if let (Some((geometry, layout, _)), true) = (&mig, touched) {
+            let origin = mig_origin.clone().or_else(|| {
+                model
+                    .config_maps
+                    .iter()
+                    .find(|(_, c)| c.name == after.settings.mig_config_name())
+                    .map(|(a, c)| Origin::new(a, &c.attribute))
+            });
+            let profiles = catalog::mig_profiles(&physical.model, physical.memory_gb);
+            let what = format!(
+                "node {}'s {} says {} ({} {} GB)",
+                node.live.name,
+                physical.source,
+                physical.product,
+                physical.model,
+                physical.memory_gb
+            );
+            match (layout, profiles) {
+                (Some(Layout::Enabled(devices)), None)
+                    if !devices.is_empty() || geometry != "all-disabled" =>
+                {
+                    if let Some(origin) = origin.clone() {
+                        findings.push(error(
+                            origin,
+                            "MIG on a GPU without MIG",
+                            format!("Geometry {geometry} is planned, but {what}, which has no MIG: share it with time-slicing or MPS instead."),
+                        ));
+                    }
+                }
+                (Some(Layout::Enabled(devices)), Some(profiles)) => {
+                    for (profile, n) in devices {
+                        let max = catalog::partitions_per_gpu(
+                            &physical.model,
+                            physical.memory_gb,
+                            profile,
+                        );
+                        let problem = match max {
+                            None => Some(format!(
+                                "Geometry {geometry} makes {profile} instances, but {what}, which has no {profile} profile; its profiles are {}.",
+                                profiles
+                                    .iter()
+                                    .filter(|(p, _)| !p.contains('+'))
+                                    .map(|(p, n)| format!("{p}×{n}"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )),
+                            Some(max) if *n > max || *n == 0 => Some(format!(
+                                "Geometry {geometry} asks for {n} × {profile} per GPU, but {what}, which fits at most {max}."
+                            )),
+                            _ => None,
+                        };
+                        if let (Some(detail), Some(origin)) = (problem, origin.clone()) {
+                            findings.push(error(
+                                origin,
+                                "MIG profile the node's GPU lacks",
+                                detail,
+                            ));
+                        }
+                    }
+                    if after.settings.mig_strategy == "single"
+                        && devices.len() > 1
+                        && let Some(origin) = origin.clone()
+                    {
+                        findings.push(error(
+                            origin,
+                            "Several MIG profiles under the single strategy",
+                            format!("Geometry {geometry} makes {} profiles on node {}, which the single strategy cannot advertise as one nvidia.com/gpu; use mig.strategy mixed.", devices.len(), node.live.name),
+                        ));
+                    }
+                }
+                (None, _) => {
+                    if let Some(origin) = origin.clone() {
+                        findings.push(error(
+                            origin,
+                            "Unknown MIG geometry",
+                            format!("Node {} is given geometry {geometry}, which the mig-parted config set {} does not define; the MIG manager would report failed.", node.live.name, after.settings.mig_config_name()),
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        // MPS and MIG on the same node.
+        if let Some((_, Some(Layout::Enabled(_)), _)) = &mig
+            && let Some((config, key_name, Some(text))) = after.plugin_config(labels)
+            && let Some((plugin, _)) = sharing::parse(text)
+            && plugin.strategy == Some(Strategy::Mps)
+        {
+            let origin = label_or(node, DEVICE_PLUGIN_CONFIG_LABEL, None)
+                .or_else(|| mig_origin.clone())
+                .or_else(|| {
+                    after
+                        .config_maps
+                        .get(&config)
+                        .and_then(|c| c.origin.clone())
+                        .map(|o| o.join(&[PathStep::Key(key_name.clone())]))
+                });
+            if let Some(origin) = origin {
+                findings.push(error(
+                    origin,
+                    "MPS and MIG on the same node",
+                    format!("Node {} gets MIG geometry and the MPS config {config}/{key_name}: MPS never runs on MIG devices. Keep MPS and MIG on different nodes.", node.live.name),
+                ));
+            }
+        }
+    }
+}
+
+fn pools(model: &Model, findings: &mut Vec<Finding>) {
+    let settings = &model.after.settings;
+    for (address, pool) in &model.pools {
+        let Some(managed) = &pool.managed_gpu_software else {
+            continue;
+        };
+        let opted_out = pool
+            .node_labels
+            .get(crate::model::DEVICE_PLUGIN_OPT_OUT)
+            .map(String::as_str)
+            == Some("false");
+        if managed.device_plugin
+            && settings.present
+            && settings.device_plugin
+            && !opted_out
+            && pool.after.is_some()
+        {
+            findings.push(error(
+                Origin::new(address, &managed.attribute),
+                "Two device plugins on one pool",
+                format!(
+                    "{} {} runs {}, which brings its own device plugin, and the GPU Operator's device plugin is enabled too: both would advertise the same GPUs. Turn the cloud's GPU software off for this pool, or give its nodes the label nvidia.com/gpu.deploy.device-plugin=false.",
+                    pool.kind, pool.name, managed.what
+                ),
+            ));
+        }
+    }
+}
