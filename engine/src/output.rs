@@ -1280,33 +1280,68 @@ pub fn plan_markdown(plan: &Plan) -> String {
 pub fn drift_text(plan: &Plan, color: bool) -> String {
     let style = Style { color };
     let mut out = String::new();
-    if plan.resource_drift.is_empty() {
-        out.push_str("No drift: every object matches the state.\n");
+    if plan.resource_drift.is_empty() && plan.gpu_drift.is_empty() {
+        out.push_str("No drift: every object matches the state and every GPU node advertises what the GPU model expects.\n");
         return out;
     }
-    let _ = writeln!(
-        out,
-        "Drift: {} object(s) changed outside gpustack.\n",
-        plan.resource_drift.len()
-    );
-    drift_blocks(&mut out, &style, plan);
-    out.push_str("Run gpustack apply to bring them back to the configuration.\n");
+    if !plan.resource_drift.is_empty() {
+        let _ = writeln!(
+            out,
+            "Drift: {} object(s) changed outside gpustack.\n",
+            plan.resource_drift.len()
+        );
+        drift_blocks(&mut out, &style, plan);
+        out.push_str("Run gpustack apply to bring them back to the configuration.\n");
+    }
+    if !plan.gpu_drift.is_empty() {
+        if !plan.resource_drift.is_empty() {
+            out.push('\n');
+        }
+        let _ = writeln!(
+            out,
+            "{} GPU capacity below what the configuration gives:",
+            style.paint("1", "Capacity drift:")
+        );
+        for d in &plan.gpu_drift {
+            let _ = writeln!(out, "  {}", d.text());
+        }
+        out.push_str("No apply restores a GPU that is gone: check the node (nvidia-smi, the device plugin's log, MIG manager's state).\n");
+    }
     out
 }
 
 pub fn drift_json(plan: &Plan) -> serde_json::Value {
     serde_json::json!({
         "format_version": crate::plan::FORMAT_VERSION,
-        "drifted": !plan.resource_drift.is_empty(),
+        "drifted": !plan.resource_drift.is_empty() || !plan.gpu_drift.is_empty(),
         "drift_count": plan.resource_drift.len(),
         "resource_drift": plan.resource_drift.iter().map(change_json).collect::<Vec<_>>(),
+        "gpu_capacity_drift": plan.gpu_drift,
     })
 }
 
 pub fn drift_markdown(plan: &Plan) -> String {
     let mut out = String::from("### gpustack drift\n\n");
-    if plan.resource_drift.is_empty() {
+    if plan.resource_drift.is_empty() && plan.gpu_drift.is_empty() {
         out.push_str("No drift.\n");
+        return out;
+    }
+    if !plan.gpu_drift.is_empty() {
+        out.push_str("| Node | Resource | Allocatable | Expected | Why |\n|---|---|---|---|---|\n");
+        for d in &plan.gpu_drift {
+            let _ = writeln!(
+                out,
+                "| `{}` | `{}` | {} | {} | {} |",
+                d.node,
+                d.resource,
+                gpustack_protocol::format_number(d.allocatable),
+                gpustack_protocol::format_number(d.expected),
+                d.detail
+            );
+        }
+        out.push('\n');
+    }
+    if plan.resource_drift.is_empty() {
         return out;
     }
     out.push_str("| Resource | What happened |\n|---|---|\n");
@@ -1345,6 +1380,16 @@ pub fn drift_metrics(plan: &Plan, stack: &str, now_seconds: u64, errored: bool) 
             "gpustack_drift_resource{{stack=\"{stack}\",address=\"{}\",type=\"{}\"}} 1",
             c.address.replace('"', "\\\""),
             c.type_name
+        );
+    }
+    out.push_str("# HELP gpustack_gpu_capacity_drift GPU resources a node advertises below what the GPU model expects, by node and resource (the shortfall).\n# TYPE gpustack_gpu_capacity_drift gauge\n");
+    for d in &plan.gpu_drift {
+        let _ = writeln!(
+            out,
+            "gpustack_gpu_capacity_drift{{stack=\"{stack}\",node=\"{}\",resource=\"{}\"}} {}",
+            d.node.replace('"', "\\\""),
+            d.resource,
+            gpustack_protocol::format_number(d.expected - d.allocatable)
         );
     }
     out.push_str("# HELP gpustack_drift_last_run_timestamp_seconds When the last drift run finished.\n# TYPE gpustack_drift_last_run_timestamp_seconds gauge\n");

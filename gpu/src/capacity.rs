@@ -201,11 +201,7 @@ fn per_node(side: &Side, pool: &PoolFact, shape: &PoolShape) -> Option<(f64, Str
             .flatten()
             .collect::<Vec<_>>()
             .join(" + ");
-        return Some((
-            f64::from(gpus.count) * factor,
-            GPU_RESOURCE.to_owned(),
-            format!("{how}, set by the cloud"),
-        ));
+        return Some((f64::from(gpus.count) * factor, GPU_RESOURCE.to_owned(), how));
     }
     let physical = Physical {
         count: gpus.count,

@@ -147,12 +147,12 @@ fn nodes(model: &Model, findings: &mut Vec<Finding>) {
             });
             let profiles = catalog::mig_profiles(&physical.model, physical.memory_gb);
             let what = format!(
-                "node {}'s {} says {} ({} {} GB)",
+                "node {}'s GPUs are {} ({} {} GB, from {})",
                 node.live.name,
-                physical.source,
                 physical.product,
                 physical.model,
-                physical.memory_gb
+                physical.memory_gb,
+                physical.source
             );
             match (layout, profiles) {
                 (Some(Layout::Enabled(devices)), None)
@@ -162,7 +162,7 @@ fn nodes(model: &Model, findings: &mut Vec<Finding>) {
                         findings.push(error(
                             origin,
                             "MIG on a GPU without MIG",
-                            format!("Geometry {geometry} is planned, but {what}, which has no MIG: share it with time-slicing or MPS instead."),
+                            format!("Geometry {geometry} is planned, but {what}, which have no MIG: share it with time-slicing or MPS instead."),
                         ));
                     }
                 }
@@ -175,7 +175,7 @@ fn nodes(model: &Model, findings: &mut Vec<Finding>) {
                         );
                         let problem = match max {
                             None => Some(format!(
-                                "Geometry {geometry} makes {profile} instances, but {what}, which has no {profile} profile; its profiles are {}.",
+                                "Geometry {geometry} makes {profile} instances, but {what}, which have no {profile} profile; its profiles are {}.",
                                 profiles
                                     .iter()
                                     .filter(|(p, _)| !p.contains('+'))
@@ -184,7 +184,7 @@ fn nodes(model: &Model, findings: &mut Vec<Finding>) {
                                     .join(", ")
                             )),
                             Some(max) if *n > max || *n == 0 => Some(format!(
-                                "Geometry {geometry} asks for {n} × {profile} per GPU, but {what}, which fits at most {max}."
+                                "Geometry {geometry} asks for {n} × {profile} per GPU, but {what}, which fit at most {max}."
                             )),
                             _ => None,
                         };

@@ -109,3 +109,6 @@ impl Model {
         self.cluster_seen
     }
 }
+
+#[cfg(test)]
+mod tests;

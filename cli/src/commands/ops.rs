@@ -664,7 +664,7 @@ pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
                 Err(e) => return error(e),
             }
         }
-        if plan.resource_drift.is_empty() {
+        if plan.resource_drift.is_empty() && plan.gpu_drift.is_empty() {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(2)
@@ -777,6 +777,7 @@ pub fn fleet(
                             .resource_drift
                             .iter()
                             .map(|c| c.address.clone())
+                            .chain(plan.gpu_drift.iter().map(|d| format!("node {}", d.node)))
                             .collect(),
                         counts: plan.counts(),
                     }),

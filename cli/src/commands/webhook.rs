@@ -40,10 +40,11 @@ struct Reported {
 
 fn fingerprint(report: &serde_json::Value) -> String {
     let drift = &report["resource_drift"];
-    if drift.as_array().is_none_or(Vec::is_empty) {
+    let gpus = &report["gpu_capacity_drift"];
+    if drift.as_array().is_none_or(Vec::is_empty) && gpus.as_array().is_none_or(Vec::is_empty) {
         return String::new();
     }
-    format!("{:x}", Sha256::digest(drift.to_string().as_bytes()))
+    format!("{:x}", Sha256::digest(format!("{drift}{gpus}").as_bytes()))
 }
 
 /// What to post, given what was reported before (`None`: never) and the report now.
@@ -98,6 +99,7 @@ pub async fn notify(
         .resource_drift
         .iter()
         .map(|c| c.address.clone())
+        .chain(plan.gpu_drift.iter().map(|d| format!("node {}", d.node)))
         .collect();
     let body = serde_json::json!({
         "event": event.name(),

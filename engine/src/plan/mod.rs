@@ -220,30 +220,9 @@ pub struct CapacityLine {
 }
 
 impl CapacityLine {
-    /// `node tw-t4 (1× Tesla-T4): nvidia.com/gpu 10 → 4 (time-slicing ×4)`; for a pool, its
-    /// physical GPUs and what they advertise:
-    /// `nodepool gpupool: 1 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 1 → 10 (…)`.
+    /// See [`gpustack_protocol::CapacityChange::text`].
     pub fn text(&self) -> String {
-        let amount =
-            |n: Option<f64>| n.map_or_else(|| "0".to_owned(), gpustack_protocol::format_number);
-        if let Some(physical) = self.change.physical {
-            return format!(
-                "{} → {} {} → {} ({})",
-                self.change.scope,
-                self.change.resource,
-                gpustack_protocol::format_number(physical),
-                amount(self.change.after),
-                self.change.detail
-            );
-        }
-        format!(
-            "{}: {} {} → {} ({})",
-            self.change.scope,
-            self.change.resource,
-            amount(self.change.before),
-            amount(self.change.after),
-            self.change.detail
-        )
+        self.change.text()
     }
 }
 

@@ -70,6 +70,8 @@ enum Outcome {
     Provider {
         handle: Option<ProviderHandle>,
         refreshed: Vec<(String, Option<Value>)>,
+        /// What the refreshed objects said about GPUs, by instance address.
+        refresh_facts: Vec<(String, gpustack_protocol::GpuFact)>,
         diagnostics: Vec<Diagnostic>,
     },
     Resource {
@@ -289,6 +291,8 @@ struct Planner<'w, 'a> {
     gpu_facts: Vec<(String, gpustack_protocol::GpuFact)>,
     /// Where each instance that reported GPU facts is configured.
     gpu_sources: super::gpu::Sources,
+    /// What refreshed objects said about GPUs: the live side, for drift.
+    refresh_facts: Vec<(String, gpustack_protocol::GpuFact)>,
     /// Config addresses of resources seen in configuration, for finding orphans.
     configured: HashSet<String>,
 }
@@ -388,6 +392,7 @@ pub(crate) async fn plan<'a>(
         changes: Vec::new(),
         gpu_facts: Vec::new(),
         gpu_sources: Default::default(),
+        refresh_facts: Vec::new(),
         configured: HashSet::new(),
     };
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -419,11 +424,17 @@ pub(crate) async fn plan<'a>(
     let output_changes = planner.output_changes();
     let gpu = match mode {
         PlanMode::Destroy => None,
-        _ => Some(super::gpu::pass(
+        PlanMode::Normal => Some(super::gpu::pass(
             planner.walk,
             &planner.gpu_facts,
             &planner.gpu_sources,
-            mode == PlanMode::Normal,
+            true,
+        )),
+        PlanMode::RefreshOnly => Some(super::gpu::pass(
+            planner.walk,
+            &planner.refresh_facts,
+            &planner.gpu_sources,
+            false,
         )),
     };
     if planner.walk.diags.has_errors() {
@@ -609,6 +620,7 @@ impl Planner<'_, '_> {
                 return Outcome::Provider {
                     handle: None,
                     refreshed: vec![],
+                    refresh_facts: vec![],
                     diagnostics: vec![Diagnostic::error("Unknown provider", name)],
                 };
             };
@@ -623,6 +635,7 @@ impl Planner<'_, '_> {
                     return Outcome::Provider {
                         handle: None,
                         refreshed: vec![],
+                        refresh_facts: vec![],
                         diagnostics,
                     };
                 }
@@ -632,6 +645,7 @@ impl Planner<'_, '_> {
                 permits: Arc::new(Semaphore::new(limit)),
             };
             let mut refreshed = Vec::new();
+            let mut refresh_facts = Vec::new();
             let mut diagnostics = Vec::new();
             if refresh {
                 let reads = by_type.into_iter().map(|(type_name, objects)| {
@@ -653,6 +667,12 @@ impl Planner<'_, '_> {
                 });
                 for (objects, response) in futures::future::join_all(reads).await {
                     diagnostics.extend(response.diagnostics);
+                    refresh_facts.extend(
+                        response
+                            .gpu_facts
+                            .into_iter()
+                            .filter_map(|(i, fact)| Some((objects.get(i)?.0.clone(), fact))),
+                    );
                     for (i, (address, prior, paths)) in objects.into_iter().enumerate() {
                         // What was sensitive stays so in the live object.
                         let live = response
@@ -676,6 +696,7 @@ impl Planner<'_, '_> {
             Outcome::Provider {
                 handle: Some(handle),
                 refreshed,
+                refresh_facts,
                 diagnostics,
             }
         })
@@ -859,8 +880,10 @@ impl Planner<'_, '_> {
             Outcome::Provider {
                 handle,
                 refreshed,
+                refresh_facts,
                 diagnostics,
             } => {
+                self.refresh_facts.extend(refresh_facts);
                 let failed = report(self.walk.diags, span, &diagnostics);
                 match handle {
                     Some(handle) if !failed => {

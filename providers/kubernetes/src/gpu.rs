@@ -463,6 +463,7 @@ impl Provider for SmokeTests {
                 .map(|(state, drifted)| Some(drifted.unwrap_or(state)))
                 .collect(),
             diagnostics: vec![],
+            gpu_facts: vec![],
         }
     }
 

@@ -599,13 +599,9 @@ impl Connected {
                     before.as_ref(),
                 );
                 if crate::capacity::needs_cluster(&facts) {
-                    match self.cluster_fact().await {
-                        Ok(cluster) => facts.push(gpustack_protocol::GpuFact::Cluster(cluster)),
-                        Err(why) => diagnostics.push(Diagnostic::warning(
-                            "GPU nodes not read",
-                            format!("Cannot list the cluster's GPU nodes ({why}): the plan has no node capacity lines and no checks against the nodes' GPUs."),
-                        )),
-                    }
+                    let mut cluster = Vec::new();
+                    self.push_cluster(&mut cluster, 0, &mut diagnostics).await;
+                    facts.extend(cluster.into_iter().map(|(_, f)| f));
                 }
                 facts
             }
@@ -770,9 +766,59 @@ impl Connected {
                 }
             }
         }
+        let gpu_facts = self.read_facts(ty, &states, &mut diagnostics).await;
         ReadResourcesResponse {
             states,
             diagnostics,
+            gpu_facts,
+        }
+    }
+
+    /// What the live objects say about GPUs, for drift; the cluster once, with the first.
+    async fn read_facts(
+        &self,
+        ty: ObjectType,
+        states: &[Option<Value>],
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Vec<(usize, gpustack_protocol::GpuFact)> {
+        let mut facts = Vec::new();
+        for (i, state) in states.iter().enumerate() {
+            let Some(state) = state else {
+                continue;
+            };
+            let (Some(id), Some(object)) = (ObjectId::of(ty, state), self::desired(ty, state))
+            else {
+                continue;
+            };
+            let found = crate::capacity::object_facts(
+                ty,
+                &id.api_version,
+                &id.kind,
+                &id.name,
+                id.namespace.as_deref(),
+                &object,
+                Some(&object),
+            );
+            if crate::capacity::needs_cluster(&found) && facts.is_empty() {
+                self.push_cluster(&mut facts, i, diagnostics).await;
+            }
+            facts.extend(found.into_iter().map(|f| (i, f)));
+        }
+        facts
+    }
+
+    async fn push_cluster(
+        &self,
+        facts: &mut Vec<(usize, gpustack_protocol::GpuFact)>,
+        index: usize,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) {
+        match self.cluster_fact().await {
+            Ok(cluster) => facts.push((index, gpustack_protocol::GpuFact::Cluster(cluster))),
+            Err(why) => diagnostics.push(Diagnostic::warning(
+                "GPU nodes not read",
+                format!("Cannot list the cluster's GPU nodes ({why}): the plan has no node capacity lines and no checks against the nodes' GPUs."),
+            )),
         }
     }
 

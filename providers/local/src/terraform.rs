@@ -93,6 +93,7 @@ impl Provider for Terraform {
         ReadResourcesResponse {
             states: request.states.into_iter().map(Some).collect(),
             diagnostics: vec![],
+            gpu_facts: vec![],
         }
     }
 

@@ -25,6 +25,33 @@ pub struct CapacityChange {
     pub physical: Option<f64>,
 }
 
+impl CapacityChange {
+    /// `node tw-t4 (1× Tesla-T4): nvidia.com/gpu 10 → 4 (time-slicing ×4)`; with physical
+    /// GPUs (a pool, or a node that advertises none yet), those and what they will advertise:
+    /// `nodepool gpupool: 1 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 1 → 10 (…)`.
+    pub fn text(&self) -> String {
+        let amount = |n: Option<f64>| n.map_or_else(|| "0".to_owned(), crate::format_number);
+        if let Some(physical) = self.physical {
+            return format!(
+                "{} → {} {} → {} ({})",
+                self.scope,
+                self.resource,
+                crate::format_number(physical),
+                amount(self.after),
+                self.detail
+            );
+        }
+        format!(
+            "{}: {} {} → {} ({})",
+            self.scope,
+            self.resource,
+            amount(self.before),
+            amount(self.after),
+            self.detail
+        )
+    }
+}
+
 /// Builds a path from keys: `path(["manifest", "data"])`.
 pub fn path<'a>(keys: impl IntoIterator<Item = &'a str>) -> Path {
     keys.into_iter()

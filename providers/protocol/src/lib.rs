@@ -88,6 +88,9 @@ pub struct ReadResourcesRequest {
 pub struct ReadResourcesResponse {
     pub states: Vec<Option<Value>>,
     pub diagnostics: Vec<Diagnostic>,
+    /// What the live objects say about GPUs, by the index of their state: what drift
+    /// (a refresh-only plan, which plans nothing) gives the GPU model.
+    pub gpu_facts: Vec<(usize, GpuFact)>,
 }
 
 impl ReadResourcesResponse {
@@ -264,6 +267,7 @@ pub trait Provider: Send + Sync {
         ReadResourcesResponse {
             states: vec![None; request.states.len()],
             diagnostics: vec![unsupported("read")],
+            gpu_facts: Vec::new(),
         }
     }
 

@@ -84,6 +84,7 @@ impl Provider for Resources {
             None => ReadResourcesResponse {
                 diagnostics: vec![unknown("resource", &request.type_name)],
                 states: request.states.into_iter().map(Some).collect(),
+                gpu_facts: Vec::new(),
             },
         }
     }
@@ -155,6 +156,7 @@ mod tests {
             ReadResourcesResponse {
                 states: request.states.into_iter().map(|_| None).collect(),
                 diagnostics: vec![],
+                gpu_facts: vec![],
             }
         }
 

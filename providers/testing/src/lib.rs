@@ -286,6 +286,7 @@ impl Provider for Configured {
         ReadResourcesResponse {
             states,
             diagnostics: vec![],
+            gpu_facts: vec![],
         }
     }
 

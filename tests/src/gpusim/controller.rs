@@ -10,6 +10,8 @@
 //! - GFD labels and `nvidia.com/*` capacity/allocatable follow [`super::advertise`];
 //! - the MIG manager applies `nvidia.com/mig.config` (pending → success | failed), keeping the
 //!   old layout on failure;
+//! - GPUs marked unhealthy (annotation `gpustack.dev/gpu-unhealthy`, a count) leave
+//!   allocatable, as the device plugin's health check takes them out;
 //! - the ClusterPolicy's `status.state` becomes `ready` once every GPU node is configured.
 
 use super::catalog::{GpuModel, model};
@@ -28,6 +30,8 @@ pub const NAMESPACE: &str = "gpu-operator";
 pub const DEVICE_PLUGIN_DAEMONSET: &str = "nvidia-device-plugin-daemonset";
 const MODEL_ANNOTATION: &str = "gpustack.dev/gpu-model";
 const COUNT_ANNOTATION: &str = "gpustack.dev/gpu-count";
+/// How many of the node's GPUs the device plugin reports unhealthy.
+pub const UNHEALTHY_ANNOTATION: &str = "gpustack.dev/gpu-unhealthy";
 
 /// What a node's device plugin loaded when it last started.
 #[derive(Clone, PartialEq)]
@@ -332,7 +336,19 @@ impl Simulator {
                     MigStrategy::None
                 },
             };
-            let ad = advertise(&gpu, &config);
+            let mut ad = advertise(&gpu, &config);
+            // GPUs the plugin's health check found unhealthy (an Xid 79, fallen off the bus)
+            // leave allocatable, with every device carved from them; GFD still counts them.
+            let unhealthy: u32 = annotations
+                .get(UNHEALTHY_ANNOTATION)
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0)
+                .min(count);
+            if unhealthy > 0 {
+                for amount in ad.allocatable.values_mut() {
+                    *amount = *amount * u64::from(count - unhealthy) / u64::from(count);
+                }
+            }
 
             let mut label_patch: serde_json::Map<String, serde_json::Value> = ad
                 .labels

@@ -303,7 +303,7 @@ fn aks_pool_lifecycle_with_faults_drift_and_replacement() {
     let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(
-        out.contains("nodepool gpu: 1 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 1 → 1 (no sharing; new pool; 16 GB per GPU)"),
+        out.contains("nodepool gpu: 1 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 1 → 1 (no sharing; new pool; 16 GB per GPU; GPUs from the built-in table)"),
         "{out}"
     );
 
@@ -362,7 +362,7 @@ fn aks_pool_lifecycle_with_faults_drift_and_replacement() {
         "{out}"
     );
     assert!(
-        out.contains("nodepool gpu: 2 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 2 → 2 (no sharing; was 1; 16 GB per GPU)"),
+        out.contains("nodepool gpu: 2 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 2 → 2 (no sharing; was 1; 16 GB per GPU; GPUs from the built-in table)"),
         "{out}"
     );
     // A 409 because another operation runs is waited out.
@@ -390,7 +390,7 @@ fn aks_pool_lifecycle_with_faults_drift_and_replacement() {
         "{out}"
     );
     assert!(
-        out.contains("nodepool gpu: 2 × Standard_NC24ads_A100_v4 (1× A100) → nvidia.com/gpu 2 → 2 (no sharing; pool replaced; 80 GB per GPU)"),
+        out.contains("nodepool gpu: 2 × Standard_NC24ads_A100_v4 (1× A100) → nvidia.com/gpu 2 → 2 (no sharing; pool replaced; 80 GB per GPU; GPUs from the built-in table)"),
         "{out}"
     );
     let (code, out, err) = stack.run(&["apply", "--auto-approve"], &["node_count=2", a100]);

@@ -11,9 +11,9 @@ use std::process::{Command, Output};
 use std::sync::Mutex;
 
 /// The flows that install the operator share one cluster-wide ClusterPolicy: one at a time.
-static OPERATOR: Mutex<()> = Mutex::new(());
+pub(super) static OPERATOR: Mutex<()> = Mutex::new(());
 
-fn chart() -> String {
+pub(super) fn chart() -> String {
     gpustack_tests::upstream("charts/gpu-operator-v26.7.0.tgz")
         .canonicalize()
         .expect("the GPU Operator chart in the upstream data")
@@ -40,16 +40,16 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// A copy of one example beside a copy of modules/, so that its `../../modules` sources and
 /// its state stay inside a temporary directory.
-struct Stack {
+pub(super) struct Stack {
     _root: tempfile::TempDir,
-    dir: PathBuf,
+    pub(super) dir: PathBuf,
     cluster: &'static TestCluster,
     vars: Vec<String>,
     env: Vec<(String, String)>,
 }
 
 impl Stack {
-    fn example(name: &str, vars: &[&str]) -> Self {
+    pub(super) fn example(name: &str, vars: &[&str]) -> Self {
         let root = tempfile::tempdir().unwrap();
         copy_dir(&repo_root().join("modules"), &root.path().join("modules"));
         let dir = root.path().join("examples").join(name);
@@ -57,7 +57,7 @@ impl Stack {
         Self::at(root, dir, vars)
     }
 
-    fn inline(main: &str) -> Self {
+    pub(super) fn inline(main: &str) -> Self {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("stack");
         std::fs::create_dir_all(&dir).unwrap();
@@ -78,7 +78,7 @@ impl Stack {
         }
     }
 
-    fn run(&self, command: &str, extra: &[&str]) -> Output {
+    pub(super) fn run(&self, command: &str, extra: &[&str]) -> Output {
         let path = format!(
             "{}:{}",
             self.cluster.helm_dir().display(),
@@ -101,7 +101,7 @@ impl Stack {
             .unwrap()
     }
 
-    fn ok(&self, command: &str, extra: &[&str]) -> String {
+    pub(super) fn ok(&self, command: &str, extra: &[&str]) -> String {
         let out = self.run(command, extra);
         let text = format!(
             "{}{}",
@@ -116,7 +116,7 @@ impl Stack {
     }
 }
 
-fn allocatable(c: &TestCluster, node: &str, resource: &str) -> String {
+pub(super) fn allocatable(c: &TestCluster, node: &str, resource: &str) -> String {
     let escaped = resource.replace('.', "\\.");
     c.kubectl_ok(&[
         "get",

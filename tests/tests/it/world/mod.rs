@@ -8,6 +8,7 @@ mod drift_cronjob;
 mod e2e;
 mod eks;
 mod gke;
+mod gpu_model;
 mod karpenter;
 mod moto;
 mod policy;

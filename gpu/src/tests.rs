@@ -1,0 +1,637 @@
+//! The model on the reference flows and on the ways a stack can get GPUs wrong.
+
+use crate::{Model, Sourced};
+use gpustack_protocol::{
+    CeilingFact, CloudSharing, ClusterFact, ConfigMapFact, GpuFact, GpuShape, ManagedSoftware,
+    NodeFact, NodeLabelsFact, OperatorFact, OperatorSource, PoolFact, PoolShape, path, path_text,
+};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+const TS10: &str = "version: v1\nflags:\n  migStrategy: none\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 10\n";
+const TS1: &str = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 1\n";
+const UNSHARED: &str = "version: v1\nflags:\n  migStrategy: none\n";
+const MPS4: &str = "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n";
+
+fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn node(name: &str, labels: &[(&str, &str)], allocatable: &[(&str, f64)]) -> NodeFact {
+    NodeFact {
+        name: name.into(),
+        labels: map(labels),
+        allocatable: allocatable
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), *v))
+            .collect(),
+        dra_devices: vec![],
+    }
+}
+
+fn cluster(
+    nodes: Vec<NodeFact>,
+    policy: Option<serde_json::Value>,
+    maps: &[(&str, BTreeMap<String, String>)],
+) -> GpuFact {
+    GpuFact::Cluster(ClusterFact {
+        nodes,
+        policy,
+        operator_namespace: Some("gpu-operator".into()),
+        config_maps: maps
+            .iter()
+            .map(|(n, d)| ((*n).to_owned(), d.clone()))
+            .collect(),
+    })
+}
+
+fn config_map(name: &str, data: &[(&str, &str)], before: Option<&[(&str, &str)]>) -> GpuFact {
+    GpuFact::ConfigMap(ConfigMapFact {
+        namespace: "gpu-operator".into(),
+        name: name.into(),
+        data: Some(map(data)),
+        data_before: before.map(map),
+        attribute: path(["manifest", "data"]),
+    })
+}
+
+fn operator(source: OperatorSource, settings: serde_json::Value) -> GpuFact {
+    let attribute = match source {
+        OperatorSource::HelmValues => path(["values"]),
+        OperatorSource::ClusterPolicy => path(["manifest", "spec"]),
+        OperatorSource::ClusterPolicyPatch => path(["patch", "spec"]),
+    };
+    GpuFact::Operator(OperatorFact {
+        source,
+        namespace: Some("gpu-operator".into()),
+        settings: Some(settings),
+        settings_before: None,
+        attribute,
+    })
+}
+
+fn labels(node: &str, set: &[(&str, &str)]) -> GpuFact {
+    GpuFact::NodeLabels(NodeLabelsFact {
+        node: node.into(),
+        labels: map(set),
+        labels_before: BTreeMap::new(),
+        attribute: path(["labels"]),
+    })
+}
+
+fn model(facts: &[(&str, GpuFact)]) -> Model {
+    let sourced: Vec<Sourced<'_>> = facts
+        .iter()
+        .map(|(address, fact)| Sourced { address, fact })
+        .collect();
+    Model::build(&sourced)
+}
+
+fn lines(facts: &[(&str, GpuFact)]) -> Vec<String> {
+    model(facts)
+        .capacity()
+        .iter()
+        .map(|(_, c)| c.text())
+        .collect()
+}
+
+fn findings(facts: &[(&str, GpuFact)]) -> Vec<String> {
+    model(facts)
+        .findings()
+        .iter()
+        .map(|f| format!("{} at {}.{}", f.summary, f.address, path_text(&f.path)))
+        .collect()
+}
+
+const T4_GFD: &[(&str, &str)] = &[
+    ("nvidia.com/gpu.count", "1"),
+    ("nvidia.com/gpu.product", "Tesla-T4"),
+];
+
+/// The reference flow on a cluster without the operator: the node is known only by its
+/// instance type, and joins the time-slicing key through a label set in the same plan.
+fn reference_flow() -> Vec<(&'static str, GpuFact)> {
+    vec![
+        (
+            "module.gpu_operator.helm_release.operator",
+            operator(
+                OperatorSource::HelmValues,
+                json!({"driver": {"enabled": false}}),
+            ),
+        ),
+        (
+            "module.time_slicing.module.sharing.kubernetes_manifest.config",
+            config_map(
+                "time-slicing-config",
+                &[("any", TS10), ("unshared", UNSHARED)],
+                None,
+            ),
+        ),
+        (
+            "module.time_slicing.module.sharing.kubernetes_manifest.config",
+            cluster(
+                vec![
+                    node(
+                        "demo-gpu-0",
+                        &[("node.kubernetes.io/instance-type", "Standard_NC4as_T4_v3")],
+                        &[],
+                    ),
+                    node("demo-system", &[], &[]),
+                ],
+                None,
+                &[],
+            ),
+        ),
+        (
+            "module.time_slicing.module.sharing.kubernetes_patch.cluster_policy",
+            operator(
+                OperatorSource::ClusterPolicyPatch,
+                json!({"devicePlugin": {"config": {"name": "time-slicing-config", "default": "unshared"}}}),
+            ),
+        ),
+        (
+            "module.time_slicing.module.sharing.kubernetes_labels.pool[\"demo-gpu-0\"]",
+            labels("demo-gpu-0", &[("nvidia.com/device-plugin.config", "any")]),
+        ),
+    ]
+}
+
+#[test]
+fn the_reference_flow_from_nothing_shows_the_nodes_shared_gpus() {
+    let facts = reference_flow();
+    assert_eq!(
+        lines(&facts),
+        [
+            "node demo-gpu-0 (1× T4) → nvidia.com/gpu 1 → 10 (time-slicing ×10; joins time-slicing-config key any by label; the GPU Operator is installed by this plan; 1× T4 from instance type Standard_NC4as_T4_v3, built-in table)"
+        ]
+    );
+    assert!(findings(&facts).is_empty(), "{:?}", findings(&facts));
+}
+
+#[test]
+fn changing_replicas_on_a_live_node_says_before_and_after() {
+    let policy =
+        json!({"devicePlugin": {"config": {"name": "time-slicing-config", "default": "any"}}});
+    let facts = vec![
+        (
+            "kubernetes_manifest.config",
+            cluster(
+                vec![node("gpu-0", T4_GFD, &[("nvidia.com/gpu", 10.0)])],
+                Some(policy),
+                &[("time-slicing-config", map(&[("any", TS10)]))],
+            ),
+        ),
+        (
+            "kubernetes_manifest.config",
+            config_map(
+                "time-slicing-config",
+                &[("any", &TS10.replace("10", "4"))],
+                Some(&[("any", TS10)]),
+            ),
+        ),
+    ];
+    assert_eq!(
+        lines(&facts),
+        ["node gpu-0 (1× Tesla-T4): nvidia.com/gpu 10 → 4 (time-slicing ×4)"]
+    );
+}
+
+#[test]
+fn a_node_leaving_a_config_by_label_goes_back_to_whole_gpus() {
+    let policy =
+        json!({"devicePlugin": {"config": {"name": "time-slicing-config", "default": "unshared"}}});
+    let live_labels: Vec<(&str, &str)> = T4_GFD
+        .iter()
+        .copied()
+        .chain([("nvidia.com/device-plugin.config", "any")])
+        .collect();
+    let facts = vec![
+        (
+            "kubernetes_labels.pool",
+            cluster(
+                vec![node("gpu-0", &live_labels, &[("nvidia.com/gpu", 10.0)])],
+                Some(policy),
+                &[(
+                    "time-slicing-config",
+                    map(&[("any", TS10), ("unshared", UNSHARED)]),
+                )],
+            ),
+        ),
+        (
+            "kubernetes_labels.pool",
+            labels("gpu-0", &[("nvidia.com/device-plugin.config", "unshared")]),
+        ),
+    ];
+    assert_eq!(
+        lines(&facts),
+        [
+            "node gpu-0 (1× Tesla-T4): nvidia.com/gpu 10 → 1 (no sharing; joins time-slicing-config key unshared by label)"
+        ]
+    );
+}
+
+#[test]
+fn the_same_bad_config_is_found_as_a_module_a_raw_config_map_or_helm_values() {
+    let raw = vec![(
+        "kubernetes_manifest.ts",
+        config_map("ts", &[("any", TS1)], None),
+    )];
+    assert_eq!(
+        findings(&raw),
+        [
+            "Sharing replicas below 2 at kubernetes_manifest.ts.manifest.data.any.sharing.timeSlicing.resources[0].replicas"
+        ]
+    );
+    let helm = vec![(
+        "helm_release.gpu_operator",
+        operator(
+            OperatorSource::HelmValues,
+            json!({"devicePlugin": {"config": {"create": true, "name": "ts", "default": "any", "data": {"any": TS1}}}}),
+        ),
+    )];
+    assert_eq!(
+        findings(&helm),
+        [
+            "Sharing replicas below 2 at helm_release.gpu_operator.values.devicePlugin.config.data.any.sharing.timeSlicing.resources[0].replicas"
+        ]
+    );
+}
+
+#[test]
+fn a_mig_profile_the_nodes_gpu_lacks_is_refused_whatever_the_module_was_told() {
+    let h100: &[(&str, &str)] = &[
+        ("nvidia.com/gpu.count", "8"),
+        ("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"),
+        ("nvidia.com/gpu.memory", "81559"),
+    ];
+    let facts = vec![
+        (
+            "module.mig.kubernetes_labels.geometry[\"gpu-0\"]",
+            cluster(
+                vec![node("gpu-0", h100, &[("nvidia.com/gpu", 8.0)])],
+                Some(json!({"mig": {"strategy": "mixed"}})),
+                &[],
+            ),
+        ),
+        (
+            "module.mig.kubernetes_labels.geometry[\"gpu-0\"]",
+            labels("gpu-0", &[("nvidia.com/mig.config", "all-1g.5gb")]),
+        ),
+    ];
+    let found = model(&facts).findings();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].summary, "MIG profile the node's GPU lacks");
+    assert_eq!(
+        path_text(&found[0].path),
+        "labels[\"nvidia.com/mig.config\"]"
+    );
+    assert!(
+        found[0].detail.contains("NVIDIA-H100-80GB-HBM3"),
+        "{}",
+        found[0].detail
+    );
+}
+
+#[test]
+fn a_mig_geometry_change_moves_gpus_to_mig_resources() {
+    let a100: &[(&str, &str)] = &[
+        ("nvidia.com/gpu.count", "1"),
+        ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"),
+    ];
+    let facts = vec![
+        (
+            "kubernetes_labels.geometry",
+            cluster(
+                vec![node("gpu-0", a100, &[("nvidia.com/gpu", 1.0)])],
+                Some(json!({"mig": {"strategy": "mixed"}})),
+                &[],
+            ),
+        ),
+        (
+            "kubernetes_labels.geometry",
+            labels("gpu-0", &[("nvidia.com/mig.config", "all-1g.10gb")]),
+        ),
+    ];
+    assert_eq!(
+        lines(&facts),
+        [
+            "node gpu-0 (1× NVIDIA-A100-SXM4-80GB): nvidia.com/gpu 1 → 0 (MIG all-1g.10gb (mixed, built-in table geometry))",
+            "node gpu-0 (1× NVIDIA-A100-SXM4-80GB): nvidia.com/mig-1g.10gb 0 → 7 (MIG all-1g.10gb (mixed, built-in table geometry))"
+        ]
+    );
+}
+
+#[test]
+fn time_slicing_of_mig_devices_multiplies_them() {
+    let a100: &[(&str, &str)] = &[
+        ("nvidia.com/gpu.count", "1"),
+        ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"),
+    ];
+    let ts_mig = "version: v1\nflags:\n  migStrategy: mixed\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/mig-1g.10gb\n      replicas: 2\n";
+    let policy = json!({"mig": {"strategy": "mixed"}, "devicePlugin": {"config": {"name": "ts", "default": "mig"}}});
+    let facts = vec![
+        (
+            "kubernetes_manifest.ts",
+            cluster(
+                vec![node("gpu-0", a100, &[("nvidia.com/gpu", 1.0)])],
+                Some(policy),
+                &[],
+            ),
+        ),
+        (
+            "kubernetes_manifest.ts",
+            config_map("ts", &[("mig", ts_mig)], None),
+        ),
+        (
+            "kubernetes_labels.geometry",
+            labels("gpu-0", &[("nvidia.com/mig.config", "all-1g.10gb")]),
+        ),
+    ];
+    let found = lines(&facts);
+    assert!(
+        found
+            .iter()
+            .any(|l| l.contains("nvidia.com/mig-1g.10gb 0 → 14 (time-slicing ×2; MIG all-1g.10gb")),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn two_configs_for_one_pointer_and_mps_on_mig_nodes_are_refused() {
+    let a100: &[(&str, &str)] = &[
+        ("nvidia.com/gpu.count", "1"),
+        ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"),
+    ];
+    let policy = json!({"mig": {"strategy": "single"}});
+    let facts = vec![
+        (
+            "module.ts.kubernetes_manifest.config",
+            cluster(
+                vec![node("gpu-0", a100, &[("nvidia.com/gpu", 1.0)])],
+                Some(policy),
+                &[],
+            ),
+        ),
+        (
+            "module.ts.kubernetes_manifest.config",
+            config_map("time-slicing-config", &[("any", TS10)], None),
+        ),
+        (
+            "module.mps.kubernetes_manifest.config",
+            config_map("mps-config", &[("any", MPS4)], None),
+        ),
+        (
+            "module.ts.kubernetes_patch.cluster_policy",
+            operator(
+                OperatorSource::ClusterPolicyPatch,
+                json!({"devicePlugin": {"config": {"name": "time-slicing-config", "default": "any"}}}),
+            ),
+        ),
+        (
+            "module.mps.kubernetes_patch.cluster_policy",
+            operator(
+                OperatorSource::ClusterPolicyPatch,
+                json!({"devicePlugin": {"config": {"name": "mps-config", "default": "any"}}}),
+            ),
+        ),
+        (
+            "module.mig.kubernetes_labels.geometry",
+            labels("gpu-0", &[("nvidia.com/mig.config", "all-1g.10gb")]),
+        ),
+    ];
+    assert_eq!(
+        findings(&facts),
+        [
+            "Two configs for one ClusterPolicy field at module.mps.kubernetes_patch.cluster_policy.patch.spec.devicePlugin.config.name",
+            "MPS and MIG on the same node at module.mig.kubernetes_labels.geometry.labels[\"nvidia.com/mig.config\"]"
+        ]
+    );
+}
+
+#[test]
+fn drift_names_a_node_below_what_its_config_gives() {
+    let policy =
+        json!({"devicePlugin": {"config": {"name": "time-slicing-config", "default": "any"}}});
+    let facts = vec![(
+        "kubernetes_manifest.config",
+        cluster(
+            vec![
+                node("gpu-0", T4_GFD, &[("nvidia.com/gpu", 10.0)]),
+                node("gpu-1", T4_GFD, &[("nvidia.com/gpu", 0.0)]),
+            ],
+            Some(policy),
+            &[("time-slicing-config", map(&[("any", TS10)]))],
+        ),
+    )];
+    let drift: Vec<String> = model(&facts)
+        .drift()
+        .iter()
+        .map(crate::NodeDrift::text)
+        .collect();
+    assert_eq!(
+        drift,
+        [
+            "node gpu-1 advertises nvidia.com/gpu 0, the GPU model expects 10 (time-slicing ×10; 1× Tesla-T4 from GFD labels)"
+        ]
+    );
+}
+
+fn pool(
+    kind: &str,
+    name: &str,
+    label: (&str, &str),
+    before: Option<PoolShape>,
+    after: Option<PoolShape>,
+    new: bool,
+) -> GpuFact {
+    GpuFact::Pool(PoolFact {
+        kind: kind.into(),
+        name: name.into(),
+        node_labels: map(&[label]),
+        before,
+        after,
+        new,
+        managed_gpu_software: None,
+    })
+}
+
+fn shape(
+    nodes: u32,
+    machine: &str,
+    count: u32,
+    model: &str,
+    memory_gb: u32,
+    source: &str,
+) -> PoolShape {
+    PoolShape {
+        min_nodes: nodes,
+        max_nodes: nodes,
+        machine: machine.into(),
+        gpus: Some(GpuShape {
+            count,
+            model: model.into(),
+            memory_gb,
+            source: source.into(),
+        }),
+        sharing: None,
+    }
+}
+
+#[test]
+fn pools_of_the_three_clouds_with_sharing_mig_and_scaling() {
+    let t4 = |n| shape(n, "Standard_NC4as_T4_v3", 1, "T4", 16, "built-in table");
+    let aks = vec![
+        (
+            "aks_nodepool.t4",
+            pool(
+                "nodepool",
+                "gpupool",
+                ("kubernetes.azure.com/agentpool", "gpupool"),
+                None,
+                Some(t4(1)),
+                true,
+            ),
+        ),
+        (
+            "kubernetes_manifest.config",
+            config_map("time-slicing-config", &[("any", TS10)], None),
+        ),
+        (
+            "helm_release.operator",
+            operator(
+                OperatorSource::HelmValues,
+                json!({"devicePlugin": {"config": {"name": "time-slicing-config", "default": "any"}}}),
+            ),
+        ),
+    ];
+    assert_eq!(
+        lines(&aks),
+        [
+            "nodepool gpupool: 1 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 1 → 10 (time-slicing ×10; new pool; 16 GB per GPU; GPUs from the built-in table)"
+        ]
+    );
+    let g4 = |n| shape(n, "g4dn.xlarge", 1, "T4", 16, "EC2 DescribeInstanceTypes");
+    let eks = vec![(
+        "eks_nodegroup.gpu",
+        pool(
+            "nodegroup",
+            "gpu",
+            ("eks.amazonaws.com/nodegroup", "gpu"),
+            Some(g4(2)),
+            Some(g4(3)),
+            false,
+        ),
+    )];
+    assert_eq!(
+        lines(&eks),
+        [
+            "nodegroup gpu: 3 × g4dn.xlarge (1× T4) → nvidia.com/gpu 3 → 3 (no sharing; was 2; 16 GB per GPU)"
+        ]
+    );
+    let mut h100 = shape(1, "a3-highgpu-8g", 8, "H100", 80, "accelerator type");
+    h100.sharing = Some(CloudSharing {
+        mig_profile: Some("1g.20gb".into()),
+        clients: None,
+    });
+    let gke = vec![(
+        "gke_nodepool.h100",
+        pool(
+            "nodepool",
+            "h100",
+            ("cloud.google.com/gke-nodepool", "h100"),
+            None,
+            Some(h100),
+            true,
+        ),
+    )];
+    assert_eq!(
+        lines(&gke),
+        [
+            "nodepool h100: 1 × a3-highgpu-8g (8× H100) → nvidia.com/gpu 8 → 32 (MIG 1g.20gb ×4; new pool; 80 GB per GPU)"
+        ]
+    );
+    let removed = vec![(
+        "aks_nodepool.t4",
+        pool(
+            "nodepool",
+            "gpupool",
+            ("kubernetes.azure.com/agentpool", "gpupool"),
+            Some(t4(2)),
+            None,
+            false,
+        ),
+    )];
+    assert_eq!(
+        lines(&removed),
+        [
+            "nodepool gpupool: 2 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 2 → 0 (no sharing; pool removed; 16 GB per GPU; GPUs from the built-in table)"
+        ]
+    );
+}
+
+#[test]
+fn the_clouds_own_device_plugin_and_the_operators_on_one_pool_are_refused() {
+    let t4 = shape(1, "Standard_NC4as_T4_v3", 1, "T4", 16, "built-in table");
+    let mut managed = pool(
+        "nodepool",
+        "gpupool",
+        ("kubernetes.azure.com/agentpool", "gpupool"),
+        None,
+        Some(t4),
+        true,
+    );
+    if let GpuFact::Pool(p) = &mut managed {
+        p.managed_gpu_software = Some(ManagedSoftware {
+            what: "AKS managed GPU mode".into(),
+            attribute: path(["gpu_management_mode"]),
+            device_plugin: true,
+        });
+    }
+    let facts = vec![
+        ("aks_nodepool.t4", managed),
+        (
+            "helm_release.operator",
+            operator(OperatorSource::HelmValues, json!({})),
+        ),
+    ];
+    assert_eq!(
+        findings(&facts),
+        ["Two device plugins on one pool at aks_nodepool.t4.gpu_management_mode"]
+    );
+}
+
+#[test]
+fn karpenter_ceilings_count_physical_gpus() {
+    let facts = vec![
+        (
+            "kubernetes_manifest.nodepool",
+            GpuFact::Ceiling(CeilingFact {
+                scope: "karpenter nodepool gpu".into(),
+                resource: "nvidia.com/gpu".into(),
+                before: Some(8.0),
+                after: Some(16.0),
+                node_labels: BTreeMap::new(),
+            }),
+        ),
+        (
+            "kubernetes_manifest.config",
+            config_map("time-slicing-config", &[("any", TS10)], None),
+        ),
+        (
+            "helm_release.operator",
+            operator(
+                OperatorSource::HelmValues,
+                json!({"devicePlugin": {"config": {"name": "time-slicing-config", "default": "any"}}}),
+            ),
+        ),
+    ];
+    assert_eq!(
+        lines(&facts),
+        [
+            "karpenter nodepool gpu: nvidia.com/gpu 8 → 16 (a ceiling on physical GPUs: the autoscaler does not count sharing; time-slicing ×10: up to 160 schedulable)"
+        ]
+    );
+}

@@ -1,0 +1,303 @@
+//! The GPU model against a real control plane: checks that hold however the stack writes its
+//! config (a module, a raw ConfigMap, the operator chart's values), MIG profiles checked
+//! against the GPU the node reports, the reference flow's first plan, and capacity drift.
+
+use super::e2e::{OPERATOR, Stack, allocatable, chart};
+use gpustack_tests::cluster::e2e_cluster;
+
+/// A stack of its own in a copy of the time-slicing example's directory (so that
+/// `../../modules` resolves), with `main` as its only configuration.
+fn stack_of(main: &str, vars: &[&str]) -> Stack {
+    let stack = Stack::example("time-slicing-existing-cluster", vars);
+    for file in ["main.hcl", "outputs.hcl", "variables.hcl"] {
+        std::fs::remove_file(stack.dir.join(file)).unwrap();
+    }
+    std::fs::write(
+        stack.dir.join("main.hcl"),
+        format!(
+            "variable \"kubeconfig\" {{\n  type = string\n}}\n\nvariable \"chart\" {{\n  type    = string\n  default = \"gpu-operator\"\n}}\n\nprovider \"kubernetes\" {{\n  config_path = var.kubeconfig\n}}\n\nprovider \"helm\" {{\n  config_path = var.kubeconfig\n}}\n\n{main}"
+        ),
+    )
+    .unwrap();
+    stack
+}
+
+/// The 1-based line of the first line of `file` that contains `needle`.
+fn line_of(file: &std::path::Path, needle: &str) -> usize {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("{needle:?} not in {}", file.display()))
+        + 1
+}
+
+/// Destroys what a test applied, also when it fails, so that the next test that installs the
+/// operator finds the cluster without one.
+struct Destroy<'a>(&'a Stack);
+
+impl Drop for Destroy<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run("destroy", &["--auto-approve"]);
+    }
+}
+
+fn refused(stack: &Stack) -> String {
+    let out = stack.run("plan", &[]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "not refused:\n{text}");
+    text
+}
+
+const SHARING_REPLICAS_1: &str = r#"yamlencode({
+        version = "v1"
+        sharing = {
+          timeSlicing = {
+            resources = [
+              {
+                name     = "nvidia.com/gpu"
+                replicas = 1
+              },
+            ]
+          }
+        }
+      })"#;
+
+#[test]
+fn one_invalid_sharing_config_is_refused_as_a_module_a_raw_config_map_and_helm_values() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let chart = format!("chart={}", chart());
+
+    // 1. The sharing module called without its time-slicing wrapper's input checks.
+    let module = stack_of(
+        r#"module "sharing" {
+  source   = "../../modules/device-plugin-sharing"
+  strategy = "timeSlicing"
+  manager  = "time-slicing"
+  operator = {
+    namespace               = "gpu-operator"
+    cluster_policy_name     = "cluster-policy"
+    device_plugin_daemonset = "nvidia-device-plugin-daemonset"
+  }
+  replicas = 1
+}
+"#,
+        &[],
+    );
+    let text = refused(&module);
+    assert!(text.contains("Sharing replicas below 2"), "{text}");
+    let sharing = module
+        .dir
+        .join("../../modules/device-plugin-sharing/main.hcl");
+    let line = line_of(&sharing, "replicas = var.replicas");
+    assert!(
+        text.contains(&format!("device-plugin-sharing/main.hcl:{line}:")),
+        "not at the module's replicas line {line}:\n{text}"
+    );
+
+    // 2. A raw ConfigMap.
+    let raw = stack_of(
+        &format!(
+            r#"resource "kubernetes_manifest" "sharing" {{
+  manifest = {{
+    apiVersion = "v1"
+    kind       = "ConfigMap"
+    metadata = {{
+      name      = "time-slicing-config"
+      namespace = "gpu-operator"
+    }}
+    data = {{
+      any = {SHARING_REPLICAS_1}
+    }}
+  }}
+}}
+"#
+        ),
+        &[],
+    );
+    let text = refused(&raw);
+    assert!(text.contains("Sharing replicas below 2"), "{text}");
+    let line = line_of(&raw.dir.join("main.hcl"), "replicas = 1");
+    assert!(
+        text.contains(&format!("main.hcl:{line}:")),
+        "not at line {line}:\n{text}"
+    );
+
+    // 3. The GPU Operator chart's own ConfigMap, from its values.
+    let helm = stack_of(
+        &format!(
+            r#"resource "helm_release" "gpu_operator" {{
+  name             = "gpu-operator"
+  namespace        = "gpu-operator"
+  create_namespace = true
+  chart            = var.chart
+  values = {{
+    devicePlugin = {{
+      config = {{
+        create  = true
+        name    = "time-slicing-config"
+        default = "any"
+        data = {{
+          any = {SHARING_REPLICAS_1}
+        }}
+      }}
+    }}
+  }}
+}}
+"#
+        ),
+        &[&chart],
+    );
+    let text = refused(&helm);
+    assert!(text.contains("Sharing replicas below 2"), "{text}");
+    let line = line_of(&helm.dir.join("main.hcl"), "replicas = 1");
+    assert!(
+        text.contains(&format!("main.hcl:{line}:")),
+        "not at line {line}:\n{text}"
+    );
+    assert!(
+        text.contains("helm_release.gpu_operator.values.devicePlugin.config.data.any"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_mig_profile_the_nodes_gpu_lacks_is_refused_whatever_the_module_was_told() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    // GFD's labels as an H100 node carries them (no operator runs here to set them).
+    c.fake_gpu_node("gm-h100", "NVIDIA H100 80GB HBM3", 8);
+    c.kubectl_ok(&[
+        "label",
+        "node",
+        "gm-h100",
+        "--overwrite",
+        "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.count=8",
+        "nvidia.com/gpu.memory=81559",
+    ]);
+    let chart = format!("chart={}", chart());
+    let stack = Stack::example("mig-a100", &[&chart, r#"node_names=["gm-h100"]"#]);
+    let main = stack.dir.join("main.hcl");
+    let text = std::fs::read_to_string(&main)
+        .unwrap()
+        .replace(r#"gpu_model  = "A100-80GB""#, r#"gpu_model  = "A100-40GB""#);
+    std::fs::write(&main, text).unwrap();
+
+    let out = stack.run("plan", &["--var", "geometry=all-1g.5gb"]);
+    let message = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{message}");
+    assert!(
+        message.contains("MIG profile the node's GPU lacks"),
+        "{message}"
+    );
+    let squashed: String = message.split_whitespace().collect();
+    assert!(
+        squashed.contains("NVIDIA-H100-80GB-HBM3") && squashed.contains("no1g.5gbprofile"),
+        "{message}"
+    );
+    let labels = stack.dir.join("../../modules/mig/main.hcl");
+    let line = line_of(&labels, r#""nvidia.com/mig.config" = var.geometry"#);
+    assert!(
+        message.contains(&format!("mig/main.hcl:{line}:")),
+        "not at the label line {line}:\n{message}"
+    );
+    c.kubectl_ok(&["delete", "node", "gm-h100"]);
+}
+
+#[test]
+fn the_reference_flows_first_plan_shows_the_nodes_shared_gpus() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    // As tests/cluster/demo makes it: a T4 VM with a driver and no GPU software yet.
+    c.fake_gpu_node("gm-demo-t4", "Tesla T4", 1);
+    let chart = format!("chart={}", chart());
+    let stack = Stack::example(
+        "time-slicing-existing-cluster",
+        &[&chart, r#"node_names=["gm-demo-t4"]"#],
+    );
+    let plan = stack.ok("plan", &[]);
+    assert!(
+        plan.contains(
+            "node gm-demo-t4 (1× T4) → nvidia.com/gpu 1 → 10 (time-slicing ×10; joins time-slicing-config key any by label; the GPU Operator is installed by this plan; 1× T4 from instance type Standard_NC4as_T4_v3, built-in table)"
+        ),
+        "{plan}"
+    );
+    c.kubectl_ok(&["delete", "node", "gm-demo-t4"]);
+}
+
+#[test]
+fn drift_names_a_node_whose_allocatable_fell_below_the_model_without_a_smoke_test() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    c.fake_gpu_node("gm-drift", "Tesla T4", 2);
+    let chart = format!("chart={}", chart());
+    let stack = stack_of(
+        r#"module "gpu_operator" {
+  source          = "../../modules/gpu-operator"
+  chart           = var.chart
+  driver_enabled  = false
+  toolkit_enabled = false
+  runtime_class   = "nvidia-container-runtime"
+}
+
+module "time_slicing" {
+  source     = "../../modules/time-slicing"
+  operator   = module.gpu_operator
+  replicas   = 4
+  node_names = ["gm-drift"]
+}
+"#,
+        &[&chart],
+    );
+    let _destroy = Destroy(&stack);
+    stack.ok("apply", &["--auto-approve"]);
+    c.eventually(
+        60,
+        || allocatable(c, "gm-drift", "nvidia.com/gpu"),
+        |a| a == "8",
+    );
+    let clean = stack.run("drift", &[]);
+    assert_eq!(
+        clean.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&clean.stdout),
+        String::from_utf8_lossy(&clean.stderr)
+    );
+
+    // One GPU falls off the bus: the device plugin takes it out of allocatable.
+    c.kubectl_ok(&[
+        "annotate",
+        "node",
+        "gm-drift",
+        "--overwrite",
+        "gpustack.dev/gpu-unhealthy=1",
+    ]);
+    c.eventually(
+        60,
+        || allocatable(c, "gm-drift", "nvidia.com/gpu"),
+        |a| a == "4",
+    );
+    let drift = stack.run("drift", &[]);
+    let text = String::from_utf8_lossy(&drift.stdout);
+    assert_eq!(drift.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("node gm-drift advertises nvidia.com/gpu 4, the GPU model expects 8 (time-slicing ×4; 2× Tesla-T4 from GFD labels)"),
+        "{text}"
+    );
+    let json = stack.run("drift", &["--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["drifted"], true, "{report}");
+    assert_eq!(
+        report["gpu_capacity_drift"][0]["node"], "gm-drift",
+        "{report}"
+    );
+
+    drop(_destroy);
+    c.kubectl_ok(&["delete", "node", "gm-drift"]);
+}
