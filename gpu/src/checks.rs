@@ -248,6 +248,18 @@ fn nodes(model: &Model, findings: &mut Vec<Finding>) {
 fn pools(model: &Model, findings: &mut Vec<Finding>) {
     let settings = &model.after.settings;
     for (address, pool) in &model.pools {
+        if let Some(shape) = pool.after.as_ref().filter(|s| s.gpus.is_none()) {
+            findings.push(Finding {
+                address: address.clone(),
+                path: Vec::new(),
+                severity: Severity::Warning,
+                summary: "GPUs of the machine type unknown".into(),
+                detail: format!(
+                    "{} {} uses {}, which looks like a GPU machine but is in neither the cloud's answer nor gpustack's built-in table: the GPU capacity section leaves this pool out.",
+                    pool.kind, pool.name, shape.machine
+                ),
+            });
+        }
         let Some(managed) = &pool.managed_gpu_software else {
             continue;
         };

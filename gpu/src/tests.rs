@@ -635,3 +635,171 @@ fn karpenter_ceilings_count_physical_gpus() {
         ]
     );
 }
+
+#[test]
+fn a_gpu_size_the_table_lacks_is_reported_not_silently_left_out() {
+    let mut unknown = shape(1, "Standard_NC6s_v3", 1, "V100", 16, "built-in table");
+    unknown.gpus = None;
+    let facts = vec![(
+        "aks_nodepool.v100",
+        pool(
+            "nodepool",
+            "v100",
+            ("kubernetes.azure.com/agentpool", "v100"),
+            None,
+            Some(unknown),
+            true,
+        ),
+    )];
+    assert!(lines(&facts).is_empty());
+    let found = model(&facts).findings();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].severity, crate::Severity::Warning);
+    assert!(
+        found[0].detail.contains("Standard_NC6s_v3"),
+        "{}",
+        found[0].detail
+    );
+}
+
+#[test]
+fn devices_published_by_nvidias_dra_driver_count_as_the_nodes_gpus() {
+    let mut dra = node("dra-0", &[], &[]);
+    dra.dra_devices = (0..2)
+        .map(|i| gpustack_protocol::DraDevice {
+            name: format!("gpu-{i}"),
+            kind: "gpu".into(),
+            product: "NVIDIA H100 80GB HBM3".into(),
+            memory_mib: Some(81559),
+        })
+        .collect();
+    let facts = vec![
+        (
+            "kubernetes_labels.geometry",
+            cluster(vec![dra], Some(json!({})), &[]),
+        ),
+        (
+            "kubernetes_labels.geometry",
+            labels("dra-0", &[("nvidia.com/mig.config", "all-1g.5gb")]),
+        ),
+    ];
+    let found = model(&facts).findings();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].detail.contains("from DRA ResourceSlices"),
+        "{}",
+        found[0].detail
+    );
+}
+
+/// Every capacity line of the cases above in one snapshot, as a plan prints them.
+#[test]
+fn capacity_lines_snapshot() {
+    let a100: &[(&str, &str)] = &[
+        ("nvidia.com/gpu.count", "1"),
+        ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"),
+    ];
+    let t4 = |n| shape(n, "Standard_NC4as_T4_v3", 1, "T4", 16, "built-in table");
+    let mut h100 = shape(
+        2,
+        "a3-highgpu-8g",
+        8,
+        "H100",
+        80,
+        "accelerator type nvidia-h100-80gb, built-in table",
+    );
+    h100.sharing = Some(CloudSharing {
+        mig_profile: Some("1g.20gb".into()),
+        clients: None,
+    });
+    let mut mig_aks = shape(
+        1,
+        "Standard_NC24ads_A100_v4",
+        1,
+        "A100",
+        80,
+        "built-in table",
+    );
+    mig_aks.sharing = Some(CloudSharing {
+        mig_profile: Some("1g".into()),
+        clients: None,
+    });
+    let g5 = |n| shape(n, "g5.xlarge", 1, "A10G", 24, "EC2 DescribeInstanceTypes");
+    let mut all = reference_flow();
+    all.extend([
+        (
+            "kubernetes_labels.geometry",
+            cluster(
+                vec![node("mig-0", a100, &[("nvidia.com/gpu", 1.0)])],
+                Some(json!({"mig": {"strategy": "mixed"}})),
+                &[],
+            ),
+        ),
+        (
+            "kubernetes_labels.geometry",
+            labels("mig-0", &[("nvidia.com/mig.config", "all-1g.10gb")]),
+        ),
+        (
+            "aks_nodepool.t4",
+            pool(
+                "nodepool",
+                "gpupool",
+                ("kubernetes.azure.com/agentpool", "gpupool"),
+                Some(t4(1)),
+                Some(t4(3)),
+                false,
+            ),
+        ),
+        (
+            "aks_nodepool.mig",
+            pool(
+                "nodepool",
+                "migpool",
+                ("kubernetes.azure.com/agentpool", "migpool"),
+                None,
+                Some(mig_aks),
+                true,
+            ),
+        ),
+        (
+            "gke_nodepool.h100",
+            pool(
+                "nodepool",
+                "h100",
+                ("cloud.google.com/gke-nodepool", "h100"),
+                None,
+                Some(h100),
+                true,
+            ),
+        ),
+        (
+            "eks_nodegroup.a10g",
+            pool(
+                "nodegroup",
+                "a10g",
+                ("eks.amazonaws.com/nodegroup", "a10g"),
+                Some(g5(2)),
+                Some(shape(
+                    2,
+                    "g4dn.xlarge",
+                    1,
+                    "T4",
+                    16,
+                    "EC2 DescribeInstanceTypes",
+                )),
+                true,
+            ),
+        ),
+        (
+            "gke_node_autoprovisioning.gpu",
+            GpuFact::Ceiling(CeilingFact {
+                scope: "gke node auto-provisioning nvidia-tesla-t4".into(),
+                resource: "nvidia.com/gpu".into(),
+                before: None,
+                after: Some(8.0),
+                node_labels: map(&[("cloud.google.com/gke-accelerator", "nvidia-tesla-t4")]),
+            }),
+        ),
+    ]);
+    insta::assert_snapshot!(lines(&all).join("\n"));
+}

@@ -924,9 +924,13 @@ impl CloudPool for Connected {
                 count,
                 model: model.to_owned(),
                 memory_gb,
-                // The accelerator type names the model; Compute's acceleratorTypes adds no
-                // count or memory the pool does not already say.
-                source: "accelerator type".to_owned(),
+                // The pool gives the count; the model and its memory come from the
+                // accelerator type's name, through the built-in table.
+                source: format!(
+                    "accelerator type {}, {}",
+                    text(a, "type").unwrap_or_default(),
+                    gpustack_provider_sdk::catalog::BUILT_IN
+                ),
             }),
             sharing,
         })
@@ -1133,6 +1137,40 @@ impl CloudPool for Connected {
     }
 }
 
+/// The GPU ceiling of each accelerator type node auto-provisioning may bring, before and after.
+fn nap_ceilings(prior: Option<&Value>, planned: Option<&Value>) -> Vec<gpustack_protocol::GpuFact> {
+    let limits = |state: Option<&Value>| -> std::collections::BTreeMap<String, f64> {
+        state
+            .and_then(|s| attribute(s, "resource_limits"))
+            .and_then(Value::as_list)
+            .into_iter()
+            .flatten()
+            .filter_map(|l| {
+                let ty = text(l, "resource_type")?;
+                gpustack_provider_sdk::catalog::gke_accelerator(ty)?;
+                Some((ty.to_owned(), attribute(l, "maximum")?.as_number()?))
+            })
+            .collect()
+    };
+    let (before, after) = (limits(prior), limits(planned));
+    let types: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    types
+        .into_iter()
+        .map(|ty| {
+            gpustack_protocol::GpuFact::Ceiling(gpustack_protocol::CeilingFact {
+                scope: format!("gke node auto-provisioning {ty}"),
+                resource: "nvidia.com/gpu".into(),
+                before: before.get(ty).copied(),
+                after: after.get(ty).copied(),
+                node_labels: std::collections::BTreeMap::from([(
+                    "cloud.google.com/gke-accelerator".to_owned(),
+                    ty.clone(),
+                )]),
+            })
+        })
+        .collect()
+}
+
 /// `gke_node_autoprovisioning`: a setting of the cluster, not an object of its own.
 struct Autoprovisioning(Arc<Connected>);
 
@@ -1147,11 +1185,16 @@ impl Resource for Autoprovisioning {
     }
 
     async fn plan(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse {
-        plan_from_schema(
+        let mut response = plan_from_schema(
             &resource_schema(&Gcp, "gke_node_autoprovisioning"),
             request.prior_state.as_ref(),
             &normalized(&request.config),
-        )
+        );
+        response.gpu_facts = nap_ceilings(
+            request.prior_state.as_ref(),
+            (!response.planned_state.is_null()).then_some(&response.planned_state),
+        );
+        response
     }
 
     /// Set (whether new or changed) or off.

@@ -65,7 +65,7 @@ fn gke_a100_mig_pool_lifecycle() {
     let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(
-        out.contains("nodepool a100-mig: 0–4 × a2-highgpu-1g (1× A100) → nvidia.com/gpu 4 → 28 (MIG 1g.5gb ×7; new pool; at 4 nodes; 40 GB per GPU)"),
+        out.contains("nodepool a100-mig: 0–4 × a2-highgpu-1g (1× A100) → nvidia.com/gpu 4 → 28 (MIG 1g.5gb ×7; new pool; at 4 nodes; 40 GB per GPU; GPUs from the accelerator type nvidia-tesla-a100, built-in table)"),
         "{out}"
     );
 
@@ -135,6 +135,11 @@ fn gke_node_autoprovisioning_limits_for_t4_v100_and_a100() {
 
     let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[zones]);
     assert_eq!(code, 0, "{out}{err}");
+    // The GPU ceilings, one line per accelerator type.
+    assert!(
+        out.contains("gke node auto-provisioning nvidia-tesla-t4: nvidia.com/gpu 0 → 8 (a ceiling on physical GPUs: the autoscaler does not count sharing)"),
+        "{out}"
+    );
     let autoscaling = fake.cluster(CLUSTER).unwrap()["autoscaling"].clone();
     assert_eq!(autoscaling["enableNodeAutoprovisioning"], true);
     let limits: Vec<(String, String)> = autoscaling["resourceLimits"]
@@ -216,19 +221,19 @@ fn gke_mig_capacity_counts_partitions_per_gpu_model() {
             "a3-highgpu-1g",
             "nvidia-h100-80gb",
             "1g.20gb",
-            "nodepool a100-mig: 0–4 × a3-highgpu-1g (1× H100) → nvidia.com/gpu 4 → 16 (MIG 1g.20gb ×4; new pool; at 4 nodes; 80 GB per GPU)",
+            "nodepool a100-mig: 0–4 × a3-highgpu-1g (1× H100) → nvidia.com/gpu 4 → 16 (MIG 1g.20gb ×4; new pool; at 4 nodes; 80 GB per GPU; GPUs from the accelerator type nvidia-h100-80gb, built-in table)",
         ),
         (
             "a3-highgpu-1g",
             "nvidia-h100-80gb",
             "1g.10gb",
-            "nodepool a100-mig: 0–4 × a3-highgpu-1g (1× H100) → nvidia.com/gpu 4 → 28 (MIG 1g.10gb ×7; new pool; at 4 nodes; 80 GB per GPU)",
+            "nodepool a100-mig: 0–4 × a3-highgpu-1g (1× H100) → nvidia.com/gpu 4 → 28 (MIG 1g.10gb ×7; new pool; at 4 nodes; 80 GB per GPU; GPUs from the accelerator type nvidia-h100-80gb, built-in table)",
         ),
         (
             "a3-ultragpu-1g",
             "nvidia-h200-141gb",
             "1g.35gb",
-            "nodepool a100-mig: 0–4 × a3-ultragpu-1g (1× H200) → nvidia.com/gpu 4 → 16 (MIG 1g.35gb ×4; new pool; at 4 nodes; 141 GB per GPU)",
+            "nodepool a100-mig: 0–4 × a3-ultragpu-1g (1× H200) → nvidia.com/gpu 4 → 16 (MIG 1g.35gb ×4; new pool; at 4 nodes; 141 GB per GPU; GPUs from the accelerator type nvidia-h200-141gb, built-in table)",
         ),
     ] {
         let stack = Stack::example("gke-a100-mig", &fake);

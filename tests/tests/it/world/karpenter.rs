@@ -41,6 +41,12 @@ fn karpenter_gpu_module_applies_against_the_real_crds() {
     .unwrap();
     let out = gpustack(&stack, &["apply", "--auto-approve"]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    // The NodePool's GPU ceiling in the capacity section: physical GPUs, as Karpenter counts.
+    assert!(
+        stdout(&out).contains(&format!("karpenter nodepool {name}: nvidia.com/gpu 0 → 32 (a ceiling on physical GPUs: the autoscaler does not count sharing)")),
+        "{}",
+        stdout(&out)
+    );
     let pool: serde_json::Value = serde_json::from_str(&cluster.kubectl_ok(&[
         "get",
         "nodepools.karpenter.sh",
