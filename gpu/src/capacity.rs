@@ -77,7 +77,19 @@ fn node_lines(model: &Model, node: &Node) -> Vec<Line> {
         return Vec::new();
     };
     let before = model.before.predict(&node.live.labels, physical);
-    let after = model.after.predict(&node.labels_after, physical);
+    let mut after = model.after.predict(&node.labels_after, physical);
+    // No device plugin on the node: nothing advertised, for a reason the plan gives.
+    if after.is_none()
+        && let Some(why) = model.after.plugin_off(&node.labels_after)
+    {
+        after = Some(Prediction {
+            resources: BTreeMap::new(),
+            how: vec![format!("no device plugin: {why}")],
+            config_key: None,
+            plugin: None,
+            mig: None,
+        });
+    }
     if before == after || (after.is_none() && model.after.settings.present) {
         return Vec::new();
     }

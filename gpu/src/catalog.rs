@@ -14,7 +14,7 @@ pub struct Gpus {
 impl Gpus {
     /// Whether the model can be partitioned with MIG.
     pub fn has_mig(&self) -> bool {
-        mig_profiles(&self.model, self.memory_gb).is_some()
+        mig_capable(&self.model)
     }
 }
 
@@ -137,15 +137,25 @@ const A30: &[(&str, u32)] = &[
 ];
 
 /// The MIG profiles of a GPU model with how many fit on one GPU (NVIDIA's maxima, which GKE's
-/// `gpuPartitionSize` shares); `None` for a GPU without MIG or a model this table lacks.
+/// `gpuPartitionSize` shares); `None` for a GPU without MIG or a model this table lacks (see
+/// [`mig_capable`]).
 pub fn mig_profiles(model: &str, memory_gb: u32) -> Option<&'static [(&'static str, u32)]> {
     match (model, memory_gb) {
         ("A100", 40) => Some(A100_40GB),
-        ("A100", 80) | ("H100", 80..=96) => Some(GB80),
-        ("H200", _) => Some(H200),
+        ("A100", 80) | ("H100", 80) => Some(GB80),
+        ("H200", 141) => Some(H200),
         ("A30", _) => Some(A30),
         _ => None,
     }
+}
+
+/// Whether a GPU model has MIG at all (GPU-FACTS: A100, A30, H100, H200 and newer), whether or
+/// not [`mig_profiles`] knows its profiles (an H100 NVL, a B200).
+pub fn mig_capable(model: &str) -> bool {
+    [
+        "A100", "A30", "H100", "H200", "B200", "B300", "GB200", "GB300",
+    ]
+    .contains(&model)
 }
 
 /// How many instances of `profile` fit on one GPU of this model (`1g.20gb` on an H100: 4).

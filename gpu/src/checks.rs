@@ -98,17 +98,19 @@ fn nodes(model: &Model, findings: &mut Vec<Finding>) {
         };
         let labels = &node.labels_after;
         let changed = |label: &str| node.label_origins.contains_key(label);
-        // The node's config key must exist in the config it reads.
-        if let Some((config, key_name, None)) = after.plugin_config(labels)
+        // The node's config key must exist in the config it reads: blame the label the stack
+        // sets, else the ConfigMap it writes, else the default it points at.
+        if after.plugin_off(labels).is_none()
+            && let Some((config, key_name, None)) = after.plugin_config(labels)
             && after.config_maps.contains_key(&config)
             && let Some(origin) = label_or(
                 node,
                 DEVICE_PLUGIN_CONFIG_LABEL,
-                after
+                after.config_maps[&config].origin.as_ref().or(after
                     .settings
                     .default_key
                     .as_ref()
-                    .and_then(|s| s.origin.as_ref()),
+                    .and_then(|s| s.origin.as_ref())),
             )
         {
             findings.push(error(
@@ -155,9 +157,18 @@ fn nodes(model: &Model, findings: &mut Vec<Finding>) {
                 physical.source
             );
             match (layout, profiles) {
-                (Some(Layout::Enabled(devices)), None)
-                    if !devices.is_empty() || geometry != "all-disabled" =>
-                {
+                (Some(Layout::Enabled(_)), None) if catalog::mig_capable(&physical.model) => {
+                    if let Some(origin) = origin.clone() {
+                        findings.push(Finding {
+                            address: origin.address,
+                            path: origin.path,
+                            severity: Severity::Warning,
+                            summary: "MIG geometry not checked".into(),
+                            detail: format!("Geometry {geometry} is planned on node {}, whose GPUs are {} ({} {} GB, from {}): gpustack's built-in table has no MIG profiles for that model, so the geometry is not checked and its capacity not predicted.", node.live.name, physical.product, physical.model, physical.memory_gb, physical.source),
+                        });
+                    }
+                }
+                (Some(Layout::Enabled(_)), None) => {
                     if let Some(origin) = origin.clone() {
                         findings.push(error(
                             origin,
@@ -219,6 +230,9 @@ fn nodes(model: &Model, findings: &mut Vec<Finding>) {
                 _ => {}
             }
         }
+        if node.physical.is_some() {
+            mig_resources_without_mixed(model, node, findings);
+        }
         // MPS and MIG on the same node.
         if let Some((_, Some(Layout::Enabled(_)), _)) = &mig
             && let Some((config, key_name, Some(text))) = after.plugin_config(labels)
@@ -242,6 +256,45 @@ fn nodes(model: &Model, findings: &mut Vec<Finding>) {
                 ));
             }
         }
+    }
+}
+
+/// A config that shares MIG resources on a node where the strategy does not make them.
+fn mig_resources_without_mixed(
+    model: &Model,
+    node: &crate::model::Node,
+    findings: &mut Vec<Finding>,
+) {
+    let after = &model.after;
+    if after.settings.mig_strategy == "mixed" {
+        return;
+    }
+    let Some((config, key_name, Some(text))) = after.plugin_config(&node.labels_after) else {
+        return;
+    };
+    let Some(origin) = after
+        .config_maps
+        .get(&config)
+        .and_then(|c| c.origin.clone())
+    else {
+        return;
+    };
+    let Some((plugin, _)) = sharing::parse(text) else {
+        return;
+    };
+    if let Some(shared) = plugin
+        .shared
+        .iter()
+        .find(|s| s.resource.starts_with("nvidia.com/mig-"))
+    {
+        findings.push(error(
+            origin.join(&[PathStep::Key(key_name.clone())]),
+            "Time-slicing a MIG resource without the mixed strategy",
+            format!(
+                "{config}/{key_name} shares {}, which exists only under mig.strategy mixed; node {} gets strategy {}.",
+                shared.resource, node.live.name, after.settings.mig_strategy
+            ),
+        ));
     }
 }
 

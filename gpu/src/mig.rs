@@ -76,10 +76,12 @@ impl ConfigSet {
     /// profiles the GPU has (entries with a `device-filter` are for some models only).
     pub fn layout(&self, geometry: &str, model: &str, memory_gb: u32) -> Option<Layout> {
         let entries = self.geometries.get(geometry)?;
+        // Entries for other models (by `device-filter`) ask for more of a profile than this
+        // GPU has: the one whose counts fit is this GPU's.
         let fits = |e: &&Entry| {
-            e.devices
-                .keys()
-                .all(|p| catalog::partitions_per_gpu(model, memory_gb, p).is_some())
+            e.devices.iter().all(|(p, n)| {
+                catalog::partitions_per_gpu(model, memory_gb, p).is_some_and(|max| *n <= max)
+            })
         };
         let entry = entries
             .iter()

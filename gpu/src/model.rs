@@ -394,32 +394,32 @@ impl Model {
             after
                 .settings
                 .overlay(settings, Some(&origin), &mut conflicts);
-            if o.source == OperatorSource::HelmValues
-                && settings
-                    .pointer("/devicePlugin/config/create")
-                    .and_then(Json::as_bool)
-                    == Some(true)
-                && let Some(name) = settings
-                    .pointer("/devicePlugin/config/name")
-                    .and_then(Json::as_str)
-                && let Some(data) = settings
-                    .pointer("/devicePlugin/config/data")
-                    .and_then(Json::as_object)
-            {
-                after.config_maps.insert(
-                    name.to_owned(),
-                    ConfigMap {
-                        data: data
-                            .iter()
-                            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                            .collect(),
-                        origin: Some(origin.join(&[
-                            key("devicePlugin"),
-                            key("config"),
-                            key("data"),
-                        ])),
-                    },
-                );
+            // The chart makes the device plugin's and the MIG manager's ConfigMaps itself
+            // from `config.create` and `config.data`.
+            for component in ["devicePlugin", "migManager"] {
+                let config = settings.get(component).and_then(|c| c.get("config"));
+                if o.source == OperatorSource::HelmValues
+                    && let Some(config) = config
+                    && config.get("create").and_then(Json::as_bool) == Some(true)
+                    && let Some(name) = config.get("name").and_then(Json::as_str)
+                    && let Some(data) = config.get("data").and_then(Json::as_object)
+                    && !data.is_empty()
+                {
+                    after.config_maps.insert(
+                        name.to_owned(),
+                        ConfigMap {
+                            data: data
+                                .iter()
+                                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                                .collect(),
+                            origin: Some(origin.join(&[
+                                key(component),
+                                key("config"),
+                                key("data"),
+                            ])),
+                        },
+                    );
+                }
             }
         }
         for (address, c) in &config_maps {
@@ -515,10 +515,11 @@ impl Side {
         if !self.settings.mig_manager {
             return None;
         }
-        let geometry = labels
-            .get(MIG_CONFIG_LABEL)
-            .cloned()
-            .or_else(|| self.settings.mig_default.as_ref().map(|s| s.value.clone()))?;
+        // The operator gives the default geometry to MIG-capable nodes only.
+        let geometry = labels.get(MIG_CONFIG_LABEL).cloned().or_else(|| {
+            catalog::mig_capable(&physical.model)
+                .then(|| self.settings.mig_default.as_ref().map(|s| s.value.clone()))?
+        })?;
         let name = self.settings.mig_config_name();
         if let Some(set) = self
             .config_maps
@@ -531,6 +532,22 @@ impl Side {
         }
         let layout = mig::built_in(&geometry, &physical.model, physical.memory_gb);
         Some((geometry, layout, mig::Origin::BuiltIn))
+    }
+
+    /// Why no device plugin of the operator runs on a node with `labels` (the operator is
+    /// there), if none does.
+    pub(crate) fn plugin_off(&self, labels: &BTreeMap<String, String>) -> Option<&'static str> {
+        if !self.settings.present {
+            None
+        } else if !self.settings.device_plugin {
+            Some("devicePlugin.enabled is false")
+        } else if labels.get(DEVICE_PLUGIN_OPT_OUT).map(String::as_str) == Some("false") {
+            Some(
+                "the node opts out of the device plugin (nvidia.com/gpu.deploy.device-plugin=false)",
+            )
+        } else {
+            None
+        }
     }
 
     /// What the device plugin of a node with `labels` and `physical` GPUs advertises; `None`

@@ -172,19 +172,6 @@ pub fn parse(text: &str) -> Option<(PluginConfig, Vec<Problem>)> {
                     ),
                 });
             }
-            if *strategy == Strategy::TimeSlicing
-                && mig_resource
-                && config.mig_strategy.as_deref() != Some("mixed")
-            {
-                problems.push(Problem {
-                    path: at("name"),
-                    summary: "Time-slicing a MIG resource without the mixed strategy".into(),
-                    detail: format!(
-                        "{resource_name} exists only with migStrategy mixed; this config says {}.",
-                        config.mig_strategy.as_deref().unwrap_or("none")
-                    ),
-                });
-            }
             config.shared.push(Shared {
                 resource: resource_name,
                 replicas: replicas.unwrap_or(1.0),
@@ -266,13 +253,10 @@ mod tests {
             ),
             ["Time-slicing and MPS in one config at sharing.mps"]
         );
-        assert_eq!(
-            summaries(
-                "version: v1\nflags:\n  migStrategy: single\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/mig-1g.10gb\n      replicas: 2\n"
-            ),
-            [
-                "Time-slicing a MIG resource without the mixed strategy at sharing.timeSlicing.resources[0].name"
-            ]
+        // Whether a MIG resource exists is the ClusterPolicy's mig.strategy: the model checks it.
+        assert!(
+            summaries("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/mig-1g.10gb\n      replicas: 2\n")
+                .is_empty()
         );
     }
 }

@@ -803,3 +803,134 @@ fn capacity_lines_snapshot() {
     ]);
     insta::assert_snapshot!(lines(&all).join("\n"));
 }
+
+#[test]
+fn correct_mig_stacks_are_not_refused() {
+    let a100_40: &[(&str, &str)] = &[
+        ("nvidia.com/gpu.count", "8"),
+        ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB"),
+    ];
+    // NVIDIA's default set lists the 80 GB entry of all-1g.10gb first.
+    let set = "version: v1\nmig-configs:\n  all-1g.10gb:\n  - device-filter: [\"0x20B210DE\"]\n    devices: all\n    mig-enabled: true\n    mig-devices:\n      \"1g.10gb\": 7\n  - device-filter: [\"0x20B010DE\"]\n    devices: all\n    mig-enabled: true\n    mig-devices:\n      \"1g.10gb\": 4\n";
+    let policy = json!({"mig": {"strategy": "mixed"}, "migManager": {"config": {"name": "default-mig-parted-config", "default": "all-disabled"}}});
+    let facts = vec![
+        (
+            "kubernetes_labels.geometry",
+            cluster(
+                vec![
+                    node("a100", a100_40, &[("nvidia.com/gpu", 8.0)]),
+                    node("t4", T4_GFD, &[("nvidia.com/gpu", 1.0)]),
+                ],
+                Some(policy),
+                &[("default-mig-parted-config", map(&[("config.yaml", set)]))],
+            ),
+        ),
+        (
+            "kubernetes_labels.geometry",
+            labels("a100", &[("nvidia.com/mig.config", "all-1g.10gb")]),
+        ),
+        // A default geometry reaches MIG-capable nodes only: the T4 keeps its GPU.
+        (
+            "kubernetes_patch.mig",
+            operator(
+                OperatorSource::ClusterPolicyPatch,
+                json!({"migManager": {"config": {"default": "all-1g.10gb"}}}),
+            ),
+        ),
+    ];
+    assert!(findings(&facts).is_empty(), "{:?}", findings(&facts));
+    let found = lines(&facts);
+    assert!(
+        found
+            .iter()
+            .any(|l| l.contains("nvidia.com/mig-1g.10gb 0 → 32")),
+        "{found:?}"
+    );
+    assert!(!found.iter().any(|l| l.starts_with("node t4")), "{found:?}");
+}
+
+#[test]
+fn time_slicing_mig_devices_follows_the_clusterpolicys_strategy() {
+    let a100: &[(&str, &str)] = &[
+        ("nvidia.com/gpu.count", "1"),
+        ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"),
+    ];
+    let ts_mig = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/mig-1g.10gb\n      replicas: 2\n";
+    let facts = |strategy: &str| {
+        vec![
+            (
+                "kubernetes_manifest.ts",
+                cluster(
+                    vec![node("gpu-0", a100, &[("nvidia.com/gpu", 1.0)])],
+                    Some(
+                        json!({"mig": {"strategy": strategy}, "devicePlugin": {"config": {"name": "ts", "default": "mig"}}}),
+                    ),
+                    &[],
+                ),
+            ),
+            (
+                "kubernetes_manifest.ts",
+                config_map("ts", &[("mig", ts_mig)], None),
+            ),
+        ]
+    };
+    assert!(
+        findings(&facts("mixed")).is_empty(),
+        "{:?}",
+        findings(&facts("mixed"))
+    );
+    assert_eq!(
+        findings(&facts("single")),
+        [
+            "Time-slicing a MIG resource without the mixed strategy at kubernetes_manifest.ts.manifest.data.mig"
+        ]
+    );
+}
+
+#[test]
+fn a_mig_gpu_the_table_lacks_is_a_warning_and_an_opted_out_node_goes_to_zero() {
+    let b200: &[(&str, &str)] = &[
+        ("nvidia.com/gpu.count", "8"),
+        ("nvidia.com/gpu.product", "NVIDIA-B200"),
+        ("nvidia.com/gpu.memory", "183359"),
+    ];
+    let facts = vec![
+        (
+            "kubernetes_labels.geometry",
+            cluster(
+                vec![node("b200", b200, &[("nvidia.com/gpu", 8.0)])],
+                Some(json!({})),
+                &[],
+            ),
+        ),
+        (
+            "kubernetes_labels.geometry",
+            labels("b200", &[("nvidia.com/mig.config", "all-1g.23gb")]),
+        ),
+    ];
+    let found = model(&facts).findings();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].severity, crate::Severity::Warning);
+    assert_eq!(found[0].summary, "MIG geometry not checked");
+
+    let facts = vec![
+        (
+            "kubernetes_labels.off",
+            cluster(
+                vec![node("gpu-0", T4_GFD, &[("nvidia.com/gpu", 1.0)])],
+                Some(json!({})),
+                &[],
+            ),
+        ),
+        (
+            "kubernetes_labels.off",
+            labels("gpu-0", &[("nvidia.com/gpu.deploy.device-plugin", "false")]),
+        ),
+    ];
+    assert_eq!(
+        lines(&facts),
+        [
+            "node gpu-0 (1× Tesla-T4): nvidia.com/gpu 1 → 0 (no device plugin: the node opts out of the device plugin (nvidia.com/gpu.deploy.device-plugin=false))"
+        ]
+    );
+}

@@ -36,24 +36,35 @@ fn cache_root() -> PathBuf {
         })
 }
 
-/// The pinned OPA binary, built into the test world's cache on first use
-/// (`tests/cluster/build opa`; CI builds it before the suite).
-pub fn opa() -> PathBuf {
+/// A pinned Go tool of the test world, built into its cache on first use
+/// (`tests/cluster/build COMPONENT`).
+fn built_tool(component: &str, version_key: &str, binary: &str) -> PathBuf {
     let path = cache_root()
-        .join(format!("opa-{}", versions()["OPA_VERSION"]))
-        .join("bin/opa");
+        .join(format!("{component}-{}", versions()[version_key]))
+        .join("bin")
+        .join(binary);
     if !path.is_file() {
         let out = Command::new(repo_root().join("tests/cluster/build"))
-            .arg("opa")
+            .arg(component)
             .output()
-            .expect("run tests/cluster/build opa");
+            .unwrap_or_else(|e| panic!("run tests/cluster/build {component}: {e}"));
         assert!(
             out.status.success() && path.is_file(),
-            "tests/cluster/build opa failed:\n{}",
+            "tests/cluster/build {component} failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
     path
+}
+
+/// The pinned OPA binary (CI builds it before the suite).
+pub fn opa() -> PathBuf {
+    built_tool("opa", "OPA_VERSION", "opa")
+}
+
+/// The pinned OpenTofu, the peer of the bench-iac benchmark (never needed by the suite).
+pub fn opentofu() -> PathBuf {
+    built_tool("opentofu", "OPENTOFU_VERSION", "tofu")
 }
 
 /// The shared cluster, started and prepared on first use.

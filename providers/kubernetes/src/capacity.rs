@@ -211,27 +211,27 @@ pub(crate) async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube:
             })
         })
         .collect();
+    // One LIST of the operator's namespace: the configs the live policy names, and those a
+    // planned policy may name next (device-plugin and mig-parted configs, by their content).
     let namespace = operator_namespace.as_deref().unwrap_or("gpu-operator");
-    let mut config_maps = BTreeMap::new();
-    let wanted = [
-        spec.as_ref()
-            .and_then(|s| s.pointer("/devicePlugin/config/name"))
-            .and_then(Json::as_str)
-            .filter(|n| !n.is_empty())
-            .map(str::to_owned),
-        spec.as_ref()
-            .and_then(|s| s.pointer("/migManager/config/name"))
-            .and_then(Json::as_str)
-            .filter(|n| !n.is_empty())
-            .map(str::to_owned)
-            .or_else(|| spec.as_ref().map(|_| DEFAULT_MIG_CONFIG.to_owned())),
-    ];
+    let named: Vec<&str> = ["/devicePlugin/config/name", "/migManager/config/name"]
+        .iter()
+        .filter_map(|p| spec.as_ref()?.pointer(p)?.as_str())
+        .chain([DEFAULT_MIG_CONFIG])
+        .collect();
     let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), namespace);
-    for name in wanted.into_iter().flatten() {
-        if let Ok(Some(map)) = maps.get_opt(&name).await {
-            config_maps.insert(name, map.data.unwrap_or_default());
-        }
-    }
+    let config_maps = match maps.list(&ListParams::default()).await {
+        Ok(list) => list
+            .items
+            .into_iter()
+            .filter_map(|map| {
+                let name = map.metadata.name?;
+                let data = map.data.unwrap_or_default();
+                (named.contains(&name.as_str()) || is_gpu_config(&data)).then_some((name, data))
+            })
+            .collect(),
+        Err(_) => BTreeMap::new(),
+    };
     Ok(ClusterFact {
         nodes,
         policy: spec,
