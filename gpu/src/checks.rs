@@ -38,6 +38,17 @@ pub(crate) fn run(model: &Model) -> Vec<Finding> {
     }
     nodes(model, &mut findings);
     pools(model, &mut findings);
+    if !model.cluster_seen
+        && let Some((address, o)) = model.operators.first()
+    {
+        findings.push(Finding {
+            address: address.clone(),
+            path: o.attribute.clone(),
+            severity: Severity::Warning,
+            summary: "GPU nodes not read".into(),
+            detail: "Nothing in this stack reads the cluster's nodes (the kubernetes provider does, for the objects it plans): the GPU capacity section has no node lines and MIG geometries are not checked against the nodes' GPUs.".into(),
+        });
+    }
     findings
 }
 

@@ -98,10 +98,12 @@ fn lines(facts: &[(&str, GpuFact)]) -> Vec<String> {
         .collect()
 }
 
+/// The errors the checks find (warnings are checked where they matter).
 fn findings(facts: &[(&str, GpuFact)]) -> Vec<String> {
     model(facts)
         .findings()
         .iter()
+        .filter(|f| f.severity == crate::Severity::Error)
         .map(|f| format!("{} at {}.{}", f.summary, f.address, path_text(&f.path)))
         .collect()
 }
