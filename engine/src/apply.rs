@@ -106,7 +106,15 @@ struct Ledger<'s, 'p> {
     dirty: bool,
     /// A new state not written yet: it is, before the first object is changed.
     fresh: bool,
+    /// When the state was last written, for [`Ledger::flush_soon`].
+    last_save: Option<std::time::Instant>,
 }
+
+/// How long recorded changes may wait for the next state write while the apply goes on.
+/// Writing the whole state after every one of thousands of changes costs time quadratic in
+/// the state's size; an object created in the moments before a crash carries the stack's
+/// mark, and the next plan adopts it.
+const PERSIST_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Ledger<'_, '_> {
     /// The object's sensitive parts are kept as digests, their paths beside them.
@@ -185,8 +193,20 @@ impl Ledger<'_, '_> {
         }
     }
 
+    /// Writes what was recorded if the last write is [`PERSIST_INTERVAL`] old; the apply's
+    /// last [`Ledger::flush`] writes the rest.
+    fn flush_soon(&mut self) {
+        if self
+            .last_save
+            .is_none_or(|at| at.elapsed() >= PERSIST_INTERVAL)
+        {
+            self.flush();
+        }
+    }
+
     fn save(&mut self) {
         self.dirty = false;
+        self.last_save = Some(std::time::Instant::now());
         self.state.serial += 1;
         if let Err(e) = (self.persist)(self.state) {
             self.diags
@@ -369,6 +389,7 @@ async fn apply_with(
             results: Vec::new(),
             dirty: moved,
             fresh,
+            last_save: None,
         };
         // `removed` blocks: forgotten, the objects left as they are.
         for c in plan
@@ -636,7 +657,7 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                         );
                     }
                 }
-                self.ledger.flush();
+                self.ledger.flush_soon();
                 if failed {
                     self.failed.insert(node);
                 }
@@ -1250,6 +1271,6 @@ impl Steps for Deleter<'_, '_, '_> {
             .map(|c| c.dependencies.clone())
             .unwrap_or_default();
         self.ledger.record(&done, &dependencies);
-        self.ledger.flush();
+        self.ledger.flush_soon();
     }
 }

@@ -113,7 +113,13 @@ fn node_lines(model: &Model, node: &Node) -> Vec<Line> {
         && node.label_origins.contains_key(DEVICE_PLUGIN_CONFIG_LABEL)
         && let Some((config, key)) = &after_key
     {
-        detail.push(format!("joins {config} key {key} by label"));
+        if node.labels_after.contains_key(DEVICE_PLUGIN_CONFIG_LABEL) {
+            detail.push(format!("joins {config} key {key} by label"));
+        } else {
+            detail.push(format!(
+                "label removed: back to {config} key {key}, the default"
+            ));
+        }
     }
     if before.is_none() && !model.before.settings.present {
         detail.push("the GPU Operator is installed by this plan".to_owned());

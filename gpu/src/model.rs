@@ -455,6 +455,7 @@ impl Model {
                         .filter(|k| !l.labels.contains_key(*k))
                     {
                         labels_after.remove(gone);
+                        label_origins.insert(gone.clone(), Origin::new(address, &l.attribute));
                     }
                     for (k, v) in &l.labels {
                         labels_after.insert(k.clone(), v.clone());

@@ -936,3 +936,37 @@ fn a_mig_gpu_the_table_lacks_is_a_warning_and_an_opted_out_node_goes_to_zero() {
         ]
     );
 }
+
+#[test]
+fn a_node_whose_label_resource_is_deleted_leaves_its_config() {
+    let policy =
+        json!({"devicePlugin": {"config": {"name": "time-slicing-config", "default": "unshared"}}});
+    let live_labels: Vec<(&str, &str)> = T4_GFD
+        .iter()
+        .copied()
+        .chain([("nvidia.com/device-plugin.config", "any")])
+        .collect();
+    let deleted = labels("gpu-0", &[("nvidia.com/device-plugin.config", "any")])
+        .removed()
+        .expect("labels go with their resource");
+    let facts = vec![
+        (
+            "kubernetes_labels.pool[\"gpu-0\"]",
+            cluster(
+                vec![node("gpu-0", &live_labels, &[("nvidia.com/gpu", 10.0)])],
+                Some(policy),
+                &[(
+                    "time-slicing-config",
+                    map(&[("any", TS10), ("unshared", UNSHARED)]),
+                )],
+            ),
+        ),
+        ("kubernetes_labels.pool[\"gpu-0\"]", deleted),
+    ];
+    assert_eq!(
+        lines(&facts),
+        [
+            "node gpu-0 (1× Tesla-T4): nvidia.com/gpu 10 → 1 (no sharing; label removed: back to time-slicing-config key unshared, the default)"
+        ]
+    );
+}

@@ -424,12 +424,21 @@ pub(crate) async fn plan<'a>(
     let output_changes = planner.output_changes();
     let gpu = match mode {
         PlanMode::Destroy => None,
-        PlanMode::Normal => Some(super::gpu::pass(
-            planner.walk,
-            &planner.gpu_facts,
-            &planner.gpu_sources,
-            true,
-        )),
+        PlanMode::Normal => {
+            // The live cluster as refresh saw it, for plans that only delete GPU objects.
+            let cluster = planner
+                .refresh_facts
+                .iter()
+                .find(|(_, f)| matches!(f, gpustack_protocol::GpuFact::Cluster(_)))
+                .cloned();
+            planner.gpu_facts.splice(0..0, cluster);
+            Some(super::gpu::pass(
+                planner.walk,
+                &planner.gpu_facts,
+                &planner.gpu_sources,
+                true,
+            ))
+        }
         PlanMode::RefreshOnly => Some(super::gpu::pass(
             planner.walk,
             &planner.refresh_facts,
@@ -1405,6 +1414,15 @@ impl Planner<'_, '_> {
                 continue;
             };
             let Some(live) = live else { continue };
+            // What the deleted object meant for GPUs goes with it (a node leaves a sharing
+            // config when its label resource is removed).
+            let removed: Vec<_> = self
+                .refresh_facts
+                .iter()
+                .filter(|(address, _)| *address == r.address)
+                .filter_map(|(address, fact)| Some((address.clone(), fact.removed()?)))
+                .collect();
+            self.gpu_facts.extend(removed);
             let reason = if self.configured.contains(&config_address) {
                 "delete_because_no_instance"
             } else {

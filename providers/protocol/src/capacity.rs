@@ -81,6 +81,41 @@ pub enum GpuFact {
     Cluster(ClusterFact),
 }
 
+impl GpuFact {
+    /// What this fact of a live object becomes when the plan deletes the object: its
+    /// ConfigMap gone, its labels removed, its pool or ceiling gone. `None` where deleting
+    /// says nothing certain (a patch's fields stay as the last apply left them) and for the
+    /// cluster itself.
+    pub fn removed(&self) -> Option<GpuFact> {
+        Some(match self.clone() {
+            GpuFact::Pool(mut pool) => {
+                pool.before = pool.after.take().or(pool.before);
+                pool.new = false;
+                GpuFact::Pool(pool)
+            }
+            GpuFact::ConfigMap(mut map) => {
+                map.data_before = map.data.take().or(map.data_before);
+                GpuFact::ConfigMap(map)
+            }
+            GpuFact::Operator(mut operator)
+                if operator.source != OperatorSource::ClusterPolicyPatch =>
+            {
+                operator.settings_before = operator.settings.take().or(operator.settings_before);
+                GpuFact::Operator(operator)
+            }
+            GpuFact::NodeLabels(mut labels) => {
+                labels.labels_before = std::mem::take(&mut labels.labels);
+                GpuFact::NodeLabels(labels)
+            }
+            GpuFact::Ceiling(mut ceiling) => {
+                ceiling.before = ceiling.after.take().or(ceiling.before);
+                GpuFact::Ceiling(ceiling)
+            }
+            GpuFact::Operator(_) | GpuFact::Cluster(_) => return None,
+        })
+    }
+}
+
 /// A cloud pool (AKS node pool, EKS node group, GKE node pool), before and after the plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PoolFact {

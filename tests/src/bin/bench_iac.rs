@@ -256,8 +256,8 @@ fn main() {
         .map(|o| {
             String::from_utf8_lossy(&o.stdout)
                 .lines()
-                .next()
-                .unwrap_or("")
+                .find(|l| l.starts_with("OpenTofu v"))
+                .unwrap_or("OpenTofu")
                 .to_owned()
         })
         .unwrap_or_default();
