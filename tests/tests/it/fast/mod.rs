@@ -1,5 +1,6 @@
 //! Tests without the test world.
 
+mod api_limits;
 mod crash;
 mod diagnostics;
 mod engine;
