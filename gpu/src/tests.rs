@@ -108,6 +108,12 @@ fn findings(facts: &[(&str, GpuFact)]) -> Vec<String> {
         .collect()
 }
 
+/// GFD's labels on a node with one A100 80 GB.
+const A100_GFD: &[(&str, &str)] = &[
+    ("nvidia.com/gpu.count", "1"),
+    ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"),
+];
+
 const T4_GFD: &[(&str, &str)] = &[
     ("nvidia.com/gpu.count", "1"),
     ("nvidia.com/gpu.product", "Tesla-T4"),
@@ -299,10 +305,7 @@ fn a_mig_profile_the_nodes_gpu_lacks_is_refused_whatever_the_module_was_told() {
 
 #[test]
 fn a_mig_geometry_change_moves_gpus_to_mig_resources() {
-    let a100: &[(&str, &str)] = &[
-        ("nvidia.com/gpu.count", "1"),
-        ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"),
-    ];
+    let a100 = A100_GFD;
     let facts = vec![
         (
             "kubernetes_labels.geometry",
@@ -328,10 +331,7 @@ fn a_mig_geometry_change_moves_gpus_to_mig_resources() {
 
 #[test]
 fn time_slicing_of_mig_devices_multiplies_them() {
-    let a100: &[(&str, &str)] = &[
-        ("nvidia.com/gpu.count", "1"),
-        ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"),
-    ];
+    let a100 = A100_GFD;
     let ts_mig = "version: v1\nflags:\n  migStrategy: mixed\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/mig-1g.10gb\n      replicas: 2\n";
     let policy = json!({"mig": {"strategy": "mixed"}, "devicePlugin": {"config": {"name": "ts", "default": "mig"}}});
     let facts = vec![
@@ -363,10 +363,7 @@ fn time_slicing_of_mig_devices_multiplies_them() {
 
 #[test]
 fn two_configs_for_one_pointer_and_mps_on_mig_nodes_are_refused() {
-    let a100: &[(&str, &str)] = &[
-        ("nvidia.com/gpu.count", "1"),
-        ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"),
-    ];
+    let a100 = A100_GFD;
     let policy = json!({"mig": {"strategy": "single"}});
     let facts = vec![
         (
@@ -697,10 +694,7 @@ fn devices_published_by_nvidias_dra_driver_count_as_the_nodes_gpus() {
 /// Every capacity line of the cases above in one snapshot, as a plan prints them.
 #[test]
 fn capacity_lines_snapshot() {
-    let a100: &[(&str, &str)] = &[
-        ("nvidia.com/gpu.count", "1"),
-        ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"),
-    ];
+    let a100 = A100_GFD;
     let t4 = |n| shape(n, "Standard_NC4as_T4_v3", 1, "T4", 16, "built-in table");
     let mut h100 = shape(
         2,
@@ -853,10 +847,7 @@ fn correct_mig_stacks_are_not_refused() {
 
 #[test]
 fn time_slicing_mig_devices_follows_the_clusterpolicys_strategy() {
-    let a100: &[(&str, &str)] = &[
-        ("nvidia.com/gpu.count", "1"),
-        ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"),
-    ];
+    let a100 = A100_GFD;
     let ts_mig = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/mig-1g.10gb\n      replicas: 2\n";
     let facts = |strategy: &str| {
         vec![
