@@ -38,6 +38,15 @@ pub(crate) fn run(model: &Model) -> Vec<Finding> {
     }
     nodes(model, &mut findings);
     pools(model, &mut findings);
+    for (address, what) in &model.unread {
+        findings.push(Finding {
+            address: address.clone(),
+            path: Vec::new(),
+            severity: Severity::Warning,
+            summary: "Part of the cluster not read".into(),
+            detail: format!("Cannot read {what}: the GPU model goes on without it, so its capacity lines and checks may miss what is there."),
+        });
+    }
     if !model.cluster_seen
         && let Some((address, o)) = model.operators.first()
     {

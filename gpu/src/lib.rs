@@ -103,11 +103,6 @@ impl Model {
         }
         out
     }
-
-    /// Whether the live cluster was seen (nodes were listed).
-    pub fn cluster_seen(&self) -> bool {
-        self.cluster_seen
-    }
 }
 
 #[cfg(test)]

@@ -16,8 +16,8 @@ pub enum Layout {
 /// Where a geometry's layout came from, for the capacity line.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Origin {
-    /// A mig-parted config set on the cluster or in the plan, by ConfigMap name.
-    ConfigMap(String),
+    /// A mig-parted config set on the cluster or in the plan.
+    ConfigMap,
     /// gpustack's copy of NVIDIA's `all-*` geometries (no config set to read).
     BuiltIn,
 }

@@ -293,11 +293,15 @@ pub struct Model {
     pub(crate) conflicts: Vec<Conflict>,
     /// Whether any fact came from a live cluster (else nodes are unknown, not absent).
     pub(crate) cluster_seen: bool,
+    /// Parts of the live cluster that could not be read, with the object that tried.
+    pub(crate) unread: Vec<(String, String)>,
 }
 
 impl Model {
     pub fn build(facts: &[Sourced<'_>]) -> Self {
         let mut cluster = ClusterFact::default();
+        let mut live_nodes: BTreeMap<String, NodeFact> = BTreeMap::new();
+        let mut unread = Vec::new();
         let mut cluster_seen = false;
         let mut pools = Vec::new();
         let mut ceilings = Vec::new();
@@ -309,9 +313,14 @@ impl Model {
             match fact {
                 GpuFact::Cluster(c) => {
                     cluster_seen = true;
+                    for what in &c.unread {
+                        if !unread.iter().any(|(_, w)| w == what) {
+                            unread.push((address.clone(), what.clone()));
+                        }
+                    }
+                    // Every object of one provider reports the same snapshot: merge by name.
                     for node in &c.nodes {
-                        cluster.nodes.retain(|n| n.name != node.name);
-                        cluster.nodes.push(node.clone());
+                        live_nodes.insert(node.name.clone(), node.clone());
                     }
                     cluster.policy = cluster.policy.take().or_else(|| c.policy.clone());
                     cluster.operator_namespace = cluster
@@ -329,7 +338,7 @@ impl Model {
                 GpuFact::NodeLabels(l) => labels.push((address, l.clone())),
             }
         }
-        cluster.nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        cluster.nodes = live_nodes.into_values().collect();
         let namespace = cluster
             .operator_namespace
             .clone()
@@ -483,6 +492,7 @@ impl Model {
             operators,
             conflicts,
             cluster_seen,
+            unread,
         }
     }
 }
@@ -529,7 +539,7 @@ impl Side {
             .and_then(|t| mig::ConfigSet::parse(t))
         {
             let layout = set.layout(&geometry, &physical.model, physical.memory_gb);
-            return Some((geometry, layout, mig::Origin::ConfigMap(name.to_owned())));
+            return Some((geometry, layout, mig::Origin::ConfigMap));
         }
         let layout = mig::built_in(&geometry, &physical.model, physical.memory_gb);
         Some((geometry, layout, mig::Origin::BuiltIn))
@@ -575,7 +585,7 @@ impl Side {
                 if settings.mig_strategy != "none" =>
             {
                 let from = match origin {
-                    mig::Origin::ConfigMap(_) => String::new(),
+                    mig::Origin::ConfigMap => String::new(),
                     mig::Origin::BuiltIn => format!(", {} geometry", catalog::BUILT_IN),
                 };
                 how.push(format!("MIG {geometry} ({}{from})", settings.mig_strategy));

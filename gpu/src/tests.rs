@@ -45,6 +45,7 @@ fn cluster(
             .iter()
             .map(|(n, d)| ((*n).to_owned(), d.clone()))
             .collect(),
+        unread: Vec::new(),
     })
 }
 
@@ -959,5 +960,85 @@ fn a_node_whose_label_resource_is_deleted_leaves_its_config() {
         [
             "node gpu-0 (1× Tesla-T4): nvidia.com/gpu 10 → 1 (no sharing; label removed: back to time-slicing-config key unshared, the default)"
         ]
+    );
+}
+
+#[test]
+fn mig_on_a_t4_several_profiles_under_single_an_unknown_geometry_and_a_missing_key() {
+    let geometry = |gfd: &[(&str, &str)], strategy: &str, name: &str| {
+        vec![
+            (
+                "kubernetes_labels.g",
+                cluster(
+                    vec![node("n", gfd, &[("nvidia.com/gpu", 1.0)])],
+                    Some(json!({"mig": {"strategy": strategy}})),
+                    &[],
+                ),
+            ),
+            (
+                "kubernetes_labels.g",
+                labels("n", &[("nvidia.com/mig.config", name)]),
+            ),
+        ]
+    };
+    assert_eq!(
+        findings(&geometry(T4_GFD, "single", "all-1g.10gb")),
+        ["MIG on a GPU without MIG at kubernetes_labels.g.labels[\"nvidia.com/mig.config\"]"]
+    );
+    assert_eq!(
+        findings(&geometry(A100_GFD, "single", "all-balanced")),
+        [
+            "Several MIG profiles under the single strategy at kubernetes_labels.g.labels[\"nvidia.com/mig.config\"]"
+        ]
+    );
+    assert_eq!(
+        findings(&geometry(A100_GFD, "mixed", "my-geometry")),
+        ["Unknown MIG geometry at kubernetes_labels.g.labels[\"nvidia.com/mig.config\"]"]
+    );
+    let policy =
+        json!({"devicePlugin": {"config": {"name": "time-slicing-config", "default": "any"}}});
+    let missing = vec![
+        (
+            "kubernetes_labels.pool",
+            cluster(
+                vec![node("n", T4_GFD, &[("nvidia.com/gpu", 1.0)])],
+                Some(policy),
+                &[("time-slicing-config", map(&[("any", TS10)]))],
+            ),
+        ),
+        (
+            "kubernetes_labels.pool",
+            labels("n", &[("nvidia.com/device-plugin.config", "ts-20")]),
+        ),
+    ];
+    assert_eq!(
+        findings(&missing),
+        [
+            "Config key missing at kubernetes_labels.pool.labels[\"nvidia.com/device-plugin.config\"]"
+        ]
+    );
+}
+
+#[test]
+fn a_part_of_the_cluster_that_could_not_be_read_is_a_warning() {
+    let mut fact = cluster(
+        vec![node("n", T4_GFD, &[("nvidia.com/gpu", 1.0)])],
+        None,
+        &[],
+    );
+    if let GpuFact::Cluster(c) = &mut fact {
+        c.unread.push("DRA ResourceSlices (403 Forbidden)".into());
+    }
+    let found = model(&[
+        ("kubernetes_manifest.config", fact.clone()),
+        ("kubernetes_labels.pool", fact),
+    ])
+    .findings();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].severity, crate::Severity::Warning);
+    assert!(
+        found[0]
+            .detail
+            .contains("DRA ResourceSlices (403 Forbidden)")
     );
 }

@@ -153,9 +153,22 @@ pub(crate) async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube:
         .and_then(Json::as_str)
         .map(str::to_owned);
     let mut dra: BTreeMap<String, Vec<DraDevice>> = BTreeMap::new();
+    let mut unread = Vec::new();
     let slices: Api<ResourceSlice> = Api::all(cluster.client.clone());
-    if let Ok(list) = slices.list(&ListParams::default()).await {
-        for slice in list.items {
+    let slices = match slices.list(&ListParams::default()).await {
+        Ok(list) => list.items,
+        // A cluster without DRA serves no ResourceSlices: nothing to read, nothing missed.
+        Err(kube::Error::Api(status)) if status.code == 404 => Vec::new(),
+        Err(e) => {
+            unread.push(format!(
+                "DRA ResourceSlices ({})",
+                crate::cluster::api_error(&e)
+            ));
+            Vec::new()
+        }
+    };
+    {
+        for slice in slices {
             if slice.spec.driver != DRA_DRIVER {
                 continue;
             }
@@ -230,13 +243,20 @@ pub(crate) async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube:
                 (named.contains(&name.as_str()) || is_gpu_config(&data)).then_some((name, data))
             })
             .collect(),
-        Err(_) => BTreeMap::new(),
+        Err(e) => {
+            unread.push(format!(
+                "the ConfigMaps of namespace {namespace} ({})",
+                crate::cluster::api_error(&e)
+            ));
+            BTreeMap::new()
+        }
     };
     Ok(ClusterFact {
         nodes,
         policy: spec,
         operator_namespace,
         config_maps,
+        unread,
     })
 }
 

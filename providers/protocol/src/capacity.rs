@@ -254,6 +254,9 @@ pub struct ClusterFact {
     /// The live ConfigMaps of the operator's namespace that the device plugin or the MIG
     /// manager may read, by name.
     pub config_maps: BTreeMap<String, BTreeMap<String, String>>,
+    /// What could not be read, and why (`DRA ResourceSlices (403 Forbidden)`): the model says so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unread: Vec<String>,
 }
 
 /// One live node: its labels, what it advertises, and its devices as DRA publishes them.

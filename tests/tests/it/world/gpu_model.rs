@@ -297,6 +297,20 @@ module "time_slicing" {
         report["gpu_capacity_drift"][0]["node"], "gm-drift",
         "{report}"
     );
+    let markdown = stack.run("drift", &["--markdown"]);
+    let markdown = String::from_utf8_lossy(&markdown.stdout);
+    assert!(
+        markdown.contains("| `gm-drift` | `nvidia.com/gpu` | 4 | 8 |"),
+        "{markdown}"
+    );
+    let metrics = stack.dir.join("drift.prom");
+    let with_metrics = stack.run("drift", &["--metrics-file", metrics.to_str().unwrap()]);
+    assert_eq!(with_metrics.status.code(), Some(2));
+    let metrics = std::fs::read_to_string(&metrics).unwrap();
+    assert!(
+        metrics.contains("node=\"gm-drift\",resource=\"nvidia.com/gpu\"} 4"),
+        "{metrics}"
+    );
 
     drop(_destroy);
     c.kubectl_ok(&["delete", "node", "gm-drift"]);
