@@ -230,7 +230,12 @@ pub async fn plan(
         .map(|s| s.lineage.clone())
         .or_else(|| new_lineage.clone())
         .unwrap_or_default();
-    let moved = state.map(|s| plan::apply_moves(&session.stack, s, &mut session.diags));
+    // A copy of the state only when a `moved` block has something to move: at 10,000
+    // resources a copy is tens of megabytes.
+    let has_moves = session.stack.modules.iter().any(|m| !m.moves.is_empty());
+    let moved = state
+        .filter(|_| has_moves)
+        .map(|s| plan::apply_moves(&session.stack, s, &mut session.diags));
     let (moved_state, moves) = match moved {
         Some((state, moves)) => (Some(state), moves),
         None => (None, Vec::new()),

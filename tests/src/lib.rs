@@ -8,6 +8,7 @@ pub mod faults;
 pub mod gke;
 pub mod gpusim;
 pub mod http;
+pub mod measure;
 pub mod moto;
 pub mod receiver;
 

@@ -13,6 +13,7 @@ use gpustack_provider_sdk::resource::{DataSource, Resource, Resources};
 use indexmap::IndexMap;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
 use serde_json::Value as Json;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -429,6 +430,30 @@ fn live_view(ty: ObjectType, desired: &Json, object: &Json) -> Value {
 
 /// The configured field manager; by default one per resource type, so that labels and a
 /// patch on the same object never remove each other's fields.
+/// A resource's state refreshed from its live object: the live view of what it manages, the
+/// object's uid, secrets concealed.
+fn live_state(ty: ObjectType, state: &Value, object: &Json) -> Value {
+    let mut state = state.clone();
+    if let Some(desired) = desired(ty, &state) {
+        set(
+            &mut state,
+            live_attribute(ty),
+            live_view(ty, &desired, object),
+        );
+    }
+    if ty == ObjectType::Manifest
+        && let Some(uid) = object.pointer("/metadata/uid").and_then(Json::as_str)
+    {
+        set(&mut state, "uid", Value::string(uid));
+    }
+    conceal_secret(ty, &mut state);
+    state
+}
+
+/// Objects per page of a refresh LIST: the API server's answer, and what this process holds of
+/// it at once, stay bounded however many objects a namespace has.
+const LIST_PAGE: u32 = 500;
+
 fn field_manager(ty: ObjectType, state: &Value) -> String {
     text(state, "field_manager")
         .map(str::to_owned)
@@ -679,7 +704,9 @@ impl Connected {
         }))
     }
 
-    /// One LIST per (kind, namespace); every state of that group is answered from it.
+    /// One paginated LIST per (kind, namespace); every state of that group is answered from
+    /// it. Each page is projected onto the states it answers as it arrives, so that what
+    /// this process holds of the cluster is the states, not the namespace's objects.
     async fn read(&self, ty: ObjectType, request: ReadResourcesRequest) -> ReadResourcesResponse {
         let mut groups: IndexMap<(String, String, Option<String>), Vec<usize>> = IndexMap::new();
         let mut ids = Vec::with_capacity(request.states.len());
@@ -697,40 +724,57 @@ impl Connected {
             }
             ids.push(id);
         }
+        let ids = &ids;
+        let states_in = &request.states;
         let lists = groups
-            .keys()
-            .map(|(api_version, kind, namespace)| async move {
+            .iter()
+            .map(|((api_version, kind, namespace), members)| async move {
                 let found = self
                     .cluster
                     .kind(api_version, kind)
                     .await
                     .map_err(|e| api_error(&e))?;
                 let Some(found) = found else {
-                    return Ok(IndexMap::new());
+                    return Ok(Vec::new());
                 };
                 let namespace = if found.namespaced {
                     Some(namespace.clone().unwrap_or_else(|| "default".to_owned()))
                 } else {
                     None
                 };
+                let mut wanted: HashMap<&str, Vec<usize>> = HashMap::new();
+                for &i in members {
+                    if let Some(id) = &ids[i] {
+                        wanted.entry(id.name.as_str()).or_default().push(i);
+                    }
+                }
                 let api = self.cluster.api(&found, namespace.as_deref());
-                let list = api
-                    .list(&ListParams::default())
-                    .await
-                    .map_err(|e| api_error(&e))?;
-                Ok::<_, String>(
-                    list.items
-                        .into_iter()
-                        .filter_map(|o| {
-                            let name = o.metadata.name.clone()?;
-                            let mut json = serde_json::to_value(&o).ok()?;
-                            // Items of a LIST carry no apiVersion and kind of their own.
-                            json["apiVersion"] = api_version.clone().into();
-                            json["kind"] = kind.clone().into();
-                            Some((name, json))
-                        })
-                        .collect::<IndexMap<String, Json>>(),
-                )
+                let mut answered = Vec::with_capacity(members.len());
+                let mut params = ListParams::default().limit(LIST_PAGE);
+                loop {
+                    let page = api.list(&params).await.map_err(|e| api_error(&e))?;
+                    for object in page.items {
+                        let Some(members) =
+                            object.metadata.name.as_deref().and_then(|n| wanted.get(n))
+                        else {
+                            continue;
+                        };
+                        let Ok(mut json) = serde_json::to_value(&object) else {
+                            continue;
+                        };
+                        // Items of a LIST carry no apiVersion and kind of their own.
+                        json["apiVersion"] = api_version.clone().into();
+                        json["kind"] = kind.clone().into();
+                        for &i in members {
+                            answered.push((i, live_state(ty, &states_in[i], &json)));
+                        }
+                    }
+                    match page.metadata.continue_.filter(|token| !token.is_empty()) {
+                        Some(token) => params = params.continue_token(&token),
+                        None => break,
+                    }
+                }
+                Ok::<_, String>(answered)
             });
         let results = futures::future::join_all(lists).await;
         let mut states: Vec<Option<Value>> = request.states.clone().into_iter().map(Some).collect();
@@ -740,28 +784,13 @@ impl Connected {
                 Err(e) => {
                     diagnostics.push(Diagnostic::error("Cannot read from the Kubernetes API", e));
                 }
-                Ok(objects) => {
+                Ok(answered) => {
+                    // A state the LIST did not answer is of an object that is gone.
                     for &i in members {
-                        let Some(id) = &ids[i] else { continue };
-                        let state = &request.states[i];
-                        states[i] = objects.get(&id.name).map(|object| {
-                            let mut state = state.clone();
-                            if let Some(desired) = desired(ty, &state) {
-                                set(
-                                    &mut state,
-                                    live_attribute(ty),
-                                    live_view(ty, &desired, object),
-                                );
-                            }
-                            if ty == ObjectType::Manifest
-                                && let Some(uid) =
-                                    object.pointer("/metadata/uid").and_then(Json::as_str)
-                            {
-                                set(&mut state, "uid", Value::string(uid));
-                            }
-                            conceal_secret(ty, &mut state);
-                            state
-                        });
+                        states[i] = None;
+                    }
+                    for (i, state) in answered {
+                        states[i] = Some(state);
                     }
                 }
             }

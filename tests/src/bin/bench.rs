@@ -5,15 +5,19 @@
 //! - `gpustack validate` of the reference example as a process (the user-visible number; target
 //!   < 50 ms), against `gpustack version` run the same way: the process start-up floor, so the
 //!   ratio shows what validation itself costs;
-//! - in-process load → graph → evaluate of synthetic stacks of 1,000 and 10,000 resources with
-//!   references between them, whose ratio shows how the passes scale (10× the size should cost
-//!   about 10×, not 100×), with the peak resident memory of this process;
-//! - the engine target of the design brief: planning a 10,000-resource stack whose provider
-//!   answers every call after 20 ms, against the critical-path bound (depth × latency), with CPU
-//!   time and peak memory of a process that does only that.
+//! - in-process load → graph → evaluate of synthetic stacks of 1,000, 10,000 and 100,000
+//!   resources (`BENCH_STATIC_SIZES`) with references between them, and how each size's time
+//!   grows from the one before (target: at most 11× for 10× the resources), with the peak
+//!   resident memory of this process;
+//! - the engine target of the design brief, as `gpustack plan` processes at the provider's
+//!   default concurrency: a 10,000-resource stack whose provider answers every call after
+//!   20 ms, planned from nothing and then, with a state of all 10,000, with nothing to change
+//!   (a refresh of the whole state), each against its critical-path bound (the provider calls
+//!   on the longest path × latency), with CPU time and peak memory.
 
 use gpustack_engine::VariableArgs;
 use gpustack_engine::evaluate::EvalOptions;
+use gpustack_tests::measure::{measure, medians, serve_measure, verdict};
 use gpustack_tests::{gpustack_bin, repo_root};
 use std::path::Path;
 use std::process::Command;
@@ -102,12 +106,12 @@ fn time_load(dir: &Path, runs: usize) -> (Duration, usize) {
     (median(samples), resources)
 }
 
-/// 10,000 test objects in 100 layers of 100; each object of a layer reads the id of one
-/// object of the layer before, so the critical path is 100 provider calls deep.
-fn engine_stack(dir: &Path, layers: usize, width: usize, latency_ms: u32) {
-    let mut text = format!(
-        "provider \"test\" {{\n  latency_ms      = {latency_ms}\n  max_concurrency = {}\n}}\n\n",
-        width * 2
+/// `layers × width` test objects; each object of a layer reads the id of one object of the
+/// layer before, so that a plan's critical path is `layers` provider calls deep. The provider
+/// runs at its defaults (`max_concurrency` 128) with the latency and world the variables give.
+fn engine_stack(dir: &Path, layers: usize, width: usize) {
+    let mut text = String::from(
+        "variable \"latency_ms\" {\n  type    = number\n  default = 0\n}\n\nvariable \"world\" {\n  type    = string\n  default = null\n}\n\nprovider \"test\" {\n  latency_ms = var.latency_ms\n  world      = var.world\n}\n\n",
     );
     for layer in 0..layers {
         for i in 0..width {
@@ -123,90 +127,103 @@ fn engine_stack(dir: &Path, layers: usize, width: usize, latency_ms: u32) {
     std::fs::write(dir.join("main.hcl"), text).expect("write engine stack");
 }
 
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks: f64 = fields
-        .get(11)
-        .and_then(|u| u.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        + fields
-            .get(12)
-            .and_then(|s| s.parse::<f64>().ok())
-            .unwrap_or(0.0);
-    ticks / 100.0
+fn gpustack_in(dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(gpustack_bin());
+    command
+        .current_dir(dir)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("GPUSTACK_TEST_PROVIDER", "1");
+    command
 }
 
-/// Runs in a child process of its own, so that peak memory is the plan's alone.
-fn engine_only() {
-    let (layers, width, latency_ms) = (100, 100, 20);
-    let dir = std::env::temp_dir().join(format!("gpustack-bench-engine-{}", std::process::id()));
-    engine_stack(&dir, layers, width, latency_ms);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let cpu_before = cpu_seconds();
-    let started = Instant::now();
-    let session = gpustack_engine::Session::open(
-        gpustack_protocol::Registry::new(vec![gpustack_provider_test::provider()]),
-        &dir,
-        &gpustack_engine::config::Files::Disk,
-        gpustack_engine::InputSource::Args(&VariableArgs::default()),
-    );
-    let (plan, _, diagnostics) = runtime.block_on(gpustack_engine::plan(
-        session,
-        None,
-        &gpustack_engine::plan::PlanOptions {
-            refresh: true,
-            ..Default::default()
-        },
-    ));
-    let wall = started.elapsed();
-    let cpu = cpu_seconds() - cpu_before;
-    let plan = plan.unwrap_or_else(|| {
-        panic!(
-            "the synthetic stack did not plan: {:?}",
-            diagnostics.first()
-        )
-    });
-    let bound = Duration::from_millis(layers as u64 * latency_ms as u64);
+/// The world file of the test provider holding every object of the stack's state, as an
+/// earlier apply would have left it (written at once: the provider rewrites the whole file on
+/// each change, which would make 10,000 creates quadratic).
+fn world_from_state(dir: &Path, world: &Path) {
+    let text = std::fs::read_to_string(dir.join(".gpustack/state.json")).expect("read the state");
+    let state: serde_json::Value = serde_json::from_str(&text).expect("parse the state");
+    let objects: serde_json::Map<String, serde_json::Value> = state["resources"]
+        .as_array()
+        .expect("the state's resources")
+        .iter()
+        .map(|r| {
+            let attributes = r["attributes"].clone();
+            let name = attributes["name"].as_str().expect("a name").to_owned();
+            (name, attributes)
+        })
+        .collect();
+    std::fs::write(world, serde_json::to_vec(&objects).unwrap()).expect("write the world");
+}
+
+/// The design brief's engine target at 20 ms per provider call, default concurrency, as
+/// processes: a plan from nothing, and a plan with nothing to change that refreshes a state
+/// of the same resources, each against its critical-path bound.
+fn engine(runs: usize) {
+    let (layers, width, latency_ms) = (100usize, 100usize, 20u64);
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let dir = tmp.path().join("engine");
+    engine_stack(&dir, layers, width);
+    let world = dir.join("world.json");
+    let latency = format!("latency_ms={latency_ms}");
+    let world_var = format!("world={}", world.display());
+    let vars = ["--var", &latency, "--var", &world_var];
+
+    let plans = |expect: i32| -> Vec<_> {
+        let mut args = vec!["plan", "--detailed-exitcode"];
+        args.extend(vars);
+        (0..runs)
+            .map(|_| measure(&gpustack_in(&dir, &args), expect, None))
+            .collect()
+    };
+    // Changes to make: exit 2; nothing to change: 0.
+    let from_nothing = plans(2);
+    // The state, made at no latency and without a world file; then the world it describes.
+    let status = gpustack_in(&dir, &["apply", "--auto-approve"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("run gpustack apply");
+    assert!(status.success(), "the engine stack did not apply");
+    world_from_state(&dir, &world);
+    let no_change = plans(0);
+
+    let n = layers * width;
     println!(
-        "engine: plan of {} resources, {latency_ms} ms per provider call, depth {layers}",
-        plan.resource_changes.len()
+        "\nengine: {n} test objects, {latency_ms} ms per provider call, depth {layers}, default concurrency, medians of {runs} runs:"
     );
-    println!("  wall time            {:9.2} ms", ms(wall));
-    println!(
-        "  critical-path bound  {:9.2} ms  (depth × latency)",
-        ms(bound)
-    );
-    println!(
-        "  ratio                {:9.2}   (target ≤ 1.5, +1 s allowed: {})",
-        wall.as_secs_f64() / bound.as_secs_f64(),
-        if wall <= bound.mul_f64(1.5) + Duration::from_secs(1) {
-            "met"
-        } else {
-            "MISSED"
-        }
-    );
-    println!("  CPU time             {:9.2} ms", cpu * 1000.0);
-    if let Some(peak) = peak_rss_mib() {
+    // Plan from nothing: one plan call per layer on the path. Refresh: one batched read of
+    // the state's objects, then the same.
+    for (what, samples, calls) in [
+        ("plan from nothing", &from_nothing, layers),
+        (
+            "no-change plan of a 10,000-resource state",
+            &no_change,
+            layers + 1,
+        ),
+    ] {
+        let m = medians(samples);
+        let bound_ms = (calls as u64 * latency_ms) as f64;
+        let target_ms = 1.5 * bound_ms + 1000.0;
+        println!("  {what}:");
+        println!("    wall time            {:9.0} ms", m.wall_ms);
+        println!("    critical-path bound  {bound_ms:9.0} ms  ({calls} calls × {latency_ms} ms)");
         println!(
-            "  peak memory          {peak:9.1} MiB  (target < 300 MiB: {})",
-            if peak < 300.0 { "met" } else { "MISSED" }
+            "    ratio                {:9.2}   (target ≤ 1.5 × bound + 1 s = {target_ms:.0} ms: {})",
+            m.wall_ms / bound_ms,
+            verdict(m.wall_ms <= target_ms)
+        );
+        println!("    CPU time             {:9.0} ms", m.cpu_ms);
+        println!(
+            "    peak memory          {:9.1} MiB  (target < 300 MiB: {})",
+            m.peak_mib,
+            verdict(m.peak_mib < 300.0)
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn main() {
-    if std::env::args().any(|a| a == "--engine-only") {
-        engine_only();
-        return;
-    }
+    serve_measure();
     let runs: usize = std::env::var("BENCH_RUNS")
         .ok()
         .and_then(|r| r.parse().ok())
@@ -223,33 +240,42 @@ fn main() {
         "process: gpustack validate aks-t4-time-slicing    {:8.2} ms  ({:.2}× the floor; target < 50 ms: {})",
         ms(validate),
         ms(validate) / ms(baseline),
-        if ms(validate) < 50.0 { "met" } else { "MISSED" }
+        verdict(ms(validate) < 50.0)
     );
 
-    let tmp = std::env::temp_dir().join(format!("gpustack-bench-{}", std::process::id()));
-    let small = tmp.join("n1000");
-    let large = tmp.join("n10000");
-    synthetic_stack(&small, 1_000);
-    synthetic_stack(&large, 10_000);
-    let (t_small, n_small) = time_load(&small, runs.min(10));
-    let (t_large, n_large) = time_load(&large, runs.min(5));
+    // The static phases at each size, and how each grows from the size before (target: at
+    // most 11× for 10× the resources).
+    let sizes: Vec<usize> = std::env::var("BENCH_STATIC_SIZES")
+        .unwrap_or_else(|_| "1000,10000,100000".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let tmp = tempfile::tempdir().expect("a temporary directory");
     println!("\nin-process load → graph → evaluate:");
-    println!("  {n_small:>6} resources  {:9.2} ms", ms(t_small));
-    println!(
-        "  {n_large:>6} resources  {:9.2} ms  ({:.2}× for 10× the resources; linear would be 10×)",
-        ms(t_large),
-        ms(t_large) / ms(t_small)
-    );
+    let mut before: Option<(usize, Duration)> = None;
+    for n in sizes {
+        let dir = tmp.path().join(format!("n{n}"));
+        synthetic_stack(&dir, n);
+        let (time, resources) = time_load(&dir, runs.clamp(1, if n > 10_000 { 3 } else { 10 }));
+        match before {
+            Some((m, previous)) => {
+                let growth = ms(time) / ms(previous);
+                let allowed = 1.1 * n as f64 / m as f64;
+                println!(
+                    "  {resources:>7} resources  {:9.2} ms  ({growth:.2}× for {:.0}× the resources; target ≤ {allowed:.0}×: {})",
+                    ms(time),
+                    n as f64 / m as f64,
+                    verdict(growth <= allowed)
+                );
+            }
+            None => println!("  {resources:>7} resources  {:9.2} ms", ms(time)),
+        }
+        before = Some((n, time));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     if let Some(peak) = peak_rss_mib() {
         println!("  peak resident memory of this process: {peak:.1} MiB");
     }
-    let _ = std::fs::remove_dir_all(&tmp);
 
-    println!();
-    let exe = std::env::current_exe().expect("current exe");
-    let status = Command::new(exe)
-        .arg("--engine-only")
-        .status()
-        .expect("run the engine benchmark");
-    assert!(status.success());
+    engine(runs.clamp(1, 5));
 }

@@ -10,116 +10,12 @@
 //! processes: wall time, CPU time (user + system) and peak resident memory, medians of
 //! `BENCH_RUNS` (default 5), and the ratios OpenTofu ÷ gpustack (time) and gpustack ÷ OpenTofu
 //! (memory). Both tools run with their defaults (OpenTofu's parallelism 10, gpustack's
-//! `max_concurrency` 64).
+//! `max_concurrency` 128).
 
 use gpustack_tests::gpustack_bin;
+use gpustack_tests::measure::{Sample, measure, medians, serve_measure};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// One run of a process.
-#[derive(Clone, Copy)]
-struct Sample {
-    wall: Duration,
-    cpu: Duration,
-    peak_mib: f64,
-}
-
-/// Runs `command` to its end and measures it; panics unless it exits with `expect`. The
-/// command runs under a copy of this program (`--measure`) that has no other child, so that
-/// its `getrusage(RUSAGE_CHILDREN)` is the command's own CPU time and peak memory.
-fn measure(command: &Command, expect: i32) -> Sample {
-    let exe = std::env::current_exe().expect("current exe");
-    let mut outer = Command::new(exe);
-    outer.arg("--measure").arg(expect.to_string());
-    if let Some(dir) = command.get_current_dir() {
-        outer.current_dir(dir);
-    }
-    for (key, value) in command.get_envs() {
-        match value {
-            Some(v) => outer.env(key, v),
-            None => outer.env_remove(key),
-        };
-    }
-    outer.arg(command.get_program()).args(command.get_args());
-    let out = outer.output().expect("run the measuring process");
-    assert!(
-        out.status.success(),
-        "{command:?}:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let numbers: Vec<f64> = text
-        .split_whitespace()
-        .filter_map(|n| n.parse().ok())
-        .collect();
-    let [wall, cpu, peak] = numbers[..] else {
-        panic!("the measuring process said {text:?}");
-    };
-    Sample {
-        wall: Duration::from_secs_f64(wall),
-        cpu: Duration::from_secs_f64(cpu),
-        peak_mib: peak,
-    }
-}
-
-/// `--measure EXPECT PROGRAM ARGS...`: runs the program, then prints its wall seconds, CPU
-/// seconds and peak MiB.
-fn measure_child(args: &[String]) {
-    let expect: i32 = args[0].parse().expect("expected exit code");
-    let started = Instant::now();
-    let out = Command::new(&args[1])
-        .args(&args[2..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("start the benchmarked process");
-    let wall = started.elapsed();
-    if out.status.code() != Some(expect) {
-        eprintln!(
-            "{:?} exited {:?}, not {expect}:\n{}",
-            &args[1..],
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::process::exit(1);
-    }
-    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
-        .expect("getrusage");
-    let seconds = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
-    // Linux reports ru_maxrss in KiB.
-    println!(
-        "{} {} {}",
-        wall.as_secs_f64(),
-        seconds(usage.user_time()) + seconds(usage.system_time()),
-        usage.max_rss() as f64 / 1024.0
-    );
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-/// Medians of wall, CPU (ms) and peak memory (MiB).
-fn medians(samples: &[Sample]) -> (f64, f64, f64) {
-    (
-        median(
-            samples
-                .iter()
-                .map(|s| s.wall.as_secs_f64() * 1000.0)
-                .collect(),
-        ),
-        median(
-            samples
-                .iter()
-                .map(|s| s.cpu.as_secs_f64() * 1000.0)
-                .collect(),
-        ),
-        median(samples.iter().map(|s| s.peak_mib).collect()),
-    )
-}
+use std::process::Command;
 
 /// `layers × width` terraform_data resources; each reads one of the layer before.
 fn graph(layers: usize, width: usize) -> String {
@@ -195,6 +91,7 @@ impl Tool for Tofu {
         measure(
             &self.command(dir, &["init", "-input=false", "-no-color"]),
             0,
+            None,
         );
     }
     fn forget_state(&self, dir: &Path) {
@@ -223,22 +120,18 @@ fn run_tool(tool: &dyn Tool, dir: &Path, file: &str, text: &str, runs: usize) ->
     let mut out: [Vec<Sample>; 4] = Default::default();
     for _ in 0..runs {
         tool.forget_state(dir);
-        out[0].push(measure(&tool.command(dir, tool.validate()), 0));
+        out[0].push(measure(&tool.command(dir, tool.validate()), 0, None));
         // Changes to make: exit 2.
-        out[1].push(measure(&tool.command(dir, tool.plan()), 2));
-        out[2].push(measure(&tool.command(dir, tool.apply()), 0));
-        out[3].push(measure(&tool.command(dir, tool.plan()), 0));
+        out[1].push(measure(&tool.command(dir, tool.plan()), 2, None));
+        out[2].push(measure(&tool.command(dir, tool.apply()), 0, None));
+        out[3].push(measure(&tool.command(dir, tool.plan()), 0, None));
     }
     tool.forget_state(dir);
     out
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("--measure") {
-        measure_child(&args[1..]);
-        return;
-    }
+    serve_measure();
     let runs: usize = std::env::var("BENCH_RUNS")
         .ok()
         .and_then(|r| r.parse().ok())
@@ -299,12 +192,17 @@ fn main() {
             "memory"
         );
         for (i, phase) in PHASES.iter().enumerate() {
-            let (g_wall, g_cpu, g_peak) = medians(&ours[i]);
-            let (t_wall, t_cpu, t_peak) = medians(&theirs[i]);
+            let (g, t) = (medians(&ours[i]), medians(&theirs[i]));
             println!(
-                "  {phase:<18} {g_wall:>12.0} {t_wall:>12.0} {:>7.1}× {g_cpu:>11.0} {t_cpu:>11.0} {g_peak:>7.0}MiB {t_peak:>7.0}MiB {:>7.2}×",
-                t_wall / g_wall,
-                g_peak / t_peak
+                "  {phase:<18} {:>12.0} {:>12.0} {:>7.1}× {:>11.0} {:>11.0} {:>7.0}MiB {:>7.0}MiB {:>7.2}×",
+                g.wall_ms,
+                t.wall_ms,
+                t.wall_ms / g.wall_ms,
+                g.cpu_ms,
+                t.cpu_ms,
+                g.peak_mib,
+                t.peak_mib,
+                g.peak_mib / t.peak_mib
             );
         }
         println!(

@@ -86,3 +86,101 @@ fn an_unread_apply_sends_one_request_per_created_or_changed_object() {
     assert!(total <= OBJECTS + 6, "{total} requests:\n{log}");
     requests(&["destroy", "--auto-approve"], d);
 }
+
+/// More objects in one namespace than a refresh LIST's page (500).
+const PAGED: usize = 1_001;
+
+fn paged_stack(namespace: &str) -> String {
+    format!(
+        r#"variable "kubeconfig" {{
+  type = string
+}}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+resource "kubernetes_manifest" "namespace" {{
+  manifest = {{
+    apiVersion = "v1"
+    kind       = "Namespace"
+    metadata   = {{ name = "{namespace}" }}
+  }}
+}}
+
+resource "kubernetes_manifest" "config" {{
+  count = {PAGED}
+  manifest = {{
+    apiVersion = "v1"
+    kind       = "ConfigMap"
+    metadata = {{
+      name      = format("paged-%04d", count.index)
+      namespace = kubernetes_manifest.namespace.manifest.metadata.name
+    }}
+    data = {{ index = tostring(count.index) }}
+  }}
+}}
+"#
+    )
+}
+
+#[test]
+fn a_refresh_reads_a_large_namespace_in_pages_without_a_request_per_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let namespace = format!(
+        "paged-{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_micros()
+    );
+    std::fs::write(d.join("main.hcl"), paged_stack(&namespace)).unwrap();
+    requests(&["apply", "--auto-approve"], d);
+
+    let lists = |log: &str| {
+        log.lines()
+            .filter(|l| {
+                l.contains("requesting")
+                    && l.contains(&format!("/namespaces/{namespace}/configmaps?"))
+            })
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let (total, _, log) = requests(&["plan", "--detailed-exitcode"], d);
+    let pages = lists(&log);
+    eprintln!("no-change plan of {PAGED} ConfigMaps: {total} requests, pages {pages:#?}");
+    assert_eq!(pages.len(), PAGED.div_ceil(500), "{log}");
+    assert!(pages.iter().all(|l| l.contains("limit=500")), "{pages:#?}");
+    assert!(
+        total <= pages.len() + 8,
+        "a request per object, not per page: {total} requests:\n{log}"
+    );
+
+    // The last page is read too: an object deleted behind the stack's back is seen as gone.
+    let c = cluster::cluster();
+    let out = c.kubectl(&["delete", "configmap", "paged-1000", "-n", &namespace]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let kubeconfig = format!("kubeconfig={}", c.kubeconfig.display());
+    let out = gpustack_command(
+        d,
+        &["plan", "--detailed-exitcode", "--var", &kubeconfig],
+        &[],
+    )
+    .env_remove("KUBECONFIG")
+    .output()
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("kubernetes_manifest.config[1000]") && text.contains("1 to add"),
+        "{text}"
+    );
+    requests(&["destroy", "--auto-approve"], d);
+}
