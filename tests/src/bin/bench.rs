@@ -256,7 +256,13 @@ fn main() {
     for n in sizes {
         let dir = tmp.path().join(format!("n{n}"));
         synthetic_stack(&dir, n);
-        let (time, resources) = time_load(&dir, runs.clamp(1, if n > 10_000 { 3 } else { 10 }));
+        // The small sizes take milliseconds and vary most from run to run: more samples.
+        let samples = match n {
+            ..=1_000 => runs.max(30),
+            1_001..=10_000 => runs.clamp(1, 10),
+            _ => runs.clamp(1, 3),
+        };
+        let (time, resources) = time_load(&dir, samples);
         match before {
             Some((m, previous)) => {
                 let growth = ms(time) / ms(previous);
