@@ -49,6 +49,18 @@ fn cluster(
     })
 }
 
+/// A live cluster whose ClusterPolicy points the device plugin at `time-slicing-config`, which
+/// gives every node 10 replicas under its `any` key.
+fn time_sliced_cluster(nodes: Vec<NodeFact>) -> GpuFact {
+    let policy =
+        json!({"devicePlugin": {"config": {"name": "time-slicing-config", "default": "any"}}});
+    cluster(
+        nodes,
+        Some(policy),
+        &[("time-slicing-config", map(&[("any", TS10)]))],
+    )
+}
+
 fn config_map(name: &str, data: &[(&str, &str)], before: Option<&[(&str, &str)]>) -> GpuFact {
     GpuFact::ConfigMap(ConfigMapFact {
         namespace: "gpu-operator".into(),
@@ -182,16 +194,10 @@ fn the_reference_flow_from_nothing_shows_the_nodes_shared_gpus() {
 
 #[test]
 fn changing_replicas_on_a_live_node_says_before_and_after() {
-    let policy =
-        json!({"devicePlugin": {"config": {"name": "time-slicing-config", "default": "any"}}});
     let facts = vec![
         (
             "kubernetes_manifest.config",
-            cluster(
-                vec![node("gpu-0", T4_GFD, &[("nvidia.com/gpu", 10.0)])],
-                Some(policy),
-                &[("time-slicing-config", map(&[("any", TS10)]))],
-            ),
+            time_sliced_cluster(vec![node("gpu-0", T4_GFD, &[("nvidia.com/gpu", 10.0)])]),
         ),
         (
             "kubernetes_manifest.config",
@@ -413,18 +419,12 @@ fn two_configs_for_one_pointer_and_mps_on_mig_nodes_are_refused() {
 
 #[test]
 fn drift_names_a_node_below_what_its_config_gives() {
-    let policy =
-        json!({"devicePlugin": {"config": {"name": "time-slicing-config", "default": "any"}}});
     let facts = vec![(
         "kubernetes_manifest.config",
-        cluster(
-            vec![
-                node("gpu-0", T4_GFD, &[("nvidia.com/gpu", 10.0)]),
-                node("gpu-1", T4_GFD, &[("nvidia.com/gpu", 0.0)]),
-            ],
-            Some(policy),
-            &[("time-slicing-config", map(&[("any", TS10)]))],
-        ),
+        time_sliced_cluster(vec![
+            node("gpu-0", T4_GFD, &[("nvidia.com/gpu", 10.0)]),
+            node("gpu-1", T4_GFD, &[("nvidia.com/gpu", 0.0)]),
+        ]),
     )];
     let drift: Vec<String> = model(&facts)
         .drift()
@@ -995,16 +995,10 @@ fn mig_on_a_t4_several_profiles_under_single_an_unknown_geometry_and_a_missing_k
         findings(&geometry(A100_GFD, "mixed", "my-geometry")),
         ["Unknown MIG geometry at kubernetes_labels.g.labels[\"nvidia.com/mig.config\"]"]
     );
-    let policy =
-        json!({"devicePlugin": {"config": {"name": "time-slicing-config", "default": "any"}}});
     let missing = vec![
         (
             "kubernetes_labels.pool",
-            cluster(
-                vec![node("n", T4_GFD, &[("nvidia.com/gpu", 1.0)])],
-                Some(policy),
-                &[("time-slicing-config", map(&[("any", TS10)]))],
-            ),
+            time_sliced_cluster(vec![node("n", T4_GFD, &[("nvidia.com/gpu", 1.0)])]),
         ),
         (
             "kubernetes_labels.pool",

@@ -82,6 +82,34 @@ fn entry<'a>(
         .unwrap_or_else(|| panic!("no {op} {name} in {journal:?}"))
 }
 
+/// The most operations of the journal in flight at one moment.
+fn most_in_flight(journal: &[(String, String, u128, u128, bool)]) -> usize {
+    // Ends sort before starts at the same millisecond: back-to-back calls do not overlap.
+    let mut events: Vec<(u128, i32)> = journal.iter().flat_map(|e| [(e.2, 1), (e.3, -1)]).collect();
+    events.sort();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, step) in events {
+        now += step;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+#[test]
+fn a_provider_block_without_max_concurrency_has_128_calls_in_flight() {
+    // 200 independent creates of 300 ms each: the first 128 all start before any ends, and
+    // the default limit holds the rest back.
+    let d = stack(&format!(
+        "{}resource \"test_object\" \"p\" {{\n  count = 200\n  name  = \"p${{count.index}}\"\n}}\n",
+        provider(300, "")
+    ));
+    let (code, out, err) = run(d.path(), &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let j = journal(d.path());
+    assert_eq!(j.len(), 200, "{j:?}");
+    assert_eq!(most_in_flight(&j), 128, "{j:?}");
+}
+
 fn world(dir: &Path) -> serde_json::Value {
     serde_json::from_str(
         &std::fs::read_to_string(dir.join("world.json")).unwrap_or_else(|_| "{}".into()),
