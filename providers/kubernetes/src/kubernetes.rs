@@ -428,8 +428,6 @@ fn live_view(ty: ObjectType, desired: &Json, object: &Json) -> Value {
     }
 }
 
-/// The configured field manager; by default one per resource type, so that labels and a
-/// patch on the same object never remove each other's fields.
 /// A resource's state refreshed from its live object: the live view of what it manages, the
 /// object's uid, secrets concealed.
 fn live_state(ty: ObjectType, state: &Value, object: &Json) -> Value {
@@ -454,6 +452,8 @@ fn live_state(ty: ObjectType, state: &Value, object: &Json) -> Value {
 /// it at once, stay bounded however many objects a namespace has.
 const LIST_PAGE: u32 = 500;
 
+/// The configured field manager; by default one per resource type, so that labels and a
+/// patch on the same object never remove each other's fields.
 fn field_manager(ty: ObjectType, state: &Value) -> String {
     text(state, "field_manager")
         .map(str::to_owned)
@@ -759,9 +759,8 @@ impl Connected {
                         else {
                             continue;
                         };
-                        let Ok(mut json) = serde_json::to_value(&object) else {
-                            continue;
-                        };
+                        // An object that cannot be read is an error, never an object gone.
+                        let mut json = serde_json::to_value(&object).map_err(|e| e.to_string())?;
                         // Items of a LIST carry no apiVersion and kind of their own.
                         json["apiVersion"] = api_version.clone().into();
                         json["kind"] = kind.clone().into();
