@@ -205,8 +205,16 @@ fn per_node(side: &Side, pool: &PoolFact, shape: &PoolShape) -> Option<(f64, Str
             } else {
                 catalog::profile_by_slices(&gpus.model, gpus.memory_gb, p).unwrap_or(p)
             };
-            let n = catalog::partitions_per_gpu(&gpus.model, gpus.memory_gb, profile).unwrap_or(1);
-            (f64::from(n), format!("MIG {profile} ×{n}"))
+            match catalog::partitions_per_gpu(&gpus.model, gpus.memory_gb, profile) {
+                Some(n) => (f64::from(n), format!("MIG {profile} ×{n}")),
+                None => (
+                    1.0,
+                    format!(
+                        "MIG {profile}, partitions per GPU unknown to the built-in table for {} {} GB: counted as 1",
+                        gpus.model, gpus.memory_gb
+                    ),
+                ),
+            }
         });
         let clients = cloud
             .clients
@@ -242,10 +250,10 @@ fn per_node(side: &Side, pool: &PoolFact, shape: &PoolShape) -> Option<(f64, Str
 }
 
 fn pool_line(model: &Model, pool: &PoolFact) -> Option<CapacityChange> {
+    // A replaced pool keeps its before side: the plan shows what the old machines gave.
     let before = pool
         .before
         .as_ref()
-        .filter(|_| !pool.new)
         .and_then(|b| Some((b, per_node(&model.before, pool, b)?)));
     let after = pool
         .after
@@ -260,21 +268,25 @@ fn pool_line(model: &Model, pool: &PoolFact) -> Option<CapacityChange> {
     }
     let (shape, (_, resource, how)) = after.as_ref().or(before.as_ref())?;
     let gpus = shape.gpus.as_ref()?;
+    let was = |b: &PoolShape| match &b.gpus {
+        Some(g) => format!(
+            "was {} × {} ({}× {})",
+            nodes(b),
+            b.machine,
+            g.count,
+            g.model
+        ),
+        None => format!("was {} × {}", nodes(b), b.machine),
+    };
     let why = match (&pool.before, &pool.after) {
         (_, None) => "pool removed".to_owned(),
+        (Some(b), Some(_)) if pool.new && !same_machines => {
+            format!("pool replaced, {}", was(b))
+        }
         (Some(_), Some(_)) if pool.new => "pool replaced".to_owned(),
         (None, Some(_)) => "new pool".to_owned(),
-        (Some(b), Some(_)) if !same_machines => match &b.gpus {
-            Some(g) => format!(
-                "was {} × {} ({}× {})",
-                nodes(b),
-                b.machine,
-                g.count,
-                g.model
-            ),
-            None => format!("was {} × {}", nodes(b), b.machine),
-        },
-        _ => format!("was {}", format_number(before.as_ref().map_or(0.0, total))),
+        (Some(b), Some(_)) if !same_machines => was(b),
+        (Some(b), Some(a)) => format!("{} → {} nodes", nodes(b), nodes(a)),
     };
     let mut detail = vec![how.clone(), why];
     if shape.min_nodes != shape.max_nodes {
@@ -284,6 +296,7 @@ fn pool_line(model: &Model, pool: &PoolFact) -> Option<CapacityChange> {
     if gpus.source.contains(catalog::BUILT_IN) {
         detail.push(format!("GPUs from the {}", gpus.source));
     }
+    let physical = f64::from(shape.max_nodes) * f64::from(gpus.count);
     Some(CapacityChange {
         scope: format!(
             "{} {}: {} × {} ({}× {})",
@@ -298,6 +311,8 @@ fn pool_line(model: &Model, pool: &PoolFact) -> Option<CapacityChange> {
         before: before.as_ref().map(total),
         after: after.as_ref().map(total),
         detail: detail.join("; "),
-        physical: Some(f64::from(shape.max_nodes) * f64::from(gpus.count)),
+        // A pool that did not exist shows its physical GPUs and what they will advertise; one
+        // that did shows what it advertised before and after.
+        physical: before.is_none().then_some(physical),
     })
 }

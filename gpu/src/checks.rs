@@ -3,11 +3,12 @@
 //! the stack that causes it.
 
 use crate::mig::Layout;
+use crate::model::Physical;
 use crate::model::{Model, Origin, key};
 use crate::sharing::{self, Strategy};
 use crate::{Finding, Severity, catalog};
 use gpustack_protocol::nvidia::DEVICE_PLUGIN_CONFIG_LABEL;
-use gpustack_protocol::{OperatorSource, PathStep};
+use gpustack_protocol::{NodeFact, OperatorSource, PathStep, PoolFact};
 
 fn error(origin: Origin, summary: impl Into<String>, detail: impl Into<String>) -> Finding {
     Finding {
@@ -111,29 +112,35 @@ fn label_or(node: &crate::model::Node, label: &str, fallback: Option<&Origin>) -
 }
 
 fn nodes(model: &Model, findings: &mut Vec<Finding>) {
-    let after = &model.after;
     for node in &model.nodes {
-        let Some(physical) = &node.physical else {
-            continue;
-        };
-        let labels = &node.labels_after;
-        let changed = |label: &str| node.label_origins.contains_key(label);
-        // The node's config key must exist in the config it reads: blame the label the stack
-        // sets, else the ConfigMap it writes, else the default it points at.
-        if after.plugin_off(labels).is_none()
-            && let Some((config, key_name, None)) = after.plugin_config(labels)
-            && after.config_maps.contains_key(&config)
-            && let Some(origin) = label_or(
-                node,
-                DEVICE_PLUGIN_CONFIG_LABEL,
-                after.config_maps[&config].origin.as_ref().or(after
-                    .settings
-                    .default_key
-                    .as_ref()
-                    .and_then(|s| s.origin.as_ref())),
-            )
-        {
-            findings.push(error(
+        node_checks(model, node, findings);
+    }
+}
+
+/// The checks of one node (a live one, or the nodes a new pool will bring).
+fn node_checks(model: &Model, node: &crate::model::Node, findings: &mut Vec<Finding>) {
+    let after = &model.after;
+    let Some(physical) = &node.physical else {
+        return;
+    };
+    let labels = &node.labels_after;
+    let changed = |label: &str| node.label_origins.contains_key(label);
+    // The node's config key must exist in the config it reads: blame the label the stack
+    // sets, else the ConfigMap it writes, else the default it points at.
+    if after.plugin_off(labels).is_none()
+        && let Some((config, key_name, None)) = after.plugin_config(labels)
+        && after.config_maps.contains_key(&config)
+        && let Some(origin) = label_or(
+            node,
+            DEVICE_PLUGIN_CONFIG_LABEL,
+            after.config_maps[&config].origin.as_ref().or(after
+                .settings
+                .default_key
+                .as_ref()
+                .and_then(|s| s.origin.as_ref())),
+        )
+    {
+        findings.push(error(
                 origin,
                 "Config key missing",
                 format!(
@@ -142,139 +149,127 @@ fn nodes(model: &Model, findings: &mut Vec<Finding>) {
                     after.config_maps[&config].data.keys().map(|k| format!("\"{k}\"")).collect::<Vec<_>>().join(", ")
                 ),
             ));
-        }
-        let mig = after.mig(labels, physical);
-        let mig_origin = label_or(
-            node,
-            crate::model::MIG_CONFIG_LABEL,
-            after
-                .settings
-                .mig_default
-                .as_ref()
-                .and_then(|s| s.origin.as_ref()),
-        );
-        let touched = changed(crate::model::MIG_CONFIG_LABEL)
-            || mig_origin.is_some()
-            || model
+    }
+    let mig = after.mig(labels, physical);
+    let mig_origin = label_or(
+        node,
+        crate::model::MIG_CONFIG_LABEL,
+        after
+            .settings
+            .mig_default
+            .as_ref()
+            .and_then(|s| s.origin.as_ref()),
+    );
+    let touched = changed(crate::model::MIG_CONFIG_LABEL)
+        || mig_origin.is_some()
+        || model
+            .config_maps
+            .iter()
+            .any(|(_, c)| Some(c.name.as_str()) == Some(after.settings.mig_config_name()));
+    if let (Some((geometry, layout, _)), true) = (&mig, touched) {
+        let origin = mig_origin.clone().or_else(|| {
+            model
                 .config_maps
                 .iter()
-                .any(|(_, c)| Some(c.name.as_str()) == Some(after.settings.mig_config_name()));
-        if let (Some((geometry, layout, _)), true) = (&mig, touched) {
-            let origin = mig_origin.clone().or_else(|| {
-                model
-                    .config_maps
-                    .iter()
-                    .find(|(_, c)| c.name == after.settings.mig_config_name())
-                    .map(|(a, c)| Origin::new(a, &c.attribute))
-            });
-            let profiles = catalog::mig_profiles(&physical.model, physical.memory_gb);
-            let what = format!(
-                "node {}'s GPUs are {} ({} {} GB, from {})",
-                node.live.name,
-                physical.product,
-                physical.model,
-                physical.memory_gb,
-                physical.source
-            );
-            match (layout, profiles) {
-                (Some(Layout::Enabled(_)), None) if catalog::mig_capable(&physical.model) => {
-                    if let Some(origin) = origin.clone() {
-                        findings.push(Finding {
+                .find(|(_, c)| c.name == after.settings.mig_config_name())
+                .map(|(a, c)| Origin::new(a, &c.attribute))
+        });
+        let profiles = catalog::mig_profiles(&physical.model, physical.memory_gb);
+        let what = format!(
+            "node {}'s GPUs are {} ({} {} GB, from {})",
+            node.live.name, physical.product, physical.model, physical.memory_gb, physical.source
+        );
+        match (layout, profiles) {
+            (Some(Layout::Enabled(_)), None) if catalog::mig_capable(&physical.model) => {
+                if let Some(origin) = origin.clone() {
+                    findings.push(Finding {
                             address: origin.address,
                             path: origin.path,
                             severity: Severity::Warning,
                             summary: "MIG geometry not checked".into(),
                             detail: format!("Geometry {geometry} is planned on node {}, whose GPUs are {} ({} {} GB, from {}): gpustack's built-in table has no MIG profiles for that model, so the geometry is not checked and its capacity not predicted.", node.live.name, physical.product, physical.model, physical.memory_gb, physical.source),
                         });
-                    }
                 }
-                (Some(Layout::Enabled(_)), None) => {
-                    if let Some(origin) = origin.clone() {
-                        findings.push(error(
+            }
+            (Some(Layout::Enabled(_)), None) => {
+                if let Some(origin) = origin.clone() {
+                    findings.push(error(
                             origin,
                             "MIG on a GPU without MIG",
                             format!("Geometry {geometry} is planned, but {what}, which have no MIG: share it with time-slicing or MPS instead."),
                         ));
+                }
+            }
+            (Some(Layout::Enabled(devices)), Some(profiles)) => {
+                for (profile, n) in devices {
+                    let max =
+                        catalog::partitions_per_gpu(&physical.model, physical.memory_gb, profile);
+                    let problem = match max {
+                        None => Some(format!(
+                            "Geometry {geometry} makes {profile} instances, but {what}, which have no {profile} profile; its profiles are {}.",
+                            profiles
+                                .iter()
+                                .filter(|(p, _)| !p.contains('+'))
+                                .map(|(p, n)| format!("{p}×{n}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )),
+                        Some(max) if *n > max || *n == 0 => Some(format!(
+                            "Geometry {geometry} asks for {n} × {profile} per GPU, but {what}, which fit at most {max}."
+                        )),
+                        _ => None,
+                    };
+                    if let (Some(detail), Some(origin)) = (problem, origin.clone()) {
+                        findings.push(error(origin, "MIG profile the node's GPU lacks", detail));
                     }
                 }
-                (Some(Layout::Enabled(devices)), Some(profiles)) => {
-                    for (profile, n) in devices {
-                        let max = catalog::partitions_per_gpu(
-                            &physical.model,
-                            physical.memory_gb,
-                            profile,
-                        );
-                        let problem = match max {
-                            None => Some(format!(
-                                "Geometry {geometry} makes {profile} instances, but {what}, which have no {profile} profile; its profiles are {}.",
-                                profiles
-                                    .iter()
-                                    .filter(|(p, _)| !p.contains('+'))
-                                    .map(|(p, n)| format!("{p}×{n}"))
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            )),
-                            Some(max) if *n > max || *n == 0 => Some(format!(
-                                "Geometry {geometry} asks for {n} × {profile} per GPU, but {what}, which fit at most {max}."
-                            )),
-                            _ => None,
-                        };
-                        if let (Some(detail), Some(origin)) = (problem, origin.clone()) {
-                            findings.push(error(
-                                origin,
-                                "MIG profile the node's GPU lacks",
-                                detail,
-                            ));
-                        }
-                    }
-                    if after.settings.mig_strategy == "single"
-                        && devices.len() > 1
-                        && let Some(origin) = origin.clone()
-                    {
-                        findings.push(error(
+                if after.settings.mig_strategy == "single"
+                    && devices.len() > 1
+                    && let Some(origin) = origin.clone()
+                {
+                    findings.push(error(
                             origin,
                             "Several MIG profiles under the single strategy",
                             format!("Geometry {geometry} makes {} profiles on node {}, which the single strategy cannot advertise as one nvidia.com/gpu; use mig.strategy mixed.", devices.len(), node.live.name),
                         ));
-                    }
                 }
-                (None, _) => {
-                    if let Some(origin) = origin.clone() {
-                        findings.push(error(
+            }
+            (None, _) => {
+                if let Some(origin) = origin.clone() {
+                    findings.push(error(
                             origin,
                             "Unknown MIG geometry",
                             format!("Node {} is given geometry {geometry}, which the mig-parted config set {} does not define; the MIG manager would report failed.", node.live.name, after.settings.mig_config_name()),
                         ));
-                    }
                 }
-                _ => {}
             }
+            _ => {}
         }
-        if node.physical.is_some() {
-            mig_resources_without_mixed(model, node, findings);
-        }
-        // MPS and MIG on the same node.
-        if let Some((_, Some(Layout::Enabled(_)), _)) = &mig
-            && let Some((config, key_name, Some(text))) = after.plugin_config(labels)
-            && let Some((plugin, _)) = sharing::parse(text)
-            && plugin.strategy == Some(Strategy::Mps)
-        {
-            let origin = label_or(node, DEVICE_PLUGIN_CONFIG_LABEL, None)
-                .or_else(|| mig_origin.clone())
-                .or_else(|| {
-                    after
-                        .config_maps
-                        .get(&config)
-                        .and_then(|c| c.origin.clone())
-                        .map(|o| o.join(&[PathStep::Key(key_name.clone())]))
-                });
-            if let Some(origin) = origin {
-                findings.push(error(
+    }
+    if node.physical.is_some() {
+        mig_resources_without_mixed(model, node, findings);
+    }
+    // MPS and MIG on the same node.
+    if let Some((_, Some(Layout::Enabled(_)), _)) = &mig
+        && let Some((config, key_name, Some(text))) = after.plugin_config(labels)
+        && let Some((plugin, _)) = sharing::parse(text)
+        && plugin.strategy == Some(Strategy::Mps)
+    {
+        let origin = label_or(node, DEVICE_PLUGIN_CONFIG_LABEL, None)
+            .or_else(|| mig_origin.clone())
+            .or_else(|| {
+                after
+                    .config_maps
+                    .get(&config)
+                    .and_then(|c| c.origin.clone())
+                    .map(|o| o.join(&[PathStep::Key(key_name.clone())]))
+            });
+        if let Some(origin) = origin {
+            findings.push(error(
                     origin,
                     "MPS and MIG on the same node",
                     format!("Node {} gets MIG geometry and the MPS config {config}/{key_name}: MPS never runs on MIG devices. Keep MPS and MIG on different nodes.", node.live.name),
                 ));
-            }
         }
     }
 }
@@ -321,6 +316,28 @@ fn mig_resources_without_mixed(
 fn pools(model: &Model, findings: &mut Vec<Finding>) {
     let settings = &model.after.settings;
     for (address, pool) in &model.pools {
+        if let Some(node) = pool_nodes(model, address, pool) {
+            node_checks(model, &node, findings);
+        }
+        if let Some(shape) = &pool.after
+            && let (Some(gpus), Some(profile)) = (
+                &shape.gpus,
+                shape.sharing.as_ref().and_then(|s| s.mig_profile.as_ref()),
+            )
+            && catalog::mig_profiles(&gpus.model, gpus.memory_gb).is_none()
+            && catalog::mig_capable(&gpus.model)
+        {
+            findings.push(Finding {
+                address: address.clone(),
+                path: Vec::new(),
+                severity: Severity::Warning,
+                summary: "MIG partitions unknown".into(),
+                detail: format!(
+                    "{} {} partitions its {} {} GB GPUs as {profile}, but gpustack's built-in table has no MIG profiles for that model: the profile is not checked and the capacity section counts one partition per GPU.",
+                    pool.kind, pool.name, gpus.model, gpus.memory_gb
+                ),
+            });
+        }
         if let Some(shape) = pool.after.as_ref().filter(|s| s.gpus.is_none()) {
             findings.push(Finding {
                 address: address.clone(),
@@ -357,4 +374,46 @@ fn pools(model: &Model, findings: &mut Vec<Finding>) {
             ));
         }
     }
+}
+
+/// The nodes a pool will bring, as one node for the checks: its machine's GPUs and the labels
+/// the pool gives them. `None` for a pool without GPUs, one being removed, and one whose
+/// nodes are live (they are checked as nodes).
+fn pool_nodes(model: &Model, address: &str, pool: &PoolFact) -> Option<crate::model::Node> {
+    let shape = pool.after.as_ref()?;
+    let gpus = shape.gpus.as_ref()?;
+    let live = model.nodes.iter().any(|n| {
+        pool.node_labels
+            .iter()
+            .all(|(k, v)| n.live.labels.get(k) == Some(v))
+    });
+    if live {
+        return None;
+    }
+    let label_origins = pool
+        .node_labels
+        .keys()
+        .map(|label| {
+            (
+                label.clone(),
+                Origin::new(address, &pool.labels_attribute).join(&[key(label)]),
+            )
+        })
+        .collect();
+    Some(crate::model::Node {
+        live: NodeFact {
+            name: format!("in {} {}", pool.kind, pool.name),
+            labels: pool.node_labels.clone(),
+            ..Default::default()
+        },
+        physical: Some(Physical {
+            count: gpus.count,
+            model: gpus.model.clone(),
+            memory_gb: gpus.memory_gb,
+            product: gpus.model.clone(),
+            source: gpus.source.clone(),
+        }),
+        labels_after: pool.node_labels.clone(),
+        label_origins,
+    })
 }

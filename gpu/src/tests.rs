@@ -451,6 +451,7 @@ fn pool(
         kind: kind.into(),
         name: name.into(),
         node_labels: map(&[label]),
+        labels_attribute: path(["node_labels"]),
         before,
         after,
         new,
@@ -528,7 +529,7 @@ fn pools_of_the_three_clouds_with_sharing_mig_and_scaling() {
     assert_eq!(
         lines(&eks),
         [
-            "nodegroup gpu: 3 × g4dn.xlarge (1× T4) → nvidia.com/gpu 3 → 3 (no sharing; was 2; 16 GB per GPU)"
+            "nodegroup gpu: 3 × g4dn.xlarge (1× T4): nvidia.com/gpu 2 → 3 (no sharing; 2 → 3 nodes; 16 GB per GPU)"
         ]
     );
     let mut h100 = shape(1, "a3-highgpu-8g", 8, "H100", 80, "accelerator type");
@@ -567,7 +568,115 @@ fn pools_of_the_three_clouds_with_sharing_mig_and_scaling() {
     assert_eq!(
         lines(&removed),
         [
-            "nodepool gpupool: 2 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 2 → 0 (no sharing; pool removed; 16 GB per GPU; GPUs from the built-in table)"
+            "nodepool gpupool: 2 × Standard_NC4as_T4_v3 (1× T4): nvidia.com/gpu 2 → 0 (no sharing; pool removed; 16 GB per GPU; GPUs from the built-in table)"
+        ]
+    );
+}
+
+#[test]
+fn a_new_pools_nodes_are_checked_against_its_machines_gpus() {
+    let h100 = shape(1, "p5.48xlarge", 8, "H100", 80, "EC2 DescribeInstanceTypes");
+    let mut mig_pool = pool(
+        "nodegroup",
+        "mig",
+        ("eks.amazonaws.com/nodegroup", "mig"),
+        None,
+        Some(h100),
+        true,
+    );
+    if let GpuFact::Pool(p) = &mut mig_pool {
+        p.node_labels
+            .insert("nvidia.com/mig.config".into(), "all-1g.5gb".into());
+        p.node_labels
+            .insert("nvidia.com/device-plugin.config".into(), "mps".into());
+    }
+    let facts = vec![
+        ("eks_nodegroup.mig", mig_pool),
+        (
+            "kubernetes_manifest.config",
+            config_map("sharing", &[("mps", MPS4)], None),
+        ),
+        (
+            "helm_release.operator",
+            operator(
+                OperatorSource::HelmValues,
+                json!({"mig": {"strategy": "mixed"}, "devicePlugin": {"config": {"name": "sharing"}}}),
+            ),
+        ),
+    ];
+    assert_eq!(
+        findings(&facts),
+        [
+            "MIG profile the node's GPU lacks at eks_nodegroup.mig.node_labels[\"nvidia.com/mig.config\"]",
+            "MPS and MIG on the same node at eks_nodegroup.mig.node_labels[\"nvidia.com/device-plugin.config\"]",
+        ]
+    );
+    // A pool whose nodes are live is checked through its nodes, once.
+    let mut live = facts.clone();
+    live.push((
+        "eks_nodegroup.mig",
+        cluster(
+            vec![node(
+                "ip-10-0-0-1",
+                &[
+                    ("eks.amazonaws.com/nodegroup", "mig"),
+                    ("nvidia.com/mig.config", "all-1g.5gb"),
+                    ("nvidia.com/device-plugin.config", "mps"),
+                    ("nvidia.com/gpu.count", "8"),
+                    ("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"),
+                ],
+                &[],
+            )],
+            None,
+            &[],
+        ),
+    ));
+    // A pool whose nodes are live is checked through its nodes, once: the MPS config the
+    // stack writes is what changes there.
+    assert_eq!(
+        findings(&live),
+        ["MPS and MIG on the same node at kubernetes_manifest.config.manifest.data.mps"]
+    );
+}
+
+#[test]
+fn a_mig_pool_whose_partitions_the_table_lacks_says_so() {
+    let mut nvl = shape(
+        1,
+        "Standard_NC40ads_H100_v5",
+        1,
+        "H100",
+        94,
+        "built-in table",
+    );
+    nvl.sharing = Some(CloudSharing {
+        mig_profile: Some("1g.12gb".into()),
+        clients: None,
+    });
+    let facts = vec![(
+        "aks_nodepool.nvl",
+        pool(
+            "nodepool",
+            "nvl",
+            ("kubernetes.azure.com/agentpool", "nvl"),
+            None,
+            Some(nvl),
+            true,
+        ),
+    )];
+    let warnings: Vec<String> = model(&facts)
+        .findings()
+        .iter()
+        .map(|f| format!("{:?} {} at {}", f.severity, f.summary, f.address))
+        .collect();
+    assert_eq!(
+        warnings,
+        ["Warning MIG partitions unknown at aks_nodepool.nvl"]
+    );
+    assert_eq!(
+        lines(&facts),
+        [
+            "nodepool nvl: 1 × Standard_NC40ads_H100_v5 (1× H100) → nvidia.com/gpu 1 → 1 (MIG 1g.12gb, partitions per GPU unknown to the built-in table for H100 94 GB: counted as 1; new pool; 94 GB per GPU; GPUs from the built-in table)"
         ]
     );
 }

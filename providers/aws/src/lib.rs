@@ -645,6 +645,7 @@ impl CloudPool for Connected {
     const ID_FORMAT: &'static str = "CLUSTER/NODEGROUP";
     const POOL_KIND: &'static str = "nodegroup";
     const POOL_LABEL: &'static str = "eks.amazonaws.com/nodegroup";
+    const NODE_LABELS_ATTRIBUTE: &'static str = "labels";
 
     fn name(state: &Value) -> Option<&str> {
         text(state, "nodegroup_name")

@@ -469,6 +469,7 @@ impl CloudPool for Connected {
     const ID_FORMAT: &'static str = "RESOURCE_GROUP/CLUSTER/POOL";
     const POOL_KIND: &'static str = "nodepool";
     const POOL_LABEL: &'static str = POOL_LABEL;
+    const NODE_LABELS_ATTRIBUTE: &'static str = "node_labels";
 
     fn name(state: &Value) -> Option<&str> {
         text(state, "name")

@@ -857,6 +857,7 @@ impl CloudPool for Connected {
     const ID_FORMAT: &'static str = "LOCATION/CLUSTER/POOL";
     const POOL_KIND: &'static str = "nodepool";
     const POOL_LABEL: &'static str = "cloud.google.com/gke-nodepool";
+    const NODE_LABELS_ATTRIBUTE: &'static str = "labels";
 
     fn name(state: &Value) -> Option<&str> {
         text(state, "name")

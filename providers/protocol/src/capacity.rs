@@ -19,8 +19,8 @@ pub struct CapacityChange {
     pub after: Option<f64>,
     /// Why, e.g. `time-slicing ×4`.
     pub detail: String,
-    /// The physical GPUs behind `after`, before any sharing: set for a pool, and for a node
-    /// that advertises no GPUs yet (no device plugin runs there before the plan).
+    /// The physical GPUs behind `after`, before any sharing: set for a new pool, and for a
+    /// node that advertises no GPUs yet (no device plugin runs there before the plan).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub physical: Option<f64>,
 }
@@ -124,6 +124,9 @@ pub struct PoolFact {
     pub name: String,
     /// Labels every node of the pool carries (the cloud's pool label and the configured ones).
     pub node_labels: BTreeMap<String, String>,
+    /// Where the configured labels are in the resource's configuration (`node_labels`).
+    #[serde(default)]
+    pub labels_attribute: Path,
     pub before: Option<PoolShape>,
     pub after: Option<PoolShape>,
     /// Whether the pool is created or replaced by this plan.

@@ -60,6 +60,9 @@ pub trait CloudPool: Send + Sync {
     /// The labels a state gives the pool's nodes (besides [`CloudPool::POOL_LABEL`]).
     fn node_labels(state: &Value) -> BTreeMap<String, String>;
 
+    /// The attribute [`CloudPool::node_labels`] reads.
+    const NODE_LABELS_ATTRIBUTE: &'static str;
+
     /// The machines and GPUs a state describes; `None` while unknown, or for a pool
     /// without GPUs.
     async fn shape(&self, state: &Value) -> Option<PoolShape>;
@@ -113,6 +116,7 @@ impl<P: CloudPool> Pools<P> {
             kind: P::POOL_KIND.to_owned(),
             name,
             node_labels,
+            labels_attribute: gpustack_protocol::path([P::NODE_LABELS_ATTRIBUTE]),
             before,
             after,
             new,

@@ -361,10 +361,7 @@ fn aks_pool_lifecycle_with_faults_drift_and_replacement() {
             .any(|l| l.trim_start().starts_with("~ node_count") && l.ends_with("= 1 -> 2")),
         "{out}"
     );
-    assert!(
-        out.contains("nodepool gpu: 2 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 2 → 2 (no sharing; was 1; 16 GB per GPU; GPUs from the built-in table)"),
-        "{out}"
-    );
+    super::assert_capacity_snapshot("aks-nodepool-resized", &out, "nodepool");
     // A 409 because another operation runs is waited out.
     fake.inject(Method::PUT, &[Fault::Busy, Fault::Busy]);
     let (code, out, err) = stack.run(&["apply", "--auto-approve"], &["node_count=2"]);
@@ -389,10 +386,7 @@ fn aks_pool_lifecycle_with_faults_drift_and_replacement() {
         out.contains("vm_size") && out.contains("forces replacement"),
         "{out}"
     );
-    assert!(
-        out.contains("nodepool gpu: 2 × Standard_NC24ads_A100_v4 (1× A100) → nvidia.com/gpu 2 → 2 (no sharing; pool replaced; 80 GB per GPU; GPUs from the built-in table)"),
-        "{out}"
-    );
+    super::assert_capacity_snapshot("aks-nodepool-replaced", &out, "nodepool");
     let (code, out, err) = stack.run(&["apply", "--auto-approve"], &["node_count=2", a100]);
     assert_eq!(code, 0, "{out}{err}");
     let pool = fake.pool(&pool_id).unwrap();

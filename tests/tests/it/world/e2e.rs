@@ -390,12 +390,7 @@ fn reference_flow_aks_from_nodepool_to_smoke_test() {
         plan.contains("aks_nodepool.t4 will be updated in-place"),
         "{plan}"
     );
-    assert!(
-        plan.contains(
-            "2 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 2 → 20 (time-slicing ×10; was 10"
-        ),
-        "{plan}"
-    );
+    super::assert_capacity_snapshot("aks-time-slicing-pool-resized", &plan, "nodepool");
 
     // Destroy: the pool and its node go with the rest.
     stack.ok("destroy", &["--auto-approve"]);
@@ -425,6 +420,16 @@ fn mig_example_partitions_an_a100_and_rejects_a_profile_it_lacks() {
     );
     assert!(message.contains("variables.hcl"), "not located: {message}");
 
+    // The geometry's capacity before it is applied: whole GPUs give way to partitions.
+    let plan = stack.ok("plan", &[]);
+    // (What the node advertised before depends on what ran on this shared cluster before.)
+    let lines = super::capacity_lines(&plan, "node e2e-a100 ");
+    assert!(
+        lines.iter().any(|l| l.contains(
+            ": nvidia.com/mig-1g.10gb 0 → 7 (MIG all-1g.10gb (mixed, built-in table geometry)"
+        )),
+        "{plan}"
+    );
     stack.ok("apply", &["--auto-approve"]);
     assert_eq!(allocatable(c, "e2e-a100", "nvidia.com/mig-1g.10gb"), "7");
     let state = c.kubectl_ok(&[

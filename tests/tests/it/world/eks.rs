@@ -136,11 +136,7 @@ fn eks_nodegroup_lifecycle_against_moto() {
         out.contains("instance_types") && out.contains("forces replacement"),
         "{out}"
     );
-    assert!(
-        out.contains("g4dn.xlarge (1× T4) → nvidia.com/gpu")
-            && out.contains("pool replaced; 16 GB per GPU"),
-        "{out}"
-    );
+    super::assert_capacity_snapshot("eks-nodegroup-replaced", &out, "nodegroup");
     let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[relabel, t4]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(

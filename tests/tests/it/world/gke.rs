@@ -64,10 +64,7 @@ fn gke_a100_mig_pool_lifecycle() {
 
     let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
     assert_eq!(code, 2, "{out}{err}");
-    assert!(
-        out.contains("nodepool a100-mig: 0–4 × a2-highgpu-1g (1× A100) → nvidia.com/gpu 4 → 28 (MIG 1g.5gb ×7; new pool; at 4 nodes; 40 GB per GPU; GPUs from the accelerator type nvidia-tesla-a100, built-in table)"),
-        "{out}"
-    );
+    super::assert_capacity_snapshot("gke-a100-mig-new-pool", &out, "nodepool");
 
     // Throttled, failed, dropped, and answered-but-lost: one pool, ours.
     fake.inject(
@@ -136,10 +133,7 @@ fn gke_node_autoprovisioning_limits_for_t4_v100_and_a100() {
     let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[zones]);
     assert_eq!(code, 0, "{out}{err}");
     // The GPU ceilings, one line per accelerator type.
-    assert!(
-        out.contains("gke node auto-provisioning nvidia-tesla-t4: nvidia.com/gpu 0 → 8 (a ceiling on physical GPUs: the autoscaler does not count sharing)"),
-        "{out}"
-    );
+    super::assert_capacity_snapshot("gke-nap-ceilings", &out, "gke node auto-provisioning");
     let autoscaling = fake.cluster(CLUSTER).unwrap()["autoscaling"].clone();
     assert_eq!(autoscaling["enableNodeAutoprovisioning"], true);
     let limits: Vec<(String, String)> = autoscaling["resourceLimits"]
