@@ -86,6 +86,18 @@ pub fn looks_like_gpu_machine(machine: &str) -> bool {
 }
 
 /// A GKE accelerator type's model and memory per GPU.
+/// The memory of a GPU model as the clouds offer it in one size only (T4, L4, V100 on GCE);
+/// `None` for models sold with several.
+pub fn memory_of_model(model: &str) -> Option<u32> {
+    Some(match model {
+        "T4" | "V100" | "P100" => 16,
+        "P4" => 8,
+        "L4" => 24,
+        "B200" => 180,
+        _ => return None,
+    })
+}
+
 pub fn gke_accelerator(accelerator: &str) -> Option<(&'static str, u32)> {
     Some(match accelerator {
         "nvidia-tesla-t4" => ("T4", 16),

@@ -7,7 +7,9 @@
 //! `desiredClusterAutoscaling`. As on GKE, a pool's size lives in its managed instance groups
 //! (one per zone, listed in `instanceGroupUrls`, served by the Compute Engine API at
 //! `/compute/v1/.../instanceGroupManagers/NAME` with its `targetSize`): `setSize` resizes them,
-//! and `initialNodeCount` stays what the pool was created with. It refuses what GKE refuses (a MIG partition size the
+//! and `initialNodeCount` stays what the pool was created with. Compute Engine's
+//! `acceleratorTypes.get` describes GPU types per zone as GCE does (`NVIDIA A100 40GB`,
+//! `NVIDIA T4`: no memory in the names of GPUs sold in one size), 404 for a type it lacks. It refuses what GKE refuses (a MIG partition size the
 //! accelerator does not offer, an unknown resource type in a limit, a pool that exists) with
 //! Google's error shape. Faults can be queued as for the AKS fake.
 
@@ -286,6 +288,30 @@ async fn handle(request: Request<Incoming>, world: &Mutex<World>) -> Answer {
         ));
     }
     let request: Json = serde_json::from_slice(&body).unwrap_or(Json::Null);
+    if let Some(resource) = path.strip_prefix("/compute/v1/")
+        && let ["projects", project, "zones", zone, "acceleratorTypes", name] =
+            resource.split('/').collect::<Vec<_>>()[..]
+    {
+        return Ok(match accelerator_description(name) {
+            Some((description, max)) if parts.method == Method::GET => json_response(
+                StatusCode::OK,
+                &json!({
+                    "kind": "compute#acceleratorType",
+                    "name": name,
+                    "description": description,
+                    "zone": format!("https://www.googleapis.com/compute/v1/projects/{project}/zones/{zone}"),
+                    "selfLink": format!("https://www.googleapis.com/compute/v1/{resource}"),
+                    "maximumCardsPerInstance": max,
+                }),
+                &[],
+            ),
+            _ => error(
+                StatusCode::NOT_FOUND,
+                "NOT_FOUND",
+                &format!("The resource '{resource}' was not found"),
+            ),
+        });
+    }
     if let Some(group) = path.strip_prefix("/compute/v1/") {
         let w = world.lock().unwrap();
         return Ok(match (parts.method.clone(), w.groups.get(group)) {
@@ -621,4 +647,23 @@ fn route(
             &format!("No route for {path}."),
         ),
     }
+}
+
+/// GCE's accelerator types as `gcloud compute accelerator-types list` describes them, with the
+/// most cards one VM takes.
+fn accelerator_description(name: &str) -> Option<(&'static str, u32)> {
+    Some(match name {
+        "nvidia-tesla-t4" => ("NVIDIA T4", 4),
+        "nvidia-tesla-v100" => ("NVIDIA V100", 8),
+        "nvidia-tesla-p100" => ("NVIDIA P100", 4),
+        "nvidia-tesla-p4" => ("NVIDIA P4", 4),
+        "nvidia-l4" => ("NVIDIA L4", 8),
+        "nvidia-tesla-a100" => ("NVIDIA A100 40GB", 16),
+        "nvidia-a100-80gb" => ("NVIDIA A100 80GB", 8),
+        "nvidia-h100-80gb" => ("NVIDIA H100 80GB", 8),
+        "nvidia-h100-mega-80gb" => ("NVIDIA H100 Mega 80GB", 8),
+        "nvidia-h200-141gb" => ("NVIDIA H200 141GB", 8),
+        "nvidia-b200" => ("NVIDIA B200", 8),
+        _ => return None,
+    })
 }

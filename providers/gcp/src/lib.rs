@@ -222,6 +222,7 @@ impl Family for Gcp {
                 .unwrap_or("https://compute.googleapis.com")
                 .trim_end_matches('/')
                 .to_owned(),
+            accelerators: Default::default(),
         };
         let connected = Arc::new(Connected {
             client,
@@ -243,9 +244,74 @@ struct Compute {
     http: reqwest::Client,
     credentials: google_cloud_auth::credentials::AccessTokenCredentials,
     endpoint: String,
+    /// Accelerator types by zone and name, as Compute Engine answered (`None`: it has no such
+    /// type there). Failed lookups are not kept.
+    accelerators: std::sync::Mutex<BTreeMap<(String, String), Option<String>>>,
+}
+
+/// An accelerator type's model and memory from its description (`NVIDIA A100 80GB`,
+/// `NVIDIA H100 Mega 80GB`, `NVIDIA T4`); the memory from the built-in table where the
+/// description gives none.
+fn described_gpu(description: &str) -> Option<(String, u32, bool)> {
+    let words: Vec<&str> = description
+        .split_whitespace()
+        .filter(|w| !w.eq_ignore_ascii_case("NVIDIA") && !w.eq_ignore_ascii_case("Tesla"))
+        .collect();
+    let model = (*words.first()?).to_owned();
+    let memory = words
+        .iter()
+        .find_map(|w| w.strip_suffix("GB").and_then(|n| n.parse::<u32>().ok()));
+    match memory {
+        Some(gb) => Some((model, gb, false)),
+        None => {
+            let gb = gpustack_provider_sdk::catalog::memory_of_model(&model)?;
+            Some((model, gb, true))
+        }
+    }
 }
 
 impl Compute {
+    /// The model and memory of an accelerator type in a zone, from Compute Engine's
+    /// `acceleratorTypes.get`; `Ok(None)` when the zone has no such type.
+    async fn accelerator(
+        &self,
+        project: &str,
+        zone: &str,
+        name: &str,
+    ) -> Result<Option<(String, u32, bool)>, String> {
+        let key = (zone.to_owned(), name.to_owned());
+        if let Some(known) = self
+            .accelerators
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(known.as_deref().and_then(described_gpu));
+        }
+        let path = format!("projects/{project}/zones/{zone}/acceleratorTypes/{name}");
+        let description = match self.get(&path).await {
+            Ok(body) => body["description"]
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("{path}: the answer has no description"))?,
+            Err((Some(404), _)) => {
+                self.accelerators
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(key, None);
+                return Ok(None);
+            }
+            Err((_, why)) => return Err(why),
+        };
+        let gpu = described_gpu(&description);
+        self.accelerators
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, Some(description));
+        gpu.map(Some)
+            .ok_or_else(|| format!("{path}: no GPU model in its description"))
+    }
+
     /// The target size of one managed instance group, by the URL GKE gives for it
     /// (`https://www.googleapis.com/compute/v1/projects/P/zones/Z/instanceGroupManagers/N`).
     async fn target_size(&self, url: &str) -> Result<f64, String> {
@@ -253,11 +319,21 @@ impl Compute {
             .split_once("/compute/v1/")
             .map(|(_, rest)| rest)
             .ok_or_else(|| format!("{url} is not a Compute Engine instance group URL"))?;
+        let body = self.get(path).await.map_err(|(_, why)| why)?;
+        body["targetSize"]
+            .as_f64()
+            .or_else(|| body["targetSize"].as_str().and_then(|s| s.parse().ok()))
+            .ok_or_else(|| format!("{path}: the answer has no targetSize"))
+    }
+
+    /// GET of a Compute Engine resource, retried on throttling, server errors and broken
+    /// connections; an error with its HTTP status, if one came.
+    async fn get(&self, path: &str) -> Result<Json, (Option<u16>, String)> {
         let token = self
             .credentials
             .access_token()
             .await
-            .map_err(|e| gpustack_protocol::error_chain(&e))?;
+            .map_err(|e| (None, gpustack_protocol::error_chain(&e)))?;
         let address = format!("{}/compute/v1/{path}", self.endpoint);
         let mut delay = Duration::from_millis(500);
         for attempt in 1..=6 {
@@ -269,11 +345,7 @@ impl Compute {
                 .await;
             let retry = match answer {
                 Ok(r) if r.status().is_success() => {
-                    let body: Json = r.json().await.map_err(|e| e.to_string())?;
-                    return body["targetSize"]
-                        .as_f64()
-                        .or_else(|| body["targetSize"].as_str().and_then(|s| s.parse().ok()))
-                        .ok_or_else(|| format!("{path}: the answer has no targetSize"));
+                    return r.json().await.map_err(|e| (None, e.to_string()));
                 }
                 Ok(r) if matches!(r.status().as_u16(), 429 | 500 | 502 | 503 | 504) => {
                     format!("{path}: {}", r.status())
@@ -281,17 +353,17 @@ impl Compute {
                 Ok(r) => {
                     let status = r.status();
                     let text = r.text().await.unwrap_or_default();
-                    return Err(format!("{path}: {status}: {text}"));
+                    return Err((Some(status.as_u16()), format!("{path}: {status}: {text}")));
                 }
                 Err(e) => gpustack_protocol::error_chain(&e),
             };
             if attempt == 6 {
-                return Err(retry);
+                return Err((None, retry));
             }
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(10));
         }
-        Err(format!("{path}: no answer"))
+        Err((None, format!("{path}: no answer")))
     }
 }
 
@@ -827,6 +899,52 @@ impl Connected {
 
 /// What node pools and auto-provisioning compare: empty collections as unset, `spot = false`
 /// as unset, labels in order.
+impl Connected {
+    /// The model and memory of a pool's accelerator type, and where they came from: Compute
+    /// Engine's description of the type in the pool's zone, else the built-in table by the
+    /// type's name (saying why). The pool's accelerator count is the count.
+    async fn accelerator_gpu(
+        &self,
+        state: &Value,
+        accelerator: &str,
+    ) -> Option<(String, u32, String)> {
+        let location = text(state, "location").unwrap_or_default();
+        // Accelerator types are zonal (`us-central1-c`); a regional pool names a region.
+        let asked = if location.matches('-').count() >= 2 {
+            self.compute
+                .accelerator(&self.project, location, accelerator)
+                .await
+        } else {
+            Err(format!(
+                "{location} is a region, and accelerator types are listed per zone"
+            ))
+        };
+        let why = match asked {
+            Ok(Some((model, memory_gb, memory_from_table))) => {
+                let mut source = format!("Compute Engine acceleratorTypes ({accelerator})");
+                if memory_from_table {
+                    source.push_str(&format!(
+                        ", its memory from the {}",
+                        gpustack_provider_sdk::catalog::BUILT_IN
+                    ));
+                }
+                return Some((model, memory_gb, source));
+            }
+            Ok(None) => format!("Compute Engine has no {accelerator} in {location}"),
+            Err(e) => format!("acceleratorTypes failed: {e}"),
+        };
+        let (model, memory_gb) = gpustack_provider_sdk::catalog::gke_accelerator(accelerator)?;
+        Some((
+            model.to_owned(),
+            memory_gb,
+            format!(
+                "accelerator type {accelerator}, {} ({why})",
+                gpustack_provider_sdk::catalog::BUILT_IN
+            ),
+        ))
+    }
+}
+
 fn normalized(config: &Value) -> Value {
     let mut config = config.clone();
     if let Value::Object(map) = &mut config {
@@ -893,8 +1011,18 @@ impl CloudPool for Connected {
 
     async fn shape(&self, state: &Value) -> Option<PoolShape> {
         let a = attribute(state, "accelerator")?;
-        let (model, memory_gb) = gpustack_provider_sdk::catalog::gke_accelerator(text(a, "type")?)?;
+        let accelerator = text(a, "type")?;
         let count = u32::try_from(number(a, "count")?).ok()?;
+        // An accelerator type no one could name still makes a pool line's warning.
+        let gpus =
+            self.accelerator_gpu(state, accelerator)
+                .await
+                .map(|(model, memory_gb, source)| GpuShape {
+                    count,
+                    model,
+                    memory_gb,
+                    source,
+                });
         let (min, max) = match (
             number(state, "min_node_count"),
             number(state, "max_node_count"),
@@ -921,18 +1049,7 @@ impl CloudPool for Connected {
             min_nodes: u32::try_from(min).ok()?,
             max_nodes: u32::try_from(max).ok()?,
             machine: text(state, "machine_type")?.to_owned(),
-            gpus: Some(GpuShape {
-                count,
-                model: model.to_owned(),
-                memory_gb,
-                // The pool gives the count; the model and its memory come from the
-                // accelerator type's name, through the built-in table.
-                source: format!(
-                    "accelerator type {}, {}",
-                    text(a, "type").unwrap_or_default(),
-                    gpustack_provider_sdk::catalog::BUILT_IN
-                ),
-            }),
+            gpus,
             sharing,
         })
     }
@@ -1272,5 +1389,28 @@ fn mig_partitions(accelerator: &str) -> Option<&'static [(&'static str, u32)]> {
             ("7g.141gb", 1),
         ]),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::described_gpu;
+
+    #[test]
+    fn an_accelerator_types_description_names_its_gpu() {
+        assert_eq!(
+            described_gpu("NVIDIA A100 80GB"),
+            Some(("A100".into(), 80, false))
+        );
+        assert_eq!(
+            described_gpu("NVIDIA H100 Mega 80GB"),
+            Some(("H100".into(), 80, false))
+        );
+        assert_eq!(described_gpu("NVIDIA T4"), Some(("T4".into(), 16, true)));
+        assert_eq!(
+            described_gpu("NVIDIA Tesla V100"),
+            Some(("V100".into(), 16, true))
+        );
+        assert_eq!(described_gpu("NVIDIA X9"), None);
     }
 }

@@ -215,19 +215,19 @@ fn gke_mig_capacity_counts_partitions_per_gpu_model() {
             "a3-highgpu-1g",
             "nvidia-h100-80gb",
             "1g.20gb",
-            "nodepool a100-mig: 0–4 × a3-highgpu-1g (1× H100) → nvidia.com/gpu 4 → 16 (MIG 1g.20gb ×4; new pool; at 4 nodes; 80 GB per GPU; GPUs from the accelerator type nvidia-h100-80gb, built-in table)",
+            "nodepool a100-mig: 0–4 × a3-highgpu-1g (1× H100) → nvidia.com/gpu 4 → 16 (MIG 1g.20gb ×4; new pool; at 4 nodes; 80 GB per GPU)",
         ),
         (
             "a3-highgpu-1g",
             "nvidia-h100-80gb",
             "1g.10gb",
-            "nodepool a100-mig: 0–4 × a3-highgpu-1g (1× H100) → nvidia.com/gpu 4 → 28 (MIG 1g.10gb ×7; new pool; at 4 nodes; 80 GB per GPU; GPUs from the accelerator type nvidia-h100-80gb, built-in table)",
+            "nodepool a100-mig: 0–4 × a3-highgpu-1g (1× H100) → nvidia.com/gpu 4 → 28 (MIG 1g.10gb ×7; new pool; at 4 nodes; 80 GB per GPU)",
         ),
         (
             "a3-ultragpu-1g",
             "nvidia-h200-141gb",
             "1g.35gb",
-            "nodepool a100-mig: 0–4 × a3-ultragpu-1g (1× H200) → nvidia.com/gpu 4 → 16 (MIG 1g.35gb ×4; new pool; at 4 nodes; 141 GB per GPU; GPUs from the accelerator type nvidia-h200-141gb, built-in table)",
+            "nodepool a100-mig: 0–4 × a3-ultragpu-1g (1× H200) → nvidia.com/gpu 4 → 16 (MIG 1g.35gb ×4; new pool; at 4 nodes; 141 GB per GPU)",
         ),
     ] {
         let stack = Stack::example("gke-a100-mig", &fake);
@@ -242,4 +242,19 @@ fn gke_mig_capacity_counts_partitions_per_gpu_model() {
         assert_eq!(code, 2, "{out}{err}");
         assert!(out.contains(line), "{partition} on {accelerator}:\n{out}");
     }
+    // An accelerator type neither Compute Engine nor the built-in table knows: a warning,
+    // not a pool silently left out of the capacity section.
+    let stack = Stack::example("gke-a100-mig", &fake);
+    let main = stack.dir.path().join("main.hcl");
+    let text = std::fs::read_to_string(&main)
+        .unwrap()
+        .replace("\"nvidia-tesla-a100\"", "\"nvidia-x900\"")
+        .replace("gpu_partition_size = \"1g.5gb\"", "");
+    std::fs::write(&main, text).unwrap();
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        format!("{out}{err}").contains("GPUs of the machine type unknown"),
+        "{out}{err}"
+    );
 }
