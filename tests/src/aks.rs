@@ -22,6 +22,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 pub const API_VERSION: &str = "2026-08-01";
+/// Microsoft.Compute's api-version for Resource SKUs.
+pub const SKUS_API_VERSION: &str = "2021-07-01";
+/// Where the fake's clusters run.
+const LOCATION: &str = "eastus";
 pub const TENANT: &str = "11111111-1111-1111-1111-111111111111";
 pub const CLIENT_ID: &str = "22222222-2222-2222-2222-222222222222";
 pub const CLIENT_SECRET: &str = "fake-client-secret-do-not-print";
@@ -283,15 +287,18 @@ async fn handle(
             "The access token is invalid.",
         ));
     }
+    // Resource SKUs belong to Microsoft.Compute, with its own api-version.
+    let skus = path.ends_with("/providers/Microsoft.Compute/skus");
+    let version = if skus { SKUS_API_VERSION } else { API_VERSION };
     if !query
         .split('&')
-        .any(|p| p == format!("api-version={API_VERSION}"))
+        .any(|p| p == format!("api-version={version}"))
     {
         return Ok(error(
             StatusCode::BAD_REQUEST,
             "NoRegisteredProviderFound",
             &format!(
-                "No registered resource provider found for this api-version; supported: {API_VERSION}."
+                "No registered resource provider found for this api-version; supported: {version}."
             ),
         ));
     }
@@ -299,6 +306,52 @@ async fn handle(
     advance(world, kube).await;
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let answer = match segments.as_slice() {
+        ["subscriptions", _, "providers", "Microsoft.Compute", "skus"] => {
+            let location = form_urlencoded::parse(query.as_bytes())
+                .find(|(k, _)| k == "$filter")
+                .and_then(|(_, f)| {
+                    f.strip_prefix("location eq '")?
+                        .strip_suffix('\'')
+                        .map(str::to_owned)
+                });
+            json_response(
+                StatusCode::OK,
+                &json!({ "value": resource_skus(location.as_deref()) }),
+                &[],
+            )
+        }
+        [
+            "subscriptions",
+            sub,
+            "resourceGroups",
+            rg,
+            "providers",
+            "Microsoft.ContainerService",
+            "managedClusters",
+            cluster,
+        ] if parts.method == Method::GET => {
+            let cluster_id = format!("{sub}/{rg}/{cluster}");
+            match world.lock().unwrap().clusters.get(&cluster_id) {
+                Some(version) => json_response(
+                    StatusCode::OK,
+                    &json!({
+                        "id": format!("/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.ContainerService/managedClusters/{cluster}"),
+                        "name": cluster,
+                        "type": "Microsoft.ContainerService/ManagedClusters",
+                        "location": LOCATION,
+                        "properties": { "kubernetesVersion": version, "provisioningState": "Succeeded" },
+                    }),
+                    &[],
+                ),
+                None => error(
+                    StatusCode::NOT_FOUND,
+                    "ResourceNotFound",
+                    &format!(
+                        "The Resource 'Microsoft.ContainerService/managedClusters/{cluster}' was not found."
+                    ),
+                ),
+            }
+        }
         [
             "subscriptions",
             sub,
@@ -841,4 +894,83 @@ impl AksFake {
             (parts.status, parts.headers, json)
         })
     }
+}
+
+/// Resource SKUs of the virtual machine sizes the tests use, as Azure lists them in a location:
+/// `GPUs` is a capability of GPU sizes only, and no SKU names its GPU model.
+fn resource_skus(location: Option<&str>) -> Vec<Json> {
+    const SIZES: &[(&str, &str, u32, u32)] = &[
+        ("Standard_D4s_v5", "standardDSv5Family", 4, 0),
+        ("Standard_NC4as_T4_v3", "Standard NCASv3_T4 Family", 4, 1),
+        ("Standard_NC8as_T4_v3", "Standard NCASv3_T4 Family", 8, 1),
+        ("Standard_NC16as_T4_v3", "Standard NCASv3_T4 Family", 16, 1),
+        ("Standard_NC64as_T4_v3", "Standard NCASv3_T4 Family", 64, 4),
+        (
+            "Standard_NC24ads_A100_v4",
+            "StandardNCADSA100v4Family",
+            24,
+            1,
+        ),
+        (
+            "Standard_NC48ads_A100_v4",
+            "StandardNCADSA100v4Family",
+            48,
+            2,
+        ),
+        (
+            "Standard_NC96ads_A100_v4",
+            "StandardNCADSA100v4Family",
+            96,
+            4,
+        ),
+        ("Standard_ND96asr_v4", "Standard NDASv4_A100 Family", 96, 8),
+        (
+            "Standard_ND96amsr_A100_v4",
+            "StandardNDAMSv4_A100Family",
+            96,
+            8,
+        ),
+        (
+            "Standard_NC40ads_H100_v5",
+            "StandardNCadsH100v5Family",
+            40,
+            1,
+        ),
+        (
+            "Standard_NC80adis_H100_v5",
+            "StandardNCadsH100v5Family",
+            80,
+            2,
+        ),
+        (
+            "Standard_ND96isr_H100_v5",
+            "StandardNDISRH100v5Family",
+            96,
+            8,
+        ),
+    ];
+    let location = location.unwrap_or(LOCATION);
+    if location != LOCATION {
+        return Vec::new();
+    }
+    SIZES
+        .iter()
+        .map(|(name, family, cpus, gpus)| {
+            let mut capabilities = vec![json!({"name": "vCPUs", "value": cpus.to_string()})];
+            if *gpus > 0 {
+                capabilities.push(json!({"name": "GPUs", "value": gpus.to_string()}));
+            }
+            json!({
+                "resourceType": "virtualMachines",
+                "name": name,
+                "tier": "Standard",
+                "size": name.trim_start_matches("Standard_"),
+                "family": family,
+                "locations": [location],
+                "locationInfo": [{"location": location, "zones": ["1", "2", "3"]}],
+                "capabilities": capabilities,
+                "restrictions": [],
+            })
+        })
+        .collect()
 }

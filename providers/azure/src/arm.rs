@@ -22,6 +22,8 @@ use std::time::Duration;
 pub(crate) const DEFAULT_ENDPOINT: &str = "https://management.azure.com";
 pub(crate) const DEFAULT_API_VERSION: &str = "2026-08-01";
 const SCOPE: &str = "https://management.azure.com/.default";
+/// Microsoft.Compute's api-version for Resource SKUs.
+const SKUS_API_VERSION: &str = "2021-07-01";
 
 /// How long one pool operation (create, scale, delete) may take.
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(60 * 60);
@@ -201,6 +203,93 @@ impl Arm {
                 .clone()
                 .unwrap_or_else(|| DEFAULT_API_VERSION.to_owned()),
         })
+    }
+
+    /// `base/subscriptions/SUB/...segments?api-version=VERSION`.
+    fn url(&self, segments: &[&str], api_version: &str) -> Result<Url, ArmError> {
+        let mut url = self.base.clone();
+        url.path_segments_mut()
+            .map_err(|()| ArmError {
+                status: None,
+                code: String::new(),
+                message: format!("endpoint \"{}\" cannot carry a path", self.base),
+            })?
+            .pop_if_empty()
+            .extend(["subscriptions", &self.subscription_id])
+            .extend(segments);
+        url.query_pairs_mut()
+            .clear()
+            .append_pair("api-version", api_version);
+        Ok(url)
+    }
+
+    async fn get_json(&self, url: Url) -> Result<Option<serde_json::Value>, ArmError> {
+        let response = self.send(Method::Get, url, None, &[]).await?;
+        match response.status() {
+            StatusCode::Ok => serde_json::from_slice(response.body())
+                .map(Some)
+                .map_err(|e| ArmError {
+                    status: Some(200),
+                    code: "InvalidResponse".into(),
+                    message: e.to_string(),
+                }),
+            StatusCode::NotFound => Ok(None),
+            _ => Err(ArmError::of(&response)),
+        }
+    }
+
+    /// The location of a managed cluster; `None` when ARM has no such cluster.
+    pub async fn cluster_location(
+        &self,
+        resource_group: &str,
+        cluster: &str,
+    ) -> Result<Option<String>, ArmError> {
+        let url = self.url(
+            &[
+                "resourceGroups",
+                resource_group,
+                "providers",
+                "Microsoft.ContainerService",
+                "managedClusters",
+                cluster,
+            ],
+            &self.api_version,
+        )?;
+        Ok(self
+            .get_json(url)
+            .await?
+            .and_then(|c| c["location"].as_str().map(str::to_owned)))
+    }
+
+    /// The GPUs of each virtual machine size offered in `location`, from Resource SKUs (the
+    /// `GPUs` capability; 0 for a size without one).
+    pub async fn vm_gpus(
+        &self,
+        location: &str,
+    ) -> Result<std::collections::BTreeMap<String, u32>, ArmError> {
+        let mut url = self.url(
+            &["providers", "Microsoft.Compute", "skus"],
+            SKUS_API_VERSION,
+        )?;
+        url.query_pairs_mut()
+            .append_pair("$filter", &format!("location eq '{location}'"));
+        let body = self.get_json(url).await?.unwrap_or_default();
+        Ok(body["value"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|sku| sku["resourceType"] == "virtualMachines")
+            .filter_map(|sku| {
+                let gpus = sku["capabilities"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|c| c["name"] == "GPUs")
+                    .and_then(|c| c["value"].as_str()?.parse().ok())
+                    .unwrap_or(0);
+                Some((sku["name"].as_str()?.to_owned(), gpus))
+            })
+            .collect())
     }
 
     fn pool_url(&self, id: &PoolId) -> Result<Url, ArmError> {

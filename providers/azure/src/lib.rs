@@ -196,7 +196,11 @@ impl Family for Azure {
             .map_err(|e| vec![Diagnostic::error("Cannot set up the Azure client", e)])?;
         Ok(Arc::new(Resources::new().resource(
             "aks_nodepool",
-            Pools(Arc::new(Connected { arm })),
+            Pools(Arc::new(Connected {
+                arm,
+                skus: Default::default(),
+                locations: Default::default(),
+            })),
         )))
     }
 }
@@ -211,6 +215,49 @@ fn is_taint(s: &str) -> bool {
 /// An `azure` provider block, connected.
 struct Connected {
     arm: Arm,
+    /// Resource SKUs' GPU counts per VM size, by location (failed lookups are not kept), and
+    /// each cluster's location.
+    skus: tokio::sync::Mutex<BTreeMap<String, BTreeMap<String, u32>>>,
+    locations: tokio::sync::Mutex<BTreeMap<(String, String), String>>,
+}
+
+impl Connected {
+    /// How many GPUs Resource SKUs give `size` in the location of the pool's cluster.
+    async fn sku_gpus(&self, state: &Value, size: &str) -> Result<u32, String> {
+        let key = (
+            text(state, "resource_group").unwrap_or_default().to_owned(),
+            text(state, "cluster").unwrap_or_default().to_owned(),
+        );
+        let location = {
+            let mut known = self.locations.lock().await;
+            match known.get(&key) {
+                Some(l) => l.clone(),
+                None => {
+                    let l = self
+                        .arm
+                        .cluster_location(&key.0, &key.1)
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .ok_or_else(|| format!("cluster {} not found", key.1))?;
+                    known.insert(key, l.clone());
+                    l
+                }
+            }
+        };
+        let mut skus = self.skus.lock().await;
+        if !skus.contains_key(&location) {
+            let sizes = self
+                .arm
+                .vm_gpus(&location)
+                .await
+                .map_err(|e| e.to_string())?;
+            skus.insert(location.clone(), sizes);
+        }
+        skus[&location]
+            .get(size)
+            .copied()
+            .ok_or_else(|| format!("Resource SKUs list no {size} in {location}"))
+    }
 }
 
 fn pool_id(state: &Value) -> PoolId {
@@ -450,7 +497,6 @@ fn shape(state: &Value) -> Option<PoolShape> {
             count: gpus.count,
             model: gpus.model,
             memory_gb: gpus.memory_gb,
-            // No Resource SKUs call: the fake and real APIs list sizes, not their GPU models.
             source: gpustack_provider_sdk::catalog::BUILT_IN.to_owned(),
         }),
         // AKS's MIG profiles are named by slices (MIG1g): the model maps them to the GPU's
@@ -489,8 +535,28 @@ impl CloudPool for Connected {
         string_map(state, "node_labels").unwrap_or_default()
     }
 
+    /// The GPU count from Resource SKUs, the model and memory from the built-in table (Azure
+    /// names no GPU model); the table alone when Resource SKUs cannot answer, saying why.
     async fn shape(&self, state: &Value) -> Option<PoolShape> {
-        shape(state)
+        let mut shape = shape(state)?;
+        let built_in = gpustack_provider_sdk::catalog::BUILT_IN;
+        match self.sku_gpus(state, &shape.machine).await {
+            Ok(0) => return None,
+            Ok(count) => {
+                if let Some(gpus) = &mut shape.gpus {
+                    gpus.count = count;
+                    gpus.source = format!(
+                        "Azure Resource SKUs ({count} per VM), model and memory from the {built_in}"
+                    );
+                }
+            }
+            Err(why) => {
+                if let Some(gpus) = &mut shape.gpus {
+                    gpus.source = format!("{built_in} ({why})");
+                }
+            }
+        }
+        Some(shape)
     }
 
     fn schema(&self) -> Schema {

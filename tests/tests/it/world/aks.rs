@@ -302,10 +302,7 @@ fn aks_pool_lifecycle_with_faults_drift_and_replacement() {
 
     let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
     assert_eq!(code, 2, "{out}{err}");
-    assert!(
-        out.contains("nodepool gpu: 1 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 1 → 1 (no sharing; new pool; 16 GB per GPU; GPUs from the built-in table)"),
-        "{out}"
-    );
+    super::assert_capacity_snapshot("aks-nodepool-new", &out, "nodepool");
 
     // The create meets a 429 with Retry-After, a 500, a dropped connection, and an answer
     // lost after the pool was made: it still makes exactly one pool, its own.
