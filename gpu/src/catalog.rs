@@ -85,7 +85,6 @@ pub fn looks_like_gpu_machine(machine: &str) -> bool {
             .any(|f| lower.starts_with(f))
 }
 
-/// A GKE accelerator type's model and memory per GPU.
 /// The memory of a GPU model as the clouds offer it in one size only (T4, L4, V100 on GCE);
 /// `None` for models sold with several.
 pub fn memory_of_model(model: &str) -> Option<u32> {
@@ -98,6 +97,7 @@ pub fn memory_of_model(model: &str) -> Option<u32> {
     })
 }
 
+/// A GKE accelerator type's model and memory per GPU.
 pub fn gke_accelerator(accelerator: &str) -> Option<(&'static str, u32)> {
     Some(match accelerator {
         "nvidia-tesla-t4" => ("T4", 16),

@@ -658,7 +658,11 @@ impl CloudPool for Connected {
     /// With GPUs from EC2.
     async fn shape(&self, state: &Value) -> Option<PoolShape> {
         let machine = strings(state, "instance_types").into_iter().next()?;
-        let (gpus, source) = self.gpus_of(&machine).await?;
+        let found = self.gpus_of(&machine).await;
+        // A GPU size neither EC2 nor the table can name still makes a pool line's warning.
+        if found.is_none() && !gpustack_provider_sdk::catalog::looks_like_gpu_machine(&machine) {
+            return None;
+        }
         // The desired size is the node count; where only apply can tell it, the range.
         let (min, max) = match number(state, "desired_size") {
             Some(n) => (n, n),
@@ -668,7 +672,7 @@ impl CloudPool for Connected {
             min_nodes: u32::try_from(min).ok()?,
             max_nodes: u32::try_from(max).ok()?,
             machine,
-            gpus: Some(GpuShape {
+            gpus: found.map(|(gpus, source)| GpuShape {
                 count: gpus.count,
                 model: gpus.model,
                 memory_gb: gpus.memory_gb,

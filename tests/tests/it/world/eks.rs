@@ -8,6 +8,26 @@ use gpustack_tests::moto::Moto;
 use gpustack_tests::{repo_root, stderr, stdout};
 use std::path::Path;
 
+/// Moto with the EKS cluster `gpu` the example's node group joins.
+fn moto_with_cluster(name: &str) -> Moto {
+    let moto = Moto::start(&format!("{name}-{}", std::process::id()));
+    moto.boto3(
+        r#"boto3.client("eks", **kw).create_cluster(name="gpu", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": ["subnet-a", "subnet-b"]})"#,
+    );
+    moto
+}
+
+/// The example, its AWS calls going through `proxy`.
+fn example_via<'m>(moto: &'m Moto, proxy: &FaultProxy) -> Stack<'m> {
+    let stack = Stack {
+        dir: tempfile::tempdir().unwrap(),
+        moto,
+        endpoint: proxy.endpoint.clone(),
+    };
+    copy_example(stack.dir.path());
+    stack
+}
+
 struct Stack<'m> {
     dir: tempfile::TempDir,
     moto: &'m Moto,
@@ -63,10 +83,7 @@ fn copy_example(to: &Path) {
 
 #[test]
 fn eks_nodegroup_lifecycle_against_moto() {
-    let moto = Moto::start(&format!("eks-{}", std::process::id()));
-    moto.boto3(
-        r#"boto3.client("eks", **kw).create_cluster(name="gpu", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": ["subnet-a", "subnet-b"]})"#,
-    );
+    let moto = moto_with_cluster("eks");
     let stack = Stack {
         dir: tempfile::tempdir().unwrap(),
         moto: &moto,
@@ -153,10 +170,7 @@ fn eks_nodegroup_lifecycle_against_moto() {
 /// was created: the create is retried through all of them and makes exactly one node group.
 #[test]
 fn faults_during_create_are_retried_without_a_duplicate_node_group() {
-    let moto = Moto::start(&format!("eks-faults-{}", std::process::id()));
-    moto.boto3(
-        r#"boto3.client("eks", **kw).create_cluster(name="gpu", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": ["subnet-a", "subnet-b"]})"#,
-    );
+    let moto = moto_with_cluster("eks-faults");
     let proxy = FaultProxy::start(
         &moto.endpoint,
         FaultPlan {
@@ -170,12 +184,7 @@ fn faults_during_create_are_retried_without_a_duplicate_node_group() {
             .into(),
         },
     );
-    let stack = Stack {
-        dir: tempfile::tempdir().unwrap(),
-        moto: &moto,
-        endpoint: proxy.endpoint.clone(),
-    };
-    copy_example(stack.dir.path());
+    let stack = example_via(&moto, &proxy);
     let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[]);
     assert_eq!(code, 0, "{out}{err}");
     let (attempts, faulted) = proxy.count("POST /clusters/gpu/node-groups ");
@@ -197,10 +206,7 @@ fn faults_during_create_are_retried_without_a_duplicate_node_group() {
 /// by its tag — no duplicate, and no "import it".
 #[test]
 fn a_node_group_created_by_a_run_killed_before_recording_it_is_adopted() {
-    let moto = Moto::start(&format!("eks-crash-{}", std::process::id()));
-    moto.boto3(
-        r#"boto3.client("eks", **kw).create_cluster(name="gpu", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": ["subnet-a", "subnet-b"]})"#,
-    );
+    let moto = moto_with_cluster("eks-crash");
     let proxy = FaultProxy::start(
         &moto.endpoint,
         FaultPlan {
@@ -208,12 +214,7 @@ fn a_node_group_created_by_a_run_killed_before_recording_it_is_adopted() {
             faults: [Fault::Hang].into(),
         },
     );
-    let stack = Stack {
-        dir: tempfile::tempdir().unwrap(),
-        moto: &moto,
-        endpoint: proxy.endpoint.clone(),
-    };
-    copy_example(stack.dir.path());
+    let stack = example_via(&moto, &proxy);
     gpustack_tests::kill_when(stack.command(&["apply", "--auto-approve"], &[]), || {
         !stack.nodegroup().is_null()
     });
@@ -228,4 +229,31 @@ fn a_node_group_created_by_a_run_killed_before_recording_it_is_adopted() {
     assert_eq!(groups.trim(), r#"["gpu-a10g"]"#, "exactly one node group");
     let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
     assert_eq!(code, 0, "{out}{err}");
+}
+
+/// EC2 failing DescribeInstanceTypes (every attempt answered 500): the plan still has the
+/// pool's capacity line, from the built-in table, and the line says so and why.
+#[test]
+fn a_failed_describe_instance_types_falls_back_to_the_table_and_says_so() {
+    let moto = moto_with_cluster("eks-ec2-down");
+    // EC2's query API is the one POST to `/`; EKS's REST paths start with /clusters.
+    let proxy = FaultProxy::start(
+        &moto.endpoint,
+        FaultPlan {
+            matching: "POST / HTTP".into(),
+            faults: [Fault::ServerError; 20].into(),
+        },
+    );
+    let stack = example_via(&moto, &proxy);
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    let lines = super::capacity_lines(&out, "nodegroup gpu-a10g");
+    assert!(
+        lines.iter().any(|l| l.starts_with(
+            "nodegroup gpu-a10g: 2 × g5.xlarge (1× A10G) → nvidia.com/gpu 2 → 2 (no sharing; new pool; 24 GB per GPU; GPUs from the built-in table (DescribeInstanceTypes failed: "
+        )),
+        "{out}"
+    );
+    let (attempts, faulted) = proxy.count("POST / HTTP");
+    assert!(attempts >= 1 && attempts == faulted, "{attempts} {faulted}");
 }
