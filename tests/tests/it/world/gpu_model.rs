@@ -42,6 +42,58 @@ impl Drop for Destroy<'_> {
     }
 }
 
+/// A stack whose only GPU config is a raw ConfigMap `time-slicing-config` with key `any`.
+fn raw_config_map_stack(any: &str) -> Stack {
+    stack_of(
+        &format!(
+            r#"resource "kubernetes_manifest" "sharing" {{
+  manifest = {{
+    apiVersion = "v1"
+    kind       = "ConfigMap"
+    metadata = {{
+      name      = "time-slicing-config"
+      namespace = "gpu-operator"
+    }}
+    data = {{
+      any = {any}
+    }}
+  }}
+}}
+"#
+        ),
+        &[],
+    )
+}
+
+/// A stack whose only GPU config is the operator chart's own ConfigMap, key `any`, from its
+/// values.
+fn helm_values_stack(any: &str, chart: &str) -> Stack {
+    stack_of(
+        &format!(
+            r#"resource "helm_release" "gpu_operator" {{
+  name             = "gpu-operator"
+  namespace        = "gpu-operator"
+  create_namespace = true
+  chart            = var.chart
+  values = {{
+    devicePlugin = {{
+      config = {{
+        create  = true
+        name    = "time-slicing-config"
+        default = "any"
+        data = {{
+          any = {any}
+        }}
+      }}
+    }}
+  }}
+}}
+"#
+        ),
+        &[chart],
+    )
+}
+
 fn refused(stack: &Stack) -> String {
     let out = stack.run("plan", &[]);
     let text = format!(
@@ -100,25 +152,7 @@ fn one_invalid_sharing_config_is_refused_as_a_module_a_raw_config_map_and_helm_v
     );
 
     // 2. A raw ConfigMap.
-    let raw = stack_of(
-        &format!(
-            r#"resource "kubernetes_manifest" "sharing" {{
-  manifest = {{
-    apiVersion = "v1"
-    kind       = "ConfigMap"
-    metadata = {{
-      name      = "time-slicing-config"
-      namespace = "gpu-operator"
-    }}
-    data = {{
-      any = {SHARING_REPLICAS_1}
-    }}
-  }}
-}}
-"#
-        ),
-        &[],
-    );
+    let raw = raw_config_map_stack(SHARING_REPLICAS_1);
     let text = refused(&raw);
     assert!(text.contains("Sharing replicas below 2"), "{text}");
     let line = line_of(&raw.dir.join("main.hcl"), "replicas = 1");
@@ -128,30 +162,7 @@ fn one_invalid_sharing_config_is_refused_as_a_module_a_raw_config_map_and_helm_v
     );
 
     // 3. The GPU Operator chart's own ConfigMap, from its values.
-    let helm = stack_of(
-        &format!(
-            r#"resource "helm_release" "gpu_operator" {{
-  name             = "gpu-operator"
-  namespace        = "gpu-operator"
-  create_namespace = true
-  chart            = var.chart
-  values = {{
-    devicePlugin = {{
-      config = {{
-        create  = true
-        name    = "time-slicing-config"
-        default = "any"
-        data = {{
-          any = {SHARING_REPLICAS_1}
-        }}
-      }}
-    }}
-  }}
-}}
-"#
-        ),
-        &[&chart],
-    );
+    let helm = helm_values_stack(SHARING_REPLICAS_1, &chart);
     let text = refused(&helm);
     assert!(text.contains("Sharing replicas below 2"), "{text}");
     let line = line_of(&helm.dir.join("main.hcl"), "replicas = 1");
@@ -163,6 +174,49 @@ fn one_invalid_sharing_config_is_refused_as_a_module_a_raw_config_map_and_helm_v
         text.contains("helm_release.gpu_operator.values.devicePlugin.config.data.any"),
         "{text}"
     );
+}
+
+/// The device plugin's other refusals, each written as a raw ConfigMap and as the chart's
+/// values: each refused at the line that causes it.
+#[test]
+fn the_plugins_other_refusals_are_found_in_a_raw_config_map_and_in_helm_values() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let chart = format!("chart={}", chart());
+    // (config as HCL, what is refused, the line it is refused at)
+    let cases = [
+        (
+            r#"{ version = "v1", sharing = { timeSlicing = { resources = [{ name = "nvidia.com/gpu", replicas = 4,
+          devices = ["0"] }] } } }"#,
+            "Per-resource devices is ignored",
+            "devices = [",
+        ),
+        (
+            r#"{ version = "v1", sharing = { mps = { resources = [{ replicas = 2,
+          name = "nvidia.com/mig-1g.10gb" }] } } }"#,
+            "MPS on a MIG device",
+            "name = \"nvidia.com/mig-1g.10gb\"",
+        ),
+        (
+            r#"{ version = "v1", sharing = { timeSlicing = { resources = [{ name = "nvidia.com/gpu", replicas = 4 }] },
+          mps = { resources = [{ name = "nvidia.com/gpu", replicas = 4 }] } } }"#,
+            "Time-slicing and MPS in one config",
+            "mps = {",
+        ),
+    ];
+    for (config, refusal, at) in cases {
+        let config = format!("yamlencode({config})");
+        let raw = raw_config_map_stack(&config);
+        let helm = helm_values_stack(&config, &chart);
+        for (way, stack) in [("raw ConfigMap", &raw), ("Helm values", &helm)] {
+            let text = refused(stack);
+            assert!(text.contains(refusal), "{refusal} as {way}:\n{text}");
+            let line = line_of(&stack.dir.join("main.hcl"), at);
+            assert!(
+                text.contains(&format!("main.hcl:{line}:")),
+                "{refusal} as {way} not at line {line}:\n{text}"
+            );
+        }
+    }
 }
 
 #[test]
