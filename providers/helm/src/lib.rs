@@ -102,6 +102,9 @@ struct HelmCli {
     context: Option<String>,
     /// 3 or 4: Helm 4 renamed --atomic to --rollback-on-failure.
     major: u32,
+    /// The live cluster's GPU facts, read once, for the GPU model of a stack whose GPU
+    /// settings are a GPU Operator release's values (no other object may read the nodes).
+    gpu_cluster: tokio::sync::OnceCell<Result<gpustack_protocol::ClusterFact, String>>,
 }
 
 const COMPUTED: [&str; 3] = ["revision", "status", "app_version"];
@@ -197,7 +200,29 @@ impl HelmCli {
             kubeconfig: text(config, "config_path").map(PathBuf::from),
             context: text(config, "context").map(str::to_owned),
             major,
+            gpu_cluster: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// The live cluster's GPU facts, or a warning that the plan goes on without them.
+    async fn push_cluster(
+        &self,
+        facts: &mut Vec<gpustack_protocol::GpuFact>,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) {
+        let read = self
+            .gpu_cluster
+            .get_or_init(|| {
+                gpustack_provider_kubernetes::gpu_cluster(
+                    self.kubeconfig.as_deref().and_then(|p| p.to_str()),
+                    self.context.as_deref(),
+                )
+            })
+            .await;
+        match read {
+            Ok(cluster) => facts.push(gpustack_protocol::GpuFact::Cluster(cluster.clone())),
+            Err(why) => diagnostics.push(gpustack_provider_kubernetes::gpu_nodes_not_read(why)),
+        }
     }
 
     /// Runs helm against the configured cluster; stdout on success, a diagnostic with helm's
@@ -425,7 +450,24 @@ impl Provider for HelmCli {
                 .await
                 .map_err(|e| Diagnostic::error("Cannot read the Helm release", e))
         });
-        ReadResourcesResponse::collect(&request.states, futures::future::join_all(reads).await)
+        let mut response =
+            ReadResourcesResponse::collect(&request.states, futures::future::join_all(reads).await);
+        // Drift's GPU model: the operator's live values, and the cluster they act on.
+        let mut facts = Vec::new();
+        for (i, live) in response.states.iter().enumerate() {
+            let Some(fact) = live.as_ref().and_then(|l| operator_fact(l, Some(l))) else {
+                continue;
+            };
+            if facts.is_empty() {
+                let mut cluster = Vec::new();
+                self.push_cluster(&mut cluster, &mut response.diagnostics)
+                    .await;
+                facts.extend(cluster.into_iter().map(|f| (i, f)));
+            }
+            facts.push((i, fact));
+        }
+        response.gpu_facts.extend(facts);
+        response
     }
 
     async fn plan_resource_change(
@@ -504,7 +546,10 @@ impl Provider for HelmCli {
                 Err(e) => diagnostics.push(Diagnostic::error("Cannot read the Helm release", e)),
             }
         }
-        let gpu_facts = operator_fact(&planned, prior).into_iter().collect();
+        let mut gpu_facts: Vec<_> = operator_fact(&planned, prior).into_iter().collect();
+        if !gpu_facts.is_empty() && !request.for_apply {
+            self.push_cluster(&mut gpu_facts, &mut diagnostics).await;
+        }
         PlanResourceChangeResponse {
             planned_state: planned,
             requires_replace,

@@ -843,10 +843,7 @@ impl Connected {
     ) {
         match self.cluster_fact().await {
             Ok(cluster) => facts.push((index, gpustack_protocol::GpuFact::Cluster(cluster))),
-            Err(why) => diagnostics.push(Diagnostic::warning(
-                "GPU nodes not read",
-                format!("Cannot list the cluster's GPU nodes ({why}): the plan has no node capacity lines and no checks against the nodes' GPUs."),
-            )),
+            Err(why) => diagnostics.push(crate::gpu_nodes_not_read(&why)),
         }
     }
 

@@ -284,6 +284,31 @@ fn the_reference_flows_first_plan_shows_the_nodes_shared_gpus() {
     c.kubectl_ok(&["delete", "node", "gm-demo-t4"]);
 }
 
+/// A stack whose only GPU object is the GPU Operator's Helm release: the helm provider reads
+/// the cluster's GPU nodes for the model, so the plan has their capacity lines.
+#[test]
+fn a_stack_with_only_the_operators_helm_release_shows_its_nodes_capacity() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    c.fake_gpu_node("gm-helm-t4", "Tesla T4", 1);
+    let chart = format!("chart={}", chart());
+    let config = r#"yamlencode({ version = "v1", sharing = { timeSlicing = { resources = [{ name = "nvidia.com/gpu", replicas = 4 }] } } })"#;
+    let stack = helm_values_stack(config, &chart);
+    let out = stack.run("plan", &[]);
+    let plan = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{plan}{err}");
+    assert!(!err.contains("GPU nodes not read"), "{err}");
+    assert_eq!(
+        super::capacity_lines(&plan, "node gm-helm-t4 "),
+        [
+            "node gm-helm-t4 (1× T4) → nvidia.com/gpu 1 → 4 (time-slicing ×4; the GPU Operator is installed by this plan; 1× T4 from instance type Standard_NC4as_T4_v3, built-in table)"
+        ],
+        "{plan}"
+    );
+    c.kubectl_ok(&["delete", "node", "gm-helm-t4"]);
+}
+
 #[test]
 fn drift_names_a_node_whose_allocatable_fell_below_the_model_without_a_smoke_test() {
     let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
