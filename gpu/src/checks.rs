@@ -248,6 +248,7 @@ fn node_checks(model: &Model, node: &crate::model::Node, findings: &mut Vec<Find
     }
     if node.physical.is_some() {
         mig_resources_without_mixed(model, node, findings);
+        device_plugin_on_a_dra_node(model, node, findings);
     }
     // MPS and MIG on the same node.
     if let Some((_, Some(Layout::Enabled(_)), _)) = &mig
@@ -272,6 +273,35 @@ fn node_checks(model: &Model, node: &crate::model::Node, findings: &mut Vec<Find
                 ));
         }
     }
+}
+
+/// The operator's device plugin planned onto a node whose GPUs NVIDIA's DRA driver already
+/// publishes (GPU-FACTS: never both on one node; the scheduler cannot see the plugin's
+/// allocations). Blamed on the operator settings the stack writes.
+fn device_plugin_on_a_dra_node(
+    model: &Model,
+    node: &crate::model::Node,
+    findings: &mut Vec<Finding>,
+) {
+    let after = &model.after;
+    if node.live.dra_devices.is_empty()
+        || !after.settings.present
+        || !after.settings.device_plugin
+        || after.plugin_off(&node.labels_after).is_some()
+    {
+        return;
+    }
+    let Some((address, operator)) = model.operators.first() else {
+        return;
+    };
+    findings.push(error(
+        Origin::new(address, &operator.attribute),
+        "Device plugin and DRA driver on one node",
+        format!(
+            "Node {}'s GPUs are published by NVIDIA's DRA driver (gpu.nvidia.com ResourceSlices), and the GPU Operator's device plugin would serve the node too: the scheduler cannot see one's allocations in the other. Give the node nvidia.com/gpu.deploy.device-plugin=false, or serve it with the device plugin only.",
+            node.live.name
+        ),
+    ));
 }
 
 /// A config that shares MIG resources on a node where the strategy does not make them.

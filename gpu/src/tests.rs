@@ -801,6 +801,36 @@ fn devices_published_by_nvidias_dra_driver_count_as_the_nodes_gpus() {
     );
 }
 
+#[test]
+fn the_device_plugin_planned_onto_a_dra_node_is_refused() {
+    let mut dra = node("dra-0", &[], &[]);
+    dra.dra_devices = vec![gpustack_protocol::DraDevice {
+        name: "gpu-0".into(),
+        kind: "gpu".into(),
+        product: "NVIDIA H100 80GB HBM3".into(),
+        memory_mib: Some(81559),
+    }];
+    let mut opted_out = dra.clone();
+    opted_out.name = "dra-1".into();
+    opted_out
+        .labels
+        .insert("nvidia.com/gpu.deploy.device-plugin".into(), "false".into());
+    let facts = vec![
+        (
+            "helm_release.operator",
+            cluster(vec![dra, opted_out], None, &[]),
+        ),
+        (
+            "helm_release.operator",
+            operator(OperatorSource::HelmValues, json!({})),
+        ),
+    ];
+    assert_eq!(
+        findings(&facts),
+        ["Device plugin and DRA driver on one node at helm_release.operator.values"]
+    );
+}
+
 /// Every capacity line of the cases above in one snapshot, as a plan prints them.
 #[test]
 fn capacity_lines_snapshot() {
