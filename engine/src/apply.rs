@@ -465,7 +465,7 @@ async fn apply_with(
                             .iter_mut()
                             .find(|r| r.address == drift.address)
                         {
-                            r.attributes = drift.after.clone();
+                            r.attributes = (*drift.after).clone();
                             r.sensitive_paths =
                                 crate::sensitive::tree_paths(&drift.after_sensitive);
                             let _ = live;

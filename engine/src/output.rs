@@ -65,12 +65,16 @@ fn with_secrets(
 /// The change as the text renderers show it: secrets rendered, never their digests.
 fn displayed(change: &ResourceChange) -> ResourceChange {
     let mut shown = change.clone();
-    shown.before = with_secrets(
+    shown.before = std::sync::Arc::new(with_secrets(
         &change.before,
         &change.before_sensitive,
         &change.before_masked,
-    );
-    shown.after = with_secrets(&change.after, &change.after_sensitive, &change.after_masked);
+    ));
+    shown.after = std::sync::Arc::new(with_secrets(
+        &change.after,
+        &change.after_sensitive,
+        &change.after_masked,
+    ));
     shown.before_sensitive = serde_json::Value::Bool(false);
     shown.after_sensitive = serde_json::Value::Bool(false);
     shown

@@ -56,8 +56,10 @@ pub struct ResourceChange {
     pub actions: Vec<Action>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action_reason: Option<String>,
-    pub before: serde_json::Value,
-    pub after: serde_json::Value,
+    /// Shared with `after` where the object does not change (most of a large no-change
+    /// plan), so that it is held once.
+    pub before: std::sync::Arc<serde_json::Value>,
+    pub after: std::sync::Arc<serde_json::Value>,
     pub after_unknown: serde_json::Value,
     #[serde(default)]
     pub before_sensitive: serde_json::Value,

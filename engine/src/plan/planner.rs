@@ -286,7 +286,15 @@ struct Planner<'w, 'a> {
     state: Option<&'a State>,
     options: &'a PlanOptions,
     providers: HashMap<NodeIndex, ProviderHandle>,
+    /// Live states by instance address, until the instance's plan takes its own.
     refreshed: HashMap<String, Option<Value>>,
+    /// Instances whose live state their plan took out of `refreshed`.
+    taken: HashSet<String>,
+    /// Objects changed or deleted outside gpustack, with their index in the state, found as
+    /// their live states arrive (so that `refreshed` need not keep them all to the end).
+    drifted: Vec<(usize, ResourceChange)>,
+    /// Each state resource's index, by address.
+    state_index: HashMap<&'a str, usize>,
     failed: HashSet<NodeIndex>,
     /// Config addresses the plan is limited to (`--target` and their dependencies); None: all.
     allowed: Option<HashSet<NodeIndex>>,
@@ -391,6 +399,17 @@ pub(crate) async fn plan<'a>(
         options,
         providers: HashMap::new(),
         refreshed: HashMap::new(),
+        taken: HashSet::new(),
+        drifted: Vec::new(),
+        state_index: state
+            .map(|s| {
+                s.resources
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (r.address.as_str(), i))
+                    .collect()
+            })
+            .unwrap_or_default(),
         failed: HashSet::new(),
         allowed,
         changes: Vec::new(),
@@ -771,10 +790,13 @@ impl Planner<'_, '_> {
                 .decode(module, &r.body, &schema, repetition, &context);
             self.walk.provider_checks(r, &config);
             // Digests (a state read without refresh) give way to the configuration's values.
+            // Taken, not copied: drift was noted when the live state arrived.
             let prior = self
                 .refreshed
-                .get(&address)
-                .cloned()
+                .remove(&address)
+                .inspect(|_| {
+                    self.taken.insert(address.clone());
+                })
                 .flatten()
                 .map(|p| crate::sensitive::rehydrate(p, &config, self.salt));
             if let Some(prior) = &prior {
@@ -906,6 +928,9 @@ impl Planner<'_, '_> {
                         self.failed.insert(node);
                     }
                 }
+                for (address, live) in &refreshed {
+                    self.note_drift(address, live.as_ref());
+                }
                 self.refreshed.extend(refreshed);
             }
             Outcome::Resource {
@@ -949,10 +974,26 @@ impl Planner<'_, '_> {
                         &instance.planned,
                     );
                 }
-                let value = assemble(
-                    resource,
-                    instances.iter().map(|i| (&i.key, i.planned.clone())),
-                );
+                // Only what something may read is assembled: one copy fewer of every planned
+                // instance of a resource nothing references. Check blocks and import blocks
+                // are evaluated outside the graph, so their module's resources always are.
+                let module = &self.walk.stack.modules[n.module];
+                let read = !module.checks.is_empty()
+                    || !module.imports.is_empty()
+                    || self
+                        .graph
+                        .graph
+                        .neighbors_directed(node, Direction::Outgoing)
+                        .next()
+                        .is_some();
+                let value = if read {
+                    assemble(
+                        resource,
+                        instances.iter().map(|i| (&i.key, i.planned.clone())),
+                    )
+                } else {
+                    Value::Unknown
+                };
                 if resource.mode == ResourceMode::Data {
                     for instance in instances.iter().filter(|i| i.planned.is_wholly_known()) {
                         let encoded = encode(&instance.planned, self.salt);
@@ -1341,38 +1382,40 @@ impl Planner<'_, '_> {
         })
     }
 
-    /// Objects whose live state differs from the state file: changed outside gpustack.
-    fn drift(&self) -> Vec<ResourceChange> {
-        let Some(state) = self.state else {
-            return Vec::new();
+    /// Notes an object whose live state differs from the state file: changed outside
+    /// gpustack.
+    fn note_drift(&mut self, address: &str, live: Option<&Value>) {
+        let (Some(state), Some(&index)) = (self.state, self.state_index.get(address)) else {
+            return;
         };
-        let mut drift = Vec::new();
-        for r in &state.resources {
-            let Some(live) = self.refreshed.get(&r.address) else {
-                continue;
-            };
-            let recorded = state_value(r);
-            if let Some(live) = live
-                && encode(live, self.salt).json == r.attributes
-            {
-                continue;
-            }
-            let (action, reason) = if live.is_some() {
-                (Action::Update, "changed_outside_gpustack")
-            } else {
-                (Action::Delete, "deleted_outside_gpustack")
-            };
-            let mut change = Sides::of(Some(&recorded), live.as_ref(), self.salt).change(
-                &r.address,
-                &r.type_name,
-                &r.provider,
-                vec![action],
-                Some(reason.into()),
-            );
-            change.dependencies = r.dependencies.clone();
-            drift.push(change);
+        let r = &state.resources[index];
+        if let Some(live) = live
+            && encode(live, self.salt).json == r.attributes
+        {
+            return;
         }
-        drift
+        let recorded = state_value(r);
+        let (action, reason) = if live.is_some() {
+            (Action::Update, "changed_outside_gpustack")
+        } else {
+            (Action::Delete, "deleted_outside_gpustack")
+        };
+        let mut change = Sides::of(Some(&recorded), live, self.salt).change(
+            &r.address,
+            &r.type_name,
+            &r.provider,
+            vec![action],
+            Some(reason.into()),
+        );
+        change.dependencies = r.dependencies.clone();
+        self.drifted.push((index, change));
+    }
+
+    /// Objects whose live state differs from the state file, in the state's order.
+    fn drift(&mut self) -> Vec<ResourceChange> {
+        let mut drifted = std::mem::take(&mut self.drifted);
+        drifted.sort_by_key(|(index, _)| *index);
+        drifted.into_iter().map(|(_, change)| change).collect()
     }
 
     /// State objects the configuration no longer has: they are deleted.
@@ -1407,6 +1450,10 @@ impl Planner<'_, '_> {
                 );
                 change.dependencies = r.dependencies.clone();
                 orphans.push(change);
+                continue;
+            }
+            // Its configuration planned it (and took its live state).
+            if self.taken.contains(&r.address) {
                 continue;
             }
             let Some(live) = self.refreshed.get(&r.address) else {
@@ -1645,8 +1692,8 @@ impl Secrets {
 
 /// Both sides of a change as plans hold them: sensitive where either side is.
 pub(crate) struct Sides {
-    pub(crate) before: serde_json::Value,
-    pub(crate) after: serde_json::Value,
+    pub(crate) before: std::sync::Arc<serde_json::Value>,
+    pub(crate) after: std::sync::Arc<serde_json::Value>,
     pub(crate) after_unknown: serde_json::Value,
     pub(crate) before_sensitive: serde_json::Value,
     pub(crate) after_sensitive: serde_json::Value,
@@ -1700,15 +1747,28 @@ impl Sides {
         };
         let no = serde_json::Value::Bool(false);
         let (b, bm) = side(before).map_or((None, no.clone()), |(e, m)| (Some(e), m));
-        let (a, am) = side(after).map_or((None, no.clone()), |(e, m)| (Some(e), m));
+        let unchanged = before.is_some() && before == after;
+        let (a, am) = if unchanged {
+            (b.clone(), bm.clone())
+        } else {
+            side(after).map_or((None, no.clone()), |(e, m)| (Some(e), m))
+        };
+        let before_json = std::sync::Arc::new(
+            b.as_ref()
+                .map_or(serde_json::Value::Null, |e| e.json.clone()),
+        );
+        let after_json = if unchanged {
+            before_json.clone()
+        } else {
+            std::sync::Arc::new(
+                a.as_ref()
+                    .map_or(serde_json::Value::Null, |e| e.json.clone()),
+            )
+        };
         Self {
-            before: b
-                .as_ref()
-                .map_or(serde_json::Value::Null, |e| e.json.clone()),
+            before: before_json,
             before_sensitive: b.as_ref().map_or(no.clone(), |e| e.sensitive.clone()),
-            after: a
-                .as_ref()
-                .map_or(serde_json::Value::Null, |e| e.json.clone()),
+            after: after_json,
             after_unknown: a.as_ref().map_or(no.clone(), |e| e.unknown.clone()),
             after_sensitive: a.as_ref().map_or(no, |e| e.sensitive.clone()),
             before_masked: bm,
