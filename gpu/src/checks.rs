@@ -375,7 +375,7 @@ fn pools(model: &Model, findings: &mut Vec<Finding>) {
                 severity: Severity::Warning,
                 summary: "GPUs of the machine type unknown".into(),
                 detail: format!(
-                    "{} {} uses {}, which looks like a GPU machine but is in neither the cloud's answer nor gpustack's built-in table: the GPU capacity section leaves this pool out.",
+                    "{} {} uses {}, which looks like a GPU machine, but neither the cloud's answer nor gpustack's built-in table names its GPUs: the GPU capacity section leaves this pool out.",
                     pool.kind, pool.name, shape.machine
                 ),
             });

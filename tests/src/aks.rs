@@ -343,13 +343,7 @@ async fn handle(
                     }),
                     &[],
                 ),
-                None => error(
-                    StatusCode::NOT_FOUND,
-                    "ResourceNotFound",
-                    &format!(
-                        "The Resource 'Microsoft.ContainerService/managedClusters/{cluster}' was not found."
-                    ),
-                ),
+                None => cluster_not_found(cluster),
             }
         }
         [
@@ -418,17 +412,21 @@ async fn handle(
     Ok(answer)
 }
 
+/// ARM's answer for a managed cluster that does not exist.
+fn cluster_not_found(cluster: &str) -> Response<Full<Bytes>> {
+    error(
+        StatusCode::NOT_FOUND,
+        "ResourceNotFound",
+        &format!(
+            "The Resource 'Microsoft.ContainerService/managedClusters/{cluster}' was not found."
+        ),
+    )
+}
+
 fn get(world: &Mutex<World>, cluster_id: &str, id: &str) -> Response<Full<Bytes>> {
     let w = world.lock().unwrap();
     if !w.clusters.contains_key(cluster_id) {
-        return error(
-            StatusCode::NOT_FOUND,
-            "ResourceNotFound",
-            &format!(
-                "The Resource 'Microsoft.ContainerService/managedClusters/{}' was not found.",
-                cluster_id.rsplit('/').next().unwrap_or_default()
-            ),
-        );
+        return cluster_not_found(cluster_id.rsplit('/').next().unwrap_or_default());
     }
     match w.pools.get(id) {
         Some(pool) => json_response(StatusCode::OK, pool, &[]),

@@ -8,8 +8,9 @@
 //! (one per zone, listed in `instanceGroupUrls`, served by the Compute Engine API at
 //! `/compute/v1/.../instanceGroupManagers/NAME` with its `targetSize`): `setSize` resizes them,
 //! and `initialNodeCount` stays what the pool was created with. Compute Engine's
-//! `acceleratorTypes.get` describes GPU types per zone as GCE does (`NVIDIA A100 40GB`,
-//! `NVIDIA T4`: no memory in the names of GPUs sold in one size), 404 for a type it lacks. It refuses what GKE refuses (a MIG partition size the
+//! `acceleratorTypes.get` describes GPU types as GCE does (`NVIDIA A100 40GB`, `NVIDIA T4`: no
+//! memory in the names of GPUs sold in one size), 404 for a type it lacks; unlike GCE, it
+//! offers every type in every zone. It refuses what GKE refuses (a MIG partition size the
 //! accelerator does not offer, an unknown resource type in a limit, a pool that exists) with
 //! Google's error shape. Faults can be queued as for the AKS fake.
 

@@ -1746,33 +1746,37 @@ impl Sides {
             })
         };
         let no = serde_json::Value::Bool(false);
-        let (b, bm) = side(before).map_or((None, no.clone()), |(e, m)| (Some(e), m));
-        let unchanged = before.is_some() && before == after;
-        let (a, am) = if unchanged {
-            (b.clone(), bm.clone())
-        } else {
-            side(after).map_or((None, no.clone()), |(e, m)| (Some(e), m))
+        // (json, sensitive, unknown, masked) of one side.
+        let parts = |side: Option<(crate::sensitive::Encoded, serde_json::Value)>| match side {
+            Some((e, masked)) => (std::sync::Arc::new(e.json), e.sensitive, e.unknown, masked),
+            None => (
+                std::sync::Arc::new(serde_json::Value::Null),
+                no.clone(),
+                no.clone(),
+                no.clone(),
+            ),
         };
-        let before_json = std::sync::Arc::new(
-            b.as_ref()
-                .map_or(serde_json::Value::Null, |e| e.json.clone()),
-        );
-        let after_json = if unchanged {
-            before_json.clone()
-        } else {
-            std::sync::Arc::new(
-                a.as_ref()
-                    .map_or(serde_json::Value::Null, |e| e.json.clone()),
-            )
-        };
+        let (before_json, before_sensitive, before_unknown, before_masked) = parts(side(before));
+        // An unchanged object is held once, for both sides.
+        let (after_json, after_sensitive, after_unknown, after_masked) =
+            if before.is_some() && before == after {
+                (
+                    before_json.clone(),
+                    before_sensitive.clone(),
+                    before_unknown,
+                    before_masked.clone(),
+                )
+            } else {
+                parts(side(after))
+            };
         Self {
             before: before_json,
-            before_sensitive: b.as_ref().map_or(no.clone(), |e| e.sensitive.clone()),
+            before_sensitive,
             after: after_json,
-            after_unknown: a.as_ref().map_or(no.clone(), |e| e.unknown.clone()),
-            after_sensitive: a.as_ref().map_or(no, |e| e.sensitive.clone()),
-            before_masked: bm,
-            after_masked: am,
+            after_unknown,
+            after_sensitive,
+            before_masked,
+            after_masked,
         }
     }
 }

@@ -223,7 +223,11 @@ impl Arm {
         Ok(url)
     }
 
-    async fn get_json(&self, url: Url) -> Result<Option<serde_json::Value>, ArmError> {
+    /// A GET's answer as `T`; `None` when ARM says the resource does not exist.
+    async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        url: Url,
+    ) -> Result<Option<T>, ArmError> {
         let response = self.send(Method::Get, url, None, &[]).await?;
         match response.status() {
             StatusCode::Ok => serde_json::from_slice(response.body())
@@ -256,7 +260,7 @@ impl Arm {
             &self.api_version,
         )?;
         Ok(self
-            .get_json(url)
+            .get_json::<serde_json::Value>(url)
             .await?
             .and_then(|c| c["location"].as_str().map(str::to_owned)))
     }
@@ -273,7 +277,7 @@ impl Arm {
         )?;
         url.query_pairs_mut()
             .append_pair("$filter", &format!("location eq '{location}'"));
-        let body = self.get_json(url).await?.unwrap_or_default();
+        let body: serde_json::Value = self.get_json(url).await?.unwrap_or_default();
         Ok(body["value"]
             .as_array()
             .into_iter()
@@ -293,17 +297,8 @@ impl Arm {
     }
 
     fn pool_url(&self, id: &PoolId) -> Result<Url, ArmError> {
-        let mut url = self.base.clone();
-        url.path_segments_mut()
-            .map_err(|()| ArmError {
-                status: None,
-                code: String::new(),
-                message: format!("endpoint \"{}\" cannot carry a path", self.base),
-            })?
-            .pop_if_empty()
-            .extend([
-                "subscriptions",
-                &self.subscription_id,
+        self.url(
+            &[
                 "resourceGroups",
                 &id.resource_group,
                 "providers",
@@ -312,11 +307,9 @@ impl Arm {
                 &id.cluster,
                 "agentPools",
                 &id.name,
-            ]);
-        url.query_pairs_mut()
-            .clear()
-            .append_pair("api-version", &self.api_version);
-        Ok(url)
+            ],
+            &self.api_version,
+        )
     }
 
     async fn send(
@@ -350,20 +343,7 @@ impl Arm {
 
     /// The pool with its ETag, or `None` when ARM says it does not exist.
     pub async fn get(&self, id: &PoolId) -> Result<Option<AgentPool>, ArmError> {
-        let response = self
-            .send(Method::Get, self.pool_url(id)?, None, &[])
-            .await?;
-        match response.status() {
-            StatusCode::Ok => serde_json::from_slice(response.body())
-                .map(Some)
-                .map_err(|e| ArmError {
-                    status: Some(200),
-                    code: "InvalidResponse".into(),
-                    message: e.to_string(),
-                }),
-            StatusCode::NotFound => Ok(None),
-            _ => Err(ArmError::of(&response)),
-        }
+        self.get_json(self.pool_url(id)?).await
     }
 
     /// PUT (create or update) and wait for the operation; `condition` is `If-Match: ETAG` or
