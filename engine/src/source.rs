@@ -101,6 +101,11 @@ impl SourceMap {
         id
     }
 
+    /// How diagnostics name a file that is not one of the stack's sources.
+    pub fn display_name(&self, path: &Path) -> String {
+        display_path(&self.base, &normalize(path))
+    }
+
     pub fn file(&self, id: FileId) -> &SourceFile {
         &self.files[id.0 as usize]
     }

@@ -31,20 +31,32 @@ pub(crate) fn pass(
     let model = Model::build(&sourced);
     if checks {
         for finding in model.findings() {
-            let span = sources.get(&finding.address).and_then(|(module, key)| {
-                let module = &walk.stack.modules[*module];
-                let resource = module.resources.get(key)?;
-                crate::evaluate::path_span(module, &resource.body, &finding.path)
-                    .or(Some(resource.span))
+            let locator = crate::evaluate::locate::Locator {
+                stack: walk.stack,
+                sources: walk.sources,
+            };
+            let location = sources.get(&finding.address).and_then(|(module, key)| {
+                let resource = walk.stack.modules[*module].resources.get(key)?;
+                locator
+                    .path(*module, &resource.body, &finding.path)
+                    .or(Some(crate::evaluate::locate::Location {
+                        span: resource.span,
+                        in_file: None,
+                    }))
             });
+            let span = location.as_ref().map(|l| l.span);
             let detail = format!(
-                "{} (at {}{})",
+                "{} (at {}{}{})",
                 finding.detail,
                 finding.address,
                 if finding.path.is_empty() {
                     String::new()
                 } else {
                     format!(".{}", gpustack_protocol::path_text(&finding.path))
+                },
+                match location.and_then(|l| l.in_file) {
+                    Some(place) => format!(", written at {place}"),
+                    None => String::new(),
                 }
             );
             match finding.severity {

@@ -142,13 +142,12 @@ fn one_invalid_sharing_config_is_refused_as_a_module_a_raw_config_map_and_helm_v
     );
     let text = refused(&module);
     assert!(text.contains("Sharing replicas below 2"), "{text}");
-    let sharing = module
-        .dir
-        .join("../../modules/device-plugin-sharing/main.hcl");
-    let line = line_of(&sharing, "replicas = var.replicas");
+    // At the caller's argument, not at the module's `replicas = var.replicas`.
+    let line = line_of(&module.dir.join("main.hcl"), "replicas = 1");
     assert!(
-        text.contains(&format!("device-plugin-sharing/main.hcl:{line}:")),
-        "not at the module's replicas line {line}:\n{text}"
+        text.contains(&format!("main.hcl:{line}:"))
+            && !text.contains("device-plugin-sharing/main.hcl:"),
+        "not at the module call's replicas line {line}:\n{text}"
     );
 
     // 2. A raw ConfigMap.
@@ -219,6 +218,83 @@ fn the_plugins_other_refusals_are_found_in_a_raw_config_map_and_in_helm_values()
     }
 }
 
+/// The 1-based line and column of `needle` in `file`.
+fn place_of(file: &std::path::Path, needle: &str) -> (usize, usize) {
+    let line = line_of(file, needle);
+    let text = std::fs::read_to_string(file).unwrap();
+    let column = text.lines().nth(line - 1).unwrap().find(needle).unwrap() + 1;
+    (line, column)
+}
+
+/// Configs written as YAML text rather than HCL: a heredoc, a manifest read with `file()`
+/// whose ConfigMap holds the config as a block scalar, and the chart's values in a file.
+#[test]
+fn a_finding_in_yaml_text_is_located_at_its_line_in_the_heredoc_or_the_file() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let chart = format!("chart={}", chart());
+
+    let heredoc = raw_config_map_stack(
+        "<<-EOT\n        version: v1\n        sharing:\n          timeSlicing:\n            resources:\n              - name: nvidia.com/gpu\n                replicas: 1\n      EOT",
+    );
+    let text = refused(&heredoc);
+    assert!(text.contains("Sharing replicas below 2"), "{text}");
+    let (line, column) = place_of(&heredoc.dir.join("main.hcl"), "replicas: 1");
+    assert!(
+        text.contains(&format!("main.hcl:{line}:{column}]")),
+        "not at {line}:{column}:\n{text}"
+    );
+
+    let manifest = stack_of(
+        r#"resource "kubernetes_manifest" "sharing" {
+  manifest = yamldecode(file("${path.module}/sharing.yaml"))
+}
+"#,
+        &[],
+    );
+    let sharing = manifest.dir.join("sharing.yaml");
+    std::fs::write(
+        &sharing,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: time-slicing-config\n  namespace: gpu-operator\ndata:\n  any: |\n    version: v1\n    sharing:\n      mps:\n        resources:\n          - name: nvidia.com/mig-1g.10gb\n            replicas: 2\n",
+    )
+    .unwrap();
+    let text = refused(&manifest);
+    assert!(text.contains("MPS on a MIG device"), "{text}");
+    let (line, column) = place_of(&sharing, "name: nvidia.com/mig-1g.10gb");
+    let squashed: String = text.split_whitespace().collect();
+    assert!(
+        squashed.contains(&format!("writtenatsharing.yaml:{line}:{column}")),
+        "not at sharing.yaml:{line}:{column}:\n{text}"
+    );
+    let line = line_of(&manifest.dir.join("main.hcl"), "manifest = yamldecode(");
+    assert!(text.contains(&format!("main.hcl:{line}:")), "{text}");
+
+    let values = stack_of(
+        r#"resource "helm_release" "gpu_operator" {
+  name             = "gpu-operator"
+  namespace        = "gpu-operator"
+  create_namespace = true
+  chart            = var.chart
+  values           = yamldecode(file("values.yaml"))
+}
+"#,
+        &[&chart],
+    );
+    let file = values.dir.join("values.yaml");
+    std::fs::write(
+        &file,
+        "devicePlugin:\n  config:\n    create: true\n    name: time-slicing-config\n    default: any\n    data:\n      any: |-\n        version: v1\n        sharing:\n          timeSlicing:\n            resources:\n              - name: nvidia.com/gpu\n                replicas: 4\n                devices: [\"0\"]\n",
+    )
+    .unwrap();
+    let text = refused(&values);
+    assert!(text.contains("Per-resource devices is ignored"), "{text}");
+    let (line, column) = place_of(&file, "devices:");
+    let squashed: String = text.split_whitespace().collect();
+    assert!(
+        squashed.contains(&format!("writtenatvalues.yaml:{line}:{column}")),
+        "not at values.yaml:{line}:{column}:\n{text}"
+    );
+}
+
 #[test]
 fn a_mig_profile_the_nodes_gpu_lacks_is_refused_whatever_the_module_was_told() {
     let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
@@ -254,11 +330,12 @@ fn a_mig_profile_the_nodes_gpu_lacks_is_refused_whatever_the_module_was_told() {
         squashed.contains("NVIDIA-H100-80GB-HBM3") && squashed.contains("no1g.5gbprofile"),
         "{message}"
     );
-    let labels = stack.dir.join("../../modules/mig/main.hcl");
-    let line = line_of(&labels, r#""nvidia.com/mig.config" = var.geometry"#);
+    // The module labels the node from its `geometry` input: the finding is at the stack's
+    // argument for it.
+    let line = line_of(&main, "geometry   = var.geometry");
     assert!(
-        message.contains(&format!("mig/main.hcl:{line}:")),
-        "not at the label line {line}:\n{message}"
+        message.contains(&format!("main.hcl:{line}:")) && !message.contains("mig/main.hcl:"),
+        "not at the module call's geometry line {line}:\n{message}"
     );
     c.kubectl_ok(&["delete", "node", "gm-h100"]);
 }
