@@ -183,6 +183,16 @@ pub(crate) fn as_check_warnings(r: &Resource, diagnostics: Vec<Diagnostic>) -> V
 }
 
 pub(crate) fn report(diags: &mut Diags, span: Option<Span>, diagnostics: &[Diagnostic]) -> bool {
+    report_at(diags, span, diagnostics, |_| None)
+}
+
+/// As `report`, with a diagnostic that names an attribute put at `at`'s span for it.
+pub(crate) fn report_at(
+    diags: &mut Diags,
+    span: Option<Span>,
+    diagnostics: &[Diagnostic],
+    at: impl Fn(&str) -> Option<Span>,
+) -> bool {
     for d in diagnostics {
         let detail = match &d.attribute {
             Some(a) => format!("{} (attribute {a})", d.detail),
@@ -192,7 +202,7 @@ pub(crate) fn report(diags: &mut Diags, span: Option<Span>, diagnostics: &[Diagn
             severity: d.severity,
             summary: d.summary.clone(),
             detail,
-            span,
+            span: d.attribute.as_deref().and_then(&at).or(span),
         });
     }
     diagnostics.iter().any(Diagnostic::is_error)

@@ -947,7 +947,17 @@ impl Planner<'_, '_> {
                 let unread =
                     resource.check.is_some() && diagnostics.iter().any(Diagnostic::is_error);
                 let diagnostics = crate::instances::as_check_warnings(resource, diagnostics);
-                if report(self.walk.diags, span, &diagnostics) {
+                let locator = crate::evaluate::locate::Locator {
+                    stack: self.walk.stack,
+                    sources: self.walk.sources,
+                };
+                let at = |attribute: &str| {
+                    let path = crate::evaluate::locate::path_of_text(attribute);
+                    locator
+                        .path(n.module, &resource.body, &path)
+                        .map(|l| l.span)
+                };
+                if crate::instances::report_at(self.walk.diags, span, &diagnostics, at) {
                     self.failed.insert(node);
                     return;
                 }

@@ -842,6 +842,64 @@ impl Connected {
         ]))))
     }
 
+    /// A warning for each NVIDIA accelerator type in the limits that neither the built-in
+    /// table nor Compute Engine (in the zones auto-provisioning may use) knows: such a
+    /// ceiling allows GPUs auto-provisioning can never bring.
+    async fn unknown_accelerators(&self, planned: &Value) -> Vec<Diagnostic> {
+        let mut zones: Vec<&str> = attribute(planned, "locations")
+            .and_then(Value::as_list)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let location = text(planned, "location").unwrap_or_default();
+        if zones.is_empty() && location.matches('-').count() >= 2 {
+            zones.push(location);
+        }
+        let limits = attribute(planned, "resource_limits").and_then(Value::as_list);
+        let mut warnings = Vec::new();
+        for (i, limit) in limits.into_iter().flatten().enumerate() {
+            let Some(ty) = text(limit, "resource_type").filter(|t| t.starts_with("nvidia-")) else {
+                continue;
+            };
+            if gpustack_provider_sdk::catalog::gke_accelerator(ty).is_some() {
+                continue;
+            }
+            let mut failures = Vec::new();
+            let mut offered = false;
+            for zone in &zones {
+                match self.compute.accelerator(&self.project, zone, ty).await {
+                    Ok(Some(_)) => {
+                        offered = true;
+                        break;
+                    }
+                    Ok(None) => {}
+                    Err(e) => failures.push(e),
+                }
+            }
+            if offered {
+                continue;
+            }
+            let why = if zones.is_empty() {
+                format!(
+                    "{location} is a region and no auto-provisioning locations are set, so Compute Engine was not asked (accelerator types are listed per zone)"
+                )
+            } else if failures.is_empty() {
+                format!("Compute Engine offers no such type in {}", zones.join(", "))
+            } else {
+                format!("Compute Engine could not be asked: {}", failures.join("; "))
+            };
+            warnings.push(
+                Diagnostic::warning(
+                    "Unknown accelerator type",
+                    format!("{ty} is not in the {} and {why}: its ceiling counts GPUs that node auto-provisioning may never bring.", gpustack_provider_sdk::catalog::BUILT_IN),
+                )
+                .with_attribute(format!("resource_limits[{i}].resource_type")),
+            );
+        }
+        warnings
+    }
+
     /// Sets the cluster's autoscaling to the planned limits (`None`: auto-provisioning off).
     async fn set_autoprovisioning(
         &self,
@@ -1264,8 +1322,9 @@ fn nap_ceilings(prior: Option<&Value>, planned: Option<&Value>) -> Vec<gpustack_
             .into_iter()
             .flatten()
             .filter_map(|l| {
-                let ty = text(l, "resource_type")?;
-                gpustack_provider_sdk::catalog::gke_accelerator(ty)?;
+                // Every NVIDIA accelerator type is `nvidia-…`; the others are cpu, memory and
+                // TPUs, which are not nvidia.com/gpu.
+                let ty = text(l, "resource_type").filter(|t| t.starts_with("nvidia-"))?;
                 Some((ty.to_owned(), attribute(l, "maximum")?.as_number()?))
             })
             .collect()
@@ -1312,6 +1371,10 @@ impl Resource for Autoprovisioning {
             request.prior_state.as_ref(),
             (!response.planned_state.is_null()).then_some(&response.planned_state),
         );
+        if !response.planned_state.is_null() {
+            let unknown = self.0.unknown_accelerators(&response.planned_state).await;
+            response.diagnostics.extend(unknown);
+        }
         response
     }
 

@@ -119,9 +119,66 @@ fn gke_a100_mig_pool_lifecycle() {
         "after the resize, the next plan is empty:\n{out}{err}"
     );
 
+    // A machine change replaces the pool: its line keeps the old machines.
+    let main = stack.dir.path().join("main.hcl");
+    let text = std::fs::read_to_string(&main)
+        .unwrap()
+        .replace(r#""a2-highgpu-1g""#, r#""a2-highgpu-2g""#)
+        .replace("count              = 1", "count              = 2");
+    std::fs::write(&main, text).unwrap();
+    let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &["node_count=2"]);
+    assert_eq!(code, 2, "{out}{err}");
+    super::assert_capacity_snapshot("gke-a100-mig-machine-changed", &out, "nodepool");
+
     let (code, out, err) = stack.run(&["destroy", "--auto-approve"], &["node_count=2"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(fake.pools().is_empty());
+}
+
+/// A limit for an accelerator type the built-in table lacks: Compute Engine says whether the
+/// auto-provisioning zones offer it; a type nobody knows is a warning at its line.
+#[test]
+fn gke_node_autoprovisioning_limits_for_types_the_table_lacks() {
+    let fake = GkeFake::start(&[CLUSTER]);
+    let stack = Stack::example("gke-nap-gpu", &fake);
+    let main = stack.dir.path().join("main.hcl");
+    let text = std::fs::read_to_string(&main).unwrap().replace(
+        r#"    { resource_type = "nvidia-tesla-a100", maximum = var.max_gpus["a100"] },"#,
+        r#"    { resource_type = "nvidia-tesla-a100", maximum = var.max_gpus["a100"] },
+    { resource_type = "nvidia-tesla-p4", maximum = 2 },
+    { resource_type = "nvidia-tesla-q9", maximum = 3 },"#,
+    );
+    std::fs::write(&main, &text).unwrap();
+    let zones = r#"zones=["us-central1-a","us-central1-c"]"#;
+    let (code, out, err) = stack.run(&["plan"], &[zones]);
+    assert_eq!(code, 0, "{out}{err}");
+    let all = format!("{out}{err}");
+    // P4: offered by Compute Engine, not in the table; its ceiling counts and nothing warns.
+    assert!(
+        out.contains("gke node auto-provisioning nvidia-tesla-p4: nvidia.com/gpu 0 → 2"),
+        "{out}"
+    );
+    assert!(!all.contains("nvidia-tesla-p4 is not"), "{all}");
+    // Q9: no such type.
+    assert!(
+        out.contains("gke node auto-provisioning nvidia-tesla-q9: nvidia.com/gpu 0 → 3"),
+        "{out}"
+    );
+    assert!(all.contains("Unknown accelerator type"), "{all}");
+    let squashed: String = all.split_whitespace().collect();
+    assert!(
+        squashed.contains("nvidia-tesla-q9isnotinthebuilt-intableandComputeEngineoffersnosuchtypeinus-central1-a,us-central1-c"),
+        "{all}"
+    );
+    let line = text
+        .lines()
+        .position(|l| l.contains("nvidia-tesla-q9"))
+        .unwrap()
+        + 1;
+    assert!(
+        all.contains(&format!("main.hcl:{line}:")),
+        "not at line {line}:\n{all}"
+    );
 }
 
 #[test]

@@ -468,6 +468,18 @@ module "time_slicing" {
         "{metrics}"
     );
 
+    // With the operator and the config live, only node labels change: gm-join enters the
+    // config and gm-drift leaves it for the unshared default.
+    c.fake_gpu_node("gm-join", "Tesla T4", 1);
+    let main = stack.dir.join("main.hcl");
+    let text = std::fs::read_to_string(&main).unwrap().replace(
+        r#"node_names = ["gm-drift"]"#,
+        r#"node_names = ["gm-join"]"#,
+    );
+    std::fs::write(&main, text).unwrap();
+    let plan = stack.ok("plan", &[]);
+    super::assert_capacity_snapshot("label-only-join-and-leave", &plan, "node gm-");
+
     drop(_destroy);
-    c.kubectl_ok(&["delete", "node", "gm-drift"]);
+    c.kubectl_ok(&["delete", "node", "gm-drift", "gm-join"]);
 }

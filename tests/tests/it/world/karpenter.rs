@@ -107,9 +107,18 @@ fn karpenter_gpu_fleet_stamps_a_pool_per_map_entry() {
         all.extend(["--var-file", vars.to_str().unwrap()]);
         gpustack(&stack, &all)
     };
+    // NodePool names carry the run's id, which the snapshots show as RUN.
+    let ceilings = |name: &str, plan: &str| {
+        super::assert_capacity_snapshot(
+            name,
+            &plan.replace(&format!("-{run}"), "-RUN"),
+            "karpenter nodepool",
+        )
+    };
     std::fs::write(&vars, pools(&[("training", 64), ("inference", 16)])).unwrap();
     let out = with_vars(&["apply", "--auto-approve"]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    ceilings("karpenter-fleet-new", &stdout(&out));
     for (name, limit) in [("training", "64"), ("inference", "16")] {
         let pool: serde_json::Value = serde_json::from_str(&cluster.kubectl_ok(&[
             "get",
@@ -128,6 +137,7 @@ fn karpenter_gpu_fleet_stamps_a_pool_per_map_entry() {
     let out = with_vars(&["plan"]);
     let plan = stdout(&out);
     assert!(out.status.success(), "{plan}{}", stderr(&out));
+    ceilings("karpenter-fleet-pool-removed", &plan);
     assert!(
         plan.contains(&format!("module.pool[\"inference-{run}\"]"))
             && !plan.contains(&format!("module.pool[\"training-{run}\"]")),
