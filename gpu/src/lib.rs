@@ -74,6 +74,7 @@ impl Model {
     pub fn drift(&self) -> Vec<NodeDrift> {
         let mut out = Vec::new();
         for node in &self.nodes {
+            out.extend(dra_drift(node));
             let Some(physical) = &node.physical else {
                 continue;
             };
@@ -103,6 +104,44 @@ impl Model {
         }
         out
     }
+}
+
+/// What NVIDIA's DRA driver publishes for a node: without MIG, one `gpu` device per GPU. A
+/// node whose ResourceSlices list fewer full GPUs than its GFD labels (or its instance type)
+/// say it has lost devices, as a device plugin's node loses allocatable.
+fn dra_drift(node: &model::Node) -> Option<NodeDrift> {
+    let devices = &node.live.dra_devices;
+    if devices.is_empty() || devices.iter().any(|d| d.kind == "mig") {
+        return None;
+    }
+    let (expected, from) = match &node.physical {
+        Some(p) if p.source != model::DRA_SOURCE => (
+            p.count,
+            format!("{}× {} from {}", p.count, p.product, p.source),
+        ),
+        _ => {
+            let instance_type = node.live.labels.get(model::INSTANCE_TYPE_LABEL)?;
+            let gpus = catalog::gpus(instance_type)?;
+            (
+                gpus.count,
+                format!(
+                    "{}× {} from instance type {instance_type}, {}",
+                    gpus.count,
+                    gpus.model,
+                    catalog::BUILT_IN
+                ),
+            )
+        }
+    };
+    let published = devices.iter().filter(|d| d.kind == "gpu").count();
+    let published = u32::try_from(published).unwrap_or(u32::MAX);
+    (published < expected).then(|| NodeDrift {
+        node: node.live.name.clone(),
+        resource: format!("{} devices (DRA)", gpustack_protocol::nvidia::DRA_DRIVER),
+        allocatable: f64::from(published),
+        expected: f64::from(expected),
+        detail: format!("full GPUs in the node's ResourceSlices; {from}"),
+    })
 }
 
 #[cfg(test)]

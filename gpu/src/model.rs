@@ -19,6 +19,7 @@ pub(crate) const MIG_CONFIG_LABEL: &str = "nvidia.com/mig.config";
 pub(crate) const MIG_STATE_LABEL: &str = "nvidia.com/mig.config.state";
 pub(crate) const GPU_MEMORY_LABEL: &str = "nvidia.com/gpu.memory";
 pub(crate) const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
+pub(crate) const DRA_SOURCE: &str = "DRA ResourceSlices";
 pub(crate) const DEVICE_PLUGIN_OPT_OUT: &str = "nvidia.com/gpu.deploy.device-plugin";
 const DEFAULT_NAMESPACE: &str = "gpu-operator";
 const DEFAULT_MIG_CONFIG: &str = "default-mig-parted-config";
@@ -109,7 +110,7 @@ impl Physical {
                 model,
                 memory_gb,
                 product: first.product.replace(' ', "-"),
-                source: "DRA ResourceSlices".into(),
+                source: DRA_SOURCE.into(),
             });
         }
         let instance_type = labels.get(INSTANCE_TYPE_LABEL)?;

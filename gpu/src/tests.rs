@@ -103,6 +103,14 @@ fn model(facts: &[(&str, GpuFact)]) -> Model {
     Model::build(&sourced)
 }
 
+fn drift_texts(facts: &[(&str, GpuFact)]) -> Vec<String> {
+    model(facts)
+        .drift()
+        .iter()
+        .map(crate::NodeDrift::text)
+        .collect()
+}
+
 fn lines(facts: &[(&str, GpuFact)]) -> Vec<String> {
     model(facts)
         .capacity()
@@ -426,13 +434,8 @@ fn drift_names_a_node_below_what_its_config_gives() {
             node("gpu-1", T4_GFD, &[("nvidia.com/gpu", 0.0)]),
         ]),
     )];
-    let drift: Vec<String> = model(&facts)
-        .drift()
-        .iter()
-        .map(crate::NodeDrift::text)
-        .collect();
     assert_eq!(
-        drift,
+        drift_texts(&facts),
         [
             "node gpu-1 advertises nvidia.com/gpu 0, the GPU model expects 10 (time-slicing ×10; 1× Tesla-T4 from GFD labels)"
         ]
@@ -1173,5 +1176,52 @@ fn a_part_of_the_cluster_that_could_not_be_read_is_a_warning() {
         found[0]
             .detail
             .contains("DRA ResourceSlices (403 Forbidden)")
+    );
+}
+
+fn dra_gpus(count: usize, kind: &str) -> Vec<gpustack_protocol::DraDevice> {
+    (0..count)
+        .map(|i| gpustack_protocol::DraDevice {
+            name: format!("{kind}-{i}"),
+            kind: kind.into(),
+            product: "NVIDIA H100 80GB HBM3".into(),
+            memory_mib: Some(81559),
+        })
+        .collect()
+}
+
+#[test]
+fn drift_names_a_dra_node_that_publishes_fewer_gpus_than_it_has() {
+    let h100 = [
+        ("nvidia.com/gpu.count", "8"),
+        ("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"),
+    ];
+    let mut short = node("dra-short", &h100, &[]);
+    short.dra_devices = dra_gpus(7, "gpu");
+    let mut whole = node("dra-whole", &h100, &[]);
+    whole.dra_devices = dra_gpus(8, "gpu");
+    // Known by its instance type only: Azure's ND96isr_H100_v5 has 8.
+    let mut sized = node(
+        "dra-sized",
+        &[(
+            "node.kubernetes.io/instance-type",
+            "Standard_ND96isr_H100_v5",
+        )],
+        &[],
+    );
+    sized.dra_devices = dra_gpus(6, "gpu");
+    // MIG devices instead of full GPUs: not counted as lost.
+    let mut mig = node("dra-mig", &h100, &[]);
+    mig.dra_devices = dra_gpus(14, "mig");
+    let facts = vec![(
+        "kubernetes_manifest.probe",
+        cluster(vec![short, whole, sized, mig], None, &[]),
+    )];
+    assert_eq!(
+        drift_texts(&facts),
+        [
+            "node dra-short advertises gpu.nvidia.com devices (DRA) 7, the GPU model expects 8 (full GPUs in the node's ResourceSlices; 8× NVIDIA-H100-80GB-HBM3 from GFD labels)",
+            "node dra-sized advertises gpu.nvidia.com devices (DRA) 6, the GPU model expects 8 (full GPUs in the node's ResourceSlices; 8× H100 from instance type Standard_ND96isr_H100_v5, built-in table)",
+        ]
     );
 }

@@ -20,7 +20,7 @@ use serde_json::Value as Json;
 use std::collections::BTreeMap;
 
 /// NVIDIA's DRA driver.
-const DRA_DRIVER: &str = "gpu.nvidia.com";
+use gpustack_protocol::nvidia::DRA_DRIVER;
 const DEFAULT_MIG_CONFIG: &str = "default-mig-parted-config";
 const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
 

@@ -13,3 +13,5 @@ pub const GPU_PRODUCT_LABEL: &str = "nvidia.com/gpu.product";
 /// The GPU Operator's ClusterPolicy.
 pub const CLUSTER_POLICY_API_VERSION: &str = "nvidia.com/v1";
 pub const CLUSTER_POLICY_KIND: &str = "ClusterPolicy";
+/// The driver name of NVIDIA's DRA driver in ResourceSlices and DeviceClasses.
+pub const DRA_DRIVER: &str = "gpu.nvidia.com";

@@ -483,3 +483,75 @@ module "time_slicing" {
     drop(_destroy);
     c.kubectl_ok(&["delete", "node", "gm-drift", "gm-join"]);
 }
+
+/// A node that NVIDIA's DRA driver serves, as the API server stores its ResourceSlice: drift
+/// names it when the slice lists fewer GPUs than the node's GFD labels count, smoke test or
+/// device plugin or not.
+#[test]
+fn drift_names_a_dra_node_whose_resource_slice_lost_a_gpu() {
+    let c = e2e_cluster();
+    c.fake_gpu_node("gm-dra", "NVIDIA H100 80GB HBM3", 2);
+    c.kubectl_ok(&[
+        "label",
+        "node",
+        "gm-dra",
+        "--overwrite",
+        "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.count=2",
+        "nvidia.com/gpu.memory=81559",
+        "nvidia.com/gpu.deploy.device-plugin=false",
+    ]);
+    let slice = |gpus: usize| {
+        let devices: String = (0..gpus)
+            .map(|i| {
+                format!(
+                    "  - name: gpu-{i}\n    attributes:\n      type:\n        string: gpu\n      productName:\n        string: NVIDIA H100 80GB HBM3\n    capacity:\n      memory:\n        value: 81559Mi\n"
+                )
+            })
+            .collect();
+        format!(
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: gm-dra-gpu.nvidia.com\nspec:\n  driver: gpu.nvidia.com\n  nodeName: gm-dra\n  pool:\n    name: gm-dra\n    generation: {gpus}\n    resourceSliceCount: 1\n  devices:\n{devices}"
+        )
+    };
+    c.apply_yaml(&slice(2));
+    let stack = stack_of(
+        r#"resource "kubernetes_manifest" "sharing" {
+  manifest = {
+    apiVersion = "v1"
+    kind       = "ConfigMap"
+    metadata = {
+      name      = "gm-dra-sharing"
+      namespace = "default"
+    }
+    data = {
+      any = yamlencode({ version = "v1", sharing = { timeSlicing = { resources = [{ name = "nvidia.com/gpu", replicas = 4 }] } } })
+    }
+  }
+}
+"#,
+        &[],
+    );
+    let _destroy = Destroy(&stack);
+    stack.ok("apply", &["--auto-approve"]);
+    let clean = stack.run("drift", &[]);
+    assert_eq!(
+        clean.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&clean.stdout)
+    );
+
+    // The driver republishes the node's pool without one GPU.
+    c.apply_yaml(&slice(1));
+    let drift = stack.run("drift", &[]);
+    let text = String::from_utf8_lossy(&drift.stdout);
+    assert_eq!(drift.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("node gm-dra advertises gpu.nvidia.com devices (DRA) 1, the GPU model expects 2 (full GPUs in the node's ResourceSlices; 2× NVIDIA-H100-80GB-HBM3 from GFD labels)"),
+        "{text}"
+    );
+
+    c.kubectl_ok(&["delete", "resourceslice", "gm-dra-gpu.nvidia.com"]);
+    drop(_destroy);
+    c.kubectl_ok(&["delete", "node", "gm-dra"]);
+}
