@@ -1,8 +1,11 @@
 //! Human rendering of diagnostics with source excerpts (miette), on stderr.
 
-use gpustack_engine::source::SourceMap;
+use gpustack_engine::source::{SourceFile, SourceMap};
 use gpustack_protocol::{Diagnostic, Severity};
-use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceSpan};
+use miette::{
+    GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteError, MietteSpanContents,
+    SourceSpan, SpanContents,
+};
 use std::fmt;
 
 /// Fixed width when not on a terminal, so output is the same in CI logs and snapshots.
@@ -10,8 +13,53 @@ const WIDTH: usize = 100;
 
 struct Report<'a> {
     diagnostic: &'a Diagnostic,
-    source: Option<NamedSource<String>>,
+    source: Option<Excerpted<'a>>,
     span: Option<SourceSpan>,
+}
+
+/// A source file as miette reads it, one excerpt at a time: miette's own reading of a whole
+/// text starts at its first byte, which made rendering many diagnostics of one large file
+/// quadratic. The file's line table finds the excerpt's lines; miette's reading runs on them.
+struct Excerpted<'a> {
+    file: &'a SourceFile,
+}
+
+impl miette::SourceCode for Excerpted<'_> {
+    fn read_span<'b>(
+        &'b self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn SpanContents<'b> + 'b>, MietteError> {
+        let text = self.file.text.as_str();
+        let start = span.offset().min(text.len());
+        let end = (start + span.len()).min(text.len());
+        // One line more on each side than miette shows, so that its reading of the excerpt
+        // sees the same neighbourhood as a reading of the whole file.
+        let first_line = self
+            .file
+            .pos(start)
+            .line
+            .saturating_sub(context_lines_before + 1)
+            .max(1);
+        let last_line = self.file.pos(end).line + context_lines_after + 2;
+        let from = self.file.offset(first_line, 1).min(start);
+        let to = self.file.offset(last_line, 1).max(end);
+        let excerpt = &text[from..to];
+        let inner = excerpt.read_span(
+            &SourceSpan::new((start - from).into(), end - start),
+            context_lines_before,
+            context_lines_after,
+        )?;
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.file.display_name.clone(),
+            inner.data(),
+            SourceSpan::new((inner.span().offset() + from).into(), inner.span().len()),
+            inner.line() + first_line - 1,
+            inner.column(),
+            inner.line_count(),
+        )))
+    }
 }
 
 impl fmt::Debug for Report<'_> {
@@ -73,7 +121,7 @@ pub fn to_string(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool) -
                 .find(|(_, f)| f.display_name == range.filename)?;
             let len = range.end.byte.saturating_sub(range.start.byte);
             Some((
-                NamedSource::new(&file.display_name, file.text.clone()),
+                Excerpted { file },
                 SourceSpan::new(range.start.byte.into(), len),
             ))
         });
