@@ -113,7 +113,9 @@ impl Locator<'_> {
             |e: &Expression, rest: &[&PathStep]| self.expression(module, e, file, rest, depth + 1);
         // Somewhere deeper than the expression itself, so that a call's other arguments are tried.
         let inside = |found: Option<Location>, e: &Expression| {
-            found.filter(|l| Some(l.span) != e.span().map(|r| Span::new(file, r)))
+            found.filter(|l| {
+                l.in_file.is_some() || Some(l.span) != e.span().map(|r| Span::new(file, r))
+            })
         };
         match expr {
             Expression::Parenthesis(p) => deeper(p.inner(), path).or(here),
@@ -247,6 +249,16 @@ impl Locator<'_> {
                         Some(item) => deeper(item, rest).or(here),
                         None => here,
                     },
+                    // Documents merged in order (a helm_release's list of values): the last
+                    // one that has the path sets it.
+                    (Expression::Array(items), PathStep::Key(_)) => {
+                        let items: Vec<&Expression> = items.iter().collect();
+                        items
+                            .into_iter()
+                            .rev()
+                            .find_map(|item| inside(deeper(item, path), item))
+                            .or(here)
+                    }
                     _ => here,
                 }
             }

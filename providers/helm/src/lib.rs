@@ -48,7 +48,9 @@ impl Family for Helm {
             .attr("create_namespace", Attribute::optional(Type::Bool))
             .attr(
                 "values",
-                Attribute::optional(Type::Any).describe("Chart values, as HCL."),
+                Attribute::optional(Type::Any).describe(
+                    "Chart values: an object, or a list of YAML documents merged in order.",
+                ),
             )
             .attr("atomic", Attribute::optional(Type::Bool))
             .attr("wait", Attribute::optional(Type::Bool))
@@ -65,6 +67,15 @@ impl Family for Helm {
     }
 
     fn check(&self, _: &str, check: &mut Checker<'_>) {
+        if let Some(values) = check.get("values").filter(|v| v.is_wholly_known())
+            && let Err((i, why)) = chart_values(values)
+        {
+            check.error(
+                &format!("values[{i}]"),
+                "Invalid chart values",
+                format!("values[{i}] {why}. values is an object of chart values, or a list of YAML documents merged in order."),
+            );
+        }
         if let Some(name) = check.str("name")
             && (name.is_empty()
                 || name.len() > 53
@@ -120,9 +131,54 @@ fn on_path(name: &str) -> Option<PathBuf> {
 /// The release's values as configured, in the shape `helm get values -o json` answers.
 fn values_of(state: &Value) -> Value {
     match attribute(state, "values") {
-        Some(v) if v.is_wholly_known() => Value::from_json(&strip_nulls(&v.to_json())),
+        Some(v) if v.is_wholly_known() => match chart_values(v) {
+            Ok(values) => Value::from_json(&strip_nulls(&values)),
+            Err(_) => v.clone(),
+        },
         Some(v) => v.clone(),
         None => Value::Object(Default::default()),
+    }
+}
+
+/// Chart values given as an object, or as Terraform's helm provider takes them: a list of
+/// YAML documents (`[file("values.yaml"), yamlencode({...})]`) merged in order as `helm -f a
+/// -f b` merges them, maps key by key and anything else replaced by the later document.
+/// `Err((index, why))` for a document that is not a YAML mapping.
+fn chart_values(values: &Value) -> Result<Json, (usize, String)> {
+    let Some(documents) = values.as_list() else {
+        return Ok(values.to_json());
+    };
+    let mut merged = Json::Object(Default::default());
+    for (i, document) in documents.iter().enumerate() {
+        let Some(text) = document.as_str() else {
+            return Err((i, "is not a string of YAML".into()));
+        };
+        let parsed: Json =
+            serde_yaml_ng::from_str(text).map_err(|e| (i, format!("is not YAML: {e}")))?;
+        match parsed {
+            Json::Null => {}
+            Json::Object(_) => merge_values(&mut merged, parsed),
+            _ => return Err((i, "is YAML but not a mapping of chart values".into())),
+        }
+    }
+    Ok(merged)
+}
+
+fn merge_values(into: &mut Json, from: Json) {
+    match (into, from) {
+        (Json::Object(into), Json::Object(from)) => {
+            for (key, value) in from {
+                match into.get_mut(&key) {
+                    Some(existing) if existing.is_object() && value.is_object() => {
+                        merge_values(existing, value)
+                    }
+                    _ => {
+                        into.insert(key, value);
+                    }
+                }
+            }
+        }
+        (into, from) => *into = from,
     }
 }
 
@@ -626,5 +682,41 @@ impl Provider for HelmCli {
             }
             (None, None) => ApplyResourceChangeResponse::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chart_values;
+    use gpustack_protocol::Value;
+    use serde_json::json;
+
+    fn documents(texts: &[&str]) -> Value {
+        Value::List(texts.iter().map(|t| Value::string(*t)).collect())
+    }
+
+    #[test]
+    fn a_list_of_yaml_documents_merges_in_order_as_helm_does() {
+        let values = documents(&[
+            "driver:\n  enabled: false\ndevicePlugin:\n  config:\n    name: a\n    default: any\ntolerations: [x]\n",
+            "",
+            "devicePlugin:\n  config:\n    name: b\ntolerations: [y, z]\n",
+        ]);
+        assert_eq!(
+            chart_values(&values),
+            Ok(json!({
+                "driver": {"enabled": false},
+                "devicePlugin": {"config": {"name": "b", "default": "any"}},
+                "tolerations": ["y", "z"],
+            }))
+        );
+    }
+
+    #[test]
+    fn a_document_that_is_not_a_mapping_is_refused_by_its_index() {
+        let values = documents(&["driver: {}", "- a\n- b\n"]);
+        let (index, why) = chart_values(&values).unwrap_err();
+        assert_eq!(index, 1);
+        assert!(why.contains("not a mapping"), "{why}");
     }
 }

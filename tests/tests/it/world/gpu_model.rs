@@ -293,6 +293,25 @@ fn a_finding_in_yaml_text_is_located_at_its_line_in_the_heredoc_or_the_file() {
         squashed.contains(&format!("writtenatvalues.yaml:{line}:{column}")),
         "not at values.yaml:{line}:{column}:\n{text}"
     );
+
+    // The same values as Terraform's helm provider takes them: YAML documents merged in
+    // order, the file's devicePlugin over the one before it.
+    let main = values.dir.join("main.hcl");
+    let listed = std::fs::read_to_string(&main).unwrap().replace(
+        r#"values           = yamldecode(file("values.yaml"))"#,
+        r#"values = [
+    yamlencode({ devicePlugin = { config = { name = "other", data = { any = "version: v1" } } } }),
+    file("values.yaml"),
+  ]"#,
+    );
+    std::fs::write(&main, listed).unwrap();
+    let text = refused(&values);
+    assert!(text.contains("Per-resource devices is ignored"), "{text}");
+    let squashed: String = text.split_whitespace().collect();
+    assert!(
+        squashed.contains(&format!("writtenatvalues.yaml:{line}:{column}")),
+        "not at values.yaml:{line}:{column}:\n{text}"
+    );
 }
 
 #[test]
