@@ -488,17 +488,28 @@ impl<'a> Evaluation<'a> {
         expr: &Expr,
         repetition: Option<Repetition>,
     ) -> Value {
+        self.eval_in(module, &expr.expr, expr.file, repetition)
+    }
+
+    /// An expression of `file`, evaluated where it is written (no copy of it is made).
+    pub(crate) fn eval_in(
+        &mut self,
+        module: usize,
+        expr: &Expression,
+        file: crate::source::FileId,
+        repetition: Option<Repetition>,
+    ) -> Value {
         let result = {
             let scope = ModuleScope {
                 walk: self,
                 module,
                 repetition,
-                file: Some(expr.file),
+                file: Some(file),
             };
-            Evaluator::new(&scope).eval(&expr.expr)
+            Evaluator::new(&scope).eval(expr)
         };
         result.unwrap_or_else(|err| {
-            self.report(expr.file, err);
+            self.report(file, err);
             Value::Unknown
         })
     }
@@ -1052,18 +1063,14 @@ impl<'a> Evaluation<'a> {
                         );
                         continue;
                     }
-                    let expr = Expr {
-                        expr: attr.value.clone(),
-                        file,
-                    };
-                    let value = self.eval(module, &expr, repetition.clone());
+                    let value = self.eval_in(module, &attr.value, file, repetition.clone());
                     match schema_attr.ty.convert(&value) {
                         Ok(converted) => {
                             object.insert(key.to_owned(), converted);
                         }
                         Err(err) => {
                             self.diags.error(
-                                expr.span(),
+                                crate::config::span_of(file, attr.value.span()),
                                 "Incorrect attribute value type",
                                 format!("Inappropriate value for attribute \"{key}\": {err}."),
                             );

@@ -13,6 +13,7 @@ use crate::diag::{Diags, suggest};
 use crate::lang::refs::{Ref, references};
 use crate::source::{SourceMap, Span};
 use gpustack_protocol::Registry;
+use hcl_edit::expr::Expression;
 use hcl_edit::structure::{Body, Structure};
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{HashMap, HashSet};
@@ -60,7 +61,8 @@ pub struct Edge {
 
 pub struct Graph {
     pub graph: DiGraph<Node, Edge>,
-    index: HashMap<(usize, NodeKind, String), NodeIndex>,
+    /// By module and kind, then key: a lookup by `&str` builds no key.
+    index: HashMap<(usize, NodeKind), HashMap<String, NodeIndex>>,
     /// The provider node each resource and data source uses.
     pub provider_of: HashMap<NodeIndex, NodeIndex>,
     /// Nodes that are part of a dependency cycle; they are not evaluated.
@@ -69,7 +71,7 @@ pub struct Graph {
 
 impl Graph {
     pub fn node(&self, module: usize, kind: NodeKind, key: &str) -> Option<NodeIndex> {
-        self.index.get(&(module, kind, key.to_owned())).copied()
+        self.index.get(&(module, kind))?.get(key).copied()
     }
 
     /// Evaluation order: every node after all of its dependencies; members of cycles left out.
@@ -149,7 +151,11 @@ impl Builder<'_> {
             span,
             implied,
         });
-        self.graph.index.insert((module, kind, key), index);
+        self.graph
+            .index
+            .entry((module, kind))
+            .or_default()
+            .insert(key, index);
         index
     }
 
@@ -225,8 +231,18 @@ impl Builder<'_> {
     }
 
     fn add_refs(&mut self, module: usize, to: NodeIndex, expr: &Expr) {
-        for Ref { names, range } in references(&expr.expr) {
-            let span = range.map(|r| Span::new(expr.file, r));
+        self.add_expression_refs(module, to, &expr.expr, expr.file);
+    }
+
+    fn add_expression_refs(
+        &mut self,
+        module: usize,
+        to: NodeIndex,
+        expr: &Expression,
+        file: crate::source::FileId,
+    ) {
+        for Ref { names, range } in references(expr) {
+            let span = range.map(|r| Span::new(file, r));
             for from in self.resolve(module, &names) {
                 self.edge(from, to, span);
             }
@@ -403,8 +419,8 @@ fn add_reference_edges(b: &mut Builder<'_>) {
         }
         for (key, p) in &m.providers {
             if let Some(node) = b.graph.node(i, NodeKind::Provider, key) {
-                for expr in body_exprs(&p.body.body, p.body.file) {
-                    b.add_refs(i, node, &expr);
+                for expr in body_exprs(&p.body.body) {
+                    b.add_expression_refs(i, node, expr, p.body.file);
                 }
             }
         }
@@ -415,8 +431,8 @@ fn add_reference_edges(b: &mut Builder<'_>) {
             for expr in r.count.iter().chain(&r.for_each) {
                 b.add_refs(i, node, expr);
             }
-            for expr in body_exprs(&r.body.body, r.body.file) {
-                b.add_refs(i, node, &expr);
+            for expr in body_exprs(&r.body.body) {
+                b.add_expression_refs(i, node, expr, r.body.file);
             }
             // What triggers a replacement is planned first, so that its change is known.
             for expr in &r.lifecycle.replace_triggered_by {
@@ -436,16 +452,13 @@ fn add_reference_edges(b: &mut Builder<'_>) {
 }
 
 /// Every expression of a body, nested blocks included.
-pub fn body_exprs(body: &Body, file: crate::source::FileId) -> Vec<Expr> {
+pub fn body_exprs(body: &Body) -> Vec<&Expression> {
     let mut out = Vec::new();
     let mut pending = vec![body];
     while let Some(body) = pending.pop() {
         for structure in body.iter() {
             match structure {
-                Structure::Attribute(a) => out.push(Expr {
-                    expr: a.value.clone(),
-                    file,
-                }),
+                Structure::Attribute(a) => out.push(&a.value),
                 Structure::Block(block) => pending.push(&block.body),
             }
         }
