@@ -18,15 +18,37 @@ use std::path::PathBuf;
 pub(crate) struct Location {
     pub span: Span,
     pub in_file: Option<String>,
+    /// How many steps of the path the source was followed through.
+    pub steps: usize,
 }
 
 impl Location {
-    fn at(span: Span) -> Self {
+    pub(crate) fn at(span: Span) -> Self {
         Self {
             span,
             in_file: None,
+            steps: 0,
         }
     }
+
+    fn after_step(self) -> Self {
+        Self {
+            steps: self.steps + 1,
+            ..self
+        }
+    }
+}
+
+/// The location followed furthest; with `later_wins`, a tie goes to the later one (merged
+/// documents, where the last one that sets a value wins).
+fn furthest(found: impl Iterator<Item = Option<Location>>, later_wins: bool) -> Option<Location> {
+    found
+        .flatten()
+        .fold(None, |best: Option<Location>, l| match best {
+            Some(b) if l.steps > b.steps || (later_wins && l.steps == b.steps) => Some(l),
+            Some(b) => Some(b),
+            None => Some(l),
+        })
 }
 
 /// `resource_limits[1].resource_type` as a path, the way providers name an attribute.
@@ -111,12 +133,6 @@ impl Locator<'_> {
         }
         let deeper =
             |e: &Expression, rest: &[&PathStep]| self.expression(module, e, file, rest, depth + 1);
-        // Somewhere deeper than the expression itself, so that a call's other arguments are tried.
-        let inside = |found: Option<Location>, e: &Expression| {
-            found.filter(|l| {
-                l.in_file.is_some() || Some(l.span) != e.span().map(|r| Span::new(file, r))
-            })
-        };
         match expr {
             Expression::Parenthesis(p) => deeper(p.inner(), path).or(here),
             Expression::FuncCall(call)
@@ -135,11 +151,9 @@ impl Locator<'_> {
                         | "nonsensitive"
                 ) =>
             {
-                call.args
-                    .iter()
-                    .find_map(|arg| inside(deeper(arg, path), arg))
-                    .or_else(|| call.args.iter().next().and_then(|a| deeper(a, path)))
-                    .or(here)
+                // merge(): the last argument that has the key sets it.
+                let later_wins = call.name.name.as_str() == "merge";
+                furthest(call.args.iter().map(|arg| deeper(arg, path)), later_wins).or(here)
             }
             Expression::FuncCall(call) if call.name.name.as_str() == "file" && !path.is_empty() => {
                 let here = here?;
@@ -150,13 +164,17 @@ impl Locator<'_> {
                     .and_then(|arg| self.file_path(module, arg))
                     .and_then(|p| Some((std::fs::read_to_string(&p).ok()?, p)))
                     .and_then(|(text, p)| {
-                        let (line, column) = yaml::locate(&text, path)?;
+                        let (line, column, steps) = yaml::locate(&text, path)?;
                         let shown = self.sources.display_name(&p);
-                        Some(format!("{shown}:{}:{}", line + 1, column + 1))
+                        Some((format!("{shown}:{}:{}", line + 1, column + 1), steps))
                     });
-                Some(Location {
-                    in_file: found,
-                    ..here
+                Some(match found {
+                    Some((place, steps)) => Location {
+                        in_file: Some(place),
+                        steps,
+                        ..here
+                    },
+                    None => here,
                 })
             }
             Expression::HeredocTemplate(heredoc) if !path.is_empty() => {
@@ -178,13 +196,16 @@ impl Locator<'_> {
                     })
                     .collect();
                 match yaml::locate(&text, path) {
-                    Some((line, column)) => {
+                    Some((line, column, steps)) => {
                         let first = source.pos(body_start).line;
                         let start = source.offset(first + line, indent + column + 1);
                         let end = source.text[start..]
                             .find('\n')
                             .map_or(source.text.len(), |n| start + n);
-                        Some(Location::at(Span::new(here.span.file, start..end)))
+                        Some(Location {
+                            steps,
+                            ..Location::at(Span::new(here.span.file, start..end))
+                        })
                     }
                     None => Some(here),
                 }
@@ -218,9 +239,11 @@ impl Locator<'_> {
                 };
                 followed.or(here)
             }
-            Expression::Conditional(c) => inside(deeper(&c.true_expr, path), &c.true_expr)
-                .or_else(|| deeper(&c.false_expr, path))
-                .or(here),
+            Expression::Conditional(c) => furthest(
+                [deeper(&c.true_expr, path), deeper(&c.false_expr, path)].into_iter(),
+                false,
+            )
+            .or(here),
             _ => {
                 let Some((step, rest)) = path.split_first() else {
                     return here;
@@ -241,22 +264,21 @@ impl Locator<'_> {
                             .collect();
                         let found = literal.or_else(|| (computed.len() == 1).then(|| computed[0]));
                         match found {
-                            Some((_, value)) => deeper(value.expr(), rest).or(here),
+                            Some((_, value)) => deeper(value.expr(), rest)
+                                .map(Location::after_step)
+                                .or(here),
                             None => here,
                         }
                     }
                     (Expression::Array(items), PathStep::Index(i)) => match items.iter().nth(*i) {
-                        Some(item) => deeper(item, rest).or(here),
+                        Some(item) => deeper(item, rest).map(Location::after_step).or(here),
                         None => here,
                     },
                     // Documents merged in order (a helm_release's list of values): the last
                     // one that has the path sets it.
                     (Expression::Array(items), PathStep::Key(_)) => {
-                        let items: Vec<&Expression> = items.iter().collect();
-                        items
-                            .into_iter()
-                            .rev()
-                            .find_map(|item| inside(deeper(item, path), item))
+                        furthest(items.iter().map(|item| deeper(item, path)), true)
+                            .filter(|l| l.steps > 0)
                             .or(here)
                     }
                     _ => here,
@@ -404,9 +426,10 @@ pub(crate) mod yaml {
     }
 
     /// The 0-based line and column of the deepest part of `path` in the first document of
-    /// `text`: a mapping key, a list item, or a place inside a literal block scalar that is
-    /// itself YAML. `None` when the text is not YAML or its root lacks the path's first step.
-    pub(crate) fn locate(text: &str, path: &[&PathStep]) -> Option<(usize, usize)> {
+    /// `text` (a mapping key, a list item, or a place inside a literal block scalar that is
+    /// itself YAML), and how many of the path's steps lead there. `None` when the text is not
+    /// YAML or its root lacks the path's first step.
+    pub(crate) fn locate(text: &str, path: &[&PathStep]) -> Option<(usize, usize, usize)> {
         let mut events = Parser::new_from_str(text).map_while(Result::ok);
         let first = next(&mut events)?;
         let root = node(&mut events, first)?;
@@ -421,11 +444,12 @@ pub(crate) mod yaml {
                 (Kind::Seq(items), PathStep::Index(n)) => items.get(*n).map(|item| (item.at, item)),
                 (Kind::Literal(inner), _) => {
                     // The scalar starts at its first line that is not blank, at its indentation.
-                    let (line, column) = locate(inner, &path[i..])?;
+                    let (line, column, steps) = locate(inner, &path[i..])?;
                     let blank = inner.len() - inner.trim_start_matches('\n').len();
                     return Some((
                         current.at.0 - blank.min(current.at.0) + line,
                         current.at.1 + column,
+                        i + steps,
                     ));
                 }
                 _ => None,
@@ -433,7 +457,7 @@ pub(crate) mod yaml {
             let Some((at, value)) = found else {
                 break;
             };
-            best = Some(at);
+            best = Some((at.0, at.1, i + 1));
             current = value;
         }
         best
@@ -443,7 +467,98 @@ pub(crate) mod yaml {
 #[cfg(test)]
 mod tests {
     use super::yaml::locate;
+    use super::{Locator, path_of_text};
+    use crate::config::load::{Files, load_stack_from};
+    use crate::diag::Diags;
+    use crate::source::SourceMap;
     use gpustack_protocol::PathStep;
+    use std::path::Path;
+
+    /// Where `attribute_path` of `resource` in module `module` (`""`: the root) is found, as
+    /// `file:line:column`, and the place in a `file()` when it ends there.
+    fn found(
+        files: &[(&str, &str)],
+        module: &str,
+        resource: &str,
+        attribute_path: &str,
+    ) -> (String, Option<String>) {
+        let root = Path::new("/stack");
+        let files = Files::Snapshot {
+            root: root.to_path_buf(),
+            files: std::sync::Arc::new(
+                files
+                    .iter()
+                    .map(|(name, text)| ((*name).to_owned(), (*text).to_owned()))
+                    .collect(),
+            ),
+        };
+        let mut sources = SourceMap::new(root);
+        let mut diags = Diags::default();
+        let stack = load_stack_from(&files, root, &mut sources, &mut diags);
+        assert!(!diags.has_errors(), "{:?}", diags.0);
+        let index = stack
+            .modules
+            .iter()
+            .position(|m| m.path.join(".") == module)
+            .expect("the module");
+        let body = &stack.modules[index].resources[resource].body;
+        let locator = Locator {
+            stack: &stack,
+            sources: &sources,
+        };
+        let location = locator
+            .path(index, body, &path_of_text(attribute_path))
+            .expect("a location");
+        let range = sources.range(location.span);
+        (
+            format!(
+                "{}:{}:{}",
+                range.filename, range.start.line, range.start.column
+            ),
+            location.in_file,
+        )
+    }
+
+    #[test]
+    fn a_heredoc_without_indentation_is_located_at_its_yaml_line() {
+        let main = "resource \"kubernetes_manifest\" \"cm\" {\n  manifest = {\n    data = {\n      any = <<EOT\nversion: v1\nsharing:\n  timeSlicing:\n    resources:\n      - name: nvidia.com/gpu\n        replicas: 1\nEOT\n    }\n  }\n}\n";
+        let (at, _) = found(
+            &[("main.hcl", main)],
+            "",
+            "kubernetes_manifest.cm",
+            "manifest.data.any.sharing.timeSlicing.resources[0].replicas",
+        );
+        assert_eq!(at, "main.hcl:10:9");
+    }
+
+    #[test]
+    fn a_module_input_is_located_at_the_callers_argument() {
+        let main = "module \"m\" {\n  source   = \"./m\"\n  replicas = 1\n}\n";
+        let child = "variable \"replicas\" {}\n\nresource \"kubernetes_manifest\" \"cm\" {\n  manifest = {\n    data = { r = var.replicas }\n  }\n}\n";
+        let (at, _) = found(
+            &[("main.hcl", main), ("m/main.hcl", child)],
+            "m",
+            "kubernetes_manifest.cm",
+            "manifest.data.r",
+        );
+        assert_eq!(at, "main.hcl:3:14");
+    }
+
+    #[test]
+    fn merge_is_located_at_the_last_argument_that_sets_the_key() {
+        let main = "resource \"kubernetes_manifest\" \"cm\" {\n  manifest = merge(\n    { data = { r = 1, s = 1 } },\n    { data = { r = 2 } },\n    { other = 3 },\n  )\n}\n";
+        let at = |path| found(&[("main.hcl", main)], "", "kubernetes_manifest.cm", path).0;
+        assert_eq!(at("manifest.data.r"), "main.hcl:4:20");
+        // Only the first sets `s`: the second's `data` goes one step less deep.
+        assert_eq!(at("manifest.data.s"), "main.hcl:3:27");
+    }
+
+    #[test]
+    fn a_list_of_yaml_documents_is_located_in_the_last_one_that_sets_the_path() {
+        let main = "resource \"helm_release\" \"op\" {\n  values = [\n    yamlencode({ a = { b = 1 } }),\n    <<-EOT\n      a:\n        b: 2\n    EOT\n    ,\n    yamlencode({ c = 3 }),\n  ]\n}\n";
+        let (at, _) = found(&[("main.hcl", main)], "", "helm_release.op", "values.a.b");
+        assert_eq!(at, "main.hcl:6:9");
+    }
 
     fn path(steps: &[&str]) -> Vec<PathStep> {
         steps
@@ -457,7 +572,7 @@ mod tests {
 
     fn at(text: &str, steps: &[&str]) -> Option<(usize, usize)> {
         let path = path(steps);
-        locate(text, &path.iter().collect::<Vec<_>>())
+        locate(text, &path.iter().collect::<Vec<_>>()).map(|(line, column, _)| (line, column))
     }
 
     const CONFIG: &str = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 1\n";

@@ -39,10 +39,7 @@ pub(crate) fn pass(
                 let resource = walk.stack.modules[*module].resources.get(key)?;
                 locator
                     .path(*module, &resource.body, &finding.path)
-                    .or(Some(crate::evaluate::locate::Location {
-                        span: resource.span,
-                        in_file: None,
-                    }))
+                    .or(Some(crate::evaluate::locate::Location::at(resource.span)))
             });
             let span = location.as_ref().map(|l| l.span);
             let detail = format!(
