@@ -16,13 +16,16 @@
 //!
 //! For each: wall time, CPU time and peak memory, and the API requests each tool made
 //! (kubectl `-v=6` logs one line per response; gpustack's Kubernetes client logs one per
-//! request at debug level). The two tools work on separate namespaces with the same objects,
+//! request at debug level). On a cluster of the test world, also the CPU time its processes
+//! spent while the command ran (from their pid files and `/proc/PID/stat`): the API server and
+//! etcd, and all of them with the controllers; from that, the shortest time in which any client
+//! could have done the same work on this machine's CPUs. The two tools work on separate namespaces with the same objects,
 //! so that neither sees the other's.
 
 use gpustack_tests::cluster::TestCluster;
 use gpustack_tests::gpustack_bin;
 use gpustack_tests::measure::{Medians, Sample, measure, medians, serve_measure, verdict};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const NAMESPACES: usize = 10;
@@ -134,8 +137,97 @@ fn manifests(prefix: &str, generation: &str) -> String {
     out
 }
 
+/// The processes of a test-world cluster, from the pid files beside its kubeconfig.
+struct ClusterProcesses {
+    pids: Vec<(String, PathBuf)>,
+    ticks_per_second: f64,
+}
+
+/// CPU milliseconds the cluster's processes spent: the API server and etcd, and all of them.
+#[derive(Clone, Copy, Default)]
+struct ClusterCpu {
+    server_ms: f64,
+    all_ms: f64,
+}
+
+/// The components that serve a request; the others (controllers, scheduler, kwok) only react
+/// to what was written.
+const SERVING: [&str; 2] = ["kube-apiserver", "etcd"];
+
+impl ClusterProcesses {
+    /// `None` for a cluster that is not the test world's (no pid files beside the kubeconfig).
+    fn of(kubeconfig: &Path) -> Option<Self> {
+        let dir = kubeconfig.parent()?.join("pids");
+        let mut pids = Vec::new();
+        for entry in std::fs::read_dir(dir).ok()? {
+            let path = entry.ok()?.path();
+            let component = path.file_stem()?.to_str()?.to_owned();
+            let pid: u32 = std::fs::read_to_string(&path).ok()?.trim().parse().ok()?;
+            pids.push((component, PathBuf::from(format!("/proc/{pid}/stat"))));
+        }
+        let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
+        (!pids.is_empty()).then_some(Self {
+            pids,
+            ticks_per_second: ticks as f64,
+        })
+    }
+
+    fn cpu(&self) -> ClusterCpu {
+        let mut total = ClusterCpu::default();
+        for (component, stat) in &self.pids {
+            let text = std::fs::read_to_string(stat)
+                .unwrap_or_else(|e| panic!("the cluster's {component} is gone ({e})"));
+            // utime and stime are fields 14 and 15; the command name before them may hold spaces.
+            let fields: Vec<&str> = text
+                .rsplit_once(')')
+                .unwrap()
+                .1
+                .split_whitespace()
+                .collect();
+            let ticks: f64 =
+                fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+            let ms = ticks * 1000.0 / self.ticks_per_second;
+            total.all_ms += ms;
+            if SERVING.contains(&component.as_str()) {
+                total.server_ms += ms;
+            }
+        }
+        total
+    }
+}
+
+/// One measured command and what the cluster spent while it ran.
+struct Run {
+    sample: Sample,
+    cluster: Option<ClusterCpu>,
+}
+
+/// The medians of a tool's runs.
+struct Side {
+    tool: Medians,
+    cluster: Option<ClusterCpu>,
+}
+
+fn side(runs: &[Run]) -> Side {
+    let samples: Vec<Sample> = runs.iter().map(|r| r.sample.clone()).collect();
+    let cpu: Vec<ClusterCpu> = runs.iter().filter_map(|r| r.cluster).collect();
+    let median = |f: fn(&ClusterCpu) -> f64| {
+        let mut values: Vec<f64> = cpu.iter().map(f).collect();
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    Side {
+        tool: medians(&samples),
+        cluster: (cpu.len() == runs.len() && !cpu.is_empty()).then(|| ClusterCpu {
+            server_ms: median(|c| c.server_ms),
+            all_ms: median(|c| c.all_ms),
+        }),
+    }
+}
+
 struct Tools<'a> {
     cluster: &'a TestCluster,
+    processes: Option<ClusterProcesses>,
     yaml: &'a Path,
 }
 
@@ -143,7 +235,20 @@ const GPUSTACK_REQUEST: &str = "requesting";
 const KUBECTL_RESPONSE: &str = "\"Response\"";
 
 impl Tools<'_> {
-    fn gpustack(&self, dir: &Path, args: &[&str], generation: &str, expect: i32) -> Sample {
+    fn measured(&self, command: &Command, expect: i32, marker: &str) -> Run {
+        let before = self.processes.as_ref().map(ClusterProcesses::cpu);
+        let sample = measure(command, expect, Some(marker));
+        let after = self.processes.as_ref().map(ClusterProcesses::cpu);
+        Run {
+            sample,
+            cluster: before.zip(after).map(|(b, a)| ClusterCpu {
+                server_ms: a.server_ms - b.server_ms,
+                all_ms: a.all_ms - b.all_ms,
+            }),
+        }
+    }
+
+    fn gpustack(&self, dir: &Path, args: &[&str], generation: &str, expect: i32) -> Run {
         let mut command = Command::new(gpustack_bin());
         command
             .current_dir(dir)
@@ -155,16 +260,16 @@ impl Tools<'_> {
             .args(["--var", &format!("generation={generation}")])
             .env("NO_COLOR", "1")
             .env("GPUSTACK_LOG", "kube_client=debug");
-        measure(&command, expect, Some(GPUSTACK_REQUEST))
+        self.measured(&command, expect, GPUSTACK_REQUEST)
     }
 
-    fn kubectl(&self, args: &[&str], generation: &str, expect: i32) -> Sample {
+    fn kubectl(&self, args: &[&str], generation: &str, expect: i32) -> Run {
         std::fs::write(self.yaml, manifests("kctl", generation)).unwrap();
         let mut command = self.cluster.kubectl_command();
         command
             .args(args)
             .args(["-f", self.yaml.to_str().unwrap(), "-v=6"]);
-        measure(&command, expect, Some(KUBECTL_RESPONSE))
+        self.measured(&command, expect, KUBECTL_RESPONSE)
     }
 
     /// Removes kubectl's objects by their namespaces (not measured): `kubectl delete -f`
@@ -184,21 +289,47 @@ fn settle() {
     std::thread::sleep(std::time::Duration::from_secs(10));
 }
 
-fn row(what: &str, ours: &Medians, theirs: &Medians, peer: &str) -> f64 {
-    let speedup = theirs.wall_ms / ours.wall_ms;
+fn row(what: &str, ours: &Side, theirs: &Side, peer: &str) -> f64 {
+    let (o, t) = (&ours.tool, &theirs.tool);
+    let speedup = t.wall_ms / o.wall_ms;
     println!(
         "{what:<28} gpustack {:6.0} ms (CPU {:5.0}) {:5.0} req {:4.0} MiB | {peer:<27} {:6.0} ms (CPU {:5.0}) {:5.0} req {:4.0} MiB | {speedup:4.1}× faster, {:4.1}× fewer requests",
-        ours.wall_ms,
-        ours.cpu_ms,
-        ours.marked_lines,
-        ours.peak_mib,
-        theirs.wall_ms,
-        theirs.cpu_ms,
-        theirs.marked_lines,
-        theirs.peak_mib,
-        theirs.marked_lines / ours.marked_lines.max(1.0),
+        o.wall_ms,
+        o.cpu_ms,
+        o.marked_lines,
+        o.peak_mib,
+        t.wall_ms,
+        t.cpu_ms,
+        t.marked_lines,
+        t.peak_mib,
+        t.marked_lines / o.marked_lines.max(1.0),
     );
+    if let (Some(oc), Some(tc)) = (ours.cluster, theirs.cluster) {
+        println!(
+            "{:<28} cluster CPU meanwhile: API server and etcd {:5.0} ms, with the controllers {:5.0} ms | {:5.0} ms, {:5.0} ms",
+            "", oc.server_ms, oc.all_ms, tc.server_ms, tc.all_ms
+        );
+    }
     speedup
+}
+
+/// The shortest time in which any client could have sent gpustack's requests here: the CPU
+/// the API server and etcd spent on them (what they spent during gpustack's run, less what
+/// they spend idle in as long) and gpustack's own, spread over every CPU of the machine they
+/// share; and the speed-up over the peer that leaves.
+fn floor(ours: &Side, theirs: &Side, idle_ms_per_s: f64, cpus: f64) -> Option<(f64, f64)> {
+    let idle = idle_ms_per_s * ours.tool.wall_ms / 1000.0;
+    let server = (ours.cluster?.server_ms - idle).max(0.0);
+    let floor_ms = (server + ours.tool.cpu_ms) / cpus;
+    Some((floor_ms, theirs.tool.wall_ms / floor_ms))
+}
+
+/// CPU milliseconds per second the API server and etcd spend with no client.
+fn idle_server_cpu(processes: &ClusterProcesses) -> f64 {
+    const WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
+    let before = processes.cpu().server_ms;
+    std::thread::sleep(WINDOW);
+    (processes.cpu().server_ms - before) / WINDOW.as_secs_f64()
 }
 
 fn main() {
@@ -218,16 +349,27 @@ fn main() {
     std::fs::write(dir.join("main.hcl"), stack("gs", PER_NAMESPACE, true)).unwrap();
     let tools = Tools {
         cluster: &cluster,
+        processes: ClusterProcesses::of(&cluster.kubeconfig),
         yaml: &tmp.path().join("objects.yaml"),
     };
     let objects = NAMESPACES + 2 * NAMESPACES * PER_NAMESPACE;
     let changed = 2 * NAMESPACES * PER_NAMESPACE;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "gpustack vs kubectl, {objects} objects ({} ConfigMaps and {} Deployments in {NAMESPACES} namespaces), medians of {runs} runs, {} CPUs\n",
+        "gpustack vs kubectl, {objects} objects ({} ConfigMaps and {} Deployments in {NAMESPACES} namespaces), medians of {runs} runs, {cpus} CPUs\n",
         NAMESPACES * PER_NAMESPACE,
         NAMESPACES * PER_NAMESPACE,
-        std::thread::available_parallelism().map_or(1, |n| n.get())
     );
+    let idle = tools.processes.as_ref().map(idle_server_cpu);
+    match idle {
+        Some(idle) => {
+            println!("the API server and etcd spend {idle:.0} ms of CPU per second idle\n")
+        }
+        None => println!(
+            "(the cluster's CPU is not measured: no pid files beside {}, not a cluster of the test world)\n",
+            cluster.kubeconfig.display()
+        ),
+    }
 
     let (mut create_ours, mut create_theirs) = (Vec::new(), Vec::new());
     for run in 0..runs {
@@ -240,7 +382,7 @@ fn main() {
             tools.kubectl_clean();
         }
     }
-    let (create_ours, create_theirs) = (medians(&create_ours), medians(&create_theirs));
+    let (create_ours, create_theirs) = (side(&create_ours), side(&create_theirs));
     let create = row(
         "create from nothing",
         &create_ours,
@@ -256,8 +398,8 @@ fn main() {
         .collect();
     row(
         "plan, nothing to change",
-        &medians(&plan_ours),
-        &medians(&plan_theirs),
+        &side(&plan_ours),
+        &side(&plan_theirs),
         "kubectl diff --server-side",
     );
 
@@ -267,10 +409,11 @@ fn main() {
     let changed_theirs: Vec<_> = (0..runs)
         .map(|_| tools.kubectl(&["diff", "--server-side"], "2", 1))
         .collect();
+    let (changed_ours, changed_theirs) = (side(&changed_ours), side(&changed_theirs));
     let changed_plan = row(
         "plan, every object changed",
-        &medians(&changed_ours),
-        &medians(&changed_theirs),
+        &changed_ours,
+        &changed_theirs,
         "kubectl diff --server-side",
     );
 
@@ -285,11 +428,11 @@ fn main() {
         settle();
         apply_theirs.push(tools.kubectl(&["apply", "--server-side"], &generation, 0));
     }
-    let apply_ours = medians(&apply_ours);
+    let (apply_ours, apply_theirs) = (side(&apply_ours), side(&apply_theirs));
     let apply = row(
         "apply, every object changed",
         &apply_ours,
-        &medians(&apply_theirs),
+        &apply_theirs,
         "kubectl apply --server-side",
     );
     tools.gpustack(&dir, &["destroy", "--auto-approve"], "1", 0);
@@ -304,12 +447,14 @@ fn main() {
     )
     .unwrap();
     let large_objects = NAMESPACES + NAMESPACES * per_namespace;
-    let large_create = medians(&[tools.gpustack(&large_dir, &["apply", "--auto-approve"], "1", 0)]);
-    let large_plan = medians(
+    let large_create =
+        side(&[tools.gpustack(&large_dir, &["apply", "--auto-approve"], "1", 0)]).tool;
+    let large_plan = side(
         &(0..runs)
             .map(|_| tools.gpustack(&large_dir, &["plan", "--detailed-exitcode"], "1", 0))
             .collect::<Vec<_>>(),
-    );
+    )
+    .tool;
     tools.gpustack(&large_dir, &["destroy", "--auto-approve"], "1", 0);
     println!(
         "\ngpustack alone, {large_objects} objects ({} ConfigMaps in {NAMESPACES} namespaces):",
@@ -324,7 +469,7 @@ fn main() {
         large_plan.wall_ms, large_plan.marked_lines, large_plan.peak_mib, large_plan.cpu_ms
     );
 
-    let per_object = apply_ours.marked_lines / changed as f64;
+    let per_object = apply_ours.tool.marked_lines / changed as f64;
     println!("\ntargets:");
     println!(
         "  apply of {changed} changed objects ≥ 5× kubectl apply --server-side: {apply:.1}× {}",
@@ -348,4 +493,31 @@ fn main() {
         large_plan.peak_mib,
         verdict(large_plan.wall_ms <= 10_000.0 && large_plan.peak_mib <= 300.0)
     );
+
+    println!(
+        "\nthe floor of this machine (the API server's and etcd's CPU for gpustack's requests above idle, and gpustack's own, over {cpus} CPUs):"
+    );
+    for (what, ours, theirs, target) in [
+        ("apply", &apply_ours, &apply_theirs, 5.0),
+        ("create", &create_ours, &create_theirs, 3.0),
+        (
+            "plan with every object changed",
+            &changed_ours,
+            &changed_theirs,
+            5.0,
+        ),
+    ] {
+        match idle.and_then(|idle| floor(ours, theirs, idle, cpus as f64)) {
+            Some((floor_ms, best)) => println!(
+                "  {what}: no client takes less than {floor_ms:.0} ms here, at most {best:.1}× the peer's {:.0} ms (target {target:.0}×{})",
+                theirs.tool.wall_ms,
+                if best < target {
+                    ": out of reach on this machine"
+                } else {
+                    ""
+                }
+            ),
+            None => println!("  {what}: not measured (the cluster's processes are not known)"),
+        }
+    }
 }
