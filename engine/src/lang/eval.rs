@@ -297,7 +297,8 @@ impl<'s> Evaluator<'s> {
                         &names,
                         traversal_range(traversal, names.len()),
                     )?;
-                    self.apply(value, &traversal.operators[used..])
+                    let (value, followed) = self.follow(value, &traversal.operators[used..])?;
+                    self.apply(value, &traversal.operators[used + followed..])
                 } else {
                     let value = self.eval(&traversal.expr)?;
                     self.apply(value, &traversal.operators)
@@ -355,6 +356,7 @@ impl<'s> Evaluator<'s> {
         range: Option<Range<usize>>,
     ) -> Result<Value> {
         let (value, used) = self.reference_prefix(root, names, range.clone())?;
+        let value = value.into_owned();
         if used != names.len() {
             return Err(EvalError::new(
                 range,
@@ -371,15 +373,54 @@ impl<'s> Evaluator<'s> {
         root: &str,
         names: &[&str],
         range: Option<Range<usize>>,
-    ) -> Result<(Value, usize)> {
+    ) -> Result<(Cow<'s, Value>, usize)> {
         if let Some((_, v)) = self.bindings.iter().rev().find(|(n, _)| n == root) {
-            return Ok((v.clone(), 0));
+            return Ok((Cow::Owned(v.clone()), 0));
         }
         let mut all = Vec::with_capacity(names.len() + 1);
         all.push(root);
         all.extend_from_slice(names);
-        let (value, used) = self.scope.lookup(&all, range)?;
-        Ok((value.into_owned(), used.saturating_sub(1).min(names.len())))
+        let scope = self.scope;
+        let (value, used) = scope.lookup(&all, range)?;
+        Ok((value, used.saturating_sub(1).min(names.len())))
+    }
+
+    /// Follows the leading attribute and index steps of `operators` that plainly select a
+    /// part of a borrowed value, so that only that part is copied (`resource.x[key].id` reads
+    /// one instance, not the whole map of them), and says how many it followed. It stops at
+    /// whatever needs `apply`'s rules (marks, unknowns, conversions, splats, errors); apply
+    /// then evaluates those steps from there, so the result is the same.
+    fn follow(
+        &mut self,
+        value: Cow<'s, Value>,
+        operators: &[hcl_edit::Decorated<TraversalOperator>],
+    ) -> Result<(Value, usize)> {
+        let Cow::Borrowed(mut current) = value else {
+            return Ok((value.into_owned(), 0));
+        };
+        let mut followed = 0;
+        for op in operators {
+            let next = match (op.value(), current) {
+                (TraversalOperator::GetAttr(ident), Value::Object(map)) => map.get(ident.as_str()),
+                (TraversalOperator::Index(index), Value::Object(_) | Value::List(_)) => {
+                    match (&self.eval(index)?, current) {
+                        (Value::String(key), Value::Object(map)) => map.get(key),
+                        (Value::Number(n), Value::List(items)) if n.fract() == 0.0 && *n >= 0.0 => {
+                            items.get(*n as usize)
+                        }
+                        _ => None,
+                    }
+                }
+                (TraversalOperator::LegacyIndex(n), Value::List(items)) => {
+                    usize::try_from(*n.value()).ok().and_then(|i| items.get(i))
+                }
+                _ => None,
+            };
+            let Some(next) = next else { break };
+            current = next;
+            followed += 1;
+        }
+        Ok((current.clone(), followed))
     }
 
     /// Applies traversal steps (attributes, indexes, splats) to a value.
@@ -1510,6 +1551,26 @@ mod tests {
                     Value::List(vec![Value::string("a"), Value::string("b")]),
                 ),
                 (
+                    "instances".to_owned(),
+                    Value::Object(
+                        [
+                            (
+                                "a".into(),
+                                Value::Object([("id".into(), Value::string("ia"))].into()),
+                            ),
+                            (
+                                "s".into(),
+                                Value::Object(
+                                    [("id".into(), Value::sensitive(Value::string("secret")))]
+                                        .into(),
+                                ),
+                            ),
+                            ("hidden".into(), Value::sensitive(Value::string("key"))),
+                        ]
+                        .into(),
+                    ),
+                ),
+                (
                     "pools".to_owned(),
                     Value::List(vec![Value::Object(
                         [("name".into(), Value::string("t4"))].into(),
@@ -1535,6 +1596,31 @@ mod tests {
             eval("\"a %{~ if true ~} b %{~ endif ~} c\"").unwrap(),
             Value::string("abc")
         );
+    }
+
+    #[test]
+    fn a_borrowed_part_reads_as_the_whole_would() {
+        assert_eq!(
+            eval("var.instances[\"a\"].id").unwrap(),
+            Value::string("ia")
+        );
+        assert_eq!(
+            eval("var.instances.a[\"id\"]").unwrap(),
+            Value::string("ia")
+        );
+        assert_eq!(eval("var.pools[0].name").unwrap(), Value::string("t4"));
+        assert_eq!(eval("var.pools.0.name").unwrap(), Value::string("t4"));
+        assert!(eval("var.instances[1]").is_err());
+        assert!(eval("var.instances[\"b\"].id").is_err());
+        assert!(eval("var.instances[\"a\"].name").is_err());
+        assert!(eval("var.instances[\"s\"].id").unwrap().is_sensitive());
+        // A secret key selects a secret.
+        assert!(
+            eval("var.instances[var.instances.hidden == \"key\" ? \"a\" : \"s\"].id")
+                .unwrap()
+                .is_sensitive()
+        );
+        assert_eq!(eval("var.instances[var.u].id").unwrap(), Value::Unknown);
     }
 
     #[test]
