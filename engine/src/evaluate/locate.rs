@@ -475,13 +475,8 @@ mod tests {
     use std::path::Path;
 
     /// Where `attribute_path` of `resource` in module `module` (`""`: the root) is found, as
-    /// `file:line:column`, and the place in a `file()` when it ends there.
-    fn found(
-        files: &[(&str, &str)],
-        module: &str,
-        resource: &str,
-        attribute_path: &str,
-    ) -> (String, Option<String>) {
+    /// `file:line:column`.
+    fn found(files: &[(&str, &str)], module: &str, resource: &str, attribute_path: &str) -> String {
         let root = Path::new("/stack");
         let files = Files::Snapshot {
             root: root.to_path_buf(),
@@ -510,19 +505,16 @@ mod tests {
             .path(index, body, &path_of_text(attribute_path))
             .expect("a location");
         let range = sources.range(location.span);
-        (
-            format!(
-                "{}:{}:{}",
-                range.filename, range.start.line, range.start.column
-            ),
-            location.in_file,
+        format!(
+            "{}:{}:{}",
+            range.filename, range.start.line, range.start.column
         )
     }
 
     #[test]
     fn a_heredoc_without_indentation_is_located_at_its_yaml_line() {
         let main = "resource \"kubernetes_manifest\" \"cm\" {\n  manifest = {\n    data = {\n      any = <<EOT\nversion: v1\nsharing:\n  timeSlicing:\n    resources:\n      - name: nvidia.com/gpu\n        replicas: 1\nEOT\n    }\n  }\n}\n";
-        let (at, _) = found(
+        let at = found(
             &[("main.hcl", main)],
             "",
             "kubernetes_manifest.cm",
@@ -535,7 +527,7 @@ mod tests {
     fn a_module_input_is_located_at_the_callers_argument() {
         let main = "module \"m\" {\n  source   = \"./m\"\n  replicas = 1\n}\n";
         let child = "variable \"replicas\" {}\n\nresource \"kubernetes_manifest\" \"cm\" {\n  manifest = {\n    data = { r = var.replicas }\n  }\n}\n";
-        let (at, _) = found(
+        let at = found(
             &[("main.hcl", main), ("m/main.hcl", child)],
             "m",
             "kubernetes_manifest.cm",
@@ -547,7 +539,7 @@ mod tests {
     #[test]
     fn merge_is_located_at_the_last_argument_that_sets_the_key() {
         let main = "resource \"kubernetes_manifest\" \"cm\" {\n  manifest = merge(\n    { data = { r = 1, s = 1 } },\n    { data = { r = 2 } },\n    { other = 3 },\n  )\n}\n";
-        let at = |path| found(&[("main.hcl", main)], "", "kubernetes_manifest.cm", path).0;
+        let at = |path| found(&[("main.hcl", main)], "", "kubernetes_manifest.cm", path);
         assert_eq!(at("manifest.data.r"), "main.hcl:4:20");
         // Only the first sets `s`: the second's `data` goes one step less deep.
         assert_eq!(at("manifest.data.s"), "main.hcl:3:27");
@@ -556,7 +548,7 @@ mod tests {
     #[test]
     fn a_list_of_yaml_documents_is_located_in_the_last_one_that_sets_the_path() {
         let main = "resource \"helm_release\" \"op\" {\n  values = [\n    yamlencode({ a = { b = 1 } }),\n    <<-EOT\n      a:\n        b: 2\n    EOT\n    ,\n    yamlencode({ c = 3 }),\n  ]\n}\n";
-        let (at, _) = found(&[("main.hcl", main)], "", "helm_release.op", "values.a.b");
+        let at = found(&[("main.hcl", main)], "", "helm_release.op", "values.a.b");
         assert_eq!(at, "main.hcl:6:9");
     }
 

@@ -24,7 +24,7 @@
 
 use gpustack_tests::cluster::TestCluster;
 use gpustack_tests::gpustack_bin;
-use gpustack_tests::measure::{Medians, Sample, measure, medians, serve_measure, verdict};
+use gpustack_tests::measure::{Medians, Sample, measure, median, medians, serve_measure, verdict};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -211,16 +211,12 @@ struct Side {
 fn side(runs: &[Run]) -> Side {
     let samples: Vec<Sample> = runs.iter().map(|r| r.sample.clone()).collect();
     let cpu: Vec<ClusterCpu> = runs.iter().filter_map(|r| r.cluster).collect();
-    let median = |f: fn(&ClusterCpu) -> f64| {
-        let mut values: Vec<f64> = cpu.iter().map(f).collect();
-        values.sort_by(f64::total_cmp);
-        values[values.len() / 2]
-    };
+    let of = |f: fn(&ClusterCpu) -> f64| median(cpu.iter().map(f).collect());
     Side {
         tool: medians(&samples),
         cluster: (cpu.len() == runs.len() && !cpu.is_empty()).then(|| ClusterCpu {
-            server_ms: median(|c| c.server_ms),
-            all_ms: median(|c| c.all_ms),
+            server_ms: of(|c| c.server_ms),
+            all_ms: of(|c| c.all_ms),
         }),
     }
 }

@@ -304,6 +304,7 @@ fn a_finding_in_yaml_text_is_located_at_its_line_in_the_heredoc_or_the_file() {
     file("values.yaml"),
   ]"#,
     );
+    assert!(listed.contains("file(\"values.yaml\"),"), "{listed}");
     std::fs::write(&main, listed).unwrap();
     let text = refused(&values);
     assert!(text.contains("Per-resource devices is ignored"), "{text}");
