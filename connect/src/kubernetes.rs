@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+mod transport;
+
 /// What a `provider "kubernetes"` block or a `backend "kubernetes"` block says about the
 /// cluster. All empty: what kubectl reads.
 #[derive(Debug, Clone, Default)]
@@ -42,11 +44,18 @@ pub enum ConnectError {
 /// Explicit `host`, else `in_cluster`, else a kubeconfig file (`config_path`, else every file
 /// of `$KUBECONFIG` merged, else `~/.kube/config`) and its `context`; in a pod with no
 /// kubeconfig anywhere, its service account, as kubectl does. Builds the client only: no
-/// request is made.
+/// request is made. Speaks HTTP/2 where the server offers it, as kubectl does, unless
+/// `DISABLE_HTTP2` is set to anything (client-go's switch, for proxies that break HTTP/2);
+/// through a kubeconfig `proxy-url`, HTTP/1.1 on kube's own stack, which also says which proxy
+/// protocols it cannot use.
 pub async fn client(settings: &Settings) -> Result<kube::Client, ConnectError> {
     let mut config = config(settings).await?;
     config.read_timeout = Some(Duration::from_secs(60));
-    kube::Client::try_from(config).map_err(ConnectError::Client)
+    if config.proxy_url.is_some() {
+        return kube::Client::try_from(config).map_err(ConnectError::Client);
+    }
+    let offer_http2 = std::env::var_os("DISABLE_HTTP2").is_none_or(|v| v.is_empty());
+    transport::client(config, offer_http2).map_err(ConnectError::Client)
 }
 
 async fn config(settings: &Settings) -> Result<kube::Config, ConnectError> {

@@ -8,6 +8,8 @@
 //! - create from nothing: `gpustack apply` vs `kubectl apply --server-side`;
 //! - a plan with nothing to change: `gpustack plan` vs `kubectl diff --server-side`;
 //! - a plan and an apply that change every object: the same pairs;
+//! - the plan that changes every object, gpustack over HTTP/2 (its default) against gpustack
+//!   over HTTP/1.1 (`DISABLE_HTTP2`), alternating;
 //! - a plan with nothing to change of `BENCH_LARGE` ConfigMaps (default 10,000) from an existing
 //!   state: gpustack's wall time and peak memory against the targets (≤ 10 s, ≤ 300 MiB);
 //!
@@ -245,7 +247,19 @@ impl Tools<'_> {
     }
 
     fn gpustack(&self, dir: &Path, args: &[&str], generation: &str, expect: i32) -> Run {
+        self.gpustack_with(dir, args, generation, expect, &[])
+    }
+
+    fn gpustack_with(
+        &self,
+        dir: &Path,
+        args: &[&str],
+        generation: &str,
+        expect: i32,
+        env: &[(&str, &str)],
+    ) -> Run {
         let mut command = Command::new(gpustack_bin());
+        command.envs(env.iter().copied());
         command
             .current_dir(dir)
             .args(args)
@@ -255,7 +269,7 @@ impl Tools<'_> {
             ])
             .args(["--var", &format!("generation={generation}")])
             .env("NO_COLOR", "1")
-            .env("GPUSTACK_LOG", "kube_client=debug");
+            .env("GPUSTACK_LOG", "gpustack_connect=debug");
         self.measured(&command, expect, GPUSTACK_REQUEST)
     }
 
@@ -411,6 +425,26 @@ fn main() {
         &changed_ours,
         &changed_theirs,
         "kubectl diff --server-side",
+    );
+
+    // The same plan over HTTP/1.1 (client-go's DISABLE_HTTP2 switch), alternating with
+    // HTTP/2: what one multiplexed connection saves the client and the API server.
+    let (mut over_h2, mut over_h1) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        over_h2.push(tools.gpustack(&dir, &["plan", "--detailed-exitcode"], "2", 2));
+        over_h1.push(tools.gpustack_with(
+            &dir,
+            &["plan", "--detailed-exitcode"],
+            "2",
+            2,
+            &[("DISABLE_HTTP2", "1")],
+        ));
+    }
+    row(
+        "changed plan: HTTP/2 vs 1.1",
+        &side(&over_h2),
+        &side(&over_h1),
+        "gpustack over HTTP/1.1",
     );
 
     // Each changed Deployment makes the controllers roll out a new ReplicaSet after the apply

@@ -31,11 +31,21 @@ resource "kubernetes_manifest" "config" {{
 
 /// Requests by verb: (total, server-side dry-runs) in the run's stderr.
 fn requests(args: &[&str], dir: &std::path::Path) -> (usize, usize, String) {
+    requests_with(args, dir, &[])
+}
+
+fn requests_with(
+    args: &[&str],
+    dir: &std::path::Path,
+    env: &[(&str, &str)],
+) -> (usize, usize, String) {
     let c = cluster::cluster();
     let kubeconfig = format!("kubeconfig={}", c.kubeconfig.display());
     let mut all = args.to_vec();
     all.extend(["--var", &kubeconfig]);
-    let out = gpustack_command(dir, &all, &[("GPUSTACK_LOG", "kube_client=debug")])
+    let mut env = env.to_vec();
+    env.push(("GPUSTACK_LOG", "gpustack_connect=debug"));
+    let out = gpustack_command(dir, &all, &env)
         .env_remove("KUBECONFIG")
         .output()
         .unwrap();
@@ -44,6 +54,23 @@ fn requests(args: &[&str], dir: &std::path::Path) -> (usize, usize, String) {
     let lines: Vec<&str> = log.lines().filter(|l| l.contains("requesting")).collect();
     let dry_runs = lines.iter().filter(|l| l.contains("dryRun")).count();
     (lines.len(), dry_runs, log)
+}
+
+/// The distinct HTTP versions of a run's responses, after checking that every one of its
+/// `requests` logged its response's.
+fn protocol_versions(log: &str, requests: usize) -> Vec<String> {
+    let versions: Vec<String> = log
+        .lines()
+        .filter(|l| l.contains("stream closed"))
+        .filter_map(|l| l.split("network.protocol.version=").nth(1))
+        .filter_map(|rest| rest.split([' ', '}']).next())
+        .map(|v| v.trim_matches('"').to_owned())
+        .collect();
+    assert_eq!(versions.len(), requests, "{log}");
+    let mut distinct = versions;
+    distinct.sort();
+    distinct.dedup();
+    distinct
 }
 
 #[test]
@@ -82,6 +109,12 @@ fn an_unread_apply_sends_one_request_per_created_or_changed_object() {
     eprintln!(
         "apply --auto-approve of {OBJECTS} changed objects: {total} requests, {writes} writes"
     );
+    // Over one multiplexed HTTP/2 connection, as kubectl talks to the API server, not a TLS
+    // handshake for every request that finds no idle HTTP/1.1 connection.
+    assert_eq!(protocol_versions(&log, total), ["2"], "{log}");
+    // client-go's switch for proxies that break HTTP/2.
+    let (total, _, log) = requests_with(&["plan"], d, &[("DISABLE_HTTP2", "1")]);
+    assert_eq!(protocol_versions(&log, total), ["1.1"], "{log}");
     // Discovery and the refresh's reads by kind come on top, a few for all the objects.
     assert!(total <= OBJECTS + 6, "{total} requests:\n{log}");
     requests(&["destroy", "--auto-approve"], d);
