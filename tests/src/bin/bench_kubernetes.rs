@@ -20,9 +20,9 @@
 //! (kubectl `-v=6` logs one line per response; gpustack's Kubernetes client logs one per
 //! request at debug level). On a cluster of the test world, also the CPU time its processes
 //! spent while the command ran (from their pid files and `/proc/PID/stat`): the API server and
-//! etcd, and all of them with the controllers; from that, the shortest time in which any client
-//! could have done the same work on this machine's CPUs. The two tools work on separate namespaces with the same objects,
-//! so that neither sees the other's.
+//! etcd, and all of them with the controllers; from that, the shortest time in which any
+//! client could have done the same work on this machine's CPUs. The two tools work on
+//! separate namespaces with the same objects, so that neither sees the other's.
 
 use gpustack_tests::cluster::TestCluster;
 use gpustack_tests::gpustack_bin;
@@ -259,7 +259,10 @@ impl Tools<'_> {
         env: &[(&str, &str)],
     ) -> Run {
         let mut command = Command::new(gpustack_bin());
-        command.envs(env.iter().copied());
+        // The protocol is the benchmark's choice, not the caller's shell's.
+        command
+            .env_remove("DISABLE_HTTP2")
+            .envs(env.iter().copied());
         command
             .current_dir(dir)
             .args(args)

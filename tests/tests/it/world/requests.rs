@@ -45,8 +45,10 @@ fn requests_with(
     all.extend(["--var", &kubeconfig]);
     let mut env = env.to_vec();
     env.push(("GPUSTACK_LOG", "gpustack_connect=debug"));
-    let out = gpustack_command(dir, &all, &env)
+    let out = gpustack_command(dir, &all, &[])
         .env_remove("KUBECONFIG")
+        .env_remove("DISABLE_HTTP2")
+        .envs(env)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
