@@ -8,6 +8,11 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The targets' memory limits are in megabytes (10^6 bytes); the measurements are in MiB.
+pub fn megabytes(mib: f64) -> f64 {
+    mib * 1_048_576.0 / 1_000_000.0
+}
+
 /// One run of a process.
 #[derive(Clone, Debug)]
 pub struct Sample {

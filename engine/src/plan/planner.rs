@@ -680,40 +680,57 @@ impl Planner<'_, '_> {
             let mut refresh_facts = Vec::new();
             let mut diagnostics = Vec::new();
             if refresh {
+                // The states move into the requests: a refresh holds one copy of each.
                 let reads = by_type.into_iter().map(|(type_name, objects)| {
                     let handle = handle.clone();
                     async move {
                         let _permit = handle.permits.acquire().await;
-                        let states = objects.iter().map(|(_, v, _)| v.clone()).collect();
-                        let sensitive_paths = objects.iter().map(|(_, _, p)| p.clone()).collect();
+                        let mut addresses = Vec::with_capacity(objects.len());
+                        let mut states = Vec::with_capacity(objects.len());
+                        let mut sensitive_paths = Vec::with_capacity(objects.len());
+                        for (address, state, paths) in objects {
+                            addresses.push(address);
+                            states.push(state);
+                            sensitive_paths.push(paths);
+                        }
                         let response = handle
                             .instance
                             .read_resources(ReadResourcesRequest {
-                                type_name,
+                                type_name: type_name.clone(),
                                 states,
-                                sensitive_paths,
+                                sensitive_paths: sensitive_paths.clone(),
                             })
                             .await;
-                        (objects, response)
+                        (type_name, addresses, sensitive_paths, response)
                     }
                 });
-                for (objects, response) in futures::future::join_all(reads).await {
+                for (type_name, addresses, paths, response) in
+                    futures::future::join_all(reads).await
+                {
                     diagnostics.extend(response.diagnostics);
+                    if response.states.len() != addresses.len() {
+                        // The protocol asks one answer per state; those without one are not
+                        // known, and the failed provider plans nothing for them.
+                        diagnostics.push(Diagnostic::error(
+                            "Incomplete refresh",
+                            format!(
+                                "The provider answered {} of the {} {type_name} states it was asked to read.",
+                                response.states.len(),
+                                addresses.len()
+                            ),
+                        ));
+                    }
                     refresh_facts.extend(
                         response
                             .gpu_facts
                             .into_iter()
-                            .filter_map(|(i, fact)| Some((objects.get(i)?.0.clone(), fact))),
+                            .filter_map(|(i, fact)| Some((addresses.get(i)?.clone(), fact))),
                     );
-                    for (i, (address, prior, paths)) in objects.into_iter().enumerate() {
+                    for ((address, paths), live) in
+                        addresses.into_iter().zip(paths).zip(response.states)
+                    {
                         // What was sensitive stays so in the live object.
-                        let live = response
-                            .states
-                            .get(i)
-                            .cloned()
-                            .unwrap_or(Some(prior.clone()))
-                            .map(|v| v.mark_paths(&paths));
-                        refreshed.push((address, live));
+                        refreshed.push((address, live.map(|v| v.mark_paths(&paths))));
                     }
                 }
             } else {

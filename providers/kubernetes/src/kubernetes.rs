@@ -430,8 +430,7 @@ fn live_view(ty: ObjectType, desired: &Json, object: &Json) -> Value {
 
 /// A resource's state refreshed from its live object: the live view of what it manages, the
 /// object's uid, secrets concealed.
-fn live_state(ty: ObjectType, state: &Value, object: &Json) -> Value {
-    let mut state = state.clone();
+fn live_state(ty: ObjectType, mut state: Value, object: &Json) -> Value {
     if let Some(desired) = desired(ty, &state) {
         set(
             &mut state,
@@ -706,92 +705,45 @@ impl Connected {
 
     /// One paginated LIST per (kind, namespace); every state of that group is answered from
     /// it. Each page is projected onto the states it answers as it arrives, so that what
-    /// this process holds of the cluster is the states, not the namespace's objects.
+    /// this process holds of the cluster is the states, not the namespace's objects. Each
+    /// group owns its states and refreshes them in place: this process holds one copy of a
+    /// state, however many objects a refresh reads.
     async fn read(&self, ty: ObjectType, request: ReadResourcesRequest) -> ReadResourcesResponse {
-        let mut groups: IndexMap<(String, String, Option<String>), Vec<usize>> = IndexMap::new();
-        let mut ids = Vec::with_capacity(request.states.len());
-        for (i, state) in request.states.iter().enumerate() {
-            let id = ObjectId::of(ty, state);
-            if let Some(id) = &id {
+        let mut groups: IndexMap<ListGroup, Vec<(usize, String)>> = IndexMap::new();
+        let mut states: Vec<Option<Value>> = Vec::with_capacity(request.states.len());
+        for (i, state) in request.states.into_iter().enumerate() {
+            if let Some(id) = ObjectId::of(ty, &state) {
                 groups
-                    .entry((
-                        id.api_version.clone(),
-                        id.kind.clone(),
-                        id.namespace.clone(),
-                    ))
+                    .entry((id.api_version, id.kind, id.namespace))
                     .or_default()
-                    .push(i);
+                    .push((i, id.name));
             }
-            ids.push(id);
+            states.push(Some(state));
         }
-        let ids = &ids;
-        let states_in = &request.states;
-        let lists = groups
-            .iter()
-            .map(|((api_version, kind, namespace), members)| async move {
-                let found = self
-                    .cluster
-                    .kind(api_version, kind)
+        // A state belongs to one group at most: each group takes its own.
+        let owned: Vec<_> = groups
+            .into_iter()
+            .map(|(key, members)| {
+                let states: Vec<(usize, String, Value)> = members
+                    .into_iter()
+                    .filter_map(|(i, name)| Some((i, name, states[i].take()?)))
+                    .collect();
+                (key, states)
+            })
+            .collect();
+        let lists = owned
+            .into_iter()
+            .map(|((api_version, kind, namespace), group)| async move {
+                self.list_group(ty, &api_version, &kind, namespace, group)
                     .await
-                    .map_err(|e| api_error(&e))?;
-                let Some(found) = found else {
-                    return Ok(Vec::new());
-                };
-                let namespace = if found.namespaced {
-                    Some(namespace.clone().unwrap_or_else(|| "default".to_owned()))
-                } else {
-                    None
-                };
-                let mut wanted: HashMap<&str, Vec<usize>> = HashMap::new();
-                for &i in members {
-                    if let Some(id) = &ids[i] {
-                        wanted.entry(id.name.as_str()).or_default().push(i);
-                    }
-                }
-                let api = self.cluster.api(&found, namespace.as_deref());
-                let mut answered = Vec::with_capacity(members.len());
-                let mut params = ListParams::default().limit(LIST_PAGE);
-                loop {
-                    let page = api.list(&params).await.map_err(|e| api_error(&e))?;
-                    for object in page.items {
-                        let Some(members) =
-                            object.metadata.name.as_deref().and_then(|n| wanted.get(n))
-                        else {
-                            continue;
-                        };
-                        // An object that cannot be read is an error, never an object gone.
-                        let mut json = serde_json::to_value(&object).map_err(|e| e.to_string())?;
-                        // Items of a LIST carry no apiVersion and kind of their own.
-                        json["apiVersion"] = api_version.clone().into();
-                        json["kind"] = kind.clone().into();
-                        for &i in members {
-                            answered.push((i, live_state(ty, &states_in[i], &json)));
-                        }
-                    }
-                    match page.metadata.continue_.filter(|token| !token.is_empty()) {
-                        Some(token) => params = params.continue_token(&token),
-                        None => break,
-                    }
-                }
-                Ok::<_, String>(answered)
             });
-        let results = futures::future::join_all(lists).await;
-        let mut states: Vec<Option<Value>> = request.states.clone().into_iter().map(Some).collect();
         let mut diagnostics = Vec::new();
-        for (members, result) in groups.values().zip(results) {
-            match result {
-                Err(e) => {
-                    diagnostics.push(Diagnostic::error("Cannot read from the Kubernetes API", e));
-                }
-                Ok(answered) => {
-                    // A state the LIST did not answer is of an object that is gone.
-                    for &i in members {
-                        states[i] = None;
-                    }
-                    for (i, state) in answered {
-                        states[i] = Some(state);
-                    }
-                }
+        for (answered, error) in futures::future::join_all(lists).await {
+            if let Some(e) = error {
+                diagnostics.push(Diagnostic::error("Cannot read from the Kubernetes API", e));
+            }
+            for (i, state) in answered {
+                states[i] = state;
             }
         }
         let gpu_facts = self.read_facts(ty, &states, &mut diagnostics).await;
@@ -803,6 +755,82 @@ impl Connected {
     }
 
     /// What the live objects say about GPUs, for drift; the cluster once, with the first.
+    /// The states of one (kind, namespace) group, refreshed from a paginated LIST: the live
+    /// state of each whose object is listed, `None` for each whose object is gone. When a
+    /// request fails, the states not yet read stay as they came, with the error.
+    async fn list_group(
+        &self,
+        ty: ObjectType,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<String>,
+        owned: Vec<(usize, String, Value)>,
+    ) -> (Vec<(usize, Option<Value>)>, Option<String>) {
+        let mut wanted: HashMap<String, Vec<(usize, Value)>> = HashMap::new();
+        for (i, name, state) in owned {
+            wanted.entry(name).or_default().push((i, state));
+        }
+        let mut answered = Vec::with_capacity(wanted.len());
+        let unread = |answered: Vec<(usize, Option<Value>)>,
+                      wanted: HashMap<String, Vec<(usize, Value)>>,
+                      error: String| {
+            let mut states = answered;
+            states.extend(
+                wanted
+                    .into_values()
+                    .flatten()
+                    .map(|(i, state)| (i, Some(state))),
+            );
+            (states, Some(error))
+        };
+        let found = match self.cluster.kind(api_version, kind).await {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                // The kind is gone from the cluster, and with it every object of the group.
+                let gone = wanted.into_values().flatten().map(|(i, _)| (i, None));
+                return (gone.collect(), None);
+            }
+            Err(e) => return unread(answered, wanted, api_error(&e)),
+        };
+        let namespace = found
+            .namespaced
+            .then(|| namespace.unwrap_or_else(|| "default".to_owned()));
+        let api = self.cluster.api(&found, namespace.as_deref());
+        let mut params = ListParams::default().limit(LIST_PAGE);
+        loop {
+            let page = match api.list(&params).await {
+                Ok(page) => page,
+                Err(e) => return unread(answered, wanted, api_error(&e)),
+            };
+            for object in page.items {
+                let Some(name) = object.metadata.name.as_deref() else {
+                    continue;
+                };
+                if !wanted.contains_key(name) {
+                    continue;
+                }
+                // An object that cannot be read is an error, never an object gone.
+                let mut json = match serde_json::to_value(&object) {
+                    Ok(json) => json,
+                    Err(e) => return unread(answered, wanted, e.to_string()),
+                };
+                // Items of a LIST carry no apiVersion and kind of their own.
+                json["apiVersion"] = api_version.into();
+                json["kind"] = kind.into();
+                for (i, state) in wanted.remove(name).unwrap_or_default() {
+                    answered.push((i, Some(live_state(ty, state, &json))));
+                }
+            }
+            match page.metadata.continue_.filter(|token| !token.is_empty()) {
+                Some(token) => params = params.continue_token(&token),
+                None => break,
+            }
+        }
+        // A state the LIST did not answer is of an object that is gone.
+        answered.extend(wanted.into_values().flatten().map(|(i, _)| (i, None)));
+        (answered, None)
+    }
+
     async fn read_facts(
         &self,
         ty: ObjectType,
@@ -1235,6 +1263,9 @@ impl Connected {
         }
     }
 }
+
+/// What one paginated LIST of a refresh reads: API version, kind, namespace.
+type ListGroup = (String, String, Option<String>);
 
 /// One of the provider's resource types on a connected cluster.
 pub(crate) struct Objects {
