@@ -754,7 +754,6 @@ impl Connected {
         }
     }
 
-    /// What the live objects say about GPUs, for drift; the cluster once, with the first.
     /// The states of one (kind, namespace) group, refreshed from a paginated LIST: the live
     /// state of each whose object is listed, `None` for each whose object is gone. When a
     /// request fails, the states not yet read stay as they came, with the error.
@@ -831,6 +830,7 @@ impl Connected {
         (answered, None)
     }
 
+    /// What the live objects say about GPUs, for drift; the cluster once, with the first.
     async fn read_facts(
         &self,
         ty: ObjectType,
