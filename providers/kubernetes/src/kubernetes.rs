@@ -770,17 +770,12 @@ impl Connected {
             wanted.entry(name).or_default().push((i, state));
         }
         let mut answered = Vec::with_capacity(wanted.len());
-        let unread = |answered: Vec<(usize, Option<Value>)>,
+        let unread = |mut answered: Vec<(usize, Option<Value>)>,
                       wanted: HashMap<String, Vec<(usize, Value)>>,
                       error: String| {
-            let mut states = answered;
-            states.extend(
-                wanted
-                    .into_values()
-                    .flatten()
-                    .map(|(i, state)| (i, Some(state))),
-            );
-            (states, Some(error))
+            let kept = wanted.into_values().flatten();
+            answered.extend(kept.map(|(i, state)| (i, Some(state))));
+            (answered, Some(error))
         };
         let found = match self.cluster.kind(api_version, kind).await {
             Ok(Some(found)) => found,
@@ -802,21 +797,26 @@ impl Connected {
                 Err(e) => return unread(answered, wanted, api_error(&e)),
             };
             for object in page.items {
-                let Some(name) = object.metadata.name.as_deref() else {
+                let Some((name, members)) = object
+                    .metadata
+                    .name
+                    .as_deref()
+                    .and_then(|n| wanted.remove_entry(n))
+                else {
                     continue;
                 };
-                if !wanted.contains_key(name) {
-                    continue;
-                }
                 // An object that cannot be read is an error, never an object gone.
                 let mut json = match serde_json::to_value(&object) {
                     Ok(json) => json,
-                    Err(e) => return unread(answered, wanted, e.to_string()),
+                    Err(e) => {
+                        wanted.insert(name, members);
+                        return unread(answered, wanted, e.to_string());
+                    }
                 };
                 // Items of a LIST carry no apiVersion and kind of their own.
                 json["apiVersion"] = api_version.into();
                 json["kind"] = kind.into();
-                for (i, state) in wanted.remove(name).unwrap_or_default() {
+                for (i, state) in members {
                     answered.push((i, Some(live_state(ty, state, &json))));
                 }
             }

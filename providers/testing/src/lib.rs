@@ -6,7 +6,8 @@
 //! in; none: in memory), `fail_on` (names whose create or update fails), `fail_delete` (names
 //! whose delete fails), `final_plan` (per
 //! object name, attributes whose value the provider's final plan at apply changes to this one:
-//! a provider that answers apply differently than the reviewed plan). Tests make drift by
+//! a provider that answers apply differently than the reviewed plan), `short_read` (every read
+//! answers one state fewer than it was asked: a provider that breaks the protocol). Tests make drift by
 //! editing the world file between runs. `data "test_object"` reads an object by name.
 
 use gpustack_protocol::{
@@ -37,6 +38,7 @@ struct World {
     fail_on: Vec<String>,
     fail_delete: Vec<String>,
     final_plan: IndexMap<String, Value>,
+    short_read: bool,
     objects: Mutex<IndexMap<String, Value>>,
 }
 
@@ -86,6 +88,7 @@ fn schema() -> ProviderSchema {
         .attr("fail_on", Attribute::optional(Type::list(Type::String)))
         .attr("fail_delete", Attribute::optional(Type::list(Type::String)))
         .attr("journal", Attribute::optional(Type::String))
+        .attr("short_read", Attribute::optional(Type::Bool))
         .attr(
             "final_plan",
             Attribute::optional(Type::map(Type::map(Type::String))),
@@ -196,6 +199,10 @@ impl Family for Testing {
                 .and_then(Value::as_object)
                 .cloned()
                 .unwrap_or_default(),
+            short_read: config
+                .get("short_read")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             objects: Mutex::new(IndexMap::new()),
         };
         Ok(Arc::new(Configured(Arc::new(world))))
@@ -278,11 +285,14 @@ impl Provider for Configured {
     async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
         self.0.call().await;
         let objects = self.0.load();
-        let states = request
+        let mut states: Vec<_> = request
             .states
             .iter()
             .map(|s| name_of(s).and_then(|n| objects.get(n).map(visible)))
             .collect();
+        if self.0.short_read {
+            states.pop();
+        }
         ReadResourcesResponse {
             states,
             diagnostics: vec![],

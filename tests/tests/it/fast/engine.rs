@@ -194,6 +194,35 @@ fn a_failure_stops_only_its_dependents() {
     );
 }
 
+/// A provider that answers a refresh with fewer states than it was asked for breaks the
+/// protocol: the plan fails and says so, instead of guessing what the unanswered objects hold,
+/// and the state keeps every object.
+#[test]
+fn a_refresh_answered_short_fails_the_plan_and_keeps_the_state() {
+    const PAIR: &str = "resource \"test_object\" \"a\" {\n  name = \"a\"\n}\n\nresource \"test_object\" \"b\" {\n  name = \"b\"\n}\n";
+    let dir = stack(&(provider(0, "") + PAIR));
+    let d = dir.path();
+    let (code, _, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(
+        d.join("main.hcl"),
+        provider(0, "  short_read = true\n") + PAIR,
+    )
+    .unwrap();
+    let (code, out, err) = run(d, &["plan"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("Incomplete refresh")
+            && err.contains("answered 1 of the 2 test_object states"),
+        "{err}"
+    );
+    let (_, list, _) = run(d, &["state", "list"]);
+    assert!(
+        list.contains("test_object.a") && list.contains("test_object.b"),
+        "{list}"
+    );
+}
+
 /// A provider whose final plan at apply differs from the reviewed plan: the change is not
 /// made, its dependents are not started, and the rest proceeds.
 #[test]
