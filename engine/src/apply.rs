@@ -779,7 +779,7 @@ impl Applier<'_, '_, '_, '_, '_> {
             };
             if let Some(prior) = change.before_value() {
                 let prior = crate::sensitive::rehydrate(prior, &config, &self.ledger.salt);
-                keep_ignored(&mut config, &prior, &r.lifecycle);
+                keep_ignored(&mut config, &prior, r.lifecycle());
             }
             work.push((key, Work::Change(Box::new(change.clone()), config)));
         }

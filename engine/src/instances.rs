@@ -83,16 +83,16 @@ pub(crate) fn expand(
         Expansion::Unknown => {
             let what = if r.count.is_some() {
                 "count"
-            } else if r.lifecycle.enabled.is_some() {
+            } else if r.lifecycle().enabled.is_some() {
                 "enabled"
             } else {
                 "for_each"
             };
             let span = r
                 .count
-                .as_ref()
-                .or(r.for_each.as_ref())
-                .or(r.lifecycle.enabled.as_ref())
+                .as_deref()
+                .or(r.for_each.as_deref())
+                .or(r.lifecycle().enabled.as_ref())
                 .map(|e| e.span());
             walk.diags.push(Diag::error(
                 span,
@@ -112,7 +112,7 @@ pub(crate) fn assemble<'k>(
 ) -> Value {
     let instances: Vec<(&InstanceKey, Value)> = instances.into_iter().collect();
     match instances.first().map(|(k, _)| *k) {
-        None if r.lifecycle.enabled.is_some() => Value::Null,
+        None if r.lifecycle().enabled.is_some() => Value::Null,
         None => Value::List(Vec::new()),
         Some(InstanceKey::Single) => instances
             .into_iter()

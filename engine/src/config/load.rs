@@ -5,8 +5,9 @@ use crate::diag::{Diags, suggest};
 use crate::lang::literal::literal_str;
 use crate::lang::types::parse_type;
 use crate::source::{SourceMap, normalize};
-use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
+use hcl_edit::expr::{Expression, ObjectKey, Traversal, TraversalOperator};
 use hcl_edit::structure::{Attribute, Block, Structure};
+use hcl_edit::visit_mut::{VisitMut, visit_body_mut, visit_traversal_mut};
 use std::path::Path;
 
 /// Deeper module nesting than this is almost certainly a mistake, and bounds the work.
@@ -522,6 +523,8 @@ impl Decoder<'_> {
     }
 
     fn top_level(&mut self, module: &mut Module, body: Body) {
+        let resources = body.get_blocks("resource").count();
+        module.resources.reserve(resources);
         for structure in body {
             match structure {
                 Structure::Attribute(attr) => self.diags.error(
@@ -1046,7 +1049,7 @@ impl Decoder<'_> {
         let provider = body
             .get_attribute("provider")
             .and_then(|a| self.provider_ref(&a.value));
-        let mut lifecycle = Lifecycle::default();
+        let mut lifecycle = None;
         let lifecycle_blocks: Vec<&Block> = body.get_blocks("lifecycle").collect();
         if mode == ResourceMode::Data && !lifecycle_blocks.is_empty() {
             self.diags.error(
@@ -1065,8 +1068,8 @@ impl Decoder<'_> {
             .first()
             .filter(|_| mode == ResourceMode::Managed)
         {
-            lifecycle = self.lifecycle(lc);
-            if let Some(enabled) = &lifecycle.enabled
+            let decoded = self.lifecycle(lc);
+            if let Some(enabled) = &decoded.enabled
                 && (count.is_some() || for_each.is_some())
             {
                 self.diags.error(
@@ -1075,12 +1078,14 @@ impl Decoder<'_> {
                     "enabled cannot be used together with count or for_each: it turns one instance on or off.",
                 );
             }
+            lifecycle = Some(Box::new(decoded));
         }
         // Meta-arguments are the engine's; what remains is checked against the provider schema.
         for meta in ["count", "for_each", "depends_on", "provider"] {
             block.body.remove_attribute(meta);
         }
         block.body.remove_blocks("lifecycle");
+        compact(&mut block.body);
         let resource = Resource {
             mode,
             type_name: labels[0].clone(),
@@ -1092,11 +1097,11 @@ impl Decoder<'_> {
                 file: self.file,
                 span,
             },
-            count,
-            for_each,
+            count: count.map(Box::new),
+            for_each: for_each.map(Box::new),
             depends_on,
             provider,
-            lifecycle,
+            lifecycle_block: lifecycle,
             check: None,
         };
         let key = format!("{}.{}", resource.type_name, resource.name);
@@ -1467,6 +1472,32 @@ impl Decoder<'_> {
 }
 
 /// `a.b.c` as written, for references that must be static (depends_on, provider, ignore_changes).
+/// Gives a resource body's vectors (its structures, every nested block's, every traversal's
+/// operators) exactly their length. The parser grows them to at least four elements (a body of
+/// two attributes holds four structures of 304 bytes, `a.b.c` four operators of 200), and these
+/// bodies live until the command ends: at 10,000 resources, 14 MB of spare capacity that every
+/// later phase's memory traffic would pass over.
+fn compact(body: &mut Body) {
+    struct Compact;
+    impl VisitMut for Compact {
+        fn visit_body_mut(&mut self, body: &mut Body) {
+            let (oneline, omit_newline) =
+                (body.prefer_oneline(), body.prefer_omit_trailing_newline());
+            // Collecting from the body's own iterator would reuse its allocation.
+            *body = Body::from_iter(std::mem::take(body));
+            body.set_prefer_oneline(oneline);
+            body.set_prefer_omit_trailing_newline(omit_newline);
+            visit_body_mut(self, body);
+        }
+
+        fn visit_traversal_mut(&mut self, traversal: &mut Traversal) {
+            traversal.operators.shrink_to_fit();
+            visit_traversal_mut(self, traversal);
+        }
+    }
+    Compact.visit_body_mut(body);
+}
+
 pub(crate) fn static_parts(expression: &Expression) -> Option<Vec<String>> {
     match expression {
         Expression::Variable(v) => Some(vec![v.as_str().to_owned()]),

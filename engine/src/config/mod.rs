@@ -224,17 +224,34 @@ pub struct Resource {
     pub type_span: Span,
     /// Arguments and nested blocks, without meta-arguments.
     pub body: BodyRef,
-    pub count: Option<Expr>,
-    pub for_each: Option<Expr>,
+    // Boxed, with the lifecycle: most resources have none of them, and a resource's size is
+    // what the loaded stack's largest map holds per resource.
+    pub count: Option<Box<Expr>>,
+    pub for_each: Option<Box<Expr>>,
     pub depends_on: Vec<Reference>,
     pub provider: Option<ProviderRef>,
-    pub lifecycle: Lifecycle,
+    /// None for a resource without a lifecycle block: see [`Resource::lifecycle`].
+    pub lifecycle_block: Option<Box<Lifecycle>>,
     /// A data source declared inside this check block: a failure to read it is a warning of
     /// the check, never an error of the plan.
     pub check: Option<String>,
 }
 
 impl Resource {
+    pub fn lifecycle(&self) -> &Lifecycle {
+        static NONE: Lifecycle = Lifecycle {
+            prevent_destroy: false,
+            create_before_destroy: false,
+            ignore_changes: Vec::new(),
+            ignore_all_changes: false,
+            replace_triggered_by: Vec::new(),
+            enabled: None,
+            preconditions: Vec::new(),
+            postconditions: Vec::new(),
+        };
+        self.lifecycle_block.as_deref().unwrap_or(&NONE)
+    }
+
     /// `aks_nodepool.t4` or `data.kubernetes_nodes.gpu`, without module prefix.
     pub fn local_address(&self) -> String {
         match self.mode {

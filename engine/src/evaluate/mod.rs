@@ -58,14 +58,14 @@ pub struct EvalOptions {
     pub allow_missing_inputs: bool,
 }
 
-/// One instance of a resource or data source, with its configuration as evaluated.
+/// One instance of a resource or data source. (Its evaluated configuration is the value
+/// references see, in the module's scope; it is not stored twice.)
 #[derive(Debug, Clone)]
 pub struct ResourceInstance {
     pub address: String,
     pub mode: ResourceMode,
     pub type_name: String,
     pub provider: String,
-    pub config: Value,
     pub span: Span,
 }
 
@@ -777,8 +777,8 @@ impl<'a> Evaluation<'a> {
         r: &Resource,
         provider: &str,
     ) -> (Value, Option<Vec<String>>) {
-        let schema = schema_of(self.registry, r);
-        let Some(schema) = schema.cloned() else {
+        let registry = self.registry;
+        let Some(schema) = schema_of(registry, r) else {
             let (what, types): (&str, Vec<&str>) = match r.mode {
                 ResourceMode::Managed => ("resource", self.registry.resource_types().collect()),
                 ResourceMode::Data => ("data source", self.registry.data_source_types().collect()),
@@ -794,7 +794,7 @@ impl<'a> Evaluation<'a> {
             );
             return (Value::Unknown, None);
         };
-        for (path, span) in &r.lifecycle.ignore_changes {
+        for (path, span) in &r.lifecycle().ignore_changes {
             let Some(gpustack_protocol::PathStep::Key(attr)) = path.first() else {
                 continue;
             };
@@ -818,14 +818,13 @@ impl<'a> Evaluation<'a> {
         );
         let context = format!("a {} block", r.type_name);
         let instance = |walk: &mut Self, key: String, repetition: Option<Repetition>| -> Value {
-            let config = walk.decode(module, &r.body, &schema, repetition, &context);
+            let config = walk.decode(module, &r.body, schema, repetition, &context);
             walk.provider_checks(r, &config);
             walk.out.resources.push(ResourceInstance {
                 address: format!("{address}{key}"),
                 mode: r.mode,
                 type_name: r.type_name.clone(),
                 provider: provider.to_owned(),
-                config: config.clone(),
                 span: r.span,
             });
             config
@@ -877,14 +876,14 @@ impl<'a> Evaluation<'a> {
             }
             Expansion::Unknown | Expansion::Invalid => {
                 let repetition = Repetition {
-                    count_index: r.count.as_ref().map(|_| Value::Unknown),
+                    count_index: r.count.as_deref().map(|_| Value::Unknown),
                     each: r
                         .for_each
                         .as_ref()
                         .map(|_| (Value::Unknown, Value::Unknown)),
                     ..Repetition::default()
                 };
-                let config = self.decode(module, &r.body, &schema, Some(repetition), &context);
+                let config = self.decode(module, &r.body, schema, Some(repetition), &context);
                 self.provider_checks(r, &config);
                 (Value::Unknown, None)
             }
@@ -892,7 +891,7 @@ impl<'a> Evaluation<'a> {
     }
 
     pub(crate) fn expansion(&mut self, module: usize, r: &Resource) -> Expansion {
-        if let Some(enabled) = &r.lifecycle.enabled {
+        if let Some(enabled) = &r.lifecycle().enabled {
             let value = self.eval(module, enabled, None);
             return match Type::Bool.convert(&value.clone().unmark_deep().0) {
                 Ok(Value::Bool(true)) => Expansion::Single,
@@ -908,7 +907,7 @@ impl<'a> Evaluation<'a> {
                 }
             };
         }
-        self.repetition_of(module, r.count.as_ref(), r.for_each.as_ref())
+        self.repetition_of(module, r.count.as_deref(), r.for_each.as_deref())
     }
 
     /// How count or for_each, evaluated in `module`, expand a block (a resource or a module
@@ -1412,7 +1411,7 @@ impl<'a> Evaluation<'a> {
         address: &str,
         repetition: &Option<Repetition>,
     ) -> Option<Option<Repetition>> {
-        let lifecycle = &r.lifecycle;
+        let lifecycle = r.lifecycle();
         self.conditions(
             module,
             &lifecycle.preconditions,
@@ -1432,7 +1431,7 @@ impl<'a> Evaluation<'a> {
         repetition: Option<Option<Repetition>>,
         object: &Value,
     ) -> bool {
-        if r.lifecycle.postconditions.is_empty() {
+        if r.lifecycle().postconditions.is_empty() {
             return false;
         }
         let mut scope = repetition.flatten().unwrap_or_default();
@@ -1440,7 +1439,7 @@ impl<'a> Evaluation<'a> {
         let errors = self.diags.0.len();
         self.conditions(
             module,
-            &r.lifecycle.postconditions,
+            &r.lifecycle().postconditions,
             Some(scope),
             ConditionKind::Postcondition,
             address,

@@ -435,10 +435,10 @@ fn add_reference_edges(b: &mut Builder<'_>) {
                 b.add_expression_refs(i, node, expr, r.body.file);
             }
             // What triggers a replacement is planned first, so that its change is known.
-            for expr in &r.lifecycle.replace_triggered_by {
+            for expr in &r.lifecycle().replace_triggered_by {
                 b.add_refs(i, node, expr);
             }
-            let lifecycle = &r.lifecycle;
+            let lifecycle = r.lifecycle();
             for c in lifecycle
                 .preconditions
                 .iter()

@@ -817,7 +817,7 @@ impl Planner<'_, '_> {
                 .flatten()
                 .map(|p| crate::sensitive::rehydrate(p, &config, self.salt));
             if let Some(prior) = &prior {
-                keep_ignored(&mut config, prior, &r.lifecycle);
+                keep_ignored(&mut config, prior, r.lifecycle());
             }
             // An `import` block for an instance the state does not have yet.
             let import = match &prior {
@@ -848,17 +848,17 @@ impl Planner<'_, '_> {
         let owner = self.owner.clone();
         let preview = !self.options.unreviewed;
         Some(Box::pin(async move {
+            // Each instance's future borrows the resource's schema from this one.
+            let (schema, schema_paths) = (&schema, &schema_paths);
             let calls = requests
                 .into_iter()
                 .map(|(key, address, prior, config, import)| {
                     let handle = handle.clone();
                     let type_name = type_name.clone();
-                    let schema_paths = schema_paths.clone();
-                    let schema = schema.clone();
                     let owner = owner.clone();
                     async move {
                         let _permit = handle.permits.acquire().await;
-                        let secrets = Secrets::of(prior.as_ref(), &config, &schema_paths);
+                        let secrets = Secrets::of(prior.as_ref(), &config, schema_paths);
                         match mode {
                             ResourceMode::Managed => {
                                 plan_managed(ManagedInstance {
@@ -869,8 +869,8 @@ impl Planner<'_, '_> {
                                     prior,
                                     config,
                                     import,
-                                    schema_paths: &schema_paths,
-                                    schema: &schema,
+                                    schema_paths,
+                                    schema,
                                     owner,
                                     preview,
                                 })
@@ -1296,7 +1296,7 @@ impl Planner<'_, '_> {
                         instance.requires_replace.join(", ")
                     )
                 };
-                let order = if r.lifecycle.create_before_destroy {
+                let order = if r.lifecycle().create_before_destroy {
                     vec![Action::Create, Action::Delete]
                 } else {
                     vec![Action::Delete, Action::Create]
@@ -1307,7 +1307,7 @@ impl Planner<'_, '_> {
             Some(prior) if *prior == instance.planned => (vec![Action::NoOp], None),
             Some(_) => (vec![Action::Update], None),
         };
-        if r.lifecycle.prevent_destroy && actions.contains(&Action::Delete) {
+        if r.lifecycle().prevent_destroy && actions.contains(&Action::Delete) {
             self.walk.diags.push(Diag::error(
                 span,
                 "Instance cannot be destroyed",
@@ -1333,7 +1333,7 @@ impl Planner<'_, '_> {
         instance: &PlannedInstance,
     ) -> Option<String> {
         let prefix = self.walk.stack.modules[module].prefix();
-        for expr in &r.lifecycle.replace_triggered_by {
+        for expr in &r.lifecycle().replace_triggered_by {
             let Some(target) = crate::config::load::trigger_target(&expr.expr) else {
                 continue;
             };

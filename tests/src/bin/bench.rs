@@ -80,30 +80,25 @@ fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-fn time_load(dir: &Path, runs: usize) -> (Duration, usize) {
-    let mut resources = 0;
-    let samples = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            let loaded = gpustack_engine::load(
-                gpustack::registry(),
-                dir,
-                &VariableArgs::default(),
-                EvalOptions {
-                    allow_missing_inputs: true,
-                },
-            );
-            let elapsed = start.elapsed();
-            assert!(
-                !loaded.has_errors(),
-                "synthetic stack has errors: {:?}",
-                loaded.diagnostics.first()
-            );
-            resources = loaded.evaluated.resources.len();
-            elapsed
-        })
-        .collect();
-    (median(samples), resources)
+/// One in-process load → graph → evaluate of the stack in `dir`: its time (the result's drop
+/// excluded) and how many resource instances it evaluated.
+fn time_load(dir: &Path) -> (Duration, usize) {
+    let start = Instant::now();
+    let loaded = gpustack_engine::load(
+        gpustack::registry(),
+        dir,
+        &VariableArgs::default(),
+        EvalOptions {
+            allow_missing_inputs: true,
+        },
+    );
+    let elapsed = start.elapsed();
+    assert!(
+        !loaded.has_errors(),
+        "synthetic stack has errors: {:?}",
+        loaded.diagnostics.first()
+    );
+    (elapsed, loaded.evaluated.resources.len())
 }
 
 /// `layers × width` test objects; each object of a layer reads the id of one object of the
@@ -252,18 +247,38 @@ fn main() {
         .filter_map(|s| s.trim().parse().ok())
         .collect();
     let tmp = tempfile::tempdir().expect("a temporary directory");
-    println!("\nin-process load → graph → evaluate:");
+    let dirs: Vec<_> = sizes
+        .iter()
+        .map(|&n| {
+            let dir = tmp.path().join(format!("n{n}"));
+            synthetic_stack(&dir, n);
+            dir
+        })
+        .collect();
+    // Rounds of one sample of every size, smallest first: each sample starts after another
+    // size's run, as a command starts with caches that hold none of its data, and the sizes'
+    // samples share the machine's drift, which in a block of one size's samples after
+    // another's would enter the ratio. The largest size, seconds a sample, takes part in the
+    // first three rounds only.
+    let rounds = runs.max(10);
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); sizes.len()];
+    let mut resources = vec![0; sizes.len()];
+    for round in 0..rounds {
+        for (i, dir) in dirs.iter().enumerate() {
+            if sizes[i] > 10_000 && round >= 3 {
+                continue;
+            }
+            let (time, instances) = time_load(dir);
+            samples[i].push(time);
+            resources[i] = instances;
+        }
+    }
+    println!(
+        "\nin-process load → graph → evaluate, medians of {rounds} rounds of one sample of each size (above 10,000 resources: 3 rounds):"
+    );
     let mut before: Option<(usize, Duration)> = None;
-    for n in sizes {
-        let dir = tmp.path().join(format!("n{n}"));
-        synthetic_stack(&dir, n);
-        // The small sizes take milliseconds and vary most from run to run: more samples.
-        let samples = match n {
-            ..=1_000 => runs.max(30),
-            1_001..=10_000 => runs.clamp(1, 10),
-            _ => runs.clamp(1, 3),
-        };
-        let (time, resources) = time_load(&dir, samples);
+    for ((&n, samples), resources) in sizes.iter().zip(samples).zip(resources) {
+        let time = median(samples);
         match before {
             Some((m, previous)) => {
                 let growth = ms(time) / ms(previous);
@@ -278,7 +293,6 @@ fn main() {
             None => println!("  {resources:>7} resources  {:9.2} ms", ms(time)),
         }
         before = Some((n, time));
-        let _ = std::fs::remove_dir_all(&dir);
     }
     if let Some(peak) = peak_rss_mib() {
         println!("  peak resident memory of this process: {peak:.1} MiB");
