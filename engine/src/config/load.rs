@@ -1599,3 +1599,36 @@ pub(crate) fn is_identifier(s: &str) -> bool {
     chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
         && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '-')
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hcl_edit::visit::{Visit, visit_traversal};
+
+    /// What README's performance section says of the loaded resources: their traversals hold
+    /// no spare capacity, and a resource record stays small.
+    #[test]
+    fn loaded_resources_keep_no_spare_capacity() {
+        let text = "resource \"local_file\" \"a\" {\n  content = local_file.b.id\n  nested {\n    x = var.y.z\n  }\n}\n";
+        let files = Files::Snapshot {
+            root: PathBuf::from("stack"),
+            files: std::sync::Arc::new([("main.hcl".to_owned(), text.to_owned())].into()),
+        };
+        let mut sources = SourceMap::new(Path::new("stack"));
+        let mut diags = Diags::default();
+        let stack = load_stack_from(&files, Path::new("stack"), &mut sources, &mut diags);
+        assert!(!diags.has_errors());
+        struct Capacities(Vec<(usize, usize)>);
+        impl Visit for Capacities {
+            fn visit_traversal(&mut self, traversal: &Traversal) {
+                self.0
+                    .push((traversal.operators.len(), traversal.operators.capacity()));
+                visit_traversal(self, traversal);
+            }
+        }
+        let mut capacities = Capacities(Vec::new());
+        capacities.visit_body(&stack.root().resources["local_file.a"].body.body);
+        assert_eq!(capacities.0, vec![(2, 2), (2, 2)]);
+        assert!(std::mem::size_of::<Resource>() <= 384);
+    }
+}

@@ -777,8 +777,7 @@ impl<'a> Evaluation<'a> {
         r: &Resource,
         provider: &str,
     ) -> (Value, Option<Vec<String>>) {
-        let registry = self.registry;
-        let Some(schema) = schema_of(registry, r) else {
+        let Some(schema) = schema_of(self.registry, r) else {
             let (what, types): (&str, Vec<&str>) = match r.mode {
                 ResourceMode::Managed => ("resource", self.registry.resource_types().collect()),
                 ResourceMode::Data => ("data source", self.registry.data_source_types().collect()),
