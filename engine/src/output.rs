@@ -1047,12 +1047,13 @@ fn expression_json(expression: &hcl_edit::expr::Expression, secret: bool) -> ser
     }
     let mut references: Vec<String> = Vec::new();
     for r in crate::lang::refs::references(expression) {
-        let shortest = match r.names.first().map(String::as_str) {
-            Some("data") => 3,
+        let names = r.names();
+        let shortest = match names.first() {
+            Some(&"data") => 3,
             _ => 2,
         };
-        for n in (shortest.min(r.names.len())..=r.names.len()).rev() {
-            let text = r.names[..n].join(".");
+        for n in (shortest.min(names.len())..=names.len()).rev() {
+            let text = names[..n].join(".");
             if !references.contains(&text) {
                 references.push(text);
             }

@@ -80,11 +80,11 @@ pub struct Evaluated {
 
 #[derive(Default)]
 pub(crate) struct ModuleValues {
-    pub(crate) vars: HashMap<String, Value>,
-    pub(crate) locals: HashMap<String, Value>,
+    pub(crate) vars: foldhash::HashMap<String, Value>,
+    pub(crate) locals: foldhash::HashMap<String, Value>,
     pub(crate) outputs: IndexMap<String, Value>,
-    pub(crate) resources: HashMap<String, Value>,
-    pub(crate) data: HashMap<String, Value>,
+    pub(crate) resources: foldhash::HashMap<String, Value>,
+    pub(crate) data: foldhash::HashMap<String, Value>,
 }
 
 /// What apply evaluates from the plan instead of the working tree.
@@ -313,7 +313,11 @@ impl<'a> Evaluation<'a> {
         let values = stack
             .modules
             .iter()
-            .map(|_| ModuleValues::default())
+            .map(|m| {
+                let mut values = ModuleValues::default();
+                values.resources.reserve(m.resources.len());
+                values
+            })
             .collect();
         Self {
             recorded: None,
@@ -461,14 +465,14 @@ impl<'a> Evaluation<'a> {
         crate::lang::refs::references(&expr.expr)
             .into_iter()
             .find_map(|reference| {
-                let names: Vec<&str> = reference.names.iter().map(String::as_str).collect();
-                let (value, used) = scope.lookup(&names, None).ok()?;
+                let names = reference.names();
+                let (value, used) = scope.lookup(names, None).ok()?;
                 let rest: Vec<gpustack_protocol::PathStep> = names[used.min(names.len())..]
                     .iter()
                     .map(|n| gpustack_protocol::PathStep::Key((*n).to_owned()))
                     .collect();
                 let part = value.at(&rest).unwrap_or(&value);
-                part.contains_sensitive().then(|| reference.names.join("."))
+                part.contains_sensitive().then(|| names.join("."))
             })
     }
 

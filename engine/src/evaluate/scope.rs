@@ -366,8 +366,11 @@ impl ModuleScope<'_, '_> {
         let m: &Module = &self.walk.stack.modules[self.module];
         let values = &self.walk.values[self.module];
         let key = format!("{ty}.{name}");
-        if m.resources.contains_key(&key) {
-            found(values.resources.get(&key), 2)
+        // Evaluated resources are the usual case: one lookup, in the values.
+        if let Some(value) = values.resources.get(&key) {
+            found(Some(value), 2)
+        } else if m.resources.contains_key(&key) {
+            found(None, 2)
         } else if self.walk.registry.owner_of(ty).is_some()
             || m.resources.values().any(|r| r.type_name == ty)
         {

@@ -10,13 +10,15 @@ pub mod dot;
 
 use crate::config::{Expr, Module, ResourceMode, Stack, provider_key};
 use crate::diag::{Diags, suggest};
-use crate::lang::refs::{Ref, references};
+use crate::lang::refs::references;
 use crate::source::{SourceMap, Span};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use gpustack_protocol::Registry;
 use hcl_edit::expr::Expression;
 use hcl_edit::structure::{Body, Structure};
 use petgraph::graph::{DiGraph, NodeIndex};
-use std::collections::{HashMap, HashSet};
+use std::cell::RefCell;
+use std::fmt::Write as _;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum NodeKind {
@@ -106,21 +108,37 @@ pub struct Builder<'a> {
     pub diags: &'a mut Diags,
     pub graph: Graph,
     edges: HashSet<(NodeIndex, NodeIndex)>,
+    /// Where a resource's `type.name` key is written for a lookup, so that resolving a
+    /// reference allocates nothing.
+    key: RefCell<String>,
 }
 
 pub fn build(stack: &Stack, sources: &SourceMap, registry: &Registry, diags: &mut Diags) -> Graph {
+    let declarations: usize = stack
+        .modules
+        .iter()
+        .map(|m| {
+            m.variables.len()
+                + m.locals.len()
+                + m.outputs.len()
+                + m.providers.len()
+                + m.resources.len()
+                + m.data.len()
+        })
+        .sum();
     let mut builder = Builder {
         stack,
         sources,
         registry,
         diags,
         graph: Graph {
-            graph: DiGraph::new(),
+            graph: DiGraph::with_capacity(declarations, 2 * declarations),
             index: HashMap::new(),
-            provider_of: HashMap::new(),
+            provider_of: HashMap::with_capacity(declarations),
             in_cycle: Vec::new(),
         },
-        edges: HashSet::new(),
+        edges: HashSet::with_capacity(2 * declarations),
+        key: RefCell::new(String::new()),
     };
     for (name, pass) in PASSES {
         tracing::trace!(pass = name, "graph pass");
@@ -170,18 +188,22 @@ impl Builder<'_> {
 
     /// The nodes a reference made in `module` points at; empty when it names nothing declared
     /// (the evaluator reports that, with the reason).
-    fn resolve(&self, module: usize, names: &[String]) -> Vec<NodeIndex> {
+    fn resolve(&self, module: usize, names: &[&str]) -> Vec<NodeIndex> {
         let m = &self.stack.modules[module];
-        let get = |kind: NodeKind, key: &str| {
-            self.graph
-                .node(module, kind, key)
-                .into_iter()
-                .collect::<Vec<_>>()
+        let get = |kind: NodeKind, key: &str| match self.graph.node(module, kind, key) {
+            Some(node) => vec![node],
+            None => Vec::new(),
         };
-        match names {
-            [root, name, ..] if root == "var" => get(NodeKind::Variable, name),
-            [root, name, ..] if root == "local" => get(NodeKind::Local, name),
-            [root, call, rest @ ..] if root == "module" => {
+        let resource = |mode: ResourceMode, ty: &str, name: &str| {
+            let mut key = self.key.borrow_mut();
+            key.clear();
+            let _ = write!(key, "{ty}.{name}");
+            get(NodeKind::Resource(mode), &key)
+        };
+        match *names {
+            ["var", name, ..] => get(NodeKind::Variable, name),
+            ["local", name, ..] => get(NodeKind::Local, name),
+            ["module", call, ref rest @ ..] => {
                 // A repeated call: every output of every instance (the key comes after).
                 if let Some(instances) = m.instances.get(call) {
                     return instances
@@ -210,22 +232,12 @@ impl Builder<'_> {
                         .collect(),
                 }
             }
-            [root, ty, name, ..] if root == "data" => get(
-                NodeKind::Resource(ResourceMode::Data),
-                &format!("{ty}.{name}"),
-            ),
-            [root, ..]
-                if matches!(
-                    root.as_str(),
-                    "count" | "each" | "path" | "self" | "var" | "local" | "data" | "module"
-                ) =>
-            {
-                Vec::new()
-            }
-            [ty, name, ..] => get(
-                NodeKind::Resource(ResourceMode::Managed),
-                &format!("{ty}.{name}"),
-            ),
+            ["data", ty, name, ..] => resource(ResourceMode::Data, ty, name),
+            [
+                "count" | "each" | "path" | "self" | "var" | "local" | "data" | "module",
+                ..,
+            ] => Vec::new(),
+            [ty, name, ..] => resource(ResourceMode::Managed, ty, name),
             _ => Vec::new(),
         }
     }
@@ -241,9 +253,9 @@ impl Builder<'_> {
         expr: &Expression,
         file: crate::source::FileId,
     ) {
-        for Ref { names, range } in references(expr) {
-            let span = range.map(|r| Span::new(file, r));
-            for from in self.resolve(module, &names) {
+        for reference in references(expr) {
+            let span = reference.range.clone().map(|r| Span::new(file, r));
+            for from in self.resolve(module, reference.names()) {
                 self.edge(from, to, span);
             }
         }
@@ -391,12 +403,13 @@ fn add_reference_edges(b: &mut Builder<'_>) {
             for validation in &v.validations {
                 for expr in [&validation.condition, &validation.error_message] {
                     // A rule's references to its own variable are to the value being checked.
-                    for Ref { names, range } in references(&expr.expr) {
-                        if names.get(1) == Some(&v.name) && names[0] == "var" {
+                    for reference in references(&expr.expr) {
+                        let names = reference.names();
+                        if names.get(1) == Some(&v.name.as_str()) && names[0] == "var" {
                             continue;
                         }
-                        let span = range.map(|r| Span::new(expr.file, r));
-                        for from in b.resolve(i, &names) {
+                        let span = reference.range.clone().map(|r| Span::new(expr.file, r));
+                        for from in b.resolve(i, names) {
                             b.edge(from, node, span);
                         }
                     }
@@ -558,7 +571,10 @@ fn depends_on_targets(
             .into_iter()
             .flat_map(|child| b.subtree_nodes(child))
             .collect(),
-        parts => b.resolve(module, parts),
+        parts => b.resolve(
+            module,
+            &parts.iter().map(String::as_str).collect::<Vec<_>>(),
+        ),
     };
     if targets.is_empty() {
         b.diags.error(

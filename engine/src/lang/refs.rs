@@ -5,16 +5,27 @@ use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
 use hcl_edit::template::{Directive, Element, Template};
 use std::ops::Range;
 
+/// The most names a reference keeps: its root and three attributes (`data.type.name.attr`).
+const MAX_NAMES: usize = 4;
+
 /// A reference by its leading static names: `var.x` → `["var", "x"]`,
-/// `module.m.out[0]` → `["module", "m", "out"]`.
+/// `module.m.out[0]` → `["module", "m", "out"]`. The names borrow from the expression, so
+/// that finding the references of a stack allocates nothing per reference.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ref {
-    pub names: Vec<String>,
+pub struct Ref<'a> {
+    parts: [&'a str; MAX_NAMES],
+    len: usize,
     pub range: Option<Range<usize>>,
 }
 
+impl<'a> Ref<'a> {
+    pub fn names(&self) -> &[&'a str] {
+        &self.parts[..self.len]
+    }
+}
+
 /// Every reference in `expression`, skipping names bound by `for` expressions and directives.
-pub fn references(expression: &Expression) -> Vec<Ref> {
+pub fn references(expression: &Expression) -> Vec<Ref<'_>> {
     let mut walker = Walker {
         bound: Vec::new(),
         out: Vec::new(),
@@ -23,22 +34,19 @@ pub fn references(expression: &Expression) -> Vec<Ref> {
     walker.out
 }
 
-struct Walker {
-    bound: Vec<String>,
-    out: Vec<Ref>,
+struct Walker<'a> {
+    bound: Vec<&'a str>,
+    out: Vec<Ref<'a>>,
 }
 
-impl Walker {
-    fn root(&mut self, name: &str, attrs: Vec<String>, range: Option<Range<usize>>) {
-        if self.bound.iter().any(|b| b == name) {
-            return;
+impl<'a> Walker<'a> {
+    fn root(&mut self, reference: Ref<'a>) {
+        if !self.bound.contains(&reference.parts[0]) {
+            self.out.push(reference);
         }
-        let mut names = vec![name.to_owned()];
-        names.extend(attrs);
-        self.out.push(Ref { names, range });
     }
 
-    fn expr(&mut self, expression: &Expression) {
+    fn expr(&mut self, expression: &'a Expression) {
         match expression {
             Expression::Null(_)
             | Expression::Bool(_)
@@ -59,22 +67,28 @@ impl Walker {
             Expression::StringTemplate(t) => t.iter().for_each(|e| self.element(e)),
             Expression::HeredocTemplate(h) => self.template(&h.template),
             Expression::Parenthesis(p) => self.expr(p.inner()),
-            Expression::Variable(v) => self.root(v.as_str(), Vec::new(), expression.span()),
+            Expression::Variable(v) => self.root(Ref {
+                parts: [v.as_str(), "", "", ""],
+                len: 1,
+                range: expression.span(),
+            }),
             Expression::Traversal(t) => {
                 if let Expression::Variable(v) = &t.expr {
                     let mut end = v.span().map(|r| r.end);
-                    let mut attrs = Vec::new();
+                    let mut parts = [v.as_str(), "", "", ""];
+                    let mut len = 1;
                     for op in &t.operators {
                         match op.value() {
-                            TraversalOperator::GetAttr(ident) if attrs.len() < 3 => {
-                                attrs.push(ident.as_str().to_owned());
+                            TraversalOperator::GetAttr(ident) if len < MAX_NAMES => {
+                                parts[len] = ident.as_str();
+                                len += 1;
                                 end = op.span().map(|r| r.end).or(end);
                             }
                             _ => break,
                         }
                     }
                     let range = v.span().zip(end).map(|(s, e)| s.start..e);
-                    self.root(v.as_str(), attrs, range);
+                    self.root(Ref { parts, len, range });
                 } else {
                     self.expr(&t.expr);
                 }
@@ -99,9 +113,9 @@ impl Walker {
                 self.expr(&f.intro.collection_expr);
                 let before = self.bound.len();
                 if let Some(k) = &f.intro.key_var {
-                    self.bound.push(k.as_str().to_owned());
+                    self.bound.push(k.as_str());
                 }
-                self.bound.push(f.intro.value_var.as_str().to_owned());
+                self.bound.push(f.intro.value_var.as_str());
                 if let Some(k) = &f.key_expr {
                     self.expr(k);
                 }
@@ -114,11 +128,11 @@ impl Walker {
         }
     }
 
-    fn template(&mut self, template: &Template) {
+    fn template(&mut self, template: &'a Template) {
         template.iter().for_each(|e| self.element(e));
     }
 
-    fn element(&mut self, element: &Element) {
+    fn element(&mut self, element: &'a Element) {
         match element {
             Element::Literal(_) => {}
             Element::Interpolation(i) => self.expr(&i.expr),
@@ -134,9 +148,9 @@ impl Walker {
                     self.expr(&d.for_expr.collection_expr);
                     let before = self.bound.len();
                     if let Some(k) = &d.for_expr.key_var {
-                        self.bound.push(k.as_str().to_owned());
+                        self.bound.push(k.as_str());
                     }
-                    self.bound.push(d.for_expr.value_var.as_str().to_owned());
+                    self.bound.push(d.for_expr.value_var.as_str());
                     self.template(&d.for_expr.template);
                     self.bound.truncate(before);
                 }
@@ -152,7 +166,7 @@ mod tests {
     fn names(src: &str) -> Vec<String> {
         references(&hcl_edit::parser::parse_expr(src).unwrap())
             .into_iter()
-            .map(|r| r.names.join("."))
+            .map(|r| r.names().join("."))
             .collect()
     }
 
