@@ -717,12 +717,16 @@ mod tests {
         for (layer, before) in [("a", None), ("b", Some("a")), ("c", Some("b"))] {
             for i in 0..3 {
                 let value = before.map_or("1".to_owned(), |b| format!("t.{b}{i}.id"));
-                text.push_str(&format!("resource \"t\" \"{layer}{i}\" {{\n  v = {value}\n}}\n"));
+                text.push_str(&format!(
+                    "resource \"t\" \"{layer}{i}\" {{\n  v = {value}\n}}\n"
+                ));
             }
         }
         assert_eq!(
             order_of(&text),
-            ["t.a0", "t.a1", "t.a2", "t.b0", "t.b1", "t.b2", "t.c0", "t.c1", "t.c2"]
+            [
+                "t.a0", "t.a1", "t.a2", "t.b0", "t.b1", "t.b2", "t.c0", "t.c1", "t.c2"
+            ]
         );
     }
 
