@@ -136,7 +136,7 @@ pub struct Builder<'a> {
     pub graph: Graph,
     edges: HashSet<(NodeIndex, NodeIndex)>,
     /// Where a resource's `type.name` key is written for a lookup, so that resolving a
-    /// reference allocates nothing.
+    /// reference formats no key of its own.
     key: RefCell<String>,
 }
 
