@@ -4,8 +4,25 @@ use gpustack_protocol::{Pos, SourceRange};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+/// A source file, as the ranges of one syntax tree refer to it. A large file is parsed a run
+/// of blocks at a time, and each tree's ranges count from the start of its run: `base` is
+/// where that run starts in the file. Invariant: a `Span` holds the file's own offsets and a
+/// `FileId` of base 0; `Span::new` is where a tree's range becomes one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FileId(u32);
+pub struct FileId {
+    index: u32,
+    base: u32,
+}
+
+impl FileId {
+    /// The file, for a tree parsed from its text from byte `offset` on; `None` past 4 GiB.
+    pub(crate) fn parsed_from(self, offset: usize) -> Option<Self> {
+        Some(Self {
+            index: self.index,
+            base: self.base.checked_add(u32::try_from(offset).ok()?)?,
+        })
+    }
+}
 
 /// A byte range in one source file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -16,11 +33,16 @@ pub struct Span {
 }
 
 impl Span {
+    /// The span of `range`, counted from where `file`'s syntax tree was parsed from.
     pub fn new(file: FileId, range: Range<usize>) -> Self {
+        let base = file.base as usize;
         Self {
-            file,
-            start: range.start,
-            end: range.end,
+            file: FileId {
+                index: file.index,
+                base: 0,
+            },
+            start: base + range.start,
+            end: base + range.end,
         }
     }
 }
@@ -95,7 +117,10 @@ impl SourceMap {
 
     pub fn add(&mut self, path: &Path, text: String) -> FileId {
         let display_name = display_path(&self.base, path);
-        let id = FileId(u32::try_from(self.files.len()).unwrap_or(u32::MAX));
+        let id = FileId {
+            index: u32::try_from(self.files.len()).unwrap_or(u32::MAX),
+            base: 0,
+        };
         self.files
             .push(SourceFile::new(path.to_path_buf(), display_name, text));
         id
@@ -107,14 +132,17 @@ impl SourceMap {
     }
 
     pub fn file(&self, id: FileId) -> &SourceFile {
-        &self.files[id.0 as usize]
+        &self.files[id.index as usize]
     }
 
     pub fn files(&self) -> impl Iterator<Item = (FileId, &SourceFile)> {
-        self.files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (FileId(i as u32), f))
+        self.files.iter().enumerate().map(|(i, f)| {
+            let id = FileId {
+                index: i as u32,
+                base: 0,
+            };
+            (id, f)
+        })
     }
 
     pub fn range(&self, span: Span) -> SourceRange {

@@ -92,6 +92,19 @@ fn parse_file_from(
     path: &Path,
     diags: &mut Diags,
 ) -> Option<(FileId, Body)> {
+    let id = read_source(files, sources, path, diags)?;
+    let body = parse_source(sources, id, diags)?;
+    Some((id, body))
+}
+
+/// Reads one file into `sources`; a file that cannot be read, or is not UTF-8, is a
+/// diagnostic.
+fn read_source(
+    files: &Files,
+    sources: &mut SourceMap,
+    path: &Path,
+    diags: &mut Diags,
+) -> Option<FileId> {
     let text = match files.read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => text,
@@ -116,10 +129,14 @@ fn parse_file_from(
             return None;
         }
     };
-    let id = sources.add(path, text);
+    Some(sources.add(path, text))
+}
+
+/// Parses a whole file; a syntax error becomes a diagnostic at its location.
+fn parse_source(sources: &SourceMap, id: FileId, diags: &mut Diags) -> Option<Body> {
     let file = sources.file(id);
     match hcl_edit::parser::parse_body(&file.text) {
-        Ok(body) => Some((id, body)),
+        Ok(body) => Some(body),
         Err(err) => {
             let loc = err.location();
             let offset = file.offset(loc.line(), loc.column());
@@ -152,11 +169,21 @@ fn parse_file_from(
     }
 }
 
-/// The offset of the innermost `{` still open at the end of an HCL text, skipping strings
-/// (whose `${ }` and `%{ }` nest), comments and heredocs.
+/// The offset of the innermost `{` still open at the end of an HCL text.
 fn unclosed_brace(text: &str) -> Option<usize> {
+    scan_braces(text, |_| {})
+        .iter()
+        .rev()
+        .find(|(_, interpolation)| !interpolation)
+        .map(|(at, _)| *at)
+}
+
+/// Follows the braces of an HCL text, skipping strings (whose `${ }` and `%{ }` nest),
+/// comments and heredocs: calls `top_level_close` with the offset of each `}` that closes a
+/// top-level block, and returns the braces still open at the end (offset, whether it opened
+/// a template interpolation inside a string).
+fn scan_braces(text: &str, mut top_level_close: impl FnMut(usize)) -> Vec<(usize, bool)> {
     let bytes = text.as_bytes();
-    // Open braces: (offset, opened a template interpolation inside a string).
     let mut braces: Vec<(usize, bool)> = Vec::new();
     let mut in_string = false;
     let mut i = 0;
@@ -207,20 +234,43 @@ fn unclosed_brace(text: &str) -> Option<usize> {
                 }
             }
             (b'{', _) => braces.push((i, false)),
-            (b'}', _) => {
-                if let Some((_, true)) = braces.pop() {
-                    in_string = true;
-                }
-            }
+            (b'}', _) => match braces.pop() {
+                Some((_, true)) => in_string = true,
+                Some((_, false)) if braces.is_empty() => top_level_close(i),
+                _ => {}
+            },
             _ => {}
         }
         i += 1;
     }
     braces
-        .iter()
-        .rev()
-        .find(|(_, interpolation)| !interpolation)
-        .map(|(at, _)| *at)
+}
+
+/// A large file is parsed in runs of whole top-level blocks of at least this many bytes, and
+/// each run decoded before the next is parsed: the syntax tree, about 40 times the size of
+/// its text, is then built, compacted and dropped while it is in the processor's cache,
+/// instead of growing to tens of megabytes for the whole file first.
+const PARSE_RUN_BYTES: usize = 32 * 1024;
+
+/// Where a file's runs of at least `min_len` bytes end: each just after the line of a `}` that
+/// closes a top-level block, when nothing but blanks follows it on that line; the last at the
+/// end of the text.
+fn block_runs(text: &str, min_len: usize) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut start = 0;
+    scan_braces(text, |close| {
+        let line_end = text[close..]
+            .find('\n')
+            .map_or(text.len(), |n| close + n + 1);
+        if line_end - start >= min_len && text[close + 1..line_end].trim().is_empty() {
+            ends.push(line_end);
+            start = line_end;
+        }
+    });
+    if start < text.len() || ends.is_empty() {
+        ends.push(text.len());
+    }
+    ends
 }
 
 fn capitalize(message: &str) -> String {
@@ -481,12 +531,97 @@ fn load_module(
         checks: Vec::new(),
     };
     for file in files {
-        if let Some((id, body)) = parse_file_from(from, sources, file, diags) {
-            let mut decoder = Decoder { file: id, diags };
-            decoder.top_level(&mut module, body);
+        if let Some(id) = read_source(from, sources, file, diags) {
+            load_file(&mut module, sources, id, diags);
         }
     }
     module
+}
+
+/// Decodes one file into `module`, a run of blocks at a time (`block_runs`). If a run does
+/// not parse, what the file's runs added is taken back and the whole file is parsed, so that
+/// its syntax error is reported as for any file, and nothing else from it.
+fn load_file(module: &mut Module, sources: &SourceMap, id: FileId, diags: &mut Diags) {
+    let text = &sources.file(id).text;
+    let runs = block_runs(text, PARSE_RUN_BYTES);
+    if runs.len() > 1 {
+        let mark = ModuleMark::of(module);
+        let reported = diags.0.len();
+        let mut start = 0;
+        let mut parsed = true;
+        for end in runs {
+            let (Some(file), Ok(body)) = (
+                id.parsed_from(start),
+                hcl_edit::parser::parse_body(&text[start..end]),
+            ) else {
+                parsed = false;
+                break;
+            };
+            Decoder { file, diags }.top_level(module, body);
+            start = end;
+        }
+        if parsed {
+            return;
+        }
+        mark.restore(module);
+        diags.0.truncate(reported);
+    }
+    if let Some(body) = parse_source(sources, id, diags) {
+        Decoder { file: id, diags }.top_level(module, body);
+    }
+}
+
+/// How much of a module's declarations there was at one point: decoding only appends, so
+/// truncating back to it takes back what was decoded since.
+struct ModuleMark {
+    variables: usize,
+    locals: usize,
+    outputs: usize,
+    providers: usize,
+    resources: usize,
+    data: usize,
+    calls: usize,
+    settings: bool,
+    imports: usize,
+    moves: usize,
+    removals: usize,
+    checks: usize,
+}
+
+impl ModuleMark {
+    fn of(module: &Module) -> Self {
+        Self {
+            variables: module.variables.len(),
+            locals: module.locals.len(),
+            outputs: module.outputs.len(),
+            providers: module.providers.len(),
+            resources: module.resources.len(),
+            data: module.data.len(),
+            calls: module.calls.len(),
+            settings: module.settings.is_some(),
+            imports: module.imports.len(),
+            moves: module.moves.len(),
+            removals: module.removals.len(),
+            checks: module.checks.len(),
+        }
+    }
+
+    fn restore(self, module: &mut Module) {
+        module.variables.truncate(self.variables);
+        module.locals.truncate(self.locals);
+        module.outputs.truncate(self.outputs);
+        module.providers.truncate(self.providers);
+        module.resources.truncate(self.resources);
+        module.data.truncate(self.data);
+        module.calls.truncate(self.calls);
+        if !self.settings {
+            module.settings = None;
+        }
+        module.imports.truncate(self.imports);
+        module.moves.truncate(self.moves);
+        module.removals.truncate(self.removals);
+        module.checks.truncate(self.checks);
+    }
 }
 
 const TOP_LEVEL_BLOCKS: &[&str] = &[
@@ -1607,9 +1742,7 @@ mod tests {
 
     /// What README's performance section says of the loaded resources: their traversals hold
     /// no spare capacity, and a resource record stays small.
-    #[test]
-    fn loaded_resources_keep_no_spare_capacity() {
-        let text = "resource \"local_file\" \"a\" {\n  content = local_file.b.id\n  nested {\n    x = var.y.z\n  }\n}\n";
+    fn load_text(text: &str) -> (Stack, Diags, SourceMap) {
         let files = Files::Snapshot {
             root: PathBuf::from("stack"),
             files: std::sync::Arc::new([("main.hcl".to_owned(), text.to_owned())].into()),
@@ -1617,6 +1750,13 @@ mod tests {
         let mut sources = SourceMap::new(Path::new("stack"));
         let mut diags = Diags::default();
         let stack = load_stack_from(&files, Path::new("stack"), &mut sources, &mut diags);
+        (stack, diags, sources)
+    }
+
+    #[test]
+    fn loaded_resources_keep_no_spare_capacity() {
+        let text = "resource \"local_file\" \"a\" {\n  content = local_file.b.id\n  nested {\n    x = var.y.z\n  }\n}\n";
+        let (stack, diags, _) = load_text(text);
         assert!(!diags.has_errors());
         struct Capacities(Vec<(usize, usize)>);
         impl Visit for Capacities {
@@ -1630,5 +1770,65 @@ mod tests {
         capacities.visit_body(&stack.root().resources["local_file.a"].body.body);
         assert_eq!(capacities.0, vec![(2, 2), (2, 2)]);
         assert!(std::mem::size_of::<Resource>() <= 384);
+    }
+
+    /// Braces in strings, interpolations, heredocs and comments do not end a run; a block
+    /// followed by a comment on its closing line does not either.
+    #[test]
+    fn block_runs_end_only_after_top_level_blocks() {
+        let blocks = [
+            "locals {\n  a = \"}\"\n  b = \"${ {x = \"}\"} }\"\n}\n",
+            "# } and { in a comment\nresource \"t\" \"b\" {\n  text = <<EOT\n}\n{\nEOT\n  /* } */\n}\n",
+            "variable \"v\" { default = \"$${x}\" } \n",
+            "output \"o\" {\n  value = 1\n} # trailing\noutput \"p\" {\n  value = 2\n}\n",
+        ];
+        let text = blocks.concat();
+        let ends: Vec<usize> = blocks
+            .iter()
+            .scan(0, |at, block| {
+                *at += block.len();
+                Some(*at)
+            })
+            .collect();
+        assert_eq!(block_runs(&text, 0), ends);
+        assert_eq!(block_runs(&text, text.len()), vec![text.len()]);
+        let mut start = 0;
+        for end in block_runs(&text, 0) {
+            assert!(hcl_edit::parser::parse_body(&text[start..end]).is_ok());
+            start = end;
+        }
+    }
+
+    /// A file parsed a run of blocks at a time reports at the file's own offsets, and a
+    /// syntax error in a late run leaves only that error: nothing else from the file.
+    #[test]
+    fn a_file_parsed_in_runs_reports_where_the_whole_file_would() {
+        let mut text = String::new();
+        for i in 0..2000 {
+            text.push_str(&format!(
+                "resource \"local_file\" \"f{i}\" {{\n  filename = \"{i}.txt\"\n}}\n\n"
+            ));
+        }
+        assert!(block_runs(&text, PARSE_RUN_BYTES).len() > 2);
+        let duplicated = text.replace("\"f1600\" {", "\"f1500\" {");
+        let (stack, diags, sources) = load_text(&duplicated);
+        assert_eq!(stack.root().resources.len(), 1999);
+        let header = "resource \"local_file\" \"f1500\"";
+        let at = duplicated.rfind(header).unwrap();
+        let [diag] = diags.0.as_slice() else {
+            panic!("one diagnostic expected: {:?}", diags.0)
+        };
+        let span = diag.span.unwrap();
+        assert_eq!((span.start, span.end), (at, at + header.len()));
+        assert_eq!(sources.snippet(span), header);
+
+        let broken = duplicated.replace("\"f1800\" {\n", "\"f1800\" {\n  x = = 1\n");
+        let (stack, diags, _) = load_text(&broken);
+        assert!(stack.root().resources.is_empty());
+        let [diag] = diags.0.as_slice() else {
+            panic!("one diagnostic expected: {:?}", diags.0)
+        };
+        assert_eq!(diag.summary, "Syntax error");
+        assert_eq!(diag.span.unwrap().start, broken.find("= 1").unwrap());
     }
 }
