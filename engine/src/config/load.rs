@@ -256,6 +256,10 @@ const PARSE_RUN_BYTES: usize = 32 * 1024;
 /// closes a top-level block, when nothing but blanks follows it on that line; the last at the
 /// end of the text.
 fn block_runs(text: &str, min_len: usize) -> Vec<usize> {
+    // A file of one run needs no scan.
+    if text.len() <= min_len {
+        return vec![text.len()];
+    }
     let mut ends = Vec::new();
     let mut start = 0;
     scan_braces(text, |close| {
@@ -590,19 +594,40 @@ struct ModuleMark {
 
 impl ModuleMark {
     fn of(module: &Module) -> Self {
+        // Every field named, so that a declaration kind added to `Module` must be added here.
+        let Module {
+            path: _,
+            dir: _,
+            parent: _,
+            children: _,
+            instances: _,
+            instance: _,
+            variables,
+            locals,
+            outputs,
+            providers,
+            resources,
+            data,
+            calls,
+            settings,
+            imports,
+            moves,
+            removals,
+            checks,
+        } = module;
         Self {
-            variables: module.variables.len(),
-            locals: module.locals.len(),
-            outputs: module.outputs.len(),
-            providers: module.providers.len(),
-            resources: module.resources.len(),
-            data: module.data.len(),
-            calls: module.calls.len(),
-            settings: module.settings.is_some(),
-            imports: module.imports.len(),
-            moves: module.moves.len(),
-            removals: module.removals.len(),
-            checks: module.checks.len(),
+            variables: variables.len(),
+            locals: locals.len(),
+            outputs: outputs.len(),
+            providers: providers.len(),
+            resources: resources.len(),
+            data: data.len(),
+            calls: calls.len(),
+            settings: settings.is_some(),
+            imports: imports.len(),
+            moves: moves.len(),
+            removals: removals.len(),
+            checks: checks.len(),
         }
     }
 

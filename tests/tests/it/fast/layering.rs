@@ -189,3 +189,43 @@ fn the_engine_opens_no_socket() {
         }
     }
 }
+
+/// The binary allocates through mimalloc (it reports itself at start-up when asked), built
+/// without transparent huge pages, as README's benchmark section says.
+#[test]
+fn the_binary_allocates_with_mimalloc_without_huge_pages() {
+    let output = Command::new(gpustack_tests::gpustack_bin())
+        .arg("version")
+        .env("MIMALLOC_VERBOSE", "1")
+        .output()
+        .expect("run gpustack version");
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("mimalloc: process init"),
+        "gpustack does not allocate with mimalloc: {stderr}"
+    );
+    let tree = Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "--locked",
+            "--offline",
+            "-e",
+            "normal,features",
+            "--prefix",
+            "none",
+            "-p",
+            "gpustack",
+            "-i",
+            "mimalloc",
+        ])
+        .current_dir(gpustack_tests::repo_root())
+        .output()
+        .expect("run cargo tree");
+    assert!(tree.status.success());
+    let tree = String::from_utf8_lossy(&tree.stdout);
+    assert!(
+        tree.lines().any(|l| l == "mimalloc feature \"no_thp\""),
+        "mimalloc is built with transparent huge pages: {tree}"
+    );
+}
