@@ -32,7 +32,7 @@ fn undeclared(range: Option<Range<usize>>, summary: &str, detail: String) -> Eva
 fn declared<'v, T>(
     name: &str,
     range: Option<Range<usize>>,
-    names: &indexmap::IndexMap<String, T>,
+    names: &crate::config::Names<T>,
     value: Option<&'v Value>,
     what: &str,
 ) -> Result<(Cow<'v, Value>, usize), EvalError> {
