@@ -5,10 +5,10 @@
 //! - `gpustack validate` of the reference example as a process (the user-visible number; target
 //!   < 50 ms), against `gpustack version` run the same way: the process start-up floor, so the
 //!   ratio shows what validation itself costs;
-//! - in-process load → graph → evaluate of synthetic stacks of 1,000, 10,000 and 100,000
-//!   resources (`BENCH_STATIC_SIZES`) with references between them, and how each size's time
-//!   grows from the one before (target: at most 11× for 10× the resources), with the peak
-//!   resident memory of this process;
+//! - load → graph → evaluate of synthetic stacks of 1,000, 10,000 and 100,000 resources
+//!   (`BENCH_STATIC_SIZES`) with references between them, timed in a fresh process for each
+//!   sample, and how each size's time grows from the one before (target: at most 11× for 10×
+//!   the resources), with each size's peak resident memory;
 //! - the engine target of the design brief, as `gpustack plan` processes at the provider's
 //!   default concurrency: a 10,000-resource stack whose provider answers every call after
 //!   20 ms, planned from nothing and then, with a state of all 10,000, with nothing to change
@@ -80,25 +80,82 @@ fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-/// One in-process load → graph → evaluate of the stack in `dir`: its time (the result's drop
-/// excluded) and how many resource instances it evaluated.
-fn time_load(dir: &Path) -> (Duration, usize) {
-    let start = Instant::now();
-    let loaded = gpustack_engine::load(
+/// The static phases of the stack in `dir`, as `validate` runs them.
+fn load(dir: &Path) -> gpustack_engine::Loaded {
+    gpustack_engine::load(
         gpustack::registry(),
         dir,
         &VariableArgs::default(),
         EvalOptions {
             allow_missing_inputs: true,
         },
-    );
+    )
+}
+
+/// One load → graph → evaluate of the stack in `dir`, timed in this process: its time (the
+/// result's drop excluded) and how many resource instances it evaluated.
+fn time_load(dir: &Path) -> (Duration, usize) {
+    let start = Instant::now();
+    let loaded = load(dir);
     let elapsed = start.elapsed();
     assert!(
         !loaded.has_errors(),
         "synthetic stack has errors: {:?}",
         loaded.diagnostics.first()
     );
-    (elapsed, loaded.evaluated.resources.len())
+    let instances = loaded.evaluated.resources.len();
+    // As a command ends: the process exits without dropping the result.
+    std::mem::forget(loaded);
+    (elapsed, instances)
+}
+
+/// When this process was started as `--static-sample WARM DIR`: loads the one-resource stack
+/// in WARM untimed, so that what every load does once (schemas, first use of the code) is not
+/// in any size's time, then times one [`time_load`] of DIR, prints its nanoseconds, the
+/// instances it evaluated and this process's peak MiB, and exits.
+fn serve_static_sample() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) != Some("--static-sample") || args.len() != 3 {
+        return;
+    }
+    drop(load(Path::new(&args[1])));
+    let (time, instances) = time_load(Path::new(&args[2]));
+    println!(
+        "{} {instances} {}",
+        time.as_nanos(),
+        peak_rss_mib().unwrap_or(f64::NAN)
+    );
+    std::process::exit(0);
+}
+
+/// One static sample in a process of its own, started as a command is: an empty heap and no
+/// pages of an earlier sample. In one process, the allocator kept the pages a smaller stack's
+/// earlier sample had freed and handed them out again without a page fault, while a stack of
+/// 100,000 resources, beyond what it keeps, faulted in all of its 500 MiB every time; the
+/// ratio between sizes measured that difference as well as the engine's.
+fn static_sample(warm: &Path, dir: &Path) -> (Duration, usize, f64) {
+    let out = Command::new(std::env::current_exe().expect("this benchmark's path"))
+        .arg("--static-sample")
+        .arg(warm)
+        .arg(dir)
+        .output()
+        .expect("start a static sample");
+    assert!(
+        out.status.success(),
+        "static sample of {} failed: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("a sample's output is UTF-8");
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    let [nanos, instances, peak] = fields[..] else {
+        panic!("a static sample printed {text:?}");
+    };
+    (
+        Duration::from_nanos(nanos.parse().expect("nanoseconds")),
+        instances.parse().expect("instances"),
+        peak.parse().expect("peak MiB"),
+    )
 }
 
 /// `layers × width` test objects; each object of a layer reads the id of one object of the
@@ -220,6 +277,7 @@ fn engine(runs: usize) {
 
 fn main() {
     serve_measure();
+    serve_static_sample();
     let runs: usize = std::env::var("BENCH_RUNS")
         .ok()
         .and_then(|r| r.parse().ok())
@@ -255,47 +313,54 @@ fn main() {
             dir
         })
         .collect();
-    // Rounds of one sample of every size, smallest first: each sample starts after another
-    // size's run, as a command starts with caches that hold none of its data, and the sizes'
-    // samples share the machine's drift, which in a block of one size's samples after
-    // another's would enter the ratio. The largest size, seconds a sample, takes part in the
-    // first three rounds only.
+    let warm = tmp.path().join("warm");
+    synthetic_stack(&warm, 1);
+    // Rounds of one sample of every size, smallest first, each sample in a process of its
+    // own: each starts after another size's run, as a command starts with caches that hold
+    // none of its data, and the sizes' samples share the machine's drift, which in a block of
+    // one size's samples after another's would enter the ratio. A size above 10,000
+    // resources, seconds a sample, takes part in the first five rounds only.
+    const LARGE_ROUNDS: usize = 5;
     let rounds = runs.max(10);
-    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); sizes.len()];
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); sizes.len()];
+    let mut peaks: Vec<Vec<f64>> = vec![Vec::new(); sizes.len()];
     let mut resources = vec![0; sizes.len()];
     for round in 0..rounds {
         for (i, dir) in dirs.iter().enumerate() {
-            if sizes[i] > 10_000 && round >= 3 {
+            if sizes[i] > 10_000 && round >= LARGE_ROUNDS {
                 continue;
             }
-            let (time, instances) = time_load(dir);
-            samples[i].push(time);
+            let (time, instances, peak) = static_sample(&warm, dir);
+            times[i].push(time);
+            peaks[i].push(peak);
             resources[i] = instances;
         }
     }
     println!(
-        "\nin-process load → graph → evaluate, medians of {rounds} rounds of one sample of each size (above 10,000 resources: 3 rounds):"
+        "\nload → graph → evaluate, each sample in a fresh process, medians of {rounds} rounds of one sample of each size (above 10,000 resources: {LARGE_ROUNDS} rounds):"
     );
     let mut before: Option<(usize, Duration)> = None;
-    for ((&n, samples), resources) in sizes.iter().zip(samples).zip(resources) {
-        let time = median(samples);
+    for (i, &n) in sizes.iter().enumerate() {
+        let time = median(std::mem::take(&mut times[i]));
+        let peak = gpustack_tests::measure::median(std::mem::take(&mut peaks[i]));
+        let line = format!(
+            "  {:>7} resources  {:9.2} ms  {peak:6.1} MiB peak",
+            resources[i],
+            ms(time)
+        );
         match before {
             Some((m, previous)) => {
                 let growth = ms(time) / ms(previous);
                 let allowed = 1.1 * n as f64 / m as f64;
                 println!(
-                    "  {resources:>7} resources  {:9.2} ms  ({growth:.2}× for {:.0}× the resources; target ≤ {allowed:.0}×: {})",
-                    ms(time),
+                    "{line}  ({growth:.2}× for {:.0}× the resources; target ≤ {allowed:.0}×: {})",
                     n as f64 / m as f64,
                     verdict(growth <= allowed)
                 );
             }
-            None => println!("  {resources:>7} resources  {:9.2} ms", ms(time)),
+            None => println!("{line}"),
         }
         before = Some((n, time));
-    }
-    if let Some(peak) = peak_rss_mib() {
-        println!("  peak resident memory of this process: {peak:.1} MiB");
     }
 
     engine(runs.clamp(1, 5));
