@@ -1,6 +1,7 @@
 //! Tests without the test world.
 
 mod api_limits;
+mod bench;
 mod crash;
 mod diagnostics;
 mod engine;
