@@ -1503,8 +1503,8 @@ impl<'a> Evaluation<'a> {
             return;
         };
         let response = provider.validate_resource_config(ValidateResourceConfigRequest {
-            type_name: r.type_name.clone(),
-            config: config.clone(),
+            type_name: &r.type_name,
+            config,
         });
         for d in response.diagnostics {
             let span = d

@@ -53,10 +53,10 @@ impl<F: Family> ProviderFactory for Factory<F> {
 
     fn validate_resource_config(
         &self,
-        request: ValidateResourceConfigRequest,
+        request: ValidateResourceConfigRequest<'_>,
     ) -> ValidateResourceConfigResponse {
-        let mut check = Checker::new(&request.config);
-        self.0.check(&request.type_name, &mut check);
+        let mut check = Checker::new(request.config);
+        self.0.check(request.type_name, &mut check);
         ValidateResourceConfigResponse {
             diagnostics: check.diagnostics,
         }
