@@ -22,7 +22,7 @@ use hcl_edit::expr::Expression;
 use hcl_edit::structure::Structure;
 use indexmap::IndexMap;
 use scope::{ModuleScope, input_key};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ops::Range;
 
 /// A file an expression read at plan time.
@@ -1020,7 +1020,7 @@ impl<'a> Evaluation<'a> {
         // from empty reallocated it three times for a resource of ten attributes.
         let mut object: IndexMap<String, Value> =
             IndexMap::with_capacity(schema.attributes.len() + schema.blocks.len());
-        let mut seen: HashMap<&str, ()> = HashMap::new();
+        let mut seen: foldhash::HashSet<&str> = foldhash::HashSet::default();
         let mut blocks: IndexMap<String, Vec<Value>> = IndexMap::new();
         // Block types a `dynamic` block makes unknown (its for_each is not known yet).
         let mut unknown_blocks: HashSet<String> = HashSet::new();
@@ -1052,7 +1052,7 @@ impl<'a> Evaluation<'a> {
                         );
                         continue;
                     };
-                    if seen.insert(key, ()).is_some() {
+                    if !seen.insert(key) {
                         self.diags.error(
                             key_span,
                             "Duplicate argument",

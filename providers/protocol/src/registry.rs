@@ -4,24 +4,23 @@
 //! chooses the providers, so that the engine compiles without any of them.
 
 use crate::{GetSchemaRequest, ProviderFactory, ProviderSchema, Schema};
-use indexmap::IndexMap;
 use std::sync::Arc;
 
 /// The providers a run knows, by local name, and the owner of every resource and data source
 /// type. The binary builds it from the providers it was compiled with; the engine only asks it.
 #[derive(Clone)]
 pub struct Registry {
-    providers: IndexMap<String, (Arc<dyn ProviderFactory>, ProviderSchema)>,
+    providers: crate::schema::Names<(Arc<dyn ProviderFactory>, ProviderSchema)>,
     /// Resource and data source type name → provider name; built once so lookups stay O(1).
-    owners: IndexMap<String, String>,
+    owners: crate::schema::Names<String>,
 }
 
 impl Registry {
     /// A registry of these providers (each answers its own schema).
     pub fn new(providers: Vec<Arc<dyn ProviderFactory>>) -> Self {
         let mut registry = Registry {
-            providers: IndexMap::new(),
-            owners: IndexMap::new(),
+            providers: Default::default(),
+            owners: Default::default(),
         };
         for provider in providers {
             let schema = provider.get_schema(GetSchemaRequest::default()).schema;

@@ -92,12 +92,18 @@ pub struct NestedBlock {
     pub block: Schema,
 }
 
+/// A schema's attributes or blocks by name, in the order declared. Hashed with foldhash: the
+/// names are the provider's own, and the evaluation looks one up for every argument of every
+/// resource (with SipHash, these lookups and the registry's were 2.4% of the instructions of
+/// a 100,000-resource `validate`).
+pub type Names<T> = IndexMap<String, T, foldhash::fast::RandomState>;
+
 /// The shape of a resource, data source or provider configuration.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Schema {
     pub description: String,
-    pub attributes: IndexMap<String, Attribute>,
-    pub blocks: IndexMap<String, NestedBlock>,
+    pub attributes: Names<Attribute>,
+    pub blocks: Names<NestedBlock>,
 }
 
 impl Schema {
