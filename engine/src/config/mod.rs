@@ -42,10 +42,9 @@ pub struct BodyRef {
     pub span: Span,
 }
 
-/// A module's declarations of one kind by name, in the order written. Hashed with foldhash:
-/// a stack's names are its own, not an attacker's, and SipHash over the resource map was a
-/// fiftieth of a 100,000-resource `validate`.
-pub type Names<T> = IndexMap<String, T, foldhash::fast::RandomState>;
+/// A module's declarations of one kind by name, in the order written (SipHash over the
+/// resource map was a fiftieth of a 100,000-resource `validate`).
+pub use gpustack_protocol::Names;
 
 /// One module instance of the stack; the root is index 0.
 #[derive(Debug)]

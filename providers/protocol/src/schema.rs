@@ -92,9 +92,9 @@ pub struct NestedBlock {
     pub block: Schema,
 }
 
-/// A schema's attributes or blocks by name, in the order declared. Hashed with foldhash: the
-/// names are the provider's own, and the evaluation looks one up for every argument of every
-/// resource (with SipHash, these lookups and the registry's were 2.4% of the instructions of
+/// Values by a name that a stack or a provider chose, in the order declared: a schema's
+/// attributes and blocks, a module's declarations. Hashed with foldhash: the names are not an
+/// attacker's, and the evaluation looks one up for every argument of every resource (with SipHash, these lookups and the registry's were 2.4% of the instructions of
 /// a 100,000-resource `validate`).
 pub type Names<T> = IndexMap<String, T, foldhash::fast::RandomState>;
 
