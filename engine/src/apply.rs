@@ -108,6 +108,49 @@ struct Ledger<'s, 'p> {
     fresh: bool,
     /// When the state was last written, for [`Ledger::flush_soon`].
     last_save: Option<std::time::Instant>,
+    slots: Slots,
+}
+
+/// Where each object is in `State::resources`, so that recording each of thousands of changes
+/// costs constant time instead of a scan of the state.
+///
+/// **Invariant:** `by_address` names the one live entry of each address. An entry no address
+/// names (deleted or replaced) stays where it is until [`Ledger::compact`], before the next
+/// write, so that the others keep their order.
+#[derive(Default)]
+struct Slots {
+    by_address: HashMap<String, usize>,
+    /// The slots of each resource block's instances, in the state's order; a slot that is no
+    /// longer live is skipped when read.
+    by_config: HashMap<String, Vec<usize>>,
+    stale: bool,
+}
+
+impl Slots {
+    fn of(resources: &[ResourceState]) -> Self {
+        let mut slots = Self::default();
+        for (slot, r) in resources.iter().enumerate() {
+            slots.insert(&r.address, slot);
+        }
+        slots
+    }
+
+    /// The first entry of an address is the live one, as a scan of the state would find it.
+    fn insert(&mut self, address: &str, slot: usize) {
+        if let std::collections::hash_map::Entry::Vacant(e) =
+            self.by_address.entry(address.to_owned())
+        {
+            e.insert(slot);
+            self.by_config
+                .entry(crate::address::strip_instance_key(address))
+                .or_default()
+                .push(slot);
+        }
+    }
+
+    fn is_live(&self, slot: usize, r: &ResourceState) -> bool {
+        self.by_address.get(&r.address) == Some(&slot)
+    }
 }
 
 /// How long recorded changes may wait for the next state write while the apply goes on.
@@ -146,17 +189,9 @@ impl Ledger<'_, '_> {
                         sensitive_paths: crate::sensitive::tree_paths(&encoded.sensitive),
                         dependencies: dependencies.to_vec(),
                     };
-                    match self
-                        .state
-                        .resources
-                        .iter_mut()
-                        .find(|r| r.address == change.address)
-                    {
-                        Some(existing) => *existing = entry,
-                        None => self.state.resources.push(entry),
-                    }
+                    self.put(entry);
                 }
-                None => self.state.resources.retain(|r| r.address != change.address),
+                None => self.remove(&change.address),
             }
             if done.diagnostics.iter().all(|d| !d.is_error()) {
                 if change.importing.is_some() {
@@ -204,7 +239,67 @@ impl Ledger<'_, '_> {
         }
     }
 
+    fn get(&self, address: &str) -> Option<&ResourceState> {
+        self.slots
+            .by_address
+            .get(address)
+            .map(|&slot| &self.state.resources[slot])
+    }
+
+    fn get_mut(&mut self, address: &str) -> Option<&mut ResourceState> {
+        self.slots
+            .by_address
+            .get(address)
+            .map(|&slot| &mut self.state.resources[slot])
+    }
+
+    /// The recorded instances of a resource block, in the state's order.
+    fn instances<'l>(&'l self, config_address: &str) -> impl Iterator<Item = &'l ResourceState> {
+        self.slots
+            .by_config
+            .get(config_address)
+            .into_iter()
+            .flatten()
+            .filter_map(|&slot| {
+                let r = &self.state.resources[slot];
+                self.slots.is_live(slot, r).then_some(r)
+            })
+    }
+
+    fn put(&mut self, entry: ResourceState) {
+        match self.get_mut(&entry.address) {
+            Some(existing) => *existing = entry,
+            None => {
+                let slot = self.state.resources.len();
+                self.slots.insert(&entry.address, slot);
+                self.state.resources.push(entry);
+            }
+        }
+    }
+
+    fn remove(&mut self, address: &str) {
+        if self.slots.by_address.remove(address).is_some() {
+            self.slots.stale = true;
+        }
+    }
+
+    /// Drops the entries of deleted objects, which [`Ledger::remove`] left in place.
+    fn compact(&mut self) {
+        if !self.slots.stale {
+            return;
+        }
+        let slots = &self.slots;
+        let mut slot = 0;
+        self.state.resources.retain(|r| {
+            let live = slots.is_live(slot, r);
+            slot += 1;
+            live
+        });
+        self.slots = Slots::of(&self.state.resources);
+    }
+
     fn save(&mut self) {
+        self.compact();
         self.dirty = false;
         self.last_save = Some(std::time::Instant::now());
         self.state.serial += 1;
@@ -380,6 +475,7 @@ async fn apply_with(
     if !session.diags.has_errors() {
         let (mut walk_state, graph, inputs) = session.provider_walk();
         walk_state.recorded = Some(recorded());
+        let slots = Slots::of(&state.resources);
         let mut ledger = Ledger {
             state: &mut state,
             salt: salt.clone(),
@@ -390,6 +486,7 @@ async fn apply_with(
             dirty: moved,
             fresh,
             last_save: None,
+            slots,
         };
         // `removed` blocks: forgotten, the objects left as they are.
         for c in plan
@@ -397,7 +494,7 @@ async fn apply_with(
             .iter()
             .filter(|c| c.actions == [Action::Forget])
         {
-            ledger.state.resources.retain(|r| r.address != c.address);
+            ledger.remove(&c.address);
             ledger.counts.forgotten += 1;
             ledger.dirty = true;
         }
@@ -415,6 +512,16 @@ async fn apply_with(
                     .iter()
                     .map(|c| (c.address.clone(), c))
                     .collect(),
+                by_config: plan.resource_changes.iter().fold(
+                    HashMap::new(),
+                    |mut by_config: HashMap<&str, Vec<&str>>, c| {
+                        by_config
+                            .entry(c.config_address.as_str())
+                            .or_default()
+                            .push(c.address.as_str());
+                        by_config
+                    },
+                ),
                 providers: HashMap::new(),
                 failed: HashSet::new(),
                 ledger: &mut ledger,
@@ -459,22 +566,14 @@ async fn apply_with(
             for drift in &plan.resource_drift {
                 match drift.after_value() {
                     Some(live) => {
-                        if let Some(r) = ledger
-                            .state
-                            .resources
-                            .iter_mut()
-                            .find(|r| r.address == drift.address)
-                        {
+                        if let Some(r) = ledger.get_mut(&drift.address) {
                             r.attributes = (*drift.after).clone();
                             r.sensitive_paths =
                                 crate::sensitive::tree_paths(&drift.after_sensitive);
                             let _ = live;
                         }
                     }
-                    None => ledger
-                        .state
-                        .resources
-                        .retain(|r| r.address != drift.address),
+                    None => ledger.remove(&drift.address),
                 }
             }
         }
@@ -486,6 +585,7 @@ async fn apply_with(
             ledger.dirty = true;
         }
         ledger.flush();
+        ledger.compact();
         counts = ledger.counts;
         results = ledger.results;
         for d in ledger.diags {
@@ -532,6 +632,8 @@ struct Applier<'w, 'a, 'l, 's, 'p> {
     inputs: &'a Inputs,
     plan: &'a Plan,
     changes: HashMap<String, &'a ResourceChange>,
+    /// The addresses of each resource block's changes.
+    by_config: HashMap<&'a str, Vec<&'a str>>,
     providers: HashMap<NodeIndex, Handle>,
     failed: HashSet<NodeIndex>,
     ledger: &'l mut Ledger<'s, 'p>,
@@ -686,13 +788,8 @@ impl Applier<'_, '_, '_, '_, '_> {
     /// Changes of a node that will not run count as handled, so they are not retried as orphans.
     fn mark_handled(&mut self, node: NodeIndex) {
         let address = self.graph.graph[node].address(self.walk.stack);
-        for c in self
-            .plan
-            .resource_changes
-            .iter()
-            .filter(|c| c.config_address == address)
-        {
-            self.handled.insert(c.address.clone());
+        for &instance in self.by_config.get(address.as_str()).into_iter().flatten() {
+            self.handled.insert(instance.to_owned());
         }
     }
 
@@ -707,14 +804,10 @@ impl Applier<'_, '_, '_, '_, '_> {
             self.walk.stack.modules[module].prefix(),
             r.local_address()
         );
-        let has_changes = self
-            .plan
-            .resource_changes
-            .iter()
-            .any(|c| c.config_address == config_address);
+        let has_changes = self.by_config.contains_key(config_address.as_str());
         if self.plan.mode != PlanMode::Normal || (!has_changes && r.mode == ResourceMode::Managed) {
             let value = recorded(
-                self.ledger.state.resources.iter(),
+                self.ledger.instances(&config_address),
                 &config_address,
                 r,
                 crate::plan::state_value,
@@ -767,13 +860,7 @@ impl Applier<'_, '_, '_, '_, '_> {
             }
             let Some(change) = self.changes.get(&address).copied() else {
                 // Not part of this plan (e.g. --target): it stays as recorded.
-                let recorded = self
-                    .ledger
-                    .state
-                    .resources
-                    .iter()
-                    .find(|s| s.address == address)
-                    .map(crate::plan::state_value);
+                let recorded = self.ledger.get(&address).map(crate::plan::state_value);
                 work.push((key, Work::Keep(recorded)));
                 continue;
             };

@@ -33,7 +33,8 @@ pub struct State {
     pub digest_key: Option<String>,
     #[serde(default)]
     pub outputs: IndexMap<String, OutputState>,
-    #[serde(default)]
+    /// Written in address order, so that state files diff cleanly; kept in any order.
+    #[serde(default, serialize_with = "in_address_order")]
     pub resources: Vec<ResourceState>,
 }
 
@@ -68,6 +69,17 @@ pub struct ResourceState {
 }
 
 /// Paths as arrays of steps, or (as states written before nested paths) attribute names.
+/// Sorts references, not the entries: a state of thousands of objects is written every second
+/// of an apply.
+fn in_address_order<S: serde::Serializer>(
+    resources: &[ResourceState],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let mut sorted: Vec<&ResourceState> = resources.iter().collect();
+    sorted.sort_by(|a, b| a.address.cmp(&b.address));
+    serializer.collect_seq(sorted)
+}
+
 fn sensitive_paths<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Vec<gpustack_protocol::Path>, D::Error> {
@@ -175,11 +187,8 @@ impl State {
         Ok(serde_json::from_slice(bytes)?)
     }
 
-    /// Resources are written in address order, so that state files diff cleanly.
     pub fn encode(&self) -> Vec<u8> {
-        let mut sorted = self.clone();
-        sorted.resources.sort_by(|a, b| a.address.cmp(&b.address));
-        let mut bytes = serde_json::to_vec_pretty(&sorted).unwrap_or_default();
+        let mut bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
         bytes.push(b'\n');
         bytes
     }

@@ -295,6 +295,8 @@ struct Planner<'w, 'a> {
     drifted: Vec<(usize, ResourceChange)>,
     /// Each state resource's index, by address.
     state_index: HashMap<&'a str, usize>,
+    /// The indices of each resource block's instances in the state, in its order.
+    state_by_config: HashMap<String, Vec<usize>>,
     failed: HashSet<NodeIndex>,
     /// Config addresses the plan is limited to (`--target` and their dependencies); None: all.
     allowed: Option<HashSet<NodeIndex>>,
@@ -410,6 +412,16 @@ pub(crate) async fn plan<'a>(
                     .collect()
             })
             .unwrap_or_default(),
+        state_by_config: state.map_or_else(HashMap::new, |s| {
+            let mut by_config: HashMap<String, Vec<usize>> = HashMap::new();
+            for (i, r) in s.resources.iter().enumerate() {
+                by_config
+                    .entry(strip_instance_key(&r.address))
+                    .or_default()
+                    .push(i);
+            }
+            by_config
+        }),
         failed: HashSet::new(),
         allowed,
         changes: Vec::new(),
@@ -1400,13 +1412,23 @@ impl Planner<'_, '_> {
         let Some(state) = self.state else {
             return Value::Unknown;
         };
-        recorded(state.resources.iter(), config_address, r, |s| {
-            self.refreshed
-                .get(&s.address)
-                .cloned()
-                .flatten()
-                .unwrap_or_else(|| state_value(s))
-        })
+        let instances = self
+            .state_by_config
+            .get(config_address)
+            .into_iter()
+            .flatten();
+        recorded(
+            instances.map(|&i| &state.resources[i]),
+            config_address,
+            r,
+            |s| {
+                self.refreshed
+                    .get(&s.address)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or_else(|| state_value(s))
+            },
+        )
     }
 
     /// Notes an object whose live state differs from the state file: changed outside

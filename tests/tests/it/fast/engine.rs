@@ -376,6 +376,78 @@ output "ids" {
     assert!(!list.contains("ip-10-0-1-6"), "{list}");
 }
 
+/// One apply that creates, updates, replaces and deletes instances of one block, beside a block
+/// it leaves alone: the state records each object once, in address order, and agrees with the
+/// world, so the next plan is empty; a destroy empties both.
+#[test]
+fn an_apply_of_every_kind_of_change_records_each_object_once() {
+    let config = |names: &[&str], changed: &str| {
+        let mut text = provider(5, "");
+        text.push_str(&format!(
+            "resource \"test_object\" \"node\" {{\n  for_each = toset([{}])\n  name     = each.key\n  value    = each.key == \"c\" ? \"{changed}\" : \"v1\"\n}}\n\nresource \"test_object\" \"keep\" {{\n  count = 2\n  name  = \"keep${{count.index}}\"\n}}\n\noutput \"kept\" {{\n  value = [for k in test_object.keep : k.name]\n}}\n",
+            names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
+        ));
+        text
+    };
+    let recorded = |d: &Path| -> Vec<(String, Option<String>)> {
+        let state =
+            gpustack_state::State::decode(&std::fs::read(d.join(".gpustack/state.json")).unwrap())
+                .unwrap();
+        state
+            .resources
+            .iter()
+            .map(|r| {
+                (
+                    r.address.clone(),
+                    r.attributes["value"].as_str().map(str::to_owned),
+                )
+            })
+            .collect()
+    };
+    let dir = stack(&config(&["a", "b", "c", "d", "e"], "v1"));
+    let d = dir.path();
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    std::fs::write(d.join("main.hcl"), config(&["a", "c", "d", "e", "f"], "v2")).unwrap();
+    let (code, out, err) = run(
+        d,
+        &[
+            "apply",
+            "--auto-approve",
+            "--replace",
+            r#"test_object.node["d"]"#,
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("2 added, 1 changed, 2 destroyed"),
+        "b deleted, c updated, d replaced, f created:\n{out}"
+    );
+    let node = |k: &str, v: &str| (format!("test_object.node[\"{k}\"]"), Some(v.to_owned()));
+    let keep = |i: usize| (format!("test_object.keep[{i}]"), None);
+    assert_eq!(
+        recorded(d),
+        [
+            keep(0),
+            keep(1),
+            node("a", "v1"),
+            node("c", "v2"),
+            node("d", "v1"),
+            node("e", "v1"),
+            node("f", "v1"),
+        ]
+    );
+    let names: Vec<String> = world(d).as_object().unwrap().keys().cloned().collect();
+    assert_eq!(names.len(), 7, "{names:?}");
+    let (code, out, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "the next plan is empty:\n{out}{err}");
+    let (code, out, err) = run(d, &["destroy", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("7 destroyed"), "{out}");
+    assert_eq!(recorded(d), []);
+    assert_eq!(world(d).as_object().unwrap().len(), 0, "{}", world(d));
+}
+
 /// A deletion that fails keeps everything it depends on, and says what was kept and why.
 #[test]
 fn a_failed_delete_keeps_what_it_depends_on() {
