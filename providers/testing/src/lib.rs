@@ -49,11 +49,17 @@ impl World {
         }
     }
 
-    /// Reads the world file fresh, so that edits between calls (drift) are seen.
-    fn load(&self) -> IndexMap<String, Value> {
+    /// Reads the world file fresh, so that edits between calls (drift) are seen; the objects
+    /// are read in place, as a copy of all of them for each call would make thousands of
+    /// calls cost time quadratic in their number.
+    fn read<R>(&self, f: impl FnOnce(&IndexMap<String, Value>) -> R) -> R {
         let mut objects = self.objects.lock().unwrap_or_else(|e| e.into_inner());
         self.reload(&mut objects);
-        objects.clone()
+        f(&objects)
+    }
+
+    fn object(&self, name: &str) -> Option<Value> {
+        self.read(|objects| objects.get(name).cloned())
     }
 
     fn reload(&self, objects: &mut IndexMap<String, Value>) {
@@ -228,7 +234,7 @@ impl Provider for Configured {
         if request.prior_state.is_none()
             && !request.for_apply
             && let Some(name) = name_of(&request.config)
-            && let Some(object) = self.0.load().get(name)
+            && let Some(object) = self.0.object(name)
         {
             response.existing = Some(gpustack_protocol::Existing {
                 import_id: name.to_owned(),
@@ -259,7 +265,7 @@ impl Provider for Configured {
     ) -> gpustack_protocol::ReadDataSourceResponse {
         self.0.call().await;
         let name = name_of(&request.config).unwrap_or_default().to_owned();
-        match self.0.load().get(&name).and_then(Value::as_object) {
+        match self.0.object(&name).as_ref().and_then(Value::as_object) {
             Some(object) => {
                 let field = |k: &str| object.get(k).cloned().unwrap_or(Value::Null);
                 gpustack_protocol::ReadDataSourceResponse {
@@ -284,12 +290,13 @@ impl Provider for Configured {
     /// One call, one latency, however many objects: like a LIST.
     async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
         self.0.call().await;
-        let objects = self.0.load();
-        let mut states: Vec<_> = request
-            .states
-            .iter()
-            .map(|s| name_of(s).and_then(|n| objects.get(n).map(visible)))
-            .collect();
+        let mut states: Vec<_> = self.0.read(|objects| {
+            request
+                .states
+                .iter()
+                .map(|s| name_of(s).and_then(|n| objects.get(n).map(visible)))
+                .collect()
+        });
         if self.0.short_read {
             states.pop();
         }
@@ -339,9 +346,9 @@ impl Provider for Configured {
 
     async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
         self.0.call().await;
-        match self.0.load().get(&request.id) {
+        match self.0.object(&request.id) {
             Some(state) => ImportResourceResponse {
-                state: Some(visible(state)),
+                state: Some(visible(&state)),
                 diagnostics: vec![],
             },
             None => ImportResourceResponse {
@@ -410,8 +417,8 @@ impl Configured {
                     // The mark stays with the object; an update keeps the creator's.
                     let creator = self
                         .0
-                        .load()
-                        .get(&name)
+                        .object(&name)
+                        .as_ref()
                         .and_then(Value::as_object)
                         .and_then(|o| o.get(OWNER_FIELD).cloned())
                         .unwrap_or_else(|| Value::String(request.owner.clone()));
