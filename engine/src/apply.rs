@@ -407,13 +407,24 @@ async fn apply_with(
     // The plan's `moved` blocks, as the plan applied them; an object moved into a module is
     // served by the module's provider configuration from now on.
     let mut moved = false;
-    for m in &plan.moved {
-        if let Some(r) = state.resources.iter_mut().find(|r| r.address == m.from) {
-            r.address = m.to.clone();
-            if let Some(c) = plan.resource_changes.iter().find(|c| c.address == m.to) {
-                r.provider = c.provider.clone();
+    if !plan.moved.is_empty() {
+        let mut index = state.positions();
+        let mut providers: HashMap<&str, &str> = HashMap::new();
+        for c in &plan.resource_changes {
+            providers
+                .entry(c.address.as_str())
+                .or_insert(c.provider.as_str());
+        }
+        for m in &plan.moved {
+            if let Some(i) = index.remove(&m.from) {
+                let r = &mut state.resources[i];
+                r.address = m.to.clone();
+                if let Some(provider) = providers.get(m.to.as_str()) {
+                    (*provider).clone_into(&mut r.provider);
+                }
+                index.insert(m.to.clone(), i);
+                moved = true;
             }
-            moved = true;
         }
     }
     let salt = match (&state.digest_key, &plan.digest_key) {

@@ -193,6 +193,15 @@ impl State {
         bytes
     }
 
+    /// Each address's position in `resources`: the first, should one repeat, as a scan finds.
+    pub fn positions(&self) -> std::collections::HashMap<String, usize> {
+        let mut positions = std::collections::HashMap::with_capacity(self.resources.len());
+        for (i, r) in self.resources.iter().enumerate() {
+            positions.entry(r.address.clone()).or_insert(i);
+        }
+        positions
+    }
+
     pub fn resource(&self, address: &str) -> Option<&ResourceState> {
         self.resources.iter().find(|r| r.address == address)
     }

@@ -111,6 +111,8 @@ fn literal_key(expr: &Expression) -> Option<Key> {
 pub(crate) fn apply_moves(stack: &Stack, state: &State, diags: &mut Diags) -> (State, Vec<Move>) {
     let mut state = state.clone();
     let mut moves = Vec::new();
+    // Each address's entry, kept as addresses change: one moved block can rename thousands.
+    let mut index = state.positions();
     for module in &stack.modules {
         let prefix = module.prefix();
         for moved in &module.moves {
@@ -124,7 +126,7 @@ pub(crate) fn apply_moves(stack: &Stack, state: &State, diags: &mut Diags) -> (S
             };
             let renames = renames(&state, &from, &to);
             for (old, new) in &renames {
-                if state.resources.iter().any(|r| r.address == *new) {
+                if index.contains_key(new) {
                     diags.push(Diag::error(
                         Some(moved.span),
                         "Moved object to an address that is taken",
@@ -132,8 +134,9 @@ pub(crate) fn apply_moves(stack: &Stack, state: &State, diags: &mut Diags) -> (S
                     ));
                     continue;
                 }
-                if let Some(r) = state.resources.iter_mut().find(|r| r.address == *old) {
-                    r.address = new.clone();
+                if let Some(i) = index.remove(old) {
+                    state.resources[i].address = new.clone();
+                    index.insert(new.clone(), i);
                     moves.push(Move {
                         from: old.clone(),
                         to: new.clone(),
