@@ -117,7 +117,6 @@ struct Ledger<'s, 'p> {
 /// **Invariant:** `by_address` names the one live entry of each address. An entry no address
 /// names (deleted or replaced) stays where it is until [`Ledger::compact`], before the next
 /// write, so that the others keep their order.
-#[derive(Default)]
 struct Slots {
     by_address: HashMap<String, usize>,
     /// The slots of each resource block's instances, in the state's order; a slot that is no
@@ -127,25 +126,22 @@ struct Slots {
 }
 
 impl Slots {
-    fn of(resources: &[ResourceState]) -> Self {
-        let mut slots = Self::default();
-        for (slot, r) in resources.iter().enumerate() {
-            slots.insert(&r.address, slot);
+    /// The first entry of an address is the live one, as a scan of the state would find it.
+    fn of(state: &State) -> Self {
+        Self {
+            by_address: state.positions(),
+            by_config: crate::instances::positions_by_config(&state.resources),
+            stale: false,
         }
-        slots
     }
 
-    /// The first entry of an address is the live one, as a scan of the state would find it.
+    /// A new address's entry, at `slot`.
     fn insert(&mut self, address: &str, slot: usize) {
-        if let std::collections::hash_map::Entry::Vacant(e) =
-            self.by_address.entry(address.to_owned())
-        {
-            e.insert(slot);
-            self.by_config
-                .entry(crate::address::strip_instance_key(address))
-                .or_default()
-                .push(slot);
-        }
+        self.by_address.insert(address.to_owned(), slot);
+        self.by_config
+            .entry(crate::address::strip_instance_key(address))
+            .or_default()
+            .push(slot);
     }
 
     fn is_live(&self, slot: usize, r: &ResourceState) -> bool {
@@ -295,7 +291,7 @@ impl Ledger<'_, '_> {
             slot += 1;
             live
         });
-        self.slots = Slots::of(&self.state.resources);
+        self.slots = Slots::of(self.state);
     }
 
     fn save(&mut self) {
@@ -486,7 +482,7 @@ async fn apply_with(
     if !session.diags.has_errors() {
         let (mut walk_state, graph, inputs) = session.provider_walk();
         walk_state.recorded = Some(recorded());
-        let slots = Slots::of(&state.resources);
+        let slots = Slots::of(&state);
         let mut ledger = Ledger {
             state: &mut state,
             salt: salt.clone(),

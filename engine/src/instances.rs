@@ -134,6 +134,21 @@ pub(crate) fn assemble<'k>(
 
 /// What recorded objects say of a resource, shaped like its configuration; unknown when none
 /// exists yet.
+/// The positions of each resource block's instances among a state's objects, in their order.
+pub(crate) fn positions_by_config(
+    objects: &[gpustack_state::ResourceState],
+) -> std::collections::HashMap<String, Vec<usize>> {
+    let mut by_config: std::collections::HashMap<String, Vec<usize>> =
+        std::collections::HashMap::new();
+    for (i, r) in objects.iter().enumerate() {
+        by_config
+            .entry(strip_instance_key(&r.address))
+            .or_default()
+            .push(i);
+    }
+    by_config
+}
+
 pub(crate) fn recorded<'s>(
     objects: impl Iterator<Item = &'s ResourceState>,
     config_address: &str,

@@ -68,7 +68,6 @@ pub struct ResourceState {
     pub dependencies: Vec<String>,
 }
 
-/// Paths as arrays of steps, or (as states written before nested paths) attribute names.
 /// Sorts references, not the entries: a state of thousands of objects is written every second
 /// of an apply.
 fn in_address_order<S: serde::Serializer>(
@@ -80,6 +79,7 @@ fn in_address_order<S: serde::Serializer>(
     serializer.collect_seq(sorted)
 }
 
+/// Paths as arrays of steps, or (as states written before nested paths) attribute names.
 fn sensitive_paths<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Vec<gpustack_protocol::Path>, D::Error> {

@@ -413,14 +413,7 @@ pub(crate) async fn plan<'a>(
             })
             .unwrap_or_default(),
         state_by_config: state.map_or_else(HashMap::new, |s| {
-            let mut by_config: HashMap<String, Vec<usize>> = HashMap::new();
-            for (i, r) in s.resources.iter().enumerate() {
-                by_config
-                    .entry(strip_instance_key(&r.address))
-                    .or_default()
-                    .push(i);
-            }
-            by_config
+            crate::instances::positions_by_config(&s.resources)
         }),
         failed: HashSet::new(),
         allowed,
