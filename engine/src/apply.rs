@@ -1152,19 +1152,41 @@ fn inconsistent(change: ResourceChange, prior: Option<Value>, why: String) -> Do
 /// (values the plan did not know may now be anything).
 fn inconsistency(change: &ResourceChange, planned: &Value, salt: &Salt) -> Option<String> {
     let final_value = encode(planned, salt);
-    let mut at = Vec::new();
-    differs(
+    first_difference(
         &change.after,
         &change.after_unknown,
         &final_value.json,
         &final_value.unknown,
-        &mut at,
         salt,
     )
-    .then(|| gpustack_protocol::path_text(&at))
 }
 
-/// Marks do not decide: a digest on one side equals the value it digests on the other.
+/// The path of the first difference [`differs`] finds, as users write it.
+fn first_difference(
+    saved: &serde_json::Value,
+    saved_unknown: &serde_json::Value,
+    now: &serde_json::Value,
+    now_unknown: &serde_json::Value,
+    salt: &Salt,
+) -> Option<String> {
+    let mut innermost_first = Vec::new();
+    differs(
+        saved,
+        saved_unknown,
+        now,
+        now_unknown,
+        &mut innermost_first,
+        salt,
+    )
+    .then(|| {
+        innermost_first.reverse();
+        gpustack_protocol::path_text(&innermost_first)
+    })
+}
+
+/// Whether `now` differs from `saved`; where it first does (keys in sorted order) is pushed
+/// onto `at` innermost step first, so that equal subtrees cost no path allocations. Marks do
+/// not decide: a digest on one side equals the value it digests on the other.
 fn differs(
     saved: &serde_json::Value,
     saved_unknown: &serde_json::Value,
@@ -1180,53 +1202,53 @@ fn differs(
     if *saved_unknown == J::Bool(true) || *now_unknown == J::Bool(true) {
         return false;
     }
-    let digest_of = |j: &J| Value::String(salt.digest(&Value::from_json(j)));
-    match (
-        crate::sensitive::is_digest(&Value::from_json(saved)),
-        crate::sensitive::is_digest(&Value::from_json(now)),
-    ) {
-        (true, false) => return Value::from_json(saved) != digest_of(now),
-        (false, true) => return digest_of(saved) != Value::from_json(now),
+    let digest_of = |j: &J| salt.digest(&Value::from_json(j));
+    let is_digest = |j: &J| j.as_str().is_some_and(crate::sensitive::is_digest_text);
+    match (saved, now) {
+        (J::String(digest), _) if is_digest(saved) && !is_digest(now) => {
+            return *digest != digest_of(now);
+        }
+        (_, J::String(digest)) if is_digest(now) && !is_digest(saved) => {
+            return digest_of(saved) != *digest;
+        }
         _ => {}
     }
     let no = J::Bool(false);
     match (saved, now) {
         (J::Object(a), J::Object(b)) => {
             let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
-            keys.sort();
+            keys.sort_unstable();
             keys.dedup();
-            for k in keys {
-                at.push(PathStep::Key(k.clone()));
-                if differs(
+            keys.into_iter().any(|k| {
+                let found = differs(
                     a.get(k).unwrap_or(&J::Null),
                     saved_unknown.get(k).unwrap_or(&no),
                     b.get(k).unwrap_or(&J::Null),
                     now_unknown.get(k).unwrap_or(&no),
                     at,
                     salt,
-                ) {
-                    return true;
+                );
+                if found {
+                    at.push(PathStep::Key(k.clone()));
                 }
-                at.pop();
-            }
-            false
+                found
+            })
         }
         (J::Array(a), J::Array(b)) if a.len() == b.len() => {
-            for (i, (x, y)) in a.iter().zip(b).enumerate() {
-                at.push(PathStep::Index(i));
-                if differs(
+            a.iter().zip(b).enumerate().any(|(i, (x, y))| {
+                let found = differs(
                     x,
                     saved_unknown.get(i).unwrap_or(&no),
                     y,
                     now_unknown.get(i).unwrap_or(&no),
                     at,
                     salt,
-                ) {
-                    return true;
+                );
+                if found {
+                    at.push(PathStep::Index(i));
                 }
-                at.pop();
-            }
-            false
+                found
+            })
         }
         (a, b) => a != b,
     }
@@ -1366,5 +1388,44 @@ impl Steps for Deleter<'_, '_, '_> {
             .unwrap_or_default();
         self.ledger.record(&done, &dependencies);
         self.ledger.flush_soon();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_first_difference_is_named_by_its_path_and_a_digest_equals_its_value() {
+        let salt = Salt::new();
+        let no = json!(false);
+        let saved = json!({"z": {"y": 1}, "b": {"x": [1, 2]}, "a": 1});
+        let now = json!({"a": 1, "b": {"x": [1, 3]}, "z": {"y": 2}});
+        assert_eq!(
+            first_difference(&saved, &no, &now, &no, &salt).as_deref(),
+            Some("b.x[1]")
+        );
+        let unknown = json!({"b": true, "z": {"y": true}});
+        assert_eq!(first_difference(&saved, &unknown, &now, &no, &salt), None);
+        let extra = json!({"a": 1, "b": {"x": [1, 2]}, "z": {"y": 1}, "new key": 0});
+        assert_eq!(
+            first_difference(&saved, &no, &extra, &no, &salt).as_deref(),
+            Some("[\"new key\"]")
+        );
+        let secret = json!({"data": {"password": "s3cret"}});
+        let digest = json!({"data": {"password": salt.digest(&Value::string("s3cret"))}});
+        assert_eq!(first_difference(&digest, &no, &secret, &no, &salt), None);
+        assert_eq!(first_difference(&secret, &no, &digest, &no, &salt), None);
+        let other = json!({"data": {"password": "other"}});
+        assert_eq!(
+            first_difference(&digest, &no, &other, &no, &salt).as_deref(),
+            Some("data.password")
+        );
+        let resalted = json!({"data": {"password": Salt::new().digest(&Value::string("s3cret"))}});
+        assert_eq!(
+            first_difference(&digest, &no, &resalted, &no, &salt).as_deref(),
+            Some("data.password")
+        );
     }
 }

@@ -72,9 +72,12 @@ fn unreachable_mac() -> Hmac<Sha256> {
 
 /// True for the text a digest is stored as.
 pub fn is_digest(value: &Value) -> bool {
-    value
-        .as_str()
-        .is_some_and(|s| s.len() == DIGEST_PREFIX.len() + 64 && s.starts_with(DIGEST_PREFIX))
+    value.as_str().is_some_and(is_digest_text)
+}
+
+/// Whether `text` is a digest [`Salt::digest`] made.
+pub fn is_digest_text(text: &str) -> bool {
+    text.len() == DIGEST_PREFIX.len() + 64 && text.starts_with(DIGEST_PREFIX)
 }
 
 /// JSON with object keys sorted, so that equal values digest equally.

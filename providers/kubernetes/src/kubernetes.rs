@@ -583,12 +583,12 @@ impl Connected {
         let desired = desired(ty, &planned);
         let live = match (&desired, &id) {
             (Some(desired), Some(id)) => {
-                let expected = live_view(ty, desired, desired);
+                let expected = || live_view(ty, desired, desired);
                 let prior_live = prior
                     .filter(|_| requires_replace.is_empty())
                     .and_then(|p| attribute(p, live_name));
-                if prior_live == Some(&expected) {
-                    expected
+                if let Some(same) = prior_live.filter(|live| **live == expected()) {
+                    same.clone()
                 } else if request.for_apply || !request.preview {
                     // Apply reports the real object; a preview now would be one more request,
                     // for a plan that is final (for_apply) or that no one reads (preview).
@@ -601,11 +601,11 @@ impl Connected {
                         Err(diags) => {
                             let failed = diags.iter().any(Diagnostic::is_error);
                             diagnostics.extend(diags);
-                            if failed { Value::Unknown } else { expected }
+                            if failed { Value::Unknown } else { expected() }
                         }
                     }
                 } else {
-                    expected
+                    expected()
                 }
             }
             _ => Value::Unknown,
