@@ -852,29 +852,6 @@ fn known_part(value: &serde_json::Value, unknown: &serde_json::Value) -> serde_j
     }
 }
 
-/// Terraform's module tree of resource values (`planned_values`, `prior_state`): the root
-/// module's resources, and each module's under `child_modules`.
-fn module_tree(resources: Vec<(Option<String>, serde_json::Value)>) -> serde_json::Value {
-    let mut root = Vec::new();
-    let mut children: indexmap::IndexMap<String, Vec<serde_json::Value>> =
-        indexmap::IndexMap::new();
-    for (module, resource) in resources {
-        match module {
-            None => root.push(resource),
-            Some(m) => children.entry(m).or_default().push(resource),
-        }
-    }
-    let mut tree = serde_json::json!({ "resources": root });
-    if !children.is_empty() {
-        tree["child_modules"] = children
-            .into_iter()
-            .map(|(address, resources)| serde_json::json!({ "address": address, "resources": resources }))
-            .collect::<Vec<_>>()
-            .into();
-    }
-    tree
-}
-
 /// Terraform's `configuration`: the plan's own snapshot of the stack, per module (not per
 /// instance): its resources and module calls with their expressions, each a `constant_value`
 /// or the `references` it makes.
@@ -1066,7 +1043,7 @@ fn resource_values(
     change: &ResourceChange,
     values: serde_json::Value,
     sensitive: &serde_json::Value,
-) -> (Option<String>, serde_json::Value) {
+) -> serde_json::Value {
     let parts = address_parts(change);
     let mut resource = serde_json::json!({
         "address": change.address,
@@ -1081,7 +1058,37 @@ fn resource_values(
     if let Some(index) = parts.index {
         resource["index"] = index;
     }
-    (parts.module, resource)
+    resource
+}
+
+/// A resource as `planned_values` holds it: its value after the change, known parts only.
+fn planned_resource(change: &ResourceChange) -> serde_json::Value {
+    let values = known_part(
+        &mask(&change.after, &change.after_sensitive),
+        &change.after_unknown,
+    );
+    resource_values(change, values, &change.after_sensitive)
+}
+
+/// A resource as `prior_state` holds it.
+fn prior_resource(change: &ResourceChange) -> serde_json::Value {
+    let values = mask(&change.before, &change.before_sensitive);
+    resource_values(change, values, &change.before_sensitive)
+}
+
+/// Serializes the items its function's iterator makes one at a time: a large array is
+/// written as it is made, never held whole.
+struct Streamed<F>(F);
+
+impl<F, I> serde::Serialize for Streamed<F>
+where
+    F: Fn() -> I,
+    I: Iterator,
+    I::Item: serde::Serialize,
+{
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq((self.0)())
+    }
 }
 
 /// The plan in Terraform's documented JSON plan format (format_version 1.2: `planned_values`,
@@ -1089,98 +1096,215 @@ fn resource_values(
 /// with sensitive values masked, so that tools written for Terraform plans (OPA, conftest,
 /// checkov, cost estimators) read it; gpustack's own parts are under keys of their own
 /// (`gpustack_*`, `gpu_capacity`, `summary`).
-pub fn plan_json(plan: &Plan) -> serde_json::Value {
-    let (add, change, destroy) = plan.counts();
-    let planned: Vec<_> = plan
-        .resource_changes
-        .iter()
-        .filter(|c| !c.after.is_null() && c.actions != [Action::Forget])
-        .map(|c| {
-            let values = known_part(&mask(&c.after, &c.after_sensitive), &c.after_unknown);
-            resource_values(c, values, &c.after_sensitive)
-        })
-        .collect();
-    let prior: Vec<_> = plan
-        .resource_changes
-        .iter()
-        .filter(|c| !c.before.is_null())
-        .map(|c| {
-            let values = mask(&c.before, &c.before_sensitive);
-            resource_values(c, values, &c.before_sensitive)
-        })
-        .collect();
-    let output_values: serde_json::Map<_, _> = plan
-        .output_changes
-        .iter()
-        .filter(|(_, o)| !o.after_unknown && !o.actions.contains(&Action::Delete))
-        .map(|(name, o)| {
-            let value = if o.sensitive {
-                serde_json::Value::String(SENSITIVE.into())
-            } else {
-                o.after.clone()
-            };
-            (
-                name.clone(),
-                serde_json::json!({ "sensitive": o.sensitive, "value": value }),
-            )
-        })
-        .collect();
-    let mut planned_values = serde_json::json!({ "root_module": module_tree(planned) });
-    if !output_values.is_empty() {
-        planned_values["outputs"] = output_values.into();
+///
+/// It serializes as it is written: each resource's part is made, written and dropped in turn,
+/// so that the JSON of a plan of many thousands of resources is never held in memory whole.
+pub fn plan_json(plan: &Plan) -> PlanJson<'_> {
+    PlanJson(plan)
+}
+
+/// [`plan_json`]'s document.
+pub struct PlanJson<'p>(&'p Plan);
+
+impl serde::Serialize for PlanJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let plan = self.0;
+        let (add, change, destroy) = plan.counts();
+        let output_values: serde_json::Map<_, _> = plan
+            .output_changes
+            .iter()
+            .filter(|(_, o)| !o.after_unknown && !o.actions.contains(&Action::Delete))
+            .map(|(name, o)| {
+                let value = if o.sensitive {
+                    serde_json::Value::String(SENSITIVE.into())
+                } else {
+                    o.after.clone()
+                };
+                (
+                    name.clone(),
+                    serde_json::json!({ "sensitive": o.sensitive, "value": value }),
+                )
+            })
+            .collect();
+        let planned = ModuleTree::of(
+            plan.resource_changes
+                .iter()
+                .filter(|c| !c.after.is_null() && c.actions != [Action::Forget]),
+            planned_resource,
+        );
+        // The providers the changes use, by configuration key.
+        let mut providers = serde_json::Map::new();
+        for c in &plan.resource_changes {
+            let key = c.provider.trim_start_matches("provider.").to_owned();
+            providers.entry(key.clone()).or_insert_with(|| {
+                serde_json::json!({ "name": key.split('.').next().unwrap_or(&key), "full_name": key })
+            });
+        }
+        let output_changes: serde_json::Map<_, _> = plan
+            .output_changes
+            .iter()
+            .map(|(name, o)| {
+                let after = if o.sensitive {
+                    serde_json::Value::String(SENSITIVE.into())
+                } else {
+                    o.after.clone()
+                };
+                (
+                    name.clone(),
+                    serde_json::json!({
+                        "actions": o.actions,
+                        "after": after,
+                        "after_unknown": o.after_unknown,
+                        "before_sensitive": o.sensitive,
+                        "after_sensitive": o.sensitive,
+                    }),
+                )
+            })
+            .collect();
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("format_version", TERRAFORM_JSON_FORMAT)?;
+        map.serialize_entry("gpustack_format_version", &crate::plan::FORMAT_VERSION)?;
+        map.serialize_entry("gpustack_version", &plan.gpustack_version)?;
+        map.serialize_entry("mode", &plan.mode)?;
+        map.serialize_entry("lineage", &plan.lineage)?;
+        map.serialize_entry("serial", &plan.serial)?;
+        map.serialize_entry("config_hash", &plan.config_hash)?;
+        map.serialize_entry(
+            "planned_values",
+            &PlannedValues {
+                root_module: planned,
+                outputs: (!output_values.is_empty()).then_some(output_values),
+            },
+        )?;
+        map.serialize_entry(
+            "resource_changes",
+            &Streamed(|| plan.resource_changes.iter().map(change_json)),
+        )?;
+        map.serialize_entry(
+            "resource_drift",
+            &Streamed(|| plan.resource_drift.iter().map(change_json)),
+        )?;
+        map.serialize_entry("output_changes", &output_changes)?;
+        map.serialize_entry(
+            "configuration",
+            &serde_json::json!({
+                "provider_config": providers,
+                "root_module": configuration(plan),
+            }),
+        )?;
+        map.serialize_entry("gpu_capacity", &plan.gpu_capacity)?;
+        map.serialize_entry(
+            "summary",
+            &serde_json::json!({
+                "import": plan.resource_changes.iter().filter(|c| c.importing.is_some()).count(),
+                "add": add, "change": change, "destroy": destroy,
+                "forget": plan.resource_changes.iter().filter(|c| c.actions == [Action::Forget]).count(),
+                "drifted": plan.resource_drift.len(),
+            }),
+        )?;
+        map.serialize_entry("applyable", &plan.has_changes())?;
+        map.serialize_entry("complete", &true)?;
+        map.serialize_entry("errored", &false)?;
+        map.serialize_entry("has_changes", &plan.has_changes())?;
+        let prior = ModuleTree::of(
+            plan.resource_changes.iter().filter(|c| !c.before.is_null()),
+            prior_resource,
+        );
+        if !prior.is_empty() {
+            map.serialize_entry(
+                "prior_state",
+                &PriorState {
+                    format_version: "1.0",
+                    values: RootModule { root_module: prior },
+                },
+            )?;
+        }
+        map.end()
     }
-    // The providers the changes use, by configuration key.
-    let mut providers = serde_json::Map::new();
-    for c in &plan.resource_changes {
-        let key = c.provider.trim_start_matches("provider.").to_owned();
-        providers.entry(key.clone()).or_insert_with(|| {
-            serde_json::json!({ "name": key.split('.').next().unwrap_or(&key), "full_name": key })
-        });
+}
+
+#[derive(serde::Serialize)]
+struct PlannedValues<'p> {
+    root_module: ModuleTree<'p>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outputs: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+#[derive(serde::Serialize)]
+struct PriorState<'p> {
+    format_version: &'static str,
+    values: RootModule<'p>,
+}
+
+#[derive(serde::Serialize)]
+struct RootModule<'p> {
+    root_module: ModuleTree<'p>,
+}
+
+/// Terraform's module tree of resource values (`planned_values`, `prior_state`): the root
+/// module's resources, and each module's under `child_modules`, in the order the changes
+/// first name them. It holds references; each resource's JSON is made as it is written.
+struct ModuleTree<'p> {
+    root: Vec<&'p ResourceChange>,
+    children: indexmap::IndexMap<String, Vec<&'p ResourceChange>>,
+    values: fn(&ResourceChange) -> serde_json::Value,
+}
+
+impl<'p> ModuleTree<'p> {
+    fn of(
+        changes: impl Iterator<Item = &'p ResourceChange>,
+        values: fn(&ResourceChange) -> serde_json::Value,
+    ) -> Self {
+        let mut tree = Self {
+            root: Vec::new(),
+            children: indexmap::IndexMap::new(),
+            values,
+        };
+        for change in changes {
+            match address_parts(change).module {
+                None => tree.root.push(change),
+                Some(m) => tree.children.entry(m).or_default().push(change),
+            }
+        }
+        tree
     }
-    let mut json = serde_json::json!({
-        "format_version": TERRAFORM_JSON_FORMAT,
-        "gpustack_format_version": crate::plan::FORMAT_VERSION,
-        "gpustack_version": plan.gpustack_version,
-        "mode": plan.mode,
-        "lineage": plan.lineage,
-        "serial": plan.serial,
-        "config_hash": plan.config_hash,
-        "planned_values": planned_values,
-        "resource_changes": plan.resource_changes.iter().map(change_json).collect::<Vec<_>>(),
-        "resource_drift": plan.resource_drift.iter().map(change_json).collect::<Vec<_>>(),
-        "output_changes": plan.output_changes.iter().map(|(name, o)| {
-            let after = if o.sensitive { serde_json::Value::String(SENSITIVE.into()) } else { o.after.clone() };
-            (name.clone(), serde_json::json!({
-                "actions": o.actions,
-                "after": after,
-                "after_unknown": o.after_unknown,
-                "before_sensitive": o.sensitive,
-                "after_sensitive": o.sensitive,
-            }))
-        }).collect::<serde_json::Map<_, _>>(),
-        "configuration": {
-            "provider_config": providers,
-            "root_module": configuration(plan),
-        },
-        "gpu_capacity": plan.gpu_capacity,
-        "summary": {
-            "import": plan.resource_changes.iter().filter(|c| c.importing.is_some()).count(),
-            "add": add, "change": change, "destroy": destroy,
-            "forget": plan.resource_changes.iter().filter(|c| c.actions == [Action::Forget]).count(),
-            "drifted": plan.resource_drift.len(),
-        },
-        "applyable": plan.has_changes(),
-        "complete": true,
-        "errored": false,
-        "has_changes": plan.has_changes(),
-    });
-    if !prior.is_empty() {
-        json["prior_state"] = serde_json::json!({
-            "format_version": "1.0",
-            "values": { "root_module": module_tree(prior) },
-        });
+
+    fn is_empty(&self) -> bool {
+        self.root.is_empty() && self.children.is_empty()
     }
-    json
+}
+
+impl serde::Serialize for ModuleTree<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        fn resources<'a>(
+            changes: &'a [&'a ResourceChange],
+            values: fn(&ResourceChange) -> serde_json::Value,
+        ) -> impl serde::Serialize + 'a {
+            Streamed(move || changes.iter().map(move |c| values(c)))
+        }
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("resources", &resources(&self.root, self.values))?;
+        if !self.children.is_empty() {
+            map.serialize_entry(
+                "child_modules",
+                &Streamed(|| {
+                    self.children.iter().map(|(address, changes)| ChildModule {
+                        address,
+                        resources: resources(changes, self.values),
+                    })
+                }),
+            )?;
+        }
+        map.end()
+    }
+}
+
+#[derive(serde::Serialize)]
+struct ChildModule<'a, R> {
+    address: &'a str,
+    resources: R,
 }
 
 /// `1 to import, 0 to add, 1 to change, 0 to destroy.` (imports and forgets only when there are

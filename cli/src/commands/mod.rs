@@ -20,6 +20,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// Writes `document` to stdout as pretty JSON and a newline, as it serializes: a large plan's
+/// JSON is never held whole in memory.
+fn print_json(document: &impl serde::Serialize) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    serde_json::to_writer_pretty(&mut out, document)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
 #[derive(Parser)]
 #[command(name = "gpustack", version = gpustack_engine::version::VERSION, about = "GPU infrastructure on Kubernetes as code", disable_version_flag = true)]
 struct Cli {

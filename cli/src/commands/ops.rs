@@ -138,11 +138,9 @@ pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
             }
         }
         if args.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&gpustack_engine::output::plan_json(&plan))
-                    .unwrap_or_default()
-            );
+            if let Err(e) = super::print_json(&gpustack_engine::output::plan_json(&plan)) {
+                return error(format!("cannot write the plan's JSON: {e}"));
+            }
         } else if args.markdown {
             print!("{}", gpustack_engine::output::plan_markdown(&plan));
         } else {

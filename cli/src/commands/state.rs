@@ -335,11 +335,9 @@ pub fn show(
             Err(e) => return error(format!("{}: {e}", file.display())),
         };
         if json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&gpustack_engine::output::plan_json(&plan))
-                    .unwrap_or_default()
-            );
+            if let Err(e) = super::print_json(&gpustack_engine::output::plan_json(&plan)) {
+                return error(format!("cannot write the plan's JSON: {e}"));
+            }
         } else if markdown {
             print!("{}", gpustack_engine::output::plan_markdown(&plan));
         } else {

@@ -281,23 +281,27 @@ fn engine(runs: usize) {
 
 /// Apply from nothing and destroy of `sizes` test objects at no provider latency and without a
 /// world file, so that the time is the engine's own: evaluation, the state kept and written
-/// as changes finish, and the output.
+/// as changes finish, and the output. Between them, the plan of the applied state with nothing
+/// to change, as text and as JSON (`--json` writes its document as it serializes it).
 fn changes(runs: usize, sizes: &[usize]) {
     let tmp = tempfile::tempdir().expect("a temporary directory");
     println!(
-        "\napply from nothing and destroy, test objects answered at once, medians of {runs} runs:"
+        "\napply from nothing, no-change plan as text and as --json, and destroy, test objects answered at once, medians of {runs} runs:"
     );
     let mut before: Option<(usize, f64, f64)> = None;
     for &n in sizes {
         let dir = tmp.path().join(format!("changes{n}"));
         engine_stack(&dir, n.div_ceil(100), 100.min(n));
         let (mut applies, mut destroys) = (Vec::new(), Vec::new());
+        let (mut texts, mut jsons) = (Vec::new(), Vec::new());
         for _ in 0..runs {
             applies.push(measure(
                 &gpustack_in(&dir, &["apply", "--auto-approve"]),
                 0,
                 None,
             ));
+            texts.push(measure(&gpustack_in(&dir, &["plan"]), 0, None));
+            jsons.push(measure(&gpustack_in(&dir, &["plan", "--json"]), 0, None));
             destroys.push(measure(
                 &gpustack_in(&dir, &["destroy", "--auto-approve"]),
                 0,
@@ -317,6 +321,11 @@ fn changes(runs: usize, sizes: &[usize]) {
         println!(
             "  {n:>7} objects  apply {:7.0} ms ({:5.1} MiB)  destroy {:7.0} ms ({:5.1} MiB){growth}",
             apply.wall_ms, apply.peak_mib, destroy.wall_ms, destroy.peak_mib
+        );
+        let (text, json) = (medians(&texts), medians(&jsons));
+        println!(
+            "  {n:>7} objects  plan {:7.0} ms ({:5.1} MiB)  plan --json {:7.0} ms ({:5.1} MiB)",
+            text.wall_ms, text.peak_mib, json.wall_ms, json.peak_mib
         );
         before = Some((n, apply.wall_ms, destroy.wall_ms));
     }
