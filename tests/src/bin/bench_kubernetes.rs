@@ -21,7 +21,11 @@
 //! request at debug level). On a cluster of the test world, also the CPU time its processes
 //! spent while the command ran (from their pid files and `/proc/PID/stat`): the API server and
 //! etcd, and all of them with the controllers; from that, the shortest time in which any
-//! client could have done the same work on this machine's CPUs. The two tools work on
+//! client could have done the same work on this machine's CPUs. For a create or an apply,
+//! also what they spent in the 10 s after it, while the controllers rolled out its
+//! Deployments: with what they spent during the run, less idle, the whole cost of the
+//! operation to the cluster, which a faster client moves out of its own window but does not
+//! remove. The two tools work on
 //! separate namespaces with the same objects, so that neither sees the other's.
 
 use gpustack_tests::cluster::TestCluster;
@@ -154,6 +158,22 @@ struct ClusterCpu {
     all_ms: f64,
 }
 
+impl ClusterCpu {
+    fn minus(self, other: Self) -> Self {
+        Self {
+            server_ms: self.server_ms - other.server_ms,
+            all_ms: self.all_ms - other.all_ms,
+        }
+    }
+
+    fn times(self, factor: f64) -> Self {
+        Self {
+            server_ms: self.server_ms * factor,
+            all_ms: self.all_ms * factor,
+        }
+    }
+}
+
 /// The components that serve a request; the others (controllers, scheduler, kwok) only react
 /// to what was written.
 const SERVING: [&str; 2] = ["kube-apiserver", "etcd"];
@@ -200,28 +220,35 @@ impl ClusterProcesses {
     }
 }
 
-/// One measured command and what the cluster spent while it ran.
+/// One measured command and what the cluster spent while it ran; for a create or an apply,
+/// also what it spent in the [`SETTLE`] after it, while the controllers rolled out its
+/// Deployments.
 struct Run {
     sample: Sample,
     cluster: Option<ClusterCpu>,
+    after: Option<ClusterCpu>,
 }
 
 /// The medians of a tool's runs.
 struct Side {
     tool: Medians,
     cluster: Option<ClusterCpu>,
+    after: Option<ClusterCpu>,
 }
 
 fn side(runs: &[Run]) -> Side {
     let samples: Vec<Sample> = runs.iter().map(|r| r.sample.clone()).collect();
-    let cpu: Vec<ClusterCpu> = runs.iter().filter_map(|r| r.cluster).collect();
-    let of = |f: fn(&ClusterCpu) -> f64| median(cpu.iter().map(f).collect());
+    let of = |pick: fn(&Run) -> Option<ClusterCpu>| {
+        let cpu: Vec<ClusterCpu> = runs.iter().filter_map(pick).collect();
+        (cpu.len() == runs.len() && !cpu.is_empty()).then(|| ClusterCpu {
+            server_ms: median(cpu.iter().map(|c| c.server_ms).collect()),
+            all_ms: median(cpu.iter().map(|c| c.all_ms).collect()),
+        })
+    };
     Side {
         tool: medians(&samples),
-        cluster: (cpu.len() == runs.len() && !cpu.is_empty()).then(|| ClusterCpu {
-            server_ms: of(|c| c.server_ms),
-            all_ms: of(|c| c.all_ms),
-        }),
+        cluster: of(|r| r.cluster),
+        after: of(|r| r.after),
     }
 }
 
@@ -229,6 +256,8 @@ struct Tools<'a> {
     cluster: &'a TestCluster,
     processes: Option<ClusterProcesses>,
     yaml: &'a Path,
+    /// Whether the next command's run is followed by a [`SETTLE`] measured with it.
+    settled: std::cell::Cell<bool>,
 }
 
 const GPUSTACK_REQUEST: &str = "requesting";
@@ -236,16 +265,27 @@ const KUBECTL_RESPONSE: &str = "\"Response\"";
 
 impl Tools<'_> {
     fn measured(&self, command: &Command, expect: i32, marker: &str) -> Run {
-        let before = self.processes.as_ref().map(ClusterProcesses::cpu);
+        let cpu = || self.processes.as_ref().map(ClusterProcesses::cpu);
+        let before = cpu();
         let sample = measure(command, expect, Some(marker));
-        let after = self.processes.as_ref().map(ClusterProcesses::cpu);
+        let done = cpu();
+        let after = if self.settled.take() {
+            settle();
+            cpu().zip(done).map(|(settled, done)| settled.minus(done))
+        } else {
+            None
+        };
         Run {
             sample,
-            cluster: before.zip(after).map(|(b, a)| ClusterCpu {
-                server_ms: a.server_ms - b.server_ms,
-                all_ms: a.all_ms - b.all_ms,
-            }),
+            cluster: done.zip(before).map(|(done, before)| done.minus(before)),
+            after,
         }
+    }
+
+    /// Runs the next command with the [`SETTLE`] after it measured as its own.
+    fn then_settle(&self) -> &Self {
+        self.settled.set(true);
+        self
     }
 
     fn gpustack(&self, dir: &Path, args: &[&str], generation: &str, expect: i32) -> Run {
@@ -300,11 +340,28 @@ impl Tools<'_> {
 }
 
 /// Time for the cluster's controllers to finish with the last run's objects.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(10);
+
 fn settle() {
-    std::thread::sleep(std::time::Duration::from_secs(10));
+    std::thread::sleep(SETTLE);
 }
 
-fn row(what: &str, ours: &Side, theirs: &Side, peer: &str) -> f64 {
+/// What the cluster's processes spent on a create or an apply, above idle: while it ran and
+/// in the [`SETTLE`] after it, when the controllers rolled out what it changed.
+fn whole(side: &Side, idle: ClusterCpu) -> Option<ClusterCpu> {
+    let seconds = side.tool.wall_ms / 1000.0 + SETTLE.as_secs_f64();
+    let spent = side.cluster?;
+    let after = side.after?;
+    Some(
+        ClusterCpu {
+            server_ms: spent.server_ms + after.server_ms,
+            all_ms: spent.all_ms + after.all_ms,
+        }
+        .minus(idle.times(seconds)),
+    )
+}
+
+fn row(what: &str, ours: &Side, theirs: &Side, peer: &str, idle: Option<ClusterCpu>) -> f64 {
     let (o, t) = (&ours.tool, &theirs.tool);
     let speedup = t.wall_ms / o.wall_ms;
     println!(
@@ -325,6 +382,17 @@ fn row(what: &str, ours: &Side, theirs: &Side, peer: &str) -> f64 {
             "", oc.server_ms, oc.all_ms, tc.server_ms, tc.all_ms
         );
     }
+    if let Some((o, t)) = idle.and_then(|idle| whole(ours, idle).zip(whole(theirs, idle))) {
+        println!(
+            "{:<28} cluster CPU for the run and the {} s after it, above idle:       {:5.0} ms, {:5.0} ms | {:5.0} ms, {:5.0} ms",
+            "",
+            SETTLE.as_secs(),
+            o.server_ms,
+            o.all_ms,
+            t.server_ms,
+            t.all_ms
+        );
+    }
     speedup
 }
 
@@ -339,12 +407,15 @@ fn floor(ours: &Side, theirs: &Side, idle_ms_per_s: f64, cpus: f64) -> Option<(f
     Some((floor_ms, theirs.tool.wall_ms / floor_ms))
 }
 
-/// CPU milliseconds per second the API server and etcd spend with no client.
-fn idle_server_cpu(processes: &ClusterProcesses) -> f64 {
+/// CPU milliseconds per second the cluster's processes spend with no client.
+fn idle_cpu(processes: &ClusterProcesses) -> ClusterCpu {
     const WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
-    let before = processes.cpu().server_ms;
+    let before = processes.cpu();
     std::thread::sleep(WINDOW);
-    (processes.cpu().server_ms - before) / WINDOW.as_secs_f64()
+    processes
+        .cpu()
+        .minus(before)
+        .times(1.0 / WINDOW.as_secs_f64())
 }
 
 fn main() {
@@ -366,6 +437,7 @@ fn main() {
         cluster: &cluster,
         processes: ClusterProcesses::of(&cluster.kubeconfig),
         yaml: &tmp.path().join("objects.yaml"),
+        settled: std::cell::Cell::new(false),
     };
     let objects = NAMESPACES + 2 * NAMESPACES * PER_NAMESPACE;
     let changed = 2 * NAMESPACES * PER_NAMESPACE;
@@ -375,11 +447,12 @@ fn main() {
         NAMESPACES * PER_NAMESPACE,
         NAMESPACES * PER_NAMESPACE,
     );
-    let idle = tools.processes.as_ref().map(idle_server_cpu);
+    let idle = tools.processes.as_ref().map(idle_cpu);
     match idle {
-        Some(idle) => {
-            println!("the API server and etcd spend {idle:.0} ms of CPU per second idle\n")
-        }
+        Some(idle) => println!(
+            "the API server and etcd spend {:.0} ms of CPU per second idle, with the controllers {:.0} ms\n",
+            idle.server_ms, idle.all_ms
+        ),
         None => println!(
             "(the cluster's CPU is not measured: no pid files beside {}, not a cluster of the test world)\n",
             cluster.kubeconfig.display()
@@ -389,9 +462,16 @@ fn main() {
     let (mut create_ours, mut create_theirs) = (Vec::new(), Vec::new());
     for run in 0..runs {
         settle();
-        create_ours.push(tools.gpustack(&dir, &["apply", "--auto-approve"], "1", 0));
-        settle();
-        create_theirs.push(tools.kubectl(&["apply", "--server-side"], "1", 0));
+        create_ours.push(
+            tools
+                .then_settle()
+                .gpustack(&dir, &["apply", "--auto-approve"], "1", 0),
+        );
+        create_theirs.push(
+            tools
+                .then_settle()
+                .kubectl(&["apply", "--server-side"], "1", 0),
+        );
         if run + 1 < runs {
             tools.gpustack(&dir, &["destroy", "--auto-approve"], "1", 0);
             tools.kubectl_clean();
@@ -403,6 +483,7 @@ fn main() {
         &create_ours,
         &create_theirs,
         "kubectl apply --server-side",
+        idle,
     );
 
     let plan_ours: Vec<_> = (0..runs)
@@ -416,6 +497,7 @@ fn main() {
         &side(&plan_ours),
         &side(&plan_theirs),
         "kubectl diff --server-side",
+        idle,
     );
 
     let changed_ours: Vec<_> = (0..runs)
@@ -430,6 +512,7 @@ fn main() {
         &changed_ours,
         &changed_theirs,
         "kubectl diff --server-side",
+        idle,
     );
 
     // The same plan over HTTP/1.1 (client-go's DISABLE_HTTP2 switch), alternating with
@@ -450,18 +533,27 @@ fn main() {
         &side(&over_h2),
         &side(&over_h1),
         "gpustack over HTTP/1.1",
+        idle,
     );
 
     // Each changed Deployment makes the controllers roll out a new ReplicaSet after the apply
     // returns: every measured apply starts once the previous one's rollouts are done, so
     // that neither tool pays for the other's.
     let (mut apply_ours, mut apply_theirs) = (Vec::new(), Vec::new());
+    settle();
     for run in 0..runs {
         let generation = (run + 2).to_string();
-        settle();
-        apply_ours.push(tools.gpustack(&dir, &["apply", "--auto-approve"], &generation, 0));
-        settle();
-        apply_theirs.push(tools.kubectl(&["apply", "--server-side"], &generation, 0));
+        apply_ours.push(tools.then_settle().gpustack(
+            &dir,
+            &["apply", "--auto-approve"],
+            &generation,
+            0,
+        ));
+        apply_theirs.push(
+            tools
+                .then_settle()
+                .kubectl(&["apply", "--server-side"], &generation, 0),
+        );
     }
     let (apply_ours, apply_theirs) = (side(&apply_ours), side(&apply_theirs));
     let apply = row(
@@ -469,6 +561,7 @@ fn main() {
         &apply_ours,
         &apply_theirs,
         "kubectl apply --server-side",
+        idle,
     );
     tools.gpustack(&dir, &["destroy", "--auto-approve"], "1", 0);
     tools.kubectl_clean();
@@ -543,7 +636,7 @@ fn main() {
             5.0,
         ),
     ] {
-        match idle.and_then(|idle| floor(ours, theirs, idle, cpus as f64)) {
+        match idle.and_then(|idle| floor(ours, theirs, idle.server_ms, cpus as f64)) {
             Some((floor_ms, best)) => println!(
                 "  {what}: no client takes less than {floor_ms:.0} ms here, at most {best:.1}× the peer's {:.0} ms (target {target:.0}×{})",
                 theirs.tool.wall_ms,
