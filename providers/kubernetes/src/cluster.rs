@@ -118,6 +118,23 @@ impl Cluster {
         }
     }
 
+    /// Server-side applies `body` to the object `name` of `api` and returns the object the
+    /// API server answers, as JSON: read straight into JSON, where `Api::patch` reads it into
+    /// a `DynamicObject` that its caller would write back to JSON.
+    pub(crate) async fn apply_json(
+        &self,
+        api: &Api<DynamicObject>,
+        name: &str,
+        params: &kube::api::PatchParams,
+        body: &serde_json::Value,
+    ) -> Result<serde_json::Value, kube::Error> {
+        let mut request = kube::core::Request::new(api.resource_url())
+            .patch(name, params, &kube::api::Patch::Apply(body))
+            .map_err(kube::Error::BuildRequest)?;
+        request.extensions_mut().insert("patch");
+        self.client.request(request).await
+    }
+
     pub(crate) fn api(&self, kind: &Kind, namespace: Option<&str>) -> Api<DynamicObject> {
         match (kind.namespaced, namespace) {
             (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &kind.resource),

@@ -515,8 +515,8 @@ impl Connected {
         let mut params = PatchParams::apply(manager);
         params.force = force;
         params.dry_run = true;
-        match api.patch(&id.name, &params, &Patch::Apply(body)).await {
-            Ok(object) => Ok(Some(serde_json::to_value(&object).unwrap_or_default())),
+        match self.cluster.apply_json(&api, &id.name, &params, body).await {
+            Ok(object) => Ok(Some(object)),
             Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
             Err(e) => match conflict_detail(&e) {
                 Some(detail) => Err(vec![Diagnostic::warning(
@@ -953,8 +953,9 @@ impl Connected {
         }
         let mut params = PatchParams::apply(&field_manager(ty, &planned));
         params.force = force(&planned);
-        let object = api
-            .patch(&id.name, &params, &Patch::Apply(&body))
+        let object = self
+            .cluster
+            .apply_json(&api, &id.name, &params, &body)
             .await
             .map_err(|e| match conflict_detail(&e) {
                 Some(detail) => error(&format!("Conflict applying {}", id.describe()), detail),
@@ -966,7 +967,7 @@ impl Connected {
             .await
             .map_err(|e| error(&format!("{} did not become ready", id.describe()), e))?;
         let object = match wait.is_empty() {
-            true => serde_json::to_value(&object).unwrap_or_default(),
+            true => object,
             false => api
                 .get(&id.name)
                 .await
