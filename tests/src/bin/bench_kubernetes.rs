@@ -151,10 +151,12 @@ struct ClusterProcesses {
     ticks_per_second: f64,
 }
 
-/// CPU milliseconds the cluster's processes spent: the API server and etcd, and all of them.
+/// CPU milliseconds the cluster's processes spent: the API server and etcd, etcd alone, and
+/// all of them.
 #[derive(Clone, Copy, Default)]
 struct ClusterCpu {
     server_ms: f64,
+    etcd_ms: f64,
     all_ms: f64,
 }
 
@@ -162,6 +164,7 @@ impl ClusterCpu {
     fn minus(self, other: Self) -> Self {
         Self {
             server_ms: self.server_ms - other.server_ms,
+            etcd_ms: self.etcd_ms - other.etcd_ms,
             all_ms: self.all_ms - other.all_ms,
         }
     }
@@ -169,6 +172,7 @@ impl ClusterCpu {
     fn times(self, factor: f64) -> Self {
         Self {
             server_ms: self.server_ms * factor,
+            etcd_ms: self.etcd_ms * factor,
             all_ms: self.all_ms * factor,
         }
     }
@@ -215,6 +219,9 @@ impl ClusterProcesses {
             if SERVING.contains(&component.as_str()) {
                 total.server_ms += ms;
             }
+            if component == "etcd" {
+                total.etcd_ms += ms;
+            }
         }
         total
     }
@@ -242,6 +249,7 @@ fn side(runs: &[Run]) -> Side {
         let cpu: Vec<ClusterCpu> = runs.iter().filter_map(pick).collect();
         (cpu.len() == runs.len() && !cpu.is_empty()).then(|| ClusterCpu {
             server_ms: median(cpu.iter().map(|c| c.server_ms).collect()),
+            etcd_ms: median(cpu.iter().map(|c| c.etcd_ms).collect()),
             all_ms: median(cpu.iter().map(|c| c.all_ms).collect()),
         })
     };
@@ -355,6 +363,7 @@ fn whole(side: &Side, idle: ClusterCpu) -> Option<ClusterCpu> {
     Some(
         ClusterCpu {
             server_ms: spent.server_ms + after.server_ms,
+            etcd_ms: spent.etcd_ms + after.etcd_ms,
             all_ms: spent.all_ms + after.all_ms,
         }
         .minus(idle.times(seconds)),
@@ -384,13 +393,15 @@ fn row(what: &str, ours: &Side, theirs: &Side, peer: &str, idle: Option<ClusterC
     }
     if let Some((o, t)) = idle.and_then(|idle| whole(ours, idle).zip(whole(theirs, idle))) {
         println!(
-            "{:<28} cluster CPU for the run and the {} s after it, above idle:       {:5.0} ms, {:5.0} ms | {:5.0} ms, {:5.0} ms",
+            "{:<28} cluster CPU for the run and the {} s after it, above idle:       {:5.0} ms, {:5.0} ms | {:5.0} ms, {:5.0} ms  (etcd's part: {:.0} | {:.0} ms)",
             "",
             SETTLE.as_secs(),
             o.server_ms,
             o.all_ms,
             t.server_ms,
-            t.all_ms
+            t.all_ms,
+            o.etcd_ms,
+            t.etcd_ms
         );
     }
     speedup
