@@ -1116,14 +1116,9 @@ impl serde::Serialize for PlanJson<'_> {
             .iter()
             .filter(|(_, o)| !o.after_unknown && !o.actions.contains(&Action::Delete))
             .map(|(name, o)| {
-                let value = if o.sensitive {
-                    serde_json::Value::String(SENSITIVE.into())
-                } else {
-                    o.after.clone()
-                };
                 (
                     name.clone(),
-                    serde_json::json!({ "sensitive": o.sensitive, "value": value }),
+                    serde_json::json!({ "sensitive": o.sensitive, "value": shown_after(o) }),
                 )
             })
             .collect();
@@ -1145,16 +1140,11 @@ impl serde::Serialize for PlanJson<'_> {
             .output_changes
             .iter()
             .map(|(name, o)| {
-                let after = if o.sensitive {
-                    serde_json::Value::String(SENSITIVE.into())
-                } else {
-                    o.after.clone()
-                };
                 (
                     name.clone(),
                     serde_json::json!({
                         "actions": o.actions,
-                        "after": after,
+                        "after": shown_after(o),
                         "after_unknown": o.after_unknown,
                         "before_sensitive": o.sensitive,
                         "after_sensitive": o.sensitive,
@@ -1221,6 +1211,15 @@ impl serde::Serialize for PlanJson<'_> {
             )?;
         }
         map.end()
+    }
+}
+
+/// An output's value after the change as the JSON plan shows it: masked when sensitive.
+fn shown_after(output: &crate::plan::OutputChange) -> serde_json::Value {
+    if output.sensitive {
+        serde_json::Value::String(SENSITIVE.into())
+    } else {
+        output.after.clone()
     }
 }
 
