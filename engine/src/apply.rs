@@ -507,6 +507,13 @@ async fn apply_with(
         }
         ledger.flush();
         let (handles, handled) = {
+            let mut by_config: HashMap<&str, Vec<&str>> = HashMap::new();
+            for c in &plan.resource_changes {
+                by_config
+                    .entry(c.config_address.as_str())
+                    .or_default()
+                    .push(c.address.as_str());
+            }
             let mut applier = Applier {
                 owner: owner.clone(),
                 progress: progress.clone(),
@@ -519,16 +526,7 @@ async fn apply_with(
                     .iter()
                     .map(|c| (c.address.clone(), c))
                     .collect(),
-                by_config: plan.resource_changes.iter().fold(
-                    HashMap::new(),
-                    |mut by_config: HashMap<&str, Vec<&str>>, c| {
-                        by_config
-                            .entry(c.config_address.as_str())
-                            .or_default()
-                            .push(c.address.as_str());
-                        by_config
-                    },
-                ),
+                by_config,
                 providers: HashMap::new(),
                 failed: HashSet::new(),
                 ledger: &mut ledger,

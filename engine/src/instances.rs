@@ -132,8 +132,6 @@ pub(crate) fn assemble<'k>(
     }
 }
 
-/// What recorded objects say of a resource, shaped like its configuration; unknown when none
-/// exists yet.
 /// The positions of each resource block's instances among a state's objects, in their order.
 pub(crate) fn positions_by_config(
     objects: &[gpustack_state::ResourceState],
@@ -149,6 +147,8 @@ pub(crate) fn positions_by_config(
     by_config
 }
 
+/// What recorded objects say of a resource, shaped like its configuration; unknown when none
+/// exists yet.
 pub(crate) fn recorded<'s>(
     objects: impl Iterator<Item = &'s ResourceState>,
     config_address: &str,

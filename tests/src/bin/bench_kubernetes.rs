@@ -233,6 +233,8 @@ impl ClusterProcesses {
 struct Run {
     sample: Sample,
     cluster: Option<ClusterCpu>,
+    /// The cluster's CPU counters when the command ended.
+    ended: Option<ClusterCpu>,
     after: Option<ClusterCpu>,
 }
 
@@ -264,8 +266,6 @@ struct Tools<'a> {
     cluster: &'a TestCluster,
     processes: Option<ClusterProcesses>,
     yaml: &'a Path,
-    /// Whether the next command's run is followed by a [`SETTLE`] measured with it.
-    settled: std::cell::Cell<bool>,
 }
 
 const GPUSTACK_REQUEST: &str = "requesting";
@@ -276,24 +276,23 @@ impl Tools<'_> {
         let cpu = || self.processes.as_ref().map(ClusterProcesses::cpu);
         let before = cpu();
         let sample = measure(command, expect, Some(marker));
-        let done = cpu();
-        let after = if self.settled.take() {
-            settle();
-            cpu().zip(done).map(|(settled, done)| settled.minus(done))
-        } else {
-            None
-        };
+        let ended = cpu();
         Run {
             sample,
-            cluster: done.zip(before).map(|(done, before)| done.minus(before)),
-            after,
+            cluster: ended.zip(before).map(|(ended, before)| ended.minus(before)),
+            ended,
+            after: None,
         }
     }
 
-    /// Runs the next command with the [`SETTLE`] after it measured as its own.
-    fn then_settle(&self) -> &Self {
-        self.settled.set(true);
-        self
+    /// `run`, with what the cluster spends in the [`SETTLE`] after it.
+    fn settled(&self, mut run: Run) -> Run {
+        settle();
+        let settled = self.processes.as_ref().map(ClusterProcesses::cpu);
+        run.after = settled
+            .zip(run.ended)
+            .map(|(settled, ended)| settled.minus(ended));
+        run
     }
 
     fn gpustack(&self, dir: &Path, args: &[&str], generation: &str, expect: i32) -> Run {
@@ -448,7 +447,6 @@ fn main() {
         cluster: &cluster,
         processes: ClusterProcesses::of(&cluster.kubeconfig),
         yaml: &tmp.path().join("objects.yaml"),
-        settled: std::cell::Cell::new(false),
     };
     let objects = NAMESPACES + 2 * NAMESPACES * PER_NAMESPACE;
     let changed = 2 * NAMESPACES * PER_NAMESPACE;
@@ -473,16 +471,10 @@ fn main() {
     let (mut create_ours, mut create_theirs) = (Vec::new(), Vec::new());
     for run in 0..runs {
         settle();
-        create_ours.push(
-            tools
-                .then_settle()
-                .gpustack(&dir, &["apply", "--auto-approve"], "1", 0),
-        );
-        create_theirs.push(
-            tools
-                .then_settle()
-                .kubectl(&["apply", "--server-side"], "1", 0),
-        );
+        let ours = tools.gpustack(&dir, &["apply", "--auto-approve"], "1", 0);
+        create_ours.push(tools.settled(ours));
+        let theirs = tools.kubectl(&["apply", "--server-side"], "1", 0);
+        create_theirs.push(tools.settled(theirs));
         if run + 1 < runs {
             tools.gpustack(&dir, &["destroy", "--auto-approve"], "1", 0);
             tools.kubectl_clean();
@@ -554,17 +546,10 @@ fn main() {
     settle();
     for run in 0..runs {
         let generation = (run + 2).to_string();
-        apply_ours.push(tools.then_settle().gpustack(
-            &dir,
-            &["apply", "--auto-approve"],
-            &generation,
-            0,
-        ));
-        apply_theirs.push(
-            tools
-                .then_settle()
-                .kubectl(&["apply", "--server-side"], &generation, 0),
-        );
+        let ours = tools.gpustack(&dir, &["apply", "--auto-approve"], &generation, 0);
+        apply_ours.push(tools.settled(ours));
+        let theirs = tools.kubectl(&["apply", "--server-side"], &generation, 0);
+        apply_theirs.push(tools.settled(theirs));
     }
     let (apply_ours, apply_theirs) = (side(&apply_ours), side(&apply_theirs));
     let apply = row(

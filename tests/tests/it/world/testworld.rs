@@ -384,3 +384,73 @@ fn kubectl_and_kube_rs_see_the_same_objects() {
     assert_eq!(product, label(c, "tw-h100", "nvidia.com/gpu.product"));
     assert_eq!(product, "NVIDIA-H100-80GB-HBM3");
 }
+
+/// A stopped cluster whose component's port another process took meanwhile: `up` names the
+/// port and makes the cluster afresh on free ones, and it answers (tests/cluster/README.md).
+#[test]
+fn up_makes_a_cluster_afresh_when_a_stopped_components_port_is_taken() {
+    use gpustack_tests::repo_root;
+    use std::process::Command;
+    const NAME: &str = "gpustack-port-taken";
+    struct Down;
+    impl Drop for Down {
+        fn drop(&mut self) {
+            let _ = Command::new(repo_root().join("tests/cluster/down"))
+                .arg(NAME)
+                .output();
+        }
+    }
+    let up = || {
+        let out = Command::new(repo_root().join("tests/cluster/up"))
+            .arg(NAME)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "up {NAME} failed: {stderr}");
+        (
+            String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+            stderr,
+        )
+    };
+    let _down = Down;
+    let (kubeconfig, _) = up();
+    let dir = std::path::Path::new(&kubeconfig).parent().unwrap();
+    let record = std::fs::read_to_string(dir.join("kwok.yaml")).unwrap();
+    let port: u16 = record
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("kubeSchedulerPort: "))
+        .expect("kwokctl records the scheduler's port")
+        .parse()
+        .unwrap();
+    let pid = std::fs::read_to_string(dir.join("pids/kube-scheduler.pid")).unwrap();
+    let pid = pid.trim();
+    assert!(Command::new("kill").arg(pid).status().unwrap().success());
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    });
+    assert!(gone, "the scheduler {pid} did not stop");
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let (_, stderr) = up();
+    drop(listener);
+    assert!(
+        stderr.contains(&format!("kube-scheduler:{port}")) && stderr.contains("making it afresh"),
+        "{stderr}"
+    );
+    let record = std::fs::read_to_string(dir.join("kwok.yaml")).unwrap();
+    assert!(
+        !record.contains(&format!("kubeSchedulerPort: {port}\n")),
+        "the scheduler kept the taken port"
+    );
+    // Up again, as tests reach it: it is up, and its API answers.
+    let remade = TestCluster::start(NAME, "GPUSTACK_TEST_PORT_TAKEN_KUBECONFIG");
+    let ready = remade
+        .kubectl_command()
+        .args(["get", "--raw", "/readyz"])
+        .output()
+        .unwrap();
+    assert!(
+        ready.status.success(),
+        "the cluster made afresh does not answer"
+    );
+}
