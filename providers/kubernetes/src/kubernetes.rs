@@ -1,4 +1,4 @@
-use crate::cluster::{Cluster, Kind, api_error};
+use crate::cluster::{Cluster, Kind, api_error, apply_params};
 use crate::wait::Wait;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, Diagnostic,
@@ -11,7 +11,7 @@ use gpustack_provider_sdk::family::Family;
 use gpustack_provider_sdk::objects::{project, strip_nulls};
 use gpustack_provider_sdk::resource::{DataSource, Resource, Resources};
 use indexmap::IndexMap;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PropagationPolicy};
+use kube::api::{DeleteParams, ListParams, Patch, PropagationPolicy};
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -512,8 +512,7 @@ impl Connected {
             return Ok(None);
         };
         let api = self.cluster.api(&kind, id.namespace_for(&kind).as_deref());
-        let mut params = PatchParams::apply(manager);
-        params.force = force;
+        let mut params = apply_params(manager, force);
         params.dry_run = true;
         match self.cluster.apply_json(&api, &id.name, &params, body).await {
             Ok(object) => Ok(Some(object)),
@@ -792,26 +791,18 @@ impl Connected {
         let api = self.cluster.api(&found, namespace.as_deref());
         let mut params = ListParams::default().limit(LIST_PAGE);
         loop {
-            let page = match api.list(&params).await {
+            let page = match self.cluster.list_json(&api, &params).await {
                 Ok(page) => page,
                 Err(e) => return unread(answered, wanted, api_error(&e)),
             };
-            for object in page.items {
-                let Some((name, members)) = object
-                    .metadata
-                    .name
-                    .as_deref()
+            let next = page.next().map(str::to_owned);
+            for mut json in page.items {
+                let Some((_, members)) = json
+                    .pointer("/metadata/name")
+                    .and_then(Json::as_str)
                     .and_then(|n| wanted.remove_entry(n))
                 else {
                     continue;
-                };
-                // An object that cannot be read is an error, never an object gone.
-                let mut json = match serde_json::to_value(&object) {
-                    Ok(json) => json,
-                    Err(e) => {
-                        wanted.insert(name, members);
-                        return unread(answered, wanted, e.to_string());
-                    }
                 };
                 // Items of a LIST carry no apiVersion and kind of their own.
                 json["apiVersion"] = api_version.into();
@@ -820,7 +811,7 @@ impl Connected {
                     answered.push((i, Some(live_state(ty, state, &json))));
                 }
             }
-            match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            match next {
                 Some(token) => params = params.continue_token(&token),
                 None => break,
             }
@@ -951,8 +942,7 @@ impl Connected {
             }
             merge(&mut body, &desired);
         }
-        let mut params = PatchParams::apply(&field_manager(ty, &planned));
-        params.force = force(&planned);
+        let params = apply_params(&field_manager(ty, &planned), force(&planned));
         let object = self
             .cluster
             .apply_json(&api, &id.name, &params, &body)
@@ -968,11 +958,17 @@ impl Connected {
             .map_err(|e| error(&format!("{} did not become ready", id.describe()), e))?;
         let object = match wait.is_empty() {
             true => object,
-            false => api
-                .get(&id.name)
+            false => self
+                .cluster
+                .get_json(&api, &id.name)
                 .await
-                .map(|o| serde_json::to_value(&o).unwrap_or_default())
-                .map_err(|e| error("Cannot read back the object", api_error(&e)))?,
+                .map_err(|e| error("Cannot read back the object", api_error(&e)))?
+                .ok_or_else(|| {
+                    error(
+                        "Cannot read back the object",
+                        format!("{} was deleted while it was awaited", id.describe()),
+                    )
+                })?,
         };
         let mut state = planned.clone();
         set(
@@ -1005,8 +1001,7 @@ impl Connected {
             if ty == ObjectType::Labels {
                 body["metadata"]["labels"] = serde_json::json!({});
             }
-            let mut params = PatchParams::apply(&field_manager(ty, prior));
-            params.force = true;
+            let params = apply_params(&field_manager(ty, prior), true);
             return match api.get_opt(&id.name).await {
                 Ok(None) => Ok(()),
                 Ok(Some(_)) => api
@@ -1200,7 +1195,15 @@ impl Connected {
         match api.get_opt(&id.name).await {
             Ok(Some(object)) => {
                 let uid = object.metadata.uid.clone();
-                let live = serde_json::to_value(&object).unwrap_or_default();
+                let live = match serde_json::to_value(&object) {
+                    Ok(live) => live,
+                    Err(e) => {
+                        return ImportResourceResponse {
+                            state: None,
+                            diagnostics: error("Cannot read the object", e.to_string()),
+                        };
+                    }
+                };
                 // The manifest is what a stack would declare: what the server adds (its own
                 // metadata, status, kubectl's and this stack's annotations) is left out.
                 let mut object = live.clone();

@@ -109,11 +109,8 @@ impl Wait {
         let api = cluster.api(kind, namespace);
         let deadline = tokio::time::Instant::now() + self.timeout;
         loop {
-            let pending = match api.get_opt(name).await {
-                Ok(Some(object)) => {
-                    let json = serde_json::to_value(&object).unwrap_or_default();
-                    self.pending(&json)
-                }
+            let pending = match cluster.get_json(&api, name).await {
+                Ok(Some(object)) => self.pending(&object),
                 Ok(None) => vec!["the object does not exist".to_owned()],
                 Err(e) => vec![api_error(&e)],
             };

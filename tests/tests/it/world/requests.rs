@@ -108,6 +108,14 @@ fn an_unread_apply_sends_one_request_per_created_or_changed_object() {
         .filter(|l| l.contains("requesting") && l.contains("PATCH"))
         .count();
     assert_eq!(writes, OBJECTS, "{log}");
+    // Without the strict second decode of each body that the server's default directive
+    // asks for (`unknown_fields_are_rejected_without_the_servers_strict_decode`).
+    let strict = log
+        .lines()
+        .filter(|l| l.contains("requesting") && l.contains("PATCH"))
+        .filter(|l| !l.contains("fieldValidation=Ignore"))
+        .count();
+    assert_eq!(strict, 0, "{log}");
     eprintln!(
         "apply --auto-approve of {OBJECTS} changed objects: {total} requests, {writes} writes"
     );
@@ -218,4 +226,76 @@ fn a_refresh_reads_a_large_namespace_in_pages_without_a_request_per_object() {
         "{text}"
     );
     requests(&["destroy", "--auto-approve"], d);
+}
+
+/// A Deployment whose spec has a misspelt field.
+fn misspelt_stack(name: &str) -> String {
+    format!(
+        r#"variable "kubeconfig" {{
+  type = string
+}}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+resource "kubernetes_manifest" "app" {{
+  manifest = {{
+    apiVersion = "apps/v1"
+    kind       = "Deployment"
+    metadata   = {{ name = "{name}", namespace = "default" }}
+    spec = {{
+      replica  = 2
+      selector = {{ matchLabels = {{ app = "{name}" }} }}
+      template = {{
+        metadata = {{ labels = {{ app = "{name}" }} }}
+        spec     = {{ containers = [{{ name = "app", image = "registry.k8s.io/pause:3.10" }}] }}
+      }}
+    }}
+  }}
+}}
+"#
+    )
+}
+
+/// gpustack's applies ask for no field validation (`fieldValidation=Ignore`): the server
+/// still rejects a field its schema lacks, in the plan's dry-run and in an apply no one
+/// reviews, and the error names the field. Nothing is created.
+#[test]
+fn unknown_fields_are_rejected_without_the_servers_strict_decode() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let name = format!(
+        "misspelt-{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_micros()
+    );
+    std::fs::write(d.join("main.hcl"), misspelt_stack(&name)).unwrap();
+    let c = cluster::cluster();
+    let kubeconfig = format!("kubeconfig={}", c.kubeconfig.display());
+    for args in [&["plan"][..], &["apply", "--auto-approve"][..]] {
+        let mut all = args.to_vec();
+        all.extend(["--var", &kubeconfig]);
+        let out = gpustack_command(d, &all, &[])
+            .env_remove("KUBECONFIG")
+            .env("GPUSTACK_LOG", "gpustack_connect=debug")
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?}: {}{err}",
+            stdout(&out)
+        );
+        assert!(
+            err.contains(".spec.replica: field not declared in schema"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("fieldValidation=Ignore"), "{args:?}: {err}");
+    }
+    let out = c.kubectl(&["get", "deployment", &name, "-n", "default"]);
+    assert!(!out.status.success(), "the misspelt Deployment was created");
 }
