@@ -11,7 +11,8 @@ use gpustack_provider_sdk::family::Family;
 use gpustack_provider_sdk::objects::{project, strip_nulls};
 use gpustack_provider_sdk::resource::{DataSource, Resource, Resources};
 use indexmap::IndexMap;
-use kube::api::{DeleteParams, ListParams, Patch, PropagationPolicy};
+use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PropagationPolicy};
+use kube::runtime::wait::await_condition;
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -1026,8 +1027,26 @@ impl Connected {
             propagation_policy: Some(propagation),
             ..Default::default()
         };
-        match api.delete(&id.name, &params).await {
-            Ok(_) => {}
+        // The API server answers a deletion it finished with a Status, or (for the kinds that
+        // return the deleted object, such as custom resources) with the object as it was,
+        // without a deletionTimestamp: one request, nothing to wait for. A deletion still
+        // going (graceful deletion, finalizers, a namespace being emptied) is answered with
+        // the object marked for deletion, or a 202 Status: that one is watched until it is
+        // gone (a LIST and a WATCH, where polling would cost a GET every interval).
+        let marked_uid = match api.delete(&id.name, &params).await {
+            Ok(answer) => {
+                let still_going = answer.either(
+                    |object| {
+                        (object.metadata.deletion_timestamp.is_some())
+                            .then_some(object.metadata.uid)
+                    },
+                    |status| (status.code == 202).then_some(None),
+                );
+                match still_going {
+                    Some(uid) => uid,
+                    None => return Ok(()),
+                }
+            }
             Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
             Err(e) => {
                 return Err(error(
@@ -1035,26 +1054,28 @@ impl Connected {
                     api_error(&e),
                 ));
             }
-        }
+        };
         let timeout = Wait::from_config(attribute(prior, "wait"), "")
             .map(|w| w.timeout)
             .unwrap_or(crate::wait::DEFAULT_TIMEOUT);
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            match api.get_opt(&id.name).await {
-                Ok(None) => return Ok(()),
-                Ok(Some(_)) if tokio::time::Instant::now() >= deadline => {
-                    return Err(error(
-                        &format!("{} is still being deleted", id.describe()),
-                        format!(
-                            "It still exists after {} (finalizers?).",
-                            humantime::format_duration(timeout)
-                        ),
-                    ));
-                }
-                Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(250)).await,
-                Err(e) => return Err(error("Cannot reach the Kubernetes API", api_error(&e))),
-            }
+        // Gone, or replaced by a new object of the same name (another uid).
+        let gone = move |object: Option<&DynamicObject>| {
+            object.is_none_or(|object| {
+                marked_uid
+                    .as_deref()
+                    .is_some_and(|uid| object.metadata.uid.as_deref() != Some(uid))
+            })
+        };
+        match tokio::time::timeout(timeout, await_condition(api, &id.name, gone)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(error("Cannot reach the Kubernetes API", e.to_string())),
+            Err(_) => Err(error(
+                &format!("{} is still being deleted", id.describe()),
+                format!(
+                    "It still exists after {} (finalizers?).",
+                    humantime::format_duration(timeout)
+                ),
+            )),
         }
     }
 

@@ -10,6 +10,8 @@
 //! - a plan and an apply that change every object: the same pairs;
 //! - the plan that changes every object, gpustack over HTTP/2 (its default) against gpustack
 //!   over HTTP/1.1 (`DISABLE_HTTP2`), alternating;
+//! - destroy, gpustack alone (kubectl's objects are removed with their namespaces, unmeasured):
+//!   its wall time and requests per deleted object;
 //! - a plan with nothing to change of `BENCH_LARGE` ConfigMaps (default 10,000) from an existing
 //!   state: gpustack's wall time and peak memory against the targets (≤ 10 s, ≤ 300 MB);
 //!
@@ -469,6 +471,7 @@ fn main() {
     }
 
     let (mut create_ours, mut create_theirs) = (Vec::new(), Vec::new());
+    let mut destroys = Vec::new();
     for run in 0..runs {
         settle();
         let ours = tools.gpustack(&dir, &["apply", "--auto-approve"], "1", 0);
@@ -476,7 +479,7 @@ fn main() {
         let theirs = tools.kubectl(&["apply", "--server-side"], "1", 0);
         create_theirs.push(tools.settled(theirs));
         if run + 1 < runs {
-            tools.gpustack(&dir, &["destroy", "--auto-approve"], "1", 0);
+            destroys.push(tools.gpustack(&dir, &["destroy", "--auto-approve"], "1", 0));
             tools.kubectl_clean();
         }
     }
@@ -559,8 +562,18 @@ fn main() {
         "kubectl apply --server-side",
         idle,
     );
-    tools.gpustack(&dir, &["destroy", "--auto-approve"], "1", 0);
+    destroys.push(tools.gpustack(&dir, &["destroy", "--auto-approve"], "1", 0));
     tools.kubectl_clean();
+    let destroyed = side(&destroys).tool;
+    println!(
+        "{:<28} gpustack {:6.0} ms (CPU {:5.0}) {:5.0} req {:4.0} MiB, {:.3} requests per deleted object (gpustack alone: kubectl's objects go with their namespaces)",
+        "destroy",
+        destroyed.wall_ms,
+        destroyed.cpu_ms,
+        destroyed.marked_lines,
+        destroyed.peak_mib,
+        destroyed.marked_lines / objects as f64,
+    );
 
     let per_namespace = large.div_ceil(NAMESPACES);
     let large_dir = tmp.path().join("large");

@@ -1,6 +1,6 @@
-//! What apply costs the API server: one request per created or changed object when no one
-//! reads the plan (`apply --auto-approve`), counted from the Kubernetes client's own log of its
-//! requests.
+//! What apply costs the API server: one request per created, changed or deleted object when
+//! no one reads the plan (`apply --auto-approve`, `destroy --auto-approve`), counted from the
+//! Kubernetes client's own log of its requests.
 
 use gpustack_tests::{cluster, gpustack_command, stderr, stdout};
 
@@ -76,7 +76,7 @@ fn protocol_versions(log: &str, requests: usize) -> Vec<String> {
 }
 
 #[test]
-fn an_unread_apply_sends_one_request_per_created_or_changed_object() {
+fn an_unread_apply_sends_one_request_per_created_changed_or_deleted_object() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // Names of this run's own: the shared cluster keeps other runs' objects.
@@ -127,7 +127,30 @@ fn an_unread_apply_sends_one_request_per_created_or_changed_object() {
     assert_eq!(protocol_versions(&log, total), ["1.1"], "{log}");
     // Discovery and the refresh's reads by kind come on top, a few for all the objects.
     assert!(total <= OBJECTS + 6, "{total} requests:\n{log}");
-    requests(&["destroy", "--auto-approve"], d);
+
+    // A delete the API server finishes at once (no finalizers, no graceful deletion) is one
+    // request: its answer says the object is gone, with nothing to wait for.
+    let (total, _, log) = requests(&["destroy", "--auto-approve"], d);
+    let deletes = log
+        .lines()
+        .filter(|l| l.contains("requesting") && l.contains("DELETE"))
+        .count();
+    assert_eq!(deletes, OBJECTS, "{log}");
+    eprintln!("destroy of {OBJECTS} objects: {total} requests, {deletes} deletes");
+    assert!(total <= OBJECTS + 6, "{total} requests:\n{log}");
+    let out = remaining_configmaps(&run);
+    assert!(out.is_empty(), "left behind: {out}");
+}
+
+/// The names of this run's ConfigMaps still in the cluster.
+fn remaining_configmaps(run: &str) -> String {
+    let out = cluster::cluster().kubectl(&["get", "configmaps", "-n", "default", "-o", "name"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .filter(|l| l.contains(&format!("requests-{run}-")))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// More objects in one namespace than a refresh LIST's page (500).
