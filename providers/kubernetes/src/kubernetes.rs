@@ -1037,7 +1037,10 @@ impl Connected {
             Ok(answer) => {
                 let still_going = answer.either(
                     |object| {
-                        (object.metadata.deletion_timestamp.is_some())
+                        object
+                            .metadata
+                            .deletion_timestamp
+                            .is_some()
                             .then_some(object.metadata.uid)
                     },
                     |status| (status.code == 202).then_some(None),

@@ -103,17 +103,12 @@ fn an_unread_apply_sends_one_request_per_created_changed_or_deleted_object() {
     // An apply no one reviews does not: the refresh, then one write per object.
     let (total, dry_runs, log) = requests(&["apply", "--auto-approve"], d);
     assert_eq!(dry_runs, 0, "{log}");
-    let writes = log
-        .lines()
-        .filter(|l| l.contains("requesting") && l.contains("PATCH"))
-        .count();
+    let writes = requested(&log).filter(|(m, _)| *m == "PATCH").count();
     assert_eq!(writes, OBJECTS, "{log}");
     // Without the strict second decode of each body that the server's default directive
     // asks for (`unknown_fields_are_rejected_without_the_servers_strict_decode`).
-    let strict = log
-        .lines()
-        .filter(|l| l.contains("requesting") && l.contains("PATCH"))
-        .filter(|l| !l.contains("fieldValidation=Ignore"))
+    let strict = requested(&log)
+        .filter(|(m, url)| *m == "PATCH" && !url.contains("fieldValidation=Ignore"))
         .count();
     assert_eq!(strict, 0, "{log}");
     eprintln!(
@@ -131,10 +126,7 @@ fn an_unread_apply_sends_one_request_per_created_changed_or_deleted_object() {
     // A delete the API server finishes at once (no finalizers, no graceful deletion) is one
     // request: its answer says the object is gone, with nothing to wait for.
     let (total, _, log) = requests(&["destroy", "--auto-approve"], d);
-    let deletes = log
-        .lines()
-        .filter(|l| l.contains("requesting") && l.contains("DELETE"))
-        .count();
+    let deletes = requested(&log).filter(|(m, _)| *m == "DELETE").count();
     assert_eq!(deletes, OBJECTS, "{log}");
     eprintln!("destroy of {OBJECTS} objects: {total} requests, {deletes} deletes");
     assert!(total <= OBJECTS + 6, "{total} requests:\n{log}");
@@ -248,7 +240,42 @@ fn a_refresh_reads_a_large_namespace_in_pages_without_a_request_per_object() {
         text.contains("kubernetes_manifest.config[1000]") && text.contains("1 to add"),
         "{text}"
     );
-    requests(&["destroy", "--auto-approve"], d);
+
+    // The namespace outlives its DELETE while the namespace controller empties it: destroy
+    // watches it by name (a LIST and a WATCH) instead of polling it with GETs.
+    let (_, _, log) = requests(&["destroy", "--auto-approve"], d);
+    let by_path = format!("/api/v1/namespaces/{namespace}");
+    let by_name = format!("metadata.name%3D{namespace}");
+    let on_namespace = |method: &str| {
+        requested(&log)
+            .filter(|(m, url)| {
+                *m == method
+                    && url
+                        .split('?')
+                        .next()
+                        .is_some_and(|path| path.ends_with(&by_path))
+            })
+            .count()
+    };
+    assert_eq!(on_namespace("DELETE"), 1, "{log}");
+    assert_eq!(on_namespace("GET"), 0, "the namespace was polled:\n{log}");
+    let watched: Vec<&str> = requested(&log)
+        .filter(|(method, url)| *method == "GET" && url.contains(&by_name))
+        .map(|(_, url)| url)
+        .collect();
+    assert!(watched.len() <= 2, "{watched:#?}");
+    let out = c.kubectl(&["get", "namespace", &namespace]);
+    assert!(!out.status.success(), "the namespace is still there");
+}
+
+/// The method and URL of each request in a run's log.
+fn requested(log: &str) -> impl Iterator<Item = (&str, &str)> {
+    log.lines()
+        .filter(|l| l.contains("requesting"))
+        .filter_map(|l| {
+            let field = |name: &str| l.split(name).nth(1)?.split_whitespace().next();
+            Some((field("http.method=")?, field("http.url=")?))
+        })
 }
 
 /// A Deployment whose spec has a misspelt field.
