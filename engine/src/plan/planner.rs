@@ -105,6 +105,8 @@ struct ManagedInstance<'h> {
     config: Value,
     /// The id of an `import` block for it.
     import: Option<String>,
+    /// The state records it, and the refresh found its object gone.
+    vanished: bool,
     schema_paths: &'h [gpustack_protocol::Path],
     schema: &'h gpustack_protocol::Schema,
     owner: String,
@@ -182,10 +184,15 @@ async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Vec<Diagnosti
                 }
             }
             Some(existing) if !existing.owned => {
+                let since = if m.vanished {
+                    " The object this stack recorded is gone (deleted outside gpustack); the one of that name now is another, made since."
+                } else {
+                    ""
+                };
                 diagnostics.push(Diagnostic::error(
                     "Object already exists",
                     format!(
-                        "{address} would create {what}, which already exists and was not made by this stack: gpustack never changes or deletes an object it does not manage. To manage it here, import it:\n\n  import {{\n    to = {address}\n    id = {id}\n  }}\n\nor run: gpustack import '{address}' {id}",
+                        "{address} would create {what}, which already exists and was not made by this stack: gpustack never changes or deletes an object it does not manage.{since} To manage it here, import it:\n\n  import {{\n    to = {address}\n    id = {id}\n  }}\n\nor run: gpustack import '{address}' {id}",
                         address = m.address,
                         what = existing.describe,
                         id = serde_json::Value::String(existing.import_id.clone()),
@@ -813,12 +820,12 @@ impl Planner<'_, '_> {
             self.walk.provider_checks(r, &config);
             // Digests (a state read without refresh) give way to the configuration's values.
             // Taken, not copied: drift was noted when the live state arrived.
-            let prior = self
-                .refreshed
-                .remove(&address)
-                .inspect(|_| {
-                    self.taken.insert(address.clone());
-                })
+            let refreshed = self.refreshed.remove(&address).inspect(|_| {
+                self.taken.insert(address.clone());
+            });
+            // In the state, but its object is gone.
+            let vanished = matches!(refreshed, Some(None));
+            let prior = refreshed
                 .flatten()
                 .map(|p| crate::sensitive::rehydrate(p, &config, self.salt));
             if let Some(prior) = &prior {
@@ -841,7 +848,7 @@ impl Planner<'_, '_> {
                 ));
                 continue;
             }
-            requests.push((key, address, prior, config, import));
+            requests.push((key, address, prior, config, import, vanished));
         }
         if self.walk.diags.0.len() > errors_before {
             self.failed.insert(node);
@@ -855,68 +862,70 @@ impl Planner<'_, '_> {
         Some(Box::pin(async move {
             // Each instance's future borrows the resource's schema from this one.
             let (schema, schema_paths) = (&schema, &schema_paths);
-            let calls = requests
-                .into_iter()
-                .map(|(key, address, prior, config, import)| {
-                    let handle = handle.clone();
-                    let type_name = type_name.clone();
-                    let owner = owner.clone();
-                    async move {
-                        let _permit = handle.permits.acquire().await;
-                        let secrets = Secrets::of(prior.as_ref(), &config, schema_paths);
-                        match mode {
-                            ResourceMode::Managed => {
-                                plan_managed(ManagedInstance {
-                                    handle: &handle,
-                                    type_name,
-                                    key,
-                                    address,
-                                    prior,
-                                    config,
-                                    import,
-                                    schema_paths,
-                                    schema,
-                                    owner,
-                                    preview,
-                                })
-                                .await
-                            }
-                            ResourceMode::Data if config.is_wholly_known() => {
-                                let response = handle
-                                    .instance
-                                    .read_data_source(ReadDataSourceRequest {
+            let calls =
+                requests
+                    .into_iter()
+                    .map(|(key, address, prior, config, import, vanished)| {
+                        let handle = handle.clone();
+                        let type_name = type_name.clone();
+                        let owner = owner.clone();
+                        async move {
+                            let _permit = handle.permits.acquire().await;
+                            let secrets = Secrets::of(prior.as_ref(), &config, schema_paths);
+                            match mode {
+                                ResourceMode::Managed => {
+                                    plan_managed(ManagedInstance {
+                                        handle: &handle,
                                         type_name,
-                                        config: config.unmark_deep().0,
+                                        key,
+                                        address,
+                                        prior,
+                                        config,
+                                        import,
+                                        vanished,
+                                        schema_paths,
+                                        schema,
+                                        owner,
+                                        preview,
                                     })
-                                    .await;
-                                (
+                                    .await
+                                }
+                                ResourceMode::Data if config.is_wholly_known() => {
+                                    let response = handle
+                                        .instance
+                                        .read_data_source(ReadDataSourceRequest {
+                                            type_name,
+                                            config: config.unmark_deep().0,
+                                        })
+                                        .await;
+                                    (
+                                        PlannedInstance {
+                                            key,
+                                            address,
+                                            prior: None,
+                                            planned: secrets.mark(response.state),
+                                            requires_replace: vec![],
+                                            gpu_facts: vec![],
+                                            importing: None,
+                                        },
+                                        response.diagnostics,
+                                    )
+                                }
+                                ResourceMode::Data => (
                                     PlannedInstance {
                                         key,
                                         address,
                                         prior: None,
-                                        planned: secrets.mark(response.state),
+                                        planned: Value::Unknown,
                                         requires_replace: vec![],
                                         gpu_facts: vec![],
                                         importing: None,
                                     },
-                                    response.diagnostics,
-                                )
+                                    vec![],
+                                ),
                             }
-                            ResourceMode::Data => (
-                                PlannedInstance {
-                                    key,
-                                    address,
-                                    prior: None,
-                                    planned: Value::Unknown,
-                                    requires_replace: vec![],
-                                    gpu_facts: vec![],
-                                    importing: None,
-                                },
-                                vec![],
-                            ),
                         }
-                    }
-                });
+                    });
             let mut instances = Vec::new();
             let mut diagnostics = Vec::new();
             for (instance, diags) in futures::future::join_all(calls).await {

@@ -11,7 +11,7 @@ use gpustack_provider_sdk::family::Family;
 use gpustack_provider_sdk::objects::{project, strip_nulls};
 use gpustack_provider_sdk::resource::{DataSource, Resource, Resources};
 use indexmap::IndexMap;
-use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PropagationPolicy};
+use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, Preconditions, PropagationPolicy};
 use kube::runtime::wait::await_condition;
 use serde_json::Value as Json;
 use std::collections::HashMap;
@@ -429,6 +429,13 @@ fn live_view(ty: ObjectType, desired: &Json, object: &Json) -> Value {
     }
 }
 
+/// The uid of the object a state records (a `kubernetes_manifest` made or imported); `None`
+/// for the types that manage fields of someone else's object, and for states written before
+/// uids were recorded.
+fn recorded_uid(state: &Value) -> Option<&str> {
+    attribute(state, "uid").and_then(Value::as_str)
+}
+
 /// A resource's state refreshed from its live object: the live view of what it manages, the
 /// object's uid, secrets concealed.
 fn live_state(ty: ObjectType, mut state: Value, object: &Json) -> Value {
@@ -490,6 +497,31 @@ impl Connected {
             })
             .await
             .clone()
+    }
+
+    /// Why an apply that named the uid of the object it read was refused, when that object is
+    /// no longer there: gone, or another of the same name. The API server refuses such an
+    /// apply and changes nothing (409 where it would otherwise create the object, 422 where
+    /// the uid would change), but a field-manager conflict can be what it reports first; the
+    /// object as it is now tells them apart.
+    async fn not_there(
+        &self,
+        api: &kube::Api<DynamicObject>,
+        name: &str,
+        named: Option<&str>,
+        e: &kube::Error,
+    ) -> Option<&'static str> {
+        let named = named?;
+        if !matches!(e, kube::Error::Api(status) if status.code == 409 || status.code == 422) {
+            return None;
+        }
+        match api.get_opt(name).await {
+            Ok(None) => Some("was deleted"),
+            Ok(Some(object)) if object.metadata.uid.as_deref() != Some(named) => {
+                Some("was replaced by another object of the same name")
+            }
+            _ => None,
+        }
     }
 
     async fn kind_of(&self, id: &ObjectId) -> Result<Option<Kind>, Vec<Diagnostic>> {
@@ -808,8 +840,13 @@ impl Connected {
                 // Items of a LIST carry no apiVersion and kind of their own.
                 json["apiVersion"] = api_version.into();
                 json["kind"] = kind.into();
+                let uid = json.pointer("/metadata/uid").and_then(Json::as_str);
                 for (i, state) in members {
-                    answered.push((i, Some(live_state(ty, state, &json))));
+                    // An object of the recorded name but another uid is not the one this
+                    // stack made or imported: that one is gone.
+                    let replaced =
+                        recorded_uid(&state).is_some_and(|recorded| Some(recorded) != uid);
+                    answered.push((i, (!replaced).then(|| live_state(ty, state, &json))));
                 }
             }
             match next {
@@ -871,13 +908,12 @@ impl Connected {
         &self,
         ty: ObjectType,
         request: ApplyResourceChangeRequest,
-    ) -> Result<Option<Value>, Vec<Diagnostic>> {
+    ) -> Result<(Option<Value>, Vec<Diagnostic>), Vec<Diagnostic>> {
         let Some(planned) = request.planned_state else {
             let Some(prior) = request.prior_state else {
-                return Ok(None);
+                return Ok((None, vec![]));
             };
-            self.delete(ty, &prior).await?;
-            return Ok(None);
+            return Ok((None, self.delete(ty, &prior).await?));
         };
         let id = ObjectId::of(ty, &planned).ok_or_else(|| {
             error(
@@ -926,10 +962,17 @@ impl Connected {
                 body["metadata"]["annotations"][gpustack_protocol::OWNER_KEY] =
                     request.owner.clone().into();
             }
+            if let Some(uid) = request.prior_state.as_ref().and_then(recorded_uid) {
+                body["metadata"]["uid"] = uid.into();
+            }
         } else {
             // Partial management never creates what someone else owns.
             match api.get_opt(&id.name).await {
-                Ok(Some(_)) => {}
+                Ok(Some(object)) => {
+                    if let Some(uid) = object.metadata.uid {
+                        body["metadata"]["uid"] = uid.into();
+                    }
+                }
                 Ok(None) => {
                     return Err(error(
                         &format!("{} does not exist", id.describe()),
@@ -944,14 +987,32 @@ impl Connected {
             merge(&mut body, &desired);
         }
         let params = apply_params(&field_manager(ty, &planned), force(&planned));
-        let object = self
+        let object = match self
             .cluster
             .apply_json(&api, &id.name, &params, &body)
             .await
-            .map_err(|e| match conflict_detail(&e) {
-                Some(detail) => error(&format!("Conflict applying {}", id.describe()), detail),
-                None => error(&format!("Cannot apply {}", id.describe()), api_error(&e)),
-            })?;
+        {
+            Ok(object) => object,
+            Err(e) => {
+                let named = body.pointer("/metadata/uid").and_then(Json::as_str);
+                let gone = self.not_there(&api, &id.name, named, &e).await;
+                return Err(match (gone, conflict_detail(&e)) {
+                    (Some(why), _) => error(
+                        &format!("Cannot apply {}", id.describe()),
+                        format!(
+                            "{} {why} since it was read, and gpustack changes only the object it read. Plan again.",
+                            id.describe()
+                        ),
+                    ),
+                    (None, Some(detail)) => {
+                        error(&format!("Conflict applying {}", id.describe()), detail)
+                    }
+                    (None, None) => {
+                        error(&format!("Cannot apply {}", id.describe()), api_error(&e))
+                    }
+                });
+            }
+        };
         let wait = Wait::from_config(attribute(&planned, "wait"), &id.kind)
             .map_err(|e| error("Invalid wait timeout", e))?;
         wait.until_done(&self.cluster, &kind, namespace.as_deref(), &id.name)
@@ -983,17 +1044,22 @@ impl Connected {
             set(&mut state, "uid", Value::string(uid));
         }
         conceal_secret(ty, &mut state);
-        Ok(Some(state))
+        Ok((Some(state), vec![]))
     }
 
     /// Deletes a managed object (waiting until it is gone), or gives back the fields a
     /// partial resource managed: server-side apply of nothing under the same field manager.
-    async fn delete(&self, ty: ObjectType, prior: &Value) -> Result<(), Vec<Diagnostic>> {
+    /// Its warnings when it leaves something as it is.
+    async fn delete(
+        &self,
+        ty: ObjectType,
+        prior: &Value,
+    ) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
         let Some(id) = ObjectId::of(ty, prior) else {
-            return Ok(());
+            return Ok(vec![]);
         };
         let Some(kind) = self.kind_of(&id).await? else {
-            return Ok(());
+            return Ok(vec![]);
         };
         let namespace = id.namespace_for(&kind);
         let api = self.cluster.api(&kind, namespace.as_deref());
@@ -1003,18 +1069,26 @@ impl Connected {
                 body["metadata"]["labels"] = serde_json::json!({});
             }
             let params = apply_params(&field_manager(ty, prior), true);
+            // The apply names the uid read, so that it never creates the object if it is
+            // deleted meanwhile; the fields went with it then.
             return match api.get_opt(&id.name).await {
-                Ok(None) => Ok(()),
-                Ok(Some(_)) => api
-                    .patch(&id.name, &params, &Patch::Apply(&body))
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| {
-                        error(
+                Ok(None) => Ok(vec![]),
+                Ok(Some(object)) => {
+                    if let Some(uid) = object.metadata.uid {
+                        body["metadata"]["uid"] = uid.into();
+                    }
+                    let named = body.pointer("/metadata/uid").and_then(Json::as_str);
+                    match api.patch(&id.name, &params, &Patch::Apply(&body)).await {
+                        Ok(_) => Ok(vec![]),
+                        Err(e) if self.not_there(&api, &id.name, named, &e).await.is_some() => {
+                            Ok(vec![])
+                        }
+                        Err(e) => Err(error(
                             &format!("Cannot release fields of {}", id.describe()),
                             api_error(&e),
-                        )
-                    }),
+                        )),
+                    }
+                }
                 Err(e) => Err(error("Cannot reach the Kubernetes API", api_error(&e))),
             };
         }
@@ -1023,8 +1097,15 @@ impl Connected {
             Some("Orphan") => PropagationPolicy::Orphan,
             _ => PropagationPolicy::Background,
         };
+        // Only the object this stack made or imported: another of the same name (the one
+        // recorded was deleted and someone made a new one) fails the uid precondition.
+        let recorded = recorded_uid(prior);
         let params = DeleteParams {
             propagation_policy: Some(propagation),
+            preconditions: recorded.map(|uid| Preconditions {
+                uid: Some(uid.to_owned()),
+                resource_version: None,
+            }),
             ..Default::default()
         };
         // The API server answers a deletion it finished with a Status, or (for the kinds that
@@ -1047,10 +1128,19 @@ impl Connected {
                 );
                 match still_going {
                     Some(uid) => uid,
-                    None => return Ok(()),
+                    None => return Ok(vec![]),
                 }
             }
-            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(vec![]),
+            Err(kube::Error::Api(status)) if status.code == 409 && recorded.is_some() => {
+                return Ok(vec![Diagnostic::warning(
+                    format!("{} was not deleted", id.describe()),
+                    format!(
+                        "The object this stack recorded (uid {}) is gone; the one of that name now is another, not made by this stack, and is left as it is.",
+                        recorded.unwrap_or_default()
+                    ),
+                )]);
+            }
             Err(e) => {
                 return Err(error(
                     &format!("Cannot delete {}", id.describe()),
@@ -1070,7 +1160,7 @@ impl Connected {
             })
         };
         match tokio::time::timeout(timeout, await_condition(api, &id.name, gone)).await {
-            Ok(Ok(_)) => Ok(()),
+            Ok(Ok(_)) => Ok(vec![]),
             Ok(Err(e)) => Err(error("Cannot reach the Kubernetes API", e.to_string())),
             Err(_) => Err(error(
                 &format!("{} is still being deleted", id.describe()),
@@ -1313,9 +1403,9 @@ impl Resource for Objects {
 
     async fn apply(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {
         match self.connected.apply(self.ty, request).await {
-            Ok(new_state) => ApplyResourceChangeResponse {
+            Ok((new_state, diagnostics)) => ApplyResourceChangeResponse {
                 new_state,
-                diagnostics: vec![],
+                diagnostics,
             },
             Err(diagnostics) => ApplyResourceChangeResponse {
                 new_state: None,

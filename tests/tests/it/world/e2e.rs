@@ -1319,6 +1319,131 @@ resource "helm_release" "probe" {{
     stack.ok("destroy", &["--auto-approve"]);
 }
 
+/// A ConfigMap the stack made, deleted by hand and made again by hand under the same name, is
+/// another object (another uid): the refresh finds the stack's object gone, the plan refuses to
+/// take over the new one, and neither an apply nor a destroy that skips the refresh changes or
+/// deletes it: the API server refuses an apply or a delete that names the recorded uid.
+#[test]
+fn an_object_made_again_by_hand_is_neither_adopted_nor_deleted() {
+    let c = e2e_cluster();
+    let ns = "gpustack-e2e-made-again";
+    // Diagnostics wrap to the terminal's width.
+    let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    c.kubectl_ok(&["create", "namespace", ns]);
+    let stack = |value: &str| {
+        format!(
+            r#"
+variable "kubeconfig" {{ type = string }}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+resource "kubernetes_manifest" "settings" {{
+  manifest = {{
+    apiVersion = "v1"
+    kind       = "ConfigMap"
+    metadata   = {{ name = "settings", namespace = "{ns}" }}
+    data       = {{ mode = "{value}" }}
+  }}
+}}
+"#
+        )
+    };
+    let s = Stack::inline(&stack("shared"));
+    s.ok("apply", &["--auto-approve"]);
+    let uid = |c: &TestCluster| {
+        c.kubectl_ok(&[
+            "get",
+            "configmap",
+            "settings",
+            "-n",
+            ns,
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ])
+    };
+    let recorded = uid(c);
+    c.kubectl_ok(&["delete", "configmap", "settings", "-n", ns]);
+    c.kubectl_ok(&[
+        "create",
+        "configmap",
+        "settings",
+        "-n",
+        ns,
+        "--from-literal=mode=theirs",
+    ]);
+    let theirs = uid(c);
+    assert_ne!(recorded, theirs);
+    let untouched = |c: &TestCluster| {
+        assert_eq!(uid(c), theirs, "the hand-made ConfigMap was deleted");
+        let data = c.kubectl_ok(&[
+            "get",
+            "configmap",
+            "settings",
+            "-n",
+            ns,
+            "-o",
+            "jsonpath={.data}",
+        ]);
+        assert_eq!(
+            data, r#"{"mode":"theirs"}"#,
+            "the hand-made ConfigMap was changed"
+        );
+        let managers = c.kubectl_ok(&[
+            "get",
+            "configmap",
+            "settings",
+            "-n",
+            ns,
+            "--show-managed-fields",
+            "-o",
+            "jsonpath={.metadata.managedFields[*].manager}",
+        ]);
+        assert!(!managers.contains("gpustack"), "{managers}");
+    };
+
+    let out = s.run("plan", &[]);
+    let text = flat(&everything_written(&out));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("The object this stack recorded is gone (deleted outside gpustack)"),
+        "{text}"
+    );
+    assert!(text.contains("Object already exists"), "{text}");
+    untouched(c);
+
+    // Without a refresh the state still names the deleted object; the apply names its uid.
+    std::fs::write(s.dir.join("main.hcl"), stack("changed")).unwrap();
+    let out = s.run("apply", &["--auto-approve", "--refresh=false"]);
+    let text = flat(&everything_written(&out));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("was replaced by another object of the same name since it was read"),
+        "{text}"
+    );
+    untouched(c);
+
+    let out = s.run("apply", &["--destroy", "--auto-approve", "--refresh=false"]);
+    let text = flat(&everything_written(&out));
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("ConfigMap gpustack-e2e-made-again/settings was not deleted"),
+        "{text}"
+    );
+    // The uid may wrap at a hyphen.
+    assert!(
+        text.replace("- ", "-").contains(&format!(
+            "(uid {recorded}) is gone; the one of that name now is another"
+        )),
+        "{text}"
+    );
+    untouched(c);
+    let state = s.ok("state", &["list"]);
+    assert!(!state.contains("kubernetes_manifest.settings"), "{state}");
+    c.kubectl_ok(&["delete", "namespace", ns, "--wait=false"]);
+}
+
 /// A Helm release moved into a module with a `moved` block: no change, and the release keeps
 /// its revision; without the block, the plan refuses to install it again and uninstall it.
 #[test]
