@@ -15,9 +15,13 @@ pub mod receiver;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The repository root (the parent of this crate).
+/// The repository root (the parent of this crate). Cargo names the crate's directory when it
+/// runs a test; the directory it was compiled in is the fallback (a benchmark run by hand),
+/// because a build cached outside the repository may have been compiled in another clone.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default()
