@@ -1329,6 +1329,8 @@ fn an_object_made_again_by_hand_is_neither_adopted_nor_deleted() {
     let ns = "gpustack-e2e-made-again";
     // Diagnostics wrap to the terminal's width.
     let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // A run before this one (the cluster is kept between runs) may have left it terminating.
+    c.kubectl_ok(&["delete", "namespace", ns, "--ignore-not-found", "--timeout=2m"]);
     c.kubectl_ok(&["create", "namespace", ns]);
     let stack = |value: &str| {
         format!(
