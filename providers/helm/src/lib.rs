@@ -57,7 +57,13 @@ impl Family for Helm {
             .attr("timeout", Attribute::optional(Type::String))
             .attr("revision", Attribute::computed(Type::Number))
             .attr("status", Attribute::computed(Type::String))
-            .attr("app_version", Attribute::computed(Type::String));
+            .attr("app_version", Attribute::computed(Type::String))
+            .attr(
+                "first_deployed",
+                Attribute::computed(Type::String).describe(
+                    "When the release was first installed: a release of the same name installed since is another one.",
+                ),
+            );
         ProviderSchema {
             name: "helm".into(),
             config,
@@ -118,7 +124,7 @@ struct HelmCli {
     gpu_cluster: tokio::sync::OnceCell<Result<gpustack_protocol::ClusterFact, String>>,
 }
 
-const COMPUTED: [&str; 3] = ["revision", "status", "app_version"];
+const COMPUTED: [&str; 4] = ["revision", "status", "app_version", "first_deployed"];
 
 fn on_path(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
@@ -378,13 +384,22 @@ impl HelmCli {
             .map_err(|e| format!("helm {}: {e}", args[..2.min(args.len())].join(" ")))
     }
 
-    /// The live release as state: `None` when it is not installed.
+    /// The live release as state: `None` when it is not installed, or when the release of
+    /// that name is another one than the state records (installed again since).
     async fn live(&self, prior: &Value) -> Result<Option<Value>, String> {
         let name = text(prior, "name").unwrap_or_default().to_owned();
         let namespace = namespace_of(prior);
         let Some(status) = self.json_of(&["status", &name, "-n", &namespace]).await? else {
             return Ok(None);
         };
+        if let Some(recorded) = text(prior, "first_deployed")
+            && status
+                .pointer("/info/first_deployed")
+                .and_then(Json::as_str)
+                != Some(recorded)
+        {
+            return Ok(None);
+        }
         let values = self
             .run(&[
                 "get".into(),
@@ -403,6 +418,12 @@ impl HelmCli {
             values
         };
         let mut state = prior.clone();
+        if let Some(first) = status
+            .pointer("/info/first_deployed")
+            .and_then(Json::as_str)
+        {
+            set(&mut state, "first_deployed", Value::string(first));
+        }
         set(&mut state, "values", Value::from_json(&values));
         if let Some(revision) = status.get("version").and_then(Json::as_f64) {
             set(&mut state, "revision", Value::Number(revision));
@@ -575,6 +596,14 @@ impl Provider for HelmCli {
             };
             set(&mut planned, name, value);
         }
+        // An upgrade keeps the release, and with it when it was first installed.
+        let first_deployed = match prior {
+            Some(p) if requires_replace.is_empty() => attribute(p, "first_deployed")
+                .cloned()
+                .unwrap_or(Value::Unknown),
+            _ => Value::Unknown,
+        };
+        set(&mut planned, "first_deployed", first_deployed);
         let mut diagnostics = vec![];
         let mut existing = None;
         if prior.is_none()
@@ -642,6 +671,52 @@ impl Provider for HelmCli {
         &self,
         request: ApplyResourceChangeRequest,
     ) -> ApplyResourceChangeResponse {
+        // The release the state records, if it is not there any more (uninstalled, or
+        // installed again by someone else): an upgrade would install or take over another.
+        if let Some(prior) = &request.prior_state
+            && let Some(recorded) = text(prior, "first_deployed")
+        {
+            let name = text(prior, "name").unwrap_or_default();
+            let namespace = namespace_of(prior);
+            let status = match self.json_of(&["status", name, "-n", &namespace]).await {
+                Ok(status) => status,
+                Err(e) => {
+                    return ApplyResourceChangeResponse {
+                        new_state: Some(prior.clone()),
+                        diagnostics: vec![Diagnostic::error("Cannot read the Helm release", e)],
+                    };
+                }
+            };
+            let first = status
+                .as_ref()
+                .and_then(|s| s.pointer("/info/first_deployed"))
+                .and_then(Json::as_str);
+            if first != Some(recorded) {
+                let installed = status.is_some();
+                let diagnostics = match (&request.planned_state, installed) {
+                    (None, false) => vec![],
+                    (None, true) => vec![Diagnostic::warning(
+                        format!("Helm release {namespace}/{name} was not uninstalled"),
+                        "The release this stack recorded is gone; the one of that name now was installed since, not by this stack, and is left as it is.",
+                    )],
+                    (Some(_), installed) => vec![Diagnostic::error(
+                        format!("Cannot upgrade Helm release {namespace}/{name}"),
+                        format!(
+                            "The release this stack recorded was {} since it was read, and gpustack changes only the release it read. Plan again.",
+                            if installed {
+                                "uninstalled and installed again by someone else"
+                            } else {
+                                "uninstalled"
+                            }
+                        ),
+                    )],
+                };
+                return ApplyResourceChangeResponse {
+                    new_state: request.planned_state.is_some().then(|| prior.clone()),
+                    diagnostics,
+                };
+            }
+        }
         match (request.planned_state, request.prior_state) {
             (Some(planned), _) => match self.upgrade(&planned, &request.owner).await {
                 Ok(state) => ApplyResourceChangeResponse {

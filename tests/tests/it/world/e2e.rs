@@ -1330,7 +1330,13 @@ fn an_object_made_again_by_hand_is_neither_adopted_nor_deleted() {
     // Diagnostics wrap to the terminal's width.
     let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
     // A run before this one (the cluster is kept between runs) may have left it terminating.
-    c.kubectl_ok(&["delete", "namespace", ns, "--ignore-not-found", "--timeout=2m"]);
+    c.kubectl_ok(&[
+        "delete",
+        "namespace",
+        ns,
+        "--ignore-not-found",
+        "--timeout=2m",
+    ]);
     c.kubectl_ok(&["create", "namespace", ns]);
     let stack = |value: &str| {
         format!(
@@ -1443,6 +1449,91 @@ resource "kubernetes_manifest" "settings" {{
     untouched(c);
     let state = s.ok("state", &["list"]);
     assert!(!state.contains("kubernetes_manifest.settings"), "{state}");
+    c.kubectl_ok(&["delete", "namespace", ns, "--wait=false"]);
+}
+
+/// The same for a Helm release, which has no uid: a release uninstalled and installed again by
+/// hand under the same name was first deployed at another time, which the state records.
+#[test]
+fn a_release_installed_again_by_hand_is_neither_adopted_nor_uninstalled() {
+    let c = e2e_cluster();
+    let ns = "gpustack-e2e-installed-again";
+    let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    c.kubectl_ok(&[
+        "delete",
+        "namespace",
+        ns,
+        "--ignore-not-found",
+        "--timeout=2m",
+    ]);
+    c.kubectl_ok(&["create", "namespace", ns]);
+    let chart = probe_chart();
+    let stack = |replicas: u32| {
+        format!(
+            r#"
+variable "kubeconfig" {{ type = string }}
+
+provider "helm" {{
+  config_path = var.kubeconfig
+}}
+
+resource "helm_release" "probe" {{
+  name      = "probe"
+  chart     = "{chart}"
+  namespace = "{ns}"
+  values    = {{ replicas = {replicas} }}
+}}
+"#,
+            chart = chart.path().display()
+        )
+    };
+    let s = Stack::inline(&stack(2));
+    s.ok("apply", &["--auto-approve"]);
+    helm(c, &["uninstall", "probe", "-n", ns, "--wait"]);
+    let path = chart.path().display().to_string();
+    helm(
+        c,
+        &["install", "probe", &path, "-n", ns, "--set", "replicas=9"],
+    );
+    let untouched = |c: &TestCluster| {
+        assert_eq!(
+            revision(c, "probe", ns),
+            "1",
+            "the hand-installed release was upgraded"
+        );
+        let values = helm(c, &["get", "values", "probe", "-n", ns, "-o", "json"]);
+        assert_eq!(values.trim(), r#"{"replicas":9}"#);
+    };
+
+    let out = s.run("plan", &[]);
+    let text = flat(&everything_written(&out));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("Object already exists"), "{text}");
+    assert!(
+        text.contains("The object this stack recorded is gone (deleted outside gpustack)"),
+        "{text}"
+    );
+    untouched(c);
+
+    std::fs::write(s.dir.join("main.hcl"), stack(3)).unwrap();
+    let out = s.run("apply", &["--auto-approve", "--refresh=false"]);
+    let text = flat(&everything_written(&out));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("uninstalled and installed again by someone else since it was read"),
+        "{text}"
+    );
+    untouched(c);
+
+    let out = s.run("apply", &["--destroy", "--auto-approve", "--refresh=false"]);
+    let text = flat(&everything_written(&out));
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("Helm release {ns}/probe was not uninstalled")),
+        "{text}"
+    );
+    untouched(c);
+    helm(c, &["uninstall", "probe", "-n", ns]);
     c.kubectl_ok(&["delete", "namespace", ns, "--wait=false"]);
 }
 
