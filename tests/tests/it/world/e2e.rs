@@ -1319,17 +1319,14 @@ resource "helm_release" "probe" {{
     stack.ok("destroy", &["--auto-approve"]);
 }
 
-/// A ConfigMap the stack made, deleted by hand and made again by hand under the same name, is
-/// another object (another uid): the refresh finds the stack's object gone, the plan refuses to
-/// take over the new one, and neither an apply nor a destroy that skips the refresh changes or
-/// deletes it: the API server refuses an apply or a delete that names the recorded uid.
-#[test]
-fn an_object_made_again_by_hand_is_neither_adopted_nor_deleted() {
-    let c = e2e_cluster();
-    let ns = "gpustack-e2e-made-again";
-    // Diagnostics wrap to the terminal's width.
-    let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
-    // A run before this one (the cluster is kept between runs) may have left it terminating.
+/// A command's output as its words one space apart: diagnostics wrap to the terminal's width.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// An empty namespace made by hand. The cluster is kept between runs, and a run that failed
+/// may have left the namespace (or left it terminating).
+fn fresh_namespace(c: &TestCluster, ns: &str) {
     c.kubectl_ok(&[
         "delete",
         "namespace",
@@ -1338,6 +1335,50 @@ fn an_object_made_again_by_hand_is_neither_adopted_nor_deleted() {
         "--timeout=2m",
     ]);
     c.kubectl_ok(&["create", "namespace", ns]);
+}
+
+/// What the stack recorded is gone and someone else made another of its name: the plan
+/// refuses to take it over, an apply that skips the refresh (still naming the recorded one)
+/// fails with `refused`, and a destroy that skips it succeeds and leaves the other one with
+/// `left`; `untouched` checks the other one after each. The destroy's output, words one space
+/// apart.
+fn left_alone(s: &Stack, changed: &str, refused: &str, left: &str, untouched: impl Fn()) -> String {
+    let out = s.run("plan", &[]);
+    let text = flat(&everything_written(&out));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("Object already exists"), "{text}");
+    assert!(
+        text.contains("The object this stack recorded is gone (deleted outside gpustack)"),
+        "{text}"
+    );
+    untouched();
+
+    std::fs::write(s.dir.join("main.hcl"), changed).unwrap();
+    let out = s.run("apply", &["--auto-approve", "--refresh=false"]);
+    let text = flat(&everything_written(&out));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains(refused), "{text}");
+    untouched();
+
+    let out = s.run("apply", &["--destroy", "--auto-approve", "--refresh=false"]);
+    let text = flat(&everything_written(&out));
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains(left), "{text}");
+    untouched();
+    let state = s.ok("state", &["list"]);
+    assert_eq!(state.trim(), "", "the state still records it: {state}");
+    text
+}
+
+/// A ConfigMap the stack made, deleted by hand and made again by hand under the same name, is
+/// another object (another uid): the refresh finds the stack's object gone, the plan refuses to
+/// take over the new one, and neither an apply nor a destroy that skips the refresh changes or
+/// deletes it: the API server refuses an apply or a delete that names the recorded uid.
+#[test]
+fn an_object_made_again_by_hand_is_neither_adopted_nor_deleted() {
+    let c = e2e_cluster();
+    let ns = "gpustack-e2e-made-again";
+    fresh_namespace(c, ns);
     let stack = |value: &str| {
         format!(
             r#"
@@ -1411,33 +1452,12 @@ resource "kubernetes_manifest" "settings" {{
         assert!(!managers.contains("gpustack"), "{managers}");
     };
 
-    let out = s.run("plan", &[]);
-    let text = flat(&everything_written(&out));
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(
-        text.contains("The object this stack recorded is gone (deleted outside gpustack)"),
-        "{text}"
-    );
-    assert!(text.contains("Object already exists"), "{text}");
-    untouched(c);
-
-    // Without a refresh the state still names the deleted object; the apply names its uid.
-    std::fs::write(s.dir.join("main.hcl"), stack("changed")).unwrap();
-    let out = s.run("apply", &["--auto-approve", "--refresh=false"]);
-    let text = flat(&everything_written(&out));
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(
-        text.contains("was replaced by another object of the same name since it was read"),
-        "{text}"
-    );
-    untouched(c);
-
-    let out = s.run("apply", &["--destroy", "--auto-approve", "--refresh=false"]);
-    let text = flat(&everything_written(&out));
-    assert!(out.status.success(), "{text}");
-    assert!(
-        text.contains("ConfigMap gpustack-e2e-made-again/settings was not deleted"),
-        "{text}"
+    let text = left_alone(
+        &s,
+        &stack("changed"),
+        "was replaced by another object of the same name since it was read",
+        "ConfigMap gpustack-e2e-made-again/settings was not deleted",
+        || untouched(c),
     );
     // The uid may wrap at a hyphen.
     assert!(
@@ -1446,9 +1466,6 @@ resource "kubernetes_manifest" "settings" {{
         )),
         "{text}"
     );
-    untouched(c);
-    let state = s.ok("state", &["list"]);
-    assert!(!state.contains("kubernetes_manifest.settings"), "{state}");
     c.kubectl_ok(&["delete", "namespace", ns, "--wait=false"]);
 }
 
@@ -1458,15 +1475,7 @@ resource "kubernetes_manifest" "settings" {{
 fn a_release_installed_again_by_hand_is_neither_adopted_nor_uninstalled() {
     let c = e2e_cluster();
     let ns = "gpustack-e2e-installed-again";
-    let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
-    c.kubectl_ok(&[
-        "delete",
-        "namespace",
-        ns,
-        "--ignore-not-found",
-        "--timeout=2m",
-    ]);
-    c.kubectl_ok(&["create", "namespace", ns]);
+    fresh_namespace(c, ns);
     let chart = probe_chart();
     let stack = |replicas: u32| {
         format!(
@@ -1505,34 +1514,13 @@ resource "helm_release" "probe" {{
         assert_eq!(values.trim(), r#"{"replicas":9}"#);
     };
 
-    let out = s.run("plan", &[]);
-    let text = flat(&everything_written(&out));
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("Object already exists"), "{text}");
-    assert!(
-        text.contains("The object this stack recorded is gone (deleted outside gpustack)"),
-        "{text}"
+    left_alone(
+        &s,
+        &stack(3),
+        "uninstalled and installed again by someone else since it was read",
+        &format!("Helm release {ns}/probe was not uninstalled"),
+        || untouched(c),
     );
-    untouched(c);
-
-    std::fs::write(s.dir.join("main.hcl"), stack(3)).unwrap();
-    let out = s.run("apply", &["--auto-approve", "--refresh=false"]);
-    let text = flat(&everything_written(&out));
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(
-        text.contains("uninstalled and installed again by someone else since it was read"),
-        "{text}"
-    );
-    untouched(c);
-
-    let out = s.run("apply", &["--destroy", "--auto-approve", "--refresh=false"]);
-    let text = flat(&everything_written(&out));
-    assert!(out.status.success(), "{text}");
-    assert!(
-        text.contains(&format!("Helm release {ns}/probe was not uninstalled")),
-        "{text}"
-    );
-    untouched(c);
     helm(c, &["uninstall", "probe", "-n", ns]);
     c.kubectl_ok(&["delete", "namespace", ns, "--wait=false"]);
 }
