@@ -27,6 +27,23 @@ pub fn repo_root() -> PathBuf {
         .unwrap_or_default()
 }
 
+/// A state file's text with the string attribute `name` of every resource set to null, as a
+/// state written before the attribute was recorded has it.
+pub fn unrecorded(state: &str, name: &str) -> String {
+    let key = format!("\"{name}\": \"");
+    let mut out = String::with_capacity(state.len());
+    let mut rest = state;
+    while let Some(start) = rest.find(&key) {
+        let value = &rest[start + key.len()..];
+        let end = value.find('"').map_or(value.len(), |i| i + 1);
+        out.push_str(&rest[..start]);
+        out.push_str(&format!("\"{name}\": null"));
+        rest = &value[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 pub fn fixtures_dir() -> PathBuf {
     repo_root().join("tests").join("fixtures")
 }

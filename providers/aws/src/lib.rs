@@ -98,7 +98,11 @@ impl Family for Aws {
                 Attribute::optional_computed(Type::String),
             )
             .attr("arn", Attribute::computed(Type::String))
-            .attr("status", Attribute::computed(Type::String));
+            .attr("status", Attribute::computed(Type::String))
+            .attr(
+                gpustack_provider_sdk::pool::CREATION_TOKEN,
+                gpustack_provider_sdk::pool::creation_token_attribute(),
+            );
         let instance_types =
             Schema::new("GPU details of EC2 instance types, from DescribeInstanceTypes.")
                 .attr(

@@ -109,7 +109,11 @@ impl Family for Azure {
             .attr("tags", Attribute::optional(Type::map(Type::String)))
             .attr("id", Attribute::computed(Type::String))
             .attr("node_image_version", Attribute::computed(Type::String))
-            .attr("provisioning_state", Attribute::computed(Type::String));
+            .attr("provisioning_state", Attribute::computed(Type::String))
+            .attr(
+                gpustack_provider_sdk::pool::CREATION_TOKEN,
+                gpustack_provider_sdk::pool::creation_token_attribute(),
+            );
         ProviderSchema {
             name: "azure".into(),
             config,

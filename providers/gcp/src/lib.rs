@@ -93,6 +93,10 @@ impl Family for Gcp {
             .attr("labels", Attribute::optional(Type::map(Type::String)))
             .attr("taints", Attribute::optional(Type::list(taint_type())))
             .attr("id", Attribute::computed(Type::String))
+            .attr(
+                gpustack_provider_sdk::pool::CREATION_TOKEN,
+                gpustack_provider_sdk::pool::creation_token_attribute(),
+            )
             .block("accelerator", BlockNesting::Single, accelerator);
         let limit = Type::object([
             ("resource_type", ObjectAttr::required(Type::String)),

@@ -363,6 +363,7 @@ impl HelmCli {
                 ("atomic".to_owned(), Value::Null),
                 ("wait".to_owned(), Value::Null),
                 ("timeout".to_owned(), Value::Null),
+                ("first_deployed".to_owned(), Value::Unknown),
             ]
             .into_iter()
             .collect(),
@@ -392,11 +393,11 @@ impl HelmCli {
         let Some(status) = self.json_of(&["status", &name, "-n", &namespace]).await? else {
             return Ok(None);
         };
+        let first_deployed = status
+            .pointer("/info/first_deployed")
+            .and_then(Json::as_str);
         if let Some(recorded) = text(prior, "first_deployed")
-            && status
-                .pointer("/info/first_deployed")
-                .and_then(Json::as_str)
-                != Some(recorded)
+            && first_deployed != Some(recorded)
         {
             return Ok(None);
         }
@@ -418,9 +419,11 @@ impl HelmCli {
             values
         };
         let mut state = prior.clone();
-        if let Some(first) = status
-            .pointer("/info/first_deployed")
-            .and_then(Json::as_str)
+        // Learnt where it is unknown (an install, an import); a state that records none
+        // (written before it was recorded) keeps none, or the refresh would report it as a
+        // change made outside gpustack.
+        if let Some(first) = first_deployed
+            && attribute(prior, "first_deployed").is_some_and(Value::is_unknown)
         {
             set(&mut state, "first_deployed", Value::string(first));
         }

@@ -6,17 +6,64 @@
 
 use crate::resource::Resource;
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Diagnostic, Existing, GpuFact,
-    PlanResourceChangeRequest, PlanResourceChangeResponse, PoolFact, PoolShape,
-    ReadResourcesRequest, ReadResourcesResponse, Schema, Value, plan_from_schema,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic, Existing,
+    GpuFact, PlanResourceChangeRequest, PlanResourceChangeResponse, PoolFact, PoolShape,
+    ReadResourcesRequest, ReadResourcesResponse, Schema, Type, Value, plan_from_schema,
 };
 use std::collections::BTreeMap;
+
+/// The attribute of every pool's state that records the stack mark the pool was created with
+/// (its creation tag or label): a pool of the recorded name without it is another pool, made
+/// since by someone else. Null for a pool imported unmarked, which is known by name alone.
+pub const CREATION_TOKEN: &str = "creation_token";
+
+/// [`CREATION_TOKEN`]'s attribute, for a cloud's pool schema.
+pub fn creation_token_attribute() -> Attribute {
+    Attribute::computed(Type::String).describe(
+        "The stack mark the pool was created with (its gpustack.dev/creation-token tag or label): a pool of the same name without it is another one.",
+    )
+}
 
 /// A pool as the cloud holds it: its state in the resource's schema, and the stack mark it
 /// carries (the creation tag or label), if any.
 pub struct LivePool {
     pub state: Value,
     pub mark: Option<String>,
+}
+
+impl LivePool {
+    /// The pool's state, with the mark it carries.
+    fn into_state(self) -> Value {
+        with_token(self.state, self.mark.as_deref())
+    }
+
+    /// The live state of the pool `prior` records; `None` when this pool is another one. A
+    /// state that records no mark (written before marks were recorded, or of a pool imported
+    /// unmarked) is refreshed without one: a refresh that filled it in would be reported as a
+    /// change made outside gpustack.
+    fn of_record(self, prior: &Value) -> Option<Value> {
+        match recorded_token(prior) {
+            Some(token) if self.mark.as_deref() != Some(token) => None,
+            Some(_) => Some(self.into_state()),
+            None => Some(with_token(self.state, None)),
+        }
+    }
+}
+
+fn recorded_token(state: &Value) -> Option<&str> {
+    state
+        .as_object()
+        .and_then(|o| o.get(CREATION_TOKEN))
+        .and_then(Value::as_str)
+}
+
+fn with_token(mut state: Value, token: Option<&str>) -> Value {
+    crate::check::set(
+        &mut state,
+        CREATION_TOKEN,
+        token.map_or(Value::Null, Value::string),
+    );
+    state
 }
 
 /// One cloud's node pool API and rules.
@@ -73,7 +120,8 @@ pub trait CloudPool: Send + Sync {
         None
     }
 
-    /// Creates the pool marked with `owner`; on failure, the pool as far as it was made.
+    /// Creates the pool marked with `owner` (its creation tag or label; a token of its own
+    /// when `owner` is empty); on failure, the pool as far as it was made.
     async fn create(
         &self,
         planned: &Value,
@@ -89,6 +137,57 @@ pub trait CloudPool: Send + Sync {
 pub struct Pools<P>(pub std::sync::Arc<P>);
 
 impl<P: CloudPool> Pools<P> {
+    /// The answer to an update (`updating`) or a delete of the pool `prior` records, when that
+    /// pool is no longer there: gone, or another pool of its name (without its mark). An
+    /// update would create or change another pool; a delete leaves the other one.
+    async fn not_there(
+        &self,
+        prior: &Value,
+        updating: bool,
+    ) -> Option<ApplyResourceChangeResponse> {
+        let token = recorded_token(prior)?;
+        let key = P::key(prior)?;
+        let live = match self.0.get(&key).await {
+            Ok(live) => live,
+            Err(d) => {
+                return Some(ApplyResourceChangeResponse {
+                    new_state: Some(prior.clone()),
+                    diagnostics: vec![d],
+                });
+            }
+        };
+        let another = match &live {
+            Some(live) if live.mark.as_deref() == Some(token) => return None,
+            Some(_) => true,
+            None if updating => false,
+            None => return None,
+        };
+        let diagnostic = if updating {
+            Diagnostic::error(
+                format!("Cannot update {} {key}", P::KIND),
+                format!(
+                    "The pool this stack recorded was {} since it was read, and gpustack changes only the pool it read. Plan again.",
+                    if another {
+                        "deleted and made again by someone else"
+                    } else {
+                        "deleted"
+                    }
+                ),
+            )
+        } else {
+            Diagnostic::warning(
+                format!("{} {key} was not deleted", P::KIND),
+                format!(
+                    "The pool this stack recorded (mark {token}) is gone; the one of that name now is another, not made by this stack, and is left as it is."
+                ),
+            )
+        };
+        Some(ApplyResourceChangeResponse {
+            new_state: updating.then(|| prior.clone()),
+            diagnostics: vec![diagnostic],
+        })
+    }
+
     /// The pool's machines and node labels, for the plan's capacity lines. `new`: the change
     /// makes a new pool (a create or a replacement).
     async fn pool_fact(
@@ -130,7 +229,11 @@ impl<P: CloudPool> Resource for Pools<P> {
     async fn read(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
         let reads = request.states.iter().map(|state| async move {
             match P::key(state) {
-                Some(key) => self.0.get(&key).await.map(|live| live.map(|l| l.state)),
+                Some(key) => self
+                    .0
+                    .get(&key)
+                    .await
+                    .map(|live| live.and_then(|l| l.of_record(state))),
                 None => Ok(Some(state.clone())),
             }
         });
@@ -145,6 +248,10 @@ impl<P: CloudPool> Resource for Pools<P> {
             P::refine(prior, &config, &mut response);
         }
         let new = prior.is_none() || !response.requires_replace.is_empty();
+        // An update keeps the pool, and with it its mark.
+        if let Some(prior) = prior.filter(|_| !new) {
+            response.planned_state = with_token(response.planned_state, recorded_token(prior));
+        }
         // Values unknown until apply (a machine type from another resource) leave the
         // capacity out rather than guess it.
         let planned = (!response.planned_state.is_null()).then_some(&response.planned_state);
@@ -174,10 +281,29 @@ impl<P: CloudPool> Resource for Pools<P> {
     }
 
     async fn apply(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {
+        if let Some(prior) = &request.prior_state
+            && let Some(response) = self.not_there(prior, request.planned_state.is_some()).await
+        {
+            return response;
+        }
+        // Only an owner is a mark known before the create: a token of the cloud's own is
+        // read back by the next refresh.
+        let mark = (!request.owner.is_empty()).then_some(request.owner.as_str());
         crate::apply_change(
             &request,
-            async |planned| self.0.create(planned, &request.owner).await,
-            async |prior, planned| self.0.update(prior, planned).await,
+            async |planned| {
+                self.0
+                    .create(planned, &request.owner)
+                    .await
+                    .map(|state| with_token(state, mark))
+                    .map_err(|(state, d)| (state.map(|s| with_token(s, mark)), d))
+            },
+            async |prior, planned| {
+                self.0
+                    .update(prior, planned)
+                    .await
+                    .map(|state| with_token(state, recorded_token(prior)))
+            },
             async |prior| self.0.delete(prior).await,
         )
         .await
@@ -191,7 +317,7 @@ impl<P: CloudPool> Resource for Pools<P> {
             )]
         })?;
         match self.0.get(&key).await.map_err(|d| vec![d])? {
-            Some(live) => Ok(live.state),
+            Some(live) => Ok(live.into_state()),
             None => Err(vec![Diagnostic::error(
                 format!("{} not found", P::KIND),
                 format!("There is no {} {key}.", P::KIND),

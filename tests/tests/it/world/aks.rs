@@ -223,6 +223,23 @@ struct Stack<'f> {
     fake: &'f AksFake,
 }
 
+/// The fake with one cluster, `ml-rg/ml-aks`, where the stack's pool goes.
+fn ml_aks() -> AksFake {
+    AksFake::start(&[(&format!("{SUB}/ml-rg/ml-aks"), "1.34.2")], None)
+}
+
+impl<'f> Stack<'f> {
+    /// [`STACK`] in a directory of its own.
+    fn of_one_pool(fake: &'f AksFake) -> Self {
+        let stack = Stack {
+            dir: tempfile::tempdir().unwrap(),
+            fake,
+        };
+        std::fs::write(stack.dir.path().join("main.hcl"), STACK).unwrap();
+        stack
+    }
+}
+
 const STACK: &str = r#"
 variable "endpoint" { type = string }
 variable "vm_size" {
@@ -292,12 +309,8 @@ fn state_text(dir: &std::path::Path) -> String {
 
 #[test]
 fn aks_pool_lifecycle_with_faults_drift_and_replacement() {
-    let fake = AksFake::start(&[(&format!("{SUB}/ml-rg/ml-aks"), "1.34.2")], None);
-    let stack = Stack {
-        dir: tempfile::tempdir().unwrap(),
-        fake: &fake,
-    };
-    std::fs::write(stack.dir.path().join("main.hcl"), STACK).unwrap();
+    let fake = ml_aks();
+    let stack = Stack::of_one_pool(&fake);
     let pool_id = format!("{SUB}/ml-rg/ml-aks/gpu");
 
     let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
@@ -422,12 +435,8 @@ fn aks_pool_lifecycle_with_faults_drift_and_replacement() {
 /// with this stack's mark and adopts it — no duplicate, and no "import it".
 #[test]
 fn a_pool_created_by_a_run_killed_before_recording_it_is_adopted() {
-    let fake = AksFake::start(&[(&format!("{SUB}/ml-rg/ml-aks"), "1.34.2")], None);
-    let stack = Stack {
-        dir: tempfile::tempdir().unwrap(),
-        fake: &fake,
-    };
-    std::fs::write(stack.dir.path().join("main.hcl"), STACK).unwrap();
+    let fake = ml_aks();
+    let stack = Stack::of_one_pool(&fake);
     // The create is carried out, and its answer never comes before the kill.
     fake.inject(Method::PUT, &[Fault::Hang]);
     gpustack_tests::kill_when(stack.command(&["apply", "--auto-approve"], &[]), || {
@@ -446,4 +455,77 @@ fn a_pool_created_by_a_run_killed_before_recording_it_is_adopted() {
     assert_eq!(fake.pools().len(), 1, "no duplicate");
     let (code, out, err) = stack.run(&["plan", "--detailed-exitcode"], &[]);
     assert_eq!(code, 0, "{out}{err}");
+}
+
+/// The pool the stack made is now one without its mark, as a pool deleted and made again under
+/// the same name by someone else is: the refresh finds the stack's pool gone and the plan
+/// refuses to take the other one over; an apply or a destroy that skips the refresh (and so
+/// still names the stack's pool) checks the mark first, and changes and deletes nothing.
+#[test]
+fn a_pool_made_again_by_someone_else_is_neither_adopted_nor_deleted() {
+    let fake = ml_aks();
+    let stack = Stack::of_one_pool(&fake);
+    let pool_id = format!("{SUB}/ml-rg/ml-aks/gpu");
+    let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let recorded = state_text(stack.dir.path());
+    assert!(
+        recorded.contains("\"creation_token\": \"gs-"),
+        "the state records the pool's mark"
+    );
+    // A state written before marks were recorded is refreshed without one: no drift.
+    let state_path = stack.dir.path().join(".gpustack").join("state.json");
+    std::fs::write(
+        &state_path,
+        gpustack_tests::unrecorded(&recorded, "creation_token"),
+    )
+    .unwrap();
+    let (code, out, err) = stack.run(&["drift"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    std::fs::write(&state_path, &recorded).unwrap();
+    fake.edit(&pool_id, |p| {
+        p["properties"]["tags"] = json!({ "team": "theirs" });
+        p["properties"]["count"] = json!(5);
+    });
+    let untouched = || {
+        let pool = fake.pool(&pool_id).expect("their pool was deleted");
+        assert_eq!(pool["properties"]["count"], 5, "their pool was changed");
+        assert_eq!(pool["properties"]["tags"], json!({ "team": "theirs" }));
+    };
+    let flat = |text: String| text.split_whitespace().collect::<Vec<_>>().join(" ");
+
+    let (code, out, err) = stack.run(&["plan"], &[]);
+    let text = flat(format!("{out}{err}"));
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("Object already exists"), "{text}");
+    assert!(
+        text.contains("The object this stack recorded is gone (deleted outside gpustack)"),
+        "{text}"
+    );
+    untouched();
+
+    let (code, out, err) = stack.run(
+        &["apply", "--auto-approve", "--refresh=false"],
+        &["node_count=2"],
+    );
+    let text = flat(format!("{out}{err}"));
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("deleted and made again by someone else since it was read"),
+        "{text}"
+    );
+    untouched();
+
+    let (code, out, err) = stack.run(
+        &["apply", "--destroy", "--auto-approve", "--refresh=false"],
+        &[],
+    );
+    let text = flat(format!("{out}{err}"));
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("AKS node pool ml-rg/ml-aks/gpu was not deleted"),
+        "{text}"
+    );
+    untouched();
+    assert!(!state_text(stack.dir.path()).contains("aks_nodepool.gpu"));
 }

@@ -1498,6 +1498,18 @@ resource "helm_release" "probe" {{
     };
     let s = Stack::inline(&stack(2));
     s.ok("apply", &["--auto-approve"]);
+    // A state written before it was recorded is refreshed without it: no drift.
+    let state_path = s.dir.join(".gpustack").join("state.json");
+    let recorded = std::fs::read_to_string(&state_path).unwrap();
+    assert!(recorded.contains("\"first_deployed\": \"20"), "{recorded}");
+    std::fs::write(
+        &state_path,
+        gpustack_tests::unrecorded(&recorded, "first_deployed"),
+    )
+    .unwrap();
+    let out = s.run("drift", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", everything_written(&out));
+    std::fs::write(&state_path, &recorded).unwrap();
     helm(c, &["uninstall", "probe", "-n", ns, "--wait"]);
     let path = chart.path().display().to_string();
     helm(
