@@ -1053,6 +1053,28 @@ async fn carry_out(
                 ),
             );
         }
+        // Made since the plan, by someone else: the create would take it over (a server-side
+        // apply, a Helm install, a file written over it). The plan checked; this is the
+        // object as it is now.
+        if prior.is_none()
+            && let Some(existing) = response.existing.as_ref().filter(|e| !e.owned)
+        {
+            let diagnostic = Diagnostic::error(
+                "Object already exists",
+                format!(
+                    "{} would create {}, which was made since the plan, and not by this stack: gpustack never changes or deletes an object it does not manage. Import it (id {}) or remove it, and plan again.",
+                    change.address,
+                    existing.describe,
+                    serde_json::Value::String(existing.import_id.clone()),
+                ),
+            );
+            return Done {
+                change: Some(change),
+                new_state: None,
+                touched: false,
+                diagnostics: vec![diagnostic],
+            };
+        }
         let planned = secrets.mark(response.planned_state);
         if let Some(path) = inconsistency(&change, &planned, salt) {
             return inconsistent(

@@ -610,7 +610,6 @@ impl Provider for HelmCli {
         let mut diagnostics = vec![];
         let mut existing = None;
         if prior.is_none()
-            && !request.for_apply
             && let Some(name) = text(&planned, "name")
         {
             let namespace = namespace_of(&planned);

@@ -666,7 +666,7 @@ impl Connected {
         set(&mut planned, live_name, live);
         conceal_secret(ty, &mut planned);
         let existing = match (&id, prior) {
-            (Some(id), None) if ty == ObjectType::Manifest && !request.for_apply => {
+            (Some(id), None) if ty == ObjectType::Manifest => {
                 match self.existing(id, &request.owner).await {
                     Ok(existing) => existing,
                     Err(diags) => {

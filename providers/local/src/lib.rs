@@ -149,7 +149,6 @@ impl Provider for Local {
         // A file has no place for a stack's mark: one that is there and not in the state is
         // someone else's until it is imported.
         if request.prior_state.is_none()
-            && !request.for_apply
             && let Some(filename) = attr_str(&response.planned_state, "filename")
             && Path::new(filename).exists()
         {

@@ -155,6 +155,8 @@ pub struct PlanResourceChangeResponse {
     /// For a planned create (no prior state): the object is already there. Nothing the stack
     /// did not create or import is ever changed, so the engine refuses the plan unless the
     /// object carries this stack's mark (`owned`), in which case it adopts it by importing it.
+    /// Asked for again when the plan is finalised (`for_apply`): an object made since the
+    /// plan, not by this stack, stops the create.
     pub existing: Option<Existing>,
     pub diagnostics: Vec<Diagnostic>,
 }

@@ -261,7 +261,6 @@ impl<P: CloudPool> Resource for Pools<P> {
             .into_iter()
             .collect();
         if prior.is_none()
-            && !request.for_apply
             && let Some(key) = P::key(&config)
         {
             match self.0.get(&key).await {

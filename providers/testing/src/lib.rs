@@ -232,7 +232,6 @@ impl Provider for Configured {
             None => PlanResourceChangeResponse::default(),
         };
         if request.prior_state.is_none()
-            && !request.for_apply
             && let Some(name) = name_of(&request.config)
             && let Some(object) = self.0.object(name)
         {

@@ -483,6 +483,32 @@ const ONE: &str = r#"resource "test_object" "a" {
 }
 "#;
 
+/// An object made by someone else between the plan and its apply: the saved plan's create
+/// stops at it and changes nothing, where a create would take it over.
+#[test]
+fn a_create_stops_at_an_object_made_since_the_plan() {
+    let dir = stack(&(provider(0, "") + ONE));
+    let d = dir.path();
+    let (code, out, err) = run(d, &["plan", "--out", "plan.bin"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let someone_elses = r#"{"shared": {"name": "shared", "value": "theirs", "secret": null, "tags": null, "id": "obj-shared"}}"#;
+    std::fs::write(d.join("world.json"), someone_elses).unwrap();
+    let (code, out, err) = run(d, &["apply", "plan.bin"]);
+    assert_eq!(code, 1, "{out}{err}");
+    let text = err.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        text.contains("test_object.a would create test object shared, which was made since the plan, and not by this stack"),
+        "{err}"
+    );
+    assert!(text.contains("(id \"shared\")"), "{err}");
+    assert_eq!(world(d)["shared"]["value"], "theirs", "nothing changed");
+    let state = std::fs::read_to_string(d.join(".gpustack/state.json")).unwrap_or_default();
+    assert!(
+        !state.contains("test_object.a"),
+        "nothing recorded: {state}"
+    );
+}
+
 /// An object that exists and is not in the state is refused at plan, with the import that
 /// would take it in; with an import block the plan imports it, and a second plan is empty.
 #[test]
