@@ -27,21 +27,22 @@ pub fn repo_root() -> PathBuf {
         .unwrap_or_default()
 }
 
-/// A state file's text with the string attribute `name` of every resource set to null, as a
-/// state written before the attribute was recorded has it.
+/// A state file's text without the attribute `name` anywhere, as a state written before the
+/// attribute existed has it.
 pub fn unrecorded(state: &str, name: &str) -> String {
-    let key = format!("\"{name}\": \"");
-    let mut out = String::with_capacity(state.len());
-    let mut rest = state;
-    while let Some(start) = rest.find(&key) {
-        let value = &rest[start + key.len()..];
-        let end = value.find('"').map_or(value.len(), |i| i + 1);
-        out.push_str(&rest[..start]);
-        out.push_str(&format!("\"{name}\": null"));
-        rest = &value[end..];
+    fn strip(value: &mut serde_json::Value, name: &str) {
+        match value {
+            serde_json::Value::Object(o) => {
+                o.remove(name);
+                o.values_mut().for_each(|v| strip(v, name));
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|v| strip(v, name)),
+            _ => {}
+        }
     }
-    out.push_str(rest);
-    out
+    let mut json: serde_json::Value = serde_json::from_str(state).expect("a state file");
+    strip(&mut json, name);
+    serde_json::to_string_pretty(&json).unwrap()
 }
 
 pub fn fixtures_dir() -> PathBuf {

@@ -185,7 +185,7 @@ async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Vec<Diagnosti
             }
             Some(existing) if !existing.owned => {
                 let since = if m.vanished {
-                    " The object this stack recorded is gone (deleted outside gpustack); the one of that name now is another, made since."
+                    " The object this stack recorded is gone (deleted outside gpustack)."
                 } else {
                     ""
                 };

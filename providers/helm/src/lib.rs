@@ -422,10 +422,12 @@ impl HelmCli {
         // Learnt where it is unknown (an install, an import); a state that records none
         // (written before it was recorded) keeps none, or the refresh would report it as a
         // change made outside gpustack.
-        if let Some(first) = first_deployed
-            && attribute(prior, "first_deployed").is_some_and(Value::is_unknown)
-        {
-            set(&mut state, "first_deployed", Value::string(first));
+        if attribute(prior, "first_deployed").is_some_and(Value::is_unknown) {
+            set(
+                &mut state,
+                "first_deployed",
+                first_deployed.map_or(Value::Null, Value::string),
+            );
         }
         set(&mut state, "values", Value::from_json(&values));
         if let Some(revision) = status.get("version").and_then(Json::as_f64) {

@@ -475,6 +475,13 @@ fn force(state: &Value) -> bool {
     attribute(state, "force_conflicts").and_then(Value::as_bool) == Some(true)
 }
 
+fn api_status(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
+    }
+}
+
 fn conflict_detail(e: &kube::Error) -> Option<String> {
     match e {
         kube::Error::Api(status) if status.is_conflict() => Some(format!(
@@ -1132,14 +1139,30 @@ impl Connected {
                 }
             }
             Err(kube::Error::Api(status)) if status.code == 404 => return Ok(vec![]),
-            Err(kube::Error::Api(status)) if status.code == 409 && recorded.is_some() => {
-                return Ok(vec![Diagnostic::warning(
-                    format!("{} was not deleted", id.describe()),
-                    format!(
-                        "The object this stack recorded (uid {}) is gone; the one of that name now is another, not made by this stack, and is left as it is.",
-                        recorded.unwrap_or_default()
-                    ),
-                )]);
+            // A failed uid precondition, or the object still being deleted (a namespace
+            // being emptied answers a second DELETE with 409 too): the object tells which.
+            Err(e @ kube::Error::Api(_)) if recorded.is_some() && api_status(&e) == Some(409) => {
+                let recorded = recorded.unwrap_or_default();
+                match api.get_opt(&id.name).await {
+                    Ok(None) => return Ok(vec![]),
+                    Ok(Some(object)) if object.metadata.uid.as_deref() != Some(recorded) => {
+                        return Ok(vec![Diagnostic::warning(
+                            format!("{} was not deleted", id.describe()),
+                            format!(
+                                "The object this stack recorded (uid {recorded}) is gone; the one of that name now is another, not made by this stack, and is left as it is."
+                            ),
+                        )]);
+                    }
+                    Ok(Some(object)) if object.metadata.deletion_timestamp.is_some() => {
+                        Some(recorded.to_owned())
+                    }
+                    _ => {
+                        return Err(error(
+                            &format!("Cannot delete {}", id.describe()),
+                            api_error(&e),
+                        ));
+                    }
+                }
             }
             Err(e) => {
                 return Err(error(

@@ -45,9 +45,17 @@ impl LivePool {
         match recorded_token(prior) {
             Some(token) if self.mark.as_deref() != Some(token) => None,
             Some(_) => Some(self.into_state()),
+            // Written without the attribute at all (before it existed): so it stays.
+            None if !has_token_attribute(prior) => Some(self.state),
             None => Some(with_token(self.state, None)),
         }
     }
+}
+
+fn has_token_attribute(state: &Value) -> bool {
+    state
+        .as_object()
+        .is_some_and(|o| o.contains_key(CREATION_TOKEN))
 }
 
 fn recorded_token(state: &Value) -> Option<&str> {
@@ -285,8 +293,8 @@ impl<P: CloudPool> Resource for Pools<P> {
         {
             return response;
         }
-        // Only an owner is a mark known before the create: a token of the cloud's own is
-        // read back by the next refresh.
+        // Only an owner is a mark known before the create: a pool created without one (a
+        // token of the cloud's own) is known by name alone.
         let mark = (!request.owner.is_empty()).then_some(request.owner.as_str());
         crate::apply_change(
             &request,

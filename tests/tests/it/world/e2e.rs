@@ -1537,6 +1537,68 @@ resource "helm_release" "probe" {{
     c.kubectl_ok(&["delete", "namespace", ns, "--wait=false"]);
 }
 
+/// A destroy that timed out on a namespace still being emptied (an object in it holds a
+/// finalizer), run again: the API server answers the second DELETE with 409, and the destroy
+/// waits for that same namespace again rather than taking it for another object.
+#[test]
+fn a_namespace_still_terminating_is_waited_for_again() {
+    let c = e2e_cluster();
+    let ns = "gpustack-e2e-terminating";
+    let stack = Stack::inline(&format!(
+        r#"
+variable "kubeconfig" {{ type = string }}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+resource "kubernetes_manifest" "namespace" {{
+  manifest = {{
+    apiVersion = "v1"
+    kind       = "Namespace"
+    metadata   = {{ name = "{ns}" }}
+  }}
+  wait {{
+    timeout = "3s"
+  }}
+}}
+"#
+    ));
+    stack.ok("apply", &["--auto-approve"]);
+    c.kubectl_ok(&["create", "configmap", "hold", "-n", ns]);
+    let hold = |finalizers: &str| {
+        c.kubectl_ok(&[
+            "patch",
+            "configmap",
+            "hold",
+            "-n",
+            ns,
+            "--type",
+            "merge",
+            "-p",
+            &format!(r#"{{"metadata":{{"finalizers":{finalizers}}}}}"#),
+        ])
+    };
+    hold(r#"["gpustack.dev/test-hold"]"#);
+    for attempt in ["first", "second"] {
+        let out = stack.run("destroy", &["--auto-approve"]);
+        let text = flat(&everything_written(&out));
+        assert_eq!(out.status.code(), Some(1), "{attempt}: {text}");
+        assert!(text.contains("is still being deleted"), "{attempt}: {text}");
+        assert!(!text.contains("was not deleted"), "{attempt}: {text}");
+    }
+    // Released, the namespace goes when the namespace controller next retries (it backs off
+    // longer than the state's 3 s).
+    hold("null");
+    c.kubectl_ok(&[
+        "wait",
+        "--for=delete",
+        &format!("namespace/{ns}"),
+        "--timeout=3m",
+    ]);
+    stack.ok("destroy", &["--auto-approve"]);
+}
+
 /// A Helm release moved into a module with a `moved` block: no change, and the release keeps
 /// its revision; without the block, the plan refuses to install it again and uninstall it.
 #[test]
