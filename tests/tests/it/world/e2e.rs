@@ -1599,6 +1599,70 @@ resource "kubernetes_manifest" "namespace" {{
     stack.ok("destroy", &["--auto-approve"]);
 }
 
+/// A plan saved to create a ConfigMap, applied after someone made a ConfigMap of that name by
+/// hand: the apply asks the API server again just before the create, and stops.
+#[test]
+fn a_saved_plan_does_not_take_over_an_object_made_since() {
+    let c = e2e_cluster();
+    let ns = "gpustack-e2e-made-since";
+    fresh_namespace(c, ns);
+    let s = Stack::inline(&format!(
+        r#"
+variable "kubeconfig" {{ type = string }}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+resource "kubernetes_manifest" "settings" {{
+  manifest = {{
+    apiVersion = "v1"
+    kind       = "ConfigMap"
+    metadata   = {{ name = "settings", namespace = "{ns}" }}
+    data       = {{ mode = "ours" }}
+  }}
+}}
+"#
+    ));
+    s.ok("plan", &["--out", "reviewed.plan"]);
+    c.kubectl_ok(&[
+        "create",
+        "configmap",
+        "settings",
+        "-n",
+        ns,
+        "--from-literal=mode=theirs",
+    ]);
+    // A saved plan holds its variables.
+    let out = Command::new(gpustack_bin())
+        .current_dir(&s.dir)
+        .args(["apply", "reviewed.plan"])
+        .env("NO_COLOR", "1")
+        .env_remove("KUBECONFIG")
+        .output()
+        .unwrap();
+    let text = flat(&everything_written(&out));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("which was made since the plan, and not by this stack"),
+        "{text}"
+    );
+    let data = c.kubectl_ok(&[
+        "get",
+        "configmap",
+        "settings",
+        "-n",
+        ns,
+        "-o",
+        "jsonpath={.data}",
+    ]);
+    assert_eq!(
+        data, r#"{"mode":"theirs"}"#,
+        "the hand-made ConfigMap was changed"
+    );
+    c.kubectl_ok(&["delete", "namespace", ns, "--wait=false"]);
+}
+
 /// A Helm release moved into a module with a `moved` block: no change, and the release keeps
 /// its revision; without the block, the plan refuses to install it again and uninstall it.
 #[test]
