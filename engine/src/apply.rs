@@ -582,6 +582,13 @@ async fn apply_with(
                 }
             }
         }
+        let vanished: Vec<&str> = plan.vanished().collect();
+        if !vanished.is_empty() {
+            ledger.dirty = true;
+            for address in vanished {
+                ledger.remove(address);
+            }
+        }
         let outputs_before = ledger.state.outputs.clone();
         update_outputs(ledger.state, &walk_state, plan.mode, &salt);
         // An apply that changed nothing writes nothing: the serial stays, so other saved plans

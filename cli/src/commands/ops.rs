@@ -498,7 +498,11 @@ pub fn apply(
                 gpustack_engine::output::plan_text(&plan, common.color)
             );
             if !plan.has_changes() {
-                return ExitCode::SUCCESS;
+                // Objects already gone leave the state, and nothing else is done: no question.
+                if plan.vanished().next().is_none() {
+                    return ExitCode::SUCCESS;
+                }
+                return execute(&plan, backend.as_ref(), &guard, common, stop, junit, false).await;
             }
             let question = if options.mode == PlanMode::Destroy {
                 "Do you really want to destroy these objects?"

@@ -241,6 +241,22 @@ impl Plan {
                 .any(|o| o.actions != [Action::NoOp])
     }
 
+    /// Objects the refresh found gone that no change of this plan touches (a destroy of what
+    /// is already gone, a resource left out of the configuration whose object went too): an
+    /// apply of the plan only takes them out of the state.
+    pub fn vanished(&self) -> impl Iterator<Item = &str> {
+        self.resource_drift
+            .iter()
+            .filter(|d| d.after.is_null() && d.after_unknown != serde_json::Value::Bool(true))
+            .map(|d| d.address.as_str())
+            .filter(|address| {
+                !self
+                    .resource_changes
+                    .iter()
+                    .any(|c| c.address == *address && !c.is_no_op())
+            })
+    }
+
     /// (add, change, destroy) as the summary line counts them; a replace counts as one add
     /// and one destroy.
     pub fn counts(&self) -> (usize, usize, usize) {

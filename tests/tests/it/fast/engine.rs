@@ -483,6 +483,38 @@ const ONE: &str = r#"resource "test_object" "a" {
 }
 "#;
 
+/// Objects deleted outside gpustack leave the state when an apply or a destroy finds them
+/// gone, though nothing is left to change: a destroy of what is already gone empties the
+/// state, and so does an apply once the configuration drops a resource whose object went.
+#[test]
+fn objects_found_gone_leave_the_state() {
+    let state_of = |d: &Path| std::fs::read_to_string(d.join(".gpustack/state.json")).unwrap();
+    for command in [
+        &["destroy", "--auto-approve"][..],
+        &["apply", "--auto-approve"],
+    ] {
+        let dir = stack(&(provider(0, "") + ONE));
+        let d = dir.path();
+        let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+        assert_eq!(code, 0, "{out}{err}");
+        std::fs::write(d.join("world.json"), "{}").unwrap();
+        if command[0] == "apply" {
+            std::fs::write(d.join("main.hcl"), provider(0, "")).unwrap();
+        }
+        let (code, out, err) = run(d, command);
+        assert_eq!(code, 0, "{command:?}: {out}{err}");
+        assert!(out.contains("has been deleted"), "{command:?}: {out}");
+        assert!(
+            !state_of(d).contains("test_object.a"),
+            "{command:?}: {}",
+            state_of(d)
+        );
+        let (code, out, err) = run(d, &["plan"]);
+        assert_eq!(code, 0, "{command:?}: {out}{err}");
+        assert!(!out.contains("has been deleted"), "{command:?}: {out}");
+    }
+}
+
 /// An object made by someone else between the plan and its apply: the saved plan's create
 /// stops at it and changes nothing, where a create would take it over.
 #[test]
