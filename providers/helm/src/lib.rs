@@ -696,29 +696,15 @@ impl Provider for HelmCli {
                 .and_then(|s| s.pointer("/info/first_deployed"))
                 .and_then(Json::as_str);
             if first != Some(recorded) {
-                let installed = status.is_some();
-                let diagnostics = match (&request.planned_state, installed) {
-                    (None, false) => vec![],
-                    (None, true) => vec![Diagnostic::warning(
-                        format!("Helm release {namespace}/{name} was not uninstalled"),
-                        "The release this stack recorded is gone; the one of that name now was installed since, not by this stack, and is left as it is.",
-                    )],
-                    (Some(_), installed) => vec![Diagnostic::error(
-                        format!("Cannot upgrade Helm release {namespace}/{name}"),
-                        format!(
-                            "The release this stack recorded was {} since it was read, and gpustack changes only the release it read. Plan again.",
-                            if installed {
-                                "uninstalled and installed again by someone else"
-                            } else {
-                                "uninstalled"
-                            }
-                        ),
-                    )],
+                let updating = request.planned_state.is_some();
+                let not_there = gpustack_provider_sdk::NotThere {
+                    what: format!("Helm release {namespace}/{name}"),
+                    noun: "release",
+                    removed: "uninstalled",
+                    replaced: "uninstalled and installed again by someone else",
+                    recorded: format!("first deployed {recorded}"),
                 };
-                return ApplyResourceChangeResponse {
-                    new_state: request.planned_state.is_some().then(|| prior.clone()),
-                    diagnostics,
-                };
+                return not_there.answer(prior, updating, status.is_some());
             }
         }
         match (request.planned_state, request.prior_state) {

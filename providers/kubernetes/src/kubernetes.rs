@@ -475,6 +475,13 @@ fn force(state: &Value) -> bool {
     attribute(state, "force_conflicts").and_then(Value::as_bool) == Some(true)
 }
 
+/// What holds an object's name now, against the uid a request named.
+enum Holder {
+    Gone,
+    Another,
+    Same { deleting: bool },
+}
+
 fn api_status(e: &kube::Error) -> Option<u16> {
     match e {
         kube::Error::Api(status) => Some(status.code),
@@ -506,6 +513,26 @@ impl Connected {
             .clone()
     }
 
+    /// What holds `name` now, against the uid a request named (an apply's body, a delete's
+    /// precondition). `None` when it cannot be read.
+    async fn holder(
+        &self,
+        api: &kube::Api<DynamicObject>,
+        name: &str,
+        named: &str,
+    ) -> Option<Holder> {
+        match api.get_opt(name).await {
+            Ok(None) => Some(Holder::Gone),
+            Ok(Some(object)) if object.metadata.uid.as_deref() != Some(named) => {
+                Some(Holder::Another)
+            }
+            Ok(Some(object)) => Some(Holder::Same {
+                deleting: object.metadata.deletion_timestamp.is_some(),
+            }),
+            Err(_) => None,
+        }
+    }
+
     /// Why an apply that named the uid of the object it read was refused, when that object is
     /// no longer there: gone, or another of the same name. The API server refuses such an
     /// apply and changes nothing (409 where it would otherwise create the object, 422 where
@@ -522,12 +549,10 @@ impl Connected {
         if !matches!(e, kube::Error::Api(status) if status.code == 409 || status.code == 422) {
             return None;
         }
-        match api.get_opt(name).await {
-            Ok(None) => Some("was deleted"),
-            Ok(Some(object)) if object.metadata.uid.as_deref() != Some(named) => {
-                Some("was replaced by another object of the same name")
-            }
-            _ => None,
+        match self.holder(api, name, named).await? {
+            Holder::Gone => Some("was deleted"),
+            Holder::Another => Some("was replaced by another object of the same name"),
+            Holder::Same { .. } => None,
         }
     }
 
@@ -1081,10 +1106,10 @@ impl Connected {
             return match api.get_opt(&id.name).await {
                 Ok(None) => Ok(vec![]),
                 Ok(Some(object)) => {
-                    if let Some(uid) = object.metadata.uid {
+                    let named = object.metadata.uid.as_deref();
+                    if let Some(uid) = named {
                         body["metadata"]["uid"] = uid.into();
                     }
-                    let named = body.pointer("/metadata/uid").and_then(Json::as_str);
                     match api.patch(&id.name, &params, &Patch::Apply(&body)).await {
                         Ok(_) => Ok(vec![]),
                         Err(e) if self.not_there(&api, &id.name, named, &e).await.is_some() => {
@@ -1143,9 +1168,9 @@ impl Connected {
             // being emptied answers a second DELETE with 409 too): the object tells which.
             Err(e @ kube::Error::Api(_)) if recorded.is_some() && api_status(&e) == Some(409) => {
                 let recorded = recorded.unwrap_or_default();
-                match api.get_opt(&id.name).await {
-                    Ok(None) => return Ok(vec![]),
-                    Ok(Some(object)) if object.metadata.uid.as_deref() != Some(recorded) => {
+                match self.holder(&api, &id.name, recorded).await {
+                    Some(Holder::Gone) => return Ok(vec![]),
+                    Some(Holder::Another) => {
                         return Ok(vec![Diagnostic::warning(
                             format!("{} was not deleted", id.describe()),
                             format!(
@@ -1153,9 +1178,7 @@ impl Connected {
                             ),
                         )]);
                     }
-                    Ok(Some(object)) if object.metadata.deletion_timestamp.is_some() => {
-                        Some(recorded.to_owned())
-                    }
+                    Some(Holder::Same { deleting: true }) => Some(recorded.to_owned()),
                     _ => {
                         return Err(error(
                             &format!("Cannot delete {}", id.describe()),

@@ -167,33 +167,16 @@ impl<P: CloudPool> Pools<P> {
         let another = match &live {
             Some(live) if live.mark.as_deref() == Some(token) => return None,
             Some(_) => true,
-            None if updating => false,
-            None => return None,
+            None => false,
         };
-        let diagnostic = if updating {
-            Diagnostic::error(
-                format!("Cannot update {} {key}", P::KIND),
-                format!(
-                    "The pool this stack recorded was {} since it was read, and gpustack changes only the pool it read. Plan again.",
-                    if another {
-                        "deleted and made again by someone else"
-                    } else {
-                        "deleted"
-                    }
-                ),
-            )
-        } else {
-            Diagnostic::warning(
-                format!("{} {key} was not deleted", P::KIND),
-                format!(
-                    "The pool this stack recorded (mark {token}) is gone; the one of that name now is another, not made by this stack, and is left as it is."
-                ),
-            )
+        let not_there = crate::NotThere {
+            what: format!("{} {key}", P::KIND),
+            noun: "pool",
+            removed: "deleted",
+            replaced: "deleted and made again by someone else",
+            recorded: format!("mark {token}"),
         };
-        Some(ApplyResourceChangeResponse {
-            new_state: updating.then(|| prior.clone()),
-            diagnostics: vec![diagnostic],
-        })
+        Some(not_there.answer(prior, updating, another))
     }
 
     /// The pool's machines and node labels, for the plan's capacity lines. `new`: the change

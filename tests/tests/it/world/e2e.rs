@@ -1370,18 +1370,10 @@ fn left_alone(s: &Stack, changed: &str, refused: &str, left: &str, untouched: im
     text
 }
 
-/// A ConfigMap the stack made, deleted by hand and made again by hand under the same name, is
-/// another object (another uid): the refresh finds the stack's object gone, the plan refuses to
-/// take over the new one, and neither an apply nor a destroy that skips the refresh changes or
-/// deletes it: the API server refuses an apply or a delete that names the recorded uid.
-#[test]
-fn an_object_made_again_by_hand_is_neither_adopted_nor_deleted() {
-    let c = e2e_cluster();
-    let ns = "gpustack-e2e-made-again";
-    fresh_namespace(c, ns);
-    let stack = |value: &str| {
-        format!(
-            r#"
+/// A stack of one ConfigMap, `settings` in `ns`, whose `mode` is `mode`.
+fn settings_stack(ns: &str, mode: &str) -> String {
+    format!(
+        r#"
 variable "kubeconfig" {{ type = string }}
 
 provider "kubernetes" {{
@@ -1393,12 +1385,23 @@ resource "kubernetes_manifest" "settings" {{
     apiVersion = "v1"
     kind       = "ConfigMap"
     metadata   = {{ name = "settings", namespace = "{ns}" }}
-    data       = {{ mode = "{value}" }}
+    data       = {{ mode = "{mode}" }}
   }}
 }}
 "#
-        )
-    };
+    )
+}
+
+/// A ConfigMap the stack made, deleted by hand and made again by hand under the same name, is
+/// another object (another uid): the refresh finds the stack's object gone, the plan refuses to
+/// take over the new one, and neither an apply nor a destroy that skips the refresh changes or
+/// deletes it: the API server refuses an apply or a delete that names the recorded uid.
+#[test]
+fn an_object_made_again_by_hand_is_neither_adopted_nor_deleted() {
+    let c = e2e_cluster();
+    let ns = "gpustack-e2e-made-again";
+    fresh_namespace(c, ns);
+    let stack = |mode: &str| settings_stack(ns, mode);
     let s = Stack::inline(&stack("shared"));
     s.ok("apply", &["--auto-approve"]);
     let uid = |c: &TestCluster| {
@@ -1606,24 +1609,7 @@ fn a_saved_plan_does_not_take_over_an_object_made_since() {
     let c = e2e_cluster();
     let ns = "gpustack-e2e-made-since";
     fresh_namespace(c, ns);
-    let s = Stack::inline(&format!(
-        r#"
-variable "kubeconfig" {{ type = string }}
-
-provider "kubernetes" {{
-  config_path = var.kubeconfig
-}}
-
-resource "kubernetes_manifest" "settings" {{
-  manifest = {{
-    apiVersion = "v1"
-    kind       = "ConfigMap"
-    metadata   = {{ name = "settings", namespace = "{ns}" }}
-    data       = {{ mode = "ours" }}
-  }}
-}}
-"#
-    ));
+    let s = Stack::inline(&settings_stack(ns, "ours"));
     s.ok("plan", &["--out", "reviewed.plan"]);
     c.kubectl_ok(&[
         "create",
