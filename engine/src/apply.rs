@@ -1095,10 +1095,13 @@ async fn carry_out(
     let verb = progress_verb(&change);
     handle.progress.start(&change.address, verb.0);
     let paths = secrets.paths.clone();
+    let collateral = change.collateral.clone();
     let apply = |prior: Option<Value>, planned: Option<Value>| {
         let request = ApplyResourceChangeRequest {
             type_name: type_name.clone(),
             prior_state: prior.map(|p| p.unmark_deep().0),
+            // The old object's deletion is held to what the plan said it takes with it.
+            collateral: planned.is_none().then(|| collateral.clone()).flatten(),
             planned_state: planned.map(|p| p.unmark_deep().0),
             sensitive_paths: paths.clone(),
             owner: handle.owner.to_string(),
@@ -1373,6 +1376,7 @@ impl Steps for Deleter<'_, '_, '_> {
                     .map(Value::sensitive_paths)
                     .unwrap_or_default(),
                 owner: handle.owner.to_string(),
+                collateral: change.collateral.clone(),
             };
             let response = {
                 let _permit = handle.permits.acquire().await;

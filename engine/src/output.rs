@@ -149,6 +149,41 @@ fn provenance(change: &ResourceChange) -> Vec<String> {
     lines
 }
 
+/// How many of the objects a deletion takes with it a plan names; the rest are counted.
+const COLLATERAL_SHOWN: usize = 10;
+
+/// The lines under a deletion's header that name what it takes with it besides itself.
+fn collateral_lines(change: &ResourceChange) -> Vec<String> {
+    let Some(collateral) = &change.collateral else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    let count = collateral.objects.len();
+    if count > 0 {
+        lines.push(format!(
+            "  # (deleting {} also deletes {count} {} this stack does not manage:",
+            collateral.describe,
+            if count == 1 { "object" } else { "objects" }
+        ));
+        for object in collateral.objects.iter().take(COLLATERAL_SHOWN) {
+            lines.push(format!("  #    {object}"));
+        }
+        if count > COLLATERAL_SHOWN {
+            lines.push(format!("  #    ... and {} more", count - COLLATERAL_SHOWN));
+        }
+        if let Some(last) = lines.last_mut() {
+            last.push(')');
+        }
+    }
+    for unread in &collateral.unread {
+        lines.push(format!(
+            "  # (deleting {} also deletes what could not be listed: {unread})",
+            collateral.describe
+        ));
+    }
+    lines
+}
+
 fn reason(change: &ResourceChange) -> Option<String> {
     let reason = change.action_reason.as_deref()?;
     Some(match reason {
@@ -602,7 +637,10 @@ fn change_block(out: &mut String, style: &Style, change: &ResourceChange, verb: 
         None => format!("  # {} {verb}", change.address),
     };
     let _ = writeln!(out, "{}", style.paint("1", &header));
-    for line in provenance(change) {
+    for line in provenance(change)
+        .into_iter()
+        .chain(collateral_lines(change))
+    {
         let _ = writeln!(out, "{line}");
     }
     let name = crate::address::Address::parse(&change.address)
@@ -829,6 +867,18 @@ fn change_json(change: &ResourceChange) -> serde_json::Value {
     }
     if let Some(previous) = &change.previous_address {
         json["previous_address"] = previous.clone().into();
+    }
+    // gpustack's own: what the deletion takes with it that the stack does not manage.
+    if let Some(collateral) = change
+        .collateral
+        .as_ref()
+        .filter(|c| !c.objects.is_empty() || !c.unread.is_empty())
+    {
+        json["change"]["gpustack_collateral"] = serde_json::json!({
+            "describe": collateral.describe,
+            "objects": collateral.objects,
+            "unread": collateral.unread,
+        });
     }
     json
 }
@@ -1367,6 +1417,30 @@ pub fn plan_markdown(plan: &Plan) -> String {
                     .trim_matches(|ch| ch == '(' || ch == ')')
             );
         }
+    }
+    for c in &plan.resource_changes {
+        let Some(collateral) = c.collateral.as_ref().filter(|c| !c.objects.is_empty()) else {
+            continue;
+        };
+        let shown: Vec<String> = collateral
+            .objects
+            .iter()
+            .take(COLLATERAL_SHOWN)
+            .map(|o| format!("`{o}`"))
+            .collect();
+        let more = collateral.objects.len().saturating_sub(COLLATERAL_SHOWN);
+        let _ = writeln!(
+            out,
+            "\n**Also deleted with `{}`** ({}), not managed by this stack: {}{}.",
+            c.address,
+            collateral.describe,
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
     }
     if !plan.gpu_capacity.is_empty() {
         out.push_str("\n**GPU capacity**\n\n| Where | Resource | Before | After | Why |\n|---|---|---|---|---|\n");

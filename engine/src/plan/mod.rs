@@ -83,6 +83,10 @@ pub struct ResourceChange {
     /// The address the object had in the state before a `moved` block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_address: Option<String>,
+    /// What deleting the object takes with it (a namespace's objects), as its provider
+    /// found it: shown with the plan, and what apply holds the deletion to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collateral: Option<gpustack_protocol::Collateral>,
 }
 
 /// How an object is imported: the provider's id of it, and why.

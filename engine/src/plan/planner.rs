@@ -449,6 +449,7 @@ pub(crate) async fn plan<'a>(
         PlanMode::Destroy => planner.destroy_changes(),
         PlanMode::RefreshOnly => Vec::new(),
     };
+    planner.collateral(&mut resource_changes).await;
     // Changes finish in any order; plans read the same every time.
     resource_changes.sort_by(|a, b| a.address.cmp(&b.address));
     let mut drift = drift;
@@ -1606,6 +1607,60 @@ impl Planner<'_, '_> {
         changes
     }
 
+    /// Asks the provider of every planned deletion (a replacement's too) what it takes with
+    /// it, all at once: the answer goes into the change, and a deletion that would take what
+    /// the stack did not say it may is an error at its resource block.
+    async fn collateral(&mut self, changes: &mut [ResourceChange]) {
+        let handles: HashMap<String, ProviderHandle> = self
+            .providers
+            .iter()
+            .map(|(node, handle)| {
+                (
+                    self.graph.graph[*node].address(self.walk.stack),
+                    handle.clone(),
+                )
+            })
+            .collect();
+        let owner = self.owner.clone();
+        let managed: Arc<[String]> = self.known.keys().cloned().collect();
+        let asks = changes
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.actions.contains(&Action::Delete))
+            .filter_map(|(i, c)| {
+                let handle = handles.get(&c.provider)?.clone();
+                let prior = c.before_value()?.unmark_deep().0;
+                let request = gpustack_protocol::PlanDeleteRequest {
+                    type_name: c.type_name.clone(),
+                    prior_state: prior,
+                    owner: owner.clone(),
+                    managed: managed.clone(),
+                };
+                Some(async move {
+                    let _permit = handle.permits.acquire().await;
+                    (i, handle.instance.plan_delete(request).await)
+                })
+            });
+        for (i, response) in futures::future::join_all(asks).await {
+            let change = &mut changes[i];
+            let span = self
+                .spans
+                .get(&change.address)
+                .copied()
+                .or_else(|| resource_span(self.walk.stack, &change.config_address));
+            let diagnostics: Vec<Diagnostic> = response
+                .diagnostics
+                .into_iter()
+                .map(|mut d| {
+                    d.detail = format!("{}: {}", change.address, d.detail);
+                    d
+                })
+                .collect();
+            report(self.walk.diags, span, &diagnostics);
+            change.collateral = response.collateral.filter(|c| !c.is_empty());
+        }
+    }
+
     /// By name, as Terraform lists them: the walk finishes outputs in any order.
     fn output_changes(&self) -> IndexMap<String, OutputChange> {
         let prior = self.state.map(|s| &s.outputs);
@@ -1678,6 +1733,18 @@ fn delete_change(r: &ResourceState, live: &Value, reason: &str, salt: &Salt) -> 
     );
     change.dependencies = r.dependencies.clone();
     change
+}
+
+/// Where the resource block of a config address is, if the stack still has one.
+fn resource_span(stack: &crate::config::Stack, config_address: &str) -> Option<Span> {
+    stack.modules.iter().find_map(|m| {
+        let prefix = m.prefix();
+        let local = config_address.strip_prefix(prefix.as_str())?;
+        m.resources
+            .values()
+            .find(|r| r.local_address() == local)
+            .map(|r| r.span)
+    })
 }
 
 /// A state object's attributes, its sensitive parts marked (they are digests).
@@ -1781,6 +1848,7 @@ impl Sides {
             dependencies: vec![],
             importing: None,
             previous_address: None,
+            collateral: None,
         }
     }
 

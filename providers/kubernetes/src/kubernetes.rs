@@ -86,6 +86,12 @@ impl Family for Kubernetes {
             .attr("force_conflicts", Attribute::optional(Type::Bool))
             .attr("delete_propagation", Attribute::optional(Type::String))
             .attr(
+                "force_destroy",
+                Attribute::optional(Type::Bool).describe(
+                    "Delete a Namespace or CustomResourceDefinition even when it holds objects this stack does not manage (they go with it). Read from the state: apply it before the deletion.",
+                ),
+            )
+            .attr(
                 "object",
                 Attribute::computed(Type::Any)
                     .describe("The object as the API server returned it."),
@@ -162,6 +168,7 @@ impl Family for Kubernetes {
         let connected = Arc::new(Connected {
             cluster: Arc::new(cluster),
             present: std::sync::Mutex::default(),
+            known: std::sync::Mutex::default(),
             gpu_cluster: tokio::sync::OnceCell::new(),
         });
         let resources = ObjectType::ALL
@@ -230,6 +237,9 @@ pub(crate) struct Connected {
     /// The objects of each (apiVersion, kind, namespace) that planned creates look for: one
     /// metadata LIST per group for a whole plan, not a GET per object.
     present: std::sync::Mutex<std::collections::HashMap<Group, Arc<Present>>>,
+    /// The uids of the objects whose states this provider refreshed: the stack's, when a
+    /// deletion's reach is judged.
+    known: std::sync::Mutex<std::collections::HashSet<String>>,
     /// The live cluster as the GPU model needs it: read once per plan, by the first object
     /// that bears on GPUs.
     gpu_cluster: tokio::sync::OnceCell<Result<gpustack_protocol::ClusterFact, String>>,
@@ -475,6 +485,31 @@ fn force(state: &Value) -> bool {
     attribute(state, "force_conflicts").and_then(Value::as_bool) == Some(true)
 }
 
+/// The state says its deletion may take objects this stack does not manage with it.
+fn force_destroy(state: &Value) -> bool {
+    attribute(state, "force_destroy").and_then(Value::as_bool) == Some(true)
+}
+
+/// How to go on when a deletion would take what is not the stack's.
+const FORCE_HINT: &str = "To delete them with it, set force_destroy = true on the resource and apply that before the deletion.";
+
+/// How many objects a message names; the rest are counted.
+const NAMED: usize = 10;
+
+/// Objects in a message: the first few by name, the rest counted.
+fn named(objects: &[String]) -> String {
+    let mut text = objects
+        .iter()
+        .take(NAMED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if objects.len() > NAMED {
+        text.push_str(&format!(" and {} more", objects.len() - NAMED));
+    }
+    text
+}
+
 /// What holds an object's name now, against the uid a request named.
 enum Holder {
     Gone,
@@ -602,6 +637,13 @@ impl Connected {
     ) -> PlanResourceChangeResponse {
         let config = &request.config;
         let prior = request.prior_state.as_ref();
+        // The stack's, also when the plan did not refresh it.
+        if let Some(uid) = prior.and_then(recorded_uid) {
+            self.known
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(uid.to_owned());
+        }
         let mut planned = config.clone();
         set(
             &mut planned,
@@ -873,6 +915,14 @@ impl Connected {
                 json["apiVersion"] = api_version.into();
                 json["kind"] = kind.into();
                 let uid = json.pointer("/metadata/uid").and_then(Json::as_str);
+                if ty == ObjectType::Manifest
+                    && let Some(uid) = uid
+                {
+                    self.known
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(uid.to_owned());
+                }
                 for (i, state) in members {
                     // An object of the recorded name but another uid is not the one this
                     // stack made or imported: that one is gone.
@@ -945,7 +995,11 @@ impl Connected {
             let Some(prior) = request.prior_state else {
                 return Ok((None, vec![]));
             };
-            return Ok((None, self.delete(ty, &prior).await?));
+            return Ok((
+                None,
+                self.delete(ty, &prior, request.collateral.as_ref(), &request.owner)
+                    .await?,
+            ));
         };
         let id = ObjectId::of(ty, &planned).ok_or_else(|| {
             error(
@@ -1086,6 +1140,8 @@ impl Connected {
         &self,
         ty: ObjectType,
         prior: &Value,
+        collateral: Option<&gpustack_protocol::Collateral>,
+        owner: &str,
     ) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
         let Some(id) = ObjectId::of(ty, prior) else {
             return Ok(vec![]);
@@ -1124,6 +1180,7 @@ impl Connected {
                 Err(e) => Err(error("Cannot reach the Kubernetes API", api_error(&e))),
             };
         }
+        self.hold_to_plan(&id, prior, collateral, owner).await?;
         let propagation = match text(prior, "delete_propagation") {
             Some("Foreground") => PropagationPolicy::Foreground,
             Some("Orphan") => PropagationPolicy::Orphan,
@@ -1216,6 +1273,158 @@ impl Connected {
                 ),
             )),
         }
+    }
+
+    /// Where deleting the object of `prior` reaches beyond it, if anywhere.
+    fn reach(id: &ObjectId, prior: &Value) -> Option<crate::collateral::Reach> {
+        let manifest = desired(ObjectType::Manifest, prior).unwrap_or(Json::Null);
+        crate::collateral::Reach::of(&id.api_version, &id.kind, &id.name, &manifest)
+    }
+
+    /// What deleting a manifest's object takes with it: each object this stack does not
+    /// manage is named, and is an error unless the resource says `force_destroy = true`.
+    async fn plan_delete(
+        &self,
+        ty: ObjectType,
+        request: gpustack_protocol::PlanDeleteRequest,
+    ) -> gpustack_protocol::PlanDeleteResponse {
+        let prior = &request.prior_state;
+        let reach = (ty == ObjectType::Manifest)
+            .then(|| ObjectId::of(ty, prior))
+            .flatten()
+            .and_then(|id| Some((Self::reach(&id, prior)?, id)));
+        let Some((reach, id)) = reach else {
+            return Default::default();
+        };
+        let forced = force_destroy(prior);
+        let sight =
+            match crate::collateral::look(&self.cluster, &reach, &request.owner, &request.managed)
+                .await
+            {
+                Ok(sight) => sight,
+                Err(why) => {
+                    let summary =
+                        format!("Cannot tell what deleting {} takes with it", id.describe());
+                    let detail = format!("Listing what it holds failed: {why}");
+                    return gpustack_protocol::PlanDeleteResponse {
+                        collateral: None,
+                        diagnostics: vec![if forced {
+                            Diagnostic::warning(summary, detail)
+                        } else {
+                            Diagnostic::error(summary, format!("{detail}. {}", FORCE_HINT))
+                        }],
+                    };
+                }
+            };
+        let known = self
+            .known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let judged = sight.judge(&known);
+        let collateral = gpustack_protocol::Collateral {
+            describe: id.describe(),
+            objects: judged.collateral,
+            unread: sight.unread,
+            seen: judged.seen,
+        };
+        let mut diagnostics = Vec::new();
+        if !forced && !collateral.objects.is_empty() {
+            let count = collateral.objects.len();
+            diagnostics.push(Diagnostic::error(
+                format!(
+                    "Deleting {} would delete objects this stack does not manage",
+                    id.describe()
+                ),
+                format!(
+                    "deleting {} also deletes {count} {} that {} not in this stack's state and {} not carry its mark: {}. Move {}, import {}, or {}",
+                    id.describe(),
+                    if count == 1 { "object" } else { "objects" },
+                    if count == 1 { "is" } else { "are" },
+                    if count == 1 { "does" } else { "do" },
+                    named(&collateral.objects),
+                    if count == 1 { "it elsewhere" } else { "them elsewhere" },
+                    if count == 1 { "it" } else { "them" },
+                    FORCE_HINT
+                ),
+            ));
+        }
+        if !forced && !collateral.unread.is_empty() {
+            diagnostics.push(Diagnostic::error(
+                format!("Cannot tell what deleting {} takes with it", id.describe()),
+                format!(
+                    "these could not be listed: {}. {}",
+                    collateral.unread.join(", "),
+                    FORCE_HINT
+                ),
+            ));
+        }
+        gpustack_protocol::PlanDeleteResponse {
+            collateral: Some(collateral),
+            diagnostics,
+        }
+    }
+
+    /// Just before a deletion whose reach is wider than its object: looks again, and stops
+    /// when it would now take an object that is not this stack's and that the plan did not
+    /// see (made since), or what cannot be listed without `force_destroy`.
+    async fn hold_to_plan(
+        &self,
+        id: &ObjectId,
+        prior: &Value,
+        collateral: Option<&gpustack_protocol::Collateral>,
+        owner: &str,
+    ) -> Result<(), Vec<Diagnostic>> {
+        let Some(reach) = Self::reach(id, prior) else {
+            return Ok(());
+        };
+        let refused = |detail: String| {
+            error(
+                &format!("Refusing to delete {}", id.describe()),
+                format!("{detail} Nothing was deleted."),
+            )
+        };
+        let forced = force_destroy(prior);
+        let sight = match crate::collateral::look(&self.cluster, &reach, owner, &[]).await {
+            Ok(sight) => sight,
+            Err(why) if !forced => {
+                return Err(refused(format!(
+                    "What it holds cannot be listed ({why}), so its deletion could take what the plan did not show."
+                )));
+            }
+            Err(_) => return Ok(()),
+        };
+        let mut seen: std::collections::HashSet<String> = collateral
+            .map(|c| c.seen.iter().cloned().collect())
+            .unwrap_or_default();
+        seen.extend(
+            self.known
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .cloned(),
+        );
+        let unforeseen = sight.unforeseen(&seen);
+        if !unforeseen.is_empty() {
+            return Err(refused(format!(
+                "It now holds {} that {} not there when the plan was made, and that this stack does not manage: {}. Deleting it would delete {} too. Plan again.",
+                if unforeseen.len() == 1 {
+                    "an object"
+                } else {
+                    "objects"
+                },
+                if unforeseen.len() == 1 { "was" } else { "were" },
+                named(&unforeseen),
+                if unforeseen.len() == 1 { "it" } else { "them" },
+            )));
+        }
+        if !forced && !sight.unread.is_empty() {
+            return Err(refused(format!(
+                "These could not be listed: {}; its deletion could take what the plan did not show.",
+                sight.unread.join(", ")
+            )));
+        }
+        Ok(())
     }
 
     async fn nodes(&self, config: &Value) -> Result<Value, Vec<Diagnostic>> {
@@ -1399,6 +1608,7 @@ impl Connected {
                     ),
                     ("force_conflicts".to_owned(), Value::Null),
                     ("delete_propagation".to_owned(), Value::Null),
+                    ("force_destroy".to_owned(), Value::Null),
                     (
                         "object".to_owned(),
                         live_view(ObjectType::Manifest, &object, &live),
@@ -1458,6 +1668,13 @@ impl Resource for Objects {
                 diagnostics,
             },
         }
+    }
+
+    async fn plan_delete(
+        &self,
+        request: gpustack_protocol::PlanDeleteRequest,
+    ) -> gpustack_protocol::PlanDeleteResponse {
+        self.connected.plan_delete(self.ty, request).await
     }
 
     async fn import(&self, id: &str) -> Result<Value, Vec<Diagnostic>> {

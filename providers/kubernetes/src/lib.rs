@@ -5,6 +5,7 @@
 
 mod capacity;
 mod cluster;
+mod collateral;
 mod gpu;
 mod kubernetes;
 mod wait;

@@ -218,6 +218,7 @@ mod tests {
             planned_state: Some(planned),
             sensitive_paths: vec![],
             owner: String::new(),
+            collateral: None,
         }))
         .new_state
         .unwrap_or(Value::Null)

@@ -183,6 +183,58 @@ pub struct ApplyResourceChangeRequest {
     pub sensitive_paths: Vec<Path>,
     /// As in [`PlanResourceChangeRequest::owner`]: set on what is created.
     pub owner: String,
+    /// For a deletion: what the plan said it takes with it ([`PlanDeleteResponse::collateral`]).
+    /// The deletion stops if it would now take more.
+    pub collateral: Option<Collateral>,
+}
+
+/// Asks what deleting an object takes with it besides itself: a namespace's objects, a
+/// CustomResourceDefinition's custom resources. Asked for every planned deletion, a
+/// replacement's included.
+#[derive(Debug, Clone)]
+pub struct PlanDeleteRequest {
+    pub type_name: String,
+    /// The refreshed state of the object to delete.
+    pub prior_state: Value,
+    /// As in [`PlanResourceChangeRequest::owner`]: what carries it is this stack's.
+    pub owner: String,
+    /// The identity of every object in this stack's state, whichever its provider
+    /// ([`ProviderFactory::identity`]): what else the stack manages (a Helm release whose
+    /// objects are in the namespace to delete).
+    pub managed: std::sync::Arc<[String]>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PlanDeleteResponse {
+    /// `None` when the deletion takes nothing else with it.
+    pub collateral: Option<Collateral>,
+    /// An error refuses the plan: the deletion would take what the stack did not say it may.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// What a deletion takes with it that this stack does not manage, as the plan shows it and as
+/// apply holds the deletion to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Collateral {
+    /// The object deleted, as users call it (`Namespace team-a`).
+    pub describe: String,
+    /// Each object it takes with it that this stack does not manage, as users call it
+    /// (`ConfigMap team-a/notes`), sorted.
+    pub objects: Vec<String>,
+    /// What could not be looked into (a kind the credentials may not list), and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unread: Vec<String>,
+    /// The provider's own record of everything it found at plan, managed or not (object
+    /// uids): what it checks the deletion against just before making it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seen: Vec<String>,
+}
+
+impl Collateral {
+    /// Nothing to show and nothing to hold the deletion to.
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty() && self.unread.is_empty() && self.seen.is_empty()
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -289,6 +341,12 @@ pub trait Provider: Send + Sync {
             new_state: None,
             diagnostics: vec![unsupported("apply")],
         }
+    }
+
+    /// What deleting the object takes with it besides itself; by default nothing.
+    async fn plan_delete(&self, request: PlanDeleteRequest) -> PlanDeleteResponse {
+        let _ = request;
+        PlanDeleteResponse::default()
     }
 
     async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {

@@ -5,9 +5,9 @@
 
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Diagnostic, ImportResourceRequest,
-    ImportResourceResponse, PlanResourceChangeRequest, PlanResourceChangeResponse, Provider,
-    ReadDataSourceRequest, ReadDataSourceResponse, ReadResourcesRequest, ReadResourcesResponse,
-    Value,
+    ImportResourceResponse, PlanDeleteRequest, PlanDeleteResponse, PlanResourceChangeRequest,
+    PlanResourceChangeResponse, Provider, ReadDataSourceRequest, ReadDataSourceResponse,
+    ReadResourcesRequest, ReadResourcesResponse, Value,
 };
 use indexmap::IndexMap;
 
@@ -20,6 +20,12 @@ pub trait Resource: Send + Sync {
     async fn plan(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse;
 
     async fn apply(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse;
+
+    /// What deleting the object takes with it besides itself; by default nothing.
+    async fn plan_delete(&self, request: PlanDeleteRequest) -> PlanDeleteResponse {
+        let _ = request;
+        PlanDeleteResponse::default()
+    }
 
     /// The state of the object an import ID names; an error when the ID is malformed or
     /// names nothing.
@@ -111,6 +117,16 @@ impl Provider for Resources {
             None => ApplyResourceChangeResponse {
                 diagnostics: vec![unknown("resource", &request.type_name)],
                 new_state: request.prior_state,
+            },
+        }
+    }
+
+    async fn plan_delete(&self, request: PlanDeleteRequest) -> PlanDeleteResponse {
+        match self.resource_of(&request.type_name) {
+            Some(resource) => resource.plan_delete(request).await,
+            None => PlanDeleteResponse {
+                collateral: None,
+                diagnostics: vec![unknown("resource", &request.type_name)],
             },
         }
     }

@@ -4,6 +4,7 @@
 mod adopt;
 mod aks;
 mod backends;
+mod collateral;
 mod drift_cronjob;
 mod e2e;
 mod eks;
