@@ -11,7 +11,8 @@
 //! disappear.
 //!
 //! The lock is the Lease `gpustack-lock-SUFFIX`: holder, operation and start time in it, renewed
-//! every third of `lock_ttl` while the run lives. A holder that stops renewing (killed, its
+//! every third of `lock_ttl` while the run lives, and cleared when the run ends (the Lease
+//! stays, so that only a stack's first run creates it). A holder that stops renewing (killed, its
 //! machine gone) loses the lock once `lock_ttl` has passed since its last renewal; the next run
 //! takes it over and says whose lock expired. Clocks of the machines must roughly agree.
 
@@ -622,10 +623,14 @@ async fn renew(leases: Api<Lease>, name: String, id: String) -> Renewal {
     }
 }
 
-/// Deletes the Lease only while it is still ours; a conflicting change is looked at again.
+/// Gives the lock up while it is still ours: the Lease is kept with no holder, as client-go's
+/// leader election releases one, so that it is created once, by the stack's first run, and a
+/// run that may only `get` and `update` it by name (a drift Job's service account; `create`
+/// cannot be limited to a name) takes it as well. The write carries the resourceVersion read:
+/// a conflicting change is looked at again.
 async fn release(leases: Api<Lease>, name: String, id: String) -> Result<(), String> {
     for _ in 0..3 {
-        let lease = match leases.get_opt(&name).await {
+        let mut lease = match leases.get_opt(&name).await {
             Ok(Some(lease)) => lease,
             Ok(None) => return Ok(()),
             Err(e) => return Err(format!("Lease {name}: {e}")),
@@ -633,11 +638,15 @@ async fn release(leases: Api<Lease>, name: String, id: String) -> Result<(), Str
         if holder(&lease) != Some(id.as_str()) {
             return Ok(());
         }
-        let params = DeleteParams::default().preconditions(Preconditions {
-            resource_version: lease.metadata.resource_version,
-            uid: None,
-        });
-        match leases.delete(&name, &params).await {
+        if let Some(spec) = lease.spec.as_mut() {
+            spec.holder_identity = None;
+            spec.acquire_time = None;
+            spec.renew_time = None;
+        }
+        if let Some(annotations) = lease.metadata.annotations.as_mut() {
+            annotations.remove(LOCK_INFO);
+        }
+        match leases.replace(&name, &PostParams::default(), &lease).await {
             Ok(_) => return Ok(()),
             Err(e) if is_status(&e, 409) => continue,
             Err(e) if is_status(&e, 404) => return Ok(()),

@@ -2,6 +2,10 @@
 # `gpustack drift` on the watched stack with a read-only service account, writes Prometheus
 # metrics and posts to a webhook when drift appears or goes away. The Job fails (exit 2) while
 # there is drift, so failed-Job alerts fire too.
+#
+# The cron runs in a namespace of its own, which this stack creates and which holds nothing
+# but the cron: the watched stack's state (its Secret and lock Lease) lives in its own state
+# namespace, which this stack never creates or deletes, so destroying the cron leaves it.
 
 gpustack {
   required_version = ">= 0.1"
@@ -31,16 +35,19 @@ locals {
   }
 }
 
-# The service account and its least-privilege roles: read the watched kinds and the state,
-# take the lock, keep the webhook's record.
+# The service account and its least-privilege roles: read the watched kinds where they are and
+# the state by name, take the lock, keep the webhook's record.
 module "access" {
-  source            = "../../modules/drift-access"
-  namespace         = var.namespace
-  name              = local.name
-  state_suffixes    = [var.state_suffix]
-  webhook_records   = var.webhook_url != ""
-  watched_resources = var.watched_resources
-  labels            = local.labels
+  source          = "../../modules/drift-access"
+  namespace       = var.namespace
+  name            = local.name
+  state_namespace = var.state_namespace
+  state_suffixes  = [var.state_suffix]
+  # Whether there is a webhook is no secret; its URL is.
+  webhook_records           = nonsensitive(var.webhook_url != "")
+  watched_namespaces        = var.watched_namespaces
+  watched_cluster_resources = var.watched_cluster_resources
+  labels                    = local.labels
 }
 
 resource "kubernetes_manifest" "stack" {
@@ -66,7 +73,7 @@ resource "kubernetes_manifest" "cronjob" {
   manifest = {
     apiVersion = "batch/v1"
     kind       = "CronJob"
-    metadata   = { name = local.name, namespace = var.namespace, labels = local.labels }
+    metadata   = { name = local.name, namespace = module.access.namespace, labels = local.labels }
     spec = {
       schedule                   = var.schedule
       concurrencyPolicy          = "Forbid"

@@ -6,8 +6,14 @@ variable "kubeconfig" {
 
 variable "namespace" {
   type        = string
+  default     = "gpustack-drift"
+  description = "Where the cron runs: created by this stack, holding only the cron."
+}
+
+variable "state_namespace" {
+  type        = string
   default     = "gpustack-system"
-  description = "Where the cron runs; also the watched stack's state namespace (its kubernetes backend), which should hold nothing but gpustack state."
+  description = "The watched stack's state namespace (its kubernetes backend). Not created here: create it before the watched stack's first run."
 }
 
 variable "state_suffix" {
@@ -22,16 +28,27 @@ variable "stack_files" {
   description = "The watched stack's files by name; default: the stack in watched/. Modules must be inside it or remote."
 }
 
-variable "watched_resources" {
+variable "watched_namespaces" {
+  type = map(list(object({
+    api_groups = list(string)
+    resources  = list(string)
+  })))
+  default = {
+    "gpu-operator" = [{ api_groups = [""], resources = ["configmaps"] }]
+  }
+  description = "The namespaced kinds the watched stack manages, by namespace: the cron may get and list them there, nothing more."
+}
+
+variable "watched_cluster_resources" {
   type = list(object({
     api_groups = list(string)
     resources  = list(string)
   }))
   default = [
-    { api_groups = [""], resources = ["configmaps", "nodes"] },
+    { api_groups = [""], resources = ["nodes"] },
     { api_groups = ["nvidia.com"], resources = ["clusterpolicies"] },
   ]
-  description = "The kinds the watched stack manages: the cron may get, list and watch them, nothing more."
+  description = "The cluster-scoped kinds the watched stack manages or the GPU model reads: the cron may get and list them."
 }
 
 variable "image" {

@@ -26,14 +26,17 @@ locals {
 }
 
 # One service account for the whole fleet, with least-privilege roles: read the watched kinds
-# and every stack's state, take their locks.
+# where they are and every stack's state by name, take their locks. The Jobs run in a
+# namespace of their own; the fleet's state namespace is never created or deleted here.
 module "access" {
-  source            = "../../modules/drift-access"
-  namespace         = var.namespace
-  name              = local.name
-  state_suffixes    = [for s in values(local.stacks) : s.state_suffix]
-  watched_resources = var.watched_resources
-  labels            = local.labels
+  source                    = "../../modules/drift-access"
+  namespace                 = var.namespace
+  name                      = local.name
+  state_namespace           = var.state_namespace
+  state_suffixes            = [for s in values(local.stacks) : s.state_suffix]
+  watched_namespaces        = var.watched_namespaces
+  watched_cluster_resources = var.watched_cluster_resources
+  labels                    = local.labels
 }
 
 resource "kubernetes_manifest" "stack" {
@@ -51,7 +54,7 @@ resource "kubernetes_manifest" "cronjob" {
   manifest = {
     apiVersion = "batch/v1"
     kind       = "CronJob"
-    metadata   = { name = "${local.name}-${each.key}", namespace = var.namespace, labels = merge(local.labels, { "gpustack.dev/stack" = each.key }) }
+    metadata   = { name = "${local.name}-${each.key}", namespace = module.access.namespace, labels = merge(local.labels, { "gpustack.dev/stack" = each.key }) }
     spec = {
       schedule                   = var.schedule
       concurrencyPolicy          = "Forbid"

@@ -6,8 +6,14 @@ variable "kubeconfig" {
 
 variable "namespace" {
   type        = string
+  default     = "gpustack-fleet-drift"
+  description = "Where the Jobs run: created by this stack, holding only the Jobs."
+}
+
+variable "state_namespace" {
+  type        = string
   default     = "gpustack-system"
-  description = "Where the Jobs run; also the fleet's state namespace (every stack's kubernetes backend)."
+  description = "The fleet's state namespace (every stack's kubernetes backend). Not created here."
 }
 
 variable "stacks" {
@@ -19,16 +25,27 @@ variable "stacks" {
   description = "The fleet, by name: each stack's backend secret_suffix and its files; default: the stacks in fleet/."
 }
 
-variable "watched_resources" {
+variable "watched_namespaces" {
+  type = map(list(object({
+    api_groups = list(string)
+    resources  = list(string)
+  })))
+  default = {
+    "gpu-operator" = [{ api_groups = [""], resources = ["configmaps"] }]
+  }
+  description = "The namespaced kinds the fleet manages, by namespace: the Jobs may get and list them there, nothing more."
+}
+
+variable "watched_cluster_resources" {
   type = list(object({
     api_groups = list(string)
     resources  = list(string)
   }))
   default = [
-    { api_groups = [""], resources = ["configmaps", "nodes"] },
+    { api_groups = [""], resources = ["nodes"] },
     { api_groups = ["nvidia.com"], resources = ["clusterpolicies"] },
   ]
-  description = "The kinds the fleet manages: the Jobs may get, list and watch them, nothing more."
+  description = "The cluster-scoped kinds the fleet manages or the GPU model reads: the Jobs may get and list them."
 }
 
 variable "image" {

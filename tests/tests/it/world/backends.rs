@@ -250,10 +250,23 @@ fn kubernetes_backend_locks_with_an_expiring_lease_and_stops_a_run_that_lost_it(
         "name",
     ]);
     assert!(secrets.contains("secret/gpustack-state-race"), "{secrets}");
+    // Released locks keep their Lease, held by no one: only the first run creates it.
     let leases = cluster.kubectl_ok(&["get", "leases", "-n", &namespace.name, "-o", "name"]);
+    assert_eq!(
+        leases.trim(),
+        "lease.coordination.k8s.io/gpustack-lock-race"
+    );
+    let holders = cluster.kubectl_ok(&[
+        "get",
+        "leases",
+        "-n",
+        &namespace.name,
+        "-o",
+        "jsonpath={.items[*].spec.holderIdentity}",
+    ]);
     assert!(
-        leases.trim().is_empty(),
-        "every finished run releases its Lease: {leases}"
+        holders.trim().is_empty(),
+        "every finished run releases its lock: {holders}"
     );
 }
 
