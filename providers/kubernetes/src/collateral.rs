@@ -176,6 +176,10 @@ pub(crate) struct Sight {
     /// Objects outside the reach that own some of them (a cluster-scoped custom resource
     /// whose operator made objects in the namespace): they decide whose those are.
     owners: Vec<Found>,
+    /// The uids of owners that are gone: an object whose owners are all gone is the garbage
+    /// collector's, whatever is deleted (a DaemonSet of a ClusterPolicy that its Helm release
+    /// took with it moments ago).
+    gone: HashSet<String>,
     /// The Helm releases whose record carries this stack's mark, (namespace, name).
     releases: HashSet<(String, String)>,
     /// The Helm releases in this stack's state (imported ones carry no mark).
@@ -199,7 +203,8 @@ impl Sight {
     /// mark (the release's objects and records), the cluster's own. What apply can tell
     /// again from the cluster alone.
     fn intrinsic(&self, f: &Found) -> bool {
-        f.default || f.marked || self.of_release(f, &self.releases)
+        let orphaned = !f.owners.is_empty() && f.owners.iter().all(|o| self.gone.contains(&o.uid));
+        f.default || f.marked || orphaned || self.of_release(f, &self.releases)
     }
 
     /// One of the objects or records of a release in `releases`.
@@ -333,7 +338,7 @@ pub(crate) async fn look(
     // The same object under two names of its kind counts once.
     let mut uids = HashSet::new();
     sight.found.retain(|f| uids.insert(f.uid.clone()));
-    sight.owners = outside_owners(cluster, &sight.found, owner).await;
+    (sight.owners, sight.gone) = outside_owners(cluster, &sight.found, owner).await;
     sight.recorded = managed
         .iter()
         .filter_map(|identity| identity.strip_prefix("helm:")?.split_once('/'))
@@ -395,19 +400,25 @@ async fn namespaced_kinds(cluster: &Cluster) -> Result<Vec<ApiResource>, String>
     Ok(kinds)
 }
 
-/// The cluster-scoped controllers of found objects that are not found themselves: read once
-/// each, so that what an operator made for a custom resource of this stack is this stack's.
-/// A namespaced owner is in the same namespace, so it was found, or it is gone.
-async fn outside_owners(cluster: &Cluster, found: &[Found], owner: &str) -> Vec<Found> {
+/// The owners of found objects that are not found themselves, read once each: those still
+/// there (a cluster-scoped custom resource whose operator made objects in the namespace, so
+/// that what it made for this stack is this stack's), and the uids of those gone. A
+/// namespaced owner is read in its dependent's namespace, the only one it may be in.
+async fn outside_owners(
+    cluster: &Cluster,
+    found: &[Found],
+    owner: &str,
+) -> (Vec<Found>, HashSet<String>) {
     let uids: HashSet<&str> = found.iter().map(|f| f.uid.as_str()).collect();
-    let wanted: BTreeSet<(String, String, String, String)> = found
+    let wanted: BTreeSet<(String, String, Option<String>, String, String)> = found
         .iter()
-        .flat_map(|f| &f.owners)
-        .filter(|o| o.controller && !uids.contains(o.uid.as_str()))
-        .map(|o| {
+        .flat_map(|f| f.owners.iter().map(move |o| (f, o)))
+        .filter(|(_, o)| !uids.contains(o.uid.as_str()))
+        .map(|(f, o)| {
             (
                 o.api_version.clone(),
                 o.kind.clone(),
+                f.namespace.clone(),
                 o.name.clone(),
                 o.uid.clone(),
             )
@@ -415,24 +426,38 @@ async fn outside_owners(cluster: &Cluster, found: &[Found], owner: &str) -> Vec<
         .collect();
     let reads = wanted
         .into_iter()
-        .map(|(api_version, kind, name, uid)| async move {
+        .map(|(api_version, kind, namespace, name, uid)| async move {
+            // An owner that cannot be read (a kind not served, no permission) is neither.
             let found = cluster.kind(&api_version, &kind).await.ok().flatten()?;
-            if found.namespaced {
-                return None;
-            }
+            let namespace = found.namespaced.then_some(namespace).flatten();
             let object = cluster
-                .api(&found, None)
+                .api(&found, namespace.as_deref())
                 .get_metadata_opt(&name)
                 .await
-                .ok()??;
-            let read = Found::of(&found.resource, object.metadata, owner)?;
-            (read.uid == uid).then_some(read)
+                .ok()?;
+            let read = object.and_then(|o| Found::of(&found.resource, o.metadata, owner));
+            Some(match read {
+                Some(read) if read.uid == uid => Ok(read),
+                // Gone, or another object of its name: the owner the reference names is gone.
+                _ => Err(uid),
+            })
         });
-    futures::stream::iter(reads)
+    let answers: Vec<Result<Found, String>> = futures::stream::iter(reads)
         .buffer_unordered(LISTS_AT_ONCE)
         .filter_map(|read| async move { read })
         .collect()
-        .await
+        .await;
+    let mut owners = Vec::new();
+    let mut gone = HashSet::new();
+    for answer in answers {
+        match answer {
+            Ok(read) => owners.push(read),
+            Err(uid) => {
+                gone.insert(uid);
+            }
+        }
+    }
+    (owners, gone)
 }
 
 /// The Helm releases of found objects whose record carries this stack's mark: from the
@@ -629,6 +654,28 @@ mod tests {
             .found
             .push(owned_by(found("Pod team/web-1-b", "pod-b"), "rs", true));
         assert_eq!(later.unforeseen(&seen), ["ConfigMap team/late"]);
+    }
+
+    #[test]
+    fn what_has_lost_all_its_owners_is_the_garbage_collectors() {
+        let orphan = owned_by(found("DaemonSet team/plugin", "ds"), "policy", true);
+        let pod = owned_by(found("Pod team/plugin-a", "pod"), "ds", true);
+        let half = owned_by(
+            owned_by(found("ConfigMap team/shared", "cm"), "policy", false),
+            "alive",
+            false,
+        );
+        let mut sight = Sight {
+            found: vec![orphan, pod, half],
+            ..Default::default()
+        };
+        assert_eq!(sight.judge(&HashSet::new()).collateral.len(), 3);
+        sight.gone.insert("policy".to_owned());
+        // One owner left: the collector keeps it, so the deletion takes it.
+        assert_eq!(
+            sight.judge(&HashSet::new()).collateral,
+            ["ConfigMap team/shared"]
+        );
     }
 
     #[test]

@@ -491,7 +491,7 @@ fn force_destroy(state: &Value) -> bool {
 }
 
 /// How to go on when a deletion would take what is not the stack's.
-const FORCE_HINT: &str = "To delete them with it, set force_destroy = true on the resource and apply that before the deletion.";
+const FORCE_HINT: &str = "to delete what it holds with it, set force_destroy = true on the resource and apply that before the deletion.";
 
 /// How many objects a message names; the rest are counted.
 const NAMED: usize = 10;
@@ -1311,7 +1311,7 @@ impl Connected {
                         diagnostics: vec![if forced {
                             Diagnostic::warning(summary, detail)
                         } else {
-                            Diagnostic::error(summary, format!("{detail}. {}", FORCE_HINT))
+                            Diagnostic::error(summary, format!("{detail}; {FORCE_HINT}"))
                         }],
                     };
                 }
@@ -1337,13 +1337,13 @@ impl Connected {
                     id.describe()
                 ),
                 format!(
-                    "deleting {} also deletes {count} {} that {} not in this stack's state and {} not carry its mark: {}. Move {}, import {}, or {}",
+                    "deleting {} also deletes {count} {} that {} not in this stack's state and {} not carry its mark: {}. Move {} elsewhere or import {}; {}",
                     id.describe(),
                     if count == 1 { "object" } else { "objects" },
                     if count == 1 { "is" } else { "are" },
                     if count == 1 { "does" } else { "do" },
                     named(&collateral.objects),
-                    if count == 1 { "it elsewhere" } else { "them elsewhere" },
+                    if count == 1 { "it" } else { "them" },
                     if count == 1 { "it" } else { "them" },
                     FORCE_HINT
                 ),
@@ -1353,9 +1353,8 @@ impl Connected {
             diagnostics.push(Diagnostic::error(
                 format!("Cannot tell what deleting {} takes with it", id.describe()),
                 format!(
-                    "these could not be listed: {}. {}",
-                    collateral.unread.join(", "),
-                    FORCE_HINT
+                    "these could not be listed: {}; {FORCE_HINT}",
+                    collateral.unread.join(", ")
                 ),
             ));
         }

@@ -185,9 +185,12 @@ impl Simulator {
                 .await?
                 .is_none()
             {
-                let body: serde_json::Value =
+                let mut body: serde_json::Value =
                     serde_yaml_ng::from_str(text).unwrap_or_else(|_| serde_json::json!({}));
                 if body.get("kind").is_some() {
+                    // The operator sets its ClusterPolicy as the controller of every ConfigMap
+                    // it makes (createConfigMap: SetControllerReference), as of its DaemonSets.
+                    body["metadata"]["ownerReferences"] = owner.clone();
                     config_maps
                         .patch("default-mig-parted-config", &params, &Patch::Apply(&body))
                         .await?;

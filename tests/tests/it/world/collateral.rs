@@ -46,8 +46,9 @@ resource "kubernetes_manifest" "config" {
 }
 "#;
 
-/// gpustack on the test cluster: (exit code, stdout and stderr as words one space apart).
-/// A saved plan is applied without variables: it carries its own.
+/// gpustack on the test cluster: (exit code, stdout and stderr without whitespace, since
+/// diagnostics wrap to a fixed width, also inside a name). A saved plan is applied without
+/// variables: it carries its own.
 fn run(dir: &Path, args: &[&str]) -> (i32, String) {
     let c = cluster();
     let kubeconfig = format!("kubeconfig={}", c.kubeconfig.display());
@@ -61,10 +62,17 @@ fn run(dir: &Path, args: &[&str]) -> (i32, String) {
         .output()
         .unwrap();
     let text = format!("{}{}", stdout(&out), stderr(&out));
-    (
-        out.status.code().unwrap_or(-1),
-        text.split_whitespace().collect::<Vec<_>>().join(" "),
-    )
+    (out.status.code().unwrap_or(-1), squeezed(&text))
+}
+
+/// A text without its whitespace, to find a phrase in wrapped output.
+fn squeezed(text: &str) -> String {
+    text.split_whitespace().collect()
+}
+
+/// Whether squeezed output holds a phrase.
+fn has(out: &str, phrase: &str) -> bool {
+    out.contains(&squeezed(phrase))
 }
 
 /// gpustack's plan text as printed.
@@ -133,15 +141,18 @@ fn a_namespace_holding_objects_made_by_hand_is_deleted_only_with_force_destroy()
     let (code, out) = run(d, &["destroy", "--auto-approve"]);
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains(&format!(
-            "deleting Namespace {ns} also deletes 2 objects that are not in this stack's state and do not carry its mark: ConfigMap {ns}/notes, Secret {ns}/token."
-        )),
+        has(
+            &out,
+            &format!(
+                "deleting Namespace {ns} also deletes 2 objects that are not in this stack's state and do not carry its mark: ConfigMap {ns}/notes, Secret {ns}/token."
+            )
+        ),
         "{out}"
     );
-    assert!(out.contains("set force_destroy = true"), "{out}");
+    assert!(has(&out, "set force_destroy = true"), "{out}");
     // What the cluster makes in every namespace is not counted.
     assert!(
-        !out.contains("kube-root-ca.crt") && !out.contains(&format!("ServiceAccount {ns}/default")),
+        !has(&out, "kube-root-ca.crt") && !has(&out, &format!("ServiceAccount {ns}/default")),
         "{out}"
     );
     assert!(active(c, &ns), "the namespace was deleted");
@@ -157,9 +168,10 @@ fn a_namespace_holding_objects_made_by_hand_is_deleted_only_with_force_destroy()
     let (code, out) = run(d, &["plan", "--detailed-exitcode"]);
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains(&format!(
-            "kubernetes_manifest.namespace: deleting Namespace {ns}"
-        )) && out.contains(&format!("ConfigMap {ns}/notes, Secret {ns}/token")),
+        has(
+            &out,
+            &format!("kubernetes_manifest.namespace: deleting Namespace {ns}")
+        ) && has(&out, &format!("ConfigMap {ns}/notes, Secret {ns}/token")),
         "{out}"
     );
     let (code, out) = run(d, &["apply", "--auto-approve"]);
@@ -230,16 +242,19 @@ fn an_object_made_between_plan_and_apply_stops_the_namespaces_deletion() {
     // The plan saw an empty namespace.
     let (code, out) = run(d, &["plan", "--destroy", "--out", "saved.plan"]);
     assert_eq!(code, 0, "{out}");
-    assert!(!out.contains("also deletes"), "{out}");
+    assert!(!has(&out, "also deletes"), "{out}");
     c.kubectl_ok(&["create", "configmap", "late", "-n", &ns]);
     let (code, out) = run(d, &["apply", "saved.plan"]);
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains(&format!("Refusing to delete Namespace {ns}"))
-            && out.contains(&format!(
-                "It now holds an object that was not there when the plan was made, and that this stack does not manage: ConfigMap {ns}/late."
-            ))
-            && out.contains("Nothing was deleted."),
+        has(&out, &format!("Refusing to delete Namespace {ns}"))
+            && has(
+                &out,
+                &format!(
+                    "It now holds an object that was not there when the plan was made, and that this stack does not manage: ConfigMap {ns}/late."
+                )
+            )
+            && has(&out, "Nothing was deleted."),
         "{out}"
     );
     assert!(active(c, &ns), "the namespace was deleted");
@@ -252,16 +267,19 @@ fn an_object_made_between_plan_and_apply_stops_the_namespaces_deletion() {
     let (code, out) = run(d, &["plan", "--destroy", "--out", "saved.plan"]);
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains(&format!(
-            "(deleting Namespace {ns} also deletes 1 object this stack does not manage: # ConfigMap {ns}/late)"
-        )),
+        has(
+            &out,
+            &format!(
+                "(deleting Namespace {ns} also deletes 1 object this stack does not manage: # ConfigMap {ns}/late)"
+            )
+        ),
         "{out}"
     );
     c.kubectl_ok(&["create", "configmap", "later", "-n", &ns]);
     let (code, out) = run(d, &["apply", "saved.plan"]);
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains(&format!("does not manage: ConfigMap {ns}/later.")),
+        has(&out, &format!("does not manage: ConfigMap {ns}/later.")),
         "{out}"
     );
     assert!(active(c, &ns), "the namespace was deleted");
@@ -337,9 +355,12 @@ resource "kubernetes_manifest" "widget" {{
     let (code, out) = run(d, &["destroy", "--auto-approve"]);
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains(&format!(
-            "deleting CustomResourceDefinition widgets.{group} also deletes 1 object that is not in this stack's state and does not carry its mark: Widget {ns}/by-hand."
-        )),
+        has(
+            &out,
+            &format!(
+                "deleting CustomResourceDefinition widgets.{group} also deletes 1 object that is not in this stack's state and does not carry its mark: Widget {ns}/by-hand."
+            )
+        ),
         "{out}"
     );
     assert!(exists(c, &["crd", &format!("widgets.{group}")]));

@@ -1542,7 +1542,8 @@ resource "helm_release" "probe" {{
 
 /// A destroy that timed out on a namespace still being emptied (an object in it holds a
 /// finalizer), run again: the API server answers the second DELETE with 409, and the destroy
-/// waits for that same namespace again rather than taking it for another object.
+/// waits for that same namespace again rather than taking it for another object. The object
+/// is made by hand, so the namespace says it may be deleted with what it holds.
 #[test]
 fn a_namespace_still_terminating_is_waited_for_again() {
     let c = e2e_cluster();
@@ -1561,6 +1562,7 @@ resource "kubernetes_manifest" "namespace" {{
     kind       = "Namespace"
     metadata   = {{ name = "{ns}" }}
   }}
+  force_destroy = true
   wait {{
     timeout = "3s"
   }}
