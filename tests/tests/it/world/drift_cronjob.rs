@@ -292,6 +292,15 @@ fn the_drift_cronjob_example_reports_drift_with_a_read_only_service_account() {
         ("default", &[][..]),
     ] {
         let everyone = abilities(&cluster, &nobody, ns);
+        // What every account has: reading discovery and health URLs, and asking what it
+        // may do itself.
+        for rule in &everyone {
+            let own = rule.starts_with("self") && rule.ends_with("[] [] [create]");
+            assert!(
+                (rule.starts_with("[/") && rule.ends_with("] [] [get]")) || own,
+                "every account of the cluster may {rule}"
+            );
+        }
         let has = abilities(&cluster, &account_path, ns);
         assert!(everyone.is_subset(&has), "{ns}: {everyone:#?} {has:#?}");
         let extra: Vec<&str> = has.difference(&everyone).map(String::as_str).collect();
