@@ -1607,3 +1607,64 @@ pub fn drift_metrics(plan: &Plan, stack: &str, now_seconds: u64, errored: bool) 
     );
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deletion_names_the_first_objects_it_takes_with_it_and_counts_the_rest() {
+        let objects: Vec<String> = (0..12).map(|i| format!("ConfigMap team/c{i:02}")).collect();
+        let change: ResourceChange = serde_json::from_value(serde_json::json!({
+            "address": "kubernetes_manifest.namespace",
+            "config_address": "kubernetes_manifest.namespace",
+            "mode": "managed",
+            "type": "kubernetes_manifest",
+            "provider": "provider.kubernetes",
+            "actions": ["delete"],
+            "before": {},
+            "after": null,
+            "after_unknown": false,
+            "collateral": {
+                "describe": "Namespace team",
+                "objects": objects,
+                "unread": ["v1 resourcequotas (forbidden)"],
+            },
+        }))
+        .unwrap();
+        let mut expected = vec![
+            "  # (deleting Namespace team also deletes 12 objects this stack does not manage:"
+                .to_owned(),
+        ];
+        expected.extend((0..10).map(|i| format!("  #    ConfigMap team/c{i:02}")));
+        expected.push("  #    ... and 2 more)".to_owned());
+        expected.push(
+            "  # (deleting Namespace team also deletes what could not be listed: v1 resourcequotas (forbidden))"
+                .to_owned(),
+        );
+        assert_eq!(collateral_lines(&change), expected);
+        let markdown = plan_markdown(&Plan {
+            format_version: crate::plan::FORMAT_VERSION.into(),
+            gpustack_version: crate::version::VERSION.into(),
+            mode: PlanMode::Destroy,
+            lineage: None,
+            serial: 0,
+            config_hash: String::new(),
+            digest_key: None,
+            new_lineage: None,
+            moved: vec![],
+            generated: vec![],
+            resource_changes: vec![change],
+            resource_drift: vec![],
+            output_changes: Default::default(),
+            gpu_capacity: vec![],
+            gpu_drift: vec![],
+            snapshot: Default::default(),
+        });
+        assert!(markdown.contains("**Also deleted with `kubernetes_manifest.namespace`** (Namespace team), not managed by this stack: `ConfigMap team/c00`"), "{markdown}");
+        assert!(
+            markdown.contains("`ConfigMap team/c09` and 2 more."),
+            "{markdown}"
+        );
+    }
+}
