@@ -25,6 +25,10 @@ use scope::{ModuleScope, input_key};
 use std::collections::HashSet;
 use std::ops::Range;
 
+/// The most instances `count` or `for_each` may make of one block: beyond it a typo (or a
+/// hostile module) would exhaust memory before anything could be shown.
+pub const MAX_INSTANCES: usize = 100_000;
+
 /// A file an expression read at plan time.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -934,7 +938,9 @@ impl<'a> Evaluation<'a> {
             return match value {
                 Value::Unknown => Expansion::Unknown,
                 value => match Type::Number.convert(&value) {
-                    Ok(Value::Number(n)) if n >= 0.0 && n.fract() == 0.0 && n <= 100_000.0 => {
+                    Ok(Value::Number(n))
+                        if n >= 0.0 && n.fract() == 0.0 && n <= MAX_INSTANCES as f64 =>
+                    {
                         Expansion::Count(n as usize)
                     }
                     _ => {
@@ -942,7 +948,7 @@ impl<'a> Evaluation<'a> {
                             count.span(),
                             "Invalid count argument",
                             format!(
-                                "count must be a whole number from 0 to 100000, not {}.",
+                                "count must be a whole number from 0 to {MAX_INSTANCES}, not {}.",
                                 value
                             ),
                         );
@@ -965,6 +971,21 @@ impl<'a> Evaluation<'a> {
                 for_each.span(),
                 "Invalid for_each argument",
                 "Sensitive values, or values derived from sensitive values, cannot be used as for_each arguments. If used, the sensitive value could be exposed as a resource instance key.",
+            );
+            return Expansion::Invalid;
+        }
+        let size = match &value {
+            Value::Object(map) => map.len(),
+            Value::List(items) => items.len(),
+            _ => 0,
+        };
+        if size > MAX_INSTANCES {
+            self.diags.error(
+                for_each.span(),
+                "Invalid for_each argument",
+                format!(
+                    "for_each may make at most {MAX_INSTANCES} instances of a block, not {size}."
+                ),
             );
             return Expansion::Invalid;
         }
