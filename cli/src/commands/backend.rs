@@ -53,7 +53,7 @@ fn record(dir: &Path, config: &BackendConfig) -> std::io::Result<()> {
     }
     let mut json = serde_json::to_vec_pretty(config).unwrap_or_default();
     json.push(b'\n');
-    std::fs::write(path, json)
+    super::files::write_private(&path, &json)
 }
 
 /// One line naming a backend configuration, for messages.

@@ -2,6 +2,7 @@
 //! 2 changes present (plan --detailed-exitcode, drift).
 
 mod backend;
+mod files;
 mod fmt;
 mod junit;
 mod modules;

@@ -122,7 +122,8 @@ pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
             if plan.generated.is_empty() {
                 eprintln!("No import block takes in an undeclared resource: nothing to generate.");
             } else {
-                if let Err(e) = std::fs::write(path, text) {
+                // Imported objects' attributes may be secret.
+                if let Err(e) = super::files::write_private(path, text.as_bytes()) {
                     return error(format!("cannot write {}: {e}", path.display()));
                 }
                 eprintln!(
@@ -147,7 +148,7 @@ pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
             print!("{}", gpustack_engine::output::plan_text(&plan, common.color));
         }
         if let Some(out) = &args.out {
-            if let Err(e) = write_private(out, &plan.encode()) {
+            if let Err(e) = super::files::write_private(out, &plan.encode()) {
                 return error(format!("cannot write the plan to {}: {e}", out.display()));
             }
             if !args.json && !args.markdown {
@@ -196,50 +197,6 @@ fn generated_path(stack: &Path, path: &Path) -> Result<PathBuf, String> {
         ));
     }
     Ok(path.to_path_buf())
-}
-
-/// Plans and errored states are written 0600 whatever was at the path before: a new file in
-/// the same directory, created exclusively (never through a link), synced, then renamed over
-/// the path, so that a reader sees the old file or the whole new one and a symlink at the path
-/// is replaced, not followed.
-pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", uuid_suffix()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let result = (|| {
-        let mut file = options.open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
-fn uuid_suffix() -> String {
-    format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default()
-    )
 }
 
 fn confirm(question: &str, auto_approve: bool) -> Result<bool, ExitCode> {
@@ -429,7 +386,7 @@ async fn execute(
 /// errored.tfstate) so that what this run did is not forgotten.
 fn keep_errored_state(state: &State) {
     let path = Path::new("errored.gpustack-state.json");
-    match write_private(path, &state.encode()) {
+    match super::files::write_private(path, &state.encode()) {
         Ok(()) => eprintln!(
             "The state of this run could not be saved to its backend; it is kept in {}. Once the backend is reachable, check it and run: gpustack state push {}",
             path.display(),
@@ -695,11 +652,9 @@ fn empty_plan() -> Plan {
     }
 }
 
-/// Written atomically so a scraper never reads half a file.
+/// Written whole, so a scraper never reads half a file.
 fn write_metrics(path: &Path, text: &str) -> std::io::Result<()> {
-    let tmp = path.with_extension("prom.tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(tmp, path)
+    super::files::write_replacing(path, text.as_bytes(), super::files::SHARED)
 }
 
 /// What a fleet run does to each stack.

@@ -8,6 +8,7 @@ mod engine;
 mod examples;
 mod git_modules;
 mod helm_missing;
+mod hostile;
 mod language;
 mod layering;
 mod local_flow;
