@@ -479,6 +479,16 @@ async fn apply_with(
             check.step_value(graph, node, inputs, EvalOptions::default());
         }
     }
+    // So are the inputs that went into a secret, which the plan holds only as digests.
+    for (key, record) in &plan.snapshot.inputs {
+        if let crate::plan::FileRecord::Digest(digest) = record
+            && let Err(problem) = crate::evaluate::check_digest_input(key, digest, &salt)
+        {
+            session
+                .diags
+                .error(None, "Saved plan input differs", problem);
+        }
+    }
     if !session.diags.has_errors() {
         let (mut walk_state, graph, inputs) = session.provider_walk();
         walk_state.recorded = Some(recorded());

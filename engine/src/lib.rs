@@ -275,14 +275,22 @@ pub async fn plan(
                 variables.insert(name.clone(), value.to_json());
             }
         }
-        // A file that holds a secret is kept as a digest, and read again at apply.
+        // An input that went into a secret, or holds one, is kept as a digest: apply reads
+        // the file again and checks it.
+        let secret: std::collections::HashSet<String> = walk
+            .flows
+            .borrow()
+            .secret_keys()
+            .map(str::to_owned)
+            .collect();
         let inputs = walk
             .files_read
             .take()
             .into_iter()
             .map(|(path, record)| match record {
                 plan::FileRecord::Content(text)
-                    if gpustack_protocol::secrets::contains_any(&text) =>
+                    if secret.contains(&path)
+                        || gpustack_protocol::secrets::contains_any(&text) =>
                 {
                     let digest = salt.digest(&gpustack_protocol::Value::String(text));
                     (path, plan::FileRecord::Digest(digest))

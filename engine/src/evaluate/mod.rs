@@ -4,6 +4,7 @@
 //! **Invariant:** a node is evaluated only after every node it depends on; a node whose
 //! evaluation failed is unknown to its dependents, so one mistake is reported once.
 
+mod flows;
 pub(crate) mod locate;
 mod scope;
 
@@ -29,6 +30,8 @@ use std::ops::Range;
 /// hostile module) would exhaust memory before anything could be shown.
 pub const MAX_INSTANCES: usize = 100_000;
 
+pub(crate) use flows::{Decl, Flows};
+
 /// A file an expression read at plan time.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -39,6 +42,45 @@ pub enum FileRecord {
     Digest(String),
     /// The file did not exist.
     Missing,
+}
+
+/// The text of a file a saved plan holds only as a digest (it went into a secret), read
+/// again and checked against the digest.
+fn read_digest_input(
+    path: &str,
+    digest: &str,
+    salt: &crate::sensitive::Salt,
+) -> Result<Option<String>, String> {
+    match crate::lang::eval::read_disk(path)? {
+        Some(text) if salt.digest(&Value::String(text.clone())) == digest => Ok(Some(text)),
+        Some(_) => Err(format!(
+            "\"{path}\" went into a secret, so the plan kept only its digest, and the file now differs from what was planned. Restore it or make a new plan."
+        )),
+        None => Err(format!(
+            "\"{path}\" went into a secret, so the plan kept only its digest and applying reads the file again, but it is missing. Restore it (apply where the plan was made) or make a new plan."
+        )),
+    }
+}
+
+/// Checks, before an apply changes anything, an input a saved plan holds only as a digest:
+/// a file must read as it did; an impure call's value cannot be made again.
+pub(crate) fn check_digest_input(
+    key: &str,
+    digest: &str,
+    salt: &crate::sensitive::Salt,
+) -> Result<(), String> {
+    match key.strip_prefix("gpustack:") {
+        // A listing of files is made again when it is read, and checked there.
+        Some(site) if site.contains(":fileset(") => Ok(()),
+        Some(_) => Err(not_made_again(key)),
+        None => read_digest_input(key, digest, salt).map(|_| ()),
+    }
+}
+
+fn not_made_again(key: &str) -> String {
+    format!(
+        "the value of a call ({key}) went into a secret, so the plan kept only its digest, and applying cannot make the same value again (the clock, randomness); apply without a saved plan."
+    )
 }
 
 /// A value for a root variable, before it is converted to the variable's type.
@@ -106,6 +148,8 @@ pub(crate) struct Evaluation<'a> {
     pub(crate) recorded: Option<Recorded>,
     /// Every file the evaluation read from disk, for the plan's snapshot.
     pub(crate) files_read: std::cell::RefCell<std::collections::BTreeMap<String, FileRecord>>,
+    /// Which of those reached a secret: the plan keeps them only as digests.
+    pub(crate) flows: std::cell::RefCell<Flows>,
     pub(crate) stack: &'a Stack,
     pub(crate) registry: &'a Registry,
     pub(crate) sources: &'a SourceMap,
@@ -326,6 +370,7 @@ impl<'a> Evaluation<'a> {
         Self {
             recorded: None,
             files_read: Default::default(),
+            flows: Default::default(),
             stack,
             registry,
             sources,
@@ -344,6 +389,7 @@ impl<'a> Evaluation<'a> {
         make: &mut dyn FnMut() -> Result<Value, String>,
     ) -> Result<Value, String> {
         let Some(recorded) = &self.recorded else {
+            self.flows.borrow_mut().read(key);
             if let Some(FileRecord::Content(text)) = self.files_read.borrow().get(key) {
                 return serde_json::from_str(text)
                     .map(|json| Value::from_json(&json))
@@ -360,6 +406,19 @@ impl<'a> Evaluation<'a> {
             Some(FileRecord::Content(text)) => serde_json::from_str(text)
                 .map(|json| Value::from_json(&json))
                 .map_err(|e| e.to_string()),
+            // Made again, it must be what was planned (a listing of files is; the clock is not).
+            Some(FileRecord::Digest(digest)) => {
+                let value = make()?;
+                if recorded
+                    .salt
+                    .digest(&Value::String(value.to_json().to_string()))
+                    == *digest
+                {
+                    Ok(value)
+                } else {
+                    Err(not_made_again(key))
+                }
+            }
             _ => Err(format!(
                 "the plan has no record of this call ({key}), so applying it cannot make the same value; make a new plan."
             )),
@@ -371,6 +430,7 @@ impl<'a> Evaluation<'a> {
     pub(crate) fn read_file(&self, path: &str) -> Result<Option<String>, String> {
         let key = input_key(path);
         let Some(recorded) = &self.recorded else {
+            self.flows.borrow_mut().read(&key);
             let text = crate::lang::eval::read_disk(path)?;
             self.files_read.borrow_mut().insert(
                 key,
@@ -382,17 +442,7 @@ impl<'a> Evaluation<'a> {
         match recorded.inputs.get(&key) {
             Some(FileRecord::Content(text)) => Ok(Some(text.clone())),
             Some(FileRecord::Missing) => Ok(None),
-            Some(FileRecord::Digest(digest)) => {
-                let text = crate::lang::eval::read_disk(path)?;
-                match text {
-                    Some(text) if recorded.salt.digest(&Value::String(text.clone())) == *digest => {
-                        Ok(Some(text))
-                    }
-                    _ => Err(format!(
-                        "\"{path}\" holds a secret, so the plan kept only its digest, and the file now differs from what was planned. Restore it or make a new plan."
-                    )),
-                }
-            }
+            Some(FileRecord::Digest(digest)) => read_digest_input(path, digest, &recorded.salt),
             None => Err(format!(
                 "\"{path}\" was not read when the plan was made, so applying the plan cannot read it; make a new plan."
             )),
@@ -409,13 +459,28 @@ impl<'a> Evaluation<'a> {
     ) {
         let n = &graph.graph[node];
         let module = &self.stack.modules[n.module];
+        let mark = self.flows.borrow().mark();
         match n.kind {
             NodeKind::Variable => {
                 let value = self.variable(n.module, &module.variables[&n.key], inputs, options);
+                self.flows.borrow_mut().settle(
+                    mark,
+                    n.module,
+                    Decl::Var,
+                    &n.key,
+                    value.contains_sensitive(),
+                );
                 self.values[n.module].vars.insert(n.key.clone(), value);
             }
             NodeKind::Local => {
                 let value = self.eval(n.module, &module.locals[&n.key].expr, None);
+                self.flows.borrow_mut().settle(
+                    mark,
+                    n.module,
+                    Decl::Local,
+                    &n.key,
+                    value.contains_sensitive(),
+                );
                 self.values[n.module].locals.insert(n.key.clone(), value);
             }
             NodeKind::Output => {
@@ -451,6 +516,13 @@ impl<'a> Evaluation<'a> {
                         .outputs
                         .insert(n.key.clone(), (value.clone(), output.sensitive));
                 }
+                self.flows.borrow_mut().settle(
+                    mark,
+                    n.module,
+                    Decl::Output,
+                    &n.key,
+                    value.contains_sensitive(),
+                );
                 self.values[n.module].outputs.insert(n.key.clone(), value);
             }
             NodeKind::Provider | NodeKind::Resource(_) => {}

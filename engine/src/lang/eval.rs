@@ -305,6 +305,18 @@ pub trait Scope {
         let _ = site;
         make()
     }
+
+    /// Where the record of inputs read (files, impure values) stands now: what an evaluation
+    /// read between this mark and a later one is what went into its value.
+    fn inputs_mark(&self) -> usize {
+        0
+    }
+
+    /// What was read since `mark` went into a secret (the argument of `sensitive()`): a plan
+    /// keeps those inputs only as digests.
+    fn inputs_into_secret(&self, mark: usize) {
+        let _ = mark;
+    }
 }
 
 /// A file from the disk; `Ok(None)` when there is none.
@@ -352,6 +364,14 @@ impl Scope for VarsScope<'_> {
         make: &mut dyn FnMut() -> Result<Value, String>,
     ) -> Result<Value, String> {
         self.1.impure(site, make)
+    }
+
+    fn inputs_mark(&self) -> usize {
+        self.1.inputs_mark()
+    }
+
+    fn inputs_into_secret(&self, mark: usize) {
+        self.1.inputs_into_secret(mark)
     }
 
     fn lookup(
@@ -1065,9 +1085,15 @@ impl<'s> Evaluator<'s> {
             }
             _ => {}
         }
+        // Whatever the argument of sensitive() read is a secret's source, even where the
+        // secret's own text is not the file's (a base64 of it, a part of it).
+        let inputs = (name == "sensitive").then(|| self.scope.inputs_mark());
         let mut args = Vec::with_capacity(arg_exprs.len());
         for expr in &arg_exprs {
             args.push(self.eval(expr)?);
+        }
+        if let Some(mark) = inputs {
+            self.scope.inputs_into_secret(mark);
         }
         match name {
             "sensitive" | "nonsensitive" | "issensitive" => {

@@ -13,6 +13,7 @@ mod language;
 mod layering;
 mod local_flow;
 mod node_check;
+mod secrets;
 mod upstream;
 mod variables;
 mod webhook;
