@@ -198,11 +198,15 @@ pub fn mv(dir: &Path, from: &str, to: &str, lock_timeout: Duration) -> ExitCode 
     })
 }
 
+/// The state as it is stored, decrypted, without its digest key: with the key, anyone who
+/// sees the output could test guesses of every secret against its digest. `state push` of a
+/// pulled state keeps the key the backend's state has.
 pub fn pull(dir: &Path) -> ExitCode {
-    let state = match run_state(dir) {
+    let mut state = match run_state(dir) {
         Ok(s) => s,
         Err(c) => return c,
     };
+    state.digest_key = None;
     print!("{}", String::from_utf8_lossy(&state.encode()));
     ExitCode::SUCCESS
 }
@@ -247,6 +251,22 @@ pub fn push(dir: &Path, file: &Path, force: bool, lock_timeout: Duration) -> Exi
                 ));
             }
             state.serial = state.serial.max(current.serial + 1);
+            // A pulled state has no digest key: the one its digests were made with is here.
+            if state.digest_key.is_none() && current.lineage == pushed.lineage {
+                state.digest_key.clone_from(&current.digest_key);
+            }
+        }
+        if state.digest_key.is_none()
+            && state
+                .resources
+                .iter()
+                .any(|r| !r.sensitive_paths.is_empty())
+        {
+            eprintln!(
+                "Warning: {} has no digest key (state pull leaves it out) and {} holds no state of its lineage to take it from: the digests of its sensitive values cannot be checked, so the next plan shows them as changing and its apply records them again.",
+                file.display(),
+                backend.location()
+            );
         }
         if let Err(e) = backend.write(&state).await {
             return error(full(&e));

@@ -231,3 +231,51 @@ fn an_impure_value_that_reaches_a_secret_is_kept_as_a_digest_and_made_again_only
         keys[1]
     );
 }
+
+const TOKEN: &str = r#"resource "local_file" "token" {
+  filename          = "out/token.txt"
+  sensitive_content = "s3cr3t-t0ken-of-the-pull-test"
+}
+
+resource "local_file" "plain" {
+  filename = "out/plain.txt"
+  content  = "plain"
+}
+"#;
+
+#[test]
+fn state_pull_leaves_out_the_digest_key_and_a_pushed_pull_keeps_the_states_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("main.hcl"), TOKEN).unwrap();
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let stored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join(".gpustack/state.json")).unwrap()).unwrap();
+    let key = stored["digest_key"].as_str().unwrap().to_owned();
+
+    let (code, pulled, err) = run(d, &["state", "pull"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !pulled.contains("digest_key") && !pulled.contains(&key),
+        "state pull printed the digest key:\n{pulled}"
+    );
+    assert!(pulled.contains("hmac-sha256:"), "{pulled}");
+
+    std::fs::write(d.join("pulled.json"), &pulled).unwrap();
+    let (code, out, err) = run(d, &["state", "push", "pulled.json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!err.contains("Warning"), "{err}");
+    let pushed: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join(".gpustack/state.json")).unwrap()).unwrap();
+    assert_eq!(pushed["digest_key"].as_str(), Some(key.as_str()));
+    // The digests still check: nothing to change.
+    let (code, out, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // Pushed where no state of its lineage is, it says what the missing key costs.
+    std::fs::remove_file(d.join(".gpustack/state.json")).unwrap();
+    let (code, out, err) = run(d, &["state", "push", "pulled.json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("has no digest key"), "{err}");
+}
