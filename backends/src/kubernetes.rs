@@ -16,8 +16,10 @@
 //! takes it over and says whose lock expired. Clocks of the machines must roughly agree.
 
 use crate::remote::{Expiry, Renewal, keep_renewing, lock_ttl};
+use gpustack_state::encryption::Target;
 use gpustack_state::{
-    Backend, BoxError, KubernetesConfig, LockError, LockGuard, LockInfo, State, StateError,
+    Backend, BoxError, Encryption, KubernetesConfig, LockError, LockGuard, LockInfo, State,
+    StateError,
 };
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Secret;
@@ -53,6 +55,8 @@ pub struct KubernetesBackend {
     /// The index Secret as this process last read or wrote it; `Some(None)` when it saw that
     /// there was none.
     seen: crate::remote::Seen<Seen>,
+    /// An encrypted state is the envelope of its gzip (ciphertext does not compress).
+    encryption: Arc<Encryption>,
 }
 
 /// What a write needs of the index it replaces: its version, and the chunks it points to
@@ -81,7 +85,14 @@ impl KubernetesBackend {
             leases: Api::namespaced(client, &config.namespace),
             lock_ttl,
             seen: crate::remote::Seen::new(),
+            encryption: Arc::new(Encryption::none(Target::State)),
         })
+    }
+
+    /// States written encrypted, and read through the same configuration.
+    pub fn with_encryption(mut self, encryption: Arc<Encryption>) -> Self {
+        self.encryption = encryption;
+        self
     }
 
     fn index_name(&self) -> String {
@@ -313,6 +324,11 @@ impl Backend for KubernetesBackend {
                 Err(Some(e)) => return Err(e),
                 Err(None) => continue,
             };
+            let blob = self
+                .encryption
+                .open(&blob)
+                .await
+                .map_err(|e| self.read_error(e))?;
             let json = gunzip(&blob).map_err(|e| self.read_error(e))?;
             let state = State::decode(&json).map_err(|source| StateError::Decode {
                 location: self.location(),
@@ -329,7 +345,11 @@ impl Backend for KubernetesBackend {
     async fn write(&self, state: &State) -> Result<(), StateError> {
         let seen = self.seen.before_write(self).await?;
         let write_id = uuid::Uuid::new_v4().to_string();
-        let blob = gzip(&state.encode());
+        let blob = self
+            .encryption
+            .seal(gzip(&state.encode()), None)
+            .await
+            .map_err(|e| self.write_error(e))?;
         let mut annotations = BTreeMap::from([
             (SERIAL.to_owned(), state.serial.to_string()),
             (LINEAGE.to_owned(), state.lineage.clone()),

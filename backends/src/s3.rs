@@ -11,8 +11,9 @@
 use crate::remote::{Expiry, Renewal, keep_renewing, lock_ttl};
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
+use gpustack_state::encryption::Target;
 use gpustack_state::{
-    Backend, BoxError, LockError, LockGuard, LockInfo, S3Config, State, StateError,
+    Backend, BoxError, Encryption, LockError, LockGuard, LockInfo, S3Config, State, StateError,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;
@@ -31,6 +32,7 @@ pub struct S3Backend {
     lock_ttl: Duration,
     /// The state object's ETag as this process last saw it; `Some(None)`: it saw none.
     seen: crate::remote::Seen<String>,
+    encryption: Arc<Encryption>,
 }
 
 /// What the lock object holds: who, and until when the holder promises to renew.
@@ -90,7 +92,14 @@ impl S3Backend {
             key: config.key.clone(),
             lock_ttl,
             seen: crate::remote::Seen::new(),
+            encryption: Arc::new(Encryption::none(Target::State)),
         })
+    }
+
+    /// States written encrypted, and read through the same configuration.
+    pub fn with_encryption(mut self, encryption: Arc<Encryption>) -> Self {
+        self.encryption = encryption;
+        self
     }
 
     /// The guard of a lock we wrote with `etag`: renewed until released.
@@ -250,6 +259,14 @@ impl Backend for S3Backend {
             self.remember(None);
             return Ok(None);
         };
+        let bytes = self
+            .encryption
+            .open(&bytes)
+            .await
+            .map_err(|source| StateError::Read {
+                location: self.location(),
+                source: source.into(),
+            })?;
         let state = State::decode(&bytes).map_err(|source| StateError::Decode {
             location: self.location(),
             source,
@@ -259,6 +276,14 @@ impl Backend for S3Backend {
     }
 
     async fn write(&self, state: &State) -> Result<(), StateError> {
+        let bytes = self
+            .encryption
+            .seal(state.encode(), None)
+            .await
+            .map_err(|source| StateError::Write {
+                location: self.location(),
+                source: source.into(),
+            })?;
         let seen = self.seen.before_write(self).await?;
         let write_id = uuid::Uuid::new_v4().to_string();
         let request = self
@@ -268,7 +293,7 @@ impl Backend for S3Backend {
             .key(&self.key)
             .content_type("application/json")
             .metadata(WRITE_ID, &write_id)
-            .body(ByteStream::from(state.encode()));
+            .body(ByteStream::from(bytes));
         let request = match &seen {
             Some(etag) => request.if_match(etag),
             None => request.if_none_match("*"),

@@ -6,6 +6,7 @@
 //! parseable. Files are created with mode 0600: state holds sensitive values.
 
 use crate::backend::{Backend, LockError, LockGuard, StateError};
+use crate::encryption::{Encryption, Target};
 use crate::{LockInfo, State};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -16,6 +17,7 @@ pub struct LocalBackend {
     path: PathBuf,
     /// Whether this run already saved the state it found as `.backup`.
     backed_up: std::sync::atomic::AtomicBool,
+    encryption: std::sync::Arc<Encryption>,
 }
 
 /// Removes our own lock file: after force-unlock someone else may hold the lock.
@@ -35,7 +37,14 @@ impl LocalBackend {
         Self {
             path: path.into(),
             backed_up: std::sync::atomic::AtomicBool::new(false),
+            encryption: std::sync::Arc::new(Encryption::none(Target::State)),
         }
+    }
+
+    /// States written encrypted, and read through the same configuration.
+    pub fn with_encryption(mut self, encryption: std::sync::Arc<Encryption>) -> Self {
+        self.encryption = encryption;
+        self
     }
 
     /// `<stack>/.gpustack/state.json`, or `path` from the backend block (relative to the stack).
@@ -63,13 +72,27 @@ impl LocalBackend {
     }
 
     pub fn read_sync(&self) -> Result<Option<State>, StateError> {
+        crate::block_on(self.read_async())
+    }
+
+    async fn read_async(&self) -> Result<Option<State>, StateError> {
         match std::fs::read(&self.path) {
-            Ok(bytes) => State::decode(&bytes)
-                .map(Some)
-                .map_err(|source| StateError::Decode {
-                    location: self.location_of(),
-                    source,
-                }),
+            Ok(bytes) => {
+                let json =
+                    self.encryption
+                        .open(&bytes)
+                        .await
+                        .map_err(|source| StateError::Read {
+                            location: self.location_of(),
+                            source: source.into(),
+                        })?;
+                State::decode(&json)
+                    .map(Some)
+                    .map_err(|source| StateError::Decode {
+                        location: self.location_of(),
+                        source,
+                    })
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(StateError::Read {
                 location: self.location_of(),
@@ -79,6 +102,18 @@ impl LocalBackend {
     }
 
     pub fn write_sync(&self, state: &State) -> Result<(), StateError> {
+        crate::block_on(self.write_async(state))
+    }
+
+    async fn write_async(&self, state: &State) -> Result<(), StateError> {
+        let bytes = self
+            .encryption
+            .seal(state.encode(), None)
+            .await
+            .map_err(|source| StateError::Write {
+                location: self.location_of(),
+                source: source.into(),
+            })?;
         let err = |source: std::io::Error| StateError::Write {
             location: self.location_of(),
             source: source.into(),
@@ -102,7 +137,7 @@ impl LocalBackend {
         }
         let tmp = with_suffix(&self.path, &format!(".tmp-{}", std::process::id()));
         let mut file = private_file(&tmp).map_err(err)?;
-        file.write_all(&state.encode()).map_err(err)?;
+        file.write_all(&bytes).map_err(err)?;
         file.sync_all().map_err(err)?;
         drop(file);
         std::fs::rename(&tmp, &self.path).map_err(err)?;
@@ -207,11 +242,11 @@ impl Backend for LocalBackend {
     }
 
     async fn read(&self) -> Result<Option<State>, StateError> {
-        self.read_sync()
+        self.read_async().await
     }
 
     async fn write(&self, state: &State) -> Result<(), StateError> {
-        self.write_sync(state)
+        self.write_async(state).await
     }
 
     async fn lock(&self, info: LockInfo, timeout: Duration) -> Result<LockGuard, LockError> {

@@ -16,15 +16,28 @@ fn error(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(1)
 }
 
-/// The stack's backend, from its settings.
+/// The stack's backend, from its settings, with its state encryption (root variables the
+/// encryption block reads come from GPUSTACK_VAR_*).
 async fn stack_backend(dir: &Path) -> Result<Box<dyn Backend>, ExitCode> {
-    let session = Session::open(
+    stack_backend_encrypted(dir)
+        .await
+        .map(|(backend, _)| backend)
+}
+
+async fn stack_backend_encrypted(
+    dir: &Path,
+) -> Result<(Box<dyn Backend>, gpustack_state::Encryptions), ExitCode> {
+    let mut session = Session::open(
         crate::registry(),
         dir,
         &Files::Disk,
-        InputSource::Args(&VariableArgs::default()),
+        InputSource::Args(&VariableArgs::from_process_env(vec![], vec![])),
     );
-    super::backend::open(dir, &session).await.map_err(error)
+    let encryptions = super::backend::encryptions(&mut session).map_err(error)?;
+    let backend = super::backend::open_encrypted(dir, &session, encryptions.state.clone())
+        .await
+        .map_err(error)?;
+    Ok((backend, encryptions))
 }
 
 /// The state, which must exist.
@@ -212,17 +225,23 @@ pub fn pull(dir: &Path) -> ExitCode {
 }
 
 pub fn push(dir: &Path, file: &Path, force: bool, lock_timeout: Duration) -> ExitCode {
-    let pushed = match std::fs::read(file)
-        .map_err(|e| e.to_string())
-        .and_then(|b| State::decode(&b).map_err(|e| e.to_string()))
-    {
-        Ok(state) => state,
+    let bytes = match std::fs::read(file) {
+        Ok(bytes) => bytes,
         Err(e) => return error(format!("{}: {e}", file.display())),
     };
     run(async {
-        let backend = match stack_backend(dir).await {
+        let (backend, encryptions) = match stack_backend_encrypted(dir).await {
             Ok(b) => b,
             Err(c) => return c,
+        };
+        // A kept state (errored.gpustack-state.json) is encrypted as the state is.
+        let pushed = match encryptions.state.open(&bytes).await {
+            Ok(json) => State::decode(&json).map_err(|e| full(&e)),
+            Err(e) => Err(full(&e)),
+        };
+        let pushed = match pushed {
+            Ok(state) => state,
+            Err(e) => return error(format!("{}: {e}", file.display())),
         };
         let _guard = match lock(backend.as_ref(), "state push", lock_timeout).await {
             Ok(g) => g,
@@ -347,12 +366,10 @@ pub fn show(
     color: bool,
 ) -> ExitCode {
     if let Some(file) = plan_file {
-        let plan = match std::fs::read(file)
-            .map_err(|e| e.to_string())
-            .and_then(|b| gpustack_engine::plan::Plan::decode(&b))
-        {
+        let variables = VariableArgs::from_process_env(vec![], vec![]);
+        let plan = match runtime().block_on(super::ops::read_plan(file, &variables)) {
             Ok(p) => p,
-            Err(e) => return error(format!("{}: {e}", file.display())),
+            Err(e) => return error(e),
         };
         if json {
             if let Err(e) = super::print_json(&gpustack_engine::output::plan_json(&plan)) {

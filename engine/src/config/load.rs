@@ -136,7 +136,7 @@ fn read_source(
 }
 
 /// Parses a whole file; a syntax error becomes a diagnostic at its location.
-fn parse_source(sources: &SourceMap, id: FileId, diags: &mut Diags) -> Option<Body> {
+pub(crate) fn parse_source(sources: &SourceMap, id: FileId, diags: &mut Diags) -> Option<Body> {
     let file = sources.file(id);
     match hcl_edit::parser::parse_body(&file.text) {
         Ok(body) => Some(body),
@@ -1625,7 +1625,7 @@ impl Decoder<'_> {
             &block.body,
             "the gpustack block",
             &["required_version"],
-            &["backend"],
+            &["backend", "encryption"],
         );
         let required_version = block.body.get_attribute("required_version").and_then(|a| {
             let span = self.span(a.value.span());
@@ -1651,9 +1651,32 @@ impl Decoder<'_> {
                 },
             })
         });
+        let encryptions: Vec<&Block> = block.body.get_blocks("encryption").collect();
+        if let Some(extra) = encryptions.get(1) {
+            self.diags.error(
+                self.span(extra.ident.span()),
+                "Duplicate encryption block",
+                "A stack has one encryption block.",
+            );
+        }
+        let encryption = encryptions.first().map(|b| {
+            if let Some(label) = b.labels.first() {
+                self.diags.error(
+                    self.span(label.span()),
+                    "Extraneous label for encryption",
+                    "The encryption block takes no labels.",
+                );
+            }
+            BodyRef {
+                body: b.body.clone(),
+                file: self.file,
+                span: self.header_span(b),
+            }
+        });
         module.settings = Some(Settings {
             span,
             backend,
+            encryption,
             required_version,
         });
     }

@@ -1629,6 +1629,27 @@ impl<'a> Evaluation<'a> {
                 self.diags
                     .error(*span, "Unsupported gpustack version", message);
             }
+            // Its structure and literals; variables' values are known when it is opened.
+            if let Some(encryption) = &settings.encryption {
+                let variables = |name: &str| {
+                    if m.variables.contains_key(name) {
+                        Ok(Value::Unknown)
+                    } else {
+                        Err(format!(
+                            "The stack declares no variable \"{name}\".{}",
+                            suggest(name, m.variables.keys().map(String::as_str))
+                        ))
+                    }
+                };
+                crate::config::encryption::evaluate(
+                    &[crate::config::encryption::Part {
+                        body: &encryption.body,
+                        file: encryption.file,
+                    }],
+                    &variables,
+                    self.diags,
+                );
+            }
             let Some(backend) = &settings.backend else {
                 continue;
             };
@@ -1698,6 +1719,45 @@ fn attribute_span(body: &BodyRef, path: &str) -> Option<Span> {
         }
     }
     best.map(|r| Span::new(body.file, r))
+}
+
+/// A root variable's value before anything else is evaluated (for the encryption block): from
+/// the run's inputs, else its default, converted to its type.
+pub(crate) fn static_root_variable(
+    stack: &Stack,
+    inputs: &Inputs,
+    name: &str,
+) -> Result<Value, String> {
+    let Some(v) = stack.root().variables.get(name) else {
+        return Err(format!(
+            "The stack declares no variable \"{name}\".{}",
+            suggest(name, stack.root().variables.keys().map(String::as_str))
+        ));
+    };
+    let literal = |expr: &Expr| {
+        Evaluator::new(&EmptyScope)
+            .eval(&expr.expr)
+            .map_err(|e| format!("{}: {}", e.summary, e.detail))
+    };
+    let value = match inputs.0.get(name) {
+        Some(RawInput::Text { raw, .. }) => parse_text_input(raw, &v.ty)?,
+        Some(RawInput::Expr(expr)) => literal(expr)?,
+        Some(RawInput::Value(value)) => value.clone(),
+        None => match &v.default {
+            Some(default) => literal(default)?,
+            None => {
+                return Err(format!(
+                    "The encryption block reads var.{name}, which has no value: set it with --var {name}=..., a --var-file, or GPUSTACK_VAR_{name}."
+                ));
+            }
+        },
+    };
+    v.ty.convert(&value).map_err(|e| {
+        format!(
+            "The value for var.{name} does not fit its type {}: {e}.",
+            v.ty
+        )
+    })
 }
 
 /// `--var` and `GPUSTACK_VAR_` values: raw text for string variables (as Terraform does), HCL

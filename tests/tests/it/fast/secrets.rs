@@ -279,3 +279,327 @@ fn state_pull_leaves_out_the_digest_key_and_a_pushed_pull_keeps_the_states_own()
     assert_eq!(code, 0, "{out}{err}");
     assert!(err.contains("has no digest key"), "{err}");
 }
+
+const PASSPHRASE: &str = "correct horse battery staple";
+
+const ENCRYPTED: &str = r#"variable "passphrase" {
+  type      = string
+  sensitive = true
+}
+
+gpustack {
+  encryption {
+    key_provider "pbkdf2" "main" {
+      passphrase = var.passphrase
+    }
+    method "aes_gcm" "main" {
+      keys = key_provider.pbkdf2.main
+    }
+    state {
+      method = method.aes_gcm.main
+    }
+    plan {
+      method   = method.aes_gcm.main
+      enforced = true
+    }
+  }
+}
+"#;
+
+const OBJECTS: &str = r#"
+resource "local_file" "token" {
+  filename          = "out/token.txt"
+  sensitive_content = "s3cr3t-t0ken-at-rest"
+}
+
+resource "local_file" "notes" {
+  filename = "out/notes.txt"
+  content  = "nothing secret"
+}
+"#;
+
+fn with_passphrase(passphrase: &str) -> [(&'static str, &str); 1] {
+    [("GPUSTACK_VAR_passphrase", passphrase)]
+}
+
+fn state_bytes(d: &Path) -> String {
+    String::from_utf8_lossy(&std::fs::read(d.join(".gpustack/state.json")).unwrap()).into_owned()
+}
+
+/// Nothing of the stack is readable in an encrypted file: no object, no lineage, no digest.
+fn assert_sealed(what: &str, text: &str) {
+    assert!(
+        text.starts_with("{\"gpustack_encryption\":1"),
+        "{what} is not an envelope:\n{text}"
+    );
+    for clear in [
+        "local_file",
+        "token",
+        "lineage",
+        "hmac-sha256",
+        "s3cr3t",
+        "digest_key",
+    ] {
+        assert!(
+            !text.contains(clear),
+            "{what} shows {clear} in clear:\n{text}"
+        );
+    }
+    assert!(!text.contains(PASSPHRASE), "{what} holds the passphrase");
+}
+
+#[test]
+fn an_encrypted_state_reads_only_with_its_key_and_is_never_taken_for_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("main.hcl"), format!("{ENCRYPTED}{OBJECTS}")).unwrap();
+    let key = with_passphrase(PASSPHRASE);
+    let (code, out, err) = run_env(d, &["apply", "--auto-approve"], &key);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run_env(d, &["apply", "--auto-approve"], &key);
+    assert_eq!(code, 0, "{out}{err}");
+    let sealed = state_bytes(d);
+    assert_sealed("the state", &sealed);
+    assert_sealed(
+        "the state's backup",
+        &String::from_utf8_lossy(&std::fs::read(d.join(".gpustack/state.json.backup")).unwrap()),
+    );
+    let (code, pulled, err) = run_env(d, &["state", "pull"], &key);
+    assert_eq!(code, 0, "{err}");
+    assert!(pulled.contains("\"local_file.token\""), "{pulled}");
+    assert!(!pulled.contains("digest_key"), "{pulled}");
+
+    // Without the key, with another, or with no encryption configured: an error that says
+    // why, never a plan from an empty state, and the state as it was.
+    let (code, out, err) = run(d, &["plan"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("var.passphrase, which has no value") && err.contains("main.hcl:9"),
+        "{err}"
+    );
+    let (code, out, err) = run_env(
+        d,
+        &["apply", "--auto-approve"],
+        &with_passphrase("another passphrase, wrong"),
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("cannot decrypt the state"), "{err}");
+    assert!(!out.contains("will be created"), "{out}");
+    std::fs::write(d.join("main.hcl"), OBJECTS).unwrap();
+    for args in [&["state", "pull"][..], &["plan"], &["state", "list"]] {
+        let (code, out, err) = run(d, args);
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert!(
+            err.contains("the state is encrypted (method aes_gcm.main, key provider pbkdf2.main), and no encryption is configured"),
+            "{args:?}: {err}"
+        );
+        assert!(!out.contains("will be created"), "{out}");
+    }
+    assert_eq!(state_bytes(d), sealed, "a refused run changed the state");
+}
+
+#[test]
+fn a_key_rotates_through_the_fallback_and_the_old_key_then_reads_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("main.hcl"), format!("{ENCRYPTED}{OBJECTS}")).unwrap();
+    let key = with_passphrase(PASSPHRASE);
+    let (code, out, err) = run_env(d, &["apply", "--auto-approve"], &key);
+    assert_eq!(code, 0, "{out}{err}");
+    let new_key = r#"key_provider "pbkdf2" "next" {
+  passphrase = "the passphrase of the next year"
+}
+method "aes_gcm" "next" {
+  keys = key_provider.pbkdf2.next
+}
+"#;
+    let rotating = format!(
+        "{new_key}state {{\n  method = method.aes_gcm.next\n  fallback {{\n    method = method.aes_gcm.main\n  }}\n}}\n"
+    );
+    let rotated = format!("{new_key}state {{\n  method = method.aes_gcm.next\n}}\n");
+    let env = |encryption: &str| {
+        vec![
+            ("GPUSTACK_VAR_passphrase", PASSPHRASE.to_owned()),
+            ("GPUSTACK_ENCRYPTION", encryption.to_owned()),
+        ]
+    };
+    let run_with = |args: &[&str], encryption: &str| {
+        let env = env(encryption);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        run_env(d, args, &env)
+    };
+    // The new key alone cannot read what the old one wrote.
+    let (code, _, err) = run_with(&["state", "list"], &rotated);
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot decrypt the state"), "{err}");
+    // With the old key as fallback, the first apply writes it with the new one, changes or not.
+    let (code, out, err) = run_with(&["apply", "--auto-approve"], &rotating);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("now encrypted with method.aes_gcm.next"),
+        "{err}"
+    );
+    assert!(state_bytes(d).contains("\"key_provider\":\"pbkdf2.next\""));
+    let (code, list, err) = run_with(&["state", "list"], &rotated);
+    assert_eq!(code, 0, "{err}");
+    assert!(list.contains("local_file.token"), "{list}");
+    // The old key no longer reads it.
+    let (code, _, err) = run_env(d, &["state", "list"], &key);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(
+            "cannot decrypt the state (written with method aes_gcm.next, key provider pbkdf2.next)"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_state_in_clear_is_encrypted_only_through_an_unencrypted_fallback() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("main.hcl"), OBJECTS).unwrap();
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let clear = state_bytes(d);
+    assert!(clear.contains("local_file.token"));
+
+    std::fs::write(d.join("main.hcl"), format!("{ENCRYPTED}{OBJECTS}")).unwrap();
+    let key = with_passphrase(PASSPHRASE);
+    let (code, out, err) = run_env(d, &["plan"], &key);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("the state is not encrypted") && err.contains("method.unencrypted"),
+        "{err}"
+    );
+    assert_eq!(state_bytes(d), clear);
+
+    let migrating = format!("{ENCRYPTED}{OBJECTS}").replace(
+        "    state {\n      method = method.aes_gcm.main\n    }",
+        "    method \"unencrypted\" \"migrate\" {}\n    state {\n      method = method.aes_gcm.main\n      fallback {\n        method = method.unencrypted.migrate\n      }\n    }",
+    );
+    assert_ne!(migrating, format!("{ENCRYPTED}{OBJECTS}"));
+    std::fs::write(d.join("main.hcl"), &migrating).unwrap();
+    let (code, out, err) = run_env(d, &["apply", "--auto-approve"], &key);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_sealed("the migrated state", &state_bytes(d));
+    std::fs::write(d.join("main.hcl"), format!("{ENCRYPTED}{OBJECTS}")).unwrap();
+    let (code, out, err) = run_env(d, &["plan", "--detailed-exitcode"], &key);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn an_encrypted_plan_file_holds_nothing_in_clear_and_applies_only_with_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("main.hcl"), format!("{ENCRYPTED}{OBJECTS}")).unwrap();
+    let key = with_passphrase(PASSPHRASE);
+    let (code, out, err) = run_env(d, &["plan", "--out", "p.plan"], &key);
+    assert_eq!(code, 0, "{out}{err}");
+    let sealed = String::from_utf8_lossy(&std::fs::read(d.join("p.plan")).unwrap()).into_owned();
+    assert_sealed("the plan file", &sealed);
+    assert!(!sealed.contains("nothing secret"), "{sealed}");
+
+    let (code, _, err) = run(d, &["show", "p.plan"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("var.passphrase"), "{err}");
+    let (code, shown, err) = run_env(d, &["show", "p.plan"], &key);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        shown.contains("local_file.token will be created"),
+        "{shown}"
+    );
+    let (code, _, err) = run_env(
+        d,
+        &["apply", "p.plan"],
+        &with_passphrase("another passphrase, wrong"),
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot decrypt the plan"), "{err}");
+    assert!(!d.join("out").exists());
+    let (code, out, err) = run_env(d, &["apply", "p.plan"], &key);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(d.join("out/token.txt").exists());
+
+    // Plans are encrypted and enforced: the same plan decrypted and saved in clear is refused.
+    let (code, out, err) = run_env(d, &["plan", "--out", "next.plan"], &key);
+    assert_eq!(code, 0, "{out}{err}");
+    let config = gpustack_state::EncryptionConfig {
+        key_providers: [(
+            "pbkdf2.main".to_owned(),
+            gpustack_state::encryption::KeyProviderConfig::Pbkdf2(
+                gpustack_state::encryption::Pbkdf2Config::new(
+                    gpustack_state::encryption::Passphrase::new(PASSPHRASE.to_owned()),
+                ),
+            ),
+        )]
+        .into_iter()
+        .collect(),
+        methods: [(
+            "aes_gcm.main".to_owned(),
+            gpustack_state::encryption::MethodConfig::AesGcm {
+                keys: "pbkdf2.main".to_owned(),
+            },
+        )]
+        .into_iter()
+        .collect(),
+        state: None,
+        plan: Some(gpustack_state::encryption::TargetConfig {
+            method: "aes_gcm.main".to_owned(),
+            fallback: None,
+            enforced: true,
+        }),
+    };
+    let plans = gpustack_state::Encryptions::new(&config, &|_, _| Err("none".into())).unwrap();
+    let clear = futures::executor::block_on(
+        plans
+            .plan
+            .open(&std::fs::read(d.join("next.plan")).unwrap()),
+    )
+    .unwrap();
+    std::fs::write(d.join("clear.plan"), clear).unwrap();
+    let (code, out, err) = run_env(d, &["apply", "clear.plan"], &key);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("the plan is not encrypted"), "{err}");
+    let (code, out, err) = run_env(d, &["apply", "next.plan"], &key);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn encryption_configuration_errors_point_at_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let broken = ENCRYPTED
+        .replace(
+            "keys = key_provider.pbkdf2.main",
+            "keys = key_provider.pbkdf2.mian",
+        )
+        .replace("key_provider \"pbkdf2\"", "key_provider \"pbkfd2\"");
+    std::fs::write(d.join("main.hcl"), format!("{broken}{OBJECTS}")).unwrap();
+    let (code, out, err) = run(d, &["validate"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("Unknown key_provider type") && err.contains("main.hcl:8"),
+        "{err}"
+    );
+    assert!(err.contains("Did you mean \"pbkdf2\"?"), "{err}");
+    assert!(
+        err.contains("Reference to undeclared key provider") && err.contains("main.hcl:12"),
+        "{err}"
+    );
+    // One mistake, one error: what refers to the method it broke says nothing more.
+    assert!(err.contains("2 errors found"), "{err}");
+
+    std::fs::write(d.join("main.hcl"), format!("{ENCRYPTED}{OBJECTS}")).unwrap();
+    let environment = "key_provider \"pbkdf2\" \"main\" {\n  passphrase = \"hunter22\"\n}\n\nmethod \"aes_gcm\" \"main\" {\n  keys = key_provider.pbkdf2.main\n}\n";
+    let (code, out, err) = run_env(d, &["plan"], &[("GPUSTACK_ENCRYPTION", environment)]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("Passphrase too short") && err.contains("GPUSTACK_ENCRYPTION:2"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("hunter22"),
+        "the passphrase was quoted: {err}"
+    );
+}
