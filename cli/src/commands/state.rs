@@ -407,9 +407,19 @@ pub fn show(
 
 pub fn force_unlock(dir: &Path, id: &str) -> ExitCode {
     run(async {
-        let backend = match stack_backend(dir).await {
+        // The state is not read: releasing a lock needs no key.
+        let session = Session::open(
+            crate::registry(),
+            dir,
+            &Files::Disk,
+            InputSource::Args(&VariableArgs::default()),
+        );
+        let none = std::sync::Arc::new(gpustack_state::Encryption::none(
+            gpustack_state::encryption::Target::State,
+        ));
+        let backend = match super::backend::open_encrypted(dir, &session, none).await {
             Ok(b) => b,
-            Err(c) => return c,
+            Err(e) => return error(e),
         };
         match backend.force_unlock(id).await {
             Ok(held) => {

@@ -7,6 +7,7 @@ mod backends;
 mod drift_cronjob;
 mod e2e;
 mod eks;
+mod encryption;
 mod gke;
 mod gpu_model;
 mod karpenter;
