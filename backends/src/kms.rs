@@ -72,6 +72,12 @@ impl KmsProvider {
     }
 }
 
+/// A data key as the KMS answer carries it (base64) is a secret of the run, scrubbed from
+/// whatever it prints (the SDK redacts it from its own logs already).
+fn hide(plaintext: &[u8]) {
+    gpustack_protocol::secrets::remember([&BASE64.encode(plaintext)]);
+}
+
 fn kms_error(call: &str, error: impl std::error::Error) -> KeyError {
     KeyError::new(format!(
         "{call} failed: {}",
@@ -102,6 +108,7 @@ impl KeyProvider for KmsProvider {
         let (Some(plaintext), Some(blob)) = (output.plaintext(), output.ciphertext_blob()) else {
             return Err(KeyError::new("GenerateDataKey answered without a data key"));
         };
+        hide(plaintext.as_ref());
         let key = DataKey::from_slice(plaintext.as_ref())?;
         let meta = serde_json::to_value(KmsMeta {
             kms_key_id: self.config.kms_key_id.clone(),
@@ -142,6 +149,7 @@ impl KeyProvider for KmsProvider {
         let Some(plaintext) = output.plaintext() else {
             return Err(KeyError::new("Decrypt answered without the data key"));
         };
+        hide(plaintext.as_ref());
         let key = DataKey::from_slice(plaintext.as_ref())?;
         self.decrypted
             .lock()

@@ -36,8 +36,8 @@ pub struct Part<'a> {
 }
 
 /// Root variables as the block sees them: a value, `Unknown` where only the structure is being
-/// checked, or why there is none.
-pub type Variables<'a> = &'a dyn Fn(&str) -> Result<Value, String>;
+/// checked, or why there is none (a summary and a detail).
+pub type Variables<'a> = &'a dyn Fn(&str) -> Result<Value, (String, String)>;
 
 /// Checks and evaluates the parts; `None` when there were errors, or unknown values (a
 /// structural check with variables unknown).
@@ -78,7 +78,7 @@ impl Scope for VarScope<'_> {
         match names {
             ["var", name, ..] => (self.0)(name)
                 .map(|v| (Cow::Owned(v), 2))
-                .map_err(|detail| EvalError::new(range, "No value for variable", detail)),
+                .map_err(|(summary, detail)| EvalError::new(range, summary, detail)),
             _ => Err(EvalError::new(
                 range,
                 "Invalid reference in encryption",

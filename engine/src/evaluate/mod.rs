@@ -1632,14 +1632,8 @@ impl<'a> Evaluation<'a> {
             // Its structure and literals; variables' values are known when it is opened.
             if let Some(encryption) = &settings.encryption {
                 let variables = |name: &str| {
-                    if m.variables.contains_key(name) {
-                        Ok(Value::Unknown)
-                    } else {
-                        Err(format!(
-                            "The stack declares no variable \"{name}\".{}",
-                            suggest(name, m.variables.keys().map(String::as_str))
-                        ))
-                    }
+                    encryption_variable(self.stack, name)?;
+                    Ok(Value::Unknown)
                 };
                 crate::config::encryption::evaluate(
                     &[crate::config::encryption::Part {
@@ -1721,42 +1715,64 @@ fn attribute_span(body: &BodyRef, path: &str) -> Option<Span> {
     best.map(|r| Span::new(body.file, r))
 }
 
+/// A root variable the encryption block may read: declared, and sensitive, so that no plan
+/// records its value (a saved plan is given it again, as every sensitive variable).
+fn encryption_variable<'s>(stack: &'s Stack, name: &str) -> Result<&'s Variable, (String, String)> {
+    let Some(v) = stack.root().variables.get(name) else {
+        return Err((
+            "Reference to undeclared input variable".into(),
+            format!(
+                "The stack declares no variable \"{name}\".{}",
+                suggest(name, stack.root().variables.keys().map(String::as_str))
+            ),
+        ));
+    };
+    if !v.sensitive {
+        return Err((
+            "Variable must be sensitive".into(),
+            format!(
+                "The encryption block reads var.{name}, which holds a key or a passphrase: declare it with sensitive = true, so that no plan or output holds its value."
+            ),
+        ));
+    }
+    Ok(v)
+}
+
 /// A root variable's value before anything else is evaluated (for the encryption block): from
 /// the run's inputs, else its default, converted to its type.
 pub(crate) fn static_root_variable(
     stack: &Stack,
     inputs: &Inputs,
     name: &str,
-) -> Result<Value, String> {
-    let Some(v) = stack.root().variables.get(name) else {
-        return Err(format!(
-            "The stack declares no variable \"{name}\".{}",
-            suggest(name, stack.root().variables.keys().map(String::as_str))
-        ));
-    };
+) -> Result<Value, (String, String)> {
+    let v = encryption_variable(stack, name)?;
+    let invalid = |detail: String| ("Invalid value for input variable".to_owned(), detail);
     let literal = |expr: &Expr| {
         Evaluator::new(&EmptyScope)
             .eval(&expr.expr)
-            .map_err(|e| format!("{}: {}", e.summary, e.detail))
+            .map_err(|e| invalid(format!("{}: {}", e.summary, e.detail)))
     };
     let value = match inputs.0.get(name) {
-        Some(RawInput::Text { raw, .. }) => parse_text_input(raw, &v.ty)?,
+        Some(RawInput::Text { raw, .. }) => parse_text_input(raw, &v.ty).map_err(invalid)?,
         Some(RawInput::Expr(expr)) => literal(expr)?,
         Some(RawInput::Value(value)) => value.clone(),
         None => match &v.default {
             Some(default) => literal(default)?,
             None => {
-                return Err(format!(
-                    "The encryption block reads var.{name}, which has no value: set it with --var {name}=..., a --var-file, or GPUSTACK_VAR_{name}."
+                return Err((
+                    "No value for variable".into(),
+                    format!(
+                        "The encryption block reads var.{name}, which has no value: set it with --var {name}=..., a --var-file, or GPUSTACK_VAR_{name}."
+                    ),
                 ));
             }
         },
     };
     v.ty.convert(&value).map_err(|e| {
-        format!(
+        invalid(format!(
             "The value for var.{name} does not fit its type {}: {e}.",
             v.ty
-        )
+        ))
     })
 }
 

@@ -603,3 +603,64 @@ fn encryption_configuration_errors_point_at_their_line() {
         "the passphrase was quoted: {err}"
     );
 }
+
+#[test]
+fn a_passphrase_reaches_no_plan_and_only_a_sensitive_variable_may_hold_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // States encrypted, plans not: the plan file is readable, and holds no passphrase.
+    let states_only = ENCRYPTED.replace(
+        "    plan {\n      method   = method.aes_gcm.main\n      enforced = true\n    }\n",
+        "",
+    );
+    assert_ne!(states_only, ENCRYPTED);
+    std::fs::write(
+        d.join("main.hcl"),
+        format!(
+            "{}{OBJECTS}",
+            states_only.replace("  sensitive = true\n", "")
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = run_env(d, &["validate"], &with_passphrase(PASSPHRASE));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("Variable must be sensitive") && err.contains("main.hcl:8"),
+        "{err}"
+    );
+
+    std::fs::write(d.join("main.hcl"), format!("{states_only}{OBJECTS}")).unwrap();
+    let from_environment =
+        "key_provider \"pbkdf2\" \"main\" {\n  passphrase = \"a passphrase given in CI only\"\n}\n";
+    for env in [
+        vec![("GPUSTACK_VAR_passphrase", PASSPHRASE)],
+        vec![
+            (
+                "GPUSTACK_VAR_passphrase",
+                "a value the environment's key replaces",
+            ),
+            ("GPUSTACK_ENCRYPTION", from_environment),
+        ],
+    ] {
+        let _ = std::fs::remove_dir_all(d.join(".gpustack"));
+        let _ = std::fs::remove_dir_all(d.join("out"));
+        let (code, out, err) = run_env(d, &["plan", "--out", "p.plan"], &env);
+        assert_eq!(code, 0, "{out}{err}");
+        let saved = std::fs::read_to_string(d.join("p.plan")).unwrap();
+        assert!(
+            saved.contains("\"snapshot\""),
+            "plans are not encrypted here"
+        );
+        for secret in [
+            PASSPHRASE,
+            "a passphrase given in CI only",
+            "GPUSTACK_ENCRYPTION",
+        ] {
+            assert!(!saved.contains(secret), "the plan holds {secret}:\n{saved}");
+            assert!(!out.contains(secret) && !err.contains(secret), "{out}{err}");
+        }
+        let (code, out, err) = run_env(d, &["apply", "p.plan"], &env);
+        assert_eq!(code, 0, "{out}{err}");
+        assert_sealed("the state", &state_bytes(d));
+    }
+}
