@@ -234,11 +234,14 @@ pub fn push(dir: &Path, file: &Path, force: bool, lock_timeout: Duration) -> Exi
             Ok(b) => b,
             Err(c) => return c,
         };
-        // A kept state (errored.gpustack-state.json) is encrypted as the state is.
-        let pushed = match encryptions.state.open(&bytes).await {
-            Ok(json) => State::decode(&json).map_err(|e| full(&e)),
-            Err(e) => Err(full(&e)),
+        // A kept state (errored.gpustack-state.json) is encrypted as the state is; a pulled
+        // one is in clear, given on purpose, and encrypted by the write.
+        let json = if gpustack_state::encryption::is_envelope(&bytes) {
+            encryptions.state.open(&bytes).await.map_err(|e| full(&e))
+        } else {
+            Ok(bytes)
         };
+        let pushed = json.and_then(|json| State::decode(&json).map_err(|e| full(&e)));
         let pushed = match pushed {
             Ok(state) => state,
             Err(e) => return error(format!("{}: {e}", file.display())),

@@ -368,6 +368,15 @@ fn an_encrypted_state_reads_only_with_its_key_and_is_never_taken_for_empty() {
     assert_eq!(code, 0, "{err}");
     assert!(pulled.contains("\"local_file.token\""), "{pulled}");
     assert!(!pulled.contains("digest_key"), "{pulled}");
+    // Pulled in clear, pushed back: written encrypted, its digest key kept.
+    std::fs::write(d.join("pulled.json"), &pulled).unwrap();
+    let (code, out, err) = run_env(d, &["state", "push", "pulled.json"], &key);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!err.contains("Warning"), "{err}");
+    let sealed = state_bytes(d);
+    assert_sealed("the pushed state", &sealed);
+    let (code, out, err) = run_env(d, &["plan", "--detailed-exitcode"], &key);
+    assert_eq!(code, 0, "{out}{err}");
 
     // Without the key, with another, or with no encryption configured: an error that says
     // why, never a plan from an empty state, and the state as it was.
