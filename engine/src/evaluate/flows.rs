@@ -94,6 +94,9 @@ impl Flows {
         name: &str,
         secret: bool,
     ) {
+        if self.keys.is_empty() {
+            return;
+        }
         let start = mark.min(self.record.len());
         let mut read: Vec<u32> = self.record.drain(start..).collect();
         let known = self.sources.get(&(module, decl)).and_then(|m| m.get(name));
