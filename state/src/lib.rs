@@ -11,7 +11,10 @@ mod backend;
 mod config;
 mod local;
 
-pub use backend::{Backend, BackendConfig, BoxError, LockError, LockGuard, StateError, block_on};
+pub use backend::{
+    Backend, BackendConfig, BoxError, Fence, LockError, LockGuard, LockHandle, StateError,
+    WriteFence, block_on,
+};
 pub use config::{KubernetesConfig, S3Config};
 pub use local::LocalBackend;
 
