@@ -242,7 +242,8 @@ impl Ledger<'_, '_> {
     /// Writes a new state before the first change, so that the lineage the change marks its
     /// object with is on record when the object exists.
     fn before_first_change(&mut self) {
-        if self.fresh {
+        // Without the lock no change will be made (each provider call checks the fence).
+        if self.fresh && !self.fence.is_lost() {
             self.fresh = false;
             self.save();
         }
