@@ -243,6 +243,9 @@ async fn finish(parts: &tokio::sync::Mutex<Parts>) {
     }
 }
 
+/// A guard dropped in async code blocks its thread on the release. Where other futures are
+/// polled on that same thread (a `join_all` inside `block_on`), the nested wait can take the
+/// wakeup the outer one was parked for: such code releases with [`LockGuard::release`].
 impl Drop for LockGuard {
     fn drop(&mut self) {
         if let Ok(parts) = self.parts.try_lock()

@@ -708,15 +708,21 @@ pub fn fleet(
                     json: false,
                 };
                 let outcome = match make_plan(&member, &options, operation).await {
-                    Ok((plan, _, _guard)) => Ok(FleetSummary {
-                        drifted: plan
-                            .resource_drift
-                            .iter()
-                            .map(|c| c.address.clone())
-                            .chain(plan.gpu_drift.iter().map(|d| format!("node {}", d.node)))
-                            .collect(),
-                        counts: plan.counts(),
-                    }),
+                    Ok((plan, _, guard)) => {
+                        // Released here, not by the guard's drop: a drop blocks this thread
+                        // on the release, and the other stacks' plans, polled on this same
+                        // thread, could lose the wakeup that thread was parked for.
+                        guard.release().await;
+                        Ok(FleetSummary {
+                            drifted: plan
+                                .resource_drift
+                                .iter()
+                                .map(|c| c.address.clone())
+                                .chain(plan.gpu_drift.iter().map(|d| format!("node {}", d.node)))
+                                .collect(),
+                            counts: plan.counts(),
+                        })
+                    }
                     Err(_) => Err("see the errors above".to_owned()),
                 };
                 FleetEntry {
