@@ -369,6 +369,28 @@ impl Encryption {
         matches!(self.primary, Some(Method::AesGcm { .. }))
     }
 
+    /// Makes the primary method's key now (a KMS data key, a passphrase's derivation), so
+    /// that sealing later does no I/O: a state write made from synchronous code inside the
+    /// apply's walk must not wait on the network there.
+    pub async fn prepare(&self) -> Result<(), EncryptionError> {
+        if let Some(Method::AesGcm {
+            provider_name,
+            provider,
+            ..
+        }) = &self.primary
+        {
+            provider
+                .encryption_key()
+                .await
+                .map_err(|source| EncryptionError::Key {
+                    what: self.target.name(),
+                    key_provider: provider_name.clone(),
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+
     /// The stored form of `plaintext`: an envelope under the primary method, or the plaintext
     /// when that method is `unencrypted` or none is configured. `stack_dir` is kept in clear in
     /// a plan's envelope.

@@ -140,7 +140,13 @@ pub async fn lock(
     operation: &str,
     timeout: Duration,
 ) -> Result<LockGuard, String> {
-    match backend.lock(LockInfo::new(operation), timeout).await {
+    let acquiring = super::interrupt::acquiring();
+    let locked = backend.lock(LockInfo::new(operation), timeout).await;
+    if let Ok(guard) = &locked {
+        super::interrupt::hold(guard);
+    }
+    drop(acquiring);
+    match locked {
         Ok(guard) => {
             if let Some(notice) = &guard.notice {
                 eprintln!("{notice}");
@@ -154,6 +160,12 @@ pub async fn lock(
                     "\nIf that run is gone, release it with: gpustack force-unlock {}",
                     held.id
                 ));
+                if let Some(ttl) = backend.lock_ttl() {
+                    message.push_str(&format!(
+                        "\nor wait for it: a run with --lock-timeout longer than the lock's TTL ({}s here) takes it over once it has seen it unrenewed that long",
+                        ttl.as_secs()
+                    ));
+                }
             }
             Err(message)
         }

@@ -4,6 +4,7 @@
 mod backend;
 mod files;
 mod fmt;
+mod interrupt;
 mod junit;
 mod modules;
 mod node_check;

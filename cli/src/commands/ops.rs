@@ -267,40 +267,9 @@ fn confirm(question: &str, auto_approve: bool) -> Result<bool, ExitCode> {
 }
 
 /// Ctrl-C or SIGTERM stops new operations; the ones in flight finish and the state is saved.
-/// A second Ctrl-C aborts.
+/// A second Ctrl-C releases the lock and aborts.
 fn interrupt_flag() -> Arc<AtomicBool> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    tokio::spawn(async move {
-        if interrupted().await {
-            eprintln!(
-                "\nInterrupt received: waiting for operations in flight, then saving the state. Press Ctrl-C again to abort."
-            );
-            flag.store(true, Ordering::SeqCst);
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
-    stop
-}
-
-async fn interrupted() -> bool {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => tokio::select! {
-                c = tokio::signal::ctrl_c() => c.is_ok(),
-                _ = term.recv() => true,
-            },
-            Err(_) => tokio::signal::ctrl_c().await.is_ok(),
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await.is_ok()
-    }
+    super::interrupt::graceful()
 }
 
 /// `stop` is set by Ctrl-C, which may come while planning or confirming, before any change;
@@ -328,15 +297,18 @@ async fn execute(
     if let Err(e) = check_fresh(plan, state.as_ref()) {
         return error(e);
     }
-    let lost = lock.lost();
-    if lost.load(Ordering::SeqCst) {
+    let fence = lock.fence();
+    if fence.is_lost() {
         return error("the state lock was lost before any change was made");
     }
+    if let Err(e) = encryption.prepare().await {
+        return error(full(&e));
+    }
     let watcher = {
-        let (stop, lost) = (stop.clone(), lost.clone());
+        let (stop, fence) = (stop.clone(), fence.clone());
         tokio::spawn(async move {
-            while !lost.load(Ordering::SeqCst) {
-                tokio::time::sleep(Duration::from_millis(200)).await;
+            while !fence.is_lost() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
             eprintln!(
                 "Stopping: no new operation starts without the state lock; the ones in flight finish."
@@ -354,8 +326,13 @@ async fn execute(
             full(&e)
         })
     };
+    let halt = gpustack_engine::apply::Halt {
+        stop: stop.clone(),
+        fence: fence.clone(),
+    };
     let ApplyReport {
         state,
+        unsaved,
         sources,
         diagnostics,
         counts,
@@ -365,7 +342,7 @@ async fn execute(
         plan,
         state,
         &mut persist,
-        &stop,
+        &halt,
         std::io::stderr().is_terminal(),
         gpustack_engine::apply::Supplied {
             variables: &common.variables,
@@ -376,8 +353,8 @@ async fn execute(
     watcher.abort();
     report::diagnostics(&sources, &diagnostics, color);
     let mut failed = diagnostics.iter().any(|d| d.is_error());
-    if save_failed.load(Ordering::SeqCst) {
-        keep_errored_state(&state, encryption).await;
+    if save_failed.load(Ordering::SeqCst) || unsaved {
+        keep_errored_state(&state, encryption, fence.is_lost()).await;
         failed = true;
     }
     let tests = super::junit::report(&results, &state);
@@ -393,7 +370,7 @@ async fn execute(
     } else {
         "Apply"
     };
-    if lost.load(Ordering::SeqCst) {
+    if fence.is_lost() {
         eprintln!("{verb} stopped: the state lock was lost.");
         return ExitCode::from(1);
     }
@@ -437,13 +414,18 @@ async fn execute(
 
 /// The state a failed save could not write, kept in the working directory (as Terraform's
 /// errored.tfstate) so that what this run did is not forgotten; encrypted as the state is.
-async fn keep_errored_state(state: &State, encryption: &Encryption) {
+async fn keep_errored_state(state: &State, encryption: &Encryption, lock_lost: bool) {
     let path = Path::new("errored.gpustack-state.json");
     let written = match encryption.seal(state.encode(), None).await {
         Ok(bytes) => super::files::write_private(path, &bytes).map_err(|e| e.to_string()),
         Err(e) => Err(full(&e)),
     };
     match written {
+        Ok(()) if lock_lost => eprintln!(
+            "This run lost the state lock, so its state was not saved to the backend; it is kept in {}. Someone else may have changed the state since: plan again, and compare before running gpustack state push {}",
+            path.display(),
+            path.display()
+        ),
         Ok(()) => eprintln!(
             "The state of this run could not be saved to its backend; it is kept in {}. Once the backend is reachable, check it and run: gpustack state push {}",
             path.display(),
@@ -840,15 +822,21 @@ pub fn fleet(
                     json: false,
                 };
                 let outcome = match make_plan(&member, &options, operation).await {
-                    Ok((plan, _, _guard, _)) => Ok(FleetSummary {
-                        drifted: plan
-                            .resource_drift
-                            .iter()
-                            .map(|c| c.address.clone())
-                            .chain(plan.gpu_drift.iter().map(|d| format!("node {}", d.node)))
-                            .collect(),
-                        counts: plan.counts(),
-                    }),
+                    Ok((plan, _, guard, _)) => {
+                        // Released here, not by the guard's drop: a drop blocks this thread
+                        // on the release, and the other stacks' plans, polled on this same
+                        // thread, could lose the wakeup that thread was parked for.
+                        guard.release().await;
+                        Ok(FleetSummary {
+                            drifted: plan
+                                .resource_drift
+                                .iter()
+                                .map(|c| c.address.clone())
+                                .chain(plan.gpu_drift.iter().map(|d| format!("node {}", d.node)))
+                                .collect(),
+                            counts: plan.counts(),
+                        })
+                    }
                     Err(_) => Err("see the errors above".to_owned()),
                 };
                 FleetEntry {

@@ -492,16 +492,29 @@ pub fn import(
             Ok(b) => b,
             Err(c) => return c,
         };
-        let _guard = match lock(backend.as_ref(), "import", lock_timeout).await {
+        let guard = match lock(backend.as_ref(), "import", lock_timeout).await {
             Ok(g) => g,
             Err(e) => return error(e),
         };
+        let fence = guard.fence();
+        let lock_lost = || {
+            vec![gpustack_protocol::Diagnostic::error(
+                "State lock lost",
+                "this run no longer holds the state lock; nothing was imported",
+            )]
+        };
         let response = async {
+            if fence.is_lost() {
+                return Err(lock_lost());
+            }
             let provider = factory
                 .configure(ConfigureRequest {
                     config: config.unmark_deep().0,
                 })
                 .await?;
+            if fence.is_lost() {
+                return Err(lock_lost());
+            }
             Ok::<_, Vec<gpustack_protocol::Diagnostic>>(
                 provider
                     .import_resource(ImportResourceRequest {

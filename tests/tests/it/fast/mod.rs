@@ -12,6 +12,7 @@ mod hostile;
 mod language;
 mod layering;
 mod local_flow;
+mod locks;
 mod node_check;
 mod secrets;
 mod upstream;
