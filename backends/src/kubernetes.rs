@@ -13,12 +13,16 @@
 //! The lock is the Lease `gpustack-lock-SUFFIX`: holder, operation and start time in it, renewed
 //! every third of `lock_ttl` while the run lives, and cleared when the run ends (the Lease
 //! stays, so that only a stack's first run creates it). A holder that stops renewing (killed, its
-//! machine gone) loses the lock once `lock_ttl` has passed since its last renewal; the next run
-//! takes it over and says whose lock expired. Clocks of the machines must roughly agree.
+//! machine gone) loses the lock to a run that has watched the Lease keep one resourceVersion
+//! for `lock_ttl` on its own monotonic clock; that run takes it over (conditional on that
+//! resourceVersion) and says whose lock expired. The times written in the Lease are for people:
+//! no decision reads them, so clocks of the machines need not agree.
 
-use crate::remote::{Expiry, Renewal, keep_renewing, lock_ttl};
+use crate::remote::{Expiry, Renewal, keep_renewing, lock_ttl, recorded_ttl, takeover_notice};
+use gpustack_state::encryption::Target;
 use gpustack_state::{
-    Backend, BoxError, KubernetesConfig, LockError, LockGuard, LockInfo, State, StateError,
+    Backend, BoxError, Encryption, Fence, KubernetesConfig, LockError, LockGuard, LockInfo, State,
+    StateError, WriteFence,
 };
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Secret;
@@ -28,8 +32,7 @@ use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Secrets may hold 1 MiB of data; a chunk stays well below to leave room for metadata.
 const CHUNK_BYTES: usize = 900 * 1024;
@@ -54,6 +57,10 @@ pub struct KubernetesBackend {
     /// The index Secret as this process last read or wrote it; `Some(None)` when it saw that
     /// there was none.
     seen: crate::remote::Seen<Seen>,
+    /// An encrypted state is the envelope of its gzip (ciphertext does not compress).
+    encryption: Arc<Encryption>,
+    /// The lock this handle took, which its state writes check.
+    fence: WriteFence,
 }
 
 /// What a write needs of the index it replaces: its version, and the chunks it points to
@@ -82,7 +89,15 @@ impl KubernetesBackend {
             leases: Api::namespaced(client, &config.namespace),
             lock_ttl,
             seen: crate::remote::Seen::new(),
+            encryption: Arc::new(Encryption::none(Target::State)),
+            fence: WriteFence::default(),
         })
+    }
+
+    /// States written encrypted, and read through the same configuration.
+    pub fn with_encryption(mut self, encryption: Arc<Encryption>) -> Self {
+        self.encryption = encryption;
+        self
     }
 
     fn index_name(&self) -> String {
@@ -264,13 +279,6 @@ fn lock_info_of(lease: &Lease) -> LockInfo {
         })
 }
 
-/// How long ago the holder last renewed, by this machine's clock.
-fn stamp_age(lease: &Lease) -> Option<Duration> {
-    let spec = lease.spec.as_ref()?;
-    let renewed = spec.renew_time.as_ref().or(spec.acquire_time.as_ref())?.0;
-    Duration::try_from(jiff::Timestamp::now().duration_since(renewed)).ok()
-}
-
 fn holder(lease: &Lease) -> Option<&str> {
     lease
         .spec
@@ -314,6 +322,11 @@ impl Backend for KubernetesBackend {
                 Err(Some(e)) => return Err(e),
                 Err(None) => continue,
             };
+            let blob = self
+                .encryption
+                .open(&blob)
+                .await
+                .map_err(|e| self.read_error(e))?;
             let json = gunzip(&blob).map_err(|e| self.read_error(e))?;
             let state = State::decode(&json).map_err(|source| StateError::Decode {
                 location: self.location(),
@@ -328,9 +341,14 @@ impl Backend for KubernetesBackend {
     }
 
     async fn write(&self, state: &State) -> Result<(), StateError> {
+        self.fence.check(|| self.location())?;
         let seen = self.seen.before_write(self).await?;
         let write_id = uuid::Uuid::new_v4().to_string();
-        let blob = gzip(&state.encode());
+        let blob = self
+            .encryption
+            .seal(gzip(&state.encode()), None)
+            .await
+            .map_err(|e| self.write_error(e))?;
         let mut annotations = BTreeMap::from([
             (SERIAL.to_owned(), state.serial.to_string()),
             (LINEAGE.to_owned(), state.lineage.clone()),
@@ -457,20 +475,26 @@ impl Backend for KubernetesBackend {
             }),
         };
         let mut expiry = Expiry::default();
+        // When this process first sent a write that could have made the Lease ours: a lost
+        // answer may have come from any of them, and the earliest is the safe count.
+        let mut first_write: Option<Instant> = None;
         loop {
             let (result, notice) = match self.leases.get_opt(&self.lease_name()).await {
                 Err(e) => return Err(self.lock_error(e)),
-                Ok(None) => (
-                    self.leases
-                        .create(&PostParams::default(), &mine(None))
-                        .await,
-                    None,
-                ),
+                Ok(None) => {
+                    first_write.get_or_insert_with(Instant::now);
+                    (
+                        self.leases
+                            .create(&PostParams::default(), &mine(None))
+                            .await,
+                        None,
+                    )
+                }
                 // Our own create, whose answer was lost.
                 Ok(Some(lease)) if holder(&lease) == Some(info.id.as_str()) => (Ok(lease), None),
                 Ok(Some(lease)) => {
                     let version = lease.metadata.resource_version.clone();
-                    let ttl = Duration::from_secs(
+                    let ttl = recorded_ttl(
                         lease
                             .spec
                             .as_ref()
@@ -478,29 +502,18 @@ impl Backend for KubernetesBackend {
                             .and_then(|s| u64::try_from(s).ok())
                             .unwrap_or(self.lock_ttl.as_secs()),
                     );
-                    let expired = expiry.check(
-                        version.as_deref().unwrap_or_default(),
-                        stamp_age(&lease),
-                        ttl,
-                    );
+                    let expired = expiry.check(version.as_deref().unwrap_or_default(), ttl);
                     if !is_held(&lease) {
+                        first_write.get_or_insert_with(Instant::now);
                         (
                             self.leases
                                 .replace(&self.lease_name(), &PostParams::default(), &mine(version))
                                 .await,
                             None,
                         )
-                    } else if let Some(since) = expired {
-                        let held = lock_info_of(&lease);
-                        let notice = format!(
-                            "The lock held by {} (pid {}) for {} since {} expired: it was not renewed for {}s (lock TTL {}s). Taking it over.",
-                            held.who,
-                            held.pid,
-                            held.operation,
-                            held.created,
-                            since.as_secs(),
-                            ttl.as_secs()
-                        );
+                    } else if let Some(watched) = expired {
+                        let notice = takeover_notice(&lock_info_of(&lease), watched, ttl);
+                        first_write.get_or_insert_with(Instant::now);
                         (
                             self.leases
                                 .replace(&self.lease_name(), &PostParams::default(), &mine(version))
@@ -517,17 +530,22 @@ impl Backend for KubernetesBackend {
             };
             match result {
                 Ok(_) => {
-                    let lost = Arc::new(AtomicBool::new(false));
+                    let fence = Fence::new();
+                    let acquired = first_write.unwrap_or_else(Instant::now);
+                    fence.hold_until(acquired + crate::remote::vouched(self.lock_ttl));
+                    self.fence.arm(fence.clone());
                     let (leases, name, id) =
                         (self.leases.clone(), self.lease_name(), info.id.clone());
-                    let renewal =
-                        tokio::spawn(keep_renewing(self.lock_ttl, lost.clone(), move || {
-                            renew(leases.clone(), name.clone(), id.clone())
-                        }));
+                    let renewal = tokio::spawn(keep_renewing(
+                        self.lock_ttl,
+                        fence.clone(),
+                        acquired,
+                        move || renew(leases.clone(), name.clone(), id.clone()),
+                    ));
                     let (leases, name, id) =
                         (self.leases.clone(), self.lease_name(), info.id.clone());
                     return Ok(LockGuard::new(Box::pin(release(leases, name, id)))
-                        .renewing(renewal, lost)
+                        .renewing(renewal, fence)
                         .with_notice(notice));
                 }
                 // Someone else created, changed or removed the Lease between our read and
@@ -536,6 +554,10 @@ impl Backend for KubernetesBackend {
                 Err(e) => return Err(self.lock_error(e)),
             }
         }
+    }
+
+    fn lock_ttl(&self) -> Option<Duration> {
+        Some(self.lock_ttl)
     }
 
     async fn force_unlock(&self, id: &str) -> Result<LockInfo, LockError> {
@@ -614,12 +636,23 @@ async fn renew(leases: Api<Lease>, name: String, id: String) -> Renewal {
     if holder(&lease) != Some(id.as_str()) {
         return Renewal::Lost(format!("the state lock {name} is now held by someone else"));
     }
+    let stamp = now_micro();
     if let Some(spec) = lease.spec.as_mut() {
-        spec.renew_time = Some(now_micro());
+        spec.renew_time = Some(stamp.clone());
     }
     match leases.replace(&name, &PostParams::default(), &lease).await {
         Ok(_) => Renewal::Renewed,
-        Err(e) => Renewal::Failed(e.to_string()),
+        // The answer may be lost after the write happened (and a retry then conflicts): the
+        // Lease says whether it carries this renewal.
+        Err(e) => match leases.get_opt(&name).await {
+            Ok(Some(now))
+                if holder(&now) == Some(id.as_str())
+                    && now.spec.as_ref().and_then(|s| s.renew_time.as_ref()) == Some(&stamp) =>
+            {
+                Renewal::Renewed
+            }
+            _ => Renewal::Failed(e.to_string()),
+        },
     }
 }
 

@@ -8,25 +8,61 @@
 //! **Invariant:** every remote write compares-and-swaps on a version the store gave this
 //! process (see each backend's module).
 
+pub mod kms;
 pub mod kubernetes;
 mod remote;
 pub mod s3;
 
-use gpustack_state::{Backend, BackendConfig, LocalBackend, StateError};
+use gpustack_state::encryption::{
+    EncryptionConfig, EncryptionError, Encryptions, KeyProvider, KeyProviderConfig,
+};
+use gpustack_state::{Backend, BackendConfig, Encryption, LocalBackend, StateError};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Connects to the backend a configuration names. `stack_dir` anchors relative local paths.
 pub async fn open(
     config: &BackendConfig,
     stack_dir: &Path,
 ) -> Result<Box<dyn Backend>, StateError> {
+    open_encrypted(
+        config,
+        stack_dir,
+        Arc::new(Encryption::none(gpustack_state::encryption::Target::State)),
+    )
+    .await
+}
+
+/// As [`open`], the state written and read through `encryption`.
+pub async fn open_encrypted(
+    config: &BackendConfig,
+    stack_dir: &Path,
+    encryption: Arc<Encryption>,
+) -> Result<Box<dyn Backend>, StateError> {
     Ok(match config {
-        BackendConfig::Local { path } => {
-            Box::new(LocalBackend::for_stack(stack_dir, path.as_deref()))
+        BackendConfig::Local { path } => Box::new(
+            LocalBackend::for_stack(stack_dir, path.as_deref()).with_encryption(encryption),
+        ),
+        BackendConfig::Kubernetes(config) => Box::new(
+            kubernetes::KubernetesBackend::connect(config)
+                .await?
+                .with_encryption(encryption),
+        ),
+        BackendConfig::S3(config) => Box::new(
+            s3::S3Backend::connect(config)
+                .await?
+                .with_encryption(encryption),
+        ),
+    })
+}
+
+/// The encryption of states and plans an `encryption` block configures, with the key
+/// providers that reach a network (AWS KMS) made here.
+pub fn encryptions(config: &EncryptionConfig) -> Result<Encryptions, EncryptionError> {
+    Encryptions::new(config, &|_, provider| match provider {
+        KeyProviderConfig::AwsKms(kms) => {
+            kms::KmsProvider::new(kms.clone()).map(|p| Arc::new(p) as Arc<dyn KeyProvider>)
         }
-        BackendConfig::Kubernetes(config) => {
-            Box::new(kubernetes::KubernetesBackend::connect(config).await?)
-        }
-        BackendConfig::S3(config) => Box::new(s3::S3Backend::connect(config).await?),
+        other => Err(format!("no key provider of kind {}", other.kind())),
     })
 }

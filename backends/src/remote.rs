@@ -1,10 +1,9 @@
 //! What the remote backends share: the lock TTL setting, the version a write compares
 //! against, lock expiry without trusting another machine's clock, and lock renewal.
 
-use gpustack_state::{Backend, StateError};
+use gpustack_state::{Backend, Fence, LockInfo, StateError};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// `lock_ttl` of a backend block; the default when unset.
 pub(crate) fn lock_ttl(
@@ -19,7 +18,7 @@ pub(crate) fn lock_ttl(
         })?,
         None => default,
     };
-    if ttl < Duration::from_secs(3) {
+    if ttl < MIN_TTL {
         return Err(StateError::Connect {
             kind,
             source: "lock_ttl must be at least 3s".into(),
@@ -59,40 +58,56 @@ impl<T: Clone> Seen<T> {
     }
 }
 
-/// Decides when another run's lock has expired without trusting that run's clock alone: a
-/// lock whose version (resourceVersion, ETag) this process has watched stay the same for the
-/// TTL has expired, as in client-go's leader election; so has one whose last renewal looks
-/// older than twice the TTL by this machine's clock (a holder long gone, seen for the first
-/// time), which tolerates clocks that differ by more than the TTL.
+/// Decides when another run's lock has expired, on this process's own monotonic clock only,
+/// as client-go's leader election does (its observed record and observed time): a lock has
+/// expired once this process has watched it stay the same — the same version (a
+/// resourceVersion, an ETag with the record's write marker) — for the holder's whole TTL.
+/// Every renewal changes the version, so a holder that renews is never taken over, however
+/// far its clock is from this machine's: no timestamp written by another machine is read.
+///
+/// A run that meets the lock of a holder long gone therefore waits one TTL of its own
+/// watching before it takes the lock over (with `--lock-timeout` at least that long).
 #[derive(Default)]
 pub(crate) struct Expiry {
-    seen: Option<(String, std::time::Instant)>,
+    seen: Option<(String, Instant)>,
 }
 
 impl Expiry {
-    /// How long the lock has not been renewed, if it has expired.
-    pub(crate) fn check(
-        &mut self,
-        version: &str,
-        stamp_age: Option<Duration>,
-        ttl: Duration,
-    ) -> Option<Duration> {
-        let watched = match &self.seen {
-            Some((v, since)) if v == version => since.elapsed(),
-            _ => {
-                self.seen = Some((version.to_owned(), std::time::Instant::now()));
-                Duration::ZERO
+    /// How long this process has watched the lock unchanged, once that is at least `ttl`.
+    /// `version` must change with every write of the lock.
+    pub(crate) fn check(&mut self, version: &str, ttl: Duration) -> Option<Duration> {
+        match &self.seen {
+            Some((seen, since)) if seen == version => {
+                let watched = since.elapsed();
+                (watched >= ttl).then_some(watched)
             }
-        };
-        let stamp_age = stamp_age.unwrap_or_default();
-        if watched > ttl {
-            Some(watched.max(stamp_age))
-        } else if stamp_age > ttl * 2 {
-            Some(stamp_age)
-        } else {
-            None
+            // Taken when the answer is in: the version was written before that.
+            _ => {
+                self.seen = Some((version.to_owned(), Instant::now()));
+                None
+            }
         }
     }
+}
+
+/// The TTL a lock record states, never below the least a backend block accepts.
+pub(crate) fn recorded_ttl(seconds: u64) -> Duration {
+    Duration::from_secs(seconds.max(MIN_TTL.as_secs()))
+}
+
+const MIN_TTL: Duration = Duration::from_secs(3);
+
+/// What the notice of a takeover says.
+pub(crate) fn takeover_notice(held: &LockInfo, watched: Duration, ttl: Duration) -> String {
+    format!(
+        "The lock held by {} (pid {}) for {} since {} expired: this run saw it unrenewed for {}s (lock TTL {}s). Taking it over.",
+        held.who,
+        held.pid,
+        held.operation,
+        held.created,
+        watched.as_secs(),
+        ttl.as_secs()
+    )
 }
 
 pub(crate) enum Renewal {
@@ -102,40 +117,130 @@ pub(crate) enum Renewal {
     Failed(String),
 }
 
-/// Renews every third of the TTL, each attempt bounded by that interval. Sets `lost` when the
-/// lock is gone, or when it has not been renewed for two thirds of the TTL: from then on
-/// another run may soon take it over, so this one must stop starting operations.
-pub(crate) async fn keep_renewing<F, Fut>(ttl: Duration, lost: Arc<AtomicBool>, mut renew: F)
-where
+/// How long after a write of the lock was sent its holder may still count on the lock: two
+/// thirds of the TTL. A waiter takes the lock over only after watching that write unchanged
+/// for the whole TTL, which it cannot start watching before the write was made, so the holder
+/// stops a third of the TTL before anyone can take over (room for its monotonic clock to run
+/// slower than the waiter's, and for the operation it is finishing).
+pub(crate) fn vouched(ttl: Duration) -> Duration {
+    ttl * 2 / 3
+}
+
+/// Renews every third of the TTL (sooner after a failed attempt), each attempt bounded by that
+/// interval. `acquired` is when
+/// the write that took the lock was sent; the fence holds until two thirds of the TTL after
+/// the last renewal that was confirmed (counted from when it was sent), and is lost then, or
+/// as soon as the lock turns out to be someone else's.
+pub(crate) async fn keep_renewing<F, Fut>(
+    ttl: Duration,
+    fence: Arc<Fence>,
+    acquired: Instant,
+    mut renew: F,
+) where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Renewal>,
 {
     let every = (ttl / 3).max(Duration::from_secs(1));
-    let mut renewed = std::time::Instant::now();
+    // After a failed attempt, the next comes sooner: there is until the deadline to succeed.
+    let again = (every / 4).max(Duration::from_millis(500));
+    let mut wait = every;
+    let mut renewed = acquired;
+    fence.hold_until(renewed + vouched(ttl));
     loop {
-        tokio::time::sleep(every).await;
-        let outcome = tokio::time::timeout(every, renew())
-            .await
-            .unwrap_or_else(|_| Renewal::Failed(format!("no answer within {}s", every.as_secs())));
+        let deadline = tokio::time::Instant::from_std(renewed + vouched(ttl));
+        let attempt = async {
+            tokio::time::sleep(wait).await;
+            let sent = Instant::now();
+            let outcome = tokio::time::timeout(every, renew())
+                .await
+                .unwrap_or_else(|_| {
+                    Renewal::Failed(format!("no answer within {}s", every.as_secs()))
+                });
+            (sent, outcome)
+        };
+        let (sent, outcome) = tokio::select! {
+            () = tokio::time::sleep_until(deadline) => {
+                eprintln!(
+                    "Error: the state lock was not renewed for {}s (TTL {}s): this run no longer holds the state lock.",
+                    renewed.elapsed().as_secs(),
+                    ttl.as_secs()
+                );
+                fence.lose();
+                return;
+            }
+            done = attempt => done,
+        };
         match outcome {
-            Renewal::Renewed => renewed = std::time::Instant::now(),
+            Renewal::Renewed => {
+                renewed = sent;
+                fence.hold_until(renewed + vouched(ttl));
+                wait = every;
+            }
             Renewal::Lost(why) => {
                 eprintln!("Error: {why}: this run no longer holds the state lock.");
-                lost.store(true, std::sync::atomic::Ordering::SeqCst);
+                fence.lose();
                 return;
             }
             Renewal::Failed(why) => {
                 eprintln!("Warning: cannot renew the state lock: {why}");
-                if renewed.elapsed() > ttl * 2 / 3 {
-                    eprintln!(
-                        "Error: the state lock was not renewed for {}s (TTL {}s): this run can no longer count on holding it.",
-                        renewed.elapsed().as_secs(),
-                        ttl.as_secs()
-                    );
-                    lost.store(true, std::sync::atomic::Ordering::SeqCst);
-                    return;
-                }
+                wait = again;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_expires_only_once_watched_unchanged_for_its_ttl() {
+        let ttl = Duration::from_millis(300);
+        let mut expiry = Expiry::default();
+        assert_eq!(
+            expiry.check("v1", ttl),
+            None,
+            "first sight starts the watch"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(expiry.check("v1", ttl), None);
+        // A renewal: the watch starts again.
+        assert_eq!(expiry.check("v2", ttl), None);
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(expiry.check("v2", ttl), None);
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(expiry.check("v2", ttl).is_some_and(|w| w >= ttl));
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_holder_whose_renewals_fail_loses_its_fence_before_anyone_can_take_over() {
+        let ttl = Duration::from_secs(3);
+        let fence = Fence::new();
+        let acquired = Instant::now();
+        let renewing = tokio::spawn(keep_renewing(ttl, fence.clone(), acquired, || async {
+            // Hangs past the attempt's bound: the deadline must not wait for it.
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            Renewal::Failed("unreachable".into())
+        }));
+        while !fence.is_lost() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let lost_after = acquired.elapsed();
+        assert!(
+            lost_after >= vouched(ttl) && lost_after < ttl,
+            "lost after {lost_after:?}"
+        );
+        renewing.await.unwrap();
+    }
+
+    #[test]
+    fn a_fence_expires_by_itself_when_no_task_runs() {
+        let fence = Fence::new();
+        fence.hold_until(Instant::now() + Duration::from_millis(50));
+        assert!(!fence.is_lost());
+        std::thread::sleep(Duration::from_millis(80));
+        assert!(fence.is_lost());
+        fence.hold_until(Instant::now() + Duration::from_secs(60));
+        assert!(fence.is_lost(), "a lost fence stays lost");
     }
 }

@@ -4,20 +4,27 @@
 //! read or wrote, or `If-None-Match: *` when there was no state. A concurrent writer makes the
 //! write fail with 412, never disappear. The lock object `KEY.lock` is created with
 //! `If-None-Match: *`, so of two runs exactly one gets it; it is renewed (`If-Match` on its own
-//! ETag) every third of `lock_ttl`, and a lock not renewed for `lock_ttl` is taken over with
-//! `If-Match` on the expired lock's ETag, so that of two runs that both see it expired only one
-//! takes it.
+//! ETag) every third of `lock_ttl`, and a lock that a waiting run has watched unchanged for
+//! `lock_ttl` on its own monotonic clock is taken over with `If-Match` on the expired lock's
+//! ETag, so that of two runs that both see it expired only one takes it. The times in the lock
+//! object are for people: no decision compares them with a clock.
+//!
+//! Every write of the lock object carries a marker of its own (`write`), so that a renewal
+//! whose answer was lost and whose retry then failed its condition (412: the first attempt
+//! had succeeded) recognises its own write in the object and is not taken for a lost lock
+//! (`world::backends::s3_a_renewal_whose_answer_was_lost_is_not_a_lost_lock`).
 
-use crate::remote::{Expiry, Renewal, keep_renewing, lock_ttl};
+use crate::remote::{Expiry, Renewal, keep_renewing, lock_ttl, recorded_ttl, takeover_notice};
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
+use gpustack_state::encryption::Target;
 use gpustack_state::{
-    Backend, BoxError, LockError, LockGuard, LockInfo, S3Config, State, StateError,
+    Backend, BoxError, Encryption, Fence, LockError, LockGuard, LockInfo, S3Config, State,
+    StateError, WriteFence,
 };
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const DEFAULT_LOCK_TTL: Duration = Duration::from_secs(120);
 /// Object metadata naming the write that produced a state object, so that a write whose answer
@@ -31,16 +38,34 @@ pub struct S3Backend {
     lock_ttl: Duration,
     /// The state object's ETag as this process last saw it; `Some(None)`: it saw none.
     seen: crate::remote::Seen<String>,
+    encryption: Arc<Encryption>,
+    /// The lock this handle took, which its state writes check.
+    fence: WriteFence,
 }
 
-/// What the lock object holds: who, and until when the holder promises to renew.
+/// What the lock object holds: who, the TTL it renews within, and a marker of the write.
 #[derive(Serialize, Deserialize)]
 struct LockRecord {
     #[serde(flatten)]
     info: LockInfo,
-    /// Seconds since the epoch of the last renewal.
+    /// Seconds since the epoch of the last renewal, by the holder's clock: for people only.
     renewed: u64,
     ttl_seconds: u64,
+    /// Unique to each write of the lock object: a waiter sees every renewal as a change, and
+    /// a writer can tell its own write from another.
+    #[serde(default)]
+    write: String,
+}
+
+impl LockRecord {
+    fn new(info: &LockInfo, ttl: Duration) -> Self {
+        Self {
+            info: info.clone(),
+            renewed: epoch_seconds(),
+            ttl_seconds: ttl.as_secs(),
+            write: uuid::Uuid::new_v4().to_string(),
+        }
+    }
 }
 
 fn epoch_seconds() -> u64 {
@@ -90,33 +115,47 @@ impl S3Backend {
             key: config.key.clone(),
             lock_ttl,
             seen: crate::remote::Seen::new(),
+            encryption: Arc::new(Encryption::none(Target::State)),
+            fence: WriteFence::default(),
         })
     }
 
-    /// The guard of a lock we wrote with `etag`: renewed until released.
-    fn guard(&self, info: &LockInfo, etag: String, notice: Option<String>) -> LockGuard {
-        let lost = Arc::new(AtomicBool::new(false));
+    /// States written encrypted, and read through the same configuration.
+    pub fn with_encryption(mut self, encryption: Arc<Encryption>) -> Self {
+        self.encryption = encryption;
+        self
+    }
+
+    /// The guard of a lock we wrote with `etag`, the first write that could have taken it
+    /// sent at `acquired`: renewed until released.
+    fn guard(
+        &self,
+        info: &LockInfo,
+        etag: String,
+        acquired: Instant,
+        notice: Option<String>,
+    ) -> LockGuard {
+        let fence = Fence::new();
+        fence.hold_until(acquired + crate::remote::vouched(self.lock_ttl));
+        self.fence.arm(fence.clone());
         let current = Arc::new(Mutex::new(etag));
-        let record = LockRecord {
-            info: info.clone(),
-            renewed: epoch_seconds(),
-            ttl_seconds: self.lock_ttl.as_secs(),
-        };
         let (client, bucket, key) = (self.client.clone(), self.bucket.clone(), self.lock_key());
-        let renewing = current.clone();
-        let renewal = tokio::spawn(keep_renewing(self.lock_ttl, lost.clone(), move || {
-            renew(
-                client.clone(),
-                bucket.clone(),
-                key.clone(),
-                LockRecord {
-                    info: record.info.clone(),
-                    renewed: epoch_seconds(),
-                    ttl_seconds: record.ttl_seconds,
-                },
-                renewing.clone(),
-            )
-        }));
+        let (renewing, info_renewed, ttl) = (current.clone(), info.clone(), self.lock_ttl);
+        let renewal = tokio::spawn(keep_renewing(
+            self.lock_ttl,
+            fence.clone(),
+            acquired,
+            move || {
+                renew(
+                    client.clone(),
+                    bucket.clone(),
+                    key.clone(),
+                    info_renewed.clone(),
+                    ttl,
+                    renewing.clone(),
+                )
+            },
+        ));
         let (client, bucket, key, id) = (
             self.client.clone(),
             self.bucket.clone(),
@@ -126,7 +165,7 @@ impl S3Backend {
         LockGuard::new(Box::pin(async move {
             release(&client, &bucket, &key, &id).await
         }))
-        .renewing(renewal, lost)
+        .renewing(renewal, fence)
         .with_notice(notice)
     }
 
@@ -148,27 +187,7 @@ impl S3Backend {
 
     /// An object's bytes and ETag; `None` when it does not exist.
     async fn get(&self, key: &str) -> Result<Option<(Vec<u8>, Option<String>)>, BoxError> {
-        match self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-        {
-            Ok(output) => {
-                let etag = output.e_tag().map(str::to_owned);
-                let bytes = output.body.collect().await?.into_bytes().to_vec();
-                Ok(Some((bytes, etag)))
-            }
-            Err(e)
-                if e.as_service_error().is_some_and(|s| s.is_no_such_key())
-                    || http_status(&e) == Some(404) =>
-            {
-                Ok(None)
-            }
-            Err(e) => Err(gpustack_protocol::error_chain(&e).into()),
-        }
+        get_object(&self.client, &self.bucket, key).await
     }
 
     async fn read_lock(&self) -> Result<Option<(LockRecord, Option<String>)>, LockError> {
@@ -179,40 +198,7 @@ impl S3Backend {
                 location: self.lock_location(),
                 source,
             })?;
-        Ok(found.map(|(bytes, etag)| {
-            // An unreadable lock expires only by being watched unchanged for the TTL.
-            let record = serde_json::from_slice(&bytes).unwrap_or(LockRecord {
-                info: LockInfo::unreadable(),
-                renewed: epoch_seconds(),
-                ttl_seconds: DEFAULT_LOCK_TTL.as_secs(),
-            });
-            (record, etag)
-        }))
-    }
-
-    /// Writes the lock object: only if absent (`etag` None) or unchanged since read.
-    async fn put_lock(
-        client: &Client,
-        bucket: &str,
-        key: &str,
-        record: &LockRecord,
-        etag: Option<&str>,
-    ) -> Result<
-        Option<String>,
-        aws_sdk_s3::error::SdkError<aws_sdk_s3::operation::put_object::PutObjectError>,
-    > {
-        let body = serde_json::to_vec_pretty(record).unwrap_or_default();
-        let request = client
-            .put_object()
-            .bucket(bucket)
-            .key(key)
-            .content_type("application/json")
-            .body(ByteStream::from(body));
-        let request = match etag {
-            Some(etag) => request.if_match(etag),
-            None => request.if_none_match("*"),
-        };
-        request.send().await.map(|o| o.e_tag().map(str::to_owned))
+        Ok(found.map(|(bytes, etag)| (parse_record(&bytes), etag)))
     }
 
     /// The write ID and ETag of the state object, if it exists.
@@ -250,6 +236,14 @@ impl Backend for S3Backend {
             self.remember(None);
             return Ok(None);
         };
+        let bytes = self
+            .encryption
+            .open(&bytes)
+            .await
+            .map_err(|source| StateError::Read {
+                location: self.location(),
+                source: source.into(),
+            })?;
         let state = State::decode(&bytes).map_err(|source| StateError::Decode {
             location: self.location(),
             source,
@@ -259,6 +253,15 @@ impl Backend for S3Backend {
     }
 
     async fn write(&self, state: &State) -> Result<(), StateError> {
+        self.fence.check(|| self.location())?;
+        let bytes = self
+            .encryption
+            .seal(state.encode(), None)
+            .await
+            .map_err(|source| StateError::Write {
+                location: self.location(),
+                source: source.into(),
+            })?;
         let seen = self.seen.before_write(self).await?;
         let write_id = uuid::Uuid::new_v4().to_string();
         let request = self
@@ -268,7 +271,7 @@ impl Backend for S3Backend {
             .key(&self.key)
             .content_type("application/json")
             .metadata(WRITE_ID, &write_id)
-            .body(ByteStream::from(state.encode()));
+            .body(ByteStream::from(bytes));
         let request = match &seen {
             Some(etag) => request.if_match(etag),
             None => request.if_none_match("*"),
@@ -310,36 +313,23 @@ impl Backend for S3Backend {
 
     async fn lock(&self, info: LockInfo, timeout: Duration) -> Result<LockGuard, LockError> {
         let deadline = tokio::time::Instant::now() + timeout;
-        let record = |info: &LockInfo| LockRecord {
-            info: info.clone(),
-            renewed: epoch_seconds(),
-            ttl_seconds: self.lock_ttl.as_secs(),
-        };
         let mut expiry = Expiry::default();
+        // When this process first sent a write that could have made the lock ours: a lost
+        // answer may have come from any of them, and the earliest is the safe count.
+        let mut first_write: Option<Instant> = None;
         loop {
             let (etag, notice) = match self.read_lock().await? {
                 None => (None, None),
                 // Our own write, whose answer was lost: adopt it.
                 Some((held, Some(etag))) if held.info.id == info.id => {
-                    return Ok(self.guard(&info, etag, None));
+                    let acquired = first_write.unwrap_or_else(Instant::now);
+                    return Ok(self.guard(&info, etag, acquired, None));
                 }
                 Some((held, etag)) => {
-                    let stamp_age =
-                        Duration::from_secs(epoch_seconds().saturating_sub(held.renewed));
-                    let ttl = Duration::from_secs(held.ttl_seconds);
-                    match expiry.check(etag.as_deref().unwrap_or_default(), Some(stamp_age), ttl) {
-                        Some(since) => {
-                            let notice = format!(
-                                "The lock held by {} (pid {}) for {} since {} expired: it was not renewed for {}s (lock TTL {}s). Taking it over.",
-                                held.info.who,
-                                held.info.pid,
-                                held.info.operation,
-                                held.info.created,
-                                since.as_secs(),
-                                held.ttl_seconds
-                            );
-                            (etag, Some(notice))
-                        }
+                    let ttl = recorded_ttl(held.ttl_seconds);
+                    let version = format!("{}/{}", etag.as_deref().unwrap_or_default(), held.write);
+                    match expiry.check(&version, ttl) {
+                        Some(watched) => (etag, Some(takeover_notice(&held.info, watched, ttl))),
                         None if tokio::time::Instant::now() >= deadline => {
                             return Err(LockError::Held(Box::new(held.info)));
                         }
@@ -350,16 +340,20 @@ impl Backend for S3Backend {
                     }
                 }
             };
-            let result = Self::put_lock(
+            first_write.get_or_insert_with(Instant::now);
+            let result = put_lock(
                 &self.client,
                 &self.bucket,
                 &self.lock_key(),
-                &record(&info),
+                &LockRecord::new(&info, self.lock_ttl),
                 etag.as_deref(),
             )
             .await;
             match result {
-                Ok(Some(etag)) => return Ok(self.guard(&info, etag, notice)),
+                Ok(Some(etag)) => {
+                    let acquired = first_write.unwrap_or_else(Instant::now);
+                    return Ok(self.guard(&info, etag, acquired, notice));
+                }
                 Ok(None) => {
                     return Err(LockError::Backend {
                         location: self.lock_location(),
@@ -378,6 +372,10 @@ impl Backend for S3Backend {
                 }
             }
         }
+    }
+
+    fn lock_ttl(&self) -> Option<Duration> {
+        Some(self.lock_ttl)
     }
 
     async fn force_unlock(&self, id: &str) -> Result<LockInfo, LockError> {
@@ -431,27 +429,109 @@ impl Backend for S3Backend {
     }
 }
 
-/// One renewal: the lock rewritten with a new renewal time, only if it is still the object we
-/// last wrote.
+/// Writes the lock object: only if absent (`etag` None) or unchanged since read.
+async fn put_lock(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+    record: &LockRecord,
+    etag: Option<&str>,
+) -> Result<
+    Option<String>,
+    aws_sdk_s3::error::SdkError<aws_sdk_s3::operation::put_object::PutObjectError>,
+> {
+    let body = serde_json::to_vec_pretty(record).unwrap_or_default();
+    let request = client
+        .put_object()
+        .bucket(bucket)
+        .key(key)
+        .content_type("application/json")
+        .body(ByteStream::from(body));
+    let request = match etag {
+        Some(etag) => request.if_match(etag),
+        None => request.if_none_match("*"),
+    };
+    request.send().await.map(|o| o.e_tag().map(str::to_owned))
+}
+
+/// An object's bytes and ETag; `None` when it does not exist.
+async fn get_object(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+) -> Result<Option<(Vec<u8>, Option<String>)>, BoxError> {
+    match client.get_object().bucket(bucket).key(key).send().await {
+        Ok(output) => {
+            let etag = output.e_tag().map(str::to_owned);
+            let bytes = output.body.collect().await?.into_bytes().to_vec();
+            Ok(Some((bytes, etag)))
+        }
+        Err(e)
+            if e.as_service_error().is_some_and(|s| s.is_no_such_key())
+                || http_status(&e) == Some(404) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(gpustack_protocol::error_chain(&e).into()),
+    }
+}
+
+/// A lock object's record; an unreadable one names no one and has the default TTL (it expires
+/// only by being watched unchanged for that long).
+fn parse_record(bytes: &[u8]) -> LockRecord {
+    serde_json::from_slice(bytes).unwrap_or_else(|_| LockRecord {
+        info: LockInfo::unreadable(),
+        renewed: 0,
+        ttl_seconds: DEFAULT_LOCK_TTL.as_secs(),
+        write: String::new(),
+    })
+}
+
+/// One renewal: the lock rewritten (with a new write marker), only if it is still the object
+/// we last wrote. A write whose answer was lost is retried by the SDK, and the retry fails its
+/// condition when the first attempt went through: the object then holds this very write.
 async fn renew(
     client: Client,
     bucket: String,
     key: String,
-    record: LockRecord,
+    info: LockInfo,
+    ttl: Duration,
     current: Arc<Mutex<String>>,
 ) -> Renewal {
-    let etag = current.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    match S3Backend::put_lock(&client, &bucket, &key, &record, Some(&etag)).await {
-        Ok(Some(new)) => {
-            *current.lock().unwrap_or_else(|e| e.into_inner()) = new;
-            Renewal::Renewed
+    for _ in 0..3 {
+        let etag = current.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let record = LockRecord::new(&info, ttl);
+        match put_lock(&client, &bucket, &key, &record, Some(&etag)).await {
+            Ok(Some(new)) => {
+                *current.lock().unwrap_or_else(|e| e.into_inner()) = new;
+                return Renewal::Renewed;
+            }
+            Ok(None) => return Renewal::Failed("the store answered without an ETag".into()),
+            Err(e) if matches!(http_status(&e), Some(412 | 404)) => {
+                match get_object(&client, &bucket, &key).await {
+                    Ok(Some((bytes, Some(found_etag))))
+                        if parse_record(&bytes).info.id == info.id =>
+                    {
+                        let ours_now = parse_record(&bytes).write == record.write;
+                        *current.lock().unwrap_or_else(|e| e.into_inner()) = found_etag;
+                        if ours_now {
+                            return Renewal::Renewed;
+                        }
+                        // Still ours, from an earlier write whose answer was lost: renew on
+                        // the ETag it has.
+                    }
+                    Ok(_) => {
+                        return Renewal::Lost(format!(
+                            "the state lock s3://{bucket}/{key} was removed or taken by someone else"
+                        ));
+                    }
+                    Err(e) => return Renewal::Failed(e.to_string()),
+                }
+            }
+            Err(e) => return Renewal::Failed(gpustack_protocol::error_chain(&e)),
         }
-        Ok(None) => Renewal::Failed("the store answered without an ETag".into()),
-        Err(e) if matches!(http_status(&e), Some(412 | 404)) => Renewal::Lost(format!(
-            "the state lock s3://{bucket}/{key} was removed or taken by someone else"
-        )),
-        Err(e) => Renewal::Failed(gpustack_protocol::error_chain(&e)),
     }
+    Renewal::Failed("the lock object kept changing".into())
 }
 
 /// Deletes the lock only while it is still ours; a conflicting change is looked at again.

@@ -10,6 +10,11 @@
 //! digest (a secret) is supplied or read again and checked against it.
 //! **Invariant:** a change is carried out only as planned: the provider's final plan must keep
 //! every value the saved plan knew and the action it chose ("inconsistent final plan").
+//! **Invariant:** nothing is done without the state lock: the lock's fence is checked just
+//! before every provider call (configure, read, plan, apply, each step of a replacement) and
+//! every state write; once it is lost no call starts and the state is not written (the
+//! changes done are in the report's state, which the caller keeps elsewhere)
+//! (`world::backends::*_a_paused_holder_that_lost_its_lock_stops_and_writes_no_state`).
 
 use crate::config::{Files, Resource, ResourceMode};
 use crate::diag::Diag;
@@ -26,10 +31,10 @@ use crate::{InputSource, Session};
 use futures::future::BoxFuture;
 use gpustack_protocol::Registry;
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ConfigureRequest, Diagnostic, PlanResourceChangeRequest, Provider,
-    Value,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, ConfigureRequest, Diagnostic,
+    PlanResourceChangeRequest, Provider, Value,
 };
-use gpustack_state::{OutputState, ResourceMode as StateMode, ResourceState, State};
+use gpustack_state::{Fence, OutputState, ResourceMode as StateMode, ResourceState, State};
 use petgraph::Direction;
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{HashMap, HashSet};
@@ -41,8 +46,30 @@ use tokio::sync::Semaphore;
 /// Writes the state somewhere durable; called after every change.
 pub type Persist<'p> = &'p mut (dyn FnMut(&State) -> Result<(), String> + Send);
 
+/// What stops an apply. `stop` (Ctrl-C, a failed state write) lets the operations in flight
+/// finish and starts no new graph node; `fence` is the state lock's: once it is lost, no
+/// provider call starts, even within a node, and the state is not written.
+#[derive(Clone)]
+pub struct Halt {
+    pub stop: Arc<AtomicBool>,
+    pub fence: Arc<Fence>,
+}
+
+/// The error of a provider call that was not made: the lock is gone.
+fn lock_lost(what: &str) -> Diagnostic {
+    Diagnostic::error(
+        "State lock lost",
+        format!(
+            "This run no longer holds the state lock, so {what} was not done. Nothing more is started; plan again once the lock is free."
+        ),
+    )
+}
+
 pub struct ApplyReport {
     pub state: State,
+    /// Whether `state` holds changes that were not written to the backend (a write failed,
+    /// or was refused because the lock was lost).
+    pub unsaved: bool,
     pub sources: SourceMap,
     pub diagnostics: Vec<Diagnostic>,
     pub counts: Counts,
@@ -72,6 +99,8 @@ pub struct Counts {
 #[derive(Clone)]
 struct Handle {
     instance: Arc<dyn Provider>,
+    /// Checked just before each call through `instance`.
+    fence: Arc<Fence>,
     permits: Arc<Semaphore>,
     progress: Arc<Progress>,
     /// This stack's mark, set on what is created.
@@ -109,6 +138,9 @@ struct Ledger<'s, 'p> {
     /// When the state was last written, for [`Ledger::flush_soon`].
     last_save: Option<std::time::Instant>,
     slots: Slots,
+    fence: Arc<Fence>,
+    /// Changes were recorded that no write has saved.
+    unsaved: bool,
 }
 
 /// Where each object is in `State::resources`, so that recording each of thousands of changes
@@ -210,7 +242,8 @@ impl Ledger<'_, '_> {
     /// Writes a new state before the first change, so that the lineage the change marks its
     /// object with is on record when the object exists.
     fn before_first_change(&mut self) {
-        if self.fresh {
+        // Without the lock no change will be made (each provider call checks the fence).
+        if self.fresh && !self.fence.is_lost() {
             self.fresh = false;
             self.save();
         }
@@ -298,10 +331,25 @@ impl Ledger<'_, '_> {
         self.compact();
         self.dirty = false;
         self.last_save = Some(std::time::Instant::now());
+        if self.fence.is_lost() {
+            if !self.unsaved {
+                self.diags.push(Diag::error(
+                    None,
+                    "State not written",
+                    "This run no longer holds the state lock: whoever holds it now may have written the state since, and this run's state must not replace it.",
+                ));
+            }
+            self.unsaved = true;
+            return;
+        }
         self.state.serial += 1;
-        if let Err(e) = (self.persist)(self.state) {
-            self.diags
-                .push(Diag::error(None, "Cannot save the state", e));
+        match (self.persist)(self.state) {
+            Ok(()) => self.unsaved = false,
+            Err(e) => {
+                self.unsaved = true;
+                self.diags
+                    .push(Diag::error(None, "Cannot save the state", e));
+            }
         }
     }
 }
@@ -322,7 +370,7 @@ pub async fn apply(
     plan: &Plan,
     state: Option<State>,
     persist: Persist<'_>,
-    stop: &Arc<AtomicBool>,
+    halt: &Halt,
     live_progress: bool,
     supplied: Supplied<'_>,
 ) -> ApplyReport {
@@ -341,7 +389,7 @@ pub async fn apply(
         plan,
         state,
         persist,
-        stop,
+        halt,
         progress.clone(),
         supplied,
     )
@@ -356,7 +404,7 @@ async fn apply_with(
     plan: &Plan,
     state: Option<State>,
     persist: Persist<'_>,
-    stop: &Arc<AtomicBool>,
+    halt: &Halt,
     progress: Arc<Progress>,
     supplied: Supplied<'_>,
 ) -> ApplyReport {
@@ -437,6 +485,7 @@ async fn apply_with(
         let (sources, diagnostics) = session.diagnostics();
         return ApplyReport {
             state,
+            unsaved: false,
             sources,
             diagnostics,
             counts: Counts::default(),
@@ -460,6 +509,7 @@ async fn apply_with(
     }
     let mut counts = Counts::default();
     let mut results = Vec::new();
+    let mut unsaved = false;
     let recorded = || crate::evaluate::Recorded {
         sensitive_variables: plan.snapshot.sensitive_variables.clone(),
         inputs: plan.snapshot.inputs.clone(),
@@ -479,6 +529,16 @@ async fn apply_with(
             check.step_value(graph, node, inputs, EvalOptions::default());
         }
     }
+    // So are the inputs that went into a secret, which the plan holds only as digests.
+    for (key, record) in &plan.snapshot.inputs {
+        if let crate::plan::FileRecord::Digest(digest) = record
+            && let Err(problem) = crate::evaluate::check_digest_input(key, digest, &salt)
+        {
+            session
+                .diags
+                .error(None, "Saved plan input differs", problem);
+        }
+    }
     if !session.diags.has_errors() {
         let (mut walk_state, graph, inputs) = session.provider_walk();
         walk_state.recorded = Some(recorded());
@@ -494,6 +554,8 @@ async fn apply_with(
             fresh,
             last_save: None,
             slots,
+            fence: halt.fence.clone(),
+            unsaved: false,
         };
         // `removed` blocks: forgotten, the objects left as they are.
         for c in plan
@@ -515,6 +577,7 @@ async fn apply_with(
                     .push(c.address.as_str());
             }
             let mut applier = Applier {
+                fence: halt.fence.clone(),
                 owner: owner.clone(),
                 progress: progress.clone(),
                 walk: &mut walk_state,
@@ -533,7 +596,7 @@ async fn apply_with(
                 handled: HashSet::new(),
                 repetitions: HashMap::new(),
             };
-            walk(&graph.graph, &mut applier, stop).await;
+            walk(&graph.graph, &mut applier, &halt.stop).await;
             // Check blocks on what is now there: warnings, as Terraform reports them.
             if plan.mode == crate::plan::PlanMode::Normal {
                 applier.walk.run_checks();
@@ -564,7 +627,7 @@ async fn apply_with(
             nodes: deletions,
             order: order.clone(),
         };
-        walk(&order, &mut deleter, stop).await;
+        walk(&order, &mut deleter, &halt.stop).await;
         if plan.mode == PlanMode::RefreshOnly && !plan.resource_drift.is_empty() {
             // A refresh-only plan changes no object: the state takes what refresh saw.
             ledger.dirty = true;
@@ -600,6 +663,7 @@ async fn apply_with(
         ledger.compact();
         counts = ledger.counts;
         results = ledger.results;
+        unsaved = ledger.unsaved;
         for d in ledger.diags {
             walk_state.diags.push(d);
         }
@@ -607,6 +671,7 @@ async fn apply_with(
     let (sources, diagnostics) = session.diagnostics();
     ApplyReport {
         state,
+        unsaved,
         sources,
         diagnostics,
         counts,
@@ -639,6 +704,7 @@ fn update_outputs(state: &mut State, walk: &Evaluation<'_>, mode: PlanMode, salt
 
 struct Applier<'w, 'a, 'l, 's, 'p> {
     walk: &'w mut Evaluation<'a>,
+    fence: Arc<Fence>,
     owner: Arc<str>,
     graph: &'a Graph,
     inputs: &'a Inputs,
@@ -697,7 +763,13 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                             .filter(|n| *n >= 1.0)
                             .map_or(crate::plan::DEFAULT_MAX_CONCURRENCY, |n| n as usize);
                         let progress = self.progress.clone();
+                        let fence = self.fence.clone();
                         Some(Box::pin(async move {
+                            if fence.is_lost() {
+                                return Outcome::Provider(Err(vec![lock_lost(
+                                    "the provider's configuration",
+                                )]));
+                            }
                             Outcome::Provider(
                                 factory
                                     .configure(ConfigureRequest {
@@ -706,6 +778,7 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                                     .await
                                     .map(|instance| Handle {
                                         instance,
+                                        fence,
                                         permits: Arc::new(Semaphore::new(limit)),
                                         progress,
                                         owner,
@@ -920,6 +993,19 @@ impl Applier<'_, '_, '_, '_, '_> {
                             let secrets =
                                 crate::plan::Secrets::of(None, &config, &schema_paths);
                             let _permit = handle.permits.acquire().await;
+                            if handle.fence.is_lost() {
+                                return (
+                                    key,
+                                    Done {
+                                        change: None,
+                                        new_state: None,
+                                        touched: false,
+                                        diagnostics: vec![lock_lost(&format!(
+                                            "the read of {address}"
+                                        ))],
+                                    },
+                                );
+                            }
                             let response = handle
                                 .instance
                                 .read_data_source(gpustack_protocol::ReadDataSourceRequest {
@@ -1025,6 +1111,15 @@ async fn carry_out(
     let secrets = crate::plan::Secrets::of(prior.as_ref(), &config, schema_paths);
     let planned = {
         let _permit = handle.permits.acquire().await;
+        if handle.fence.is_lost() {
+            let what = format!("the change of {}", change.address);
+            return Done {
+                change: Some(change),
+                new_state: prior,
+                touched: false,
+                diagnostics: vec![lock_lost(&what)],
+            };
+        }
         let response = handle
             .instance
             .plan_resource_change(PlanResourceChangeRequest {
@@ -1109,6 +1204,12 @@ async fn carry_out(
         let handle = handle.clone();
         async move {
             let _permit = handle.permits.acquire().await;
+            if handle.fence.is_lost() {
+                return ApplyResourceChangeResponse {
+                    new_state: None,
+                    diagnostics: vec![lock_lost("a step of the change")],
+                };
+            }
             handle.instance.apply_resource_change(request).await
         }
     };
@@ -1380,7 +1481,14 @@ impl Steps for Deleter<'_, '_, '_> {
             };
             let response = {
                 let _permit = handle.permits.acquire().await;
-                handle.instance.apply_resource_change(request).await
+                if handle.fence.is_lost() {
+                    ApplyResourceChangeResponse {
+                        new_state: prior.clone(),
+                        diagnostics: vec![lock_lost("the delete")],
+                    }
+                } else {
+                    handle.instance.apply_resource_change(request).await
+                }
             };
             let ok = response.diagnostics.iter().all(|d| !d.is_error());
             handle

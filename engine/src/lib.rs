@@ -128,6 +128,55 @@ impl Session {
             .map_err(|e| format!("the {} backend block: {e}", backend.kind))
     }
 
+    /// How states and plans are encrypted: the root module's `gpustack { encryption { ... } }`
+    /// with `environment` (the text of `GPUSTACK_ENCRYPTION`, the body of such a block) laid
+    /// over it, root variables from this session's inputs. `None` when neither configures
+    /// anything. The errors point into the session's sources, the environment's text included.
+    pub fn encryption_config(
+        &mut self,
+        environment: Option<&str>,
+    ) -> Result<Option<gpustack_state::EncryptionConfig>, Vec<Diagnostic>> {
+        let block = self
+            .stack
+            .modules
+            .first()
+            .and_then(|m| m.settings.as_ref())
+            .and_then(|s| s.encryption.as_ref());
+        let mut diags = Diags::default();
+        let from_environment = environment
+            .filter(|t| !t.trim().is_empty())
+            .and_then(|text| {
+                let id = self
+                    .sources
+                    .add(Path::new("GPUSTACK_ENCRYPTION"), text.to_owned());
+                config::load::parse_source(&self.sources, id, &mut diags).map(|body| (body, id))
+            });
+        if block.is_none() && from_environment.is_none() && !diags.has_errors() {
+            return Ok(None);
+        }
+        let mut parts = Vec::new();
+        if let Some(block) = block {
+            parts.push(config::encryption::Part {
+                body: &block.body,
+                file: block.file,
+            });
+        }
+        if let Some((body, file)) = &from_environment {
+            parts.push(config::encryption::Part { body, file: *file });
+        }
+        let (stack, inputs) = (&self.stack, &self.inputs);
+        let variables = |name: &str| evaluate::static_root_variable(stack, inputs, name);
+        let config = if diags.has_errors() {
+            None
+        } else {
+            config::encryption::evaluate(&parts, &variables, &mut diags)
+        };
+        match config {
+            Some(config) if !diags.has_errors() => Ok(Some(config)),
+            _ => Err(diags.into_sorted(&self.sources)),
+        }
+    }
+
     /// Loads `dir` from `files` (the disk, or a plan's snapshot) and builds its graph against
     /// the providers of `registry`.
     pub fn open(
@@ -275,14 +324,22 @@ pub async fn plan(
                 variables.insert(name.clone(), value.to_json());
             }
         }
-        // A file that holds a secret is kept as a digest, and read again at apply.
+        // An input that went into a secret, or holds one, is kept as a digest: apply reads
+        // the file again and checks it.
+        let secret: std::collections::HashSet<String> = walk
+            .flows
+            .borrow()
+            .secret_keys()
+            .map(str::to_owned)
+            .collect();
         let inputs = walk
             .files_read
             .take()
             .into_iter()
             .map(|(path, record)| match record {
                 plan::FileRecord::Content(text)
-                    if gpustack_protocol::secrets::contains_any(&text) =>
+                    if secret.contains(&path)
+                        || gpustack_protocol::secrets::contains_any(&text) =>
                 {
                     let digest = salt.digest(&gpustack_protocol::Value::String(text));
                     (path, plan::FileRecord::Digest(digest))

@@ -510,6 +510,23 @@ fn mark_through_lists(value: Value, path: &[gpustack_protocol::PathStep]) -> Val
     }
 }
 
+/// Whether a value sets (to anything but null) an attribute at one of `paths`, through lists
+/// of nested blocks as [`mark_schema`] marks them: whether marking would make a secret.
+pub fn sets_any(value: &Value, paths: &[gpustack_protocol::Path]) -> bool {
+    fn sets(value: &Value, path: &[PathStep]) -> bool {
+        let value = value.peel();
+        let Some((first, rest)) = path.split_first() else {
+            return !value.is_null();
+        };
+        match (value, first) {
+            (Value::List(items), _) => items.iter().any(|item| sets(item, path)),
+            (Value::Object(map), PathStep::Key(k)) => map.get(k).is_some_and(|v| sets(v, rest)),
+            _ => false,
+        }
+    }
+    paths.iter().any(|p| sets(value, p))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,9 @@
-//! Any bytes as a stack file: loading, graphing, evaluating and formatting must not panic, and
-//! formatting must be idempotent.
+//! Any bytes as a stack: loading, graphing, evaluating and formatting must not panic, abort or
+//! exhaust memory, and formatting must be idempotent.
+//!
+//! The input is split at NUL bytes into the stack's `main.hcl`, a template `t.tpl` beside it
+//! and a local module `m/main.hcl`, so that the fuzzer reaches what one file cannot:
+//! templates rendering templates, module calls and their inputs.
 #![no_main]
 
 use gpustack_engine::VariableArgs;
@@ -11,15 +15,26 @@ use std::sync::OnceLock;
 fn stack_dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("gpustack-fuzz-{}", std::process::id())).join("stack");
-        std::fs::create_dir_all(&dir).expect("create fuzz stack dir");
+        let dir = std::env::temp_dir()
+            .join(format!("gpustack-fuzz-{}", std::process::id()))
+            .join("stack");
+        std::fs::create_dir_all(dir.join("m")).expect("create fuzz stack dir");
         dir
     })
 }
 
 fuzz_target!(|data: &[u8]| {
     let dir = stack_dir();
-    if std::fs::write(dir.join("main.hcl"), data).is_err() {
+    let mut parts = data.splitn(3, |b| *b == 0);
+    let files = ["main.hcl", "t.tpl", "m/main.hcl"];
+    for name in files {
+        let part = parts.next().unwrap_or_default();
+        if std::fs::write(dir.join(name), part).is_err() {
+            return;
+        }
+    }
+    // Templates name files relative to the working directory, as in Terraform.
+    if std::env::set_current_dir(dir).is_err() {
         return;
     }
     // The providers without an SDK: the engine and this target compile without any.
@@ -28,9 +43,21 @@ fuzz_target!(|data: &[u8]| {
         gpustack_provider_local::terraform::provider(),
         gpustack_provider_test::provider(),
     ]);
-    let loaded = gpustack_engine::load(registry, dir, &VariableArgs::default(), EvalOptions { allow_missing_inputs: true });
-    let _ = gpustack_engine::graph::dot::render(&loaded.stack, &loaded.graph, &loaded.evaluated.instances);
-    if let Ok(text) = std::str::from_utf8(data)
+    let loaded = gpustack_engine::load(
+        registry,
+        dir,
+        &VariableArgs::default(),
+        EvalOptions {
+            allow_missing_inputs: true,
+        },
+    );
+    let _ = gpustack_engine::graph::dot::render(
+        &loaded.stack,
+        &loaded.graph,
+        &loaded.evaluated.instances,
+    );
+    let main = data.split(|b| *b == 0).next().unwrap_or_default();
+    if let Ok(text) = std::str::from_utf8(main)
         && let Ok(once) = gpustack_engine::fmt::format_hcl(text)
     {
         let twice = gpustack_engine::fmt::format_hcl(&once).expect("formatted output parses");

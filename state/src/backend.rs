@@ -9,8 +9,8 @@ use crate::{DecodeStateError, LockInfo, State};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -29,6 +29,10 @@ pub enum StateError {
         "the state at {location} was written by someone else since this run read it ({detail}); it was not overwritten. Run again to plan from the new state"
     )]
     Conflict { location: String, detail: String },
+    #[error(
+        "this run no longer holds the state lock of {location} (it was taken over, force-unlocked or not renewed in time): the state was not written"
+    )]
+    LockLost { location: String },
     #[error("cannot connect to the {kind} backend")]
     Connect {
         kind: &'static str,
@@ -48,30 +52,151 @@ pub enum LockError {
     WrongId { given: String, held: Box<LockInfo> },
 }
 
+/// Whether this run may still act as the holder of its lock. Checked before every provider
+/// call and every state write of a run that changes things: one atomic load, and for a lock
+/// with a deadline one read of the monotonic clock.
+///
+/// **Invariant:** once lost, a fence stays lost. A remote lock's fence also expires on its
+/// own, without any task running, at the deadline its last confirmed renewal vouches for
+/// (two thirds of the TTL after that renewal was sent): a process that was paused past it
+/// finds the fence lost at its next check, before its renewal task has had a chance to run.
+#[derive(Debug)]
+pub struct Fence {
+    lost: AtomicBool,
+    base: Instant,
+    /// Nanoseconds after `base` from which the lock can no longer be vouched for; `u64::MAX`
+    /// when it has no deadline (the local lock lives as long as the process).
+    until: AtomicU64,
+}
+
+impl Default for Fence {
+    fn default() -> Self {
+        Self {
+            lost: AtomicBool::new(false),
+            base: Instant::now(),
+            until: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl Fence {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// The lock is vouched for until `deadline` (a confirmed renewal moves it on).
+    pub fn hold_until(&self, deadline: Instant) {
+        let nanos = deadline.saturating_duration_since(self.base).as_nanos();
+        self.until.store(
+            u64::try_from(nanos).unwrap_or(u64::MAX - 1),
+            Ordering::SeqCst,
+        );
+    }
+
+    pub fn lose(&self) {
+        self.lost.store(true, Ordering::SeqCst);
+    }
+
+    /// True once the lock was taken over, released, force-unlocked, or not renewed in time:
+    /// the run must not start another provider call nor write the state.
+    pub fn is_lost(&self) -> bool {
+        if self.lost.load(Ordering::SeqCst) {
+            return true;
+        }
+        let until = self.until.load(Ordering::SeqCst);
+        if until == u64::MAX {
+            return false;
+        }
+        let now = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        if now >= until {
+            self.lose();
+            return true;
+        }
+        false
+    }
+}
+
+/// The fence of the lock a backend handle took, which that handle's state writes check: a
+/// run that lost its lock cannot write the state through it ([`StateError::LockLost`]).
+#[derive(Default)]
+pub struct WriteFence(std::sync::Mutex<Option<Arc<Fence>>>);
+
+impl WriteFence {
+    pub fn arm(&self, fence: Arc<Fence>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(fence);
+    }
+
+    pub fn check(&self, location: impl FnOnce() -> String) -> Result<(), StateError> {
+        let lost = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|f| f.is_lost());
+        if lost {
+            return Err(StateError::LockLost {
+                location: location(),
+            });
+        }
+        Ok(())
+    }
+}
+
+type Release = BoxFuture<'static, Result<(), String>>;
+
+/// What releasing a lock takes: the renewal to stop, then the release itself. Behind an async
+/// mutex, so that a release from elsewhere (an interrupt) waits for one in progress.
+#[derive(Default)]
+struct Parts {
+    renewal: Option<tokio::task::JoinHandle<()>>,
+    release: Option<Release>,
+}
+
 /// Holds a lock while it lives. Dropping it (or [`LockGuard::release`]) stops the renewal, if
 /// the backend renews, and releases the lock, so that every exit path unlocks.
 pub struct LockGuard {
-    release: Option<BoxFuture<'static, Result<(), String>>>,
-    renewal: Option<tokio::task::JoinHandle<()>>,
-    lost: Arc<AtomicBool>,
+    parts: Arc<tokio::sync::Mutex<Parts>>,
+    fence: Arc<Fence>,
     /// Said to the user once the lock is held, e.g. whose expired lock was taken over.
     pub notice: Option<String>,
 }
 
+/// Releases a lock from elsewhere than its guard's owner (an interrupt handler); cloneable.
+#[derive(Clone)]
+pub struct LockHandle {
+    parts: Arc<tokio::sync::Mutex<Parts>>,
+    fence: Arc<Fence>,
+}
+
+impl LockHandle {
+    /// Marks the lock lost (nothing more may be written under it), stops renewing and
+    /// releases it; waits for a release already in progress. Releasing twice is harmless.
+    pub async fn release(&self) {
+        self.fence.lose();
+        finish(&self.parts).await;
+    }
+}
+
 impl LockGuard {
-    pub fn new(release: BoxFuture<'static, Result<(), String>>) -> Self {
+    pub fn new(release: Release) -> Self {
         Self {
-            release: Some(release),
-            renewal: None,
-            lost: Arc::new(AtomicBool::new(false)),
+            parts: Arc::new(tokio::sync::Mutex::new(Parts {
+                renewal: None,
+                release: Some(release),
+            })),
+            fence: Fence::new(),
             notice: None,
         }
     }
 
-    /// `renewal` keeps the lock alive and sets `lost` once it can no longer vouch for it.
-    pub fn renewing(mut self, renewal: tokio::task::JoinHandle<()>, lost: Arc<AtomicBool>) -> Self {
-        self.renewal = Some(renewal);
-        self.lost = lost;
+    /// `renewal` keeps the lock alive (or watches it) and loses `fence` once it can no
+    /// longer vouch for it.
+    pub fn renewing(mut self, renewal: tokio::task::JoinHandle<()>, fence: Arc<Fence>) -> Self {
+        match self.parts.try_lock() {
+            Ok(mut parts) => parts.renewal = Some(renewal),
+            Err(_) => renewal.abort(),
+        }
+        self.fence = fence;
         self
     }
 
@@ -80,60 +205,68 @@ impl LockGuard {
         self
     }
 
-    /// Becomes true when the lock was taken by someone else or could not be renewed in time:
-    /// the run must stop starting operations.
-    pub fn lost(&self) -> Arc<AtomicBool> {
-        self.lost.clone()
+    /// Lost when the lock was taken by someone else or could not be renewed in time: the run
+    /// must stop starting operations and must not write the state.
+    pub fn fence(&self) -> Arc<Fence> {
+        self.fence.clone()
+    }
+
+    pub fn handle(&self) -> LockHandle {
+        LockHandle {
+            parts: self.parts.clone(),
+            fence: self.fence.clone(),
+        }
     }
 
     /// Stops renewing and releases the lock.
-    pub async fn release(mut self) {
-        self.finish().await;
+    pub async fn release(self) {
+        finish(&self.parts).await;
     }
+}
 
-    async fn finish(&mut self) {
-        // The renewal must be over before the release reads the lock's version, or a renewal
-        // in flight changes it under the release's conditional delete.
-        if let Some(renewal) = self.renewal.take() {
-            renewal.abort();
-            let _ = renewal.await;
-        }
-        if let Some(release) = self.release.take() {
-            match tokio::time::timeout(Duration::from_secs(15), release).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => eprintln!("Warning: could not release the state lock: {e}"),
-                Err(_) => eprintln!(
-                    "Warning: releasing the state lock took more than 15s; it stays until its TTL expires or someone runs force-unlock"
-                ),
-            }
+async fn finish(parts: &tokio::sync::Mutex<Parts>) {
+    let mut parts = parts.lock().await;
+    // The renewal must be over before the release reads the lock's version, or a renewal in
+    // flight changes it under the release's conditional delete.
+    if let Some(renewal) = parts.renewal.take() {
+        renewal.abort();
+        let _ = renewal.await;
+    }
+    if let Some(release) = parts.release.take() {
+        match tokio::time::timeout(Duration::from_secs(15), release).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("Warning: could not release the state lock: {e}"),
+            Err(_) => eprintln!(
+                "Warning: releasing the state lock took more than 15s; it stays until someone who waits for it has seen it unrenewed for its TTL, or someone runs force-unlock"
+            ),
         }
     }
 }
 
+/// A guard dropped in async code blocks its thread on the release. Where other futures are
+/// polled on that same thread (a `join_all` inside `block_on`), the nested wait can take the
+/// wakeup the outer one was parked for: such code releases with [`LockGuard::release`].
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        if self.release.is_none() {
+        if let Ok(parts) = self.parts.try_lock()
+            && parts.release.is_none()
+        {
             return;
         }
+        let parts = self.parts.clone();
         match tokio::runtime::Handle::try_current() {
             Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(|| handle.block_on(self.finish()));
+                tokio::task::block_in_place(|| handle.block_on(finish(&parts)));
             }
             // A current-thread runtime cannot block on itself: release in the background.
             Ok(handle) => {
-                let mut rest = LockGuard {
-                    release: self.release.take(),
-                    renewal: self.renewal.take(),
-                    lost: self.lost.clone(),
-                    notice: None,
-                };
-                handle.spawn(async move { rest.finish().await });
+                handle.spawn(async move { finish(&parts).await });
             }
             Err(_) => match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
             {
-                Ok(runtime) => runtime.block_on(self.finish()),
+                Ok(runtime) => runtime.block_on(finish(&parts)),
                 Err(e) => eprintln!("Warning: could not release the state lock: {e}"),
             },
         }
@@ -163,6 +296,12 @@ pub trait Backend: Send + Sync {
 
     /// Takes the lock, retrying until `timeout` while someone else holds it.
     async fn lock(&self, info: LockInfo, timeout: Duration) -> Result<LockGuard, LockError>;
+
+    /// How long a lock no one renews lasts, for a waiter that watches it (remote backends);
+    /// `None` when a lock lasts exactly as long as its holder (the local OS lock).
+    fn lock_ttl(&self) -> Option<Duration> {
+        None
+    }
 
     /// Releases a lock by its ID, whoever holds it.
     async fn force_unlock(&self, id: &str) -> Result<LockInfo, LockError>;

@@ -9,10 +9,15 @@
 
 mod backend;
 mod config;
+pub mod encryption;
 mod local;
 
-pub use backend::{Backend, BackendConfig, BoxError, LockError, LockGuard, StateError, block_on};
+pub use backend::{
+    Backend, BackendConfig, BoxError, Fence, LockError, LockGuard, LockHandle, StateError,
+    WriteFence, block_on,
+};
 pub use config::{KubernetesConfig, S3Config};
+pub use encryption::{Encryption, EncryptionConfig, EncryptionError, Encryptions};
 pub use local::LocalBackend;
 
 use indexmap::IndexMap;

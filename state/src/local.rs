@@ -3,39 +3,115 @@
 //! **Invariant:** the state file is only ever replaced whole: written to a temporary file,
 //! synced, then renamed over the old one, whose previous content is kept as
 //! `state.json.backup`. A crash at any point leaves either the old or the new state, both
-//! parseable. Files are created with mode 0600: state holds sensitive values.
+//! parseable. Every file this backend writes beside the state (the temporary file, the backup,
+//! notes) is created exclusively under a random name in the state's directory, mode 0600, and
+//! renamed into place: a symlink planted at any of those names is replaced, never followed
+//! (`tests::no_file_is_written_through_a_symlink`).
+//!
+//! **Invariant:** the lock is an OS lock (`flock`) on `state.json.lock`, held by the process
+//! through its open file: it dies with the process, whatever ends it (SIGKILL, a crash), so a
+//! lock whose process is gone never blocks the next run
+//! (`fast::locks::a_plan_or_apply_killed_while_holding_the_lock_never_blocks_the_next_run`). The file also holds the holder's
+//! record (who, pid, operation, lock ID), so that a run that finds the file locked says who
+//! holds it. A lock file is valid only while it is still the file at the path: force-unlock
+//! removes it, the holder notices (its state writes check, a watcher polls) and stops, and the
+//! next run locks a new file.
 
-use crate::backend::{Backend, LockError, LockGuard, StateError};
+use crate::backend::{Backend, Fence, LockError, LockGuard, StateError};
+use crate::encryption::{Encryption, Target};
 use crate::{LockInfo, State};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub struct LocalBackend {
     path: PathBuf,
     /// Whether this run already saved the state it found as `.backup`.
     backed_up: std::sync::atomic::AtomicBool,
+    encryption: std::sync::Arc<Encryption>,
+    /// The lock this handle holds, which its state writes check.
+    held: Arc<Mutex<Option<Held>>>,
 }
 
-/// Removes our own lock file: after force-unlock someone else may hold the lock.
-fn release(path: &Path, id: &str) {
-    if read_lock(path).is_some_and(|held| held.id == id) {
-        let _ = std::fs::remove_file(path);
+/// A lock this process holds: which file it locked, and its fence.
+struct Held {
+    file: FileId,
+    fence: Arc<Fence>,
+}
+
+/// A file's identity (device and inode), to tell whether the lock file at the path is still
+/// the one this process locked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct FileId(u64, u64);
+
+#[cfg(unix)]
+fn file_id(metadata: &std::fs::Metadata) -> FileId {
+    use std::os::unix::fs::MetadataExt;
+    FileId(metadata.dev(), metadata.ino())
+}
+
+#[cfg(not(unix))]
+fn file_id(_: &std::fs::Metadata) -> FileId {
+    FileId(0, 0)
+}
+
+/// Whether `path` (not followed) is still the file `id` names.
+fn still_at(path: &Path, id: FileId) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| file_id(&m) == id)
+}
+
+/// The lock file, opened without following a symlink and never truncated on open (another
+/// process may hold it and its record).
+fn open_lock_file(path: &Path, create: bool) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(create);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
     }
+    options.open(path)
 }
 
+/// The record of whoever holds the lock file. A holder writes it just after it locks the
+/// file, so a reader that races with that write reads again for a moment.
 fn read_lock(path: &Path) -> Option<LockInfo> {
-    let text = std::fs::read_to_string(path).ok()?;
-    serde_json::from_str(&text).ok()
+    for attempt in 0..10 {
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut text = String::new();
+        let Ok(mut file) = open_lock_file(path, false) else {
+            return None;
+        };
+        if file.read_to_string(&mut text).is_ok()
+            && let Ok(info) = serde_json::from_str(&text)
+        {
+            return Some(info);
+        }
+    }
+    None
 }
+
+/// How often a holder checks that its lock file is still the one at the path.
+const WATCH_EVERY: Duration = Duration::from_millis(500);
 
 impl LocalBackend {
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
             backed_up: std::sync::atomic::AtomicBool::new(false),
+            encryption: std::sync::Arc::new(Encryption::none(Target::State)),
+            held: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// States written encrypted, and read through the same configuration.
+    pub fn with_encryption(mut self, encryption: std::sync::Arc<Encryption>) -> Self {
+        self.encryption = encryption;
+        self
     }
 
     /// `<stack>/.gpustack/state.json`, or `path` from the backend block (relative to the stack).
@@ -63,13 +139,27 @@ impl LocalBackend {
     }
 
     pub fn read_sync(&self) -> Result<Option<State>, StateError> {
+        crate::block_on(self.read_async())
+    }
+
+    async fn read_async(&self) -> Result<Option<State>, StateError> {
         match std::fs::read(&self.path) {
-            Ok(bytes) => State::decode(&bytes)
-                .map(Some)
-                .map_err(|source| StateError::Decode {
-                    location: self.location_of(),
-                    source,
-                }),
+            Ok(bytes) => {
+                let json =
+                    self.encryption
+                        .open(&bytes)
+                        .await
+                        .map_err(|source| StateError::Read {
+                            location: self.location_of(),
+                            source: source.into(),
+                        })?;
+                State::decode(&json)
+                    .map(Some)
+                    .map_err(|source| StateError::Decode {
+                        location: self.location_of(),
+                        source,
+                    })
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(StateError::Read {
                 location: self.location_of(),
@@ -78,40 +168,66 @@ impl LocalBackend {
         }
     }
 
+    /// Refuses when this handle's lock was lost: force-unlocked, its file removed or replaced.
+    fn check_lock(&self) -> Result<(), StateError> {
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(held) = held.as_ref()
+            && (held.fence.is_lost() || !still_at(&self.lock_path(), held.file))
+        {
+            held.fence.lose();
+            return Err(StateError::LockLost {
+                location: self.location_of(),
+            });
+        }
+        Ok(())
+    }
+
     pub fn write_sync(&self, state: &State) -> Result<(), StateError> {
+        crate::block_on(self.write_async(state))
+    }
+
+    async fn write_async(&self, state: &State) -> Result<(), StateError> {
+        self.check_lock()?;
+        let bytes = self
+            .encryption
+            .seal(state.encode(), None)
+            .await
+            .map_err(|source| StateError::Write {
+                location: self.location_of(),
+                source: source.into(),
+            })?;
         let err = |source: std::io::Error| StateError::Write {
             location: self.location_of(),
             source: source.into(),
         };
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(err)?;
-        }
+        let dir = self.dir();
+        std::fs::create_dir_all(&dir).map_err(err)?;
         // The backup is the state as this run found it, taken at its first write (as
         // Terraform's .backup): one copy per run, not one per change.
-        if self.path.exists()
-            && !self
-                .backed_up
-                .swap(true, std::sync::atomic::Ordering::SeqCst)
-        {
-            // Copied aside and renamed, so that a crash never leaves half a backup.
-            let backup = with_suffix(&self.path, ".backup");
-            let partial = with_suffix(&self.path, ".backup.tmp");
-            std::fs::copy(&self.path, &partial).map_err(err)?;
-            restrict(&partial).map_err(err)?;
-            std::fs::rename(&partial, &backup).map_err(err)?;
+        if !self.backed_up.load(std::sync::atomic::Ordering::SeqCst) {
+            match std::fs::read(&self.path) {
+                Ok(previous) => {
+                    write_beside(&dir, &with_suffix(&self.path, ".backup"), &previous)
+                        .map_err(err)?;
+                    self.backed_up
+                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(err(e)),
+            }
         }
-        let tmp = with_suffix(&self.path, &format!(".tmp-{}", std::process::id()));
-        let mut file = private_file(&tmp).map_err(err)?;
-        file.write_all(&state.encode()).map_err(err)?;
-        file.sync_all().map_err(err)?;
-        drop(file);
-        std::fs::rename(&tmp, &self.path).map_err(err)?;
-        if let Some(dir) = self.path.parent()
-            && let Ok(d) = File::open(dir)
-        {
+        write_beside(&dir, &self.path, &bytes).map_err(err)?;
+        if let Ok(d) = File::open(&dir) {
             let _ = d.sync_all();
         }
         Ok(())
+    }
+
+    fn dir(&self) -> PathBuf {
+        match self.path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
     }
 
     /// Takes the lock, retrying until `timeout` while someone else holds it.
@@ -122,81 +238,120 @@ impl LocalBackend {
     ) -> Result<LockGuard, LockError> {
         let path = self.lock_path();
         let deadline = Instant::now() + timeout;
+        let backend_error = |source: std::io::Error| LockError::Backend {
+            location: path.display().to_string(),
+            source: source.into(),
+        };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| LockError::Backend {
-                location: path.display().to_string(),
-                source: source.into(),
-            })?;
+            std::fs::create_dir_all(dir).map_err(backend_error)?;
         }
-        // The lock file appears complete or not at all: it is written aside, then hard-linked
-        // into place, which fails atomically when another holder's file is already there.
-        let tmp = with_suffix(&path, &format!(".{}", info.id));
-        {
-            let mut file = private_file(&tmp).map_err(|source| LockError::Backend {
-                location: tmp.display().to_string(),
-                source: source.into(),
-            })?;
-            let json = serde_json::to_vec_pretty(&info).unwrap_or_default();
-            file.write_all(&json)
-                .and_then(|()| file.sync_all())
-                .map_err(|source| LockError::Backend {
-                    location: tmp.display().to_string(),
-                    source: source.into(),
-                })?;
-        }
-        let result = loop {
-            match std::fs::hard_link(&tmp, &path) {
-                Ok(()) => {
-                    let (path, id) = (path.clone(), info.id.clone());
-                    break Ok(LockGuard::new(Box::pin(async move {
-                        release(&path, &id);
-                        Ok(())
-                    })));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+        let json = serde_json::to_vec_pretty(&info).unwrap_or_default();
+        loop {
+            let mut file = open_lock_file(&path, true).map_err(backend_error)?;
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => {
                     if Instant::now() >= deadline {
-                        break Err(LockError::Held(Box::new(
+                        return Err(LockError::Held(Box::new(
                             read_lock(&path).unwrap_or_else(LockInfo::unreadable),
                         )));
                     }
+                    drop(file);
                     tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
                 }
-                Err(source) => {
-                    break Err(LockError::Backend {
-                        location: path.display().to_string(),
-                        source: source.into(),
-                    });
-                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(backend_error(e)),
             }
-        };
-        let _ = std::fs::remove_file(&tmp);
-        result
+            // The file may have been removed (released, force-unlocked) between our open and
+            // our lock: then we locked a file no one else will look at; open the path again.
+            let id = file_id(&file.metadata().map_err(backend_error)?);
+            if !still_at(&path, id) {
+                continue;
+            }
+            file.set_len(0)
+                .and_then(|()| file.write_all(&json))
+                .map_err(backend_error)?;
+            let fence = Fence::new();
+            *self.held.lock().unwrap_or_else(|e| e.into_inner()) = Some(Held {
+                file: id,
+                fence: fence.clone(),
+            });
+            let watcher = tokio::spawn(watch(path.clone(), id, fence.clone()));
+            let held = self.held.clone();
+            let release_path = path.clone();
+            let release = Box::pin(async move {
+                held.lock().unwrap_or_else(|e| e.into_inner()).take();
+                // Removed while still locked, so that no one locks this file after us; the
+                // lock itself ends when the file is closed.
+                if still_at(&release_path, id) {
+                    let _ = std::fs::remove_file(&release_path);
+                }
+                drop(file);
+                Ok(())
+            });
+            return Ok(LockGuard::new(release).renewing(watcher, fence));
+        }
     }
 
+    /// Releases the lock of a run that is gone or stuck. A lock file no process holds is what
+    /// a run that ended without releasing left behind (it blocks no one): its record is
+    /// removed when the ID matches, and otherwise the state is not locked. A lock a live
+    /// process holds (here, or on another machine sharing the directory) is released by
+    /// removing its file once the ID matches: the next run locks a new file, and the holder
+    /// stops at its next provider call or state write.
     pub fn force_unlock_sync(&self, id: &str) -> Result<LockInfo, LockError> {
         let path = self.lock_path();
-        let Some(held) = read_lock(&path) else {
-            return if path.exists() {
-                std::fs::remove_file(&path).map_err(|source| LockError::Backend {
-                    location: path.display().to_string(),
-                    source: source.into(),
-                })?;
-                Ok(LockInfo::unreadable())
-            } else {
-                Err(LockError::NotLocked)
-            };
-        };
-        if held.id != id {
-            return Err(LockError::WrongId {
-                given: id.to_owned(),
-                held: Box::new(held),
-            });
-        }
-        std::fs::remove_file(&path).map_err(|source| LockError::Backend {
+        let backend_error = |source: std::io::Error| LockError::Backend {
             location: path.display().to_string(),
             source: source.into(),
-        })?;
-        Ok(held)
+        };
+        let file = match open_lock_file(&path, false) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(LockError::NotLocked);
+            }
+            Err(e) => return Err(backend_error(e)),
+        };
+        let held = match file.try_lock() {
+            Ok(()) => {
+                let recorded = read_lock(&path);
+                drop(file);
+                return match recorded {
+                    Some(info) if info.id == id => {
+                        std::fs::remove_file(&path).map_err(backend_error)?;
+                        Ok(info)
+                    }
+                    _ => Err(LockError::NotLocked),
+                };
+            }
+            Err(std::fs::TryLockError::WouldBlock) => read_lock(&path),
+            Err(std::fs::TryLockError::Error(e)) => return Err(backend_error(e)),
+        };
+        match held {
+            Some(held) if held.id != id => Err(LockError::WrongId {
+                given: id.to_owned(),
+                held: Box::new(held),
+            }),
+            held => {
+                std::fs::remove_file(&path).map_err(backend_error)?;
+                Ok(held.unwrap_or_else(LockInfo::unreadable))
+            }
+        }
+    }
+}
+
+/// Loses `fence` once the lock file at `path` is no longer the one this process locked.
+async fn watch(path: PathBuf, id: FileId, fence: Arc<Fence>) {
+    loop {
+        tokio::time::sleep(WATCH_EVERY).await;
+        if !still_at(&path, id) {
+            eprintln!(
+                "Error: the state lock file {} was removed or replaced (force-unlock?): this run no longer holds the state lock.",
+                path.display()
+            );
+            fence.lose();
+            return;
+        }
     }
 }
 
@@ -207,11 +362,11 @@ impl Backend for LocalBackend {
     }
 
     async fn read(&self) -> Result<Option<State>, StateError> {
-        self.read_sync()
+        self.read_async().await
     }
 
     async fn write(&self, state: &State) -> Result<(), StateError> {
-        self.write_sync(state)
+        self.write_async(state).await
     }
 
     async fn lock(&self, info: LockInfo, timeout: Duration) -> Result<LockGuard, LockError> {
@@ -237,18 +392,13 @@ impl Backend for LocalBackend {
 
     async fn write_note(&self, name: &str, bytes: &[u8]) -> Result<(), StateError> {
         let path = self.note_path(name);
-        let write = || -> std::io::Result<()> {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            let tmp = with_suffix(&path, ".tmp");
-            private_file(&tmp)?.write_all(bytes)?;
-            std::fs::rename(&tmp, &path)
-        };
-        write().map_err(|e| StateError::Write {
-            location: path.display().to_string(),
-            source: e.into(),
-        })
+        let dir = self.dir();
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| write_beside(&dir, &path, bytes))
+            .map_err(|e| StateError::Write {
+                location: path.display().to_string(),
+                source: e.into(),
+            })
     }
 }
 
@@ -261,25 +411,17 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
-fn private_file(path: &Path) -> std::io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path)
-}
-
-fn restrict(path: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    }
-    #[cfg(not(unix))]
-    let _ = path;
+/// Writes `bytes` to `path` whole: a new file created exclusively under a random name in
+/// `dir` (mode 0600), synced, then renamed over `path`, which replaces a symlink there instead
+/// of following it.
+fn write_beside(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut file = tempfile::Builder::new()
+        .prefix(".gpustack-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    file.write_all(bytes)?;
+    file.as_file().sync_all()?;
+    file.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 
@@ -350,5 +492,101 @@ mod tests {
         let id = read_lock(&backend.lock_path()).unwrap().id;
         backend.force_unlock_sync(&id).unwrap();
         drop(guard);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_lock_file_no_process_holds_never_blocks() {
+        let (_dir, backend) = backend();
+        // What a run killed while holding the lock leaves: the file and its record, but no
+        // OS lock (that died with the process).
+        let dead = LockInfo::new("apply");
+        std::fs::create_dir_all(backend.lock_path().parent().unwrap()).unwrap();
+        std::fs::write(backend.lock_path(), serde_json::to_vec(&dead).unwrap()).unwrap();
+        assert!(matches!(
+            backend.force_unlock_sync("another-id"),
+            Err(LockError::NotLocked)
+        ));
+        let guard = backend
+            .lock_async(LockInfo::new("plan"), Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(read_lock(&backend.lock_path()).unwrap().operation, "plan");
+        drop(guard);
+        assert!(
+            !backend.lock_path().exists(),
+            "a release removes the lock file"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_holder_whose_lock_was_forced_away_cannot_write_the_state() {
+        let (_dir, backend) = backend();
+        let guard = backend
+            .lock_async(LockInfo::new("apply"), Duration::ZERO)
+            .await
+            .unwrap();
+        backend.write_sync(&State::new("l1", "0.1.0")).unwrap();
+        let id = read_lock(&backend.lock_path()).unwrap().id;
+        backend.force_unlock_sync(&id).unwrap();
+        // The next run locks a new file at once.
+        let other = LocalBackend::new(backend.path());
+        let next = other
+            .lock_async(LockInfo::new("plan"), Duration::ZERO)
+            .await
+            .unwrap();
+        let refused = backend.write_sync(&State::new("l1", "0.1.0"));
+        assert!(
+            matches!(refused, Err(StateError::LockLost { .. })),
+            "{refused:?}"
+        );
+        assert!(guard.fence().is_lost());
+        drop(guard);
+        assert_eq!(
+            read_lock(&other.lock_path()).unwrap().operation,
+            "plan",
+            "the old holder's release leaves the new lock alone"
+        );
+        drop(next);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn no_file_is_written_through_a_symlink() {
+        let (dir, backend) = backend();
+        let outside = tempfile::tempdir().unwrap();
+        let gpustack = dir.path().join(".gpustack");
+        std::fs::create_dir_all(&gpustack).unwrap();
+        // Links planted at every name a write of the old backend used.
+        let names = [
+            "state.json.backup",
+            "state.json.backup.tmp",
+            &format!("state.json.tmp-{}", std::process::id()),
+            "drift.json",
+            "drift.json.tmp",
+            "state.json.lock",
+        ];
+        for (n, name) in names.iter().enumerate() {
+            let target = outside.path().join(format!("target-{n}"));
+            std::fs::write(&target, "untouched").unwrap();
+            std::os::unix::fs::symlink(&target, gpustack.join(name)).unwrap();
+        }
+        std::fs::write(backend.path(), State::new("l1", "0.1.0").encode()).unwrap();
+        backend.write_sync(&State::new("l1", "0.1.0")).unwrap();
+        futures::executor::block_on(backend.write_note("drift.json", b"{}")).unwrap();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let locked = runtime.block_on(backend.lock_async(LockInfo::new("plan"), Duration::ZERO));
+        assert!(locked.is_err(), "a symlink at the lock file is refused");
+        for n in 0..names.len() {
+            assert_eq!(
+                std::fs::read_to_string(outside.path().join(format!("target-{n}"))).unwrap(),
+                "untouched"
+            );
+        }
+        use std::os::unix::fs::PermissionsExt;
+        for name in ["state.json", "state.json.backup", "drift.json"] {
+            let meta = std::fs::symlink_metadata(gpustack.join(name)).unwrap();
+            assert!(meta.is_file(), "{name} is a file of its own now");
+            assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{name}");
+        }
     }
 }

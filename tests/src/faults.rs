@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
+    /// Forwarded as it is: lets matching requests through before the plan's faults.
+    Pass,
     /// 429 Too Many Requests with `Retry-After: 1`.
     Throttle,
     /// 500 Internal Server Error, the request not forwarded.
@@ -126,7 +128,8 @@ fn serve(
         } else {
             None
         }
-    };
+    }
+    .filter(|f| *f != Fault::Pass);
     log.lock()
         .unwrap_or_else(|e| e.into_inner())
         .push((request_line, fault));
@@ -170,7 +173,7 @@ fn serve(
                 "",
             )
         }
-        None => {
+        None | Some(Fault::Pass) => {
             let answer = forward(upstream, &head, &body)?;
             client.write_all(&answer)
         }

@@ -134,7 +134,8 @@ pub fn gpustack_command(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Comm
         .current_dir(dir)
         .args(args)
         .env("NO_COLOR", "1")
-        .env_remove("GPUSTACK_LOG");
+        .env_remove("GPUSTACK_LOG")
+        .env_remove("GPUSTACK_ENCRYPTION");
     for (key, _) in std::env::vars() {
         if key.starts_with("GPUSTACK_VAR_") {
             command.env_remove(key);

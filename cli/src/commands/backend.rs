@@ -6,10 +6,33 @@
 //! an empty state while the real one sits in the old backend.
 
 use gpustack_engine::Session;
-use gpustack_state::{Backend, BackendConfig, LockGuard, LockInfo, State};
+use gpustack_state::{Backend, BackendConfig, Encryption, Encryptions, LockGuard, LockInfo, State};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// The environment variable that holds an `encryption` block's body, laid over the stack's
+/// (for CI: the passphrase or key comes from a secret store, never from a file).
+pub const ENCRYPTION_ENV: &str = "GPUSTACK_ENCRYPTION";
+
+/// How the stack's states and plans are encrypted: its `gpustack { encryption }` block with
+/// GPUSTACK_ENCRYPTION over it. A configuration error is reported at its line.
+pub fn encryptions(session: &mut Session) -> Result<Encryptions, String> {
+    let environment = std::env::var(ENCRYPTION_ENV).ok();
+    match session.encryption_config(environment.as_deref()) {
+        Ok(None) => Ok(Encryptions::none()),
+        Ok(Some(config)) => gpustack_backends::encryptions(&config).map_err(|e| full(&e)),
+        Err(diagnostics) => {
+            let color = std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal();
+            super::report::diagnostics(&session.sources, &diagnostics, color);
+            Err(format!(
+                "the encryption configuration (the gpustack block's encryption, {ENCRYPTION_ENV}) is invalid"
+            ))
+        }
+    }
+}
 
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -53,7 +76,7 @@ fn record(dir: &Path, config: &BackendConfig) -> std::io::Result<()> {
     }
     let mut json = serde_json::to_vec_pretty(config).unwrap_or_default();
     json.push(b'\n');
-    std::fs::write(path, json)
+    super::files::write_private(&path, &json)
 }
 
 /// One line naming a backend configuration, for messages.
@@ -75,8 +98,19 @@ fn has_local_state(dir: &Path) -> bool {
     dir.join(".gpustack").join("state.json").is_file()
 }
 
-/// The backend of a loaded stack, refusing one that changed since `init` recorded it.
-pub async fn open(dir: &Path, session: &Session) -> Result<Box<dyn Backend>, String> {
+/// The backend of a loaded stack, its state encrypted as the stack says, refusing a backend
+/// that changed since `init` recorded it.
+pub async fn open(dir: &Path, session: &mut Session) -> Result<Box<dyn Backend>, String> {
+    let encryption = encryptions(session)?.state;
+    open_encrypted(dir, session, encryption).await
+}
+
+/// As [`open`], with the state's encryption given.
+pub async fn open_encrypted(
+    dir: &Path,
+    session: &Session,
+    encryption: Arc<Encryption>,
+) -> Result<Box<dyn Backend>, String> {
     let config = session.backend_config()?;
     match recorded(dir)? {
         Some(before) if !before.same_location(&config) => {
@@ -94,7 +128,7 @@ pub async fn open(dir: &Path, session: &Session) -> Result<Box<dyn Backend>, Str
         }
         _ => {}
     }
-    gpustack_backends::open(&config, dir)
+    gpustack_backends::open_encrypted(&config, dir, encryption)
         .await
         .map_err(|e| full(&e))
 }
@@ -106,7 +140,13 @@ pub async fn lock(
     operation: &str,
     timeout: Duration,
 ) -> Result<LockGuard, String> {
-    match backend.lock(LockInfo::new(operation), timeout).await {
+    let acquiring = super::interrupt::acquiring();
+    let locked = backend.lock(LockInfo::new(operation), timeout).await;
+    if let Ok(guard) = &locked {
+        super::interrupt::hold(guard);
+    }
+    drop(acquiring);
+    match locked {
         Ok(guard) => {
             if let Some(notice) = &guard.notice {
                 eprintln!("{notice}");
@@ -120,6 +160,12 @@ pub async fn lock(
                     "\nIf that run is gone, release it with: gpustack force-unlock {}",
                     held.id
                 ));
+                if let Some(ttl) = backend.lock_ttl() {
+                    message.push_str(&format!(
+                        "\nor wait for it: a run with --lock-timeout longer than the lock's TTL ({}s here) takes it over once it has seen it unrenewed that long",
+                        ttl.as_secs()
+                    ));
+                }
             }
             Err(message)
         }
@@ -133,7 +179,7 @@ pub async fn read(backend: &dyn Backend) -> Result<Option<State>, String> {
 /// `gpustack init`: checks that the backend answers and records it; with `migrate_state`,
 /// copies the state from the backend recorded before (the local default when none was).
 pub fn init(
-    session: &Session,
+    session: &mut Session,
     dir: &Path,
     migrate_state: bool,
     reconfigure: bool,
@@ -141,6 +187,12 @@ pub fn init(
 ) -> ExitCode {
     let config = match session.backend_config() {
         Ok(c) => c,
+        Err(e) => return error(e),
+    };
+    // Both ends of a migration read and write through the stack's state encryption: to
+    // encrypt a state while moving it, its fallback reads the plaintext one.
+    let encryption = match encryptions(session) {
+        Ok(e) => e.state,
         Err(e) => return error(e),
     };
     let before = match recorded(dir) {
@@ -153,7 +205,7 @@ pub fn init(
     };
     runtime().block_on(async {
         let moved = !before.same_location(&config);
-        let new = match gpustack_backends::open(&config, dir).await {
+        let new = match gpustack_backends::open_encrypted(&config, dir, encryption.clone()).await {
             Ok(b) => b,
             Err(e) => return error(full(&e)),
         };
@@ -166,7 +218,7 @@ pub fn init(
             Err(e) => return error(e),
         };
         if moved && !reconfigure {
-            let old = match gpustack_backends::open(&before, dir).await {
+            let old = match gpustack_backends::open_encrypted(&before, dir, encryption.clone()).await {
                 Ok(b) => b,
                 Err(e) => return error(full(&e)),
             };

@@ -93,19 +93,18 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Temp file in the same directory, then rename: a crash never leaves half a file.
 fn write_atomically(path: &Path, content: &str) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.gpustack-fmt",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default()
-    ));
-    std::fs::write(&tmp, content)?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        let _ = std::fs::set_permissions(&tmp, meta.permissions());
-    }
-    std::fs::rename(&tmp, path)
+    // A formatted file keeps the mode it had.
+    let mode = std::fs::metadata(path).map_or(super::files::SHARED, |meta| {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            meta.permissions().mode() & 0o7777
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            super::files::SHARED
+        }
+    });
+    super::files::write_replacing(path, content.as_bytes(), mode)
 }

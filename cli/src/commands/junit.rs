@@ -74,5 +74,6 @@ pub fn write(path: &Path, report: &Report) -> Result<(), String> {
     let xml = report
         .to_string()
         .map_err(|e| format!("cannot render JUnit XML: {e}"))?;
-    std::fs::write(path, xml).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    super::files::write_replacing(path, xml.as_bytes(), super::files::SHARED)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

@@ -2,7 +2,9 @@
 //! 2 changes present (plan --detailed-exitcode, drift).
 
 mod backend;
+mod files;
 mod fmt;
+mod interrupt;
 mod junit;
 mod modules;
 mod node_check;
@@ -392,18 +394,20 @@ pub fn main() -> ExitCode {
                     return ExitCode::from(1);
                 }
             }
-            let session = gpustack_engine::Session::open(
+            // Root variables from the environment only: the encryption block may read them.
+            let variables = VariableArgs::from_process_env(vec![], vec![]);
+            let mut session = gpustack_engine::Session::open(
                 crate::registry(),
                 &dir,
                 &gpustack_engine::config::Files::Disk,
-                gpustack_engine::InputSource::Args(&VariableArgs::default()),
+                gpustack_engine::InputSource::Args(&variables),
             );
             if session.diags.has_errors() {
                 let (sources, diagnostics) = session.diagnostics();
                 report::diagnostics(&sources, &diagnostics, color);
                 return ExitCode::from(1);
             }
-            backend::init(&session, &dir, migrate_state, reconfigure, lock_timeout)
+            backend::init(&mut session, &dir, migrate_state, reconfigure, lock_timeout)
         }
         Command::Validate { stack, json } => validate(&stack, json, color),
         Command::Fmt { paths, check, diff } => fmt::run(paths, check, diff),

@@ -3,7 +3,7 @@
 //! lock file. A locked source is fetched at its locked commit until `--upgrade` asks for what
 //! its ref names now.
 
-use gpustack_engine::config::remote::{GitSource, LockedModule, ModuleLock};
+use gpustack_engine::config::remote::{GitSource, LockedModule, ModuleLock, valid_commit};
 use gpustack_engine::diag::Diags;
 use gpustack_engine::source::SourceMap;
 use std::path::Path;
@@ -26,7 +26,12 @@ pub fn install(dir: &Path, upgrade: bool) -> Result<usize, String> {
             .modules
             .iter()
             .flat_map(|m| m.calls.values())
-            .filter_map(|c| GitSource::parse(&c.source).map(|g| (c.source.clone(), g)))
+            .filter_map(|c| {
+                GitSource::parse(&c.source)
+                    .ok()
+                    .flatten()
+                    .map(|g| (c.source.clone(), g))
+            })
             .collect();
         wanted.sort_by(|a, b| a.0.cmp(&b.0));
         wanted.dedup_by(|a, b| a.0 == b.0);
@@ -70,11 +75,23 @@ pub fn install(dir: &Path, upgrade: bool) -> Result<usize, String> {
     Ok(fetched)
 }
 
-fn git(args: &[&str], cwd: &Path) -> Result<String, String> {
+/// Runs git for `source`: only the source's own transport is allowed (`GIT_ALLOW_PROTOCOL`
+/// overrides any configuration, so no `ext::` helper and no local file unless the source is
+/// one), no hook of the fresh repository runs, and nothing waits for a password. Callers put
+/// `--` before every argument that comes from the stack.
+fn git(source: &GitSource, args: &[&str], cwd: &Path) -> Result<String, String> {
     let out = Command::new("git")
+        .args([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.fsmonitor=false",
+        ])
         .args(args)
         .current_dir(cwd)
         .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_ALLOW_PROTOCOL", source.allowed_protocols())
+        .env("GIT_PROTOCOL_FROM_USER", "0")
         .output()
         .map_err(|e| format!("cannot run git (module sources from git need it): {e}"))?;
     if !out.status.success() {
@@ -96,25 +113,45 @@ fn fetch(dir: &Path, source: &GitSource, pinned: Option<&str>) -> Result<String,
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     let result = (|| {
-        git(&["init", "-q"], &tmp)?;
+        git(source, &["init", "-q"], &tmp)?;
         let reference = source.reference.as_deref().unwrap_or("HEAD");
         git(
-            &["fetch", "-q", "--depth", "1", &source.url, reference],
+            source,
+            &["fetch", "-q", "--depth", "1", "--", &source.url, reference],
             &tmp,
         )?;
-        let named = git(&["rev-parse", "FETCH_HEAD"], &tmp)?;
+        let named = git(source, &["rev-parse", "--verify", "FETCH_HEAD"], &tmp)?;
         let commit = match pinned {
             Some(pinned) if pinned != named => {
                 // The ref moved since it was locked: the locked commit is what the stack uses.
-                git(&["fetch", "-q", "--depth", "1", &source.url, pinned], &tmp).map_err(|e| {
+                git(
+                    source,
+                    &["fetch", "-q", "--depth", "1", "--", &source.url, pinned],
+                    &tmp,
+                )
+                .map_err(|e| {
                     format!("{e}\nthe locked commit {pinned} of {} is gone; run gpustack init --upgrade to lock what {reference} names now ({named})", source.url)
                 })?;
                 pinned.to_owned()
             }
             _ => named,
         };
+        if !valid_commit(&commit) {
+            return Err(format!(
+                "git named \"{commit}\" for {}, which is not a commit id",
+                source.url
+            ));
+        }
         git(
-            &["-c", "advice.detachedHead=false", "checkout", "-q", &commit],
+            source,
+            &[
+                "-c",
+                "advice.detachedHead=false",
+                "checkout",
+                "-q",
+                "--detach",
+                &commit,
+            ],
             &tmp,
         )?;
         Ok::<_, String>(commit)

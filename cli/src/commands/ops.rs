@@ -6,7 +6,7 @@ use gpustack_engine::apply::ApplyReport;
 use gpustack_engine::config::Files;
 use gpustack_engine::plan::{Plan, PlanMode, PlanOptions};
 use gpustack_engine::{InputSource, Session, VariableArgs};
-use gpustack_state::{Backend, LockGuard, State};
+use gpustack_state::{Backend, Encryption, Encryptions, LockGuard, State};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -75,27 +75,70 @@ fn emit(
     }
 }
 
-/// Plans under the lock; the lock is returned so that an apply can keep it.
+/// Plans under the lock; the lock is returned so that an apply can keep it, and the stack's
+/// encryption, for what the run writes besides the state.
 async fn make_plan(
     common: &Common,
     options: &PlanOptions,
     operation: &str,
-) -> Result<(Plan, Box<dyn Backend>, LockGuard), ExitCode> {
-    let session = open(common)?;
-    let backend = super::backend::open(&common.dir, &session)
+) -> Result<(Plan, Box<dyn Backend>, LockGuard, Encryptions), ExitCode> {
+    let mut session = open(common)?;
+    let encryptions = super::backend::encryptions(&mut session).map_err(error)?;
+    let backend = super::backend::open_encrypted(&common.dir, &session, encryptions.state.clone())
         .await
         .map_err(error)?;
     let guard = lock(backend.as_ref(), operation, common.lock_timeout)
         .await
         .map_err(error)?;
     let state = read(backend.as_ref()).await.map_err(error)?;
+    // A state read with the fallback key (or in clear, while encrypting) is written again
+    // with the primary one by the first run that may write, changes or not.
+    if operation == "apply"
+        && let Some(state) = &state
+        && encryptions.state.read_otherwise()
+    {
+        backend.write(state).await.map_err(|e| error(full(&e)))?;
+        match encryptions.state.primary_name() {
+            Some(method) => eprintln!(
+                "The state was read with its encryption's fallback; it is now encrypted with method.{method}."
+            ),
+            None => eprintln!(
+                "The state was read with its encryption's fallback; it is now written unencrypted."
+            ),
+        }
+    }
     let (plan, sources, diagnostics) =
         gpustack_engine::plan(session, state.as_ref(), options).await;
     emit(common, &sources, &diagnostics);
     match plan {
-        Some(plan) => Ok((plan, backend, guard)),
+        Some(plan) => Ok((plan, backend, guard, encryptions)),
         None => Err(ExitCode::from(1)),
     }
+}
+
+/// A saved plan from its file: an encrypted one is decrypted with the plan encryption of the
+/// stack it names (its directory is in the envelope's header), GPUSTACK_ENCRYPTION over it.
+pub(crate) async fn read_plan(file: &Path, variables: &VariableArgs) -> Result<Plan, String> {
+    let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let bytes = if gpustack_state::encryption::is_envelope(&bytes) {
+        let dir = gpustack_state::encryption::envelope_stack_dir(&bytes)
+            .unwrap_or_else(|| ".".to_owned());
+        let mut session = Session::open(
+            crate::registry(),
+            Path::new(&dir),
+            &Files::Disk,
+            InputSource::Args(variables),
+        );
+        let encryptions = super::backend::encryptions(&mut session)?;
+        encryptions
+            .plan
+            .open(&bytes)
+            .await
+            .map_err(|e| format!("{}: {}", file.display(), full(&e)))?
+    } else {
+        bytes
+    };
+    Plan::decode(&bytes).map_err(|e| format!("{}: {e}", file.display()))
 }
 
 pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
@@ -108,7 +151,7 @@ pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
             },
             None => None,
         };
-        let (plan, _, _guard) = match make_plan(common, &args.options, "plan").await {
+        let (plan, _, _guard, encryptions) = match make_plan(common, &args.options, "plan").await {
             Ok(p) => p,
             Err(code) => return code,
         };
@@ -122,7 +165,8 @@ pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
             if plan.generated.is_empty() {
                 eprintln!("No import block takes in an undeclared resource: nothing to generate.");
             } else {
-                if let Err(e) = std::fs::write(path, text) {
+                // Imported objects' attributes may be secret.
+                if let Err(e) = super::files::write_private(path, text.as_bytes()) {
                     return error(format!("cannot write {}: {e}", path.display()));
                 }
                 eprintln!(
@@ -147,7 +191,15 @@ pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
             print!("{}", gpustack_engine::output::plan_text(&plan, common.color));
         }
         if let Some(out) = &args.out {
-            if let Err(e) = write_private(out, &plan.encode()) {
+            let sealed = encryptions
+                .plan
+                .seal(plan.encode(), Some(&plan.snapshot.stack_dir))
+                .await;
+            let written = match sealed {
+                Ok(bytes) => super::files::write_private(out, &bytes).map_err(|e| e.to_string()),
+                Err(e) => Err(full(&e)),
+            };
+            if let Err(e) = written {
                 return error(format!("cannot write the plan to {}: {e}", out.display()));
             }
             if !args.json && !args.markdown {
@@ -198,50 +250,6 @@ fn generated_path(stack: &Path, path: &Path) -> Result<PathBuf, String> {
     Ok(path.to_path_buf())
 }
 
-/// Plans and errored states are written 0600 whatever was at the path before: a new file in
-/// the same directory, created exclusively (never through a link), synced, then renamed over
-/// the path, so that a reader sees the old file or the whole new one and a symlink at the path
-/// is replaced, not followed.
-pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", uuid_suffix()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let result = (|| {
-        let mut file = options.open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
-fn uuid_suffix() -> String {
-    format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default()
-    )
-}
-
 fn confirm(question: &str, auto_approve: bool) -> Result<bool, ExitCode> {
     if auto_approve {
         return Ok(true);
@@ -259,44 +267,14 @@ fn confirm(question: &str, auto_approve: bool) -> Result<bool, ExitCode> {
 }
 
 /// Ctrl-C or SIGTERM stops new operations; the ones in flight finish and the state is saved.
-/// A second Ctrl-C aborts.
+/// A second Ctrl-C releases the lock and aborts.
 fn interrupt_flag() -> Arc<AtomicBool> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    tokio::spawn(async move {
-        if interrupted().await {
-            eprintln!(
-                "\nInterrupt received: waiting for operations in flight, then saving the state. Press Ctrl-C again to abort."
-            );
-            flag.store(true, Ordering::SeqCst);
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
-    stop
-}
-
-async fn interrupted() -> bool {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => tokio::select! {
-                c = tokio::signal::ctrl_c() => c.is_ok(),
-                _ = term.recv() => true,
-            },
-            Err(_) => tokio::signal::ctrl_c().await.is_ok(),
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await.is_ok()
-    }
+    super::interrupt::graceful()
 }
 
 /// `stop` is set by Ctrl-C, which may come while planning or confirming, before any change;
 /// `lock` is the state lock the run holds, whose loss stops it the same way.
+#[allow(clippy::too_many_arguments)]
 async fn execute(
     plan: &Plan,
     backend: &dyn Backend,
@@ -305,6 +283,7 @@ async fn execute(
     stop: Arc<AtomicBool>,
     junit: Option<&Path>,
     saved: bool,
+    encryption: &Encryption,
 ) -> ExitCode {
     let color = common.color;
     if stop.load(Ordering::SeqCst) {
@@ -318,15 +297,18 @@ async fn execute(
     if let Err(e) = check_fresh(plan, state.as_ref()) {
         return error(e);
     }
-    let lost = lock.lost();
-    if lost.load(Ordering::SeqCst) {
+    let fence = lock.fence();
+    if fence.is_lost() {
         return error("the state lock was lost before any change was made");
     }
+    if let Err(e) = encryption.prepare().await {
+        return error(full(&e));
+    }
     let watcher = {
-        let (stop, lost) = (stop.clone(), lost.clone());
+        let (stop, fence) = (stop.clone(), fence.clone());
         tokio::spawn(async move {
-            while !lost.load(Ordering::SeqCst) {
-                tokio::time::sleep(Duration::from_millis(200)).await;
+            while !fence.is_lost() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
             eprintln!(
                 "Stopping: no new operation starts without the state lock; the ones in flight finish."
@@ -344,8 +326,13 @@ async fn execute(
             full(&e)
         })
     };
+    let halt = gpustack_engine::apply::Halt {
+        stop: stop.clone(),
+        fence: fence.clone(),
+    };
     let ApplyReport {
         state,
+        unsaved,
         sources,
         diagnostics,
         counts,
@@ -355,7 +342,7 @@ async fn execute(
         plan,
         state,
         &mut persist,
-        &stop,
+        &halt,
         std::io::stderr().is_terminal(),
         gpustack_engine::apply::Supplied {
             variables: &common.variables,
@@ -366,8 +353,8 @@ async fn execute(
     watcher.abort();
     report::diagnostics(&sources, &diagnostics, color);
     let mut failed = diagnostics.iter().any(|d| d.is_error());
-    if save_failed.load(Ordering::SeqCst) {
-        keep_errored_state(&state);
+    if save_failed.load(Ordering::SeqCst) || unsaved {
+        keep_errored_state(&state, encryption, fence.is_lost()).await;
         failed = true;
     }
     let tests = super::junit::report(&results, &state);
@@ -383,7 +370,7 @@ async fn execute(
     } else {
         "Apply"
     };
-    if lost.load(Ordering::SeqCst) {
+    if fence.is_lost() {
         eprintln!("{verb} stopped: the state lock was lost.");
         return ExitCode::from(1);
     }
@@ -426,10 +413,19 @@ async fn execute(
 }
 
 /// The state a failed save could not write, kept in the working directory (as Terraform's
-/// errored.tfstate) so that what this run did is not forgotten.
-fn keep_errored_state(state: &State) {
+/// errored.tfstate) so that what this run did is not forgotten; encrypted as the state is.
+async fn keep_errored_state(state: &State, encryption: &Encryption, lock_lost: bool) {
     let path = Path::new("errored.gpustack-state.json");
-    match write_private(path, &state.encode()) {
+    let written = match encryption.seal(state.encode(), None).await {
+        Ok(bytes) => super::files::write_private(path, &bytes).map_err(|e| e.to_string()),
+        Err(e) => Err(full(&e)),
+    };
+    match written {
+        Ok(()) if lock_lost => eprintln!(
+            "This run lost the state lock, so its state was not saved to the backend; it is kept in {}. Someone else may have changed the state since: plan again, and compare before running gpustack state push {}",
+            path.display(),
+            path.display()
+        ),
         Ok(()) => eprintln!(
             "The state of this run could not be saved to its backend; it is kept in {}. Once the backend is reachable, check it and run: gpustack state push {}",
             path.display(),
@@ -489,10 +485,12 @@ pub fn apply(
                 ..options.clone()
             };
             let options = &options;
-            let (plan, backend, guard) = match make_plan(common, options, "apply").await {
-                Ok(p) => p,
-                Err(code) => return code,
-            };
+            let (plan, backend, guard, encryptions) =
+                match make_plan(common, options, "apply").await {
+                    Ok(p) => p,
+                    Err(code) => return code,
+                };
+            let encryption = encryptions.state.as_ref();
             print!(
                 "{}",
                 gpustack_engine::output::plan_text(&plan, common.color)
@@ -502,7 +500,17 @@ pub fn apply(
                 if plan.vanished().next().is_none() {
                     return ExitCode::SUCCESS;
                 }
-                return execute(&plan, backend.as_ref(), &guard, common, stop, junit, false).await;
+                return execute(
+                    &plan,
+                    backend.as_ref(),
+                    &guard,
+                    common,
+                    stop,
+                    junit,
+                    false,
+                    encryption,
+                )
+                .await;
             }
             let question = if options.mode == PlanMode::Destroy {
                 "Do you really want to destroy these objects?"
@@ -514,34 +522,66 @@ pub fn apply(
                 Ok(false) => return error("apply cancelled"),
                 Err(code) => return code,
             }
-            return execute(&plan, backend.as_ref(), &guard, common, stop, junit, false).await;
+            return execute(
+                &plan,
+                backend.as_ref(),
+                &guard,
+                common,
+                stop,
+                junit,
+                false,
+                encryption,
+            )
+            .await;
         };
-        let plan = match std::fs::read(file)
-            .map_err(|e| e.to_string())
-            .and_then(|b| Plan::decode(&b))
-        {
+        let plan = match read_plan(file, &common.variables).await {
             Ok(plan) => plan,
-            Err(e) => return error(format!("{}: {e}", file.display())),
+            Err(e) => return error(e),
         };
         let dir = PathBuf::from(&plan.snapshot.stack_dir);
-        let session = Session::open(
+        // The plan's own configuration names the backend and the state's encryption; the
+        // variables given to the apply are what its encryption block may read.
+        let mut session = Session::open(
             crate::registry(),
             &dir,
             &Files::Snapshot {
                 root: dir.clone(),
                 files: Arc::new(plan.snapshot.files.clone()),
             },
-            InputSource::Values(&Default::default()),
+            InputSource::Args(&common.variables),
         );
-        let backend = match super::backend::open(&dir, &session).await {
-            Ok(b) => b,
+        let encryptions = match super::backend::encryptions(&mut session) {
+            Ok(e) => e,
             Err(e) => return error(e),
         };
+        // A plan in clear where plans are encrypted is refused, unless an unencrypted
+        // method says it may be read.
+        if let Ok(bytes) = std::fs::read(file)
+            && !gpustack_state::encryption::is_envelope(&bytes)
+            && let Err(e) = encryptions.plan.open(&bytes).await
+        {
+            return error(format!("{}: {}", file.display(), full(&e)));
+        }
+        let backend =
+            match super::backend::open_encrypted(&dir, &session, encryptions.state.clone()).await {
+                Ok(b) => b,
+                Err(e) => return error(e),
+            };
         let guard = match lock(backend.as_ref(), "apply", common.lock_timeout).await {
             Ok(g) => g,
             Err(e) => return error(e),
         };
-        execute(&plan, backend.as_ref(), &guard, common, stop, junit, true).await
+        execute(
+            &plan,
+            backend.as_ref(),
+            &guard,
+            common,
+            stop,
+            junit,
+            true,
+            &encryptions.state,
+        )
+        .await
     })
 }
 
@@ -566,7 +606,7 @@ pub fn test(common: &Common, junit: Option<&Path>) -> ExitCode {
     runtime().block_on(async {
         let stop = interrupt_flag();
         let survey = match make_plan(common, &PlanOptions { refresh: false, ..Default::default() }, "test").await {
-            Ok((plan, _, _guard)) => plan,
+            Ok((plan, _, _guard, _)) => plan,
             Err(code) => return code,
         };
         let tests: Vec<&gpustack_engine::plan::ResourceChange> = survey
@@ -583,7 +623,7 @@ pub fn test(common: &Common, junit: Option<&Path>) -> ExitCode {
             replace: tests.iter().map(|c| c.address.clone()).collect(),
             ..Default::default()
         };
-        let (plan, backend, guard) = match make_plan(common, &options, "test").await {
+        let (plan, backend, guard, encryptions) = match make_plan(common, &options, "test").await {
             Ok(p) => p,
             Err(code) => return code,
         };
@@ -599,7 +639,17 @@ pub fn test(common: &Common, junit: Option<&Path>) -> ExitCode {
                 outside.join(", ")
             ));
         }
-        execute(&plan, backend.as_ref(), &guard, common, stop, junit, false).await
+        execute(
+            &plan,
+            backend.as_ref(),
+            &guard,
+            common,
+            stop,
+            junit,
+            false,
+            &encryptions.state,
+        )
+        .await
     })
 }
 
@@ -624,7 +674,7 @@ pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let (plan, backend, _guard) = match make_plan(common, &options, "drift").await {
+        let (plan, backend, _guard, _) = match make_plan(common, &options, "drift").await {
             Ok(planned) => planned,
             Err(code) => {
                 if let Some(path) = &args.metrics_file {
@@ -695,11 +745,9 @@ fn empty_plan() -> Plan {
     }
 }
 
-/// Written atomically so a scraper never reads half a file.
+/// Written whole, so a scraper never reads half a file.
 fn write_metrics(path: &Path, text: &str) -> std::io::Result<()> {
-    let tmp = path.with_extension("prom.tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(tmp, path)
+    super::files::write_replacing(path, text.as_bytes(), super::files::SHARED)
 }
 
 /// What a fleet run does to each stack.
@@ -774,15 +822,21 @@ pub fn fleet(
                     json: false,
                 };
                 let outcome = match make_plan(&member, &options, operation).await {
-                    Ok((plan, _, _guard)) => Ok(FleetSummary {
-                        drifted: plan
-                            .resource_drift
-                            .iter()
-                            .map(|c| c.address.clone())
-                            .chain(plan.gpu_drift.iter().map(|d| format!("node {}", d.node)))
-                            .collect(),
-                        counts: plan.counts(),
-                    }),
+                    Ok((plan, _, guard, _)) => {
+                        // Released here, not by the guard's drop: a drop blocks this thread
+                        // on the release, and the other stacks' plans, polled on this same
+                        // thread, could lose the wakeup that thread was parked for.
+                        guard.release().await;
+                        Ok(FleetSummary {
+                            drifted: plan
+                                .resource_drift
+                                .iter()
+                                .map(|c| c.address.clone())
+                                .chain(plan.gpu_drift.iter().map(|d| format!("node {}", d.node)))
+                                .collect(),
+                            counts: plan.counts(),
+                        })
+                    }
                     Err(_) => Err("see the errors above".to_owned()),
                 };
                 FleetEntry {
@@ -912,11 +966,11 @@ pub fn console(common: &Common) -> ExitCode {
         .filter(|l| !l.is_empty())
         .collect();
     runtime().block_on(async {
-        let session = match open(common) {
+        let mut session = match open(common) {
             Ok(session) => session,
             Err(code) => return code,
         };
-        let backend = match super::backend::open(&common.dir, &session).await {
+        let backend = match super::backend::open(&common.dir, &mut session).await {
             Ok(backend) => backend,
             Err(e) => return error(e),
         };

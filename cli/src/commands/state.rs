@@ -16,15 +16,28 @@ fn error(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(1)
 }
 
-/// The stack's backend, from its settings.
+/// The stack's backend, from its settings, with its state encryption (root variables the
+/// encryption block reads come from GPUSTACK_VAR_*).
 async fn stack_backend(dir: &Path) -> Result<Box<dyn Backend>, ExitCode> {
-    let session = Session::open(
+    stack_backend_encrypted(dir)
+        .await
+        .map(|(backend, _)| backend)
+}
+
+async fn stack_backend_encrypted(
+    dir: &Path,
+) -> Result<(Box<dyn Backend>, gpustack_state::Encryptions), ExitCode> {
+    let mut session = Session::open(
         crate::registry(),
         dir,
         &Files::Disk,
-        InputSource::Args(&VariableArgs::default()),
+        InputSource::Args(&VariableArgs::from_process_env(vec![], vec![])),
     );
-    super::backend::open(dir, &session).await.map_err(error)
+    let encryptions = super::backend::encryptions(&mut session).map_err(error)?;
+    let backend = super::backend::open_encrypted(dir, &session, encryptions.state.clone())
+        .await
+        .map_err(error)?;
+    Ok((backend, encryptions))
 }
 
 /// The state, which must exist.
@@ -198,27 +211,40 @@ pub fn mv(dir: &Path, from: &str, to: &str, lock_timeout: Duration) -> ExitCode 
     })
 }
 
+/// The state as it is stored, decrypted, without its digest key: with the key, anyone who
+/// sees the output could test guesses of every secret against its digest. `state push` of a
+/// pulled state keeps the key the backend's state has.
 pub fn pull(dir: &Path) -> ExitCode {
-    let state = match run_state(dir) {
+    let mut state = match run_state(dir) {
         Ok(s) => s,
         Err(c) => return c,
     };
+    state.digest_key = None;
     print!("{}", String::from_utf8_lossy(&state.encode()));
     ExitCode::SUCCESS
 }
 
 pub fn push(dir: &Path, file: &Path, force: bool, lock_timeout: Duration) -> ExitCode {
-    let pushed = match std::fs::read(file)
-        .map_err(|e| e.to_string())
-        .and_then(|b| State::decode(&b).map_err(|e| e.to_string()))
-    {
-        Ok(state) => state,
+    let bytes = match std::fs::read(file) {
+        Ok(bytes) => bytes,
         Err(e) => return error(format!("{}: {e}", file.display())),
     };
     run(async {
-        let backend = match stack_backend(dir).await {
+        let (backend, encryptions) = match stack_backend_encrypted(dir).await {
             Ok(b) => b,
             Err(c) => return c,
+        };
+        // A kept state (errored.gpustack-state.json) is encrypted as the state is; a pulled
+        // one is in clear, given on purpose, and encrypted by the write.
+        let json = if gpustack_state::encryption::is_envelope(&bytes) {
+            encryptions.state.open(&bytes).await.map_err(|e| full(&e))
+        } else {
+            Ok(bytes)
+        };
+        let pushed = json.and_then(|json| State::decode(&json).map_err(|e| full(&e)));
+        let pushed = match pushed {
+            Ok(state) => state,
+            Err(e) => return error(format!("{}: {e}", file.display())),
         };
         let _guard = match lock(backend.as_ref(), "state push", lock_timeout).await {
             Ok(g) => g,
@@ -247,6 +273,22 @@ pub fn push(dir: &Path, file: &Path, force: bool, lock_timeout: Duration) -> Exi
                 ));
             }
             state.serial = state.serial.max(current.serial + 1);
+            // A pulled state has no digest key: the one its digests were made with is here.
+            if state.digest_key.is_none() && current.lineage == pushed.lineage {
+                state.digest_key.clone_from(&current.digest_key);
+            }
+        }
+        if state.digest_key.is_none()
+            && state
+                .resources
+                .iter()
+                .any(|r| !r.sensitive_paths.is_empty())
+        {
+            eprintln!(
+                "Warning: {} has no digest key (state pull leaves it out) and {} holds no state of its lineage to take it from: the digests of its sensitive values cannot be checked, so the next plan shows them as changing and its apply records them again.",
+                file.display(),
+                backend.location()
+            );
         }
         if let Err(e) = backend.write(&state).await {
             return error(full(&e));
@@ -327,12 +369,10 @@ pub fn show(
     color: bool,
 ) -> ExitCode {
     if let Some(file) = plan_file {
-        let plan = match std::fs::read(file)
-            .map_err(|e| e.to_string())
-            .and_then(|b| gpustack_engine::plan::Plan::decode(&b))
-        {
+        let variables = VariableArgs::from_process_env(vec![], vec![]);
+        let plan = match runtime().block_on(super::ops::read_plan(file, &variables)) {
             Ok(p) => p,
-            Err(e) => return error(format!("{}: {e}", file.display())),
+            Err(e) => return error(e),
         };
         if json {
             if let Err(e) = super::print_json(&gpustack_engine::output::plan_json(&plan)) {
@@ -370,9 +410,19 @@ pub fn show(
 
 pub fn force_unlock(dir: &Path, id: &str) -> ExitCode {
     run(async {
-        let backend = match stack_backend(dir).await {
+        // The state is not read: releasing a lock needs no key.
+        let session = Session::open(
+            crate::registry(),
+            dir,
+            &Files::Disk,
+            InputSource::Args(&VariableArgs::default()),
+        );
+        let none = std::sync::Arc::new(gpustack_state::Encryption::none(
+            gpustack_state::encryption::Target::State,
+        ));
+        let backend = match super::backend::open_encrypted(dir, &session, none).await {
             Ok(b) => b,
-            Err(c) => return c,
+            Err(e) => return error(e),
         };
         match backend.force_unlock(id).await {
             Ok(held) => {
@@ -442,16 +492,29 @@ pub fn import(
             Ok(b) => b,
             Err(c) => return c,
         };
-        let _guard = match lock(backend.as_ref(), "import", lock_timeout).await {
+        let guard = match lock(backend.as_ref(), "import", lock_timeout).await {
             Ok(g) => g,
             Err(e) => return error(e),
         };
+        let fence = guard.fence();
+        let lock_lost = || {
+            vec![gpustack_protocol::Diagnostic::error(
+                "State lock lost",
+                "this run no longer holds the state lock; nothing was imported",
+            )]
+        };
         let response = async {
+            if fence.is_lost() {
+                return Err(lock_lost());
+            }
             let provider = factory
                 .configure(ConfigureRequest {
                     config: config.unmark_deep().0,
                 })
                 .await?;
+            if fence.is_lost() {
+                return Err(lock_lost());
+            }
             Ok::<_, Vec<gpustack_protocol::Diagnostic>>(
                 provider
                     .import_resource(ImportResourceRequest {

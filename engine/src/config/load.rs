@@ -12,6 +12,9 @@ use std::path::Path;
 
 /// Deeper module nesting than this is almost certainly a mistake, and bounds the work.
 const MAX_MODULE_DEPTH: usize = 32;
+/// The most modules a stack loads, every call and instance counted: calls that each call
+/// the next module twice would otherwise multiply past any memory within the depth limit.
+const MAX_MODULES: usize = 10_000;
 
 /// Reads and parses one file; a syntax error becomes a diagnostic at its location.
 /// Where stack files are read from: the disk, or the configuration snapshot inside a saved
@@ -133,7 +136,7 @@ fn read_source(
 }
 
 /// Parses a whole file; a syntax error becomes a diagnostic at its location.
-fn parse_source(sources: &SourceMap, id: FileId, diags: &mut Diags) -> Option<Body> {
+pub(crate) fn parse_source(sources: &SourceMap, id: FileId, diags: &mut Diags) -> Option<Body> {
     let file = sources.file(id);
     match hcl_edit::parser::parse_body(&file.text) {
         Ok(body) => Some(body),
@@ -343,7 +346,8 @@ pub fn load_stack_expanded(
             .map(|c| (c.name.clone(), c.source.clone(), c.source_span))
             .collect();
         for (name, source, source_span) in calls {
-            let git = super::remote::GitSource::parse(&source);
+            // The call's loader refused a source that does not parse, leaving it empty.
+            let git = super::remote::GitSource::parse(&source).ok().flatten();
             let child_dir = match &git {
                 _ if source.is_empty() => continue,
                 None => normalize(&stack.modules[next].dir.join(&source)),
@@ -415,6 +419,16 @@ pub fn load_stack_expanded(
                 .filter(|c| c.is_repeated())
                 .and_then(|_| expansions.get(&(parent_path.clone(), name.clone())));
             let Some(instances) = expansion else {
+                if stack.modules.len() >= MAX_MODULES {
+                    diags.error(
+                        source_span,
+                        "Too many modules",
+                        format!(
+                            "A stack may hold at most {MAX_MODULES} modules, each call of a module counted once, instances included; loading stopped here."
+                        ),
+                    );
+                    return stack;
+                }
                 let mut path = parent_path;
                 path.push(name.clone());
                 let child = load_module(
@@ -435,6 +449,17 @@ pub fn load_stack_expanded(
                 .instances
                 .entry(name.clone())
                 .or_default();
+            if stack.modules.len() + instances.len() > MAX_MODULES {
+                diags.error(
+                    source_span,
+                    "Too many modules",
+                    format!(
+                        "A stack may hold at most {MAX_MODULES} modules, instances of repeated module calls included; module \"{name}\" would make it {}; loading stopped here.",
+                        stack.modules.len() + instances.len()
+                    ),
+                );
+                return stack;
+            }
             for instance in instances {
                 let mut path = parent_path.clone();
                 path.push(format!("{name}{}", instance.key));
@@ -1513,9 +1538,12 @@ impl Decoder<'_> {
                         "source" => {
                             call.source_span = self.span(attr.value.span());
                             if let Some(source) = self.literal_string(Some(attr)) {
-                                if source.starts_with("./")
+                                let git = super::remote::GitSource::parse(&source);
+                                if let Err(why) = &git {
+                                    self.diags.error(call.source_span, "Unsafe module source", format!("\"{source}\" is refused: {why}."));
+                                } else if source.starts_with("./")
                                     || source.starts_with("../")
-                                    || super::remote::GitSource::parse(&source).is_some()
+                                    || matches!(git, Ok(Some(_)))
                                 {
                                     call.source = source;
                                 } else {
@@ -1597,7 +1625,7 @@ impl Decoder<'_> {
             &block.body,
             "the gpustack block",
             &["required_version"],
-            &["backend"],
+            &["backend", "encryption"],
         );
         let required_version = block.body.get_attribute("required_version").and_then(|a| {
             let span = self.span(a.value.span());
@@ -1623,9 +1651,32 @@ impl Decoder<'_> {
                 },
             })
         });
+        let encryptions: Vec<&Block> = block.body.get_blocks("encryption").collect();
+        if let Some(extra) = encryptions.get(1) {
+            self.diags.error(
+                self.span(extra.ident.span()),
+                "Duplicate encryption block",
+                "A stack has one encryption block.",
+            );
+        }
+        let encryption = encryptions.first().map(|b| {
+            if let Some(label) = b.labels.first() {
+                self.diags.error(
+                    self.span(label.span()),
+                    "Extraneous label for encryption",
+                    "The encryption block takes no labels.",
+                );
+            }
+            BodyRef {
+                body: b.body.clone(),
+                file: self.file,
+                span: self.header_span(b),
+            }
+        });
         module.settings = Some(Settings {
             span,
             backend,
+            encryption,
             required_version,
         });
     }

@@ -3,6 +3,7 @@
 //! Loading checks structure only (block kinds, labels, argument names, meta-arguments); values
 //! are evaluated later, in graph order.
 
+pub mod encryption;
 pub(crate) mod load;
 pub mod remote;
 
@@ -336,6 +337,8 @@ pub type ModuleExpansions = std::collections::HashMap<(Vec<String>, String), Vec
 pub struct Settings {
     pub span: Span,
     pub backend: Option<Backend>,
+    /// `encryption { ... }`: how states and plans are encrypted (see [`encryption`]).
+    pub encryption: Option<BodyRef>,
     pub required_version: Option<(String, Span)>,
 }
 

@@ -26,24 +26,73 @@ pub struct GitSource {
     pub reference: Option<String>,
 }
 
+/// Why a module source that looks like a git source is refused. Every part of a source reaches
+/// `git` as an argument, so anything git could read as an option, a transport helper or a
+/// path outside the checkout is refused before `init` runs anything.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    #[error("a module source may not contain spaces or control characters")]
+    Whitespace,
+    #[error(
+        "\"{scheme}://\" is not a supported git transport: use https://, ssh://, git@HOST:PATH or file:// (for a repository on this machine)"
+    )]
+    Scheme { scheme: String },
+    #[error(
+        "\"{0}\" uses git's transport-helper syntax (TRANSPORT::ADDRESS), which can run commands; use an https://, ssh:// or file:// URL"
+    )]
+    TransportHelper(String),
+    #[error("\"{0}\" starts with \"-\", which git would read as an option")]
+    Option(String),
+    #[error("the repository URL is empty")]
+    EmptyUrl,
+    #[error("\"{0}\" has no host")]
+    NoHost(String),
+    #[error(
+        "the ref \"{0}\" is not a valid branch, tag or commit name (letters, digits, \".\", \"_\", \"-\" and \"/\"; not starting with \"-\" or \"/\", no \"..\")"
+    )]
+    Reference(String),
+    #[error("the query argument \"{0}\" is not supported: git module sources take only ?ref=")]
+    Query(String),
+    #[error("the module directory \"{0}\" leaves the repository (an absolute path or \"..\")")]
+    Subdir(String),
+    #[error(
+        "\"github.com/{0}\" is not github.com/OWNER/REPO (names of letters, digits, \".\", \"_\" and \"-\")"
+    )]
+    GitHub(String),
+}
+
 impl GitSource {
-    /// The source as written, when it is a git source.
-    pub fn parse(source: &str) -> Option<GitSource> {
+    /// The source as written: `Ok(None)` when it is not a git source (a local path, or a form
+    /// the caller refuses), an error when it is one gpustack will not hand to git.
+    pub fn parse(source: &str) -> Result<Option<GitSource>, SourceError> {
         let rest = if let Some(rest) = source.strip_prefix("git::") {
             rest.to_owned()
         } else if let Some(rest) = source.strip_prefix("github.com/") {
+            let repo = rest.split(['/', '?']).take(2).collect::<Vec<_>>();
+            if repo.len() != 2 || !repo.iter().all(|part| github_name(part)) {
+                return Err(SourceError::GitHub(rest.to_owned()));
+            }
             format!("https://github.com/{rest}")
         } else {
-            return None;
+            return Ok(None);
         };
+        if source.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(SourceError::Whitespace);
+        }
         let (location, query) = match rest.split_once('?') {
             Some((location, query)) => (location.to_owned(), Some(query.to_owned())),
             None => (rest, None),
         };
-        let reference = query.and_then(|q| {
-            q.split('&')
-                .find_map(|kv| kv.strip_prefix("ref=").map(str::to_owned))
-        });
+        let mut reference = None;
+        for (key, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+            match &*key {
+                "ref" if valid_reference(&value) => reference = Some(value.into_owned()),
+                "ref" => return Err(SourceError::Reference(value.into_owned())),
+                // A shallow fetch is what init always makes.
+                "depth" => {}
+                other => return Err(SourceError::Query(other.to_owned())),
+            }
+        }
         // `//` after the scheme's own separates the repository from the directory in it.
         let after_scheme = location.find("://").map_or(0, |i| i + 3);
         let (url, subdir) = match location[after_scheme..].find("//") {
@@ -53,11 +102,30 @@ impl GitSource {
             }
             None => (location, String::new()),
         };
-        (!url.is_empty()).then_some(GitSource {
+        check_url(&url)?;
+        if subdir.starts_with(['/', '\\'])
+            || subdir.split(['/', '\\']).any(|step| step == "..")
+            || subdir.contains(':')
+        {
+            return Err(SourceError::Subdir(subdir));
+        }
+        Ok(Some(GitSource {
             url,
             subdir,
             reference,
-        })
+        }))
+    }
+
+    /// The transports git may use for this source: the source's own, never a transport
+    /// helper, and the local file transport only when the source names a local repository.
+    pub fn allowed_protocols(&self) -> &'static str {
+        if self.url.starts_with("file://") {
+            "file"
+        } else if self.url.starts_with("https://") {
+            "https"
+        } else {
+            "ssh"
+        }
     }
 
     /// The directory of a checkout of this source at `commit`, under the stack directory.
@@ -67,6 +135,97 @@ impl GitSource {
         let key: String = key.iter().take(8).map(|b| format!("{b:02x}")).collect();
         stack_dir.join(MODULES_DIR).join(key)
     }
+}
+
+/// The transports a source may name, and whether each needs a host.
+const SCHEMES: &[&str] = &["https", "ssh", "file"];
+
+/// A repository URL git will read as a URL and nothing else: one of [`SCHEMES`], or the
+/// scp-like `USER@HOST:PATH` (ssh), never beginning with `-` in any part that reaches ssh or
+/// git as an argument, never `TRANSPORT::ADDRESS`.
+fn check_url(url: &str) -> Result<(), SourceError> {
+    if url.is_empty() {
+        return Err(SourceError::EmptyUrl);
+    }
+    if url.starts_with('-') {
+        return Err(SourceError::Option(url.to_owned()));
+    }
+    if url.contains("::") {
+        return Err(SourceError::TransportHelper(url.to_owned()));
+    }
+    let Some((scheme, after)) = url.split_once("://") else {
+        // scp-like: `[user@]host:path`; a colon before any slash makes it ssh to git.
+        return match url.split_once(':') {
+            Some((host, path)) if !host.is_empty() && !host.contains('/') => {
+                let host_name = host.rsplit('@').next().unwrap_or(host);
+                if host_name.is_empty() {
+                    Err(SourceError::NoHost(url.to_owned()))
+                } else if host_name.starts_with('-') || host.starts_with('-') {
+                    Err(SourceError::Option(host.to_owned()))
+                } else if path.starts_with('-') {
+                    Err(SourceError::Option(path.to_owned()))
+                } else {
+                    Ok(())
+                }
+            }
+            _ => Err(SourceError::Scheme {
+                scheme: String::new(),
+            }),
+        };
+    };
+    if !SCHEMES.contains(&scheme) {
+        return Err(SourceError::Scheme {
+            scheme: scheme.to_owned(),
+        });
+    }
+    if scheme == "file" {
+        return match after.strip_prefix('/') {
+            Some(_) => Ok(()),
+            None => Err(SourceError::NoHost(url.to_owned())),
+        };
+    }
+    let authority = after.split('/').next().unwrap_or_default();
+    let host = authority.rsplit('@').next().unwrap_or_default();
+    if host.is_empty() {
+        return Err(SourceError::NoHost(url.to_owned()));
+    }
+    if host.starts_with('-') || authority.starts_with('-') {
+        return Err(SourceError::Option(authority.to_owned()));
+    }
+    Ok(())
+}
+
+/// A branch, tag or commit name as `git check-ref-format` accepts it, narrowed to what never
+/// reads as an option or a refspec (`+`, `:`) and never walks up (`..`).
+fn valid_reference(reference: &str) -> bool {
+    !reference.is_empty()
+        && reference.len() <= 255
+        && !reference.starts_with(['-', '/', '.'])
+        && !reference.ends_with(['/', '.'])
+        && !reference.ends_with(".lock")
+        && !reference.contains("..")
+        && !reference.contains("//")
+        && !reference.contains("@{")
+        && reference
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | '@'))
+}
+
+/// An owner or repository name on GitHub.
+fn github_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(['-', '.'])
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// A full commit id as git prints it (SHA-1 or SHA-256): what a lock file may pin.
+pub fn valid_commit(commit: &str) -> bool {
+    matches!(commit.len(), 40 | 64)
+        && commit
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// [`LOCK_FILE`]: by source as written.
@@ -99,17 +258,44 @@ impl ModuleLock {
         }
     }
 
+    /// The lock file's text; a pinned commit that is not a full commit id is refused, since
+    /// it reaches git as an argument.
     pub fn parse(text: &str, path: &Path) -> Result<ModuleLock, String> {
-        serde_json::from_str(text).map_err(|e| format!("{}: {e}", path.display()))
+        let lock: ModuleLock =
+            serde_json::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Some((source, locked)) = lock
+            .modules
+            .iter()
+            .find(|(_, locked)| !valid_commit(&locked.commit))
+        {
+            return Err(format!(
+                "{}: the commit \"{}\" pinned for \"{source}\" is not a full commit id (40 or 64 hexadecimal digits)",
+                path.display(),
+                locked.commit
+            ));
+        }
+        Ok(lock)
     }
 
+    /// Written through a new file of a random name, created exclusively, then renamed over
+    /// the lock file: never through a link planted at it.
     pub fn write(&self, stack_dir: &Path) -> std::io::Result<()> {
-        let path = stack_dir.join(LOCK_FILE);
-        let tmp = path.with_extension("json.tmp");
+        use std::io::Write;
         let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
         text.push('\n');
-        std::fs::write(&tmp, text)?;
-        std::fs::rename(tmp, path)
+        let mut file = tempfile::Builder::new()
+            .prefix(".gpustack.modules.lock.")
+            .tempfile_in(stack_dir)?;
+        file.write_all(text.as_bytes())?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            file.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        }
+        file.persist(stack_dir.join(LOCK_FILE))
+            .map_err(|e| e.error)?;
+        Ok(())
     }
 }
 
@@ -134,10 +320,14 @@ pub fn installed_dir(
 mod tests {
     use super::*;
 
+    fn git(source: &str) -> Option<GitSource> {
+        GitSource::parse(source).expect("a valid source")
+    }
+
     #[test]
     fn terraform_git_source_forms() {
         assert_eq!(
-            GitSource::parse("git::https://example.com/gpu/modules.git//pool?ref=v1.2.0"),
+            git("git::https://example.com/gpu/modules.git//pool?ref=v1.2.0"),
             Some(GitSource {
                 url: "https://example.com/gpu/modules.git".into(),
                 subdir: "pool".into(),
@@ -145,7 +335,7 @@ mod tests {
             })
         );
         assert_eq!(
-            GitSource::parse("git::file:///srv/git/modules.git"),
+            git("git::file:///srv/git/modules.git"),
             Some(GitSource {
                 url: "file:///srv/git/modules.git".into(),
                 subdir: String::new(),
@@ -153,7 +343,7 @@ mod tests {
             })
         );
         assert_eq!(
-            GitSource::parse("git::ssh://git@example.com/gpu.git//a/b?ref=main"),
+            git("git::ssh://git@example.com/gpu.git//a/b?ref=main"),
             Some(GitSource {
                 url: "ssh://git@example.com/gpu.git".into(),
                 subdir: "a/b".into(),
@@ -161,14 +351,120 @@ mod tests {
             })
         );
         assert_eq!(
-            GitSource::parse("github.com/acme/gpu-modules//time-slicing?ref=v2"),
+            git("git::git@github.com:acme/gpu.git//pool?ref=release/v2"),
+            Some(GitSource {
+                url: "git@github.com:acme/gpu.git".into(),
+                subdir: "pool".into(),
+                reference: Some("release/v2".into()),
+            })
+        );
+        assert_eq!(
+            git("github.com/acme/gpu-modules//time-slicing?ref=v2"),
             Some(GitSource {
                 url: "https://github.com/acme/gpu-modules".into(),
                 subdir: "time-slicing".into(),
                 reference: Some("v2".into()),
             })
         );
-        assert_eq!(GitSource::parse("../modules/pool"), None);
-        assert_eq!(GitSource::parse("hashicorp/consul/aws"), None);
+        assert_eq!(
+            git("git::https://example.com/m.git?ref=v1%2E2").and_then(|g| g.reference),
+            Some("v1.2".into())
+        );
+        assert_eq!(git("../modules/pool"), None);
+        assert_eq!(git("hashicorp/consul/aws"), None);
+    }
+
+    #[test]
+    fn sources_that_could_reach_git_as_options_or_helpers_are_refused() {
+        let refused = [
+            (
+                "git::--upload-pack=touch /tmp/x;true//m?ref=main",
+                SourceError::Whitespace,
+            ),
+            (
+                "git::--upload-pack=touch${IFS}/tmp/x//m?ref=main",
+                SourceError::Option("--upload-pack=touch${IFS}/tmp/x".into()),
+            ),
+            (
+                "git::https://example.com/m.git?ref=--upload-pack=x",
+                SourceError::Reference("--upload-pack=x".into()),
+            ),
+            (
+                "git::https://example.com/m.git?ref=main:refs/heads/x",
+                SourceError::Reference("main:refs/heads/x".into()),
+            ),
+            (
+                "git::https://example.com/m.git?ref=%2Dx",
+                SourceError::Reference("-x".into()),
+            ),
+            ("git::ext::sh -c touch% /tmp/x", SourceError::Whitespace),
+            (
+                "git::ext::sh%20-c%20id",
+                SourceError::TransportHelper("ext::sh%20-c%20id".into()),
+            ),
+            ("git::fd::3", SourceError::TransportHelper("fd::3".into())),
+            (
+                "git::ssh://-oProxyCommand=id/x.git",
+                SourceError::Option("-oProxyCommand=id".into()),
+            ),
+            (
+                "git::-oProxyCommand=id:x.git",
+                SourceError::Option("-oProxyCommand=id:x.git".into()),
+            ),
+            (
+                "git::git@-oProxyCommand=id:x.git",
+                SourceError::Option("git@-oProxyCommand=id".into()),
+            ),
+            ("git::host:-x.git", SourceError::Option("-x.git".into())),
+            (
+                "git::http://example.com/m.git",
+                SourceError::Scheme {
+                    scheme: "http".into(),
+                },
+            ),
+            (
+                "git::git://example.com/m.git",
+                SourceError::Scheme {
+                    scheme: "git".into(),
+                },
+            ),
+            (
+                "git::https://example.com/m.git//../../etc",
+                SourceError::Subdir("../../etc".into()),
+            ),
+            (
+                "git::https://example.com/m.git?sshkey=abc",
+                SourceError::Query("sshkey".into()),
+            ),
+            (
+                "git::https:///m.git",
+                SourceError::NoHost("https:///m.git".into()),
+            ),
+            ("git::", SourceError::EmptyUrl),
+            (
+                "github.com/--upload-pack=x/y",
+                SourceError::GitHub("--upload-pack=x/y".into()),
+            ),
+            ("github.com/acme", SourceError::GitHub("acme".into())),
+        ];
+        for (source, why) in refused {
+            assert_eq!(GitSource::parse(source), Err(why), "{source}");
+        }
+    }
+
+    #[test]
+    fn a_lock_file_pins_only_commit_ids() {
+        let lock = |commit: &str| {
+            format!(
+                r#"{{"version":1,"modules":{{"git::https://example.com/m.git":{{"url":"https://example.com/m.git","commit":"{commit}"}}}}}}"#
+            )
+        };
+        let path = Path::new(LOCK_FILE);
+        assert!(ModuleLock::parse(&lock(&"a".repeat(40)), path).is_ok());
+        assert!(ModuleLock::parse(&lock(&"0".repeat(64)), path).is_ok());
+        for hostile in ["--upload-pack=x", "HEAD", "ABCDEF0123", ""] {
+            let err = ModuleLock::parse(&lock(hostile), path).unwrap_err();
+            assert!(err.contains("not a full commit id"), "{err}");
+        }
     }
 }

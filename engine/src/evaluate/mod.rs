@@ -4,6 +4,7 @@
 //! **Invariant:** a node is evaluated only after every node it depends on; a node whose
 //! evaluation failed is unknown to its dependents, so one mistake is reported once.
 
+mod flows;
 pub(crate) mod locate;
 mod scope;
 
@@ -25,6 +26,12 @@ use scope::{ModuleScope, input_key};
 use std::collections::HashSet;
 use std::ops::Range;
 
+/// The most instances `count` or `for_each` may make of one block: beyond it a typo (or a
+/// hostile module) would exhaust memory before anything could be shown.
+pub const MAX_INSTANCES: usize = 100_000;
+
+pub(crate) use flows::{Decl, Flows};
+
 /// A file an expression read at plan time.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -35,6 +42,45 @@ pub enum FileRecord {
     Digest(String),
     /// The file did not exist.
     Missing,
+}
+
+/// The text of a file a saved plan holds only as a digest (it went into a secret), read
+/// again and checked against the digest.
+fn read_digest_input(
+    path: &str,
+    digest: &str,
+    salt: &crate::sensitive::Salt,
+) -> Result<Option<String>, String> {
+    match crate::lang::eval::read_disk(path)? {
+        Some(text) if salt.digest(&Value::String(text.clone())) == digest => Ok(Some(text)),
+        Some(_) => Err(format!(
+            "\"{path}\" went into a secret, so the plan kept only its digest, and the file now differs from what was planned. Restore it or make a new plan."
+        )),
+        None => Err(format!(
+            "\"{path}\" went into a secret, so the plan kept only its digest and applying reads the file again, but it is missing. Restore it (apply where the plan was made) or make a new plan."
+        )),
+    }
+}
+
+/// Checks, before an apply changes anything, an input a saved plan holds only as a digest:
+/// a file must read as it did; an impure call's value cannot be made again.
+pub(crate) fn check_digest_input(
+    key: &str,
+    digest: &str,
+    salt: &crate::sensitive::Salt,
+) -> Result<(), String> {
+    match key.strip_prefix("gpustack:") {
+        // A listing of files is made again when it is read, and checked there.
+        Some(site) if site.contains(":fileset(") => Ok(()),
+        Some(_) => Err(not_made_again(key)),
+        None => read_digest_input(key, digest, salt).map(|_| ()),
+    }
+}
+
+fn not_made_again(key: &str) -> String {
+    format!(
+        "the value of a call ({key}) went into a secret, so the plan kept only its digest, and applying cannot make the same value again (the clock, randomness); apply without a saved plan."
+    )
 }
 
 /// A value for a root variable, before it is converted to the variable's type.
@@ -102,6 +148,8 @@ pub(crate) struct Evaluation<'a> {
     pub(crate) recorded: Option<Recorded>,
     /// Every file the evaluation read from disk, for the plan's snapshot.
     pub(crate) files_read: std::cell::RefCell<std::collections::BTreeMap<String, FileRecord>>,
+    /// Which of those reached a secret: the plan keeps them only as digests.
+    pub(crate) flows: std::cell::RefCell<Flows>,
     pub(crate) stack: &'a Stack,
     pub(crate) registry: &'a Registry,
     pub(crate) sources: &'a SourceMap,
@@ -322,6 +370,7 @@ impl<'a> Evaluation<'a> {
         Self {
             recorded: None,
             files_read: Default::default(),
+            flows: Default::default(),
             stack,
             registry,
             sources,
@@ -340,6 +389,7 @@ impl<'a> Evaluation<'a> {
         make: &mut dyn FnMut() -> Result<Value, String>,
     ) -> Result<Value, String> {
         let Some(recorded) = &self.recorded else {
+            self.flows.borrow_mut().read(key);
             if let Some(FileRecord::Content(text)) = self.files_read.borrow().get(key) {
                 return serde_json::from_str(text)
                     .map(|json| Value::from_json(&json))
@@ -356,6 +406,19 @@ impl<'a> Evaluation<'a> {
             Some(FileRecord::Content(text)) => serde_json::from_str(text)
                 .map(|json| Value::from_json(&json))
                 .map_err(|e| e.to_string()),
+            // Made again, it must be what was planned (a listing of files is; the clock is not).
+            Some(FileRecord::Digest(digest)) => {
+                let value = make()?;
+                if recorded
+                    .salt
+                    .digest(&Value::String(value.to_json().to_string()))
+                    == *digest
+                {
+                    Ok(value)
+                } else {
+                    Err(not_made_again(key))
+                }
+            }
             _ => Err(format!(
                 "the plan has no record of this call ({key}), so applying it cannot make the same value; make a new plan."
             )),
@@ -367,6 +430,7 @@ impl<'a> Evaluation<'a> {
     pub(crate) fn read_file(&self, path: &str) -> Result<Option<String>, String> {
         let key = input_key(path);
         let Some(recorded) = &self.recorded else {
+            self.flows.borrow_mut().read(&key);
             let text = crate::lang::eval::read_disk(path)?;
             self.files_read.borrow_mut().insert(
                 key,
@@ -378,17 +442,7 @@ impl<'a> Evaluation<'a> {
         match recorded.inputs.get(&key) {
             Some(FileRecord::Content(text)) => Ok(Some(text.clone())),
             Some(FileRecord::Missing) => Ok(None),
-            Some(FileRecord::Digest(digest)) => {
-                let text = crate::lang::eval::read_disk(path)?;
-                match text {
-                    Some(text) if recorded.salt.digest(&Value::String(text.clone())) == *digest => {
-                        Ok(Some(text))
-                    }
-                    _ => Err(format!(
-                        "\"{path}\" holds a secret, so the plan kept only its digest, and the file now differs from what was planned. Restore it or make a new plan."
-                    )),
-                }
-            }
+            Some(FileRecord::Digest(digest)) => read_digest_input(path, digest, &recorded.salt),
             None => Err(format!(
                 "\"{path}\" was not read when the plan was made, so applying the plan cannot read it; make a new plan."
             )),
@@ -405,13 +459,28 @@ impl<'a> Evaluation<'a> {
     ) {
         let n = &graph.graph[node];
         let module = &self.stack.modules[n.module];
+        let mark = self.flows.borrow().mark();
         match n.kind {
             NodeKind::Variable => {
                 let value = self.variable(n.module, &module.variables[&n.key], inputs, options);
+                self.flows.borrow_mut().settle(
+                    mark,
+                    n.module,
+                    Decl::Var,
+                    &n.key,
+                    value.contains_sensitive(),
+                );
                 self.values[n.module].vars.insert(n.key.clone(), value);
             }
             NodeKind::Local => {
                 let value = self.eval(n.module, &module.locals[&n.key].expr, None);
+                self.flows.borrow_mut().settle(
+                    mark,
+                    n.module,
+                    Decl::Local,
+                    &n.key,
+                    value.contains_sensitive(),
+                );
                 self.values[n.module].locals.insert(n.key.clone(), value);
             }
             NodeKind::Output => {
@@ -447,6 +516,13 @@ impl<'a> Evaluation<'a> {
                         .outputs
                         .insert(n.key.clone(), (value.clone(), output.sensitive));
                 }
+                self.flows.borrow_mut().settle(
+                    mark,
+                    n.module,
+                    Decl::Output,
+                    &n.key,
+                    value.contains_sensitive(),
+                );
                 self.values[n.module].outputs.insert(n.key.clone(), value);
             }
             NodeKind::Provider | NodeKind::Resource(_) => {}
@@ -934,7 +1010,9 @@ impl<'a> Evaluation<'a> {
             return match value {
                 Value::Unknown => Expansion::Unknown,
                 value => match Type::Number.convert(&value) {
-                    Ok(Value::Number(n)) if n >= 0.0 && n.fract() == 0.0 && n <= 100_000.0 => {
+                    Ok(Value::Number(n))
+                        if n >= 0.0 && n.fract() == 0.0 && n <= MAX_INSTANCES as f64 =>
+                    {
                         Expansion::Count(n as usize)
                     }
                     _ => {
@@ -942,7 +1020,7 @@ impl<'a> Evaluation<'a> {
                             count.span(),
                             "Invalid count argument",
                             format!(
-                                "count must be a whole number from 0 to 100000, not {}.",
+                                "count must be a whole number from 0 to {MAX_INSTANCES}, not {}.",
                                 value
                             ),
                         );
@@ -965,6 +1043,21 @@ impl<'a> Evaluation<'a> {
                 for_each.span(),
                 "Invalid for_each argument",
                 "Sensitive values, or values derived from sensitive values, cannot be used as for_each arguments. If used, the sensitive value could be exposed as a resource instance key.",
+            );
+            return Expansion::Invalid;
+        }
+        let size = match &value {
+            Value::Object(map) => map.len(),
+            Value::List(items) => items.len(),
+            _ => 0,
+        };
+        if size > MAX_INSTANCES {
+            self.diags.error(
+                for_each.span(),
+                "Invalid for_each argument",
+                format!(
+                    "for_each may make at most {MAX_INSTANCES} instances of a block, not {size}."
+                ),
             );
             return Expansion::Invalid;
         }
@@ -1536,6 +1629,21 @@ impl<'a> Evaluation<'a> {
                 self.diags
                     .error(*span, "Unsupported gpustack version", message);
             }
+            // Its structure and literals; variables' values are known when it is opened.
+            if let Some(encryption) = &settings.encryption {
+                let variables = |name: &str| {
+                    encryption_variable(self.stack, name)?;
+                    Ok(Value::Unknown)
+                };
+                crate::config::encryption::evaluate(
+                    &[crate::config::encryption::Part {
+                        body: &encryption.body,
+                        file: encryption.file,
+                    }],
+                    &variables,
+                    self.diags,
+                );
+            }
             let Some(backend) = &settings.backend else {
                 continue;
             };
@@ -1605,6 +1713,67 @@ fn attribute_span(body: &BodyRef, path: &str) -> Option<Span> {
         }
     }
     best.map(|r| Span::new(body.file, r))
+}
+
+/// A root variable the encryption block may read: declared, and sensitive, so that no plan
+/// records its value (a saved plan is given it again, as every sensitive variable).
+fn encryption_variable<'s>(stack: &'s Stack, name: &str) -> Result<&'s Variable, (String, String)> {
+    let Some(v) = stack.root().variables.get(name) else {
+        return Err((
+            "Reference to undeclared input variable".into(),
+            format!(
+                "The stack declares no variable \"{name}\".{}",
+                suggest(name, stack.root().variables.keys().map(String::as_str))
+            ),
+        ));
+    };
+    if !v.sensitive {
+        return Err((
+            "Variable must be sensitive".into(),
+            format!(
+                "The encryption block reads var.{name}, which holds a key or a passphrase: declare it with sensitive = true, so that no plan or output holds its value."
+            ),
+        ));
+    }
+    Ok(v)
+}
+
+/// A root variable's value before anything else is evaluated (for the encryption block): from
+/// the run's inputs, else its default, converted to its type.
+pub(crate) fn static_root_variable(
+    stack: &Stack,
+    inputs: &Inputs,
+    name: &str,
+) -> Result<Value, (String, String)> {
+    let v = encryption_variable(stack, name)?;
+    let invalid = |detail: String| ("Invalid value for input variable".to_owned(), detail);
+    let literal = |expr: &Expr| {
+        Evaluator::new(&EmptyScope)
+            .eval(&expr.expr)
+            .map_err(|e| invalid(format!("{}: {}", e.summary, e.detail)))
+    };
+    let value = match inputs.0.get(name) {
+        Some(RawInput::Text { raw, .. }) => parse_text_input(raw, &v.ty).map_err(invalid)?,
+        Some(RawInput::Expr(expr)) => literal(expr)?,
+        Some(RawInput::Value(value)) => value.clone(),
+        None => match &v.default {
+            Some(default) => literal(default)?,
+            None => {
+                return Err((
+                    "No value for variable".into(),
+                    format!(
+                        "The encryption block reads var.{name}, which has no value: set it with --var {name}=..., a --var-file, or GPUSTACK_VAR_{name}."
+                    ),
+                ));
+            }
+        },
+    };
+    v.ty.convert(&value).map_err(|e| {
+        invalid(format!(
+            "The value for var.{name} does not fit its type {}: {e}.",
+            v.ty
+        ))
+    })
 }
 
 /// `--var` and `GPUSTACK_VAR_` values: raw text for string variables (as Terraform does), HCL

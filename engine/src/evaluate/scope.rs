@@ -2,7 +2,7 @@
 //! `data.t.n`, `count.index`, `each.key`, `path.module` and `TYPE.NAME` mean there, with
 //! "did you mean" errors for what is not declared.
 
-use super::{Evaluation, Repetition};
+use super::{Decl, Evaluation, Repetition};
 use crate::config::Module;
 use crate::diag::suggest;
 use crate::lang::eval::{EvalError, Scope};
@@ -66,6 +66,14 @@ pub(super) fn input_key(path: &str) -> String {
 impl Scope for ModuleScope<'_, '_> {
     fn read_file(&self, path: &str) -> Result<Option<String>, String> {
         self.walk.read_file(path)
+    }
+
+    fn inputs_mark(&self) -> usize {
+        self.walk.flows.borrow().mark()
+    }
+
+    fn inputs_into_secret(&self, mark: usize) {
+        self.walk.flows.borrow_mut().taint_since(mark);
     }
 
     /// Recorded by the place of the call and the instance it is evaluated for; the plan's
@@ -170,12 +178,18 @@ impl Scope for ModuleScope<'_, '_> {
 }
 
 impl ModuleScope<'_, '_> {
+    /// A reference to a declaration reads what its value came from.
+    fn reach(&self, module: usize, decl: Decl, name: &str) {
+        self.walk.flows.borrow_mut().reach(module, decl, name);
+    }
+
     fn variable(
         &self,
         name: &str,
         range: Option<Range<usize>>,
     ) -> Result<(Cow<'_, Value>, usize), EvalError> {
         let m: &Module = &self.walk.stack.modules[self.module];
+        self.reach(self.module, Decl::Var, name);
         let value = self.walk.values[self.module].vars.get(name);
         declared(name, range, &m.variables, value, "An input variable")
     }
@@ -186,6 +200,7 @@ impl ModuleScope<'_, '_> {
         range: Option<Range<usize>>,
     ) -> Result<(Cow<'_, Value>, usize), EvalError> {
         let m: &Module = &self.walk.stack.modules[self.module];
+        self.reach(self.module, Decl::Local, name);
         let value = self.walk.values[self.module].locals.get(name);
         declared(name, range, &m.locals, value, "A local value")
     }
@@ -202,6 +217,7 @@ impl ModuleScope<'_, '_> {
         if let Some(instances) = m.instances.get(call) {
             let repeated = m.calls.get(call).filter(|c| c.for_each.is_some());
             let objects = instances.iter().map(|&child| {
+                self.walk.flows.borrow_mut().reach_all(child, Decl::Output);
                 let module = &self.walk.stack.modules[child];
                 let outputs = &self.walk.values[child].outputs;
                 let object = module
@@ -241,7 +257,10 @@ impl ModuleScope<'_, '_> {
         let outputs = &self.walk.values[child].outputs;
         let declared = &self.walk.stack.modules[child].outputs;
         match rest.first() {
-            Some(output) if declared.contains_key(*output) => found(outputs.get(*output), 3),
+            Some(output) if declared.contains_key(*output) => {
+                self.reach(child, Decl::Output, output);
+                found(outputs.get(*output), 3)
+            }
             Some(output) => Err(undeclared(
                 range,
                 "Unsupported attribute",
@@ -251,6 +270,7 @@ impl ModuleScope<'_, '_> {
                 ),
             )),
             None => {
+                self.walk.flows.borrow_mut().reach_all(child, Decl::Output);
                 let object = declared
                     .keys()
                     .map(|k| (k.clone(), outputs.get(k).cloned().unwrap_or(Value::Unknown)))
@@ -269,6 +289,7 @@ impl ModuleScope<'_, '_> {
         let m: &Module = &self.walk.stack.modules[self.module];
         let values = &self.walk.values[self.module];
         let key = format!("{ty}.{name}");
+        self.reach(self.module, Decl::Data, &key);
         if m.data.contains_key(&key) {
             found(values.data.get(&key), 3)
         } else {
@@ -366,6 +387,7 @@ impl ModuleScope<'_, '_> {
         let m: &Module = &self.walk.stack.modules[self.module];
         let values = &self.walk.values[self.module];
         let key = format!("{ty}.{name}");
+        self.reach(self.module, Decl::Resource, &key);
         // Evaluated resources are the usual case: one lookup, in the values.
         if let Some(value) = values.resources.get(&key) {
             found(Some(value), 2)

@@ -13,10 +13,214 @@ use hcl_edit::expr::{
 use hcl_edit::template::{Directive, Element, Template};
 use indexmap::IndexMap;
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::ops::Range;
 
-/// Guards the evaluator's recursion against pathological nesting.
-const MAX_DEPTH: usize = 200;
+pub use budget::{MAX_DEPTH, MAX_STEPS, MAX_VALUE_BYTES};
+
+/// The stack an evaluation level may need before the next one starts on a new segment.
+const STACK_RED_ZONE: usize = 128 * 1024;
+/// The size of each new stack segment.
+const STACK_SEGMENT: usize = 2 * 1024 * 1024;
+
+/// The limits of one evaluation. An expression of the stack and every template it renders
+/// (`templatefile`, `templatestring`, each with an evaluator of its own) share one budget,
+/// kept per thread: evaluation is synchronous, so the outermost `eval` on a thread is the
+/// stack's expression and everything under it is its work.
+///
+/// **Invariant:** no stack, however hostile, makes an evaluation recurse past [`MAX_DEPTH`],
+/// take more than [`MAX_STEPS`] steps or copy and build more than [`MAX_VALUE_BYTES`]: each
+/// ends it with a located error naming the limit (`lang::eval::tests::limits_*`,
+/// `fast::hostile`).
+mod budget {
+    use super::EvalError;
+    use std::cell::RefCell;
+    use std::ops::Range;
+
+    /// How deep expressions (templates and what they render included) may nest.
+    pub const MAX_DEPTH: usize = 200;
+    /// How many expressions one evaluation may evaluate (each `for` element's and each
+    /// template's included): enough for a `for` over a million elements, not for a
+    /// recursion that doubles at every level.
+    pub const MAX_STEPS: u64 = 20_000_000;
+    /// How many bytes of values one evaluation may copy from references and build with
+    /// functions and templates.
+    pub const MAX_VALUE_BYTES: u64 = 512 << 20;
+
+    #[derive(Default)]
+    struct Budget {
+        depth: usize,
+        /// Templates being rendered: a range inside one is not a range of the stack's file.
+        templates: usize,
+        steps: u64,
+        bytes: u64,
+        /// The first limit reached. It stands even where `try` or `can` caught the error it
+        /// raised: an evaluation that ran out of budget has no result.
+        exceeded: Option<EvalError>,
+    }
+
+    thread_local! {
+        static BUDGET: RefCell<Budget> = RefCell::new(Budget::default());
+    }
+
+    /// Whether this evaluation is the outermost one on the thread.
+    pub(super) struct Entered {
+        outermost: bool,
+    }
+
+    /// Enters one level of evaluation; refuses when a limit is reached.
+    pub(super) fn enter(range: Option<&Range<usize>>) -> Result<Entered, EvalError> {
+        BUDGET.with_borrow_mut(|b| {
+            let outermost = b.depth == 0;
+            if outermost {
+                *b = Budget::default();
+            }
+            if let Some(e) = &b.exceeded {
+                return Err(e.clone());
+            }
+            b.steps += 1;
+            let reached = if b.depth >= MAX_DEPTH {
+                Some((
+                    "Expression too deeply nested",
+                    format!(
+                        "Expressions, with the templates they render, may nest at most {MAX_DEPTH} levels deep (a template that renders itself never ends)."
+                    ),
+                ))
+            } else if b.steps > MAX_STEPS {
+                Some((
+                    "Expression too costly",
+                    format!("One evaluation may evaluate at most {MAX_STEPS} expressions."),
+                ))
+            } else {
+                None
+            };
+            if let Some((summary, detail)) = reached {
+                let e = EvalError::new(
+                    range.filter(|_| b.templates == 0).cloned(),
+                    summary,
+                    detail,
+                );
+                b.exceeded = Some(e.clone());
+                return Err(e);
+            }
+            b.depth += 1;
+            Ok(Entered { outermost })
+        })
+    }
+
+    /// Leaves a level; the outermost turns any limit reached under it into its own error, so
+    /// that nothing swallowed it.
+    pub(super) fn leave<T>(
+        entered: Entered,
+        result: Result<T, EvalError>,
+        range: Option<Range<usize>>,
+    ) -> Result<T, EvalError> {
+        BUDGET.with_borrow_mut(|b| {
+            b.depth -= 1;
+            if !entered.outermost {
+                return result;
+            }
+            b.templates = 0;
+            match b.exceeded.take() {
+                Some(mut e) => {
+                    if e.range.is_none() {
+                        e.range = range;
+                    }
+                    Err(e)
+                }
+                None => result,
+            }
+        })
+    }
+
+    /// Counts `bytes` of values copied or built; refuses past [`MAX_VALUE_BYTES`].
+    pub(super) fn spend(bytes: u64, range: Option<&Range<usize>>) -> Result<(), EvalError> {
+        BUDGET.with_borrow_mut(|b| {
+            b.bytes = b.bytes.saturating_add(bytes);
+            if b.bytes <= MAX_VALUE_BYTES || b.depth == 0 {
+                return Ok(());
+            }
+            let e = b.exceeded.get_or_insert_with(|| {
+                EvalError::new(
+                    range.filter(|_| b.templates == 0).cloned(),
+                    "Expression too large",
+                    format!(
+                        "One evaluation may copy and build at most {} MiB of values.",
+                        MAX_VALUE_BYTES >> 20
+                    ),
+                )
+            });
+            Err(e.clone())
+        })
+    }
+
+    /// Runs `render` as a template nested in the current evaluation.
+    pub(super) fn in_template<T>(render: impl FnOnce() -> T) -> T {
+        BUDGET.with_borrow_mut(|b| b.templates += 1);
+        let result = render();
+        BUDGET.with_borrow_mut(|b| b.templates = b.templates.saturating_sub(1));
+        result
+    }
+
+    /// Whether a limit was reached in the current evaluation.
+    pub(super) fn exceeded() -> bool {
+        BUDGET.with_borrow(|b| b.exceeded.is_some())
+    }
+}
+
+/// A function's result within the limits any value built by one function has.
+fn check_size(name: &str, value: &Value, range: Option<&Range<usize>>) -> Result<()> {
+    let too_large = match value.peel() {
+        Value::String(s) => s.len() > functions::MAX_STRING_BYTES,
+        Value::List(items) => items.len() > functions::MAX_ELEMENTS,
+        Value::Object(map) => map.len() > functions::MAX_ELEMENTS,
+        _ => false,
+    };
+    if too_large {
+        return Err(EvalError::new(
+            range.cloned(),
+            "Function result too large",
+            format!(
+                "{name}() would return more than {} MiB of text or {} elements, the most one function may build.",
+                functions::MAX_STRING_BYTES >> 20,
+                functions::MAX_ELEMENTS
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A template's text so far within the longest string a template may build.
+fn check_template_size(text: &str, range: Option<&Range<usize>>) -> Result<()> {
+    if text.len() > functions::MAX_STRING_BYTES {
+        return Err(EvalError::new(
+            range.cloned(),
+            "Template result too large",
+            format!(
+                "A template may render at most {} MiB of text.",
+                functions::MAX_STRING_BYTES >> 20
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// About how many bytes `value` occupies: what copying it costs the budget.
+fn weight(value: &Value) -> u64 {
+    const NODE: u64 = 32;
+    match value {
+        Value::String(s) => NODE + s.len() as u64,
+        Value::List(items) => NODE + items.iter().map(weight).sum::<u64>(),
+        Value::Object(map) => {
+            NODE + map
+                .iter()
+                .map(|(k, v)| k.len() as u64 + weight(v))
+                .sum::<u64>()
+        }
+        Value::Sensitive(marked) => NODE + weight(&marked.value),
+        _ => NODE,
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvalError {
@@ -101,6 +305,18 @@ pub trait Scope {
         let _ = site;
         make()
     }
+
+    /// Where the record of inputs read (files, impure values) stands now: what an evaluation
+    /// read between this mark and a later one is what went into its value.
+    fn inputs_mark(&self) -> usize {
+        0
+    }
+
+    /// What was read since `mark` went into a secret (the argument of `sensitive()`): a plan
+    /// keeps those inputs only as digests.
+    fn inputs_into_secret(&self, mark: usize) {
+        let _ = mark;
+    }
 }
 
 /// A file from the disk; `Ok(None)` when there is none.
@@ -150,6 +366,14 @@ impl Scope for VarsScope<'_> {
         self.1.impure(site, make)
     }
 
+    fn inputs_mark(&self) -> usize {
+        self.1.inputs_mark()
+    }
+
+    fn inputs_into_secret(&self, mark: usize) {
+        self.1.inputs_into_secret(mark)
+    }
+
     fn lookup(
         &self,
         names: &[&str],
@@ -174,7 +398,6 @@ pub struct Evaluator<'s> {
     scope: &'s dyn Scope,
     /// Iteration variables of enclosing `for` expressions and template directives, innermost last.
     bindings: Vec<(String, Value)>,
-    depth: usize,
 }
 
 impl<'s> Evaluator<'s> {
@@ -182,23 +405,23 @@ impl<'s> Evaluator<'s> {
         Self {
             scope,
             bindings: Vec::new(),
-            depth: 0,
         }
     }
 
     pub fn eval(&mut self, expression: &Expression) -> Result<Value> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            self.depth -= 1;
-            return Err(EvalError::new(
-                expression.span(),
-                "Expression too complex",
-                format!("Expressions may nest at most {MAX_DEPTH} levels deep."),
-            ));
-        }
-        let result = self.eval_inner(expression);
-        self.depth -= 1;
-        result
+        let range = expression.span();
+        let entered = budget::enter(range.as_ref())?;
+        // Frames of a template's parse and evaluation are large in a debug build; a thread
+        // of any stack size reaches the depth limit, not the end of its stack.
+        let result = stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+            self.eval_inner(expression)
+        });
+        budget::leave(entered, result, range)
+    }
+
+    /// Counts a value copied or built against the evaluation's budget.
+    fn spend(&self, value: &Value, range: Option<&Range<usize>>) -> Result<()> {
+        budget::spend(weight(value), range)
     }
 
     /// Evaluates and converts to a type, naming the expected type in the error.
@@ -297,7 +520,8 @@ impl<'s> Evaluator<'s> {
                         &names,
                         traversal_range(traversal, names.len()),
                     )?;
-                    let (value, followed) = self.follow(value, &traversal.operators[used..])?;
+                    let (value, followed) =
+                        self.follow(value, &traversal.operators[used..], range.as_ref())?;
                     self.apply(value, &traversal.operators[used + followed..])
                 } else {
                     let value = self.eval(&traversal.expr)?;
@@ -357,6 +581,7 @@ impl<'s> Evaluator<'s> {
     ) -> Result<Value> {
         let (value, used) = self.reference_prefix(root, names, range.clone())?;
         let value = value.into_owned();
+        self.spend(&value, range.as_ref())?;
         if used != names.len() {
             return Err(EvalError::new(
                 range,
@@ -375,6 +600,7 @@ impl<'s> Evaluator<'s> {
         range: Option<Range<usize>>,
     ) -> Result<(Cow<'s, Value>, usize)> {
         if let Some((_, v)) = self.bindings.iter().rev().find(|(n, _)| n == root) {
+            self.spend(v, range.as_ref())?;
             return Ok((Cow::Owned(v.clone()), 0));
         }
         let mut all = Vec::with_capacity(names.len() + 1);
@@ -394,6 +620,7 @@ impl<'s> Evaluator<'s> {
         &mut self,
         value: Cow<'s, Value>,
         operators: &[hcl_edit::Decorated<TraversalOperator>],
+        range: Option<&Range<usize>>,
     ) -> Result<(Value, usize)> {
         let Cow::Borrowed(mut current) = value else {
             return Ok((value.into_owned(), 0));
@@ -420,6 +647,7 @@ impl<'s> Evaluator<'s> {
             current = next;
             followed += 1;
         }
+        self.spend(current, range)?;
         Ok((current.clone(), followed))
     }
 
@@ -577,11 +805,13 @@ impl<'s> Evaluator<'s> {
                                 )),
                                 _ => unknown = true,
                             }
+                            check_template_size(&out, range.as_ref())?;
                         }
                     }
                 },
             }
         }
+        check_template_size(&out, range.as_ref())?;
         Ok(marks.apply(if unknown {
             Value::Unknown
         } else {
@@ -642,6 +872,16 @@ impl<'s> Evaluator<'s> {
             let pushed = self.bind(key_var.as_deref(), &value_var, key, value);
             let result = self.for_item(f, &mut marks);
             self.bindings.truncate(self.bindings.len() - pushed);
+            if list.len().max(object.len()) >= functions::MAX_ELEMENTS {
+                return Err(EvalError::new(
+                    f.intro.collection_expr.span(),
+                    "For expression too large",
+                    format!(
+                        "A for expression may produce at most {} elements.",
+                        functions::MAX_ELEMENTS
+                    ),
+                ));
+            }
             match result? {
                 ForItem::Skip => {}
                 ForItem::Unknown => unknown = true,
@@ -845,9 +1085,15 @@ impl<'s> Evaluator<'s> {
             }
             _ => {}
         }
+        // Whatever the argument of sensitive() read is a secret's source, even where the
+        // secret's own text is not the file's (a base64 of it, a part of it).
+        let inputs = (name == "sensitive").then(|| self.scope.inputs_mark());
         let mut args = Vec::with_capacity(arg_exprs.len());
         for expr in &arg_exprs {
             args.push(self.eval(expr)?);
+        }
+        if let Some(mark) = inputs {
+            self.scope.inputs_into_secret(mark);
         }
         match name {
             "sensitive" | "nonsensitive" | "issensitive" => {
@@ -920,7 +1166,11 @@ impl<'s> Evaluator<'s> {
             _ => functions::call(name, &args),
         };
         match result {
-            Some(Ok(value)) => Ok(marks.apply(value)),
+            Some(Ok(value)) => {
+                check_size(name, &value, range.as_ref())?;
+                self.spend(&value, range.as_ref())?;
+                Ok(marks.apply(value))
+            }
             Some(Err(err)) => {
                 let (summary, detail) = match err.arg {
                     Some(_) => (
@@ -1342,12 +1592,15 @@ fn render_template(
     })?;
     let scope = VarsScope(vars, scope);
     let mut evaluator = Evaluator::new(&scope);
-    evaluator
-        .template_of(&template, None)
-        .map_err(|e| CallError {
-            arg: Some(0),
-            message: format!("in {origin}: {} {}", e.summary, e.detail),
-        })
+    budget::in_template(|| evaluator.template_of(&template, None)).map_err(|e| CallError {
+        arg: Some(0),
+        // The limit's own error replaces this one where the stack's expression ends.
+        message: if budget::exceeded() {
+            e.detail
+        } else {
+            format!("in {origin}: {} {}", e.summary, e.detail)
+        },
+    })
 }
 
 fn template_string(scope: &dyn Scope, args: &[Value]) -> Result<Value, functions::CallError> {
@@ -1378,7 +1631,20 @@ fn fileset(base: &str, pattern: &str) -> Result<Value, functions::CallError> {
     let root = std::path::Path::new(base);
     let mut found = std::collections::BTreeSet::new();
     let mut dirs = vec![std::path::PathBuf::new()];
+    // A directory linked from inside itself is listed once, not until the path is too long.
+    let mut listed = HashSet::new();
     while let Some(relative) = dirs.pop() {
+        if let Ok(real) = std::fs::canonicalize(root.join(&relative))
+            && !listed.insert(real)
+        {
+            continue;
+        }
+        if found.len() >= functions::MAX_ELEMENTS {
+            return Err(CallError {
+                arg: Some(0),
+                message: format!("more than {} files match.", functions::MAX_ELEMENTS),
+            });
+        }
         let entries = match std::fs::read_dir(root.join(&relative)) {
             Ok(entries) => entries,
             Err(e)
@@ -1694,5 +1960,54 @@ mod tests {
             eval("var.n > 2 ? \"big\" : var.names[9]").unwrap(),
             Value::string("big")
         );
+    }
+
+    #[test]
+    fn limits_depth_is_one_across_the_templates_an_expression_renders() {
+        // Each level renders the template again: a new evaluator whose depth must not start
+        // at zero.
+        let err = eval(
+            r#"templatestring("$${templatestring(t, { t = t })}", { t = "$${templatestring(t, { t = t })}" })"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.summary, "Expression too deeply nested");
+        assert!(
+            err.detail.contains(&MAX_DEPTH.to_string()),
+            "{}",
+            err.detail
+        );
+        // Reported where the stack's expression is, not at a range of the template's text.
+        assert_eq!(err.range.map(|r| r.start), Some(0));
+    }
+
+    #[test]
+    fn limits_stand_where_try_and_can_caught_the_error() {
+        let doubling =
+            r#"{ t = "$${try(templatestring(t, { t = t }), templatestring(t, { t = t }))}" }"#;
+        for src in [
+            format!(r#"try(templatestring({doubling}.t, {doubling}), "fallback")"#),
+            format!(r#"can(templatestring({doubling}.t, {doubling}))"#),
+        ] {
+            let err = eval(&src).unwrap_err();
+            assert_eq!(err.summary, "Expression too deeply nested", "{src}");
+        }
+        // The next evaluation starts with a whole budget.
+        assert_eq!(eval("1 + 1").unwrap(), Value::Number(2.0));
+    }
+
+    #[test]
+    fn limits_bound_the_values_an_expression_copies_and_builds() {
+        // A megabyte copied a thousand times.
+        let err = eval(
+            r#"[for s in [join("", [for j in range(100000) : "xxxxxxxxxx"])] : [for i in range(1000) : s]]"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.summary, "Expression too large");
+        assert!(err.detail.contains("512 MiB"), "{}", err.detail);
+        let err = eval(r#"replace(join("", [for i in range(100000) : "a"]), "a", join("", [for i in range(1000) : "b"]))"#)
+            .unwrap_err();
+        assert!(err.detail.contains("longer than 64 MiB"), "{}", err.detail);
+        let err = eval(r#"join(join("", [for i in range(100000) : "s"]), range(1000))"#);
+        assert!(err.is_err());
     }
 }

@@ -7,8 +7,9 @@
 //!
 //! **Invariant:** a plan holds no sensitive value: each is a salted digest (see
 //! [`crate::sensitive`]), and what apply needs of it (a sensitive variable, a sensitive data
-//! source's answer, a file holding a secret) is supplied or read again at apply and checked
-//! against that digest.
+//! source's answer, a file any part of which went into a secret — see
+//! [`crate::evaluate::Flows`]) is supplied or read again at apply and checked against that
+//! digest, every file before anything is changed.
 
 pub mod generate;
 mod gpu;
@@ -160,7 +161,8 @@ pub struct Snapshot {
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub sensitive_variables: IndexMap<String, String>,
     /// Every file `file()`, `templatefile()` and `fileexists()` read, by the path they were
-    /// given (relative to the working directory where it was under it).
+    /// given (relative to the working directory where it was under it), and the values of
+    /// impure calls; those that went into a secret only as digests.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub inputs: std::collections::BTreeMap<String, FileRecord>,
     /// What each data source instance answered at plan time, by address.

@@ -11,7 +11,7 @@ use super::{
 use crate::config::{Resource, ResourceMode};
 use crate::diag::Diag;
 use crate::evaluate::store;
-use crate::evaluate::{EvalOptions, Evaluation, Inputs, Repetition};
+use crate::evaluate::{Decl, EvalOptions, Evaluation, Inputs, Repetition};
 use crate::graph::{Graph, NodeKind};
 use crate::instances::{Instance, InstanceKey, assemble, expand, keep_ignored, recorded, report};
 use crate::sensitive::{Salt, encode, masked_texts};
@@ -583,6 +583,14 @@ impl crate::schedule::Steps for Planner<'_, '_> {
     }
 }
 
+/// The kind of declaration a resource block is, for [`crate::evaluate::Flows`].
+fn decl_of(mode: ResourceMode) -> Decl {
+    match mode {
+        ResourceMode::Managed => Decl::Resource,
+        ResourceMode::Data => Decl::Data,
+    }
+}
+
 impl Planner<'_, '_> {
     fn depends_on_failure(&self, node: NodeIndex) -> bool {
         self.graph
@@ -605,7 +613,22 @@ impl Planner<'_, '_> {
                 None
             }
             NodeKind::Provider => {
+                let mark = self.walk.flows.borrow().mark();
                 let config = self.walk.provider(n.module, &n.key, n.span, n.implied);
+                let name = n.key.split('.').next().unwrap_or_default();
+                let secret = config.as_ref().is_some_and(|c| {
+                    c.contains_sensitive()
+                        || crate::sensitive::sets_any(
+                            c,
+                            &sensitive_attributes(
+                                self.walk.registry.schema(name).map(|s| &s.config),
+                            ),
+                        )
+                });
+                self.walk
+                    .flows
+                    .borrow_mut()
+                    .settle(mark, n.module, Decl::Provider, &n.key, secret);
                 if self.walk.diags.0.len() > errors_before || config.is_none() {
                     self.failed.insert(node);
                     return None;
@@ -618,7 +641,13 @@ impl Planner<'_, '_> {
                     ResourceMode::Managed => &module.resources[&n.key],
                     ResourceMode::Data => &module.data[&n.key],
                 };
-                self.start_resource(node, n.module, resource)
+                let mark = self.walk.flows.borrow().mark();
+                let started = self.start_resource(node, n.module, resource);
+                self.walk
+                    .flows
+                    .borrow_mut()
+                    .settle(mark, n.module, decl_of(mode), &n.key, false);
+                started
             }
         }
     }
@@ -796,6 +825,8 @@ impl Planner<'_, '_> {
             return None;
         };
         let errors_before = self.walk.diags.0.len();
+        let schema_paths = sensitive_attributes(Some(&schema));
+        let mark = self.walk.flows.borrow().mark();
         if r.mode == ResourceMode::Managed {
             self.evaluate_imports(&config_address);
         }
@@ -819,6 +850,9 @@ impl Planner<'_, '_> {
                 .walk
                 .decode(module, &r.body, &schema, repetition, &context);
             self.walk.provider_checks(r, &config);
+            if config.contains_sensitive() || crate::sensitive::sets_any(&config, &schema_paths) {
+                self.walk.flows.borrow_mut().taint_since(mark);
+            }
             // Digests (a state read without refresh) give way to the configuration's values.
             // Taken, not copied: drift was noted when the live state arrived.
             let refreshed = self.refreshed.remove(&address).inspect(|_| {
@@ -857,7 +891,6 @@ impl Planner<'_, '_> {
         }
         let type_name = r.type_name.clone();
         let mode = r.mode;
-        let schema_paths = sensitive_attributes(Some(&schema));
         let owner = self.owner.clone();
         let preview = !self.options.unreviewed;
         Some(Box::pin(async move {
@@ -1006,6 +1039,7 @@ impl Planner<'_, '_> {
                     .map(|p| self.graph.graph[*p].address(self.walk.stack))
                     .unwrap_or_default();
                 let dependencies = resource_dependencies(self.graph, node, self.walk.stack);
+                let mark = self.walk.flows.borrow().mark();
                 for instance in &instances {
                     let kept = self.repetitions.remove(&instance.address);
                     self.walk.postconditions(
@@ -1016,6 +1050,16 @@ impl Planner<'_, '_> {
                         &instance.planned,
                     );
                 }
+                // A provider's answer may hold secrets its configuration did not (a Secret's
+                // data): what the configuration read went into them.
+                let secret = instances.iter().any(|i| i.planned.contains_sensitive());
+                self.walk.flows.borrow_mut().settle(
+                    mark,
+                    n.module,
+                    decl_of(resource.mode),
+                    &n.key,
+                    secret,
+                );
                 // Only what something may read is assembled: one copy fewer of every planned
                 // instance of a resource nothing references. Check blocks and import blocks
                 // are evaluated outside the graph, so their module's resources always are.

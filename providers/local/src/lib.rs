@@ -372,24 +372,48 @@ fn permission_of(_: &std::fs::Metadata) -> String {
     "0644".into()
 }
 
-/// Writes through a temporary file and a rename, so a crash never leaves half a file.
+/// Writes through a new file of a random name, created exclusively with its final mode in
+/// the same directory, then renamed over the path: a crash never leaves half a file, and a
+/// symlink planted at the path (or at a predictable temporary name) is replaced, never
+/// followed.
 async fn write_file(path: &Path, content: &str, mode: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        tokio::fs::create_dir_all(dir).await?;
-    }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.gpustack-tmp-{}", std::process::id()));
-    tokio::fs::write(&tmp, content).await?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let bits = u32::from_str_radix(mode, 8).unwrap_or(0o644);
-        tokio::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(bits)).await?;
-    }
-    #[cfg(not(unix))]
-    let _ = mode;
-    tokio::fs::rename(&tmp, path).await
+    use std::io::Write;
+    let path = path.to_path_buf();
+    let content = content.to_owned();
+    let bits = u32::from_str_radix(mode, 8).unwrap_or(0o644);
+    tokio::task::spawn_blocking(move || {
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let prefix = format!(".{name}.");
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".gpustack-tmp");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(bits));
+        }
+        #[cfg(not(unix))]
+        let _ = bits;
+        let mut file = builder.tempfile_in(dir)?;
+        file.write_all(content.as_bytes())?;
+        // The mode exactly as asked, whatever the umask took from it at creation.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            file.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(bits))?;
+        }
+        file.as_file().sync_all()?;
+        file.persist(&path).map_err(|e| e.error)?;
+        Ok(())
+    })
+    .await
+    .map_err(std::io::Error::other)?
 }

@@ -53,11 +53,11 @@ impl CallError {
 type CallResult<T = Value> = Result<T, CallError>;
 
 /// Longest list a function builds (`range`, `setproduct`): beyond it a typo would exhaust memory.
-const MAX_ELEMENTS: usize = 1_000_000;
+pub(crate) const MAX_ELEMENTS: usize = 1_000_000;
 /// Widest padding `indent` and `format` produce, for the same reason.
 const MAX_PADDING: usize = 10_000;
-/// Longest string `indent` builds.
-const MAX_STRING_BYTES: usize = 64 << 20;
+/// Longest string a function or a template builds.
+pub(crate) const MAX_STRING_BYTES: usize = 64 << 20;
 /// The largest integer an f64 holds exactly.
 const MAX_SAFE_INT: f64 = 9_007_199_254_740_992.0;
 
@@ -283,7 +283,13 @@ fn lookup_func(name: &str) -> Option<Func> {
         "indent" => Func::fixed(&["spaces", "str"], indent),
         "join" => Func::fixed(&["separator", "list"], |a| {
             let separator = a.string(0)?;
-            ok_string(a.strings(1)?.join(&separator))
+            let parts = a.strings(1)?;
+            strings::within_string_limit(
+                parts.iter().map(String::len).sum(),
+                parts.len(),
+                separator.len(),
+            )?;
+            ok_string(parts.join(&separator))
         }),
         "lower" => Func::fixed(&["str"], |a| ok_string(a.string(0)?.to_lowercase())),
         "replace" => Func::fixed(&["str", "substr", "replace"], replace),

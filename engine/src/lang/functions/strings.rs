@@ -21,9 +21,36 @@ pub(super) fn replace(a: &Args<'_>) -> CallResult {
     // groups ($1, ${name}), as in Terraform.
     if substr.len() >= 2 && substr.starts_with('/') && substr.ends_with('/') {
         let re = pattern(a, 1, &substr[1..substr.len() - 1])?;
+        // Matches do not overlap, so each `$` group reference of the replacement adds at
+        // most the whole string across all matches.
+        let references = replacement.matches('$').count();
+        let matches = re.find_iter(&s).count();
+        within_string_limit(
+            s.len().saturating_mul(references.saturating_add(1)),
+            matches,
+            replacement.len(),
+        )?;
         return ok_string(re.replace_all(&s, replacement.as_str()));
     }
+    let matches = if substr.is_empty() {
+        s.chars().count() + 1
+    } else {
+        s.matches(&substr).count()
+    };
+    within_string_limit(s.len(), matches, replacement.len())?;
     ok_string(s.replace(&substr, &replacement))
+}
+
+/// Refuses before building a string of `len` bytes plus `times` insertions of up to `each`
+/// bytes that would pass [`MAX_STRING_BYTES`].
+pub(super) fn within_string_limit(len: usize, times: usize, each: usize) -> CallResult<()> {
+    if times.saturating_mul(each).saturating_add(len) > MAX_STRING_BYTES {
+        return Err(CallError::call(format!(
+            "the result would be longer than {} MiB",
+            MAX_STRING_BYTES >> 20
+        )));
+    }
+    Ok(())
 }
 
 pub(super) fn split(a: &Args<'_>) -> CallResult {

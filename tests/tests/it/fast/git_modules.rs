@@ -141,3 +141,60 @@ fn registry_module_sources_are_refused_with_the_supported_forms() {
     assert_eq!(code, 1);
     assert!(err.contains("git::URL//DIR?ref=REF"), "{err}");
 }
+
+/// A source that git would read as an option, a transport helper or a ref that is an option
+/// runs nothing: `init` refuses it with a located diagnostic, in the stack and in a module
+/// `init` fetched, and git is never asked to fetch it.
+#[test]
+fn init_runs_no_command_from_a_module_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("pwned");
+    let stack = dir.path().join("stack");
+    std::fs::create_dir_all(&stack).unwrap();
+    let hostile = [
+        format!(
+            "git::--upload-pack=touch {};true//m?ref=main",
+            marker.display()
+        ),
+        format!(
+            "git::--upload-pack=touch$${{IFS}}{}//m?ref=main",
+            marker.display()
+        ),
+        format!("git::ext::sh -c touch% {}", marker.display()),
+        "git::file:///nonexistent?ref=--upload-pack=touch".to_owned(),
+    ];
+    let calls: String = hostile
+        .iter()
+        .enumerate()
+        .map(|(i, source)| format!("module \"m{i}\" {{\n  source = \"{source}\"\n}}\n\n"))
+        .collect();
+    std::fs::write(stack.join("main.hcl"), &calls).unwrap();
+    let (code, out, err) = run(&stack, &["init"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(err.matches("Unsafe module source").count(), 4, "{err}");
+    assert!(err.contains("main.hcl:2:"), "located: {err}");
+    assert!(!marker.exists(), "a command ran from a module source");
+
+    // A third-party module that init fetches may carry such a source in a nested call.
+    let repo = dir.path().join("third-party");
+    std::fs::create_dir_all(repo.join("m")).unwrap();
+    git(&repo, &["init", "-q"]);
+    std::fs::write(repo.join("m/main.hcl"), &calls).unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "nested"]);
+    std::fs::write(
+        stack.join("main.hcl"),
+        format!(
+            "module \"vendor\" {{\n  source = \"git::file://{}//m\"\n}}\n",
+            repo.display()
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = run(&stack, &["init"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("Unsafe module source"), "{err}");
+    assert!(
+        !marker.exists(),
+        "a command ran from a nested module source"
+    );
+}

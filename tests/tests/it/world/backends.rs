@@ -2,11 +2,16 @@
 //! the s3 backend on moto. Each runs the same scenarios through the gpustack binary: two runs
 //! racing for the lock, a killed holder whose lock expires, a run whose lock was forced away
 //! (it stops), and migration between backends; and on the backends directly, a stale writer
-//! refused by compare-and-swap.
+//! refused by compare-and-swap. Then, for each backend: a holder whose clock is far behind but
+//! which renews keeps its lock, and one that stops renewing loses it only after a waiter has
+//! watched it for a TTL; a holder paused until its lock was taken over starts no provider call
+//! and writes no state when it wakes; an interrupted run releases its lock. And on s3 behind a
+//! fault-injecting proxy, a renewal whose answer was lost is not taken for a lost lock.
 
 use gpustack_state::KubernetesConfig;
 use gpustack_state::{Backend, BackendConfig, ResourceMode, ResourceState, State, StateError};
 use gpustack_tests::cluster::TestCluster;
+use gpustack_tests::faults::{Fault, FaultPlan, FaultProxy};
 use gpustack_tests::moto::Moto;
 use gpustack_tests::{gpustack_command, stderr, stdout};
 use std::path::Path;
@@ -17,6 +22,164 @@ use std::time::{Duration, Instant};
 struct Remote {
     block: String,
     env: Vec<(String, String)>,
+}
+
+/// The lock as another machine's run writes it, for what no run on this machine can stage.
+enum Holder {
+    Kubernetes {
+        kubeconfig: std::path::PathBuf,
+        namespace: String,
+        lease: String,
+    },
+    S3 {
+        endpoint: String,
+        bucket: String,
+        key: String,
+    },
+}
+
+const SKEWED_ID: &str = "4b1d0000-0000-4000-8000-00000000skew";
+
+/// Seconds since the epoch of 2001-01-01: the skewed holder's clock is 25 years behind.
+const LONG_AGO: i64 = 978_307_200;
+
+impl Holder {
+    /// Writes the `n`-th renewal of a lock held by `skewed@elsewhere` (pid 4242, TTL 4s)
+    /// whose every time is far in the past: each write differs from the one before, as every
+    /// renewal does, and none says the lock was renewed recently.
+    async fn renew_skewed(&self, n: i64) {
+        let info = serde_json::json!({
+            "id": SKEWED_ID,
+            "operation": "apply",
+            "who": "skewed@elsewhere",
+            "pid": 4242,
+            "created": "2001-01-01T00:00:00Z",
+            "version": "0.1.0",
+        });
+        match self {
+            Holder::Kubernetes {
+                kubeconfig,
+                namespace,
+                lease,
+            } => {
+                use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+                use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+                let settings = gpustack_connect::kubernetes::Settings {
+                    config_path: Some(kubeconfig.display().to_string()),
+                    ..Default::default()
+                };
+                let client = gpustack_connect::kubernetes::client(&settings)
+                    .await
+                    .unwrap();
+                let leases: kube::Api<Lease> = kube::Api::namespaced(client, namespace);
+                let at = |seconds: i64| {
+                    MicroTime(k8s_openapi::jiff::Timestamp::from_second(seconds).unwrap())
+                };
+                let existing = leases.get_opt(lease).await.unwrap();
+                let written = Lease {
+                    metadata: ObjectMeta {
+                        name: Some(lease.clone()),
+                        annotations: Some(
+                            [("gpustack.dev/lock-info".to_owned(), info.to_string())].into(),
+                        ),
+                        resource_version: existing
+                            .as_ref()
+                            .and_then(|l| l.metadata.resource_version.clone()),
+                        ..Default::default()
+                    },
+                    spec: Some(LeaseSpec {
+                        holder_identity: Some(SKEWED_ID.to_owned()),
+                        lease_duration_seconds: Some(4),
+                        acquire_time: Some(at(LONG_AGO)),
+                        renew_time: Some(at(LONG_AGO + n)),
+                        ..Default::default()
+                    }),
+                };
+                let params = kube::api::PostParams::default();
+                match existing {
+                    None => leases.create(&params, &written).await.map(|_| ()),
+                    Some(_) => leases.replace(lease, &params, &written).await.map(|_| ()),
+                }
+                .unwrap();
+            }
+            Holder::S3 {
+                endpoint,
+                bucket,
+                key,
+            } => {
+                let mut record = info;
+                record["renewed"] = (LONG_AGO + n).into();
+                record["ttl_seconds"] = 4.into();
+                record["write"] = format!("skewed-{n}").into();
+                s3_client(endpoint)
+                    .await
+                    .put_object()
+                    .bucket(bucket)
+                    .key(format!("{key}.lock"))
+                    .body(record.to_string().into_bytes().into())
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+}
+
+async fn s3_client(endpoint: &str) -> aws_sdk_s3::Client {
+    let settings = gpustack_connect::aws::Settings {
+        region: Some("us-east-1".into()),
+        profile: None,
+        endpoint: Some(endpoint.to_owned()),
+    };
+    let shared = gpustack_connect::aws::loader(&settings)
+        .credentials_provider(aws_sdk_s3::config::Credentials::new(
+            "test", "test", None, None, "test",
+        ))
+        .load()
+        .await;
+    aws_sdk_s3::Client::from_conf(
+        aws_sdk_s3::config::Builder::from(&shared)
+            .force_path_style(true)
+            .build(),
+    )
+}
+
+/// The skewed holder, renewing every second on a thread of its own until stopped.
+struct SkewedHolder {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl SkewedHolder {
+    /// Returns once the lock is held.
+    fn start(holder: Holder) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (held, is_held) = std::sync::mpsc::channel();
+        let stopping = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let mut n = 0;
+            while !stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                runtime.block_on(holder.renew_skewed(n));
+                if n == 0 {
+                    held.send(()).unwrap();
+                }
+                n += 1;
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        });
+        is_held.recv().unwrap();
+        SkewedHolder { stop, thread }
+    }
+
+    /// Stops renewing, as a holder that crashed or lost its network.
+    fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.thread.join().unwrap();
+    }
 }
 
 impl Remote {
@@ -68,23 +231,32 @@ fn exit_code(output: &Output) -> i32 {
 /// Polls until the state is locked by `child`, with a force-unlock of a made-up ID: it takes
 /// no lock itself and must refuse, naming the holder. Returns the message.
 fn wait_until_locked(remote: &Remote, dir: &Path, child: &mut Child) -> String {
+    wait_until_locked_for(remote, dir, child, "apply")
+}
+
+fn wait_until_locked_for(
+    remote: &Remote,
+    dir: &Path,
+    child: &mut Child,
+    operation: &str,
+) -> String {
     let holder = child.id();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if child.try_wait().unwrap().is_some() {
             let mut err = String::new();
             std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-            panic!("the apply ended before it was seen holding the lock:\n{err}");
+            panic!("the {operation} ended before it was seen holding the lock:\n{err}");
         }
         let (code, _, err) = remote.run(dir, &["force-unlock", "not-the-id"]);
         if code == 1 && err.contains("does not match the lock held by") {
             assert!(err.contains(&format!("(pid {holder})")), "{err}");
-            assert!(err.contains("for apply"), "{err}");
+            assert!(err.contains(&format!("for {operation}")), "{err}");
             return err;
         }
         assert!(
             Instant::now() < deadline,
-            "the apply never took the lock: {err}"
+            "the {operation} never took the lock: {err}"
         );
         std::thread::sleep(Duration::from_millis(150));
     }
@@ -184,6 +356,267 @@ fn a_run_that_lost_its_lock_stops(remote: &Remote, dir: &Path) {
     let (code, pulled, err) = remote.run(dir, &["state", "pull"]);
     assert_eq!(code, 0, "{err}");
     assert!(pulled.contains("\"value\": \"v4\""), "{pulled}");
+}
+
+fn signal(child: &Child, name: &str) {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{name}");
+}
+
+fn not_locked(remote: &Remote, dir: &Path) {
+    let (code, _, err) = remote.run(dir, &["force-unlock", "not-the-id"]);
+    assert!(
+        code == 1 && err.contains("the state is not locked"),
+        "the lock must be gone at once:\n{err}"
+    );
+}
+
+/// A holder on a machine whose clock is 25 years behind renews its lock: every time it writes
+/// is far in the past, so a waiter that compared them with its own clock would take the lock
+/// over at once. No waiter does while the holder renews; once it stops, the next run takes
+/// the lock over after watching it unrenewed for its TTL (4s), and not before.
+fn a_renewing_holder_with_a_skewed_clock_keeps_its_lock(
+    remote: &Remote,
+    holder: Holder,
+    dir: &Path,
+) {
+    write_stack(dir, remote, 0, "skew");
+    let skewed = SkewedHolder::start(holder);
+    let started = Instant::now();
+    let (code, out, err) = remote.run(dir, &["plan", "--lock-timeout", "10s"]);
+    assert_eq!(
+        code, 1,
+        "a lock its holder renews must not be taken over:\n{out}{err}"
+    );
+    assert!(
+        err.contains("the state is locked by skewed@elsewhere (pid 4242) for apply"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_secs(10),
+        "the run waits out its --lock-timeout"
+    );
+    skewed.stop();
+    let stopped = Instant::now();
+    let (code, out, err) = remote.run(dir, &["plan", "--lock-timeout", "60s"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("expired") && err.contains("(pid 4242)"),
+        "the run must say whose lock expired:\n{err}"
+    );
+    assert!(
+        stopped.elapsed() >= Duration::from_secs(4),
+        "taken over only after a TTL of watching it unrenewed, not after {:?}",
+        stopped.elapsed()
+    );
+}
+
+/// A holder paused (SIGSTOP: a stalled machine, a long pause) until a waiting run has taken
+/// its lock over: when it wakes it finishes the provider call it was in, starts no other and
+/// does not write the state; what it did is kept in errored.gpustack-state.json. (The run that
+/// took over only plans, so that no compare-and-swap would refuse the holder's write.)
+fn a_paused_holder_that_lost_its_lock_stops_and_writes_no_state(
+    remote: &Remote,
+    _: Holder,
+    dir: &Path,
+) {
+    std::fs::write(
+        dir.join("main.hcl"),
+        format!(
+            "gpustack {{\n{}\n}}\n\nprovider \"test\" {{\n  latency_ms      = 1000\n  max_concurrency = 1\n  world           = \"world.json\"\n  journal         = \"journal.log\"\n}}\n\nresource \"test_object\" \"p\" {{\n  count = 4\n  name  = \"p${{count.index}}\"\n}}\n",
+            remote.block
+        ),
+    )
+    .unwrap();
+    let created = || {
+        std::fs::read_to_string(dir.join("journal.log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let mut holder = remote.spawn(dir, &["apply", "--auto-approve"]);
+    wait_until_locked(remote, dir, &mut holder);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while created() == 0 {
+        assert!(
+            holder.try_wait().unwrap().is_none(),
+            "the apply ended before its first create"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the apply never created anything"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(&holder, "STOP");
+    let created_before = created();
+    let (code, out, err) = remote.run(dir, &["plan", "--lock-timeout", "60s"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("expired"), "{err}");
+    signal(&holder, "CONT");
+    let out = holder.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(exit_code(&out), 1, "{err}");
+    assert!(err.contains("no longer holds the state lock"), "{err}");
+    assert!(
+        created() <= created_before + 1 && created() < 4,
+        "after the pause only the call in flight may finish: {} created, {created_before} before the pause\n{err}",
+        created()
+    );
+    let (code, pulled, err) = remote.run(dir, &["state", "pull"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !pulled.contains("test_object.p"),
+        "the holder must not write the state after losing its lock:\n{pulled}"
+    );
+    let kept = std::fs::read_to_string(dir.join("errored.gpustack-state.json")).unwrap();
+    assert!(kept.contains("test_object.p[0]"), "{kept}");
+}
+
+/// Ctrl-C or SIGTERM while a run holds the lock: a plan releases it at the first signal and
+/// exits 143 (SIGTERM); an apply stops starting operations at the first Ctrl-C and releases
+/// the lock at the second, exiting 130. Either way the lock is gone at once, not after its TTL.
+fn an_interrupted_run_releases_its_lock(remote: &Remote, _: Holder, dir: &Path) {
+    write_stack(dir, remote, 3000, "interrupted");
+    let mut plan = remote.spawn(dir, &["plan"]);
+    wait_until_locked_for(remote, dir, &mut plan, "plan");
+    signal(&plan, "TERM");
+    let out = plan.wait_with_output().unwrap();
+    assert_eq!(exit_code(&out), 143, "{}", stderr(&out));
+    not_locked(remote, dir);
+
+    let mut apply = remote.spawn(dir, &["apply", "--auto-approve"]);
+    wait_until_locked(remote, dir, &mut apply);
+    signal(&apply, "INT");
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&apply, "INT");
+    let out = apply.wait_with_output().unwrap();
+    assert_eq!(exit_code(&out), 130, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the state lock was released"),
+        "{}",
+        stderr(&out)
+    );
+    not_locked(remote, dir);
+}
+
+/// Runs a scenario on a namespace of its own; no Lease is left after it.
+fn on_kubernetes(name: &str, scenario: impl FnOnce(&Remote, Holder, &Path)) {
+    let cluster = test_cluster();
+    let namespace = Namespace::new(&cluster, name);
+    let remote = kubernetes_remote(&cluster, &namespace.name, name);
+    let holder = Holder::Kubernetes {
+        kubeconfig: cluster.kubeconfig.clone(),
+        namespace: namespace.name.clone(),
+        lease: format!("gpustack-lock-{name}"),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    scenario(&remote, holder, dir.path());
+    let leases = cluster.kubectl_ok(&["get", "leases", "-n", &namespace.name, "-o", "name"]);
+    assert!(leases.trim().is_empty(), "no Lease is left: {leases}");
+}
+
+/// Runs a scenario on a moto server and bucket of its own; no lock object is left after it.
+fn on_s3(name: &str, scenario: impl FnOnce(&Remote, Holder, &Path)) {
+    let moto = Moto::start(&format!("{name}-{}", std::process::id()));
+    moto.boto3(&format!(
+        r#"boto3.client("s3", **kw).create_bucket(Bucket="{name}")"#
+    ));
+    let remote = s3_remote(&moto, name, "state.json");
+    let holder = Holder::S3 {
+        endpoint: moto.endpoint.clone(),
+        bucket: name.to_owned(),
+        key: "state.json".to_owned(),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    scenario(&remote, holder, dir.path());
+    let keys = moto.boto3(&format!(
+        r#"print("\n".join(o["Key"] for o in boto3.client("s3", **kw).list_objects_v2(Bucket="{name}").get("Contents", [])))"#
+    ));
+    assert!(
+        !keys.contains("state.json.lock"),
+        "no lock object is left: {keys}"
+    );
+}
+
+#[test]
+fn kubernetes_lock_of_a_renewing_holder_with_a_skewed_clock_is_never_taken_over() {
+    on_kubernetes(
+        "lock-skew",
+        a_renewing_holder_with_a_skewed_clock_keeps_its_lock,
+    );
+}
+
+#[test]
+fn s3_lock_of_a_renewing_holder_with_a_skewed_clock_is_never_taken_over() {
+    on_s3(
+        "lock-skew",
+        a_renewing_holder_with_a_skewed_clock_keeps_its_lock,
+    );
+}
+
+#[test]
+fn kubernetes_a_paused_holder_that_lost_its_lock_stops_and_writes_no_state() {
+    on_kubernetes(
+        "lock-paused",
+        a_paused_holder_that_lost_its_lock_stops_and_writes_no_state,
+    );
+}
+
+#[test]
+fn s3_a_paused_holder_that_lost_its_lock_stops_and_writes_no_state() {
+    on_s3(
+        "lock-paused",
+        a_paused_holder_that_lost_its_lock_stops_and_writes_no_state,
+    );
+}
+
+#[test]
+fn kubernetes_an_interrupted_run_releases_its_lock() {
+    on_kubernetes("lock-interrupted", an_interrupted_run_releases_its_lock);
+}
+
+#[test]
+fn s3_an_interrupted_run_releases_its_lock() {
+    on_s3("lock-interrupted", an_interrupted_run_releases_its_lock);
+}
+
+/// The first renewal's answer is lost after moto took the write; the SDK retries it, and the
+/// retry fails its `If-Match` (412) because the first attempt changed the ETag. The run finds
+/// its own write in the lock object, keeps the lock and applies.
+#[test]
+fn s3_a_renewal_whose_answer_was_lost_is_not_a_lost_lock() {
+    let moto = Moto::start(&format!("lost-answer-{}", std::process::id()));
+    moto.boto3(r#"boto3.client("s3", **kw).create_bucket(Bucket="lost-answer")"#);
+    let lock_puts = "PUT /lost-answer/state.json.lock";
+    let proxy = FaultProxy::start(
+        &moto.endpoint,
+        FaultPlan {
+            matching: lock_puts.into(),
+            faults: [Fault::Pass, Fault::LoseAnswer].into(),
+        },
+    );
+    let remote = Remote {
+        block: s3_block(&proxy.endpoint, "lost-answer", "state.json"),
+        ..s3_remote(&moto, "lost-answer", "state.json")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    write_stack(dir.path(), &remote, 2500, "renewed");
+    let (code, out, err) = remote.run(dir.path(), &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!err.contains("no longer holds the state lock"), "{err}");
+    let (puts, faulted) = proxy.count(lock_puts);
+    assert_eq!(faulted, 1, "the renewal's answer was lost once");
+    assert!(
+        puts >= 3,
+        "the lock, the renewal whose answer was lost and its retry: {puts} PUTs"
+    );
+    let (code, pulled, err) = remote.run(dir.path(), &["state", "pull"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(pulled.contains("\"value\": \"renewed\""), "{pulled}");
 }
 
 fn scenarios(remote: &Remote) {
@@ -424,12 +857,15 @@ async fn kubernetes_state_larger_than_a_secret_round_trips_and_a_stale_writer_is
     assert_eq!(generations(&cluster).0, 0);
 }
 
+fn s3_block(endpoint: &str, bucket: &str, key: &str) -> String {
+    format!(
+        "  backend \"s3\" {{\n    bucket         = \"{bucket}\"\n    key            = \"{key}\"\n    region         = \"us-east-1\"\n    endpoint       = \"{endpoint}\"\n    use_path_style = true\n    lock_ttl       = \"4s\"\n  }}"
+    )
+}
+
 fn s3_remote(moto: &Moto, bucket: &str, key: &str) -> Remote {
     Remote {
-        block: format!(
-            "  backend \"s3\" {{\n    bucket         = \"{bucket}\"\n    key            = \"{key}\"\n    region         = \"us-east-1\"\n    endpoint       = \"{}\"\n    use_path_style = true\n    lock_ttl       = \"4s\"\n  }}",
-            moto.endpoint
-        ),
+        block: s3_block(&moto.endpoint, bucket, key),
         env: moto
             .env()
             .into_iter()
@@ -474,7 +910,17 @@ fn init_migrates_the_state_between_backends() {
     write_stack(d, &local, 0, "m1");
     let (code, out, err) = local.run(d, &["apply", "--auto-approve"]);
     assert_eq!(code, 0, "{out}{err}");
-    let original = std::fs::read_to_string(d.join(".gpustack/state.json")).unwrap();
+    // What state pull shows of it: the state as it is, without its digest key.
+    let mut original: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join(".gpustack/state.json")).unwrap()).unwrap();
+    assert!(
+        original
+            .as_object_mut()
+            .unwrap()
+            .remove("digest_key")
+            .is_some()
+    );
+    let pulled_state = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
 
     let kubernetes = kubernetes_remote(&cluster, &namespace.name, "migrated");
     let kubernetes = Remote {
@@ -499,7 +945,7 @@ fn init_migrates_the_state_between_backends() {
     assert!(out.contains("Copied the state (serial"), "{out}");
     let (code, pulled, err) = kubernetes.run(d, &["state", "pull"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(pulled, original);
+    assert_eq!(pulled_state(&pulled), original);
     let (code, out, err) = kubernetes.run(d, &["plan", "--detailed-exitcode"]);
     assert_eq!(code, 0, "nothing changes after a migration:\n{out}{err}");
 
@@ -512,7 +958,7 @@ fn init_migrates_the_state_between_backends() {
     assert_eq!(code, 0, "{out}{err}");
     let (code, pulled, err) = s3.run(d, &["state", "pull"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(pulled, original);
+    assert_eq!(pulled_state(&pulled), original);
     let (code, out, err) = s3.run(d, &["apply", "--auto-approve"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(

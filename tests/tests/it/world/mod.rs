@@ -8,6 +8,7 @@ mod collateral;
 mod drift_cronjob;
 mod e2e;
 mod eks;
+mod encryption;
 mod gke;
 mod gpu_model;
 mod karpenter;
