@@ -26,8 +26,10 @@ locals {
   stack_files = var.stack_files != null ? var.stack_files : {
     "main.hcl" = file("${path.module}/watched/main.hcl")
   }
+  # A run killed mid-way leaves its Lease held: the next run takes it over once it has
+  # watched it unrenewed for the watched stack's lock_ttl (2m), so it waits longer than that.
   args = concat(
-    ["drift", "/stack", "--json", "--metrics-file", "/metrics/gpustack-drift.prom"],
+    ["drift", "/stack", "--json", "--metrics-file", "/metrics/gpustack-drift.prom", "--lock-timeout", "3m"],
     var.webhook_url == "" ? [] : ["--webhook", "$(WEBHOOK_URL)"],
   )
   metrics_volume = var.textfile_dir == "" ? { emptyDir = {} } : {

@@ -503,7 +503,8 @@ fn an_interrupted_run_releases_its_lock(remote: &Remote, _: Holder, dir: &Path) 
     not_locked(remote, dir);
 }
 
-/// Runs a scenario on a namespace of its own; no Lease is left after it.
+/// Runs a scenario on a namespace of its own; no Lease is held after it (a released lock
+/// leaves its Lease, holder cleared).
 fn on_kubernetes(name: &str, scenario: impl FnOnce(&Remote, Holder, &Path)) {
     let cluster = test_cluster();
     let namespace = Namespace::new(&cluster, name);
@@ -515,8 +516,15 @@ fn on_kubernetes(name: &str, scenario: impl FnOnce(&Remote, Holder, &Path)) {
     };
     let dir = tempfile::tempdir().unwrap();
     scenario(&remote, holder, dir.path());
-    let leases = cluster.kubectl_ok(&["get", "leases", "-n", &namespace.name, "-o", "name"]);
-    assert!(leases.trim().is_empty(), "no Lease is left: {leases}");
+    let holders = cluster.kubectl_ok(&[
+        "get",
+        "leases",
+        "-n",
+        &namespace.name,
+        "-o",
+        "jsonpath={.items[*].spec.holderIdentity}",
+    ]);
+    assert!(holders.trim().is_empty(), "no Lease is held: {holders}");
 }
 
 /// Runs a scenario on a moto server and bucket of its own; no lock object is left after it.
