@@ -4,22 +4,21 @@
 //! holds the language (`config`, `lang`), the dependency graph (`graph`) and evaluation
 //! (`evaluate`), and the binary's commands on top of them.
 
-pub mod address;
 pub mod apply;
-pub mod config;
-pub mod diag;
+mod encryption;
 pub mod evaluate;
-pub mod fmt;
 pub mod graph;
 mod instances;
-pub mod lang;
 pub mod output;
 pub mod plan;
 mod progress;
 mod schedule;
 pub mod sensitive;
-pub mod source;
 pub mod version;
+
+// The language lives in its own crate; these keep the engine's paths to it short.
+pub(crate) use gpustack_lang::expr as lang;
+pub use gpustack_lang::{address, config, diag, fmt, source};
 
 use crate::config::{Expr, Stack};
 use crate::diag::Diags;
@@ -156,20 +155,20 @@ impl Session {
         }
         let mut parts = Vec::new();
         if let Some(block) = block {
-            parts.push(config::encryption::Part {
+            parts.push(encryption::Part {
                 body: &block.body,
                 file: block.file,
             });
         }
         if let Some((body, file)) = &from_environment {
-            parts.push(config::encryption::Part { body, file: *file });
+            parts.push(encryption::Part { body, file: *file });
         }
         let (stack, inputs) = (&self.stack, &self.inputs);
         let variables = |name: &str| evaluate::static_root_variable(stack, inputs, name);
         let config = if diags.has_errors() {
             None
         } else {
-            config::encryption::evaluate(&parts, &variables, &mut diags)
+            encryption::evaluate(&parts, &variables, &mut diags)
         };
         match config {
             Some(config) if !diags.has_errors() => Ok(Some(config)),

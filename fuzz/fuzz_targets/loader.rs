@@ -58,9 +58,9 @@ fuzz_target!(|data: &[u8]| {
     );
     let main = data.split(|b| *b == 0).next().unwrap_or_default();
     if let Ok(text) = std::str::from_utf8(main)
-        && let Ok(once) = gpustack_engine::fmt::format_hcl(text)
+        && let Ok(once) = gpustack_lang::fmt::format_hcl(text)
     {
-        let twice = gpustack_engine::fmt::format_hcl(&once).expect("formatted output parses");
+        let twice = gpustack_lang::fmt::format_hcl(&once).expect("formatted output parses");
         assert_eq!(once, twice, "formatting is not idempotent");
     }
 });

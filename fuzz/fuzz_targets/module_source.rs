@@ -3,7 +3,7 @@
 //! only the documented transports, and a module directory that stays inside the checkout.
 #![no_main]
 
-use gpustack_engine::config::remote::GitSource;
+use gpustack_lang::config::remote::GitSource;
 use libfuzzer_sys::fuzz_target;
 use std::path::{Component, Path};
 

@@ -1635,8 +1635,8 @@ impl<'a> Evaluation<'a> {
                     encryption_variable(self.stack, name)?;
                     Ok(Value::Unknown)
                 };
-                crate::config::encryption::evaluate(
-                    &[crate::config::encryption::Part {
+                crate::encryption::evaluate(
+                    &[crate::encryption::Part {
                         body: &encryption.body,
                         file: encryption.file,
                     }],

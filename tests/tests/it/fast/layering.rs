@@ -64,6 +64,7 @@ fn sdk_crates(package: &str) -> Vec<String> {
 fn the_engine_and_its_foundations_depend_on_no_sdk() {
     for package in [
         "gpustack-engine",
+        "gpustack-lang",
         "gpustack-gpu",
         "gpustack-protocol",
         "gpustack-state",
@@ -89,6 +90,7 @@ fn the_engine_names_no_provider_backend_or_binary_crate() {
             [
                 "gpustack-engine",
                 "gpustack-gpu",
+                "gpustack-lang",
                 "gpustack-protocol",
                 "gpustack-state"
             ]
@@ -172,9 +174,26 @@ fn the_binary_links_one_tls_implementation() {
 
 /// The engine reaches the network only through a provider or a state backend: no socket in
 /// its sources (and no HTTP client in its dependencies, above).
+/// The language is what a stack's files say: it builds on the protocol's value and diagnostic
+/// types alone, never on the engine, the state, the GPU model, a provider or a backend.
+#[test]
+fn the_language_crate_knows_no_plan_provider_or_state() {
+    let gpustack: BTreeSet<String> = dependencies("gpustack-lang")
+        .into_iter()
+        .filter(|name| name.starts_with("gpustack"))
+        .collect();
+    assert_eq!(
+        gpustack,
+        BTreeSet::from(["gpustack-lang", "gpustack-protocol"].map(str::to_owned))
+    );
+}
+
 #[test]
 fn the_engine_opens_no_socket() {
-    let mut pending = vec![gpustack_tests::repo_root().join("engine/src")];
+    let mut pending = vec![
+        gpustack_tests::repo_root().join("engine/src"),
+        gpustack_tests::repo_root().join("lang/src"),
+    ];
     while let Some(dir) = pending.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();

@@ -5,7 +5,7 @@ use hcl_edit::expr::{Expression, ObjectKey};
 use indexmap::IndexMap;
 
 /// A string with no interpolation: `"x"` or a template made only of literals.
-pub(crate) fn literal_str(expression: &Expression) -> Option<String> {
+pub fn literal_str(expression: &Expression) -> Option<String> {
     match expression {
         Expression::String(s) => Some(s.value().clone()),
         Expression::StringTemplate(t) => t
@@ -17,7 +17,7 @@ pub(crate) fn literal_str(expression: &Expression) -> Option<String> {
 }
 
 /// The value of an expression made only of literals (no references, calls or operators).
-pub(crate) fn literal_value(expression: &Expression) -> Option<gpustack_protocol::Value> {
+pub fn literal_value(expression: &Expression) -> Option<gpustack_protocol::Value> {
     use gpustack_protocol::Value;
     match expression {
         Expression::Null(_) => Some(Value::Null),

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::diag::{Diags, suggest};
-use crate::lang::literal::literal_str;
-use crate::lang::types::parse_type;
+use crate::expr::literal::literal_str;
+use crate::expr::types::parse_type;
 use crate::source::{SourceMap, normalize};
 use hcl_edit::expr::{Expression, ObjectKey, Traversal, TraversalOperator};
 use hcl_edit::structure::{Attribute, Block, Structure};
@@ -136,7 +136,7 @@ fn read_source(
 }
 
 /// Parses a whole file; a syntax error becomes a diagnostic at its location.
-pub(crate) fn parse_source(sources: &SourceMap, id: FileId, diags: &mut Diags) -> Option<Body> {
+pub fn parse_source(sources: &SourceMap, id: FileId, diags: &mut Diags) -> Option<Body> {
     let file = sources.file(id);
     match hcl_edit::parser::parse_body(&file.text) {
         Ok(body) => Some(body),
@@ -1709,7 +1709,7 @@ fn compact(body: &mut Body) {
 }
 
 /// `a.b.c` as written, for references that must be static (depends_on, provider, ignore_changes).
-pub(crate) fn static_parts(expression: &Expression) -> Option<Vec<String>> {
+pub fn static_parts(expression: &Expression) -> Option<Vec<String>> {
     match expression {
         Expression::Variable(v) => Some(vec![v.as_str().to_owned()]),
         Expression::Traversal(t) => {
@@ -1729,13 +1729,13 @@ pub(crate) fn static_parts(expression: &Expression) -> Option<Vec<String>> {
 
 /// What a `replace_triggered_by` entry names: the resource `TYPE.NAME`, the expression of its
 /// instance key if one is given, and the attribute path after it.
-pub(crate) struct TriggerTarget<'e> {
-    pub(crate) resource: String,
-    pub(crate) key: Option<&'e Expression>,
-    pub(crate) attribute: Vec<String>,
+pub struct TriggerTarget<'e> {
+    pub resource: String,
+    pub key: Option<&'e Expression>,
+    pub attribute: Vec<String>,
 }
 
-pub(crate) fn trigger_target(expression: &Expression) -> Option<TriggerTarget<'_>> {
+pub fn trigger_target(expression: &Expression) -> Option<TriggerTarget<'_>> {
     let Expression::Traversal(t) = expression else {
         return None;
     };
@@ -1769,7 +1769,7 @@ pub(crate) fn trigger_target(expression: &Expression) -> Option<TriggerTarget<'_
 
 /// An attribute path as written in `ignore_changes`: `a.b`, `a["k"]`, `a[0].b`; keys and
 /// indexes must be literals. None for anything else.
-pub(crate) fn static_path(expression: &Expression) -> Option<gpustack_protocol::Path> {
+pub fn static_path(expression: &Expression) -> Option<gpustack_protocol::Path> {
     use gpustack_protocol::PathStep;
     match expression {
         Expression::Variable(v) => Some(vec![PathStep::Key(v.as_str().to_owned())]),
@@ -1805,7 +1805,7 @@ fn is_dependable(parts: &[String]) -> bool {
     }
 }
 
-pub(crate) fn is_identifier(s: &str) -> bool {
+pub fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
         && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '-')

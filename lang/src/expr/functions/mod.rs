@@ -53,11 +53,11 @@ impl CallError {
 type CallResult<T = Value> = Result<T, CallError>;
 
 /// Longest list a function builds (`range`, `setproduct`): beyond it a typo would exhaust memory.
-pub(crate) const MAX_ELEMENTS: usize = 1_000_000;
+pub const MAX_ELEMENTS: usize = 1_000_000;
 /// Widest padding `indent` and `format` produce, for the same reason.
 const MAX_PADDING: usize = 10_000;
 /// Longest string a function or a template builds.
-pub(crate) const MAX_STRING_BYTES: usize = 64 << 20;
+pub const MAX_STRING_BYTES: usize = 64 << 20;
 /// The largest integer an f64 holds exactly.
 const MAX_SAFE_INT: f64 = 9_007_199_254_740_992.0;
 

@@ -2,6 +2,6 @@
 
 pub mod eval;
 pub mod functions;
-pub(crate) mod literal;
+pub mod literal;
 pub mod refs;
 pub mod types;

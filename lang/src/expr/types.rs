@@ -1,6 +1,6 @@
 //! Type constraint expressions: `string`, `list(object({ name = string, replicas = optional(number, 2) }))`.
 
-use crate::lang::literal::literal_value;
+use crate::expr::literal::literal_value;
 use gpustack_protocol::{ObjectAttr, Type};
 use hcl_edit::Span as _;
 use hcl_edit::expr::{Expression, ObjectKey};

@@ -3,8 +3,7 @@
 //! Loading checks structure only (block kinds, labels, argument names, meta-arguments); values
 //! are evaluated later, in graph order.
 
-pub mod encryption;
-pub(crate) mod load;
+pub mod load;
 pub mod remote;
 
 pub use load::{Files, load_stack, load_stack_expanded, load_stack_from, parse_file};
@@ -30,7 +29,7 @@ impl Expr {
     }
 }
 
-pub(crate) fn span_of(file: FileId, range: Option<std::ops::Range<usize>>) -> Span {
+pub fn span_of(file: FileId, range: Option<std::ops::Range<usize>>) -> Span {
     Span::new(file, range.unwrap_or(0..0))
 }
 

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)]
 
-use gpustack_engine::lang::eval::{EmptyScope, Evaluator};
+use gpustack_lang::expr::eval::{EmptyScope, Evaluator};
 use serde_json::{Value as Json, json};
 
 fn eval(src: &str) -> Result<Json, String> {

@@ -4,7 +4,7 @@
 //! validated and planned before the values computed by providers exist.
 
 use crate::diag::suggest;
-use crate::lang::functions;
+use crate::expr::functions;
 use gpustack_protocol::{Type, Value, format_number};
 use hcl_edit::Span as _;
 use hcl_edit::expr::{

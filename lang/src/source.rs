@@ -16,7 +16,7 @@ pub struct FileId {
 
 impl FileId {
     /// The file, for a tree parsed from its text from byte `offset` on; `None` past 4 GiB.
-    pub(crate) fn parsed_from(self, offset: usize) -> Option<Self> {
+    pub fn parsed_from(self, offset: usize) -> Option<Self> {
         Some(Self {
             index: self.index,
             base: self.base.checked_add(u32::try_from(offset).ok()?)?,
