@@ -31,10 +31,10 @@ use crate::{InputSource, Session};
 use futures::future::BoxFuture;
 use gpustack_protocol::Registry;
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, ConfigureRequest, Diagnostic,
-    PlanResourceChangeRequest, Provider, Value,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Diagnostic, PlanResourceChangeRequest,
+    Provider, Value,
 };
-use gpustack_state::{Fence, OutputState, ResourceMode as StateMode, ResourceState, State};
+use gpustack_state::{Fence, OutputState, ResourceState, State};
 use petgraph::Direction;
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{HashMap, HashSet};
@@ -208,16 +208,14 @@ impl Ledger<'_, '_> {
             match &done.new_state {
                 Some(new_state) => {
                     let encoded = encode(new_state, &self.salt);
-                    let entry = ResourceState {
-                        address: change.address.clone(),
-                        mode: StateMode::Managed,
-                        type_name: change.type_name.clone(),
-                        provider: change.provider.clone(),
-                        attributes: encoded.json,
-                        sensitive_paths: crate::sensitive::tree_paths(&encoded.sensitive),
-                        dependencies: dependencies.to_vec(),
-                    };
-                    self.put(entry);
+                    self.put(crate::sensitive::state_entry(
+                        &change.address,
+                        &change.type_name,
+                        &change.provider,
+                        encoded.json,
+                        &encoded.sensitive,
+                        dependencies.to_vec(),
+                    ));
                 }
                 None => self.remove(&change.address),
             }
@@ -756,12 +754,6 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                 let owner = self.owner.clone();
                 match (config, factory) {
                     (Some(config), Some(factory)) if self.walk.diags.0.len() == errors => {
-                        let limit = config
-                            .as_object()
-                            .and_then(|c| c.get("max_concurrency"))
-                            .and_then(Value::as_number)
-                            .filter(|n| *n >= 1.0)
-                            .map_or(crate::plan::DEFAULT_MAX_CONCURRENCY, |n| n as usize);
                         let progress = self.progress.clone();
                         let fence = self.fence.clone();
                         Some(Box::pin(async move {
@@ -771,18 +763,15 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                                 )]));
                             }
                             Outcome::Provider(
-                                factory
-                                    .configure(ConfigureRequest {
-                                        config: config.unmark_deep().0,
-                                    })
-                                    .await
-                                    .map(|instance| Handle {
-                                        instance,
+                                crate::configure::configure(&factory, &config).await.map(
+                                    |configured| Handle {
+                                        instance: configured.instance,
                                         fence,
-                                        permits: Arc::new(Semaphore::new(limit)),
+                                        permits: configured.permits,
                                         progress,
                                         owner,
-                                    }),
+                                    },
+                                ),
                             )
                         }))
                     }

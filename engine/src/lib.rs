@@ -5,9 +5,11 @@
 //! (`evaluate`), and the binary's commands on top of them.
 
 pub mod apply;
+mod configure;
 mod encryption;
 pub mod evaluate;
 pub mod graph;
+mod import;
 mod instances;
 pub mod output;
 pub mod plan;
@@ -15,6 +17,8 @@ mod progress;
 mod schedule;
 pub mod sensitive;
 pub mod version;
+
+pub use import::{ImportError, import};
 
 // The language lives in its own crate; these keep the engine's paths to it short.
 pub(crate) use gpustack_lang::expr as lang;

@@ -110,6 +110,27 @@ pub struct Encoded {
     pub sensitive: serde_json::Value,
 }
 
+/// An object as the state keeps it, its sensitive parts already digests with their paths
+/// beside them: the one place an object becomes a state entry (apply's ledger, import).
+pub(crate) fn state_entry(
+    address: &str,
+    type_name: &str,
+    provider: &str,
+    json: serde_json::Value,
+    sensitive: &serde_json::Value,
+    dependencies: Vec<String>,
+) -> gpustack_state::ResourceState {
+    gpustack_state::ResourceState {
+        address: address.to_owned(),
+        mode: gpustack_state::ResourceMode::Managed,
+        type_name: type_name.to_owned(),
+        provider: provider.to_owned(),
+        attributes: json,
+        sensitive_paths: tree_paths(sensitive),
+        dependencies,
+    }
+}
+
 pub fn encode(value: &Value, salt: &Salt) -> Encoded {
     let no = serde_json::Value::Bool(false);
     match value {

@@ -332,6 +332,7 @@ impl PlanFlags {
             replace: self.replace.clone(),
             generate_config: false,
             unreviewed: false,
+            imports: vec![],
         }
     }
 }
@@ -501,6 +502,7 @@ pub fn main() -> ExitCode {
                 replace: vec![],
                 generate_config: false,
                 unreviewed: false,
+                imports: vec![],
             };
             ops::apply(&common, None, &options, auto_approve, None)
         }

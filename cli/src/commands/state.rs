@@ -4,8 +4,7 @@
 use super::backend::{full, lock, runtime};
 use gpustack_engine::config::Files;
 use gpustack_engine::{InputSource, Session, VariableArgs};
-use gpustack_protocol::{ConfigureRequest, ImportResourceRequest};
-use gpustack_state::{Backend, ResourceMode, ResourceState, State};
+use gpustack_state::{Backend, ResourceState, State};
 use std::future::Future;
 use std::path::Path;
 use std::process::ExitCode;
@@ -437,8 +436,8 @@ pub fn force_unlock(dir: &Path, id: &str) -> ExitCode {
     })
 }
 
-/// Brings an existing object under management: reads it through the resource's provider and
-/// records it at `address`.
+/// Brings an existing object under management: the engine reads it through the resource's
+/// provider, on the plan's walk, and it is recorded in the state.
 pub fn import(
     dir: &Path,
     variables: &VariableArgs,
@@ -447,149 +446,45 @@ pub fn import(
     lock_timeout: Duration,
     color: bool,
 ) -> ExitCode {
-    let loaded = gpustack_engine::load(
-        crate::registry(),
-        dir,
-        variables,
-        gpustack_engine::evaluate::EvalOptions::default(),
-    );
-    if loaded.has_errors() {
-        super::report::diagnostics(&loaded.sources, &loaded.diagnostics, color);
-        return ExitCode::from(1);
-    }
-    let Some(instance) = loaded
-        .evaluated
-        .resources
-        .iter()
-        .find(|r| r.address == address)
-    else {
-        return error(format!(
-            "{address} is not declared in the stack: add its resource block first, then import"
-        ));
-    };
-    if instance.mode != gpustack_engine::config::ResourceMode::Managed {
-        return error("only managed resources can be imported");
-    }
-    let provider_name = instance
-        .provider
-        .trim_start_matches("provider.")
-        .split('.')
-        .next()
-        .unwrap_or_default()
-        .to_owned();
-    let registry = crate::registry();
-    let Some(factory) = registry.provider(&provider_name).cloned() else {
-        return error(format!("unknown provider {provider_name}"));
-    };
-    let config = loaded
-        .evaluated
-        .providers
-        .get(&instance.provider)
-        .cloned()
-        .unwrap_or_default();
     run(async {
-        let backend = match stack_backend(dir).await {
-            Ok(b) => b,
-            Err(c) => return c,
+        let mut session = Session::open(
+            crate::registry(),
+            dir,
+            &Files::Disk,
+            InputSource::Args(variables),
+        );
+        if session.diags.has_errors() {
+            let (sources, diagnostics) = session.diagnostics();
+            super::report::diagnostics(&sources, &diagnostics, color);
+            return ExitCode::from(1);
+        }
+        let encryptions = match super::backend::encryptions(&mut session) {
+            Ok(e) => e,
+            Err(e) => return error(e),
         };
+        let backend =
+            match super::backend::open_encrypted(dir, &session, encryptions.state.clone()).await {
+                Ok(b) => b,
+                Err(e) => return error(e),
+            };
         let guard = match lock(backend.as_ref(), "import", lock_timeout).await {
             Ok(g) => g,
             Err(e) => return error(e),
         };
-        let fence = guard.fence();
-        let lock_lost = || {
-            vec![gpustack_protocol::Diagnostic::error(
-                "State lock lost",
-                "this run no longer holds the state lock; nothing was imported",
-            )]
-        };
-        let response = async {
-            if fence.is_lost() {
-                return Err(lock_lost());
-            }
-            let provider = factory
-                .configure(ConfigureRequest {
-                    config: config.unmark_deep().0,
-                })
-                .await?;
-            if fence.is_lost() {
-                return Err(lock_lost());
-            }
-            Ok::<_, Vec<gpustack_protocol::Diagnostic>>(
-                provider
-                    .import_resource(ImportResourceRequest {
-                        type_name: instance.type_name.clone(),
-                        id: id.to_owned(),
-                    })
-                    .await,
-            )
-        }
-        .await;
-        let response = match response {
-            Ok(r) => r,
-            Err(diagnostics) => {
-                return error(
-                    diagnostics
-                        .iter()
-                        .map(|d| format!("{}: {}", d.summary, d.detail))
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                );
-            }
-        };
-        let Some(imported) = response.state else {
-            return error(
-                response
-                    .diagnostics
-                    .iter()
-                    .map(|d| format!("{}: {}", d.summary, d.detail))
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            );
-        };
-        let mut state = match backend.read().await {
-            Ok(s) => s.unwrap_or_else(|| {
-                State::new(
-                    gpustack_state::new_lineage(),
-                    gpustack_engine::version::VERSION,
-                )
-            }),
+        let state = match backend.read().await {
+            Ok(s) => s,
             Err(e) => return error(full(&e)),
         };
-        if state.resource(address).is_some() {
-            return error(format!(
-                "{address} is already managed; remove it with gpustack state rm first to import another object there"
-            ));
-        }
-        let salt = match state
-            .digest_key
-            .as_deref()
-            .and_then(gpustack_engine::sensitive::Salt::from_hex)
-        {
-            Some(salt) => salt,
-            None => {
-                let salt = gpustack_engine::sensitive::Salt::new();
-                state.digest_key = Some(salt.to_hex());
-                salt
-            }
+        let (imported, sources, diagnostics) =
+            gpustack_engine::import(session, state.as_ref(), address, id).await;
+        super::report::diagnostics(&sources, &diagnostics, color);
+        let state = match imported {
+            Ok(state) => state,
+            Err(e) => return error(full(&e)),
         };
-        let imported = gpustack_engine::plan::mark_schema(
-            imported,
-            &gpustack_engine::plan::sensitive_attributes(
-                registry.resource_schema(&instance.type_name),
-            ),
-        );
-        let encoded = gpustack_engine::sensitive::encode(&imported, &salt);
-        state.resources.push(ResourceState {
-            address: address.to_owned(),
-            mode: ResourceMode::Managed,
-            type_name: instance.type_name.clone(),
-            provider: instance.provider.clone(),
-            attributes: encoded.json,
-            sensitive_paths: gpustack_engine::sensitive::tree_paths(&encoded.sensitive),
-            dependencies: vec![],
-        });
-        state.serial += 1;
+        if guard.fence().is_lost() {
+            return error("this run no longer holds the state lock; nothing was imported");
+        }
         if let Err(e) = backend.write(&state).await {
             return error(full(&e));
         }

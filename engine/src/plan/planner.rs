@@ -9,6 +9,7 @@ use super::{
     sensitive_attributes,
 };
 use crate::config::{Resource, ResourceMode};
+use crate::configure::Configured;
 use crate::diag::Diag;
 use crate::evaluate::store;
 use crate::evaluate::{Decl, EvalOptions, Evaluation, Inputs, Repetition};
@@ -18,8 +19,7 @@ use crate::sensitive::{Salt, encode, masked_texts};
 use crate::source::Span;
 use futures::future::BoxFuture;
 use gpustack_protocol::{
-    ConfigureRequest, Diagnostic, PlanResourceChangeRequest, Provider, ReadDataSourceRequest,
-    ReadResourcesRequest, Value,
+    Diagnostic, PlanResourceChangeRequest, ReadDataSourceRequest, ReadResourcesRequest, Value,
 };
 use gpustack_state::{ResourceState, State};
 use indexmap::IndexMap;
@@ -28,14 +28,12 @@ use petgraph::graph::NodeIndex;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use tokio::sync::Semaphore;
 
 /// Calls a provider configuration may have in flight when its block does not say. High enough
 /// that a stack of 10,000 resources at 20 ms per call is bounded by its depth, not by this
 /// limit (64 made the limit the bound: 10,000 × 20 ms / 64 = 3.1 s against a 2 s critical
 /// path); an API server that is sent more than it serves answers 429 with Retry-After, which
 /// the clients honour.
-pub const DEFAULT_MAX_CONCURRENCY: usize = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -61,18 +59,13 @@ pub struct PlanOptions {
     /// No one reads this plan before it is applied (`apply --auto-approve`): providers skip
     /// previews that only serve the plan's display.
     pub unreviewed: bool,
-}
-
-/// A configured provider and its concurrency bound.
-#[derive(Clone)]
-pub(crate) struct ProviderHandle {
-    pub(crate) instance: Arc<dyn Provider>,
-    pub(crate) permits: Arc<Semaphore>,
+    /// Instance addresses imported by id as an `import` block would (`gpustack import`).
+    pub imports: Vec<(String, String)>,
 }
 
 enum Outcome {
     Provider {
-        handle: Option<ProviderHandle>,
+        handle: Option<Configured>,
         refreshed: Vec<(String, Option<Value>)>,
         /// What the refreshed objects said about GPUs, by instance address.
         refresh_facts: Vec<(String, gpustack_protocol::GpuFact)>,
@@ -97,7 +90,7 @@ struct PlannedInstance {
 
 /// One managed instance to plan.
 struct ManagedInstance<'h> {
-    handle: &'h ProviderHandle,
+    handle: &'h Configured,
     type_name: String,
     key: InstanceKey,
     address: String,
@@ -234,7 +227,7 @@ fn failed_instance(key: InstanceKey, address: String) -> PlannedInstance {
 
 /// An object read through its provider's import, with its schema's secrets marked.
 async fn import_object(
-    handle: &ProviderHandle,
+    handle: &Configured,
     type_name: &str,
     id: &str,
     schema_paths: &[gpustack_protocol::Path],
@@ -292,7 +285,7 @@ struct Planner<'w, 'a> {
     inputs: &'a Inputs,
     state: Option<&'a State>,
     options: &'a PlanOptions,
-    providers: HashMap<NodeIndex, ProviderHandle>,
+    providers: HashMap<NodeIndex, Configured>,
     /// Live states by instance address, until the instance's plan takes its own.
     refreshed: HashMap<String, Option<Value>>,
     /// Instances whose live state their plan took out of `refreshed`.
@@ -657,12 +650,6 @@ impl Planner<'_, '_> {
         let address = n.address(self.walk.stack);
         let name = n.key.split('.').next().unwrap_or_default().to_owned();
         let factory = self.walk.registry.provider(&name).cloned();
-        let limit = config
-            .as_object()
-            .and_then(|c| c.get("max_concurrency"))
-            .and_then(Value::as_number)
-            .filter(|n| *n >= 1.0)
-            .map_or(DEFAULT_MAX_CONCURRENCY, |n| n as usize);
         // The state's objects served by this configuration, grouped by type for batched reads,
         // with the paths that are sensitive in each (their values are digests).
         let mut by_type: IndexMap<String, Vec<(String, Value, Vec<gpustack_protocol::Path>)>> =
@@ -698,13 +685,8 @@ impl Planner<'_, '_> {
                     diagnostics: vec![Diagnostic::error("Unknown provider", name)],
                 };
             };
-            let instance = match factory
-                .configure(ConfigureRequest {
-                    config: config.unmark_deep().0,
-                })
-                .await
-            {
-                Ok(instance) => instance,
+            let handle = match crate::configure::configure(&factory, &config).await {
+                Ok(handle) => handle,
                 Err(diagnostics) => {
                     return Outcome::Provider {
                         handle: None,
@@ -713,10 +695,6 @@ impl Planner<'_, '_> {
                         diagnostics,
                     };
                 }
-            };
-            let handle = ProviderHandle {
-                instance,
-                permits: Arc::new(Semaphore::new(limit)),
             };
             let mut refreshed = Vec::new();
             let mut refresh_facts = Vec::new();
@@ -868,7 +846,17 @@ impl Planner<'_, '_> {
             }
             // An `import` block for an instance the state does not have yet.
             let import = match &prior {
-                None => self.imports.get(&address).map(|(id, _)| id.clone()),
+                None => self
+                    .imports
+                    .get(&address)
+                    .map(|(id, _)| id.clone())
+                    .or_else(|| {
+                        self.options
+                            .imports
+                            .iter()
+                            .find(|(to, _)| *to == address)
+                            .map(|(_, id)| id.clone())
+                    }),
                 Some(_) => None,
             };
             if prior.is_none()
@@ -1655,7 +1643,7 @@ impl Planner<'_, '_> {
     /// it, all at once: the answer goes into the change, and a deletion that would take what
     /// the stack did not say it may is an error at its resource block.
     async fn collateral(&mut self, changes: &mut [ResourceChange]) {
-        let handles: HashMap<String, ProviderHandle> = self
+        let handles: HashMap<String, Configured> = self
             .providers
             .iter()
             .map(|(node, handle)| {
