@@ -1,32 +1,47 @@
-//! gpustack: GPU infrastructure on Kubernetes as code.
+//! The gpustack engine: a stack the language crate loaded, turned into a dependency graph,
+//! evaluated, planned against live state and applied.
 //!
-//! The pipeline is load → evaluate → graph → refresh → diff → plan → apply → validate; this crate
-//! holds the language (`config`, `lang`), the dependency graph (`graph`) and evaluation
-//! (`evaluate`), and the binary's commands on top of them.
+//! The pipeline is load → graph → evaluate → refresh → diff → plan → apply → validate. This
+//! file is the engine's API (its façade): the operations — [`load`], [`Session`] with
+//! [`plan`], [`apply`], [`import`] and [`console`] — and the types their callers need; plans
+//! render through the `plan_*`/`drift_*` functions. Everything else is the engine's own.
 
-pub mod apply;
+mod apply;
 mod configure;
 mod encryption;
-pub mod evaluate;
-pub mod graph;
+mod evaluate;
+mod graph;
 mod import;
 mod instances;
-pub mod output;
-pub mod plan;
+mod output;
+mod plan;
 mod progress;
 mod schedule;
-pub mod sensitive;
-pub mod version;
+mod sensitive;
+mod unknowns;
+mod version;
 
+pub use apply::{ApplyReport, ChangeResult, Halt, Supplied, apply};
+pub use configure::DEFAULT_MAX_CONCURRENCY;
+pub use evaluate::EvalOptions;
 pub use import::{ImportError, import};
+pub use output::{
+    console_value, drift_json, drift_markdown, drift_metrics, drift_text, plan_json, plan_markdown,
+    plan_text,
+};
+pub use plan::{Action, Plan, PlanMode, PlanOptions, ResourceChange};
+pub use version::VERSION;
+
+/// The version of the JSON plan format gpustack writes (Terraform's `format_version`).
+pub const PLAN_FORMAT_VERSION: &str = plan::FORMAT_VERSION;
 
 // The language lives in its own crate; these keep the engine's paths to it short.
 pub(crate) use gpustack_lang::expr as lang;
-pub use gpustack_lang::{address, config, diag, fmt, source};
+pub(crate) use gpustack_lang::{address, config, diag, fmt, source};
 
 use crate::config::{Expr, Stack};
 use crate::diag::Diags;
-use crate::evaluate::{EvalOptions, Evaluated, Inputs, RawInput};
+use crate::evaluate::{Evaluated, Inputs, RawInput};
 use crate::graph::Graph;
 use crate::source::SourceMap;
 use gpustack_protocol::Diagnostic;
@@ -60,29 +75,44 @@ impl VariableArgs {
 /// A stack loaded, graphed and evaluated, with every problem found on the way.
 pub struct Loaded {
     pub sources: SourceMap,
-    pub stack: Stack,
-    pub graph: Graph,
-    pub evaluated: Evaluated,
     pub diagnostics: Vec<Diagnostic>,
+    stack: Stack,
+    graph: Graph,
+    evaluated: Evaluated,
 }
 
 impl Loaded {
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
+
+    /// Resource instances, after count and for_each.
+    pub fn resource_count(&self) -> usize {
+        self.evaluated.resources
+    }
+
+    /// Modules, the root and every instance of a repeated call included.
+    pub fn module_count(&self) -> usize {
+        self.stack.modules.len()
+    }
+
+    /// The dependency graph in Graphviz's dot language.
+    pub fn graph_dot(&self) -> String {
+        graph::dot::render(&self.stack, &self.graph, &self.evaluated.instances)
+    }
 }
 
 /// A stack loaded and graphed, not yet evaluated: what plan and apply start from.
 pub struct Session {
     pub dir: PathBuf,
-    pub registry: Registry,
     pub sources: SourceMap,
-    /// How many files of `sources` belong to the stack (the rest are variable files).
-    pub stack_files: usize,
-    pub stack: Stack,
-    pub graph: Graph,
-    pub inputs: Inputs,
     pub diags: Diags,
+    registry: Registry,
+    /// How many files of `sources` belong to the stack (the rest are variable files).
+    stack_files: usize,
+    stack: Stack,
+    graph: Graph,
+    inputs: Inputs,
 }
 
 impl Session {

@@ -239,19 +239,13 @@ pub fn tree_paths(tree: &serde_json::Value) -> Vec<Path> {
     out
 }
 
-/// A `*_sensitive` tree marking the given paths of a value.
-pub fn paths_tree(value: &Value, paths: &[Path]) -> serde_json::Value {
-    let marked = value.clone().unmark_deep().0.mark_paths(paths);
-    encode(&marked, &Salt(vec![0])).sensitive
-}
-
 /// The inverse of [`encode`]: digests come back as marked strings.
 pub fn decode(
     json: &serde_json::Value,
     unknown: &serde_json::Value,
     sensitive: &serde_json::Value,
 ) -> Value {
-    crate::plan::with_unknowns(json, unknown).mark_paths(&tree_paths(sensitive))
+    crate::unknowns::with_unknowns(json, unknown).mark_paths(&tree_paths(sensitive))
 }
 
 /// A value whose sensitive parts are digests (from a plan or the state) with the plaintext

@@ -7,7 +7,7 @@
 #![no_main]
 
 use gpustack_engine::VariableArgs;
-use gpustack_engine::evaluate::EvalOptions;
+use gpustack_engine::EvalOptions;
 use libfuzzer_sys::fuzz_target;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -51,11 +51,7 @@ fuzz_target!(|data: &[u8]| {
             allow_missing_inputs: true,
         },
     );
-    let _ = gpustack_engine::graph::dot::render(
-        &loaded.stack,
-        &loaded.graph,
-        &loaded.evaluated.instances,
-    );
+    let _ = loaded.graph_dot();
     let main = data.split(|b| *b == 0).next().unwrap_or_default();
     if let Ok(text) = std::str::from_utf8(main)
         && let Ok(once) = gpustack_lang::fmt::format_hcl(text)

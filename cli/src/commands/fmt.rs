@@ -1,6 +1,6 @@
 //! `gpustack fmt`: canonical formatting of .hcl files, in place or as a check.
 
-use gpustack_engine::fmt::format_hcl;
+use gpustack_lang::fmt::format_hcl;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

@@ -1,6 +1,6 @@
 //! Smoke-test results as JUnit XML, for CI systems that show test reports.
 
-use gpustack_engine::apply::ChangeResult;
+use gpustack_engine::ChangeResult;
 use gpustack_state::State;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use std::path::Path;

@@ -14,8 +14,8 @@ mod state;
 mod webhook;
 
 use clap::{Args, Parser, Subcommand};
-use gpustack_engine::evaluate::EvalOptions;
-use gpustack_engine::plan::{PlanMode, PlanOptions};
+use gpustack_engine::EvalOptions;
+use gpustack_engine::{PlanMode, PlanOptions};
 use gpustack_engine::{VariableArgs, load};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -33,7 +33,7 @@ fn print_json(document: &impl serde::Serialize) -> std::io::Result<()> {
 }
 
 #[derive(Parser)]
-#[command(name = "gpustack", version = gpustack_engine::version::VERSION, about = "GPU infrastructure on Kubernetes as code", disable_version_flag = true)]
+#[command(name = "gpustack", version = gpustack_engine::VERSION, about = "GPU infrastructure on Kubernetes as code", disable_version_flag = true)]
 struct Cli {
     /// Never colour output (also: NO_COLOR=1). Colour is only used on a terminal.
     #[arg(long, global = true)]
@@ -388,7 +388,7 @@ pub fn main() -> ExitCode {
                 Ok(0) => {}
                 Ok(n) => eprintln!(
                     "Installed {n} git module source(s); their commits are in {}.",
-                    gpustack_engine::config::remote::LOCK_FILE
+                    gpustack_lang::config::remote::LOCK_FILE
                 ),
                 Err(e) => {
                     eprintln!("Error: {e}");
@@ -400,7 +400,7 @@ pub fn main() -> ExitCode {
             let mut session = gpustack_engine::Session::open(
                 crate::registry(),
                 &dir,
-                &gpustack_engine::config::Files::Disk,
+                &gpustack_lang::config::Files::Disk,
                 gpustack_engine::InputSource::Args(&variables),
             );
             if session.diags.has_errors() {
@@ -596,10 +596,10 @@ pub fn main() -> ExitCode {
             if json {
                 println!(
                     "{}",
-                    serde_json::json!({ "gpustack_version": gpustack_engine::version::VERSION, "format_version": "1.0" })
+                    serde_json::json!({ "gpustack_version": gpustack_engine::VERSION, "format_version": "1.0" })
                 );
             } else {
-                println!("gpustack v{}", gpustack_engine::version::VERSION);
+                println!("gpustack v{}", gpustack_engine::VERSION);
             }
             ExitCode::SUCCESS
         }
@@ -667,12 +667,12 @@ fn validate(args: &StackArgs, json: bool, color: bool) -> ExitCode {
     } else {
         report::diagnostics(&loaded.sources, &loaded.diagnostics, color);
         if errors == 0 {
-            let resources = loaded.evaluated.resources.len();
+            let resources = loaded.resource_count();
             println!(
                 "Success! The stack is valid ({resources} resource instance{}, {} module{}).",
                 plural(resources),
-                loaded.stack.modules.len(),
-                plural(loaded.stack.modules.len())
+                loaded.module_count(),
+                plural(loaded.module_count())
             );
         } else {
             eprintln!("{errors} error{} found.", plural(errors));
@@ -698,14 +698,7 @@ fn graph(args: &StackArgs, color: bool) -> ExitCode {
     if loaded.has_errors() {
         return ExitCode::from(1);
     }
-    print!(
-        "{}",
-        gpustack_engine::graph::dot::render(
-            &loaded.stack,
-            &loaded.graph,
-            &loaded.evaluated.instances
-        )
-    );
+    print!("{}", loaded.graph_dot());
     ExitCode::SUCCESS
 }
 

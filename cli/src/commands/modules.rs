@@ -3,9 +3,9 @@
 //! lock file. A locked source is fetched at its locked commit until `--upgrade` asks for what
 //! its ref names now.
 
-use gpustack_engine::config::remote::{GitSource, LockedModule, ModuleLock, valid_commit};
-use gpustack_engine::diag::Diags;
-use gpustack_engine::source::SourceMap;
+use gpustack_lang::config::remote::{GitSource, LockedModule, ModuleLock, valid_commit};
+use gpustack_lang::diag::Diags;
+use gpustack_lang::source::SourceMap;
 use std::path::Path;
 use std::process::Command;
 
@@ -21,7 +21,7 @@ pub fn install(dir: &Path, upgrade: bool) -> Result<usize, String> {
     for _ in 0..MAX_ROUNDS {
         let mut sources = SourceMap::new(dir);
         let mut diags = Diags::default();
-        let stack = gpustack_engine::config::load_stack(dir, &mut sources, &mut diags);
+        let stack = gpustack_lang::config::load_stack(dir, &mut sources, &mut diags);
         let mut wanted: Vec<(String, GitSource)> = stack
             .modules
             .iter()
@@ -68,7 +68,7 @@ pub fn install(dir: &Path, upgrade: bool) -> Result<usize, String> {
         lock.write(dir).map_err(|e| {
             format!(
                 "cannot write {}: {e}",
-                gpustack_engine::config::remote::LOCK_FILE
+                gpustack_lang::config::remote::LOCK_FILE
             )
         })?;
     }
@@ -107,7 +107,7 @@ fn git(source: &GitSource, args: &[&str], cwd: &Path) -> Result<String, String> 
 /// Checks the source out at its pinned commit, or at what its ref names now; returns the
 /// commit. The checkout is made aside and moved into place when complete.
 fn fetch(dir: &Path, source: &GitSource, pinned: Option<&str>) -> Result<String, String> {
-    let modules = dir.join(gpustack_engine::config::remote::MODULES_DIR);
+    let modules = dir.join(gpustack_lang::config::remote::MODULES_DIR);
     std::fs::create_dir_all(&modules).map_err(|e| format!("{}: {e}", modules.display()))?;
     let tmp = modules.join(format!(".fetch-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);

@@ -2,10 +2,10 @@
 
 use super::backend::{full, lock, read, runtime};
 use super::report;
-use gpustack_engine::apply::ApplyReport;
-use gpustack_engine::config::Files;
-use gpustack_engine::plan::{Plan, PlanMode, PlanOptions};
+use gpustack_engine::ApplyReport;
 use gpustack_engine::{InputSource, Session, VariableArgs};
+use gpustack_engine::{Plan, PlanMode, PlanOptions};
+use gpustack_lang::config::Files;
 use gpustack_state::{Backend, Encryption, Encryptions, LockGuard, State};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -56,7 +56,7 @@ fn open(common: &Common) -> Result<Session, ExitCode> {
 /// Diagnostics as text, or as JSON for `--json`.
 fn emit(
     common: &Common,
-    sources: &gpustack_engine::source::SourceMap,
+    sources: &gpustack_lang::source::SourceMap,
     diagnostics: &[gpustack_protocol::Diagnostic],
 ) {
     if !common.json {
@@ -182,13 +182,13 @@ pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
             }
         }
         if args.json {
-            if let Err(e) = super::print_json(&gpustack_engine::output::plan_json(&plan)) {
+            if let Err(e) = super::print_json(&gpustack_engine::plan_json(&plan)) {
                 return error(format!("cannot write the plan's JSON: {e}"));
             }
         } else if args.markdown {
-            print!("{}", gpustack_engine::output::plan_markdown(&plan));
+            print!("{}", gpustack_engine::plan_markdown(&plan));
         } else {
-            print!("{}", gpustack_engine::output::plan_text(&plan, common.color));
+            print!("{}", gpustack_engine::plan_text(&plan, common.color));
         }
         if let Some(out) = &args.out {
             let sealed = encryptions
@@ -326,7 +326,7 @@ async fn execute(
             full(&e)
         })
     };
-    let halt = gpustack_engine::apply::Halt {
+    let halt = gpustack_engine::Halt {
         stop: stop.clone(),
         fence: fence.clone(),
     };
@@ -337,14 +337,14 @@ async fn execute(
         diagnostics,
         counts,
         results,
-    } = gpustack_engine::apply::apply(
+    } = gpustack_engine::apply(
         &crate::registry(),
         plan,
         state,
         &mut persist,
         &halt,
         std::io::stderr().is_terminal(),
-        gpustack_engine::apply::Supplied {
+        gpustack_engine::Supplied {
             variables: &common.variables,
             saved,
         },
@@ -491,10 +491,7 @@ pub fn apply(
                     Err(code) => return code,
                 };
             let encryption = encryptions.state.as_ref();
-            print!(
-                "{}",
-                gpustack_engine::output::plan_text(&plan, common.color)
-            );
+            print!("{}", gpustack_engine::plan_text(&plan, common.color));
             if !plan.has_changes() {
                 // Objects already gone leave the state, and nothing else is done: no question.
                 if plan.vanished().next().is_none() {
@@ -609,7 +606,7 @@ pub fn test(common: &Common, junit: Option<&Path>) -> ExitCode {
             Ok((plan, _, _guard, _)) => plan,
             Err(code) => return code,
         };
-        let tests: Vec<&gpustack_engine::plan::ResourceChange> = survey
+        let tests: Vec<&gpustack_engine::ResourceChange> = survey
             .resource_changes
             .iter()
             .filter(|c| c.type_name == "gpu_smoke_test")
@@ -681,7 +678,7 @@ pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
                     let empty = empty_plan();
                     let _ = write_metrics(
                         path,
-                        &gpustack_engine::output::drift_metrics(&empty, &stack_name, now, true),
+                        &gpustack_engine::drift_metrics(&empty, &stack_name, now, true),
                     );
                 }
                 return code;
@@ -690,21 +687,18 @@ pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
         if args.json {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&gpustack_engine::output::drift_json(&plan))
+                serde_json::to_string_pretty(&gpustack_engine::drift_json(&plan))
                     .unwrap_or_default()
             );
         } else if args.markdown {
-            print!("{}", gpustack_engine::output::drift_markdown(&plan));
+            print!("{}", gpustack_engine::drift_markdown(&plan));
         } else {
-            print!(
-                "{}",
-                gpustack_engine::output::drift_text(&plan, common.color)
-            );
+            print!("{}", gpustack_engine::drift_text(&plan, common.color));
         }
         if let Some(path) = &args.metrics_file
             && let Err(e) = write_metrics(
                 path,
-                &gpustack_engine::output::drift_metrics(&plan, &stack_name, now, false),
+                &gpustack_engine::drift_metrics(&plan, &stack_name, now, false),
             )
         {
             return error(format!("cannot write {}: {e}", path.display()));
@@ -726,8 +720,8 @@ pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
 
 fn empty_plan() -> Plan {
     Plan {
-        format_version: gpustack_engine::plan::FORMAT_VERSION.into(),
-        gpustack_version: gpustack_engine::version::VERSION.into(),
+        format_version: gpustack_engine::PLAN_FORMAT_VERSION.into(),
+        gpustack_version: gpustack_engine::VERSION.into(),
         mode: PlanMode::RefreshOnly,
         lineage: None,
         serial: 0,
@@ -881,7 +875,7 @@ pub fn fleet(
                 Err(message) => serde_json::json!({ "stack": e.stack, "status": "error", "error": message }),
             })
             .collect();
-        let mut report = serde_json::json!({ "format_version": gpustack_engine::plan::FORMAT_VERSION, "stacks": stacks, "failed": failed });
+        let mut report = serde_json::json!({ "format_version": gpustack_engine::PLAN_FORMAT_VERSION, "stacks": stacks, "failed": failed });
         report[if is_plan { "changed" } else { "drifted" }] = flagged_count.into();
         println!(
             "{}",
@@ -990,7 +984,7 @@ pub fn console(common: &Common) -> ExitCode {
         let mut failed = false;
         for answer in answers {
             match answer {
-                Ok(value) => println!("{}", gpustack_engine::output::console_value(&value)),
+                Ok(value) => println!("{}", gpustack_engine::console_value(&value)),
                 Err(why) => {
                     failed = true;
                     eprintln!("Error: {}", gpustack_protocol::secrets::scrub(&why));

@@ -1,6 +1,6 @@
 //! Human rendering of diagnostics with source excerpts (miette), on stderr.
 
-use gpustack_engine::source::{SourceFile, SourceMap};
+use gpustack_lang::source::{SourceFile, SourceMap};
 use gpustack_protocol::{Diagnostic, Severity};
 use miette::{
     GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteError, MietteSpanContents,

@@ -2,8 +2,8 @@
 //! show, force-unlock.
 
 use super::backend::{full, lock, runtime};
-use gpustack_engine::config::Files;
 use gpustack_engine::{InputSource, Session, VariableArgs};
+use gpustack_lang::config::Files;
 use gpustack_state::{Backend, ResourceState, State};
 use std::future::Future;
 use std::path::Path;
@@ -374,13 +374,13 @@ pub fn show(
             Err(e) => return error(e),
         };
         if json {
-            if let Err(e) = super::print_json(&gpustack_engine::output::plan_json(&plan)) {
+            if let Err(e) = super::print_json(&gpustack_engine::plan_json(&plan)) {
                 return error(format!("cannot write the plan's JSON: {e}"));
             }
         } else if markdown {
-            print!("{}", gpustack_engine::output::plan_markdown(&plan));
+            print!("{}", gpustack_engine::plan_markdown(&plan));
         } else {
-            print!("{}", gpustack_engine::output::plan_text(&plan, color));
+            print!("{}", gpustack_engine::plan_text(&plan, color));
         }
         return ExitCode::SUCCESS;
     }

@@ -5,7 +5,7 @@
 //! cron Job whose disk is new every run remembers it; it is written only after a post
 //! succeeded, so a failed post is retried by the next run.
 
-use gpustack_engine::plan::Plan;
+use gpustack_engine::Plan;
 use gpustack_state::Backend;
 use sha2::{Digest, Sha256};
 use std::time::Duration;
@@ -78,7 +78,7 @@ pub async fn notify(
     stack: &str,
     plan: &Plan,
 ) -> Result<Option<Event>, String> {
-    let report = gpustack_engine::output::drift_json(plan);
+    let report = gpustack_engine::drift_json(plan);
     // Without the record the run cannot tell new drift from old: better no post than a
     // repeated page.
     let before: Option<Reported> = backend

@@ -104,23 +104,14 @@ pub struct EvalOptions {
     pub allow_missing_inputs: bool,
 }
 
-/// One instance of a resource or data source. (Its evaluated configuration is the value
-/// references see, in the module's scope; it is not stored twice.)
-#[derive(Debug, Clone)]
-pub struct ResourceInstance {
-    pub address: String,
-    pub mode: ResourceMode,
-    pub type_name: String,
-    pub provider: String,
-    pub span: Span,
-}
-
 #[derive(Debug, Default)]
 pub struct Evaluated {
     pub instances: Instances,
     /// Evaluated provider configurations, by address (`provider.azure.west`).
     pub providers: IndexMap<String, Value>,
-    pub resources: Vec<ResourceInstance>,
+    /// Resource and data source instances evaluated (their configurations are the values
+    /// references see, in their module's scope, not stored twice).
+    pub resources: usize,
     pub outputs: IndexMap<String, (Value, bool)>,
 }
 
@@ -190,12 +181,7 @@ pub fn evaluate(
                     ResourceMode::Managed => &module.resources[&n.key],
                     ResourceMode::Data => &module.data[&n.key],
                 };
-                let provider = graph
-                    .provider_of
-                    .get(&node)
-                    .map(|p| graph.graph[*p].address(stack))
-                    .unwrap_or_default();
-                let (value, keys) = walk.resource(n.module, resource, &provider);
+                let (value, keys) = walk.resource(n.module, resource);
                 if let Some(keys) = keys {
                     walk.out.instances.insert(node, keys);
                 }
@@ -851,12 +837,7 @@ impl<'a> Evaluation<'a> {
         ))
     }
 
-    fn resource(
-        &mut self,
-        module: usize,
-        r: &Resource,
-        provider: &str,
-    ) -> (Value, Option<Vec<String>>) {
+    fn resource(&mut self, module: usize, r: &Resource) -> (Value, Option<Vec<String>>) {
         let Some(schema) = schema_of(self.registry, r) else {
             let (what, types): (&str, Vec<&str>) = match r.mode {
                 ResourceMode::Managed => ("resource", self.registry.resource_types().collect()),
@@ -890,33 +871,21 @@ impl<'a> Evaluation<'a> {
             }
         }
         let expansion = self.expansion(module, r);
-        let address = format!(
-            "{}{}",
-            self.stack.modules[module].prefix(),
-            r.local_address()
-        );
         let context = format!("a {} block", r.type_name);
-        let instance = |walk: &mut Self, key: String, repetition: Option<Repetition>| -> Value {
+        let instance = |walk: &mut Self, repetition: Option<Repetition>| -> Value {
             let config = walk.decode(module, &r.body, schema, repetition, &context);
             walk.provider_checks(r, &config);
-            walk.out.resources.push(ResourceInstance {
-                address: format!("{address}{key}"),
-                mode: r.mode,
-                type_name: r.type_name.clone(),
-                provider: provider.to_owned(),
-                span: r.span,
-            });
+            walk.out.resources += 1;
             config
         };
         match expansion {
-            Expansion::Single => (instance(self, String::new(), None), None),
+            Expansion::Single => (instance(self, None), None),
             Expansion::Disabled => (Value::Null, Some(Vec::new())),
             Expansion::Count(n) => {
                 let values = (0..n)
                     .map(|i| {
                         instance(
                             self,
-                            format!("[{i}]"),
                             Some(Repetition {
                                 count_index: Some(Value::Number(i as f64)),
                                 each: None,
@@ -938,10 +907,8 @@ impl<'a> Evaluation<'a> {
                 let values = items
                     .into_iter()
                     .map(|(k, v)| {
-                        let key = format!("[{}]", Value::string(k.clone()));
                         let value = instance(
                             self,
-                            key,
                             Some(Repetition {
                                 count_index: None,
                                 each: Some((Value::String(k.clone()), v)),

@@ -19,8 +19,8 @@
 //!   itself spends recording each change in the state (a scan of the state per change made
 //!   a 10,000-object destroy take 17 s, a 30,000-object one 230 s).
 
+use gpustack_engine::EvalOptions;
 use gpustack_engine::VariableArgs;
-use gpustack_engine::evaluate::EvalOptions;
 use gpustack_tests::measure::{measure, medians, megabytes, serve_measure, verdict};
 use gpustack_tests::{gpustack_bin, repo_root};
 use std::path::Path;
@@ -107,7 +107,7 @@ fn time_load(dir: &Path) -> (Duration, usize) {
         "synthetic stack has errors: {:?}",
         loaded.diagnostics.first()
     );
-    let instances = loaded.evaluated.resources.len();
+    let instances = loaded.resource_count();
     // As a command ends: the process exits without dropping the result.
     std::mem::forget(loaded);
     (elapsed, instances)

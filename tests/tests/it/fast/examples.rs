@@ -71,7 +71,7 @@ fn every_hcl_file_is_formatted() {
     // The corpus of malformed stacks is formatted too, except for the ones that cannot parse.
     for file in hcl_files(&repo_root().join("tests").join("fixtures")) {
         let text = std::fs::read_to_string(&file).unwrap_or_default();
-        if let Ok(formatted) = gpustack_engine::fmt::format_hcl(&text) {
+        if let Ok(formatted) = gpustack_lang::fmt::format_hcl(&text) {
             assert_eq!(formatted, text, "{} is not formatted", file.display());
         }
     }
