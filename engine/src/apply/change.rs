@@ -1,0 +1,691 @@
+//! The walk that carries out a plan's creates, updates and replacements: each change
+//! finalised with the values now known, checked against what was planned, and made.
+
+use super::*;
+
+pub(super) struct Applier<'w, 'a, 'l, 's, 'p> {
+    pub(super) walk: &'w mut Evaluation<'a>,
+    pub(super) fence: Arc<Fence>,
+    pub(super) owner: Arc<str>,
+    pub(super) graph: &'a Graph,
+    pub(super) inputs: &'a Inputs,
+    pub(super) plan: &'a Plan,
+    pub(super) changes: HashMap<String, &'a ResourceChange>,
+    /// The addresses of each resource block's changes.
+    pub(super) by_config: HashMap<&'a str, Vec<&'a str>>,
+    pub(super) providers: HashMap<NodeIndex, Handle>,
+    pub(super) failed: HashSet<NodeIndex>,
+    pub(super) ledger: &'l mut Ledger<'s, 'p>,
+    /// Instance addresses whose change the walk carried out (or skipped after a failure).
+    pub(super) handled: HashSet<String>,
+    pub(super) progress: Arc<Progress>,
+    /// The count/for_each bindings of instances whose postconditions run after their change.
+    pub(super) repetitions: HashMap<String, Option<Repetition>>,
+}
+
+impl Steps for Applier<'_, '_, '_, '_, '_> {
+    type Outcome = Outcome;
+
+    fn start(&mut self, node: NodeIndex) -> Option<BoxFuture<'static, Outcome>> {
+        if self
+            .graph
+            .graph
+            .neighbors_directed(node, Direction::Incoming)
+            .any(|d| self.failed.contains(&d))
+        {
+            self.failed.insert(node);
+            self.mark_handled(node);
+            return None;
+        }
+        let n = self.graph.graph[node].clone();
+        match n.kind {
+            NodeKind::Variable | NodeKind::Local | NodeKind::Output => {
+                // A value that no longer evaluates stops what depends on it.
+                let errors = self.walk.diags.0.len();
+                self.walk
+                    .step_value(self.graph, node, self.inputs, EvalOptions::default());
+                if self.walk.diags.0.len() > errors {
+                    self.failed.insert(node);
+                }
+                None
+            }
+            NodeKind::Provider => {
+                let errors = self.walk.diags.0.len();
+                let config = self.walk.provider(n.module, &n.key, n.span, n.implied);
+                let name = n.key.split('.').next().unwrap_or_default().to_owned();
+                let factory = self.walk.registry.provider(&name).cloned();
+                let owner = self.owner.clone();
+                match (config, factory) {
+                    (Some(config), Some(factory)) if self.walk.diags.0.len() == errors => {
+                        let progress = self.progress.clone();
+                        let fence = self.fence.clone();
+                        Some(Box::pin(async move {
+                            if fence.is_lost() {
+                                return Outcome::Provider(Err(vec![lock_lost(
+                                    "the provider's configuration",
+                                )]));
+                            }
+                            Outcome::Provider(
+                                crate::configure::configure(&factory, &config).await.map(
+                                    |configured| Handle {
+                                        instance: configured.instance,
+                                        fence,
+                                        permits: configured.permits,
+                                        progress,
+                                        owner,
+                                    },
+                                ),
+                            )
+                        }))
+                    }
+                    _ => {
+                        self.failed.insert(node);
+                        None
+                    }
+                }
+            }
+            NodeKind::Resource(mode) => {
+                let module = &self.walk.stack.modules[n.module];
+                let resource = match mode {
+                    ResourceMode::Managed => &module.resources[&n.key],
+                    ResourceMode::Data => &module.data[&n.key],
+                };
+                self.start_resource(node, n.module, resource)
+            }
+        }
+    }
+
+    fn finish(&mut self, node: NodeIndex, outcome: Outcome) {
+        let n = self.graph.graph[node].clone();
+        match outcome {
+            Outcome::Provider(Ok(handle)) => {
+                self.providers.insert(node, handle);
+            }
+            Outcome::Provider(Err(diagnostics)) => {
+                self.report(Some(n.span), &diagnostics);
+                self.failed.insert(node);
+            }
+            Outcome::Resource(done) => {
+                let module = &self.walk.stack.modules[n.module];
+                let resource = match n.kind {
+                    NodeKind::Resource(ResourceMode::Data) => &module.data[&n.key],
+                    _ => &module.resources[&n.key],
+                };
+                let dependencies =
+                    crate::plan::resource_dependencies(self.graph, node, self.walk.stack);
+                let mut failed = false;
+                for (_, d) in &done {
+                    if let Some(change) = &d.change {
+                        self.handled.insert(change.address.clone());
+                    }
+                    let diagnostics =
+                        crate::instances::as_check_warnings(resource, d.diagnostics.clone());
+                    failed |= self.report(Some(n.span), &diagnostics);
+                    if resource.mode == ResourceMode::Managed {
+                        self.ledger.record(d, &dependencies);
+                    }
+                    // Postconditions on the object as it now is; the change stays recorded.
+                    if let (Some(change), Some(new_state)) = (&d.change, &d.new_state) {
+                        let kept = self.repetitions.remove(&change.address);
+                        failed |= self.walk.postconditions(
+                            n.module,
+                            resource,
+                            &change.address,
+                            kept,
+                            new_state,
+                        );
+                    }
+                }
+                self.ledger.flush_soon();
+                if failed {
+                    self.failed.insert(node);
+                }
+                // A check's data source that could not be read is unknown to its assertions.
+                let unread = resource.check.is_some()
+                    && done
+                        .iter()
+                        .any(|(_, d)| d.diagnostics.iter().any(Diagnostic::is_error));
+                let value = assemble(
+                    resource,
+                    done.iter()
+                        .map(|(k, d)| (k, d.new_state.clone().unwrap_or(Value::Null))),
+                );
+                let value = if unread { Value::Unknown } else { value };
+                store(self.walk, n.module, resource, value);
+            }
+        }
+    }
+}
+
+impl Applier<'_, '_, '_, '_, '_> {
+    pub(super) fn report(&mut self, span: Option<Span>, diagnostics: &[Diagnostic]) -> bool {
+        report(self.walk.diags, span, diagnostics)
+    }
+
+    /// Changes of a node that will not run count as handled, so they are not retried as orphans.
+    pub(super) fn mark_handled(&mut self, node: NodeIndex) {
+        let address = self.graph.graph[node].address(self.walk.stack);
+        for &instance in self.by_config.get(address.as_str()).into_iter().flatten() {
+            self.handled.insert(instance.to_owned());
+        }
+    }
+
+    pub(super) fn start_resource(
+        &mut self,
+        node: NodeIndex,
+        module: usize,
+        r: &Resource,
+    ) -> Option<BoxFuture<'static, Outcome>> {
+        let config_address = format!(
+            "{}{}",
+            self.walk.stack.modules[module].prefix(),
+            r.local_address()
+        );
+        let has_changes = self.by_config.contains_key(config_address.as_str());
+        if self.plan.mode != PlanMode::Normal || (!has_changes && r.mode == ResourceMode::Managed) {
+            let value = recorded(
+                self.ledger.instances(&config_address),
+                &config_address,
+                r,
+                crate::plan::state_value,
+            );
+            store(self.walk, module, r, value);
+            return None;
+        }
+        let handle = self
+            .graph
+            .provider_of
+            .get(&node)
+            .and_then(|p| self.providers.get(p))
+            .cloned();
+        let schema = crate::evaluate::schema_of(self.walk.registry, r).cloned();
+        let (Some(handle), Some(schema)) = (handle, schema) else {
+            self.failed.insert(node);
+            self.mark_handled(node);
+            return None;
+        };
+        let Some(instances) = expand(self.walk, module, r, &config_address) else {
+            self.failed.insert(node);
+            self.mark_handled(node);
+            return None;
+        };
+        let context = format!("a {} block", r.type_name);
+        let mut work = Vec::new();
+        let errors_before = self.walk.diags.0.len();
+        for Instance {
+            key,
+            address,
+            repetition,
+        } in instances
+        {
+            // Preconditions the plan could not decide are decided now, before any change.
+            if let Some(kept) = self.walk.preconditions(module, r, &address, &repetition) {
+                self.repetitions.insert(address.clone(), kept);
+            }
+            let mut config = self
+                .walk
+                .decode(module, &r.body, &schema, repetition, &context);
+            // A configuration that no longer evaluates (a file that changed since the plan)
+            // is never applied, not even as far as it goes.
+            if self.walk.diags.0.len() > errors_before {
+                continue;
+            }
+            if r.mode == ResourceMode::Data {
+                let record = self.plan.snapshot.data.get(&address).cloned();
+                work.push((key, Work::Read(address, config, record)));
+                continue;
+            }
+            let Some(change) = self.changes.get(&address).copied() else {
+                // Not part of this plan (e.g. --target): it stays as recorded.
+                let recorded = self.ledger.get(&address).map(crate::plan::state_value);
+                work.push((key, Work::Keep(recorded)));
+                continue;
+            };
+            if let Some(prior) = change.before_value() {
+                let prior = crate::sensitive::rehydrate(prior, &config, &self.ledger.salt);
+                keep_ignored(&mut config, &prior, r.lifecycle());
+            }
+            work.push((key, Work::Change(Box::new(change.clone()), config)));
+        }
+        if self.walk.diags.0.len() > errors_before {
+            self.failed.insert(node);
+            self.mark_handled(node);
+            return None;
+        }
+        if work
+            .iter()
+            .any(|(_, w)| matches!(w, Work::Change(c, _) if !c.is_no_op()))
+        {
+            self.ledger.before_first_change();
+        }
+        let type_name = r.type_name.clone();
+        let schema_paths = sensitive_attributes(Some(&schema));
+        let salt = self.ledger.salt.clone();
+        Some(Box::pin(async move {
+            let calls = work.into_iter().map(|(key, work)| {
+                let handle = handle.clone();
+                let type_name = type_name.clone();
+                let schema_paths = schema_paths.clone();
+                let salt = salt.clone();
+                async move {
+                    let done = match work {
+                        // The answer the plan was made with; read again only when the plan
+                        // could not read it (it depended on changes) or holds only its digest.
+                        Work::Read(_, _, Some(record))
+                            if !record.sensitive.is_object() && record.sensitive != true =>
+                        {
+                            Done {
+                                change: None,
+                                new_state: Some(Value::from_json(&record.value)),
+                                touched: false,
+                                diagnostics: vec![],
+                            }
+                        }
+                        Work::Read(address, config, record) => {
+                            let secrets =
+                                crate::plan::Secrets::of(None, &config, &schema_paths);
+                            let _permit = handle.permits.acquire().await;
+                            if handle.fence.is_lost() {
+                                return (
+                                    key,
+                                    Done {
+                                        change: None,
+                                        new_state: None,
+                                        touched: false,
+                                        diagnostics: vec![lock_lost(&format!(
+                                            "the read of {address}"
+                                        ))],
+                                    },
+                                );
+                            }
+                            let response = handle
+                                .instance
+                                .read_data_source(gpustack_protocol::ReadDataSourceRequest {
+                                    type_name,
+                                    config: config.unmark_deep().0,
+                                })
+                                .await;
+                            let mut state = secrets.mark(response.state);
+                            let mut diagnostics = response.diagnostics;
+                            if let Some(record) = record {
+                                let paths = crate::sensitive::tree_paths(&record.sensitive);
+                                state = state.mark_paths(&paths);
+                                if encode(&state, &salt).json != record.value {
+                                    diagnostics.push(Diagnostic::error(
+                                        "Data source changed since the plan",
+                                        format!("{address} answers differently than when the plan was made (its sensitive result is checked against the plan's digest). Nothing that depends on it is changed; make a new plan."),
+                                    ));
+                                }
+                            }
+                            Done {
+                                change: None,
+                                new_state: Some(state),
+                                touched: false,
+                                diagnostics,
+                            }
+                        }
+                        Work::Keep(recorded) => Done {
+                            change: None,
+                            new_state: recorded,
+                            touched: false,
+                            diagnostics: vec![],
+                        },
+                        Work::Change(change, config) if change.is_no_op() => {
+                            // Recorded secrets are digests; the configuration has their values.
+                            let before = change
+                                .before_value()
+                                .map(|b| crate::sensitive::rehydrate(b, &config, &salt));
+                            // An import with nothing to change is recorded as it is.
+                            let touched = change.importing.is_some();
+                            Done {
+                                change: Some(*change),
+                                new_state: before,
+                                touched,
+                                diagnostics: vec![],
+                            }
+                        }
+                        Work::Change(change, config) => {
+                            carry_out(&handle, type_name, *change, config, &schema_paths, &salt)
+                                .await
+                        }
+                    };
+                    (key, done)
+                }
+            });
+            Outcome::Resource(futures::future::join_all(calls).await)
+        }))
+    }
+}
+
+pub(super) enum Work {
+    /// A data source: its address, configuration and the answer the plan recorded.
+    Read(String, Value, Option<crate::plan::DataRecord>),
+    Keep(Option<Value>),
+    Change(Box<ResourceChange>, Value),
+}
+
+/// Finalises an instance's plan with the values now known, checks it against the saved
+/// change, then creates, updates or replaces.
+pub(super) async fn carry_out(
+    handle: &Handle,
+    type_name: String,
+    change: ResourceChange,
+    config: Value,
+    schema_paths: &[gpustack_protocol::Path],
+    salt: &Salt,
+) -> Done {
+    let prior = change
+        .before_value()
+        .map(|p| crate::sensitive::rehydrate(p, &config, salt));
+    let replace = change.is_replace();
+    // A secret the plan holds only as a digest, which ignore_changes put into the
+    // configuration: its value is known to no one here, and the digest must never be sent.
+    if let Some(path) = config
+        .sensitive_paths()
+        .into_iter()
+        .find(|p| config.at(p).is_some_and(crate::sensitive::is_digest))
+    {
+        let diagnostic = Diagnostic::error(
+            "Secret not in the saved plan",
+            format!(
+                "{}: ignore_changes keeps {}, a secret the saved plan holds only as a digest. Apply the stack directory instead of the plan file.",
+                change.address,
+                gpustack_protocol::path_text(&path)
+            ),
+        );
+        return Done {
+            change: Some(change),
+            new_state: prior,
+            touched: false,
+            diagnostics: vec![diagnostic],
+        };
+    }
+    let secrets = crate::plan::Secrets::of(prior.as_ref(), &config, schema_paths);
+    let planned = {
+        let _permit = handle.permits.acquire().await;
+        if handle.fence.is_lost() {
+            let what = format!("the change of {}", change.address);
+            return Done {
+                change: Some(change),
+                new_state: prior,
+                touched: false,
+                diagnostics: vec![lock_lost(&what)],
+            };
+        }
+        let response = handle
+            .instance
+            .plan_resource_change(PlanResourceChangeRequest {
+                type_name: type_name.clone(),
+                prior_state: if replace {
+                    None
+                } else {
+                    prior.clone().map(|p| p.unmark_deep().0)
+                },
+                config: config.unmark_deep().0,
+                for_apply: true,
+                preview: false,
+                sensitive_paths: secrets.paths.clone(),
+                owner: handle.owner.to_string(),
+            })
+            .await;
+        if response.diagnostics.iter().any(Diagnostic::is_error) {
+            return Done {
+                change: Some(change),
+                new_state: prior,
+                touched: false,
+                diagnostics: response.diagnostics,
+            };
+        }
+        let final_replace = !response.requires_replace.is_empty() && prior.is_some();
+        if final_replace && !replace {
+            return inconsistent(
+                change,
+                prior,
+                format!(
+                    "the saved plan updates it in place, but its provider now says {} forces a replacement",
+                    response.requires_replace.join(", ")
+                ),
+            );
+        }
+        // Made since the plan, by someone else: the create would take it over (a server-side
+        // apply, a Helm install, a file written over it). The plan checked; this is the
+        // object as it is now.
+        if prior.is_none()
+            && let Some(existing) = response.existing.as_ref().filter(|e| !e.owned)
+        {
+            let diagnostic = Diagnostic::error(
+                "Object already exists",
+                format!(
+                    "{} would create {}, which was made since the plan, and not by this stack: gpustack never changes or deletes an object it does not manage. Import it (id {}) or remove it, and plan again.",
+                    change.address,
+                    existing.describe,
+                    serde_json::Value::String(existing.import_id.clone()),
+                ),
+            );
+            return Done {
+                change: Some(change),
+                new_state: None,
+                touched: false,
+                diagnostics: vec![diagnostic],
+            };
+        }
+        let planned = secrets.mark(response.planned_state);
+        if let Some(path) = inconsistency(&change, &planned, salt) {
+            return inconsistent(
+                change,
+                prior,
+                format!("the value of {path} differs from the value the saved plan holds"),
+            );
+        }
+        planned
+    };
+    let verb = progress_verb(&change);
+    handle.progress.start(&change.address, verb.0);
+    let paths = secrets.paths.clone();
+    let collateral = change.collateral.clone();
+    let apply = |prior: Option<Value>, planned: Option<Value>| {
+        let request = ApplyResourceChangeRequest {
+            type_name: type_name.clone(),
+            prior_state: prior.map(|p| p.unmark_deep().0),
+            // The old object's deletion is held to what the plan said it takes with it.
+            collateral: planned.is_none().then(|| collateral.clone()).flatten(),
+            planned_state: planned.map(|p| p.unmark_deep().0),
+            sensitive_paths: paths.clone(),
+            owner: handle.owner.to_string(),
+        };
+        let handle = handle.clone();
+        async move {
+            let _permit = handle.permits.acquire().await;
+            if handle.fence.is_lost() {
+                return ApplyResourceChangeResponse {
+                    new_state: None,
+                    diagnostics: vec![lock_lost("a step of the change")],
+                };
+            }
+            handle.instance.apply_resource_change(request).await
+        }
+    };
+    let mut diagnostics = Vec::new();
+    let new_state = if replace {
+        // In the order the plan chose; if the first step fails nothing changed.
+        let create_first = change.actions.first() == Some(&Action::Create);
+        let mut created = None;
+        for (step, create) in [create_first, !create_first].into_iter().enumerate() {
+            let response = if create {
+                apply(None, Some(planned.clone())).await
+            } else {
+                apply(prior.clone(), None).await
+            };
+            diagnostics.extend(response.diagnostics);
+            if create {
+                created = response.new_state;
+            }
+            if step == 0 && diagnostics.iter().any(Diagnostic::is_error) {
+                handle.progress.finish(&change.address, None);
+                return Done {
+                    change: Some(change),
+                    new_state: prior,
+                    touched: false,
+                    diagnostics,
+                };
+            }
+        }
+        created
+    } else {
+        let response = apply(prior.clone(), Some(planned)).await;
+        let failed = response.diagnostics.iter().any(Diagnostic::is_error);
+        diagnostics.extend(response.diagnostics);
+        // A failed update never drops the object from the state, whatever the provider says.
+        match response.new_state {
+            None if failed => prior.clone(),
+            state => state,
+        }
+    };
+    let ok = diagnostics.iter().all(|d| !d.is_error());
+    handle
+        .progress
+        .finish(&change.address, ok.then_some(verb.1));
+    // A failed create leaves nothing; a failed update keeps what the provider reports.
+    Done {
+        change: Some(change),
+        new_state: new_state.map(|s| secrets.mark(s)),
+        touched: true,
+        diagnostics,
+    }
+}
+
+/// A change refused because the provider's final plan is not the reviewed one.
+pub(super) fn inconsistent(change: ResourceChange, prior: Option<Value>, why: String) -> Done {
+    let diagnostic = Diagnostic::error(
+        "Provider produced inconsistent final plan",
+        format!(
+            "When finalising the saved plan for {} with the values now known, {why}. The change is not made, nor anything that depends on it; make a new plan.",
+            change.address
+        ),
+    );
+    Done {
+        change: Some(change),
+        new_state: prior,
+        touched: false,
+        diagnostics: vec![diagnostic],
+    }
+}
+
+/// The first attribute path whose final value differs from what the saved change knew
+/// (values the plan did not know may now be anything).
+pub(super) fn inconsistency(
+    change: &ResourceChange,
+    planned: &Value,
+    salt: &Salt,
+) -> Option<String> {
+    let final_value = encode(planned, salt);
+    first_difference(
+        &change.after,
+        &change.after_unknown,
+        &final_value.json,
+        &final_value.unknown,
+        salt,
+    )
+}
+
+/// The path of the first difference [`differs`] finds, as users write it.
+pub(super) fn first_difference(
+    saved: &serde_json::Value,
+    saved_unknown: &serde_json::Value,
+    now: &serde_json::Value,
+    now_unknown: &serde_json::Value,
+    salt: &Salt,
+) -> Option<String> {
+    let mut innermost_first = Vec::new();
+    differs(
+        saved,
+        saved_unknown,
+        now,
+        now_unknown,
+        &mut innermost_first,
+        salt,
+    )
+    .then(|| {
+        innermost_first.reverse();
+        gpustack_protocol::path_text(&innermost_first)
+    })
+}
+
+/// Whether `now` differs from `saved`; where it first does (keys in sorted order) is pushed
+/// onto `at` innermost step first, so that equal subtrees cost no path allocations. Marks do
+/// not decide: a digest on one side equals the value it digests on the other.
+pub(super) fn differs(
+    saved: &serde_json::Value,
+    saved_unknown: &serde_json::Value,
+    now: &serde_json::Value,
+    now_unknown: &serde_json::Value,
+    at: &mut gpustack_protocol::Path,
+    salt: &Salt,
+) -> bool {
+    use gpustack_protocol::PathStep;
+    use serde_json::Value as J;
+    // Unknown then, anything now; and what a provider will only report after apply (a
+    // preview it no longer makes) may be unknown now: no value it sends differs.
+    if *saved_unknown == J::Bool(true) || *now_unknown == J::Bool(true) {
+        return false;
+    }
+    let digest_of = |j: &J| salt.digest(&Value::from_json(j));
+    let is_digest = |j: &J| j.as_str().is_some_and(crate::sensitive::is_digest_text);
+    match (saved, now) {
+        (J::String(digest), _) if is_digest(saved) && !is_digest(now) => {
+            return *digest != digest_of(now);
+        }
+        (_, J::String(digest)) if is_digest(now) && !is_digest(saved) => {
+            return digest_of(saved) != *digest;
+        }
+        _ => {}
+    }
+    let no = J::Bool(false);
+    match (saved, now) {
+        (J::Object(a), J::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            keys.into_iter().any(|k| {
+                let found = differs(
+                    a.get(k).unwrap_or(&J::Null),
+                    saved_unknown.get(k).unwrap_or(&no),
+                    b.get(k).unwrap_or(&J::Null),
+                    now_unknown.get(k).unwrap_or(&no),
+                    at,
+                    salt,
+                );
+                if found {
+                    at.push(PathStep::Key(k.clone()));
+                }
+                found
+            })
+        }
+        (J::Array(a), J::Array(b)) if a.len() == b.len() => {
+            a.iter().zip(b).enumerate().any(|(i, (x, y))| {
+                let found = differs(
+                    x,
+                    saved_unknown.get(i).unwrap_or(&no),
+                    y,
+                    now_unknown.get(i).unwrap_or(&no),
+                    at,
+                    salt,
+                );
+                if found {
+                    at.push(PathStep::Index(i));
+                }
+                found
+            })
+        }
+        (a, b) => a != b,
+    }
+}
+
+pub(super) fn progress_verb(change: &ResourceChange) -> (&'static str, &'static str) {
+    match change.actions.as_slice() {
+        [Action::Create] => ("Creating", "Creation complete"),
+        [Action::Update] => ("Modifying", "Modifications complete"),
+        [Action::Delete] => ("Destroying", "Destruction complete"),
+        _ => ("Replacing", "Replacement complete"),
+    }
+}

@@ -1,0 +1,250 @@
+//! What the configuration no longer declares: objects changed or deleted outside gpustack
+//! (drift), orphans and `removed` blocks, destroy plans, and what a deletion takes with it.
+
+use super::*;
+
+pub(super) fn delete_change(
+    r: &ResourceState,
+    live: &Value,
+    reason: &str,
+    salt: &Salt,
+) -> ResourceChange {
+    let mut change = Sides::of(Some(live), None, salt).change(
+        &r.address,
+        &r.type_name,
+        &r.provider,
+        vec![Action::Delete],
+        Some(reason.into()),
+    );
+    change.dependencies = r.dependencies.clone();
+    change
+}
+
+impl Planner<'_, '_> {
+    /// Notes an object whose live state differs from the state file: changed outside
+    /// gpustack.
+    pub(super) fn note_drift(&mut self, address: &str, live: Option<&Value>) {
+        let (Some(state), Some(&index)) = (self.state, self.state_index.get(address)) else {
+            return;
+        };
+        let r = &state.resources[index];
+        if let Some(live) = live
+            && encode(live, self.salt).json == r.attributes
+        {
+            return;
+        }
+        let recorded = state_value(r);
+        let (action, reason) = if live.is_some() {
+            (Action::Update, "changed_outside_gpustack")
+        } else {
+            (Action::Delete, "deleted_outside_gpustack")
+        };
+        let mut change = Sides::of(Some(&recorded), live, self.salt).change(
+            &r.address,
+            &r.type_name,
+            &r.provider,
+            vec![action],
+            Some(reason.into()),
+        );
+        change.dependencies = r.dependencies.clone();
+        self.drifted.push((index, change));
+    }
+
+    /// Objects whose live state differs from the state file, in the state's order.
+    pub(super) fn drift(&mut self) -> Vec<ResourceChange> {
+        let mut drifted = std::mem::take(&mut self.drifted);
+        drifted.sort_by_key(|(index, _)| *index);
+        drifted.into_iter().map(|(_, change)| change).collect()
+    }
+
+    /// State objects the configuration no longer has: they are deleted.
+    pub(super) fn orphans(&mut self) {
+        if self.options.mode != PlanMode::Normal {
+            return;
+        }
+        let Some(state) = self.state else { return };
+        let removals = self.removals();
+        let planned: HashSet<&str> = self.changes.iter().map(|c| c.address.as_str()).collect();
+        let mut orphans = Vec::new();
+        for r in &state.resources {
+            let config_address = strip_instance_key(&r.address);
+            if planned.contains(r.address.as_str()) || r.mode == gpustack_state::ResourceMode::Data
+            {
+                continue;
+            }
+            if self.allowed.is_some() && !targeted(&self.options.targets, &r.address) {
+                continue;
+            }
+            // `removed { lifecycle { destroy = false } }`: out of the state, left as it is.
+            if let Ok(address) = crate::address::Address::parse(&r.address)
+                && removals.iter().any(|from| address.starts_with(from))
+            {
+                let recorded = state_value(r);
+                let mut change = Sides::of(Some(&recorded), None, self.salt).change(
+                    &r.address,
+                    &r.type_name,
+                    &r.provider,
+                    vec![Action::Forget],
+                    None,
+                );
+                change.dependencies = r.dependencies.clone();
+                orphans.push(change);
+                continue;
+            }
+            // Its configuration planned it (and took its live state).
+            if self.taken.contains(&r.address) {
+                continue;
+            }
+            let Some(live) = self.refreshed.get(&r.address) else {
+                self.walk.diags.push(Diag::error(
+                    None,
+                    "Provider configuration not present",
+                    format!("{} must be destroyed, but its provider configuration {} is no longer in the stack. Add it back to destroy the object, or forget it with gpustack state rm.", r.address, r.provider),
+                ));
+                continue;
+            };
+            let Some(live) = live else { continue };
+            // What the deleted object meant for GPUs goes with it (a node leaves a sharing
+            // config when its label resource is removed).
+            let removed: Vec<_> = self
+                .refresh_facts
+                .iter()
+                .filter(|(address, _)| *address == r.address)
+                .filter_map(|(address, fact)| Some((address.clone(), fact.removed()?)))
+                .collect();
+            self.gpu_facts.extend(removed);
+            let reason = if self.configured.contains(&config_address) {
+                "delete_because_no_instance"
+            } else {
+                "delete_because_no_resource_config"
+            };
+            orphans.push(delete_change(r, live, reason, self.salt));
+        }
+        self.changes.extend(orphans);
+    }
+
+    /// The addresses `removed` blocks forget (those with `destroy = false`); one whose
+    /// resource is still configured is an error.
+    pub(super) fn removals(&mut self) -> Vec<crate::address::Address> {
+        let mut out = Vec::new();
+        let stack = self.walk.stack;
+        for module in &stack.modules {
+            let prefix = module.prefix();
+            for removed in module.removals.iter().filter(|r| !r.destroy) {
+                let Some(target) =
+                    crate::plan::ownership::Target::of(&removed.from, "from", self.walk.diags)
+                else {
+                    continue;
+                };
+                let local = target.config_address();
+                let full = format!("{prefix}{local}");
+                if self.configured.contains(&full) {
+                    self.walk.diags.push(Diag::error(
+                        Some(removed.span),
+                        "Removed resource is still configured",
+                        format!("This removed block forgets {full}, but its resource block is still in the stack: delete the resource block too, or drop the removed block."),
+                    ));
+                    continue;
+                }
+                match target.literal() {
+                    Some(local) => {
+                        let mut address =
+                            crate::address::Address::parse(prefix.trim_end_matches('.'))
+                                .map(|a| a.0)
+                                .unwrap_or_default();
+                        address.extend(local.0);
+                        out.push(crate::address::Address(address));
+                    }
+                    None => self.walk.diags.push(Diag::error(
+                        Some(removed.from.span()),
+                        "Invalid address",
+                        "The instance keys of a removed block must be literal strings or numbers.",
+                    )),
+                }
+            }
+        }
+        out
+    }
+
+    /// Every object of the state, deleted.
+    pub(super) fn destroy_changes(&mut self) -> Vec<ResourceChange> {
+        let Some(state) = self.state else {
+            return Vec::new();
+        };
+        let mut changes = Vec::new();
+        for r in state
+            .resources
+            .iter()
+            .filter(|r| r.mode == gpustack_state::ResourceMode::Managed)
+        {
+            if self.allowed.is_some() && !targeted(&self.options.targets, &r.address) {
+                continue;
+            }
+            let mut change = match self.refreshed.get(&r.address) {
+                Some(Some(live)) => delete_change(r, live, "delete_because_destroy", self.salt),
+                Some(None) => continue,
+                None => delete_change(r, &state_value(r), "delete_because_destroy", self.salt),
+            };
+            // Destroyed through the provider the configuration gives it now.
+            if let Some(provider) = self.config_providers.get(&strip_instance_key(&r.address)) {
+                change.provider = provider.clone();
+            }
+            changes.push(change);
+        }
+        changes
+    }
+
+    /// Asks the provider of every planned deletion (a replacement's too) what it takes with
+    /// it, all at once: the answer goes into the change, and a deletion that would take what
+    /// the stack did not say it may is an error at its resource block.
+    pub(super) async fn collateral(&mut self, changes: &mut [ResourceChange]) {
+        let handles: HashMap<String, Configured> = self
+            .providers
+            .iter()
+            .map(|(node, handle)| {
+                (
+                    self.graph.graph[*node].address(self.walk.stack),
+                    handle.clone(),
+                )
+            })
+            .collect();
+        let owner = self.owner.clone();
+        let managed: Arc<[String]> = self.known.keys().cloned().collect();
+        let asks = changes
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.actions.contains(&Action::Delete))
+            .filter_map(|(i, c)| {
+                let handle = handles.get(&c.provider)?.clone();
+                let prior = c.before_value()?.unmark_deep().0;
+                let request = gpustack_protocol::PlanDeleteRequest {
+                    type_name: c.type_name.clone(),
+                    prior_state: prior,
+                    owner: owner.clone(),
+                    managed: managed.clone(),
+                };
+                Some(async move {
+                    let _permit = handle.permits.acquire().await;
+                    (i, handle.instance.plan_delete(request).await)
+                })
+            });
+        for (i, response) in futures::future::join_all(asks).await {
+            let change = &mut changes[i];
+            let span = self
+                .spans
+                .get(&change.address)
+                .copied()
+                .or_else(|| resource_span(self.walk.stack, &change.config_address));
+            let diagnostics: Vec<Diagnostic> = response
+                .diagnostics
+                .into_iter()
+                .map(|mut d| {
+                    d.detail = format!("{}: {}", change.address, d.detail);
+                    d
+                })
+                .collect();
+            report(self.walk.diags, span, &diagnostics);
+            change.collateral = response.collateral.filter(|c| !c.is_empty());
+        }
+    }
+}
