@@ -8,7 +8,8 @@
 //! that causes it; whatever comes from the built-in table says so in its line.
 
 pub mod capacity;
-pub mod catalog;
+/// The built-in tables, in a crate of their own for the providers that read them alone.
+pub use gpustack_catalog as catalog;
 mod checks;
 pub mod mig;
 mod model;

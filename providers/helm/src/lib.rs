@@ -275,7 +275,7 @@ impl HelmCli {
         let read = self
             .gpu_cluster
             .get_or_init(|| {
-                gpustack_provider_kubernetes::gpu_cluster(
+                gpustack_cluster::gpu_cluster(
                     self.kubeconfig.as_deref().and_then(|p| p.to_str()),
                     self.context.as_deref(),
                 )
@@ -283,7 +283,7 @@ impl HelmCli {
             .await;
         match read {
             Ok(cluster) => facts.push(gpustack_protocol::GpuFact::Cluster(cluster.clone())),
-            Err(why) => diagnostics.push(gpustack_provider_kubernetes::gpu_nodes_not_read(why)),
+            Err(why) => diagnostics.push(gpustack_cluster::gpu_nodes_not_read(why)),
         }
     }
 

@@ -1,55 +1,19 @@
-//! What the kubernetes provider reports to the GPU model (`gpustack-gpu`): the GPU-relevant
-//! objects a plan writes (ConfigMaps with device-plugin or mig-parted configs, ClusterPolicy
-//! objects and patches, node labels, Karpenter NodePool limits) and, once per plan, the live
-//! cluster as the GPU components see it. It reports texts and fields as they are; what they
-//! mean for GPUs is the model's to decide.
+//! What the kubernetes provider reports to the GPU model (`gpustack-gpu`) of the objects a plan
+//! writes: ConfigMaps with device-plugin or mig-parted configs, ClusterPolicy objects and
+//! patches, node labels, Karpenter NodePool limits (the live cluster's side is
+//! `gpustack_cluster::facts`). It reports texts and fields as they are; what they mean for
+//! GPUs is the model's to decide.
 
-use crate::cluster::Cluster;
-use gpustack_protocol::nvidia::{
-    CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND, DEVICE_PLUGIN_CONFIG_LABEL, GPU_COUNT_LABEL,
-    GPU_RESOURCE,
-};
+use gpustack_cluster::facts::{is_gpu_config, string_map};
+use gpustack_protocol::nvidia::{CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND, GPU_RESOURCE};
 use gpustack_protocol::{
-    CeilingFact, ClusterFact, ConfigMapFact, DraDevice, GpuFact, NodeFact, NodeLabelsFact,
-    OperatorFact, OperatorSource, path,
+    CeilingFact, ConfigMapFact, GpuFact, NodeLabelsFact, OperatorFact, OperatorSource, path,
 };
-use k8s_openapi::api::core::v1::{ConfigMap, Node};
-use k8s_openapi::api::resource::v1::ResourceSlice;
-use kube::api::{Api, ListParams};
 use serde_json::Value as Json;
-use std::collections::BTreeMap;
-
-/// NVIDIA's DRA driver.
-use gpustack_protocol::nvidia::DRA_DRIVER;
-const DEFAULT_MIG_CONFIG: &str = "default-mig-parted-config";
-const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
-
-fn string_map(value: Option<&Json>) -> Option<BTreeMap<String, String>> {
-    Some(
-        value?
-            .as_object()?
-            .iter()
-            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-            .collect(),
-    )
-}
-
-/// Whether a ConfigMap's data holds something the device plugin or MIG manager reads.
-fn is_gpu_config(data: &BTreeMap<String, String>) -> bool {
-    data.values().any(|text| {
-        let Ok(doc) = serde_yaml_ng::from_str::<Json>(text) else {
-            return false;
-        };
-        doc.get("version").and_then(Json::as_str) == Some("v1")
-            && (doc.get("sharing").is_some()
-                || doc.get("flags").is_some()
-                || doc.get("mig-configs").is_some())
-    })
-}
 
 /// The GPU facts of one planned object (`desired`, with its prior state's object `before`).
 pub(crate) fn object_facts(
-    ty: crate::kubernetes::ObjectType,
+    ty: crate::types::ObjectType,
     api_version: &str,
     kind: &str,
     name: &str,
@@ -57,7 +21,7 @@ pub(crate) fn object_facts(
     desired: &Json,
     before: Option<&Json>,
 ) -> Vec<GpuFact> {
-    use crate::kubernetes::ObjectType;
+    use crate::types::ObjectType;
     let mut facts = Vec::new();
     match (ty, api_version, kind) {
         (ObjectType::Manifest, "v1", "ConfigMap") => {
@@ -128,194 +92,4 @@ pub(crate) fn object_facts(
 /// Whether the live cluster matters to this object's GPU facts.
 pub(crate) fn needs_cluster(facts: &[GpuFact]) -> bool {
     facts.iter().any(|f| !matches!(f, GpuFact::Ceiling(_)))
-}
-
-fn nvidia_quantities(node: &Node) -> BTreeMap<String, f64> {
-    node.status
-        .as_ref()
-        .and_then(|s| s.allocatable.as_ref())
-        .into_iter()
-        .flatten()
-        .filter(|(k, _)| k.starts_with("nvidia.com/"))
-        .filter_map(|(k, q)| Some((k.clone(), q.0.parse::<f64>().ok()?)))
-        .collect()
-}
-
-/// The live cluster as the GPU components see it: nodes that have or may have GPUs, the
-/// ClusterPolicy and the ConfigMaps it points at, NVIDIA's DRA devices. Parts the cluster
-/// does not serve (no ClusterPolicy CRD, no DRA API) are simply absent.
-pub(crate) async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error> {
-    let policy = live_policy(cluster).await;
-    let spec = policy.as_ref().and_then(|p| p.get("spec").cloned());
-    let operator_namespace = policy
-        .as_ref()
-        .and_then(|p| p.pointer("/status/namespace"))
-        .and_then(Json::as_str)
-        .map(str::to_owned);
-    let mut dra: BTreeMap<String, Vec<DraDevice>> = BTreeMap::new();
-    let mut unread = Vec::new();
-    let slices: Api<ResourceSlice> = Api::all(cluster.client.clone());
-    let slices = match slices.list(&ListParams::default()).await {
-        Ok(list) => list.items,
-        // A cluster without DRA serves no ResourceSlices: nothing to read, nothing missed.
-        Err(kube::Error::Api(status)) if status.code == 404 => Vec::new(),
-        Err(e) => {
-            unread.push(format!(
-                "DRA ResourceSlices ({})",
-                crate::cluster::api_error(&e)
-            ));
-            Vec::new()
-        }
-    };
-    {
-        for slice in slices {
-            if slice.spec.driver != DRA_DRIVER {
-                continue;
-            }
-            let Some(node) = slice.spec.node_name.clone() else {
-                continue;
-            };
-            for device in slice.spec.devices.into_iter().flatten() {
-                let attribute = |name: &str| {
-                    device
-                        .attributes
-                        .as_ref()
-                        .and_then(|a| a.get(name))
-                        .and_then(|a| a.string.clone())
-                };
-                dra.entry(node.clone()).or_default().push(DraDevice {
-                    kind: attribute("type").unwrap_or_else(|| "gpu".into()),
-                    product: attribute("productName").unwrap_or_default(),
-                    memory_mib: device
-                        .capacity
-                        .as_ref()
-                        .and_then(|c| c.get("memory"))
-                        .and_then(|c| parse_bytes(&c.value.0))
-                        .map(|bytes| bytes / (1024 * 1024)),
-                    name: device.name.clone(),
-                });
-            }
-        }
-    }
-    let nodes: Api<Node> = Api::all(cluster.client.clone());
-    let nodes = nodes
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter_map(|node| {
-            let name = node.metadata.name.clone()?;
-            let labels: BTreeMap<String, String> = node.metadata.labels.clone().unwrap_or_default();
-            let allocatable = nvidia_quantities(&node);
-            let dra_devices = dra.remove(&name).unwrap_or_default();
-            let gpu_node = labels.contains_key(GPU_COUNT_LABEL)
-                || labels.contains_key(DEVICE_PLUGIN_CONFIG_LABEL)
-                || labels.keys().any(|k| k.starts_with("nvidia.com/"))
-                || !allocatable.is_empty()
-                || !dra_devices.is_empty()
-                || labels
-                    .get(INSTANCE_TYPE_LABEL)
-                    .is_some_and(|t| gpustack_gpu::catalog::gpus(t).is_some());
-            gpu_node.then_some(NodeFact {
-                name,
-                labels,
-                allocatable,
-                dra_devices,
-            })
-        })
-        .collect();
-    // One LIST of the operator's namespace: the configs the live policy names, and those a
-    // planned policy may name next (device-plugin and mig-parted configs, by their content).
-    let namespace = operator_namespace.as_deref().unwrap_or("gpu-operator");
-    let named: Vec<&str> = ["/devicePlugin/config/name", "/migManager/config/name"]
-        .iter()
-        .filter_map(|p| spec.as_ref()?.pointer(p)?.as_str())
-        .chain([DEFAULT_MIG_CONFIG])
-        .collect();
-    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), namespace);
-    let config_maps = match maps.list(&ListParams::default()).await {
-        Ok(list) => list
-            .items
-            .into_iter()
-            .filter_map(|map| {
-                let name = map.metadata.name?;
-                let data = map.data.unwrap_or_default();
-                (named.contains(&name.as_str()) || is_gpu_config(&data)).then_some((name, data))
-            })
-            .collect(),
-        Err(e) => {
-            unread.push(format!(
-                "the ConfigMaps of namespace {namespace} ({})",
-                crate::cluster::api_error(&e)
-            ));
-            BTreeMap::new()
-        }
-    };
-    Ok(ClusterFact {
-        nodes,
-        policy: spec,
-        operator_namespace,
-        config_maps,
-        unread,
-    })
-}
-
-/// A byte quantity (`80Gi`, `81920Mi`, `85899345920`).
-fn parse_bytes(quantity: &str) -> Option<u64> {
-    let split = quantity
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(quantity.len());
-    let (number, unit) = quantity.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let factor: f64 = match unit {
-        "" => 1.0,
-        "Ki" => 1024.0,
-        "Mi" => 1024.0 * 1024.0,
-        "Gi" => 1024.0 * 1024.0 * 1024.0,
-        "Ti" => 1024.0_f64.powi(4),
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        _ => return None,
-    };
-    Some((number * factor) as u64)
-}
-
-/// The live ClusterPolicy `cluster-policy`, if the CRD and the object exist.
-async fn live_policy(cluster: &Cluster) -> Option<Json> {
-    let kind = cluster
-        .kind(CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND)
-        .await
-        .ok()
-        .flatten()?;
-    let policy = cluster
-        .api(&kind, None)
-        .get_opt("cluster-policy")
-        .await
-        .ok()
-        .flatten()?;
-    serde_json::to_value(policy).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_byte_quantities() {
-        assert_eq!(parse_bytes("80Gi"), Some(80 * 1024 * 1024 * 1024));
-        assert_eq!(parse_bytes("1024"), Some(1024));
-        assert_eq!(parse_bytes("x"), None);
-    }
-
-    #[test]
-    fn knows_gpu_configs_from_other_config_maps() {
-        let config = |text: &str| BTreeMap::from([("any".to_owned(), text.to_owned())]);
-        assert!(is_gpu_config(&config(
-            "version: v1\nflags:\n  migStrategy: none\n"
-        )));
-        assert!(is_gpu_config(&config("version: v1\nmig-configs: {}\n")));
-        assert!(!is_gpu_config(&config("a: b")));
-    }
 }

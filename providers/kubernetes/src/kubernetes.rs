@@ -1,4 +1,5 @@
 use crate::cluster::{Cluster, Kind, api_error, apply_params};
+use crate::types::ObjectType;
 use crate::wait::Wait;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, Diagnostic,
@@ -204,31 +205,6 @@ fn is_unknown_below(config: &gpustack_protocol::Value, root: &str, path: &str) -
         }
     }
     current.is_unknown()
-}
-
-/// The provider's three resource types: a whole object, labels on an object someone else
-/// owns, a patch of such an object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ObjectType {
-    Manifest,
-    Labels,
-    Patch,
-}
-
-impl ObjectType {
-    pub(crate) const ALL: [Self; 3] = [Self::Manifest, Self::Labels, Self::Patch];
-
-    fn of(type_name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.type_name() == type_name)
-    }
-
-    pub(crate) fn type_name(self) -> &'static str {
-        match self {
-            Self::Manifest => "kubernetes_manifest",
-            Self::Labels => "kubernetes_labels",
-            Self::Patch => "kubernetes_patch",
-        }
-    }
 }
 
 /// The provider configured for one cluster.
@@ -540,7 +516,7 @@ impl Connected {
     async fn cluster_fact(&self) -> Result<gpustack_protocol::ClusterFact, String> {
         self.gpu_cluster
             .get_or_init(|| async {
-                crate::capacity::cluster_fact(&self.cluster)
+                gpustack_cluster::facts::cluster_fact(&self.cluster)
                     .await
                     .map_err(|e| api_error(&e))
             })
@@ -982,7 +958,7 @@ impl Connected {
     ) {
         match self.cluster_fact().await {
             Ok(cluster) => facts.push((index, gpustack_protocol::GpuFact::Cluster(cluster))),
-            Err(why) => diagnostics.push(crate::gpu_nodes_not_read(&why)),
+            Err(why) => diagnostics.push(gpustack_cluster::gpu_nodes_not_read(&why)),
         }
     }
 

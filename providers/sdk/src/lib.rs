@@ -6,7 +6,7 @@
 //! compiles none.
 
 /// The built-in GPU tables, which live with the GPU model.
-pub use gpustack_gpu::catalog;
+pub use gpustack_catalog as catalog;
 pub mod check;
 pub mod family;
 pub mod normalize;

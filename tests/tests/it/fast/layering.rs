@@ -66,6 +66,7 @@ fn the_engine_and_its_foundations_depend_on_no_sdk() {
         "gpustack-engine",
         "gpustack-lang",
         "gpustack-gpu",
+        "gpustack-catalog",
         "gpustack-protocol",
         "gpustack-state",
         "gpustack-provider-sdk",
@@ -88,6 +89,7 @@ fn the_engine_names_no_provider_backend_or_binary_crate() {
         gpustack,
         BTreeSet::from(
             [
+                "gpustack-catalog",
                 "gpustack-engine",
                 "gpustack-gpu",
                 "gpustack-lang",
@@ -130,6 +132,34 @@ fn each_provider_family_compiles_only_its_own_sdk() {
     );
 }
 
+/// Provider families build on the SDK, the shared cluster connection and the catalog, never on
+/// one another, and only the GPU model itself depends on the GPU model.
+#[test]
+fn sibling_providers_do_not_depend_on_each_other() {
+    const PROVIDERS: &[&str] = &[
+        "gpustack-provider-kubernetes",
+        "gpustack-provider-helm",
+        "gpustack-provider-local",
+        "gpustack-provider-aws",
+        "gpustack-provider-azure",
+        "gpustack-provider-gcp",
+        "gpustack-provider-test",
+    ];
+    for package in PROVIDERS {
+        let deps = dependencies(package);
+        let siblings: Vec<&&str> = PROVIDERS
+            .iter()
+            .filter(|p| *p != package && deps.contains(**p))
+            .collect();
+        assert!(siblings.is_empty(), "{package} depends on {siblings:?}");
+        assert!(
+            !deps.contains("gpustack-gpu"),
+            "{package} pulls in the whole GPU model (the catalog is gpustack-catalog)"
+        );
+    }
+    assert!(!dependencies("gpustack-provider-sdk").contains("gpustack-gpu"));
+}
+
 #[test]
 fn only_test_builds_carry_the_test_provider() {
     assert!(!dependencies("gpustack").contains("gpustack-provider-test"));
@@ -140,6 +170,8 @@ fn only_test_builds_carry_the_test_provider() {
 fn providers_and_backends_never_depend_on_the_engine_or_the_binary() {
     for package in [
         "gpustack-provider-sdk",
+        "gpustack-cluster",
+        "gpustack-catalog",
         "gpustack-provider-kubernetes",
         "gpustack-provider-helm",
         "gpustack-provider-local",

@@ -1,7 +1,7 @@
 //! Built-in GPU knowledge: the GPUs of cloud instance types (for when no cloud API answers),
-//! the GPU models GFD and DRA name, and the MIG profiles each model offers (GPU-FACTS "MIG",
-//! "Instance types → GPUs"). Whatever comes from here is reported as coming from the
-//! built-in table.
+//! the GPU models GFD and DRA name, and the MIG profiles each model offers (NVIDIA's MIG
+//! user guide; the clouds' instance type pages). Whatever comes from here is reported as
+//! coming from the built-in table.
 
 /// The GPUs of one instance or VM size.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,5 +1,6 @@
-//! A connection to one Kubernetes cluster, shared by the kubernetes and gpu providers: the
-//! client built from the provider configuration, and the API discovery cache.
+//! A connection to one Kubernetes cluster as gpustack's providers hold it: the client built from
+//! a provider configuration, the API discovery cache, and the live GPU facts ([`facts`]). The
+//! kubernetes, gpu and helm providers share it; no provider depends on another for it.
 
 use gpustack_protocol::{Diagnostic, Value};
 use kube::api::{Api, ApiResource, DynamicObject};
@@ -9,18 +10,53 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Mutex;
 
+pub mod facts;
+
+/// The live cluster's GPU facts as the kubernetes provider reads them (GPU nodes, the
+/// ClusterPolicy and the ConfigMaps it points at, DRA devices), for the other providers of the
+/// Kubernetes family whose objects configure GPUs: a helm release of the GPU Operator. The
+/// cluster is the one kubectl would use with this kubeconfig and context.
+pub async fn gpu_cluster(
+    config_path: Option<&str>,
+    context: Option<&str>,
+) -> Result<gpustack_protocol::ClusterFact, String> {
+    let mut config = indexmap::IndexMap::new();
+    if let Some(path) = config_path {
+        config.insert("config_path".to_owned(), Value::string(path));
+    }
+    if let Some(context) = context {
+        config.insert("context".to_owned(), Value::string(context));
+    }
+    let cluster = Cluster::connect(&Value::Object(config))
+        .await
+        .map_err(|d| d.detail)?;
+    facts::cluster_fact(&cluster)
+        .await
+        .map_err(|e| api_error(&e))
+}
+
+/// The warning a plan gets when the cluster's GPU nodes cannot be read.
+pub fn gpu_nodes_not_read(why: &str) -> gpustack_protocol::Diagnostic {
+    gpustack_protocol::Diagnostic::warning(
+        "GPU nodes not read",
+        format!(
+            "Cannot list the cluster's GPU nodes ({why}): the plan has no node capacity lines and no checks against the nodes' GPUs."
+        ),
+    )
+}
+
 /// Where a kind lives in the API.
 #[derive(Clone)]
-pub(crate) struct Kind {
-    pub(crate) resource: ApiResource,
-    pub(crate) namespaced: bool,
+pub struct Kind {
+    pub resource: ApiResource,
+    pub namespaced: bool,
 }
 
 /// The kinds one apiVersion serves, by name; locked while they are being discovered.
 type KindsOfVersion = Arc<Mutex<HashMap<String, Kind>>>;
 
-pub(crate) struct Cluster {
-    pub(crate) client: kube::Client,
+pub struct Cluster {
+    pub client: kube::Client,
     /// apiVersion → kind → where it lives. One lock per apiVersion, so that a thousand
     /// concurrent first lookups make one discovery request, not a thousand.
     kinds: std::sync::Mutex<HashMap<String, KindsOfVersion>>,
@@ -37,7 +73,7 @@ fn config_error(detail: impl std::fmt::Display) -> Diagnostic {
 impl Cluster {
     /// Explicit `host` (with `token`, `cluster_ca_certificate`), else `in_cluster`, else a
     /// kubeconfig file and optional `context`. Builds the client only: no request is made.
-    pub(crate) async fn connect(config: &Value) -> Result<Self, Diagnostic> {
+    pub async fn connect(config: &Value) -> Result<Self, Diagnostic> {
         let settings = gpustack_connect::kubernetes::Settings {
             host: text(config, "host"),
             token: text(config, "token"),
@@ -58,11 +94,7 @@ impl Cluster {
 
     /// Finds a kind through API discovery (one request per apiVersion); `None` when the
     /// server does not serve it (yet: a CRD planned in the same run). Misses ask again.
-    pub(crate) async fn kind(
-        &self,
-        api_version: &str,
-        kind: &str,
-    ) -> Result<Option<Kind>, kube::Error> {
+    pub async fn kind(&self, api_version: &str, kind: &str) -> Result<Option<Kind>, kube::Error> {
         let slot = {
             let mut all = self
                 .kinds
@@ -100,7 +132,7 @@ impl Cluster {
 
     /// Like [`Self::kind`], but waits up to `patience` for a kind that a CRD applied moments
     /// ago is about to serve.
-    pub(crate) async fn kind_eventually(
+    pub async fn kind_eventually(
         &self,
         api_version: &str,
         kind: &str,
@@ -121,7 +153,7 @@ impl Cluster {
     /// Server-side applies `body` to the object `name` of `api` and returns the object the
     /// API server answers, as JSON: read straight into JSON, where `Api::patch` reads it into
     /// a `DynamicObject` that its caller would write back to JSON.
-    pub(crate) async fn apply_json(
+    pub async fn apply_json(
         &self,
         api: &Api<DynamicObject>,
         name: &str,
@@ -136,7 +168,7 @@ impl Cluster {
     }
 
     /// Reads the object `name` of `api` straight into JSON; `None` when there is none.
-    pub(crate) async fn get_json(
+    pub async fn get_json(
         &self,
         api: &Api<DynamicObject>,
         name: &str,
@@ -154,7 +186,7 @@ impl Cluster {
 
     /// One page of a LIST of `api`, its items read straight into JSON (without the
     /// apiVersion and kind that items of a LIST do not carry).
-    pub(crate) async fn list_json(
+    pub async fn list_json(
         &self,
         api: &Api<DynamicObject>,
         params: &kube::api::ListParams,
@@ -166,7 +198,7 @@ impl Cluster {
         self.client.request(request).await
     }
 
-    pub(crate) fn api(&self, kind: &Kind, namespace: Option<&str>) -> Api<DynamicObject> {
+    pub fn api(&self, kind: &Kind, namespace: Option<&str>) -> Api<DynamicObject> {
         match (kind.namespaced, namespace) {
             (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &kind.resource),
             (true, None) => Api::default_namespaced_with(self.client.clone(), &kind.resource),
@@ -177,9 +209,9 @@ impl Cluster {
 
 /// A page of a LIST: its items, and the token that asks for the next page.
 #[derive(serde::Deserialize)]
-pub(crate) struct ListPage {
+pub struct ListPage {
     #[serde(default)]
-    pub(crate) items: Vec<serde_json::Value>,
+    pub items: Vec<serde_json::Value>,
     #[serde(default)]
     metadata: ListPageMetadata,
 }
@@ -192,7 +224,7 @@ struct ListPageMetadata {
 
 impl ListPage {
     /// The token for the next page; `None` on the last.
-    pub(crate) fn next(&self) -> Option<&str> {
+    pub fn next(&self) -> Option<&str> {
         self.metadata
             .next
             .as_deref()
@@ -206,14 +238,14 @@ impl ListPage {
 /// only add a second, strict YAML decode of the body to find duplicate keys, which a body
 /// written from a JSON map cannot have. That decode was about 7% of the API server's CPU for
 /// a create of 1,010 objects.
-pub(crate) fn apply_params(manager: &str, force: bool) -> kube::api::PatchParams {
+pub fn apply_params(manager: &str, force: bool) -> kube::api::PatchParams {
     let mut params = kube::api::PatchParams::apply(manager).validation_ignore();
     params.force = force;
     params
 }
 
 /// The message of a Kubernetes API error, without kube's wrapping.
-pub(crate) fn api_error(e: &kube::Error) -> String {
+pub fn api_error(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(status) => {
             format!("{} ({} {})", status.message, status.code, status.reason)
@@ -223,7 +255,7 @@ pub(crate) fn api_error(e: &kube::Error) -> String {
 }
 
 /// Parses durations such as "5m", "90s", "1h30m".
-pub(crate) fn duration(text: Option<&str>, default: Duration) -> Result<Duration, String> {
+pub fn duration(text: Option<&str>, default: Duration) -> Result<Duration, String> {
     match text {
         None => Ok(default),
         Some(t) => humantime::parse_duration(t)
