@@ -60,7 +60,7 @@ impl KmsProvider {
     async fn client(&self) -> &aws_sdk_kms::Client {
         self.client
             .get_or_init(|| async {
-                let settings = gpustack_connect::aws::Settings {
+                let settings = gpustack_connect::aws::AwsSettings {
                     region: self.config.region.clone(),
                     profile: self.config.profile.clone(),
                     endpoint: self.config.endpoint.clone(),

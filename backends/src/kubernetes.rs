@@ -224,7 +224,7 @@ impl KubernetesBackend {
 }
 
 async fn client(config: &KubernetesConfig) -> Result<kube::Client, StateError> {
-    let settings = gpustack_connect::kubernetes::Settings {
+    let settings = gpustack_connect::kubernetes::KubeSettings {
         config_path: config.config_path.clone(),
         context: config.context.clone(),
         in_cluster: config.in_cluster,

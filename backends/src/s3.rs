@@ -89,7 +89,7 @@ impl S3Backend {
         credentials: Option<aws_sdk_s3::config::SharedCredentialsProvider>,
     ) -> Result<Self, StateError> {
         let lock_ttl = lock_ttl("s3", config.lock_ttl.as_deref(), DEFAULT_LOCK_TTL)?;
-        let settings = gpustack_connect::aws::Settings {
+        let settings = gpustack_connect::aws::AwsSettings {
             region: config.region.clone(),
             profile: config.profile.clone(),
             endpoint: config.endpoint.clone(),

@@ -3,7 +3,7 @@
 /// Where an AWS client points: empty fields leave the SDK's standard chain (environment,
 /// profile, instance metadata) to decide.
 #[derive(Debug, Clone, Default)]
-pub struct Settings {
+pub struct AwsSettings {
     pub region: Option<String>,
     pub profile: Option<String>,
     /// Another endpoint than AWS's (moto, MinIO, a VPC endpoint).
@@ -12,7 +12,7 @@ pub struct Settings {
 
 /// A configuration loader with these settings and the ring TLS client; callers add what is
 /// theirs (retries, credentials) and `load()` it.
-pub fn loader(settings: &Settings) -> aws_config::ConfigLoader {
+pub fn loader(settings: &AwsSettings) -> aws_config::ConfigLoader {
     let http_client = aws_smithy_http_client::Builder::new()
         .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
             aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,

@@ -7,7 +7,7 @@ mod transport;
 /// What a `provider "kubernetes"` block or a `backend "kubernetes"` block says about the
 /// cluster. All empty: what kubectl reads.
 #[derive(Debug, Clone, Default)]
-pub struct Settings {
+pub struct KubeSettings {
     /// An API server given directly, with `token` and `cluster_ca_certificate` (PEM).
     pub host: Option<String>,
     pub token: Option<String>,
@@ -48,7 +48,7 @@ pub enum ConnectError {
 /// `DISABLE_HTTP2` is set to anything (client-go's switch, for proxies that break HTTP/2);
 /// through a kubeconfig `proxy-url`, HTTP/1.1 on kube's own stack, which also says which proxy
 /// protocols it cannot use.
-pub async fn client(settings: &Settings) -> Result<kube::Client, ConnectError> {
+pub async fn client(settings: &KubeSettings) -> Result<kube::Client, ConnectError> {
     let mut config = config(settings).await?;
     config.read_timeout = Some(Duration::from_secs(60));
     if config.proxy_url.is_some() {
@@ -58,7 +58,7 @@ pub async fn client(settings: &Settings) -> Result<kube::Client, ConnectError> {
     transport::client(config, offer_http2).map_err(ConnectError::Client)
 }
 
-async fn config(settings: &Settings) -> Result<kube::Config, ConnectError> {
+async fn config(settings: &KubeSettings) -> Result<kube::Config, ConnectError> {
     if let Some(host) = &settings.host {
         let mut cluster = serde_json::json!({ "server": host });
         if let Some(ca) = &settings.cluster_ca_certificate {

@@ -4,7 +4,7 @@
 use crate::address::strip_instance_key;
 use crate::config::{Lifecycle, Resource};
 use crate::diag::{Diag, Diags};
-use crate::evaluate::{Evaluation, Expansion, Repetition};
+use crate::evaluate::{EvalContext, Expansion, Repetition};
 use crate::source::Span;
 use gpustack_protocol::{Diagnostic, Value};
 use gpustack_state::ResourceState;
@@ -37,7 +37,7 @@ pub(crate) struct Instance {
 /// The instances a resource block expands to; `None`, with an error, when count or for_each
 /// is not known (a plan must know how many instances there are).
 pub(crate) fn expand(
-    walk: &mut Evaluation<'_>,
+    walk: &mut EvalContext<'_>,
     module: usize,
     r: &Resource,
     config_address: &str,

@@ -118,7 +118,7 @@ pub struct Session {
 impl Session {
     /// A walk whose decoded resources are configuration for providers (unset computed
     /// attributes null, not unknown), with the graph and inputs it walks.
-    pub(crate) fn provider_walk(&mut self) -> (evaluate::Evaluation<'_>, &Graph, &Inputs) {
+    pub(crate) fn provider_context(&mut self) -> (evaluate::EvalContext<'_>, &Graph, &Inputs) {
         let Session {
             registry,
             sources,
@@ -128,7 +128,7 @@ impl Session {
             diags,
             ..
         } = self;
-        let mut walk = evaluate::Evaluation::new(stack, registry, sources, diags);
+        let mut walk = evaluate::EvalContext::new(stack, registry, sources, diags);
         walk.unset_computed = gpustack_protocol::Value::Null;
         (walk, graph, inputs)
     }
@@ -324,10 +324,10 @@ pub async fn plan(
     };
     let result = {
         let stack_dir = session.dir.to_string_lossy().into_owned();
-        let (mut walk, graph, inputs) = session.provider_walk();
+        let (mut walk, graph, inputs) = session.provider_context();
         walk.check_inputs(inputs);
         walk.check_settings();
-        let planned = plan::plan(
+        let planned = plan::make_plan(
             &mut walk,
             graph,
             inputs,
@@ -423,9 +423,9 @@ pub async fn console(
         ..Default::default()
     };
     let answers = {
-        let (mut walk, graph, inputs) = session.provider_walk();
+        let (mut walk, graph, inputs) = session.provider_context();
         walk.check_inputs(inputs);
-        let _ = plan::plan(
+        let _ = plan::make_plan(
             &mut walk,
             graph,
             inputs,

@@ -25,7 +25,7 @@ pub(crate) trait Steps {
 
 /// Walks `graph`; once `stop` is set no new node starts, and the walk ends when the ones in
 /// flight have finished (Ctrl-C).
-pub(crate) async fn walk<N, E, S: Steps>(
+pub(crate) async fn run<N, E, S: Steps>(
     graph: &DiGraph<N, E>,
     steps: &mut S,
     stop: &Arc<AtomicBool>,

@@ -214,20 +214,20 @@ pub fn encode(value: &Value, salt: &Salt) -> Encoded {
 
 /// The paths a `*_sensitive` tree marks.
 pub fn tree_paths(tree: &serde_json::Value) -> Vec<Path> {
-    fn walk(tree: &serde_json::Value, at: &mut Path, out: &mut Vec<Path>) {
+    fn collect(tree: &serde_json::Value, at: &mut Path, out: &mut Vec<Path>) {
         match tree {
             serde_json::Value::Bool(true) => out.push(at.clone()),
             serde_json::Value::Array(items) => {
                 for (i, t) in items.iter().enumerate() {
                     at.push(PathStep::Index(i));
-                    walk(t, at, out);
+                    collect(t, at, out);
                     at.pop();
                 }
             }
             serde_json::Value::Object(map) => {
                 for (k, t) in map {
                     at.push(PathStep::Key(k.clone()));
-                    walk(t, at, out);
+                    collect(t, at, out);
                     at.pop();
                 }
             }
@@ -235,7 +235,7 @@ pub fn tree_paths(tree: &serde_json::Value) -> Vec<Path> {
         }
     }
     let mut out = Vec::new();
-    walk(tree, &mut Vec::new(), &mut out);
+    collect(tree, &mut Vec::new(), &mut out);
     out
 }
 
@@ -344,23 +344,26 @@ pub fn mark_leaks(value: Value, fragments: &[String]) -> Value {
     if fragments.is_empty() {
         return value;
     }
-    fn walk(value: Value, fragments: &[&String]) -> Value {
+    fn mark_fragments(value: Value, fragments: &[&String]) -> Value {
         match value {
             Value::String(s) if fragments.iter().any(|f| s.contains(f.as_str())) => {
                 Value::sensitive(Value::String(s))
             }
-            Value::List(items) => {
-                Value::List(items.into_iter().map(|v| walk(v, fragments)).collect())
-            }
+            Value::List(items) => Value::List(
+                items
+                    .into_iter()
+                    .map(|v| mark_fragments(v, fragments))
+                    .collect(),
+            ),
             Value::Object(map) => Value::Object(
                 map.into_iter()
-                    .map(|(k, v)| (k, walk(v, fragments)))
+                    .map(|(k, v)| (k, mark_fragments(v, fragments)))
                     .collect(),
             ),
             other => other,
         }
     }
-    walk(value, &fragments)
+    mark_fragments(value, &fragments)
 }
 
 /// A multi-line sensitive string shown with its sensitive lines masked: `None` when it must
@@ -455,7 +458,7 @@ pub fn masked_texts(value: &Value, salt: &Salt) -> serde_json::Value {
 pub fn sensitive_attributes(
     schema: Option<&gpustack_protocol::Schema>,
 ) -> Vec<gpustack_protocol::Path> {
-    fn walk(
+    fn collect(
         schema: &gpustack_protocol::Schema,
         at: &mut gpustack_protocol::Path,
         out: &mut Vec<gpustack_protocol::Path>,
@@ -472,14 +475,14 @@ pub fn sensitive_attributes(
                 || !nested.block.blocks.is_empty()
             {
                 at.push(gpustack_protocol::PathStep::Key(name.clone()));
-                walk(&nested.block, at, out);
+                collect(&nested.block, at, out);
                 at.pop();
             }
         }
     }
     let mut out = Vec::new();
     if let Some(schema) = schema {
-        walk(schema, &mut Vec::new(), &mut out);
+        collect(schema, &mut Vec::new(), &mut out);
     }
     out
 }

@@ -19,11 +19,7 @@ pub use model::{Model, Sourced};
 
 use gpustack_protocol::Path;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Severity {
-    Error,
-    Warning,
-}
+pub use gpustack_protocol::Severity;
 
 /// A problem of the GPU setup, at the resource and configuration path that causes it.
 #[derive(Debug, Clone, PartialEq)]

@@ -134,7 +134,7 @@ pub(crate) struct Set<T> {
 
 /// The GPU Operator's settings on one side of the plan.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Settings {
+pub(crate) struct OperatorSettings {
     pub present: bool,
     pub device_plugin: bool,
     pub config: Option<Set<String>>,
@@ -146,7 +146,7 @@ pub(crate) struct Settings {
     pub namespace: String,
 }
 
-impl Settings {
+impl OperatorSettings {
     fn absent(namespace: &str) -> Self {
         Self {
             present: false,
@@ -254,7 +254,7 @@ pub(crate) struct ConfigMap {
 /// Everything on one side of the plan (before or after) that decides what nodes advertise.
 #[derive(Debug, Clone)]
 pub(crate) struct Side {
-    pub settings: Settings,
+    pub settings: OperatorSettings,
     /// ConfigMaps of the operator's namespace by name.
     pub config_maps: BTreeMap<String, ConfigMap>,
 }
@@ -349,7 +349,7 @@ impl Model {
         // Before: what is live.
         let mut ignored = Vec::new();
         let mut before = Side {
-            settings: Settings::absent(&namespace),
+            settings: OperatorSettings::absent(&namespace),
             config_maps: cluster
                 .config_maps
                 .iter()
@@ -390,7 +390,7 @@ impl Model {
             .iter()
             .any(|(_, o)| o.source != OperatorSource::ClusterPolicyPatch && o.settings.is_none());
         if removed {
-            after.settings = Settings::absent(&namespace);
+            after.settings = OperatorSettings::absent(&namespace);
         }
         for (address, o) in ordered {
             let Some(settings) = &o.settings else {

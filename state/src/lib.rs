@@ -104,12 +104,7 @@ fn sensitive_paths<'de, D: serde::Deserializer<'de>>(
         .collect())
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ResourceMode {
-    Managed,
-    Data,
-}
+pub use gpustack_protocol::ResourceMode;
 
 /// Who holds a lock and why; shown to anyone who finds the state locked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -147,7 +147,7 @@ mod tests {
     use hyper::service::service_fn;
     use hyper_util::rt::TokioIo;
 
-    use super::super::{Settings, client};
+    use super::super::{KubeSettings, client};
 
     const VERSION: &str = r#"{"major": "1", "minor": "36", "gitVersion": "v1.36.0",
         "gitCommit": "0", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
@@ -177,9 +177,9 @@ mod tests {
                 );
             }
         });
-        let settings = Settings {
+        let settings = KubeSettings {
             host: Some(format!("http://{address}")),
-            ..Settings::default()
+            ..KubeSettings::default()
         };
         let client = client(&settings).await.unwrap();
         let info = client.apiserver_version().await.unwrap();

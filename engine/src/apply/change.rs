@@ -4,7 +4,7 @@
 use super::*;
 
 pub(super) struct Applier<'w, 'a, 'l, 's, 'p> {
-    pub(super) walk: &'w mut Evaluation<'a>,
+    pub(super) eval: &'w mut EvalContext<'a>,
     pub(super) fence: Arc<Fence>,
     pub(super) owner: Arc<str>,
     pub(super) graph: &'a Graph,
@@ -41,22 +41,22 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
         match n.kind {
             NodeKind::Variable | NodeKind::Local | NodeKind::Output => {
                 // A value that no longer evaluates stops what depends on it.
-                let errors = self.walk.diags.0.len();
-                self.walk
+                let errors = self.eval.diags.0.len();
+                self.eval
                     .step_value(self.graph, node, self.inputs, EvalOptions::default());
-                if self.walk.diags.0.len() > errors {
+                if self.eval.diags.0.len() > errors {
                     self.failed.insert(node);
                 }
                 None
             }
             NodeKind::Provider => {
-                let errors = self.walk.diags.0.len();
-                let config = self.walk.provider(n.module, &n.key, n.span, n.implied);
+                let errors = self.eval.diags.0.len();
+                let config = self.eval.provider(n.module, &n.key, n.span, n.implied);
                 let name = n.key.split('.').next().unwrap_or_default().to_owned();
-                let factory = self.walk.registry.provider(&name).cloned();
+                let factory = self.eval.registry.provider(&name).cloned();
                 let owner = self.owner.clone();
                 match (config, factory) {
-                    (Some(config), Some(factory)) if self.walk.diags.0.len() == errors => {
+                    (Some(config), Some(factory)) if self.eval.diags.0.len() == errors => {
                         let progress = self.progress.clone();
                         let fence = self.fence.clone();
                         Some(Box::pin(async move {
@@ -85,7 +85,7 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                 }
             }
             NodeKind::Resource(mode) => {
-                let module = &self.walk.stack.modules[n.module];
+                let module = &self.eval.stack.modules[n.module];
                 let resource = match mode {
                     ResourceMode::Managed => &module.resources[&n.key],
                     ResourceMode::Data => &module.data[&n.key],
@@ -106,13 +106,13 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                 self.failed.insert(node);
             }
             Outcome::Resource(done) => {
-                let module = &self.walk.stack.modules[n.module];
+                let module = &self.eval.stack.modules[n.module];
                 let resource = match n.kind {
                     NodeKind::Resource(ResourceMode::Data) => &module.data[&n.key],
                     _ => &module.resources[&n.key],
                 };
                 let dependencies =
-                    crate::plan::resource_dependencies(self.graph, node, self.walk.stack);
+                    crate::plan::resource_dependencies(self.graph, node, self.eval.stack);
                 let mut failed = false;
                 for (_, d) in &done {
                     if let Some(change) = &d.change {
@@ -127,7 +127,7 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                     // Postconditions on the object as it now is; the change stays recorded.
                     if let (Some(change), Some(new_state)) = (&d.change, &d.new_state) {
                         let kept = self.repetitions.remove(&change.address);
-                        failed |= self.walk.postconditions(
+                        failed |= self.eval.postconditions(
                             n.module,
                             resource,
                             &change.address,
@@ -151,7 +151,7 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                         .map(|(k, d)| (k, d.new_state.clone().unwrap_or(Value::Null))),
                 );
                 let value = if unread { Value::Unknown } else { value };
-                store(self.walk, n.module, resource, value);
+                store(self.eval, n.module, resource, value);
             }
         }
     }
@@ -159,12 +159,12 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
 
 impl Applier<'_, '_, '_, '_, '_> {
     pub(super) fn report(&mut self, span: Option<Span>, diagnostics: &[Diagnostic]) -> bool {
-        report(self.walk.diags, span, diagnostics)
+        report(self.eval.diags, span, diagnostics)
     }
 
     /// Changes of a node that will not run count as handled, so they are not retried as orphans.
     pub(super) fn mark_handled(&mut self, node: NodeIndex) {
-        let address = self.graph.graph[node].address(self.walk.stack);
+        let address = self.graph.graph[node].address(self.eval.stack);
         for &instance in self.by_config.get(address.as_str()).into_iter().flatten() {
             self.handled.insert(instance.to_owned());
         }
@@ -178,7 +178,7 @@ impl Applier<'_, '_, '_, '_, '_> {
     ) -> Option<BoxFuture<'static, Outcome>> {
         let config_address = format!(
             "{}{}",
-            self.walk.stack.modules[module].prefix(),
+            self.eval.stack.modules[module].prefix(),
             r.local_address()
         );
         let has_changes = self.by_config.contains_key(config_address.as_str());
@@ -189,7 +189,7 @@ impl Applier<'_, '_, '_, '_, '_> {
                 r,
                 crate::plan::state_value,
             );
-            store(self.walk, module, r, value);
+            store(self.eval, module, r, value);
             return None;
         }
         let handle = self
@@ -198,20 +198,20 @@ impl Applier<'_, '_, '_, '_, '_> {
             .get(&node)
             .and_then(|p| self.providers.get(p))
             .cloned();
-        let schema = crate::evaluate::schema_of(self.walk.registry, r).cloned();
+        let schema = crate::evaluate::schema_of(self.eval.registry, r).cloned();
         let (Some(handle), Some(schema)) = (handle, schema) else {
             self.failed.insert(node);
             self.mark_handled(node);
             return None;
         };
-        let Some(instances) = expand(self.walk, module, r, &config_address) else {
+        let Some(instances) = expand(self.eval, module, r, &config_address) else {
             self.failed.insert(node);
             self.mark_handled(node);
             return None;
         };
         let context = format!("a {} block", r.type_name);
         let mut work = Vec::new();
-        let errors_before = self.walk.diags.0.len();
+        let errors_before = self.eval.diags.0.len();
         for Instance {
             key,
             address,
@@ -219,15 +219,15 @@ impl Applier<'_, '_, '_, '_, '_> {
         } in instances
         {
             // Preconditions the plan could not decide are decided now, before any change.
-            if let Some(kept) = self.walk.preconditions(module, r, &address, &repetition) {
+            if let Some(kept) = self.eval.preconditions(module, r, &address, &repetition) {
                 self.repetitions.insert(address.clone(), kept);
             }
             let mut config = self
-                .walk
+                .eval
                 .decode(module, &r.body, &schema, repetition, &context);
             // A configuration that no longer evaluates (a file that changed since the plan)
             // is never applied, not even as far as it goes.
-            if self.walk.diags.0.len() > errors_before {
+            if self.eval.diags.0.len() > errors_before {
                 continue;
             }
             if r.mode == ResourceMode::Data {
@@ -247,7 +247,7 @@ impl Applier<'_, '_, '_, '_, '_> {
             }
             work.push((key, Work::Change(Box::new(change.clone()), config)));
         }
-        if self.walk.diags.0.len() > errors_before {
+        if self.eval.diags.0.len() > errors_before {
             self.failed.insert(node);
             self.mark_handled(node);
             return None;

@@ -19,12 +19,12 @@
 use crate::config::{Files, Resource, ResourceMode};
 use crate::diag::Diag;
 use crate::evaluate::store;
-use crate::evaluate::{EvalOptions, Evaluation, Inputs, Repetition};
+use crate::evaluate::{EvalContext, EvalOptions, Inputs, Repetition};
 use crate::graph::{Graph, NodeKind};
 use crate::instances::{Instance, InstanceKey, assemble, expand, keep_ignored, recorded, report};
 use crate::plan::{Action, Plan, PlanMode, ResourceChange, sensitive_attributes};
 use crate::progress::Progress;
-use crate::schedule::{Steps, walk};
+use crate::schedule::{Steps, run};
 use crate::sensitive::{Salt, encode};
 use crate::source::{SourceMap, Span};
 use crate::{InputSource, Session};
@@ -297,7 +297,7 @@ async fn apply_with(
     // The sensitive variables first: one missing or different refuses the whole plan before
     // anything is changed.
     if !session.diags.has_errors() && !plan.snapshot.sensitive_variables.is_empty() {
-        let (mut check, graph, inputs) = session.provider_walk();
+        let (mut check, graph, inputs) = session.provider_context();
         check.recorded = Some(recorded());
         let roots: Vec<_> = graph
             .graph
@@ -319,7 +319,7 @@ async fn apply_with(
         }
     }
     if !session.diags.has_errors() {
-        let (mut walk_state, graph, inputs) = session.provider_walk();
+        let (mut walk_state, graph, inputs) = session.provider_context();
         walk_state.recorded = Some(recorded());
         let slots = Slots::of(&state);
         let mut ledger = Ledger {
@@ -359,7 +359,7 @@ async fn apply_with(
                 fence: halt.fence.clone(),
                 owner: owner.clone(),
                 progress: progress.clone(),
-                walk: &mut walk_state,
+                eval: &mut walk_state,
                 graph,
                 inputs,
                 plan,
@@ -375,17 +375,17 @@ async fn apply_with(
                 handled: HashSet::new(),
                 repetitions: HashMap::new(),
             };
-            walk(&graph.graph, &mut applier, &halt.stop).await;
+            run(&graph.graph, &mut applier, &halt.stop).await;
             // Check blocks on what is now there: warnings, as Terraform reports them.
             if plan.mode == crate::plan::PlanMode::Normal {
-                applier.walk.run_checks();
+                applier.eval.run_checks();
             }
             let handles: HashMap<String, Handle> = applier
                 .providers
                 .iter()
                 .map(|(node, handle)| {
                     (
-                        graph.graph[*node].address(applier.walk.stack),
+                        graph.graph[*node].address(applier.eval.stack),
                         handle.clone(),
                     )
                 })
@@ -406,7 +406,7 @@ async fn apply_with(
             nodes: deletions,
             order: order.clone(),
         };
-        walk(&order, &mut deleter, &halt.stop).await;
+        run(&order, &mut deleter, &halt.stop).await;
         if plan.mode == PlanMode::RefreshOnly && !plan.resource_drift.is_empty() {
             // A refresh-only plan changes no object: the state takes what refresh saw.
             ledger.dirty = true;
@@ -459,7 +459,7 @@ async fn apply_with(
 }
 
 /// A sensitive output is kept only as its digest.
-fn update_outputs(state: &mut State, walk: &Evaluation<'_>, mode: PlanMode, salt: &Salt) {
+fn update_outputs(state: &mut State, walk: &EvalContext<'_>, mode: PlanMode, salt: &Salt) {
     if mode == PlanMode::Destroy {
         state.outputs.clear();
         return;

@@ -133,7 +133,7 @@ pub(crate) struct Recorded {
     pub(crate) salt: crate::sensitive::Salt,
 }
 
-pub(crate) struct Evaluation<'a> {
+pub(crate) struct EvalContext<'a> {
     /// Set when applying a saved plan: files and sensitive variables come from, or are
     /// checked against, the plan.
     pub(crate) recorded: Option<Recorded>,
@@ -161,7 +161,7 @@ pub fn evaluate(
     options: EvalOptions,
     diags: &mut Diags,
 ) -> Evaluated {
-    let mut walk = Evaluation::new(stack, registry, sources, diags);
+    let mut walk = EvalContext::new(stack, registry, sources, diags);
     walk.check_inputs(inputs);
     walk.check_settings();
     for node in graph.order() {
@@ -221,7 +221,7 @@ pub fn module_expansions(
     }
     // Everything but the counts and for_eachs is reported by the final evaluation.
     let mut scratch = Diags::default();
-    let mut walk = Evaluation::new(stack, registry, sources, &mut scratch);
+    let mut walk = EvalContext::new(stack, registry, sources, &mut scratch);
     for node in graph.order() {
         let n = &graph.graph[node];
         match &n.kind {
@@ -337,7 +337,7 @@ impl ConditionKind {
     }
 }
 
-impl<'a> Evaluation<'a> {
+impl<'a> EvalContext<'a> {
     pub(crate) fn new(
         stack: &'a Stack,
         registry: &'a Registry,
@@ -519,7 +519,7 @@ impl<'a> Evaluation<'a> {
     /// (`local_file.token.sensitive_content`), for messages.
     fn sensitive_reference(&self, module: usize, expr: &Expr) -> Option<String> {
         let scope = ModuleScope {
-            walk: self,
+            eval: self,
             module,
             repetition: None,
             file: None,
@@ -567,7 +567,7 @@ impl<'a> Evaluation<'a> {
     ) -> Value {
         let result = {
             let scope = ModuleScope {
-                walk: self,
+                eval: self,
                 module,
                 repetition,
                 file: Some(file),
@@ -1525,7 +1525,7 @@ impl<'a> Evaluation<'a> {
             )
         })?;
         let scope = ModuleScope {
-            walk: self,
+            eval: self,
             module: 0,
             repetition: None,
             file: None,
@@ -1773,7 +1773,7 @@ pub(crate) fn schema_of<'r>(registry: &'r Registry, r: &Resource) -> Option<&'r 
 
 /// Makes a resource's value visible to the expressions that reference it, its schema's
 /// sensitive attributes marked in every instance.
-pub(crate) fn store(walk: &mut Evaluation<'_>, module: usize, r: &Resource, value: Value) {
+pub(crate) fn store(walk: &mut EvalContext<'_>, module: usize, r: &Resource, value: Value) {
     let paths = crate::sensitive::sensitive_attributes(schema_of(walk.registry, r));
     let value = if paths.is_empty() {
         value

@@ -2,7 +2,7 @@
 //! `data.t.n`, `count.index`, `each.key`, `path.module` and `TYPE.NAME` mean there, with
 //! "did you mean" errors for what is not declared.
 
-use super::{Decl, Evaluation, Repetition};
+use super::{Decl, EvalContext, Repetition};
 use crate::config::Module;
 use crate::diag::suggest;
 use crate::lang::eval::{EvalError, Scope};
@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 pub(super) struct ModuleScope<'w, 'a> {
-    pub(super) walk: &'w Evaluation<'a>,
+    pub(super) eval: &'w EvalContext<'a>,
     pub(super) module: usize,
     pub(super) repetition: Option<Repetition>,
     /// The file of the expression, which names the place of an impure call's record.
@@ -65,15 +65,15 @@ pub(super) fn input_key(path: &str) -> String {
 
 impl Scope for ModuleScope<'_, '_> {
     fn read_file(&self, path: &str) -> Result<Option<String>, String> {
-        self.walk.read_file(path)
+        self.eval.read_file(path)
     }
 
     fn inputs_mark(&self) -> usize {
-        self.walk.flows.borrow().mark()
+        self.eval.flows.borrow().mark()
     }
 
     fn inputs_into_secret(&self, mark: usize) {
-        self.walk.flows.borrow_mut().taint_since(mark);
+        self.eval.flows.borrow_mut().taint_since(mark);
     }
 
     /// Recorded by the place of the call and the instance it is evaluated for; the plan's
@@ -84,11 +84,11 @@ impl Scope for ModuleScope<'_, '_> {
         make: &mut dyn FnMut() -> Result<Value, String>,
     ) -> Result<Value, String> {
         if site == "timestamp" {
-            return self.walk.impure("gpustack:timestamp()", make);
+            return self.eval.impure("gpustack:timestamp()", make);
         }
         let file = self
             .file
-            .map(|f| self.walk.sources.file(f).display_name.clone())
+            .map(|f| self.eval.sources.file(f).display_name.clone())
             .unwrap_or_default();
         let instance = match &self.repetition {
             Some(r) => match (&r.count_index, &r.each) {
@@ -98,8 +98,8 @@ impl Scope for ModuleScope<'_, '_> {
             },
             None => String::new(),
         };
-        let prefix = self.walk.stack.modules[self.module].prefix();
-        self.walk
+        let prefix = self.eval.stack.modules[self.module].prefix();
+        self.eval
             .impure(&format!("gpustack:{prefix}{file}:{site}{instance}"), make)
     }
 
@@ -161,7 +161,7 @@ impl Scope for ModuleScope<'_, '_> {
             )),
             [ty, name, ..] => self.resource(ty, name, range),
             [name] => {
-                let hint = if self.walk.registry.owner_of(name).is_some() {
+                let hint = if self.eval.registry.owner_of(name).is_some() {
                     format!(" A resource is referenced as {name}.NAME.")
                 } else {
                     String::new()
@@ -180,7 +180,7 @@ impl Scope for ModuleScope<'_, '_> {
 impl ModuleScope<'_, '_> {
     /// A reference to a declaration reads what its value came from.
     fn reach(&self, module: usize, decl: Decl, name: &str) {
-        self.walk.flows.borrow_mut().reach(module, decl, name);
+        self.eval.flows.borrow_mut().reach(module, decl, name);
     }
 
     fn variable(
@@ -188,9 +188,9 @@ impl ModuleScope<'_, '_> {
         name: &str,
         range: Option<Range<usize>>,
     ) -> Result<(Cow<'_, Value>, usize), EvalError> {
-        let m: &Module = &self.walk.stack.modules[self.module];
+        let m: &Module = &self.eval.stack.modules[self.module];
         self.reach(self.module, Decl::Var, name);
-        let value = self.walk.values[self.module].vars.get(name);
+        let value = self.eval.values[self.module].vars.get(name);
         declared(name, range, &m.variables, value, "An input variable")
     }
 
@@ -199,9 +199,9 @@ impl ModuleScope<'_, '_> {
         name: &str,
         range: Option<Range<usize>>,
     ) -> Result<(Cow<'_, Value>, usize), EvalError> {
-        let m: &Module = &self.walk.stack.modules[self.module];
+        let m: &Module = &self.eval.stack.modules[self.module];
         self.reach(self.module, Decl::Local, name);
-        let value = self.walk.values[self.module].locals.get(name);
+        let value = self.eval.values[self.module].locals.get(name);
         declared(name, range, &m.locals, value, "A local value")
     }
 
@@ -211,15 +211,15 @@ impl ModuleScope<'_, '_> {
         rest: &[&str],
         range: Option<Range<usize>>,
     ) -> Result<(Cow<'_, Value>, usize), EvalError> {
-        let m: &Module = &self.walk.stack.modules[self.module];
+        let m: &Module = &self.eval.stack.modules[self.module];
         // A repeated call is a list (count) or map (for_each) of its instances' outputs; the
         // evaluator applies the index and attribute after it.
         if let Some(instances) = m.instances.get(call) {
             let repeated = m.calls.get(call).filter(|c| c.for_each.is_some());
             let objects = instances.iter().map(|&child| {
-                self.walk.flows.borrow_mut().reach_all(child, Decl::Output);
-                let module = &self.walk.stack.modules[child];
-                let outputs = &self.walk.values[child].outputs;
+                self.eval.flows.borrow_mut().reach_all(child, Decl::Output);
+                let module = &self.eval.stack.modules[child];
+                let outputs = &self.eval.values[child].outputs;
                 let object = module
                     .outputs
                     .keys()
@@ -254,8 +254,8 @@ impl ModuleScope<'_, '_> {
                 ),
             ));
         };
-        let outputs = &self.walk.values[child].outputs;
-        let declared = &self.walk.stack.modules[child].outputs;
+        let outputs = &self.eval.values[child].outputs;
+        let declared = &self.eval.stack.modules[child].outputs;
         match rest.first() {
             Some(output) if declared.contains_key(*output) => {
                 self.reach(child, Decl::Output, output);
@@ -270,7 +270,7 @@ impl ModuleScope<'_, '_> {
                 ),
             )),
             None => {
-                self.walk.flows.borrow_mut().reach_all(child, Decl::Output);
+                self.eval.flows.borrow_mut().reach_all(child, Decl::Output);
                 let object = declared
                     .keys()
                     .map(|k| (k.clone(), outputs.get(k).cloned().unwrap_or(Value::Unknown)))
@@ -286,8 +286,8 @@ impl ModuleScope<'_, '_> {
         name: &str,
         range: Option<Range<usize>>,
     ) -> Result<(Cow<'_, Value>, usize), EvalError> {
-        let m: &Module = &self.walk.stack.modules[self.module];
-        let values = &self.walk.values[self.module];
+        let m: &Module = &self.eval.stack.modules[self.module];
+        let values = &self.eval.values[self.module];
         let key = format!("{ty}.{name}");
         self.reach(self.module, Decl::Data, &key);
         if m.data.contains_key(&key) {
@@ -351,10 +351,10 @@ impl ModuleScope<'_, '_> {
         attr: &str,
         range: Option<Range<usize>>,
     ) -> Result<(Cow<'_, Value>, usize), EvalError> {
-        let m: &Module = &self.walk.stack.modules[self.module];
+        let m: &Module = &self.eval.stack.modules[self.module];
         let path = match attr {
             "module" => m.dir.display().to_string(),
-            "root" => self.walk.stack.root().dir.display().to_string(),
+            "root" => self.eval.stack.root().dir.display().to_string(),
             "cwd" => std::env::current_dir()
                 .map(|d| d.display().to_string())
                 .unwrap_or_default(),
@@ -384,8 +384,8 @@ impl ModuleScope<'_, '_> {
         name: &str,
         range: Option<Range<usize>>,
     ) -> Result<(Cow<'_, Value>, usize), EvalError> {
-        let m: &Module = &self.walk.stack.modules[self.module];
-        let values = &self.walk.values[self.module];
+        let m: &Module = &self.eval.stack.modules[self.module];
+        let values = &self.eval.values[self.module];
         let key = format!("{ty}.{name}");
         self.reach(self.module, Decl::Resource, &key);
         // Evaluated resources are the usual case: one lookup, in the values.
@@ -393,7 +393,7 @@ impl ModuleScope<'_, '_> {
             found(Some(value), 2)
         } else if m.resources.contains_key(&key) {
             found(None, 2)
-        } else if self.walk.registry.owner_of(ty).is_some()
+        } else if self.eval.registry.owner_of(ty).is_some()
             || m.resources.values().any(|r| r.type_name == ty)
         {
             Err(undeclared(

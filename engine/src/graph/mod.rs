@@ -78,7 +78,7 @@ impl Graph {
         self.index.get(&(module, kind))?.get(key).copied()
     }
 
-    /// Evaluation order: every node after all of its dependencies, members of cycles left out,
+    /// EvalContext order: every node after all of its dependencies, members of cycles left out,
     /// and otherwise as close to declaration order as the dependencies allow: a node becomes
     /// ready once its last dependency is done, and ready nodes go first come, first served.
     /// Nodes are numbered in declaration order, the order the loader allocated their

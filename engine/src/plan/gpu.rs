@@ -3,7 +3,7 @@
 //! capacity drift go into the plan (DESIGN §1).
 
 use super::CapacityLine;
-use crate::evaluate::Evaluation;
+use crate::evaluate::EvalContext;
 use gpustack_gpu::{Model, NodeDrift, Severity, Sourced};
 use gpustack_protocol::GpuFact;
 use std::collections::HashMap;
@@ -19,7 +19,7 @@ pub(crate) struct Outcome {
 /// Runs the model on the facts of a plan; `checks`: report its findings (a normal plan), or
 /// only measure (refresh-only: drift runs on what is live, whatever the stack now says).
 pub(crate) fn pass(
-    walk: &mut Evaluation<'_>,
+    walk: &mut EvalContext<'_>,
     facts: &[(String, GpuFact)],
     sources: &Sources,
     checks: bool,

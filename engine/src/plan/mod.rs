@@ -20,7 +20,7 @@ pub use crate::evaluate::FileRecord;
 pub use crate::sensitive::{mark_schema, sensitive_attributes};
 pub(crate) use ownership::apply_moves;
 pub(crate) use planner::{
-    Ownership, Secrets, output_value, plan, resource_dependencies, state_value,
+    Ownership, Secrets, make_plan, output_value, resource_dependencies, state_value,
 };
 pub use planner::{PlanMode, PlanOptions};
 

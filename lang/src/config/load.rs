@@ -1641,7 +1641,7 @@ impl Decoder<'_> {
         }
         let backend = backends.first().and_then(|b| {
             let labels = self.labels(b, &["backend type"])?;
-            Some(Backend {
+            Some(BackendBlock {
                 kind: labels[0].clone(),
                 kind_span: self.span(b.labels[0].span()),
                 body: BodyRef {
@@ -1673,7 +1673,7 @@ impl Decoder<'_> {
                 span: self.header_span(b),
             }
         });
-        module.settings = Some(Settings {
+        module.settings = Some(GpustackBlock {
             span,
             backend,
             encryption,

@@ -69,7 +69,7 @@ pub struct Module {
     /// Keyed by `type.name` (without the `data.` prefix).
     pub data: Names<Resource>,
     pub calls: Names<ModuleCall>,
-    pub settings: Option<Settings>,
+    pub settings: Option<GpustackBlock>,
     /// `import` blocks (the root module only, as in Terraform).
     pub imports: Vec<Import>,
     /// `moved` blocks, with addresses relative to this module.
@@ -212,11 +212,7 @@ pub fn provider_key(name: &str, alias: Option<&str>) -> String {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ResourceMode {
-    Managed,
-    Data,
-}
+pub use gpustack_protocol::ResourceMode;
 
 #[derive(Debug)]
 pub struct Resource {
@@ -333,16 +329,16 @@ pub struct ModuleInstance {
 pub type ModuleExpansions = std::collections::HashMap<(Vec<String>, String), Vec<ModuleInstance>>;
 
 #[derive(Debug)]
-pub struct Settings {
+pub struct GpustackBlock {
     pub span: Span,
-    pub backend: Option<Backend>,
+    pub backend: Option<BackendBlock>,
     /// `encryption { ... }`: how states and plans are encrypted (see [`encryption`]).
     pub encryption: Option<BodyRef>,
     pub required_version: Option<(String, Span)>,
 }
 
 #[derive(Debug)]
-pub struct Backend {
+pub struct BackendBlock {
     pub kind: String,
     pub kind_span: Span,
     pub body: BodyRef,

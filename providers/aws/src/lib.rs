@@ -161,7 +161,7 @@ impl Family for Aws {
     }
 
     async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
-        let settings = gpustack_connect::aws::Settings {
+        let settings = gpustack_connect::aws::AwsSettings {
             region: text(config, "region").map(str::to_owned),
             profile: text(config, "profile").map(str::to_owned),
             endpoint: text(config, "endpoint").map(str::to_owned),

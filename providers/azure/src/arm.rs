@@ -97,8 +97,8 @@ impl ArmError {
     }
 }
 
-/// Settings of an `azure` provider block.
-pub(crate) struct Settings {
+/// AzureSettings of an `azure` provider block.
+pub(crate) struct AzureSettings {
     pub subscription_id: String,
     pub tenant_id: Option<String>,
     pub client_id: Option<String>,
@@ -118,7 +118,7 @@ pub(crate) struct Arm {
 /// principal's secret, a federated workload-identity token, a managed identity, else the
 /// Azure CLI's login.
 fn credential(
-    settings: &Settings,
+    settings: &AzureSettings,
     options: &ClientOptions,
 ) -> azure_core::Result<Arc<dyn TokenCredential>> {
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
@@ -163,7 +163,7 @@ fn credential(
 }
 
 impl Arm {
-    pub fn new(settings: &Settings) -> Result<Self, String> {
+    pub fn new(settings: &AzureSettings) -> Result<Self, String> {
         // One TLS implementation in the binary: the AWS SDK and kube use ring too.
         gpustack_connect::install_ring();
         let http = reqwest::Client::builder()

@@ -3,7 +3,7 @@
 mod arm;
 mod model;
 
-use arm::{Arm, ArmError, PoolId, Settings};
+use arm::{Arm, ArmError, AzureSettings, PoolId};
 use gpustack_protocol::CloudSharing;
 use gpustack_protocol::{
     Attribute, Diagnostic, GpuShape, PlanResourceChangeResponse, PoolShape, Provider,
@@ -186,7 +186,7 @@ impl Family for Azure {
     }
 
     async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
-        let settings = Settings {
+        let settings = AzureSettings {
             subscription_id: text(config, "subscription_id")
                 .unwrap_or_default()
                 .to_owned(),

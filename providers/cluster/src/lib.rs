@@ -74,7 +74,7 @@ impl Cluster {
     /// Explicit `host` (with `token`, `cluster_ca_certificate`), else `in_cluster`, else a
     /// kubeconfig file and optional `context`. Builds the client only: no request is made.
     pub async fn connect(config: &Value) -> Result<Self, Diagnostic> {
-        let settings = gpustack_connect::kubernetes::Settings {
+        let settings = gpustack_connect::kubernetes::KubeSettings {
             host: text(config, "host"),
             token: text(config, "token"),
             cluster_ca_certificate: text(config, "cluster_ca_certificate"),

@@ -23,7 +23,9 @@ pub use capacity::{
 pub const OWNER_KEY: &str = "gpustack.dev/owner";
 pub use diagnostic::{Diagnostic, Pos, Severity, SourceRange};
 pub use registry::Registry;
-pub use schema::{Attribute, BlockNesting, Names, NestedBlock, ProviderSchema, Schema};
+pub use schema::{
+    Attribute, BlockNesting, Names, NestedBlock, ProviderSchema, ResourceMode, Schema,
+};
 pub use types::{ConversionError, ObjectAttr, Type};
 pub use value::{Marked, Number, Path, PathStep, SENSITIVE, Value, format_number, path_text};
 

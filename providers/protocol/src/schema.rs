@@ -160,3 +160,14 @@ pub struct ProviderSchema {
     pub resources: IndexMap<String, Schema>,
     pub data_sources: IndexMap<String, Schema>,
 }
+
+/// Whether a block is a managed resource or a data source, in the configuration and in the
+/// state alike.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ResourceMode {
+    Managed,
+    Data,
+}

@@ -12,7 +12,7 @@ use crate::config::{Resource, ResourceMode};
 use crate::configure::Configured;
 use crate::diag::Diag;
 use crate::evaluate::store;
-use crate::evaluate::{Decl, EvalOptions, Evaluation, Inputs, Repetition};
+use crate::evaluate::{Decl, EvalContext, EvalOptions, Inputs, Repetition};
 use crate::graph::{Graph, NodeKind};
 use crate::instances::{Instance, InstanceKey, assemble, expand, keep_ignored, recorded, report};
 use crate::sensitive::{Salt, encode, masked_texts};
@@ -85,7 +85,7 @@ enum Outcome {
 }
 
 struct Planner<'w, 'a> {
-    walk: &'w mut Evaluation<'a>,
+    eval: &'w mut EvalContext<'a>,
     /// This stack's mark on what it creates.
     owner: String,
     /// `import` blocks by the config address of the resource they import into.
@@ -141,8 +141,8 @@ struct Planner<'w, 'a> {
 
 /// Plans a stack whose configuration is loaded and checked. Errors go to `diags`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn plan<'a>(
-    walk: &mut Evaluation<'a>,
+pub(crate) async fn make_plan<'a>(
+    walk: &mut EvalContext<'a>,
     graph: &'a Graph,
     inputs: &'a Inputs,
     state: Option<&'a State>,
@@ -211,7 +211,7 @@ pub(crate) async fn plan<'a>(
         })
         .collect();
     let mut planner = Planner {
-        walk,
+        eval: walk,
         known,
         config_providers,
         owner: ownership.owner,
@@ -252,13 +252,13 @@ pub(crate) async fn plan<'a>(
         configured: HashSet::new(),
     };
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    crate::schedule::walk(&graph.graph, &mut planner, &stop).await;
+    crate::schedule::run(&graph.graph, &mut planner, &stop).await;
     // Check blocks see everything planned; what they cannot tell yet, apply checks.
     if options.mode == PlanMode::Normal {
-        planner.walk.run_checks();
+        planner.eval.run_checks();
     }
     let generated = planner.generate().await;
-    if planner.walk.diags.has_errors() {
+    if planner.eval.diags.has_errors() {
         return None;
     }
     let drift = planner.drift();
@@ -275,7 +275,7 @@ pub(crate) async fn plan<'a>(
     resource_changes.sort_by(|a, b| a.address.cmp(&b.address));
     let mut drift = drift;
     drift.sort_by(|a, b| a.address.cmp(&b.address));
-    if planner.walk.diags.has_errors() {
+    if planner.eval.diags.has_errors() {
         return None;
     }
     let output_changes = planner.output_changes();
@@ -290,20 +290,20 @@ pub(crate) async fn plan<'a>(
                 .cloned();
             planner.gpu_facts.splice(0..0, cluster);
             Some(super::gpu::pass(
-                planner.walk,
+                planner.eval,
                 &planner.gpu_facts,
                 &planner.gpu_sources,
                 true,
             ))
         }
         PlanMode::RefreshOnly => Some(super::gpu::pass(
-            planner.walk,
+            planner.eval,
             &planner.refresh_facts,
             &planner.gpu_sources,
             false,
         )),
     };
-    if planner.walk.diags.has_errors() {
+    if planner.eval.diags.has_errors() {
         return None;
     }
     let (mut gpu_capacity, gpu_drift) =
@@ -340,7 +340,7 @@ pub(crate) struct Ownership {
 
 /// The resource nodes a `--target` list selects, with everything they depend on.
 fn targets(
-    walk: &mut Evaluation<'_>,
+    walk: &mut EvalContext<'_>,
     graph: &Graph,
     targets: &[String],
 ) -> Option<HashSet<NodeIndex>> {
@@ -426,45 +426,45 @@ impl Planner<'_, '_> {
             return None;
         }
         let n = self.graph.graph[node].clone();
-        let errors_before = self.walk.diags.0.len();
+        let errors_before = self.eval.diags.0.len();
         match n.kind {
             NodeKind::Variable | NodeKind::Local | NodeKind::Output => {
-                self.walk
+                self.eval
                     .step_value(self.graph, node, self.inputs, EvalOptions::default());
                 None
             }
             NodeKind::Provider => {
-                let mark = self.walk.flows.borrow().mark();
-                let config = self.walk.provider(n.module, &n.key, n.span, n.implied);
+                let mark = self.eval.flows.borrow().mark();
+                let config = self.eval.provider(n.module, &n.key, n.span, n.implied);
                 let name = n.key.split('.').next().unwrap_or_default();
                 let secret = config.as_ref().is_some_and(|c| {
                     c.contains_sensitive()
                         || crate::sensitive::sets_any(
                             c,
                             &sensitive_attributes(
-                                self.walk.registry.schema(name).map(|s| &s.config),
+                                self.eval.registry.schema(name).map(|s| &s.config),
                             ),
                         )
                 });
-                self.walk
+                self.eval
                     .flows
                     .borrow_mut()
                     .settle(mark, n.module, Decl::Provider, &n.key, secret);
-                if self.walk.diags.0.len() > errors_before || config.is_none() {
+                if self.eval.diags.0.len() > errors_before || config.is_none() {
                     self.failed.insert(node);
                     return None;
                 }
                 Some(self.start_provider(node, config.unwrap_or_default()))
             }
             NodeKind::Resource(mode) => {
-                let module = &self.walk.stack.modules[n.module];
+                let module = &self.eval.stack.modules[n.module];
                 let resource = match mode {
                     ResourceMode::Managed => &module.resources[&n.key],
                     ResourceMode::Data => &module.data[&n.key],
                 };
-                let mark = self.walk.flows.borrow().mark();
+                let mark = self.eval.flows.borrow().mark();
                 let started = self.start_resource(node, n.module, resource);
-                self.walk
+                self.eval
                     .flows
                     .borrow_mut()
                     .settle(mark, n.module, decl_of(mode), &n.key, false);
@@ -490,7 +490,7 @@ impl Planner<'_, '_> {
 
     /// Refuses two addresses for one object (see [`super::ownership`]).
     fn check_identities(&mut self) {
-        let registry = self.walk.registry;
+        let registry = self.eval.registry;
         let identity = |c: &ResourceChange, after: bool| {
             let value = if after {
                 c.after_value()
@@ -502,7 +502,7 @@ impl Planner<'_, '_> {
         };
         let claims =
             super::ownership::claims(&self.changes, identity, |a| self.spans.get(a).copied());
-        super::ownership::check_identities(&claims, self.walk.diags);
+        super::ownership::check_identities(&claims, self.eval.diags);
         // A replacement created before its old object is destroyed cannot have the old one's
         // name: the create would find it taken, or take it over.
         for c in &self.changes {
@@ -510,7 +510,7 @@ impl Planner<'_, '_> {
                 && let (Some(before), Some(after)) = (identity(c, false), identity(c, true))
                 && before == after
             {
-                self.walk.diags.push(Diag::error(
+                self.eval.diags.push(Diag::error(
                     self.spans.get(&c.address).copied(),
                     "create_before_destroy of one object",
                     format!("{} must be replaced with create_before_destroy, but the new object would be the old one ({}): it cannot exist twice. Give the new object another name, or drop create_before_destroy.", c.address, before.replace(':', " ")),

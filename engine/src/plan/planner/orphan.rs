@@ -96,7 +96,7 @@ impl Planner<'_, '_> {
                 continue;
             }
             let Some(live) = self.refreshed.get(&r.address) else {
-                self.walk.diags.push(Diag::error(
+                self.eval.diags.push(Diag::error(
                     None,
                     "Provider configuration not present",
                     format!("{} must be destroyed, but its provider configuration {} is no longer in the stack. Add it back to destroy the object, or forget it with gpustack state rm.", r.address, r.provider),
@@ -127,19 +127,19 @@ impl Planner<'_, '_> {
     /// resource is still configured is an error.
     pub(super) fn removals(&mut self) -> Vec<crate::address::Address> {
         let mut out = Vec::new();
-        let stack = self.walk.stack;
+        let stack = self.eval.stack;
         for module in &stack.modules {
             let prefix = module.prefix();
             for removed in module.removals.iter().filter(|r| !r.destroy) {
                 let Some(target) =
-                    crate::plan::ownership::Target::of(&removed.from, "from", self.walk.diags)
+                    crate::plan::ownership::Target::of(&removed.from, "from", self.eval.diags)
                 else {
                     continue;
                 };
                 let local = target.config_address();
                 let full = format!("{prefix}{local}");
                 if self.configured.contains(&full) {
-                    self.walk.diags.push(Diag::error(
+                    self.eval.diags.push(Diag::error(
                         Some(removed.span),
                         "Removed resource is still configured",
                         format!("This removed block forgets {full}, but its resource block is still in the stack: delete the resource block too, or drop the removed block."),
@@ -155,7 +155,7 @@ impl Planner<'_, '_> {
                         address.extend(local.0);
                         out.push(crate::address::Address(address));
                     }
-                    None => self.walk.diags.push(Diag::error(
+                    None => self.eval.diags.push(Diag::error(
                         Some(removed.from.span()),
                         "Invalid address",
                         "The instance keys of a removed block must be literal strings or numbers.",
@@ -203,7 +203,7 @@ impl Planner<'_, '_> {
             .iter()
             .map(|(node, handle)| {
                 (
-                    self.graph.graph[*node].address(self.walk.stack),
+                    self.graph.graph[*node].address(self.eval.stack),
                     handle.clone(),
                 )
             })
@@ -234,7 +234,7 @@ impl Planner<'_, '_> {
                 .spans
                 .get(&change.address)
                 .copied()
-                .or_else(|| resource_span(self.walk.stack, &change.config_address));
+                .or_else(|| resource_span(self.eval.stack, &change.config_address));
             let diagnostics: Vec<Diagnostic> = response
                 .diagnostics
                 .into_iter()
@@ -243,7 +243,7 @@ impl Planner<'_, '_> {
                     d
                 })
                 .collect();
-            report(self.walk.diags, span, &diagnostics);
+            report(self.eval.diags, span, &diagnostics);
             change.collateral = response.collateral.filter(|c| !c.is_empty());
         }
     }

@@ -6,7 +6,7 @@ impl Planner<'_, '_> {
     /// By name, as Terraform lists them: the walk finishes outputs in any order.
     pub(super) fn output_changes(&self) -> IndexMap<String, OutputChange> {
         let prior = self.state.map(|s| &s.outputs);
-        let mut outputs: Vec<_> = self.walk.out.outputs.iter().collect();
+        let mut outputs: Vec<_> = self.eval.out.outputs.iter().collect();
         outputs.sort_by(|a, b| a.0.cmp(b.0));
         outputs
             .into_iter()

@@ -10,9 +10,9 @@ impl Planner<'_, '_> {
         config: Value,
     ) -> BoxFuture<'static, Outcome> {
         let n = &self.graph.graph[node];
-        let address = n.address(self.walk.stack);
+        let address = n.address(self.eval.stack);
         let name = n.key.split('.').next().unwrap_or_default().to_owned();
-        let factory = self.walk.registry.provider(&name).cloned();
+        let factory = self.eval.registry.provider(&name).cloned();
         // The state's objects served by this configuration, grouped by type for batched reads,
         // with the paths that are sensitive in each (their values are digests).
         let mut by_type: IndexMap<String, Vec<(String, Value, Vec<gpustack_protocol::Path>)>> =
@@ -29,7 +29,7 @@ impl Planner<'_, '_> {
             for r in state.resources.iter().filter(serves) {
                 let mut paths = r.sensitive_paths.clone();
                 paths.extend(sensitive_attributes(
-                    self.walk.registry.resource_schema(&r.type_name),
+                    self.eval.registry.resource_schema(&r.type_name),
                 ));
                 by_type.entry(r.type_name.clone()).or_default().push((
                     r.address.clone(),
@@ -147,7 +147,7 @@ impl Planner<'_, '_> {
     ) {
         let span = Some(self.graph.graph[node].span);
         self.refresh_facts.extend(refresh_facts);
-        let failed = report(self.walk.diags, span, &diagnostics);
+        let failed = report(self.eval.diags, span, &diagnostics);
         match handle {
             Some(handle) if !failed => {
                 self.providers.insert(node, handle);

@@ -190,14 +190,14 @@ impl Planner<'_, '_> {
         module: usize,
         r: &Resource,
     ) -> Option<BoxFuture<'static, Outcome>> {
-        let prefix = self.walk.stack.modules[module].prefix();
+        let prefix = self.eval.stack.modules[module].prefix();
         let config_address = format!("{prefix}{}", r.local_address());
         self.configured.insert(config_address.clone());
         let excluded = self.allowed.as_ref().is_some_and(|a| !a.contains(&node));
         if excluded || self.options.mode != PlanMode::Normal {
             // Outside the plan's scope: its value is what the state knows.
             let value = self.prior_value(&config_address, r);
-            store(self.walk, module, r, value);
+            store(self.eval, module, r, value);
             return None;
         }
         let Some(handle) = self
@@ -210,18 +210,18 @@ impl Planner<'_, '_> {
             self.failed.insert(node);
             return None;
         };
-        let schema = crate::evaluate::schema_of(self.walk.registry, r).cloned();
+        let schema = crate::evaluate::schema_of(self.eval.registry, r).cloned();
         let Some(schema) = schema else {
             self.failed.insert(node);
             return None;
         };
-        let errors_before = self.walk.diags.0.len();
+        let errors_before = self.eval.diags.0.len();
         let schema_paths = sensitive_attributes(Some(&schema));
-        let mark = self.walk.flows.borrow().mark();
+        let mark = self.eval.flows.borrow().mark();
         if r.mode == ResourceMode::Managed {
             self.evaluate_imports(&config_address);
         }
-        let Some(instances) = expand(self.walk, module, r, &config_address) else {
+        let Some(instances) = expand(self.eval, module, r, &config_address) else {
             self.failed.insert(node);
             return None;
         };
@@ -234,15 +234,15 @@ impl Planner<'_, '_> {
         } in instances
         {
             self.spans.insert(address.clone(), r.span);
-            if let Some(kept) = self.walk.preconditions(module, r, &address, &repetition) {
+            if let Some(kept) = self.eval.preconditions(module, r, &address, &repetition) {
                 self.repetitions.insert(address.clone(), kept);
             }
             let mut config = self
-                .walk
+                .eval
                 .decode(module, &r.body, &schema, repetition, &context);
-            self.walk.provider_checks(r, &config);
+            self.eval.provider_checks(r, &config);
             if config.contains_sensitive() || crate::sensitive::sets_any(&config, &schema_paths) {
-                self.walk.flows.borrow_mut().taint_since(mark);
+                self.eval.flows.borrow_mut().taint_since(mark);
             }
             // Digests (a state read without refresh) give way to the configuration's values.
             // Taken, not copied: drift was noted when the live state arrived.
@@ -277,7 +277,7 @@ impl Planner<'_, '_> {
                 && r.mode == ResourceMode::Managed
                 && let Some(other) = self.known_elsewhere(&r.type_name, &config, &address)
             {
-                self.walk.diags.push(Diag::error(
+                self.eval.diags.push(Diag::error(
                     Some(r.span),
                     "Create and destroy of one object",
                     format!("{address} would create the object that {other} already manages in this stack: the apply would take it over and then delete it under its old address. If the resource was renamed or moved, say so:\n\n  moved {{\n    from = {other}\n    to   = {address}\n  }}"),
@@ -286,7 +286,7 @@ impl Planner<'_, '_> {
             }
             requests.push((key, address, prior, config, import, vanished));
         }
-        if self.walk.diags.0.len() > errors_before {
+        if self.eval.diags.0.len() > errors_before {
             self.failed.insert(node);
             return None;
         }
@@ -397,7 +397,7 @@ impl Planner<'_, '_> {
             let repetitions: Vec<Option<crate::evaluate::Repetition>> = match &import.for_each {
                 None => vec![None],
                 Some(for_each) => {
-                    let value = self.walk.eval(0, for_each, None);
+                    let value = self.eval.eval(0, for_each, None);
                     let pairs: Vec<(Value, Value)> = match value.unmark_deep().0 {
                         Value::Object(map) => map
                             .into_iter()
@@ -409,7 +409,7 @@ impl Planner<'_, '_> {
                             .map(|(i, v)| (Value::Number(i as f64), v))
                             .collect(),
                         _ => {
-                            self.walk.diags.push(Diag::error(
+                            self.eval.diags.push(Diag::error(
                                 Some(for_each.span()),
                                 "Invalid for_each argument",
                                 "An import block's for_each must be a map or a list known at plan time.",
@@ -430,7 +430,7 @@ impl Planner<'_, '_> {
                 }
             };
             let Some(target) =
-                crate::plan::ownership::Target::of(&import.to, "to", self.walk.diags)
+                crate::plan::ownership::Target::of(&import.to, "to", self.eval.diags)
             else {
                 return out;
             };
@@ -445,7 +445,7 @@ impl Planner<'_, '_> {
                                 expr: (*expr).clone(),
                                 file: import.to.file,
                             };
-                            match self.walk.eval(0, &expr, repetition.clone()).unmark_deep().0 {
+                            match self.eval.eval(0, &expr, repetition.clone()).unmark_deep().0 {
                                 Value::String(s) => Some(Key::Name(s)),
                                 Value::Number(n) if n >= 0.0 && n.fract() == 0.0 => {
                                     Some(Key::Index(n as usize))
@@ -462,10 +462,10 @@ impl Planner<'_, '_> {
                         key,
                     });
                 }
-                let id = self.walk.eval(0, &import.id, repetition.clone());
+                let id = self.eval.eval(0, &import.id, repetition.clone());
                 match (ok, id.unmark_deep().0) {
                     (true, Value::String(id)) => out.push((Address(steps).to_string(), id)),
-                    _ => self.walk.diags.push(Diag::error(
+                    _ => self.eval.diags.push(Diag::error(
                         Some(import.span),
                         "Invalid import",
                         "An import block's id and the keys of its to address must be strings (or numbers, for keys) known at plan time.",
@@ -488,14 +488,14 @@ impl Planner<'_, '_> {
                     continue;
                 };
                 let [ty, name] = parsed.0.as_slice() else {
-                    self.walk.diags.push(Diag::error(
+                    self.eval.diags.push(Diag::error(
                         Some(import.to.span()),
                         "Cannot generate configuration",
                         "--generate-config-out writes resources of the root module only.",
                     ));
                     continue;
                 };
-                let registry = self.walk.registry;
+                let registry = self.eval.registry;
                 let provider = registry.owner_of(&ty.name).map(str::to_owned);
                 let handle = provider.as_deref().and_then(|p| {
                     self.graph
@@ -505,7 +505,7 @@ impl Planner<'_, '_> {
                 });
                 let (Some(handle), Some(schema)) = (handle, registry.resource_schema(&ty.name))
                 else {
-                    self.walk.diags.push(Diag::error(
+                    self.eval.diags.push(Diag::error(
                         Some(import.to.span()),
                         "Cannot generate configuration",
                         format!("{address}: declare its provider block ({}) in the root module, so that the object can be read.", provider.unwrap_or_default()),
@@ -521,7 +521,7 @@ impl Planner<'_, '_> {
                         ),
                     }),
                     Err(d) => {
-                        report(self.walk.diags, Some(import.span), &d);
+                        report(self.eval.diags, Some(import.span), &d);
                     }
                 }
             }
@@ -570,7 +570,7 @@ impl Planner<'_, '_> {
             Some(_) => (vec![Action::Update], None),
         };
         if r.lifecycle().prevent_destroy && actions.contains(&Action::Delete) {
-            self.walk.diags.push(Diag::error(
+            self.eval.diags.push(Diag::error(
                 span,
                 "Instance cannot be destroyed",
                 format!("{} has lifecycle.prevent_destroy set, but the plan would destroy it ({}). Change the configuration so that it is updated in place, or remove prevent_destroy.", instance.address, reason.clone().unwrap_or_default()),
@@ -594,7 +594,7 @@ impl Planner<'_, '_> {
         r: &Resource,
         instance: &PlannedInstance,
     ) -> Option<String> {
-        let prefix = self.walk.stack.modules[module].prefix();
+        let prefix = self.eval.stack.modules[module].prefix();
         for expr in &r.lifecycle().replace_triggered_by {
             let Some(target) = crate::config::load::trigger_target(&expr.expr) else {
                 continue;
@@ -618,7 +618,7 @@ impl Planner<'_, '_> {
                         expr: key.clone(),
                         file: expr.file,
                     };
-                    match self.walk.eval(module, &key_expr, repetition) {
+                    match self.eval.eval(module, &key_expr, repetition) {
                         Value::Number(n) if n >= 0.0 && n.fract() == 0.0 => {
                             Some(format!("{resource}[{}]", n as usize))
                         }
@@ -645,7 +645,7 @@ impl Planner<'_, '_> {
                     }
             });
             if changed {
-                let text = self.walk.sources.snippet(expr.span()).trim();
+                let text = self.eval.sources.snippet(expr.span()).trim();
                 return Some(if text.is_empty() {
                     resource
                 } else {
@@ -689,7 +689,7 @@ impl Planner<'_, '_> {
         config: &Value,
         address: &str,
     ) -> Option<String> {
-        let registry = self.walk.registry;
+        let registry = self.eval.registry;
         let provider = registry.provider(registry.owner_of(type_name)?)?;
         let identity = provider.identity(type_name, &config.clone().unmark_deep().0)?;
         self.known
@@ -720,7 +720,7 @@ impl Planner<'_, '_> {
     ) {
         let n = self.graph.graph[node].clone();
         let span = Some(n.span);
-        let module = &self.walk.stack.modules[n.module];
+        let module = &self.eval.stack.modules[n.module];
         let resource = match n.kind {
             NodeKind::Resource(ResourceMode::Data) => &module.data[&n.key],
             _ => &module.resources[&n.key],
@@ -730,8 +730,8 @@ impl Planner<'_, '_> {
         let unread = resource.check.is_some() && diagnostics.iter().any(Diagnostic::is_error);
         let diagnostics = crate::instances::as_check_warnings(resource, diagnostics);
         let locator = crate::evaluate::locate::Locator {
-            stack: self.walk.stack,
-            sources: self.walk.sources,
+            stack: self.eval.stack,
+            sources: self.eval.sources,
         };
         let at = |attribute: &str| {
             let path = crate::evaluate::locate::path_of_text(attribute);
@@ -739,7 +739,7 @@ impl Planner<'_, '_> {
                 .path(n.module, &resource.body, &path)
                 .map(|l| l.span)
         };
-        if crate::instances::report_at(self.walk.diags, span, &diagnostics, at) {
+        if crate::instances::report_at(self.eval.diags, span, &diagnostics, at) {
             self.failed.insert(node);
             return;
         }
@@ -753,13 +753,13 @@ impl Planner<'_, '_> {
             .graph
             .provider_of
             .get(&node)
-            .map(|p| self.graph.graph[*p].address(self.walk.stack))
+            .map(|p| self.graph.graph[*p].address(self.eval.stack))
             .unwrap_or_default();
-        let dependencies = resource_dependencies(self.graph, node, self.walk.stack);
-        let mark = self.walk.flows.borrow().mark();
+        let dependencies = resource_dependencies(self.graph, node, self.eval.stack);
+        let mark = self.eval.flows.borrow().mark();
         for instance in &instances {
             let kept = self.repetitions.remove(&instance.address);
-            self.walk.postconditions(
+            self.eval.postconditions(
                 n.module,
                 resource,
                 &instance.address,
@@ -770,14 +770,14 @@ impl Planner<'_, '_> {
         // A provider's answer may hold secrets its configuration did not (a Secret's
         // data): what the configuration read went into them.
         let secret = instances.iter().any(|i| i.planned.contains_sensitive());
-        self.walk
+        self.eval
             .flows
             .borrow_mut()
             .settle(mark, n.module, decl_of(resource.mode), &n.key, secret);
         // Only what something may read is assembled: one copy fewer of every planned
         // instance of a resource nothing references. Check blocks and import blocks
         // are evaluated outside the graph, so their module's resources always are.
-        let module = &self.walk.stack.modules[n.module];
+        let module = &self.eval.stack.modules[n.module];
         let read = !module.checks.is_empty()
             || !module.imports.is_empty()
             || self
@@ -831,6 +831,6 @@ impl Planner<'_, '_> {
                 self.changes.push(change);
             }
         }
-        store(self.walk, n.module, resource, value);
+        store(self.eval, n.module, resource, value);
     }
 }

@@ -56,13 +56,14 @@ async fn throttling_server() -> (String, Arc<AtomicUsize>) {
 #[tokio::test]
 async fn a_request_the_api_server_throttles_is_sent_again_after_its_retry_after() {
     let (host, requests) = throttling_server().await;
-    let client = gpustack_connect::kubernetes::client(&gpustack_connect::kubernetes::Settings {
-        host: Some(host),
-        token: Some("token".into()),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let client =
+        gpustack_connect::kubernetes::client(&gpustack_connect::kubernetes::KubeSettings {
+            host: Some(host),
+            token: Some("token".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);
     let started = Instant::now();
     let namespace = namespaces.get("gpu-operator").await.unwrap();

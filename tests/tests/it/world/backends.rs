@@ -64,7 +64,7 @@ impl Holder {
             } => {
                 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
                 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-                let settings = gpustack_connect::kubernetes::Settings {
+                let settings = gpustack_connect::kubernetes::KubeSettings {
                     config_path: Some(kubeconfig.display().to_string()),
                     ..Default::default()
                 };
@@ -126,7 +126,7 @@ impl Holder {
 }
 
 async fn s3_client(endpoint: &str) -> aws_sdk_s3::Client {
-    let settings = gpustack_connect::aws::Settings {
+    let settings = gpustack_connect::aws::AwsSettings {
         region: Some("us-east-1".into()),
         profile: None,
         endpoint: Some(endpoint.to_owned()),
