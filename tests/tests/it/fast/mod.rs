@@ -4,6 +4,7 @@ mod api_limits;
 mod bench;
 mod crash;
 mod diagnostics;
+mod docs;
 mod engine;
 mod examples;
 mod git_modules;
