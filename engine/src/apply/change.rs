@@ -377,22 +377,7 @@ pub(super) async fn carry_out(
     let prior = change
         .before_value()
         .map(|p| crate::sensitive::rehydrate(p, &config, salt));
-    let replace = change.is_replace();
-    // A secret the plan holds only as a digest, which ignore_changes put into the
-    // configuration: its value is known to no one here, and the digest must never be sent.
-    if let Some(path) = config
-        .sensitive_paths()
-        .into_iter()
-        .find(|p| config.at(p).is_some_and(crate::sensitive::is_digest))
-    {
-        let diagnostic = Diagnostic::error(
-            "Secret not in the saved plan",
-            format!(
-                "{}: ignore_changes keeps {}, a secret the saved plan holds only as a digest. Apply the stack directory instead of the plan file.",
-                change.address,
-                gpustack_protocol::path_text(&path)
-            ),
-        );
+    if let Some(diagnostic) = digest_only_secret(&change, &config) {
         return Done {
             change: Some(change),
             new_state: prior,
@@ -401,67 +386,27 @@ pub(super) async fn carry_out(
         };
     }
     let secrets = crate::plan::Secrets::of(prior.as_ref(), &config, schema_paths);
-    let planned = {
-        let _permit = handle.permits.acquire().await;
-        if handle.fence.is_lost() {
-            let what = format!("the change of {}", change.address);
+    let final_plan = FinalPlan {
+        handle,
+        type_name: &type_name,
+        change: &change,
+        prior: prior.as_ref(),
+        config: &config,
+        secrets: &secrets,
+        salt,
+    };
+    let planned = match final_plan.make().await {
+        Ok(planned) => planned,
+        Err(Refusal::Diagnostics(diagnostics)) => {
             return Done {
                 change: Some(change),
                 new_state: prior,
                 touched: false,
-                diagnostics: vec![lock_lost(&what)],
+                diagnostics,
             };
         }
-        let response = handle
-            .instance
-            .plan_resource_change(PlanResourceChangeRequest {
-                type_name: type_name.clone(),
-                prior_state: if replace {
-                    None
-                } else {
-                    prior.clone().map(|p| p.unmark_deep().0)
-                },
-                config: config.unmark_deep().0,
-                for_apply: true,
-                preview: false,
-                sensitive_paths: secrets.paths.clone(),
-                owner: handle.owner.to_string(),
-            })
-            .await;
-        if response.diagnostics.iter().any(Diagnostic::is_error) {
-            return Done {
-                change: Some(change),
-                new_state: prior,
-                touched: false,
-                diagnostics: response.diagnostics,
-            };
-        }
-        let final_replace = !response.requires_replace.is_empty() && prior.is_some();
-        if final_replace && !replace {
-            return inconsistent(
-                change,
-                prior,
-                format!(
-                    "the saved plan updates it in place, but its provider now says {} forces a replacement",
-                    response.requires_replace.join(", ")
-                ),
-            );
-        }
-        // Made since the plan, by someone else: the create would take it over (a server-side
-        // apply, a Helm install, a file written over it). The plan checked; this is the
-        // object as it is now.
-        if prior.is_none()
-            && let Some(existing) = response.existing.as_ref().filter(|e| !e.owned)
-        {
-            let diagnostic = Diagnostic::error(
-                "Object already exists",
-                format!(
-                    "{} would create {}, which was made since the plan, and not by this stack: gpustack never changes or deletes an object it does not manage. Import it (id {}) or remove it, and plan again.",
-                    change.address,
-                    existing.describe,
-                    serde_json::Value::String(existing.import_id.clone()),
-                ),
-            );
+        Err(Refusal::Inconsistent(why)) => return inconsistent(change, prior, why),
+        Err(Refusal::MadeSince(diagnostic)) => {
             return Done {
                 change: Some(change),
                 new_state: None,
@@ -469,58 +414,31 @@ pub(super) async fn carry_out(
                 diagnostics: vec![diagnostic],
             };
         }
-        let planned = secrets.mark(response.planned_state);
-        if let Some(path) = inconsistency(&change, &planned, salt) {
-            return inconsistent(
-                change,
-                prior,
-                format!("the value of {path} differs from the value the saved plan holds"),
-            );
-        }
-        planned
     };
     let verb = progress_verb(&change);
     handle.progress.start(&change.address, verb.0);
-    let paths = secrets.paths.clone();
-    let collateral = change.collateral.clone();
-    let apply = |prior: Option<Value>, planned: Option<Value>| {
-        let request = ApplyResourceChangeRequest {
-            type_name: type_name.clone(),
-            prior_state: prior.map(|p| p.unmark_deep().0),
-            // The old object's deletion is held to what the plan said it takes with it.
-            collateral: planned.is_none().then(|| collateral.clone()).flatten(),
-            planned_state: planned.map(|p| p.unmark_deep().0),
-            sensitive_paths: paths.clone(),
-            owner: handle.owner.to_string(),
-        };
-        let handle = handle.clone();
-        async move {
-            let _permit = handle.permits.acquire().await;
-            if handle.fence.is_lost() {
-                return ApplyResourceChangeResponse {
-                    new_state: None,
-                    diagnostics: vec![lock_lost("a step of the change")],
-                };
-            }
-            handle.instance.apply_resource_change(request).await
-        }
+    let step = Step {
+        handle,
+        type_name: &type_name,
+        paths: &secrets.paths,
+        collateral: change.collateral.as_ref(),
     };
     let mut diagnostics = Vec::new();
-    let new_state = if replace {
+    let new_state = if change.is_replace() {
         // In the order the plan chose; if the first step fails nothing changed.
         let create_first = change.actions.first() == Some(&Action::Create);
         let mut created = None;
-        for (step, create) in [create_first, !create_first].into_iter().enumerate() {
+        for (n, create) in [create_first, !create_first].into_iter().enumerate() {
             let response = if create {
-                apply(None, Some(planned.clone())).await
+                step.apply(None, Some(planned.clone())).await
             } else {
-                apply(prior.clone(), None).await
+                step.apply(prior.clone(), None).await
             };
             diagnostics.extend(response.diagnostics);
             if create {
                 created = response.new_state;
             }
-            if step == 0 && diagnostics.iter().any(Diagnostic::is_error) {
+            if n == 0 && diagnostics.iter().any(Diagnostic::is_error) {
                 handle.progress.finish(&change.address, None);
                 return Done {
                     change: Some(change),
@@ -532,7 +450,7 @@ pub(super) async fn carry_out(
         }
         created
     } else {
-        let response = apply(prior.clone(), Some(planned)).await;
+        let response = step.apply(prior.clone(), Some(planned)).await;
         let failed = response.diagnostics.iter().any(Diagnostic::is_error);
         diagnostics.extend(response.diagnostics);
         // A failed update never drops the object from the state, whatever the provider says.
@@ -551,6 +469,140 @@ pub(super) async fn carry_out(
         new_state: new_state.map(|s| secrets.mark(s)),
         touched: true,
         diagnostics,
+    }
+}
+
+/// A secret the plan holds only as a digest, which ignore_changes put into the configuration:
+/// its value is known to no one here, and the digest must never be sent.
+fn digest_only_secret(change: &ResourceChange, config: &Value) -> Option<Diagnostic> {
+    let path = config
+        .sensitive_paths()
+        .into_iter()
+        .find(|p| config.at(p).is_some_and(crate::sensitive::is_digest))?;
+    Some(Diagnostic::error(
+        "Secret not in the saved plan",
+        format!(
+            "{}: ignore_changes keeps {}, a secret the saved plan holds only as a digest. Apply the stack directory instead of the plan file.",
+            change.address,
+            gpustack_protocol::path_text(&path)
+        ),
+    ))
+}
+
+/// Why a change is not made: the provider's errors, a final plan that is not the reviewed
+/// one, or an object made since the plan by someone else.
+enum Refusal {
+    Diagnostics(Vec<Diagnostic>),
+    Inconsistent(String),
+    MadeSince(Diagnostic),
+}
+
+/// The provider's final plan of a change, with the values now known, held to the saved one.
+struct FinalPlan<'c> {
+    handle: &'c Handle,
+    type_name: &'c str,
+    change: &'c ResourceChange,
+    prior: Option<&'c Value>,
+    config: &'c Value,
+    secrets: &'c crate::plan::Secrets,
+    salt: &'c Salt,
+}
+
+impl FinalPlan<'_> {
+    async fn make(&self) -> Result<Value, Refusal> {
+        let (handle, change, prior) = (self.handle, self.change, self.prior);
+        let replace = change.is_replace();
+        let _permit = handle.permits.acquire().await;
+        if handle.fence.is_lost() {
+            let what = format!("the change of {}", change.address);
+            return Err(Refusal::Diagnostics(vec![lock_lost(&what)]));
+        }
+        let response = handle
+            .instance
+            .plan_resource_change(PlanResourceChangeRequest {
+                type_name: self.type_name.to_owned(),
+                prior_state: if replace {
+                    None
+                } else {
+                    prior.cloned().map(|p| p.unmark_deep().0)
+                },
+                config: self.config.clone().unmark_deep().0,
+                for_apply: true,
+                preview: false,
+                sensitive_paths: self.secrets.paths.clone(),
+                owner: handle.owner.to_string(),
+            })
+            .await;
+        if response.diagnostics.iter().any(Diagnostic::is_error) {
+            return Err(Refusal::Diagnostics(response.diagnostics));
+        }
+        let final_replace = !response.requires_replace.is_empty() && prior.is_some();
+        if final_replace && !replace {
+            return Err(Refusal::Inconsistent(format!(
+                "the saved plan updates it in place, but its provider now says {} forces a replacement",
+                response.requires_replace.join(", ")
+            )));
+        }
+        // Made since the plan, by someone else: the create would take it over (a server-side
+        // apply, a Helm install, a file written over it). The plan checked; this is the
+        // object as it is now.
+        if prior.is_none()
+            && let Some(existing) = response.existing.as_ref().filter(|e| !e.owned)
+        {
+            return Err(Refusal::MadeSince(Diagnostic::error(
+                "Object already exists",
+                format!(
+                    "{} would create {}, which was made since the plan, and not by this stack: gpustack never changes or deletes an object it does not manage. Import it (id {}) or remove it, and plan again.",
+                    change.address,
+                    existing.describe,
+                    serde_json::Value::String(existing.import_id.clone()),
+                ),
+            )));
+        }
+        let planned = self.secrets.mark(response.planned_state);
+        if let Some(path) = inconsistency(change, &planned, self.salt) {
+            return Err(Refusal::Inconsistent(format!(
+                "the value of {path} differs from the value the saved plan holds"
+            )));
+        }
+        Ok(planned)
+    }
+}
+
+/// One provider call of a change: a create, an update, or the delete of a replacement.
+struct Step<'c> {
+    handle: &'c Handle,
+    type_name: &'c str,
+    paths: &'c [gpustack_protocol::Path],
+    collateral: Option<&'c gpustack_protocol::Collateral>,
+}
+
+impl Step<'_> {
+    async fn apply(
+        &self,
+        prior: Option<Value>,
+        planned: Option<Value>,
+    ) -> ApplyResourceChangeResponse {
+        let request = ApplyResourceChangeRequest {
+            type_name: self.type_name.to_owned(),
+            prior_state: prior.map(|p| p.unmark_deep().0),
+            // The old object's deletion is held to what the plan said it takes with it.
+            collateral: planned
+                .is_none()
+                .then(|| self.collateral.cloned())
+                .flatten(),
+            planned_state: planned.map(|p| p.unmark_deep().0),
+            sensitive_paths: self.paths.to_vec(),
+            owner: self.handle.owner.to_string(),
+        };
+        let _permit = self.handle.permits.acquire().await;
+        if self.handle.fence.is_lost() {
+            return ApplyResourceChangeResponse {
+                new_state: None,
+                diagnostics: vec![lock_lost("a step of the change")],
+            };
+        }
+        self.handle.instance.apply_resource_change(request).await
     }
 }
 

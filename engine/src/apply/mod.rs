@@ -187,34 +187,7 @@ async fn apply_with(
     progress: Arc<Progress>,
     supplied: Supplied<'_>,
 ) -> ApplyReport {
-    let files = Files::Snapshot {
-        root: plan.snapshot.stack_dir.clone().into(),
-        files: Arc::new(plan.snapshot.files.clone()),
-    };
-    let variables = plan
-        .snapshot
-        .variables
-        .iter()
-        .map(|(k, v)| (k.clone(), Value::from_json(v)))
-        .collect();
-    let mut session = Session::open(
-        registry.clone(),
-        std::path::Path::new(&plan.snapshot.stack_dir),
-        &files,
-        InputSource::Plan {
-            values: &variables,
-            sensitive: &plan.snapshot.sensitive_variables,
-            supplied: supplied.variables,
-            only_sensitive: supplied.saved,
-        },
-    );
-    if crate::plan::config_hash(&plan.snapshot) != plan.config_hash {
-        session.diags.error(
-            None,
-            "Plan file was modified",
-            "The plan's configuration, variables, file reads or data-source answers do not match the hash it was saved with: the file was changed after it was made. Make a new plan.",
-        );
-    }
+    let mut session = plan_session(registry, plan, &supplied);
     // A new state is written before the first object is made: the lineage that marks the
     // stack's objects is then recorded, and a run killed right after a create can adopt it.
     let fresh = state.is_none() && plan.has_changes();
@@ -227,29 +200,7 @@ async fn apply_with(
         )
     });
     let owner: Arc<str> = crate::plan::owner_mark(&state.lineage).into();
-    // The plan's `moved` blocks, as the plan applied them; an object moved into a module is
-    // served by the module's provider configuration from now on.
-    let mut moved = false;
-    if !plan.moved.is_empty() {
-        let mut index = state.positions();
-        let mut providers: HashMap<&str, &str> = HashMap::new();
-        for c in &plan.resource_changes {
-            providers
-                .entry(c.address.as_str())
-                .or_insert(c.provider.as_str());
-        }
-        for m in &plan.moved {
-            if let Some(i) = index.remove(&m.from) {
-                let r = &mut state.resources[i];
-                r.address = m.to.clone();
-                if let Some(provider) = providers.get(m.to.as_str()) {
-                    (*provider).clone_into(&mut r.provider);
-                }
-                index.insert(m.to.clone(), i);
-                moved = true;
-            }
-        }
-    }
+    let moved = apply_plan_moves(&mut state, plan);
     let salt = match (&state.digest_key, &plan.digest_key) {
         (Some(key), _) => Salt::from_hex(key),
         (None, Some(key)) => Salt::from_hex(key),
@@ -271,21 +222,7 @@ async fn apply_with(
             results: Vec::new(),
         };
     };
-    // A new state (or one written before digests were salted) takes the key the plan used;
-    // an old one is then written again, so that no plaintext secret of it stays at rest.
-    let rewrite = state.digest_key.is_none() && !state.resources.is_empty();
-    if state.digest_key.is_none() {
-        state.digest_key = Some(salt.to_hex());
-    }
-    if rewrite {
-        for r in &mut state.resources {
-            let paths = sensitive_attributes(session.registry.resource_schema(&r.type_name));
-            let value = crate::plan::mark_schema(crate::plan::state_value(r), &paths);
-            let encoded = encode(&value, &salt);
-            r.attributes = encoded.json;
-            r.sensitive_paths = crate::sensitive::tree_paths(&encoded.sensitive);
-        }
-    }
+    let rewrite = take_digest_key(&mut state, &salt, &session.registry);
     let mut counts = Counts::default();
     let mut results = Vec::new();
     let mut unsaved = false;
@@ -294,30 +231,7 @@ async fn apply_with(
         inputs: plan.snapshot.inputs.clone(),
         salt: salt.clone(),
     };
-    // The sensitive variables first: one missing or different refuses the whole plan before
-    // anything is changed.
-    if !session.diags.has_errors() && !plan.snapshot.sensitive_variables.is_empty() {
-        let (mut check, graph, inputs) = session.provider_context();
-        check.recorded = Some(recorded());
-        let roots: Vec<_> = graph
-            .graph
-            .node_indices()
-            .filter(|&n| graph.graph[n].module == 0 && graph.graph[n].kind == NodeKind::Variable)
-            .collect();
-        for node in roots {
-            check.step_value(graph, node, inputs, EvalOptions::default());
-        }
-    }
-    // So are the inputs that went into a secret, which the plan holds only as digests.
-    for (key, record) in &plan.snapshot.inputs {
-        if let crate::plan::FileRecord::Digest(digest) = record
-            && let Err(problem) = crate::evaluate::check_digest_input(key, digest, &salt)
-        {
-            session
-                .diags
-                .error(None, "Saved plan input differs", problem);
-        }
-    }
+    check_saved_inputs(&mut session, plan, &salt, &recorded);
     if !session.diags.has_errors() {
         let (mut walk_state, graph, inputs) = session.provider_context();
         walk_state.recorded = Some(recorded());
@@ -407,30 +321,7 @@ async fn apply_with(
             order: order.clone(),
         };
         run(&order, &mut deleter, &halt.stop).await;
-        if plan.mode == PlanMode::RefreshOnly && !plan.resource_drift.is_empty() {
-            // A refresh-only plan changes no object: the state takes what refresh saw.
-            ledger.dirty = true;
-            for drift in &plan.resource_drift {
-                match drift.after_value() {
-                    Some(live) => {
-                        if let Some(r) = ledger.get_mut(&drift.address) {
-                            r.attributes = (*drift.after).clone();
-                            r.sensitive_paths =
-                                crate::sensitive::tree_paths(&drift.after_sensitive);
-                            let _ = live;
-                        }
-                    }
-                    None => ledger.remove(&drift.address),
-                }
-            }
-        }
-        let vanished: Vec<&str> = plan.vanished().collect();
-        if !vanished.is_empty() {
-            ledger.dirty = true;
-            for address in vanished {
-                ledger.remove(address);
-            }
-        }
+        settle_unchanged(&mut ledger, plan);
         let outputs_before = ledger.state.outputs.clone();
         update_outputs(ledger.state, &walk_state, plan.mode, &salt);
         // An apply that changed nothing writes nothing: the serial stays, so other saved plans
@@ -455,6 +346,147 @@ async fn apply_with(
         diagnostics,
         counts,
         results,
+    }
+}
+
+/// The session a plan's own snapshot opens, its hash checked: apply evaluates what the plan
+/// recorded, never the files on disk.
+fn plan_session(registry: &Registry, plan: &Plan, supplied: &Supplied<'_>) -> Session {
+    let files = Files::Snapshot {
+        root: plan.snapshot.stack_dir.clone().into(),
+        files: Arc::new(plan.snapshot.files.clone()),
+    };
+    let variables = plan
+        .snapshot
+        .variables
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::from_json(v)))
+        .collect();
+    let mut session = Session::open(
+        registry.clone(),
+        std::path::Path::new(&plan.snapshot.stack_dir),
+        &files,
+        InputSource::Plan {
+            values: &variables,
+            sensitive: &plan.snapshot.sensitive_variables,
+            supplied: supplied.variables,
+            only_sensitive: supplied.saved,
+        },
+    );
+    if crate::plan::config_hash(&plan.snapshot) != plan.config_hash {
+        session.diags.error(
+            None,
+            "Plan file was modified",
+            "The plan's configuration, variables, file reads or data-source answers do not match the hash it was saved with: the file was changed after it was made. Make a new plan.",
+        );
+    }
+    session
+}
+
+/// The plan's `moved` blocks, as the plan applied them; an object moved into a module is
+/// served by the module's provider configuration from now on. True when any moved.
+fn apply_plan_moves(state: &mut State, plan: &Plan) -> bool {
+    let mut moved = false;
+    if !plan.moved.is_empty() {
+        let mut index = state.positions();
+        let mut providers: HashMap<&str, &str> = HashMap::new();
+        for c in &plan.resource_changes {
+            providers
+                .entry(c.address.as_str())
+                .or_insert(c.provider.as_str());
+        }
+        for m in &plan.moved {
+            if let Some(i) = index.remove(&m.from) {
+                let r = &mut state.resources[i];
+                r.address = m.to.clone();
+                if let Some(provider) = providers.get(m.to.as_str()) {
+                    (*provider).clone_into(&mut r.provider);
+                }
+                index.insert(m.to.clone(), i);
+                moved = true;
+            }
+        }
+    }
+    moved
+}
+
+/// A new state (or one written before digests were salted) takes the key the plan used; an
+/// old one is then written again, so that no plaintext secret of it stays at rest. True when
+/// the state must be written again.
+fn take_digest_key(state: &mut State, salt: &Salt, registry: &Registry) -> bool {
+    let rewrite = state.digest_key.is_none() && !state.resources.is_empty();
+    if state.digest_key.is_none() {
+        state.digest_key = Some(salt.to_hex());
+    }
+    if rewrite {
+        for r in &mut state.resources {
+            let paths = sensitive_attributes(registry.resource_schema(&r.type_name));
+            let value = crate::plan::mark_schema(crate::plan::state_value(r), &paths);
+            let encoded = encode(&value, salt);
+            r.attributes = encoded.json;
+            r.sensitive_paths = crate::sensitive::tree_paths(&encoded.sensitive);
+        }
+    }
+    rewrite
+}
+
+/// The sensitive variables first: one missing or different refuses the whole plan before
+/// anything is changed; so are the inputs that went into a secret, which the plan holds only
+/// as digests.
+fn check_saved_inputs(
+    session: &mut Session,
+    plan: &Plan,
+    salt: &Salt,
+    recorded: &dyn Fn() -> crate::evaluate::Recorded,
+) {
+    if !session.diags.has_errors() && !plan.snapshot.sensitive_variables.is_empty() {
+        let (mut check, graph, inputs) = session.provider_context();
+        check.recorded = Some(recorded());
+        let roots: Vec<_> = graph
+            .graph
+            .node_indices()
+            .filter(|&n| graph.graph[n].module == 0 && graph.graph[n].kind == NodeKind::Variable)
+            .collect();
+        for node in roots {
+            check.step_value(graph, node, inputs, EvalOptions::default());
+        }
+    }
+    for (key, record) in &plan.snapshot.inputs {
+        if let crate::plan::FileRecord::Digest(digest) = record
+            && let Err(problem) = crate::evaluate::check_digest_input(key, digest, salt)
+        {
+            session
+                .diags
+                .error(None, "Saved plan input differs", problem);
+        }
+    }
+}
+
+/// What a plan changes without a provider call: a refresh-only plan's drift taken into the
+/// state, and objects found gone dropped from it.
+fn settle_unchanged(ledger: &mut Ledger<'_, '_>, plan: &Plan) {
+    if plan.mode == PlanMode::RefreshOnly && !plan.resource_drift.is_empty() {
+        // A refresh-only plan changes no object: the state takes what refresh saw.
+        ledger.dirty = true;
+        for drift in &plan.resource_drift {
+            match drift.after_value() {
+                Some(live) => {
+                    if let Some(r) = ledger.get_mut(&drift.address) {
+                        r.attributes = (*drift.after).clone();
+                        r.sensitive_paths = crate::sensitive::tree_paths(&drift.after_sensitive);
+                        let _ = live;
+                    }
+                }
+                None => ledger.remove(&drift.address),
+            }
+        }
+    }
+    let vanished: Vec<&str> = plan.vanished().collect();
+    if !vanished.is_empty() {
+        ledger.dirty = true;
+        for address in vanished {
+            ledger.remove(address);
+        }
     }
 }
 

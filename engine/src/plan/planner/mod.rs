@@ -152,54 +152,13 @@ pub(crate) async fn make_plan<'a>(
     ownership: Ownership,
 ) -> Option<Plan> {
     let allowed = targets(walk, graph, &options.targets);
-    let mut import_blocks: HashMap<String, Vec<&crate::config::Import>> = HashMap::new();
-    let mut missing = Vec::new();
-    for import in &walk.stack.root().imports {
-        if let Some(target) = super::ownership::Target::of(&import.to, "to", walk.diags) {
-            let address = target.config_address();
-            let declared = walk.stack.modules.iter().any(|m| {
-                m.resources
-                    .values()
-                    .any(|r| format!("{}{}", m.prefix(), r.local_address()) == address)
-            }) || graph
-                .graph
-                .node_indices()
-                .any(|n| graph.graph[n].address(walk.stack) == address);
-            if !declared {
-                if options.generate_config {
-                    missing.push(import);
-                } else {
-                    walk.diags.push(Diag::error(
-                        Some(import.to.span()),
-                        "Import into a resource that is not declared",
-                        format!("There is no resource block for {address}: write one for the imported object (gpustack plan --generate-config-out FILE writes it for you)."),
-                    ));
-                }
-                continue;
-            }
-            import_blocks.entry(address).or_default().push(import);
-        }
-    }
+    let (import_blocks, missing) = import_blocks(walk, graph, options);
     let previous = ownership
         .moves
         .iter()
         .map(|m| (m.to.clone(), m.from.clone()))
         .collect();
-    let known = state
-        .map(|s| {
-            s.resources
-                .iter()
-                .filter_map(|r| {
-                    let provider = walk
-                        .registry
-                        .provider(walk.registry.owner_of(&r.type_name)?)?;
-                    let identity =
-                        provider.identity(&r.type_name, &Value::from_json(&r.attributes))?;
-                    Some((identity, r.address.clone()))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let known = known_objects(walk, state);
     let config_providers = graph
         .provider_of
         .iter()
@@ -279,30 +238,7 @@ pub(crate) async fn make_plan<'a>(
         return None;
     }
     let output_changes = planner.output_changes();
-    let gpu = match mode {
-        PlanMode::Destroy => None,
-        PlanMode::Normal => {
-            // The live cluster as refresh saw it, for plans that only delete GPU objects.
-            let cluster = planner
-                .refresh_facts
-                .iter()
-                .find(|(_, f)| matches!(f, gpustack_protocol::GpuFact::Cluster(_)))
-                .cloned();
-            planner.gpu_facts.splice(0..0, cluster);
-            Some(super::gpu::pass(
-                planner.eval,
-                &planner.gpu_facts,
-                &planner.gpu_sources,
-                true,
-            ))
-        }
-        PlanMode::RefreshOnly => Some(super::gpu::pass(
-            planner.eval,
-            &planner.refresh_facts,
-            &planner.gpu_sources,
-            false,
-        )),
-    };
+    let gpu = planner.gpu_pass(mode);
     if planner.eval.diags.has_errors() {
         return None;
     }
@@ -330,6 +266,99 @@ pub(crate) async fn make_plan<'a>(
         gpu_drift,
         snapshot,
     })
+}
+
+/// The root module's `import` blocks by the config address they import into, and those into
+/// resources that are not declared (written by `--generate-config-out`, else errors).
+fn import_blocks<'a>(
+    walk: &mut EvalContext<'a>,
+    graph: &Graph,
+    options: &PlanOptions,
+) -> (
+    HashMap<String, Vec<&'a crate::config::Import>>,
+    Vec<&'a crate::config::Import>,
+) {
+    let mut import_blocks: HashMap<String, Vec<&crate::config::Import>> = HashMap::new();
+    let mut missing = Vec::new();
+    for import in &walk.stack.root().imports {
+        if let Some(target) = super::ownership::Target::of(&import.to, "to", walk.diags) {
+            let address = target.config_address();
+            let declared = walk.stack.modules.iter().any(|m| {
+                m.resources
+                    .values()
+                    .any(|r| format!("{}{}", m.prefix(), r.local_address()) == address)
+            }) || graph
+                .graph
+                .node_indices()
+                .any(|n| graph.graph[n].address(walk.stack) == address);
+            if !declared {
+                if options.generate_config {
+                    missing.push(import);
+                } else {
+                    walk.diags.push(Diag::error(
+                        Some(import.to.span()),
+                        "Import into a resource that is not declared",
+                        format!("There is no resource block for {address}: write one for the imported object (gpustack plan --generate-config-out FILE writes it for you)."),
+                    ));
+                }
+                continue;
+            }
+            import_blocks.entry(address).or_default().push(import);
+        }
+    }
+    (import_blocks, missing)
+}
+
+/// The state's objects by identity, each with its address: a create of one that the state
+/// has at another address is a rename, not a new object.
+fn known_objects(walk: &EvalContext<'_>, state: Option<&State>) -> HashMap<String, String> {
+    state
+        .map(|s| {
+            s.resources
+                .iter()
+                .filter_map(|r| {
+                    let provider = walk
+                        .registry
+                        .provider(walk.registry.owner_of(&r.type_name)?)?;
+                    let identity =
+                        provider.identity(&r.type_name, &Value::from_json(&r.attributes))?;
+                    Some((identity, r.address.clone()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Planner<'_, '_> {
+    /// The GPU model's pass over what the plan found: the planned objects' facts (with the
+    /// live cluster as refresh saw it, for plans that only delete GPU objects), or in a
+    /// refresh-only plan the live ones; none for a destroy.
+    fn gpu_pass(&mut self, mode: PlanMode) -> Option<super::gpu::Outcome> {
+        match mode {
+            PlanMode::Destroy => None,
+            PlanMode::Normal => {
+                // The live cluster as refresh saw it, for plans that only delete GPU objects.
+                let cluster = self
+                    .refresh_facts
+                    .iter()
+                    .find(|(_, f)| matches!(f, gpustack_protocol::GpuFact::Cluster(_)))
+                    .cloned();
+                self.gpu_facts.splice(0..0, cluster);
+                Some(super::gpu::pass(
+                    self.eval,
+                    &self.gpu_facts,
+                    &self.gpu_sources,
+                    true,
+                ))
+            }
+            PlanMode::RefreshOnly => Some(super::gpu::pass(
+                self.eval,
+                &self.refresh_facts,
+                &self.gpu_sources,
+                false,
+            )),
+        }
+    }
 }
 
 /// Who the stack is and what its `moved` blocks did to the state it plans from.

@@ -83,7 +83,8 @@ fn every_test_the_docs_name_exists() {
                 let [tier, module, test] = parts[..] else {
                     // A module alone (`fast::git_modules`): the file must exist.
                     if parts.len() == 2 {
-                        let file = root.join(format!("tests/tests/it/{}/{}.rs", parts[0], parts[1]));
+                        let file =
+                            root.join(format!("tests/tests/it/{}/{}.rs", parts[0], parts[1]));
                         if !file.exists() {
                             missing.push(format!("{}: {name}", document.display()));
                         }
