@@ -263,97 +263,100 @@ impl Applier<'_, '_, '_, '_, '_> {
         let salt = self.ledger.salt.clone();
         Some(Box::pin(async move {
             let calls = work.into_iter().map(|(key, work)| {
-                let handle = handle.clone();
-                let type_name = type_name.clone();
-                let schema_paths = schema_paths.clone();
-                let salt = salt.clone();
+                let (handle, type_name) = (handle.clone(), type_name.clone());
+                let (schema_paths, salt) = (schema_paths.clone(), salt.clone());
                 async move {
-                    let done = match work {
-                        // The answer the plan was made with; read again only when the plan
-                        // could not read it (it depended on changes) or holds only its digest.
-                        Work::Read(_, _, Some(record))
-                            if !record.sensitive.is_object() && record.sensitive != true =>
-                        {
-                            Done {
-                                change: None,
-                                new_state: Some(Value::from_json(&record.value)),
-                                touched: false,
-                                diagnostics: vec![],
-                            }
-                        }
-                        Work::Read(address, config, record) => {
-                            let secrets =
-                                crate::plan::Secrets::of(None, &config, &schema_paths);
-                            let _permit = handle.permits.acquire().await;
-                            if handle.fence.is_lost() {
-                                return (
-                                    key,
-                                    Done {
-                                        change: None,
-                                        new_state: None,
-                                        touched: false,
-                                        diagnostics: vec![lock_lost(&format!(
-                                            "the read of {address}"
-                                        ))],
-                                    },
-                                );
-                            }
-                            let response = handle
-                                .instance
-                                .read_data_source(gpustack_protocol::ReadDataSourceRequest {
-                                    type_name,
-                                    config: config.unmark_deep().0,
-                                })
-                                .await;
-                            let mut state = secrets.mark(response.state);
-                            let mut diagnostics = response.diagnostics;
-                            if let Some(record) = record {
-                                let paths = crate::sensitive::tree_paths(&record.sensitive);
-                                state = state.mark_paths(&paths);
-                                if encode(&state, &salt).json != record.value {
-                                    diagnostics.push(Diagnostic::error(
-                                        "Data source changed since the plan",
-                                        format!("{address} answers differently than when the plan was made (its sensitive result is checked against the plan's digest). Nothing that depends on it is changed; make a new plan."),
-                                    ));
-                                }
-                            }
-                            Done {
-                                change: None,
-                                new_state: Some(state),
-                                touched: false,
-                                diagnostics,
-                            }
-                        }
-                        Work::Keep(recorded) => Done {
-                            change: None,
-                            new_state: recorded,
-                            touched: false,
-                            diagnostics: vec![],
-                        },
-                        Work::Change(change, config) if change.is_no_op() => {
-                            // Recorded secrets are digests; the configuration has their values.
-                            let before = change
-                                .before_value()
-                                .map(|b| crate::sensitive::rehydrate(b, &config, &salt));
-                            // An import with nothing to change is recorded as it is.
-                            let touched = change.importing.is_some();
-                            Done {
-                                change: Some(*change),
-                                new_state: before,
-                                touched,
-                                diagnostics: vec![],
-                            }
-                        }
-                        Work::Change(change, config) => {
-                            carry_out(&handle, type_name, *change, config, &schema_paths, &salt)
-                                .await
-                        }
-                    };
+                    let done = do_work(&handle, type_name, work, &schema_paths, &salt).await;
                     (key, done)
                 }
             });
             Outcome::Resource(futures::future::join_all(calls).await)
         }))
+    }
+}
+
+/// One instance's work: a data source read (or the plan's answer), a recorded value kept, a
+/// no-op recorded, or a change carried out.
+async fn do_work(
+    handle: &Handle,
+    type_name: String,
+    work: Work,
+    schema_paths: &[gpustack_protocol::Path],
+    salt: &Salt,
+) -> Done {
+    match work {
+        // The answer the plan was made with; read again only when the plan
+        // could not read it (it depended on changes) or holds only its digest.
+        Work::Read(_, _, Some(record))
+            if !record.sensitive.is_object() && record.sensitive != true =>
+        {
+            Done {
+                change: None,
+                new_state: Some(Value::from_json(&record.value)),
+                touched: false,
+                diagnostics: vec![],
+            }
+        }
+        Work::Read(address, config, record) => {
+            let secrets = crate::plan::Secrets::of(None, &config, schema_paths);
+            let _permit = handle.permits.acquire().await;
+            if handle.fence.is_lost() {
+                return Done {
+                    change: None,
+                    new_state: None,
+                    touched: false,
+                    diagnostics: vec![lock_lost(&format!("the read of {address}"))],
+                };
+            }
+            let response = handle
+                .instance
+                .read_data_source(gpustack_protocol::ReadDataSourceRequest {
+                    type_name,
+                    config: config.unmark_deep().0,
+                })
+                .await;
+            let mut state = secrets.mark(response.state);
+            let mut diagnostics = response.diagnostics;
+            if let Some(record) = record {
+                let paths = crate::sensitive::tree_paths(&record.sensitive);
+                state = state.mark_paths(&paths);
+                if encode(&state, salt).json != record.value {
+                    diagnostics.push(Diagnostic::error(
+                        "Data source changed since the plan",
+                        format!("{address} answers differently than when the plan was made (its sensitive result is checked against the plan's digest). Nothing that depends on it is changed; make a new plan."),
+                    ));
+                }
+            }
+            Done {
+                change: None,
+                new_state: Some(state),
+                touched: false,
+                diagnostics,
+            }
+        }
+        Work::Keep(recorded) => Done {
+            change: None,
+            new_state: recorded,
+            touched: false,
+            diagnostics: vec![],
+        },
+        Work::Change(change, config) if change.is_no_op() => {
+            // Recorded secrets are digests; the configuration has their values.
+            let before = change
+                .before_value()
+                .map(|b| crate::sensitive::rehydrate(b, &config, salt));
+            // An import with nothing to change is recorded as it is.
+            let touched = change.importing.is_some();
+            Done {
+                change: Some(*change),
+                new_state: before,
+                touched,
+                diagnostics: vec![],
+            }
+        }
+        Work::Change(change, config) => {
+            carry_out(handle, type_name, *change, config, schema_paths, salt).await
+        }
     }
 }
 

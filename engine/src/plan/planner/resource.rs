@@ -227,64 +227,18 @@ impl Planner<'_, '_> {
         };
         let context = format!("a {} block", r.type_name);
         let mut requests = Vec::with_capacity(instances.len());
-        for Instance {
-            key,
-            address,
-            repetition,
-        } in instances
-        {
-            self.spans.insert(address.clone(), r.span);
-            if let Some(kept) = self.eval.preconditions(module, r, &address, &repetition) {
-                self.repetitions.insert(address.clone(), kept);
-            }
-            let mut config = self
-                .eval
-                .decode(module, &r.body, &schema, repetition, &context);
-            self.eval.provider_checks(r, &config);
-            if config.contains_sensitive() || crate::sensitive::sets_any(&config, &schema_paths) {
-                self.eval.flows.borrow_mut().taint_since(mark);
-            }
-            // Digests (a state read without refresh) give way to the configuration's values.
-            // Taken, not copied: drift was noted when the live state arrived.
-            let refreshed = self.refreshed.remove(&address).inspect(|_| {
-                self.taken.insert(address.clone());
-            });
-            // In the state, but its object is gone.
-            let vanished = matches!(refreshed, Some(None));
-            let prior = refreshed
-                .flatten()
-                .map(|p| crate::sensitive::rehydrate(p, &config, self.salt));
-            if let Some(prior) = &prior {
-                keep_ignored(&mut config, prior, r.lifecycle());
-            }
-            // An `import` block for an instance the state does not have yet.
-            let import = match &prior {
-                None => self
-                    .imports
-                    .get(&address)
-                    .map(|(id, _)| id.clone())
-                    .or_else(|| {
-                        self.options
-                            .imports
-                            .iter()
-                            .find(|(to, _)| *to == address)
-                            .map(|(_, id)| id.clone())
-                    }),
-                Some(_) => None,
+        for instance in instances {
+            let site = Site {
+                module,
+                r,
+                schema: &schema,
+                schema_paths: &schema_paths,
+                context: &context,
+                mark,
             };
-            if prior.is_none()
-                && import.is_none()
-                && r.mode == ResourceMode::Managed
-                && let Some(other) = self.known_elsewhere(&r.type_name, &config, &address)
-            {
-                self.eval.diags.push(Diag::error(
-                    Some(r.span),
-                    "Create and destroy of one object",
-                    format!("{address} would create the object that {other} already manages in this stack: the apply would take it over and then delete it under its old address. If the resource was renamed or moved, say so:\n\n  moved {{\n    from = {other}\n    to   = {address}\n  }}"),
-                ));
-                continue;
+            if let Some(request) = self.instance_request(&site, instance) {
+                requests.push(request);
             }
-            requests.push((key, address, prior, config, import, vanished));
         }
         if self.eval.diags.0.len() > errors_before {
             self.failed.insert(node);
@@ -297,70 +251,18 @@ impl Planner<'_, '_> {
         Some(Box::pin(async move {
             // Each instance's future borrows the resource's schema from this one.
             let (schema, schema_paths) = (&schema, &schema_paths);
-            let calls =
-                requests
-                    .into_iter()
-                    .map(|(key, address, prior, config, import, vanished)| {
-                        let handle = handle.clone();
-                        let type_name = type_name.clone();
-                        let owner = owner.clone();
-                        async move {
-                            let _permit = handle.permits.acquire().await;
-                            let secrets = Secrets::of(prior.as_ref(), &config, schema_paths);
-                            match mode {
-                                ResourceMode::Managed => {
-                                    plan_managed(ManagedInstance {
-                                        handle: &handle,
-                                        type_name,
-                                        key,
-                                        address,
-                                        prior,
-                                        config,
-                                        import,
-                                        vanished,
-                                        schema_paths,
-                                        schema,
-                                        owner,
-                                        preview,
-                                    })
-                                    .await
-                                }
-                                ResourceMode::Data if config.is_wholly_known() => {
-                                    let response = handle
-                                        .instance
-                                        .read_data_source(ReadDataSourceRequest {
-                                            type_name,
-                                            config: config.unmark_deep().0,
-                                        })
-                                        .await;
-                                    (
-                                        PlannedInstance {
-                                            key,
-                                            address,
-                                            prior: None,
-                                            planned: secrets.mark(response.state),
-                                            requires_replace: vec![],
-                                            gpu_facts: vec![],
-                                            importing: None,
-                                        },
-                                        response.diagnostics,
-                                    )
-                                }
-                                ResourceMode::Data => (
-                                    PlannedInstance {
-                                        key,
-                                        address,
-                                        prior: None,
-                                        planned: Value::Unknown,
-                                        requires_replace: vec![],
-                                        gpu_facts: vec![],
-                                        importing: None,
-                                    },
-                                    vec![],
-                                ),
-                            }
-                        }
-                    });
+            let calls = requests.into_iter().map(|request| {
+                plan_instance(InstanceCall {
+                    handle: handle.clone(),
+                    type_name: type_name.clone(),
+                    mode,
+                    owner: owner.clone(),
+                    preview,
+                    schema,
+                    schema_paths,
+                    request,
+                })
+            });
             let mut instances = Vec::new();
             let mut diagnostics = Vec::new();
             for (instance, diags) in futures::future::join_all(calls).await {
@@ -832,5 +734,189 @@ impl Planner<'_, '_> {
             }
         }
         store(self.eval, n.module, resource, value);
+    }
+}
+
+/// What the instances of one resource block are evaluated with.
+struct Site<'s> {
+    module: usize,
+    r: &'s Resource,
+    schema: &'s gpustack_protocol::Schema,
+    schema_paths: &'s [gpustack_protocol::Path],
+    context: &'s str,
+    mark: usize,
+}
+
+/// One instance ready for its provider: its configuration, live state and import.
+pub(super) struct Request {
+    key: InstanceKey,
+    address: String,
+    prior: Option<Value>,
+    config: Value,
+    import: Option<String>,
+    vanished: bool,
+}
+
+impl Planner<'_, '_> {
+    /// One instance's configuration evaluated, its live state taken from the refresh and its
+    /// import found; None (with an error) when it would create an object this stack already
+    /// manages at another address.
+    fn instance_request(&mut self, site: &Site<'_>, instance: Instance) -> Option<Request> {
+        let Instance {
+            key,
+            address,
+            repetition,
+        } = instance;
+        let r = site.r;
+        self.spans.insert(address.clone(), r.span);
+        if let Some(kept) = self
+            .eval
+            .preconditions(site.module, r, &address, &repetition)
+        {
+            self.repetitions.insert(address.clone(), kept);
+        }
+        let mut config =
+            self.eval
+                .decode(site.module, &r.body, site.schema, repetition, site.context);
+        self.eval.provider_checks(r, &config);
+        if config.contains_sensitive() || crate::sensitive::sets_any(&config, site.schema_paths) {
+            self.eval.flows.borrow_mut().taint_since(site.mark);
+        }
+        // Digests (a state read without refresh) give way to the configuration's values.
+        // Taken, not copied: drift was noted when the live state arrived.
+        let refreshed = self.refreshed.remove(&address).inspect(|_| {
+            self.taken.insert(address.clone());
+        });
+        // In the state, but its object is gone.
+        let vanished = matches!(refreshed, Some(None));
+        let prior = refreshed
+            .flatten()
+            .map(|p| crate::sensitive::rehydrate(p, &config, self.salt));
+        if let Some(prior) = &prior {
+            keep_ignored(&mut config, prior, r.lifecycle());
+        }
+        // An `import` block for an instance the state does not have yet.
+        let import = match &prior {
+            None => self
+                .imports
+                .get(&address)
+                .map(|(id, _)| id.clone())
+                .or_else(|| {
+                    self.options
+                        .imports
+                        .iter()
+                        .find(|(to, _)| *to == address)
+                        .map(|(_, id)| id.clone())
+                }),
+            Some(_) => None,
+        };
+        if prior.is_none()
+            && import.is_none()
+            && r.mode == ResourceMode::Managed
+            && let Some(other) = self.known_elsewhere(&r.type_name, &config, &address)
+        {
+            self.eval.diags.push(Diag::error(
+                Some(r.span),
+                "Create and destroy of one object",
+                format!("{address} would create the object that {other} already manages in this stack: the apply would take it over and then delete it under its old address. If the resource was renamed or moved, say so:\n\n  moved {{\n    from = {other}\n    to   = {address}\n  }}"),
+            ));
+            return None;
+        }
+        Some(Request {
+            key,
+            address,
+            prior,
+            config,
+            import,
+            vanished,
+        })
+    }
+}
+
+/// One instance's call to its provider, with what it borrows from its resource.
+struct InstanceCall<'s> {
+    handle: Configured,
+    type_name: String,
+    mode: ResourceMode,
+    owner: String,
+    preview: bool,
+    schema: &'s gpustack_protocol::Schema,
+    schema_paths: &'s [gpustack_protocol::Path],
+    request: Request,
+}
+
+/// Plans a managed instance, or reads a data source whose configuration is known.
+async fn plan_instance(call: InstanceCall<'_>) -> (PlannedInstance, Vec<Diagnostic>) {
+    let InstanceCall {
+        handle,
+        type_name,
+        mode,
+        owner,
+        preview,
+        schema,
+        schema_paths,
+        request:
+            Request {
+                key,
+                address,
+                prior,
+                config,
+                import,
+                vanished,
+            },
+    } = call;
+    let _permit = handle.permits.acquire().await;
+    let secrets = Secrets::of(prior.as_ref(), &config, schema_paths);
+    match mode {
+        ResourceMode::Managed => {
+            plan_managed(ManagedInstance {
+                handle: &handle,
+                type_name,
+                key,
+                address,
+                prior,
+                config,
+                import,
+                vanished,
+                schema_paths,
+                schema,
+                owner,
+                preview,
+            })
+            .await
+        }
+        ResourceMode::Data if config.is_wholly_known() => {
+            let response = handle
+                .instance
+                .read_data_source(ReadDataSourceRequest {
+                    type_name,
+                    config: config.unmark_deep().0,
+                })
+                .await;
+            (
+                PlannedInstance {
+                    key,
+                    address,
+                    prior: None,
+                    planned: secrets.mark(response.state),
+                    requires_replace: vec![],
+                    gpu_facts: vec![],
+                    importing: None,
+                },
+                response.diagnostics,
+            )
+        }
+        ResourceMode::Data => (
+            PlannedInstance {
+                key,
+                address,
+                prior: None,
+                planned: Value::Unknown,
+                requires_replace: vec![],
+                gpu_facts: vec![],
+                importing: None,
+            },
+            vec![],
+        ),
     }
 }
