@@ -364,6 +364,7 @@ impl<'a> Checker<'_, '_> {
         }
     }
 
+    // Long by design: one arm per key provider kind, each checking its own arguments.
     fn key_provider(
         &mut self,
         key: &str,

@@ -119,6 +119,8 @@ impl Locator<'_> {
         best
     }
 
+    // Long by design: one arm per kind of expression that can carry a configuration path
+    // onwards, read whole as the evaluator's own match over expressions is.
     fn expression(
         &self,
         module: usize,

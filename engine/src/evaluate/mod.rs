@@ -609,6 +609,8 @@ impl<'a> EvalContext<'a> {
         }
     }
 
+    // Long by design: a root or module variable's value from its sources in precedence order,
+    // converted, defaulted and validated in the order Terraform gives.
     fn variable(
         &mut self,
         module: usize,
@@ -1065,6 +1067,9 @@ impl<'a> EvalContext<'a> {
         }
     }
 
+    // Long by design: one pass over the body in source order, attributes and blocks deciding
+    // together what is set, misspelt, duplicated or missing; split, each part would need the
+    // whole of that state.
     /// Checks a body against a schema and evaluates it into an object with every attribute of
     /// the schema: configured values, unknown for unset computed ones, null otherwise.
     pub(crate) fn decode(
@@ -1261,6 +1266,8 @@ impl<'a> EvalContext<'a> {
         }
     }
 
+    // Long by design: a `dynamic` block's for_each, iterator and content decoded in one
+    // place, as Terraform defines them together.
     /// `dynamic "KIND" { for_each = ..., iterator = NAME, content { ... } }`: one KIND block
     /// per element of for_each, its content evaluated with NAME (default KIND) bound to
     /// `{ key, value }`, as in Terraform.

@@ -139,6 +139,8 @@ struct Planner<'w, 'a> {
     configured: HashSet<String>,
 }
 
+// Long by design: the plan's phases in their order (walk, checks, orphans, collateral, the
+// GPU pass, the snapshot), each a call of its own.
 /// Plans a stack whose configuration is loaded and checked. Errors go to `diags`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn make_plan<'a>(

@@ -4,6 +4,8 @@
 use super::*;
 
 impl Planner<'_, '_> {
+    // Long by design: the state's objects grouped for this configuration and the future that
+    // configures the provider and refreshes them, which owns what it moves out of the walk.
     pub(super) fn start_provider(
         &mut self,
         node: NodeIndex,

@@ -612,6 +612,8 @@ impl Planner<'_, '_> {
 }
 
 impl Planner<'_, '_> {
+    // Long by design: what every planned instance of a resource settles, in the order later
+    // steps read it (diagnostics, postconditions, flows, references, data records, changes).
     /// A resource's instances planned: located diagnostics, postconditions, the value its
     /// references see, the data sources' answers for the snapshot, and one change each.
     pub(super) fn finish_resource(
