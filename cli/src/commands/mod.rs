@@ -360,6 +360,7 @@ impl StackArgs {
     }
 }
 
+// Long by design: one arm per command of the command line, each a call into its module.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -272,6 +272,9 @@ fn interrupt_flag() -> Arc<AtomicBool> {
     super::interrupt::graceful()
 }
 
+// Long by design: an apply's steps around the engine's, in order: the state read again
+// under the lock, the fence watched, the state written as the engine asks, the report and
+// JUnit, and what is kept when a write fails.
 /// `stop` is set by Ctrl-C, which may come while planning or confirming, before any change;
 /// `lock` is the state lock the run holds, whose loss stops it the same way.
 #[allow(clippy::too_many_arguments)]
@@ -842,6 +845,25 @@ pub fn fleet(
         futures::future::join_all(runs).await
     });
     let is_plan = matches!(command, FleetCommand::Plan { .. });
+    let (flagged_count, failed) = report_fleet(&entries, is_plan, json);
+    let report_flagged = match &command {
+        FleetCommand::Drift => true,
+        FleetCommand::Plan {
+            detailed_exitcode, ..
+        } => *detailed_exitcode,
+    };
+    if failed > 0 {
+        ExitCode::from(1)
+    } else if flagged_count > 0 && report_flagged {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Prints a fleet run's table (or JSON report); returns how many stacks were flagged (with
+/// changes, or drifted) and how many failed.
+fn report_fleet(entries: &[FleetEntry], is_plan: bool, json: bool) -> (usize, usize) {
     let flagged = |s: &FleetSummary| {
         if is_plan {
             s.counts != (0, 0, 0)
@@ -896,7 +918,7 @@ pub fn fleet(
         } else {
             println!("{:<width$}  {:<7}  DRIFTED", "STACK", "STATUS");
         }
-        for e in &entries {
+        for e in entries {
             match &e.outcome {
                 Ok(s) => {
                     let status = if flagged(s) { flag } else { "ok" };
@@ -923,19 +945,7 @@ pub fn fleet(
             entries.len()
         );
     }
-    let report_flagged = match &command {
-        FleetCommand::Drift => true,
-        FleetCommand::Plan {
-            detailed_exitcode, ..
-        } => *detailed_exitcode,
-    };
-    if failed > 0 {
-        ExitCode::from(1)
-    } else if flagged_count > 0 && report_flagged {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    }
+    (flagged_count, failed)
 }
 
 fn is_stack(path: &Path) -> bool {
