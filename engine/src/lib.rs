@@ -29,7 +29,7 @@ pub use output::{
     console_value, drift_json, drift_markdown, drift_metrics, drift_text, plan_json, plan_markdown,
     plan_text,
 };
-pub use plan::{Action, Plan, PlanMode, PlanOptions, ResourceChange};
+pub use plan::{Action, DecodePlanError, Plan, PlanMode, PlanOptions, ResourceChange};
 pub use version::VERSION;
 
 /// The version of the JSON plan format gpustack writes (Terraform's `format_version`).

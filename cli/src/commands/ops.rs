@@ -138,7 +138,7 @@ pub(crate) async fn read_plan(file: &Path, variables: &VariableArgs) -> Result<P
     } else {
         bytes
     };
-    Plan::decode(&bytes).map_err(|e| format!("{}: {e}", file.display()))
+    Plan::decode(&bytes).map_err(|e| format!("{}: {}", file.display(), full(&e)))
 }
 
 pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {

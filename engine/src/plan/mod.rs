@@ -283,17 +283,24 @@ impl Plan {
         serde_json::to_vec_pretty(self).unwrap_or_default()
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
-        let plan: Plan =
-            serde_json::from_slice(bytes).map_err(|e| format!("not a gpustack plan file: {e}"))?;
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodePlanError> {
+        let plan: Plan = serde_json::from_slice(bytes)?;
         if plan.format_version != FORMAT_VERSION {
-            return Err(format!(
-                "plan format {} is not supported by this gpustack (it reads {FORMAT_VERSION})",
-                plan.format_version
-            ));
+            return Err(DecodePlanError::UnsupportedFormat {
+                found: plan.format_version,
+            });
         }
         Ok(plan)
     }
+}
+
+/// Why a saved plan cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodePlanError {
+    #[error("not a gpustack plan file")]
+    Malformed(#[from] serde_json::Error),
+    #[error("plan format {found} is not supported by this gpustack (it reads {FORMAT_VERSION})")]
+    UnsupportedFormat { found: String },
 }
 
 /// A stack's mark on the objects it creates, from its state's lineage: short and plain enough
