@@ -55,9 +55,8 @@ fn tests_of(file: &Path) -> Vec<String> {
     names
 }
 
-#[test]
-fn every_test_the_docs_name_exists() {
-    let root = repo_root();
+/// README.md, ARCHITECTURE.md and every Markdown file under docs/.
+fn documents(root: &Path) -> Vec<std::path::PathBuf> {
     let mut documents = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
     let mut dirs = vec![root.join("docs")];
     while let Some(dir) = dirs.pop() {
@@ -70,6 +69,47 @@ fn every_test_the_docs_name_exists() {
             }
         }
     }
+    documents
+}
+
+/// Relative links (`[text](path)`, anchors dropped) resolve from the linking document's
+/// directory, as a Markdown viewer resolves them.
+#[test]
+fn every_relative_link_in_the_docs_resolves() {
+    let root = repo_root();
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for document in documents(&root) {
+        let text = std::fs::read_to_string(&document).unwrap();
+        let dir = document.parent().unwrap();
+        for (at, _) in text.match_indices("](") {
+            let rest = &text[at + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let target = rest[..end].split('#').next().unwrap_or_default();
+            if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            checked += 1;
+            if !dir.join(target).exists() {
+                broken.push(format!("{}: {target}", document.display()));
+            }
+        }
+    }
+    assert!(
+        checked > 10,
+        "only {checked} relative links found in the docs"
+    );
+    assert!(
+        broken.is_empty(),
+        "links to files that do not exist:\n{}",
+        broken.join("\n")
+    );
+}
+
+#[test]
+fn every_test_the_docs_name_exists() {
+    let root = repo_root();
+    let documents = documents(&root);
     let mut missing = Vec::new();
     let mut checked = 0;
     for document in &documents {
