@@ -5,3 +5,4 @@ pub mod functions;
 pub mod literal;
 pub mod refs;
 pub mod types;
+pub mod unify;

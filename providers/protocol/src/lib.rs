@@ -6,6 +6,7 @@
 
 mod capacity;
 mod diagnostic;
+pub mod number;
 pub mod nvidia;
 mod registry;
 mod schema;

@@ -96,23 +96,22 @@ impl Type {
             Type::Any => Ok(value.clone()),
             Type::String => match value {
                 Value::String(_) => Ok(value.clone()),
-                Value::Number(n) => Ok(Value::String(format_number(*n))),
+                Value::Number(n) => Ok(Value::String(format_number(n))),
                 Value::Bool(b) => Ok(Value::String(b.to_string())),
                 other => Err(mismatch("string", other)),
             },
             Type::Number => match value {
                 Value::Number(_) => Ok(value.clone()),
-                Value::String(s) => s
-                    .trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|n| n.is_finite())
-                    .map(Value::Number)
-                    .ok_or_else(|| {
-                        ConversionError::new(format!(
-                            "a number is required, got the string {value}"
-                        ))
-                    }),
+                Value::String(s) => {
+                    crate::Number::parse(s)
+                        .ok()
+                        .map(Value::Number)
+                        .ok_or_else(|| {
+                            ConversionError::new(format!(
+                                "a number is required, got the string {value}"
+                            ))
+                        })
+                }
                 other => Err(mismatch("number", other)),
             },
             Type::Bool => match value {
@@ -148,6 +147,7 @@ impl Type {
                         .map_err(|e| e.within(&format!("[{}]", Value::string(k.clone()))))?;
                     out.insert(k.clone(), converted);
                 }
+                out.sort_unstable_keys();
                 Ok(Value::Object(out))
             }
             Type::Tuple(elems) => {
@@ -203,6 +203,7 @@ impl Type {
                         }
                     }
                 }
+                out.sort_unstable_keys();
                 Ok(Value::Object(out))
             }
         }
@@ -258,12 +259,12 @@ mod tests {
     #[test]
     fn primitives_convert_like_hcl() {
         assert_eq!(
-            Type::String.convert(&Value::Number(3.0)),
+            Type::String.convert(&Value::number(3)),
             Ok(Value::string("3"))
         );
         assert_eq!(
             Type::Number.convert(&Value::string("10")),
-            Ok(Value::Number(10.0))
+            Ok(Value::number(10))
         );
         assert_eq!(
             Type::Bool.convert(&Value::string("true")),
@@ -293,11 +294,11 @@ mod tests {
             ObjectAttr {
                 ty: Type::Number,
                 optional: true,
-                default: Some(Value::Number(2.0)),
+                default: Some(Value::number(2)),
             },
         )]);
         let out = t.convert(&Value::Object(IndexMap::new())).unwrap();
-        assert_eq!(out.as_object().unwrap()["replicas"], Value::Number(2.0));
+        assert_eq!(out.as_object().unwrap()["replicas"], Value::number(2));
     }
 
     #[test]

@@ -664,7 +664,7 @@ fn console_evaluates_expressions_against_the_state() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
-        "\"t4:1\"\n2\n{\n  \"t4\" = 1\n  \"a100\" = 8\n}\n\"T4\"\n"
+        "\"t4:1\"\n2\n{\n  \"a100\" = 8\n  \"t4\" = 1\n}\n\"T4\"\n"
     );
 
     let out = console(d, b"var.nope\n");
