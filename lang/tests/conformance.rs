@@ -1,0 +1,171 @@
+//! The differential test's short tier: gpustack's answer to every expression of the corpus
+//! (`conformance/corpus/*.txt`, translated from OpenTofu's, go-cty's and HCL's test tables)
+//! against OpenTofu's, recorded in `conformance/answers.json` by
+//! `cargo run -p gpustack-tests --bin conformance -- record`. Each side evaluates
+//! `jsonencode(EXPR)` and the texts must be equal byte for byte (key order, number formatting,
+//! escaping); two errors are equal whatever they say. `world::conformance` checks the recorded
+//! file against the pinned OpenTofu itself.
+//!
+//! Every difference left is a named deviation in `conformance/deviations.txt` (the README's
+//! table lists them): an expression that differs and is not listed fails, and so does a listed
+//! one that no longer differs.
+
+#![allow(clippy::unwrap_used, clippy::panic, clippy::print_stdout)]
+
+use gpustack_lang::expr::eval::{EmptyScope, Evaluator};
+use gpustack_protocol::Value;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::PathBuf;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance")
+}
+
+fn corpus() -> Vec<String> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir().join("corpus"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    files.sort();
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for file in files {
+        for line in std::fs::read_to_string(file).unwrap().lines() {
+            if line.trim().is_empty() || line.starts_with('#') {
+                continue;
+            }
+            if seen.insert(line.to_owned()) {
+                out.push(line.to_owned());
+            }
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Answer {
+    Json(String),
+    Sensitive,
+    Unknown,
+    Error(String),
+}
+
+impl Answer {
+    fn agrees(&self, other: &Answer) -> bool {
+        match (self, other) {
+            (Answer::Error(_), Answer::Error(_)) => true,
+            (a, b) => a == b,
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Answers {
+    answers: BTreeMap<String, Answer>,
+}
+
+/// gpustack's answer, as the oracle's is taken.
+fn ask_gpustack(expr: &str) -> Answer {
+    let src = format!("jsonencode({expr})");
+    let parsed = match hcl_edit::parser::parse_expr(&src) {
+        Ok(e) => e,
+        Err(e) => return Answer::Error(format!("parse: {e}")),
+    };
+    match Evaluator::new(&EmptyScope).eval(&parsed) {
+        Ok(Value::Sensitive(_)) => Answer::Sensitive,
+        Ok(Value::Unknown) => Answer::Unknown,
+        Ok(Value::String(s)) => Answer::Json(s),
+        Ok(other) => Answer::Error(format!("jsonencode gave {other}")),
+        Err(e) => Answer::Error(format!("{}: {}", e.summary, e.detail)),
+    }
+}
+
+/// The named deviations: `## name: reason` headers, each followed by its expressions.
+fn deviations() -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(dir().join("deviations.txt")).unwrap();
+    let mut out = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        if let Some(header) = line.strip_prefix("## ") {
+            let name = header.split(':').next().unwrap().trim().to_owned();
+            current = Some(name);
+        } else if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        } else {
+            let name = current
+                .clone()
+                .unwrap_or_else(|| panic!("deviations.txt: {line:?} is under no `## name:`"));
+            out.insert(line.to_owned(), name);
+        }
+    }
+    out
+}
+
+#[test]
+fn every_corpus_expression_answers_as_opentofu_does_or_is_a_named_deviation() {
+    let corpus = corpus();
+    let recorded = serde_json::from_str::<Answers>(
+        &std::fs::read_to_string(dir().join("answers.json")).unwrap(),
+    )
+    .unwrap()
+    .answers;
+    let unrecorded: Vec<&String> = corpus
+        .iter()
+        .filter(|e| !recorded.contains_key(*e))
+        .collect();
+    assert!(
+        unrecorded.is_empty(),
+        "corpus lines without a recorded answer (run `cargo run -p gpustack-tests --bin \
+         conformance -- record`):\n{}",
+        unrecorded
+            .iter()
+            .map(|e| e.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let listed = deviations();
+    let mut differing = BTreeSet::new();
+    let mut report = Vec::new();
+    for expr in &corpus {
+        let theirs = &recorded[expr];
+        let ours = ask_gpustack(expr);
+        if !ours.agrees(theirs) {
+            differing.insert(expr.clone());
+            if !listed.contains_key(expr) {
+                report.push(format!(
+                    "{expr}\n    opentofu: {theirs:?}\n    gpustack: {ours:?}"
+                ));
+            }
+        }
+    }
+    let fixed: Vec<&String> = listed.keys().filter(|e| !differing.contains(*e)).collect();
+    println!(
+        "{} expressions, {} agree, {} named deviations",
+        corpus.len(),
+        corpus.len() - differing.len(),
+        listed.len()
+    );
+    assert!(
+        report.is_empty(),
+        "{} of {} expressions answer otherwise than OpenTofu and are not named deviations:\n{}",
+        report.len(),
+        corpus.len(),
+        report.join("\n")
+    );
+    assert!(
+        fixed.is_empty(),
+        "named deviations that now agree with OpenTofu (remove them from deviations.txt):\n{}",
+        fixed
+            .iter()
+            .map(|e| e.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(
+        listed.len() * 100 <= corpus.len(),
+        "{} deviations: more than 1% of the corpus",
+        listed.len()
+    );
+}
