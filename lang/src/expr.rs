@@ -6,3 +6,4 @@ pub mod literal;
 pub mod refs;
 pub mod types;
 pub mod unify;
+pub mod whitespace;

@@ -1,5 +1,7 @@
 //! The differential test's short tier: gpustack's answer to every expression of the corpus
-//! (`conformance/corpus/*.txt`, translated from OpenTofu's, go-cty's and HCL's test tables)
+//! (`conformance/corpus/*.txt`, translated from OpenTofu's, go-cty's and HCL's test tables,
+//! one expression a line; and `local.NAME` for each local of `conformance/corpus/*.hcl`, the
+//! expressions a line cannot hold, such as heredocs)
 //! against OpenTofu's, recorded in `conformance/answers.json` by
 //! `cargo run -p gpustack-tests --bin conformance -- record`. Each side evaluates
 //! `jsonencode(EXPR)` and the texts must be equal byte for byte (key order, number formatting,
@@ -12,24 +14,51 @@
 
 #![allow(clippy::unwrap_used, clippy::panic, clippy::print_stdout)]
 
-use gpustack_lang::expr::eval::{EmptyScope, Evaluator};
+use gpustack_lang::expr::eval::{EmptyScope, EvalError, Evaluator, Scope};
 use gpustack_protocol::Value;
+use hcl_edit::expr::Expression;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::ops::Range;
 use std::path::PathBuf;
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance")
 }
 
-fn corpus() -> Vec<String> {
+fn corpus_files(extension: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir().join("corpus"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
         .collect();
     files.sort();
+    files
+}
+
+/// The locals of the corpus's `.hcl` files, by name.
+fn locals() -> Vec<(String, Expression)> {
+    let mut out = Vec::new();
+    for file in corpus_files("hcl") {
+        let body = hcl_edit::parser::parse_body(&std::fs::read_to_string(&file).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for block in body.get_blocks("locals") {
+            for attribute in block.body.attributes() {
+                out.push((attribute.key.as_str().to_owned(), attribute.value.clone()));
+            }
+        }
+    }
+    out
+}
+
+fn corpus() -> Vec<String> {
+    let files = corpus_files("txt");
     let mut seen = HashSet::new();
     let mut out = Vec::new();
+    for (name, _) in locals() {
+        assert!(seen.insert(format!("local.{name}")), "local.{name} twice");
+        out.push(format!("local.{name}"));
+    }
     for file in files {
         for line in std::fs::read_to_string(file).unwrap().lines() {
             if line.trim().is_empty() || line.starts_with('#') {
@@ -66,14 +95,33 @@ struct Answers {
     answers: BTreeMap<String, Answer>,
 }
 
+/// The corpus's locals, as OpenTofu's console sees them in its configuration.
+struct Locals(BTreeMap<String, Expression>);
+
+impl Scope for Locals {
+    fn lookup(
+        &self,
+        names: &[&str],
+        range: Option<Range<usize>>,
+    ) -> Result<(Cow<'_, Value>, usize), EvalError> {
+        match names {
+            ["local", name, ..] if self.0.contains_key(*name) => {
+                let value = Evaluator::new(&EmptyScope).eval(&self.0[*name])?;
+                Ok((Cow::Owned(value), 2))
+            }
+            _ => EmptyScope.lookup(names, range),
+        }
+    }
+}
+
 /// gpustack's answer, as the oracle's is taken.
-fn ask_gpustack(expr: &str) -> Answer {
+fn ask_gpustack(locals: &Locals, expr: &str) -> Answer {
     let src = format!("jsonencode({expr})");
     let parsed = match hcl_edit::parser::parse_expr(&src) {
         Ok(e) => e,
         Err(e) => return Answer::Error(format!("parse: {e}")),
     };
-    match Evaluator::new(&EmptyScope).eval(&parsed) {
+    match Evaluator::new(locals).eval(&parsed) {
         Ok(Value::Sensitive(_)) => Answer::Sensitive,
         Ok(Value::Unknown) => Answer::Unknown,
         Ok(Value::String(s)) => Answer::Json(s),
@@ -126,11 +174,12 @@ fn every_corpus_expression_answers_as_opentofu_does_or_is_a_named_deviation() {
             .join("\n")
     );
     let listed = deviations();
+    let locals = Locals(locals().into_iter().collect());
     let mut differing = BTreeSet::new();
     let mut report = Vec::new();
     for expr in &corpus {
         let theirs = &recorded[expr];
-        let ours = ask_gpustack(expr);
+        let ours = ask_gpustack(&locals, expr);
         if !ours.agrees(theirs) {
             differing.insert(expr.clone());
             if !listed.contains_key(expr) {

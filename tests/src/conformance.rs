@@ -1,7 +1,8 @@
 //! The differential test's oracle: OpenTofu's answers to the language corpus
 //! (`lang/tests/conformance/corpus/*.txt`), recorded in `lang/tests/conformance/answers.json`.
 //!
-//! Every corpus line is one expression; OpenTofu evaluates `base64encode(jsonencode(EXPR))`
+//! Every corpus line is one expression, and so is `local.NAME` for each local of the corpus's
+//! `.hcl` files, the console's configuration; OpenTofu evaluates `base64encode(jsonencode(EXPR))`
 //! in one `tofu console` process fed the whole corpus on its standard input (base64 so that
 //! the console's Go quoting of strings needs no undoing). The console stops at the first error
 //! in piped mode: the driver records that expression as an error and starts a new console on
@@ -48,17 +49,36 @@ pub fn answers_path() -> PathBuf {
     conformance_dir().join("answers.json")
 }
 
-/// Every corpus expression, in file order (files by name), without duplicates.
-pub fn corpus() -> Vec<String> {
+fn corpus_files(extension: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(conformance_dir().join("corpus"))
         .expect("read the corpus directory")
         .map(|e| e.expect("corpus entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
         .collect();
     files.sort();
+    files
+}
+
+/// Every corpus expression without duplicates: `local.NAME` for each local of the `.hcl`
+/// files (the expressions a line cannot hold), then each line of the `.txt` files, in file
+/// order (files by name).
+pub fn corpus() -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
-    for file in files {
+    for file in corpus_files("hcl") {
+        let text = std::fs::read_to_string(&file).expect("read a corpus file");
+        let body = hcl_edit::parser::parse_body(&text)
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for block in body.get_blocks("locals") {
+            for attribute in block.body.attributes() {
+                let expr = format!("local.{}", attribute.key.as_str());
+                if seen.insert(expr.clone()) {
+                    out.push(expr);
+                }
+            }
+        }
+    }
+    for file in corpus_files("txt") {
         let text = std::fs::read_to_string(&file).expect("read a corpus file");
         for line in text.lines() {
             if line.trim().is_empty() || line.starts_with('#') {
@@ -80,6 +100,12 @@ pub fn ask_opentofu(tofu: &Path, exprs: &[String]) -> Vec<Answer> {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let cli_config = dir.path().join("tofurc");
     std::fs::write(&cli_config, "").expect("write an empty CLI configuration");
+    // The console's configuration: the corpus's locals.
+    for file in corpus_files("hcl") {
+        let name = file.file_stem().expect("a file name").to_string_lossy();
+        std::fs::copy(&file, dir.path().join(format!("corpus_{name}.tf")))
+            .expect("copy a corpus file");
+    }
     let mut answers = Vec::with_capacity(exprs.len());
     while answers.len() < exprs.len() {
         let rest = &exprs[answers.len()..];
@@ -170,6 +196,10 @@ fn error_summary(stderr: &str) -> String {
             || line.starts_with("(source code not available)")
         {
             continue;
+        }
+        // A panic's stack holds addresses that differ from run to run.
+        if line.starts_with("goroutine ") {
+            break;
         }
         text.push_str(" | ");
         text.push_str(line);

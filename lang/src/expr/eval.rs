@@ -6,6 +6,7 @@
 use crate::diag::suggest;
 use crate::expr::functions;
 use crate::expr::unify;
+use crate::expr::whitespace::Layout;
 use gpustack_protocol::{Number, Type, Value, format_number};
 use hcl_edit::Span as _;
 use hcl_edit::expr::{
@@ -498,12 +499,16 @@ impl<'s> Evaluator<'s> {
                 }))
             }
             Expression::StringTemplate(template) => {
+                let template = crate::expr::whitespace::prepared(template, Layout::Quoted);
                 self.whole_template(template.iter().collect::<Vec<_>>().as_slice(), range)
             }
-            Expression::HeredocTemplate(heredoc) => self.whole_template(
-                heredoc.template.iter().collect::<Vec<_>>().as_slice(),
-                range,
-            ),
+            Expression::HeredocTemplate(heredoc) => {
+                let template = crate::expr::whitespace::prepared(
+                    &heredoc.template,
+                    Layout::Lines(heredoc.indent()),
+                );
+                self.whole_template(template.iter().collect::<Vec<_>>().as_slice(), range)
+            }
             Expression::Parenthesis(inner) => self.eval(inner.inner()),
             Expression::Variable(name) => self.reference(name.as_str(), &[], range),
             Expression::Traversal(traversal) => {
@@ -1776,6 +1781,7 @@ fn render_template(
     })?;
     let scope = VarsScope(vars, scope);
     let mut evaluator = Evaluator::new(&scope);
+    let template = crate::expr::whitespace::prepared(&template, Layout::Lines(None));
     let elements: Vec<&Element> = template.iter().collect();
     budget::in_template(|| evaluator.whole_template(&elements, None)).map_err(|e| CallError {
         arg: Some(0),
