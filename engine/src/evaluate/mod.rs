@@ -690,7 +690,13 @@ impl<'a> EvalContext<'a> {
                 .get(&call_name)
                 .and_then(|c| c.args.get(&v.name))
             {
-                Some((expr, _)) => (self.eval(parent, expr, repetition), Some(expr.span())),
+                Some((expr, _)) => match (self.eval(parent, expr, repetition), &v.default) {
+                    // A non-nullable variable given null takes its default, as in Terraform.
+                    (value, Some(default)) if !v.nullable && value.is_null() => {
+                        (self.eval_default(default), Some(default.span()))
+                    }
+                    (value, _) => (value, Some(expr.span())),
+                },
                 None => match &v.default {
                     Some(default) => (self.eval_default(default), Some(default.span())),
                     None if v.sensitive => return Value::sensitive(Value::Unknown),

@@ -1744,7 +1744,7 @@ pub fn trigger_target(expression: &Expression) -> Option<TriggerTarget<'_>> {
     };
     if matches!(
         ty.as_str(),
-        "var" | "local" | "module" | "data" | "count" | "each" | "path" | "self"
+        "var" | "local" | "module" | "data" | "count" | "each" | "path" | "self" | "terraform"
     ) {
         return None;
     }
@@ -1800,7 +1800,7 @@ fn is_dependable(parts: &[String]) -> bool {
     match parts.first().map(String::as_str) {
         Some("module") => parts.len() >= 2,
         Some("data") => parts.len() >= 3,
-        Some("var" | "local" | "count" | "each" | "path" | "self") | None => false,
+        Some("var" | "local" | "count" | "each" | "path" | "self" | "terraform") | None => false,
         Some(_) => parts.len() >= 2,
     }
 }

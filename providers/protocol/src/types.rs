@@ -134,6 +134,9 @@ impl Type {
                     }
                     out.push(converted);
                 }
+                if matches!(self, Type::Set(_)) {
+                    sort_set(&mut out);
+                }
                 Ok(Value::List(out))
             }
             Type::Map(elem) => {
@@ -249,6 +252,21 @@ impl fmt::Display for Type {
                 f.write_str("})")
             }
         }
+    }
+}
+
+/// A set's elements in cty's order, as Terraform holds a set: strings lexically (by bytes),
+/// numbers numerically, false before true; sets of other elements keep their order.
+pub fn sort_set(set: &mut [Value]) {
+    if set.iter().all(|v| matches!(v, Value::String(_))) {
+        set.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+    } else if set.iter().all(|v| matches!(v, Value::Number(_))) {
+        set.sort_by(|a, b| match (a.as_exact_number(), b.as_exact_number()) {
+            (Some(a), Some(b)) => a.cmp_value(b),
+            _ => std::cmp::Ordering::Equal,
+        });
+    } else if set.iter().all(|v| matches!(v, Value::Bool(_))) {
+        set.sort_by_key(|v| matches!(v, Value::Bool(true)));
     }
 }
 

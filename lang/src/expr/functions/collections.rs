@@ -239,16 +239,7 @@ pub(super) fn loosely_equal(x: &Value, y: &Value) -> bool {
 /// and numbers in numeric order (cty's set order), others as they first occur.
 pub(super) fn set_of(items: &[Value]) -> Vec<Value> {
     let mut set = distinct(items);
-    if set.iter().all(|v| matches!(v, Value::String(_))) {
-        set.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
-    } else if set.iter().all(|v| matches!(v, Value::Number(_))) {
-        set.sort_by(|a, b| match (a.as_exact_number(), b.as_exact_number()) {
-            (Some(a), Some(b)) => a.cmp_value(b),
-            _ => std::cmp::Ordering::Equal,
-        });
-    } else if set.iter().all(|v| matches!(v, Value::Bool(_))) {
-        set.sort_by_key(|v| matches!(v, Value::Bool(true)));
-    }
+    gpustack_protocol::sort_set(&mut set);
     set
 }
 
