@@ -40,8 +40,11 @@ fn corpus_files(extension: &str) -> Vec<PathBuf> {
 fn locals() -> Vec<(String, Expression)> {
     let mut out = Vec::new();
     for file in corpus_files("hcl") {
-        let body = hcl_edit::parser::parse_body(&std::fs::read_to_string(&file).unwrap())
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut body = hcl_edit::parser::parse_body(&text)
             .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        // As the configuration loader parses a file.
+        gpustack_lang::expr::whitespace::mark_flush_heredocs(&mut body, &text);
         for block in body.get_blocks("locals") {
             for attribute in block.body.attributes() {
                 out.push((attribute.key.as_str().to_owned(), attribute.value.clone()));

@@ -13,9 +13,37 @@
 //! the indentation of those alone, before any marker) and records how much: that is undone
 //! first, so that the rules above see the heredoc's own lines.
 
-use hcl_edit::template::{Directive, Element, Strip, Template};
+use hcl_edit::structure::Body;
+use hcl_edit::template::{Directive, Element, HeredocTemplate, Strip, Template};
+use hcl_edit::visit_mut::VisitMut;
 use std::borrow::Cow;
 use unicode_segmentation::UnicodeSegmentation as _;
+
+/// Marks every `<<-` heredoc of `body` (parsed from `text`) that hcl-edit did not dedent as
+/// dedented by 0, so that its indentation rule still applies: hcl-edit dedents nothing when
+/// an interpolation or directive begins a line, yet HCL's rule, applied after the strip
+/// markers, may still find an indentation (`%{~ if c }` at the start of a line takes the
+/// newline before it, so that line no longer begins one).
+pub fn mark_flush_heredocs(body: &mut Body, text: &str) {
+    struct Marks<'a>(&'a str);
+    impl VisitMut for Marks<'_> {
+        fn visit_heredoc_template_mut(&mut self, node: &mut HeredocTemplate) {
+            use hcl_edit::Span as _;
+            if node.indent().is_none()
+                && node
+                    .span()
+                    .and_then(|r| self.0.get(r.start..))
+                    .is_some_and(|t| t.starts_with("<<-"))
+            {
+                node.set_indent(0);
+            }
+            hcl_edit::visit_mut::visit_heredoc_template_mut(self, node);
+        }
+    }
+    if text.contains("<<-") {
+        Marks(text).visit_body_mut(body);
+    }
+}
 
 /// How a template's literals were written, which decides what one literal token is.
 #[derive(Debug, Clone, Copy)]

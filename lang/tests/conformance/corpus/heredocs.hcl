@@ -255,4 +255,24 @@ EOT
     Grüße
       ${"ß"}
     EOT
+
+  directive_column_zero_strips = <<-EOT
+    a
+%{~ if true }
+    b
+%{~ endif }
+    EOT
+
+  interpolation_column_zero = <<-EOT
+    a
+${"b"}
+    c
+    EOT
+
+  plain_directive_column_zero_strips = <<EOT
+    a
+%{~ if true }
+    b
+%{~ endif }
+EOT
 }
