@@ -295,7 +295,9 @@ impl<'a> Checker<'_, '_> {
     fn whole_number(&mut self, body: &Body, file: FileId, name: &str) -> Option<u64> {
         let attr = body.get_attribute(name)?;
         match self.value(attr, file)?.peel() {
-            Value::Number(n) if *n >= 0.0 && n.fract() == 0.0 => Some(*n as u64),
+            Value::Number(n) if n.to_i64().is_some_and(|i| i >= 0) => {
+                n.to_i64().and_then(|i| u64::try_from(i).ok())
+            }
             _ => {
                 self.error(
                     file,

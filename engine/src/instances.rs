@@ -56,7 +56,7 @@ pub(crate) fn expand(
                     instance(
                         InstanceKey::Index(i),
                         Some(Repetition {
-                            count_index: Some(Value::Number(i as f64)),
+                            count_index: Some(Value::number(i as f64)),
                             each: None,
                             ..Default::default()
                         }),

@@ -556,8 +556,8 @@ mod tests {
         let v = Value::string("s3cret");
         assert_ne!(a.digest(&v), b.digest(&v));
         assert!(is_digest(&Value::string(a.digest(&v))));
-        let x = Value::Object([("a".into(), Value::Number(1.0)), ("b".into(), Value::Null)].into());
-        let y = Value::Object([("b".into(), Value::Null), ("a".into(), Value::Number(1.0))].into());
+        let x = Value::Object([("a".into(), Value::number(1.0)), ("b".into(), Value::Null)].into());
+        let y = Value::Object([("b".into(), Value::Null), ("a".into(), Value::number(1.0))].into());
         assert_eq!(a.digest(&x), a.digest(&y));
         assert_eq!(Salt::from_hex(&a.to_hex()), Some(a));
     }

@@ -96,7 +96,7 @@ mod tests {
             ("b".to_owned(), Value::Unknown),
             (
                 "c".to_owned(),
-                Value::List(vec![Value::Number(1.0), Value::Unknown]),
+                Value::List(vec![Value::number(1.0), Value::Unknown]),
             ),
         ]));
         let (json, unknown) = split_unknowns(&value);

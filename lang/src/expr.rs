@@ -5,3 +5,5 @@ pub mod functions;
 pub mod literal;
 pub mod refs;
 pub mod types;
+pub mod unify;
+pub mod whitespace;

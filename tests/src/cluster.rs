@@ -62,7 +62,8 @@ pub fn opa() -> PathBuf {
     built_tool("opa", "OPA_VERSION", "opa")
 }
 
-/// The pinned OpenTofu, the peer of the bench-iac benchmark (never needed by the suite).
+/// The pinned OpenTofu: the peer of the bench-iac benchmark and the oracle of the language's
+/// differential test (`world::conformance`).
 pub fn opentofu() -> PathBuf {
     built_tool("opentofu", "OPENTOFU_VERSION", "tofu")
 }

@@ -4,6 +4,7 @@
 
 pub mod aks;
 pub mod cluster;
+pub mod conformance;
 pub mod faults;
 pub mod gke;
 pub mod gpusim;

@@ -210,8 +210,12 @@ enum Command {
         name: Option<String>,
         #[arg(long, default_value = ".")]
         dir: PathBuf,
-        #[arg(long)]
+        #[arg(long, conflicts_with = "raw")]
         json: bool,
+        /// One output's string, number or bool as it is, without quotes or newline (for a
+        /// script), as `terraform output -raw NAME` prints it.
+        #[arg(long, requires = "name")]
+        raw: bool,
     },
     /// Show a saved plan, or the state.
     Show {
@@ -578,9 +582,17 @@ pub fn main() -> ExitCode {
             lock_timeout,
             color,
         ),
-        Command::Output { name, dir, json } => {
+        Command::Output {
+            name,
+            dir,
+            json,
+            raw,
+        } => {
             report::json_errors(json);
-            state::output(&dir, name.as_deref(), json)
+            match (name, raw) {
+                (Some(name), true) => state::output_raw(&dir, &name),
+                (name, _) => state::output(&dir, name.as_deref(), json),
+            }
         }
         Command::Show {
             plan_file,

@@ -360,6 +360,43 @@ pub fn output(dir: &Path, name: Option<&str>, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// `output --raw NAME`: a string, number or bool printed as it is, with no newline after it, as
+/// `terraform output -raw` prints it; other values are refused, as Terraform refuses them.
+pub fn output_raw(dir: &Path, name: &str) -> ExitCode {
+    let state = match run_state(dir) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let Some(output) = state.outputs.get(name) else {
+        return error(format!("the state has no output named \"{name}\""));
+    };
+    if output.sensitive {
+        return error(format!(
+            "the output \"{name}\" is sensitive: the state keeps only its digest, never its value, so --raw has nothing to print"
+        ));
+    }
+    let text = match &output.value {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Bool(b) => b.to_string(),
+        serde_json::Value::Number(_) => match gpustack_protocol::Value::from_json(&output.value) {
+            gpustack_protocol::Value::Number(n) => gpustack_protocol::format_number(&n),
+            other => other.to_string(),
+        },
+        serde_json::Value::Null => {
+            return error(format!(
+                "the output \"{name}\" is null, so --raw cannot print it"
+            ));
+        }
+        _ => {
+            return error(format!(
+                "--raw prints only strings, numbers and bools, and the output \"{name}\" is a collection: use --json for it"
+            ));
+        }
+    };
+    print!("{text}");
+    ExitCode::SUCCESS
+}
+
 pub fn show(
     dir: &Path,
     plan_file: Option<&Path>,

@@ -678,7 +678,7 @@ impl<'a> EvalContext<'a> {
                 .instance
                 .as_ref()
                 .map(|i| Repetition {
-                    count_index: i.count_index.map(|n| Value::Number(n as f64)),
+                    count_index: i.count_index.map(|n| Value::number(n as f64)),
                     each: i
                         .each
                         .as_ref()
@@ -690,7 +690,13 @@ impl<'a> EvalContext<'a> {
                 .get(&call_name)
                 .and_then(|c| c.args.get(&v.name))
             {
-                Some((expr, _)) => (self.eval(parent, expr, repetition), Some(expr.span())),
+                Some((expr, _)) => match (self.eval(parent, expr, repetition), &v.default) {
+                    // A non-nullable variable given null takes its default, as in Terraform.
+                    (value, Some(default)) if !v.nullable && value.is_null() => {
+                        (self.eval_default(default), Some(default.span()))
+                    }
+                    (value, _) => (value, Some(expr.span())),
+                },
                 None => match &v.default {
                     Some(default) => (self.eval_default(default), Some(default.span())),
                     None if v.sensitive => return Value::sensitive(Value::Unknown),
@@ -889,7 +895,7 @@ impl<'a> EvalContext<'a> {
                         instance(
                             self,
                             Some(Repetition {
-                                count_index: Some(Value::Number(i as f64)),
+                                count_index: Some(Value::number(i as f64)),
                                 each: None,
                                 ..Default::default()
                             }),
@@ -980,9 +986,15 @@ impl<'a> EvalContext<'a> {
                 Value::Unknown => Expansion::Unknown,
                 value => match Type::Number.convert(&value) {
                     Ok(Value::Number(n))
-                        if n >= 0.0 && n.fract() == 0.0 && n <= MAX_INSTANCES as f64 =>
+                        if n.to_i64()
+                            .and_then(|i| usize::try_from(i).ok())
+                            .is_some_and(|i| i <= MAX_INSTANCES) =>
                     {
-                        Expansion::Count(n as usize)
+                        Expansion::Count(
+                            n.to_i64()
+                                .and_then(|i| usize::try_from(i).ok())
+                                .unwrap_or(0),
+                        )
                     }
                     _ => {
                         self.diags.error(
@@ -1366,7 +1378,7 @@ impl<'a> EvalContext<'a> {
             Value::List(items) => items
                 .into_iter()
                 .enumerate()
-                .map(|(i, v)| (Value::Number(i as f64), v))
+                .map(|(i, v)| (Value::number(i as f64), v))
                 .collect(),
             // A map is iterated in the lexical order of its keys, as Terraform does.
             Value::Object(items) => {

@@ -133,8 +133,17 @@ impl Scope for ModuleScope<'_, '_> {
             ["count", attr, ..] => self.count(attr, range),
             ["each", attr, ..] => self.each(attr, range),
             ["path", attr, ..] => self.path(attr, range),
+            // gpustack has one workspace per state; Terraform names its only one "default".
+            ["terraform", "workspace", ..] => Ok((Cow::Owned(Value::string("default")), 2)),
+            ["terraform", attr, ..] => Err(undeclared(
+                range,
+                "Invalid \"terraform\" attribute",
+                format!(
+                    "The \"terraform\" object has no attribute \"{attr}\"; only terraform.workspace is available."
+                ),
+            )),
             [
-                root @ ("var" | "local" | "module" | "count" | "each" | "path"),
+                root @ ("var" | "local" | "module" | "count" | "each" | "path" | "terraform"),
                 ..,
             ] => Err(undeclared(
                 range,

@@ -261,7 +261,8 @@ impl Builder<'_> {
             }
             ["data", ty, name, ..] => resource(ResourceMode::Data, ty, name),
             [
-                "count" | "each" | "path" | "self" | "var" | "local" | "data" | "module",
+                "count" | "each" | "path" | "self" | "var" | "local" | "data" | "module"
+                | "terraform",
                 ..,
             ] => Vec::new(),
             [ty, name, ..] => resource(ResourceMode::Managed, ty, name),

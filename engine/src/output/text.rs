@@ -18,7 +18,7 @@ pub(super) fn console_write(value: &gpustack_protocol::Value, indent: usize, out
         V::Unknown => out.push_str("(known after apply)"),
         V::Null => out.push_str("null"),
         V::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        V::Number(n) => out.push_str(&gpustack_protocol::format_number(*n)),
+        V::Number(n) => out.push_str(&gpustack_protocol::format_number(n)),
         V::String(s) => out.push_str(&serde_json::Value::String(s.clone()).to_string()),
         V::List(items) if items.is_empty() => out.push_str("[]"),
         V::List(items) => {

@@ -82,7 +82,7 @@ pub fn literal(value: &Value, depth: usize) -> String {
         Value::Null | Value::Unknown => "null".to_owned(),
         Value::Sensitive(_) => "null".to_owned(),
         Value::Bool(b) => b.to_string(),
-        Value::Number(n) => format_number(*n),
+        Value::Number(n) => format_number(n),
         Value::String(s) => heredoc(s, depth).unwrap_or_else(|| string(s)),
         Value::List(items) if items.is_empty() => "[]".to_owned(),
         Value::List(items) => {

@@ -139,7 +139,10 @@ fn read_source(
 pub fn parse_source(sources: &SourceMap, id: FileId, diags: &mut Diags) -> Option<Body> {
     let file = sources.file(id);
     match hcl_edit::parser::parse_body(&file.text) {
-        Ok(body) => Some(body),
+        Ok(mut body) => {
+            crate::expr::whitespace::mark_flush_heredocs(&mut body, &file.text);
+            Some(body)
+        }
         Err(err) => {
             let loc = err.location();
             let offset = file.offset(loc.line(), loc.column());
@@ -579,13 +582,14 @@ fn load_file(module: &mut Module, sources: &SourceMap, id: FileId, diags: &mut D
         let mut start = 0;
         let mut parsed = true;
         for end in runs {
-            let (Some(file), Ok(body)) = (
+            let (Some(file), Ok(mut body)) = (
                 id.parsed_from(start),
                 hcl_edit::parser::parse_body(&text[start..end]),
             ) else {
                 parsed = false;
                 break;
             };
+            crate::expr::whitespace::mark_flush_heredocs(&mut body, &text[start..end]);
             Decoder { file, diags }.top_level(module, body);
             start = end;
         }
@@ -1744,7 +1748,7 @@ pub fn trigger_target(expression: &Expression) -> Option<TriggerTarget<'_>> {
     };
     if matches!(
         ty.as_str(),
-        "var" | "local" | "module" | "data" | "count" | "each" | "path" | "self"
+        "var" | "local" | "module" | "data" | "count" | "each" | "path" | "self" | "terraform"
     ) {
         return None;
     }
@@ -1800,7 +1804,7 @@ fn is_dependable(parts: &[String]) -> bool {
     match parts.first().map(String::as_str) {
         Some("module") => parts.len() >= 2,
         Some("data") => parts.len() >= 3,
-        Some("var" | "local" | "count" | "each" | "path" | "self") | None => false,
+        Some("var" | "local" | "count" | "each" | "path" | "self" | "terraform") | None => false,
         Some(_) => parts.len() >= 2,
     }
 }

@@ -5,7 +5,9 @@
 
 use crate::diag::suggest;
 use crate::expr::functions;
-use gpustack_protocol::{Type, Value, format_number};
+use crate::expr::unify;
+use crate::expr::whitespace::Layout;
+use gpustack_protocol::{Number, Type, Value, format_number};
 use hcl_edit::Span as _;
 use hcl_edit::expr::{
     BinaryOperator, Expression, ForExpr, FuncCall, ObjectKey, TraversalOperator, UnaryOperator,
@@ -441,8 +443,8 @@ impl<'s> Evaluator<'s> {
         match expression {
             Expression::Null(_) => Ok(Value::Null),
             Expression::Bool(b) => Ok(Value::Bool(*b.value())),
-            Expression::Number(n) => Ok(Value::Number(n.value().as_f64().unwrap_or(f64::NAN))),
-            Expression::String(s) => Ok(Value::String(s.value().clone())),
+            Expression::Number(n) => Ok(Value::Number(literal_number(n))),
+            Expression::String(s) => Ok(Value::String(nfc(s.value().clone()))),
             Expression::Array(items) => {
                 let mut out = Vec::with_capacity(items.len());
                 for item in items.iter() {
@@ -457,13 +459,16 @@ impl<'s> Evaluator<'s> {
                 for (key, value) in object.iter() {
                     let name = match key {
                         ObjectKey::Ident(ident) => ident.as_str().to_owned(),
+                        // A bare keyword is a name, as a bare identifier is (`{null = 1}`).
+                        ObjectKey::Expression(Expression::Null(_)) => "null".to_owned(),
+                        ObjectKey::Expression(Expression::Bool(b)) => b.value().to_string(),
                         ObjectKey::Expression(expr) => match marks.strip(self.eval(expr)?) {
                             Value::Unknown => {
                                 unknown_key = true;
                                 continue;
                             }
                             Value::String(s) => s,
-                            Value::Number(n) => format_number(n),
+                            Value::Number(n) => format_number(&n),
                             Value::Bool(b) => b.to_string(),
                             other => {
                                 return Err(EvalError::new(
@@ -477,15 +482,12 @@ impl<'s> Evaluator<'s> {
                             }
                         },
                     };
+                    // A key given twice takes its last value, as in HCL.
                     let v = self.eval(value.expr())?;
-                    if out.insert(name.clone(), v).is_some() {
-                        return Err(EvalError::new(
-                            key.span(),
-                            "Duplicate object attribute",
-                            format!("The attribute \"{name}\" is defined twice in this object."),
-                        ));
-                    }
+                    out.shift_remove(&name);
+                    out.insert(name, v);
                 }
+                out.sort_unstable_keys();
                 // A secret used as a key hides the whole object: keys are always shown.
                 if marks.0.is_some() {
                     marks.taint();
@@ -497,12 +499,16 @@ impl<'s> Evaluator<'s> {
                 }))
             }
             Expression::StringTemplate(template) => {
-                self.template(template.iter().collect::<Vec<_>>().as_slice(), range)
+                let template = crate::expr::whitespace::prepared(template, Layout::Quoted);
+                self.whole_template(template.iter().collect::<Vec<_>>().as_slice(), range)
             }
-            Expression::HeredocTemplate(heredoc) => self.template(
-                heredoc.template.iter().collect::<Vec<_>>().as_slice(),
-                range,
-            ),
+            Expression::HeredocTemplate(heredoc) => {
+                let template = crate::expr::whitespace::prepared(
+                    &heredoc.template,
+                    Layout::Lines(heredoc.indent()),
+                );
+                self.whole_template(template.iter().collect::<Vec<_>>().as_slice(), range)
+            }
             Expression::Parenthesis(inner) => self.eval(inner.inner()),
             Expression::Variable(name) => self.reference(name.as_str(), &[], range),
             Expression::Traversal(traversal) => {
@@ -534,21 +540,61 @@ impl<'s> Evaluator<'s> {
                 if marks.0.is_some() {
                     marks.taint();
                 }
-                let chosen = match condition {
-                    Value::Unknown => Ok(Value::Unknown),
-                    Value::Bool(true) => self.eval(&cond.true_expr),
-                    Value::Bool(false) => self.eval(&cond.false_expr),
+                let which = match condition {
+                    Value::Unknown => return Ok(marks.apply(Value::Unknown)),
+                    Value::Bool(b) => b,
                     other => match Type::Bool.convert(&other) {
-                        Ok(Value::Bool(b)) => {
-                            self.eval(if b { &cond.true_expr } else { &cond.false_expr })
+                        Ok(Value::Bool(b)) => b,
+                        _ => {
+                            return Err(EvalError::new(
+                                cond.cond_expr.span(),
+                                "Incorrect condition type",
+                                format!("The condition must be a bool, not {}.", other.type_name()),
+                            ));
                         }
-                        _ => Err(EvalError::new(
-                            cond.cond_expr.span(),
-                            "Incorrect condition type",
-                            format!("The condition must be a bool, not {}.", other.type_name()),
-                        )),
                     },
-                }?;
+                };
+                let (chosen_expr, other_expr) = if which {
+                    (&cond.true_expr, &cond.false_expr)
+                } else {
+                    (&cond.false_expr, &cond.true_expr)
+                };
+                let chosen = self.eval(chosen_expr)?;
+                // The other arm counts only for its type (an error there is HCL's unknown
+                // value of any type): the result has the type both arms unify to.
+                let chosen = match self.eval(other_expr) {
+                    Ok(other) => {
+                        let (t, f) = if which {
+                            (&chosen, &other)
+                        } else {
+                            (&other, &chosen)
+                        };
+                        let types = [unify::type_of(t), unify::type_of(f)];
+                        let Some(ty) = unify::unify(&types, true) else {
+                            return Err(EvalError::new(
+                                range,
+                                "Inconsistent conditional result types",
+                                format!(
+                                    "The true and false result expressions must have consistent types: the true value is {}, the false value is {}.",
+                                    types[0].friendly(),
+                                    types[1].friendly()
+                                ),
+                            ));
+                        };
+                        if ty == unify::Ty::Dynamic {
+                            chosen
+                        } else {
+                            ty.to_type().convert(&chosen).map_err(|e| {
+                                EvalError::new(
+                                    chosen_expr.span(),
+                                    "Inconsistent conditional result types",
+                                    format!("The result cannot be converted to the arms' common type: {e}."),
+                                )
+                            })?
+                        }
+                    }
+                    Err(_) => chosen,
+                };
                 Ok(marks.apply(chosen))
             }
             Expression::FuncCall(call) => self.call(call, range),
@@ -563,7 +609,9 @@ impl<'s> Evaluator<'s> {
                 }
                 let secret = marks.0.is_some();
                 let result = match op.operator.value() {
-                    UnaryOperator::Neg => Value::Number(-self.number(&value, &op.expr, secret)?),
+                    UnaryOperator::Neg => {
+                        Value::Number(self.number(&value, &op.expr, secret)?.neg())
+                    }
                     UnaryOperator::Not => Value::Bool(!self.boolean(&value, &op.expr, secret)?),
                 };
                 Ok(marks.apply(result))
@@ -632,9 +680,10 @@ impl<'s> Evaluator<'s> {
                 (TraversalOperator::Index(index), Value::Object(_) | Value::List(_)) => {
                     match (&self.eval(index)?, current) {
                         (Value::String(key), Value::Object(map)) => map.get(key),
-                        (Value::Number(n), Value::List(items)) if n.fract() == 0.0 && *n >= 0.0 => {
-                            items.get(*n as usize)
-                        }
+                        (Value::Number(n), Value::List(items)) => n
+                            .to_i64()
+                            .and_then(|i| usize::try_from(i).ok())
+                            .and_then(|i| items.get(i)),
                         _ => None,
                     }
                 }
@@ -676,10 +725,48 @@ impl<'s> Evaluator<'s> {
                     value = get_index(value, &key, index.span())?;
                 }
                 TraversalOperator::LegacyIndex(n) => {
-                    value = get_index(value, &Value::Number(*n.value() as f64), range)?
+                    if matches!(
+                        operators.get(i + 1).map(|o| o.value()),
+                        Some(TraversalOperator::LegacyIndex(_))
+                    ) {
+                        return Err(EvalError::new(
+                            range,
+                            "Invalid legacy index syntax",
+                            "When using the legacy index syntax, chaining two indexes together is not permitted. Use the proper index syntax instead, like [0][0].",
+                        ));
+                    }
+                    value = get_index(value, &Value::number(*n.value()), range)?
                 }
                 TraversalOperator::AttrSplat(_) | TraversalOperator::FullSplat(_) => {
                     let rest = &operators[i + 1..];
+                    // A legacy `.*` takes in only the attributes and `.N` indexes after it: a
+                    // `[...]` index applies to the list it makes. `[*]` takes in everything.
+                    let (inner, outer) = if matches!(op.value(), TraversalOperator::AttrSplat(_)) {
+                        let n = rest
+                            .iter()
+                            .take_while(|o| {
+                                matches!(
+                                    o.value(),
+                                    TraversalOperator::GetAttr(_)
+                                        | TraversalOperator::LegacyIndex(_)
+                                        | TraversalOperator::AttrSplat(_)
+                                )
+                            })
+                            .count();
+                        if rest[..n]
+                            .iter()
+                            .any(|o| matches!(o.value(), TraversalOperator::AttrSplat(_)))
+                        {
+                            return Err(EvalError::new(
+                                range,
+                                "Nested splat expression not allowed",
+                                "A splat expression (*) cannot be used inside another attribute-only splat expression.",
+                            ));
+                        }
+                        rest.split_at(n)
+                    } else {
+                        (rest, &rest[rest.len()..])
+                    };
                     let items = match value {
                         Value::Unknown => return Ok(marks.apply(Value::Unknown)),
                         Value::Null => Vec::new(),
@@ -688,13 +775,27 @@ impl<'s> Evaluator<'s> {
                     };
                     let mut out = Vec::with_capacity(items.len());
                     for item in items {
-                        out.push(self.apply(item, rest)?);
+                        out.push(self.apply(item, inner)?);
                     }
-                    return Ok(marks.apply(Value::List(out)));
+                    let result = self.apply(Value::List(out), outer)?;
+                    return Ok(marks.apply(result));
                 }
             }
         }
         Ok(marks.apply(value))
+    }
+
+    /// A template as an expression: one interpolation alone (`"${x}"`) is its value, of
+    /// whatever type, as HCL unwraps it; anything else renders a string.
+    fn whole_template(
+        &mut self,
+        elements: &[&Element],
+        range: Option<Range<usize>>,
+    ) -> Result<Value> {
+        if let [Element::Interpolation(only)] = elements {
+            return self.eval(&only.expr);
+        }
+        self.template(elements, range)
     }
 
     /// A secret interpolated into a template marks the result with the interpolated text, so
@@ -815,7 +916,7 @@ impl<'s> Evaluator<'s> {
         Ok(marks.apply(if unknown {
             Value::Unknown
         } else {
-            Value::String(out)
+            Value::String(nfc(out))
         }))
     }
 
@@ -826,7 +927,7 @@ impl<'s> Evaluator<'s> {
     fn to_template_string(&self, value: &Value, range: Option<Range<usize>>) -> Result<String> {
         match value {
             Value::String(s) => Ok(s.clone()),
-            Value::Number(n) => Ok(format_number(*n)),
+            Value::Number(n) => Ok(format_number(n)),
             Value::Bool(b) => Ok(b.to_string()),
             Value::Null => Err(EvalError::new(
                 range,
@@ -911,6 +1012,7 @@ impl<'s> Evaluator<'s> {
             return Ok(marks.apply(Value::Unknown));
         }
         Ok(marks.apply(if f.key_expr.is_some() {
+            object.sort_unstable_keys();
             Value::Object(object)
         } else {
             Value::List(list)
@@ -943,7 +1045,7 @@ impl<'s> Evaluator<'s> {
         match plain(key) {
             Value::Unknown => Ok(ForItem::Unknown),
             Value::String(s) => Ok(ForItem::Entry(s, value)),
-            Value::Number(n) => Ok(ForItem::Entry(format_number(n), value)),
+            Value::Number(n) => Ok(ForItem::Entry(format_number(&n), value)),
             Value::Bool(b) => Ok(ForItem::Entry(b.to_string(), value)),
             other => Err(EvalError::new(
                 key_expr.span(),
@@ -1003,39 +1105,48 @@ impl<'s> Evaluator<'s> {
             _ => {
                 let a = self.number(&lhs, &op.lhs_expr, lhs_secret)?;
                 let b = self.number(&rhs, &op.rhs_expr, rhs_secret)?;
+                use std::cmp::Ordering;
+                let undefined = |what: &str| {
+                    EvalError::new(
+                        op.operator.span(),
+                        "Invalid arithmetic",
+                        format!("The result is not a number: {what}."),
+                    )
+                };
                 let value = match operator {
-                    Plus => Value::Number(a + b),
-                    Minus => Value::Number(a - b),
-                    Mul => Value::Number(a * b),
-                    Div | Mod if b == 0.0 => {
-                        return Err(EvalError::new(
-                            op.rhs_expr.span(),
-                            "Division by zero",
-                            "The right-hand side of / or % is zero.",
-                        ));
-                    }
-                    Div => Value::Number(a / b),
-                    Mod => Value::Number(a % b),
-                    Less => Value::Bool(a < b),
-                    LessEq => Value::Bool(a <= b),
-                    Greater => Value::Bool(a > b),
-                    GreaterEq => Value::Bool(a >= b),
+                    Plus => Value::Number(
+                        a.add(&b)
+                            .map_err(|_| undefined("the sum of opposing infinities"))?,
+                    ),
+                    Minus => Value::Number(
+                        a.sub(&b)
+                            .map_err(|_| undefined("infinity subtracted from itself"))?,
+                    ),
+                    Mul => Value::Number(
+                        functions::multiply(&a, &b)
+                            .map_err(|_| undefined("zero multiplied by infinity"))?,
+                    ),
+                    Div => Value::Number(
+                        a.div(&b)
+                            .map_err(|_| undefined("zero by zero or infinity by infinity"))?,
+                    ),
+                    Mod => Value::Number(
+                        functions::modulo(&a, &b)
+                            .map_err(|_| undefined("modulo with zero and infinity"))?,
+                    ),
+                    Less => Value::Bool(a.cmp_value(&b) == Ordering::Less),
+                    LessEq => Value::Bool(a.cmp_value(&b) != Ordering::Greater),
+                    Greater => Value::Bool(a.cmp_value(&b) == Ordering::Greater),
+                    GreaterEq => Value::Bool(a.cmp_value(&b) != Ordering::Less),
                     Eq | NotEq | And | Or => Value::Null,
                 };
-                match value {
-                    Value::Number(n) if !n.is_finite() => Err(EvalError::new(
-                        op.operator.span(),
-                        "Arithmetic overflow",
-                        "The result is not a finite number.",
-                    )),
-                    v => Ok(v),
-                }
+                Ok(value)
             }
         }
     }
 
     /// `secret`: the operand was sensitive, so an error names its type, never its text.
-    fn number(&self, value: &Value, expression: &Expression, secret: bool) -> Result<f64> {
+    fn number(&self, value: &Value, expression: &Expression, secret: bool) -> Result<Number> {
         match Type::Number.convert(value) {
             Ok(Value::Number(n)) => Ok(n),
             _ => Err(EvalError::new(
@@ -1058,7 +1169,9 @@ impl<'s> Evaluator<'s> {
     }
 
     fn call(&mut self, call: &FuncCall, range: Option<Range<usize>>) -> Result<Value> {
-        if call.name.is_namespaced() {
+        // `core::NAME` is the built-in function NAME, as OpenTofu names it.
+        let core = call.name.namespace.len() == 1 && call.name.namespace[0].as_str() == "core";
+        if call.name.is_namespaced() && !core {
             return Err(EvalError::new(
                 call.name.name.span().or(range),
                 "Call to unknown function",
@@ -1106,8 +1219,9 @@ impl<'s> Evaluator<'s> {
                 };
                 return Ok(match name {
                     "sensitive" => Value::sensitive(arg.clone()),
-                    // Terraform's nonsensitive takes the marks off the value and what it holds.
-                    "nonsensitive" => arg.clone().unmark_deep().0,
+                    // Terraform's nonsensitive takes the value's own mark off, not those of
+                    // what it holds.
+                    "nonsensitive" => arg.clone().unmark().0,
                     _ if arg.is_unknown() && !arg.is_sensitive() => Value::Unknown,
                     _ => Value::Bool(arg.is_sensitive()),
                 });
@@ -1116,11 +1230,26 @@ impl<'s> Evaluator<'s> {
         }
         // Functions compute on plain values; their result is as sensitive as what went in,
         // and hides the texts of every secret among the arguments.
+        // `length` and `keys` see only the collection's own mark: how many elements, and
+        // which keys, a collection of secrets has is not a secret. The conversions keep the
+        // marks of the elements where they are, as go-cty's do.
         let mut marks = Marks::default();
-        if args.iter().any(Value::contains_sensitive) {
+        let shallow = matches!(name, "length" | "keys" | "tolist" | "toset" | "tomap");
+        let marked = |v: &Value| {
+            if shallow {
+                v.is_sensitive()
+            } else {
+                v.contains_sensitive()
+            }
+        };
+        if args.iter().any(marked) {
             marks.0 = Some(args.iter().flat_map(Value::sensitive_fragments).collect());
         }
-        let mut args: Vec<Value> = args.into_iter().map(plain).collect();
+        let mut args: Vec<Value> = if shallow {
+            args.into_iter().map(|v| v.unmark().0).collect()
+        } else {
+            args.into_iter().map(plain).collect()
+        };
         if call.args.expand_final() {
             match args.pop() {
                 Some(Value::List(items)) => args.extend(items),
@@ -1167,6 +1296,7 @@ impl<'s> Evaluator<'s> {
         };
         match result {
             Some(Ok(value)) => {
+                let value = canonical(value);
                 check_size(name, &value, range.as_ref())?;
                 self.spend(&value, range.as_ref())?;
                 Ok(marks.apply(value))
@@ -1271,14 +1401,18 @@ fn iteration_pairs(
             items
                 .into_iter()
                 .enumerate()
-                .map(|(i, v)| (Value::Number(i as f64), v))
+                .map(|(i, v)| (Value::number(i), v))
                 .collect(),
         )),
-        Value::Object(map) => Ok(Some(
-            map.into_iter()
-                .map(|(k, v)| (Value::String(k), v))
-                .collect(),
-        )),
+        Value::Object(mut map) => {
+            // Terraform visits a map's keys in lexical order.
+            map.sort_unstable_keys();
+            Ok(Some(
+                map.into_iter()
+                    .map(|(k, v)| (Value::String(k), v))
+                    .collect(),
+            ))
+        }
         other => Err(EvalError::new(
             range,
             "Iteration over non-iterable value",
@@ -1324,6 +1458,56 @@ fn get_attr(value: Value, name: &str, range: Option<Range<usize>>) -> Result<Val
     }
 }
 
+/// Text in Unicode normalization form C, as go-cty holds every string.
+pub(crate) fn nfc(s: String) -> String {
+    use unicode_normalization::UnicodeNormalization as _;
+    if s.is_ascii()
+        || unicode_normalization::is_nfc_quick(s.chars())
+            == unicode_normalization::IsNormalized::Yes
+    {
+        return s;
+    }
+    s.nfc().collect()
+}
+
+/// A value as go-cty holds it: the keys of every map and object in lexical order.
+fn canonical(value: Value) -> Value {
+    match value {
+        Value::Object(mut map) => {
+            if !map.keys().is_sorted() {
+                map.sort_unstable_keys();
+            }
+            Value::Object(map.into_iter().map(|(k, v)| (k, canonical(v))).collect())
+        }
+        Value::List(items)
+            if items
+                .iter()
+                .any(|v| matches!(v.peel(), Value::List(_) | Value::Object(_))) =>
+        {
+            Value::List(items.into_iter().map(canonical).collect())
+        }
+        Value::Sensitive(mut m) => {
+            m.value = canonical(std::mem::take(&mut m.value));
+            Value::Sensitive(m)
+        }
+        Value::String(s) => Value::String(nfc(s)),
+        other => other,
+    }
+}
+
+/// A number literal as HCL reads it: every digit of its source text, at 512 bits.
+pub(crate) fn literal_number(n: &hcl_edit::Formatted<hcl_edit::Number>) -> Number {
+    n.as_repr()
+        .and_then(|raw| {
+            let text: String = raw.chars().filter(|c| !c.is_whitespace()).collect();
+            Number::parse(&text).ok()
+        })
+        .unwrap_or_else(|| match n.value().as_i64() {
+            Some(i) => Number::from_i64(i).with_prec(gpustack_protocol::number::PARSE_PREC),
+            None => Number::from(n.value().as_f64().unwrap_or_default()),
+        })
+}
+
 fn get_index(value: Value, key: &Value, range: Option<Range<usize>>) -> Result<Value> {
     if key.is_unknown() || value.is_unknown() {
         return Ok(Value::Unknown);
@@ -1331,7 +1515,9 @@ fn get_index(value: Value, key: &Value, range: Option<Range<usize>>) -> Result<V
     match value {
         Value::List(mut items) => {
             let index = match Type::Number.convert(key) {
-                Ok(Value::Number(n)) if n.fract() == 0.0 && n >= 0.0 => n as usize,
+                Ok(Value::Number(n)) if n.to_i64().is_some_and(|i| i >= 0) => {
+                    usize::try_from(n.to_i64().unwrap_or(0)).unwrap_or(usize::MAX)
+                }
                 _ => {
                     return Err(EvalError::new(
                         range,
@@ -1512,9 +1698,12 @@ fn bcrypt_hash(args: &[Value]) -> Result<Value, functions::CallError> {
     let (text, cost) = match args {
         [Value::String(text)] => (text, 10),
         [Value::String(text), Value::Number(cost)]
-            if cost.fract() == 0.0 && (4.0..=31.0).contains(cost) =>
+            if cost.to_i64().is_some_and(|c| (4..=31).contains(&c)) =>
         {
-            (text, *cost as u32)
+            (
+                text,
+                u32::try_from(cost.to_i64().unwrap_or(10)).unwrap_or(10),
+            )
         }
         [Value::String(_), cost] => {
             return Err(CallError {
@@ -1592,7 +1781,9 @@ fn render_template(
     })?;
     let scope = VarsScope(vars, scope);
     let mut evaluator = Evaluator::new(&scope);
-    budget::in_template(|| evaluator.template_of(&template, None)).map_err(|e| CallError {
+    let template = crate::expr::whitespace::prepared(&template, Layout::Lines(None));
+    let elements: Vec<&Element> = template.iter().collect();
+    budget::in_template(|| evaluator.whole_template(&elements, None)).map_err(|e| CallError {
         arg: Some(0),
         // The limit's own error replaces this one where the stack's expression ends.
         message: if budget::exceeded() {
@@ -1810,7 +2001,7 @@ mod tests {
     fn eval(src: &str) -> Result<Value> {
         let scope = TestScope(
             [
-                ("n".to_owned(), Value::Number(3.0)),
+                ("n".to_owned(), Value::number(3)),
                 ("u".to_owned(), Value::Unknown),
                 (
                     "names".to_owned(),
@@ -1852,7 +2043,7 @@ mod tests {
 
     #[test]
     fn arithmetic_and_templates() {
-        assert_eq!(eval("var.n * 2 + 1").unwrap(), Value::Number(7.0));
+        assert_eq!(eval("var.n * 2 + 1").unwrap(), Value::number(7));
         assert_eq!(eval("\"x${var.n}y\"").unwrap(), Value::string("x3y"));
         assert_eq!(
             eval("\"%{ for n in var.names }${n},%{ endfor }\"").unwrap(),
@@ -1992,22 +2183,24 @@ mod tests {
             assert_eq!(err.summary, "Expression too deeply nested", "{src}");
         }
         // The next evaluation starts with a whole budget.
-        assert_eq!(eval("1 + 1").unwrap(), Value::Number(2.0));
+        assert_eq!(eval("1 + 1").unwrap(), Value::number(2));
     }
 
     #[test]
     fn limits_bound_the_values_an_expression_copies_and_builds() {
         // A megabyte copied a thousand times.
         let err = eval(
-            r#"[for s in [join("", [for j in range(100000) : "xxxxxxxxxx"])] : [for i in range(1000) : s]]"#,
+            r#"[for s in [join("", [for j in flatten([for z in range(1000) : range(100)]) : "xxxxxxxxxx"])] : [for i in range(1000) : s]]"#,
         )
         .unwrap_err();
         assert_eq!(err.summary, "Expression too large");
         assert!(err.detail.contains("512 MiB"), "{}", err.detail);
-        let err = eval(r#"replace(join("", [for i in range(100000) : "a"]), "a", join("", [for i in range(1000) : "b"]))"#)
+        let err = eval(r#"replace(join("", [for i in flatten([for z in range(1000) : range(100)]) : "a"]), "a", join("", [for i in range(1000) : "b"]))"#)
             .unwrap_err();
         assert!(err.detail.contains("longer than 64 MiB"), "{}", err.detail);
-        let err = eval(r#"join(join("", [for i in range(100000) : "s"]), range(1000))"#);
+        let err = eval(
+            r#"join(join("", [for i in flatten([for z in range(1000) : range(100)]) : "s"]), range(1000))"#,
+        );
         assert!(err.is_err());
     }
 }

@@ -22,7 +22,7 @@ pub fn literal_value(expression: &Expression) -> Option<gpustack_protocol::Value
     match expression {
         Expression::Null(_) => Some(Value::Null),
         Expression::Bool(b) => Some(Value::Bool(*b.value())),
-        Expression::Number(n) => n.value().as_f64().map(Value::Number),
+        Expression::Number(n) => Some(Value::Number(crate::expr::eval::literal_number(n))),
         Expression::String(_) | Expression::StringTemplate(_) => {
             literal_str(expression).map(Value::String)
         }
@@ -47,7 +47,7 @@ pub fn literal_value(expression: &Expression) -> Option<gpustack_protocol::Value
             if matches!(op.operator.value(), hcl_edit::expr::UnaryOperator::Neg) =>
         {
             match literal_value(&op.expr)? {
-                Value::Number(n) => Some(Value::Number(-n)),
+                Value::Number(n) => Some(Value::Number(n.neg())),
                 _ => None,
             }
         }

@@ -75,11 +75,11 @@ impl DataSource for InstanceTypes {
         for instance_type in strings(&config, "instance_types") {
             let value = match self.0.gpus_of(&instance_type).await {
                 Some((g, _)) => Value::Object(IndexMap::from([
-                    ("count".to_owned(), Value::Number(f64::from(g.count))),
+                    ("count".to_owned(), Value::number(f64::from(g.count))),
                     ("model".to_owned(), Value::string(g.model)),
                     (
                         "memory_gb".to_owned(),
-                        Value::Number(f64::from(g.memory_gb)),
+                        Value::number(f64::from(g.memory_gb)),
                     ),
                 ])),
                 None => Value::Null,

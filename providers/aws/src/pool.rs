@@ -108,7 +108,7 @@ fn state_of(group: &Nodegroup) -> Value {
             ]))
         })
         .collect();
-    let size = |n: Option<i32>| n.map_or(Value::Null, |n| Value::Number(f64::from(n)));
+    let size = |n: Option<i32>| n.map_or(Value::Null, |n| Value::number(f64::from(n)));
     Value::Object(IndexMap::from([
         ("cluster_name".to_owned(), optional(group.cluster_name())),
         (

@@ -106,7 +106,7 @@ fn string_map(state: &Value, name: &str) -> Option<BTreeMap<String, String>> {
 fn state_of(id: &PoolId, pool: &AgentPool) -> Value {
     let p = &pool.properties;
     let optional = |s: &Option<String>| s.clone().map_or(Value::Null, Value::String);
-    let count = |n: Option<i64>| n.map_or(Value::Null, |n| Value::Number(n as f64));
+    let count = |n: Option<i64>| n.map_or(Value::Null, |n| Value::number(n as f64));
     let list = |l: &Option<Vec<String>>| {
         l.as_ref()
             .filter(|l| !l.is_empty())

@@ -52,11 +52,11 @@ impl Connected {
                     ),
                     (
                         "minimum".to_owned(),
-                        n(&l["minimum"]).map_or(Value::Null, Value::Number),
+                        n(&l["minimum"]).map_or(Value::Null, Value::number),
                     ),
                     (
                         "maximum".to_owned(),
-                        n(&l["maximum"]).map_or(Value::Null, Value::Number),
+                        n(&l["maximum"]).map_or(Value::Null, Value::number),
                     ),
                 ]))
             })

@@ -96,7 +96,7 @@ impl Connected {
             .map_or(Value::Null, |a| {
                 let optional = |v: &Json| match v {
                     Json::String(s) if !s.is_empty() => Value::string(s),
-                    Json::Number(n) => Value::Number(n.as_f64().unwrap_or_default()),
+                    Json::Number(n) => Value::number(n.as_f64().unwrap_or_default()),
                     _ => Value::Null,
                 };
                 let clients = a["gpuSharingConfig"]["maxSharedClientsPerGpu"]
@@ -107,7 +107,7 @@ impl Connected {
                     ("type".to_owned(), optional(&a["acceleratorType"])),
                     (
                         "count".to_owned(),
-                        Value::Number(
+                        Value::number(
                             a["acceleratorCount"]
                                 .as_str()
                                 .and_then(|s| s.parse().ok())
@@ -125,7 +125,7 @@ impl Connected {
                     ),
                     (
                         "max_shared_clients_per_gpu".to_owned(),
-                        clients.map_or(Value::Null, Value::Number),
+                        clients.map_or(Value::Null, Value::number),
                     ),
                     (
                         "driver_version".to_owned(),
@@ -135,7 +135,7 @@ impl Connected {
             });
         let autoscaling = p["autoscaling"]["enabled"] == true;
         // Proto3 JSON leaves zeros out.
-        let size = |v: &Json| Value::Number(v.as_f64().unwrap_or(0.0));
+        let size = |v: &Json| Value::number(v.as_f64().unwrap_or(0.0));
         let mut labels = config["labels"].clone();
         if let Some(l) = labels.as_object_mut() {
             l.remove(CREATION_LABEL);
@@ -154,7 +154,7 @@ impl Connected {
                 "machine_type".to_owned(),
                 Value::string(config["machineType"].as_str().unwrap_or_default()),
             ),
-            ("node_count".to_owned(), Value::Number(node_count)),
+            ("node_count".to_owned(), Value::number(node_count)),
             (
                 "min_node_count".to_owned(),
                 if autoscaling {

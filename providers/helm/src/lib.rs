@@ -431,7 +431,7 @@ impl HelmCli {
         }
         set(&mut state, "values", Value::from_json(&values));
         if let Some(revision) = status.get("version").and_then(Json::as_f64) {
-            set(&mut state, "revision", Value::Number(revision));
+            set(&mut state, "revision", Value::number(revision));
         }
         if let Some(s) = status.pointer("/info/status").and_then(Json::as_str) {
             set(&mut state, "status", Value::string(s));

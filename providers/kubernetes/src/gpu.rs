@@ -479,8 +479,8 @@ impl Provider for SmokeTests {
                 &json!({"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule", "value": null}),
             )]),
         );
-        default_if_unset(&mut planned, "pods", Value::Number(1.0));
-        default_if_unset(&mut planned, "gpus_per_pod", Value::Number(1.0));
+        default_if_unset(&mut planned, "pods", Value::number(1.0));
+        default_if_unset(&mut planned, "gpus_per_pod", Value::number(1.0));
         default_if_unset(&mut planned, "resource_name", Value::string(GPU_RESOURCE));
         default_if_unset(&mut planned, "image", Value::string(DEFAULT_IMAGE));
         default_if_unset(&mut planned, "namespace", Value::string("default"));

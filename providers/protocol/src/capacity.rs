@@ -30,13 +30,14 @@ impl CapacityChange {
     /// GPUs (a pool, or a node that advertises none yet), those and what they will advertise:
     /// `nodepool gpupool: 1 × Standard_NC4as_T4_v3 (1× T4) → nvidia.com/gpu 1 → 10 (…)`.
     pub fn text(&self) -> String {
-        let amount = |n: Option<f64>| n.map_or_else(|| "0".to_owned(), crate::format_number);
+        let number = |n: f64| crate::format_number(n);
+        let amount = |n: Option<f64>| n.map_or_else(|| "0".to_owned(), number);
         if let Some(physical) = self.physical {
             return format!(
                 "{} → {} {} → {} ({})",
                 self.scope,
                 self.resource,
-                crate::format_number(physical),
+                number(physical),
                 amount(self.after),
                 self.detail
             );

@@ -6,6 +6,7 @@
 
 mod capacity;
 mod diagnostic;
+pub mod number;
 pub mod nvidia;
 mod registry;
 mod schema;
@@ -26,7 +27,7 @@ pub use registry::Registry;
 pub use schema::{
     Attribute, BlockNesting, Names, NestedBlock, ProviderSchema, ResourceMode, Schema,
 };
-pub use types::{ConversionError, ObjectAttr, Type};
+pub use types::{ConversionError, ObjectAttr, Type, sort_set};
 pub use value::{Marked, Number, Path, PathStep, SENSITIVE, Value, format_number, path_text};
 
 /// An error and its causes in one line (`cannot write the state: 412: precondition failed`),

@@ -96,23 +96,22 @@ impl Type {
             Type::Any => Ok(value.clone()),
             Type::String => match value {
                 Value::String(_) => Ok(value.clone()),
-                Value::Number(n) => Ok(Value::String(format_number(*n))),
+                Value::Number(n) => Ok(Value::String(format_number(n))),
                 Value::Bool(b) => Ok(Value::String(b.to_string())),
                 other => Err(mismatch("string", other)),
             },
             Type::Number => match value {
                 Value::Number(_) => Ok(value.clone()),
-                Value::String(s) => s
-                    .trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|n| n.is_finite())
-                    .map(Value::Number)
-                    .ok_or_else(|| {
-                        ConversionError::new(format!(
-                            "a number is required, got the string {value}"
-                        ))
-                    }),
+                Value::String(s) => {
+                    crate::Number::parse(s)
+                        .ok()
+                        .map(Value::Number)
+                        .ok_or_else(|| {
+                            ConversionError::new(format!(
+                                "a number is required, got the string {value}"
+                            ))
+                        })
+                }
                 other => Err(mismatch("number", other)),
             },
             Type::Bool => match value {
@@ -135,6 +134,9 @@ impl Type {
                     }
                     out.push(converted);
                 }
+                if matches!(self, Type::Set(_)) {
+                    sort_set(&mut out);
+                }
                 Ok(Value::List(out))
             }
             Type::Map(elem) => {
@@ -148,6 +150,7 @@ impl Type {
                         .map_err(|e| e.within(&format!("[{}]", Value::string(k.clone()))))?;
                     out.insert(k.clone(), converted);
                 }
+                out.sort_unstable_keys();
                 Ok(Value::Object(out))
             }
             Type::Tuple(elems) => {
@@ -203,6 +206,7 @@ impl Type {
                         }
                     }
                 }
+                out.sort_unstable_keys();
                 Ok(Value::Object(out))
             }
         }
@@ -251,6 +255,21 @@ impl fmt::Display for Type {
     }
 }
 
+/// A set's elements in cty's order, as Terraform holds a set: strings lexically (by bytes),
+/// numbers numerically, false before true; sets of other elements keep their order.
+pub fn sort_set(set: &mut [Value]) {
+    if set.iter().all(|v| matches!(v, Value::String(_))) {
+        set.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+    } else if set.iter().all(|v| matches!(v, Value::Number(_))) {
+        set.sort_by(|a, b| match (a.as_exact_number(), b.as_exact_number()) {
+            (Some(a), Some(b)) => a.cmp_value(b),
+            _ => std::cmp::Ordering::Equal,
+        });
+    } else if set.iter().all(|v| matches!(v, Value::Bool(_))) {
+        set.sort_by_key(|v| matches!(v, Value::Bool(true)));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,12 +277,12 @@ mod tests {
     #[test]
     fn primitives_convert_like_hcl() {
         assert_eq!(
-            Type::String.convert(&Value::Number(3.0)),
+            Type::String.convert(&Value::number(3)),
             Ok(Value::string("3"))
         );
         assert_eq!(
             Type::Number.convert(&Value::string("10")),
-            Ok(Value::Number(10.0))
+            Ok(Value::number(10))
         );
         assert_eq!(
             Type::Bool.convert(&Value::string("true")),
@@ -293,11 +312,11 @@ mod tests {
             ObjectAttr {
                 ty: Type::Number,
                 optional: true,
-                default: Some(Value::Number(2.0)),
+                default: Some(Value::number(2)),
             },
         )]);
         let out = t.convert(&Value::Object(IndexMap::new())).unwrap();
-        assert_eq!(out.as_object().unwrap()["replicas"], Value::Number(2.0));
+        assert_eq!(out.as_object().unwrap()["replicas"], Value::number(2));
     }
 
     #[test]

@@ -1,8 +1,6 @@
+pub use crate::number::Number;
 use indexmap::IndexMap;
 use std::fmt;
-
-/// Numbers are IEEE doubles: exact for every integer a stack needs (counts, ports, replicas).
-pub type Number = f64;
 
 /// A dynamically typed value of the stack language.
 ///
@@ -243,7 +241,7 @@ impl Value {
     fn leaf_texts(&self, out: &mut Vec<String>) {
         match self {
             Value::String(s) => out.push(s.clone()),
-            Value::Number(n) => out.push(format_number(*n)),
+            Value::Number(n) => out.push(format_number(n)),
             Value::Bool(b) => out.push(b.to_string()),
             Value::List(items) => items.iter().for_each(|v| v.leaf_texts(out)),
             Value::Object(map) => map.values().for_each(|v| v.leaf_texts(out)),
@@ -402,11 +400,22 @@ impl Value {
         }
     }
 
-    pub fn as_number(&self) -> Option<Number> {
+    /// The number as the nearest double: what a provider's settings (counts, sizes) need.
+    pub fn as_number(&self) -> Option<f64> {
+        self.as_exact_number().map(Number::to_f64)
+    }
+
+    /// The number itself, every digit.
+    pub fn as_exact_number(&self) -> Option<&Number> {
         match self.peel() {
-            Value::Number(n) => Some(*n),
+            Value::Number(n) => Some(n),
             _ => None,
         }
+    }
+
+    /// A number value from a double (53 bits of precision, as Go's `SetFloat64`).
+    pub fn number(n: impl Into<Number>) -> Value {
+        Value::Number(n.into())
     }
 
     pub fn as_list(&self) -> Option<&[Value]> {
@@ -431,7 +440,7 @@ impl Value {
             Value::Sensitive(_) => serde_json::Value::String(SENSITIVE.into()),
             Value::Null | Value::Unknown => serde_json::Value::Null,
             Value::Bool(b) => serde_json::Value::Bool(*b),
-            Value::Number(n) => number_to_json(*n),
+            Value::Number(n) => number_to_json(n),
             Value::String(s) => serde_json::Value::String(s.clone()),
             Value::List(items) => {
                 serde_json::Value::Array(items.iter().map(Value::to_json).collect())
@@ -462,7 +471,10 @@ impl Value {
         match json {
             serde_json::Value::Null => Value::Null,
             serde_json::Value::Bool(b) => Value::Bool(*b),
-            serde_json::Value::Number(n) => Value::Number(n.as_f64().unwrap_or(f64::NAN)),
+            serde_json::Value::Number(n) => Value::Number(
+                Number::parse(&n.to_string())
+                    .unwrap_or_else(|_| Number::from(n.as_f64().unwrap_or_default())),
+            ),
             serde_json::Value::String(s) => Value::String(s.clone()),
             serde_json::Value::Array(items) => {
                 Value::List(items.iter().map(Value::from_json).collect())
@@ -479,21 +491,27 @@ impl Value {
 /// How every renderer shows a sensitive value.
 pub const SENSITIVE: &str = "(sensitive value)";
 
-/// Integers print without a fraction, as HCL and JSON users expect (`10`, not `10.0`).
-pub fn format_number(n: Number) -> String {
-    if n.fract() == 0.0 && n.abs() < 1e15 {
-        format!("{}", n as i64)
-    } else {
-        format!("{n}")
-    }
+/// A number as Terraform writes it in templates and JSON: the shortest decimal that reads
+/// back to it, never an exponent (`10`, `0.3`, `18446744073709550000`).
+pub fn format_number(n: impl Into<Number>) -> String {
+    n.into().to_text()
 }
 
-fn number_to_json(n: Number) -> serde_json::Value {
-    if n.fract() == 0.0 && n.abs() < 9.0e15 {
-        serde_json::Value::from(n as i64)
-    } else {
-        serde_json::Number::from_f64(n).map_or(serde_json::Value::Null, serde_json::Value::Number)
+/// A number in a `serde_json` document: integers of 64 bits exactly, other numbers as the
+/// nearest double (`serde_json` holds no more), infinities as null. The language's own
+/// `jsonencode` writes every digit.
+fn number_to_json(n: &Number) -> serde_json::Value {
+    if let Some(i) = n.to_i64() {
+        return serde_json::Value::from(i);
     }
+    if n.is_integer()
+        && let Some((false, m)) = n.trunc_parts()
+        && let Some(u) = num_traits::ToPrimitive::to_u64(&m)
+    {
+        return serde_json::Value::from(u);
+    }
+    serde_json::Number::from_f64(n.to_f64())
+        .map_or(serde_json::Value::Null, serde_json::Value::Number)
 }
 
 /// Renders a value in HCL syntax, as `console` and diagnostics show it.
@@ -504,7 +522,7 @@ impl fmt::Display for Value {
             Value::Null => f.write_str("null"),
             Value::Unknown => f.write_str("(known after apply)"),
             Value::Bool(b) => write!(f, "{b}"),
-            Value::Number(n) => f.write_str(&format_number(*n)),
+            Value::Number(n) => f.write_str(&format_number(n)),
             Value::String(s) => write!(f, "{}", serde_json::Value::String(s.clone())),
             Value::List(items) => {
                 f.write_str("[")?;
@@ -536,9 +554,9 @@ mod tests {
 
     #[test]
     fn integers_print_without_fraction() {
-        assert_eq!(Value::Number(10.0).to_string(), "10");
-        assert_eq!(Value::Number(1.5).to_string(), "1.5");
-        assert_eq!(Value::Number(10.0).to_json(), serde_json::json!(10));
+        assert_eq!(Value::number(10).to_string(), "10");
+        assert_eq!(Value::number(1.5).to_string(), "1.5");
+        assert_eq!(Value::number(10).to_json(), serde_json::json!(10));
     }
 
     #[test]
@@ -558,7 +576,7 @@ mod tests {
                 ("a".to_owned(), Value::string("x")),
                 (
                     "b".to_owned(),
-                    Value::List(vec![Value::Null, Value::sensitive(Value::Number(1.0))]),
+                    Value::List(vec![Value::Null, Value::sensitive(Value::number(1))]),
                 ),
             ]
             .into(),

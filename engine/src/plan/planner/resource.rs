@@ -308,7 +308,7 @@ impl Planner<'_, '_> {
                         Value::List(items) => items
                             .into_iter()
                             .enumerate()
-                            .map(|(i, v)| (Value::Number(i as f64), v))
+                            .map(|(i, v)| (Value::number(i as f64), v))
                             .collect(),
                         _ => {
                             self.eval.diags.push(Diag::error(
@@ -349,8 +349,12 @@ impl Planner<'_, '_> {
                             };
                             match self.eval.eval(0, &expr, repetition.clone()).unmark_deep().0 {
                                 Value::String(s) => Some(Key::Name(s)),
-                                Value::Number(n) if n >= 0.0 && n.fract() == 0.0 => {
-                                    Some(Key::Index(n as usize))
+                                Value::Number(n) if n.to_i64().is_some_and(|i| i >= 0) => {
+                                    Some(Key::Index(
+                                        n.to_i64()
+                                            .and_then(|i| usize::try_from(i).ok())
+                                            .unwrap_or(0),
+                                    ))
                                 }
                                 _ => {
                                     ok = false;
@@ -508,7 +512,7 @@ impl Planner<'_, '_> {
                     let repetition = match &instance.key {
                         InstanceKey::Single => None,
                         InstanceKey::Index(i) => Some(crate::evaluate::Repetition {
-                            count_index: Some(Value::Number(*i as f64)),
+                            count_index: Some(Value::number(*i)),
                             ..Default::default()
                         }),
                         InstanceKey::Key(k) => Some(crate::evaluate::Repetition {
@@ -521,8 +525,8 @@ impl Planner<'_, '_> {
                         file: expr.file,
                     };
                     match self.eval.eval(module, &key_expr, repetition) {
-                        Value::Number(n) if n >= 0.0 && n.fract() == 0.0 => {
-                            Some(format!("{resource}[{}]", n as usize))
+                        Value::Number(n) if n.to_i64().is_some_and(|i| i >= 0) => {
+                            Some(format!("{resource}[{}]", n))
                         }
                         Value::String(k) => Some(format!("{resource}[{}]", Value::String(k))),
                         _ => continue,

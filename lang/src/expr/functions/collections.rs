@@ -6,7 +6,7 @@ pub(super) fn length(a: &Args<'_>) -> CallResult {
     match a.get(0) {
         Value::Unknown => Ok(Value::Unknown),
         Value::Null => Err(a.error(0, "argument must not be null")),
-        Value::String(s) => ok_count(s.chars().count()),
+        Value::String(s) => ok_count(grapheme_count(s)),
         Value::List(items) => ok_count(items.len()),
         Value::Object(map) => ok_count(map.len()),
         _ => Err(a.error(
@@ -67,11 +67,11 @@ pub(super) fn element(a: &Args<'_>) -> CallResult {
     if items.is_empty() {
         return Err(a.error(0, "cannot use element function with an empty list"));
     }
-    let Ok(index) = usize::try_from(index) else {
-        return Err(a.error(1, "cannot use element function with a negative index"));
-    };
+    // A negative index counts from the end, as OpenTofu's element has it.
+    let len = i64::try_from(items.len()).unwrap_or(i64::MAX);
+    let index = usize::try_from(index.rem_euclid(len)).unwrap_or(0);
     items
-        .get(index % items.len())
+        .get(index)
         .cloned()
         .ok_or_else(|| a.error(1, "index out of range"))
 }
@@ -135,7 +135,7 @@ pub(super) fn merge(a: &Args<'_>) -> CallResult {
 
 pub(super) fn setproduct(a: &Args<'_>) -> CallResult {
     let sets = (0..a.len())
-        .map(|i| a.list(i).map(distinct))
+        .map(|i| a.unified_lists(i..i + 1).map(|l| distinct(&l.concat())))
         .collect::<CallResult<Vec<_>>>()?;
     let total = sets
         .iter()
@@ -239,17 +239,7 @@ pub(super) fn loosely_equal(x: &Value, y: &Value) -> bool {
 /// and numbers in numeric order (cty's set order), others as they first occur.
 pub(super) fn set_of(items: &[Value]) -> Vec<Value> {
     let mut set = distinct(items);
-    if set.iter().all(|v| matches!(v, Value::String(_))) {
-        set.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
-    } else if set.iter().all(|v| matches!(v, Value::Number(_))) {
-        set.sort_by(|a, b| {
-            a.as_number()
-                .partial_cmp(&b.as_number())
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
-    } else if set.iter().all(|v| matches!(v, Value::Bool(_))) {
-        set.sort_by_key(|v| matches!(v, Value::Bool(true)));
-    }
+    gpustack_protocol::sort_set(&mut set);
     set
 }
 
@@ -278,7 +268,7 @@ pub(super) fn canonical(v: &Value) -> String {
             Value::Bool(b) => out.push(if *b { 'T' } else { 'F' }),
             Value::Number(n) => {
                 out.push('n');
-                out.push_str(&format_number(*n));
+                out.push_str(&format_number(n));
                 out.push(';');
             }
             Value::String(s) => write_str(s, out),

@@ -3,27 +3,299 @@
 use super::*;
 
 /// Compact JSON as Terraform's jsonencode writes it, escaping `<`, `>`, `&`, U+2028 and U+2029.
-pub(super) fn json_text(v: &Value) -> String {
-    let raw = v.to_json().to_string();
-    let mut out = String::with_capacity(raw.len());
-    for c in raw.chars() {
+/// JSON as go-cty writes it: object keys in lexical order, numbers with every digit (an
+/// infinity has no JSON), strings escaped as Go's `encoding/json` escapes them (`<`, `>`, `&`,
+/// U+2028 and U+2029 too, so that the text is safe inside HTML and JavaScript).
+pub(super) fn json_text(v: &Value) -> Result<String, String> {
+    let mut out = String::new();
+    write_json(v, &mut out)?;
+    Ok(out)
+}
+
+fn write_json(v: &Value, out: &mut String) -> Result<(), String> {
+    match v {
+        Value::Sensitive(m) => write_json(&m.value, out)?,
+        Value::Null | Value::Unknown => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) if n.is_infinite() => {
+            return Err("cannot serialize infinity as JSON".to_owned());
+        }
+        Value::Number(n) => out.push_str(&n.to_text()),
+        Value::String(s) => write_json_string(s, out),
+        Value::List(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json(item, out)?;
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json_string(k, out);
+                out.push(':');
+                write_json(&map[k], out)?;
+            }
+            out.push('}');
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn write_json_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
         match c {
-            // These only occur inside JSON strings, where an escape means the same character.
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
             '<' => out.push_str("\\u003c"),
             '>' => out.push_str("\\u003e"),
             '&' => out.push_str("\\u0026"),
             '\u{2028}' => out.push_str("\\u2028"),
             '\u{2029}' => out.push_str("\\u2029"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
             c => out.push(c),
         }
     }
-    out
+    out.push('"');
 }
 
+/// JSON to a value with every digit of its numbers (read at 512 bits, as go-cty reads them)
+/// and its keys in lexical order; a key given twice takes its last value.
 pub(super) fn jsondecode(a: &Args<'_>) -> CallResult {
     let text = a.string(0)?;
-    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| a.error(0, e))?;
-    Ok(Value::from_json(&json))
+    let mut p = JsonParser {
+        s: text.as_bytes(),
+        i: 0,
+        depth: 0,
+    };
+    let value = p.value().map_err(|e| a.error(0, e))?;
+    p.ws();
+    if p.i != p.s.len() {
+        return Err(a.error(
+            0,
+            format!("extraneous data after JSON object at offset {}", p.i),
+        ));
+    }
+    Ok(value)
+}
+
+struct JsonParser<'a> {
+    s: &'a [u8],
+    i: usize,
+    depth: usize,
+}
+
+impl JsonParser<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && matches!(self.s[self.i], b' ' | b'\t' | b'\n' | b'\r') {
+            self.i += 1;
+        }
+    }
+
+    fn err(&self, what: &str) -> String {
+        format!("{what} at offset {}", self.i)
+    }
+
+    fn eat(&mut self, word: &[u8]) -> bool {
+        if self.s[self.i..].starts_with(word) {
+            self.i += word.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn value(&mut self) -> Result<Value, String> {
+        self.ws();
+        if self.depth > crate::expr::eval::MAX_DEPTH {
+            return Err(self.err("JSON nested too deeply"));
+        }
+        let Some(&c) = self.s.get(self.i) else {
+            return Err(self.err("unexpected end of JSON input"));
+        };
+        match c {
+            b'{' => {
+                self.i += 1;
+                self.depth += 1;
+                let mut map = IndexMap::new();
+                self.ws();
+                if self.eat(b"}") {
+                    self.depth -= 1;
+                    return Ok(Value::Object(map));
+                }
+                loop {
+                    self.ws();
+                    if self.s.get(self.i) != Some(&b'"') {
+                        return Err(self
+                            .err("invalid character looking for beginning of object key string"));
+                    }
+                    let key = self.string()?;
+                    self.ws();
+                    if !self.eat(b":") {
+                        return Err(self.err("invalid character after object key"));
+                    }
+                    let v = self.value()?;
+                    map.shift_remove(&key);
+                    map.insert(key, v);
+                    self.ws();
+                    if self.eat(b",") {
+                        continue;
+                    }
+                    if self.eat(b"}") {
+                        break;
+                    }
+                    return Err(self.err("invalid character after object key:value pair"));
+                }
+                self.depth -= 1;
+                map.sort_unstable_keys();
+                Ok(Value::Object(map))
+            }
+            b'[' => {
+                self.i += 1;
+                self.depth += 1;
+                let mut items = Vec::new();
+                self.ws();
+                if self.eat(b"]") {
+                    self.depth -= 1;
+                    return Ok(Value::List(items));
+                }
+                loop {
+                    items.push(self.value()?);
+                    self.ws();
+                    if self.eat(b",") {
+                        continue;
+                    }
+                    if self.eat(b"]") {
+                        break;
+                    }
+                    return Err(self.err("invalid character after array element"));
+                }
+                self.depth -= 1;
+                Ok(Value::List(items))
+            }
+            b'"' => Ok(Value::String(self.string()?)),
+            b't' if self.eat(b"true") => Ok(Value::Bool(true)),
+            b'f' if self.eat(b"false") => Ok(Value::Bool(false)),
+            b'n' if self.eat(b"null") => Ok(Value::Null),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => Err(self.err("invalid character looking for beginning of value")),
+        }
+    }
+
+    fn number(&mut self) -> Result<Value, String> {
+        let start = self.i;
+        let digits = |p: &mut Self| {
+            let from = p.i;
+            while p.i < p.s.len() && p.s[p.i].is_ascii_digit() {
+                p.i += 1;
+            }
+            p.i - from
+        };
+        self.eat(b"-");
+        if self.eat(b"0") {
+            // No leading zeros.
+        } else if digits(self) == 0 {
+            return Err(self.err("invalid character in numeric literal"));
+        }
+        if self.eat(b".") && digits(self) == 0 {
+            return Err(self.err("invalid character after decimal point in numeric literal"));
+        }
+        if self.s.get(self.i).is_some_and(|c| *c == b'e' || *c == b'E') {
+            self.i += 1;
+            if !self.eat(b"+") {
+                self.eat(b"-");
+            }
+            if digits(self) == 0 {
+                return Err(self.err("invalid character in exponent of numeric literal"));
+            }
+        }
+        let text = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("0");
+        Number::parse(text)
+            .map(Value::Number)
+            .map_err(|_| self.err("invalid number"))
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        self.i += 1;
+        let mut out: Vec<u8> = Vec::new();
+        loop {
+            let Some(&c) = self.s.get(self.i) else {
+                return Err(self.err("unexpected end of JSON input"));
+            };
+            self.i += 1;
+            match c {
+                b'"' => break,
+                b'\\' => {
+                    let Some(&e) = self.s.get(self.i) else {
+                        return Err(self.err("unexpected end of JSON input"));
+                    };
+                    self.i += 1;
+                    let ch = match e {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let first = self.hex4()?;
+                            if (0xD800..0xDC00).contains(&first)
+                                && self.s[self.i..].starts_with(b"\\u")
+                            {
+                                let save = self.i;
+                                self.i += 2;
+                                let second = self.hex4()?;
+                                if (0xDC00..0xE000).contains(&second) {
+                                    char::from_u32(
+                                        0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00),
+                                    )
+                                    .unwrap_or('\u{fffd}')
+                                } else {
+                                    self.i = save;
+                                    '\u{fffd}'
+                                }
+                            } else {
+                                char::from_u32(first).unwrap_or('\u{fffd}')
+                            }
+                        }
+                        _ => return Err(self.err("invalid character in string escape code")),
+                    };
+                    let mut buf = [0u8; 4];
+                    out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                }
+                c if c < 0x20 => return Err(self.err("invalid character in string literal")),
+                c => out.push(c),
+            }
+        }
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    fn hex4(&mut self) -> Result<u32, String> {
+        let h = self
+            .s
+            .get(self.i..self.i + 4)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+            .ok_or_else(|| self.err("invalid character in \\u hexadecimal character escape"))?;
+        self.i += 4;
+        Ok(h)
+    }
 }
 
 pub(super) fn base64decode(a: &Args<'_>) -> CallResult {
@@ -39,203 +311,314 @@ pub(super) fn base64decode(a: &Args<'_>) -> CallResult {
     })
 }
 
-pub(super) fn yamldecode(a: &Args<'_>) -> CallResult {
-    let text = a.string(0)?;
-    let mut yaml: serde_yaml_ng::Value =
-        serde_yaml_ng::from_str(&text).map_err(|e| a.error(0, e))?;
-    yaml.apply_merge().map_err(|e| a.error(0, e))?;
-    from_yaml(yaml).map_err(|e| a.error(0, e))
-}
-
-pub(super) fn from_yaml(yaml: serde_yaml_ng::Value) -> Result<Value, String> {
-    use serde_yaml_ng::Value as Y;
-    Ok(match yaml {
-        Y::Null => Value::Null,
-        Y::Bool(b) => Value::Bool(b),
-        Y::Number(n) => match n.as_f64() {
-            Some(f) if f.is_finite() => Value::Number(f),
-            _ => return Err(format!("the number {n} cannot be represented")),
-        },
-        Y::String(s) => Value::String(s),
-        Y::Sequence(items) => {
-            Value::List(items.into_iter().map(from_yaml).collect::<Result<_, _>>()?)
-        }
-        Y::Mapping(mapping) => {
-            let mut map = IndexMap::with_capacity(mapping.len());
-            for (k, v) in mapping {
-                let key = match k {
-                    Y::String(s) => s,
-                    Y::Bool(b) => b.to_string(),
-                    Y::Number(n) => n.to_string(),
-                    Y::Null => "null".to_owned(),
-                    _ => return Err("mapping keys must be strings, numbers or bools".to_owned()),
-                };
-                map.insert(key, from_yaml(v)?);
-            }
-            Value::Object(map)
-        }
-        Y::Tagged(tagged) => from_yaml(tagged.value)?,
-    })
-}
-
 pub(super) fn yamlencode(a: &Args<'_>) -> CallResult {
-    let mut out = String::new();
-    yaml_block(a.get(0), 0, &mut out);
-    Ok(Value::String(out))
+    let mut e = YamlEmitter::default();
+    e.node(a.get(0), Context::Root, -1)?;
+    if !e.out.ends_with('\n') {
+        e.out.push('\n');
+    }
+    if e.open_ended {
+        e.out.push_str("...\n");
+    }
+    Ok(Value::String(e.out))
 }
 
-/// Writes `v` as YAML in block style, its lines starting at `indent`. serde_yaml_ng's emitter
-/// is not used because it leaves YAML 1.1 booleans such as `on` and `yes` unquoted, which
-/// Kubernetes' YAML 1.1 parsers then read as bools.
-pub(super) fn yaml_block(v: &Value, indent: usize, out: &mut String) {
-    match v {
-        Value::Object(map) if !map.is_empty() => {
-            for (key, value) in map {
-                out.push_str(&" ".repeat(indent));
-                out.push_str(&yaml_string(key, indent, false));
-                out.push(':');
-                match value {
-                    Value::Object(inner) if !inner.is_empty() => {
-                        out.push('\n');
-                        yaml_block(value, indent + 2, out);
-                    }
-                    // Sequences in a mapping are not indented, as go-yaml writes them.
-                    Value::List(items) if !items.is_empty() => {
-                        out.push('\n');
-                        yaml_block(value, indent, out);
-                    }
-                    scalar => yaml_inline_line(scalar, indent, out),
-                }
-            }
-        }
-        Value::List(items) if !items.is_empty() => {
-            for item in items {
-                out.push_str(&" ".repeat(indent));
-                out.push('-');
-                match item {
-                    Value::Object(inner) if !inner.is_empty() => {
-                        yaml_nested_item(item, indent, out)
-                    }
-                    Value::List(inner) if !inner.is_empty() => yaml_nested_item(item, indent, out),
-                    scalar => yaml_inline_line(scalar, indent, out),
-                }
-            }
-        }
-        scalar => {
-            out.push_str(&" ".repeat(indent));
-            out.push_str(&yaml_inline(scalar, indent));
-            out.push('\n');
+/// Where a node is written: libyaml's emitter decides scalar styles and indentation by it.
+#[derive(Clone, Copy, PartialEq)]
+enum Context {
+    Root,
+    /// A mapping's value or a sequence's item.
+    Block,
+    /// A key short and single-line enough to stand before `:`.
+    SimpleKey,
+}
+
+/// A port of the parts of libyaml's emitter (in go-cty-yaml, Terraform's `yamlencode`) that
+/// its documents use: block mappings with double-quoted keys, block sequences (not indented
+/// inside a mapping), double-quoted strings folded past 80 columns, literal blocks for
+/// multi-line text, `[]` and `{}` for empty collections, and `...` after a plain scalar that
+/// is the whole document.
+#[derive(Default)]
+struct YamlEmitter {
+    out: String,
+    column: usize,
+    open_ended: bool,
+    /// The next collection's first entry goes on the current line (after a dash).
+    inline_first: bool,
+}
+
+const BEST_INDENT: i64 = 2;
+const BEST_WIDTH: usize = 80;
+
+impl YamlEmitter {
+    fn put(&mut self, c: char) {
+        self.out.push(c);
+        if c == '\n' {
+            self.column = 0;
+        } else {
+            self.column += 1;
         }
     }
-}
 
-/// A collection inside a sequence starts on the dash's line: `- a: 1` or `- - x`.
-pub(super) fn yaml_nested_item(item: &Value, indent: usize, out: &mut String) {
-    let mut nested = String::new();
-    yaml_block(item, indent + 2, &mut nested);
-    out.push(' ');
-    out.push_str(nested.get(indent + 2..).unwrap_or(&nested));
-}
-
-pub(super) fn yaml_inline_line(v: &Value, indent: usize, out: &mut String) {
-    out.push(' ');
-    out.push_str(&yaml_inline(v, indent));
-    out.push('\n');
-}
-
-pub(super) fn yaml_inline(v: &Value, indent: usize) -> String {
-    match v {
-        Value::Sensitive(m) => yaml_inline(&m.value, indent),
-        Value::Null | Value::Unknown => "null".to_owned(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) if n.is_nan() => ".nan".to_owned(),
-        Value::Number(n) if n.is_infinite() => if *n > 0.0 { ".inf" } else { "-.inf" }.to_owned(),
-        Value::Number(n) if n.fract() == 0.0 && n.abs() < 1e15 => format_number(*n),
-        // Debug is the shortest round-trip form, with an exponent for very large or small values.
-        Value::Number(n) => format!("{n:?}"),
-        Value::String(s) => yaml_string(s, indent, true),
-        Value::List(_) => "[]".to_owned(),
-        Value::Object(_) => "{}".to_owned(),
+    fn put_str(&mut self, s: &str) {
+        for c in s.chars() {
+            self.put(c);
+        }
     }
-}
 
-/// A string scalar: plain when no YAML parser (1.1 or 1.2) could read it as anything else, a
-/// literal block for multi-line text, quoted otherwise.
-pub(super) fn yaml_string(s: &str, indent: usize, allow_literal: bool) -> String {
-    if allow_literal && yaml_literal_fits(s) {
-        let body = s.trim_end_matches('\n');
-        let chomp = match s.len() - body.len() {
-            0 => "-",
-            1 => "",
-            _ => "+",
+    /// A new line, then spaces to `indent`, unless already there.
+    fn indent_to(&mut self, indent: i64) {
+        let indent = usize::try_from(indent.max(0)).unwrap_or(0);
+        if self.column > indent || !self.out.is_empty() && !self.out.ends_with('\n') {
+            self.put('\n');
+        }
+        while self.column < indent {
+            self.put(' ');
+        }
+    }
+
+    fn node(&mut self, v: &Value, context: Context, indent: i64) -> Result<(), CallError> {
+        match v {
+            Value::Sensitive(m) => self.node(&m.value, context, indent),
+            Value::Unknown => Err(CallError::call("cannot serialize unknown value as YAML")),
+            Value::List(items) if items.is_empty() => {
+                self.space_before();
+                self.put_str("[]");
+                Ok(())
+            }
+            Value::Object(map) if map.is_empty() => {
+                self.space_before();
+                self.put_str("{}");
+                Ok(())
+            }
+            Value::List(items) => {
+                let indent = if context == Context::Root { 0 } else { indent };
+                for (i, item) in items.iter().enumerate() {
+                    if !(i == 0 && self.inline_first) {
+                        self.indent_to(indent);
+                    }
+                    self.inline_first = false;
+                    self.put_str("-");
+                    self.block_child(item, indent)?;
+                }
+                Ok(())
+            }
+            Value::Object(map) => {
+                let indent = if context == Context::Root { 0 } else { indent };
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                for (i, key) in keys.into_iter().enumerate() {
+                    if !(i == 0 && self.inline_first) {
+                        self.indent_to(indent);
+                    }
+                    self.inline_first = false;
+                    let simple = !key.contains(is_yaml_break) && key.len() <= 128;
+                    if simple {
+                        self.scalar_string(key, Context::SimpleKey, indent);
+                        self.put(':');
+                    } else {
+                        self.put_str("?");
+                        self.scalar_string(key, Context::Block, indent);
+                        self.indent_to(indent);
+                        self.put(':');
+                    }
+                    let value = &map[key];
+                    match value.peel() {
+                        // A sequence in a mapping is not indented; a mapping is.
+                        Value::List(items) if !items.is_empty() => {
+                            self.node(value, Context::Block, indent)?
+                        }
+                        Value::Object(inner) if !inner.is_empty() => {
+                            self.node(value, Context::Block, indent + BEST_INDENT)?
+                        }
+                        _ => self.node(value, Context::Block, indent)?,
+                    }
+                }
+                Ok(())
+            }
+            scalar => {
+                self.open_ended = false;
+                match scalar {
+                    Value::String(s) => self.scalar_string(s, context, indent),
+                    other => {
+                        self.space_before();
+                        let text = match other {
+                            Value::Bool(b) => b.to_string(),
+                            Value::Number(n) => n.to_text(),
+                            _ => "null".to_owned(),
+                        };
+                        self.put_str(&text);
+                        self.open_ended = context == Context::Root;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A sequence item after its dash: a collection starts on the dash's line.
+    fn block_child(&mut self, item: &Value, indent: i64) -> Result<(), CallError> {
+        match item.peel() {
+            Value::List(inner) if !inner.is_empty() => {
+                self.put(' ');
+                self.inline_first = true;
+                self.node(item, Context::Block, indent + BEST_INDENT)
+            }
+            Value::Object(inner) if !inner.is_empty() => {
+                self.put(' ');
+                self.inline_first = true;
+                self.node(item, Context::Block, indent + BEST_INDENT)
+            }
+            _ => self.node(item, Context::Block, indent),
+        }
+    }
+
+    fn space_before(&mut self) {
+        if !(self.out.is_empty() || self.out.ends_with([' ', '\n'])) {
+            self.put(' ');
+        }
+    }
+
+    fn scalar_string(&mut self, s: &str, context: Context, container: i64) {
+        // A scalar's own lines are indented one step past its container (2 at the root).
+        let indent = if container < 0 {
+            BEST_INDENT
+        } else {
+            container + BEST_INDENT
         };
-        let pad = " ".repeat(indent + 2);
-        let mut out = format!("|{chomp}");
-        for line in body.split('\n') {
-            out.push('\n');
-            if !line.is_empty() {
-                out.push_str(&pad);
-                out.push_str(line);
+        self.space_before();
+        if s.contains('\n') && context != Context::SimpleKey && yaml_block_allowed(s) {
+            self.literal(s, indent);
+        } else {
+            self.double_quoted(s, indent, context != Context::SimpleKey);
+        }
+    }
+
+    fn literal(&mut self, s: &str, indent: i64) {
+        self.put('|');
+        if s.starts_with([' ']) || s.starts_with(is_yaml_break) {
+            self.put_str(&BEST_INDENT.to_string());
+        }
+        let chars: Vec<char> = s.chars().collect();
+        let chomp = match chars.as_slice() {
+            [] => Some('-'),
+            [.., last] if !is_yaml_break(*last) => Some('-'),
+            [_] => Some('+'),
+            [.., before, _] if is_yaml_break(*before) => Some('+'),
+            _ => None,
+        };
+        if let Some(c) = chomp {
+            self.put(c);
+        }
+        self.put('\n');
+        let mut breaks = true;
+        for &c in &chars {
+            if is_yaml_break(c) {
+                if c == '\n' {
+                    self.put('\n');
+                } else {
+                    self.out.push(c);
+                    self.column = 0;
+                }
+                breaks = true;
+            } else {
+                if breaks {
+                    while self.column < usize::try_from(indent).unwrap_or(0) {
+                        self.put(' ');
+                    }
+                }
+                self.put(c);
+                breaks = false;
             }
         }
-        // Keep-chomping: the trailing newlines beyond the first are empty lines of the block.
-        for _ in 1..s.len() - body.len() {
-            out.push('\n');
+    }
+
+    fn double_quoted(&mut self, s: &str, indent: i64, allow_breaks: bool) {
+        self.put('"');
+        let chars: Vec<char> = s.chars().collect();
+        let mut spaces = false;
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            if !yaml_printable(c) || c == '\u{feff}' || is_yaml_break(c) || c == '"' || c == '\\' {
+                self.put('\\');
+                match c {
+                    '\0' => self.put('0'),
+                    '\u{7}' => self.put('a'),
+                    '\u{8}' => self.put('b'),
+                    '\t' => self.put('t'),
+                    '\n' => self.put('n'),
+                    '\u{b}' => self.put('v'),
+                    '\u{c}' => self.put('f'),
+                    '\r' => self.put('r'),
+                    '\u{1b}' => self.put('e'),
+                    '"' => self.put('"'),
+                    '\\' => self.put('\\'),
+                    '\u{85}' => self.put('N'),
+                    '\u{a0}' => self.put('_'),
+                    '\u{2028}' => self.put('L'),
+                    '\u{2029}' => self.put('P'),
+                    c => {
+                        let v = u32::from(c);
+                        let text = if v <= 0xff {
+                            format!("x{v:02X}")
+                        } else if v <= 0xffff {
+                            format!("u{v:04X}")
+                        } else {
+                            format!("U{v:08X}")
+                        };
+                        self.put_str(&text);
+                    }
+                }
+                spaces = false;
+            } else if c == ' ' {
+                if allow_breaks
+                    && !spaces
+                    && self.column > BEST_WIDTH
+                    && i > 0
+                    && i < chars.len() - 1
+                {
+                    self.put('\n');
+                    while self.column < usize::try_from(indent).unwrap_or(0) {
+                        self.put(' ');
+                    }
+                    if chars.get(i + 1) == Some(&' ') {
+                        self.put('\\');
+                    }
+                } else {
+                    self.put(' ');
+                }
+                spaces = true;
+            } else {
+                self.put(c);
+                spaces = false;
+            }
+            i += 1;
         }
-        return out;
+        self.put('"');
     }
-    if yaml_plain_fits(s) {
-        return s.to_owned();
-    }
-    if !s.chars().any(yaml_needs_escape) {
-        return format!("'{}'", s.replace('\'', "''"));
-    }
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if yaml_needs_escape(c) => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
-pub(super) fn yaml_literal_fits(s: &str) -> bool {
-    s.contains('\n')
-        && !s.starts_with([' ', '\n'])
-        && s.chars()
-            .all(|c| c == '\n' || c == '\t' || !yaml_needs_escape(c))
+fn is_yaml_break(c: char) -> bool {
+    matches!(c, '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
 
-pub(super) fn yaml_plain_fits(s: &str) -> bool {
-    const RESERVED: [&str; 14] = [
-        "null", "~", "true", "false", "yes", "no", "on", "off", "y", "n", ".inf", "-.inf", "+.inf",
-        ".nan",
-    ];
-    let Some(first) = s.chars().next() else {
+/// libyaml's printable characters (its byte test leaves out everything past U+FFFF, which it
+/// then escapes as `\UXXXXXXXX`).
+fn yaml_printable(c: char) -> bool {
+    matches!(u32::from(c), 0x0A | 0x20..=0x7E | 0xA0..=0xD7FF | 0xE000..=0xFFFD) && c != '\u{feff}'
+}
+
+/// Whether libyaml may write the text as a literal block: no space before a line break, no
+/// trailing space, nothing that needs an escape.
+fn yaml_block_allowed(s: &str) -> bool {
+    let chars: Vec<char> = s.chars().collect();
+    if chars.is_empty() || chars.last() == Some(&' ') {
         return false;
-    };
-    !(s.trim() != s
-        || RESERVED.contains(&s.to_lowercase().as_str())
-        // Numbers, and what YAML 1.1 reads as numbers or dates: 0x1f, 1_000, 1:30, 2024-01-01.
-        || first.is_ascii_digit()
-        || s.parse::<f64>().is_ok()
-        || "-?:,[]{}#&*!|>'\"%@`".contains(first)
-        || s.contains(": ")
-        || s.contains(" #")
-        || s.ends_with(':')
-        || s.chars().any(yaml_needs_escape))
-}
-
-/// Characters a YAML scalar can only hold as an escape in double quotes.
-pub(super) fn yaml_needs_escape(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{feff}' | '\u{2028}' | '\u{2029}')
+    }
+    let special = chars.iter().any(|&c| !yaml_printable(c) || c == '\u{feff}');
+    let space_break = chars.windows(2).any(|w| w[0] == ' ' && is_yaml_break(w[1]));
+    !(special || space_break)
 }
 
 /// Gzip, then base64, as Terraform's `base64gzip`: for payloads (cloud-init, user data) that
@@ -252,10 +635,69 @@ pub(super) fn base64gzip(a: &Args<'_>) -> CallResult {
         .map_err(|e| CallError::call(format!("cannot compress: {e}")))
 }
 
+/// OpenTofu's `base64gunzip`: the text that `base64gzip` compressed.
+pub(super) fn base64gunzip(a: &Args<'_>) -> CallResult {
+    use std::io::Read as _;
+    let text = a.string(0)?;
+    let bytes = BASE64
+        .decode(text.as_bytes())
+        .map_err(|_| CallError::call("failed to decode base64 data"))?;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes.as_slice())
+        .take(u64::try_from(MAX_STRING_BYTES).unwrap_or(u64::MAX) + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| CallError::call(format!("failed to gunzip bytestream: {e}")))?;
+    if out.len() > MAX_STRING_BYTES {
+        return Err(CallError::call(format!(
+            "the result would be longer than {} MiB",
+            MAX_STRING_BYTES >> 20
+        )));
+    }
+    ok_string(String::from_utf8_lossy(&out))
+}
+
+/// Go's `url.QueryUnescape`, as OpenTofu's `urldecode` uses: `%XX` and `+` for a space.
+pub(super) fn urldecode(a: &Args<'_>) -> CallResult {
+    let text = a.string(0)?;
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                let Some(byte) = hex else {
+                    let end = (i + 3).min(bytes.len());
+                    return Err(CallError::call(format!(
+                        "failed to decode URL: invalid URL escape {:?}",
+                        String::from_utf8_lossy(&bytes[i..end])
+                    )));
+                };
+                out.push(byte);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    ok_string(String::from_utf8_lossy(&out))
+}
+
 /// CSV with a header line, as Terraform's `csvdecode`: a list of objects whose attributes are
 /// the header's names, every value a string; every record must have the header's fields.
 pub(super) fn csvdecode(a: &Args<'_>) -> CallResult {
     let text = a.string(0)?;
+    csv_quotes_strict(&text).map_err(CallError::call)?;
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
@@ -282,6 +724,53 @@ pub(super) fn csvdecode(a: &Args<'_>) -> CallResult {
         ));
     }
     Ok(Value::List(out))
+}
+
+/// Go's `encoding/csv` refuses quotes the `csv` crate accepts: one inside a field that did
+/// not start with a quote, and one in a quoted field not doubled nor closing it.
+fn csv_quotes_strict(text: &str) -> Result<(), String> {
+    let mut line = 1;
+    let mut chars = text.chars().peekable();
+    let mut at_field_start = true;
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        if quoted {
+            match c {
+                '"' if chars.peek() == Some(&'"') => {
+                    chars.next();
+                }
+                '"' => {
+                    quoted = false;
+                    if !matches!(chars.peek(), None | Some(',' | '\n' | '\r')) {
+                        return Err(format!(
+                            "CSV parse error on line {line}: extraneous or missing \" in quoted-field"
+                        ));
+                    }
+                }
+                '\n' => line += 1,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' if at_field_start => {
+                quoted = true;
+                at_field_start = false;
+            }
+            '"' => {
+                return Err(format!(
+                    "CSV parse error on line {line}: bare \" in non-quoted-field"
+                ));
+            }
+            ',' => at_field_start = true,
+            '\n' => {
+                line += 1;
+                at_field_start = true;
+            }
+            _ => at_field_start = false,
+        }
+    }
+    Ok(())
 }
 
 fn csv_error(e: &csv::Error) -> String {
@@ -336,6 +825,8 @@ fn text_encoding(a: &Args<'_>, i: usize) -> CallResult<TextEncoding> {
             name: "US-ASCII",
             max: 0x7F,
         }),
+        // IANA's name for Microsoft's GBK, which the WHATWG labels lack.
+        "CP936" => Ok(TextEncoding::Other(encoding_rs::GBK)),
         _ => encoding_rs::Encoding::for_label(label.as_bytes())
             .map(TextEncoding::Other)
             .ok_or_else(|| a.error(i, format!("invalid encoding name \"{name}\""))),
@@ -402,6 +893,26 @@ pub(super) fn textdecodebase64(a: &Args<'_>) -> CallResult {
         }
         TextEncoding::Other(encoding) => encoding,
     };
+    // Bytes the Windows code pages leave undefined: WHATWG maps them to C1 controls, Go's
+    // charmap (Terraform's) to nothing.
+    let undefined: &[u8] = if encoding == encoding_rs::WINDOWS_1250 {
+        &[0x81, 0x83, 0x88, 0x90, 0x98]
+    } else if encoding == encoding_rs::WINDOWS_1251 {
+        &[0x98]
+    } else if encoding == encoding_rs::WINDOWS_1252 {
+        &[0x81, 0x8D, 0x8F, 0x90, 0x9D]
+    } else {
+        &[]
+    };
+    if bytes.iter().any(|b| undefined.contains(b)) {
+        return Err(a.error(
+            0,
+            format!(
+                "the given string contains symbols that are not defined for {}",
+                encoding.name().to_ascii_lowercase()
+            ),
+        ));
+    }
     let (text, malformed) = encoding.decode_without_bom_handling(&bytes);
     if malformed {
         return Err(a.error(0, format!("the bytes are not valid {}", encoding.name())));

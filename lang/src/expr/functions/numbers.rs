@@ -1,31 +1,114 @@
-//! Number functions: `max`, `min`, `signum`, `sum`, `parseint`, `range` and the like.
+//! Number functions: `max`, `min`, `signum`, `sum`, `parseint`, `range` and the like, on the
+//! language's big binary floats with go-cty's rules for the precision of each result.
 
 use super::*;
+use gpustack_protocol::number::NotANumber;
+use std::cmp::Ordering;
 
-pub(super) fn extremum(a: &Args<'_>, pick: fn(f64, f64) -> f64) -> CallResult {
+/// `a * b` as go-cty multiplies: rounded at 512 bits, then kept at the larger of the operands'
+/// precisions or as many bits as the product needs.
+pub fn multiply(a: &Number, b: &Number) -> Result<Number, NotANumber> {
+    let product = a.mul_prec(b, 512)?;
+    let prec = a.prec().max(b.prec()).max(product.min_prec());
+    Ok(product.with_prec(prec))
+}
+
+/// `a % b` as go-cty computes it: `a - b × trunc(a / b)` at `a`'s precision; `a` itself when
+/// `b` is zero, and the product when either is infinite.
+pub fn modulo(a: &Number, b: &Number) -> Result<Number, NotANumber> {
+    if a.is_infinite() || b.is_infinite() {
+        return multiply(a, b);
+    }
+    if b.is_zero() {
+        return Ok(a.clone());
+    }
+    let quotient = a.div(b)?.trunc().with_prec(a.prec());
+    let whole = b.mul_prec(&quotient, a.prec())?;
+    a.with_prec(a.prec()).sub(&whole.with_prec(a.prec()))
+}
+
+pub(super) fn extremum(a: &Args<'_>, wanted: Ordering) -> CallResult {
     let mut best = a.number(0)?;
     for i in 1..a.len() {
-        best = pick(best, a.number(i)?);
+        let n = a.number(i)?;
+        if n.cmp_value(&best) == wanted {
+            best = n;
+        }
     }
     ok_number(best)
 }
 
+/// A whole number in Go's `int` range, as go-cty's conversion to `int` requires.
+fn go_int(a: &Args<'_>, i: usize) -> CallResult<i64> {
+    a.number(i)?.to_i64().ok_or_else(|| {
+        a.call_error(
+            "value must be a whole number, between -9223372036854775808 and 9223372036854775807",
+        )
+    })
+}
+
 pub(super) fn signum(a: &Args<'_>) -> CallResult {
-    let n = a.number(0)?;
-    // f64::signum gives 1 for +0.
-    ok_number(if n == 0.0 { 0.0 } else { n.signum() })
+    ok_number(Number::from_i64(go_int(a, 0)?.signum()))
+}
+
+/// The functions that compute in doubles: their results have 53 bits.
+pub(super) fn float_result(a: &Args<'_>, v: f64) -> CallResult {
+    Number::from_f64(v)
+        .map(Value::Number)
+        .ok_or_else(|| a.call_error("the result is not a number"))
 }
 
 pub(super) fn sum(a: &Args<'_>) -> CallResult {
-    let items = a.elements(0, "number", as_number)?;
+    let items = a.optional_elements(0, "number", as_number)?;
     if items.is_empty() {
         return Err(a.error(0, "cannot sum an empty list"));
     }
-    ok_number(items.iter().sum())
+    let mut total: Option<Number> = None;
+    for item in items {
+        let Some(n) = item else {
+            return Err(a.error(0, "argument must be list, set, or tuple of number values"));
+        };
+        total = Some(match total {
+            None => n,
+            Some(t) => t
+                .add(&n)
+                .map_err(|_| a.call_error("can't compute sum of opposing infinities"))?,
+        });
+    }
+    ok_number(total.unwrap_or_else(Number::zero))
+}
+
+pub(super) fn ceil_floor(a: &Args<'_>, up: bool) -> CallResult {
+    let n = a.number(0)?;
+    if n.is_infinite() || n.is_integer() {
+        return ok_number(n);
+    }
+    let t = n.trunc();
+    // Truncation moved a positive number down and a negative one up.
+    let adjust = match (up, n.is_sign_negative()) {
+        (true, false) => Some(1),
+        (false, true) => Some(-1),
+        _ => None,
+    };
+    let whole = match adjust {
+        Some(d) => t
+            .add(&Number::from_i64(d))
+            .map_err(|_| a.call_error("not a number"))?,
+        None => t,
+    };
+    ok_number(whole.with_prec(n.prec()))
 }
 
 pub(super) fn parseint(a: &Args<'_>) -> CallResult {
-    let text = a.string(0)?;
+    let text = match a.value(0)? {
+        Value::String(s) => s.clone(),
+        other => {
+            return Err(a.error(
+                0,
+                format!("first argument must be a string, not {}", other.type_name()),
+            ));
+        }
+    };
     let base = a.int(1)?;
     let Some(base) = u32::try_from(base).ok().filter(|b| (2..=62).contains(b)) else {
         return Err(a.error(1, "base must be a whole number between 2 and 62 inclusive"));
@@ -46,7 +129,7 @@ pub(super) fn parseint(a: &Args<'_>) -> CallResult {
     if digits.is_empty() {
         return Err(cannot());
     }
-    let mut value: u128 = 0;
+    let mut value = num_bigint::BigUint::default();
     for c in digits.chars() {
         // Up to base 36 letters are case-insensitive; above it, A-Z are the digits 36..61.
         let digit = match c {
@@ -59,56 +142,62 @@ pub(super) fn parseint(a: &Args<'_>) -> CallResult {
         if digit >= base {
             return Err(cannot());
         }
-        value = value
-            .checked_mul(u128::from(base))
-            .and_then(|v| v.checked_add(u128::from(digit)))
-            .ok_or_else(|| a.error(0, "number is too large"))?;
+        value = value * base + digit;
     }
-    let n = value as f64;
-    ok_number(if negative { -n } else { n })
+    ok_number(Number::from_bigint(negative, value))
 }
 
 pub(super) fn range(a: &Args<'_>) -> CallResult {
     let mut nums = Vec::with_capacity(a.len());
     for i in 0..a.len() {
-        let n = a.number(i)?;
-        if !n.is_finite() {
-            return Err(a.error(i, "must be a finite number"));
-        }
-        nums.push(n);
+        nums.push(a.number(i)?);
     }
-    let (start, limit, step) = match nums[..] {
-        [limit] => (0.0, limit, 1.0),
-        [start, limit] => (start, limit, if start <= limit { 1.0 } else { -1.0 }),
-        [start, limit, step] => (start, limit, step),
-        _ => return Err(CallError::call("range expects 1 to 3 arguments")),
+    let one = Number::from_i64(1);
+    let minus_one = Number::from_i64(-1);
+    let zero = Number::from_i64(0);
+    let less = |x: &Number, y: &Number| x.cmp_value(y) == Ordering::Less;
+    let (start, end, step) = match &nums[..] {
+        [end] if less(end, &zero) => (zero.clone(), end.clone(), minus_one),
+        [end] => (zero.clone(), end.clone(), one),
+        [start, end] if less(end, start) => (start.clone(), end.clone(), minus_one),
+        [start, end] => (start.clone(), end.clone(), one),
+        [start, end, step] => (start.clone(), end.clone(), step.clone()),
+        _ => return Err(CallError::call("must have one, two, or three arguments")),
     };
-    if step == 0.0 {
+    if step.is_zero() {
         return Err(a.error(2, "step must not be zero"));
     }
-    let too_many = || {
-        CallError::call(format!(
-            "more than {MAX_ELEMENTS} values would be generated; decrease the difference between start and limit or use a larger step"
-        ))
-    };
-    if ((limit - start) / step).ceil() > MAX_ELEMENTS as f64 {
-        return Err(too_many());
+    let down = less(&step, &zero);
+    if down && less(&start, &end) {
+        return Err(a.error(1, "end must be less than start when step is negative"));
+    }
+    if !down && less(&end, &start) {
+        return Err(a.error(1, "end must be greater than start when step is positive"));
     }
     let mut out = Vec::new();
-    let mut v = start;
-    while (step > 0.0 && v < limit) || (step < 0.0 && v > limit) {
-        if out.len() >= MAX_ELEMENTS {
-            return Err(too_many());
+    let mut n = start;
+    loop {
+        let done = match n.cmp_value(&end) {
+            Ordering::Equal => true,
+            Ordering::Less => down,
+            Ordering::Greater => !down,
+        };
+        if done {
+            break;
         }
-        out.push(Value::Number(v));
-        let next = v + step;
-        if next == v {
-            return Err(a.error(
-                nums.len() - 1,
-                "step is too small for the magnitude of the range",
-            ));
+        if out.len() >= RANGE_LIMIT {
+            return Err(CallError::call(format!(
+                "more than {RANGE_LIMIT} values were generated; either decrease the difference between start and end or use a smaller step"
+            )));
         }
-        v = next;
+        let next = n
+            .add(&step)
+            .map_err(|_| a.call_error("can't compute sum of opposing infinities"))?;
+        out.push(Value::Number(n));
+        n = next;
     }
     Ok(Value::List(out))
 }
+
+/// go-cty's `range` stops at 1024 values.
+const RANGE_LIMIT: usize = 1024;

@@ -1,6 +1,7 @@
 //! String functions, `format` and `formatlist` with Terraform's verbs.
 
 use super::*;
+use unicode_segmentation::UnicodeSegmentation as _;
 
 pub(super) fn indent(a: &Args<'_>) -> CallResult {
     let spaces = a.count(0)?;
@@ -64,38 +65,91 @@ pub(super) fn split(a: &Args<'_>) -> CallResult {
     Ok(Value::List(parts))
 }
 
+/// go-cty's `substr`, in grapheme clusters, quirks included: a negative offset counts from
+/// the end (and still starts at the beginning when it reaches before it), an offset past the
+/// end gives "", and a zero length after a negative offset takes the rest.
 pub(super) fn substr(a: &Args<'_>) -> CallResult {
     let s = a.string(0)?;
-    let (offset, length) = (a.int(1)?, a.int(2)?);
-    let total = i64::try_from(s.chars().count()).unwrap_or(i64::MAX);
-    let start = if offset < 0 {
-        offset.saturating_add(total).max(0)
+    let (mut offset, length) = (a.int(1)?, a.int(2)?);
+    let clusters: Vec<&str> = s.graphemes(true).collect();
+    let total = i64::try_from(clusters.len()).unwrap_or(i64::MAX);
+    if offset < 0 {
+        offset += total;
+    } else if length == 0 {
+        return ok_string("");
+    }
+    let start = if offset > 0 {
+        if offset > total {
+            return ok_string("");
+        }
+        usize::try_from(offset).unwrap_or(0)
     } else {
-        offset
+        0
     };
-    let rest = s.chars().skip(usize::try_from(start).unwrap_or(usize::MAX));
-    // A negative length means "to the end", as in Terraform.
-    let out: String = match usize::try_from(length) {
-        Ok(length) => rest.take(length).collect(),
-        Err(_) => rest.collect(),
+    let rest = &clusters[start..];
+    let taken = match usize::try_from(length) {
+        Ok(n) if n > 0 => &rest[..n.min(rest.len())],
+        _ => rest,
     };
-    ok_string(out)
+    ok_string(taken.concat())
 }
 
-/// Go's strings.Title: upper-cases every letter that follows a separator.
+/// The number of grapheme clusters, as Terraform counts a string's length.
+pub(super) fn grapheme_count(s: &str) -> usize {
+    if s.is_ascii() {
+        // Only CR LF joins two ASCII characters into one cluster.
+        return s.len() - s.matches("\r\n").count();
+    }
+    s.graphemes(true).count()
+}
+
+/// Go's `unicode.ToUpper` of each character: the simple mapping, so `ß` stays.
+pub(super) fn go_upper(s: &str) -> String {
+    s.chars().map(go_upper_char).collect()
+}
+
+fn go_upper_char(c: char) -> char {
+    let mut up = c.to_uppercase();
+    match (up.next(), up.next()) {
+        (Some(u), None) => u,
+        _ => c,
+    }
+}
+
+/// Go's `unicode.ToLower` of each character: no final sigma, `İ` to `i`.
+pub(super) fn go_lower(s: &str) -> String {
+    s.chars()
+        .map(|c| c.to_lowercase().next().unwrap_or(c))
+        .collect()
+}
+
+/// Go's `unicode.ToTitle`: the upper case, except for the four digraphs that have a title case.
+fn go_title_char(c: char) -> char {
+    match c {
+        'Ǆ' | 'ǅ' | 'ǆ' => 'ǅ',
+        'Ǉ' | 'ǈ' | 'ǉ' => 'ǈ',
+        'Ǌ' | 'ǋ' | 'ǌ' => 'ǋ',
+        'Ǳ' | 'ǲ' | 'ǳ' => 'ǲ',
+        c => go_upper_char(c),
+    }
+}
+
+/// Go's strings.Title: title-cases every letter that follows a separator.
 pub(super) fn title(s: &str) -> String {
     let is_separator = |c: char| {
         if c.is_ascii() {
             !(c.is_ascii_alphanumeric() || c == '_')
+        } else if c.is_alphabetic() || c.is_numeric() {
+            false
         } else {
-            !c.is_alphanumeric() && c.is_whitespace()
+            c.is_whitespace()
         }
     };
     let mut out = String::with_capacity(s.len());
     let mut prev = ' ';
     for c in s.chars() {
         if is_separator(prev) {
-            out.extend(c.to_uppercase());
+            out.push(go_title_char(c));
         } else {
             out.push(c);
         }
@@ -322,77 +376,97 @@ pub(super) fn parse_digits(
 }
 
 pub(super) fn format_value(d: &Directive, v: &Value) -> Result<String, String> {
-    if v.is_null() {
+    if v.is_null() && d.verb != 'v' {
         return Err("null value cannot be formatted".to_owned());
     }
+    // A precision cuts a string to that many grapheme clusters.
+    let cut = |s: String| match d.precision {
+        Some(p) if p > 0 => s.graphemes(true).take(p).collect(),
+        _ => s,
+    };
     let text = match d.verb {
-        'v' if d.sharp => json_text(v),
+        'v' if d.sharp || v.is_null() => json_text(v)?,
         'v' => match v {
             Value::String(s) => s.clone(),
-            Value::Number(n) => format_number(*n),
+            Value::Number(n) => n.text('g', -1),
             Value::Bool(b) => b.to_string(),
-            _ => json_text(v),
+            _ => json_text(v)?,
         },
-        's' => {
-            let s = as_string(v).ok_or("string required")?;
-            match d.precision {
-                Some(p) => s.chars().take(p).collect(),
-                None => s,
-            }
-        }
-        'q' => Value::String(as_string(v).ok_or("string required")?).to_string(),
+        's' => cut(as_string(v).ok_or("string required")?),
+        'q' => json_text(&Value::String(cut(as_string(v).ok_or("string required")?)))?,
         't' => as_bool(v).ok_or("bool required")?.to_string(),
         _ => return format_numeric(d, as_number(v).ok_or("number required")?),
     };
     Ok(pad(d, "", &text))
 }
 
-pub(super) fn format_numeric(d: &Directive, n: f64) -> Result<String, String> {
-    let negative = n < 0.0;
-    let x = n.abs();
-    let integer_verb = matches!(d.verb, 'd' | 'b' | 'o' | 'x' | 'X');
-    if integer_verb && !(x.is_finite() && x.fract() == 0.0) {
-        return Err("an integer is required".to_owned());
+pub(super) fn format_numeric(d: &Directive, n: Number) -> Result<String, String> {
+    if matches!(d.verb, 'd' | 'b' | 'o' | 'x' | 'X') {
+        return format_integer(d, &n);
     }
+    // Go's big.Float formatting: `%e`/`%f` default to 6 digits, `%g` to the shortest.
+    let verb = match d.verb {
+        'F' => 'f',
+        other => other,
+    };
+    let prec = match (verb, d.precision) {
+        (_, Some(p)) => i64::try_from(p).unwrap_or(0),
+        ('g' | 'G', None) => -1,
+        (_, None) => 6,
+    };
+    let text = n.text(verb, prec);
+    let (sign, body) = if let Some(rest) = text.strip_prefix('-') {
+        ("-", rest)
+    } else if let Some(rest) = text.strip_prefix('+') {
+        (if d.space { " " } else { "+" }, rest)
+    } else if d.plus {
+        ("+", text.as_str())
+    } else if d.space {
+        (" ", text.as_str())
+    } else {
+        ("", text.as_str())
+    };
+    let len = sign.len() + body.len();
+    let padding = d.width.saturating_sub(len);
+    Ok(if d.zero && n.is_finite() {
+        format!("{sign}{}{body}", "0".repeat(padding))
+    } else if d.minus {
+        format!("{sign}{body}{}", " ".repeat(padding))
+    } else {
+        format!("{}{sign}{body}", " ".repeat(padding))
+    })
+}
+
+/// Go's big.Int formatting of a whole number.
+fn format_integer(d: &Directive, n: &Number) -> Result<String, String> {
+    let Some((negative, magnitude)) = n.trunc_parts().filter(|_| n.is_integer()) else {
+        return Err("an integer is required".to_owned());
+    };
     let mut prefix = "";
     let body = match d.verb {
-        _ if x.is_nan() => "NaN".to_owned(),
-        _ if x.is_infinite() => "Inf".to_owned(),
-        // `{:.0}` prints every digit of a whole f64, however large.
-        'd' => format!("{x:.0}"),
+        'd' => magnitude.to_str_radix(10),
         'b' | 'o' | 'x' | 'X' => {
-            if x >= 2f64.powi(128) {
-                return Err("integer is too large for this verb".to_owned());
-            }
-            let u = x as u128;
             let (digits, alt) = match d.verb {
-                'b' => (format!("{u:b}"), "0b"),
-                'o' => (format!("{u:o}"), "0"),
-                'x' => (format!("{u:x}"), "0x"),
-                _ => (format!("{u:X}"), "0X"),
+                'b' => (magnitude.to_str_radix(2), "0b"),
+                'o' => (magnitude.to_str_radix(8), "0"),
+                'x' => (magnitude.to_str_radix(16), "0x"),
+                _ => (magnitude.to_str_radix(16).to_uppercase(), "0X"),
             };
             if d.sharp {
                 prefix = alt;
             }
             digits
         }
-        'e' | 'E' => scientific(
-            &format!("{:.*e}", d.precision.unwrap_or(6), x),
-            d.verb == 'E',
-        ),
-        'f' | 'F' => format!("{:.*}", d.precision.unwrap_or(6), x),
-        _ => general(x, d.precision, d.verb == 'G'),
+        _ => return Err("an integer is required".to_owned()),
     };
     // For integers Go's precision is a minimum number of digits.
     let body = match d.precision {
-        Some(p) if integer_verb && body.len() < p => {
-            format!("{}{body}", "0".repeat(p - body.len()))
-        }
+        Some(p) if body.len() < p => format!("{}{body}", "0".repeat(p - body.len())),
         _ => body,
     };
     let sign = if negative {
         "-"
-    } else if d.plus || x.is_infinite() {
+    } else if d.plus {
         "+"
     } else if d.space {
         " "
@@ -401,72 +475,17 @@ pub(super) fn format_numeric(d: &Directive, n: f64) -> Result<String, String> {
     };
     let head = format!("{sign}{prefix}");
     let len = head.chars().count() + body.chars().count();
-    if d.zero && !d.minus && x.is_finite() && d.width > len {
+    if d.zero && !d.minus && d.width > len {
         return Ok(format!("{head}{}{body}", "0".repeat(d.width - len)));
     }
     Ok(pad(d, &head, &body))
 }
 
-/// Rewrites Rust's `1.5e3` exponent as Go's `1.5e+03`.
-pub(super) fn scientific(rust: &str, upper: bool) -> String {
-    let (mantissa, exp) = rust.split_once('e').unwrap_or((rust, "0"));
-    let exp: i64 = exp.parse().unwrap_or(0);
-    let e = if upper { 'E' } else { 'e' };
-    let sign = if exp < 0 { '-' } else { '+' };
-    format!("{mantissa}{e}{sign}{:02}", exp.unsigned_abs())
-}
-
-/// Go's `%g`: the shortest representation (or `precision` significant digits), in exponent form
-/// when the exponent is below -4 or at least the precision.
-pub(super) fn general(x: f64, precision: Option<usize>, upper: bool) -> String {
-    if x == 0.0 {
-        return "0".to_owned();
-    }
-    let rust = match precision {
-        Some(p) => format!("{:.*e}", p.max(1) - 1, x),
-        None => format!("{x:e}"),
-    };
-    let (mantissa, exp) = rust.split_once('e').unwrap_or((&rust, "0"));
-    let exp: i64 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let digits = match digits.trim_end_matches('0') {
-        "" => "0",
-        trimmed => trimmed,
-    };
-    let eprec = precision.map_or(6, |p| p.max(1));
-    if exp < -4 || exp >= i64::try_from(eprec).unwrap_or(i64::MAX) {
-        let mut chars = digits.chars();
-        let first: String = chars.next().into_iter().collect();
-        let rest: String = chars.collect();
-        let mantissa = if rest.is_empty() {
-            first
-        } else {
-            format!("{first}.{rest}")
-        };
-        return scientific(&format!("{mantissa}e{exp}"), upper);
-    }
-    match usize::try_from(exp) {
-        Ok(e) => {
-            let int: String = digits.chars().take(e + 1).collect();
-            let zeros = (e + 1).saturating_sub(digits.len());
-            let frac: String = digits.chars().skip(e + 1).collect();
-            let int = format!("{int}{}", "0".repeat(zeros));
-            if frac.is_empty() {
-                int
-            } else {
-                format!("{int}.{frac}")
-            }
-        }
-        Err(_) => {
-            let leading = usize::try_from(-exp - 1).unwrap_or(0);
-            format!("0.{}{digits}", "0".repeat(leading))
-        }
-    }
-}
-
+/// Pads to the width in grapheme clusters, with zeros under the `0` flag (strings too, as
+/// go-cty pads them).
 pub(super) fn pad(d: &Directive, head: &str, body: &str) -> String {
-    let len = head.chars().count() + body.chars().count();
-    let fill = " ".repeat(d.width.saturating_sub(len));
+    let len = grapheme_count(head) + grapheme_count(body);
+    let fill = (if d.zero { "0" } else { " " }).repeat(d.width.saturating_sub(len));
     if d.minus {
         format!("{head}{body}{fill}")
     } else {

@@ -253,7 +253,7 @@ pub(super) fn timeadd(a: &Args<'_>) -> CallResult {
 pub(super) fn timecmp(a: &Args<'_>) -> CallResult {
     let (x, y) = (parse_time(a, 0)?, parse_time(a, 1)?);
     let order = (x.seconds, x.nanos).cmp(&(y.seconds, y.nanos));
-    Ok(Value::Number(order as i8 as f64))
+    Ok(Value::number(i64::from(order as i8)))
 }
 
 const MONTHS: [&str; 12] = [

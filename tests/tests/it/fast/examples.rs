@@ -155,7 +155,7 @@ fn render_manifests_example_applies_end_to_end() {
     );
     let config = std::fs::read_to_string(stack.join("rendered/time-slicing-config.yaml")).unwrap();
     assert!(
-        config.contains("replicas: 10") && config.contains("name: time-slicing-config"),
+        config.contains("\"replicas\": 10") && config.contains("\"name\": \"time-slicing-config\""),
         "{config}"
     );
     let plan = gpustack(
@@ -174,7 +174,7 @@ fn render_manifests_example_applies_end_to_end() {
         ],
     );
     assert_eq!(replan.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&replan.stdout).contains("+           replicas: 4"));
+    assert!(String::from_utf8_lossy(&replan.stdout).contains("+           \"replicas\": 4"));
     let invalid = gpustack(
         tmp.path(),
         &["plan", "--var", "replicas=1", "render-manifests"],

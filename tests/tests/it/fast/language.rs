@@ -664,7 +664,7 @@ fn console_evaluates_expressions_against_the_state() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
-        "\"t4:1\"\n2\n{\n  \"t4\" = 1\n  \"a100\" = 8\n}\n\"T4\"\n"
+        "\"t4:1\"\n2\n{\n  \"a100\" = 8\n  \"t4\" = 1\n}\n\"T4\"\n"
     );
 
     let out = console(d, b"var.nope\n");
@@ -753,4 +753,116 @@ fn a_saved_plan_applies_the_clock_and_uuids_it_showed() {
     let (code, out, err) = run(d, &["apply", "p.plan"]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(outputs(d)["stamp"]["value"], input);
+}
+
+/// Terraform's language rules a stack relies on: `terraform.workspace` is "default"; a module
+/// call's null for a `nullable = false` variable takes the variable's default; a set variable
+/// holds its elements in Terraform's order (strings lexically, numbers numerically) whatever
+/// order the call gave them in; and `output --raw NAME` prints a string, number or bool as
+/// `terraform output -raw` does, refusing collections, nulls and sensitive outputs.
+#[test]
+fn workspace_nullable_defaults_set_order_and_raw_outputs() {
+    let dir = stack(
+        r#"module "m" {
+  source  = "./m"
+  name    = null
+  words   = ["b", "c", "a"]
+  numbers = [10, 9, 1]
+}
+
+output "workspace" {
+  value = terraform.workspace
+}
+
+output "name" {
+  value = module.m.name
+}
+
+output "words" {
+  value = module.m.words
+}
+
+output "numbers" {
+  value = module.m.numbers
+}
+
+output "big" {
+  value = 9007199254740993
+}
+
+output "yes" {
+  value = true
+}
+
+output "nothing" {
+  value = null
+}
+
+output "secret" {
+  value     = "s3cret"
+  sensitive = true
+}
+"#,
+    );
+    let d = dir.path();
+    std::fs::create_dir(d.join("m")).unwrap();
+    std::fs::write(
+        d.join("m/main.hcl"),
+        r#"variable "name" {
+  type     = string
+  default  = "fallback"
+  nullable = false
+}
+
+variable "words" {
+  type = set(string)
+}
+
+variable "numbers" {
+  type = set(number)
+}
+
+output "name" {
+  value = var.name
+}
+
+output "words" {
+  value = tolist(var.words)
+}
+
+output "numbers" {
+  value = tolist(var.numbers)
+}
+"#,
+    )
+    .unwrap();
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let o = outputs(d);
+    assert_eq!(o["workspace"]["value"], "default", "{o}");
+    assert_eq!(o["name"]["value"], "fallback", "{o}");
+    assert_eq!(
+        o["words"]["value"],
+        serde_json::json!(["a", "b", "c"]),
+        "{o}"
+    );
+    assert_eq!(o["numbers"]["value"], serde_json::json!([1, 9, 10]), "{o}");
+    for (name, printed) in [
+        ("workspace", "default"),
+        ("big", "9007199254740993"),
+        ("yes", "true"),
+    ] {
+        let (code, out, err) = run(d, &["output", "--raw", name]);
+        assert_eq!((code, out.as_str()), (0, printed), "{name}: {err}");
+    }
+    for (name, why) in [
+        ("words", "use --json"),
+        ("nothing", "is null"),
+        ("secret", "keeps only its digest"),
+    ] {
+        let (code, out, err) = run(d, &["output", "--raw", name]);
+        assert_eq!(code, 1, "{name}: {out}{err}");
+        assert!(err.contains(why), "{name}: {err}");
+        assert!(!out.contains("s3cret") && !err.contains("s3cret"));
+    }
 }

@@ -63,7 +63,7 @@ fn plan_apply_drift_restore_destroy() {
     assert!(
         std::fs::read_to_string(d.join("out/time-slicing.yaml"))
             .unwrap()
-            .contains("replicas: 10")
+            .contains("\"replicas\": 10")
     );
     assert!(!out.contains("s3cr3t") && !err.contains("s3cr3t"));
 
@@ -126,7 +126,7 @@ fn plan_apply_drift_restore_destroy() {
     assert!(
         std::fs::read_to_string(d.join("out/time-slicing.yaml"))
             .unwrap()
-            .contains("replicas: 10"),
+            .contains("\"replicas\": 10"),
         "apply must restore the file"
     );
     let (code, _, _) = run(d, &["drift"]);
@@ -184,7 +184,7 @@ fn saved_plans_are_refused_when_stale_or_reused() {
     assert!(
         std::fs::read_to_string(d.join("out/time-slicing.yaml"))
             .unwrap()
-            .contains("replicas: 14"),
+            .contains("\"replicas\": 14"),
         "a refused plan changed files"
     );
 }
@@ -205,7 +205,7 @@ fn a_saved_plan_applies_its_own_snapshot_not_the_files_on_disk() {
     assert!(
         std::fs::read_to_string(d.join("out/time-slicing.yaml"))
             .unwrap()
-            .contains("replicas: 10")
+            .contains("\"replicas\": 10")
     );
 }
 

@@ -5,6 +5,7 @@ mod adopt;
 mod aks;
 mod backends;
 mod collateral;
+mod conformance;
 mod drift_cronjob;
 mod e2e;
 mod eks;
