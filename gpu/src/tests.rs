@@ -1225,3 +1225,48 @@ fn drift_names_a_dra_node_that_publishes_fewer_gpus_than_it_has() {
         ]
     );
 }
+
+#[test]
+fn a_cluster_policy_patch_with_no_cluster_policy_live_or_planned_is_refused() {
+    let patch = || {
+        (
+            "module.mig.kubernetes_patch.cluster_policy",
+            operator(
+                OperatorSource::ClusterPolicyPatch,
+                json!({"mig": {"strategy": "mixed"}}),
+            ),
+        )
+    };
+    let live = |policy: Option<serde_json::Value>| {
+        (
+            "module.mig.kubernetes_patch.cluster_policy",
+            cluster(vec![node("gpu-0", A100_GFD, &[])], policy, &[]),
+        )
+    };
+    assert_eq!(
+        findings(&[live(None), patch()]),
+        [
+            "A ClusterPolicy patch with no ClusterPolicy at module.mig.kubernetes_patch.cluster_policy.patch.spec"
+        ]
+    );
+    // A live ClusterPolicy, or a GPU Operator release in the same plan, makes one to patch.
+    assert!(findings(&[live(Some(json!({}))), patch()]).is_empty());
+    let release = (
+        "module.gpu_operator.helm_release.operator",
+        operator(OperatorSource::HelmValues, json!({})),
+    );
+    assert!(findings(&[live(None), release, patch()]).is_empty());
+    // A cluster not read, or read in part, cannot tell an absent policy from an unseen one.
+    assert!(findings(&[patch()]).is_empty());
+    let mut partial = cluster(vec![], None, &[]);
+    if let GpuFact::Cluster(c) = &mut partial {
+        c.unread.push("the ClusterPolicy (403 Forbidden)".into());
+    }
+    assert!(
+        findings(&[
+            ("module.mig.kubernetes_patch.cluster_policy", partial),
+            patch()
+        ])
+        .is_empty()
+    );
+}

@@ -57,7 +57,14 @@ fn nvidia_quantities(node: &Node) -> BTreeMap<String, f64> {
 /// ClusterPolicy and the ConfigMaps it points at, NVIDIA's DRA devices. Parts the cluster
 /// does not serve (no ClusterPolicy CRD, no DRA API) are simply absent.
 pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error> {
-    let policy = live_policy(cluster).await;
+    let mut unread = Vec::new();
+    let policy = match live_policy(cluster).await {
+        Ok(policy) => policy,
+        Err(e) => {
+            unread.push(format!("the ClusterPolicy ({})", crate::api_error(&e)));
+            None
+        }
+    };
     let spec = policy.as_ref().and_then(|p| p.get("spec").cloned());
     let operator_namespace = policy
         .as_ref()
@@ -65,7 +72,6 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
         .and_then(Json::as_str)
         .map(str::to_owned);
     let mut dra: BTreeMap<String, Vec<DraDevice>> = BTreeMap::new();
-    let mut unread = Vec::new();
     let slices: Api<ResourceSlice> = Api::all(cluster.client.clone());
     let slices = match slices.list(&ListParams::default()).await {
         Ok(list) => list.items,
@@ -192,19 +198,18 @@ fn parse_bytes(quantity: &str) -> Option<u64> {
 }
 
 /// The live ClusterPolicy `cluster-policy`, if the CRD and the object exist.
-async fn live_policy(cluster: &Cluster) -> Option<Json> {
-    let kind = cluster
+/// The live ClusterPolicy; `None` when the cluster has none (or not even its kind). An error
+/// is one that leaves this unknown, which a check that an absent policy fails must not take
+/// for an absent one.
+async fn live_policy(cluster: &Cluster) -> Result<Option<Json>, kube::Error> {
+    let Some(kind) = cluster
         .kind(CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND)
-        .await
-        .ok()
-        .flatten()?;
-    let policy = cluster
-        .api(&kind, None)
-        .get_opt("cluster-policy")
-        .await
-        .ok()
-        .flatten()?;
-    serde_json::to_value(policy).ok()
+        .await?
+    else {
+        return Ok(None);
+    };
+    let policy = cluster.api(&kind, None).get_opt("cluster-policy").await?;
+    Ok(policy.and_then(|p| serde_json::to_value(p).ok()))
 }
 
 #[cfg(test)]

@@ -360,6 +360,46 @@ fn a_mig_profile_the_nodes_gpu_lacks_is_refused_whatever_the_module_was_told() {
     c.kubectl_ok(&["delete", "node", "gm-h100"]);
 }
 
+/// The mig module on a cluster without the GPU Operator, and none in the stack: its
+/// ClusterPolicy patch can only fail at apply, so the plan refuses it, at the module call.
+#[test]
+fn a_mig_module_on_a_cluster_without_a_cluster_policy_is_refused_at_plan() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    c.fake_gpu_node("gm-nopolicy", "NVIDIA A100-SXM4-80GB", 1);
+    let stack = stack_of(
+        r#"module "mig" {
+  source = "../../modules/mig"
+  operator = {
+    namespace               = "gpu-operator"
+    cluster_policy_name     = "cluster-policy"
+    device_plugin_daemonset = "nvidia-device-plugin-daemonset"
+  }
+  gpu_model  = "A100-80GB"
+  geometry   = "all-1g.10gb"
+  strategy   = "mixed"
+  node_names = ["gm-nopolicy"]
+}
+"#,
+        &[],
+    );
+    let no_policy = c.kubectl(&["get", "clusterpolicy", "cluster-policy"]);
+    assert!(
+        !no_policy.status.success(),
+        "the cluster must have no ClusterPolicy for this test"
+    );
+    let message = refused(&stack);
+    assert!(
+        message.contains("A ClusterPolicy patch with no ClusterPolicy"),
+        "{message}"
+    );
+    assert!(
+        message.contains("module.mig.kubernetes_patch.cluster_policy"),
+        "{message}"
+    );
+    c.kubectl_ok(&["delete", "node", "gm-nopolicy"]);
+}
+
 #[test]
 fn the_reference_flows_first_plan_shows_the_nodes_shared_gpus() {
     let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
