@@ -56,7 +56,44 @@ impl NodeDrift {
     }
 }
 
+/// A planned change that stops the GPU software of a live node, and the GPU pods running
+/// there: what the plan's disruption section lists before anyone approves it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Disruption {
+    /// The resource instance that causes it.
+    pub address: String,
+    pub node: String,
+    /// `reconfigures MIG all-disabled → all-1g.10gb`, `restarts the device plugin`.
+    pub change: String,
+    /// Why it disrupts: which GPU operands stop, whether the node may reboot.
+    pub effect: String,
+    /// The running pods holding the node's GPUs (`namespace/name`).
+    pub pods: Vec<String>,
+    /// How the change reaches the nodes.
+    pub rollout: String,
+}
+
+impl Disruption {
+    pub fn text(&self) -> String {
+        let pods = if self.pods.is_empty() {
+            "no GPU pods running".to_owned()
+        } else {
+            format!("GPU pods running: {}", self.pods.join(", "))
+        };
+        format!(
+            "node {}: {} ({}); {}; rollout: {}",
+            self.node, self.change, self.effect, pods, self.rollout
+        )
+    }
+}
+
 impl Model {
+    /// The plan's disruption lines: per live node, the planned change that stops its GPU
+    /// operands.
+    pub fn disruptions(&self) -> Vec<Disruption> {
+        capacity::disruptions(self)
+    }
+
     /// The checks of GPU-FACTS on this model.
     pub fn findings(&self) -> Vec<Finding> {
         checks::run(self)

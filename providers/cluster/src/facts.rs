@@ -10,7 +10,7 @@ use gpustack_protocol::nvidia::{
     GPU_COUNT_LABEL,
 };
 use gpustack_protocol::{ClusterFact, DraDevice, NodeFact};
-use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::resource::v1::ResourceSlice;
 use kube::api::{Api, ListParams};
 use serde_json::Value as Json;
@@ -112,6 +112,28 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
             }
         }
     }
+    let mut gpu_pods: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let pods: Api<Pod> = Api::all(cluster.client.clone());
+    match pods
+        .list(&ListParams::default().fields("status.phase=Running"))
+        .await
+    {
+        Ok(list) => {
+            for pod in list.items.iter().filter(|p| holds_gpus(p)) {
+                if let (Some(node), Some(namespace), Some(name)) = (
+                    pod.spec.as_ref().and_then(|s| s.node_name.clone()),
+                    pod.metadata.namespace.as_deref(),
+                    pod.metadata.name.as_deref(),
+                ) {
+                    gpu_pods
+                        .entry(node)
+                        .or_default()
+                        .push(format!("{namespace}/{name}"));
+                }
+            }
+        }
+        Err(e) => unread.push(format!("the running pods ({})", crate::api_error(&e))),
+    }
     let nodes: Api<Node> = Api::all(cluster.client.clone());
     let nodes = nodes
         .list(&ListParams::default())
@@ -131,11 +153,14 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
                 || labels
                     .get(INSTANCE_TYPE_LABEL)
                     .is_some_and(|t| gpustack_catalog::gpus(t).is_some());
+            let mut gpu_pods = gpu_pods.remove(&name).unwrap_or_default();
+            gpu_pods.sort();
             gpu_node.then_some(NodeFact {
                 name,
                 labels,
                 allocatable,
                 dra_devices,
+                gpu_pods,
             })
         })
         .collect();
@@ -173,6 +198,26 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
         config_maps,
         unread,
     })
+}
+
+/// Whether a pod holds GPUs: a container asks for an `nvidia.com/*` resource, or the pod
+/// has DRA claims.
+fn holds_gpus(pod: &Pod) -> bool {
+    let Some(spec) = &pod.spec else {
+        return false;
+    };
+    let asks = |c: &k8s_openapi::api::core::v1::Container| {
+        c.resources.as_ref().is_some_and(|r| {
+            r.limits
+                .iter()
+                .chain(r.requests.iter())
+                .flatten()
+                .any(|(k, q)| k.starts_with("nvidia.com/") && q.0 != "0")
+        })
+    };
+    spec.containers.iter().any(asks)
+        || spec.init_containers.iter().flatten().any(asks)
+        || spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty())
 }
 
 /// A byte quantity (`80Gi`, `81920Mi`, `85899345920`).

@@ -615,3 +615,117 @@ fn drift_names_a_dra_node_whose_resource_slice_lost_a_gpu() {
     drop(_destroy);
     c.kubectl_ok(&["delete", "node", "gm-dra"]);
 }
+
+/// The lines of a plan's GPU disruption section about node `node`.
+fn disruption_lines<'a>(plan: &'a str, node: &str) -> Vec<&'a str> {
+    let prefix = format!("node {node}:");
+    plan.lines()
+        .skip_while(|l| !l.trim().starts_with("GPU disruption"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .filter(|l| l.starts_with(&prefix))
+        .collect()
+}
+
+/// A MIG geometry change on a pool of three nodes running GPU pods: the plan shows, before
+/// anything is applied, the capacity each node will advertise and a disruption section that
+/// names each node, the GPU pods running there (read live) and how the change rolls out.
+#[test]
+fn a_mig_change_on_three_busy_nodes_lists_each_node_and_its_gpu_pods_as_a_disruption() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let nodes = ["gm-dis-0", "gm-dis-1", "gm-dis-2"];
+    for node in nodes {
+        c.fake_gpu_node(node, "NVIDIA A100-SXM4-80GB", 1);
+    }
+    let chart = format!("chart={}", chart());
+    let stack = stack_of(
+        r#"variable "geometry" {
+  type = string
+}
+
+module "gpu_operator" {
+  source          = "../../modules/gpu-operator"
+  chart           = var.chart
+  driver_enabled  = false
+  toolkit_enabled = false
+  runtime_class   = "nvidia-container-runtime"
+  mig_strategy    = "mixed"
+}
+
+module "mig" {
+  source     = "../../modules/mig"
+  operator   = module.gpu_operator
+  gpu_model  = "A100-80GB"
+  geometry   = var.geometry
+  strategy   = "mixed"
+  node_names = ["gm-dis-0", "gm-dis-1", "gm-dis-2"]
+}
+"#,
+        &[&chart],
+    );
+    let _destroy = Destroy(&stack);
+    stack.ok(
+        "apply",
+        &["--auto-approve", "--var", "geometry=all-disabled"],
+    );
+    for (i, node) in nodes.iter().enumerate() {
+        c.eventually(60, || allocatable(c, node, "nvidia.com/gpu"), |a| a == "1");
+        // A training job's pod on the node's one GPU (two on the first node: one of them
+        // holds no GPU and must not be listed).
+        c.apply_yaml(&format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: train-{i}\n  namespace: default\nspec:\n  nodeSelector:\n    kubernetes.io/hostname: {node}\n  tolerations:\n  - key: nvidia.com/gpu\n    operator: Exists\n    effect: NoSchedule\n  containers:\n  - name: train\n    image: nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda11.7.1-ubuntu20.04\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n"
+        ));
+    }
+    c.apply_yaml(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: sidecar-0\n  namespace: default\nspec:\n  nodeSelector:\n    kubernetes.io/hostname: gm-dis-0\n  tolerations:\n  - key: nvidia.com/gpu\n    operator: Exists\n    effect: NoSchedule\n  containers:\n  - name: log\n    image: busybox\n",
+    );
+    for pod in ["train-0", "train-1", "train-2", "sidecar-0"] {
+        c.eventually(
+            60,
+            || {
+                String::from_utf8_lossy(
+                    &c.kubectl(&[
+                        "get",
+                        "pod",
+                        pod,
+                        "-n",
+                        "default",
+                        "-o",
+                        "jsonpath={.status.phase}",
+                    ])
+                    .stdout,
+                )
+                .into_owned()
+            },
+            |phase| phase == "Running",
+        );
+    }
+
+    let plan = stack.ok("plan", &["--var", "geometry=all-1g.10gb"]);
+    for (i, node) in nodes.iter().enumerate() {
+        let capacity = super::capacity_lines(&plan, &format!("node {node} "));
+        assert!(
+            capacity
+                .iter()
+                .any(|l| l.contains("nvidia.com/mig-1g.10gb 0 → 7")),
+            "{plan}"
+        );
+        let disruption = disruption_lines(&plan, node);
+        assert_eq!(
+            disruption,
+            [format!(
+                "node {node}: reconfigures MIG all-disabled → all-1g.10gb (MIG Manager stops every GPU operand of the node and needs its GPUs free; MIG mode changes: the node reboots where MIG Manager runs with WITH_REBOOT); GPU pods running: default/train-{i}; rollout: all nodes at once, not drained first"
+            )],
+            "{plan}"
+        );
+    }
+    for pod in ["train-0", "train-1", "train-2", "sidecar-0"] {
+        c.kubectl_ok(&["delete", "pod", pod, "-n", "default", "--wait=false"]);
+    }
+    drop(_destroy);
+    for node in nodes {
+        c.kubectl_ok(&["delete", "node", node]);
+    }
+}
