@@ -99,39 +99,38 @@ pub(crate) fn disruptions(model: &Model) -> Vec<crate::Disruption> {
         let enabled = |m: &Option<(String, crate::mig::Layout)>| {
             matches!(m, Some((_, crate::mig::Layout::Enabled(_))))
         };
-        let (change, effect) = if mig_before.as_ref().map(|m| &m.0)
-            != mig_after.as_ref().map(|m| &m.0)
-        {
-            let name = |m: &Option<(String, crate::mig::Layout)>| {
-                m.as_ref()
-                    .map_or_else(|| "none".to_owned(), |(n, _)| n.clone())
-            };
-            let mut effect =
-                "MIG Manager stops every GPU operand of the node and needs its GPUs free"
-                    .to_owned();
-            if enabled(&mig_before) != enabled(&mig_after) {
-                effect.push_str(
+        let (change, effect) =
+            if mig_before.as_ref().map(|m| &m.0) != mig_after.as_ref().map(|m| &m.0) {
+                let name = |m: &Option<(String, crate::mig::Layout)>| {
+                    m.as_ref()
+                        .map_or_else(|| "none".to_owned(), |(n, _)| n.clone())
+                };
+                let mut effect =
+                    "MIG Manager stops every GPU operand of the node and needs its GPUs free"
+                        .to_owned();
+                if enabled(&mig_before) != enabled(&mig_after) {
+                    effect.push_str(
                     "; MIG mode changes: the node reboots where MIG Manager runs with WITH_REBOOT",
                 );
-            }
-            (
-                format!(
-                    "reconfigures MIG {} → {}",
-                    name(&mig_before),
-                    name(&mig_after)
-                ),
-                effect,
-            )
-        } else {
-            (
-                format!(
-                    "restarts the device plugin ({} → {})",
-                    how_text(&before),
-                    how_text(&after)
-                ),
-                "the node's GPUs leave allocatable until the plugin is back".to_owned(),
-            )
-        };
+                }
+                (
+                    format!(
+                        "reconfigures MIG {} → {}",
+                        name(&mig_before),
+                        name(&mig_after)
+                    ),
+                    effect,
+                )
+            } else {
+                (
+                    format!(
+                        "restarts the device plugin ({} → {})",
+                        how_text(&before),
+                        how_text(&after)
+                    ),
+                    "the node's GPUs leave allocatable until the plugin is back".to_owned(),
+                )
+            };
         out.push(crate::Disruption {
             address: cause(model, node),
             node: node.live.name.clone(),

@@ -126,6 +126,9 @@ impl Model {
                     if let Some(state) = node.live.labels.get(model::MIG_STATE_LABEL) {
                         detail.push(format!("{}={state}", model::MIG_STATE_LABEL));
                     }
+                    if let Some(cause) = mig_wedge(&node.live) {
+                        detail.push(cause);
+                    }
                     out.push(NodeDrift {
                         node: node.live.name.clone(),
                         resource: resource.clone(),
@@ -137,6 +140,41 @@ impl Model {
             }
         }
         out
+    }
+}
+
+/// The signs that MIG Manager wedged on a node (GPU-FACTS "MIG"; gpu-operator#2833,
+/// mig-parted#485), as the cause of the node's missing capacity.
+fn mig_wedge(node: &gpustack_protocol::NodeFact) -> Option<String> {
+    const PAUSED: &str = "paused-for-mig-change";
+    let state = node.labels.get(model::MIG_STATE_LABEL).map(String::as_str);
+    let paused: Vec<&str> = node
+        .labels
+        .iter()
+        .filter(|(k, v)| k.starts_with("nvidia.com/gpu.deploy.") && v.as_str() == PAUSED)
+        .map(|(k, _)| k.as_str())
+        .collect();
+    if !paused.is_empty() && state != Some("pending") && state != Some("rebooting") {
+        return Some(format!(
+            "wedged: MIG Manager left {} at {PAUSED} after state {}, so those GPU operands stay stopped (gpu-operator#2833); set the labels back to true once the GPUs hold the geometry",
+            paused.join(", "),
+            state.unwrap_or("unset")
+        ));
+    }
+    let nothing = node.allocatable.values().all(|v| *v == 0.0);
+    match state {
+        Some("success") if nothing => Some(
+            "wedged: MIG Manager reported success but the device plugin advertises nothing (gpu-operator#2833); restart the device plugin's pod on the node".to_owned(),
+        ),
+        Some("pending") if nothing => Some(format!(
+            "MIG reconfiguration pending with nothing advertised{}: wedged if it stays so (gpu-operator#2833, mig-parted#485)",
+            if paused.is_empty() {
+                String::new()
+            } else {
+                format!(", {} paused", paused.join(", "))
+            }
+        )),
+        _ => None,
     }
 }
 

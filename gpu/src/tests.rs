@@ -1357,3 +1357,57 @@ fn a_sharing_change_lists_a_device_plugin_restart_and_no_change_lists_nothing() 
             .is_empty()
     );
 }
+
+#[test]
+fn drift_gives_a_wedged_mig_manager_as_the_cause() {
+    let mig_node = |name: &str, state: &str, paused: bool, advertised: f64| {
+        let mut labels: Vec<(&str, &str)> = A100_GFD.to_vec();
+        labels.push(("nvidia.com/mig.config", "all-1g.10gb"));
+        labels.push(("nvidia.com/mig.config.state", state));
+        labels.push((
+            "nvidia.com/gpu.deploy.device-plugin",
+            if paused {
+                "paused-for-mig-change"
+            } else {
+                "true"
+            },
+        ));
+        node(name, &labels, &[("nvidia.com/mig-1g.10gb", advertised)])
+    };
+    let facts = vec![(
+        "module.mig.kubernetes_labels.geometry",
+        cluster(
+            vec![
+                mig_node("left-paused", "success", true, 0.0),
+                mig_node("zero", "success", false, 0.0),
+                mig_node("stuck", "pending", true, 0.0),
+                mig_node("healthy", "success", false, 7.0),
+            ],
+            Some(json!({"mig": {"strategy": "mixed"}})),
+            &[],
+        ),
+    )];
+    let texts = drift_texts(&facts);
+    assert_eq!(texts.len(), 3, "{texts:#?}");
+    let of = |node: &str| {
+        texts
+            .iter()
+            .find(|t| t.starts_with(&format!("node {node} ")))
+            .unwrap_or_else(|| panic!("no drift for {node}: {texts:#?}"))
+            .clone()
+    };
+    assert!(
+        of("left-paused").contains("wedged: MIG Manager left nvidia.com/gpu.deploy.device-plugin at paused-for-mig-change after state success"),
+        "{texts:#?}"
+    );
+    assert!(
+        of("zero").contains(
+            "wedged: MIG Manager reported success but the device plugin advertises nothing"
+        ),
+        "{texts:#?}"
+    );
+    assert!(
+        of("stuck").contains("MIG reconfiguration pending with nothing advertised, nvidia.com/gpu.deploy.device-plugin paused: wedged if it stays so"),
+        "{texts:#?}"
+    );
+}

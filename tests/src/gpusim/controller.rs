@@ -905,8 +905,14 @@ impl Simulator {
                 let amount = if zero { 0 } else { *v };
                 resources.insert(k.clone(), amount.to_string().into());
             }
+            // The labels MIG Manager sets are written whatever the store shows: a pass that
+            // follows the one that paused the operands may still see them `true`, and a
+            // restore dropped as "unchanged" would leave them paused for good.
             label_patch.retain(|k, v| {
-                labels.get(k).map(|l| serde_json::Value::String(l.clone())) != Some(v.clone())
+                k == MIG_STATE_LABEL
+                    || k.starts_with(DEPLOY_LABEL_PREFIX)
+                    || labels.get(k).map(|l| serde_json::Value::String(l.clone()))
+                        != Some(v.clone())
             });
             annotation_patch.retain(|k, v| {
                 annotations

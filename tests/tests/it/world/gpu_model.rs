@@ -141,12 +141,21 @@ fn one_invalid_sharing_config_is_refused_as_a_module_a_raw_config_map_and_helm_v
         &[],
     );
     let text = refused(&module);
-    assert!(text.contains("Sharing replicas below 2"), "{text}");
+    // No operator on the cluster and none in the stack: the module's ClusterPolicy patch is
+    // refused too, in a diagnostic of its own.
+    assert!(
+        text.contains("A ClusterPolicy patch with no ClusterPolicy"),
+        "{text}"
+    );
+    let sharing = text
+        .split('×')
+        .find(|d| d.contains("Sharing replicas below 2"))
+        .unwrap_or_else(|| panic!("{text}"));
     // At the caller's argument, not at the module's `replicas = var.replicas`.
     let line = line_of(&module.dir.join("main.hcl"), "replicas = 1");
     assert!(
-        text.contains(&format!("main.hcl:{line}:"))
-            && !text.contains("device-plugin-sharing/main.hcl:"),
+        sharing.contains(&format!("main.hcl:{line}:"))
+            && !sharing.contains("device-plugin-sharing/main.hcl:"),
         "not at the module call's replicas line {line}:\n{text}"
     );
 
@@ -477,13 +486,22 @@ module "time_slicing" {
         || allocatable(c, "gm-drift", "nvidia.com/gpu"),
         |a| a == "8",
     );
-    let clean = stack.run("drift", &[]);
-    assert_eq!(
-        clean.status.code(),
-        Some(0),
-        "{}{}",
-        String::from_utf8_lossy(&clean.stdout),
-        String::from_utf8_lossy(&clean.stderr)
+    // The operator just installed: the device plugin's pods come up node by node, and a node
+    // without one advertises nothing until then.
+    c.eventually(
+        60,
+        || {
+            let clean = stack.run("drift", &[]);
+            (
+                clean.status.code(),
+                format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&clean.stdout),
+                    String::from_utf8_lossy(&clean.stderr)
+                ),
+            )
+        },
+        |(code, _)| *code == Some(0),
     );
 
     // One GPU falls off the bus: the device plugin takes it out of allocatable.
@@ -642,7 +660,8 @@ fn a_mig_change_on_three_busy_nodes_lists_each_node_and_its_gpu_pods_as_a_disrup
     let chart = format!("chart={}", chart());
     let stack = stack_of(
         r#"variable "geometry" {
-  type = string
+  type    = string
+  default = "all-disabled"
 }
 
 module "gpu_operator" {
@@ -666,10 +685,7 @@ module "mig" {
         &[&chart],
     );
     let _destroy = Destroy(&stack);
-    stack.ok(
-        "apply",
-        &["--auto-approve", "--var", "geometry=all-disabled"],
-    );
+    stack.ok("apply", &["--auto-approve"]);
     for (i, node) in nodes.iter().enumerate() {
         c.eventually(60, || allocatable(c, node, "nvidia.com/gpu"), |a| a == "1");
         // A training job's pod on the node's one GPU (two on the first node: one of them
@@ -724,8 +740,84 @@ module "mig" {
     for pod in ["train-0", "train-1", "train-2", "sidecar-0"] {
         c.kubectl_ok(&["delete", "pod", pod, "-n", "default", "--wait=false"]);
     }
+    stack.ok("destroy", &["--auto-approve"]);
     drop(_destroy);
     for node in nodes {
         c.kubectl_ok(&["delete", "node", node]);
     }
+}
+
+/// gpu-operator#2833 on a node: MIG Manager reports success but leaves the device plugin
+/// paused, so the node advertises none of its MIG devices. `gpustack drift` reports the node
+/// with the wedge as the cause.
+#[test]
+fn drift_reports_a_node_mig_manager_left_wedged_with_the_cause() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let node = "gm-wedge";
+    c.fake_gpu_node(node, "NVIDIA A100-SXM4-80GB", 1);
+    c.kubectl_ok(&[
+        "annotate",
+        "node",
+        node,
+        "--overwrite",
+        "gpusim.gpustack.dev/wedge=paused-left",
+    ]);
+    let chart = format!("chart={}", chart());
+    let stack = stack_of(
+        r#"module "gpu_operator" {
+  source          = "../../modules/gpu-operator"
+  chart           = var.chart
+  driver_enabled  = false
+  toolkit_enabled = false
+  runtime_class   = "nvidia-container-runtime"
+  mig_strategy    = "mixed"
+}
+
+module "mig" {
+  source     = "../../modules/mig"
+  operator   = module.gpu_operator
+  gpu_model  = "A100-80GB"
+  geometry   = "all-1g.10gb"
+  strategy   = "mixed"
+  node_names = ["gm-wedge"]
+}
+"#,
+        &[&chart],
+    );
+    let _destroy = Destroy(&stack);
+    stack.ok("apply", &["--auto-approve"]);
+    c.eventually(
+        60,
+        || allocatable(c, node, "nvidia.com/mig-1g.10gb"),
+        |a| a == "0",
+    );
+    let drift = stack.run("drift", &[]);
+    let text = String::from_utf8_lossy(&drift.stdout);
+    assert_eq!(drift.status.code(), Some(2), "{text}");
+    let squashed: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        squashed.contains("node gm-wedge advertises nvidia.com/mig-1g.10gb 0, the GPU model expects 7")
+            && squashed.contains("wedged: MIG Manager left nvidia.com/gpu.deploy.dcgm-exporter, nvidia.com/gpu.deploy.device-plugin, nvidia.com/gpu.deploy.gpu-feature-discovery at paused-for-mig-change after state success"),
+        "{text}"
+    );
+    // The wedge cleared as the cause says, the node is whole again, and nothing holds the
+    // operator's teardown up.
+    c.kubectl_ok(&["annotate", "node", node, "gpusim.gpustack.dev/wedge-"]);
+    c.kubectl_ok(&[
+        "label",
+        "node",
+        node,
+        "--overwrite",
+        "nvidia.com/gpu.deploy.device-plugin=true",
+        "nvidia.com/gpu.deploy.gpu-feature-discovery=true",
+        "nvidia.com/gpu.deploy.dcgm-exporter=true",
+    ]);
+    c.eventually(
+        60,
+        || allocatable(c, node, "nvidia.com/mig-1g.10gb"),
+        |a| a == "7",
+    );
+    drop(_destroy);
+    c.kubectl_ok(&["delete", "node", node]);
 }
