@@ -821,3 +821,76 @@ module "mig" {
     drop(_destroy);
     c.kubectl_ok(&["delete", "node", node]);
 }
+
+/// A sharing change (time-slicing 10 → 4) restarts the device plugin on the node that uses
+/// the config: the plan lists it, with the GPU pod running there, before apply.
+#[test]
+fn a_sharing_change_lists_the_device_plugin_restart_and_its_gpu_pods_before_apply() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let node = "gm-dis-ts";
+    c.fake_gpu_node(node, "Tesla T4", 1);
+    let chart = format!("chart={}", chart());
+    let stack = stack_of(
+        r#"variable "replicas" {
+  type    = number
+  default = 10
+}
+
+module "gpu_operator" {
+  source          = "../../modules/gpu-operator"
+  chart           = var.chart
+  driver_enabled  = false
+  toolkit_enabled = false
+  runtime_class   = "nvidia-container-runtime"
+}
+
+module "time_slicing" {
+  source     = "../../modules/time-slicing"
+  operator   = module.gpu_operator
+  replicas   = var.replicas
+  node_names = ["gm-dis-ts"]
+}
+"#,
+        &[&chart],
+    );
+    let _destroy = Destroy(&stack);
+    stack.ok("apply", &["--auto-approve"]);
+    c.eventually(60, || allocatable(c, node, "nvidia.com/gpu"), |a| a == "10");
+    c.apply_yaml(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: infer-ts\n  namespace: default\nspec:\n  nodeSelector:\n    kubernetes.io/hostname: {node}\n  tolerations:\n  - key: nvidia.com/gpu\n    operator: Exists\n    effect: NoSchedule\n  containers:\n  - name: infer\n    image: nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda11.7.1-ubuntu20.04\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n"
+    ));
+    c.eventually(
+        60,
+        || {
+            String::from_utf8_lossy(
+                &c.kubectl(&[
+                    "get",
+                    "pod",
+                    "infer-ts",
+                    "-n",
+                    "default",
+                    "-o",
+                    "jsonpath={.status.phase}",
+                ])
+                .stdout,
+            )
+            .into_owned()
+        },
+        |phase| phase == "Running",
+    );
+    let plan = stack.ok("plan", &["--var", "replicas=4"]);
+    let lines = disruption_lines(&plan, node);
+    assert_eq!(lines.len(), 1, "{plan}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "node {node}: restarts the device plugin (time-slicing ×10"
+        )) && lines[0].contains("time-slicing ×4")
+            && lines[0].contains("GPU pods running: default/infer-ts"),
+        "{plan}"
+    );
+    c.kubectl_ok(&["delete", "pod", "infer-ts", "-n", "default", "--wait=false"]);
+    stack.ok("destroy", &["--auto-approve"]);
+    drop(_destroy);
+    c.kubectl_ok(&["delete", "node", node]);
+}
