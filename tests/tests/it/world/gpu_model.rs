@@ -549,6 +549,12 @@ module "time_slicing" {
     // With the operator and the config live, only node labels change: gm-join enters the
     // config and gm-drift leaves it for the unshared default.
     c.fake_gpu_node("gm-join", "Tesla T4", 1);
+    // Its device plugin's pod comes up first: until then the node advertises nothing.
+    c.eventually(
+        60,
+        || allocatable(c, "gm-join", "nvidia.com/gpu"),
+        |a| a == "1",
+    );
     let main = stack.dir.join("main.hcl");
     let text = std::fs::read_to_string(&main).unwrap().replace(
         r#"node_names = ["gm-drift"]"#,
