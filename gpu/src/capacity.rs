@@ -72,6 +72,86 @@ fn cause(model: &Model, node: &Node) -> String {
         .unwrap_or_default()
 }
 
+/// How a MIG or sharing change reaches the nodes today: the label or config is changed on
+/// every node together, and neither MIG Manager nor the device plugin drains them first.
+const AT_ONCE: &str = "all nodes at once, not drained first";
+
+pub(crate) fn disruptions(model: &Model) -> Vec<crate::Disruption> {
+    let mut out = Vec::new();
+    for node in &model.nodes {
+        let Some(physical) = &node.physical else {
+            continue;
+        };
+        let before = model.before.predict(&node.live.labels, physical);
+        let after = model.after.predict(&node.labels_after, physical);
+        let (Some(before), Some(after)) = (before, after) else {
+            continue;
+        };
+        if before == after {
+            continue;
+        }
+        let geometry = |p: &Prediction| {
+            p.mig
+                .as_ref()
+                .map(|(name, layout, _)| (name.clone(), layout.clone()))
+        };
+        let (mig_before, mig_after) = (geometry(&before), geometry(&after));
+        let enabled = |m: &Option<(String, crate::mig::Layout)>| {
+            matches!(m, Some((_, crate::mig::Layout::Enabled(_))))
+        };
+        let (change, effect) =
+            if mig_before.as_ref().map(|m| &m.0) != mig_after.as_ref().map(|m| &m.0) {
+                let name = |m: &Option<(String, crate::mig::Layout)>| {
+                    m.as_ref()
+                        .map_or_else(|| "none".to_owned(), |(n, _)| n.clone())
+                };
+                let mut effect =
+                    "MIG Manager stops every GPU operand of the node and needs its GPUs free"
+                        .to_owned();
+                if enabled(&mig_before) != enabled(&mig_after) {
+                    effect.push_str(
+                    "; MIG mode changes: the node reboots where MIG Manager runs with WITH_REBOOT",
+                );
+                }
+                (
+                    format!(
+                        "reconfigures MIG {} → {}",
+                        name(&mig_before),
+                        name(&mig_after)
+                    ),
+                    effect,
+                )
+            } else {
+                (
+                    format!(
+                        "restarts the device plugin ({} → {})",
+                        how_text(&before),
+                        how_text(&after)
+                    ),
+                    "the node's GPUs leave allocatable until the plugin is back".to_owned(),
+                )
+            };
+        out.push(crate::Disruption {
+            address: cause(model, node),
+            node: node.live.name.clone(),
+            change,
+            effect,
+            pods: node.live.gpu_pods.clone(),
+            rollout: AT_ONCE.to_owned(),
+        });
+    }
+    out.sort_by(|a, b| a.node.cmp(&b.node));
+    out
+}
+
+fn how_text(p: &Prediction) -> String {
+    if p.how.is_empty() {
+        "whole GPUs".to_owned()
+    } else {
+        p.how.join(", ")
+    }
+}
+
 fn node_lines(model: &Model, node: &Node) -> Vec<Line> {
     let Some(physical) = &node.physical else {
         return Vec::new();

@@ -48,6 +48,16 @@ pub(crate) fn run(model: &Model) -> Vec<Finding> {
             detail: format!("Cannot read {what}: the GPU model goes on without it, so its capacity lines and checks may miss what is there."),
         });
     }
+    // Only a cluster read in full tells an absent ClusterPolicy from one not seen.
+    if model.cluster_seen && model.unread.is_empty() {
+        for origin in &model.patches_without_policy {
+            findings.push(error(
+                origin.clone(),
+                "A ClusterPolicy patch with no ClusterPolicy",
+                "This patch changes the GPU Operator's ClusterPolicy, but the cluster has none and nothing in this plan makes one (a GPU Operator release or a ClusterPolicy object): it would fail at apply, after the resources before it were changed. Install the GPU Operator first, or add the gpu-operator module to this stack and pass its `operator` output.",
+            ));
+        }
+    }
     if !model.cluster_seen
         && let Some((address, o)) = model.operators.first()
     {

@@ -56,7 +56,44 @@ impl NodeDrift {
     }
 }
 
+/// A planned change that stops the GPU software of a live node, and the GPU pods running
+/// there: what the plan's disruption section lists before anyone approves it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Disruption {
+    /// The resource instance that causes it.
+    pub address: String,
+    pub node: String,
+    /// `reconfigures MIG all-disabled → all-1g.10gb`, `restarts the device plugin`.
+    pub change: String,
+    /// Why it disrupts: which GPU operands stop, whether the node may reboot.
+    pub effect: String,
+    /// The running pods holding the node's GPUs (`namespace/name`).
+    pub pods: Vec<String>,
+    /// How the change reaches the nodes.
+    pub rollout: String,
+}
+
+impl Disruption {
+    pub fn text(&self) -> String {
+        let pods = if self.pods.is_empty() {
+            "no GPU pods running".to_owned()
+        } else {
+            format!("GPU pods running: {}", self.pods.join(", "))
+        };
+        format!(
+            "node {}: {} ({}); {}; rollout: {}",
+            self.node, self.change, self.effect, pods, self.rollout
+        )
+    }
+}
+
 impl Model {
+    /// The plan's disruption lines: per live node, the planned change that stops its GPU
+    /// operands.
+    pub fn disruptions(&self) -> Vec<Disruption> {
+        capacity::disruptions(self)
+    }
+
     /// The checks of GPU-FACTS on this model.
     pub fn findings(&self) -> Vec<Finding> {
         checks::run(self)
@@ -89,6 +126,9 @@ impl Model {
                     if let Some(state) = node.live.labels.get(model::MIG_STATE_LABEL) {
                         detail.push(format!("{}={state}", model::MIG_STATE_LABEL));
                     }
+                    if let Some(cause) = mig_wedge(&node.live) {
+                        detail.push(cause);
+                    }
                     out.push(NodeDrift {
                         node: node.live.name.clone(),
                         resource: resource.clone(),
@@ -100,6 +140,41 @@ impl Model {
             }
         }
         out
+    }
+}
+
+/// The signs that MIG Manager wedged on a node (GPU-FACTS "MIG"; gpu-operator#2833,
+/// mig-parted#485), as the cause of the node's missing capacity.
+fn mig_wedge(node: &gpustack_protocol::NodeFact) -> Option<String> {
+    const PAUSED: &str = "paused-for-mig-change";
+    let state = node.labels.get(model::MIG_STATE_LABEL).map(String::as_str);
+    let paused: Vec<&str> = node
+        .labels
+        .iter()
+        .filter(|(k, v)| k.starts_with("nvidia.com/gpu.deploy.") && v.as_str() == PAUSED)
+        .map(|(k, _)| k.as_str())
+        .collect();
+    if !paused.is_empty() && state != Some("pending") && state != Some("rebooting") {
+        return Some(format!(
+            "wedged: MIG Manager left {} at {PAUSED} after state {}, so those GPU operands stay stopped (gpu-operator#2833); set the labels back to true once the GPUs hold the geometry",
+            paused.join(", "),
+            state.unwrap_or("unset")
+        ));
+    }
+    let nothing = node.allocatable.values().all(|v| *v == 0.0);
+    match state {
+        Some("success") if nothing => Some(
+            "wedged: MIG Manager reported success but the device plugin advertises nothing (gpu-operator#2833); restart the device plugin's pod on the node".to_owned(),
+        ),
+        Some("pending") if nothing => Some(format!(
+            "MIG reconfiguration pending with nothing advertised{}: wedged if it stays so (gpu-operator#2833, mig-parted#485)",
+            if paused.is_empty() {
+                String::new()
+            } else {
+                format!(", {} paused", paused.join(", "))
+            }
+        )),
+        _ => None,
     }
 }
 

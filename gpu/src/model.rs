@@ -296,6 +296,8 @@ pub struct Model {
     pub(crate) cluster_seen: bool,
     /// Parts of the live cluster that could not be read, with the object that tried.
     pub(crate) unread: Vec<(String, String)>,
+    /// Patches of a ClusterPolicy that is neither live nor planned: they fail at apply.
+    pub(crate) patches_without_policy: Vec<Origin>,
 }
 
 impl Model {
@@ -378,6 +380,7 @@ impl Model {
         // After: the live settings with what the stack sets laid over them, the chart first,
         // then whole ClusterPolicies, then patches, as apply leaves them.
         let mut conflicts = Vec::new();
+        let mut patches_without_policy = Vec::new();
         let mut after = before.clone();
         let order = |o: &OperatorFact| match o.source {
             OperatorSource::HelmValues => 0,
@@ -398,6 +401,7 @@ impl Model {
             };
             if o.source == OperatorSource::ClusterPolicyPatch && !after.settings.present {
                 // A patch of a ClusterPolicy that nothing creates fails at apply; it sets nothing.
+                patches_without_policy.push(Origin::new(address, &o.attribute));
                 continue;
             }
             let origin = Origin::new(address, &o.attribute);
@@ -494,6 +498,7 @@ impl Model {
             conflicts,
             cluster_seen,
             unread,
+            patches_without_policy,
         }
     }
 }

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 const TS10: &str = "version: v1\nflags:\n  migStrategy: none\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 10\n";
 const TS1: &str = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 1\n";
+const TS4: &str = "version: v1\nflags:\n  migStrategy: none\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n";
 const UNSHARED: &str = "version: v1\nflags:\n  migStrategy: none\n";
 const MPS4: &str = "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n";
 
@@ -29,6 +30,7 @@ fn node(name: &str, labels: &[(&str, &str)], allocatable: &[(&str, f64)]) -> Nod
             .map(|(k, v)| ((*k).to_owned(), *v))
             .collect(),
         dra_devices: vec![],
+        gpu_pods: vec![],
     }
 }
 
@@ -1223,5 +1225,189 @@ fn drift_names_a_dra_node_that_publishes_fewer_gpus_than_it_has() {
             "node dra-short advertises gpu.nvidia.com devices (DRA) 7, the GPU model expects 8 (full GPUs in the node's ResourceSlices; 8× NVIDIA-H100-80GB-HBM3 from GFD labels)",
             "node dra-sized advertises gpu.nvidia.com devices (DRA) 6, the GPU model expects 8 (full GPUs in the node's ResourceSlices; 8× H100 from instance type Standard_ND96isr_H100_v5, built-in table)",
         ]
+    );
+}
+
+#[test]
+fn a_cluster_policy_patch_with_no_cluster_policy_live_or_planned_is_refused() {
+    let patch = || {
+        (
+            "module.mig.kubernetes_patch.cluster_policy",
+            operator(
+                OperatorSource::ClusterPolicyPatch,
+                json!({"mig": {"strategy": "mixed"}}),
+            ),
+        )
+    };
+    let live = |policy: Option<serde_json::Value>| {
+        (
+            "module.mig.kubernetes_patch.cluster_policy",
+            cluster(vec![node("gpu-0", A100_GFD, &[])], policy, &[]),
+        )
+    };
+    assert_eq!(
+        findings(&[live(None), patch()]),
+        [
+            "A ClusterPolicy patch with no ClusterPolicy at module.mig.kubernetes_patch.cluster_policy.patch.spec"
+        ]
+    );
+    // A live ClusterPolicy, or a GPU Operator release in the same plan, makes one to patch.
+    assert!(findings(&[live(Some(json!({}))), patch()]).is_empty());
+    let release = (
+        "module.gpu_operator.helm_release.operator",
+        operator(OperatorSource::HelmValues, json!({})),
+    );
+    assert!(findings(&[live(None), release, patch()]).is_empty());
+    // A cluster not read, or read in part, cannot tell an absent policy from an unseen one.
+    assert!(findings(&[patch()]).is_empty());
+    let mut partial = cluster(vec![], None, &[]);
+    if let GpuFact::Cluster(c) = &mut partial {
+        c.unread.push("the ClusterPolicy (403 Forbidden)".into());
+    }
+    assert!(
+        findings(&[
+            ("module.mig.kubernetes_patch.cluster_policy", partial),
+            patch()
+        ])
+        .is_empty()
+    );
+}
+
+#[test]
+fn a_mig_geometry_change_lists_each_node_and_its_gpu_pods_as_a_disruption() {
+    let mut busy = node("gpu-0", A100_GFD, &[("nvidia.com/gpu", 1.0)]);
+    busy.gpu_pods = vec!["ml/train-0".into()];
+    let idle = node("gpu-1", A100_GFD, &[("nvidia.com/gpu", 1.0)]);
+    let untouched = node("gpu-2", A100_GFD, &[("nvidia.com/gpu", 1.0)]);
+    let facts = vec![
+        (
+            "module.mig.kubernetes_labels.geometry",
+            cluster(
+                vec![busy, idle, untouched],
+                Some(json!({"mig": {"strategy": "mixed"}})),
+                &[],
+            ),
+        ),
+        (
+            "module.mig.kubernetes_labels.geometry[\"gpu-0\"]",
+            labels("gpu-0", &[("nvidia.com/mig.config", "all-1g.10gb")]),
+        ),
+        (
+            "module.mig.kubernetes_labels.geometry[\"gpu-1\"]",
+            labels("gpu-1", &[("nvidia.com/mig.config", "all-1g.10gb")]),
+        ),
+    ];
+    let texts: Vec<String> = model(&facts)
+        .disruptions()
+        .iter()
+        .map(crate::Disruption::text)
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "node gpu-0: reconfigures MIG none → all-1g.10gb (MIG Manager stops every GPU operand of the node and needs its GPUs free; MIG mode changes: the node reboots where MIG Manager runs with WITH_REBOOT); GPU pods running: ml/train-0; rollout: all nodes at once, not drained first",
+            "node gpu-1: reconfigures MIG none → all-1g.10gb (MIG Manager stops every GPU operand of the node and needs its GPUs free; MIG mode changes: the node reboots where MIG Manager runs with WITH_REBOOT); no GPU pods running; rollout: all nodes at once, not drained first",
+        ]
+    );
+    assert_eq!(
+        model(&facts).disruptions()[0].address,
+        "module.mig.kubernetes_labels.geometry[\"gpu-0\"]"
+    );
+}
+
+#[test]
+fn a_sharing_change_lists_a_device_plugin_restart_and_no_change_lists_nothing() {
+    let mut live = node("t4-0", T4_GFD, &[("nvidia.com/gpu", 10.0)]);
+    live.gpu_pods = vec!["default/infer".into()];
+    let cluster_fact = || {
+        (
+            "kubernetes_manifest.config",
+            time_sliced_cluster(vec![live.clone()]),
+        )
+    };
+    let edited = config_map(
+        "time-slicing-config",
+        &[("any", TS4)],
+        Some(&[("any", TS10)]),
+    );
+    let texts: Vec<String> = model(&[cluster_fact(), ("kubernetes_manifest.config", edited)])
+        .disruptions()
+        .iter()
+        .map(crate::Disruption::text)
+        .collect();
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    assert!(
+        texts[0].starts_with(
+            "node t4-0: restarts the device plugin (time-slicing ×10 → time-slicing ×4)"
+        ),
+        "{texts:?}"
+    );
+    assert!(
+        texts[0].contains("GPU pods running: default/infer"),
+        "{texts:?}"
+    );
+    let same = config_map(
+        "time-slicing-config",
+        &[("any", TS10)],
+        Some(&[("any", TS10)]),
+    );
+    assert!(
+        model(&[cluster_fact(), ("kubernetes_manifest.config", same)])
+            .disruptions()
+            .is_empty()
+    );
+}
+
+#[test]
+fn drift_gives_a_wedged_mig_manager_as_the_cause() {
+    let mig_node = |name: &str, state: &str, paused: bool, advertised: f64| {
+        let mut labels: Vec<(&str, &str)> = A100_GFD.to_vec();
+        labels.push(("nvidia.com/mig.config", "all-1g.10gb"));
+        labels.push(("nvidia.com/mig.config.state", state));
+        labels.push((
+            "nvidia.com/gpu.deploy.device-plugin",
+            if paused {
+                "paused-for-mig-change"
+            } else {
+                "true"
+            },
+        ));
+        node(name, &labels, &[("nvidia.com/mig-1g.10gb", advertised)])
+    };
+    let facts = vec![(
+        "module.mig.kubernetes_labels.geometry",
+        cluster(
+            vec![
+                mig_node("left-paused", "success", true, 0.0),
+                mig_node("zero", "success", false, 0.0),
+                mig_node("stuck", "pending", true, 0.0),
+                mig_node("healthy", "success", false, 7.0),
+            ],
+            Some(json!({"mig": {"strategy": "mixed"}})),
+            &[],
+        ),
+    )];
+    let texts = drift_texts(&facts);
+    assert_eq!(texts.len(), 3, "{texts:#?}");
+    let of = |node: &str| {
+        texts
+            .iter()
+            .find(|t| t.starts_with(&format!("node {node} ")))
+            .unwrap_or_else(|| panic!("no drift for {node}: {texts:#?}"))
+            .clone()
+    };
+    assert!(
+        of("left-paused").contains("wedged: MIG Manager left nvidia.com/gpu.deploy.device-plugin at paused-for-mig-change after state success"),
+        "{texts:#?}"
+    );
+    assert!(
+        of("zero").contains(
+            "wedged: MIG Manager reported success but the device plugin advertises nothing"
+        ),
+        "{texts:#?}"
+    );
+    assert!(
+        of("stuck").contains("MIG reconfiguration pending with nothing advertised, nvidia.com/gpu.deploy.device-plugin paused: wedged if it stays so"),
+        "{texts:#?}"
     );
 }

@@ -4,7 +4,7 @@
 //! `GPUSTACK_TEST_KUBECONFIG` names a running cluster (CI starts one); otherwise the cluster
 //! `gpustack-tests` is started, or reused, with `tests/cluster/up`.
 
-use crate::gpusim::controller::{DEVICE_PLUGIN_DAEMONSET, NAMESPACE, Simulator};
+use crate::gpusim::controller::{NAMESPACE, Simulator};
 use crate::repo_root;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -233,8 +233,8 @@ impl TestCluster {
     }
 
     /// The GPU Operator from the real chart (driver and toolkit left to the cloud, as in the
-    /// reference flow), NVIDIA's MIG geometries, and the device-plugin DaemonSet the operator
-    /// would create.
+    /// reference flow), NVIDIA's MIG geometries, and operand DaemonSets that roll on every node
+    /// at once.
     fn prepare(&self) {
         let shared = crate::upstream("");
         for crd in [
@@ -292,9 +292,17 @@ impl TestCluster {
             .expect("default MIG config")
             .replace("FILLED BY THE OPERATOR", NAMESPACE);
         self.apply_yaml(&mig);
-        self.apply_yaml(&format!(
-            "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: {DEVICE_PLUGIN_DAEMONSET}\n  namespace: {NAMESPACE}\nspec:\n  selector:\n    matchLabels:\n      app: nvidia-device-plugin-daemonset\n  template:\n    metadata:\n      labels:\n        app: nvidia-device-plugin-daemonset\n    spec:\n      nodeSelector:\n        nvidia.com/gpu.present: \"true\"\n      tolerations:\n      - key: nvidia.com/gpu\n        operator: Exists\n        effect: NoSchedule\n      containers:\n      - name: nvidia-device-plugin\n        image: nvcr.io/nvidia/k8s-device-plugin:v0.20.0\n"
-        ));
+        // The operand DaemonSets (the simulator makes them, as the operator would) roll on
+        // every node at once: a restart is not paced by the nodes other tests have made.
+        self.kubectl_ok(&[
+            "patch",
+            "clusterpolicy",
+            "cluster-policy",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"daemonsets":{"rollingUpdate":{"maxUnavailable":"100%"}}}}"#,
+        ]);
     }
 
     fn start_simulator(&self) {

@@ -738,6 +738,7 @@ fn empty_plan() -> Plan {
         output_changes: Default::default(),
         gpu_capacity: vec![],
         gpu_drift: vec![],
+        gpu_disruption: vec![],
         snapshot: Default::default(),
     }
 }

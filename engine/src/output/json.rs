@@ -506,6 +506,9 @@ impl serde::Serialize for PlanJson<'_> {
             }),
         )?;
         map.serialize_entry("gpu_capacity", &plan.gpu_capacity)?;
+        if !plan.gpu_disruption.is_empty() {
+            map.serialize_entry("gpu_disruption", &plan.gpu_disruption)?;
+        }
         map.serialize_entry(
             "summary",
             &serde_json::json!({

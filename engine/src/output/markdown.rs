@@ -104,6 +104,25 @@ pub fn plan_markdown(plan: &Plan) -> String {
             );
         }
     }
+    if !plan.gpu_disruption.is_empty() {
+        out.push_str("\n**GPU disruption** (what this plan stops on live nodes)\n\n| Node | Change | Effect | GPU pods running | Rollout |\n|---|---|---|---|---|\n");
+        for line in &plan.gpu_disruption {
+            let pods = if line.pods.is_empty() {
+                "none".to_owned()
+            } else {
+                line.pods
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                line.node, line.change, line.effect, pods, line.rollout
+            );
+        }
+    }
     if !plan.resource_drift.is_empty() {
         let _ = writeln!(
             out,

@@ -333,6 +333,7 @@ mod tests {
             output_changes: Default::default(),
             gpu_capacity: vec![],
             gpu_drift: vec![],
+            gpu_disruption: vec![],
             snapshot: Default::default(),
         });
         assert!(markdown.contains("**Also deleted with `kubernetes_manifest.namespace`** (Namespace team), not managed by this stack: `ConfigMap team/c00`"), "{markdown}");
@@ -340,5 +341,58 @@ mod tests {
             markdown.contains("`ConfigMap team/c09` and 2 more."),
             "{markdown}"
         );
+    }
+
+    /// A plan whose MIG change stops the GPU software of two nodes, one running GPU pods:
+    /// the disruption section in each rendering.
+    #[test]
+    fn the_disruption_section_in_text_markdown_and_json() {
+        let line = |node: &str, pods: &[&str]| gpustack_gpu::Disruption {
+            address: format!("module.mig.kubernetes_labels.geometry[\"{node}\"]"),
+            node: node.to_owned(),
+            change: "reconfigures MIG all-disabled → all-1g.10gb".to_owned(),
+            effect: "MIG Manager stops every GPU operand of the node and needs its GPUs free"
+                .to_owned(),
+            pods: pods.iter().map(|p| (*p).to_owned()).collect(),
+            rollout: "all nodes at once, not drained first".to_owned(),
+        };
+        let change: ResourceChange = serde_json::from_value(serde_json::json!({
+            "address": "module.mig.kubernetes_labels.geometry[\"gpu-0\"]",
+            "config_address": "module.mig.kubernetes_labels.geometry",
+            "mode": "managed",
+            "type": "kubernetes_labels",
+            "provider": "provider.kubernetes",
+            "actions": ["update"],
+            "before": {"labels": {"nvidia.com/mig.config": "all-disabled"}},
+            "after": {"labels": {"nvidia.com/mig.config": "all-1g.10gb"}},
+            "after_unknown": false,
+        }))
+        .unwrap();
+        let plan = Plan {
+            format_version: crate::plan::FORMAT_VERSION.into(),
+            gpustack_version: "0.0.0-test".into(),
+            mode: PlanMode::Normal,
+            lineage: None,
+            serial: 0,
+            config_hash: String::new(),
+            digest_key: None,
+            new_lineage: None,
+            moved: vec![],
+            generated: vec![],
+            resource_changes: vec![change],
+            resource_drift: vec![],
+            output_changes: Default::default(),
+            gpu_capacity: vec![],
+            gpu_drift: vec![],
+            gpu_disruption: vec![
+                line("gpu-0", &["ml/train-0", "ml/train-1"]),
+                line("gpu-1", &[]),
+            ],
+            snapshot: Default::default(),
+        };
+        insta::assert_snapshot!("disruption_text", plan_text(&plan, false));
+        insta::assert_snapshot!("disruption_markdown", plan_markdown(&plan));
+        let json = serde_json::to_value(plan_json(&plan)).unwrap();
+        insta::assert_json_snapshot!("disruption_json", json["gpu_disruption"]);
     }
 }

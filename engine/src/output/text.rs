@@ -451,6 +451,17 @@ pub fn plan_text(plan: &Plan, color: bool) -> String {
         }
         out.push('\n');
     }
+    if !plan.gpu_disruption.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}",
+            style.paint("1", "GPU disruption (what this plan stops on live nodes):")
+        );
+        for line in &plan.gpu_disruption {
+            let _ = writeln!(out, "  {}", line.text());
+        }
+        out.push('\n');
+    }
     let _ = writeln!(out, "{} {}", style.paint("1", "Plan:"), summary(plan));
     let outputs: Vec<_> = plan
         .output_changes

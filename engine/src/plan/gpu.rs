@@ -14,6 +14,7 @@ pub(crate) type Sources = HashMap<String, (usize, String)>;
 pub(crate) struct Outcome {
     pub capacity: Vec<CapacityLine>,
     pub drift: Vec<NodeDrift>,
+    pub disruption: Vec<gpustack_gpu::Disruption>,
 }
 
 /// Runs the model on the facts of a plan; `checks`: report its findings (a normal plan), or
@@ -77,5 +78,10 @@ pub(crate) fn pass(
     Outcome {
         capacity,
         drift: if checks { Vec::new() } else { model.drift() },
+        disruption: if checks {
+            model.disruptions()
+        } else {
+            Vec::new()
+        },
     }
 }

@@ -215,6 +215,10 @@ pub struct Plan {
     /// (refresh-only plans: `gpustack drift`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpu_drift: Vec<gpustack_gpu::NodeDrift>,
+    /// The planned changes that stop the GPU software of live nodes, with the GPU pods
+    /// running there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_disruption: Vec<gpustack_gpu::Disruption>,
     pub snapshot: Snapshot,
 }
 

@@ -10,7 +10,7 @@ use gpustack_protocol::nvidia::{
     GPU_COUNT_LABEL,
 };
 use gpustack_protocol::{ClusterFact, DraDevice, NodeFact};
-use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::resource::v1::ResourceSlice;
 use kube::api::{Api, ListParams};
 use serde_json::Value as Json;
@@ -57,7 +57,14 @@ fn nvidia_quantities(node: &Node) -> BTreeMap<String, f64> {
 /// ClusterPolicy and the ConfigMaps it points at, NVIDIA's DRA devices. Parts the cluster
 /// does not serve (no ClusterPolicy CRD, no DRA API) are simply absent.
 pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error> {
-    let policy = live_policy(cluster).await;
+    let mut unread = Vec::new();
+    let policy = match live_policy(cluster).await {
+        Ok(policy) => policy,
+        Err(e) => {
+            unread.push(format!("the ClusterPolicy ({})", crate::api_error(&e)));
+            None
+        }
+    };
     let spec = policy.as_ref().and_then(|p| p.get("spec").cloned());
     let operator_namespace = policy
         .as_ref()
@@ -65,7 +72,6 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
         .and_then(Json::as_str)
         .map(str::to_owned);
     let mut dra: BTreeMap<String, Vec<DraDevice>> = BTreeMap::new();
-    let mut unread = Vec::new();
     let slices: Api<ResourceSlice> = Api::all(cluster.client.clone());
     let slices = match slices.list(&ListParams::default()).await {
         Ok(list) => list.items,
@@ -106,6 +112,28 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
             }
         }
     }
+    let mut gpu_pods: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let pods: Api<Pod> = Api::all(cluster.client.clone());
+    match pods
+        .list(&ListParams::default().fields("status.phase=Running"))
+        .await
+    {
+        Ok(list) => {
+            for pod in list.items.iter().filter(|p| holds_gpus(p)) {
+                if let (Some(node), Some(namespace), Some(name)) = (
+                    pod.spec.as_ref().and_then(|s| s.node_name.clone()),
+                    pod.metadata.namespace.as_deref(),
+                    pod.metadata.name.as_deref(),
+                ) {
+                    gpu_pods
+                        .entry(node)
+                        .or_default()
+                        .push(format!("{namespace}/{name}"));
+                }
+            }
+        }
+        Err(e) => unread.push(format!("the running pods ({})", crate::api_error(&e))),
+    }
     let nodes: Api<Node> = Api::all(cluster.client.clone());
     let nodes = nodes
         .list(&ListParams::default())
@@ -125,11 +153,14 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
                 || labels
                     .get(INSTANCE_TYPE_LABEL)
                     .is_some_and(|t| gpustack_catalog::gpus(t).is_some());
+            let mut gpu_pods = gpu_pods.remove(&name).unwrap_or_default();
+            gpu_pods.sort();
             gpu_node.then_some(NodeFact {
                 name,
                 labels,
                 allocatable,
                 dra_devices,
+                gpu_pods,
             })
         })
         .collect();
@@ -169,6 +200,26 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
     })
 }
 
+/// Whether a pod holds GPUs: a container asks for an `nvidia.com/*` resource, or the pod
+/// has DRA claims.
+fn holds_gpus(pod: &Pod) -> bool {
+    let Some(spec) = &pod.spec else {
+        return false;
+    };
+    let asks = |c: &k8s_openapi::api::core::v1::Container| {
+        c.resources.as_ref().is_some_and(|r| {
+            r.limits
+                .iter()
+                .chain(r.requests.iter())
+                .flatten()
+                .any(|(k, q)| k.starts_with("nvidia.com/") && q.0 != "0")
+        })
+    };
+    spec.containers.iter().any(asks)
+        || spec.init_containers.iter().flatten().any(asks)
+        || spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty())
+}
+
 /// A byte quantity (`80Gi`, `81920Mi`, `85899345920`).
 fn parse_bytes(quantity: &str) -> Option<u64> {
     let split = quantity
@@ -192,19 +243,18 @@ fn parse_bytes(quantity: &str) -> Option<u64> {
 }
 
 /// The live ClusterPolicy `cluster-policy`, if the CRD and the object exist.
-async fn live_policy(cluster: &Cluster) -> Option<Json> {
-    let kind = cluster
+/// The live ClusterPolicy; `None` when the cluster has none (or not even its kind). An error
+/// is one that leaves this unknown, which a check that an absent policy fails must not take
+/// for an absent one.
+async fn live_policy(cluster: &Cluster) -> Result<Option<Json>, kube::Error> {
+    let Some(kind) = cluster
         .kind(CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND)
-        .await
-        .ok()
-        .flatten()?;
-    let policy = cluster
-        .api(&kind, None)
-        .get_opt("cluster-policy")
-        .await
-        .ok()
-        .flatten()?;
-    serde_json::to_value(policy).ok()
+        .await?
+    else {
+        return Ok(None);
+    };
+    let policy = cluster.api(&kind, None).get_opt("cluster-policy").await?;
+    Ok(policy.and_then(|p| serde_json::to_value(p).ok()))
 }
 
 #[cfg(test)]

@@ -273,6 +273,10 @@ pub struct NodeFact {
     /// Devices of NVIDIA's DRA driver (`gpu.nvidia.com`) in the node's ResourceSlices.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dra_devices: Vec<DraDevice>,
+    /// The running pods that hold GPUs of the node (`namespace/name`): an `nvidia.com/*`
+    /// request or a DRA claim. What a change that stops the node's GPU software disrupts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_pods: Vec<String>,
 }
 
 /// A device a DRA driver publishes in a ResourceSlice.

@@ -140,6 +140,51 @@ impl MigConfigs {
     }
 }
 
+/// The per-node config MIG Manager generates from NVML since GPU Operator v26.3.0 (the
+/// ConfigMap `<node>-mig-config`): the geometries the node's own GPU supports, without device
+/// filters — `all-disabled`, `all-enabled`, `all-<profile>` at the most each GPU holds, and
+/// `all-balanced` (two of the smallest, one 2g and one 3g instance) where the GPU has those.
+pub fn generated_config(model: &GpuModel) -> String {
+    let mut configs: Vec<(String, String)> = vec![
+        (
+            "all-disabled".into(),
+            "  - devices: all\n    mig-enabled: false\n".into(),
+        ),
+        (
+            "all-enabled".into(),
+            "  - devices: all\n    mig-enabled: true\n    mig-devices: {}\n".into(),
+        ),
+    ];
+    let devices = |pairs: &[(&str, u32)]| {
+        let mut text = "  - devices: all\n    mig-enabled: true\n    mig-devices:\n".to_owned();
+        for (profile, count) in pairs {
+            text.push_str(&format!("      \"{profile}\": {count}\n"));
+        }
+        text
+    };
+    for (profile, max) in model.mig_profiles {
+        configs.push((format!("all-{profile}"), devices(&[(profile, *max)])));
+    }
+    let first = |prefix: &str| {
+        model
+            .mig_profiles
+            .iter()
+            .map(|(p, _)| *p)
+            .find(|p| p.starts_with(prefix))
+    };
+    if let (Some(one), Some(two), Some(three)) = (first("1g."), first("2g."), first("3g.")) {
+        configs.push((
+            "all-balanced".into(),
+            devices(&[(one, 2), (two, 1), (three, 1)]),
+        ));
+    }
+    let mut text = "version: v1\nmig-configs:\n".to_owned();
+    for (name, body) in configs {
+        text.push_str(&format!("  {name}:\n{body}"));
+    }
+    text
+}
+
 fn matches_device(entry: &Entry, model: &GpuModel) -> bool {
     match &entry.device_filter {
         None => true,
@@ -183,6 +228,25 @@ pub(crate) mod tests {
             configs.layout_for("all-disabled", a100_80).unwrap(),
             MigLayout::default()
         );
+    }
+
+    #[test]
+    fn the_generated_per_node_config_holds_the_gpus_own_geometries() {
+        let a100 = model("NVIDIA-A100-SXM4-40GB").unwrap();
+        let configs = MigConfigs::parse(&generated_config(a100)).unwrap();
+        assert_eq!(
+            configs.layout_for("all-1g.5gb", a100).unwrap().devices["1g.5gb"],
+            7
+        );
+        let balanced = configs.layout_for("all-balanced", a100).unwrap();
+        assert_eq!(balanced.devices.get("1g.5gb"), Some(&2));
+        assert_eq!(balanced.devices.get("3g.20gb"), Some(&1));
+        assert_eq!(
+            configs.layout_for("all-disabled", a100).unwrap(),
+            MigLayout::default()
+        );
+        assert!(configs.layout_for("all-1g.10gb", a100).is_ok());
+        assert!(configs.layout_for("all-1g.18gb", a100).is_err());
     }
 
     #[test]

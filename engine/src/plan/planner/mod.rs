@@ -244,8 +244,8 @@ pub(crate) async fn make_plan<'a>(
     if planner.eval.diags.has_errors() {
         return None;
     }
-    let (mut gpu_capacity, gpu_drift) =
-        gpu.map_or_else(Default::default, |g| (g.capacity, g.drift));
+    let (mut gpu_capacity, gpu_drift, gpu_disruption) =
+        gpu.map_or_else(Default::default, |g| (g.capacity, g.drift, g.disruption));
     gpu_capacity.sort_by(|a, b| (&a.change.scope, &a.address).cmp(&(&b.change.scope, &b.address)));
     let mut snapshot = snapshot;
     snapshot.data = std::mem::take(&mut planner.data);
@@ -266,6 +266,7 @@ pub(crate) async fn make_plan<'a>(
         output_changes,
         gpu_capacity,
         gpu_drift,
+        gpu_disruption,
         snapshot,
     })
 }

@@ -141,12 +141,21 @@ fn one_invalid_sharing_config_is_refused_as_a_module_a_raw_config_map_and_helm_v
         &[],
     );
     let text = refused(&module);
-    assert!(text.contains("Sharing replicas below 2"), "{text}");
+    // No operator on the cluster and none in the stack: the module's ClusterPolicy patch is
+    // refused too, in a diagnostic of its own.
+    assert!(
+        text.contains("A ClusterPolicy patch with no ClusterPolicy"),
+        "{text}"
+    );
+    let sharing = text
+        .split('×')
+        .find(|d| d.contains("Sharing replicas below 2"))
+        .unwrap_or_else(|| panic!("{text}"));
     // At the caller's argument, not at the module's `replicas = var.replicas`.
     let line = line_of(&module.dir.join("main.hcl"), "replicas = 1");
     assert!(
-        text.contains(&format!("main.hcl:{line}:"))
-            && !text.contains("device-plugin-sharing/main.hcl:"),
+        sharing.contains(&format!("main.hcl:{line}:"))
+            && !sharing.contains("device-plugin-sharing/main.hcl:"),
         "not at the module call's replicas line {line}:\n{text}"
     );
 
@@ -360,6 +369,46 @@ fn a_mig_profile_the_nodes_gpu_lacks_is_refused_whatever_the_module_was_told() {
     c.kubectl_ok(&["delete", "node", "gm-h100"]);
 }
 
+/// The mig module on a cluster without the GPU Operator, and none in the stack: its
+/// ClusterPolicy patch can only fail at apply, so the plan refuses it, at the module call.
+#[test]
+fn a_mig_module_on_a_cluster_without_a_cluster_policy_is_refused_at_plan() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    c.fake_gpu_node("gm-nopolicy", "NVIDIA A100-SXM4-80GB", 1);
+    let stack = stack_of(
+        r#"module "mig" {
+  source = "../../modules/mig"
+  operator = {
+    namespace               = "gpu-operator"
+    cluster_policy_name     = "cluster-policy"
+    device_plugin_daemonset = "nvidia-device-plugin-daemonset"
+  }
+  gpu_model  = "A100-80GB"
+  geometry   = "all-1g.10gb"
+  strategy   = "mixed"
+  node_names = ["gm-nopolicy"]
+}
+"#,
+        &[],
+    );
+    let no_policy = c.kubectl(&["get", "clusterpolicy", "cluster-policy"]);
+    assert!(
+        !no_policy.status.success(),
+        "the cluster must have no ClusterPolicy for this test"
+    );
+    let message = refused(&stack);
+    assert!(
+        message.contains("A ClusterPolicy patch with no ClusterPolicy"),
+        "{message}"
+    );
+    assert!(
+        message.contains("module.mig.kubernetes_patch.cluster_policy"),
+        "{message}"
+    );
+    c.kubectl_ok(&["delete", "node", "gm-nopolicy"]);
+}
+
 #[test]
 fn the_reference_flows_first_plan_shows_the_nodes_shared_gpus() {
     let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
@@ -437,13 +486,22 @@ module "time_slicing" {
         || allocatable(c, "gm-drift", "nvidia.com/gpu"),
         |a| a == "8",
     );
-    let clean = stack.run("drift", &[]);
-    assert_eq!(
-        clean.status.code(),
-        Some(0),
-        "{}{}",
-        String::from_utf8_lossy(&clean.stdout),
-        String::from_utf8_lossy(&clean.stderr)
+    // The operator just installed: the device plugin's pods come up node by node, and a node
+    // without one advertises nothing until then.
+    c.eventually(
+        60,
+        || {
+            let clean = stack.run("drift", &[]);
+            (
+                clean.status.code(),
+                format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&clean.stdout),
+                    String::from_utf8_lossy(&clean.stderr)
+                ),
+            )
+        },
+        |(code, _)| *code == Some(0),
     );
 
     // One GPU falls off the bus: the device plugin takes it out of allocatable.
@@ -491,6 +549,12 @@ module "time_slicing" {
     // With the operator and the config live, only node labels change: gm-join enters the
     // config and gm-drift leaves it for the unshared default.
     c.fake_gpu_node("gm-join", "Tesla T4", 1);
+    // Its device plugin's pod comes up first: until then the node advertises nothing.
+    c.eventually(
+        60,
+        || allocatable(c, "gm-join", "nvidia.com/gpu"),
+        |a| a == "1",
+    );
     let main = stack.dir.join("main.hcl");
     let text = std::fs::read_to_string(&main).unwrap().replace(
         r#"node_names = ["gm-drift"]"#,
@@ -574,4 +638,265 @@ fn drift_names_a_dra_node_whose_resource_slice_lost_a_gpu() {
     c.kubectl_ok(&["delete", "resourceslice", "gm-dra-gpu.nvidia.com"]);
     drop(_destroy);
     c.kubectl_ok(&["delete", "node", "gm-dra"]);
+}
+
+/// The lines of a plan's GPU disruption section about node `node`.
+fn disruption_lines<'a>(plan: &'a str, node: &str) -> Vec<&'a str> {
+    let prefix = format!("node {node}:");
+    plan.lines()
+        .skip_while(|l| !l.trim().starts_with("GPU disruption"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .filter(|l| l.starts_with(&prefix))
+        .collect()
+}
+
+/// A MIG geometry change on a pool of three nodes running GPU pods: the plan shows, before
+/// anything is applied, the capacity each node will advertise and a disruption section that
+/// names each node, the GPU pods running there (read live) and how the change rolls out.
+#[test]
+fn a_mig_change_on_three_busy_nodes_lists_each_node_and_its_gpu_pods_as_a_disruption() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let nodes = ["gm-dis-0", "gm-dis-1", "gm-dis-2"];
+    for node in nodes {
+        c.fake_gpu_node(node, "NVIDIA A100-SXM4-80GB", 1);
+    }
+    let chart = format!("chart={}", chart());
+    let stack = stack_of(
+        r#"variable "geometry" {
+  type    = string
+  default = "all-disabled"
+}
+
+module "gpu_operator" {
+  source          = "../../modules/gpu-operator"
+  chart           = var.chart
+  driver_enabled  = false
+  toolkit_enabled = false
+  runtime_class   = "nvidia-container-runtime"
+  mig_strategy    = "mixed"
+}
+
+module "mig" {
+  source     = "../../modules/mig"
+  operator   = module.gpu_operator
+  gpu_model  = "A100-80GB"
+  geometry   = var.geometry
+  strategy   = "mixed"
+  node_names = ["gm-dis-0", "gm-dis-1", "gm-dis-2"]
+}
+"#,
+        &[&chart],
+    );
+    let _destroy = Destroy(&stack);
+    stack.ok("apply", &["--auto-approve"]);
+    for (i, node) in nodes.iter().enumerate() {
+        c.eventually(60, || allocatable(c, node, "nvidia.com/gpu"), |a| a == "1");
+        // A training job's pod on the node's one GPU (two on the first node: one of them
+        // holds no GPU and must not be listed).
+        c.apply_yaml(&format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: train-{i}\n  namespace: default\nspec:\n  nodeSelector:\n    kubernetes.io/hostname: {node}\n  tolerations:\n  - key: nvidia.com/gpu\n    operator: Exists\n    effect: NoSchedule\n  containers:\n  - name: train\n    image: nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda11.7.1-ubuntu20.04\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n"
+        ));
+    }
+    c.apply_yaml(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: sidecar-0\n  namespace: default\nspec:\n  nodeSelector:\n    kubernetes.io/hostname: gm-dis-0\n  tolerations:\n  - key: nvidia.com/gpu\n    operator: Exists\n    effect: NoSchedule\n  containers:\n  - name: log\n    image: busybox\n",
+    );
+    for pod in ["train-0", "train-1", "train-2", "sidecar-0"] {
+        c.eventually(
+            60,
+            || {
+                String::from_utf8_lossy(
+                    &c.kubectl(&[
+                        "get",
+                        "pod",
+                        pod,
+                        "-n",
+                        "default",
+                        "-o",
+                        "jsonpath={.status.phase}",
+                    ])
+                    .stdout,
+                )
+                .into_owned()
+            },
+            |phase| phase == "Running",
+        );
+    }
+
+    let plan = stack.ok("plan", &["--var", "geometry=all-1g.10gb"]);
+    for (i, node) in nodes.iter().enumerate() {
+        let capacity = super::capacity_lines(&plan, &format!("node {node} "));
+        assert!(
+            capacity
+                .iter()
+                .any(|l| l.contains("nvidia.com/mig-1g.10gb 0 → 7")),
+            "{plan}"
+        );
+        let disruption = disruption_lines(&plan, node);
+        assert_eq!(
+            disruption,
+            [format!(
+                "node {node}: reconfigures MIG all-disabled → all-1g.10gb (MIG Manager stops every GPU operand of the node and needs its GPUs free; MIG mode changes: the node reboots where MIG Manager runs with WITH_REBOOT); GPU pods running: default/train-{i}; rollout: all nodes at once, not drained first"
+            )],
+            "{plan}"
+        );
+    }
+    for pod in ["train-0", "train-1", "train-2", "sidecar-0"] {
+        c.kubectl_ok(&["delete", "pod", pod, "-n", "default", "--wait=false"]);
+    }
+    stack.ok("destroy", &["--auto-approve"]);
+    drop(_destroy);
+    for node in nodes {
+        c.kubectl_ok(&["delete", "node", node]);
+    }
+}
+
+/// gpu-operator#2833 on a node: MIG Manager reports success but leaves the device plugin
+/// paused, so the node advertises none of its MIG devices. `gpustack drift` reports the node
+/// with the wedge as the cause.
+#[test]
+fn drift_reports_a_node_mig_manager_left_wedged_with_the_cause() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let node = "gm-wedge";
+    c.fake_gpu_node(node, "NVIDIA A100-SXM4-80GB", 1);
+    c.kubectl_ok(&[
+        "annotate",
+        "node",
+        node,
+        "--overwrite",
+        "gpusim.gpustack.dev/wedge=paused-left",
+    ]);
+    let chart = format!("chart={}", chart());
+    let stack = stack_of(
+        r#"module "gpu_operator" {
+  source          = "../../modules/gpu-operator"
+  chart           = var.chart
+  driver_enabled  = false
+  toolkit_enabled = false
+  runtime_class   = "nvidia-container-runtime"
+  mig_strategy    = "mixed"
+}
+
+module "mig" {
+  source     = "../../modules/mig"
+  operator   = module.gpu_operator
+  gpu_model  = "A100-80GB"
+  geometry   = "all-1g.10gb"
+  strategy   = "mixed"
+  node_names = ["gm-wedge"]
+}
+"#,
+        &[&chart],
+    );
+    let _destroy = Destroy(&stack);
+    stack.ok("apply", &["--auto-approve"]);
+    c.eventually(
+        60,
+        || allocatable(c, node, "nvidia.com/mig-1g.10gb"),
+        |a| a == "0",
+    );
+    let drift = stack.run("drift", &[]);
+    let text = String::from_utf8_lossy(&drift.stdout);
+    assert_eq!(drift.status.code(), Some(2), "{text}");
+    let squashed: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        squashed.contains("node gm-wedge advertises nvidia.com/mig-1g.10gb 0, the GPU model expects 7")
+            && squashed.contains("wedged: MIG Manager left nvidia.com/gpu.deploy.dcgm-exporter, nvidia.com/gpu.deploy.device-plugin, nvidia.com/gpu.deploy.gpu-feature-discovery at paused-for-mig-change after state success"),
+        "{text}"
+    );
+    // The wedge cleared as the cause says, the node is whole again, and nothing holds the
+    // operator's teardown up.
+    c.kubectl_ok(&["annotate", "node", node, "gpusim.gpustack.dev/wedge-"]);
+    c.kubectl_ok(&[
+        "label",
+        "node",
+        node,
+        "--overwrite",
+        "nvidia.com/gpu.deploy.device-plugin=true",
+        "nvidia.com/gpu.deploy.gpu-feature-discovery=true",
+        "nvidia.com/gpu.deploy.dcgm-exporter=true",
+    ]);
+    c.eventually(
+        60,
+        || allocatable(c, node, "nvidia.com/mig-1g.10gb"),
+        |a| a == "7",
+    );
+    drop(_destroy);
+    c.kubectl_ok(&["delete", "node", node]);
+}
+
+/// A sharing change (time-slicing 10 → 4) restarts the device plugin on the node that uses
+/// the config: the plan lists it, with the GPU pod running there, before apply.
+#[test]
+fn a_sharing_change_lists_the_device_plugin_restart_and_its_gpu_pods_before_apply() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let node = "gm-dis-ts";
+    c.fake_gpu_node(node, "Tesla T4", 1);
+    let chart = format!("chart={}", chart());
+    let stack = stack_of(
+        r#"variable "replicas" {
+  type    = number
+  default = 10
+}
+
+module "gpu_operator" {
+  source          = "../../modules/gpu-operator"
+  chart           = var.chart
+  driver_enabled  = false
+  toolkit_enabled = false
+  runtime_class   = "nvidia-container-runtime"
+}
+
+module "time_slicing" {
+  source     = "../../modules/time-slicing"
+  operator   = module.gpu_operator
+  replicas   = var.replicas
+  node_names = ["gm-dis-ts"]
+}
+"#,
+        &[&chart],
+    );
+    let _destroy = Destroy(&stack);
+    stack.ok("apply", &["--auto-approve"]);
+    c.eventually(60, || allocatable(c, node, "nvidia.com/gpu"), |a| a == "10");
+    c.apply_yaml(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: infer-ts\n  namespace: default\nspec:\n  nodeSelector:\n    kubernetes.io/hostname: {node}\n  tolerations:\n  - key: nvidia.com/gpu\n    operator: Exists\n    effect: NoSchedule\n  containers:\n  - name: infer\n    image: nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda11.7.1-ubuntu20.04\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n"
+    ));
+    c.eventually(
+        60,
+        || {
+            String::from_utf8_lossy(
+                &c.kubectl(&[
+                    "get",
+                    "pod",
+                    "infer-ts",
+                    "-n",
+                    "default",
+                    "-o",
+                    "jsonpath={.status.phase}",
+                ])
+                .stdout,
+            )
+            .into_owned()
+        },
+        |phase| phase == "Running",
+    );
+    let plan = stack.ok("plan", &["--var", "replicas=4"]);
+    let lines = disruption_lines(&plan, node);
+    assert_eq!(lines.len(), 1, "{plan}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "node {node}: restarts the device plugin (time-slicing ×10"
+        )) && lines[0].contains("time-slicing ×4")
+            && lines[0].contains("GPU pods running: default/infer-ts"),
+        "{plan}"
+    );
+    c.kubectl_ok(&["delete", "pod", "infer-ts", "-n", "default", "--wait=false"]);
+    stack.ok("destroy", &["--auto-approve"]);
+    drop(_destroy);
+    c.kubectl_ok(&["delete", "node", node]);
 }

@@ -7,6 +7,10 @@ use std::sync::OnceLock;
 
 const SHARING: &str = "gpustack-sharing";
 
+/// The tests that restart device plugins and read what they reload: a restart of the whole
+/// DaemonSet reaches every node.
+static RESTARTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn time_slicing(replicas: u32, rename: bool) -> String {
     format!(
         "version: v1\n    flags:\n      migStrategy: none\n    sharing:\n      timeSlicing:\n        renameByDefault: {rename}\n        resources:\n        - name: nvidia.com/gpu\n          replicas: {replicas}"
@@ -192,10 +196,21 @@ fn mig_geometry_applies_and_an_invalid_one_fails_without_change() {
         || label(c, "tw-a100-mig", "nvidia.com/mig.config.state"),
         |v| v == "failed",
     );
+    // The GPUs keep their layout and the operands were never paused (another test's restart
+    // of the device plugin's DaemonSet may take the plugin away for a moment).
     assert_eq!(
-        allocatable(c, "tw-a100-mig", "nvidia.com/mig-1g.10gb"),
-        "7",
+        annotation(c, "tw-a100-mig", "gpusim.gpustack.dev/mig-applied"),
+        "all-1g.10gb",
         "a failed geometry must not change the node"
+    );
+    assert_eq!(
+        label(c, "tw-a100-mig", "nvidia.com/gpu.deploy.device-plugin"),
+        "true"
+    );
+    c.eventually(
+        30,
+        || allocatable(c, "tw-a100-mig", "nvidia.com/mig-1g.10gb"),
+        |v| v == "7",
     );
     c.kubectl_ok(&[
         "label",
@@ -213,6 +228,7 @@ fn mig_geometry_applies_and_an_invalid_one_fails_without_change() {
 
 #[test]
 fn an_in_place_config_edit_takes_effect_only_after_the_device_plugin_restarts() {
+    let _one = RESTARTS.lock().unwrap_or_else(|e| e.into_inner());
     let c = world();
     let set_replicas = |n: u32| {
         let patch = serde_json::json!({ "data": { "ts-edit": format!("{}\n", time_slicing(n, false).replace("\n    ", "\n")) } }).to_string();
@@ -228,14 +244,36 @@ fn an_in_place_config_edit_takes_effect_only_after_the_device_plugin_restarts() 
             &patch,
         ]);
     };
+    // The DaemonSet controller replaces the plugin's pods as its update strategy allows: the
+    // restart has reached the node once another plugin pod runs there. Its uid.
     let restart = || {
+        let before = c.eventually(60, || plugin_pod(c, "tw-t4-edit"), |uid| !uid.is_empty());
         c.kubectl_ok(&[
             "rollout",
             "restart",
             "daemonset/nvidia-device-plugin-daemonset",
             "-n",
             "gpu-operator",
-        ])
+        ]);
+        c.eventually(
+            60,
+            || plugin_pod(c, "tw-t4-edit"),
+            |uid| !uid.is_empty() && *uid != before,
+        )
+    };
+    // Waits until the node advertises `gpus` from the config the plugin pod `uid` loaded (the
+    // simulator names that pod on the node).
+    let advertised_by = |uid: &str, gpus: &str| {
+        c.eventually(
+            60,
+            || {
+                (
+                    annotation(c, "tw-t4-edit", "gpusim.gpustack.dev/plugin-pod"),
+                    allocatable(c, "tw-t4-edit", "nvidia.com/gpu"),
+                )
+            },
+            |(seen, have)| seen == uid && have == gpus,
+        );
     };
     gpu_node(
         c,
@@ -246,25 +284,20 @@ fn an_in_place_config_edit_takes_effect_only_after_the_device_plugin_restarts() 
     );
     // A known start, whatever an earlier run left: 4 replicas, loaded by a fresh plugin.
     set_replicas(4);
-    restart();
-    c.eventually(
-        30,
-        || allocatable(c, "tw-t4-edit", "nvidia.com/gpu"),
-        |v| v == "4",
-    );
+    let loaded = restart();
+    advertised_by(&loaded, "4");
     set_replicas(6);
     std::thread::sleep(std::time::Duration::from_secs(2));
-    assert_eq!(
-        allocatable(c, "tw-t4-edit", "nvidia.com/gpu"),
-        "4",
-        "the plugin does not watch its ConfigMap"
-    );
-    restart();
-    c.eventually(
-        30,
-        || allocatable(c, "tw-t4-edit", "nvidia.com/gpu"),
-        |v| v == "6",
-    );
+    // Other tests' nodes come and go, and with them the DaemonSet's pods: the edit is judged
+    // only while the plugin pod that loaded 4 is the one running.
+    let running = plugin_pod(c, "tw-t4-edit");
+    let gpus = allocatable(c, "tw-t4-edit", "nvidia.com/gpu");
+    if running == loaded && annotation(c, "tw-t4-edit", "gpusim.gpustack.dev/plugin-pod") == loaded
+    {
+        assert_eq!(gpus, "4", "the plugin does not watch its ConfigMap");
+    }
+    let reloaded = restart();
+    advertised_by(&reloaded, "6");
 }
 
 #[test]
@@ -453,4 +486,488 @@ fn up_makes_a_cluster_afresh_when_a_stopped_components_port_is_taken() {
         ready.status.success(),
         "the cluster made afresh does not answer"
     );
+}
+
+fn annotation(c: &TestCluster, node: &str, key: &str) -> String {
+    let escaped = key.replace('.', "\\.").replace('/', "\\/");
+    c.kubectl_ok(&[
+        "get",
+        "node",
+        node,
+        "-o",
+        &format!("jsonpath={{.metadata.annotations.{escaped}}}"),
+    ])
+}
+
+fn ready(c: &TestCluster, node: &str) -> String {
+    c.kubectl_ok(&[
+        "get",
+        "node",
+        node,
+        "-o",
+        r#"jsonpath={.status.conditions[?(@.type=="Ready")].status}"#,
+    ])
+}
+
+/// The uid of the device plugin's pod running on a node and not being deleted (the oldest,
+/// which the DaemonSet controller keeps when it made two); empty when there is none.
+fn plugin_pod(c: &TestCluster, node: &str) -> String {
+    let pods = c.kubectl_ok(&[
+        "get",
+        "pods",
+        "-n",
+        "gpu-operator",
+        "-l",
+        "app=nvidia-device-plugin-daemonset",
+        "--field-selector",
+        &format!("spec.nodeName={node},status.phase=Running"),
+        "--sort-by=.metadata.creationTimestamp",
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.uid} {.metadata.deletionTimestamp}{\"\\n\"}{end}",
+    ]);
+    pods.lines()
+        .map(str::trim)
+        .find(|line| !line.contains(' '))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The pods of the operator's operands on a node.
+fn operand_pods(c: &TestCluster, node: &str) -> String {
+    c.kubectl_ok(&[
+        "get",
+        "pods",
+        "-n",
+        "gpu-operator",
+        "--field-selector",
+        &format!("spec.nodeName={node}"),
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.labels.app}{\" \"}{end}",
+    ])
+}
+
+/// A long-running pod holding one GPU of the node, as a training job's would.
+fn gpu_pod(c: &TestCluster, name: &str, node: &str, resource: &str) {
+    c.apply_yaml(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  nodeSelector:\n    kubernetes.io/hostname: {node}\n  tolerations:\n  - key: nvidia.com/gpu\n    operator: Exists\n    effect: NoSchedule\n  containers:\n  - name: train\n    image: nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda11.7.1-ubuntu20.04\n    resources:\n      limits:\n        {resource}: 1\n"
+    ));
+    c.eventually(60, || pod_phase(c, name), |phase| phase == "Running");
+}
+
+fn pod_phase(c: &TestCluster, name: &str) -> String {
+    String::from_utf8_lossy(
+        &c.kubectl(&[
+            "get",
+            "pod",
+            name,
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.status.phase}",
+        ])
+        .stdout,
+    )
+    .into_owned()
+}
+
+/// A MIG node of its own, advertising its one whole GPU before any geometry.
+fn fresh_mig_node(c: &TestCluster, name: &str, annotations: &[&str]) {
+    let _ = c.kubectl(&["delete", "node", name, "--wait=true"]);
+    let _ = c.kubectl(&[
+        "delete",
+        "configmap",
+        &format!("{name}-mig-config"),
+        "-n",
+        "gpu-operator",
+    ]);
+    gpu_node(c, name, "NVIDIA-A100-SXM4-80GB", 1, &[]);
+    if !annotations.is_empty() {
+        let mut args = vec!["annotate", "node", name, "--overwrite"];
+        args.extend_from_slice(annotations);
+        c.kubectl_ok(&args);
+    }
+    c.eventually(60, || allocatable(c, name, "nvidia.com/gpu"), |v| v == "1");
+}
+
+/// MIG Manager as mig-parted runs it: pending, the operands paused and waited for, the GPUs
+/// repartitioned — killing the pod left on them, since it never waits for user pods — the
+/// operands back, success.
+#[test]
+fn mig_manager_pauses_the_operands_and_kills_a_gpu_pod_left_on_the_node() {
+    let c = world();
+    let node = "tw-mig-kill";
+    fresh_mig_node(c, node, &["gpusim.gpustack.dev/reconfigure-seconds=3"]);
+    for operand in ["device-plugin", "gpu-feature-discovery", "dcgm-exporter"] {
+        assert_eq!(
+            label(c, node, &format!("nvidia.com/gpu.deploy.{operand}")),
+            "true"
+        );
+    }
+    c.eventually(
+        60,
+        || operand_pods(c, node),
+        |p| p.contains("nvidia-device-plugin-daemonset"),
+    );
+    let _ = c.kubectl(&[
+        "delete",
+        "pod",
+        "tw-mig-victim",
+        "-n",
+        "default",
+        "--wait=true",
+    ]);
+    gpu_pod(c, "tw-mig-victim", node, "nvidia.com/gpu");
+
+    c.kubectl_ok(&[
+        "label",
+        "node",
+        node,
+        "--overwrite",
+        "nvidia.com/mig.config=all-1g.10gb",
+    ]);
+    c.eventually(
+        10,
+        || label(c, node, "nvidia.com/gpu.deploy.device-plugin"),
+        |v| v == "paused-for-mig-change",
+    );
+    assert_eq!(label(c, node, "nvidia.com/mig.config.state"), "pending");
+    assert_eq!(
+        label(c, node, "nvidia.com/gpu.deploy.gpu-feature-discovery"),
+        "paused-for-mig-change"
+    );
+    // The operands go, and with the device plugin the node's healthy GPUs.
+    c.eventually(60, || operand_pods(c, node), |p| p.trim().is_empty());
+    c.eventually(10, || allocatable(c, node, "nvidia.com/gpu"), |v| v == "0");
+    c.eventually(60, || pod_phase(c, "tw-mig-victim"), |p| p == "Failed");
+    let reason = c.kubectl_ok(&[
+        "get",
+        "pod",
+        "tw-mig-victim",
+        "-n",
+        "default",
+        "-o",
+        "jsonpath={.status.reason}",
+    ]);
+    assert_eq!(reason, "GPUReconfigured");
+    assert_eq!(
+        annotation(c, node, "gpusim.gpustack.dev/killed-pods"),
+        "default/tw-mig-victim"
+    );
+    c.eventually(
+        60,
+        || label(c, node, "nvidia.com/mig.config.state"),
+        |v| v == "success",
+    );
+    assert_eq!(
+        label(c, node, "nvidia.com/gpu.deploy.device-plugin"),
+        "true"
+    );
+    c.eventually(
+        60,
+        || allocatable(c, node, "nvidia.com/mig-1g.10gb"),
+        |v| v == "7",
+    );
+    c.kubectl_ok(&["delete", "pod", "tw-mig-victim", "-n", "default"]);
+}
+
+/// Since v26.3.0 MIG Manager generates `<node>-mig-config` from NVML: the geometries of the
+/// node's own GPU, which it uses in place of NVIDIA's static default.
+#[test]
+fn mig_manager_generates_and_uses_a_per_node_config() {
+    let c = world();
+    let node = "tw-mig-pernode";
+    fresh_mig_node(c, node, &[]);
+    let config = c.eventually(
+        60,
+        || {
+            String::from_utf8_lossy(
+                &c.kubectl(&[
+                    "get",
+                    "configmap",
+                    &format!("{node}-mig-config"),
+                    "-n",
+                    "gpu-operator",
+                    "-o",
+                    r"jsonpath={.data.config\.yaml}",
+                ])
+                .stdout,
+            )
+            .into_owned()
+        },
+        |text| !text.is_empty(),
+    );
+    assert!(config.contains("all-1g.10gb:"), "{config}");
+    assert!(config.contains("\"7g.80gb\": 1"), "{config}");
+    assert!(
+        !config.contains("1g.5gb"),
+        "an A100 80GB has no 1g.5gb: {config}"
+    );
+    c.kubectl_ok(&[
+        "label",
+        "node",
+        node,
+        "--overwrite",
+        "nvidia.com/mig.config=all-3g.40gb",
+    ]);
+    c.eventually(
+        60,
+        || allocatable(c, node, "nvidia.com/mig-3g.40gb"),
+        |v| v == "2",
+    );
+}
+
+/// gpu-operator#2833: the state stays pending, the operands paused and no GPU advertised,
+/// with no error; it goes on once the wedge is cleared.
+#[test]
+fn a_stuck_pending_wedge_advertises_nothing_until_it_is_cleared() {
+    let c = world();
+    let node = "tw-mig-stuck";
+    fresh_mig_node(c, node, &["gpusim.gpustack.dev/wedge=stuck-pending"]);
+    c.kubectl_ok(&[
+        "label",
+        "node",
+        node,
+        "--overwrite",
+        "nvidia.com/mig.config=all-1g.10gb",
+    ]);
+    c.eventually(60, || allocatable(c, node, "nvidia.com/gpu"), |v| v == "0");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert_eq!(label(c, node, "nvidia.com/mig.config.state"), "pending");
+    assert_eq!(
+        label(c, node, "nvidia.com/gpu.deploy.device-plugin"),
+        "paused-for-mig-change"
+    );
+    assert_eq!(allocatable(c, node, "nvidia.com/gpu"), "0");
+    c.kubectl_ok(&["annotate", "node", node, "gpusim.gpustack.dev/wedge-"]);
+    c.eventually(
+        60,
+        || allocatable(c, node, "nvidia.com/mig-1g.10gb"),
+        |v| v == "7",
+    );
+    assert_eq!(label(c, node, "nvidia.com/mig.config.state"), "success");
+}
+
+/// gpu-operator#2415: the kubelet restarted by the reconfiguration does not come back and the
+/// node is NotReady; the kubelet's return lets MIG Manager finish.
+#[test]
+fn a_kubelet_that_does_not_come_back_leaves_the_node_not_ready() {
+    let c = world();
+    let node = "tw-mig-kubelet";
+    fresh_mig_node(c, node, &["gpusim.gpustack.dev/wedge=kubelet-restart"]);
+    c.kubectl_ok(&[
+        "label",
+        "node",
+        node,
+        "--overwrite",
+        "nvidia.com/mig.config=all-1g.10gb",
+    ]);
+    c.eventually(60, || ready(c, node), |v| v == "False");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(
+        ready(c, node),
+        "False",
+        "kwok must not play a kubelet that is down"
+    );
+    assert_eq!(label(c, node, "nvidia.com/mig.config.state"), "pending");
+    c.kubectl_ok(&["annotate", "node", node, "gpusim.gpustack.dev/wedge-"]);
+    c.eventually(60, || ready(c, node), |v| v == "True");
+    c.eventually(
+        60,
+        || allocatable(c, node, "nvidia.com/mig-1g.10gb"),
+        |v| v == "7",
+    );
+    assert_eq!(label(c, node, "nvidia.com/mig.config.state"), "success");
+}
+
+/// The two other signs of a wedge: success with the operands left paused, and success with
+/// nothing advertised.
+#[test]
+fn a_success_can_leave_the_operands_paused_or_nothing_advertised() {
+    let c = world();
+    let node = "tw-mig-paused";
+    fresh_mig_node(c, node, &["gpusim.gpustack.dev/wedge=paused-left"]);
+    c.kubectl_ok(&[
+        "label",
+        "node",
+        node,
+        "--overwrite",
+        "nvidia.com/mig.config=all-1g.10gb",
+    ]);
+    c.eventually(
+        60,
+        || label(c, node, "nvidia.com/mig.config.state"),
+        |v| v == "success",
+    );
+    assert_eq!(
+        label(c, node, "nvidia.com/gpu.deploy.device-plugin"),
+        "paused-for-mig-change"
+    );
+    assert_eq!(allocatable(c, node, "nvidia.com/mig-1g.10gb"), "0");
+    // A node whose operands stay paused keeps the operator notReady: gone, it holds no one up.
+    c.kubectl_ok(&["delete", "node", node]);
+
+    let node = "tw-mig-zero";
+    fresh_mig_node(c, node, &["gpusim.gpustack.dev/wedge=zero-after-success"]);
+    c.kubectl_ok(&[
+        "label",
+        "node",
+        node,
+        "--overwrite",
+        "nvidia.com/mig.config=all-1g.10gb",
+    ]);
+    c.eventually(
+        60,
+        || label(c, node, "nvidia.com/mig.config.state"),
+        |v| v == "success",
+    );
+    c.eventually(
+        60,
+        || operand_pods(c, node),
+        |p| p.contains("nvidia-device-plugin-daemonset"),
+    );
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(
+        label(c, node, "nvidia.com/gpu.deploy.device-plugin"),
+        "true"
+    );
+    assert_eq!(allocatable(c, node, "nvidia.com/mig-1g.10gb"), "0");
+    c.kubectl_ok(&["annotate", "node", node, "gpusim.gpustack.dev/wedge-"]);
+    c.eventually(
+        60,
+        || allocatable(c, node, "nvidia.com/mig-1g.10gb"),
+        |v| v == "7",
+    );
+}
+
+/// With `WITH_REBOOT=true` in the MIG Manager's environment, a change of MIG mode reboots the
+/// node: state rebooting and the node NotReady, then pending again, then success.
+#[test]
+fn with_reboot_a_mig_mode_change_reboots_the_node() {
+    let c = world();
+    let node = "tw-mig-reboot";
+    fresh_mig_node(c, node, &["gpusim.gpustack.dev/reboot-seconds=3"]);
+    let env = |value: &str| {
+        c.kubectl_ok(&[
+            "patch",
+            "clusterpolicy",
+            "cluster-policy",
+            "--type",
+            "merge",
+            "-p",
+            &format!(r#"{{"spec":{{"migManager":{{"env":{value}}}}}}}"#),
+        ]);
+    };
+    struct Restore<F: Fn(&str)>(F);
+    impl<F: Fn(&str)> Drop for Restore<F> {
+        fn drop(&mut self) {
+            (self.0)("[]");
+        }
+    }
+    env(r#"[{"name":"WITH_REBOOT","value":"true"}]"#);
+    let _restore = Restore(env);
+    c.kubectl_ok(&[
+        "label",
+        "node",
+        node,
+        "--overwrite",
+        "nvidia.com/mig.config=all-1g.10gb",
+    ]);
+    c.eventually(
+        60,
+        || {
+            (
+                label(c, node, "nvidia.com/mig.config.state"),
+                ready(c, node),
+            )
+        },
+        |(state, ready)| state == "rebooting" && ready == "False",
+    );
+    c.eventually(
+        60,
+        || allocatable(c, node, "nvidia.com/mig-1g.10gb"),
+        |v| v == "7",
+    );
+    assert_eq!(ready(c, node), "True");
+    assert_eq!(label(c, node, "nvidia.com/mig.config.state"), "success");
+}
+
+/// gpu-operator#304 and #536: the operator uncordons nodes whoever cordoned them.
+#[test]
+fn the_operator_uncordons_a_node_on_its_own_schedule() {
+    let c = world();
+    let node = "tw-uncordon";
+    gpu_node(c, node, "NVIDIA-L4", 1, &[]);
+    c.kubectl_ok(&[
+        "annotate",
+        "node",
+        node,
+        "--overwrite",
+        "gpusim.gpustack.dev/operator-uncordon-seconds=2",
+    ]);
+    c.kubectl_ok(&["cordon", node]);
+    let schedulable =
+        || c.kubectl_ok(&["get", "node", node, "-o", "jsonpath={.spec.unschedulable}"]);
+    assert_eq!(schedulable(), "true");
+    c.eventually(15, schedulable, |v| v.is_empty() || v == "false");
+}
+
+/// The device plugin of one node loads an edited config when its own pod is replaced, and
+/// only that node's: the restart is per node.
+#[test]
+fn a_device_plugin_pod_replaced_on_one_node_reloads_only_that_node() {
+    let _one = RESTARTS.lock().unwrap_or_else(|e| e.into_inner());
+    let c = world();
+    let set_replicas = |n: u32| {
+        let patch = serde_json::json!({ "data": { "ts-pernode": format!("{}\n", time_slicing(n, false).replace("\n    ", "\n")) } }).to_string();
+        c.kubectl_ok(&[
+            "patch",
+            "configmap",
+            SHARING,
+            "-n",
+            "gpu-operator",
+            "--type",
+            "merge",
+            "-p",
+            &patch,
+        ]);
+    };
+    // Replaces the node's plugin pod, and waits until another one runs.
+    let restart = |node: &str| {
+        let before = c.eventually(60, || plugin_pod(c, node), |uid| !uid.is_empty());
+        c.kubectl_ok(&[
+            "delete",
+            "pod",
+            "-n",
+            "gpu-operator",
+            "-l",
+            "app=nvidia-device-plugin-daemonset",
+            "--field-selector",
+            &format!("spec.nodeName={node}"),
+        ]);
+        c.eventually(
+            60,
+            || plugin_pod(c, node),
+            |uid| !uid.is_empty() && *uid != before,
+        );
+    };
+    set_replicas(4);
+    for node in ["tw-pernode-a", "tw-pernode-b"] {
+        gpu_node(
+            c,
+            node,
+            "Tesla T4",
+            1,
+            &["nvidia.com/device-plugin.config=ts-pernode"],
+        );
+        restart(node);
+        c.eventually(60, || allocatable(c, node, "nvidia.com/gpu"), |v| v == "4");
+    }
+    set_replicas(6);
+    restart("tw-pernode-a");
+    c.eventually(
+        60,
+        || allocatable(c, "tw-pernode-a", "nvidia.com/gpu"),
+        |v| v == "6",
+    );
+    assert_eq!(allocatable(c, "tw-pernode-b", "nvidia.com/gpu"), "4");
 }
