@@ -128,6 +128,9 @@ fn nodes(model: &Model, findings: &mut Vec<Finding>) {
 }
 
 /// The checks of one node (a live one, or the nodes a new pool will bring).
+// Long by design: one paragraph per check of a node, each reading the same bindings (the
+// node's labels after the plan, its physical GPUs, the config it joins); split apart they
+// would each re-derive them.
 fn node_checks(model: &Model, node: &crate::model::Node, findings: &mut Vec<Finding>) {
     let after = &model.after;
     let Some(physical) = &node.physical else {

@@ -301,6 +301,9 @@ pub struct Model {
 }
 
 impl Model {
+    // Long by design: one pass over the facts with one arm per fact kind, each arm a few lines
+    // that file the fact where the model reads it; the rest is the order the model needs
+    // (configs before nodes, nodes before pools), which reads best in one place.
     pub fn build(facts: &[Sourced<'_>]) -> Self {
         let mut cluster = ClusterFact::default();
         let mut live_nodes: BTreeMap<String, NodeFact> = BTreeMap::new();

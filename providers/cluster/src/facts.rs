@@ -56,6 +56,8 @@ fn nvidia_quantities(node: &Node) -> BTreeMap<String, f64> {
 /// The live cluster as the GPU components see it: nodes that have or may have GPUs, the
 /// ClusterPolicy and the ConfigMaps it points at, NVIDIA's DRA devices. Parts the cluster
 /// does not serve (no ClusterPolicy CRD, no DRA API) are simply absent.
+// Long by design: the reads run in the order each needs the one before (the policy names the
+// operator's namespace, which names the ConfigMaps), each with its own "unread" note.
 pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error> {
     let mut unread = Vec::new();
     let policy = match live_policy(cluster).await {

@@ -66,73 +66,8 @@ impl Connected {
                 Value::Object(map)
             }
         };
-        let taints: Vec<Value> = config["taints"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|t| {
-                Value::Object(IndexMap::from([
-                    (
-                        "key".to_owned(),
-                        Value::string(t["key"].as_str().unwrap_or_default()),
-                    ),
-                    (
-                        "value".to_owned(),
-                        t["value"]
-                            .as_str()
-                            .filter(|v| !v.is_empty())
-                            .map_or(Value::Null, Value::string),
-                    ),
-                    (
-                        "effect".to_owned(),
-                        Value::string(t["effect"].as_str().unwrap_or_default()),
-                    ),
-                ]))
-            })
-            .collect();
-        let accelerator = config["accelerators"]
-            .as_array()
-            .and_then(|a| a.first())
-            .map_or(Value::Null, |a| {
-                let optional = |v: &Json| match v {
-                    Json::String(s) if !s.is_empty() => Value::string(s),
-                    Json::Number(n) => Value::number(n.as_f64().unwrap_or_default()),
-                    _ => Value::Null,
-                };
-                let clients = a["gpuSharingConfig"]["maxSharedClientsPerGpu"]
-                    .as_str()
-                    .and_then(|s| s.parse::<f64>().ok())
-                    .or(a["gpuSharingConfig"]["maxSharedClientsPerGpu"].as_f64());
-                Value::Object(IndexMap::from([
-                    ("type".to_owned(), optional(&a["acceleratorType"])),
-                    (
-                        "count".to_owned(),
-                        Value::number(
-                            a["acceleratorCount"]
-                                .as_str()
-                                .and_then(|s| s.parse().ok())
-                                .or(a["acceleratorCount"].as_f64())
-                                .unwrap_or(0.0),
-                        ),
-                    ),
-                    (
-                        "gpu_partition_size".to_owned(),
-                        optional(&a["gpuPartitionSize"]),
-                    ),
-                    (
-                        "sharing_strategy".to_owned(),
-                        optional(&a["gpuSharingConfig"]["gpuSharingStrategy"]),
-                    ),
-                    (
-                        "max_shared_clients_per_gpu".to_owned(),
-                        clients.map_or(Value::Null, Value::number),
-                    ),
-                    (
-                        "driver_version".to_owned(),
-                        optional(&a["gpuDriverInstallationConfig"]["gpuDriverVersion"]),
-                    ),
-                ]))
-            });
+        let taints = taints_state(config);
+        let accelerator = accelerator_state(config);
         let autoscaling = p["autoscaling"]["enabled"] == true;
         // Proto3 JSON leaves zeros out.
         let size = |v: &Json| Value::number(v.as_f64().unwrap_or(0.0));
@@ -594,4 +529,79 @@ impl CloudPool for Connected {
             Err(e) => Err(failed(describe(&e))),
         }
     }
+}
+
+/// The pool's taints as the state keeps them (an empty value is null).
+fn taints_state(config: &Json) -> Vec<Value> {
+    config["taints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            Value::Object(IndexMap::from([
+                (
+                    "key".to_owned(),
+                    Value::string(t["key"].as_str().unwrap_or_default()),
+                ),
+                (
+                    "value".to_owned(),
+                    t["value"]
+                        .as_str()
+                        .filter(|v| !v.is_empty())
+                        .map_or(Value::Null, Value::string),
+                ),
+                (
+                    "effect".to_owned(),
+                    Value::string(t["effect"].as_str().unwrap_or_default()),
+                ),
+            ]))
+        })
+        .collect()
+}
+
+/// The pool's first accelerator as the state keeps it (null when the pool has none).
+fn accelerator_state(config: &Json) -> Value {
+    config["accelerators"]
+        .as_array()
+        .and_then(|a| a.first())
+        .map_or(Value::Null, |a| {
+            let optional = |v: &Json| match v {
+                Json::String(s) if !s.is_empty() => Value::string(s),
+                Json::Number(n) => Value::number(n.as_f64().unwrap_or_default()),
+                _ => Value::Null,
+            };
+            let clients = a["gpuSharingConfig"]["maxSharedClientsPerGpu"]
+                .as_str()
+                .and_then(|s| s.parse::<f64>().ok())
+                .or(a["gpuSharingConfig"]["maxSharedClientsPerGpu"].as_f64());
+            Value::Object(IndexMap::from([
+                ("type".to_owned(), optional(&a["acceleratorType"])),
+                (
+                    "count".to_owned(),
+                    Value::number(
+                        a["acceleratorCount"]
+                            .as_str()
+                            .and_then(|s| s.parse().ok())
+                            .or(a["acceleratorCount"].as_f64())
+                            .unwrap_or(0.0),
+                    ),
+                ),
+                (
+                    "gpu_partition_size".to_owned(),
+                    optional(&a["gpuPartitionSize"]),
+                ),
+                (
+                    "sharing_strategy".to_owned(),
+                    optional(&a["gpuSharingConfig"]["gpuSharingStrategy"]),
+                ),
+                (
+                    "max_shared_clients_per_gpu".to_owned(),
+                    clients.map_or(Value::Null, Value::number),
+                ),
+                (
+                    "driver_version".to_owned(),
+                    optional(&a["gpuDriverInstallationConfig"]["gpuDriverVersion"]),
+                ),
+            ]))
+        })
 }

@@ -83,6 +83,7 @@ impl Type {
     /// Converts `value` to this type the way HCL does: numbers and bools become strings, numeric
     /// and boolean strings become numbers and bools, object attributes missing from an
     /// `optional(...)` attribute take its default. Null and unknown values fit every type.
+    // Long by design: HCL's conversion table, one arm per target type.
     pub fn convert(&self, value: &Value) -> Result<Value, ConversionError> {
         if let Value::Sensitive(m) = value {
             return self

@@ -257,6 +257,8 @@ impl Func {
     }
 }
 
+// Long by design: the library's index, one arm per function, each arm its arity and body;
+// grouped by Terraform's documentation sections so that a function is found where its docs are.
 fn lookup_func(name: &str) -> Option<Func> {
     let func = match name {
         // Numbers.
