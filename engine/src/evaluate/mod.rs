@@ -673,23 +673,29 @@ impl<'a> EvalContext<'a> {
                 .call_name()
                 .unwrap_or_default()
                 .to_owned();
-            // An instance's arguments see its count.index or each.key/each.value.
-            let repetition = self.stack.modules[module]
-                .instance
-                .as_ref()
-                .map(|i| Repetition {
+            let call = self.stack.modules[parent].calls.get(&call_name);
+            // An instance's arguments see its count.index or each.key/each.value; a repeated
+            // call loaded once, as the template of instances not known yet (or not expanded
+            // after an earlier error), sees them unknown, as a resource's body does.
+            let repetition = match &self.stack.modules[module].instance {
+                Some(i) => Some(Repetition {
                     count_index: i.count_index.map(|n| Value::number(n as f64)),
                     each: i
                         .each
                         .as_ref()
                         .map(|(k, v)| (Value::String(k.clone()), v.clone())),
                     ..Repetition::default()
-                });
-            match self.stack.modules[parent]
-                .calls
-                .get(&call_name)
-                .and_then(|c| c.args.get(&v.name))
-            {
+                }),
+                None => call.filter(|c| c.is_repeated()).map(|c| Repetition {
+                    count_index: c.count.as_ref().map(|_| Value::Unknown),
+                    each: c
+                        .for_each
+                        .as_ref()
+                        .map(|_| (Value::Unknown, Value::Unknown)),
+                    ..Repetition::default()
+                }),
+            };
+            match call.and_then(|c| c.args.get(&v.name)) {
                 Some((expr, _)) => match (self.eval(parent, expr, repetition), &v.default) {
                     // A non-nullable variable given null takes its default, as in Terraform.
                     (value, Some(default)) if !v.nullable && value.is_null() => {
@@ -847,6 +853,10 @@ impl<'a> EvalContext<'a> {
 
     fn resource(&mut self, module: usize, r: &Resource) -> (Value, Option<Vec<String>>) {
         let Some(schema) = schema_of(self.registry, r) else {
+            if let Some(foreign) = gpustack_protocol::terraform::foreign_provider(&r.type_name) {
+                self.foreign_type(r, foreign);
+                return (Value::Unknown, None);
+            }
             let (what, types): (&str, Vec<&str>) = match r.mode {
                 ResourceMode::Managed => ("resource", self.registry.resource_types().collect()),
                 ResourceMode::Data => ("data source", self.registry.data_source_types().collect()),
@@ -1573,6 +1583,50 @@ impl<'a> EvalContext<'a> {
         undecided
     }
 
+    /// A type of a Terraform provider gpustack does not serve: reported once per type, at its
+    /// first block in the stack, naming the provider.
+    fn foreign_type(
+        &mut self,
+        r: &Resource,
+        foreign: gpustack_protocol::terraform::ForeignProvider,
+    ) {
+        let blocks = self.stack.modules.iter().flat_map(|m| match r.mode {
+            ResourceMode::Managed => m.resources.values(),
+            ResourceMode::Data => m.data.values(),
+        });
+        let mut first = None;
+        let mut count = 0;
+        for other in blocks.filter(|o| o.type_name == r.type_name) {
+            first.get_or_insert(other);
+            count += 1;
+        }
+        if !first.is_some_and(|first| std::ptr::eq(first, r)) {
+            return;
+        }
+        let (what, verb) = match r.mode {
+            ResourceMode::Managed => ("Resource type", "manage"),
+            ResourceMode::Data => ("Data source type", "read"),
+        };
+        let blocks = if count > 1 {
+            format!(" ({count} blocks of this type; this is the first)")
+        } else {
+            String::new()
+        };
+        let advice = if foreign.infrastructure {
+            " Keep what it manages in the Terraform stack that has it, give that stack outputs for what this one needs (a cluster's endpoint, a role's ARN, a subnet's ID), and read them here with data \"terraform_remote_state\"."
+        } else {
+            ""
+        };
+        self.diags.error(
+            r.type_span,
+            format!("{what} of another provider"),
+            format!(
+                "{} belongs to Terraform's {} provider, which gpustack does not serve: gpustack does not {verb} it{blocks}.{advice}",
+                r.type_name, foreign.source
+            ),
+        );
+    }
+
     /// Asks the owning provider to check a configuration, and points its findings at the source.
     pub(crate) fn provider_checks(&mut self, r: &Resource, config: &Value) {
         let Some(owner) = self.registry.owner_of(&r.type_name) else {
@@ -1602,21 +1656,23 @@ impl<'a> EvalContext<'a> {
 
     pub(crate) fn check_settings(&mut self) {
         for (i, m) in self.stack.modules.iter().enumerate() {
-            let Some(settings) = &m.settings else {
-                continue;
-            };
-            if i != 0 {
-                self.diags.error(settings.span, "Settings in a child module", "The gpustack block belongs in the root module of a stack; modules cannot choose a backend.");
-                continue;
+            if let Some(settings) = &m.settings {
+                if i != 0 {
+                    self.diags.error(settings.span, "Settings in a child module", "The gpustack block belongs in the root module of a stack; modules cannot choose a backend.");
+                    continue;
+                }
+                if let Some((constraint, span)) = &settings.required_version
+                    && let Err(message) = crate::version::check_required(constraint)
+                {
+                    self.diags
+                        .error(*span, "Unsupported gpustack version", message);
+                }
             }
-            if let Some((constraint, span)) = &settings.required_version
-                && let Err(message) = crate::version::check_required(constraint)
-            {
-                self.diags
-                    .error(*span, "Unsupported gpustack version", message);
+            if i != 0 {
+                continue;
             }
             // Its structure and literals; variables' values are known when it is opened.
-            if let Some(encryption) = &settings.encryption {
+            if let Some(encryption) = m.encryption() {
                 let variables = |name: &str| {
                     encryption_variable(self.stack, name)?;
                     Ok(Value::Unknown)
@@ -1630,7 +1686,7 @@ impl<'a> EvalContext<'a> {
                     self.diags,
                 );
             }
-            let Some(backend) = &settings.backend else {
+            let Some(backend) = m.backend() else {
                 continue;
             };
             let Some(schema) = gpustack_state::backend_schema(&backend.kind) else {
