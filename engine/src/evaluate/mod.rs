@@ -1740,6 +1740,21 @@ fn attribute_span(body: &BodyRef, path: &str) -> Option<Span> {
             if let (Some(i), Expression::Array(items)) = (index, &attr.value) {
                 best = items.get(i).and_then(|e| e.span()).or(best);
             }
+            // On into an object constructor, by its literal keys: `config.bucket`.
+            let mut value = &attr.value;
+            while let (Some(step), Expression::Object(object)) = (steps.next(), value) {
+                let Some((key, item)) = object.iter().find(|(key, _)| match key {
+                    hcl_edit::expr::ObjectKey::Ident(ident) => ident.as_str() == step,
+                    hcl_edit::expr::ObjectKey::Expression(Expression::String(s)) => {
+                        s.value() == step
+                    }
+                    _ => false,
+                }) else {
+                    break;
+                };
+                best = key.span().or(best);
+                value = item.expr();
+            }
             break;
         }
         match current.get_blocks(name).nth(index.unwrap_or(0)) {

@@ -790,7 +790,14 @@ impl<'r> Writer<'r> {
                     self.expression(s, true)
                 }
                 Mode::Literal => self.quoted(s, Mode::Literal),
-                Mode::Template => self.quoted(s, Mode::Template),
+                Mode::Template => match single_interpolation(&s.value) {
+                    // `"${expr}"` is the expression's value itself, unconverted.
+                    Some(inner) => {
+                        self.put_mapped(&s.value[inner.clone()], &s.offsets[inner]);
+                        self.put("\n", s.span.end.saturating_sub(1));
+                    }
+                    None => self.quoted(s, Mode::Template),
+                },
             },
             JKind::Array(items) => {
                 let inner = match mode {
@@ -894,6 +901,27 @@ impl<'r> Writer<'r> {
         }
         self.put("\"", s.span.end.saturating_sub(1));
     }
+}
+
+/// Where the expression of a template that is one interpolation and nothing else (no text, no
+/// strip markers) is: Terraform takes such a template's value to be the expression's own.
+fn single_interpolation(text: &str) -> Option<Range<usize>> {
+    let template = hcl_edit::parser::parse_template(text).ok()?;
+    let mut elements = template.iter();
+    let (Some(hcl_edit::template::Element::Interpolation(interpolation)), None) =
+        (elements.next(), elements.next())
+    else {
+        return None;
+    };
+    if interpolation.strip != hcl_edit::template::Strip::default()
+        || !text.starts_with("${")
+        || !text.ends_with('}')
+    {
+        return None;
+    }
+    let inner = &text[2..text.len() - 1];
+    let start = 2 + (inner.len() - inner.trim_start().len());
+    Some(start..text.len() - 1)
 }
 
 /// For each byte of a template, whether it is literal text (to be escaped in a quoted string)
@@ -1054,7 +1082,7 @@ mod tests {
     fn templates_are_quoted_with_their_literal_text_escaped() {
         let out = hcl(r#"{"locals": {"a": "x\"${upper(\"b}\")}\\ $${y}", "b": "${var.list}"}}"#);
         assert!(out.contains(r#"a = "x\"${upper("b}")}\\ $${y}""#), "{out}");
-        assert!(out.contains(r#"b = "${var.list}""#), "{out}");
+        assert!(out.contains("b = var.list\n"), "{out}");
     }
 
     #[test]
@@ -1071,7 +1099,7 @@ mod tests {
             out.contains("lifecycle {\nignore_changes = [\ntags\n,\n]"),
             "{out}"
         );
-        assert!(out.contains(r#"count = "${var.n}""#), "{out}");
+        assert!(out.contains("count = var.n\n"), "{out}");
     }
 
     #[test]

@@ -455,7 +455,10 @@ pub fn check_required_providers(stack: &Stack, registry: &Registry, diags: &mut 
     let served: Vec<String> = SERVED_PROVIDERS
         .iter()
         .filter(|(_, name)| registry.provider(name).is_some())
-        .map(|(source, name)| format!("{name} ({source})"))
+        .map(|(source, name)| match source.strip_prefix("builtin/") {
+            Some(_) => format!("{name} (built in, terraform.io/{source})"),
+            None => format!("{name} ({source})"),
+        })
         .collect();
     for module in &stack.modules {
         // A module loaded once per instance is reported once.
