@@ -20,6 +20,8 @@ pub fn registry() -> Registry {
     )));
     #[cfg(feature = "kubernetes")]
     providers.push(gpustack_provider_kubernetes::kubernetes());
+    #[cfg(feature = "kubernetes")]
+    providers.push(gpustack_provider_kubernetes::kubectl());
     #[cfg(feature = "helm")]
     providers.push(gpustack_provider_helm::provider());
     #[cfg(feature = "kubernetes")]

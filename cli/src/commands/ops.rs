@@ -957,8 +957,7 @@ fn is_stack(path: &Path) -> bool {
     path.is_dir()
         && std::fs::read_dir(path).is_ok_and(|entries| {
             entries.filter_map(Result::ok).any(|e| {
-                gpustack_lang::config::stack_file_syntax(&e.file_name().to_string_lossy())
-                    .is_some()
+                gpustack_lang::config::stack_file_syntax(&e.file_name().to_string_lossy()).is_some()
             })
         })
 }

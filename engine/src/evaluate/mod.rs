@@ -842,19 +842,56 @@ impl<'a> EvalContext<'a> {
             ));
         }
         let block = &self.stack.modules[module].providers[key];
-        Some(self.decode(
+        let config = self.decode(
             module,
             &block.body,
             &schema,
             None,
             &format!("provider \"{name}\""),
-        ))
+        );
+        if let Some(provider) = self.registry.provider(name) {
+            let response = provider.validate_resource_config(ValidateResourceConfigRequest {
+                type_name: gpustack_protocol::PROVIDER_CONFIG,
+                config: &config,
+            });
+            for d in response.diagnostics {
+                let span = d
+                    .attribute
+                    .as_deref()
+                    .and_then(|path| attribute_span(&block.body, path))
+                    .unwrap_or(span);
+                self.diags.push(Diag {
+                    severity: d.severity,
+                    summary: d.summary,
+                    detail: d.detail,
+                    span: Some(span),
+                });
+            }
+        }
+        Some(config)
     }
 
     fn resource(&mut self, module: usize, r: &Resource) -> (Value, Option<Vec<String>>) {
         let Some(schema) = schema_of(self.registry, r) else {
             if let Some(foreign) = gpustack_protocol::terraform::foreign_provider(&r.type_name) {
                 self.foreign_type(r, foreign);
+                return (Value::Unknown, None);
+            }
+            if let Some(why) = gpustack_protocol::terraform::unserved_type(
+                &r.type_name,
+                r.mode == ResourceMode::Data,
+            ) && self
+                .registry
+                .provider(r.type_name.split('_').next().unwrap_or_default())
+                .is_some()
+                // A misspelt name of a served type gets its suggestion instead.
+                && match r.mode {
+                    ResourceMode::Managed => closest(&r.type_name, self.registry.resource_types()),
+                    ResourceMode::Data => closest(&r.type_name, self.registry.data_source_types()),
+                }
+                .is_none()
+            {
+                self.diags.error(r.type_span, "Type not served", why);
                 return (Value::Unknown, None);
             }
             let (what, types): (&str, Vec<&str>) = match r.mode {
@@ -1119,6 +1156,29 @@ impl<'a> EvalContext<'a> {
                 Structure::Attribute(attr) => {
                     let key = attr.key.as_str();
                     let key_span = self.span(file, attr.key.span());
+                    if !schema.attributes.contains_key(key)
+                        && let Some(nested) = schema.blocks.get(key).filter(|n| n.also_argument)
+                    {
+                        if !seen.insert(key) {
+                            self.diags.error(
+                                key_span,
+                                "Duplicate argument",
+                                format!("The argument \"{key}\" was already set in {context}."),
+                            );
+                            continue;
+                        }
+                        let value = self.eval_in(module, &attr.value, file, repetition.clone());
+                        self.blocks_as_attribute(
+                            (key, key_span.unwrap_or(body.span)),
+                            nested,
+                            &value,
+                            Some(crate::config::span_of(file, attr.value.span())),
+                            context,
+                            &mut blocks,
+                            &mut unknown_blocks,
+                        );
+                        continue;
+                    }
                     let Some(schema_attr) = schema.attributes.get(key) else {
                         let hint = if schema.blocks.contains_key(key) {
                             format!(" \"{key}\" is a block: write {key} {{ ... }}.")
@@ -1184,6 +1244,42 @@ impl<'a> EvalContext<'a> {
                 }
                 Structure::Block(block) => {
                     let kind = block.ident.as_str();
+                    if !schema.blocks.contains_key(kind)
+                        && let Some(attr) = schema.attributes.get(kind)
+                        && attr.ty == Type::Any
+                        && attr.is_configurable()
+                        && block.labels.is_empty()
+                    {
+                        // An argument that takes either a value or Terraform's block of it
+                        // (kubernetes_manifest's `field_manager "name"` or `field_manager {}`):
+                        // the block is the object of its arguments.
+                        let key_span = self.span(file, block.ident.span());
+                        if !seen.insert(kind) {
+                            self.diags.error(
+                                key_span,
+                                "Duplicate argument",
+                                format!("The argument \"{kind}\" was already set in {context}."),
+                            );
+                            continue;
+                        }
+                        let mut fields = IndexMap::new();
+                        for inner in block.body.iter() {
+                            match inner {
+                                Structure::Attribute(a) => {
+                                    let value =
+                                        self.eval_in(module, &a.value, file, repetition.clone());
+                                    fields.insert(a.key.as_str().to_owned(), value);
+                                }
+                                Structure::Block(b) => self.diags.error(
+                                    self.span(file, b.ident.span()),
+                                    "Unsupported block type",
+                                    format!("A {kind} block takes arguments only."),
+                                ),
+                            }
+                        }
+                        object.insert(kind.to_owned(), Value::Object(fields));
+                        continue;
+                    }
                     let Some(nested) = schema.blocks.get(kind) else {
                         let hint = if schema.attributes.contains_key(kind) {
                             format!(" \"{kind}\" is an argument: write {kind} = ....")
@@ -1263,6 +1359,51 @@ impl<'a> EvalContext<'a> {
             object.insert(name.clone(), value);
         }
         Value::Object(object)
+    }
+
+    /// A nested block type written as an argument: `set = [{ name = "a", value = "1" }]` for
+    /// `set { ... }` blocks, `kubernetes = { ... }` for a `kubernetes { ... }` block. Providers
+    /// moved such arguments from one form to the other between major versions (the helm
+    /// provider's v2 and v3), and Terraform reads both; each element is one block.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the state of the body being decoded"
+    )]
+    fn blocks_as_attribute(
+        &mut self,
+        (kind, key_span): (&str, Span),
+        nested: &NestedBlock,
+        value: &Value,
+        value_span: Option<Span>,
+        context: &str,
+        blocks: &mut IndexMap<String, Vec<Value>>,
+        unknown_blocks: &mut HashSet<String>,
+    ) {
+        let element = block_type(&nested.block);
+        let ty = match nested.nesting {
+            BlockNesting::Single => element,
+            BlockNesting::List => Type::list(element),
+        };
+        if value.is_unknown() {
+            unknown_blocks.insert(kind.to_owned());
+            return;
+        }
+        if value.is_null() {
+            return;
+        }
+        match ty.convert(value) {
+            Ok(Value::List(items)) if nested.nesting == BlockNesting::List => {
+                for item in items {
+                    self.push_block(blocks, kind, nested, item, key_span, context);
+                }
+            }
+            Ok(converted) => self.push_block(blocks, kind, nested, converted, key_span, context),
+            Err(err) => self.diags.error(
+                value_span.or(Some(key_span)),
+                "Incorrect attribute value type",
+                format!("Inappropriate value for attribute \"{kind}\": {err}."),
+            ),
+        }
     }
 
     fn push_block(
@@ -1883,4 +2024,30 @@ pub(crate) fn store(walk: &mut EvalContext<'_>, module: usize, r: &Resource, val
         ResourceMode::Managed => values.resources.insert(key, value),
         ResourceMode::Data => values.data.insert(key, value),
     };
+}
+
+/// The type of one block of `schema` written as an object: its required arguments required,
+/// everything else optional.
+fn block_type(schema: &Schema) -> Type {
+    let mut attrs: IndexMap<String, gpustack_protocol::ObjectAttr> = schema
+        .attributes
+        .iter()
+        .filter(|(_, a)| a.is_configurable())
+        .map(|(name, a)| {
+            let attr = if a.required {
+                gpustack_protocol::ObjectAttr::required(a.ty.clone())
+            } else {
+                gpustack_protocol::ObjectAttr::optional(a.ty.clone())
+            };
+            (name.clone(), attr)
+        })
+        .collect();
+    for (name, nested) in &schema.blocks {
+        let ty = match nested.nesting {
+            BlockNesting::Single => block_type(&nested.block),
+            BlockNesting::List => Type::list(block_type(&nested.block)),
+        };
+        attrs.insert(name.clone(), gpustack_protocol::ObjectAttr::optional(ty));
+    }
+    Type::Object(attrs)
 }

@@ -290,6 +290,10 @@ pub struct ReadDataSourceResponse {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// The type name under which `validate_resource_config` checks a `provider` block's own
+/// configuration (no resource type is named so: theirs start with the provider's name and `_`).
+pub const PROVIDER_CONFIG: &str = "provider";
+
 /// A provider as the registry holds it: what it accepts and how to connect it. The engine
 /// asks the factory for schemas, configuration checks and identities without connecting, and
 /// `configure` gives the [`Provider`] that serves one `provider` block.

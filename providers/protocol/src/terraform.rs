@@ -293,6 +293,37 @@ const SERVED_LATER: &[&str] = &[
     "google_container_node_pool",
 ];
 
+/// Why a type of a provider gpustack serves (kubernetes, helm, kubectl) is not served: the
+/// Terraform provider it belongs to and what to write instead; `None` for other names.
+pub fn unserved_type(type_name: &str, data: bool) -> Option<String> {
+    let (source, instead) = if type_name.starts_with("kubernetes_") {
+        (
+            "hashicorp/kubernetes",
+            if data {
+                "read what the stack needs with data \"kubernetes_nodes\", or from the resources that make it"
+            } else {
+                "write the object as a kubernetes_manifest (the same server-side apply, identity and ownership rules)"
+            },
+        )
+    } else if type_name.starts_with("helm_") {
+        (
+            "hashicorp/helm",
+            "install the chart with helm_release, or render it outside the stack with helm template",
+        )
+    } else if type_name.starts_with("kubectl_") {
+        (
+            "gavinbunney/kubectl",
+            "write the object as a kubectl_manifest or a kubernetes_manifest",
+        )
+    } else {
+        return None;
+    };
+    let what = if data { "data source" } else { "resource type" };
+    Some(format!(
+        "{type_name} is a {what} of Terraform's {source} provider that gpustack does not serve yet: {instead}."
+    ))
+}
+
 /// The Terraform provider a type gpustack does not serve belongs to, when gpustack knows it.
 pub fn foreign_provider(type_name: &str) -> Option<ForeignProvider> {
     if SERVED_LATER.contains(&type_name) {
