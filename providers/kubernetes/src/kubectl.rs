@@ -43,9 +43,9 @@ fn manifest_schema() -> Schema {
     Schema::new("A Kubernetes object given as YAML, applied server-side.")
         .attr(
             "yaml_body",
-            Attribute::required(Type::String)
-                .sensitive()
-                .describe("The object, as YAML (one document)."),
+            Attribute::required(Type::String).describe(
+                "The object, as YAML (one document); sensitive when it is a Secret or sensitive_fields names any field.",
+            ),
         )
         .attr(
             "yaml_body_parsed",
@@ -391,7 +391,12 @@ fn parsed(manifest: &Json, state: &Value) -> String {
 /// The `kubernetes_manifest` state a `kubectl_manifest` state stands for. `live` is the prior's
 /// live view: the manifest itself while `yaml_incluster` says the live fields match it.
 fn manifest_state(state: &Value, prior: bool) -> Value {
-    let manifest = manifest_of(state).ok().flatten();
+    // A sensitive yaml_body is held as a digest: the object is then named by what the state
+    // records of it, which is enough to read, refresh and delete it.
+    let manifest = manifest_of(state)
+        .ok()
+        .flatten()
+        .or_else(|| prior.then(|| recorded_identity(state)).flatten());
     let manifest_value = manifest.as_ref().map_or(Value::Unknown, Value::from_json);
     let object = match &manifest {
         Some(m) if prior && text(state, "yaml_incluster") == Some(fingerprint(m).as_str()) => {
@@ -472,6 +477,19 @@ fn manifest_state(state: &Value, prior: bool) -> Value {
     )
 }
 
+/// The object a state names by its computed api_version, kind, name and namespace.
+fn recorded_identity(state: &Value) -> Option<Json> {
+    let mut metadata = serde_json::json!({ "name": text(state, "name")? });
+    if let Some(namespace) = text(state, "namespace") {
+        metadata["namespace"] = namespace.into();
+    }
+    Some(serde_json::json!({
+        "apiVersion": text(state, "api_version")?,
+        "kind": text(state, "kind")?,
+        "metadata": metadata,
+    }))
+}
+
 /// A `kubectl_manifest` state with what the manifest resource answered: the live fingerprint
 /// and the object's uid.
 fn with_live(mut state: Value, manifest_state: &Value) -> Value {
@@ -511,6 +529,15 @@ fn described(mut state: Value) -> Value {
         .as_ref()
         .map_or(Value::Unknown, |m| Value::string(parsed(m, &state)));
     set(&mut state, "yaml_body_parsed", shown);
+    let secret = manifest
+        .as_ref()
+        .is_some_and(|m| m.get("kind").and_then(Json::as_str) == Some("Secret"))
+        || attribute(&state, "sensitive_fields")
+            .and_then(Value::as_list)
+            .is_some_and(|l| !l.is_empty());
+    if secret && let Some(body) = attribute(&state, "yaml_body").cloned() {
+        set(&mut state, "yaml_body", Value::sensitive(body));
+    }
     state
 }
 
@@ -569,7 +596,17 @@ impl Resource for KubectlManifest {
             .states
             .into_iter()
             .zip(&states)
-            .map(|(m, s)| m.map(|m| with_live(s.clone(), &m)))
+            .map(|(m, s)| {
+                m.map(|m| {
+                    if matches!(manifest_of(s), Ok(Some(_))) {
+                        with_live(s.clone(), &m)
+                    } else {
+                        // A yaml_body held as a digest: the object is there; what its fields
+                        // hold is not compared (the state cannot say what they should be).
+                        s.clone()
+                    }
+                })
+            })
             .collect();
         response.gpu_facts = response
             .gpu_facts
@@ -654,6 +691,28 @@ impl Resource for KubectlManifest {
             new_state,
             diagnostics: kubectl_diagnostics(response.diagnostics),
         }
+    }
+
+    async fn import(&self, id: &str) -> Result<Value, Vec<Diagnostic>> {
+        let state = self.inner.import(id).await?;
+        let manifest = attribute(&state, "manifest")
+            .map(Value::to_json_revealed)
+            .unwrap_or(Json::Null);
+        let schema = manifest_schema();
+        let mut imported = Value::Object(
+            schema
+                .attributes
+                .keys()
+                .map(|k| (k.clone(), Value::Null))
+                .chain(schema.blocks.keys().map(|k| (k.clone(), Value::Null)))
+                .collect(),
+        );
+        set(
+            &mut imported,
+            "yaml_body",
+            Value::string(serde_yaml_ng::to_string(&manifest).unwrap_or_default()),
+        );
+        Ok(with_live(described(imported), &state))
     }
 
     async fn plan_delete(&self, request: PlanDeleteRequest) -> PlanDeleteResponse {

@@ -326,7 +326,7 @@ impl Family for Kubernetes {
             && !check.config().as_object().is_some_and(|o| {
                 ["name", "metadata"]
                     .iter()
-                    .any(|k| o.get(*k).is_some_and(Value::is_unknown))
+                    .any(|k| o.get(*k).is_some_and(|v| !v.is_wholly_known()))
             })
         {
             check.error(

@@ -457,6 +457,9 @@ pub(crate) fn check(kind: &Kind, check: &mut Checker<'_>) {
     }
 }
 
+/// The metadata the API server sets.
+const COMPUTED_METADATA: [&str; 3] = ["uid", "resource_version", "generation"];
+
 /// The first block of a list block (`metadata[0]`), or the object of a single one.
 fn first(value: Option<&Value>) -> Option<&Value> {
     match value? {
@@ -504,7 +507,21 @@ fn to_json(fields: &[(&str, F)], typed: &Value) -> Json {
 /// The manifest a typed resource's configuration or state stands for; `None` while any of it
 /// is unknown.
 pub(crate) fn manifest(kind: &Kind, typed: &Value) -> Option<Json> {
-    if !typed.is_wholly_known() {
+    // What the provider computes (the uid, the resource version) is no part of the object.
+    let configured = |(name, value): (&String, &Value)| {
+        if name == "metadata" {
+            first(Some(value)).is_none_or(|m| {
+                m.as_object().is_none_or(|o| {
+                    o.iter()
+                        .filter(|(k, _)| !COMPUTED_METADATA.contains(&k.as_str()))
+                        .all(|(_, v)| v.is_wholly_known())
+                })
+            }) && !value.is_unknown()
+        } else {
+            value.is_wholly_known()
+        }
+    };
+    if !typed.as_object().is_some_and(|o| o.iter().all(configured)) {
         return None;
     }
     let metadata = first(attribute(typed, "metadata"));

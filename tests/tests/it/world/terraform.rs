@@ -360,3 +360,225 @@ fn the_terraform_blocks_kubernetes_backend_locks_as_gpustacks_own() {
     ]);
     assert!(holders.trim().is_empty(), "no Lease is held: {holders}");
 }
+
+/// The seed flow as a Terraform user writes it: the GPU Operator chart with `set {}` blocks, a
+/// `kubernetes_config_map_v1` time-slicing config, `kubernetes_labels` on the node and a
+/// `kubectl_manifest`, under a `terraform` block that pins the three providers.
+const SEED_TF: &str = r#"terraform {
+  required_version = ">= 1.5.0"
+
+  required_providers {
+    helm = {
+      source  = "hashicorp/helm"
+      version = "~> 2.17"
+    }
+    kubernetes = {
+      source  = "hashicorp/kubernetes"
+      version = "~> 2.35"
+    }
+    kubectl = {
+      source  = "gavinbunney/kubectl"
+      version = ">= 1.14.0"
+    }
+  }
+}
+
+variable "kubeconfig" {
+  type = string
+}
+
+variable "chart" {
+  type = string
+}
+
+variable "node_name" {
+  type = string
+}
+
+provider "kubernetes" {
+  config_path = var.kubeconfig
+}
+
+provider "helm" {
+  kubernetes {
+    config_path = var.kubeconfig
+  }
+}
+
+provider "kubectl" {
+  config_path      = var.kubeconfig
+  load_config_file = true
+}
+
+resource "kubernetes_namespace_v1" "gpu_operator" {
+  metadata {
+    name = "gpu-operator"
+  }
+}
+
+resource "kubernetes_config_map_v1" "time_slicing" {
+  metadata {
+    name      = "time-slicing-config"
+    namespace = kubernetes_namespace_v1.gpu_operator.metadata[0].name
+  }
+
+  data = {
+    any = <<-EOT
+      version: v1
+      sharing:
+        timeSlicing:
+          resources:
+            - name: nvidia.com/gpu
+              replicas: 10
+    EOT
+  }
+}
+
+resource "kubernetes_labels" "gpu_node" {
+  api_version = "v1"
+  kind        = "Node"
+
+  metadata {
+    name = var.node_name
+  }
+
+  labels = {
+    "nvidia.com/device-plugin.config" = "any"
+  }
+}
+
+resource "kubectl_manifest" "runtime_class" {
+  yaml_body = <<-YAML
+    apiVersion: node.k8s.io/v1
+    kind: RuntimeClass
+    metadata:
+      name: nvidia-tf
+    handler: nvidia
+  YAML
+}
+
+resource "helm_release" "gpu_operator" {
+  name      = "gpu-operator"
+  namespace = kubernetes_namespace_v1.gpu_operator.metadata[0].name
+  chart     = var.chart
+  wait      = true
+  timeout   = 600
+
+  set {
+    name  = "driver.enabled"
+    value = "false"
+  }
+
+  set {
+    name  = "toolkit.enabled"
+    value = "false"
+  }
+
+  set {
+    name  = "devicePlugin.config.name"
+    value = kubernetes_config_map_v1.time_slicing.metadata[0].name
+  }
+
+  set {
+    name  = "devicePlugin.config.default"
+    value = "any"
+  }
+
+  depends_on = [kubernetes_labels.gpu_node, kubectl_manifest.runtime_class]
+}
+"#;
+
+/// A copy of the seed stack as `main.tf`, with `replace` applied to its text.
+fn seed_stack(node: &str, replace: (&str, &str)) -> super::e2e::Stack {
+    let stack = super::e2e::Stack::inline("");
+    std::fs::remove_file(stack.dir.join("main.hcl")).unwrap();
+    std::fs::write(
+        stack.dir.join("main.tf"),
+        SEED_TF.replace(replace.0, replace.1),
+    )
+    .unwrap();
+    let chart = format!("chart={}", super::e2e::chart());
+    let node = format!("node_name={node}");
+    stack.with_vars(&[&chart, &node])
+}
+
+/// Applies everything the stack made, also when the test fails.
+struct Destroy<'a>(&'a super::e2e::Stack);
+
+impl Drop for Destroy<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run("destroy", &["--auto-approve"]);
+    }
+}
+
+#[test]
+fn a_terraform_seed_stack_applies_unchanged_and_the_node_advertises_ten() {
+    let _one = super::e2e::OPERATOR
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let c = gpustack_tests::cluster::e2e_cluster();
+    c.fake_gpu_node("tf-t4", "Tesla T4", 1);
+
+    // replicas = 1 in the ConfigMap: refused at plan, at that line of main.tf.
+    let one = seed_stack("tf-t4", ("replicas: 10", "replicas: 1"));
+    let out = one.run("plan", &[]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "not refused:\n{text}");
+    assert!(text.contains("Sharing replicas below 2"), "{text}");
+    let line = SEED_TF
+        .lines()
+        .position(|l| l.contains("replicas: 10"))
+        .unwrap()
+        + 1;
+    assert!(
+        text.contains(&format!("main.tf:{line}:")),
+        "not at line {line}:\n{text}"
+    );
+
+    let stack = seed_stack("tf-t4", ("", ""));
+    let _destroy = Destroy(&stack);
+    // The plan shows the node's capacity as the stack makes it.
+    let plan = stack.ok("plan", &[]);
+    let lines = super::capacity_lines(&plan, "node tf-t4 ");
+    assert!(
+        lines.iter().any(|l| l.contains("nvidia.com/gpu 1 → 10")),
+        "no capacity line for tf-t4:\n{plan}"
+    );
+    let applied = stack.ok("apply", &["--auto-approve"]);
+    assert!(applied.contains("Apply complete!"), "{applied}");
+    c.eventually(
+        60,
+        || super::e2e::allocatable(c, "tf-t4", "nvidia.com/gpu"),
+        |a| a == "10",
+    );
+    let policy = c.kubectl_ok(&["get", "clusterpolicy", "cluster-policy", "-o", "json"]);
+    let policy: serde_json::Value = serde_json::from_str(&policy).unwrap();
+    assert_eq!(
+        policy["spec"]["devicePlugin"]["config"]["name"],
+        "time-slicing-config"
+    );
+    assert_eq!(policy["spec"]["driver"]["enabled"], false);
+    assert_eq!(
+        c.kubectl_ok(&[
+            "get",
+            "runtimeclass",
+            "nvidia-tf",
+            "-o",
+            "jsonpath={.handler}"
+        ]),
+        "nvidia"
+    );
+    // Nothing left to do.
+    let again = stack.run("plan", &["--detailed-exitcode"]);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "second plan not empty:\n{}{}",
+        String::from_utf8_lossy(&again.stdout),
+        String::from_utf8_lossy(&again.stderr)
+    );
+}
