@@ -131,12 +131,13 @@ struct HelmCli {
     gpu_cluster: tokio::sync::OnceCell<Result<gpustack_protocol::ClusterFact, String>>,
 }
 
-const COMPUTED: [&str; 5] = [
+const COMPUTED: [&str; 6] = [
     "revision",
     "status",
     "app_version",
     "first_deployed",
     "metadata",
+    "manifest",
 ];
 
 fn on_path(name: &str) -> Option<PathBuf> {
@@ -922,6 +923,7 @@ impl Provider for HelmCli {
             let value = match prior {
                 Some(p) if unchanged => attribute(p, name).cloned().unwrap_or(Value::Null),
                 _ if name == "status" => Value::string("deployed"),
+                _ if name == "manifest" => Value::Null,
                 _ => Value::Unknown,
             };
             set(&mut planned, name, value);

@@ -312,6 +312,12 @@ pub fn release() -> Schema {
         .attr("status", Attribute::computed(Type::String))
         .attr("app_version", Attribute::computed(Type::String))
         .attr(
+            "manifest",
+            Attribute::computed(Type::String).describe(
+                "Terraform's rendered manifest, with experiments.manifest: never recorded (refused there).",
+            ),
+        )
+        .attr(
             "metadata",
             Attribute::computed(metadata)
                 .describe("The release as helm reports it (the helm provider v3's form)."),

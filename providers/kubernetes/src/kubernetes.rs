@@ -111,6 +111,12 @@ pub(crate) fn terraform_config(config: Schema) -> Schema {
             ),
         )
         .block(
+            "experiments",
+            BlockNesting::Single,
+            Schema::new("Terraform's experiments: kubernetes_manifest is always served.")
+                .attr("manifest_resource", Attribute::optional(Type::Bool)),
+        )
+        .block(
             "exec",
             BlockNesting::Single,
             Schema::new("A credential plugin, as a kubeconfig's exec.")

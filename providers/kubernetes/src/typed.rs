@@ -316,7 +316,19 @@ pub(crate) fn kind_of(type_name: &str) -> Option<&'static Kind> {
 
 /// Terraform's name of a Kubernetes field: the exceptions, else snake_case.
 pub(crate) fn terraform_name(field: &str) -> String {
-    if let Some((_, name)) = RENAMES.iter().find(|(f, _)| *f == field) {
+    field_name(field, true)
+}
+
+/// Terraform's name of a field of type `ty`: a plural made singular only for a list of objects
+/// (LimitRange's `limits` is `limit`, a PVC's `resources.limits` map stays `limits`).
+fn name_of(field: &str, ty: &F) -> String {
+    field_name(field, matches!(ty, F::Objs(_)))
+}
+
+fn field_name(field: &str, objects: bool) -> String {
+    if let Some((_, name)) = RENAMES.iter().find(|(f, _)| *f == field)
+        && (objects || format!("{name}s") != field)
+    {
         return (*name).to_owned();
     }
     let mut out = String::new();
@@ -348,7 +360,7 @@ fn one_block(schema: &mut Schema, name: &str, block: Schema, required: bool) {
 
 fn fields_schema(mut schema: Schema, fields: &[(&str, F)]) -> Schema {
     for (field, ty) in fields {
-        let name = terraform_name(field);
+        let name = name_of(field, ty);
         let attr = |ty: Type| Attribute::optional(ty);
         match ty {
             F::Str => schema = schema.attr(&name, attr(Type::String)),
@@ -452,7 +464,7 @@ pub(crate) fn check(kind: &Kind, check: &mut Checker<'_>) {
         check.error(
             "timeouts",
             "Unsupported block",
-            "gpustack does not honour Terraform's timeouts for typed resources: their applies do not wait; use a kubernetes_manifest with a wait block to wait for an object.".into(),
+            "gpustack does not honour timeouts on typed resources: their applies do not wait; use a kubernetes_manifest with a wait block to wait for an object.".into(),
         );
     }
 }
@@ -472,7 +484,7 @@ fn first(value: Option<&Value>) -> Option<&Value> {
 fn to_json(fields: &[(&str, F)], typed: &Value) -> Json {
     let mut out = serde_json::Map::new();
     for (field, ty) in fields {
-        let name = terraform_name(field);
+        let name = name_of(field, ty);
         let value = attribute(typed, &name);
         let json = match ty {
             F::Obj(inner) => first(value).map(|v| to_json(inner, v)),
@@ -546,7 +558,7 @@ pub(crate) fn manifest(kind: &Kind, typed: &Value) -> Option<Json> {
 /// The typed fields of a (projected) live object.
 fn from_json(fields: &[(&str, F)], live: &Json, typed: &mut Value) {
     for (field, ty) in fields {
-        let name = terraform_name(field);
+        let name = name_of(field, ty);
         let value = live.get(*field);
         let converted = match ty {
             F::Obj(inner) => match value {
@@ -691,8 +703,8 @@ fn typed_path(kind: &Kind, path: &Path) -> Path {
         (Some(PathStep::Key(root)), Some(PathStep::Key(field))) if root == "manifest" => {
             let mut out = if field == "metadata" {
                 vec![PathStep::Key("metadata".into()), PathStep::Index(0)]
-            } else if kind.fields.iter().any(|(f, _)| f == field) {
-                vec![PathStep::Key(terraform_name(field))]
+            } else if let Some((f, ty)) = kind.fields.iter().find(|(f, _)| f == field) {
+                vec![PathStep::Key(name_of(f, ty))]
             } else {
                 return vec![PathStep::Key("metadata".into())];
             };

@@ -729,3 +729,778 @@ fn terraform_remote_state_mistakes_are_located() {
         "{err}"
     );
 }
+
+/// How gpustack treats one argument of a Terraform provider's schema.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Verdict {
+    /// Honoured: it means what it means in Terraform.
+    Honoured,
+    /// Refused by name with the reason, when set to this value (HCL).
+    Refused(&'static str),
+}
+
+use Verdict::{Honoured, Refused};
+
+/// Every argument and block of the current schemas of Terraform's helm (v2 and v3),
+/// kubernetes and kubectl (gavinbunney) providers, for the types gpustack serves: where it
+/// lives (`provider.NAME`, `resource.TYPE`, `data.TYPE`), its path (blocks by name), and what
+/// gpustack does with it.
+const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
+    // hashicorp/helm: the provider.
+    ("provider.helm", "kubernetes", Honoured),
+    ("provider.helm", "kubernetes.host", Honoured),
+    ("provider.helm", "kubernetes.username", Honoured),
+    ("provider.helm", "kubernetes.password", Honoured),
+    ("provider.helm", "kubernetes.insecure", Honoured),
+    ("provider.helm", "kubernetes.tls_server_name", Honoured),
+    ("provider.helm", "kubernetes.client_certificate", Honoured),
+    ("provider.helm", "kubernetes.client_key", Honoured),
+    (
+        "provider.helm",
+        "kubernetes.cluster_ca_certificate",
+        Honoured,
+    ),
+    ("provider.helm", "kubernetes.config_paths", Honoured),
+    ("provider.helm", "kubernetes.config_path", Honoured),
+    ("provider.helm", "kubernetes.config_context", Honoured),
+    (
+        "provider.helm",
+        "kubernetes.config_context_auth_info",
+        Refused("\"user\""),
+    ),
+    (
+        "provider.helm",
+        "kubernetes.config_context_cluster",
+        Refused("\"cluster\""),
+    ),
+    ("provider.helm", "kubernetes.token", Honoured),
+    ("provider.helm", "kubernetes.proxy_url", Honoured),
+    ("provider.helm", "kubernetes.exec", Honoured),
+    ("provider.helm", "kubernetes.exec.api_version", Honoured),
+    ("provider.helm", "kubernetes.exec.command", Honoured),
+    ("provider.helm", "kubernetes.exec.args", Honoured),
+    ("provider.helm", "kubernetes.exec.env", Honoured),
+    ("provider.helm", "registry", Honoured),
+    ("provider.helm", "registry.url", Honoured),
+    ("provider.helm", "registry.username", Honoured),
+    ("provider.helm", "registry.password", Honoured),
+    ("provider.helm", "registries", Honoured),
+    ("provider.helm", "registry_config_path", Honoured),
+    ("provider.helm", "repository_config_path", Honoured),
+    ("provider.helm", "repository_cache", Honoured),
+    ("provider.helm", "helm_driver", Honoured),
+    ("provider.helm", "debug", Honoured),
+    ("provider.helm", "plugins_path", Honoured),
+    ("provider.helm", "burst_limit", Honoured),
+    ("provider.helm", "qps", Honoured),
+    ("provider.helm", "experiments", Honoured),
+    ("provider.helm", "experiments.manifest", Refused("true")),
+    // hashicorp/helm: helm_release.
+    ("resource.helm_release", "name", Honoured),
+    ("resource.helm_release", "chart", Honoured),
+    ("resource.helm_release", "repository", Honoured),
+    ("resource.helm_release", "repository_key_file", Honoured),
+    ("resource.helm_release", "repository_cert_file", Honoured),
+    ("resource.helm_release", "repository_ca_file", Honoured),
+    ("resource.helm_release", "repository_username", Honoured),
+    ("resource.helm_release", "repository_password", Honoured),
+    ("resource.helm_release", "pass_credentials", Honoured),
+    ("resource.helm_release", "version", Honoured),
+    ("resource.helm_release", "devel", Honoured),
+    ("resource.helm_release", "verify", Honoured),
+    ("resource.helm_release", "keyring", Honoured),
+    ("resource.helm_release", "namespace", Honoured),
+    ("resource.helm_release", "create_namespace", Honoured),
+    ("resource.helm_release", "values", Honoured),
+    ("resource.helm_release", "set", Honoured),
+    ("resource.helm_release", "set.name", Honoured),
+    ("resource.helm_release", "set.value", Honoured),
+    ("resource.helm_release", "set.type", Honoured),
+    ("resource.helm_release", "set_list", Honoured),
+    ("resource.helm_release", "set_list.name", Honoured),
+    ("resource.helm_release", "set_list.value", Honoured),
+    ("resource.helm_release", "set_sensitive", Honoured),
+    ("resource.helm_release", "set_sensitive.name", Honoured),
+    ("resource.helm_release", "set_sensitive.value", Honoured),
+    ("resource.helm_release", "set_sensitive.type", Honoured),
+    (
+        "resource.helm_release",
+        "set_wo",
+        Refused("[{ name = \"a\", value = \"b\" }]"),
+    ),
+    ("resource.helm_release", "set_wo_revision", Refused("1")),
+    ("resource.helm_release", "timeout", Honoured),
+    ("resource.helm_release", "disable_webhooks", Honoured),
+    (
+        "resource.helm_release",
+        "disable_crd_hooks",
+        Refused("true"),
+    ),
+    ("resource.helm_release", "reuse_values", Refused("true")),
+    ("resource.helm_release", "reset_values", Refused("false")),
+    ("resource.helm_release", "force_update", Honoured),
+    ("resource.helm_release", "recreate_pods", Refused("true")),
+    ("resource.helm_release", "cleanup_on_fail", Honoured),
+    ("resource.helm_release", "max_history", Honoured),
+    ("resource.helm_release", "atomic", Honoured),
+    ("resource.helm_release", "skip_crds", Honoured),
+    ("resource.helm_release", "render_subchart_notes", Honoured),
+    (
+        "resource.helm_release",
+        "disable_openapi_validation",
+        Honoured,
+    ),
+    ("resource.helm_release", "wait", Honoured),
+    ("resource.helm_release", "wait_for_jobs", Honoured),
+    ("resource.helm_release", "dependency_update", Honoured),
+    ("resource.helm_release", "replace", Refused("true")),
+    ("resource.helm_release", "description", Honoured),
+    ("resource.helm_release", "postrender", Honoured),
+    ("resource.helm_release", "postrender.binary_path", Honoured),
+    ("resource.helm_release", "postrender.args", Honoured),
+    ("resource.helm_release", "lint", Refused("true")),
+    ("resource.helm_release", "upgrade_install", Honoured),
+    ("resource.helm_release", "take_ownership", Honoured),
+    ("resource.helm_release", "status", Honoured),
+    ("resource.helm_release", "metadata", Honoured),
+    ("resource.helm_release", "manifest", Honoured),
+    // hashicorp/kubernetes: the provider.
+    ("provider.kubernetes", "host", Honoured),
+    ("provider.kubernetes", "username", Honoured),
+    ("provider.kubernetes", "password", Honoured),
+    ("provider.kubernetes", "insecure", Honoured),
+    ("provider.kubernetes", "tls_server_name", Honoured),
+    ("provider.kubernetes", "client_certificate", Honoured),
+    ("provider.kubernetes", "client_key", Honoured),
+    ("provider.kubernetes", "cluster_ca_certificate", Honoured),
+    ("provider.kubernetes", "config_paths", Honoured),
+    ("provider.kubernetes", "config_path", Honoured),
+    ("provider.kubernetes", "config_context", Honoured),
+    (
+        "provider.kubernetes",
+        "config_context_auth_info",
+        Refused("\"user\""),
+    ),
+    (
+        "provider.kubernetes",
+        "config_context_cluster",
+        Refused("\"cluster\""),
+    ),
+    ("provider.kubernetes", "token", Honoured),
+    ("provider.kubernetes", "proxy_url", Honoured),
+    ("provider.kubernetes", "exec", Honoured),
+    ("provider.kubernetes", "exec.api_version", Honoured),
+    ("provider.kubernetes", "exec.command", Honoured),
+    ("provider.kubernetes", "exec.args", Honoured),
+    ("provider.kubernetes", "exec.env", Honoured),
+    ("provider.kubernetes", "ignore_annotations", Honoured),
+    ("provider.kubernetes", "ignore_labels", Honoured),
+    ("provider.kubernetes", "experiments", Honoured),
+    (
+        "provider.kubernetes",
+        "experiments.manifest_resource",
+        Honoured,
+    ),
+    // hashicorp/kubernetes: kubernetes_manifest.
+    ("resource.kubernetes_manifest", "manifest", Honoured),
+    ("resource.kubernetes_manifest", "object", Honoured),
+    ("resource.kubernetes_manifest", "computed_fields", Honoured),
+    ("resource.kubernetes_manifest", "field_manager", Honoured),
+    ("resource.kubernetes_manifest", "wait", Honoured),
+    ("resource.kubernetes_manifest", "wait.rollout", Honoured),
+    ("resource.kubernetes_manifest", "wait.fields", Honoured),
+    ("resource.kubernetes_manifest", "wait.condition", Honoured),
+    (
+        "resource.kubernetes_manifest",
+        "wait.condition.type",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_manifest",
+        "wait.condition.status",
+        Honoured,
+    ),
+    ("resource.kubernetes_manifest", "wait_for", Honoured),
+    ("resource.kubernetes_manifest", "timeouts", Honoured),
+    ("resource.kubernetes_manifest", "timeouts.create", Honoured),
+    ("resource.kubernetes_manifest", "timeouts.update", Honoured),
+    ("resource.kubernetes_manifest", "timeouts.delete", Honoured),
+    // hashicorp/kubernetes: labels and annotations on objects of others.
+    ("resource.kubernetes_labels", "api_version", Honoured),
+    ("resource.kubernetes_labels", "kind", Honoured),
+    ("resource.kubernetes_labels", "metadata", Honoured),
+    ("resource.kubernetes_labels", "metadata.name", Honoured),
+    ("resource.kubernetes_labels", "metadata.namespace", Honoured),
+    ("resource.kubernetes_labels", "labels", Honoured),
+    ("resource.kubernetes_labels", "field_manager", Honoured),
+    ("resource.kubernetes_labels", "force", Honoured),
+    ("resource.kubernetes_annotations", "api_version", Honoured),
+    ("resource.kubernetes_annotations", "kind", Honoured),
+    ("resource.kubernetes_annotations", "metadata", Honoured),
+    ("resource.kubernetes_annotations", "metadata.name", Honoured),
+    (
+        "resource.kubernetes_annotations",
+        "metadata.namespace",
+        Honoured,
+    ),
+    ("resource.kubernetes_annotations", "annotations", Honoured),
+    (
+        "resource.kubernetes_annotations",
+        "template_annotations",
+        Honoured,
+    ),
+    ("resource.kubernetes_annotations", "field_manager", Honoured),
+    ("resource.kubernetes_annotations", "force", Honoured),
+    // hashicorp/kubernetes: typed resources (each also under its _v1 name, checked below).
+    ("resource.kubernetes_namespace", "metadata.name", Honoured),
+    (
+        "resource.kubernetes_namespace",
+        "metadata.generate_name",
+        Refused("\"gpu-\""),
+    ),
+    ("resource.kubernetes_namespace", "metadata.labels", Honoured),
+    (
+        "resource.kubernetes_namespace",
+        "metadata.annotations",
+        Honoured,
+    ),
+    ("resource.kubernetes_namespace", "metadata.uid", Honoured),
+    (
+        "resource.kubernetes_namespace",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_namespace",
+        "metadata.generation",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_namespace",
+        "wait_for_default_service_account",
+        Refused("true"),
+    ),
+    (
+        "resource.kubernetes_namespace",
+        "timeouts.delete",
+        Refused("\"5m\""),
+    ),
+    (
+        "resource.kubernetes_config_map",
+        "metadata.namespace",
+        Honoured,
+    ),
+    ("resource.kubernetes_config_map", "data", Honoured),
+    ("resource.kubernetes_config_map", "binary_data", Honoured),
+    ("resource.kubernetes_config_map", "immutable", Honoured),
+    ("resource.kubernetes_secret", "data", Honoured),
+    ("resource.kubernetes_secret", "binary_data", Honoured),
+    ("resource.kubernetes_secret", "type", Honoured),
+    ("resource.kubernetes_secret", "immutable", Honoured),
+    (
+        "resource.kubernetes_secret",
+        "wait_for_service_account_token",
+        Refused("true"),
+    ),
+    ("resource.kubernetes_service_account", "secret", Honoured),
+    (
+        "resource.kubernetes_service_account",
+        "secret.name",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_service_account",
+        "image_pull_secret",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_service_account",
+        "image_pull_secret.name",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_service_account",
+        "automount_service_account_token",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "storage_provisioner",
+        Honoured,
+    ),
+    ("resource.kubernetes_storage_class", "parameters", Honoured),
+    (
+        "resource.kubernetes_storage_class",
+        "reclaim_policy",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "volume_binding_mode",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "allow_volume_expansion",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "mount_options",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "allowed_topologies",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "allowed_topologies.match_label_expressions",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "allowed_topologies.match_label_expressions.key",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "allowed_topologies.match_label_expressions.values",
+        Honoured,
+    ),
+    ("resource.kubernetes_priority_class", "value", Honoured),
+    (
+        "resource.kubernetes_priority_class",
+        "global_default",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_priority_class",
+        "description",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_priority_class",
+        "preemption_policy",
+        Honoured,
+    ),
+    ("resource.kubernetes_resource_quota", "spec", Honoured),
+    ("resource.kubernetes_resource_quota", "spec.hard", Honoured),
+    (
+        "resource.kubernetes_resource_quota",
+        "spec.scopes",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_resource_quota",
+        "spec.scope_selector",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_resource_quota",
+        "spec.scope_selector.match_expressions",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_resource_quota",
+        "spec.scope_selector.match_expressions.scope_name",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_resource_quota",
+        "spec.scope_selector.match_expressions.operator",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_resource_quota",
+        "spec.scope_selector.match_expressions.values",
+        Honoured,
+    ),
+    ("resource.kubernetes_limit_range", "spec.limit", Honoured),
+    (
+        "resource.kubernetes_limit_range",
+        "spec.limit.type",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_limit_range",
+        "spec.limit.max",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_limit_range",
+        "spec.limit.min",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_limit_range",
+        "spec.limit.default",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_limit_range",
+        "spec.limit.default_request",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_limit_range",
+        "spec.limit.max_limit_request_ratio",
+        Honoured,
+    ),
+    ("resource.kubernetes_cluster_role", "rule", Honoured),
+    (
+        "resource.kubernetes_cluster_role",
+        "rule.api_groups",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role",
+        "rule.resources",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role",
+        "rule.resource_names",
+        Honoured,
+    ),
+    ("resource.kubernetes_cluster_role", "rule.verbs", Honoured),
+    (
+        "resource.kubernetes_cluster_role",
+        "rule.non_resource_urls",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role",
+        "aggregation_rule",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role",
+        "aggregation_rule.cluster_role_selectors",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role",
+        "aggregation_rule.cluster_role_selectors.match_labels",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role",
+        "aggregation_rule.cluster_role_selectors.match_expressions",
+        Honoured,
+    ),
+    ("resource.kubernetes_role", "rule", Honoured),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "role_ref",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "role_ref.api_group",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "role_ref.kind",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "role_ref.name",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "subject",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "subject.kind",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "subject.name",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "subject.namespace",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "subject.api_group",
+        Honoured,
+    ),
+    ("resource.kubernetes_role_binding", "role_ref", Honoured),
+    ("resource.kubernetes_role_binding", "subject", Honoured),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "spec.access_modes",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "spec.resources.requests",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "spec.resources.limits",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "spec.storage_class_name",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "spec.volume_name",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "spec.volume_mode",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "spec.selector",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "wait_until_bound",
+        Refused("true"),
+    ),
+    // gavinbunney/kubectl: the provider.
+    ("provider.kubectl", "host", Honoured),
+    ("provider.kubectl", "username", Honoured),
+    ("provider.kubectl", "password", Honoured),
+    ("provider.kubectl", "insecure", Honoured),
+    ("provider.kubectl", "client_certificate", Honoured),
+    ("provider.kubectl", "client_key", Honoured),
+    ("provider.kubectl", "cluster_ca_certificate", Honoured),
+    ("provider.kubectl", "config_paths", Honoured),
+    ("provider.kubectl", "config_path", Honoured),
+    ("provider.kubectl", "config_context", Honoured),
+    (
+        "provider.kubectl",
+        "config_context_auth_info",
+        Refused("\"user\""),
+    ),
+    (
+        "provider.kubectl",
+        "config_context_cluster",
+        Refused("\"cluster\""),
+    ),
+    ("provider.kubectl", "token", Honoured),
+    ("provider.kubectl", "proxy_url", Honoured),
+    ("provider.kubectl", "exec", Honoured),
+    ("provider.kubectl", "load_config_file", Honoured),
+    ("provider.kubectl", "apply_retry_count", Honoured),
+    ("provider.kubectl", "tls_server_name", Honoured),
+    // gavinbunney/kubectl: kubectl_manifest and the document data sources.
+    ("resource.kubectl_manifest", "yaml_body", Honoured),
+    ("resource.kubectl_manifest", "yaml_body_parsed", Honoured),
+    ("resource.kubectl_manifest", "yaml_incluster", Honoured),
+    (
+        "resource.kubectl_manifest",
+        "live_manifest_incluster",
+        Honoured,
+    ),
+    ("resource.kubectl_manifest", "sensitive_fields", Honoured),
+    ("resource.kubectl_manifest", "force_new", Honoured),
+    ("resource.kubectl_manifest", "server_side_apply", Honoured),
+    ("resource.kubectl_manifest", "field_manager", Honoured),
+    ("resource.kubectl_manifest", "force_conflicts", Honoured),
+    ("resource.kubectl_manifest", "apply_only", Honoured),
+    (
+        "resource.kubectl_manifest",
+        "ignore_fields",
+        Refused("[\"metadata.annotations\"]"),
+    ),
+    ("resource.kubectl_manifest", "override_namespace", Honoured),
+    ("resource.kubectl_manifest", "validate_schema", Honoured),
+    ("resource.kubectl_manifest", "wait", Honoured),
+    ("resource.kubectl_manifest", "wait_for_rollout", Honoured),
+    ("resource.kubectl_manifest", "wait_for", Honoured),
+    ("resource.kubectl_manifest", "wait_for.field", Honoured),
+    ("resource.kubectl_manifest", "wait_for.field.key", Honoured),
+    (
+        "resource.kubectl_manifest",
+        "wait_for.field.value",
+        Honoured,
+    ),
+    (
+        "resource.kubectl_manifest",
+        "wait_for.field.value_type",
+        Honoured,
+    ),
+    ("resource.kubectl_manifest", "wait_for.condition", Honoured),
+    (
+        "resource.kubectl_manifest",
+        "wait_for.condition.type",
+        Honoured,
+    ),
+    (
+        "resource.kubectl_manifest",
+        "wait_for.condition.status",
+        Honoured,
+    ),
+    ("resource.kubectl_manifest", "delete_cascade", Honoured),
+    ("resource.kubectl_manifest", "api_version", Honoured),
+    ("resource.kubectl_manifest", "kind", Honoured),
+    ("resource.kubectl_manifest", "name", Honoured),
+    ("resource.kubectl_manifest", "namespace", Honoured),
+    ("resource.kubectl_manifest", "uid", Honoured),
+    ("resource.kubectl_manifest", "live_uid", Honoured),
+    ("resource.kubectl_manifest", "timeouts", Honoured),
+    ("resource.kubectl_manifest", "timeouts.create", Honoured),
+    ("data.kubectl_file_documents", "content", Honoured),
+    ("data.kubectl_file_documents", "documents", Honoured),
+    ("data.kubectl_file_documents", "manifests", Honoured),
+    ("data.kubectl_path_documents", "pattern", Honoured),
+    ("data.kubectl_path_documents", "vars", Honoured),
+    ("data.kubectl_path_documents", "sensitive_vars", Honoured),
+    ("data.kubectl_path_documents", "disable_template", Honoured),
+    ("data.kubectl_path_documents", "documents", Honoured),
+    ("data.kubectl_path_documents", "manifests", Honoured),
+];
+
+/// Whether `schema` has the argument or block at `path` (blocks by name, dot-separated).
+fn schema_has(schema: &gpustack_protocol::Schema, path: &str) -> bool {
+    let mut schema = schema;
+    let mut steps = path.split('.').peekable();
+    while let Some(step) = steps.next() {
+        let last = steps.peek().is_none();
+        if last && schema.attributes.contains_key(step) {
+            return true;
+        }
+        match schema.blocks.get(step) {
+            Some(nested) if last => {
+                return nested.block.attributes.len() + nested.block.blocks.len() > 0;
+            }
+            Some(nested) => schema = &nested.block,
+            None => return false,
+        }
+    }
+    false
+}
+
+/// The HCL that sets `path` to `value` (blocks as blocks).
+fn setting(schema: &gpustack_protocol::Schema, path: &str, value: &str) -> String {
+    match path.split_once('.') {
+        Some((block, rest)) if schema.blocks.contains_key(block) => format!(
+            "{block} {{\n{}\n}}\n",
+            setting(&schema.blocks[block].block, rest, value)
+        ),
+        _ => format!("{path} = {value}\n"),
+    }
+}
+
+/// Every argument of the three providers' schemas is in gpustack's schema; each refused one is
+/// refused by name, located, with its reason; the typed resources have their `_v1` twins.
+#[test]
+fn every_argument_of_the_three_providers_is_honoured_or_refused_by_name() {
+    let registry = gpustack::registry();
+    let schema_of = |scope: &str| -> gpustack_protocol::Schema {
+        let (kind, name) = scope.split_once('.').unwrap();
+        let provider = name.split('_').next().unwrap();
+        let schemas = registry
+            .schema(provider)
+            .unwrap_or_else(|| panic!("no provider {provider}"));
+        match kind {
+            "provider" => Some(schemas.config.clone()),
+            "resource" => schemas.resources.get(name).cloned(),
+            "data" => schemas.data_sources.get(name).cloned(),
+            _ => unreachable!(),
+        }
+        .unwrap_or_else(|| panic!("{scope} is not served"))
+    };
+    let mut missing = Vec::new();
+    for (scope, path, _) in SCHEMA_TABLE {
+        if !schema_has(&schema_of(scope), path) {
+            missing.push(format!("{scope}: {path}"));
+        }
+        if let Some(typed) = scope.strip_prefix("resource.kubernetes_")
+            && !["manifest", "labels", "annotations"].contains(&typed)
+            && !schema_has(&schema_of(&format!("{scope}_v1")), path)
+        {
+            missing.push(format!("{scope}_v1: {path}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not in gpustack's schemas:\n{}",
+        missing.join("\n")
+    );
+
+    // The refused arguments, one stack per type: each refused at its own line, by name.
+    let mut scopes: Vec<&str> = SCHEMA_TABLE.iter().map(|(s, _, _)| *s).collect();
+    scopes.dedup();
+    for scope in scopes {
+        let refused: Vec<(&str, &str)> = SCHEMA_TABLE
+            .iter()
+            .filter(|(s, _, _)| *s == scope)
+            .filter_map(|(_, path, verdict)| match verdict {
+                Refused(value) => Some((*path, *value)),
+                Honoured => None,
+            })
+            .collect();
+        if refused.is_empty() {
+            continue;
+        }
+        let schema = schema_of(scope);
+        let (kind, name) = scope.split_once('.').unwrap();
+        // One stack per refused argument: two of them may sit in one block of at most one.
+        for (path, value) in &refused {
+            let mut body = match name {
+                "helm_release" => "name = \"r\"\nchart = \"c\"\n".to_owned(),
+                "kubectl_manifest" => {
+                    "yaml_body = \"apiVersion: v1\\nkind: Namespace\\nmetadata:\\n  name: a\\n\"\n"
+                        .to_owned()
+                }
+                _ => String::new(),
+            };
+            body.push_str(&setting(&schema, path, value));
+            if kind == "resource"
+                && name.starts_with("kubernetes_")
+                && !path.starts_with("metadata.")
+            {
+                body.push_str("metadata {\n  name = \"a\"\n}\n");
+            }
+            let header = match kind {
+                "provider" => format!("provider \"{name}\""),
+                _ => format!("resource \"{name}\" \"x\""),
+            };
+            let dir = tempfile::tempdir().unwrap();
+            write(
+                dir.path(),
+                &[("main.tf", &format!("{header} {{\n{body}}}\n"))],
+            );
+            let (code, out, err) = run(dir.path(), &["validate"]);
+            let text = format!("{out}{err}");
+            let named = [
+                path,
+                path.rsplit('.').next().unwrap(),
+                path.split('.').next().unwrap(),
+            ]
+            .iter()
+            .any(|name| text.contains(&format!("does not honour {name}")));
+            assert!(
+                code == 1 && named,
+                "{scope}: {path} is not refused by name:\n{text}"
+            );
+            assert!(
+                text.contains("main.tf:"),
+                "{scope}: {path} is not located:\n{text}"
+            );
+        }
+    }
+}
