@@ -296,8 +296,8 @@ fn metadata_of(status: &Json, values: &Json) -> Value {
             .and_then(Json::as_str)
             .map_or(Value::Null, Value::string)
     };
-    // Helm reports times as RFC 3339; Terraform's metadata has them as Unix seconds, which
-    // gpustack does not compute: the texts are in `first_deployed`.
+    // Terraform's first_deployed and last_deployed (Unix seconds) are not in it: when the
+    // release was first installed is the resource's own `first_deployed`.
     Value::Object(
         [
             ("name", text("/name")),
@@ -313,8 +313,6 @@ fn metadata_of(status: &Json, values: &Json) -> Value {
             ("version", text("/chart/metadata/version")),
             ("app_version", text("/chart/metadata/appVersion")),
             ("values", Value::string(values.to_string())),
-            ("first_deployed", Value::Null),
-            ("last_deployed", Value::Null),
             ("notes", text("/info/notes")),
         ]
         .into_iter()

@@ -225,13 +225,11 @@ pub fn release() -> Schema {
             "version",
             "app_version",
             "values",
-            "first_deployed",
-            "last_deployed",
             "notes",
         ]
         .into_iter()
         .map(|k| {
-            let ty = if matches!(k, "revision" | "first_deployed" | "last_deployed") {
+            let ty = if k == "revision" {
                 Type::Number
             } else {
                 Type::String

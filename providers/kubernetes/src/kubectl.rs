@@ -316,6 +316,29 @@ pub(crate) fn manifest_of(state: &Value) -> Result<Option<Json>, String> {
     if let Some(namespace) = text_of(state, "override_namespace") {
         object["metadata"]["namespace"] = namespace.into();
     }
+    // A Secret's stringData is applied as the data the API server turns it into, so that the
+    // live object shows what was applied.
+    if object.get("kind").and_then(Json::as_str) == Some("Secret")
+        && let Some(Json::Object(strings)) =
+            object.as_object_mut().and_then(|o| o.remove("stringData"))
+    {
+        use base64::Engine as _;
+        let data = object.as_object_mut().map(|o| {
+            o.entry("data")
+                .or_insert_with(|| Json::Object(Default::default()))
+        });
+        if let Some(Json::Object(data)) = data {
+            for (key, value) in strings {
+                let text = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned);
+                data.insert(
+                    key,
+                    Json::String(base64::engine::general_purpose::STANDARD.encode(text)),
+                );
+            }
+        }
+    }
     Ok(Some(strip_nulls(&object)))
 }
 
@@ -683,7 +706,7 @@ impl Resource for KubectlManifest {
         };
         let response = self.inner.apply(inner).await;
         let new_state = match (response.new_state, planned) {
-            (Some(state), Some(planned)) => Some(with_live(planned, &state)),
+            (Some(state), Some(planned)) => Some(with_live(described(planned), &state)),
             (Some(_), None) => prior,
             (None, _) => None,
         };

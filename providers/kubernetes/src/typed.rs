@@ -367,7 +367,9 @@ fn fields_schema(mut schema: Schema, fields: &[(&str, F)]) -> Schema {
             F::Num => schema = schema.attr(&name, attr(Type::Number)),
             F::Bool => schema = schema.attr(&name, attr(Type::Bool)),
             F::Map => schema = schema.attr(&name, attr(Type::map(Type::String))),
-            F::Base64Map => schema = schema.attr(&name, attr(Type::map(Type::String)).sensitive()),
+            // Sensitive value by value (see `conceal`), so that the state holds a digest per key
+            // and a refresh can name the keys it reads back.
+            F::Base64Map => schema = schema.attr(&name, attr(Type::map(Type::String))),
             F::List => schema = schema.attr(&name, attr(Type::list(Type::String))),
             F::Obj(inner) => {
                 let block = fields_schema(Schema::new(""), inner);
@@ -594,7 +596,7 @@ fn from_json(fields: &[(&str, F)], live: &Json, typed: &mut Value) {
                 )
             }
             F::Base64Map => match value.and_then(Json::as_object) {
-                Some(map) => Value::sensitive(Value::Object(
+                Some(map) => Value::Object(
                     map.iter()
                         .map(|(k, v)| {
                             let decoded = v
@@ -604,10 +606,10 @@ fn from_json(fields: &[(&str, F)], live: &Json, typed: &mut Value) {
                                 })
                                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                                 .unwrap_or_default();
-                            (k.clone(), Value::string(decoded))
+                            (k.clone(), Value::sensitive(Value::string(decoded)))
                         })
                         .collect(),
-                )),
+                ),
                 None => Value::Null,
             },
             _ => value.map_or(Value::Null, Value::from_json),
@@ -683,7 +685,8 @@ fn manifest_state(kind: &Kind, typed: &Value, with_object: bool) -> Value {
         [
             ("manifest", manifest_value),
             ("field_manager", Value::Null),
-            ("force_conflicts", Value::Null),
+            // Terraform's typed resources overwrite the fields they set, whoever set them last.
+            ("force_conflicts", Value::Bool(true)),
             ("delete_propagation", Value::Null),
             ("force_destroy", Value::Null),
             ("object", object),
@@ -760,6 +763,31 @@ fn typed_fact(kind: &Kind, fact: GpuFact) -> GpuFact {
     }
 }
 
+/// Marks every value of a Secret's `data` sensitive, as `kubernetes_manifest` marks a Secret's:
+/// plans, the state and drift hold only their digests.
+fn conceal(kind: &Kind, typed: &mut Value) {
+    for (field, ty) in kind.fields {
+        if !matches!(ty, F::Base64Map) {
+            continue;
+        }
+        let name = name_of(field, ty);
+        if let Some(Value::Object(map)) = typed.as_object().and_then(|o| o.get(&name)).cloned() {
+            let marked = map
+                .into_iter()
+                .map(|(k, v)| {
+                    let v = if v.is_null() || v.is_unknown() {
+                        v
+                    } else {
+                        Value::sensitive(v)
+                    };
+                    (k, v)
+                })
+                .collect();
+            set(typed, &name, Value::Object(marked));
+        }
+    }
+}
+
 /// A typed resource type: the manifest resource of its kind, translated.
 pub(crate) struct TypedObjects {
     pub(crate) inner: Objects,
@@ -825,6 +853,7 @@ impl Resource for TypedObjects {
                 && manifest(self.kind, p) == manifest(self.kind, &planned)
         });
         set_metadata(&mut planned, "uid", uid);
+        conceal(self.kind, &mut planned);
         for key in ["resource_version", "generation"] {
             let value = match &prior {
                 Some(p) if unchanged => metadata_value(p, key).cloned().unwrap_or(Value::Null),

@@ -209,9 +209,11 @@ async fn terraform_remote_state_reads_a_terraform_state_secret_on_kubernetes() {
         .await
         .unwrap();
     assert_eq!(code, 1, "{out}{err}");
+    // The help text is wrapped: the Secret's name is looked for with the wrapping taken out.
+    let unwrapped: String = err.split_whitespace().collect();
     assert!(
         err.contains("Unable to find remote state")
-            && err.contains(&format!("{}/tfstate-default-no-such-stack", namespace.name))
+            && unwrapped.contains(&format!("{}/tfstate-default-no-such-stack", namespace.name))
             && err.contains("main.tf:1"),
         "{err}"
     );
@@ -517,10 +519,14 @@ fn a_terraform_seed_stack_applies_unchanged_and_the_node_advertises_ten() {
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     let c = gpustack_tests::cluster::e2e_cluster();
-    c.fake_gpu_node("tf-t4", "Tesla T4", 1);
+    // A node of its own: the simulator keeps a node's sharing labels after a destroy, and the
+    // plan's capacity line is about a node that does not advertise 10 yet.
+    let node = format!("tf-t4-{}", std::process::id());
+    let node = node.as_str();
+    c.fake_gpu_node(node, "Tesla T4", 1);
 
     // replicas = 1 in the ConfigMap: refused at plan, at that line of main.tf.
-    let one = seed_stack("tf-t4", ("replicas: 10", "replicas: 1"));
+    let one = seed_stack(node, ("replicas: 10", "replicas: 1"));
     let out = one.run("plan", &[]);
     let text = format!(
         "{}{}",
@@ -539,20 +545,20 @@ fn a_terraform_seed_stack_applies_unchanged_and_the_node_advertises_ten() {
         "not at line {line}:\n{text}"
     );
 
-    let stack = seed_stack("tf-t4", ("", ""));
+    let stack = seed_stack(node, ("", ""));
     let _destroy = Destroy(&stack);
     // The plan shows the node's capacity as the stack makes it.
     let plan = stack.ok("plan", &[]);
-    let lines = super::capacity_lines(&plan, "node tf-t4 ");
+    let lines = super::capacity_lines(&plan, &format!("node {node} "));
     assert!(
         lines.iter().any(|l| l.contains("nvidia.com/gpu 1 → 10")),
-        "no capacity line for tf-t4:\n{plan}"
+        "no capacity line for {node}:\n{plan}"
     );
     let applied = stack.ok("apply", &["--auto-approve"]);
     assert!(applied.contains("Apply complete!"), "{applied}");
     c.eventually(
         60,
-        || super::e2e::allocatable(c, "tf-t4", "nvidia.com/gpu"),
+        || super::e2e::allocatable(c, node, "nvidia.com/gpu"),
         |a| a == "10",
     );
     let policy = c.kubectl_ok(&["get", "clusterpolicy", "cluster-policy", "-o", "json"]);
