@@ -223,7 +223,7 @@ impl KubernetesBackend {
     }
 }
 
-async fn client(config: &KubernetesConfig) -> Result<kube::Client, StateError> {
+pub(crate) async fn client(config: &KubernetesConfig) -> Result<kube::Client, StateError> {
     let settings = gpustack_connect::kubernetes::KubeSettings {
         config_path: config.config_path.clone(),
         context: config.context.clone(),
@@ -249,7 +249,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap_or_default()
 }
 
-fn gunzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+pub(crate) fn gunzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::new();
     flate2::read::GzDecoder::new(bytes).read_to_end(&mut out)?;
     Ok(out)

@@ -12,6 +12,7 @@ pub mod kms;
 pub mod kubernetes;
 mod remote;
 pub mod s3;
+pub mod terraform_state;
 
 use gpustack_state::encryption::{
     EncryptionConfig, EncryptionError, Encryptions, KeyProvider, KeyProviderConfig,

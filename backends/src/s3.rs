@@ -186,7 +186,10 @@ impl S3Backend {
     }
 
     /// An object's bytes and ETag; `None` when it does not exist.
-    async fn get(&self, key: &str) -> Result<Option<(Vec<u8>, Option<String>)>, BoxError> {
+    pub(crate) async fn get(
+        &self,
+        key: &str,
+    ) -> Result<Option<(Vec<u8>, Option<String>)>, BoxError> {
         get_object(&self.client, &self.bucket, key).await
     }
 

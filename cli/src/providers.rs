@@ -15,9 +15,13 @@ pub fn registry() -> Registry {
     #[cfg(feature = "local")]
     providers.push(gpustack_provider_local::provider());
     #[cfg(feature = "local")]
-    providers.push(gpustack_provider_local::terraform::provider());
+    providers.push(gpustack_provider_local::terraform::provider_with(Some(
+        Arc::new(TerraformStates),
+    )));
     #[cfg(feature = "kubernetes")]
     providers.push(gpustack_provider_kubernetes::kubernetes());
+    #[cfg(feature = "kubernetes")]
+    providers.push(gpustack_provider_kubernetes::kubectl());
     #[cfg(feature = "helm")]
     providers.push(gpustack_provider_helm::provider());
     #[cfg(feature = "kubernetes")]
@@ -33,6 +37,65 @@ pub fn registry() -> Registry {
         providers.push(gpustack_provider_test::provider());
     }
     Registry::new(providers)
+}
+
+/// Reads the Terraform states of remote backends for `terraform_remote_state`, with the
+/// state backends' clients (the provider crate links no SDK).
+#[cfg(feature = "local")]
+struct TerraformStates;
+
+#[cfg(feature = "local")]
+#[async_trait::async_trait]
+impl gpustack_provider_local::terraform::StateReader for TerraformStates {
+    async fn read(
+        &self,
+        location: &gpustack_provider_local::terraform::RemoteState,
+    ) -> Result<Option<Vec<u8>>, String> {
+        use gpustack_backends::terraform_state::{read_kubernetes, read_s3};
+        use gpustack_provider_local::terraform::RemoteState;
+        let read = match location {
+            RemoteState::S3 {
+                bucket,
+                key,
+                region,
+                endpoint,
+                profile,
+                use_path_style,
+            } => {
+                read_s3(&gpustack_state::S3Config {
+                    bucket: bucket.clone(),
+                    key: key.clone(),
+                    region: region.clone(),
+                    endpoint: endpoint.clone(),
+                    profile: profile.clone(),
+                    use_path_style: *use_path_style,
+                    lock_ttl: None,
+                })
+                .await
+            }
+            RemoteState::Kubernetes {
+                namespace,
+                secret,
+                config_path,
+                context,
+                in_cluster,
+            } => {
+                read_kubernetes(
+                    &gpustack_state::KubernetesConfig {
+                        namespace: namespace.clone(),
+                        secret_suffix: String::new(),
+                        config_path: config_path.clone(),
+                        context: context.clone(),
+                        in_cluster: *in_cluster,
+                        lock_ttl: None,
+                    },
+                    secret,
+                )
+                .await
+            }
+        };
+        read.map_err(|e| gpustack_protocol::error_chain(&e))
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,9 @@ pub struct KubeSettings {
     pub config_path: Option<String>,
     pub context: Option<String>,
     pub in_cluster: Option<bool>,
+    /// A whole kubeconfig document, built from a provider block's credentials (Terraform's
+    /// client certificates, exec plugins, ...): used before anything else.
+    pub kubeconfig: Option<serde_json::Value>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +62,17 @@ pub async fn client(settings: &KubeSettings) -> Result<kube::Client, ConnectErro
 }
 
 async fn config(settings: &KubeSettings) -> Result<kube::Config, ConnectError> {
+    if let Some(document) = &settings.kubeconfig {
+        let kubeconfig: kube::config::Kubeconfig = serde_json::from_value(document.clone())
+            .map_err(|e| ConnectError::Explicit(e.to_string()))?;
+        let options = kube::config::KubeConfigOptions {
+            context: settings.context.clone(),
+            ..Default::default()
+        };
+        return kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+            .await
+            .map_err(|e| ConnectError::Explicit(e.to_string()));
+    }
     if let Some(host) = &settings.host {
         let mut cluster = serde_json::json!({ "server": host });
         if let Some(ca) = &settings.cluster_ca_certificate {

@@ -133,17 +133,12 @@ impl Session {
         (walk, graph, inputs)
     }
 
-    /// The state backend the root module's `gpustack { backend ... }` block chooses (local by
-    /// default). Its attributes are literals: validation has reported anything else.
+    /// The state backend the root module's `gpustack { backend ... }` or `terraform { backend
+    /// ... }` block chooses (local by default). Its attributes are literals: validation has
+    /// reported anything else.
     pub fn backend_config(&self) -> Result<gpustack_state::BackendConfig, String> {
         use hcl_edit::structure::Structure;
-        let Some(backend) = self
-            .stack
-            .modules
-            .first()
-            .and_then(|m| m.settings.as_ref())
-            .and_then(|s| s.backend.as_ref())
-        else {
+        let Some(backend) = self.stack.modules.first().and_then(|m| m.backend()) else {
             return Ok(gpustack_state::BackendConfig::default());
         };
         let mut attributes = serde_json::Map::new();
@@ -169,12 +164,7 @@ impl Session {
         &mut self,
         environment: Option<&str>,
     ) -> Result<Option<gpustack_state::EncryptionConfig>, Vec<Diagnostic>> {
-        let block = self
-            .stack
-            .modules
-            .first()
-            .and_then(|m| m.settings.as_ref())
-            .and_then(|s| s.encryption.as_ref());
+        let block = self.stack.modules.first().and_then(|m| m.encryption());
         let mut diags = Diags::default();
         let from_environment = environment
             .filter(|t| !t.trim().is_empty())
@@ -220,7 +210,14 @@ impl Session {
     ) -> Self {
         let mut sources = SourceMap::new(dir);
         let mut diags = Diags::default();
-        let stack = config::load_stack_from(files, dir, &mut sources, &mut diags);
+        let stack = config::load_stack_with(
+            files,
+            dir,
+            &mut sources,
+            &mut diags,
+            &config::ModuleExpansions::new(),
+            Some(&registry),
+        );
         let repeated = stack
             .modules
             .iter()
@@ -230,7 +227,14 @@ impl Session {
             let (expansions, failures) = expand_modules(files, dir, &registry, &inputs);
             sources = SourceMap::new(dir);
             diags = Diags::default();
-            stack = config::load_stack_expanded(files, dir, &mut sources, &mut diags, &expansions);
+            stack = config::load_stack_with(
+                files,
+                dir,
+                &mut sources,
+                &mut diags,
+                &expansions,
+                Some(&registry),
+            );
             diags.0.extend(failures.0);
         }
         let stack_files = sources.files().count();
@@ -258,7 +262,7 @@ impl Session {
                     source::relative_to(&f.path, &source::normalize(&self.dir))
                         .to_string_lossy()
                         .replace('\\', "/"),
-                    f.text.clone(),
+                    f.shown_text().to_owned(),
                 )
             })
             .collect()
@@ -539,8 +543,14 @@ fn expand_modules(
     let mut failures = Diags::default();
     let mut scratch_sources = SourceMap::new(dir);
     let mut scratch = Diags::default();
-    let mut stack =
-        config::load_stack_expanded(files, dir, &mut scratch_sources, &mut scratch, &expansions);
+    let mut stack = config::load_stack_with(
+        files,
+        dir,
+        &mut scratch_sources,
+        &mut scratch,
+        &expansions,
+        Some(registry),
+    );
     for _ in 0..32 {
         let inputs = read_inputs(source, &mut scratch_sources, &mut scratch);
         let graph = graph::build(&stack, &scratch_sources, registry, &mut scratch);
@@ -559,12 +569,13 @@ fn expand_modules(
         expansions.extend(found);
         scratch_sources = SourceMap::new(dir);
         scratch = Diags::default();
-        stack = config::load_stack_expanded(
+        stack = config::load_stack_with(
             files,
             dir,
             &mut scratch_sources,
             &mut scratch,
             &expansions,
+            Some(registry),
         );
     }
     (expansions, failures)

@@ -51,51 +51,121 @@ pub struct SourceFile {
     pub path: PathBuf,
     /// How diagnostics name the file: relative to the directory the command was run on.
     pub display_name: String,
+    /// The text syntax trees are parsed from, which spans index: the file's own text, or for
+    /// a file in Terraform's JSON syntax the HCL it was translated into.
     pub text: String,
     line_starts: Vec<usize>,
+    /// For a translated file, the file as written and where each byte of `text` came from.
+    original: Option<Box<Original>>,
+}
+
+/// A file as written, where its syntax text is a translation of it.
+struct Original {
+    text: String,
+    line_starts: Vec<usize>,
+    /// For each byte of the syntax text (and one past its end), the offset in `text` it was
+    /// made from.
+    map: Vec<u32>,
+}
+
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect()
+}
+
+fn pos_in(text: &str, line_starts: &[usize], byte: usize) -> Pos {
+    let byte = byte.min(text.len());
+    let line_index = line_starts
+        .partition_point(|&start| start <= byte)
+        .saturating_sub(1);
+    let line_start = line_starts.get(line_index).copied().unwrap_or(0);
+    let column = text
+        .get(line_start..byte)
+        .map_or(byte - line_start, |prefix| prefix.chars().count());
+    Pos {
+        line: line_index + 1,
+        column: column + 1,
+        byte,
+    }
+}
+
+fn offset_in(text: &str, line_starts: &[usize], line: usize, column: usize) -> usize {
+    let Some(&line_start) = line_starts.get(line.saturating_sub(1)) else {
+        return text.len();
+    };
+    let rest = text.get(line_start..).unwrap_or("");
+    rest.char_indices()
+        .nth(column.saturating_sub(1))
+        .map_or(text.len(), |(i, _)| line_start + i)
 }
 
 impl SourceFile {
     fn new(path: PathBuf, display_name: String, text: String) -> Self {
-        let line_starts = std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
         Self {
             path,
             display_name,
+            line_starts: line_starts(&text),
             text,
-            line_starts,
+            original: None,
         }
     }
 
-    /// 1-based line and column (in characters) of a byte offset, clamped to the file.
-    pub fn pos(&self, byte: usize) -> Pos {
-        let byte = byte.min(self.text.len());
-        let line_index = self
-            .line_starts
-            .partition_point(|&start| start <= byte)
-            .saturating_sub(1);
-        let line_start = self.line_starts.get(line_index).copied().unwrap_or(0);
-        let column = self
-            .text
-            .get(line_start..byte)
-            .map_or(byte - line_start, |prefix| prefix.chars().count());
-        Pos {
-            line: line_index + 1,
-            column: column + 1,
-            byte,
+    /// The file as its author wrote it: what diagnostics quote and a plan's snapshot keeps.
+    pub fn shown_text(&self) -> &str {
+        self.original.as_ref().map_or(&self.text, |o| &o.text)
+    }
+
+    /// 1-based line and column of a byte offset of [`SourceFile::shown_text`].
+    pub fn shown_pos(&self, byte: usize) -> Pos {
+        match &self.original {
+            Some(o) => pos_in(&o.text, &o.line_starts, byte),
+            None => self.pos(byte),
         }
     }
 
-    /// The byte offset of a 1-based line and column, as parsers report them.
-    pub fn offset(&self, line: usize, column: usize) -> usize {
-        let Some(&line_start) = self.line_starts.get(line.saturating_sub(1)) else {
-            return self.text.len();
+    /// The byte offset of a 1-based line and column of [`SourceFile::shown_text`].
+    pub fn shown_offset(&self, line: usize, column: usize) -> usize {
+        match &self.original {
+            Some(o) => offset_in(&o.text, &o.line_starts, line, column),
+            None => self.offset(line, column),
+        }
+    }
+
+    /// Where a range of the syntax text was written, in [`SourceFile::shown_text`].
+    fn shown_range(&self, start: usize, end: usize) -> (usize, usize) {
+        let Some(o) = &self.original else {
+            return (start, end);
         };
-        let rest = self.text.get(line_start..).unwrap_or("");
-        rest.char_indices()
-            .nth(column.saturating_sub(1))
-            .map_or(self.text.len(), |(i, _)| line_start + i)
+        let at = |i: usize| {
+            o.map
+                .get(i.min(o.map.len().saturating_sub(1)))
+                .map_or(0, |&b| b as usize)
+        };
+        let from = at(start);
+        // The last byte of the range, and on to the end of what it was made from.
+        let to = if end > start {
+            let last = at(end - 1);
+            let mut to = last + 1;
+            while to < o.text.len() && !o.text.is_char_boundary(to) {
+                to += 1;
+            }
+            to.max(from)
+        } else {
+            from
+        };
+        (from, to.min(o.text.len()))
+    }
+
+    /// 1-based line and column (in characters) of a byte offset of the syntax text, clamped
+    /// to the file.
+    pub fn pos(&self, byte: usize) -> Pos {
+        pos_in(&self.text, &self.line_starts, byte)
+    }
+
+    /// The byte offset of a 1-based line and column of the syntax text, as parsers report them.
+    pub fn offset(&self, line: usize, column: usize) -> usize {
+        offset_in(&self.text, &self.line_starts, line, column)
     }
 }
 
@@ -126,6 +196,26 @@ impl SourceMap {
         id
     }
 
+    /// A file whose syntax text was translated from what its author wrote (`shown`, a file in
+    /// Terraform's JSON syntax): `map` holds, for each byte of `text` and one past its end,
+    /// the offset in `shown` it was made from. Spans index `text`; diagnostics show `shown`.
+    pub fn add_translated(
+        &mut self,
+        path: &Path,
+        text: String,
+        shown: String,
+        map: Vec<u32>,
+    ) -> FileId {
+        let id = self.add(path, text);
+        let file = &mut self.files[id.index as usize];
+        file.original = Some(Box::new(Original {
+            line_starts: line_starts(&shown),
+            text: shown,
+            map,
+        }));
+        id
+    }
+
     /// How diagnostics name a file that is not one of the stack's sources.
     pub fn display_name(&self, path: &Path) -> String {
         display_path(&self.base, &normalize(path))
@@ -145,12 +235,14 @@ impl SourceMap {
         })
     }
 
+    /// Where a span was written: in the file as its author wrote it.
     pub fn range(&self, span: Span) -> SourceRange {
         let file = self.file(span.file);
+        let (start, end) = file.shown_range(span.start, span.end);
         SourceRange {
             filename: file.display_name.clone(),
-            start: file.pos(span.start),
-            end: file.pos(span.end),
+            start: file.shown_pos(start),
+            end: file.shown_pos(end),
         }
     }
 

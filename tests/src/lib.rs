@@ -97,7 +97,8 @@ pub fn gpustack(dir: &Path, args: &[&str]) -> Output {
     gpustack_env(dir, args, &[])
 }
 
-/// Every `*.hcl` file under `dir`, recursively, skipping build and state directories.
+/// Every file in HCL's native syntax (`*.hcl`, `*.tf`) under `dir`, recursively, skipping
+/// build and state directories and what Terraform writes itself.
 pub fn hcl_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
@@ -112,7 +113,7 @@ pub fn hcl_files(dir: &Path) -> Vec<PathBuf> {
                 if !name.starts_with('.') && name != "target" {
                     pending.push(path);
                 }
-            } else if name.ends_with(".hcl") {
+            } else if (name.ends_with(".hcl") || name.ends_with(".tf")) && !name.starts_with('.') {
                 out.push(path);
             }
         }

@@ -1,4 +1,6 @@
-//! `gpustack fmt`: canonical formatting of .hcl files, in place or as a check.
+//! `gpustack fmt`: canonical formatting of the files in HCL's native syntax (`*.hcl`, `*.tf`,
+//! `*.tfvars`), in place or as a check; each keeps its name. Files in Terraform's JSON syntax
+//! are left as they are, as `terraform fmt` leaves them.
 
 use gpustack_lang::fmt::format_hcl;
 use std::path::{Path, PathBuf};
@@ -72,7 +74,7 @@ pub fn run(paths: Vec<PathBuf>, check: bool, diff: bool) -> ExitCode {
     }
 }
 
-/// Directories named .gpustack, .git, target and node_modules are not stacks.
+/// Directories named .gpustack, .git, .terraform, target and node_modules are not stacks.
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -85,10 +87,18 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
             if !name.starts_with('.') && name != "target" && name != "node_modules" {
                 collect(&path, out);
             }
-        } else if name.ends_with(".hcl") {
+        } else if formatted(&name) {
             out.push(path);
         }
     }
+}
+
+/// Whether `fmt` formats a file of this name: stack files in the native syntax and variable
+/// files, but not what Terraform writes itself (`.terraform.lock.hcl`) or ignores.
+fn formatted(name: &str) -> bool {
+    use gpustack_lang::config::{Syntax, stack_file_syntax};
+    stack_file_syntax(name) == Some(Syntax::Native)
+        || (name.ends_with(".tfvars") && !name.starts_with('.'))
 }
 
 /// Temp file in the same directory, then rename: a crash never leaves half a file.

@@ -609,10 +609,18 @@ pub fn main() -> ExitCode {
             if json {
                 println!(
                     "{}",
-                    serde_json::json!({ "gpustack_version": gpustack_engine::VERSION, "format_version": "1.0" })
+                    serde_json::json!({
+                        "gpustack_version": gpustack_engine::VERSION,
+                        "terraform_version": gpustack_protocol::terraform::LANGUAGE_VERSION,
+                        "format_version": "1.0",
+                    })
                 );
             } else {
                 println!("gpustack v{}", gpustack_engine::VERSION);
+                println!(
+                    "implements the {}",
+                    gpustack_lang::config::terraform::language_version()
+                );
             }
             ExitCode::SUCCESS
         }

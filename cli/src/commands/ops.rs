@@ -226,9 +226,12 @@ fn generated_path(stack: &Path, path: &Path) -> Result<PathBuf, String> {
             path.display()
         ));
     }
-    if path.extension().and_then(|e| e.to_str()) != Some("hcl") {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    if gpustack_lang::config::stack_file_syntax(&name)
+        != Some(gpustack_lang::config::Syntax::Native)
+    {
         return Err(format!(
-            "{}: the generated file must end in .hcl, so that the stack loads it",
+            "{}: the generated file must end in .hcl or .tf, so that the stack loads it",
             path.display()
         ));
     }
@@ -791,7 +794,8 @@ pub fn fleet(
     };
     if stacks.is_empty() {
         return error(format!(
-            "no stack directory (a directory with .hcl files) matches {pattern}"
+            "no stack directory (a directory with stack files: {}) matches {pattern}",
+            gpustack_lang::config::STACK_FILES
         ));
     }
     let (options, operation) = match &command {
@@ -952,9 +956,9 @@ fn report_fleet(entries: &[FleetEntry], is_plan: bool, json: bool) -> (usize, us
 fn is_stack(path: &Path) -> bool {
     path.is_dir()
         && std::fs::read_dir(path).is_ok_and(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .any(|e| e.path().extension().is_some_and(|x| x == "hcl"))
+            entries.filter_map(Result::ok).any(|e| {
+                gpustack_lang::config::stack_file_syntax(&e.file_name().to_string_lossy()).is_some()
+            })
         })
 }
 

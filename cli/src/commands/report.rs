@@ -31,20 +31,20 @@ impl miette::SourceCode for Excerpted<'_> {
         context_lines_before: usize,
         context_lines_after: usize,
     ) -> Result<Box<dyn SpanContents<'b> + 'b>, MietteError> {
-        let text = self.file.text.as_str();
+        let text = self.file.shown_text();
         let start = span.offset().min(text.len());
         let end = (start + span.len()).min(text.len());
         // One line more on each side than miette shows, so that its reading of the excerpt
         // sees the same neighbourhood as a reading of the whole file.
         let first_line = self
             .file
-            .pos(start)
+            .shown_pos(start)
             .line
             .saturating_sub(context_lines_before + 1)
             .max(1);
-        let last_line = self.file.pos(end).line + context_lines_after + 2;
-        let from = self.file.offset(first_line, 1).min(start);
-        let to = self.file.offset(last_line, 1).max(end);
+        let last_line = self.file.shown_pos(end).line + context_lines_after + 2;
+        let from = self.file.shown_offset(first_line, 1).min(start);
+        let to = self.file.shown_offset(last_line, 1).max(end);
         let excerpt = &text[from..to];
         let inner = excerpt.read_span(
             &SourceSpan::new((start - from).into(), end - start),

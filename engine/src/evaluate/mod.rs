@@ -673,23 +673,29 @@ impl<'a> EvalContext<'a> {
                 .call_name()
                 .unwrap_or_default()
                 .to_owned();
-            // An instance's arguments see its count.index or each.key/each.value.
-            let repetition = self.stack.modules[module]
-                .instance
-                .as_ref()
-                .map(|i| Repetition {
+            let call = self.stack.modules[parent].calls.get(&call_name);
+            // An instance's arguments see its count.index or each.key/each.value; a repeated
+            // call loaded once, as the template of instances not known yet (or not expanded
+            // after an earlier error), sees them unknown, as a resource's body does.
+            let repetition = match &self.stack.modules[module].instance {
+                Some(i) => Some(Repetition {
                     count_index: i.count_index.map(|n| Value::number(n as f64)),
                     each: i
                         .each
                         .as_ref()
                         .map(|(k, v)| (Value::String(k.clone()), v.clone())),
                     ..Repetition::default()
-                });
-            match self.stack.modules[parent]
-                .calls
-                .get(&call_name)
-                .and_then(|c| c.args.get(&v.name))
-            {
+                }),
+                None => call.filter(|c| c.is_repeated()).map(|c| Repetition {
+                    count_index: c.count.as_ref().map(|_| Value::Unknown),
+                    each: c
+                        .for_each
+                        .as_ref()
+                        .map(|_| (Value::Unknown, Value::Unknown)),
+                    ..Repetition::default()
+                }),
+            };
+            match call.and_then(|c| c.args.get(&v.name)) {
                 Some((expr, _)) => match (self.eval(parent, expr, repetition), &v.default) {
                     // A non-nullable variable given null takes its default, as in Terraform.
                     (value, Some(default)) if !v.nullable && value.is_null() => {
@@ -836,17 +842,58 @@ impl<'a> EvalContext<'a> {
             ));
         }
         let block = &self.stack.modules[module].providers[key];
-        Some(self.decode(
+        let config = self.decode(
             module,
             &block.body,
             &schema,
             None,
             &format!("provider \"{name}\""),
-        ))
+        );
+        if let Some(provider) = self.registry.provider(name) {
+            let response = provider.validate_resource_config(ValidateResourceConfigRequest {
+                type_name: gpustack_protocol::PROVIDER_CONFIG,
+                config: &config,
+            });
+            for d in response.diagnostics {
+                let span = d
+                    .attribute
+                    .as_deref()
+                    .and_then(|path| attribute_span(&block.body, path))
+                    .unwrap_or(span);
+                self.diags.push(Diag {
+                    severity: d.severity,
+                    summary: d.summary,
+                    detail: d.detail,
+                    span: Some(span),
+                });
+            }
+        }
+        Some(config)
     }
 
     fn resource(&mut self, module: usize, r: &Resource) -> (Value, Option<Vec<String>>) {
         let Some(schema) = schema_of(self.registry, r) else {
+            if let Some(foreign) = gpustack_protocol::terraform::foreign_provider(&r.type_name) {
+                self.foreign_type(r, foreign);
+                return (Value::Unknown, None);
+            }
+            if let Some(why) = gpustack_protocol::terraform::unserved_type(
+                &r.type_name,
+                r.mode == ResourceMode::Data,
+            ) && self
+                .registry
+                .provider(r.type_name.split('_').next().unwrap_or_default())
+                .is_some()
+                // A misspelt name of a served type gets its suggestion instead.
+                && match r.mode {
+                    ResourceMode::Managed => closest(&r.type_name, self.registry.resource_types()),
+                    ResourceMode::Data => closest(&r.type_name, self.registry.data_source_types()),
+                }
+                .is_none()
+            {
+                self.diags.error(r.type_span, "Type not served", why);
+                return (Value::Unknown, None);
+            }
             let (what, types): (&str, Vec<&str>) = match r.mode {
                 ResourceMode::Managed => ("resource", self.registry.resource_types().collect()),
                 ResourceMode::Data => ("data source", self.registry.data_source_types().collect()),
@@ -1109,6 +1156,29 @@ impl<'a> EvalContext<'a> {
                 Structure::Attribute(attr) => {
                     let key = attr.key.as_str();
                     let key_span = self.span(file, attr.key.span());
+                    if !schema.attributes.contains_key(key)
+                        && let Some(nested) = schema.blocks.get(key).filter(|n| n.also_argument)
+                    {
+                        if !seen.insert(key) {
+                            self.diags.error(
+                                key_span,
+                                "Duplicate argument",
+                                format!("The argument \"{key}\" was already set in {context}."),
+                            );
+                            continue;
+                        }
+                        let value = self.eval_in(module, &attr.value, file, repetition.clone());
+                        self.blocks_as_attribute(
+                            (key, key_span.unwrap_or(body.span)),
+                            nested,
+                            &value,
+                            Some(crate::config::span_of(file, attr.value.span())),
+                            context,
+                            &mut blocks,
+                            &mut unknown_blocks,
+                        );
+                        continue;
+                    }
                     let Some(schema_attr) = schema.attributes.get(key) else {
                         let hint = if schema.blocks.contains_key(key) {
                             format!(" \"{key}\" is a block: write {key} {{ ... }}.")
@@ -1174,6 +1244,42 @@ impl<'a> EvalContext<'a> {
                 }
                 Structure::Block(block) => {
                     let kind = block.ident.as_str();
+                    if !schema.blocks.contains_key(kind)
+                        && let Some(attr) = schema.attributes.get(kind)
+                        && attr.ty == Type::Any
+                        && attr.is_configurable()
+                        && block.labels.is_empty()
+                    {
+                        // An argument that takes either a value or Terraform's block of it
+                        // (kubernetes_manifest's `field_manager "name"` or `field_manager {}`):
+                        // the block is the object of its arguments.
+                        let key_span = self.span(file, block.ident.span());
+                        if !seen.insert(kind) {
+                            self.diags.error(
+                                key_span,
+                                "Duplicate argument",
+                                format!("The argument \"{kind}\" was already set in {context}."),
+                            );
+                            continue;
+                        }
+                        let mut fields = IndexMap::new();
+                        for inner in block.body.iter() {
+                            match inner {
+                                Structure::Attribute(a) => {
+                                    let value =
+                                        self.eval_in(module, &a.value, file, repetition.clone());
+                                    fields.insert(a.key.as_str().to_owned(), value);
+                                }
+                                Structure::Block(b) => self.diags.error(
+                                    self.span(file, b.ident.span()),
+                                    "Unsupported block type",
+                                    format!("A {kind} block takes arguments only."),
+                                ),
+                            }
+                        }
+                        object.insert(kind.to_owned(), Value::Object(fields));
+                        continue;
+                    }
                     let Some(nested) = schema.blocks.get(kind) else {
                         let hint = if schema.attributes.contains_key(kind) {
                             format!(" \"{kind}\" is an argument: write {kind} = ....")
@@ -1253,6 +1359,51 @@ impl<'a> EvalContext<'a> {
             object.insert(name.clone(), value);
         }
         Value::Object(object)
+    }
+
+    /// A nested block type written as an argument: `set = [{ name = "a", value = "1" }]` for
+    /// `set { ... }` blocks, `kubernetes = { ... }` for a `kubernetes { ... }` block. Providers
+    /// moved such arguments from one form to the other between major versions (the helm
+    /// provider's v2 and v3), and Terraform reads both; each element is one block.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the state of the body being decoded"
+    )]
+    fn blocks_as_attribute(
+        &mut self,
+        (kind, key_span): (&str, Span),
+        nested: &NestedBlock,
+        value: &Value,
+        value_span: Option<Span>,
+        context: &str,
+        blocks: &mut IndexMap<String, Vec<Value>>,
+        unknown_blocks: &mut HashSet<String>,
+    ) {
+        let element = block_type(&nested.block);
+        let ty = match nested.nesting {
+            BlockNesting::Single => element,
+            BlockNesting::List => Type::list(element),
+        };
+        if value.is_unknown() {
+            unknown_blocks.insert(kind.to_owned());
+            return;
+        }
+        if value.is_null() {
+            return;
+        }
+        match ty.convert(value) {
+            Ok(Value::List(items)) if nested.nesting == BlockNesting::List => {
+                for item in items {
+                    self.push_block(blocks, kind, nested, item, key_span, context);
+                }
+            }
+            Ok(converted) => self.push_block(blocks, kind, nested, converted, key_span, context),
+            Err(err) => self.diags.error(
+                value_span.or(Some(key_span)),
+                "Incorrect attribute value type",
+                format!("Inappropriate value for attribute \"{kind}\": {err}."),
+            ),
+        }
     }
 
     fn push_block(
@@ -1573,6 +1724,50 @@ impl<'a> EvalContext<'a> {
         undecided
     }
 
+    /// A type of a Terraform provider gpustack does not serve: reported once per type, at its
+    /// first block in the stack, naming the provider.
+    fn foreign_type(
+        &mut self,
+        r: &Resource,
+        foreign: gpustack_protocol::terraform::ForeignProvider,
+    ) {
+        let blocks = self.stack.modules.iter().flat_map(|m| match r.mode {
+            ResourceMode::Managed => m.resources.values(),
+            ResourceMode::Data => m.data.values(),
+        });
+        let mut first = None;
+        let mut count = 0;
+        for other in blocks.filter(|o| o.type_name == r.type_name) {
+            first.get_or_insert(other);
+            count += 1;
+        }
+        if !first.is_some_and(|first| std::ptr::eq(first, r)) {
+            return;
+        }
+        let (what, verb) = match r.mode {
+            ResourceMode::Managed => ("Resource type", "manage"),
+            ResourceMode::Data => ("Data source type", "read"),
+        };
+        let blocks = if count > 1 {
+            format!(" ({count} blocks of this type; this is the first)")
+        } else {
+            String::new()
+        };
+        let advice = if foreign.infrastructure {
+            " Keep what it manages in the Terraform stack that has it, give that stack outputs for what this one needs (a cluster's endpoint, a role's ARN, a subnet's ID), and read them here with data \"terraform_remote_state\"."
+        } else {
+            ""
+        };
+        self.diags.error(
+            r.type_span,
+            format!("{what} of another provider"),
+            format!(
+                "{} belongs to Terraform's {} provider, which gpustack does not serve: gpustack does not {verb} it{blocks}.{advice}",
+                r.type_name, foreign.source
+            ),
+        );
+    }
+
     /// Asks the owning provider to check a configuration, and points its findings at the source.
     pub(crate) fn provider_checks(&mut self, r: &Resource, config: &Value) {
         let Some(owner) = self.registry.owner_of(&r.type_name) else {
@@ -1602,21 +1797,23 @@ impl<'a> EvalContext<'a> {
 
     pub(crate) fn check_settings(&mut self) {
         for (i, m) in self.stack.modules.iter().enumerate() {
-            let Some(settings) = &m.settings else {
-                continue;
-            };
-            if i != 0 {
-                self.diags.error(settings.span, "Settings in a child module", "The gpustack block belongs in the root module of a stack; modules cannot choose a backend.");
-                continue;
+            if let Some(settings) = &m.settings {
+                if i != 0 {
+                    self.diags.error(settings.span, "Settings in a child module", "The gpustack block belongs in the root module of a stack; modules cannot choose a backend.");
+                    continue;
+                }
+                if let Some((constraint, span)) = &settings.required_version
+                    && let Err(message) = crate::version::check_required(constraint)
+                {
+                    self.diags
+                        .error(*span, "Unsupported gpustack version", message);
+                }
             }
-            if let Some((constraint, span)) = &settings.required_version
-                && let Err(message) = crate::version::check_required(constraint)
-            {
-                self.diags
-                    .error(*span, "Unsupported gpustack version", message);
+            if i != 0 {
+                continue;
             }
             // Its structure and literals; variables' values are known when it is opened.
-            if let Some(encryption) = &settings.encryption {
+            if let Some(encryption) = m.encryption() {
                 let variables = |name: &str| {
                     encryption_variable(self.stack, name)?;
                     Ok(Value::Unknown)
@@ -1630,7 +1827,7 @@ impl<'a> EvalContext<'a> {
                     self.diags,
                 );
             }
-            let Some(backend) = &settings.backend else {
+            let Some(backend) = m.backend() else {
                 continue;
             };
             let Some(schema) = gpustack_state::backend_schema(&backend.kind) else {
@@ -1683,6 +1880,21 @@ fn attribute_span(body: &BodyRef, path: &str) -> Option<Span> {
             best = attr.value.span().or(attr.span());
             if let (Some(i), Expression::Array(items)) = (index, &attr.value) {
                 best = items.get(i).and_then(|e| e.span()).or(best);
+            }
+            // On into an object constructor, by its literal keys: `config.bucket`.
+            let mut value = &attr.value;
+            while let (Some(step), Expression::Object(object)) = (steps.next(), value) {
+                let Some((key, item)) = object.iter().find(|(key, _)| match key {
+                    hcl_edit::expr::ObjectKey::Ident(ident) => ident.as_str() == step,
+                    hcl_edit::expr::ObjectKey::Expression(Expression::String(s)) => {
+                        s.value() == step
+                    }
+                    _ => false,
+                }) else {
+                    break;
+                };
+                best = key.span().or(best);
+                value = item.expr();
             }
             break;
         }
@@ -1812,4 +2024,30 @@ pub(crate) fn store(walk: &mut EvalContext<'_>, module: usize, r: &Resource, val
         ResourceMode::Managed => values.resources.insert(key, value),
         ResourceMode::Data => values.data.insert(key, value),
     };
+}
+
+/// The type of one block of `schema` written as an object: its required arguments required,
+/// everything else optional.
+fn block_type(schema: &Schema) -> Type {
+    let mut attrs: IndexMap<String, gpustack_protocol::ObjectAttr> = schema
+        .attributes
+        .iter()
+        .filter(|(_, a)| a.is_configurable())
+        .map(|(name, a)| {
+            let attr = if a.required {
+                gpustack_protocol::ObjectAttr::required(a.ty.clone())
+            } else {
+                gpustack_protocol::ObjectAttr::optional(a.ty.clone())
+            };
+            (name.clone(), attr)
+        })
+        .collect();
+    for (name, nested) in &schema.blocks {
+        let ty = match nested.nesting {
+            BlockNesting::Single => block_type(&nested.block),
+            BlockNesting::List => Type::list(block_type(&nested.block)),
+        };
+        attrs.insert(name.clone(), gpustack_protocol::ObjectAttr::optional(ty));
+    }
+    Type::Object(attrs)
 }

@@ -10,6 +10,9 @@ use hcl_edit::structure::{Attribute, Block, Structure};
 use hcl_edit::visit_mut::{VisitMut, visit_body_mut, visit_traversal_mut};
 use std::path::Path;
 
+/// The names of stack files, for messages.
+pub const STACK_FILES: &str = "*.tf, *.hcl, *.tf.json or *.hcl.json";
+
 /// Deeper module nesting than this is almost certainly a mistake, and bounds the work.
 const MAX_MODULE_DEPTH: usize = 32;
 /// The most modules a stack loads, every call and instance counted: calls that each call
@@ -52,9 +55,9 @@ impl Files {
         }
     }
 
-    fn hcl_files(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    fn stack_files(&self, dir: &Path) -> std::io::Result<Listing> {
         match self {
-            Files::Disk => hcl_files(dir),
+            Files::Disk => stack_files(dir),
             Files::Snapshot { root, files } => {
                 let prefix = Self::key(root, dir);
                 let prefix = if prefix.is_empty() || prefix == "." {
@@ -65,7 +68,7 @@ impl Files {
                 let found: Vec<PathBuf> = files
                     .keys()
                     .filter_map(|k| k.strip_prefix(&prefix))
-                    .filter(|rest| !rest.contains('/') && rest.ends_with(".hcl"))
+                    .filter(|rest| !rest.contains('/') && stack_file_syntax(rest).is_some())
                     .map(|rest| dir.join(rest))
                     .collect();
                 if found.is_empty() {
@@ -74,8 +77,90 @@ impl Files {
                         "not in the plan's configuration snapshot",
                     ));
                 }
-                Ok(found)
+                Ok(Listing {
+                    files: found,
+                    ..Listing::default()
+                })
             }
+        }
+    }
+}
+
+/// The syntax a stack file is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// HCL's native syntax: `*.tf` and `*.hcl`.
+    Native,
+    /// Terraform's JSON configuration syntax: `*.tf.json` and `*.hcl.json`.
+    Json,
+}
+
+/// Whether a file of this name is a stack file, and in which syntax. As Terraform does, names
+/// of hidden files (`.terraform.lock.hcl` among them), editor backups (`x.tf~`) and autosaves
+/// (`#x.tf#`) are not, and neither are Terraform's test and mock files (`*.tftest.hcl`,
+/// `*.tfmock.hcl`), which only `terraform test` reads.
+pub fn stack_file_syntax(name: &str) -> Option<Syntax> {
+    if name.starts_with('.')
+        || name.ends_with('~')
+        || (name.starts_with('#') && name.ends_with('#'))
+    {
+        return None;
+    }
+    let test_file = [".tftest", ".tfmock"]
+        .iter()
+        .any(|kind| name.contains(&format!("{kind}.")));
+    if test_file {
+        return None;
+    }
+    if name.ends_with(".tf.json") || name.ends_with(".hcl.json") {
+        Some(Syntax::Json)
+    } else if name.ends_with(".tf") || name.ends_with(".hcl") {
+        Some(Syntax::Native)
+    } else {
+        None
+    }
+}
+
+/// Terraform's override files: `override.tf`, `NAME_override.tf` and their JSON forms.
+fn is_override_file(name: &str) -> bool {
+    let stem = name
+        .strip_suffix(".tf.json")
+        .or_else(|| name.strip_suffix(".tf"));
+    stem.is_some_and(|stem| stem == "override" || stem.ends_with("_override"))
+}
+
+/// A stack directory's files, and what of Terraform's it holds that is not read.
+#[derive(Debug, Default)]
+struct Listing {
+    files: Vec<PathBuf>,
+    /// `.terraform.lock.hcl`: the providers `terraform init` chose; gpustack's are built in.
+    lock_file: Option<PathBuf>,
+    /// `.terraform/`: the providers and modules `terraform init` installed.
+    terraform_dir: Option<PathBuf>,
+}
+
+impl Listing {
+    /// The notes that say what of Terraform's is not read here.
+    fn report(&self, sources: &SourceMap, diags: &mut Diags) {
+        if let Some(lock) = &self.lock_file {
+            diags.push(crate::diag::Diag::warning(
+                None,
+                "Terraform's dependency lock file is ignored",
+                format!(
+                    "{} pins the providers terraform init installed; gpustack's providers are built in, so it is not read.",
+                    sources.display_name(lock)
+                ),
+            ));
+        }
+        if let Some(dir) = &self.terraform_dir {
+            diags.push(crate::diag::Diag::warning(
+                None,
+                "Terraform's working directory is ignored",
+                format!(
+                    "{}/ holds what terraform init installed (providers, modules, the backend's settings); gpustack reads none of it: gpustack init installs git module sources.",
+                    sources.display_name(dir)
+                ),
+            ));
         }
     }
 }
@@ -108,6 +193,18 @@ fn read_source(
     path: &Path,
     diags: &mut Diags,
 ) -> Option<FileId> {
+    let text = read_text(files, sources, path, diags)?;
+    Some(sources.add(path, text))
+}
+
+/// Reads one file's text; a file that cannot be read, or is not UTF-8, is a diagnostic (and
+/// a file that is not UTF-8 joins `sources`, to be pointed into).
+pub(super) fn read_text(
+    files: &Files,
+    sources: &mut SourceMap,
+    path: &Path,
+    diags: &mut Diags,
+) -> Option<String> {
     let text = match files.read(path) {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => text,
@@ -132,7 +229,7 @@ fn read_source(
             return None;
         }
     };
-    Some(sources.add(path, text))
+    Some(text)
 }
 
 /// Parses a whole file; a syntax error becomes a diagnostic at its location.
@@ -314,15 +411,49 @@ pub fn load_stack_expanded(
     diags: &mut Diags,
     expansions: &super::ModuleExpansions,
 ) -> Stack {
+    load_stack_with(files, dir, sources, diags, expansions, None)
+}
+
+/// [`load_stack_expanded`] against the providers of `providers`: files in Terraform's JSON
+/// syntax are read with their schemas (which properties of a resource are nested blocks), and
+/// `required_providers` is checked against them. Without them, JSON objects are arguments and
+/// `required_providers` is not checked.
+pub fn load_stack_with(
+    files: &Files,
+    dir: &Path,
+    sources: &mut SourceMap,
+    diags: &mut Diags,
+    expansions: &super::ModuleExpansions,
+    providers: Option<&gpustack_protocol::Registry>,
+) -> Stack {
+    let stack = load_tree(files, dir, sources, diags, expansions, providers);
+    if let Some(registry) = providers {
+        super::terraform::check_required_providers(&stack, registry, diags);
+    }
+    stack
+}
+
+fn load_tree(
+    files: &Files,
+    dir: &Path,
+    sources: &mut SourceMap,
+    diags: &mut Diags,
+    expansions: &super::ModuleExpansions,
+    providers: Option<&gpustack_protocol::Registry>,
+) -> Stack {
     let mut stack = Stack::default();
     let dir = normalize(dir);
-    let root = match files.hcl_files(&dir) {
-        Ok(files) if !files.is_empty() => files,
-        Ok(_) => {
+    let root = match files.stack_files(&dir) {
+        Ok(listing) if !listing.files.is_empty() => {
+            listing.report(sources, diags);
+            listing.files
+        }
+        Ok(listing) => {
+            listing.report(sources, diags);
             diags.error(
                 None,
                 "No stack files",
-                format!("{} contains no .hcl files.", dir.display()),
+                format!("{} contains no stack files ({STACK_FILES}).", dir.display()),
             );
             return stack;
         }
@@ -335,7 +466,16 @@ pub fn load_stack_expanded(
             return stack;
         }
     };
-    let module = load_module(files, Vec::new(), dir.clone(), None, &root, sources, diags);
+    let module = load_module(
+        files,
+        providers,
+        Vec::new(),
+        dir.clone(),
+        None,
+        &root,
+        sources,
+        diags,
+    );
     stack.modules.push(module);
     // The lock of git sources, read once the first one is met; it joins the snapshot (as a
     // source file), so that applying a saved plan finds the same commits.
@@ -382,14 +522,17 @@ pub fn load_stack_expanded(
                 );
                 continue;
             }
-            let child_files = match files.hcl_files(&child_dir) {
-                Ok(found) if !found.is_empty() => found,
+            let child_files = match files.stack_files(&child_dir) {
+                Ok(found) if !found.files.is_empty() => {
+                    found.report(sources, diags);
+                    found.files
+                }
                 _ if git.is_some() => {
                     diags.error(
                         source_span,
                         "Module not installed",
                         format!(
-                            "\"{source}\" is not checked out here ({} has no .hcl files): run gpustack init.",
+                            "\"{source}\" is not checked out here ({} has no stack files): run gpustack init.",
                             child_dir.display()
                         ),
                     );
@@ -399,7 +542,10 @@ pub fn load_stack_expanded(
                     diags.error(
                         source_span,
                         "Module source not found",
-                        format!("{} contains no .hcl files.", child_dir.display()),
+                        format!(
+                            "{} contains no stack files ({STACK_FILES}).",
+                            child_dir.display()
+                        ),
                     );
                     continue;
                 }
@@ -436,6 +582,7 @@ pub fn load_stack_expanded(
                 path.push(name.clone());
                 let child = load_module(
                     files,
+                    providers,
                     path,
                     child_dir,
                     Some(next),
@@ -468,6 +615,7 @@ pub fn load_stack_expanded(
                 path.push(format!("{name}{}", instance.key));
                 let mut child = load_module(
                     files,
+                    providers,
                     path,
                     child_dir.clone(),
                     Some(next),
@@ -523,18 +671,30 @@ fn read_lock(
     }
 }
 
-fn hcl_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "hcl") && p.is_file())
-        .collect();
-    files.sort();
-    Ok(files)
+fn stack_files(dir: &Path) -> std::io::Result<Listing> {
+    let mut listing = Listing::default();
+    for entry in std::fs::read_dir(dir)?.filter_map(Result::ok) {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        match &*name {
+            ".terraform.lock.hcl" if path.is_file() => listing.lock_file = Some(path),
+            ".terraform" if path.is_dir() => listing.terraform_dir = Some(path),
+            _ if stack_file_syntax(&name).is_some() && path.is_file() => listing.files.push(path),
+            _ => {}
+        }
+    }
+    listing.files.sort();
+    Ok(listing)
 }
 
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the loader's context, passed down"
+)]
 fn load_module(
     from: &Files,
+    providers: Option<&gpustack_protocol::Registry>,
     path: Vec<String>,
     dir: PathBuf,
     parent: Option<usize>,
@@ -557,23 +717,67 @@ fn load_module(
         data: Default::default(),
         calls: Default::default(),
         settings: None,
+        terraform: None,
         imports: Vec::new(),
         moves: Vec::new(),
         removals: Vec::new(),
         checks: Vec::new(),
     };
     for file in files {
-        if let Some(id) = read_source(from, sources, file, diags) {
+        let name = file.file_name().unwrap_or_default().to_string_lossy();
+        if is_override_file(&name) {
+            // Terraform merges an override file into the blocks it overrides; read as one more
+            // file, its blocks would be duplicates or, worse, extra objects.
+            if let Some(id) = read_source(from, sources, file, diags) {
+                let text = &sources.file(id).text;
+                let first = text.len() - text.trim_start().len();
+                let end = text[first..].find('\n').map_or(text.len(), |n| first + n);
+                diags.error(
+                    Span::new(id, first..end),
+                    "Override files are not supported",
+                    format!(
+                        "Terraform merges {name} into the blocks it overrides; gpustack does not. Make the changes in the blocks themselves and remove this file."
+                    ),
+                );
+            }
+            continue;
+        }
+        if stack_file_syntax(&name) == Some(Syntax::Json) {
+            super::json::load_file(from, &mut module, sources, file, providers, diags);
+        } else if let Some(id) = read_source(from, sources, file, diags) {
             load_file(&mut module, sources, id, diags);
         }
     }
+    one_of_each(&module, diags);
     module
+}
+
+/// A stack's state and its encryption are configured once: in a `gpustack` block or a
+/// `terraform` block, never both.
+fn one_of_each(module: &Module, diags: &mut Diags) {
+    let (Some(settings), Some(terraform)) = (&module.settings, &module.terraform) else {
+        return;
+    };
+    if let (Some(_), Some(backend)) = (&settings.backend, &terraform.backend) {
+        diags.error(
+            backend.kind_span,
+            "Two backends",
+            "This stack configures its backend in a gpustack block already: keep one of the two backend blocks.",
+        );
+    }
+    if let (Some(_), Some(encryption)) = (&settings.encryption, &terraform.encryption) {
+        diags.error(
+            encryption.span,
+            "Two encryption blocks",
+            "This stack configures its encryption in a gpustack block already: keep one of the two encryption blocks.",
+        );
+    }
 }
 
 /// Decodes one file into `module`, a run of blocks at a time (`block_runs`). If a run does
 /// not parse, what the file's runs added is taken back and the whole file is parsed, so that
 /// its syntax error is reported as for any file, and nothing else from it.
-fn load_file(module: &mut Module, sources: &SourceMap, id: FileId, diags: &mut Diags) {
+pub(super) fn load_file(module: &mut Module, sources: &SourceMap, id: FileId, diags: &mut Diags) {
     let text = &sources.file(id).text;
     let runs = block_runs(text, PARSE_RUN_BYTES);
     if runs.len() > 1 {
@@ -615,6 +819,7 @@ struct ModuleMark {
     data: usize,
     calls: usize,
     settings: bool,
+    terraform: bool,
     imports: usize,
     moves: usize,
     removals: usize,
@@ -639,6 +844,7 @@ impl ModuleMark {
             data,
             calls,
             settings,
+            terraform,
             imports,
             moves,
             removals,
@@ -653,6 +859,7 @@ impl ModuleMark {
             data: data.len(),
             calls: calls.len(),
             settings: settings.is_some(),
+            terraform: terraform.is_some(),
             imports: imports.len(),
             moves: moves.len(),
             removals: removals.len(),
@@ -671,6 +878,9 @@ impl ModuleMark {
         if !self.settings {
             module.settings = None;
         }
+        if !self.terraform {
+            module.terraform = None;
+        }
         module.imports.truncate(self.imports);
         module.moves.truncate(self.moves);
         module.removals.truncate(self.removals);
@@ -679,17 +889,28 @@ impl ModuleMark {
 }
 
 const TOP_LEVEL_BLOCKS: &[&str] = &[
-    "variable", "locals", "output", "provider", "resource", "data", "module", "gpustack", "import",
-    "moved", "removed", "check",
+    "variable",
+    "locals",
+    "output",
+    "provider",
+    "resource",
+    "data",
+    "module",
+    "terraform",
+    "gpustack",
+    "import",
+    "moved",
+    "removed",
+    "check",
 ];
 
-struct Decoder<'a> {
-    file: FileId,
-    diags: &'a mut Diags,
+pub(super) struct Decoder<'a> {
+    pub(super) file: FileId,
+    pub(super) diags: &'a mut Diags,
 }
 
 impl Decoder<'_> {
-    fn span(&self, range: Option<std::ops::Range<usize>>) -> Span {
+    pub(super) fn span(&self, range: Option<std::ops::Range<usize>>) -> Span {
         span_of(self.file, range)
     }
 
@@ -700,7 +921,7 @@ impl Decoder<'_> {
         }
     }
 
-    fn header_span(&self, block: &Block) -> Span {
+    pub(super) fn header_span(&self, block: &Block) -> Span {
         let start = block.ident.span().map_or(0, |r| r.start);
         let end = block
             .labels
@@ -741,11 +962,7 @@ impl Decoder<'_> {
             "moved" => self.moved(module, &block),
             "removed" => self.removed(module, &block),
             "check" => self.check(module, &block),
-            "terraform" => self.diags.error(
-                self.span(block.ident.span()),
-                "Unsupported block type",
-                "gpustack stacks configure themselves in a \"gpustack\" block, not \"terraform\".",
-            ),
+            "terraform" => self.terraform(module, &block),
             other => self.diags.error(
                 self.span(block.ident.span()),
                 "Unsupported block type",
@@ -758,7 +975,7 @@ impl Decoder<'_> {
     }
 
     /// Checks the block has exactly the labels named; returns them when it does.
-    fn labels(&mut self, block: &Block, names: &[&str]) -> Option<Vec<String>> {
+    pub(super) fn labels(&mut self, block: &Block, names: &[&str]) -> Option<Vec<String>> {
         let kind = block.ident.as_str();
         if block.labels.len() != names.len() {
             let (summary, detail) = if block.labels.len() < names.len() {
@@ -805,7 +1022,7 @@ impl Decoder<'_> {
     }
 
     /// Reports every argument and nested block not in the allowed lists.
-    fn only(&mut self, body: &Body, context: &str, attrs: &[&str], blocks: &[&str]) {
+    pub(super) fn only(&mut self, body: &Body, context: &str, attrs: &[&str], blocks: &[&str]) {
         let mut seen: IndexMap<&str, Span> = IndexMap::new();
         for structure in body.iter() {
             match structure {
@@ -854,7 +1071,7 @@ impl Decoder<'_> {
         }
     }
 
-    fn literal_bool(&mut self, attr: Option<&Attribute>) -> Option<bool> {
+    pub(super) fn literal_bool(&mut self, attr: Option<&Attribute>) -> Option<bool> {
         let attr = attr?;
         match attr.value.as_bool() {
             Some(b) => Some(b),
@@ -872,7 +1089,7 @@ impl Decoder<'_> {
         }
     }
 
-    fn literal_string(&mut self, attr: Option<&Attribute>) -> Option<String> {
+    pub(super) fn literal_string(&mut self, attr: Option<&Attribute>) -> Option<String> {
         let attr = attr?;
         match literal_str(&attr.value) {
             Some(s) => Some(s),
@@ -1457,6 +1674,10 @@ impl Decoder<'_> {
         });
     }
 
+    /// `depends_on`, as OpenTofu reads it: each entry a static reference to a whole object (a
+    /// resource or one of its instances, a data source, a module call, one of its instances or
+    /// outputs, a variable or a local value); a quoted reference, the form of Terraform 0.11, is
+    /// read with a warning.
     fn depends_on(&mut self, body: &Body) -> Vec<Reference> {
         let Some(attr) = body.get_attribute("depends_on") else {
             return Vec::new();
@@ -1467,12 +1688,24 @@ impl Decoder<'_> {
         };
         let mut refs = Vec::new();
         for item in items.iter() {
-            match static_parts(item) {
-                Some(parts) if is_dependable(&parts) => refs.push(Reference { parts, span: self.span(item.span()) }),
-                _ => self.diags.error(
-                    self.span(item.span()),
+            let span = self.span(item.span());
+            match depends_on_entry(item) {
+                Ok(Dependency { parts, quoted }) => {
+                    if quoted {
+                        self.diags.push(crate::diag::Diag::warning(
+                            span,
+                            "Quoted references are deprecated",
+                            "In this context, references are expected literally rather than in quotes. Terraform 0.11 and earlier required quotes; remove the quotes surrounding this reference.",
+                        ));
+                    }
+                    if let Some(parts) = parts {
+                        refs.push(Reference { parts, span });
+                    }
+                }
+                Err((range, detail)) => self.diags.error(
+                    range.map_or(span, |r| self.span(Some(r))),
                     "Invalid depends_on reference",
-                    "Each entry must be a static reference to a resource, data source or module, such as aks_nodepool.gpu.",
+                    detail,
                 ),
             }
         }
@@ -1800,12 +2033,165 @@ pub fn static_path(expression: &Expression) -> Option<gpustack_protocol::Path> {
     }
 }
 
-fn is_dependable(parts: &[String]) -> bool {
-    match parts.first().map(String::as_str) {
-        Some("module") => parts.len() >= 2,
-        Some("data") => parts.len() >= 3,
-        Some("var" | "local" | "count" | "each" | "path" | "self" | "terraform") | None => false,
-        Some(_) => parts.len() >= 2,
+/// A `depends_on` entry read: the names it depends on (`None` for `count.index`, `each.key`,
+/// `path.*` and `terraform.*`, which order nothing), and whether it was quoted.
+struct Dependency {
+    parts: Option<Vec<String>>,
+    quoted: bool,
+}
+
+const STATIC_REFERENCE: &str = "A single static variable reference is required: only attribute access and indexing with constant keys. No calculations, function calls, template expressions, etc are allowed here.";
+const WHOLE_OBJECT: &str = "References in depends_on must be to a whole object (resource, etc), not to an attribute of an object.";
+
+/// Reads one `depends_on` entry with OpenTofu's rules (`addrs.ParseRef`, then no attribute
+/// after the object); an error is the range to point at (within the entry, when the entry was
+/// not quoted) and why.
+fn depends_on_entry(
+    item: &Expression,
+) -> Result<Dependency, (Option<std::ops::Range<usize>>, String)> {
+    let (steps, quoted) = match item {
+        Expression::String(text) => {
+            let parsed = hcl_edit::parser::parse_expr(text.value())
+                .map_err(|_| (None, STATIC_REFERENCE.to_owned()))?;
+            // The string's own ranges count from its text, not the file: point at the entry.
+            let steps = reference_steps(&parsed)
+                .ok_or((None, STATIC_REFERENCE.to_owned()))?
+                .into_iter()
+                .map(|(step, _)| (step, None))
+                .collect();
+            (steps, true)
+        }
+        other => (
+            reference_steps(other).ok_or((None, STATIC_REFERENCE.to_owned()))?,
+            false,
+        ),
+    };
+    let name = |i: usize| match steps.get(i) {
+        Some((Step::Attr(name), _)) => Some(name.clone()),
+        _ => None,
+    };
+    let range_of = |i: usize| steps.get(i).and_then(|(_, r)| r.clone());
+    let whole = |from: usize| {
+        if from < steps.len() {
+            Err((range_of(from), WHOLE_OBJECT.to_owned()))
+        } else {
+            Ok(())
+        }
+    };
+    let root = name(0).unwrap_or_default();
+    let parts = match root.as_str() {
+        "count" | "each" | "path" | "terraform" | "var" | "local" => {
+            let Some(attr) = name(1) else {
+                return Err((
+                    range_of(0),
+                    format!(
+                        "The \"{root}\" object cannot be accessed directly. Instead, access one of its attributes."
+                    ),
+                ));
+            };
+            whole(2)?;
+            matches!(root.as_str(), "var" | "local").then(|| vec![root.clone(), attr])
+        }
+        "module" => {
+            let Some(call) = name(1) else {
+                return Err((
+                    range_of(0),
+                    "The \"module\" object cannot be accessed directly. Instead, access one of its attributes.".into(),
+                ));
+            };
+            let mut next = 2;
+            if matches!(steps.get(next), Some((Step::Index, _))) {
+                next += 1;
+            }
+            let mut parts = vec![root.clone(), call];
+            if let Some(output) = name(next) {
+                parts.push(output);
+                next += 1;
+            } else if next < steps.len() {
+                return Err((
+                    range_of(next),
+                    "Module instance objects do not support this operation.".into(),
+                ));
+            }
+            whole(next)?;
+            Some(parts)
+        }
+        "self" => {
+            return Err((
+                range_of(0),
+                "The \"self\" object names the block it is used in; a block cannot depend on itself.".into(),
+            ));
+        }
+        "template" | "lazy" | "arg" => {
+            return Err((
+                range_of(0),
+                format!(
+                    "The symbol name \"{root}\" is reserved for use in a future version of the language; if a provider uses it as a resource type name, write resource.{root}."
+                ),
+            ));
+        }
+        _ => {
+            let (mode_data, first) = match root.as_str() {
+                "data" => (true, 1),
+                "resource" => (false, 1),
+                _ => (false, 0),
+            };
+            let (Some(ty), Some(resource)) = (name(first), name(first + 1)) else {
+                let what = if mode_data {
+                    "data source"
+                } else {
+                    "resource type"
+                };
+                return Err((
+                    range_of(first),
+                    format!(
+                        "A reference to a {what} must be followed by at least one attribute access, specifying the resource name."
+                    ),
+                ));
+            };
+            let mut next = first + 2;
+            if matches!(steps.get(next), Some((Step::Index, _))) {
+                next += 1;
+            }
+            whole(next)?;
+            Some(if mode_data {
+                vec!["data".to_owned(), ty, resource]
+            } else {
+                vec![ty, resource]
+            })
+        }
+    };
+    Ok(Dependency { parts, quoted })
+}
+
+/// One step of a static reference: an attribute, or an index by a constant key.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Attr(String),
+    Index,
+}
+
+/// The steps of a static traversal (`hcl.AbsTraversalForExpr`), each with its range; None for
+/// anything else.
+fn reference_steps(expression: &Expression) -> Option<Vec<(Step, Option<std::ops::Range<usize>>)>> {
+    match expression {
+        Expression::Variable(v) => Some(vec![(Step::Attr(v.as_str().to_owned()), v.span())]),
+        Expression::Traversal(t) => {
+            let mut steps = reference_steps(&t.expr)?;
+            for op in &t.operators {
+                let step = match op.value() {
+                    TraversalOperator::GetAttr(ident) => Step::Attr(ident.as_str().to_owned()),
+                    TraversalOperator::LegacyIndex(_)
+                    | TraversalOperator::Index(Expression::String(_) | Expression::Number(_)) => {
+                        Step::Index
+                    }
+                    _ => return None,
+                };
+                steps.push((step, op.span()));
+            }
+            Some(steps)
+        }
+        _ => None,
     }
 }
 

@@ -3,10 +3,16 @@
 //! Loading checks structure only (block kinds, labels, argument names, meta-arguments); values
 //! are evaluated later, in graph order.
 
+pub mod json;
 pub mod load;
 pub mod remote;
+pub mod terraform;
+pub mod version;
 
-pub use load::{Files, load_stack, load_stack_expanded, load_stack_from, parse_file};
+pub use load::{
+    Files, STACK_FILES, Syntax, load_stack, load_stack_expanded, load_stack_from, load_stack_with,
+    parse_file, stack_file_syntax,
+};
 
 use crate::source::{FileId, Span};
 use gpustack_protocol::Type;
@@ -70,6 +76,8 @@ pub struct Module {
     pub data: Names<Resource>,
     pub calls: Names<ModuleCall>,
     pub settings: Option<GpustackBlock>,
+    /// What the module's `terraform` blocks say, all of them together.
+    pub terraform: Option<Box<TerraformSettings>>,
     /// `import` blocks (the root module only, as in Terraform).
     pub imports: Vec<Import>,
     /// `moved` blocks, with addresses relative to this module.
@@ -144,6 +152,24 @@ impl Module {
 
     pub fn prefix(&self) -> String {
         self.path.iter().map(|p| format!("module.{p}.")).collect()
+    }
+
+    /// Where the stack's state lives: the `gpustack` block's backend, else the `terraform`
+    /// block's (a stack may not have both).
+    pub fn backend(&self) -> Option<&BackendBlock> {
+        self.settings
+            .as_ref()
+            .and_then(|s| s.backend.as_ref())
+            .or_else(|| self.terraform.as_ref().and_then(|t| t.backend.as_ref()))
+    }
+
+    /// How states and plans are encrypted: the `gpustack` block's `encryption`, else the
+    /// `terraform` block's, as OpenTofu writes it (a stack may not have both).
+    pub fn encryption(&self) -> Option<&BodyRef> {
+        self.settings
+            .as_ref()
+            .and_then(|s| s.encryption.as_ref())
+            .or_else(|| self.terraform.as_ref().and_then(|t| t.encryption.as_ref()))
     }
 }
 
@@ -337,6 +363,33 @@ pub struct GpustackBlock {
     pub required_version: Option<(String, Span)>,
 }
 
+/// A module's `terraform` blocks (Terraform allows several; they are read together).
+#[derive(Debug)]
+pub struct TerraformSettings {
+    /// The first block's header.
+    pub span: Span,
+    /// `required_providers`, in the order written.
+    pub required_providers: Vec<RequiredProvider>,
+    /// `backend "KIND"`, its Terraform arguments mapped onto gpustack's backend of that kind.
+    pub backend: Option<BackendBlock>,
+    /// `encryption { ... }`, as OpenTofu writes it in the terraform block.
+    pub encryption: Option<BodyRef>,
+}
+
+/// One `required_providers` entry: `kubernetes = { source = "hashicorp/kubernetes" }`.
+#[derive(Debug, Clone)]
+pub struct RequiredProvider {
+    /// The local name the module gives the provider.
+    pub name: String,
+    pub span: Span,
+    /// `NAMESPACE/TYPE` (any host dropped, lower case); `hashicorp/NAME` when not written.
+    pub source: String,
+    /// The `source` value, or the entry when it has none.
+    pub source_span: Span,
+}
+
+/// A state backend. A `terraform { backend ... }` block's is held with gpustack's argument
+/// names, so that the two kinds of block configure one thing.
 #[derive(Debug)]
 pub struct BackendBlock {
     pub kind: String,

@@ -12,6 +12,114 @@ use tokio::sync::Mutex;
 
 pub mod facts;
 
+type Json = serde_json::Value;
+
+/// The credentials of Terraform's kubernetes provider gpustack's own arguments do not have: any
+/// of them makes the client's kubeconfig one built from the provider block.
+pub const TERRAFORM_CREDENTIALS: &[&str] = &[
+    "client_certificate",
+    "client_key",
+    "username",
+    "password",
+    "insecure",
+    "tls_server_name",
+    "proxy_url",
+    "exec",
+];
+
+/// A kubeconfig document of the credentials Terraform's kubernetes and helm providers take in
+/// their configuration (host, token, client certificate, exec plugin, ...); `None` when it
+/// names none (it then only chooses a kubeconfig and a context).
+pub fn terraform_kubeconfig(kubernetes: &Value) -> Option<Json> {
+    use base64::Engine as _;
+    use gpustack_provider_sdk::check::{attribute, text};
+    let credentials = [
+        "host",
+        "token",
+        "client_certificate",
+        "client_key",
+        "username",
+        "password",
+        "cluster_ca_certificate",
+        "exec",
+    ];
+    if !credentials
+        .iter()
+        .any(|k| attribute(kubernetes, k).is_some())
+    {
+        return None;
+    }
+    let b64 = |name: &str| {
+        text(kubernetes, name).map(|pem| base64::engine::general_purpose::STANDARD.encode(pem))
+    };
+    let mut cluster = serde_json::Map::new();
+    if let Some(host) = text(kubernetes, "host") {
+        cluster.insert("server".into(), host.into());
+    }
+    if let Some(ca) = b64("cluster_ca_certificate") {
+        cluster.insert("certificate-authority-data".into(), ca.into());
+    }
+    if attribute(kubernetes, "insecure").and_then(Value::as_bool) == Some(true) {
+        cluster.insert("insecure-skip-tls-verify".into(), true.into());
+    }
+    if let Some(name) = text(kubernetes, "tls_server_name") {
+        cluster.insert("tls-server-name".into(), name.into());
+    }
+    if let Some(proxy) = text(kubernetes, "proxy_url") {
+        cluster.insert("proxy-url".into(), proxy.into());
+    }
+    let mut user = serde_json::Map::new();
+    for (name, key) in [
+        ("token", "token"),
+        ("username", "username"),
+        ("password", "password"),
+    ] {
+        if let Some(value) = text(kubernetes, name) {
+            user.insert(key.into(), value.into());
+        }
+    }
+    if let Some(cert) = b64("client_certificate") {
+        user.insert("client-certificate-data".into(), cert.into());
+    }
+    if let Some(key) = b64("client_key") {
+        user.insert("client-key-data".into(), key.into());
+    }
+    if let Some(exec) = attribute(kubernetes, "exec") {
+        let env: Vec<Json> = attribute(exec, "env")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| serde_json::json!({"name": k, "value": v.as_str().unwrap_or_default()}))
+            .collect();
+        let args: Vec<Json> = attribute(exec, "args")
+            .and_then(Value::as_list)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(Value::as_str)
+            .map(Json::from)
+            .collect();
+        user.insert(
+            "exec".into(),
+            serde_json::json!({
+                "apiVersion": text(exec, "api_version"),
+                "command": text(exec, "command"),
+                "args": args,
+                "env": env,
+                "interactiveMode": "Never",
+            }),
+        );
+    }
+    let config = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "terraform", "cluster": cluster}],
+        "users": [{"name": "terraform", "user": user}],
+        "contexts": [{"name": "terraform", "context": {"cluster": "terraform", "user": "terraform"}}],
+        "current-context": "terraform",
+    });
+    Some(config)
+}
+
 /// The live cluster's GPU facts as the kubernetes provider reads them (GPU nodes, the
 /// ClusterPolicy and the ConfigMaps it points at, DRA devices), for the other providers of the
 /// Kubernetes family whose objects configure GPUs: a helm release of the GPU Operator. The
@@ -78,10 +186,21 @@ impl Cluster {
             host: text(config, "host"),
             token: text(config, "token"),
             cluster_ca_certificate: text(config, "cluster_ca_certificate"),
-            config_path: text(config, "config_path"),
-            context: text(config, "context"),
+            config_path: text(config, "config_path").or_else(|| {
+                gpustack_provider_sdk::check::attribute(config, "config_paths")
+                    .and_then(Value::as_list)
+                    .and_then(<[Value]>::first)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            }),
+            context: text(config, "context").or_else(|| text(config, "config_context")),
             in_cluster: gpustack_provider_sdk::check::attribute(config, "in_cluster")
                 .and_then(Value::as_bool),
+            kubeconfig: TERRAFORM_CREDENTIALS
+                .iter()
+                .any(|k| gpustack_provider_sdk::check::attribute(config, k).is_some())
+                .then(|| terraform_kubeconfig(config))
+                .flatten(),
         };
         let client = gpustack_connect::kubernetes::client(&settings)
             .await

@@ -2,16 +2,21 @@
 //! stack's owner label.
 
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic,
-    PlanResourceChangeRequest, PlanResourceChangeResponse, Provider, ProviderFactory,
-    ProviderSchema, ReadResourcesRequest, ReadResourcesResponse, Schema, Type, Value,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Diagnostic, PlanResourceChangeRequest,
+    PlanResourceChangeResponse, Provider, ProviderFactory, ProviderSchema, ReadResourcesRequest,
+    ReadResourcesResponse, Value,
 };
-use gpustack_provider_sdk::check::{Checker, attribute, provider_config, set, text};
+use gpustack_provider_sdk::check::{Checker, attribute, set, text};
 use gpustack_provider_sdk::family::{Factory, Family};
 use gpustack_provider_sdk::objects::strip_nulls;
 use serde_json::Value as Json;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+mod schema;
+mod set;
+
+pub use schema::{CONFIG_REFUSED, RELEASE_REFUSED, Refusal, RefusedWhen};
 
 /// Helm releases through the `helm` CLI.
 pub(crate) struct Helm;
@@ -24,55 +29,50 @@ pub fn provider() -> Arc<dyn ProviderFactory> {
 #[async_trait::async_trait]
 impl Family for Helm {
     fn schema(&self) -> ProviderSchema {
-        let config = provider_config("Helm releases through the helm CLI (3.x or 4.x).")
-            .attr(
-                "helm_binary",
-                Attribute::optional(Type::String).describe("Path of helm; default: helm on PATH."),
-            )
-            .attr("config_path", Attribute::optional(Type::String))
-            .attr("context", Attribute::optional(Type::String));
-        let release = Schema::new("A Helm release.")
-            .attr("name", Attribute::required(Type::String).force_new())
-            .attr(
-                "chart",
-                Attribute::required(Type::String).describe(
-                    "Chart name in the repository, an OCI reference, or a local path or .tgz.",
-                ),
-            )
-            .attr("repository", Attribute::optional(Type::String))
-            .attr("version", Attribute::optional(Type::String))
-            .attr(
-                "namespace",
-                Attribute::optional_computed(Type::String).force_new(),
-            )
-            .attr("create_namespace", Attribute::optional(Type::Bool))
-            .attr(
-                "values",
-                Attribute::optional(Type::Any).describe(
-                    "Chart values: an object, or a list of YAML documents merged in order.",
-                ),
-            )
-            .attr("atomic", Attribute::optional(Type::Bool))
-            .attr("wait", Attribute::optional(Type::Bool))
-            .attr("timeout", Attribute::optional(Type::String))
-            .attr("revision", Attribute::computed(Type::Number))
-            .attr("status", Attribute::computed(Type::String))
-            .attr("app_version", Attribute::computed(Type::String))
-            .attr(
-                "first_deployed",
-                Attribute::computed(Type::String).describe(
-                    "When the release was first installed: a release of the same name installed since is another one.",
-                ),
-            );
         ProviderSchema {
             name: "helm".into(),
-            config,
-            resources: [("helm_release".to_owned(), release)].into(),
+            config: schema::config(),
+            resources: [("helm_release".to_owned(), schema::release())].into(),
             data_sources: Default::default(),
         }
     }
 
-    fn check(&self, _: &str, check: &mut Checker<'_>) {
+    fn check(&self, type_name: &str, check: &mut Checker<'_>) {
+        if type_name == gpustack_protocol::PROVIDER_CONFIG {
+            schema::check_refused(check, schema::CONFIG_REFUSED);
+            check.one_of(
+                "helm_driver",
+                &[
+                    "secret",
+                    "secrets",
+                    "configmap",
+                    "configmaps",
+                    "memory",
+                    "sql",
+                ],
+            );
+            return;
+        }
+        schema::check_refused(check, schema::RELEASE_REFUSED);
+        check_timeout(check);
+        for kind in ["set", "set_list", "set_sensitive"] {
+            let count = check
+                .get(kind)
+                .and_then(Value::as_list)
+                .map_or(0, <[Value]>::len);
+            for i in 0..count {
+                if let Some(name) = check.str(&format!("{kind}[{i}].name"))
+                    && let Err(why) = set::parse_path(name)
+                {
+                    check.error(
+                        &format!("{kind}[{i}].name"),
+                        "Invalid value path",
+                        format!("\"{name}\" {why}: a path is keys separated by dots (a dot inside a key escaped as \\.), with list indexes as [N]."),
+                    );
+                }
+                check.one_of(&format!("{kind}[{i}].type"), &["auto", "string"]);
+            }
+        }
         if let Some(values) = check.get("values").filter(|v| v.is_wholly_known())
             && let Err((i, why)) = chart_values(values)
         {
@@ -119,12 +119,26 @@ struct HelmCli {
     context: Option<String>,
     /// 3 or 4: Helm 4 renamed --atomic to --rollback-on-failure.
     major: u32,
+    /// Flags every helm command takes (`--debug`, `--registry-config`, ...).
+    global: Vec<String>,
+    /// Environment of every helm command (`HELM_DRIVER`, `HELM_PLUGINS`, `KUBECONFIG`).
+    env: Vec<(String, String)>,
+    /// Files the configuration was written into (a kubeconfig, a registry config), kept for
+    /// as long as helm may read them.
+    _files: Vec<tempfile::NamedTempFile>,
     /// The live cluster's GPU facts, read once, for the GPU model of a stack whose GPU
     /// settings are a GPU Operator release's values (no other object may read the nodes).
     gpu_cluster: tokio::sync::OnceCell<Result<gpustack_protocol::ClusterFact, String>>,
 }
 
-const COMPUTED: [&str; 4] = ["revision", "status", "app_version", "first_deployed"];
+const COMPUTED: [&str; 6] = [
+    "revision",
+    "status",
+    "app_version",
+    "first_deployed",
+    "metadata",
+    "manifest",
+];
 
 fn on_path(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
@@ -134,16 +148,80 @@ fn on_path(name: &str) -> Option<PathBuf> {
     })
 }
 
-/// The release's values as configured, in the shape `helm get values -o json` answers.
+/// The release's values as configured, `set` and `set_list` applied, in the shape `helm get
+/// values -o json` answers (`set_sensitive` stays out: the state never holds it).
 fn values_of(state: &Value) -> Value {
+    let sets_known = ["set", "set_list"]
+        .iter()
+        .all(|k| attribute(state, k).is_none_or(Value::is_wholly_known));
     match attribute(state, "values") {
-        Some(v) if v.is_wholly_known() => match chart_values(v) {
-            Ok(values) => Value::from_json(&strip_nulls(&values)),
+        Some(v) if !v.is_wholly_known() || !sets_known => Value::Unknown,
+        Some(v) => match chart_values(v) {
+            Ok(mut values) => {
+                set::apply_sets(&mut values, state);
+                Value::from_json(&strip_nulls(&values))
+            }
             Err(_) => v.clone(),
         },
-        Some(v) => v.clone(),
-        None => Value::Object(Default::default()),
+        None if !sets_known => Value::Unknown,
+        None => {
+            let mut values = Json::Object(Default::default());
+            set::apply_sets(&mut values, state);
+            Value::from_json(&strip_nulls(&values))
+        }
     }
+}
+
+/// `timeout`: a number of seconds (Terraform's form) or a duration string (gpustack's).
+fn timeout_arg(state: &Value) -> Option<String> {
+    let timeout = attribute(state, "timeout")?;
+    if let Some(seconds) = timeout.as_number() {
+        return Some(format!("{}s", seconds as u64));
+    }
+    timeout.as_str().map(str::to_owned)
+}
+
+fn check_timeout(check: &mut Checker<'_>) {
+    let Some(timeout) = check.get("timeout") else {
+        return;
+    };
+    let valid = match (timeout.as_number(), timeout.as_str()) {
+        (Some(n), _) => n > 0.0 && n.fract() == 0.0,
+        (_, Some(text)) => is_duration(text),
+        _ => false,
+    };
+    if !valid {
+        check.error(
+            "timeout",
+            "Invalid timeout",
+            "timeout is a whole number of seconds (timeout = 600) or a duration such as \"10m\" or \"1h30m\".".into(),
+        );
+    }
+}
+
+/// A Go duration as helm's --timeout takes it: numbers each followed by h, m, s, ms, us or ns.
+fn is_duration(text: &str) -> bool {
+    let mut rest = text;
+    if rest.is_empty() {
+        return false;
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            return false;
+        }
+        rest = &rest[digits..];
+        let unit = ["ms", "us", "µs", "ns", "h", "m", "s"]
+            .into_iter()
+            .find(|u| rest.starts_with(u));
+        match unit {
+            Some(u) => rest = &rest[u.len()..],
+            None => return false,
+        }
+    }
+    true
 }
 
 /// Chart values given as an object, or as Terraform's helm provider takes them: a list of
@@ -210,6 +288,39 @@ fn operator_fact(planned: &Value, prior: Option<&Value>) -> Option<gpustack_prot
     ))
 }
 
+/// Terraform's `metadata` of a release, from `helm status` and its values.
+fn metadata_of(status: &Json, values: &Json) -> Value {
+    let text = |pointer: &str| {
+        status
+            .pointer(pointer)
+            .and_then(Json::as_str)
+            .map_or(Value::Null, Value::string)
+    };
+    // Terraform's first_deployed and last_deployed (Unix seconds) are not in it: when the
+    // release was first installed is the resource's own `first_deployed`.
+    Value::Object(
+        [
+            ("name", text("/name")),
+            (
+                "revision",
+                status
+                    .get("version")
+                    .and_then(Json::as_f64)
+                    .map_or(Value::Null, Value::number),
+            ),
+            ("namespace", text("/namespace")),
+            ("chart", text("/chart/metadata/name")),
+            ("version", text("/chart/metadata/version")),
+            ("app_version", text("/chart/metadata/appVersion")),
+            ("values", Value::string(values.to_string())),
+            ("notes", text("/info/notes")),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect(),
+    )
+}
+
 /// A chart from a directory or archive: helm ignores `version` for it, so must drift.
 fn is_local_chart(chart: &str) -> bool {
     chart.starts_with('.') || chart.starts_with('/') || chart.ends_with(".tgz")
@@ -256,14 +367,202 @@ impl HelmCli {
                 ),
             ));
         }
-        Ok(Self {
+        let mut cli = Self {
             binary,
             // Without config_path, helm reads $KUBECONFIG (every file of it) itself.
             kubeconfig: text(config, "config_path").map(PathBuf::from),
             context: text(config, "context").map(str::to_owned),
             major,
+            global: Vec::new(),
+            env: Vec::new(),
+            _files: Vec::new(),
             gpu_cluster: tokio::sync::OnceCell::new(),
-        })
+        };
+        cli.terraform_config(config).await?;
+        Ok(cli)
+    }
+
+    /// Terraform's helm provider configuration: the `kubernetes` block (a kubeconfig written
+    /// from its credentials when it has any), registries, and the helm CLI's own settings.
+    async fn terraform_config(&mut self, config: &Value) -> Result<(), Diagnostic> {
+        let write = |what: &str, text: &str| -> Result<tempfile::NamedTempFile, Box<Diagnostic>> {
+            let failed = |e: std::io::Error| {
+                Box::new(Diagnostic::error(
+                    "Cannot configure helm",
+                    format!("cannot write the {what}: {e}"),
+                ))
+            };
+            let mut file = tempfile::Builder::new()
+                .prefix("gpustack-helm-")
+                .tempfile()
+                .map_err(failed)?;
+            std::io::Write::write_all(&mut file, text.as_bytes()).map_err(failed)?;
+            Ok(file)
+        };
+        if let Some(kubernetes) = attribute(config, "kubernetes") {
+            let paths: Vec<&str> = attribute(kubernetes, "config_paths")
+                .and_then(Value::as_list)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            if let Some(path) = text(kubernetes, "config_path") {
+                self.kubeconfig = Some(PathBuf::from(path));
+            } else if let [path] = paths[..] {
+                self.kubeconfig = Some(PathBuf::from(path));
+            } else if !paths.is_empty() {
+                self.env.push(("KUBECONFIG".into(), paths.join(":")));
+                self.kubeconfig = None;
+            }
+            if let Some(context) = text(kubernetes, "config_context") {
+                self.context = Some(context.to_owned());
+            }
+            if let Some(kubeconfig) = gpustack_cluster::terraform_kubeconfig(kubernetes) {
+                // JSON is YAML: helm and the GPU model's client read it as a kubeconfig.
+                let file = write("kubeconfig", &kubeconfig.to_string()).map_err(|e| *e)?;
+                self.kubeconfig = Some(file.path().to_owned());
+                self.context = None;
+                self._files.push(file);
+            }
+        }
+        if attribute(config, "debug").and_then(Value::as_bool) == Some(true) {
+            self.global.push("--debug".into());
+        }
+        for (name, flag) in [
+            ("registry_config_path", "--registry-config"),
+            ("repository_config_path", "--repository-config"),
+            ("repository_cache", "--repository-cache"),
+        ] {
+            if let Some(value) = text(config, name) {
+                self.global.extend([flag.into(), value.into()]);
+            }
+        }
+        for (name, flag) in [("burst_limit", "--burst-limit"), ("qps", "--qps")] {
+            if let Some(n) = attribute(config, name).and_then(Value::as_number) {
+                self.global.extend([flag.into(), format!("{n}")]);
+            }
+        }
+        for (name, variable) in [
+            ("plugins_path", "HELM_PLUGINS"),
+            ("helm_driver", "HELM_DRIVER"),
+        ] {
+            if let Some(value) = text(config, name) {
+                self.env.push((variable.into(), value.into()));
+            }
+        }
+        let registries: Vec<&Value> = ["registry", "registries"]
+            .into_iter()
+            .filter_map(|k| attribute(config, k).and_then(Value::as_list))
+            .flatten()
+            .collect();
+        if !registries.is_empty() && text(config, "registry_config_path").is_none() {
+            // Logins of this stack's own, never written into the user's registry config.
+            let file = write("registry config", "{}").map_err(|e| *e)?;
+            self.global.extend([
+                "--registry-config".into(),
+                file.path().display().to_string(),
+            ]);
+            self._files.push(file);
+        }
+        for registry in registries {
+            let url = text(registry, "url").unwrap_or_default();
+            let host = url.trim_start_matches("oci://");
+            let mut command = tokio::process::Command::new(&self.binary);
+            command
+                .args(["registry", "login", host, "--password-stdin", "--username"])
+                .arg(text(registry, "username").unwrap_or_default())
+                .args(&self.global)
+                .envs(self.env.iter().map(|(k, v)| (k, v)))
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            let login = async {
+                let mut child = command.spawn()?;
+                if let Some(mut stdin) = child.stdin.take() {
+                    tokio::io::AsyncWriteExt::write_all(
+                        &mut stdin,
+                        text(registry, "password").unwrap_or_default().as_bytes(),
+                    )
+                    .await?;
+                }
+                child.wait_with_output().await
+            };
+            match login.await {
+                Ok(out) if out.status.success() => {}
+                Ok(out) => {
+                    return Err(Diagnostic::error(
+                        "Cannot log in to the registry",
+                        format!("{host}: {}", String::from_utf8_lossy(&out.stderr).trim()),
+                    ));
+                }
+                Err(e) => {
+                    return Err(Diagnostic::error(
+                        "Cannot log in to the registry",
+                        format!("{host}: {e}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The install/upgrade flags of Terraform's `helm_release` arguments.
+    fn release_flags(&self, planned: &Value) -> Vec<String> {
+        let on = |name: &str| attribute(planned, name).and_then(Value::as_bool) == Some(true);
+        let mut args: Vec<String> = Vec::new();
+        let force = if self.major >= 4 {
+            "--force-replace"
+        } else {
+            "--force"
+        };
+        for (name, flag) in [
+            ("devel", "--devel"),
+            ("verify", "--verify"),
+            ("pass_credentials", "--pass-credentials"),
+            ("wait_for_jobs", "--wait-for-jobs"),
+            ("skip_crds", "--skip-crds"),
+            ("disable_webhooks", "--no-hooks"),
+            ("disable_openapi_validation", "--disable-openapi-validation"),
+            ("render_subchart_notes", "--render-subchart-notes"),
+            ("dependency_update", "--dependency-update"),
+            ("cleanup_on_fail", "--cleanup-on-fail"),
+            ("force_update", force),
+            ("take_ownership", "--take-ownership"),
+        ] {
+            if on(name) {
+                args.push(flag.into());
+            }
+        }
+        for (name, flag) in [
+            ("keyring", "--keyring"),
+            ("description", "--description"),
+            ("repository_username", "--username"),
+            ("repository_password", "--password"),
+            ("repository_key_file", "--key-file"),
+            ("repository_cert_file", "--cert-file"),
+            ("repository_ca_file", "--ca-file"),
+        ] {
+            if let Some(value) = text(planned, name) {
+                args.extend([flag.into(), value.into()]);
+            }
+        }
+        if let Some(max) = attribute(planned, "max_history").and_then(Value::as_number) {
+            args.extend(["--history-max".into(), format!("{}", max as u64)]);
+        }
+        if let Some(postrender) = attribute(planned, "postrender")
+            && let Some(binary) = text(postrender, "binary_path")
+        {
+            args.extend(["--post-renderer".into(), binary.into()]);
+            for arg in attribute(postrender, "args")
+                .and_then(Value::as_list)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(Value::as_str)
+            {
+                args.push(format!("--post-renderer-args={arg}"));
+            }
+        }
+        args
     }
 
     /// The live cluster's GPU facts, or a warning that the plan goes on without them.
@@ -291,6 +590,9 @@ impl HelmCli {
     /// own message otherwise.
     async fn run(&self, args: &[String]) -> Result<String, String> {
         let mut command = tokio::process::Command::new(&self.binary);
+        command
+            .args(&self.global)
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         if let Some(kubeconfig) = &self.kubeconfig {
             command.arg("--kubeconfig").arg(kubeconfig);
         }
@@ -351,23 +653,27 @@ impl HelmCli {
                 .and_then(Json::as_str)
                 .map_or(Value::Null, Value::string)
         };
-        let skeleton = Value::Object(
-            [
-                ("name".to_owned(), Value::string(name)),
-                ("chart".to_owned(), field("chart")),
-                ("repository".to_owned(), Value::Null),
-                ("version".to_owned(), field("version")),
-                ("namespace".to_owned(), Value::string(namespace)),
-                ("create_namespace".to_owned(), Value::Null),
-                ("values".to_owned(), Value::Null),
-                ("atomic".to_owned(), Value::Null),
-                ("wait".to_owned(), Value::Null),
-                ("timeout".to_owned(), Value::Null),
-                ("first_deployed".to_owned(), Value::Unknown),
-            ]
-            .into_iter()
-            .collect(),
+        let release = schema::release();
+        let mut skeleton = Value::Object(
+            release
+                .attributes
+                .keys()
+                .chain(release.blocks.keys())
+                .map(|k| (k.clone(), Value::Null))
+                .collect(),
         );
+        for (k, v) in [
+            ("name", Value::string(name)),
+            ("chart", field("chart")),
+            ("version", field("version")),
+            ("namespace", Value::string(namespace)),
+            ("first_deployed", Value::Unknown),
+        ] {
+            set(&mut skeleton, k, v);
+        }
+        for block in ["set", "set_list", "set_sensitive"] {
+            set(&mut skeleton, block, Value::List(Vec::new()));
+        }
         self.live(&skeleton).await
     }
 
@@ -413,11 +719,12 @@ impl HelmCli {
             ])
             .await?;
         let values: Json = serde_json::from_str(values.trim()).unwrap_or(Json::Null);
-        let values = if values.is_null() {
+        let mut values = if values.is_null() {
             Json::Object(Default::default())
         } else {
             values
         };
+        set::strip_sensitive(&mut values, prior);
         let mut state = prior.clone();
         // Learnt where it is unknown (an install, an import); a state that records none
         // (written before it was recorded) keeps none, or the refresh would report it as a
@@ -430,6 +737,7 @@ impl HelmCli {
             );
         }
         set(&mut state, "values", Value::from_json(&values));
+        set(&mut state, "metadata", metadata_of(&status, &values));
         if let Some(revision) = status.get("version").and_then(Json::as_f64) {
             set(&mut state, "revision", Value::number(revision));
         }
@@ -461,6 +769,17 @@ impl HelmCli {
     }
 
     async fn upgrade(&self, planned: &Value, owner: &str) -> Result<Value, String> {
+        let mut sensitive_file = None;
+        if let Some(values) = set::sensitive_values(planned) {
+            let mut file = tempfile::Builder::new()
+                .prefix("gpustack-values-")
+                .suffix(".json")
+                .tempfile()
+                .map_err(|e| format!("cannot write the values file: {e}"))?;
+            std::io::Write::write_all(&mut file, values.to_string().as_bytes())
+                .map_err(|e| format!("cannot write the values file: {e}"))?;
+            sensitive_file = Some(file);
+        }
         let name = text(planned, "name").unwrap_or_default().to_owned();
         let namespace = namespace_of(planned);
         let mut values_file = tempfile::Builder::new()
@@ -514,9 +833,14 @@ impl HelmCli {
         if attribute(planned, "wait").and_then(Value::as_bool) == Some(true) {
             args.push("--wait".into());
         }
-        if let Some(timeout) = text(planned, "timeout") {
-            args.extend(["--timeout".into(), timeout.into()]);
+        if let Some(timeout) = timeout_arg(planned) {
+            args.extend(["--timeout".into(), timeout]);
         }
+        if let Some(file) = &sensitive_file {
+            // After the values file: set_sensitive overrides, as the helm provider's does.
+            args.extend(["-f".into(), file.path().display().to_string()]);
+        }
+        args.extend(self.release_flags(planned));
         self.run(&args).await?;
         self.live(planned)
             .await?
@@ -597,6 +921,7 @@ impl Provider for HelmCli {
             let value = match prior {
                 Some(p) if unchanged => attribute(p, name).cloned().unwrap_or(Value::Null),
                 _ if name == "status" => Value::string("deployed"),
+                _ if name == "manifest" => Value::Null,
                 _ => Value::Unknown,
             };
             set(&mut planned, name, value);

@@ -22,12 +22,32 @@ use std::time::Duration;
 /// Any Kubernetes object by server-side apply, and partial management of objects owned by others.
 pub(crate) struct Kubernetes;
 
+/// The object someone else owns that labels, annotations or a patch are about: named by
+/// `name`/`namespace` (gpustack's form) or by a `metadata {}` block (Terraform's).
 fn object_ref(schema: Schema) -> Schema {
-    schema
+    let metadata = Schema::new("The object's name and namespace (Terraform's form).")
+        .attr("name", Attribute::required(Type::String).force_new())
+        .attr("namespace", Attribute::optional(Type::String).force_new());
+    let mut schema = schema
         .attr("api_version", Attribute::required(Type::String).force_new())
         .attr("kind", Attribute::required(Type::String).force_new())
-        .attr("name", Attribute::required(Type::String).force_new())
-        .attr("namespace", Attribute::optional(Type::String).force_new())
+        .attr("name", Attribute::optional(Type::String).force_new())
+        .attr("namespace", Attribute::optional(Type::String).force_new());
+    schema.blocks.insert(
+        "metadata".to_owned(),
+        gpustack_protocol::NestedBlock {
+            nesting: BlockNesting::List,
+            min_items: 0,
+            max_items: Some(1),
+            block: metadata,
+            also_argument: false,
+        },
+    );
+    schema
+        .attr(
+            "force",
+            Attribute::optional(Type::Bool).describe("Terraform's name of force_conflicts."),
+        )
         .attr(
             "field_manager",
             Attribute::optional_computed(Type::String).describe(
@@ -62,6 +82,91 @@ fn wait_block() -> Schema {
         )
 }
 
+/// Terraform's kubernetes provider configuration, beside gpustack's own arguments (shared by
+/// the kubectl provider, whose configuration is the same).
+pub(crate) fn terraform_config(config: Schema) -> Schema {
+    let text = || Attribute::optional(Type::String);
+    config
+        .attr("config_paths", Attribute::optional(Type::list(Type::String)))
+        .attr("config_context", text().describe("Terraform's name of context."))
+        .attr("config_context_auth_info", text())
+        .attr("config_context_cluster", text())
+        .attr("client_certificate", text())
+        .attr("client_key", text().sensitive())
+        .attr("username", text())
+        .attr("password", text().sensitive())
+        .attr("insecure", Attribute::optional(Type::Bool))
+        .attr("tls_server_name", text())
+        .attr("proxy_url", text())
+        .attr(
+            "ignore_annotations",
+            Attribute::optional(Type::list(Type::String)).describe(
+                "Accepted: gpustack compares only the fields a resource sets, so annotations it does not set never show as changes.",
+            ),
+        )
+        .attr(
+            "ignore_labels",
+            Attribute::optional(Type::list(Type::String)).describe(
+                "Accepted: gpustack compares only the fields a resource sets, so labels it does not set never show as changes.",
+            ),
+        )
+        .block(
+            "experiments",
+            BlockNesting::Single,
+            Schema::new("Terraform's experiments: kubernetes_manifest is always served.")
+                .attr("manifest_resource", Attribute::optional(Type::Bool)),
+        )
+        .block(
+            "exec",
+            BlockNesting::Single,
+            Schema::new("A credential plugin, as a kubeconfig's exec.")
+                .attr("api_version", Attribute::required(Type::String))
+                .attr("command", Attribute::required(Type::String))
+                .attr("args", Attribute::optional(Type::list(Type::String)))
+                .attr("env", Attribute::optional(Type::map(Type::String))),
+        )
+}
+
+/// Refuses what of Terraform's kubernetes provider configuration gpustack does not honour.
+pub(crate) fn check_config(check: &mut Checker<'_>) {
+    for (name, reason) in [
+        (
+            "config_context_auth_info",
+            "gpustack chooses a context of the kubeconfig, not a user of one; name a context with config_context",
+        ),
+        (
+            "config_context_cluster",
+            "gpustack chooses a context of the kubeconfig, not a cluster of one; name a context with config_context",
+        ),
+    ] {
+        if check.get(name).is_some() {
+            check.error(
+                name,
+                "Unsupported argument",
+                format!("gpustack does not honour {name}: {reason}."),
+            );
+        }
+    }
+    if check
+        .get("config_paths")
+        .and_then(Value::as_list)
+        .is_some_and(|l| l.len() > 1)
+    {
+        check.error(
+            "config_paths",
+            "Unsupported argument value",
+            "gpustack reads one kubeconfig file: give it as config_path (or config_paths with one path), or merge the files into one (KUBECONFIG=a:b kubectl config view --flatten).".into(),
+        );
+    }
+    if check.get("context").is_some() && check.get("config_context").is_some() {
+        check.error(
+            "config_context",
+            "Conflicting arguments",
+            "context and config_context name the same thing: set one.".into(),
+        );
+    }
+}
+
 #[async_trait::async_trait]
 impl Family for Kubernetes {
     fn schema(&self) -> ProviderSchema {
@@ -78,13 +183,38 @@ impl Family for Kubernetes {
         .attr("host", Attribute::optional(Type::String))
         .attr("token", Attribute::optional(Type::String).sensitive())
         .attr("cluster_ca_certificate", Attribute::optional(Type::String));
+        let config = terraform_config(config);
         let manifest = Schema::new("Any Kubernetes object, applied server-side.")
             .attr(
                 "manifest",
                 Attribute::required(Type::Any).describe("The object, as HCL."),
             )
-            .attr("field_manager", Attribute::optional_computed(Type::String))
+            .attr(
+                "field_manager",
+                Attribute::optional_computed(Type::Any).describe(
+                    "The server-side apply field manager: a name (default \"gpustack\"), or Terraform's field_manager { name, force_conflicts } block.",
+                ),
+            )
             .attr("force_conflicts", Attribute::optional(Type::Bool))
+            .attr(
+                "computed_fields",
+                Attribute::optional(Type::list(Type::String)).describe(
+                    "Accepted: gpustack compares only the fields the manifest sets with the live object, so fields the API server sets never show as changes.",
+                ),
+            )
+            .attr(
+                "wait_for",
+                Attribute::optional(Type::Any)
+                    .describe("Terraform's deprecated { fields = { PATH = VALUE } }: as wait { fields }."),
+            )
+            .block(
+                "timeouts",
+                BlockNesting::Single,
+                Schema::new("How long apply waits (create, update) and delete waits (delete).")
+                    .attr("create", Attribute::optional(Type::String))
+                    .attr("update", Attribute::optional(Type::String))
+                    .attr("delete", Attribute::optional(Type::String)),
+            )
             .attr("delete_propagation", Attribute::optional(Type::String))
             .attr(
                 "force_destroy",
@@ -108,6 +238,20 @@ impl Family for Kubernetes {
             Attribute::computed(Type::map(Type::String))
                 .describe("The live values of the managed labels."),
         );
+        let annotations = object_ref(Schema::new(
+            "Annotations on an object owned by someone else, and on its pod template.",
+        ))
+        .attr("annotations", Attribute::optional(Type::map(Type::String)))
+        .attr(
+            "template_annotations",
+            Attribute::optional(Type::map(Type::String)).describe(
+                "Annotations of the pod template of a Deployment, DaemonSet, StatefulSet or Job.",
+            ),
+        )
+        .attr(
+            "live",
+            Attribute::computed(Type::Any).describe("The live values of the managed annotations."),
+        );
         let patch = object_ref(Schema::new(
             "Fields of an object owned by someone else (such as the ClusterPolicy).",
         ))
@@ -122,21 +266,37 @@ impl Family for Kubernetes {
         let nodes = Schema::new("The nodes of the cluster, optionally by label selector.")
             .attr("label_selector", Attribute::optional(Type::String))
             .attr("nodes", Attribute::computed(Type::list(Type::Any)));
+        let mut resources: IndexMap<String, Schema> = [
+            ("kubernetes_manifest".to_owned(), manifest),
+            ("kubernetes_labels".to_owned(), labels),
+            ("kubernetes_annotations".to_owned(), annotations),
+            ("kubernetes_patch".to_owned(), patch),
+        ]
+        .into();
+        for kind in crate::typed::KINDS {
+            for name in kind.names {
+                resources.insert((*name).to_owned(), crate::typed::schema(kind));
+            }
+        }
         ProviderSchema {
             name: "kubernetes".into(),
             config,
-            resources: [
-                ("kubernetes_manifest".to_owned(), manifest),
-                ("kubernetes_labels".to_owned(), labels),
-                ("kubernetes_patch".to_owned(), patch),
-            ]
-            .into(),
+            resources,
             data_sources: [("kubernetes_nodes".to_owned(), nodes)].into(),
         }
     }
 
     /// A manifest's object; labels and patches own no object of their own.
     fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
+        if let Some(kind) = crate::typed::kind_of(type_name) {
+            let manifest = crate::typed::manifest(kind, state)?;
+            let state = Value::Object(
+                [("manifest".to_owned(), Value::from_json(&manifest))]
+                    .into_iter()
+                    .collect(),
+            );
+            return ObjectId::of(ObjectType::Manifest, &state).map(|id| id.identity());
+        }
         (ObjectType::of(type_name) == Some(ObjectType::Manifest))
             .then(|| ObjectId::of(ObjectType::Manifest, state))
             .flatten()
@@ -144,6 +304,14 @@ impl Family for Kubernetes {
     }
 
     fn check(&self, type_name: &str, check: &mut Checker<'_>) {
+        if type_name == gpustack_protocol::PROVIDER_CONFIG {
+            check_config(check);
+            return;
+        }
+        if let Some(kind) = crate::typed::kind_of(type_name) {
+            crate::typed::check(kind, check);
+            return;
+        }
         if ObjectType::of(type_name) == Some(ObjectType::Manifest) {
             for field in ["apiVersion", "kind", "metadata.name"] {
                 if check.get("manifest").is_some()
@@ -158,6 +326,21 @@ impl Family for Kubernetes {
                 }
             }
         }
+        if ObjectType::of(type_name).is_some_and(|t| t != ObjectType::Manifest)
+            && check.get("name").is_none()
+            && check.get("metadata[0].name").is_none()
+            && !check.config().as_object().is_some_and(|o| {
+                ["name", "metadata"]
+                    .iter()
+                    .any(|k| o.get(*k).is_some_and(|v| !v.is_wholly_known()))
+            })
+        {
+            check.error(
+                "name",
+                "Missing required argument",
+                "Name the object: name = \"...\" (and namespace), or a metadata { name = \"...\" } block as Terraform writes it.".into(),
+            );
+        }
         check.one_of(
             "delete_propagation",
             &["Foreground", "Background", "Orphan"],
@@ -166,12 +349,7 @@ impl Family for Kubernetes {
 
     async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
         let cluster = Cluster::connect(config).await.map_err(|d| vec![d])?;
-        let connected = Arc::new(Connected {
-            cluster: Arc::new(cluster),
-            present: std::sync::Mutex::default(),
-            known: std::sync::Mutex::default(),
-            gpu_cluster: tokio::sync::OnceCell::new(),
-        });
+        let connected = Connected::new(Arc::new(cluster));
         let resources = ObjectType::ALL
             .into_iter()
             .fold(Resources::new(), |resources, ty| {
@@ -183,9 +361,42 @@ impl Family for Kubernetes {
                     },
                 )
             });
+        let resources = crate::typed::KINDS
+            .iter()
+            .fold(resources, |resources, kind| {
+                kind.names.iter().fold(resources, |resources, name| {
+                    resources.resource(
+                        name,
+                        crate::typed::TypedObjects {
+                            inner: Objects {
+                                connected: connected.clone(),
+                                ty: ObjectType::Manifest,
+                            },
+                            kind,
+                        },
+                    )
+                })
+            });
         Ok(Arc::new(
             resources.data_source("kubernetes_nodes", Nodes(connected)),
         ))
+    }
+}
+
+/// The identity of a `kubernetes_manifest` state's object (for the types that translate into
+/// one).
+pub(crate) fn identity_of_manifest(state: &Value) -> Option<String> {
+    ObjectId::of(ObjectType::Manifest, state).map(|id| id.identity())
+}
+
+impl Connected {
+    pub(crate) fn new(cluster: Arc<Cluster>) -> Arc<Self> {
+        Arc::new(Self {
+            cluster,
+            present: std::sync::Mutex::default(),
+            known: std::sync::Mutex::default(),
+            gpu_cluster: tokio::sync::OnceCell::new(),
+        })
     }
 }
 
@@ -261,11 +472,19 @@ impl ObjectId {
                 name: get(&["metadata", "name"])?,
             })
         } else {
+            let metadata = attribute(state, "metadata")
+                .and_then(Value::as_list)
+                .and_then(<[Value]>::first);
+            let named = |key: &str| {
+                text(state, key)
+                    .or_else(|| metadata.and_then(|m| text(m, key)))
+                    .map(str::to_owned)
+            };
             Some(Self {
                 api_version: text(state, "api_version")?.to_owned(),
                 kind: text(state, "kind")?.to_owned(),
-                namespace: text(state, "namespace").map(str::to_owned),
-                name: text(state, "name")?.to_owned(),
+                namespace: named("namespace"),
+                name: named("name")?,
             })
         }
     }
@@ -353,6 +572,23 @@ fn desired(ty: ObjectType, state: &Value) -> Option<Json> {
             |l| serde_json::json!({ "metadata": { "labels": l } }),
         ),
         ObjectType::Patch => ("patch", |p| p),
+        ObjectType::Annotations => {
+            let known = |name| attribute(state, name).is_none_or(Value::is_wholly_known);
+            if !known("annotations") || !known("template_annotations") {
+                return None;
+            }
+            let mut object = serde_json::json!({});
+            if let Some(a) = attribute(state, "annotations") {
+                object["metadata"] =
+                    serde_json::json!({ "annotations": strip_nulls(&a.to_json()) });
+            }
+            if let Some(t) = attribute(state, "template_annotations") {
+                object["spec"] = serde_json::json!({
+                    "template": { "metadata": { "annotations": strip_nulls(&t.to_json()) } }
+                });
+            }
+            return Some(object);
+        }
     };
     attribute(state, name)
         .filter(|v| v.is_wholly_known())
@@ -449,16 +685,53 @@ const LIST_PAGE: u32 = 500;
 /// patch on the same object never remove each other's fields.
 fn field_manager(ty: ObjectType, state: &Value) -> String {
     text(state, "field_manager")
+        .or_else(|| attribute(state, "field_manager").and_then(|f| text(f, "name")))
         .map(str::to_owned)
         .unwrap_or_else(|| match ty {
             ObjectType::Labels => format!("{DEFAULT_FIELD_MANAGER}-labels"),
+            ObjectType::Annotations => format!("{DEFAULT_FIELD_MANAGER}-annotations"),
             ObjectType::Patch => format!("{DEFAULT_FIELD_MANAGER}-patch"),
             ObjectType::Manifest => DEFAULT_FIELD_MANAGER.to_owned(),
         })
 }
 
 fn force(state: &Value) -> bool {
-    attribute(state, "force_conflicts").and_then(Value::as_bool) == Some(true)
+    ["force_conflicts", "force"]
+        .iter()
+        .any(|k| attribute(state, k).and_then(Value::as_bool) == Some(true))
+        || attribute(state, "field_manager")
+            .and_then(|f| attribute(f, "force_conflicts"))
+            .and_then(Value::as_bool)
+            == Some(true)
+}
+
+/// The `wait` block with what Terraform's forms add to it: `wait_for { fields }`, and the
+/// `timeouts` of the operation (`create`, `update`, `delete`) where `wait` names no timeout.
+fn effective_wait(state: &Value, operation: &str) -> Option<Value> {
+    let mut wait = attribute(state, "wait").cloned();
+    if let Some(fields) = attribute(state, "wait_for")
+        .and_then(|w| attribute(w, "fields"))
+        .filter(|f| f.as_object().is_some())
+    {
+        let mut block = wait.unwrap_or_else(|| Value::Object(Default::default()));
+        let mut merged = attribute(&block, "fields")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        for (k, v) in fields.as_object().into_iter().flatten() {
+            merged.insert(k.clone(), v.clone());
+        }
+        set(&mut block, "fields", Value::Object(merged));
+        wait = Some(block);
+    }
+    if let Some(timeout) = attribute(state, "timeouts").and_then(|t| attribute(t, operation)) {
+        let mut block = wait.unwrap_or_else(|| Value::Object(Default::default()));
+        if attribute(&block, "timeout").is_none() {
+            set(&mut block, "timeout", timeout.clone());
+        }
+        wait = Some(block);
+    }
+    wait
 }
 
 /// The state says its deletion may take objects this stack does not manage with it.
@@ -621,11 +894,14 @@ impl Connected {
                 .insert(uid.to_owned());
         }
         let mut planned = config.clone();
-        set(
-            &mut planned,
-            "field_manager",
-            Value::string(field_manager(ty, config)),
-        );
+        // Terraform's field_manager block stays as written; a name or none becomes the name.
+        if attribute(config, "field_manager").is_none_or(|f| f.as_str().is_some()) {
+            set(
+                &mut planned,
+                "field_manager",
+                Value::string(field_manager(ty, config)),
+            );
+        }
         let live_name = live_attribute(ty);
         let mut diagnostics = Vec::new();
         let mut requires_replace = Vec::new();
@@ -967,6 +1243,7 @@ impl Connected {
         ty: ObjectType,
         request: ApplyResourceChangeRequest,
     ) -> Result<(Option<Value>, Vec<Diagnostic>), Vec<Diagnostic>> {
+        let prior_present = request.prior_state.is_some();
         let Some(planned) = request.planned_state else {
             let Some(prior) = request.prior_state else {
                 return Ok((None, vec![]));
@@ -1075,8 +1352,11 @@ impl Connected {
                 });
             }
         };
-        let wait = Wait::from_config(attribute(&planned, "wait"), &id.kind)
-            .map_err(|e| error("Invalid wait timeout", e))?;
+        let wait = Wait::from_config(
+            effective_wait(&planned, if prior_present { "update" } else { "create" }).as_ref(),
+            &id.kind,
+        )
+        .map_err(|e| error("Invalid wait timeout", e))?;
         wait.until_done(&self.cluster, &kind, namespace.as_deref(), &id.name)
             .await
             .map_err(|e| error(&format!("{} did not become ready", id.describe()), e))?;
@@ -1227,7 +1507,7 @@ impl Connected {
                 ));
             }
         };
-        let timeout = Wait::from_config(attribute(prior, "wait"), "")
+        let timeout = Wait::from_config(effective_wait(prior, "delete").as_ref(), "")
             .map(|w| w.timeout)
             .unwrap_or(crate::wait::DEFAULT_TIMEOUT);
         // Gone, or replaced by a new object of the same name (another uid).

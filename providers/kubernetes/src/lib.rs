@@ -1,4 +1,4 @@
-//! The `kubernetes` and `gpu` providers: they share one cluster connection and its API
+//! The `kubernetes`, `kubectl` and `gpu` providers: they share one cluster connection and its API
 //! discovery (`cluster`). `kubernetes` applies objects by server-side apply and waits for
 //! them (`kubernetes`, `wait`) and reads the GPU capacity a sharing policy gives the nodes
 //! (`capacity`); `gpu` labels GPU nodes and runs smoke tests on them (`gpu`).
@@ -8,7 +8,9 @@ mod capacity;
 use gpustack_cluster as cluster;
 mod collateral;
 mod gpu;
+mod kubectl;
 mod kubernetes;
+mod typed;
 mod types;
 mod wait;
 
@@ -19,6 +21,11 @@ use std::sync::Arc;
 /// The `kubernetes` provider, for a registry.
 pub fn kubernetes() -> Arc<dyn ProviderFactory> {
     Arc::new(Factory(kubernetes::Kubernetes))
+}
+
+/// The `kubectl` provider (gavinbunney/kubectl's schema), for a registry.
+pub fn kubectl() -> Arc<dyn ProviderFactory> {
+    Arc::new(Factory(kubectl::Kubectl))
 }
 
 /// The `gpu` provider, for a registry.

@@ -1,6 +1,8 @@
 //! Providers that need only the machine: `local` (files next to the stack, `local_file`,
-//! written atomically) and Terraform's built-in `terraform` (`terraform_data`).
+//! written atomically) and Terraform's built-in `terraform` (`terraform_data`, and
+//! `terraform_remote_state`, which reads remote backends through a reader the binary gives).
 
+mod remote_state;
 pub mod terraform;
 
 use gpustack_protocol::{

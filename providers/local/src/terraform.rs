@@ -1,6 +1,7 @@
 //! Terraform's built-in `terraform` provider: `terraform_data`, a value kept in the state with
 //! the lifecycle of a resource, so that stacks written for Terraform (and their
-//! `replace_triggered_by` through it) work unchanged.
+//! `replace_triggered_by` through it) work unchanged; and `data "terraform_remote_state"`, the
+//! outputs of a stack that stays in Terraform (see [`crate::remote_state`]).
 //!
 //! It follows Terraform's `internal/builtin/providers/terraform/resource_data.go`: `output`
 //! mirrors `input` after apply, a change of `triggers_replace` replaces the instance (new `id`),
@@ -14,16 +15,28 @@ use gpustack_protocol::{
     PlanResourceChangeResponse, Provider, ProviderFactory, ProviderSchema, ReadDataSourceRequest,
     ReadDataSourceResponse, ReadResourcesRequest, ReadResourcesResponse, Schema, Type, Value,
 };
-use gpustack_provider_sdk::check::provider_config;
+use gpustack_provider_sdk::check::{Checker, provider_config};
 use gpustack_provider_sdk::family::{Factory, Family};
 use indexmap::IndexMap;
 use std::sync::Arc;
 
-pub(crate) struct Terraform;
+pub use crate::remote_state::{RemoteState, StateReader};
 
-/// The built-in `terraform` provider, for a registry.
+#[derive(Clone, Default)]
+pub(crate) struct Terraform {
+    /// Reads the states of remote backends for `terraform_remote_state`.
+    reader: Option<Arc<dyn StateReader>>,
+}
+
+/// The built-in `terraform` provider, for a registry: `terraform_remote_state` reads only
+/// local states.
 pub fn provider() -> Arc<dyn ProviderFactory> {
-    Arc::new(Factory(Terraform))
+    provider_with(None)
+}
+
+/// The built-in `terraform` provider, reading the states of remote backends through `reader`.
+pub fn provider_with(reader: Option<Arc<dyn StateReader>>) -> Arc<dyn ProviderFactory> {
+    Arc::new(Factory(Terraform { reader }))
 }
 
 const TYPE: &str = "terraform_data";
@@ -57,12 +70,22 @@ impl Family for Terraform {
             name: "terraform".into(),
             config: provider_config("Terraform's built-in provider; needs no configuration."),
             resources: [(TYPE.to_owned(), data)].into(),
-            data_sources: IndexMap::new(),
+            data_sources: [(
+                crate::remote_state::TYPE.to_owned(),
+                crate::remote_state::schema(),
+            )]
+            .into(),
+        }
+    }
+
+    fn check(&self, type_name: &str, check: &mut Checker<'_>) {
+        if type_name == crate::remote_state::TYPE {
+            crate::remote_state::check(check);
         }
     }
 
     async fn connect(&self, _: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
-        Ok(Arc::new(Terraform))
+        Ok(Arc::new(self.clone()))
     }
 }
 
@@ -173,6 +196,11 @@ impl Provider for Terraform {
     }
 
     async fn read_data_source(&self, request: ReadDataSourceRequest) -> ReadDataSourceResponse {
+        if request.type_name == crate::remote_state::TYPE {
+            let (state, diagnostics) =
+                crate::remote_state::read(self.reader.as_ref(), &request.config).await;
+            return ReadDataSourceResponse { state, diagnostics };
+        }
         ReadDataSourceResponse {
             state: request.config,
             diagnostics: vec![Diagnostic::error(
@@ -191,15 +219,17 @@ mod tests {
     use super::*;
 
     fn plan(prior: Option<Value>, config: Value) -> PlanResourceChangeResponse {
-        futures::executor::block_on(Terraform.plan_resource_change(PlanResourceChangeRequest {
-            type_name: TYPE.into(),
-            prior_state: prior,
-            config,
-            for_apply: false,
-            preview: true,
-            sensitive_paths: vec![],
-            owner: String::new(),
-        }))
+        futures::executor::block_on(Terraform::default().plan_resource_change(
+            PlanResourceChangeRequest {
+                type_name: TYPE.into(),
+                prior_state: prior,
+                config,
+                for_apply: false,
+                preview: true,
+                sensitive_paths: vec![],
+                owner: String::new(),
+            },
+        ))
     }
 
     fn object(pairs: &[(&str, Value)]) -> Value {
@@ -212,14 +242,16 @@ mod tests {
     }
 
     fn applied(planned: Value) -> Value {
-        futures::executor::block_on(Terraform.apply_resource_change(ApplyResourceChangeRequest {
-            type_name: TYPE.into(),
-            prior_state: None,
-            planned_state: Some(planned),
-            sensitive_paths: vec![],
-            owner: String::new(),
-            collateral: None,
-        }))
+        futures::executor::block_on(Terraform::default().apply_resource_change(
+            ApplyResourceChangeRequest {
+                type_name: TYPE.into(),
+                prior_state: None,
+                planned_state: Some(planned),
+                sensitive_paths: vec![],
+                owner: String::new(),
+                collateral: None,
+            },
+        ))
         .new_state
         .unwrap_or(Value::Null)
     }

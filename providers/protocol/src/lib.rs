@@ -11,6 +11,7 @@ pub mod nvidia;
 mod registry;
 mod schema;
 pub mod secrets;
+pub mod terraform;
 mod types;
 mod value;
 
@@ -288,6 +289,10 @@ pub struct ReadDataSourceResponse {
     pub state: Value,
     pub diagnostics: Vec<Diagnostic>,
 }
+
+/// The type name under which `validate_resource_config` checks a `provider` block's own
+/// configuration (no resource type is named so: theirs start with the provider's name and `_`).
+pub const PROVIDER_CONFIG: &str = "provider";
 
 /// A provider as the registry holds it: what it accepts and how to connect it. The engine
 /// asks the factory for schemas, configuration checks and identities without connecting, and

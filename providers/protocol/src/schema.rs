@@ -90,6 +90,10 @@ pub struct NestedBlock {
     pub min_items: usize,
     pub max_items: Option<usize>,
     pub block: Schema,
+    /// May also be written as an argument (`set = [{ ... }]` for `set { ... }` blocks): a
+    /// provider that moved it from one form to the other between major versions takes both,
+    /// as Terraform reads such a provider's blocks.
+    pub also_argument: bool,
 }
 
 /// Values by a name that a stack or a provider chose, in the order declared: a schema's
@@ -128,8 +132,18 @@ impl Schema {
                 min_items: 0,
                 max_items,
                 block,
+                also_argument: false,
             },
         );
+        self
+    }
+
+    /// A block type that may also be written as an argument (see [`NestedBlock::also_argument`]).
+    pub fn block_or_argument(mut self, name: &str, nesting: BlockNesting, block: Schema) -> Self {
+        self = self.block(name, nesting, block);
+        if let Some(nested) = self.blocks.get_mut(name) {
+            nested.also_argument = true;
+        }
         self
     }
 

@@ -21,10 +21,21 @@ impl<'a> Checker<'a> {
         self.config
     }
 
+    /// The value at `path`: names separated by dots, a list element as `name[N]`.
     pub fn get(&self, path: &str) -> Option<&'a Value> {
         let mut current = self.config;
         for step in path.split('.') {
-            current = current.as_object()?.get(step)?;
+            let (name, index) = match step.split_once('[') {
+                Some((name, rest)) => (
+                    name,
+                    Some(rest.trim_end_matches(']').parse::<usize>().ok()?),
+                ),
+                None => (step, None),
+            };
+            current = current.as_object()?.get(name)?;
+            if let Some(i) = index {
+                current = current.as_list()?.get(i)?;
+            }
         }
         (!current.is_null() && !current.is_unknown()).then_some(current)
     }

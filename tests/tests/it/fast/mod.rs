@@ -16,6 +16,7 @@ mod local_flow;
 mod locks;
 mod node_check;
 mod secrets;
+mod terraform;
 mod upstream;
 mod variables;
 mod webhook;

@@ -78,6 +78,12 @@ impl Stack {
         }
     }
 
+    /// The same stack with more `--var`s.
+    pub(super) fn with_vars(mut self, vars: &[&str]) -> Self {
+        self.vars.extend(vars.iter().map(|v| v.to_string()));
+        self
+    }
+
     pub(super) fn run(&self, command: &str, extra: &[&str]) -> Output {
         let path = format!(
             "{}:{}",

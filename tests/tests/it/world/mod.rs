@@ -16,6 +16,7 @@ mod karpenter;
 mod moto;
 mod policy;
 mod requests;
+mod terraform;
 mod testworld;
 
 /// The lines of a plan's GPU capacity section whose scope starts with `scope` (`node e2e-a100`,

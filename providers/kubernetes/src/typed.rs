@@ -1,0 +1,967 @@
+//! The kubernetes provider's typed resources as Terraform's hashicorp/kubernetes provider has
+//! them (`kubernetes_config_map_v1`, `kubernetes_namespace`, ...): each an object of one kind,
+//! applied as a `kubernetes_manifest` of it is, through the same server-side apply, identity
+//! (uid) and ownership rules — a typed resource is translated into a manifest resource and
+//! back, never applied by code of its own.
+//!
+//! Schemas are derived, not written per type: the kinds below list their fields as the
+//! Kubernetes API names them (camelCase), and Terraform's schema follows by the provider's
+//! rule — snake_case names, every nested object a block of at most one (`metadata {}`,
+//! `spec {}`), a list of objects a repeated block named in the singular — with the provider's
+//! exceptions to that rule in one table ([`RENAMES`]).
+
+use crate::kubernetes::Objects;
+use base64::Engine as _;
+use gpustack_protocol::{
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, Diagnostic,
+    GpuFact, NestedBlock, Path, PathStep, PlanDeleteRequest, PlanDeleteResponse,
+    PlanResourceChangeRequest, PlanResourceChangeResponse, ReadResourcesRequest,
+    ReadResourcesResponse, Schema, Type, Value,
+};
+use gpustack_provider_sdk::check::{Checker, attribute, set};
+use gpustack_provider_sdk::objects::strip_nulls;
+use gpustack_provider_sdk::resource::Resource;
+use serde_json::Value as Json;
+
+/// A field's type, as the Kubernetes API has it.
+#[derive(Debug)]
+pub(crate) enum F {
+    Str,
+    Num,
+    Bool,
+    /// A map of strings (labels, ConfigMap data, quantities).
+    Map,
+    /// A map of strings Terraform takes as text and Kubernetes holds base64-encoded (a
+    /// Secret's `data`).
+    Base64Map,
+    /// A list of strings.
+    List,
+    /// An object: a block of at most one.
+    Obj(&'static [(&'static str, F)]),
+    /// A list of objects: a repeated block.
+    Objs(&'static [(&'static str, F)]),
+}
+
+/// One kind Terraform has typed resources for.
+#[derive(Debug)]
+pub(crate) struct Kind {
+    /// The resource type names: Terraform's unversioned and `_v1` names of one kind.
+    pub names: &'static [&'static str],
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
+    /// The object's fields besides apiVersion, kind and metadata.
+    pub fields: &'static [(&'static str, F)],
+    /// Arguments of Terraform's schema gpustack refuses, with the reason (their type: bool).
+    pub refused: &'static [(&'static str, &'static str)],
+}
+
+/// Where Terraform's kubernetes provider departs from its rule: (Kubernetes field, Terraform
+/// name). A list of objects is named in the singular; a few fields are named otherwise.
+pub(crate) const RENAMES: &[(&str, &str)] = &[
+    ("rules", "rule"),
+    ("subjects", "subject"),
+    ("secrets", "secret"),
+    ("imagePullSecrets", "image_pull_secret"),
+    ("nonResourceURLs", "non_resource_urls"),
+    ("provisioner", "storage_provisioner"),
+    ("matchExpressions", "match_expressions"),
+    ("clusterRoleSelectors", "cluster_role_selectors"),
+    ("limits", "limit"),
+    ("allowedTopologies", "allowed_topologies"),
+    ("matchLabelExpressions", "match_label_expressions"),
+];
+
+const SELECTOR_EXPRESSIONS: &[(&str, F)] =
+    &[("key", F::Str), ("operator", F::Str), ("values", F::List)];
+const RULES: &[(&str, F)] = &[
+    ("apiGroups", F::List),
+    ("resources", F::List),
+    ("resourceNames", F::List),
+    ("verbs", F::List),
+    ("nonResourceURLs", F::List),
+];
+const SUBJECTS: &[(&str, F)] = &[
+    ("kind", F::Str),
+    ("name", F::Str),
+    ("namespace", F::Str),
+    ("apiGroup", F::Str),
+];
+const ROLE_REF: &[(&str, F)] = &[("apiGroup", F::Str), ("kind", F::Str), ("name", F::Str)];
+const NAME_REF: &[(&str, F)] = &[("name", F::Str)];
+
+const NOT_WAITED: &str =
+    "gpustack does not wait for it; add a check or a dependent resource that needs it";
+
+/// The kinds served, in the order of Terraform's documentation.
+pub(crate) const KINDS: &[Kind] = &[
+    Kind {
+        names: &["kubernetes_namespace", "kubernetes_namespace_v1"],
+        api_version: "v1",
+        kind: "Namespace",
+        namespaced: false,
+        fields: &[],
+        refused: &[("wait_for_default_service_account", NOT_WAITED)],
+    },
+    Kind {
+        names: &["kubernetes_config_map", "kubernetes_config_map_v1"],
+        api_version: "v1",
+        kind: "ConfigMap",
+        namespaced: true,
+        fields: &[
+            ("data", F::Map),
+            ("binaryData", F::Map),
+            ("immutable", F::Bool),
+        ],
+        refused: &[],
+    },
+    Kind {
+        names: &["kubernetes_secret", "kubernetes_secret_v1"],
+        api_version: "v1",
+        kind: "Secret",
+        namespaced: true,
+        fields: &[
+            ("data", F::Base64Map),
+            ("binaryData", F::Map),
+            ("type", F::Str),
+            ("immutable", F::Bool),
+        ],
+        refused: &[("wait_for_service_account_token", NOT_WAITED)],
+    },
+    Kind {
+        names: &[
+            "kubernetes_service_account",
+            "kubernetes_service_account_v1",
+        ],
+        api_version: "v1",
+        kind: "ServiceAccount",
+        namespaced: true,
+        fields: &[
+            ("secrets", F::Objs(NAME_REF)),
+            ("imagePullSecrets", F::Objs(NAME_REF)),
+            ("automountServiceAccountToken", F::Bool),
+        ],
+        refused: &[],
+    },
+    Kind {
+        names: &["kubernetes_storage_class", "kubernetes_storage_class_v1"],
+        api_version: "storage.k8s.io/v1",
+        kind: "StorageClass",
+        namespaced: false,
+        fields: &[
+            ("provisioner", F::Str),
+            ("parameters", F::Map),
+            ("reclaimPolicy", F::Str),
+            ("volumeBindingMode", F::Str),
+            ("allowVolumeExpansion", F::Bool),
+            ("mountOptions", F::List),
+            (
+                "allowedTopologies",
+                F::Objs(&[(
+                    "matchLabelExpressions",
+                    F::Objs(&[("key", F::Str), ("values", F::List)]),
+                )]),
+            ),
+        ],
+        refused: &[],
+    },
+    Kind {
+        names: &["kubernetes_priority_class", "kubernetes_priority_class_v1"],
+        api_version: "scheduling.k8s.io/v1",
+        kind: "PriorityClass",
+        namespaced: false,
+        fields: &[
+            ("value", F::Num),
+            ("globalDefault", F::Bool),
+            ("description", F::Str),
+            ("preemptionPolicy", F::Str),
+        ],
+        refused: &[],
+    },
+    Kind {
+        names: &["kubernetes_resource_quota", "kubernetes_resource_quota_v1"],
+        api_version: "v1",
+        kind: "ResourceQuota",
+        namespaced: true,
+        fields: &[(
+            "spec",
+            F::Obj(&[
+                ("hard", F::Map),
+                ("scopes", F::List),
+                (
+                    "scopeSelector",
+                    F::Obj(&[(
+                        "matchExpressions",
+                        F::Objs(&[
+                            ("scopeName", F::Str),
+                            ("operator", F::Str),
+                            ("values", F::List),
+                        ]),
+                    )]),
+                ),
+            ]),
+        )],
+        refused: &[],
+    },
+    Kind {
+        names: &["kubernetes_limit_range", "kubernetes_limit_range_v1"],
+        api_version: "v1",
+        kind: "LimitRange",
+        namespaced: true,
+        fields: &[(
+            "spec",
+            F::Obj(&[(
+                "limits",
+                F::Objs(&[
+                    ("type", F::Str),
+                    ("max", F::Map),
+                    ("min", F::Map),
+                    ("default", F::Map),
+                    ("defaultRequest", F::Map),
+                    ("maxLimitRequestRatio", F::Map),
+                ]),
+            )]),
+        )],
+        refused: &[],
+    },
+    Kind {
+        names: &["kubernetes_cluster_role", "kubernetes_cluster_role_v1"],
+        api_version: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRole",
+        namespaced: false,
+        fields: &[
+            ("rules", F::Objs(RULES)),
+            (
+                "aggregationRule",
+                F::Obj(&[(
+                    "clusterRoleSelectors",
+                    F::Objs(&[
+                        ("matchLabels", F::Map),
+                        ("matchExpressions", F::Objs(SELECTOR_EXPRESSIONS)),
+                    ]),
+                )]),
+            ),
+        ],
+        refused: &[],
+    },
+    Kind {
+        names: &["kubernetes_role", "kubernetes_role_v1"],
+        api_version: "rbac.authorization.k8s.io/v1",
+        kind: "Role",
+        namespaced: true,
+        fields: &[("rules", F::Objs(RULES))],
+        refused: &[],
+    },
+    Kind {
+        names: &[
+            "kubernetes_cluster_role_binding",
+            "kubernetes_cluster_role_binding_v1",
+        ],
+        api_version: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        namespaced: false,
+        fields: &[
+            ("roleRef", F::Obj(ROLE_REF)),
+            ("subjects", F::Objs(SUBJECTS)),
+        ],
+        refused: &[],
+    },
+    Kind {
+        names: &["kubernetes_role_binding", "kubernetes_role_binding_v1"],
+        api_version: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        namespaced: true,
+        fields: &[
+            ("roleRef", F::Obj(ROLE_REF)),
+            ("subjects", F::Objs(SUBJECTS)),
+        ],
+        refused: &[],
+    },
+    Kind {
+        names: &[
+            "kubernetes_persistent_volume_claim",
+            "kubernetes_persistent_volume_claim_v1",
+        ],
+        api_version: "v1",
+        kind: "PersistentVolumeClaim",
+        namespaced: true,
+        fields: &[(
+            "spec",
+            F::Obj(&[
+                ("accessModes", F::List),
+                (
+                    "resources",
+                    F::Obj(&[("requests", F::Map), ("limits", F::Map)]),
+                ),
+                ("storageClassName", F::Str),
+                ("volumeName", F::Str),
+                ("volumeMode", F::Str),
+                (
+                    "selector",
+                    F::Obj(&[
+                        ("matchLabels", F::Map),
+                        ("matchExpressions", F::Objs(SELECTOR_EXPRESSIONS)),
+                    ]),
+                ),
+            ]),
+        )],
+        refused: &[("wait_until_bound", NOT_WAITED)],
+    },
+];
+
+/// The kind a typed resource type stands for.
+pub(crate) fn kind_of(type_name: &str) -> Option<&'static Kind> {
+    KINDS.iter().find(|k| k.names.contains(&type_name))
+}
+
+/// Terraform's name of a Kubernetes field: the exceptions, else snake_case.
+pub(crate) fn terraform_name(field: &str) -> String {
+    field_name(field, true)
+}
+
+/// Terraform's name of a field of type `ty`: a plural made singular only for a list of objects
+/// (LimitRange's `limits` is `limit`, a PVC's `resources.limits` map stays `limits`).
+fn name_of(field: &str, ty: &F) -> String {
+    field_name(field, matches!(ty, F::Objs(_)))
+}
+
+fn field_name(field: &str, objects: bool) -> String {
+    if let Some((_, name)) = RENAMES.iter().find(|(f, _)| *f == field)
+        && (objects || format!("{name}s") != field)
+    {
+        return (*name).to_owned();
+    }
+    let mut out = String::new();
+    for c in field.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A block of at most one, as Terraform's kubernetes provider makes every nested object
+/// (`metadata[0].name`).
+fn one_block(schema: &mut Schema, name: &str, block: Schema, required: bool) {
+    schema.blocks.insert(
+        name.to_owned(),
+        NestedBlock {
+            nesting: BlockNesting::List,
+            min_items: usize::from(required),
+            max_items: Some(1),
+            block,
+            also_argument: false,
+        },
+    );
+}
+
+fn fields_schema(mut schema: Schema, fields: &[(&str, F)]) -> Schema {
+    for (field, ty) in fields {
+        let name = name_of(field, ty);
+        let attr = |ty: Type| Attribute::optional(ty);
+        match ty {
+            F::Str => schema = schema.attr(&name, attr(Type::String)),
+            F::Num => schema = schema.attr(&name, attr(Type::Number)),
+            F::Bool => schema = schema.attr(&name, attr(Type::Bool)),
+            F::Map => schema = schema.attr(&name, attr(Type::map(Type::String))),
+            // Sensitive value by value (see `conceal`), so that the state holds a digest per key
+            // and a refresh can name the keys it reads back.
+            F::Base64Map => schema = schema.attr(&name, attr(Type::map(Type::String))),
+            F::List => schema = schema.attr(&name, attr(Type::list(Type::String))),
+            F::Obj(inner) => {
+                let block = fields_schema(Schema::new(""), inner);
+                one_block(&mut schema, &name, block, false);
+            }
+            F::Objs(inner) => {
+                schema = schema.block(
+                    &name,
+                    BlockNesting::List,
+                    fields_schema(Schema::new(""), inner),
+                )
+            }
+        }
+    }
+    schema
+}
+
+/// The `metadata {}` block of every typed resource.
+fn metadata_block(namespaced: bool) -> Schema {
+    let mut block = Schema::new("The object's metadata.")
+        .attr("name", Attribute::optional(Type::String).force_new())
+        .attr(
+            "generate_name",
+            Attribute::optional(Type::String).describe("Refused: gpustack needs the name."),
+        )
+        .attr("labels", Attribute::optional(Type::map(Type::String)))
+        .attr("annotations", Attribute::optional(Type::map(Type::String)))
+        .attr("uid", Attribute::computed(Type::String))
+        .attr("resource_version", Attribute::computed(Type::String))
+        .attr("generation", Attribute::computed(Type::Number));
+    if namespaced {
+        block = block.attr("namespace", Attribute::optional(Type::String).force_new());
+    }
+    block
+}
+
+/// A typed resource's schema, by the rule.
+pub(crate) fn schema(kind: &Kind) -> Schema {
+    let mut schema = Schema::new(format!(
+        "A {} ({}), applied server-side as kubernetes_manifest applies it.",
+        kind.kind, kind.api_version
+    ));
+    one_block(
+        &mut schema,
+        "metadata",
+        metadata_block(kind.namespaced),
+        true,
+    );
+    let mut schema = fields_schema(schema, kind.fields);
+    for (name, _) in kind.refused {
+        schema = schema.attr(name, Attribute::optional(Type::Bool));
+    }
+    schema.block(
+        "timeouts",
+        BlockNesting::Single,
+        Schema::new("Terraform's operation timeouts.")
+            .attr("create", Attribute::optional(Type::String))
+            .attr("update", Attribute::optional(Type::String))
+            .attr("delete", Attribute::optional(Type::String)),
+    )
+}
+
+pub(crate) fn check(kind: &Kind, check: &mut Checker<'_>) {
+    if check.get("metadata[0].generate_name").is_some() {
+        check.error(
+            "metadata[0].generate_name",
+            "Unsupported argument",
+            "gpustack does not honour generate_name: it finds, adopts and refuses objects by their name, so it needs the name; set metadata.name.".into(),
+        );
+    } else if check.get("metadata").is_some()
+        && check.get("metadata[0].name").is_none()
+        && check
+            .config()
+            .as_object()
+            .and_then(|o| o.get("metadata"))
+            .is_none_or(Value::is_wholly_known)
+    {
+        check.error(
+            "metadata",
+            "Missing required argument",
+            "The argument \"name\" is required in the metadata block (gpustack does not generate names).".into(),
+        );
+    }
+    for (name, reason) in kind.refused {
+        if check.get(name).and_then(Value::as_bool) == Some(true) {
+            check.error(
+                name,
+                "Unsupported argument value",
+                format!("gpustack does not honour {name} = true: {reason}."),
+            );
+        }
+    }
+    if check.get("timeouts").is_some() {
+        check.error(
+            "timeouts",
+            "Unsupported block",
+            "gpustack does not honour timeouts on typed resources: their applies do not wait; use a kubernetes_manifest with a wait block to wait for an object.".into(),
+        );
+    }
+}
+
+/// The metadata the API server sets.
+const COMPUTED_METADATA: [&str; 3] = ["uid", "resource_version", "generation"];
+
+/// The first block of a list block (`metadata[0]`), or the object of a single one.
+fn first(value: Option<&Value>) -> Option<&Value> {
+    match value? {
+        v if v.as_list().is_some() => v.as_list()?.first(),
+        v if v.as_object().is_some() => Some(v),
+        _ => None,
+    }
+}
+
+fn to_json(fields: &[(&str, F)], typed: &Value) -> Json {
+    let mut out = serde_json::Map::new();
+    for (field, ty) in fields {
+        let name = name_of(field, ty);
+        let value = attribute(typed, &name);
+        let json = match ty {
+            F::Obj(inner) => first(value).map(|v| to_json(inner, v)),
+            F::Objs(inner) => value
+                .and_then(Value::as_list)
+                .filter(|l| !l.is_empty())
+                .map(|l| Json::Array(l.iter().map(|v| to_json(inner, v)).collect())),
+            F::Base64Map => value.and_then(Value::as_object).map(|m| {
+                Json::Object(
+                    m.iter()
+                        .map(|(k, v)| {
+                            let text = v.as_str().unwrap_or_default();
+                            (
+                                k.clone(),
+                                Json::String(
+                                    base64::engine::general_purpose::STANDARD.encode(text),
+                                ),
+                            )
+                        })
+                        .collect(),
+                )
+            }),
+            _ => value.map(Value::to_json_revealed),
+        };
+        if let Some(json) = json.filter(|j| !j.is_null()) {
+            out.insert((*field).to_owned(), json);
+        }
+    }
+    Json::Object(out)
+}
+
+/// The manifest a typed resource's configuration or state stands for; `None` while any of it
+/// is unknown.
+pub(crate) fn manifest(kind: &Kind, typed: &Value) -> Option<Json> {
+    // What the provider computes (the uid, the resource version) is no part of the object.
+    let configured = |(name, value): (&String, &Value)| {
+        if name == "metadata" {
+            first(Some(value)).is_none_or(|m| {
+                m.as_object().is_none_or(|o| {
+                    o.iter()
+                        .filter(|(k, _)| !COMPUTED_METADATA.contains(&k.as_str()))
+                        .all(|(_, v)| v.is_wholly_known())
+                })
+            }) && !value.is_unknown()
+        } else {
+            value.is_wholly_known()
+        }
+    };
+    if !typed.as_object().is_some_and(|o| o.iter().all(configured)) {
+        return None;
+    }
+    let metadata = first(attribute(typed, "metadata"));
+    let mut meta = serde_json::Map::new();
+    for key in ["name", "namespace", "labels", "annotations"] {
+        if key == "namespace" && !kind.namespaced {
+            continue;
+        }
+        if let Some(v) = metadata.and_then(|m| attribute(m, key)) {
+            meta.insert(key.to_owned(), v.to_json_revealed());
+        }
+    }
+    let mut object = to_json(kind.fields, typed);
+    if let Json::Object(map) = &mut object {
+        map.insert("apiVersion".into(), kind.api_version.into());
+        map.insert("kind".into(), kind.kind.into());
+        map.insert("metadata".into(), Json::Object(meta));
+    }
+    Some(strip_nulls(&object))
+}
+
+/// The typed fields of a (projected) live object.
+fn from_json(fields: &[(&str, F)], live: &Json, typed: &mut Value) {
+    for (field, ty) in fields {
+        let name = name_of(field, ty);
+        let value = live.get(*field);
+        let converted = match ty {
+            F::Obj(inner) => match value {
+                Some(v) if v.is_object() => {
+                    let mut block = first(attribute(typed, &name))
+                        .cloned()
+                        .unwrap_or_else(|| Value::Object(Default::default()));
+                    from_json(inner, v, &mut block);
+                    Value::List(vec![block])
+                }
+                _ => Value::List(Vec::new()),
+            },
+            F::Objs(inner) => {
+                let prior = attribute(typed, &name)
+                    .and_then(Value::as_list)
+                    .map(<[Value]>::to_vec)
+                    .unwrap_or_default();
+                Value::List(
+                    value
+                        .and_then(Json::as_array)
+                        .into_iter()
+                        .flatten()
+                        .enumerate()
+                        .map(|(i, item)| {
+                            let mut block = prior
+                                .get(i)
+                                .cloned()
+                                .unwrap_or_else(|| Value::Object(Default::default()));
+                            from_json(inner, item, &mut block);
+                            block
+                        })
+                        .collect(),
+                )
+            }
+            F::Base64Map => match value.and_then(Json::as_object) {
+                Some(map) => Value::Object(
+                    map.iter()
+                        .map(|(k, v)| {
+                            let decoded = v
+                                .as_str()
+                                .and_then(|t| {
+                                    base64::engine::general_purpose::STANDARD.decode(t).ok()
+                                })
+                                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                                .unwrap_or_default();
+                            (k.clone(), Value::sensitive(Value::string(decoded)))
+                        })
+                        .collect(),
+                ),
+                None => Value::Null,
+            },
+            _ => value.map_or(Value::Null, Value::from_json),
+        };
+        let converted = match (ty, attribute(typed, &name)) {
+            // An empty repeated block configured as none stays none.
+            (F::Objs(_) | F::Obj(_), None)
+                if converted.as_list().is_some_and(<[Value]>::is_empty) =>
+            {
+                continue;
+            }
+            _ => converted,
+        };
+        set(typed, &name, converted);
+    }
+}
+
+/// A typed state with the live object's values of the fields it manages: what a refresh and
+/// an apply record (`object` is the manifest resource's projected live view, `full` the
+/// whole live object when known).
+fn typed_from_live(kind: &Kind, mut typed: Value, object: &Value, uid: Option<&Value>) -> Value {
+    let live = object.to_json_revealed();
+    if live.is_object() {
+        from_json(kind.fields, &live, &mut typed);
+        if let Some(Value::List(blocks)) =
+            typed.as_object().and_then(|o| o.get("metadata")).cloned()
+            && let Some(mut metadata) = blocks.into_iter().next()
+        {
+            for key in ["labels", "annotations"] {
+                if attribute(&metadata, key).is_some() {
+                    let value = live
+                        .pointer(&format!("/metadata/{key}"))
+                        .map_or(Value::Null, Value::from_json);
+                    set(&mut metadata, key, value);
+                }
+            }
+            if let Some(uid) = uid {
+                set(&mut metadata, "uid", uid.clone());
+            }
+            set(&mut typed, "metadata", Value::List(vec![metadata]));
+        }
+    } else if let Some(uid) = uid {
+        set_metadata(&mut typed, "uid", uid.clone());
+    }
+    typed
+}
+
+fn set_metadata(typed: &mut Value, key: &str, value: Value) {
+    if let Some(Value::List(blocks)) = typed.as_object().and_then(|o| o.get("metadata")).cloned()
+        && let Some(mut metadata) = blocks.into_iter().next()
+    {
+        set(&mut metadata, key, value);
+        set(typed, "metadata", Value::List(vec![metadata]));
+    }
+}
+
+fn metadata_value<'a>(typed: &'a Value, key: &str) -> Option<&'a Value> {
+    first(attribute(typed, "metadata")).and_then(|m| attribute(m, key))
+}
+
+/// The `kubernetes_manifest` state a typed state stands for: its manifest, and as the live view
+/// the same (a typed state holds the live values of its fields).
+fn manifest_state(kind: &Kind, typed: &Value, with_object: bool) -> Value {
+    let manifest = manifest(kind, typed);
+    let manifest_value = manifest.as_ref().map_or(Value::Unknown, Value::from_json);
+    let object = if with_object {
+        manifest_value.clone()
+    } else {
+        Value::Unknown
+    };
+    let uid = metadata_value(typed, "uid").cloned().unwrap_or(Value::Null);
+    Value::Object(
+        [
+            ("manifest", manifest_value),
+            ("field_manager", Value::Null),
+            // Terraform's typed resources overwrite the fields they set, whoever set them last.
+            ("force_conflicts", Value::Bool(true)),
+            ("delete_propagation", Value::Null),
+            ("force_destroy", Value::Null),
+            ("object", object),
+            ("uid", uid),
+            ("wait", Value::Null),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect(),
+    )
+}
+
+/// A path into the manifest resource's state as a path into the typed resource's.
+fn typed_path(kind: &Kind, path: &Path) -> Path {
+    let mut steps = path.iter();
+    match (steps.next(), steps.next()) {
+        (Some(PathStep::Key(root)), Some(PathStep::Key(field))) if root == "manifest" => {
+            let mut out = if field == "metadata" {
+                vec![PathStep::Key("metadata".into()), PathStep::Index(0)]
+            } else if let Some((f, ty)) = kind.fields.iter().find(|(f, _)| f == field) {
+                vec![PathStep::Key(name_of(f, ty))]
+            } else {
+                return vec![PathStep::Key("metadata".into())];
+            };
+            out.extend(steps.cloned());
+            out
+        }
+        _ => path.clone(),
+    }
+}
+
+fn typed_attribute(attribute: Option<String>) -> Option<String> {
+    let attribute = attribute?;
+    let rest = attribute.strip_prefix("manifest.")?;
+    let (field, tail) = rest.split_once('.').unwrap_or((rest, ""));
+    let head = if field == "metadata" {
+        "metadata[0]".to_owned()
+    } else {
+        terraform_name(field)
+    };
+    Some(if tail.is_empty() {
+        head
+    } else {
+        format!("{head}.{tail}")
+    })
+}
+
+fn typed_diagnostics(_: &Kind, diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    diagnostics
+        .into_iter()
+        .map(|mut d| {
+            if d.attribute
+                .as_deref()
+                .is_some_and(|a| a.starts_with("manifest"))
+            {
+                d.attribute = typed_attribute(d.attribute.take());
+            }
+            d
+        })
+        .collect()
+}
+
+fn typed_fact(kind: &Kind, fact: GpuFact) -> GpuFact {
+    match fact {
+        GpuFact::ConfigMap(mut c) => {
+            c.attribute = typed_path(kind, &c.attribute);
+            GpuFact::ConfigMap(c)
+        }
+        GpuFact::Operator(mut o) => {
+            o.attribute = typed_path(kind, &o.attribute);
+            GpuFact::Operator(o)
+        }
+        other => other,
+    }
+}
+
+/// Marks every value of a Secret's `data` sensitive, as `kubernetes_manifest` marks a Secret's:
+/// plans, the state and drift hold only their digests.
+fn conceal(kind: &Kind, typed: &mut Value) {
+    for (field, ty) in kind.fields {
+        if !matches!(ty, F::Base64Map) {
+            continue;
+        }
+        let name = name_of(field, ty);
+        if let Some(Value::Object(map)) = typed.as_object().and_then(|o| o.get(&name)).cloned() {
+            let marked = map
+                .into_iter()
+                .map(|(k, v)| {
+                    let v = if v.is_null() || v.is_unknown() {
+                        v
+                    } else {
+                        Value::sensitive(v)
+                    };
+                    (k, v)
+                })
+                .collect();
+            set(typed, &name, Value::Object(marked));
+        }
+    }
+}
+
+/// A typed resource type: the manifest resource of its kind, translated.
+pub(crate) struct TypedObjects {
+    pub(crate) inner: Objects,
+    pub(crate) kind: &'static Kind,
+}
+
+impl TypedObjects {
+    /// A typed state from the manifest state the inner resource answered, on `typed`'s
+    /// configuration.
+    fn typed(&self, typed: &Value, manifest: &Value) -> Value {
+        let object = attribute(manifest, "object")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let uid = manifest.as_object().and_then(|o| o.get("uid"));
+        typed_from_live(self.kind, typed.clone(), &object, uid)
+    }
+}
+
+#[async_trait::async_trait]
+impl Resource for TypedObjects {
+    async fn read(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        let typed = request.states.clone();
+        let inner = ReadResourcesRequest {
+            type_name: "kubernetes_manifest".into(),
+            states: typed
+                .iter()
+                .map(|s| manifest_state(self.kind, s, true))
+                .collect(),
+            sensitive_paths: vec![Vec::new(); typed.len()],
+        };
+        let mut response = self.inner.read(inner).await;
+        response.states = response
+            .states
+            .into_iter()
+            .zip(&typed)
+            .map(|(state, typed)| state.map(|s| self.typed(typed, &s)))
+            .collect();
+        response.gpu_facts = response
+            .gpu_facts
+            .into_iter()
+            .map(|(i, f)| (i, typed_fact(self.kind, f)))
+            .collect();
+        response.diagnostics = typed_diagnostics(self.kind, response.diagnostics);
+        response
+    }
+
+    async fn plan(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse {
+        let config = request.config.clone();
+        let prior = request.prior_state.clone();
+        let inner = PlanResourceChangeRequest {
+            type_name: "kubernetes_manifest".into(),
+            prior_state: prior.as_ref().map(|p| manifest_state(self.kind, p, true)),
+            config: manifest_state(self.kind, &config, false),
+            ..request
+        };
+        let response = self.inner.plan(inner).await;
+        let mut planned = config;
+        let uid = attribute(&response.planned_state, "uid")
+            .cloned()
+            .unwrap_or(Value::Unknown);
+        let unchanged = prior.as_ref().is_some_and(|p| {
+            response.requires_replace.is_empty()
+                && manifest(self.kind, p) == manifest(self.kind, &planned)
+        });
+        set_metadata(&mut planned, "uid", uid);
+        conceal(self.kind, &mut planned);
+        for key in ["resource_version", "generation"] {
+            let value = match &prior {
+                Some(p) if unchanged => metadata_value(p, key).cloned().unwrap_or(Value::Null),
+                _ => Value::Unknown,
+            };
+            set_metadata(&mut planned, key, value);
+        }
+        PlanResourceChangeResponse {
+            planned_state: planned,
+            requires_replace: if response.requires_replace.is_empty() {
+                Vec::new()
+            } else {
+                vec!["metadata (name or namespace)".to_owned()]
+            },
+            gpu_facts: response
+                .gpu_facts
+                .into_iter()
+                .map(|f| typed_fact(self.kind, f))
+                .collect(),
+            existing: response.existing,
+            diagnostics: typed_diagnostics(self.kind, response.diagnostics),
+        }
+    }
+
+    async fn apply(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {
+        let planned = request.planned_state.clone();
+        let typed_prior = request.prior_state.clone();
+        let inner = ApplyResourceChangeRequest {
+            type_name: "kubernetes_manifest".into(),
+            prior_state: request
+                .prior_state
+                .as_ref()
+                .map(|p| manifest_state(self.kind, p, true)),
+            planned_state: planned
+                .as_ref()
+                .map(|p| manifest_state(self.kind, p, false)),
+            sensitive_paths: Vec::new(),
+            ..request
+        };
+        let response = self.inner.apply(inner).await;
+        let new_state = match (response.new_state, planned) {
+            (Some(state), Some(planned)) => {
+                let mut typed = self.typed(&planned, &state);
+                for key in ["resource_version", "generation"] {
+                    set_metadata(&mut typed, key, Value::Null);
+                }
+                Some(typed)
+            }
+            // A failed delete keeps the prior state as it was.
+            (Some(_), None) => typed_prior,
+            (None, _) => None,
+        };
+        ApplyResourceChangeResponse {
+            new_state,
+            diagnostics: typed_diagnostics(self.kind, response.diagnostics),
+        }
+    }
+
+    async fn plan_delete(&self, request: PlanDeleteRequest) -> PlanDeleteResponse {
+        let inner = PlanDeleteRequest {
+            type_name: "kubernetes_manifest".into(),
+            prior_state: manifest_state(self.kind, &request.prior_state, true),
+            ..request
+        };
+        self.inner.plan_delete(inner).await
+    }
+
+    async fn import(&self, id: &str) -> Result<Value, Vec<Diagnostic>> {
+        let state = self.inner.import(id).await?;
+        let schema = schema(self.kind);
+        let mut typed = Value::Object(
+            schema
+                .attributes
+                .keys()
+                .map(|k| (k.clone(), Value::Null))
+                .chain(
+                    schema
+                        .blocks
+                        .keys()
+                        .map(|k| (k.clone(), Value::List(Vec::new()))),
+                )
+                .collect(),
+        );
+        let object = attribute(&state, "object").cloned().unwrap_or(Value::Null);
+        let live = object.to_json_revealed();
+        // Every field the kind has, as the object has them.
+        from_json(self.kind.fields, &live, &mut typed);
+        let mut metadata = Value::Object(Default::default());
+        for key in ["name", "namespace", "labels", "annotations"] {
+            if key == "namespace" && !self.kind.namespaced {
+                continue;
+            }
+            set(
+                &mut metadata,
+                key,
+                live.pointer(&format!("/metadata/{key}"))
+                    .map_or(Value::Null, Value::from_json),
+            );
+        }
+        for key in ["generate_name", "resource_version", "generation"] {
+            set(&mut metadata, key, Value::Null);
+        }
+        set(
+            &mut metadata,
+            "uid",
+            attribute(&state, "uid").cloned().unwrap_or(Value::Null),
+        );
+        set(&mut typed, "metadata", Value::List(vec![metadata]));
+        Ok(typed)
+    }
+}

@@ -1,0 +1,1506 @@
+//! A stack written for Terraform or OpenTofu, as it is: `.tf` files, Terraform's JSON syntax,
+//! the `terraform` block (its version, providers, backend and OpenTofu's encryption),
+//! `depends_on` as OpenTofu reads it, and `terraform_remote_state` on a local Terraform state.
+
+use gpustack_tests::{gpustack_env, stderr, stdout};
+use std::path::Path;
+
+const ENV: &[(&str, &str)] = &[("GPUSTACK_TEST_PROVIDER", "1")];
+
+fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    run_env(dir, args, &[])
+}
+
+fn run_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let env: Vec<(&str, &str)> = ENV.iter().chain(env).copied().collect();
+    let output = gpustack_env(dir, args, &env);
+    (
+        output.status.code().unwrap_or(-1),
+        stdout(&output),
+        stderr(&output),
+    )
+}
+
+fn write(dir: &Path, files: &[(&str, &str)]) {
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+/// `validate --json`: whether the stack is valid, and each diagnostic as `severity summary`.
+fn validate(dir: &Path) -> (bool, Vec<String>) {
+    let (_, out, err) = run(dir, &["validate", "--json"]);
+    let report: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    let diagnostics = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {}",
+                d["severity"].as_str().unwrap(),
+                d["summary"].as_str().unwrap()
+            )
+        })
+        .collect();
+    (report["valid"] == true, diagnostics)
+}
+
+const VERSIONS_TF: &str = r#"terraform {
+  required_version = ">= 1.5.7, < 2.0.0"
+
+  required_providers {
+    kubernetes = {
+      source  = "hashicorp/kubernetes"
+      version = "~> 2.31"
+    }
+    helm = {
+      source  = "registry.terraform.io/hashicorp/helm"
+      version = ">= 2.12"
+    }
+    local = {
+      source = "hashicorp/local"
+    }
+  }
+}
+"#;
+
+/// What `terraform init` leaves in a stack: a lock file whose provider blocks gpustack would
+/// refuse, were it read.
+const LOCK_FILE: &str = r#"provider "registry.terraform.io/hashicorp/helm" {
+  version     = "2.17.0"
+  constraints = ">= 2.12.0"
+  hashes = [
+    "h1:kQMkcPVvHOguOqnxoEU2sm1ND9vCHiT8TvZ2x6v/Rsw=",
+  ]
+}
+"#;
+
+/// A stack of .tf files (a child module among them) validates; the lock file and .terraform/
+/// that `terraform init` left are noted as ignored, and not read.
+#[test]
+fn a_stack_of_tf_files_validates_and_notes_what_of_terraforms_it_ignores() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        &[
+            ("versions.tf", VERSIONS_TF),
+            (".terraform.lock.hcl", LOCK_FILE),
+            (".terraform/modules/modules.json", "{}"),
+            (
+                "main.tf",
+                "module \"files\" {\n  source = \"./modules/files\"\n  names  = [\"a\", \"b\"]\n}\n\noutput \"written\" {\n  value = module.files.written\n}\n",
+            ),
+            (
+                "modules/files/main.tf",
+                "terraform {\n  required_version = \">= 1.3\"\n\n  required_providers {\n    local = {\n      source  = \"hashicorp/local\"\n      version = \"~> 2.4\"\n    }\n  }\n}\n\nvariable \"names\" {\n  type = list(string)\n}\n\nresource \"local_file\" \"f\" {\n  for_each = toset(var.names)\n  filename = \"out/${each.key}.txt\"\n  content  = each.key\n}\n\noutput \"written\" {\n  value = sort([for f in local_file.f : f.filename])\n}\n",
+            ),
+        ],
+    );
+    let (valid, diagnostics) = validate(d);
+    assert!(valid, "{diagnostics:?}");
+    assert_eq!(
+        diagnostics,
+        vec![
+            "warning Terraform's dependency lock file is ignored",
+            "warning Terraform's working directory is ignored",
+        ]
+    );
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read_to_string(d.join("out/b.txt")).unwrap(), "b");
+}
+
+/// `terraform { backend "local" }` keeps the state where its `path` says, in gpustack's
+/// format, and is locked as gpustack's own local backend is.
+#[test]
+fn the_terraform_blocks_backend_keeps_the_state_where_it_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        &[
+            (
+                "backend.tf",
+                "terraform {\n  backend \"local\" {\n    path = \"tfstate/gpu.json\"\n  }\n}\n",
+            ),
+            (
+                "main.tf",
+                "resource \"terraform_data\" \"a\" {\n  input = \"a\"\n}\n",
+            ),
+        ],
+    );
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("tfstate/gpu.json")).unwrap())
+            .unwrap();
+    assert_eq!(state["resources"][0]["address"], "terraform_data.a");
+    assert!(!d.join(".gpustack/state.json").exists());
+    let (code, out, err) = run(d, &["state", "list"]);
+    assert_eq!((code, out.trim()), (0, "terraform_data.a"), "{err}");
+}
+
+/// Terraform's backend arguments under gpustack's names: renamed, defaulted as Terraform
+/// defaults them, and what gpustack does not do warned about, never silently dropped.
+#[test]
+fn terraform_backend_arguments_are_read_as_gpustacks_own() {
+    let backend = |block: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &[("backend.tf", block)]);
+        let session = gpustack_engine::Session::open(
+            gpustack::registry(),
+            dir.path(),
+            &gpustack_lang::config::Files::Disk,
+            gpustack_engine::InputSource::Args(&Default::default()),
+        );
+        let config = session.backend_config().unwrap();
+        let (_, diagnostics) = session.diagnostics();
+        let warnings: Vec<String> = diagnostics
+            .iter()
+            .map(|d| format!("{:?} {}", d.severity, d.summary))
+            .collect();
+        (config, warnings)
+    };
+    let (config, warnings) = backend(
+        "terraform {\n  backend \"kubernetes\" {\n    secret_suffix  = \"gpu\"\n    config_paths   = [\"/etc/kube/config\"]\n    config_context = \"kind-gpu\"\n    labels = {\n      team = \"ml\"\n    }\n  }\n}\n",
+    );
+    assert_eq!(
+        config,
+        gpustack_state::BackendConfig::Kubernetes(gpustack_state::KubernetesConfig {
+            namespace: "default".into(),
+            secret_suffix: "gpu".into(),
+            config_path: Some("/etc/kube/config".into()),
+            context: Some("kind-gpu".into()),
+            in_cluster: None,
+            lock_ttl: None,
+        })
+    );
+    assert_eq!(warnings, vec!["Warning Backend argument ignored"]);
+    let (config, warnings) = backend(
+        "terraform {\n  backend \"s3\" {\n    bucket           = \"gpu-states\"\n    key              = \"gpu/terraform.tfstate\"\n    region           = \"eu-west-1\"\n    force_path_style = true\n    encrypt          = true\n    dynamodb_table   = \"terraform-locks\"\n    use_lockfile     = false\n    endpoints = {\n      s3 = \"https://s3.example.com\"\n    }\n  }\n}\n",
+    );
+    assert_eq!(
+        config,
+        gpustack_state::BackendConfig::S3(gpustack_state::S3Config {
+            bucket: "gpu-states".into(),
+            key: "gpu/terraform.tfstate".into(),
+            region: Some("eu-west-1".into()),
+            endpoint: Some("https://s3.example.com".into()),
+            profile: None,
+            use_path_style: Some(true),
+            lock_ttl: None,
+        })
+    );
+    assert_eq!(
+        warnings,
+        vec![
+            "Warning Backend argument ignored",
+            "Warning The state is locked all the same"
+        ]
+    );
+}
+
+/// OpenTofu's `terraform { encryption }` encrypts the state as gpustack's own block does.
+#[test]
+fn opentofus_encryption_in_the_terraform_block_seals_the_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        &[(
+            "main.tf",
+            r#"variable "passphrase" {
+  type      = string
+  sensitive = true
+}
+
+terraform {
+  encryption {
+    key_provider "pbkdf2" "main" {
+      passphrase = var.passphrase
+    }
+    method "aes_gcm" "main" {
+      keys = key_provider.pbkdf2.main
+    }
+    state {
+      method = method.aes_gcm.main
+    }
+  }
+}
+
+resource "terraform_data" "marker" {
+  input = "plain-marker"
+}
+"#,
+        )],
+    );
+    let key = [("GPUSTACK_VAR_passphrase", "correct horse battery staple")];
+    let (code, out, err) = run_env(d, &["apply", "--auto-approve"], &key);
+    assert_eq!(code, 0, "{out}{err}");
+    let sealed = std::fs::read_to_string(d.join(".gpustack/state.json")).unwrap();
+    assert!(sealed.starts_with("{\"gpustack_encryption\":1"), "{sealed}");
+    assert!(!sealed.contains("plain-marker"), "{sealed}");
+    let (code, pulled, err) = run_env(d, &["state", "pull"], &key);
+    assert_eq!(code, 0, "{err}");
+    assert!(pulled.contains("plain-marker"), "{pulled}");
+}
+
+/// `depends_on` as OpenTofu takes it: a variable in a module block (the issue's stack), a
+/// module's output, a resource instance, a quoted reference with a warning; and the module's
+/// `each.key` is not reported.
+#[test]
+fn depends_on_takes_what_opentofu_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        &[
+            (
+                "main.tf",
+                r#"variable "ready" {
+  type    = bool
+  default = true
+}
+
+resource "terraform_data" "first" {
+  count = 2
+  input = count.index
+}
+
+module "base" {
+  source = "./m"
+  name   = "base"
+}
+
+module "pool" {
+  for_each   = toset(["t4", "a100"])
+  source     = "./m"
+  name       = each.key
+  depends_on = [var.ready, module.base.name, terraform_data.first[1], "terraform_data.first"]
+}
+"#,
+            ),
+            (
+                "m/main.tf",
+                "variable \"name\" {\n  type = string\n}\n\nresource \"terraform_data\" \"n\" {\n  input = var.name\n}\n\noutput \"name\" {\n  value = terraform_data.n.output\n}\n",
+            ),
+        ],
+    );
+    let (valid, diagnostics) = validate(d);
+    assert!(valid, "{diagnostics:?}");
+    assert_eq!(
+        diagnostics,
+        vec!["warning Quoted references are deprecated"]
+    );
+    let (code, dot, err) = run(d, &["graph"]);
+    assert_eq!(code, 0, "{err}");
+    // The instances of terraform_data.first are drawn as one cluster, from its first.
+    for dependency in [
+        "var.ready",
+        "module.base.terraform_data.n",
+        "terraform_data.first[0]",
+    ] {
+        assert!(
+            dot.lines().any(|l| l.contains(&format!(
+                "\"{dependency}\" -> \"module.pool[\\\"t4\\\"].terraform_data.n\""
+            ))),
+            "{dependency} orders the module's resources:\n{dot}"
+        );
+    }
+}
+
+const NATIVE: &str = r#"provider "test" {
+  world = "world.json"
+}
+
+variable "pools" {
+  type    = map(number)
+  default = { t4 = 1, a100 = 4 }
+}
+
+locals {
+  prefix = "gpu"
+}
+
+resource "test_group" "gpus" {
+  name = "${local.prefix}-${length(var.pools)}"
+
+  member {
+    name   = "static"
+    weight = 2
+  }
+
+  dynamic "member" {
+    for_each = var.pools
+    iterator = pool
+    content {
+      name   = pool.key
+      weight = pool.value
+    }
+  }
+
+  settings {
+    mode = "spread"
+  }
+
+  lifecycle {
+    ignore_changes = [settings]
+  }
+}
+
+resource "test_object" "after" {
+  count      = 2
+  name       = "after-${count.index}"
+  value      = "$${not interpolated} ${test_group.gpus.name}"
+  depends_on = [test_group.gpus]
+}
+
+output "members" {
+  value = test_group.gpus.member[*].name
+}
+"#;
+
+const JSON: &str = r#"{
+  "//": "The same stack in Terraform's JSON syntax.",
+  "provider": {
+    "test": {
+      "world": "world.json"
+    }
+  },
+  "variable": {
+    "pools": {
+      "type": "map(number)",
+      "default": {"t4": 1, "a100": 4}
+    }
+  },
+  "locals": {
+    "prefix": "gpu"
+  },
+  "resource": {
+    "test_group": {
+      "gpus": {
+        "name": "${local.prefix}-${length(var.pools)}",
+        "member": [
+          {"name": "static", "weight": 2}
+        ],
+        "dynamic": {
+          "member": {
+            "for_each": "${var.pools}",
+            "iterator": "pool",
+            "content": {"name": "${pool.key}", "weight": "${pool.value}"}
+          }
+        },
+        "settings": {"mode": "spread"},
+        "lifecycle": {"ignore_changes": ["settings"]}
+      }
+    },
+    "test_object": {
+      "after": {
+        "count": 2,
+        "name": "after-${count.index}",
+        "value": "$${not interpolated} ${test_group.gpus.name}",
+        "depends_on": ["test_group.gpus"]
+      }
+    }
+  },
+  "output": {
+    "members": {"value": "${test_group.gpus.member[*].name}"}
+  }
+}
+"#;
+
+/// The same stack written in HCL and in Terraform's JSON syntax applies the same objects and
+/// outputs, nested blocks, dynamic blocks, meta-arguments and templates included; its second
+/// plan is empty.
+#[test]
+fn a_json_stack_applies_as_its_native_twin() {
+    let mut results = Vec::new();
+    for (name, text) in [("main.tf", NATIVE), ("main.tf.json", JSON)] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        write(d, &[(name, text)]);
+        let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+        assert_eq!(code, 0, "{name}: {out}{err}");
+        let (code, out, err) = run(d, &["plan", "--detailed-exitcode"]);
+        assert_eq!(
+            code, 0,
+            "{name}: a second plan has nothing to do: {out}{err}"
+        );
+        let (code, outputs, err) = run(d, &["output", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let world = std::fs::read_to_string(d.join("world.json")).unwrap();
+        let mut world: serde_json::Value = serde_json::from_str(&world).unwrap();
+        // Each stack marks its objects with a mark of its own.
+        for object in world.as_object_mut().unwrap().values_mut() {
+            object.as_object_mut().unwrap().remove("_owner");
+        }
+        results.push((
+            world,
+            serde_json::from_str::<serde_json::Value>(&outputs).unwrap(),
+        ));
+    }
+    let (world, outputs) = &results[0];
+    assert_eq!(
+        world["gpu-2"]["member"].as_array().unwrap().len(),
+        3,
+        "{world}"
+    );
+    assert_eq!(
+        world["after-1"]["value"], "${not interpolated} gpu-2",
+        "{world}"
+    );
+    assert_eq!(
+        outputs["members"]["value"],
+        serde_json::json!(["static", "a100", "t4"])
+    );
+    assert_eq!(results[0], results[1]);
+}
+
+/// A mistake deep in a JSON file, found only against the provider's schema, is reported at
+/// the JSON that makes it.
+#[test]
+fn a_json_mistake_found_against_the_schema_points_into_the_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = JSON.replace(
+        r#"{"name": "static", "weight": 2}"#,
+        r#"{"name": "static", "weight": "heavy"}"#,
+    );
+    write(d, &[("main.tf.json", &text)]);
+    let (_, out, _) = run(d, &["validate", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let errors: Vec<&serde_json::Value> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .collect();
+    assert_eq!(errors.len(), 1, "{report}");
+    let range = &errors[0]["range"];
+    assert_eq!(range["filename"], "main.tf.json");
+    let line = text.lines().position(|l| l.contains("\"heavy\"")).unwrap() + 1;
+    let column = text
+        .lines()
+        .nth(line - 1)
+        .unwrap()
+        .find("\"heavy\"")
+        .unwrap()
+        + 1;
+    assert_eq!(
+        (
+            range["start"]["line"].as_u64(),
+            range["start"]["column"].as_u64()
+        ),
+        (Some(line as u64), Some(column as u64)),
+        "{report}"
+    );
+}
+
+/// `fmt` formats a .tf file as a .hcl one and keeps its name; JSON files are left as they
+/// are, as `terraform fmt` leaves them, and so is Terraform's lock file.
+#[test]
+fn fmt_formats_tf_files_in_place_and_leaves_json_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let json = "{\"locals\":{\"a\":1}}\n";
+    let lock = "provider \"registry.terraform.io/hashicorp/helm\" {\nversion = \"2.17.0\"\n}\n";
+    write(
+        d,
+        &[
+            ("main.tf", "locals {\na = 1\n  bb = 2\n}\n"),
+            ("other.tf.json", json),
+            (".terraform.lock.hcl", lock),
+        ],
+    );
+    let (code, out, err) = run(d, &["fmt", "--check", "."]);
+    assert_eq!((code, out.trim()), (1, "./main.tf"), "{err}");
+    let (code, _, err) = run(d, &["fmt", "."]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(d.join("main.tf")).unwrap(),
+        "locals {\n  a  = 1\n  bb = 2\n}\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("other.tf.json")).unwrap(),
+        json
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join(".terraform.lock.hcl")).unwrap(),
+        lock
+    );
+    let names: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+}
+
+/// `gpustack version` says which Terraform language it implements, as `required_version`
+/// checks it.
+#[test]
+fn version_names_the_terraform_language_it_implements() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, _) = run(dir.path(), &["version"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("implements the Terraform language 1.11.0 (OpenTofu 1.11)"),
+        "{out}"
+    );
+    let (code, out, _) = run(dir.path(), &["version", "--json"]);
+    assert_eq!(code, 0);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["terraform_version"], "1.11.0");
+    for (constraint, valid) in [
+        ("~> 1.11.0", true),
+        (">= 1.5, < 2.0", true),
+        ("~> 1.12", false),
+    ] {
+        write(
+            dir.path(),
+            &[(
+                "versions.tf",
+                &format!("terraform {{\n  required_version = \"{constraint}\"\n}}\n"),
+            )],
+        );
+        assert_eq!(validate(dir.path()).0, valid, "{constraint}");
+    }
+}
+
+const CLUSTER_STATE: &str = r#"{
+  "version": 4,
+  "terraform_version": "1.9.8",
+  "serial": 7,
+  "lineage": "5c1f7d9e-0a3b-4e51-9a6e-2b7d8c9f0e12",
+  "outputs": {
+    "cluster_name": {"value": "gpu-prod", "type": "string"},
+    "gpu_subnets": {"value": ["subnet-a", "subnet-b"], "type": ["list", "string"]},
+    "node_role": {"value": {"arn": "arn:aws:iam::1:role/gpu", "max_pods": 110}, "type": ["object", {"arn": "string", "max_pods": "number"}]},
+    "kubeconfig_token": {"value": "tf-cluster-s3cr3t", "type": "string", "sensitive": true}
+  },
+  "resources": [
+    {"mode": "managed", "type": "aws_eks_cluster", "name": "gpu", "provider": "provider[\"registry.terraform.io/hashicorp/aws\"]", "instances": []}
+  ],
+  "check_results": null
+}
+"#;
+
+const READS_CLUSTER: &str = r#"data "terraform_remote_state" "cluster" {
+  backend = "local"
+  config = {
+    path = "${path.module}/../cluster/terraform.tfstate"
+  }
+  defaults = {
+    region     = "us-east-1"
+    gpu_subnets = []
+  }
+}
+
+data "terraform_remote_state" "staging" {
+  backend   = "local"
+  workspace = "staging"
+  config = {
+    workspace_dir = "${path.module}/../cluster/terraform.tfstate.d"
+  }
+}
+
+output "cluster" {
+  value = data.terraform_remote_state.cluster.outputs.cluster_name
+}
+
+output "subnets" {
+  value = data.terraform_remote_state.cluster.outputs.gpu_subnets
+}
+
+output "max_pods" {
+  value = data.terraform_remote_state.cluster.outputs.node_role.max_pods + 0
+}
+
+output "region" {
+  value = data.terraform_remote_state.cluster.outputs.region
+}
+
+output "staging" {
+  value = data.terraform_remote_state.staging.outputs.cluster_name
+}
+
+resource "local_file" "token" {
+  filename          = "out/token"
+  sensitive_content = data.terraform_remote_state.cluster.outputs.kubeconfig_token
+}
+"#;
+
+/// `terraform_remote_state` reads the root outputs of a Terraform state file (format 4), each
+/// of its recorded type, over the defaults, from a workspace's file too; a sensitive output
+/// reaches what uses it and nothing gpustack writes.
+#[test]
+fn terraform_remote_state_reads_a_local_terraform_state() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    write(
+        r,
+        &[
+            ("cluster/terraform.tfstate", CLUSTER_STATE),
+            (
+                "cluster/terraform.tfstate.d/staging/terraform.tfstate",
+                &CLUSTER_STATE.replace("gpu-prod", "gpu-staging"),
+            ),
+            ("gpu/main.tf", READS_CLUSTER),
+        ],
+    );
+    let d = &r.join("gpu");
+    let (code, out, err) = run(d, &["plan", "--out", "tf.plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(d, &["apply", "tf.plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, outputs, err) = run(d, &["output", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let outputs: serde_json::Value = serde_json::from_str(&outputs).unwrap();
+    assert_eq!(outputs["cluster"]["value"], "gpu-prod");
+    assert_eq!(
+        outputs["subnets"]["value"],
+        serde_json::json!(["subnet-a", "subnet-b"])
+    );
+    assert_eq!(outputs["max_pods"]["value"], 110);
+    assert_eq!(outputs["region"]["value"], "us-east-1");
+    assert_eq!(outputs["staging"]["value"], "gpu-staging");
+    assert_eq!(
+        std::fs::read_to_string(d.join("out/token")).unwrap(),
+        "tf-cluster-s3cr3t"
+    );
+    for written in [".gpustack/state.json", "tf.plan"] {
+        let text = String::from_utf8_lossy(&std::fs::read(d.join(written)).unwrap()).into_owned();
+        assert!(
+            !text.contains("tf-cluster-s3cr3t"),
+            "{written} holds the secret"
+        );
+    }
+    assert!(!out.contains("tf-cluster-s3cr3t") && !err.contains("tf-cluster-s3cr3t"));
+}
+
+/// What `terraform_remote_state` cannot read is reported at the block, with the reason: a
+/// state that is not there, a gpustack state, a backend or argument gpustack does not read.
+#[test]
+fn terraform_remote_state_mistakes_are_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let case = |text: &str| {
+        write(d, &[("main.tf", text)]);
+        let (code, out, err) = run(d, &["plan"]);
+        assert_eq!(code, 1, "{out}{err}");
+        err
+    };
+    let err = case(
+        "data \"terraform_remote_state\" \"c\" {\n  backend = \"local\"\n  config = {\n    path = \"missing.tfstate\"\n  }\n}\n",
+    );
+    assert!(
+        err.contains("Unable to find remote state") && err.contains("main.tf:1"),
+        "{err}"
+    );
+    write(
+        d,
+        &[(
+            "gpustack-state.json",
+            r#"{"format_version": 1, "resources": []}"#,
+        )],
+    );
+    let err = case(
+        "data \"terraform_remote_state\" \"c\" {\n  backend = \"local\"\n  config = {\n    path = \"gpustack-state.json\"\n  }\n}\n",
+    );
+    assert!(
+        err.contains("this is a gpustack state") && err.contains("main.tf:"),
+        "{err}"
+    );
+    let err =
+        case("data \"terraform_remote_state\" \"c\" {\n  backend = \"gcs\"\n  config  = {}\n}\n");
+    assert!(
+        err.contains("Unsupported backend") && err.contains("main.tf:2"),
+        "{err}"
+    );
+    let err = case(
+        "data \"terraform_remote_state\" \"c\" {\n  backend = \"s3\"\n  config = {\n    bucket     = \"b\"\n    key        = \"k\"\n    access_key = \"AKIA\"\n  }\n}\n",
+    );
+    assert!(
+        err.contains("access_key is refused") && err.contains("main.tf:6:5"),
+        "{err}"
+    );
+}
+
+/// How gpustack treats one argument of a Terraform provider's schema.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Verdict {
+    /// Honoured: it means what it means in Terraform.
+    Honoured,
+    /// Refused by name with the reason, when set to this value (HCL).
+    Refused(&'static str),
+}
+
+use Verdict::{Honoured, Refused};
+
+/// Every argument and block of the current schemas of Terraform's helm (v2 and v3),
+/// kubernetes and kubectl (gavinbunney) providers, for the types gpustack serves: where it
+/// lives (`provider.NAME`, `resource.TYPE`, `data.TYPE`), its path (blocks by name), and what
+/// gpustack does with it.
+const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
+    // hashicorp/helm: the provider.
+    ("provider.helm", "kubernetes", Honoured),
+    ("provider.helm", "kubernetes.host", Honoured),
+    ("provider.helm", "kubernetes.username", Honoured),
+    ("provider.helm", "kubernetes.password", Honoured),
+    ("provider.helm", "kubernetes.insecure", Honoured),
+    ("provider.helm", "kubernetes.tls_server_name", Honoured),
+    ("provider.helm", "kubernetes.client_certificate", Honoured),
+    ("provider.helm", "kubernetes.client_key", Honoured),
+    (
+        "provider.helm",
+        "kubernetes.cluster_ca_certificate",
+        Honoured,
+    ),
+    ("provider.helm", "kubernetes.config_paths", Honoured),
+    ("provider.helm", "kubernetes.config_path", Honoured),
+    ("provider.helm", "kubernetes.config_context", Honoured),
+    (
+        "provider.helm",
+        "kubernetes.config_context_auth_info",
+        Refused("\"user\""),
+    ),
+    (
+        "provider.helm",
+        "kubernetes.config_context_cluster",
+        Refused("\"cluster\""),
+    ),
+    ("provider.helm", "kubernetes.token", Honoured),
+    ("provider.helm", "kubernetes.proxy_url", Honoured),
+    ("provider.helm", "kubernetes.exec", Honoured),
+    ("provider.helm", "kubernetes.exec.api_version", Honoured),
+    ("provider.helm", "kubernetes.exec.command", Honoured),
+    ("provider.helm", "kubernetes.exec.args", Honoured),
+    ("provider.helm", "kubernetes.exec.env", Honoured),
+    ("provider.helm", "registry", Honoured),
+    ("provider.helm", "registry.url", Honoured),
+    ("provider.helm", "registry.username", Honoured),
+    ("provider.helm", "registry.password", Honoured),
+    ("provider.helm", "registries", Honoured),
+    ("provider.helm", "registry_config_path", Honoured),
+    ("provider.helm", "repository_config_path", Honoured),
+    ("provider.helm", "repository_cache", Honoured),
+    ("provider.helm", "helm_driver", Honoured),
+    ("provider.helm", "debug", Honoured),
+    ("provider.helm", "plugins_path", Honoured),
+    ("provider.helm", "burst_limit", Honoured),
+    ("provider.helm", "qps", Honoured),
+    ("provider.helm", "experiments", Honoured),
+    ("provider.helm", "experiments.manifest", Refused("true")),
+    // hashicorp/helm: helm_release.
+    ("resource.helm_release", "name", Honoured),
+    ("resource.helm_release", "chart", Honoured),
+    ("resource.helm_release", "repository", Honoured),
+    ("resource.helm_release", "repository_key_file", Honoured),
+    ("resource.helm_release", "repository_cert_file", Honoured),
+    ("resource.helm_release", "repository_ca_file", Honoured),
+    ("resource.helm_release", "repository_username", Honoured),
+    ("resource.helm_release", "repository_password", Honoured),
+    ("resource.helm_release", "pass_credentials", Honoured),
+    ("resource.helm_release", "version", Honoured),
+    ("resource.helm_release", "devel", Honoured),
+    ("resource.helm_release", "verify", Honoured),
+    ("resource.helm_release", "keyring", Honoured),
+    ("resource.helm_release", "namespace", Honoured),
+    ("resource.helm_release", "create_namespace", Honoured),
+    ("resource.helm_release", "values", Honoured),
+    ("resource.helm_release", "set", Honoured),
+    ("resource.helm_release", "set.name", Honoured),
+    ("resource.helm_release", "set.value", Honoured),
+    ("resource.helm_release", "set.type", Honoured),
+    ("resource.helm_release", "set_list", Honoured),
+    ("resource.helm_release", "set_list.name", Honoured),
+    ("resource.helm_release", "set_list.value", Honoured),
+    ("resource.helm_release", "set_sensitive", Honoured),
+    ("resource.helm_release", "set_sensitive.name", Honoured),
+    ("resource.helm_release", "set_sensitive.value", Honoured),
+    ("resource.helm_release", "set_sensitive.type", Honoured),
+    (
+        "resource.helm_release",
+        "set_wo",
+        Refused("[{ name = \"a\", value = \"b\" }]"),
+    ),
+    ("resource.helm_release", "set_wo_revision", Refused("1")),
+    ("resource.helm_release", "timeout", Honoured),
+    ("resource.helm_release", "disable_webhooks", Honoured),
+    (
+        "resource.helm_release",
+        "disable_crd_hooks",
+        Refused("true"),
+    ),
+    ("resource.helm_release", "reuse_values", Refused("true")),
+    ("resource.helm_release", "reset_values", Refused("false")),
+    ("resource.helm_release", "force_update", Honoured),
+    ("resource.helm_release", "recreate_pods", Refused("true")),
+    ("resource.helm_release", "cleanup_on_fail", Honoured),
+    ("resource.helm_release", "max_history", Honoured),
+    ("resource.helm_release", "atomic", Honoured),
+    ("resource.helm_release", "skip_crds", Honoured),
+    ("resource.helm_release", "render_subchart_notes", Honoured),
+    (
+        "resource.helm_release",
+        "disable_openapi_validation",
+        Honoured,
+    ),
+    ("resource.helm_release", "wait", Honoured),
+    ("resource.helm_release", "wait_for_jobs", Honoured),
+    ("resource.helm_release", "dependency_update", Honoured),
+    ("resource.helm_release", "replace", Refused("true")),
+    ("resource.helm_release", "description", Honoured),
+    ("resource.helm_release", "postrender", Honoured),
+    ("resource.helm_release", "postrender.binary_path", Honoured),
+    ("resource.helm_release", "postrender.args", Honoured),
+    ("resource.helm_release", "lint", Refused("true")),
+    ("resource.helm_release", "upgrade_install", Honoured),
+    ("resource.helm_release", "take_ownership", Honoured),
+    ("resource.helm_release", "status", Honoured),
+    ("resource.helm_release", "metadata", Honoured),
+    ("resource.helm_release", "manifest", Honoured),
+    // hashicorp/kubernetes: the provider.
+    ("provider.kubernetes", "host", Honoured),
+    ("provider.kubernetes", "username", Honoured),
+    ("provider.kubernetes", "password", Honoured),
+    ("provider.kubernetes", "insecure", Honoured),
+    ("provider.kubernetes", "tls_server_name", Honoured),
+    ("provider.kubernetes", "client_certificate", Honoured),
+    ("provider.kubernetes", "client_key", Honoured),
+    ("provider.kubernetes", "cluster_ca_certificate", Honoured),
+    ("provider.kubernetes", "config_paths", Honoured),
+    ("provider.kubernetes", "config_path", Honoured),
+    ("provider.kubernetes", "config_context", Honoured),
+    (
+        "provider.kubernetes",
+        "config_context_auth_info",
+        Refused("\"user\""),
+    ),
+    (
+        "provider.kubernetes",
+        "config_context_cluster",
+        Refused("\"cluster\""),
+    ),
+    ("provider.kubernetes", "token", Honoured),
+    ("provider.kubernetes", "proxy_url", Honoured),
+    ("provider.kubernetes", "exec", Honoured),
+    ("provider.kubernetes", "exec.api_version", Honoured),
+    ("provider.kubernetes", "exec.command", Honoured),
+    ("provider.kubernetes", "exec.args", Honoured),
+    ("provider.kubernetes", "exec.env", Honoured),
+    ("provider.kubernetes", "ignore_annotations", Honoured),
+    ("provider.kubernetes", "ignore_labels", Honoured),
+    ("provider.kubernetes", "experiments", Honoured),
+    (
+        "provider.kubernetes",
+        "experiments.manifest_resource",
+        Honoured,
+    ),
+    // hashicorp/kubernetes: kubernetes_manifest.
+    ("resource.kubernetes_manifest", "manifest", Honoured),
+    ("resource.kubernetes_manifest", "object", Honoured),
+    ("resource.kubernetes_manifest", "computed_fields", Honoured),
+    ("resource.kubernetes_manifest", "field_manager", Honoured),
+    ("resource.kubernetes_manifest", "wait", Honoured),
+    ("resource.kubernetes_manifest", "wait.rollout", Honoured),
+    ("resource.kubernetes_manifest", "wait.fields", Honoured),
+    ("resource.kubernetes_manifest", "wait.condition", Honoured),
+    (
+        "resource.kubernetes_manifest",
+        "wait.condition.type",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_manifest",
+        "wait.condition.status",
+        Honoured,
+    ),
+    ("resource.kubernetes_manifest", "wait_for", Honoured),
+    ("resource.kubernetes_manifest", "timeouts", Honoured),
+    ("resource.kubernetes_manifest", "timeouts.create", Honoured),
+    ("resource.kubernetes_manifest", "timeouts.update", Honoured),
+    ("resource.kubernetes_manifest", "timeouts.delete", Honoured),
+    // hashicorp/kubernetes: labels and annotations on objects of others.
+    ("resource.kubernetes_labels", "api_version", Honoured),
+    ("resource.kubernetes_labels", "kind", Honoured),
+    ("resource.kubernetes_labels", "metadata", Honoured),
+    ("resource.kubernetes_labels", "metadata.name", Honoured),
+    ("resource.kubernetes_labels", "metadata.namespace", Honoured),
+    ("resource.kubernetes_labels", "labels", Honoured),
+    ("resource.kubernetes_labels", "field_manager", Honoured),
+    ("resource.kubernetes_labels", "force", Honoured),
+    ("resource.kubernetes_annotations", "api_version", Honoured),
+    ("resource.kubernetes_annotations", "kind", Honoured),
+    ("resource.kubernetes_annotations", "metadata", Honoured),
+    ("resource.kubernetes_annotations", "metadata.name", Honoured),
+    (
+        "resource.kubernetes_annotations",
+        "metadata.namespace",
+        Honoured,
+    ),
+    ("resource.kubernetes_annotations", "annotations", Honoured),
+    (
+        "resource.kubernetes_annotations",
+        "template_annotations",
+        Honoured,
+    ),
+    ("resource.kubernetes_annotations", "field_manager", Honoured),
+    ("resource.kubernetes_annotations", "force", Honoured),
+    // hashicorp/kubernetes: typed resources (each also under its _v1 name, checked below).
+    ("resource.kubernetes_namespace", "metadata.name", Honoured),
+    (
+        "resource.kubernetes_namespace",
+        "metadata.generate_name",
+        Refused("\"gpu-\""),
+    ),
+    ("resource.kubernetes_namespace", "metadata.labels", Honoured),
+    (
+        "resource.kubernetes_namespace",
+        "metadata.annotations",
+        Honoured,
+    ),
+    ("resource.kubernetes_namespace", "metadata.uid", Honoured),
+    (
+        "resource.kubernetes_namespace",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_namespace",
+        "metadata.generation",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_namespace",
+        "wait_for_default_service_account",
+        Refused("true"),
+    ),
+    (
+        "resource.kubernetes_namespace",
+        "timeouts.delete",
+        Refused("\"5m\""),
+    ),
+    (
+        "resource.kubernetes_config_map",
+        "metadata.namespace",
+        Honoured,
+    ),
+    ("resource.kubernetes_config_map", "data", Honoured),
+    ("resource.kubernetes_config_map", "binary_data", Honoured),
+    ("resource.kubernetes_config_map", "immutable", Honoured),
+    ("resource.kubernetes_secret", "data", Honoured),
+    ("resource.kubernetes_secret", "binary_data", Honoured),
+    ("resource.kubernetes_secret", "type", Honoured),
+    ("resource.kubernetes_secret", "immutable", Honoured),
+    (
+        "resource.kubernetes_secret",
+        "wait_for_service_account_token",
+        Refused("true"),
+    ),
+    ("resource.kubernetes_service_account", "secret", Honoured),
+    (
+        "resource.kubernetes_service_account",
+        "secret.name",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_service_account",
+        "image_pull_secret",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_service_account",
+        "image_pull_secret.name",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_service_account",
+        "automount_service_account_token",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "storage_provisioner",
+        Honoured,
+    ),
+    ("resource.kubernetes_storage_class", "parameters", Honoured),
+    (
+        "resource.kubernetes_storage_class",
+        "reclaim_policy",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "volume_binding_mode",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "allow_volume_expansion",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "mount_options",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "allowed_topologies",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "allowed_topologies.match_label_expressions",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "allowed_topologies.match_label_expressions.key",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_storage_class",
+        "allowed_topologies.match_label_expressions.values",
+        Honoured,
+    ),
+    ("resource.kubernetes_priority_class", "value", Honoured),
+    (
+        "resource.kubernetes_priority_class",
+        "global_default",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_priority_class",
+        "description",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_priority_class",
+        "preemption_policy",
+        Honoured,
+    ),
+    ("resource.kubernetes_resource_quota", "spec", Honoured),
+    ("resource.kubernetes_resource_quota", "spec.hard", Honoured),
+    (
+        "resource.kubernetes_resource_quota",
+        "spec.scopes",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_resource_quota",
+        "spec.scope_selector",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_resource_quota",
+        "spec.scope_selector.match_expressions",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_resource_quota",
+        "spec.scope_selector.match_expressions.scope_name",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_resource_quota",
+        "spec.scope_selector.match_expressions.operator",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_resource_quota",
+        "spec.scope_selector.match_expressions.values",
+        Honoured,
+    ),
+    ("resource.kubernetes_limit_range", "spec.limit", Honoured),
+    (
+        "resource.kubernetes_limit_range",
+        "spec.limit.type",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_limit_range",
+        "spec.limit.max",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_limit_range",
+        "spec.limit.min",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_limit_range",
+        "spec.limit.default",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_limit_range",
+        "spec.limit.default_request",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_limit_range",
+        "spec.limit.max_limit_request_ratio",
+        Honoured,
+    ),
+    ("resource.kubernetes_cluster_role", "rule", Honoured),
+    (
+        "resource.kubernetes_cluster_role",
+        "rule.api_groups",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role",
+        "rule.resources",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role",
+        "rule.resource_names",
+        Honoured,
+    ),
+    ("resource.kubernetes_cluster_role", "rule.verbs", Honoured),
+    (
+        "resource.kubernetes_cluster_role",
+        "rule.non_resource_urls",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role",
+        "aggregation_rule",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role",
+        "aggregation_rule.cluster_role_selectors",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role",
+        "aggregation_rule.cluster_role_selectors.match_labels",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role",
+        "aggregation_rule.cluster_role_selectors.match_expressions",
+        Honoured,
+    ),
+    ("resource.kubernetes_role", "rule", Honoured),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "role_ref",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "role_ref.api_group",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "role_ref.kind",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "role_ref.name",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "subject",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "subject.kind",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "subject.name",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "subject.namespace",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_cluster_role_binding",
+        "subject.api_group",
+        Honoured,
+    ),
+    ("resource.kubernetes_role_binding", "role_ref", Honoured),
+    ("resource.kubernetes_role_binding", "subject", Honoured),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "spec.access_modes",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "spec.resources.requests",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "spec.resources.limits",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "spec.storage_class_name",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "spec.volume_name",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "spec.volume_mode",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "spec.selector",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_persistent_volume_claim",
+        "wait_until_bound",
+        Refused("true"),
+    ),
+    // gavinbunney/kubectl: the provider.
+    ("provider.kubectl", "host", Honoured),
+    ("provider.kubectl", "username", Honoured),
+    ("provider.kubectl", "password", Honoured),
+    ("provider.kubectl", "insecure", Honoured),
+    ("provider.kubectl", "client_certificate", Honoured),
+    ("provider.kubectl", "client_key", Honoured),
+    ("provider.kubectl", "cluster_ca_certificate", Honoured),
+    ("provider.kubectl", "config_paths", Honoured),
+    ("provider.kubectl", "config_path", Honoured),
+    ("provider.kubectl", "config_context", Honoured),
+    (
+        "provider.kubectl",
+        "config_context_auth_info",
+        Refused("\"user\""),
+    ),
+    (
+        "provider.kubectl",
+        "config_context_cluster",
+        Refused("\"cluster\""),
+    ),
+    ("provider.kubectl", "token", Honoured),
+    ("provider.kubectl", "proxy_url", Honoured),
+    ("provider.kubectl", "exec", Honoured),
+    ("provider.kubectl", "load_config_file", Honoured),
+    ("provider.kubectl", "apply_retry_count", Honoured),
+    ("provider.kubectl", "tls_server_name", Honoured),
+    // gavinbunney/kubectl: kubectl_manifest and the document data sources.
+    ("resource.kubectl_manifest", "yaml_body", Honoured),
+    ("resource.kubectl_manifest", "yaml_body_parsed", Honoured),
+    ("resource.kubectl_manifest", "yaml_incluster", Honoured),
+    (
+        "resource.kubectl_manifest",
+        "live_manifest_incluster",
+        Honoured,
+    ),
+    ("resource.kubectl_manifest", "sensitive_fields", Honoured),
+    ("resource.kubectl_manifest", "force_new", Honoured),
+    ("resource.kubectl_manifest", "server_side_apply", Honoured),
+    ("resource.kubectl_manifest", "field_manager", Honoured),
+    ("resource.kubectl_manifest", "force_conflicts", Honoured),
+    ("resource.kubectl_manifest", "apply_only", Honoured),
+    (
+        "resource.kubectl_manifest",
+        "ignore_fields",
+        Refused("[\"metadata.annotations\"]"),
+    ),
+    ("resource.kubectl_manifest", "override_namespace", Honoured),
+    ("resource.kubectl_manifest", "validate_schema", Honoured),
+    ("resource.kubectl_manifest", "wait", Honoured),
+    ("resource.kubectl_manifest", "wait_for_rollout", Honoured),
+    ("resource.kubectl_manifest", "wait_for", Honoured),
+    ("resource.kubectl_manifest", "wait_for.field", Honoured),
+    ("resource.kubectl_manifest", "wait_for.field.key", Honoured),
+    (
+        "resource.kubectl_manifest",
+        "wait_for.field.value",
+        Honoured,
+    ),
+    (
+        "resource.kubectl_manifest",
+        "wait_for.field.value_type",
+        Honoured,
+    ),
+    ("resource.kubectl_manifest", "wait_for.condition", Honoured),
+    (
+        "resource.kubectl_manifest",
+        "wait_for.condition.type",
+        Honoured,
+    ),
+    (
+        "resource.kubectl_manifest",
+        "wait_for.condition.status",
+        Honoured,
+    ),
+    ("resource.kubectl_manifest", "delete_cascade", Honoured),
+    ("resource.kubectl_manifest", "api_version", Honoured),
+    ("resource.kubectl_manifest", "kind", Honoured),
+    ("resource.kubectl_manifest", "name", Honoured),
+    ("resource.kubectl_manifest", "namespace", Honoured),
+    ("resource.kubectl_manifest", "uid", Honoured),
+    ("resource.kubectl_manifest", "live_uid", Honoured),
+    ("resource.kubectl_manifest", "timeouts", Honoured),
+    ("resource.kubectl_manifest", "timeouts.create", Honoured),
+    ("data.kubectl_file_documents", "content", Honoured),
+    ("data.kubectl_file_documents", "documents", Honoured),
+    ("data.kubectl_file_documents", "manifests", Honoured),
+    ("data.kubectl_path_documents", "pattern", Honoured),
+    ("data.kubectl_path_documents", "vars", Honoured),
+    ("data.kubectl_path_documents", "sensitive_vars", Honoured),
+    ("data.kubectl_path_documents", "disable_template", Honoured),
+    ("data.kubectl_path_documents", "documents", Honoured),
+    ("data.kubectl_path_documents", "manifests", Honoured),
+];
+
+/// Whether `schema` has the argument or block at `path` (blocks by name, dot-separated).
+fn schema_has(schema: &gpustack_protocol::Schema, path: &str) -> bool {
+    let mut schema = schema;
+    let mut steps = path.split('.').peekable();
+    while let Some(step) = steps.next() {
+        let last = steps.peek().is_none();
+        if last && schema.attributes.contains_key(step) {
+            return true;
+        }
+        match schema.blocks.get(step) {
+            Some(nested) if last => {
+                return nested.block.attributes.len() + nested.block.blocks.len() > 0;
+            }
+            Some(nested) => schema = &nested.block,
+            None => return false,
+        }
+    }
+    false
+}
+
+/// The HCL that sets `path` to `value` (blocks as blocks).
+fn setting(schema: &gpustack_protocol::Schema, path: &str, value: &str) -> String {
+    match path.split_once('.') {
+        Some((block, rest)) if schema.blocks.contains_key(block) => format!(
+            "{block} {{\n{}\n}}\n",
+            setting(&schema.blocks[block].block, rest, value)
+        ),
+        _ => format!("{path} = {value}\n"),
+    }
+}
+
+/// Every argument of the three providers' schemas is in gpustack's schema; each refused one is
+/// refused by name, located, with its reason; the typed resources have their `_v1` twins.
+#[test]
+fn every_argument_of_the_three_providers_is_honoured_or_refused_by_name() {
+    let registry = gpustack::registry();
+    let schema_of = |scope: &str| -> gpustack_protocol::Schema {
+        let (kind, name) = scope.split_once('.').unwrap();
+        let provider = name.split('_').next().unwrap();
+        let schemas = registry
+            .schema(provider)
+            .unwrap_or_else(|| panic!("no provider {provider}"));
+        match kind {
+            "provider" => Some(schemas.config.clone()),
+            "resource" => schemas.resources.get(name).cloned(),
+            "data" => schemas.data_sources.get(name).cloned(),
+            _ => unreachable!(),
+        }
+        .unwrap_or_else(|| panic!("{scope} is not served"))
+    };
+    let mut missing = Vec::new();
+    for (scope, path, _) in SCHEMA_TABLE {
+        if !schema_has(&schema_of(scope), path) {
+            missing.push(format!("{scope}: {path}"));
+        }
+        if let Some(typed) = scope.strip_prefix("resource.kubernetes_")
+            && !["manifest", "labels", "annotations"].contains(&typed)
+            && !schema_has(&schema_of(&format!("{scope}_v1")), path)
+        {
+            missing.push(format!("{scope}_v1: {path}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not in gpustack's schemas:\n{}",
+        missing.join("\n")
+    );
+
+    // The refused arguments, one stack per type: each refused at its own line, by name.
+    let mut scopes: Vec<&str> = SCHEMA_TABLE.iter().map(|(s, _, _)| *s).collect();
+    scopes.dedup();
+    for scope in scopes {
+        let refused: Vec<(&str, &str)> = SCHEMA_TABLE
+            .iter()
+            .filter(|(s, _, _)| *s == scope)
+            .filter_map(|(_, path, verdict)| match verdict {
+                Refused(value) => Some((*path, *value)),
+                Honoured => None,
+            })
+            .collect();
+        if refused.is_empty() {
+            continue;
+        }
+        let schema = schema_of(scope);
+        let (kind, name) = scope.split_once('.').unwrap();
+        // One stack per refused argument: two of them may sit in one block of at most one.
+        for (path, value) in &refused {
+            let mut body = match name {
+                "helm_release" => "name = \"r\"\nchart = \"c\"\n".to_owned(),
+                "kubectl_manifest" => {
+                    "yaml_body = \"apiVersion: v1\\nkind: Namespace\\nmetadata:\\n  name: a\\n\"\n"
+                        .to_owned()
+                }
+                _ => String::new(),
+            };
+            body.push_str(&setting(&schema, path, value));
+            if kind == "resource"
+                && name.starts_with("kubernetes_")
+                && !path.starts_with("metadata.")
+            {
+                body.push_str("metadata {\n  name = \"a\"\n}\n");
+            }
+            let header = match kind {
+                "provider" => format!("provider \"{name}\""),
+                _ => format!("resource \"{name}\" \"x\""),
+            };
+            let dir = tempfile::tempdir().unwrap();
+            write(
+                dir.path(),
+                &[("main.tf", &format!("{header} {{\n{body}}}\n"))],
+            );
+            let (code, out, err) = run(dir.path(), &["validate"]);
+            let text = format!("{out}{err}");
+            let named = [
+                path,
+                path.rsplit('.').next().unwrap(),
+                path.split('.').next().unwrap(),
+            ]
+            .iter()
+            .any(|name| text.contains(&format!("does not honour {name}")));
+            assert!(
+                code == 1 && named,
+                "{scope}: {path} is not refused by name:\n{text}"
+            );
+            assert!(
+                text.contains("main.tf:"),
+                "{scope}: {path} is not located:\n{text}"
+            );
+        }
+    }
+}

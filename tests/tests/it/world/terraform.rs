@@ -1,0 +1,590 @@
+//! Terraform's backends in the test world: `terraform_remote_state` reading the states a
+//! Terraform stack keeps in a Kubernetes Secret and in S3 (moto), written here as Terraform's
+//! backends write them; and a `terraform { backend }` block keeping gpustack's state with
+//! gpustack's locks.
+
+use gpustack_tests::cluster::TestCluster;
+use gpustack_tests::moto::Moto;
+use gpustack_tests::{gpustack_env, stderr, stdout};
+use std::path::Path;
+use std::time::Instant;
+
+/// A state as `terraform state pull` prints it, of the stack that made a GPU cluster.
+fn cluster_state(name: &str) -> String {
+    serde_json::json!({
+        "version": 4,
+        "terraform_version": "1.9.8",
+        "serial": 4,
+        "lineage": "0b3c2a1d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+        "outputs": {
+            "cluster_name": {"value": name, "type": "string"},
+            "gpu_node_labels": {"value": {"nvidia.com/gpu.present": "true"}, "type": ["map", "string"]},
+            "node_count": {"value": 3, "type": "number"},
+            "ca_data": {"value": "tf-remote-s3cr3t-ca", "type": "string", "sensitive": true}
+        },
+        "resources": [],
+        "check_results": null
+    })
+    .to_string()
+}
+
+fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let output = gpustack_env(dir, args, env);
+    (
+        output.status.code().unwrap_or(-1),
+        stdout(&output),
+        stderr(&output),
+    )
+}
+
+/// The stack that reads the cluster's outputs from `backend` with `config`, its default
+/// workspace and `staging`.
+fn reading_stack(dir: &Path, backend: &str, config: &str) {
+    std::fs::write(
+        dir.join("main.tf"),
+        format!(
+            r#"data "terraform_remote_state" "cluster" {{
+  backend = "{backend}"
+  config = {{
+{config}
+  }}
+}}
+
+data "terraform_remote_state" "staging" {{
+  backend   = "{backend}"
+  workspace = "staging"
+  config = {{
+{config}
+  }}
+}}
+
+output "cluster" {{
+  value = data.terraform_remote_state.cluster.outputs.cluster_name
+}}
+
+output "labels" {{
+  value = data.terraform_remote_state.cluster.outputs.gpu_node_labels
+}}
+
+output "nodes" {{
+  value = data.terraform_remote_state.cluster.outputs.node_count * 2
+}}
+
+output "staging" {{
+  value = data.terraform_remote_state.staging.outputs.cluster_name
+}}
+
+output "ca" {{
+  value     = data.terraform_remote_state.cluster.outputs.ca_data
+  sensitive = true
+}}
+"#
+        ),
+    )
+    .unwrap();
+}
+
+/// Applies the reading stack and checks what it read; nothing it wrote holds the secret.
+fn reads_the_cluster(dir: &Path, env: &[(&str, &str)]) {
+    let (code, out, err) = run(dir, &["apply", "--auto-approve"], env);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("tf-remote-s3cr3t") && !err.contains("tf-remote-s3cr3t"));
+    let (code, outputs, err) = run(dir, &["output", "--json"], env);
+    assert_eq!(code, 0, "{err}");
+    let outputs: serde_json::Value = serde_json::from_str(&outputs).unwrap();
+    assert_eq!(outputs["cluster"]["value"], "gpu-prod");
+    assert_eq!(
+        outputs["labels"]["value"],
+        serde_json::json!({"nvidia.com/gpu.present": "true"})
+    );
+    assert_eq!(outputs["nodes"]["value"], 6);
+    assert_eq!(outputs["staging"]["value"], "gpu-staging");
+    assert_eq!(outputs["ca"]["sensitive"], true);
+    let state = std::fs::read_to_string(dir.join(".gpustack/state.json")).unwrap();
+    assert!(
+        !state.contains("tf-remote-s3cr3t"),
+        "the state holds the secret"
+    );
+}
+
+/// A namespace of its own, deleted afterwards.
+struct Namespace<'c> {
+    cluster: &'c TestCluster,
+    name: String,
+}
+
+impl<'c> Namespace<'c> {
+    fn new(cluster: &'c TestCluster, prefix: &str) -> Self {
+        let name = format!("{prefix}-{}", std::process::id());
+        cluster.kubectl_ok(&["create", "namespace", &name]);
+        Namespace { cluster, name }
+    }
+}
+
+impl Drop for Namespace<'_> {
+    fn drop(&mut self) {
+        let _ = self
+            .cluster
+            .kubectl(&["delete", "namespace", &self.name, "--wait=false"]);
+    }
+}
+
+/// The Secret Terraform's kubernetes backend writes for a workspace: `tfstate-WORKSPACE-SUFFIX`,
+/// its labels, and the state gzip-compressed under `tfstate`.
+async fn put_terraform_secret(
+    cluster: &TestCluster,
+    namespace: &str,
+    workspace: &str,
+    state: &str,
+) {
+    use k8s_openapi::ByteString;
+    use k8s_openapi::api::core::v1::Secret;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use std::io::Write;
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gzip.write_all(state.as_bytes()).unwrap();
+    let secrets: kube::Api<Secret> = kube::Api::namespaced(cluster.client().await, namespace);
+    let labels = [
+        ("tfstate", "true"),
+        ("tfstateSecretSuffix", "gpu-cluster"),
+        ("tfstateWorkspace", workspace),
+        ("app.kubernetes.io/managed-by", "terraform"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(format!("tfstate-{workspace}-gpu-cluster")),
+            labels: Some(labels),
+            annotations: Some([("encoding".to_owned(), "gzip".to_owned())].into()),
+            ..Default::default()
+        },
+        data: Some([("tfstate".to_owned(), ByteString(gzip.finish().unwrap()))].into()),
+        ..Default::default()
+    };
+    secrets.create(&Default::default(), &secret).await.unwrap();
+}
+
+/// `terraform_remote_state` with `backend = "kubernetes"` reads the Secret Terraform's
+/// kubernetes backend keeps (gzip, base64 as every Secret's data), for the default workspace
+/// and another; a suffix with no Secret is refused, located.
+#[tokio::test(flavor = "multi_thread")]
+async fn terraform_remote_state_reads_a_terraform_state_secret_on_kubernetes() {
+    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+    let namespace = Namespace::new(&cluster, "tf-remote-state");
+    put_terraform_secret(
+        &cluster,
+        &namespace.name,
+        "default",
+        &cluster_state("gpu-prod"),
+    )
+    .await;
+    put_terraform_secret(
+        &cluster,
+        &namespace.name,
+        "staging",
+        &cluster_state("gpu-staging"),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "    secret_suffix = \"gpu-cluster\"\n    namespace     = \"{}\"\n    config_path   = \"{}\"",
+        namespace.name,
+        cluster.kubeconfig.display()
+    );
+    reading_stack(dir.path(), "kubernetes", &config);
+    let d = dir.path().to_owned();
+    tokio::task::spawn_blocking(move || reads_the_cluster(&d, &[]))
+        .await
+        .unwrap();
+
+    reading_stack(
+        dir.path(),
+        "kubernetes",
+        &config.replace("gpu-cluster", "no-such-stack"),
+    );
+    let d = dir.path().to_owned();
+    let (code, out, err) = tokio::task::spawn_blocking(move || run(&d, &["plan"], &[]))
+        .await
+        .unwrap();
+    assert_eq!(code, 1, "{out}{err}");
+    // The help text is wrapped: the Secret's name is looked for with the wrapping taken out.
+    let unwrapped: String = err.split_whitespace().collect();
+    assert!(
+        err.contains("Unable to find remote state")
+            && unwrapped.contains(&format!("{}/tfstate-default-no-such-stack", namespace.name))
+            && err.contains("main.tf:1"),
+        "{err}"
+    );
+}
+
+/// `terraform_remote_state` with `backend = "s3"` reads the object at `key`, and a
+/// workspace's under `env:/WORKSPACE/key`, on moto.
+#[test]
+fn terraform_remote_state_reads_a_terraform_state_object_on_s3() {
+    let moto = Moto::start(&format!("tf-remote-state-{}", std::process::id()));
+    moto.boto3(&format!(
+        r#"s3 = boto3.client("s3", **kw)
+s3.create_bucket(Bucket="cluster-states")
+s3.put_object(Bucket="cluster-states", Key="gpu/terraform.tfstate", Body={prod})
+s3.put_object(Bucket="cluster-states", Key="env:/staging/gpu/terraform.tfstate", Body={staging})"#,
+        prod = serde_json::to_string(&cluster_state("gpu-prod")).unwrap(),
+        staging = serde_json::to_string(&cluster_state("gpu-staging")).unwrap(),
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "    bucket         = \"cluster-states\"\n    key            = \"gpu/terraform.tfstate\"\n    region         = \"us-east-1\"\n    use_path_style = true\n    dynamodb_table = \"terraform-locks\"\n    endpoints = {{\n      s3 = \"{}\"\n    }}",
+        moto.endpoint
+    );
+    reading_stack(dir.path(), "s3", &config);
+    let env = moto.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    reads_the_cluster(dir.path(), &env);
+}
+
+/// A stack with a latency in every provider call, so that an apply holds the lock a while.
+fn slow_stack(dir: &Path, backend: &str) {
+    std::fs::write(
+        dir.join("backend.tf"),
+        format!("terraform {{\n{backend}\n}}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("main.tf"),
+        "provider \"test\" {\n  latency_ms = 1500\n  world      = \"world.json\"\n}\n\nresource \"test_object\" \"slow\" {\n  name  = \"slow\"\n  value = \"v1\"\n}\n",
+    )
+    .unwrap();
+}
+
+/// Two applies start together on a `terraform { backend }`: one wins, the other fails fast
+/// naming the winner, as with gpustack's own backend block; the state is gpustack's, where the
+/// backend keeps it.
+fn two_runs_race(dir: &Path, env: &[(&str, &str)]) {
+    let mut env: Vec<(&str, &str)> = env.to_vec();
+    env.push(("GPUSTACK_TEST_PROVIDER", "1"));
+    let start = Instant::now();
+    let runs: Vec<_> = (0..2)
+        .map(|_| {
+            let child = gpustack_tests::gpustack_command(dir, &["apply", "--auto-approve"], &env)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let pid = child.id();
+            std::thread::spawn(move || {
+                let out = child.wait_with_output().unwrap();
+                (pid, out, start.elapsed())
+            })
+        })
+        .collect();
+    let mut results: Vec<_> = runs.into_iter().map(|r| r.join().unwrap()).collect();
+    results.sort_by_key(|(_, out, _)| out.status.code());
+    let (winner_pid, winner, winner_time) = &results[0];
+    let (_, loser, loser_time) = &results[1];
+    assert_eq!(winner.status.code(), Some(0), "{}", stderr(winner));
+    assert_eq!(
+        loser.status.code(),
+        Some(1),
+        "exactly one run may win:\n{}",
+        stderr(loser)
+    );
+    let err = stderr(loser);
+    assert!(
+        err.contains("the state is locked by") && err.contains(&format!("(pid {winner_pid})")),
+        "the loser must name the holder:\n{err}"
+    );
+    assert!(loser_time < winner_time, "the loser fails fast");
+    let (code, listed, err) = run(dir, &["state", "list"], &env);
+    assert_eq!((code, listed.trim()), (0, "test_object.slow"), "{err}");
+    assert!(!dir.join(".gpustack/state.json").exists());
+}
+
+/// `terraform { backend "s3" }` with Terraform's arguments keeps gpustack's state at `key`
+/// and locks it with gpustack's lock object, not DynamoDB.
+#[test]
+fn the_terraform_blocks_s3_backend_locks_as_gpustacks_own() {
+    let moto = Moto::start(&format!("tf-backend-{}", std::process::id()));
+    moto.boto3(r#"boto3.client("s3", **kw).create_bucket(Bucket="gpu-states")"#);
+    let dir = tempfile::tempdir().unwrap();
+    slow_stack(
+        dir.path(),
+        &format!(
+            "  backend \"s3\" {{\n    bucket         = \"gpu-states\"\n    key            = \"gpu/terraform.tfstate\"\n    region         = \"us-east-1\"\n    use_lockfile   = true\n    dynamodb_table = \"terraform-locks\"\n    encrypt        = true\n    use_path_style = true\n    endpoints = {{\n      s3 = \"{}\"\n    }}\n  }}",
+            moto.endpoint
+        ),
+    );
+    let env = moto.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    two_runs_race(dir.path(), &env);
+    let keys = moto.boto3(
+        r#"print("\n".join(o["Key"] for o in boto3.client("s3", **kw).list_objects_v2(Bucket="gpu-states").get("Contents", [])))"#,
+    );
+    assert_eq!(
+        keys.trim(),
+        "gpu/terraform.tfstate",
+        "no lock object is left: {keys}"
+    );
+}
+
+/// `terraform { backend "kubernetes" }` keeps gpustack's state in its Secrets of the namespace
+/// (never Terraform's tfstate Secret) and locks it with gpustack's Lease.
+#[test]
+fn the_terraform_blocks_kubernetes_backend_locks_as_gpustacks_own() {
+    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+    let namespace = Namespace::new(&cluster, "tf-backend");
+    let dir = tempfile::tempdir().unwrap();
+    slow_stack(
+        dir.path(),
+        &format!(
+            "  backend \"kubernetes\" {{\n    secret_suffix = \"gpu\"\n    namespace     = \"{}\"\n    config_paths  = [\"{}\"]\n  }}",
+            namespace.name,
+            cluster.kubeconfig.display()
+        ),
+    );
+    two_runs_race(dir.path(), &[]);
+    let secrets = cluster.kubectl_ok(&[
+        "get",
+        "secrets",
+        "-n",
+        &namespace.name,
+        "-o",
+        "jsonpath={.items[*].metadata.name}",
+    ]);
+    assert_eq!(secrets.trim(), "gpustack-state-gpu", "{secrets}");
+    let holders = cluster.kubectl_ok(&[
+        "get",
+        "leases",
+        "-n",
+        &namespace.name,
+        "-o",
+        "jsonpath={.items[*].spec.holderIdentity}",
+    ]);
+    assert!(holders.trim().is_empty(), "no Lease is held: {holders}");
+}
+
+/// The seed flow as a Terraform user writes it: the GPU Operator chart with `set {}` blocks, a
+/// `kubernetes_config_map_v1` time-slicing config, `kubernetes_labels` on the node and a
+/// `kubectl_manifest`, under a `terraform` block that pins the three providers.
+const SEED_TF: &str = r#"terraform {
+  required_version = ">= 1.5.0"
+
+  required_providers {
+    helm = {
+      source  = "hashicorp/helm"
+      version = "~> 2.17"
+    }
+    kubernetes = {
+      source  = "hashicorp/kubernetes"
+      version = "~> 2.35"
+    }
+    kubectl = {
+      source  = "gavinbunney/kubectl"
+      version = ">= 1.14.0"
+    }
+  }
+}
+
+variable "kubeconfig" {
+  type = string
+}
+
+variable "chart" {
+  type = string
+}
+
+variable "node_name" {
+  type = string
+}
+
+provider "kubernetes" {
+  config_path = var.kubeconfig
+}
+
+provider "helm" {
+  kubernetes {
+    config_path = var.kubeconfig
+  }
+}
+
+provider "kubectl" {
+  config_path      = var.kubeconfig
+  load_config_file = true
+}
+
+resource "kubernetes_namespace_v1" "gpu_operator" {
+  metadata {
+    name = "gpu-operator"
+  }
+}
+
+resource "kubernetes_config_map_v1" "time_slicing" {
+  metadata {
+    name      = "time-slicing-config"
+    namespace = kubernetes_namespace_v1.gpu_operator.metadata[0].name
+  }
+
+  data = {
+    any = <<-EOT
+      version: v1
+      sharing:
+        timeSlicing:
+          resources:
+            - name: nvidia.com/gpu
+              replicas: 10
+    EOT
+  }
+}
+
+resource "kubernetes_labels" "gpu_node" {
+  api_version = "v1"
+  kind        = "Node"
+
+  metadata {
+    name = var.node_name
+  }
+
+  labels = {
+    "nvidia.com/device-plugin.config" = "any"
+  }
+}
+
+resource "kubectl_manifest" "runtime_class" {
+  yaml_body = <<-YAML
+    apiVersion: node.k8s.io/v1
+    kind: RuntimeClass
+    metadata:
+      name: nvidia-tf
+    handler: nvidia
+  YAML
+}
+
+resource "helm_release" "gpu_operator" {
+  name      = "gpu-operator"
+  namespace = kubernetes_namespace_v1.gpu_operator.metadata[0].name
+  chart     = var.chart
+  wait      = true
+  timeout   = 600
+
+  set {
+    name  = "driver.enabled"
+    value = "false"
+  }
+
+  set {
+    name  = "toolkit.enabled"
+    value = "false"
+  }
+
+  set {
+    name  = "devicePlugin.config.name"
+    value = kubernetes_config_map_v1.time_slicing.metadata[0].name
+  }
+
+  set {
+    name  = "devicePlugin.config.default"
+    value = "any"
+  }
+
+  depends_on = [kubernetes_labels.gpu_node, kubectl_manifest.runtime_class]
+}
+"#;
+
+/// A copy of the seed stack as `main.tf`, with `replace` applied to its text.
+fn seed_stack(node: &str, replace: (&str, &str)) -> super::e2e::Stack {
+    let stack = super::e2e::Stack::inline("");
+    std::fs::remove_file(stack.dir.join("main.hcl")).unwrap();
+    std::fs::write(
+        stack.dir.join("main.tf"),
+        SEED_TF.replace(replace.0, replace.1),
+    )
+    .unwrap();
+    let chart = format!("chart={}", super::e2e::chart());
+    let node = format!("node_name={node}");
+    stack.with_vars(&[&chart, &node])
+}
+
+/// Applies everything the stack made, also when the test fails.
+struct Destroy<'a>(&'a super::e2e::Stack);
+
+impl Drop for Destroy<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run("destroy", &["--auto-approve"]);
+    }
+}
+
+#[test]
+fn a_terraform_seed_stack_applies_unchanged_and_the_node_advertises_ten() {
+    let _one = super::e2e::OPERATOR
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let c = gpustack_tests::cluster::e2e_cluster();
+    // A node of its own: the simulator keeps a node's sharing labels after a destroy, and the
+    // plan's capacity line is about a node that does not advertise 10 yet.
+    let node = format!("tf-t4-{}", std::process::id());
+    let node = node.as_str();
+    c.fake_gpu_node(node, "Tesla T4", 1);
+
+    // replicas = 1 in the ConfigMap: refused at plan, at that line of main.tf.
+    let one = seed_stack(node, ("replicas: 10", "replicas: 1"));
+    let out = one.run("plan", &[]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "not refused:\n{text}");
+    assert!(text.contains("Sharing replicas below 2"), "{text}");
+    let line = SEED_TF
+        .lines()
+        .position(|l| l.contains("replicas: 10"))
+        .unwrap()
+        + 1;
+    assert!(
+        text.contains(&format!("main.tf:{line}:")),
+        "not at line {line}:\n{text}"
+    );
+
+    let stack = seed_stack(node, ("", ""));
+    let _destroy = Destroy(&stack);
+    // The plan shows the node's capacity as the stack makes it.
+    let plan = stack.ok("plan", &[]);
+    let lines = super::capacity_lines(&plan, &format!("node {node} "));
+    assert!(
+        lines.iter().any(|l| l.contains("nvidia.com/gpu 1 → 10")),
+        "no capacity line for {node}:\n{plan}"
+    );
+    let applied = stack.ok("apply", &["--auto-approve"]);
+    assert!(applied.contains("Apply complete!"), "{applied}");
+    c.eventually(
+        60,
+        || super::e2e::allocatable(c, node, "nvidia.com/gpu"),
+        |a| a == "10",
+    );
+    let policy = c.kubectl_ok(&["get", "clusterpolicy", "cluster-policy", "-o", "json"]);
+    let policy: serde_json::Value = serde_json::from_str(&policy).unwrap();
+    assert_eq!(
+        policy["spec"]["devicePlugin"]["config"]["name"],
+        "time-slicing-config"
+    );
+    assert_eq!(policy["spec"]["driver"]["enabled"], false);
+    assert_eq!(
+        c.kubectl_ok(&[
+            "get",
+            "runtimeclass",
+            "nvidia-tf",
+            "-o",
+            "jsonpath={.handler}"
+        ]),
+        "nvidia"
+    );
+    // Nothing left to do.
+    let again = stack.run("plan", &["--detailed-exitcode"]);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "second plan not empty:\n{}{}",
+        String::from_utf8_lossy(&again.stdout),
+        String::from_utf8_lossy(&again.stderr)
+    );
+}
