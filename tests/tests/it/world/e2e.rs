@@ -178,7 +178,11 @@ fn reference_flow_time_slicing_from_install_to_destroy() {
         "-o",
         "jsonpath={.data.any}",
     ]);
-    assert!(config.contains("replicas: 10"), "{config}");
+    let sharing: serde_json::Value = serde_yaml_ng::from_str(&config).unwrap();
+    assert_eq!(
+        sharing["sharing"]["timeSlicing"]["resources"][0]["replicas"], 10,
+        "{config}"
+    );
     assert_eq!(allocatable(c, "e2e-t4", "nvidia.com/gpu"), "10");
     // The other node keeps its whole GPU: only the named pool is shared.
     assert_eq!(allocatable(c, "e2e-bystander", "nvidia.com/gpu"), "1");
