@@ -433,6 +433,9 @@ pub fn load_stack_with(
     stack
 }
 
+// Long by design: loading a module tree is one sequence (list the files, read each, decode,
+// then walk the module calls depth first with the cycle and count limits), and each step
+// reports into the same diagnostics with the same source map.
 fn load_tree(
     files: &Files,
     dir: &Path,

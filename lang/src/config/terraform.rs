@@ -25,6 +25,9 @@ pub fn language_version() -> String {
 const BACKENDS: [&str; 3] = ["s3", "kubernetes", "local"];
 
 impl Decoder<'_> {
+    // Long by design: the terraform block's arguments and nested blocks, one paragraph each
+    // (required_version, required_providers, backend, cloud, encryption, ...), in the order
+    // Terraform's documentation lists them.
     pub(super) fn terraform(&mut self, module: &mut Module, block: &Block) {
         let span = self.header_span(block);
         if let Some(label) = block.labels.first() {

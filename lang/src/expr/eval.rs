@@ -438,6 +438,8 @@ impl<'s> Evaluator<'s> {
         })
     }
 
+    // Long by design: one arm per expression kind of HCL's syntax; each arm is short or calls
+    // out, and the arms read as the language's grammar.
     fn eval_inner(&mut self, expression: &Expression) -> Result<Value> {
         let range = expression.span();
         match expression {
@@ -1168,6 +1170,10 @@ impl<'s> Evaluator<'s> {
         }
     }
 
+    // Long by design: a call's steps in the order they must run (the namespace, the arguments
+    // with their unknowns and marks, a secret's sources, the expansion of `...`, the clock and
+    // randomness recorded in the plan, marks back on the result); split, each step would carry
+    // the same half-dozen bindings.
     fn call(&mut self, call: &FuncCall, range: Option<Range<usize>>) -> Result<Value> {
         // `core::NAME` is the built-in function NAME, as OpenTofu names it.
         let core = call.name.namespace.len() == 1 && call.name.namespace[0].as_str() == "core";

@@ -384,6 +384,8 @@ impl HelmCli {
 
     /// Terraform's helm provider configuration: the `kubernetes` block (a kubeconfig written
     /// from its credentials when it has any), registries, and the helm CLI's own settings.
+    // Long by design: one paragraph per part of the helm provider's configuration
+    // (kubernetes credentials, registries, CLI settings), each writing what helm reads.
     async fn terraform_config(&mut self, config: &Value) -> Result<(), Diagnostic> {
         let write = |what: &str, text: &str| -> Result<tempfile::NamedTempFile, Box<Diagnostic>> {
             let failed = |e: std::io::Error| {

@@ -251,6 +251,8 @@ impl SmokeTests {
         }
     }
 
+    // Long by design: a smoke test is one timed sequence (allocatable, the pods, their logs and
+    // outcome, cleanup) under one deadline, each stage recording its check.
     async fn run(&self, name_hint: &str, spec: &Spec) -> Result<(bool, Json), String> {
         let started = Instant::now();
         let deadline = started + spec.timeout;
