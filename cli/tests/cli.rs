@@ -13,12 +13,19 @@ fn gpustack(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
-fn version_prints_the_crate_version() {
+fn version_prints_the_crate_version_and_the_language_it_implements() {
     let output = gpustack(&["version"]);
     assert!(output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut lines = stdout.lines();
     assert_eq!(
-        String::from_utf8_lossy(&output.stdout).trim(),
-        format!("gpustack v{}", env!("CARGO_PKG_VERSION"))
+        lines.next(),
+        Some(format!("gpustack v{}", env!("CARGO_PKG_VERSION")).as_str())
+    );
+    let language = lines.next().unwrap_or_default();
+    assert!(
+        language.starts_with("implements the Terraform language 1."),
+        "{stdout}"
     );
 }
 
