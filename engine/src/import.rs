@@ -34,43 +34,53 @@ pub async fn import(
     address: &str,
     id: &str,
 ) -> (Result<State, ImportError>, SourceMap, Vec<Diagnostic>) {
-    let data = address.starts_with("data.") || address.contains(".data.");
-    if data {
-        let (sources, diagnostics) = session.diagnostics();
-        return (
-            Err(ImportError::NotManaged(address.to_owned())),
-            sources,
-            diagnostics,
-        );
-    }
-    if state.is_some_and(|s| s.resource(address).is_some()) {
-        let (sources, diagnostics) = session.diagnostics();
-        return (
-            Err(ImportError::AlreadyManaged(address.to_owned())),
-            sources,
-            diagnostics,
-        );
+    import_all(session, state, &[(address.to_owned(), id.to_owned())]).await
+}
+
+/// The state with every `(address, id)` recorded, read on one plan's walk, or why not: one
+/// failure takes nothing in.
+pub async fn import_all(
+    session: Session,
+    state: Option<&State>,
+    imports: &[(String, String)],
+) -> (Result<State, ImportError>, SourceMap, Vec<Diagnostic>) {
+    for (address, _) in imports {
+        let refused = if address.starts_with("data.") || address.contains(".data.") {
+            Some(ImportError::NotManaged(address.clone()))
+        } else if state.is_some_and(|s| s.resource(address).is_some()) {
+            Some(ImportError::AlreadyManaged(address.clone()))
+        } else {
+            None
+        };
+        if let Some(refused) = refused {
+            let (sources, diagnostics) = session.diagnostics();
+            return (Err(refused), sources, diagnostics);
+        }
     }
     let options = PlanOptions {
         mode: PlanMode::Normal,
         refresh: true,
-        targets: vec![address.to_owned()],
-        imports: vec![(address.to_owned(), id.to_owned())],
+        targets: imports.iter().map(|(a, _)| a.clone()).collect(),
+        imports: imports.to_vec(),
         ..PlanOptions::default()
     };
     let (plan, sources, diagnostics) = crate::plan(session, state, &options).await;
     let Some(plan) = plan else {
         return (Err(ImportError::Unread), sources, diagnostics);
     };
-    let Some(change) = plan.resource_changes.iter().find(|c| c.address == address) else {
-        return (
-            Err(ImportError::NotDeclared(address.to_owned())),
-            sources,
-            diagnostics,
-        );
-    };
-    if change.importing.is_none() {
-        return (Err(ImportError::Unread), sources, diagnostics);
+    let mut changes = Vec::new();
+    for (address, _) in imports {
+        let Some(change) = plan.resource_changes.iter().find(|c| &c.address == address) else {
+            return (
+                Err(ImportError::NotDeclared(address.clone())),
+                sources,
+                diagnostics,
+            );
+        };
+        if change.importing.is_none() {
+            return (Err(ImportError::Unread), sources, diagnostics);
+        }
+        changes.push(change);
     }
     let mut state = state.cloned().unwrap_or_else(|| {
         State::new(
@@ -83,14 +93,16 @@ pub async fn import(
     if state.digest_key.is_none() {
         state.digest_key.clone_from(&plan.digest_key);
     }
-    state.resources.push(crate::sensitive::state_entry(
-        address,
-        &change.type_name,
-        &change.provider,
-        (*change.before).clone(),
-        &change.before_sensitive,
-        Vec::new(),
-    ));
+    for change in changes {
+        state.resources.push(crate::sensitive::state_entry(
+            &change.address,
+            &change.type_name,
+            &change.provider,
+            (*change.before).clone(),
+            &change.before_sensitive,
+            Vec::new(),
+        ));
+    }
     state.serial += 1;
     (Ok(state), sources, diagnostics)
 }

@@ -24,7 +24,7 @@ mod version;
 pub use apply::{ApplyReport, ChangeResult, Halt, Supplied, apply};
 pub use configure::DEFAULT_MAX_CONCURRENCY;
 pub use evaluate::EvalOptions;
-pub use import::{ImportError, import};
+pub use import::{ImportError, import, import_all};
 pub use output::{
     console_value, drift_json, drift_markdown, drift_metrics, drift_text, plan_json, plan_markdown,
     plan_text,
@@ -266,6 +266,16 @@ impl Session {
                 )
             })
             .collect()
+    }
+
+    /// True when the configuration declares the resource of instance `address`.
+    pub fn declares(&self, address: &str) -> bool {
+        let resource = address::strip_instance_key(address);
+        self.stack.modules.iter().any(|m| {
+            m.resources
+                .values()
+                .any(|r| format!("{}{}", m.prefix(), r.local_address()) == resource)
+        })
     }
 
     pub fn diagnostics(self) -> (SourceMap, Vec<Diagnostic>) {

@@ -11,6 +11,7 @@ mod node_check;
 mod ops;
 mod report;
 mod state;
+mod terraform_state;
 mod webhook;
 
 use clap::{Args, Parser, Subcommand};
@@ -296,6 +297,19 @@ enum StateCommand {
         #[arg(long, default_value = "0s", value_parser = parse_duration)]
         lock_timeout: Duration,
     },
+    /// Take over the objects of a Terraform state (`terraform state pull`, format version 4)
+    /// that the stack declares, each proved to be the object Terraform recorded.
+    ImportTerraform {
+        file: PathBuf,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long = "var", value_name = "NAME=VALUE")]
+        vars: Vec<String>,
+        #[arg(long = "var-file", value_name = "FILE")]
+        var_files: Vec<PathBuf>,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+    },
 }
 
 #[derive(Args)]
@@ -566,6 +580,19 @@ pub fn main() -> ExitCode {
                 force,
                 lock_timeout,
             } => state::push(&dir, &file, force, lock_timeout),
+            StateCommand::ImportTerraform {
+                file,
+                dir,
+                vars,
+                var_files,
+                lock_timeout,
+            } => terraform_state::import(
+                &dir,
+                &file,
+                &VariableArgs::from_process_env(vars, var_files),
+                lock_timeout,
+                color,
+            ),
         },
         Command::Import {
             address,

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-fn error(message: impl std::fmt::Display) -> ExitCode {
+pub(super) fn error(message: impl std::fmt::Display) -> ExitCode {
     super::report::fail(&message.to_string());
     ExitCode::from(1)
 }
@@ -57,7 +57,7 @@ async fn stack_state(dir: &Path) -> Result<State, ExitCode> {
 }
 
 /// Runs a command's body in the runtime the backends need.
-fn run(body: impl Future<Output = ExitCode>) -> ExitCode {
+pub(super) fn run(body: impl Future<Output = ExitCode>) -> ExitCode {
     runtime().block_on(body)
 }
 

@@ -28,6 +28,12 @@ pub fn kubectl() -> Arc<dyn ProviderFactory> {
     Arc::new(Factory(kubectl::Kubectl))
 }
 
+/// The object a typed resource type (`kubernetes_config_map_v1`, ...) stands for:
+/// (apiVersion, kind, namespaced).
+pub fn typed_kind(type_name: &str) -> Option<(&'static str, &'static str, bool)> {
+    typed::kind_of(type_name).map(|k| (k.api_version, k.kind, k.namespaced))
+}
+
 /// The `gpu` provider, for a registry.
 pub fn gpu() -> Arc<dyn ProviderFactory> {
     Arc::new(Factory(gpu::Gpu))

@@ -472,6 +472,12 @@ pub(crate) fn check(kind: &Kind, check: &mut Checker<'_>) {
 }
 
 /// The metadata the API server sets.
+/// Labels and annotations the API server or kubectl put on objects, left out of an import.
+const SET_BY_THE_CLUSTER: &[&str] = &[
+    "kubernetes.io/metadata.name",
+    "kubectl.kubernetes.io/last-applied-configuration",
+];
+
 const COMPUTED_METADATA: [&str; 3] = ["uid", "resource_version", "generation"];
 
 /// The first block of a list block (`metadata[0]`), or the object of a single one.
@@ -929,12 +935,15 @@ impl Resource for TypedObjects {
                 .attributes
                 .keys()
                 .map(|k| (k.clone(), Value::Null))
-                .chain(
-                    schema
-                        .blocks
-                        .keys()
-                        .map(|k| (k.clone(), Value::List(Vec::new()))),
-                )
+                .chain(schema.blocks.iter().map(|(k, b)| {
+                    // An absent block of at most one is null in a plan, a repeated one empty.
+                    let absent = if b.nesting == BlockNesting::Single {
+                        Value::Null
+                    } else {
+                        Value::List(Vec::new())
+                    };
+                    (k.clone(), absent)
+                }))
                 .collect(),
         );
         let object = attribute(&state, "object").cloned().unwrap_or(Value::Null);
@@ -946,11 +955,20 @@ impl Resource for TypedObjects {
             if key == "namespace" && !self.kind.namespaced {
                 continue;
             }
+            let mut value = live.pointer(&format!("/metadata/{key}")).cloned();
+            // What the API server and kubectl write themselves is no one's configuration.
+            if let Some(Json::Object(map)) = &mut value {
+                for own in SET_BY_THE_CLUSTER {
+                    map.remove(*own);
+                }
+                if map.is_empty() {
+                    value = None;
+                }
+            }
             set(
                 &mut metadata,
                 key,
-                live.pointer(&format!("/metadata/{key}"))
-                    .map_or(Value::Null, Value::from_json),
+                value.as_ref().map_or(Value::Null, Value::from_json),
             );
         }
         for key in ["generate_name", "resource_version", "generation"] {

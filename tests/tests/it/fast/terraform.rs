@@ -1504,3 +1504,43 @@ fn every_argument_of_the_three_providers_is_honoured_or_refused_by_name() {
         }
     }
 }
+
+#[test]
+fn import_terraform_refuses_a_file_that_is_not_a_version_4_state() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        &[
+            (
+                "main.tf",
+                "resource \"test_thing\" \"a\" {\n  name = \"a\"\n}\n",
+            ),
+            ("v3.json", r#"{"version": 3, "modules": []}"#),
+            ("plan.txt", "Plan: 1 to add, 0 to change, 0 to destroy.\n"),
+            ("listed.json", r#"{"version": 4, "resources": {"a": 1}}"#),
+        ],
+    );
+    for (file, says) in [
+        (
+            "v3.json",
+            "v3.json is a Terraform state of format version 3; only version 4",
+        ),
+        (
+            "plan.txt",
+            "plan.txt is not a Terraform state (terraform state pull prints one)",
+        ),
+        (
+            "listed.json",
+            "listed.json: `resources` is not a list of resources",
+        ),
+        ("absent.json", "absent.json: "),
+    ] {
+        let (code, out, err) = run(dir.path(), &["state", "import-terraform", file]);
+        assert_eq!(code, 1, "{file}: {out}{err}");
+        assert!(err.contains(says), "{file}: {err}");
+        assert!(
+            !dir.path().join(".gpustack/state.json").exists(),
+            "{file}: a state was written"
+        );
+    }
+}

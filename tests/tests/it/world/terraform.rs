@@ -588,3 +588,223 @@ fn a_terraform_seed_stack_applies_unchanged_and_the_node_advertises_ten() {
         String::from_utf8_lossy(&again.stderr)
     );
 }
+
+/// The stack that declares, as Terraform's kubernetes provider has them, a namespace and a
+/// ConfigMap made outside gpustack.
+fn takeover_stack(dir: &Path, namespace: &str) {
+    std::fs::write(
+        dir.join("main.tf"),
+        format!(
+            r#"variable "kubeconfig" {{
+  type = string
+}}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+resource "kubernetes_namespace_v1" "gpu" {{
+  metadata {{
+    name = "{namespace}"
+  }}
+}}
+
+resource "kubernetes_config_map_v1" "sharing" {{
+  metadata {{
+    name      = "time-slicing"
+    namespace = kubernetes_namespace_v1.gpu.metadata[0].name
+  }}
+  data = {{
+    mode = "shared"
+  }}
+}}
+"#
+        ),
+    )
+    .unwrap();
+}
+
+/// A state as `terraform state pull` prints it, recording the namespace and the ConfigMap with
+/// their uids, a data source, a type gpustack does not serve and an instance the stack does
+/// not declare.
+fn takeover_state(namespace: &str, namespace_uid: &str, config_map_uid: &str) -> String {
+    let kubernetes = r#"provider["registry.terraform.io/hashicorp/kubernetes"]"#;
+    serde_json::json!({
+        "version": 4,
+        "terraform_version": "1.9.8",
+        "serial": 7,
+        "lineage": "5d1e2a3b-4c5d-4e6f-8a7b-9c0d1e2f3a4b",
+        "outputs": {},
+        "resources": [
+            {"mode": "data", "type": "kubernetes_nodes", "name": "gpu", "provider": kubernetes,
+             "instances": [{"schema_version": 0, "attributes": {"id": "x", "nodes": []}}]},
+            {"mode": "managed", "type": "aws_iam_role", "name": "nodes",
+             "provider": r#"provider["registry.terraform.io/hashicorp/aws"]"#,
+             "instances": [{"schema_version": 0, "attributes": {"name": "gpu-nodes"}}]},
+            {"mode": "managed", "type": "kubernetes_namespace_v1", "name": "gpu", "provider": kubernetes,
+             "instances": [{"schema_version": 0, "attributes": {
+                 "id": namespace, "timeouts": null, "wait_for_default_service_account": false,
+                 "metadata": [{"name": namespace, "uid": namespace_uid, "labels": {}, "annotations": {},
+                               "generate_name": "", "generation": 0, "resource_version": "1"}]}}]},
+            {"mode": "managed", "type": "kubernetes_config_map_v1", "name": "sharing", "provider": kubernetes,
+             "instances": [{"schema_version": 0, "attributes": {
+                 "id": format!("{namespace}/time-slicing"), "data": {"mode": "shared"},
+                 "binary_data": null, "immutable": false,
+                 "metadata": [{"name": "time-slicing", "namespace": namespace, "uid": config_map_uid,
+                               "labels": {}, "annotations": {}, "generate_name": "",
+                               "generation": 0, "resource_version": "1"}]}}]},
+            {"mode": "managed", "type": "kubernetes_config_map_v1", "name": "legacy", "provider": kubernetes,
+             "instances": [{"schema_version": 0, "attributes": {
+                 "metadata": [{"name": "legacy", "namespace": namespace, "uid": "0"}]}}]}
+        ],
+        "check_results": null
+    })
+    .to_string()
+}
+
+fn uid(cluster: &TestCluster, args: &[&str]) -> String {
+    let mut all = vec!["get"];
+    all.extend(args);
+    all.extend(["-o", "jsonpath={.metadata.uid}"]);
+    cluster.kubectl_ok(&all).trim().to_owned()
+}
+
+/// The namespace and ConfigMap made outside gpustack, the stack and the Terraform state that
+/// records them: (stack directory, kubeconfig argument, namespace, ConfigMap uid).
+fn made_outside(
+    cluster: &TestCluster,
+    prefix: &str,
+) -> (tempfile::TempDir, String, String, String) {
+    let namespace = format!("{prefix}-{}", std::process::id());
+    let _ = cluster.kubectl(&["delete", "namespace", &namespace, "--wait=true"]);
+    cluster.kubectl_ok(&["create", "namespace", &namespace]);
+    cluster.kubectl_ok(&[
+        "create",
+        "configmap",
+        "time-slicing",
+        "-n",
+        &namespace,
+        "--from-literal=mode=shared",
+    ]);
+    let namespace_uid = uid(cluster, &["namespace", &namespace]);
+    let config_map_uid = uid(cluster, &["configmap", "time-slicing", "-n", &namespace]);
+    let dir = tempfile::tempdir().unwrap();
+    takeover_stack(dir.path(), &namespace);
+    std::fs::write(
+        dir.path().join("tf.json"),
+        takeover_state(&namespace, &namespace_uid, &config_map_uid),
+    )
+    .unwrap();
+    let kubeconfig = format!("kubeconfig={}", cluster.kubeconfig.display());
+    (dir, kubeconfig, namespace, config_map_uid)
+}
+
+#[test]
+fn import_terraform_takes_over_a_terraform_states_objects_and_the_next_plan_is_empty() {
+    let cluster = gpustack_tests::cluster::cluster();
+    let (dir, kubeconfig, namespace, _) = made_outside(cluster, "imptf-take");
+    let _cleanup = Namespace {
+        cluster,
+        name: namespace.clone(),
+    };
+    let (code, out, err) = run(
+        dir.path(),
+        &["state", "import-terraform", "tf.json", "--var", &kubeconfig],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "kubernetes_config_map_v1.sharing: imported from \"v1/ConfigMap/{namespace}/time-slicing\""
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("aws_iam_role.nodes: left to Terraform (gpustack does not serve this type)"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "kubernetes_config_map_v1.legacy: left to Terraform (the stack does not declare it)"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("kubernetes_nodes"), "{out}");
+    assert!(
+        out.contains(
+            "terraform state rm 'kubernetes_namespace_v1.gpu' 'kubernetes_config_map_v1.sharing'"
+        ),
+        "{out}"
+    );
+    let (code, listed, err) = run(dir.path(), &["state", "list"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        listed.lines().collect::<Vec<_>>(),
+        [
+            "kubernetes_config_map_v1.sharing",
+            "kubernetes_namespace_v1.gpu"
+        ],
+        "{listed}"
+    );
+    let (code, plan, err) = run(dir.path(), &["plan", "--var", &kubeconfig], &[]);
+    assert_eq!(code, 0, "{plan}{err}");
+    assert!(plan.contains("No changes."), "{plan}");
+}
+
+#[test]
+fn import_terraform_refuses_an_object_replaced_since_terraform_recorded_it() {
+    let cluster = gpustack_tests::cluster::cluster();
+    let (dir, kubeconfig, namespace, recorded) = made_outside(cluster, "imptf-replaced");
+    let _cleanup = Namespace {
+        cluster,
+        name: namespace.clone(),
+    };
+    // A state gpustack already keeps for this stack (the namespace, the object Terraform
+    // recorded), which the refusal must leave as it is.
+    let id = format!("v1/Namespace/{namespace}");
+    let (code, out, err) = run(
+        dir.path(),
+        &[
+            "import",
+            "kubernetes_namespace_v1.gpu",
+            &id,
+            "--var",
+            &kubeconfig,
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    cluster.kubectl_ok(&["delete", "configmap", "time-slicing", "-n", &namespace]);
+    cluster.kubectl_ok(&[
+        "create",
+        "configmap",
+        "time-slicing",
+        "-n",
+        &namespace,
+        "--from-literal=mode=shared",
+    ]);
+    let now = uid(cluster, &["configmap", "time-slicing", "-n", &namespace]);
+    assert_ne!(now, recorded);
+    let before = std::fs::read(dir.path().join(".gpustack/state.json")).unwrap();
+    let (code, out, err) = run(
+        dir.path(),
+        &["state", "import-terraform", "tf.json", "--var", &kubeconfig],
+        &[],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains(&format!(
+            "kubernetes_config_map_v1.sharing: replaced since Terraform recorded it (Terraform recorded uid {recorded}, the object there now has {now})"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("nothing was imported"), "{err}");
+    assert!(!err.contains("kubernetes_namespace_v1.gpu:"), "{err}");
+    assert_eq!(
+        std::fs::read(dir.path().join(".gpustack/state.json")).unwrap(),
+        before,
+        "the state changed"
+    );
+    let (_, listed, _) = run(dir.path(), &["state", "list"], &[]);
+    assert_eq!(listed.trim(), "kubernetes_namespace_v1.gpu", "{listed}");
+}
