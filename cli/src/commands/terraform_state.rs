@@ -206,6 +206,8 @@ fn quoted(address: &str) -> String {
     format!("'{}'", address.replace('\'', r"'\''"))
 }
 
+// Long by design: one command's steps under one lock (read the file, open the stack, sort
+// what is taken from what is left, import all or nothing, report), as `gpustack import`'s.
 pub fn import(
     dir: &Path,
     file: &Path,

@@ -879,6 +879,9 @@ impl Connected {
         }
     }
 
+    // Long by design: a plan's steps in the order each needs the one before (the recorded
+    // identity, the planned object, the dry-run apply or why none, the diff, what forces a
+    // replacement, the collateral of a deletion), all on the same request and object.
     async fn plan(
         &self,
         ty: ObjectType,
@@ -1238,6 +1241,9 @@ impl Connected {
         }
     }
 
+    // Long by design: one server-side apply in order (the existence check of a create, the
+    // stack's mark, the patch, conflicts, the waits, the state from the answer), each step
+    // reading the object the one before produced.
     async fn apply(
         &self,
         ty: ObjectType,
@@ -1392,6 +1398,8 @@ impl Connected {
     /// Deletes a managed object (waiting until it is gone), or gives back the fields a
     /// partial resource managed: server-side apply of nothing under the same field manager.
     /// Its warnings when it leaves something as it is.
+    // Long by design: a deletion in order (the look again for collateral, the DELETE with its
+    // propagation, the wait for a finalizer, or the give-back of a partial resource's fields).
     async fn delete(
         &self,
         ty: ObjectType,
@@ -1746,6 +1754,8 @@ impl Connected {
 
 impl Connected {
     /// Takes in a whole object by `apiVersion/Kind/[namespace/]name`.
+    // Long by design: read the object, prove it is the one asked for, and record it as a plan
+    // would (the mark, the fields the stack may set), answering every failure by name.
     async fn import(&self, ty: ObjectType, id: &str) -> ImportResourceResponse {
         // "apiVersion/Kind/namespace/name" or "apiVersion/Kind/name" (core kinds: "v1/ConfigMap/ns/name").
         let parts: Vec<&str> = id.split('/').collect();
