@@ -139,6 +139,13 @@ pub fn strip_instance_key(address: &str) -> String {
     }
 }
 
+/// An HCL identifier: a letter or `_`, then letters, digits, `_` and `-`.
+pub fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

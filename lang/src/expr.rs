@@ -2,6 +2,7 @@
 
 pub mod eval;
 pub mod functions;
+pub mod limits;
 pub mod literal;
 pub mod refs;
 pub mod types;

@@ -17,41 +17,10 @@
 //! arbitrary precision) and the offset of every character of a string behind its escapes,
 //! which `serde_json` keeps none of.
 
-use super::load::{Files, read_text};
-use super::*;
-use crate::diag::{Diags, suggest};
-use crate::source::SourceMap;
+use crate::address::is_identifier;
+use crate::diag::suggest;
 use gpustack_protocol::{Registry, Schema};
 use std::ops::Range;
-use std::path::Path;
-
-/// Reads one JSON file into `module`: translated, then decoded as native files are. A file
-/// that is not valid JSON, or not a configuration, is reported where it goes wrong and adds
-/// nothing.
-pub(super) fn load_file(
-    files: &Files,
-    module: &mut Module,
-    sources: &mut SourceMap,
-    path: &Path,
-    providers: Option<&Registry>,
-    diags: &mut Diags,
-) {
-    let Some(text) = read_text(files, sources, path, diags) else {
-        return;
-    };
-    match translate(&text, providers) {
-        Ok((hcl, map)) => {
-            let id = sources.add_translated(path, hcl, text, map);
-            super::load::load_file(module, sources, id, diags);
-        }
-        Err(errors) => {
-            let id = sources.add(path, text);
-            for (at, summary, detail) in errors {
-                diags.error(Span::new(id, at), summary, detail);
-            }
-        }
-    }
-}
 
 /// An error of a JSON file: where, a summary and why.
 type JsonError = (Range<usize>, &'static str, String);
@@ -390,7 +359,7 @@ impl Parser<'_> {
 
 /// The HCL a JSON configuration stands for, with the offset in the JSON of each of its bytes
 /// (and one past its end); or every error found.
-fn translate(
+pub(super) fn translate(
     text: &str,
     providers: Option<&Registry>,
 ) -> Result<(String, Vec<u32>), Vec<JsonError>> {
@@ -1021,10 +990,6 @@ fn capitalize(message: &str) -> String {
         Some(first) => first.to_uppercase().chain(chars).collect(),
         None => "Invalid template".into(),
     }
-}
-
-fn is_identifier(s: &str) -> bool {
-    super::load::is_identifier(s)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Reading a stack directory and its modules into [`Stack`].
 
 use super::*;
+use crate::address::is_identifier;
 use crate::diag::{Diags, suggest};
 use crate::expr::literal::literal_str;
 use crate::expr::types::parse_type;
@@ -411,32 +412,13 @@ pub fn load_stack_expanded(
     diags: &mut Diags,
     expansions: &super::ModuleExpansions,
 ) -> Stack {
-    load_stack_with(files, dir, sources, diags, expansions, None)
-}
-
-/// [`load_stack_expanded`] against the providers of `providers`: files in Terraform's JSON
-/// syntax are read with their schemas (which properties of a resource are nested blocks), and
-/// `required_providers` is checked against them. Without them, JSON objects are arguments and
-/// `required_providers` is not checked.
-pub fn load_stack_with(
-    files: &Files,
-    dir: &Path,
-    sources: &mut SourceMap,
-    diags: &mut Diags,
-    expansions: &super::ModuleExpansions,
-    providers: Option<&gpustack_protocol::Registry>,
-) -> Stack {
-    let stack = load_tree(files, dir, sources, diags, expansions, providers);
-    if let Some(registry) = providers {
-        super::terraform::check_required_providers(&stack, registry, diags);
-    }
-    stack
+    load_tree(files, dir, sources, diags, expansions, None)
 }
 
 // Long by design: loading a module tree is one sequence (list the files, read each, decode,
 // then walk the module calls depth first with the cycle and count limits), and each step
 // reports into the same diagnostics with the same source map.
-fn load_tree(
+pub(super) fn load_tree(
     files: &Files,
     dir: &Path,
     sources: &mut SourceMap,
@@ -746,7 +728,7 @@ fn load_module(
             continue;
         }
         if stack_file_syntax(&name) == Some(Syntax::Json) {
-            super::json::load_file(from, &mut module, sources, file, providers, diags);
+            load_json_file(from, &mut module, sources, file, providers, diags);
         } else if let Some(id) = read_source(from, sources, file, diags) {
             load_file(&mut module, sources, id, diags);
         }
@@ -2198,10 +2180,32 @@ fn reference_steps(expression: &Expression) -> Option<Vec<(Step, Option<std::ops
     }
 }
 
-pub fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
-        && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+/// Reads one file in Terraform's JSON syntax into `module`: translated, then decoded as native
+/// files are. A file that is not valid JSON, or not a configuration, is reported where it goes
+/// wrong and adds nothing.
+fn load_json_file(
+    files: &Files,
+    module: &mut Module,
+    sources: &mut SourceMap,
+    path: &Path,
+    providers: Option<&gpustack_protocol::Registry>,
+    diags: &mut Diags,
+) {
+    let Some(text) = read_text(files, sources, path, diags) else {
+        return;
+    };
+    match super::json::translate(&text, providers) {
+        Ok((hcl, map)) => {
+            let id = sources.add_translated(path, hcl, text, map);
+            load_file(module, sources, id, diags);
+        }
+        Err(errors) => {
+            let id = sources.add(path, text);
+            for (at, summary, detail) in errors {
+                diags.error(Span::new(id, at), summary, detail);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

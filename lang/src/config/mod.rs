@@ -10,8 +10,8 @@ pub mod terraform;
 pub mod version;
 
 pub use load::{
-    Files, STACK_FILES, Syntax, load_stack, load_stack_expanded, load_stack_from, load_stack_with,
-    parse_file, stack_file_syntax,
+    Files, STACK_FILES, Syntax, load_stack, load_stack_expanded, load_stack_from, parse_file,
+    stack_file_syntax,
 };
 
 use crate::source::{FileId, Span};
@@ -407,4 +407,23 @@ impl Stack {
     pub fn root(&self) -> &Module {
         &self.modules[0]
     }
+}
+
+/// [`load_stack_expanded`] against the providers of `providers`: files in Terraform's JSON
+/// syntax are read with their schemas (which properties of a resource are nested blocks), and
+/// `required_providers` is checked against them. Without them, JSON objects are arguments and
+/// `required_providers` is not checked.
+pub fn load_stack_with(
+    files: &Files,
+    dir: &std::path::Path,
+    sources: &mut crate::source::SourceMap,
+    diags: &mut crate::diag::Diags,
+    expansions: &ModuleExpansions,
+    providers: Option<&gpustack_protocol::Registry>,
+) -> Stack {
+    let stack = load::load_tree(files, dir, sources, diags, expansions, providers);
+    if let Some(registry) = providers {
+        terraform::check_required_providers(&stack, registry, diags);
+    }
+    stack
 }

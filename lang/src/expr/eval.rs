@@ -39,15 +39,7 @@ mod budget {
     use std::cell::RefCell;
     use std::ops::Range;
 
-    /// How deep expressions (templates and what they render included) may nest.
-    pub const MAX_DEPTH: usize = 200;
-    /// How many expressions one evaluation may evaluate (each `for` element's and each
-    /// template's included): enough for a `for` over a million elements, not for a
-    /// recursion that doubles at every level.
-    pub const MAX_STEPS: u64 = 20_000_000;
-    /// How many bytes of values one evaluation may copy from references and build with
-    /// functions and templates.
-    pub const MAX_VALUE_BYTES: u64 = 512 << 20;
+    pub use crate::expr::limits::{MAX_DEPTH, MAX_STEPS, MAX_VALUE_BYTES};
 
     #[derive(Default)]
     struct Budget {

@@ -368,10 +368,10 @@ impl Family for Kubernetes {
                     resources.resource(
                         name,
                         crate::typed::TypedObjects {
-                            inner: Objects {
+                            inner: Box::new(Objects {
                                 connected: connected.clone(),
                                 ty: ObjectType::Manifest,
-                            },
+                            }),
                             kind,
                         },
                     )

@@ -10,7 +10,6 @@
 //! `spec {}`), a list of objects a repeated block named in the singular — with the provider's
 //! exceptions to that rule in one table ([`RENAMES`]).
 
-use crate::kubernetes::Objects;
 use base64::Engine as _;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, Diagnostic,
@@ -796,7 +795,8 @@ fn conceal(kind: &Kind, typed: &mut Value) {
 
 /// A typed resource type: the manifest resource of its kind, translated.
 pub(crate) struct TypedObjects {
-    pub(crate) inner: Objects,
+    /// The `kubernetes_manifest` resource every call is translated to.
+    pub(crate) inner: Box<dyn Resource>,
     pub(crate) kind: &'static Kind,
 }
 

@@ -121,7 +121,7 @@ impl JsonParser<'_> {
 
     fn value(&mut self) -> Result<Value, String> {
         self.ws();
-        if self.depth > crate::expr::eval::MAX_DEPTH {
+        if self.depth > crate::expr::limits::MAX_DEPTH {
             return Err(self.err("JSON nested too deeply"));
         }
         let Some(&c) = self.s.get(self.i) else {
