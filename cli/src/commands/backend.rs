@@ -135,6 +135,21 @@ pub async fn open_encrypted(
 
 pub use gpustack_protocol::error_chain as full;
 
+/// The stack's backend locked for `operation`, and the state it holds: how every command that
+/// writes the state outside plan and apply (`import`, `state import-terraform`) begins.
+pub async fn open_locked(
+    dir: &Path,
+    session: &mut Session,
+    operation: &str,
+    timeout: Duration,
+) -> Result<(Box<dyn Backend>, LockGuard, Option<State>), String> {
+    let encryption = encryptions(session)?.state;
+    let backend = open_encrypted(dir, session, encryption).await?;
+    let guard = lock(backend.as_ref(), operation, timeout).await?;
+    let state = backend.read().await.map_err(|e| full(&e))?;
+    Ok((backend, guard, state))
+}
+
 pub async fn lock(
     backend: &dyn Backend,
     operation: &str,

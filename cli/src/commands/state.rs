@@ -495,23 +495,11 @@ pub fn import(
             super::report::diagnostics(&sources, &diagnostics, color);
             return ExitCode::from(1);
         }
-        let encryptions = match super::backend::encryptions(&mut session) {
-            Ok(e) => e,
-            Err(e) => return error(e),
-        };
-        let backend =
-            match super::backend::open_encrypted(dir, &session, encryptions.state.clone()).await {
-                Ok(b) => b,
+        let (backend, guard, state) =
+            match super::backend::open_locked(dir, &mut session, "import", lock_timeout).await {
+                Ok(opened) => opened,
                 Err(e) => return error(e),
             };
-        let guard = match lock(backend.as_ref(), "import", lock_timeout).await {
-            Ok(g) => g,
-            Err(e) => return error(e),
-        };
-        let state = match backend.read().await {
-            Ok(s) => s,
-            Err(e) => return error(full(&e)),
-        };
         let (imported, sources, diagnostics) =
             gpustack_engine::import(session, state.as_ref(), address, id).await;
         super::report::diagnostics(&sources, &diagnostics, color);

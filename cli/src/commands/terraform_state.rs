@@ -2,7 +2,7 @@
 //! the same addresses, through the engine's import (one plan walk, under the state lock), and
 //! written only when every one is the object Terraform recorded.
 
-use super::backend::{full, lock};
+use super::backend::full;
 use super::state::{error, run};
 use gpustack_engine::{InputSource, Session, VariableArgs};
 use gpustack_lang::config::Files;
@@ -247,23 +247,13 @@ pub fn import(
                 Ok(t) => take.push((instance.address.clone(), t)),
             }
         }
-        let encryptions = match super::backend::encryptions(&mut session) {
-            Ok(e) => e,
-            Err(e) => return error(e),
-        };
-        let backend =
-            match super::backend::open_encrypted(dir, &session, encryptions.state.clone()).await {
-                Ok(b) => b,
+        let (backend, guard, state) =
+            match super::backend::open_locked(dir, &mut session, "import-terraform", lock_timeout)
+                .await
+            {
+                Ok(opened) => opened,
                 Err(e) => return error(e),
             };
-        let guard = match lock(backend.as_ref(), "import-terraform", lock_timeout).await {
-            Ok(g) => g,
-            Err(e) => return error(e),
-        };
-        let state = match backend.read().await {
-            Ok(s) => s,
-            Err(e) => return error(full(&e)),
-        };
         // An address gpustack already manages is taken as done only for the same object.
         let mut already = Vec::new();
         let mut imports = Vec::new();
