@@ -72,8 +72,9 @@ fn cause(model: &Model, node: &Node) -> String {
         .unwrap_or_default()
 }
 
-/// How a MIG or sharing change reaches the nodes today: the label or config is changed on
-/// every node together, and neither MIG Manager nor the device plugin drains them first.
+/// How a MIG or sharing change reaches a node that no rollout takes: the label or config is
+/// changed on every node together, and neither MIG Manager nor the device plugin drains them
+/// first.
 const AT_ONCE: &str = "all nodes at once, not drained first";
 
 pub(crate) fn disruptions(model: &Model) -> Vec<crate::Disruption> {
@@ -137,7 +138,11 @@ pub(crate) fn disruptions(model: &Model) -> Vec<crate::Disruption> {
             change,
             effect,
             pods: node.live.gpu_pods.clone(),
-            rollout: AT_ONCE.to_owned(),
+            rollout: model
+                .rollouts
+                .get(&node.live.name)
+                .cloned()
+                .unwrap_or_else(|| AT_ONCE.to_owned()),
         });
     }
     out.sort_by(|a, b| a.node.cmp(&b.node));

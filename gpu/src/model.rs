@@ -298,6 +298,8 @@ pub struct Model {
     pub(crate) unread: Vec<(String, String)>,
     /// Patches of a ClusterPolicy that is neither live nor planned: they fail at apply.
     pub(crate) patches_without_policy: Vec<Origin>,
+    /// How a node-by-node rollout takes each node it names.
+    pub(crate) rollouts: BTreeMap<String, String>,
 }
 
 impl Model {
@@ -314,6 +316,7 @@ impl Model {
         let mut config_maps = Vec::new();
         let mut operators = Vec::new();
         let mut labels = Vec::new();
+        let mut rollouts = BTreeMap::new();
         for Sourced { address, fact } in facts {
             let address = (*address).to_owned();
             match fact {
@@ -342,6 +345,11 @@ impl Model {
                 GpuFact::ConfigMap(c) => config_maps.push((address, c.clone())),
                 GpuFact::Operator(o) => operators.push((address, o.clone())),
                 GpuFact::NodeLabels(l) => labels.push((address, l.clone())),
+                GpuFact::Rollout(r) => {
+                    for node in &r.nodes {
+                        rollouts.insert(node.clone(), r.how.clone());
+                    }
+                }
             }
         }
         cluster.nodes = live_nodes.into_values().collect();
@@ -502,6 +510,7 @@ impl Model {
             cluster_seen,
             unread,
             patches_without_policy,
+            rollouts,
         }
     }
 }

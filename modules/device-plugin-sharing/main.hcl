@@ -89,9 +89,12 @@ resource "kubernetes_patch" "cluster_policy" {
 }
 
 # The operator does not watch the ConfigMap: a change of its content in place takes effect
-# only when the device plugin restarts, which a new pod-template annotation forces. No
-# rollout wait: it would also wait for nodes that are being drained or are not ready.
+# only when the device plugin restarts (gpu-operator#1144). For every GPU node (no pool
+# named), a new pod-template annotation restarts the DaemonSet's pods by its rolling update.
+# No rollout wait: it would also wait for nodes that are being drained or are not ready.
 resource "kubernetes_patch" "restart_device_plugin" {
+  count = local.per_pool ? 0 : 1
+
   api_version     = "apps/v1"
   kind            = "DaemonSet"
   name            = var.operator.device_plugin_daemonset
@@ -112,6 +115,40 @@ resource "kubernetes_patch" "restart_device_plugin" {
   }
 
   depends_on = [kubernetes_manifest.config, kubernetes_patch.cluster_policy]
+}
+
+moved {
+  from = kubernetes_patch.restart_device_plugin
+  to   = kubernetes_patch.restart_device_plugin[0]
+}
+
+# For a named pool, the nodes are taken in turn within the budget: cordoned, their GPU pods
+# waited for (or evicted), the node's device-plugin pod restarted, its replacement waited
+# for, what each GPU advertises checked, uncordoned.
+resource "kubernetes_node_rollout" "restart_device_plugin" {
+  count = local.per_pool ? 1 : 0
+
+  name  = "${var.manager}-config"
+  nodes = var.node_names
+  restart = {
+    namespace      = var.operator.namespace
+    label_selector = "app=${var.operator.device_plugin_daemonset}"
+  }
+  triggers = {
+    config = local.config_hash
+  }
+  settle = "restart"
+  # Whole GPUs only: on MIG devices what each GPU advertises also depends on the geometry.
+  expect_per_gpu = var.mig_strategy == "none" ? {
+    (var.rename_by_default ? "${var.resource_name}.shared" : var.resource_name) = var.replicas
+  } : null
+
+  max_unavailable = var.rollout.max_unavailable
+  drain           = var.rollout.drain
+  drain_timeout   = var.rollout.drain_timeout
+  settle_timeout  = var.rollout.settle_timeout
+
+  depends_on = [kubernetes_manifest.config, kubernetes_patch.cluster_policy, kubernetes_labels.pool]
 }
 
 # Per-pool selection: the device plugin reads the config key from this node label.

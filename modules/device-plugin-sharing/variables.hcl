@@ -75,3 +75,14 @@ variable "unshared_config_key" {
   description = "Key of the config without sharing that nodes outside node_names use; only written when node_names is set."
 
 }
+
+variable "rollout" {
+  type = object({
+    max_unavailable = optional(string, "1")
+    drain           = optional(string, "wait")
+    drain_timeout   = optional(string, "30m")
+    settle_timeout  = optional(string, "15m")
+  })
+  default     = {}
+  description = "With node_names: how a config change restarts the device plugin node by node — max_unavailable nodes at once (a count or a percentage), their GPU pods waited for (wait), evicted (evict) or refused (fail) within drain_timeout, the plugin given settle_timeout."
+}

@@ -114,26 +114,26 @@ resource "kubernetes_patch" "cluster_policy" {
   }
 }
 
-# A geometry change drains the GPUs of the node and can take minutes; the MIG manager says
-# "failed" when the geometry does not fit the GPU, and the wait then reports it.
-resource "kubernetes_labels" "geometry" {
-  for_each = toset(var.node_names)
-
-  api_version   = "v1"
-  kind          = "Node"
-  name          = each.value
-  field_manager = "gpustack-mig"
+# A geometry change stops every GPU operand of the node and needs its GPUs free, and MIG
+# Manager neither cordons nor drains (gpu-operator#262): the nodes are taken in turn within
+# the budget — cordoned, emptied of GPU pods, relabelled, watched until MIG Manager reports
+# success (or "failed" when the geometry does not fit), checked against what each GPU must
+# advertise, uncordoned. Each node's step is recorded on the node, so an interrupted rollout
+# resumes where it stopped.
+resource "kubernetes_node_rollout" "geometry" {
+  name  = "mig-geometry"
+  nodes = var.node_names
 
   labels = {
     "nvidia.com/mig.config" = var.geometry
   }
+  settle         = "mig"
+  expect_per_gpu = var.rollout.check_allocatable ? local.resources_per_gpu : null
 
-  wait {
-    fields = {
-      "{.metadata.labels.nvidia\\.com/mig\\.config\\.state}" = "success"
-    }
-    timeout = "10m"
-  }
+  max_unavailable = var.rollout.max_unavailable
+  drain           = var.rollout.drain
+  drain_timeout   = var.rollout.drain_timeout
+  settle_timeout  = var.rollout.settle_timeout
 
   depends_on = [kubernetes_patch.cluster_policy]
 }

@@ -1,10 +1,11 @@
+# Read from the rollout, so that what uses them waits until every node is done.
 output "geometry" {
-  value       = var.geometry
+  value       = kubernetes_node_rollout.geometry.labels["nvidia.com/mig.config"]
   description = "The nvidia.com/mig.config label value of the nodes."
 }
 
 output "node_names" {
-  value = [for n in var.node_names : kubernetes_labels.geometry[n].name]
+  value = kubernetes_node_rollout.geometry.nodes
 }
 
 output "strategy" {

@@ -82,3 +82,20 @@ variable "config_name" {
   default     = "default-mig-parted-config"
   description = "ConfigMap with the mig-parted config set, in the operator's namespace; default: NVIDIA's, created by the operator."
 }
+
+variable "rollout" {
+  type = object({
+    max_unavailable   = optional(string, "1")
+    drain             = optional(string, "wait")
+    drain_timeout     = optional(string, "30m")
+    settle_timeout    = optional(string, "15m")
+    check_allocatable = optional(bool, true)
+  })
+  default     = {}
+  description = "How a geometry change reaches the nodes: max_unavailable nodes at once (a count or a percentage), their GPU pods waited for (wait), evicted (evict) or refused (fail) within drain_timeout, MIG Manager given settle_timeout. check_allocatable = false skips the check of what each GPU advertises (when another module shares the MIG devices)."
+
+  validation {
+    condition     = contains(["wait", "evict", "fail"], var.rollout.drain)
+    error_message = "rollout.drain must be wait, evict or fail."
+  }
+}

@@ -77,3 +77,19 @@ variable "unshared_config_key" {
     error_message = "unshared_config_key must differ from config_key."
   }
 }
+
+variable "rollout" {
+  type = object({
+    max_unavailable = optional(string, "1")
+    drain           = optional(string, "wait")
+    drain_timeout   = optional(string, "30m")
+    settle_timeout  = optional(string, "15m")
+  })
+  default     = {}
+  description = "With node_names: how a change of the config restarts the device plugin node by node (see the device-plugin-sharing module)."
+
+  validation {
+    condition     = contains(["wait", "evict", "fail"], var.rollout.drain)
+    error_message = "rollout.drain must be wait, evict or fail."
+  }
+}

@@ -16,4 +16,5 @@ module "sharing" {
   mig_strategy                   = var.mig_strategy
   node_names                     = var.node_names
   unshared_config_key            = var.unshared_config_key
+  rollout                        = var.rollout
 }

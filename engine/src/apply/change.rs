@@ -6,6 +6,7 @@ use super::*;
 pub(super) struct Applier<'w, 'a, 'l, 's, 'p> {
     pub(super) eval: &'w mut EvalContext<'a>,
     pub(super) fence: Arc<Fence>,
+    pub(super) stop: gpustack_protocol::StopSignal,
     pub(super) owner: Arc<str>,
     pub(super) graph: &'a Graph,
     pub(super) inputs: &'a Inputs,
@@ -59,6 +60,7 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                     (Some(config), Some(factory)) if self.eval.diags.0.len() == errors => {
                         let progress = self.progress.clone();
                         let fence = self.fence.clone();
+                        let stop = self.stop.clone();
                         Some(Box::pin(async move {
                             if fence.is_lost() {
                                 return Outcome::Provider(Err(vec![lock_lost(
@@ -73,6 +75,7 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                                         permits: configured.permits,
                                         progress,
                                         owner,
+                                        stop,
                                     },
                                 ),
                             )
@@ -597,6 +600,7 @@ impl Step<'_> {
             planned_state: planned.map(|p| p.unmark_deep().0),
             sensitive_paths: self.paths.to_vec(),
             owner: self.handle.owner.to_string(),
+            stop: self.handle.stop.clone(),
         };
         let _permit = self.handle.permits.acquire().await;
         if self.handle.fence.is_lost() {

@@ -86,6 +86,7 @@ impl Steps for Deleter<'_, '_, '_> {
                     .unwrap_or_default(),
                 owner: handle.owner.to_string(),
                 collateral: change.collateral.clone(),
+                stop: handle.stop.clone(),
             };
             let response = {
                 let _permit = handle.permits.acquire().await;

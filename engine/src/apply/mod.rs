@@ -115,6 +115,8 @@ struct Handle {
     progress: Arc<Progress>,
     /// This stack's mark, set on what is created.
     owner: Arc<str>,
+    /// Ctrl-C: told to every change, so that a long one can stop at a safe point.
+    stop: gpustack_protocol::StopSignal,
 }
 
 /// What one instance's change came to.
@@ -271,6 +273,7 @@ async fn apply_with(
             }
             let mut applier = Applier {
                 fence: halt.fence.clone(),
+                stop: gpustack_protocol::StopSignal::new(halt.stop.clone()),
                 owner: owner.clone(),
                 progress: progress.clone(),
                 eval: &mut walk_state,

@@ -204,7 +204,7 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
 
 /// Whether a pod holds GPUs: a container asks for an `nvidia.com/*` resource, or the pod
 /// has DRA claims.
-fn holds_gpus(pod: &Pod) -> bool {
+pub fn holds_gpus(pod: &Pod) -> bool {
     let Some(spec) = &pod.spec else {
         return false;
     };

@@ -278,6 +278,7 @@ impl Family for Kubernetes {
                 resources.insert((*name).to_owned(), crate::typed::schema(kind));
             }
         }
+        resources.insert(crate::rollout::TYPE.to_owned(), crate::rollout::schema());
         ProviderSchema {
             name: "kubernetes".into(),
             config,
@@ -310,6 +311,10 @@ impl Family for Kubernetes {
         }
         if let Some(kind) = crate::typed::kind_of(type_name) {
             crate::typed::check(kind, check);
+            return;
+        }
+        if type_name == crate::rollout::TYPE {
+            crate::rollout::check(check);
             return;
         }
         if ObjectType::of(type_name) == Some(ObjectType::Manifest) {
@@ -377,6 +382,10 @@ impl Family for Kubernetes {
                     )
                 })
             });
+        let resources = resources.resource(
+            crate::rollout::TYPE,
+            crate::rollout::Rollouts(connected.clone()),
+        );
         Ok(Arc::new(
             resources.data_source("kubernetes_nodes", Nodes(connected)),
         ))
@@ -390,6 +399,10 @@ pub(crate) fn identity_of_manifest(state: &Value) -> Option<String> {
 }
 
 impl Connected {
+    pub(crate) fn cluster(&self) -> &Arc<Cluster> {
+        &self.cluster
+    }
+
     pub(crate) fn new(cluster: Arc<Cluster>) -> Arc<Self> {
         Arc::new(Self {
             cluster,
@@ -1229,7 +1242,7 @@ impl Connected {
         facts
     }
 
-    async fn push_cluster(
+    pub(crate) async fn push_cluster(
         &self,
         facts: &mut Vec<(usize, gpustack_protocol::GpuFact)>,
         index: usize,

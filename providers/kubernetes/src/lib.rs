@@ -10,6 +10,7 @@ mod collateral;
 mod gpu;
 mod kubectl;
 mod kubernetes;
+mod rollout;
 mod typed;
 mod types;
 mod wait;

@@ -250,6 +250,7 @@ mod tests {
                 sensitive_paths: vec![],
                 owner: String::new(),
                 collateral: None,
+                stop: Default::default(),
             },
         ))
         .new_state

@@ -77,6 +77,8 @@ pub enum GpuFact {
     NodeLabels(NodeLabelsFact),
     /// A GPU ceiling: a Karpenter NodePool's `spec.limits`, a GKE node auto-provisioning limit.
     Ceiling(CeilingFact),
+    /// Nodes whose GPU changes a resource rolls out node by node, and how.
+    Rollout(RolloutFact),
     /// The live cluster as the GPU components see it: its GPU nodes, the live ClusterPolicy
     /// and the ConfigMaps it points at.
     Cluster(ClusterFact),
@@ -112,7 +114,7 @@ impl GpuFact {
                 ceiling.before = ceiling.after.take().or(ceiling.before);
                 GpuFact::Ceiling(ceiling)
             }
-            GpuFact::Operator(_) | GpuFact::Cluster(_) => return None,
+            GpuFact::Operator(_) | GpuFact::Cluster(_) | GpuFact::Rollout(_) => return None,
         })
     }
 }
@@ -223,6 +225,14 @@ pub struct OperatorFact {
     pub settings_before: Option<serde_json::Value>,
     /// Where `settings` is in the resource's configuration (`patch.spec`, `values[0]`).
     pub attribute: Path,
+}
+
+/// A node-by-node rollout: the nodes it takes in turn and how it takes them, in words
+/// (`node by node, at most 1 unavailable, GPU pods waited for (up to 30m)`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RolloutFact {
+    pub nodes: Vec<String>,
+    pub how: String,
 }
 
 /// Labels one resource sets on one node.

@@ -18,7 +18,7 @@ mod value;
 pub use capacity::{
     CapacityChange, CeilingFact, CloudSharing, ClusterFact, ConfigMapFact, DraDevice, GpuFact,
     GpuShape, ManagedSoftware, NodeFact, NodeLabelsFact, OperatorFact, OperatorSource, PoolFact,
-    PoolShape, path,
+    PoolShape, RolloutFact, path,
 };
 
 /// The annotation, label or tag key of a stack's mark on the objects it creates.
@@ -190,6 +190,25 @@ pub struct ApplyResourceChangeRequest {
     /// For a deletion: what the plan said it takes with it ([`PlanDeleteResponse::collateral`]).
     /// The deletion stops if it would now take more.
     pub collateral: Option<Collateral>,
+    /// Set when the run is asked to stop (Ctrl-C): a change that takes many steps (a
+    /// node-by-node rollout) finishes the step in progress and returns what it did.
+    pub stop: StopSignal,
+}
+
+/// Whether the run has been asked to stop, as Terraform's `StopProvider` tells a provider.
+#[derive(Debug, Clone, Default)]
+pub struct StopSignal(Option<std::sync::Arc<std::sync::atomic::AtomicBool>>);
+
+impl StopSignal {
+    pub fn new(flag: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Self {
+        Self(Some(flag))
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst))
+    }
 }
 
 /// Asks what deleting an object takes with it besides itself: a namespace's objects, a

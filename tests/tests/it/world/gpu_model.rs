@@ -738,7 +738,7 @@ module "mig" {
         assert_eq!(
             disruption,
             [format!(
-                "node {node}: reconfigures MIG all-disabled → all-1g.10gb (MIG Manager stops every GPU operand of the node and needs its GPUs free; MIG mode changes: the node reboots where MIG Manager runs with WITH_REBOOT); GPU pods running: default/train-{i}; rollout: all nodes at once, not drained first"
+                "node {node}: reconfigures MIG all-disabled → all-1g.10gb (MIG Manager stops every GPU operand of the node and needs its GPUs free; MIG mode changes: the node reboots where MIG Manager runs with WITH_REBOOT); GPU pods running: default/train-{i}; rollout: node by node by mig-geometry (at most 1 of 3 at once): cordons the node, waits up to 30m for its GPU pods to finish, waits for MIG Manager's success, checks what it advertises, uncordons"
             )],
             "{plan}"
         );
@@ -787,12 +787,23 @@ module "mig" {
   geometry   = "all-1g.10gb"
   strategy   = "mixed"
   node_names = ["gm-wedge"]
+  rollout    = { settle_timeout = "5s" }
 }
 "#,
         &[&chart],
     );
     let _destroy = Destroy(&stack);
-    stack.ok("apply", &["--auto-approve"]);
+    // The rollout sees the wedge first: it stops with the node cordoned and says why.
+    let out = stack.run("apply", &["--auto-approve"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("Rollout mig-geometry stopped at node gm-wedge")
+            && said.contains(
+                "paused-for-mig-change is left on the node after MIG Manager reported success"
+            ),
+        "{said}"
+    );
     c.eventually(
         60,
         || allocatable(c, node, "nvidia.com/mig-1g.10gb"),

@@ -1,0 +1,300 @@
+//! What a `kubernetes_node_rollout` asks for, read from its state, and the per-node record of
+//! how far it got, kept in an annotation on the node itself so that a run killed at any
+//! point resumes at the step it recorded.
+
+use gpustack_protocol::Value;
+use gpustack_provider_sdk::check::attribute;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The annotation that marks a cordon as this rollout's: only such cordons are lifted.
+pub(crate) const CORDONED_BY: &str = "gpustack.dev/cordoned-by";
+/// The domain of each rollout's per-node record (`rollout.gpustack.dev/<name>`).
+pub(crate) const RECORD_PREFIX: &str = "rollout.gpustack.dev/";
+pub(crate) const MIG_CONFIG: &str = "nvidia.com/mig.config";
+pub(crate) const MIG_STATE: &str = "nvidia.com/mig.config.state";
+pub(crate) const DEPLOY_PREFIX: &str = "nvidia.com/gpu.deploy.";
+pub(crate) const PAUSED: &str = "paused-for-mig-change";
+pub(crate) const GPU_COUNT: &str = "nvidia.com/gpu.count";
+
+/// A node's step, in order; `Failed` keeps the step it failed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Step {
+    Pending,
+    Cordoned,
+    Draining,
+    Reconfiguring,
+    Validating,
+    Done,
+    Failed,
+}
+
+impl Step {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Cordoned => "cordoned",
+            Self::Draining => "draining",
+            Self::Reconfiguring => "reconfiguring",
+            Self::Validating => "validating",
+            Self::Done => "done",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// What the node's annotation says about this rollout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Record {
+    pub(crate) step: Step,
+    /// The change this record is about ([`Spec::target`]).
+    pub(crate) target: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) failed_at: Option<Step>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) message: Option<String>,
+    /// The pods a restart deleted, so that their replacements can be told apart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) replaced: Vec<String>,
+}
+
+impl Record {
+    pub(crate) fn read(annotations: Option<&BTreeMap<String, String>>, name: &str) -> Option<Self> {
+        let text = annotations?.get(&format!("{RECORD_PREFIX}{name}"))?;
+        serde_json::from_str(text).ok()
+    }
+
+    pub(crate) fn text(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Drain {
+    Wait,
+    Evict,
+    Fail,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Settle {
+    /// `nvidia.com/mig.config.state` reaches `success`.
+    Mig,
+    /// The restarted pods are replaced and ready.
+    Restart,
+    /// Nothing beyond the node's allocatable.
+    Allocatable,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Restart {
+    pub(crate) namespace: String,
+    pub(crate) label_selector: String,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Spec {
+    pub(crate) name: String,
+    pub(crate) nodes: Vec<String>,
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) restart: Option<Restart>,
+    pub(crate) triggers: BTreeMap<String, String>,
+    pub(crate) settle: Settle,
+    pub(crate) expect_per_gpu: BTreeMap<String, f64>,
+    pub(crate) max_unavailable: String,
+    pub(crate) drain: Drain,
+    pub(crate) drain_timeout: Duration,
+    pub(crate) settle_timeout: Duration,
+}
+
+pub(crate) const DEFAULT_DRAIN_TIMEOUT: &str = "30m";
+pub(crate) const DEFAULT_SETTLE_TIMEOUT: &str = "15m";
+
+fn strings(state: &Value, name: &str) -> BTreeMap<String, String> {
+    attribute(state, name)
+        .and_then(Value::as_object)
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn text<'a>(state: &'a Value, name: &str) -> Option<&'a str> {
+    attribute(state, name).and_then(Value::as_str)
+}
+
+/// How many nodes may be taken at once: a count, or a percentage of the nodes rounded up
+/// (as Karpenter's disruption budgets count).
+pub(crate) fn budget(text: &str, nodes: usize) -> Result<usize, String> {
+    let bad = || {
+        format!(
+            "max_unavailable = \"{text}\" is neither a count of nodes (\"1\") nor a percentage (\"25%\")"
+        )
+    };
+    let allowed = if let Some(percent) = text.strip_suffix('%') {
+        let p: u64 = percent.trim().parse().map_err(|_| bad())?;
+        if p > 100 {
+            return Err(format!("max_unavailable = \"{text}\" is more than 100%"));
+        }
+        (nodes as u64 * p).div_ceil(100) as usize
+    } else {
+        text.trim().parse::<usize>().map_err(|_| bad())?
+    };
+    if allowed == 0 {
+        return Err(format!(
+            "max_unavailable = \"{text}\" allows no node at a time, so the rollout could never start"
+        ));
+    }
+    Ok(allowed.min(nodes.max(1)))
+}
+
+impl Spec {
+    pub(crate) fn of(state: &Value) -> Result<Self, String> {
+        let restart = attribute(state, "restart")
+            .filter(|r| !r.is_null())
+            .map(|r| Restart {
+                namespace: text(r, "namespace").unwrap_or("default").to_owned(),
+                label_selector: text(r, "label_selector").unwrap_or_default().to_owned(),
+            });
+        let settle = match text(state, "settle") {
+            Some("mig") => Settle::Mig,
+            Some("restart") => Settle::Restart,
+            Some("allocatable") | None => Settle::Allocatable,
+            Some(other) => {
+                return Err(format!(
+                    "settle = \"{other}\" is not one of mig, restart, allocatable"
+                ));
+            }
+        };
+        let drain = match text(state, "drain") {
+            Some("wait") | None => Drain::Wait,
+            Some("evict") => Drain::Evict,
+            Some("fail") => Drain::Fail,
+            Some(other) => {
+                return Err(format!(
+                    "drain = \"{other}\" is not one of wait, evict, fail"
+                ));
+            }
+        };
+        let duration = |name: &str, default: &str| {
+            gpustack_cluster::duration(Some(text(state, name).unwrap_or(default)), Duration::ZERO)
+                .map_err(|e| format!("{name}: {e}"))
+        };
+        Ok(Self {
+            name: text(state, "name").unwrap_or_default().to_owned(),
+            nodes: attribute(state, "nodes")
+                .and_then(Value::as_list)
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|v| Some(v.as_str()?.to_owned()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            labels: strings(state, "labels"),
+            restart,
+            triggers: strings(state, "triggers"),
+            settle,
+            expect_per_gpu: attribute(state, "expect_per_gpu")
+                .and_then(Value::as_object)
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_number()?)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            max_unavailable: text(state, "max_unavailable").unwrap_or("1").to_owned(),
+            drain,
+            drain_timeout: duration("drain_timeout", DEFAULT_DRAIN_TIMEOUT)?,
+            settle_timeout: duration("settle_timeout", DEFAULT_SETTLE_TIMEOUT)?,
+        })
+    }
+
+    /// What a node must be brought to: its digest names the change in each node's record,
+    /// so that a record of an earlier change is never taken for this one.
+    pub(crate) fn target(&self) -> String {
+        let what = serde_json::json!({
+            "labels": self.labels,
+            "restart": self.restart.as_ref().map(|r| (&r.namespace, &r.label_selector)),
+            "triggers": self.triggers,
+        });
+        let digest = Sha256::digest(what.to_string().as_bytes());
+        digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    pub(crate) fn record_key(&self) -> String {
+        format!("{RECORD_PREFIX}{}", self.name)
+    }
+
+    /// Whether the node's labels are the ones this rollout sets.
+    pub(crate) fn labels_match(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
+        self.labels
+            .iter()
+            .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+    }
+
+    /// The rollout in the plan's words.
+    pub(crate) fn describe(&self) -> String {
+        let allowed = budget(&self.max_unavailable, self.nodes.len())
+            .map_or_else(|_| self.max_unavailable.clone(), |n| n.to_string());
+        let drain = match self.drain {
+            Drain::Wait => format!(
+                "waits up to {} for its GPU pods to finish",
+                humantime::format_duration(self.drain_timeout)
+            ),
+            Drain::Evict => format!(
+                "evicts its GPU pods (PodDisruptionBudgets respected, up to {})",
+                humantime::format_duration(self.drain_timeout)
+            ),
+            Drain::Fail => "stops if GPU pods run there".to_owned(),
+        };
+        let settle = match self.settle {
+            Settle::Mig => "waits for MIG Manager's success",
+            Settle::Restart => "restarts the pods and waits for them",
+            Settle::Allocatable => "waits for the device plugin",
+        };
+        format!(
+            "node by node by {name} (at most {allowed} of {total} at once): cordons the node, {drain}, {settle}, checks what it advertises, uncordons",
+            name = self.name,
+            total = self.nodes.len(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_is_a_count_or_a_percentage_rounded_up() {
+        assert_eq!(budget("1", 3), Ok(1));
+        assert_eq!(budget("4", 20), Ok(4));
+        assert_eq!(budget("25%", 20), Ok(5));
+        assert_eq!(budget("10%", 3), Ok(1));
+        assert_eq!(budget("50%", 3), Ok(2));
+        assert_eq!(budget("9", 3), Ok(3));
+        assert!(budget("0", 3).unwrap_err().contains("never start"));
+        assert!(budget("0%", 3).unwrap_err().contains("never start"));
+        assert!(budget("120%", 3).unwrap_err().contains("more than 100%"));
+        assert!(budget("one", 3).unwrap_err().contains("neither a count"));
+    }
+
+    #[test]
+    fn a_record_survives_its_annotation() {
+        let record = Record {
+            step: Step::Failed,
+            target: "ab".into(),
+            failed_at: Some(Step::Validating),
+            message: Some("wedged".into()),
+            replaced: vec![],
+        };
+        let annotations: BTreeMap<String, String> =
+            [(format!("{RECORD_PREFIX}mig"), record.text())].into();
+        assert_eq!(Record::read(Some(&annotations), "mig"), Some(record));
+        assert_eq!(Record::read(Some(&annotations), "other"), None);
+    }
+}

@@ -1,0 +1,624 @@
+//! Node-by-node rollouts of MIG and sharing changes on the simulator (GPU-FACTS "MIG"): the
+//! budget holds, no node is reconfigured while its GPU pods run, a wedge stops the rollout
+//! with the node cordoned and the next apply resumes after it, an admin's cordon stays, and
+//! a killed apply resumes at the step the node recorded.
+
+use super::e2e::{OPERATOR, Stack, allocatable, chart};
+use futures::StreamExt;
+use gpustack_tests::cluster::{TestCluster, e2e_cluster};
+use gpustack_tests::gpusim::controller::{KILLED_PODS, RECONFIGURE_SECONDS, WEDGE};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Api;
+use kube::api::{DeleteParams, ListParams};
+use kube::runtime::watcher;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+const CORDONED_BY: &str = "gpustack.dev/cordoned-by";
+
+fn stack_of(main: &str, mig_strategy: &str) -> Stack {
+    let stack = Stack::example(
+        "time-slicing-existing-cluster",
+        &[&format!("chart={}", chart())],
+    );
+    for file in ["main.hcl", "outputs.hcl", "variables.hcl"] {
+        std::fs::remove_file(stack.dir.join(file)).unwrap();
+    }
+    std::fs::write(
+        stack.dir.join("main.hcl"),
+        format!(
+            "variable \"kubeconfig\" {{\n  type = string\n}}\n\nvariable \"chart\" {{\n  type = string\n}}\n\nprovider \"kubernetes\" {{\n  config_path = var.kubeconfig\n}}\n\nprovider \"helm\" {{\n  config_path = var.kubeconfig\n}}\n\nmodule \"gpu_operator\" {{\n  source          = \"../../modules/gpu-operator\"\n  chart           = var.chart\n  driver_enabled  = false\n  toolkit_enabled = false\n  runtime_class   = \"nvidia-container-runtime\"\n  mig_strategy    = \"{mig_strategy}\"\n}}\n\n{main}"
+        ),
+    )
+    .unwrap();
+    stack
+}
+
+/// A MIG module over `nodes` whose geometry and rollout come from variables.
+fn mig_stack(nodes: &[&str], rollout: &str) -> Stack {
+    let names = nodes
+        .iter()
+        .map(|n| format!("\"{n}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    stack_of(
+        &format!(
+            r#"variable "geometry" {{
+  type    = string
+  default = "all-disabled"
+}}
+
+module "mig" {{
+  source     = "../../modules/mig"
+  operator   = module.gpu_operator
+  gpu_model  = "A100-80GB"
+  geometry   = var.geometry
+  strategy   = "mixed"
+  node_names = [{names}]
+  rollout    = {rollout}
+}}
+"#
+        ),
+        "mixed",
+    )
+}
+
+struct Destroy<'a>(&'a Stack, &'a [&'a str]);
+
+impl Drop for Destroy<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run("destroy", &["--auto-approve"]);
+        let c = e2e_cluster();
+        for node in self.1 {
+            let _ = c.kubectl(&["delete", "node", node, "--wait=false"]);
+        }
+    }
+}
+
+fn gpu_pod(name: &str, node: &str, pinned: bool) -> String {
+    let placement = if pinned {
+        format!("  nodeName: {node}\n")
+    } else {
+        format!("  nodeSelector:\n    kubernetes.io/hostname: {node}\n")
+    };
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n  labels:\n    rollout-test: \"true\"\nspec:\n{placement}  tolerations:\n  - key: nvidia.com/gpu\n    operator: Exists\n    effect: NoSchedule\n  containers:\n  - name: train\n    image: nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda11.7.1-ubuntu20.04\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n"
+    )
+}
+
+fn phase(c: &TestCluster, pod: &str) -> String {
+    String::from_utf8_lossy(
+        &c.kubectl(&[
+            "get",
+            "pod",
+            pod,
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.status.phase}",
+        ])
+        .stdout,
+    )
+    .into_owned()
+}
+
+fn node_field(c: &TestCluster, node: &str, path: &str) -> String {
+    c.kubectl_ok(&["get", "node", node, "-o", &format!("jsonpath={path}")])
+        .trim()
+        .to_owned()
+}
+
+fn unschedulable(c: &TestCluster, node: &str) -> bool {
+    node_field(c, node, "{.spec.unschedulable}") == "true"
+}
+
+fn mig_label(c: &TestCluster, node: &str, key: &str) -> String {
+    node_field(
+        c,
+        node,
+        &format!("{{.metadata.labels.{}}}", key.replace('.', "\\.")),
+    )
+}
+
+fn record(c: &TestCluster, node: &str, rollout: &str) -> String {
+    node_field(
+        c,
+        node,
+        &format!("{{.metadata.annotations.rollout\\.gpustack\\.dev/{rollout}}}"),
+    )
+}
+
+/// The steps one node's record passes through while a watch runs, in order, without repeats.
+fn record_history(
+    c: &'static TestCluster,
+    node: &str,
+    rollout: &str,
+) -> (
+    Arc<Mutex<Vec<String>>>,
+    std::thread::JoinHandle<()>,
+    Arc<std::sync::atomic::AtomicBool>,
+) {
+    let steps = Arc::new(Mutex::new(Vec::<String>::new()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (steps2, stop2) = (steps.clone(), stop.clone());
+    let (node, key) = (node.to_owned(), format!("rollout.gpustack.dev/{rollout}"));
+    let handle = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async move {
+            let nodes: Api<Node> = Api::all(c.client().await);
+            let config = watcher::Config::default().fields(&format!("metadata.name={node}"));
+            let mut stream = std::pin::pin!(watcher(nodes, config));
+            while !stop2.load(std::sync::atomic::Ordering::SeqCst) {
+                let event =
+                    tokio::time::timeout(std::time::Duration::from_millis(200), stream.next())
+                        .await;
+                let Ok(Some(Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n)))) = event
+                else {
+                    continue;
+                };
+                let step = n
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(&key))
+                    .and_then(|r| serde_json::from_str::<serde_json::Value>(r).ok())
+                    .and_then(|r| r["step"].as_str().map(str::to_owned));
+                if let Some(step) = step {
+                    let mut steps = steps2.lock().unwrap();
+                    if steps.last() != Some(&step) {
+                        steps.push(step);
+                    }
+                }
+            }
+        });
+    });
+    (steps, handle, stop)
+}
+
+/// What a watch of the nodes saw during a rollout, and what the observer did.
+#[derive(Default)]
+struct Seen {
+    /// The most nodes of the pool cordoned by gpustack at once.
+    most_cordoned: usize,
+    /// Nodes relabelled (a new `nvidia.com/mig.config`) while a GPU pod still ran there.
+    relabelled_busy: Vec<String>,
+    /// The order in which nodes were first cordoned.
+    cordon_order: Vec<String>,
+}
+
+/// Watches the pool's nodes while a rollout runs: counts the nodes cordoned by gpustack at
+/// once, and on every relabel lists the node's pods (a fresh LIST, not the watch, so pod
+/// deletions the node watch has not caught up with are seen). A node just cordoned has its
+/// GPU pods finish one second later, as training jobs would.
+fn observe(
+    c: &'static TestCluster,
+    nodes: &[&str],
+    label: &'static str,
+) -> (
+    Arc<Mutex<Seen>>,
+    std::thread::JoinHandle<()>,
+    Arc<std::sync::atomic::AtomicBool>,
+) {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let pool: BTreeSet<String> = nodes.iter().map(|n| n.to_string()).collect();
+    let (seen2, done2) = (seen.clone(), done.clone());
+    let handle = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async move {
+            let client = c.client().await;
+            let nodes: Api<Node> = Api::all(client.clone());
+            let pods: Api<Pod> = Api::all(client.clone());
+            let mut stream = std::pin::pin!(watcher(nodes, watcher::Config::default()));
+            let mut cordoned: BTreeSet<String> = BTreeSet::new();
+            let mut labels: BTreeMap<String, String> = BTreeMap::new();
+            while !done2.load(std::sync::atomic::Ordering::SeqCst) {
+                let event =
+                    tokio::time::timeout(std::time::Duration::from_millis(200), stream.next())
+                        .await;
+                let Ok(Some(Ok(event))) = event else {
+                    continue;
+                };
+                let nodes: Vec<Node> = match event {
+                    watcher::Event::Apply(n) | watcher::Event::InitApply(n) => vec![n],
+                    _ => continue,
+                };
+                for node in nodes {
+                    let name = node.metadata.name.clone().unwrap_or_default();
+                    if !pool.contains(&name) {
+                        continue;
+                    }
+                    let ours = node
+                        .metadata
+                        .annotations
+                        .as_ref()
+                        .is_some_and(|a| a.contains_key(CORDONED_BY))
+                        && node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
+                    let mut seen = seen2.lock().unwrap();
+                    if ours && cordoned.insert(name.clone()) {
+                        if !seen.cordon_order.contains(&name) {
+                            seen.cordon_order.push(name.clone());
+                        }
+                        // The node's training job finishes a second after the cordon.
+                        let pods = pods.clone();
+                        let node_name = name.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                            let list = pods
+                                .list(
+                                    &ListParams::default()
+                                        .labels("rollout-test=true")
+                                        .fields(&format!("spec.nodeName={node_name}")),
+                                )
+                                .await
+                                .unwrap();
+                            for pod in list.items {
+                                let api: Api<Pod> =
+                                    Api::namespaced(pods.clone().into_client(), "default");
+                                let _ = api
+                                    .delete(
+                                        pod.metadata.name.as_deref().unwrap_or_default(),
+                                        &DeleteParams::default().grace_period(0),
+                                    )
+                                    .await;
+                            }
+                        });
+                    } else if !ours {
+                        cordoned.remove(&name);
+                    }
+                    seen.most_cordoned = seen.most_cordoned.max(cordoned.len());
+                    let value = node
+                        .metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(label))
+                        .cloned()
+                        .unwrap_or_default();
+                    let before = labels.insert(name.clone(), value.clone());
+                    drop(seen);
+                    if before.is_some_and(|b| b != value) {
+                        let running = pods
+                            .list(
+                                &ListParams::default()
+                                    .labels("rollout-test=true")
+                                    .fields(&format!("spec.nodeName={name}")),
+                            )
+                            .await
+                            .unwrap()
+                            .items
+                            .into_iter()
+                            .filter(|p| p.metadata.deletion_timestamp.is_none())
+                            .count();
+                        if running > 0 {
+                            seen2.lock().unwrap().relabelled_busy.push(name.clone());
+                        }
+                    }
+                }
+            }
+        });
+    });
+    (seen, handle, done)
+}
+
+/// Three busy A100 nodes, `max_unavailable = 1` and `drain = "wait"`: the plan lists each
+/// node's pods and the rollout; apply never has two nodes cordoned, never relabels a node
+/// while its GPU pod runs (no pod is killed by MIG Manager), and leaves all three at the new
+/// geometry, uncordoned; the next plan is empty.
+#[test]
+fn a_mig_rollout_takes_one_node_at_a_time_and_relabels_none_while_its_gpu_pods_run() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let nodes = ["ro-wait-0", "ro-wait-1", "ro-wait-2"];
+    for node in nodes {
+        c.fake_gpu_node(node, "NVIDIA A100-SXM4-80GB", 1);
+        c.kubectl_ok(&[
+            "annotate",
+            "node",
+            node,
+            "--overwrite",
+            &format!("{RECONFIGURE_SECONDS}=1"),
+        ]);
+    }
+    let stack = mig_stack(
+        &nodes,
+        r#"{ max_unavailable = "1", drain = "wait", settle_timeout = "2m" }"#,
+    );
+    let _destroy = Destroy(&stack, &nodes);
+    stack.ok("apply", &["--auto-approve"]);
+    for (i, node) in nodes.iter().enumerate() {
+        c.eventually(60, || allocatable(c, node, "nvidia.com/gpu"), |a| a == "1");
+        c.apply_yaml(&gpu_pod(&format!("ro-train-{i}"), node, false));
+    }
+    for i in 0..3 {
+        c.eventually(
+            60,
+            || phase(c, &format!("ro-train-{i}")),
+            |p| p == "Running",
+        );
+    }
+    let plan = stack.ok("plan", &["--var", "geometry=all-1g.10gb"]);
+    for (i, node) in nodes.iter().enumerate() {
+        let line = plan
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with(&format!("node {node}: reconfigures MIG")))
+            .unwrap_or_else(|| panic!("no disruption line for {node}:\n{plan}"));
+        assert!(
+            line.contains(&format!("GPU pods running: default/ro-train-{i}")),
+            "{line}"
+        );
+        assert!(
+            line.contains("rollout: node by node by mig-geometry (at most 1 of 3 at once): cordons the node, waits up to 30m for its GPU pods to finish"),
+            "{line}"
+        );
+    }
+    let (seen, watcher, done) = observe(c, &nodes, "nvidia.com/mig.config");
+    let out = stack.ok(
+        "apply",
+        &["--auto-approve", "--var", "geometry=all-1g.10gb"],
+    );
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    watcher.join().unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.most_cordoned, 1, "{out}");
+    assert_eq!(seen.cordon_order, nodes, "{out}");
+    assert!(
+        seen.relabelled_busy.is_empty(),
+        "relabelled with GPU pods running: {:?}",
+        seen.relabelled_busy
+    );
+    for node in nodes {
+        assert_eq!(allocatable(c, node, "nvidia.com/mig-1g.10gb"), "7");
+        assert!(!unschedulable(c, node), "{node} is still cordoned");
+        assert_eq!(
+            node_field(
+                c,
+                node,
+                &format!(
+                    "{{.metadata.annotations.{}}}",
+                    KILLED_PODS.replace('.', "\\.")
+                )
+            ),
+            ""
+        );
+        assert!(record(c, node, "mig-geometry").contains("\"done\""));
+    }
+    let again = stack.ok("plan", &["--var", "geometry=all-1g.10gb"]);
+    assert!(again.contains("No changes"), "{again}");
+}
+
+/// gpu-operator#2833 injected on the second node: the rollout stops there with exit 1, the
+/// node cordoned and named with the cause, the third node untouched; once the wedge clears,
+/// the next apply finishes the second node and goes on to the third.
+#[test]
+fn a_wedged_node_stops_the_rollout_cordoned_and_the_next_apply_resumes_after_it() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let nodes = ["ro-wedge-0", "ro-wedge-1", "ro-wedge-2"];
+    for node in nodes {
+        c.fake_gpu_node(node, "NVIDIA A100-SXM4-80GB", 1);
+    }
+    let stack = mig_stack(&nodes, r#"{ settle_timeout = "6s" }"#);
+    let _destroy = Destroy(&stack, &nodes);
+    stack.ok("apply", &["--auto-approve"]);
+    c.kubectl_ok(&[
+        "annotate",
+        "node",
+        "ro-wedge-1",
+        "--overwrite",
+        &format!("{WEDGE}=stuck-pending"),
+    ]);
+    let out = stack.run(
+        "apply",
+        &["--auto-approve", "--var", "geometry=all-1g.10gb"],
+    );
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("Rollout mig-geometry stopped at node ro-wedge-1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("nvidia.com/mig.config.state is still pending"),
+        "{text}"
+    );
+    assert!(text.contains("not started: ro-wedge-2"), "{text}");
+    assert!(unschedulable(c, "ro-wedge-1"));
+    assert!(!unschedulable(c, "ro-wedge-0"));
+    assert_eq!(allocatable(c, "ro-wedge-0", "nvidia.com/mig-1g.10gb"), "7");
+    assert_eq!(
+        mig_label(c, "ro-wedge-2", "nvidia.com/mig.config"),
+        "all-disabled"
+    );
+    assert!(record(c, "ro-wedge-1", "mig-geometry").contains("\"failed\""));
+    let plan = stack.ok("plan", &["--var", "geometry=all-1g.10gb"]);
+    assert!(
+        plan.contains("\"ro-wedge-1\" = \"failed\" -> \"done\""),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("\"ro-wedge-2\" = \"pending\" -> \"done\""),
+        "{plan}"
+    );
+
+    c.kubectl_ok(&["annotate", "node", "ro-wedge-1", &format!("{WEDGE}-")]);
+    stack.ok(
+        "apply",
+        &["--auto-approve", "--var", "geometry=all-1g.10gb"],
+    );
+    for node in nodes {
+        assert!(!unschedulable(c, node), "{node} is still cordoned");
+        assert_eq!(allocatable(c, node, "nvidia.com/mig-1g.10gb"), "7");
+    }
+}
+
+/// An admin's cordon is never lifted; a SIGKILL in the middle of a node's reconfiguration
+/// leaves the step recorded on the node, and the next apply resumes there: the node's record
+/// goes on from `reconfiguring` without being cordoned or drained again.
+#[test]
+fn an_admin_cordon_stays_and_a_killed_apply_resumes_at_the_nodes_recorded_step() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let nodes = ["ro-kill-0", "ro-kill-1"];
+    for node in nodes {
+        c.fake_gpu_node(node, "NVIDIA A100-SXM4-80GB", 1);
+    }
+    let stack = mig_stack(&nodes, r#"{ drain = "fail", settle_timeout = "2m" }"#);
+    let _destroy = Destroy(&stack, &nodes);
+    stack.ok("apply", &["--auto-approve"]);
+    c.kubectl_ok(&["cordon", "ro-kill-0"]);
+    for node in nodes {
+        c.kubectl_ok(&[
+            "annotate",
+            "node",
+            node,
+            "--overwrite",
+            &format!("{RECONFIGURE_SECONDS}=8"),
+        ]);
+    }
+    let mut child = {
+        let path = format!(
+            "{}:{}",
+            c.helm_dir().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        std::process::Command::new(gpustack_tests::gpustack_bin())
+            .current_dir(&stack.dir)
+            .args(["apply", "--auto-approve", "--var", "geometry=all-1g.10gb"])
+            .args(["--var", &format!("kubeconfig={}", c.kubeconfig.display())])
+            .args(["--var", &format!("chart={}", chart())])
+            .env("PATH", path)
+            .env("NO_COLOR", "1")
+            .env_remove("KUBECONFIG")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // The admin-cordoned node takes no new pods already, so it goes first.
+    c.eventually(
+        60,
+        || record(c, "ro-kill-0", "mig-geometry"),
+        |r| r.contains("\"reconfiguring\""),
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(record(c, "ro-kill-0", "mig-geometry").contains("\"reconfiguring\""));
+    assert!(unschedulable(c, "ro-kill-0"));
+    assert_eq!(
+        node_field(
+            c,
+            "ro-kill-0",
+            "{.metadata.annotations.gpustack\\.dev/cordoned-by}"
+        ),
+        ""
+    );
+    let plan = stack.ok("plan", &["--var", "geometry=all-1g.10gb"]);
+    assert!(
+        plan.contains("\"ro-kill-0\" = \"reconfiguring\" -> \"done\""),
+        "{plan}"
+    );
+    let (steps, history, stop) = record_history(c, "ro-kill-0", "mig-geometry");
+    stack.ok(
+        "apply",
+        &["--auto-approve", "--var", "geometry=all-1g.10gb"],
+    );
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    history.join().unwrap();
+    let steps = steps.lock().unwrap().clone();
+    assert_eq!(
+        steps.first().map(String::as_str),
+        Some("reconfiguring"),
+        "{steps:?}"
+    );
+    assert!(
+        !steps.iter().any(|s| s == "cordoned" || s == "draining"),
+        "the node was drained again: {steps:?}"
+    );
+    assert_eq!(steps.last().map(String::as_str), Some("done"), "{steps:?}");
+    for node in nodes {
+        assert_eq!(mig_label(c, node, "nvidia.com/mig.config.state"), "success");
+        assert!(record(c, node, "mig-geometry").contains("\"done\""));
+    }
+    assert!(
+        unschedulable(c, "ro-kill-0"),
+        "the admin's cordon was lifted"
+    );
+    assert!(!unschedulable(c, "ro-kill-1"));
+}
+
+/// Time-slicing 10 → 4 on a named pool: the plan lists the device-plugin restart of each
+/// node with the rollout; apply restarts the plugin one node at a time, and every node ends
+/// advertising 4, uncordoned.
+#[test]
+fn a_sharing_change_restarts_the_device_plugin_one_node_at_a_time() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let nodes = ["ro-ts-0", "ro-ts-1", "ro-ts-2"];
+    for node in nodes {
+        c.fake_gpu_node(node, "Tesla T4", 1);
+    }
+    let stack = stack_of(
+        r#"variable "replicas" {
+  type    = number
+  default = 10
+}
+
+module "time_slicing" {
+  source     = "../../modules/time-slicing"
+  operator   = module.gpu_operator
+  replicas   = var.replicas
+  node_names = ["ro-ts-0", "ro-ts-1", "ro-ts-2"]
+  rollout    = { settle_timeout = "2m" }
+}
+"#,
+        "none",
+    );
+    let _destroy = Destroy(&stack, &nodes);
+    stack.ok("apply", &["--auto-approve"]);
+    for (i, node) in nodes.iter().enumerate() {
+        c.eventually(60, || allocatable(c, node, "nvidia.com/gpu"), |a| a == "10");
+        c.apply_yaml(&gpu_pod(&format!("ro-infer-{i}"), node, false));
+    }
+    for i in 0..3 {
+        c.eventually(
+            60,
+            || phase(c, &format!("ro-infer-{i}")),
+            |p| p == "Running",
+        );
+    }
+    let plan = stack.ok("plan", &["--var", "replicas=4"]);
+    for node in nodes {
+        let line = plan
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with(&format!("node {node}: restarts the device plugin")))
+            .unwrap_or_else(|| panic!("no disruption line for {node}:\n{plan}"));
+        assert!(
+            line.contains("rollout: node by node by time-slicing-config (at most 1 of 3 at once)"),
+            "{line}"
+        );
+    }
+    let (seen, watcher, done) = observe(c, &nodes, "nvidia.com/gpu.replicas");
+    let out = stack.ok("apply", &["--auto-approve", "--var", "replicas=4"]);
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    watcher.join().unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.most_cordoned, 1, "{out}");
+    assert_eq!(seen.cordon_order, nodes, "{out}");
+    assert!(
+        seen.relabelled_busy.is_empty(),
+        "restarted with GPU pods running: {:?}",
+        seen.relabelled_busy
+    );
+    for node in nodes {
+        assert_eq!(allocatable(c, node, "nvidia.com/gpu"), "4");
+        assert!(!unschedulable(c, node), "{node} is still cordoned");
+    }
+    let again = stack.ok("plan", &["--var", "replicas=4"]);
+    assert!(again.contains("No changes"), "{again}");
+}
