@@ -193,6 +193,27 @@ fn step_of(spec: &Spec, target: &str, node: &Node) -> Step {
     }
 }
 
+/// A node's step as a refresh reports it for the recorded change: a change in progress on
+/// the node (a later one, which a killed run left part-way) shows its step, so the plan says
+/// where the rollout resumes; otherwise done when the node has the recorded labels.
+fn refreshed_step(spec: &Spec, target: &str, node: &Node) -> Step {
+    match Record::read(node.metadata.annotations.as_ref(), &spec.name) {
+        Some(r) if r.step != Step::Done => r.step,
+        Some(r) if r.target == target || spec.restart.is_none() => {
+            if spec.labels_match(node.metadata.labels.as_ref()) {
+                Step::Done
+            } else {
+                Step::Pending
+            }
+        }
+        Some(_) => Step::Pending,
+        None if spec.restart.is_none() && spec.labels_match(node.metadata.labels.as_ref()) => {
+            Step::Done
+        }
+        None => Step::Pending,
+    }
+}
+
 fn progress_value(progress: &BTreeMap<String, Step>) -> Value {
     Value::Object(
         progress
@@ -244,7 +265,7 @@ impl Resource for Rollouts {
                         .map(|n| {
                             let step = live
                                 .get(n)
-                                .map_or(Step::Pending, |node| step_of(&spec, &target, node));
+                                .map_or(Step::Pending, |node| refreshed_step(&spec, &target, node));
                             (n.clone(), step)
                         })
                         .collect();

@@ -437,11 +437,11 @@ fn a_wedged_node_stops_the_rollout_cordoned_and_the_next_apply_resumes_after_it(
     assert!(record(c, "ro-wedge-1", "mig-geometry").contains("\"failed\""));
     let plan = stack.ok("plan", &["--var", "geometry=all-1g.10gb"]);
     assert!(
-        plan.contains("\"ro-wedge-1\" = \"failed\" -> \"done\""),
+        plan.contains("ro-wedge-1 = \"failed\" -> \"done\""),
         "{plan}"
     );
     assert!(
-        plan.contains("\"ro-wedge-2\" = \"pending\" -> \"done\""),
+        plan.contains("ro-wedge-2 = \"pending\" -> \"done\""),
         "{plan}"
     );
 
@@ -519,7 +519,7 @@ fn an_admin_cordon_stays_and_a_killed_apply_resumes_at_the_nodes_recorded_step()
     );
     let plan = stack.ok("plan", &["--var", "geometry=all-1g.10gb"]);
     assert!(
-        plan.contains("\"ro-kill-0\" = \"reconfiguring\" -> \"done\""),
+        plan.contains("ro-kill-0 = \"reconfiguring\" -> \"done\""),
         "{plan}"
     );
     let (steps, history, stop) = record_history(c, "ro-kill-0", "mig-geometry");
