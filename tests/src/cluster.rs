@@ -305,7 +305,7 @@ impl TestCluster {
         ]);
     }
 
-    fn start_simulator(&self) {
+    pub fn start_simulator(&self) {
         let kubeconfig = self.kubeconfig.clone();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()

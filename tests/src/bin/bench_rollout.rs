@@ -1,0 +1,195 @@
+//! A node-by-node MIG rollout on the GPU simulator: one node alone, then 20 nodes with a
+//! budget of 4, each node taking `BENCH_RECONFIGURE_SECONDS` (default 3) to repartition.
+//! The target: the 20 nodes take at most 1.1 × ⌈20/4⌉ × one node's time — no idle gap
+//! between nodes, a node starting as soon as another finishes — and the rollout follows
+//! nodes and pods with watches, not polls.
+#![allow(clippy::panic, clippy::unwrap_used)]
+//!
+//! `cargo run --release -p gpustack-tests --bin bench-rollout` (cluster:
+//! `$GPUSTACK_BENCH_KUBECONFIG`, else `tests/cluster/up gpustack-rollout-bench`). Each run
+//! flips the geometry (all-disabled ↔ all-1g.10gb) with `gpustack apply`, timed as a whole
+//! process; a run that changes nothing gives the fixed cost of a process (load, refresh,
+//! plan), which is taken off both before the ratio. Medians of `BENCH_RUNS` (default 3).
+//! The requests are counted from gpustack's Kubernetes client log (one line per request).
+
+use gpustack_tests::cluster::TestCluster;
+use gpustack_tests::{gpustack_bin, repo_root, upstream};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const NODES: usize = 20;
+const BUDGET: usize = 4;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn header() -> &'static str {
+    "variable \"kubeconfig\" {\n  type = string\n}\n\nprovider \"kubernetes\" {\n  config_path = var.kubeconfig\n}\n\n"
+}
+
+fn rollout_stack(dir: &Path, nodes: &[String], budget: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    let names = nodes
+        .iter()
+        .map(|n| format!("\"{n}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    std::fs::write(
+        dir.join("main.hcl"),
+        format!(
+            "{}variable \"geometry\" {{\n  type = string\n}}\n\nresource \"kubernetes_node_rollout\" \"geometry\" {{\n  name            = \"bench\"\n  nodes           = [{names}]\n  labels          = {{ \"nvidia.com/mig.config\" = var.geometry }}\n  settle          = \"mig\"\n  max_unavailable = \"{budget}\"\n  settle_timeout  = \"5m\"\n}}\n",
+            header()
+        ),
+    )
+    .unwrap();
+}
+
+fn gpustack(dir: &Path, kubeconfig: &Path, args: &[&str]) -> (Duration, String) {
+    let started = Instant::now();
+    let out = Command::new(gpustack_bin())
+        .current_dir(dir)
+        .args(args)
+        .args(["--var", &format!("kubeconfig={}", kubeconfig.display())])
+        .env("GPUSTACK_LOG", "gpustack_connect=debug")
+        .env("NO_COLOR", "1")
+        .env_remove("KUBECONFIG")
+        .output()
+        .unwrap();
+    let wall = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "gpustack {args:?}:\n{}\n{stderr}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    (wall, stderr)
+}
+
+/// Requests by kind: (method, node or pod, watch or not) → count.
+fn requests(log: &str) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for line in log.lines().filter(|l| l.contains("requesting")) {
+        let field = |name: &str| {
+            line.split(name)
+                .nth(1)
+                .and_then(|s| s.split_whitespace().next())
+                .unwrap_or("")
+        };
+        let (method, url) = (field("http.method="), field("http.url="));
+        let path = url.split('?').next().unwrap_or("");
+        let what = if path.contains("/pods") {
+            "pods"
+        } else if path.contains("/nodes") {
+            "nodes"
+        } else {
+            "other"
+        };
+        let kind = match method {
+            "GET" if url.contains("watch=true") => "WATCH",
+            "GET" if path.ends_with("/nodes") || path.ends_with("/pods") => "LIST",
+            m => m,
+        };
+        *counts.entry(format!("{kind} {what}")).or_default() += 1;
+    }
+    counts
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn seconds(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn main() {
+    gpustack_tests::measure::serve_measure();
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    let reconfigure: u64 = std::env::var("BENCH_RECONFIGURE_SECONDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    let cluster = TestCluster::start("gpustack-rollout-bench", "GPUSTACK_BENCH_KUBECONFIG");
+    cluster.fake_gpu_node("rb-system", "none", 0);
+    cluster.start_simulator();
+    let root = tempfile::tempdir().unwrap();
+    copy_dir(&repo_root().join("modules"), &root.path().join("modules"));
+    let operator = root.path().join("stacks/operator");
+    std::fs::create_dir_all(&operator).unwrap();
+    let chart = upstream("charts/gpu-operator-v26.7.0.tgz").canonicalize().unwrap();
+    std::fs::write(
+        operator.join("main.hcl"),
+        format!(
+            "{}provider \"helm\" {{\n  config_path = var.kubeconfig\n}}\n\nmodule \"gpu_operator\" {{\n  source          = \"../../modules/gpu-operator\"\n  chart           = \"{}\"\n  driver_enabled  = false\n  toolkit_enabled = false\n  runtime_class   = \"nvidia-container-runtime\"\n  mig_strategy    = \"mixed\"\n}}\n",
+            header(),
+            chart.display()
+        ),
+    )
+    .unwrap();
+    let names: Vec<String> = (0..NODES).map(|i| format!("rb-{i}")).collect();
+    let solo = vec!["rb-solo".to_owned()];
+    let annotation = format!("gpusim.gpustack.dev/reconfigure-seconds={reconfigure}");
+    for node in names.iter().chain(&solo) {
+        cluster.fake_gpu_node(node, "NVIDIA A100-SXM4-80GB", 1);
+        cluster.kubectl_ok(&["annotate", "node", node, "--overwrite", &annotation]);
+    }
+    gpustack(&operator, &cluster.kubeconfig, &["apply", "--auto-approve"]);
+    let one = root.path().join("stacks/one");
+    let many = root.path().join("stacks/many");
+    rollout_stack(&one, &solo, 1);
+    rollout_stack(&many, &names, BUDGET);
+    let geometries = ["all-1g.10gb", "all-disabled"];
+    // Every node starts from all-disabled.
+    for dir in [&one, &many] {
+        gpustack(
+            dir,
+            &cluster.kubeconfig,
+            &["apply", "--auto-approve", "--var", "geometry=all-disabled"],
+        );
+    }
+    let (mut t0, mut t1, mut t20) = (Vec::new(), Vec::new(), Vec::new());
+    let mut counts = BTreeMap::new();
+    for run in 0..runs {
+        let geometry = format!("geometry={}", geometries[run % 2]);
+        let args = ["apply", "--auto-approve", "--var", geometry.as_str()];
+        t1.push(gpustack(&one, &cluster.kubeconfig, &args).0);
+        let (wall, log) = gpustack(&many, &cluster.kubeconfig, &args);
+        t20.push(wall);
+        counts = requests(&log);
+        t0.push(gpustack(&many, &cluster.kubeconfig, &args).0);
+    }
+    let (t0, t1, t20) = (median(t0), median(t1), median(t20));
+    let waves = NODES.div_ceil(BUDGET) as f64;
+    let node_time = seconds(t1.saturating_sub(t0));
+    let ratio = seconds(t20.saturating_sub(t0)) / (waves * node_time);
+    println!("rollout on the simulator: {NODES} nodes, budget {BUDGET}, repartitioning {reconfigure} s per node, medians of {runs}");
+    println!("  apply with nothing to change (fixed cost) {:>8.2} s", seconds(t0));
+    println!("  one node                                 {:>8.2} s  ({node_time:.2} s without the fixed cost)", seconds(t1));
+    println!("  {NODES} nodes, {BUDGET} at a time              {:>8.2} s  ({:.2} s without it)", seconds(t20), seconds(t20.saturating_sub(t0)));
+    println!(
+        "  ratio to {waves} × one node: {ratio:.3} (target ≤ 1.1: {})",
+        gpustack_tests::measure::verdict(ratio <= 1.1)
+    );
+    println!("  requests of the {NODES}-node apply (last run):");
+    for (kind, n) in &counts {
+        println!("    {kind:<16} {n}");
+    }
+    let polls = counts.get("GET nodes").copied().unwrap_or(0) + counts.get("GET pods").copied().unwrap_or(0);
+    println!("  single-object GETs of nodes or pods (polls): {polls}");
+}
