@@ -161,6 +161,13 @@ fn mig_wedge(node: &gpustack_protocol::NodeFact) -> Option<String> {
             state.unwrap_or("unset")
         ));
     }
+    if node.not_ready && state.is_some() {
+        return Some(format!(
+            "the node is NotReady with {}={}: a kubelet restart during the MIG reconfiguration that did not come back (gpu-operator#2415); restart the kubelet or reboot the node",
+            model::MIG_STATE_LABEL,
+            state.unwrap_or("unset")
+        ));
+    }
     let nothing = node.allocatable.values().all(|v| *v == 0.0);
     match state {
         Some("success") if nothing => Some(

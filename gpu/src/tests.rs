@@ -31,6 +31,7 @@ fn node(name: &str, labels: &[(&str, &str)], allocatable: &[(&str, f64)]) -> Nod
             .collect(),
         dra_devices: vec![],
         gpu_pods: vec![],
+        not_ready: false,
     }
 }
 
@@ -1382,13 +1383,17 @@ fn drift_gives_a_wedged_mig_manager_as_the_cause() {
                 mig_node("zero", "success", false, 0.0),
                 mig_node("stuck", "pending", true, 0.0),
                 mig_node("healthy", "success", false, 7.0),
+                NodeFact {
+                    not_ready: true,
+                    ..mig_node("kubelet-down", "success", false, 0.0)
+                },
             ],
             Some(json!({"mig": {"strategy": "mixed"}})),
             &[],
         ),
     )];
     let texts = drift_texts(&facts);
-    assert_eq!(texts.len(), 3, "{texts:#?}");
+    assert_eq!(texts.len(), 4, "{texts:#?}");
     let of = |node: &str| {
         texts
             .iter()
@@ -1408,6 +1413,10 @@ fn drift_gives_a_wedged_mig_manager_as_the_cause() {
     );
     assert!(
         of("stuck").contains("MIG reconfiguration pending with nothing advertised, nvidia.com/gpu.deploy.device-plugin paused: wedged if it stays so"),
+        "{texts:#?}"
+    );
+    assert!(
+        of("kubelet-down").contains("the node is NotReady with nvidia.com/mig.config.state=success: a kubelet restart during the MIG reconfiguration that did not come back (gpu-operator#2415)"),
         "{texts:#?}"
     );
 }

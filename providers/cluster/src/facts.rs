@@ -157,12 +157,20 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
                     .is_some_and(|t| gpustack_catalog::gpus(t).is_some());
             let mut gpu_pods = gpu_pods.remove(&name).unwrap_or_default();
             gpu_pods.sort();
+            let not_ready = !node
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .into_iter()
+                .flatten()
+                .any(|c| c.type_ == "Ready" && c.status == "True");
             gpu_node.then_some(NodeFact {
                 name,
                 labels,
                 allocatable,
                 dra_devices,
                 gpu_pods,
+                not_ready,
             })
         })
         .collect();

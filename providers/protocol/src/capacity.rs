@@ -287,6 +287,9 @@ pub struct NodeFact {
     /// request or a DRA claim. What a change that stops the node's GPU software disrupts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpu_pods: Vec<String>,
+    /// The node's `Ready` condition is not True (`None`: not read).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_ready: bool,
 }
 
 /// A device a DRA driver publishes in a ResourceSlice.

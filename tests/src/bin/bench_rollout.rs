@@ -132,7 +132,9 @@ fn main() {
     copy_dir(&repo_root().join("modules"), &root.path().join("modules"));
     let operator = root.path().join("stacks/operator");
     std::fs::create_dir_all(&operator).unwrap();
-    let chart = upstream("charts/gpu-operator-v26.7.0.tgz").canonicalize().unwrap();
+    let chart = upstream("charts/gpu-operator-v26.7.0.tgz")
+        .canonicalize()
+        .unwrap();
     std::fs::write(
         operator.join("main.hcl"),
         format!(
@@ -178,10 +180,22 @@ fn main() {
     let waves = NODES.div_ceil(BUDGET) as f64;
     let node_time = seconds(t1.saturating_sub(t0));
     let ratio = seconds(t20.saturating_sub(t0)) / (waves * node_time);
-    println!("rollout on the simulator: {NODES} nodes, budget {BUDGET}, repartitioning {reconfigure} s per node, medians of {runs}");
-    println!("  apply with nothing to change (fixed cost) {:>8.2} s", seconds(t0));
-    println!("  one node                                 {:>8.2} s  ({node_time:.2} s without the fixed cost)", seconds(t1));
-    println!("  {NODES} nodes, {BUDGET} at a time              {:>8.2} s  ({:.2} s without it)", seconds(t20), seconds(t20.saturating_sub(t0)));
+    println!(
+        "rollout on the simulator: {NODES} nodes, budget {BUDGET}, repartitioning {reconfigure} s per node, medians of {runs}"
+    );
+    println!(
+        "  apply with nothing to change (fixed cost) {:>8.2} s",
+        seconds(t0)
+    );
+    println!(
+        "  one node                                 {:>8.2} s  ({node_time:.2} s without the fixed cost)",
+        seconds(t1)
+    );
+    println!(
+        "  {NODES} nodes, {BUDGET} at a time              {:>8.2} s  ({:.2} s without it)",
+        seconds(t20),
+        seconds(t20.saturating_sub(t0))
+    );
     println!(
         "  ratio to {waves} × one node: {ratio:.3} (target ≤ 1.1: {})",
         gpustack_tests::measure::verdict(ratio <= 1.1)
@@ -190,6 +204,7 @@ fn main() {
     for (kind, n) in &counts {
         println!("    {kind:<16} {n}");
     }
-    let polls = counts.get("GET nodes").copied().unwrap_or(0) + counts.get("GET pods").copied().unwrap_or(0);
+    let polls = counts.get("GET nodes").copied().unwrap_or(0)
+        + counts.get("GET pods").copied().unwrap_or(0);
     println!("  single-object GETs of nodes or pods (polls): {polls}");
 }
