@@ -178,7 +178,13 @@ fn renames(state: &State, from: &Address, to: &Address) -> Vec<(String, String)>
             out.push((r.address.clone(), to.to_string()));
             continue;
         }
-        if from.0.last().is_some_and(|s| s.key.is_none()) && address.starts_with(from) {
+        // `from = a.b` with `to = a.b[0]` moves the instance without a key (count added), as
+        // Terraform reads it: a keyed `to` makes `from` one instance, not the resource.
+        let to_instance = to.0.last().is_some_and(|s| s.key.is_some());
+        if from.0.last().is_some_and(|s| s.key.is_none())
+            && !to_instance
+            && address.starts_with(from)
+        {
             // Keep what follows `from`: the instance key of its last step and the steps after.
             let mut steps = to.0.clone();
             let n = from.0.len();

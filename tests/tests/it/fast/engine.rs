@@ -670,6 +670,38 @@ fn a_rename_needs_a_moved_block_and_keeps_the_object() {
     assert_eq!(code, 0, "{plan}");
 }
 
+/// `count` added to a resource with `moved { from = x  to = x[0] }`, as Terraform writes it:
+/// the object moves to `[0]`, and every later plan (the block still there) is empty.
+#[test]
+fn a_moved_block_that_adds_count_moves_the_object_once_and_stays_quiet() {
+    let dir = stack(&(provider(0, "") + ONE));
+    let d = dir.path();
+    assert_eq!(run(d, &["apply", "--auto-approve"]).0, 0);
+    let counted = ONE.replace(
+        "resource \"test_object\" \"a\" {",
+        "resource \"test_object\" \"a\" {\n  count = 1",
+    );
+    assert_ne!(counted, ONE);
+    std::fs::write(
+        d.join("main.hcl"),
+        provider(0, "")
+            + &counted
+            + "\nmoved {\n  from = test_object.a\n  to   = test_object.a[0]\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, list, _) = run(d, &["state", "list"]);
+    assert_eq!(list.trim(), "test_object.a[0]");
+    let (code, plan, err) = run(d, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, 0, "{plan}{err}");
+    assert_eq!(
+        journal(d).len(),
+        1,
+        "the object was created once and never touched again"
+    );
+}
+
 /// A `removed` block forgets an object without destroying it.
 #[test]
 fn a_removed_block_forgets_without_destroying() {

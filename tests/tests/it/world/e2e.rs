@@ -389,9 +389,13 @@ fn reference_flow_aks_from_nodepool_to_smoke_test() {
     let pods = result["result"]["pods"].as_object().unwrap();
     assert_eq!(pods.len(), 4, "{result}");
     assert!(pods.values().all(|n| n == node), "{result}");
+    let again = stack.run("plan", &["--detailed-exitcode"]);
     assert_eq!(
-        stack.run("plan", &["--detailed-exitcode"]).status.code(),
-        Some(0)
+        again.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&again.stdout),
+        String::from_utf8_lossy(&again.stderr)
     );
 
     // A second node is an update of the pool, and ten more GPUs.

@@ -622,3 +622,76 @@ module "time_slicing" {
     let again = stack.ok("plan", &["--var", "replicas=4"]);
     assert!(again.contains("No changes"), "{again}");
 }
+
+/// Ctrl-C during a rollout: the node in progress is finished and uncordoned, no other node
+/// starts, apply exits 1 saying which nodes were not started, and the next apply does them.
+#[test]
+fn ctrl_c_finishes_the_node_in_progress_and_starts_no_other() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let nodes = ["ro-int-0", "ro-int-1"];
+    for node in nodes {
+        c.fake_gpu_node(node, "NVIDIA A100-SXM4-80GB", 1);
+    }
+    let stack = mig_stack(&nodes, r#"{ settle_timeout = "2m" }"#);
+    let _destroy = Destroy(&stack, &nodes);
+    stack.ok("apply", &["--auto-approve"]);
+    for node in nodes {
+        c.kubectl_ok(&[
+            "annotate",
+            "node",
+            node,
+            "--overwrite",
+            &format!("{RECONFIGURE_SECONDS}=5"),
+        ]);
+    }
+    let path = format!(
+        "{}:{}",
+        c.helm_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let child = std::process::Command::new(gpustack_tests::gpustack_bin())
+        .current_dir(&stack.dir)
+        .args(["apply", "--auto-approve", "--var", "geometry=all-1g.10gb"])
+        .args(["--var", &format!("kubeconfig={}", c.kubeconfig.display())])
+        .args(["--var", &format!("chart={}", chart())])
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        .env_remove("KUBECONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.eventually(
+        60,
+        || record(c, "ro-int-0", "mig-geometry"),
+        |r| r.contains("\"reconfiguring\""),
+    );
+    let pid = child.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("Rollout mig-geometry interrupted"), "{text}");
+    assert!(text.contains("not started: ro-int-1"), "{text}");
+    assert!(record(c, "ro-int-0", "mig-geometry").contains("\"done\""));
+    assert!(!unschedulable(c, "ro-int-0"));
+    assert_eq!(allocatable(c, "ro-int-0", "nvidia.com/mig-1g.10gb"), "7");
+    assert_eq!(
+        mig_label(c, "ro-int-1", "nvidia.com/mig.config"),
+        "all-disabled"
+    );
+    assert!(!unschedulable(c, "ro-int-1"));
+    stack.ok(
+        "apply",
+        &["--auto-approve", "--var", "geometry=all-1g.10gb"],
+    );
+    assert_eq!(allocatable(c, "ro-int-1", "nvidia.com/mig-1g.10gb"), "7");
+}
