@@ -228,7 +228,7 @@ fn reference_flow_time_slicing_from_install_to_destroy() {
         [
             "  # gpu_smoke_test.vector_add will be updated in-place",
             "  # module.time_slicing.module.sharing.kubernetes_manifest.config will be updated in-place",
-            "  # module.time_slicing.module.sharing.kubernetes_patch.restart_device_plugin[0] will be updated in-place",
+            "  # module.time_slicing.module.sharing.kubernetes_node_rollout.restart_device_plugin[0] will be updated in-place",
         ],
         "{plan}"
     );
