@@ -381,7 +381,8 @@ fn reference_flow_aks_from_nodepool_to_smoke_test() {
         r"jsonpath={.metadata.labels.kubernetes\.azure\.com/agentpool} {.metadata.labels.node\.kubernetes\.io/instance-type} {.spec.taints[0].key}",
     ]);
     assert_eq!(labels, "gpupool Standard_NC4as_T4_v3 nvidia.com/gpu");
-    assert_eq!(allocatable(c, node, "nvidia.com/gpu"), "10");
+    // The device plugin's DaemonSet restart is not waited for (it rolls on its own).
+    c.eventually(60, || allocatable(c, node, "nvidia.com/gpu"), |a| a == "10");
     assert_eq!(output(&stack, "smoke_test_passed"), true);
     let state = stack.ok("state", &["show", "gpu_smoke_test.vector_add"]);
     let result: serde_json::Value =
