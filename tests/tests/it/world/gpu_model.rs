@@ -797,11 +797,11 @@ module "mig" {
     let out = stack.run("apply", &["--auto-approve"]);
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
+    let squashed: String = said.split_whitespace().collect();
     assert!(
-        said.contains("Rollout mig-geometry stopped at node gm-wedge")
-            && said.contains(
-                "paused-for-mig-change is left on the node after MIG Manager reported success"
-            ),
+        squashed.contains("Rolloutmig-geometrystoppedatnodegm-wedge")
+            && squashed
+                .contains("paused-for-mig-changeisleftonthenodeafterMIGManagerreportedsuccess"),
         "{said}"
     );
     c.eventually(

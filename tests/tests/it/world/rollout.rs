@@ -234,49 +234,52 @@ fn observe(
                         .as_ref()
                         .is_some_and(|a| a.contains_key(CORDONED_BY))
                         && node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
-                    let mut seen = seen2.lock().unwrap();
-                    if ours && cordoned.insert(name.clone()) {
-                        if !seen.cordon_order.contains(&name) {
-                            seen.cordon_order.push(name.clone());
-                        }
-                        // The node's training job finishes a second after the cordon.
-                        let pods = pods.clone();
-                        let node_name = name.clone();
-                        tokio::spawn(async move {
-                            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                            let list = pods
-                                .list(
-                                    &ListParams::default()
-                                        .labels("rollout-test=true")
-                                        .fields(&format!("spec.nodeName={node_name}")),
-                                )
-                                .await
-                                .unwrap();
-                            for pod in list.items {
-                                let api: Api<Pod> =
-                                    Api::namespaced(pods.clone().into_client(), "default");
-                                let _ = api
-                                    .delete(
-                                        pod.metadata.name.as_deref().unwrap_or_default(),
-                                        &DeleteParams::default().grace_period(0),
-                                    )
-                                    .await;
+                    let relabelled = {
+                        let mut seen = seen2.lock().unwrap();
+                        if ours && cordoned.insert(name.clone()) {
+                            if !seen.cordon_order.contains(&name) {
+                                seen.cordon_order.push(name.clone());
                             }
-                        });
-                    } else if !ours {
-                        cordoned.remove(&name);
-                    }
-                    seen.most_cordoned = seen.most_cordoned.max(cordoned.len());
-                    let value = node
-                        .metadata
-                        .labels
-                        .as_ref()
-                        .and_then(|l| l.get(label))
-                        .cloned()
-                        .unwrap_or_default();
-                    let before = labels.insert(name.clone(), value.clone());
-                    drop(seen);
-                    if before.is_some_and(|b| b != value) {
+                            // The node's training job finishes a second after the cordon.
+                            let pods = pods.clone();
+                            let node_name = name.clone();
+                            tokio::spawn(async move {
+                                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                                let list = pods
+                                    .list(
+                                        &ListParams::default()
+                                            .labels("rollout-test=true")
+                                            .fields(&format!("spec.nodeName={node_name}")),
+                                    )
+                                    .await
+                                    .unwrap();
+                                for pod in list.items {
+                                    let api: Api<Pod> =
+                                        Api::namespaced(pods.clone().into_client(), "default");
+                                    let _ = api
+                                        .delete(
+                                            pod.metadata.name.as_deref().unwrap_or_default(),
+                                            &DeleteParams::default().grace_period(0),
+                                        )
+                                        .await;
+                                }
+                            });
+                        } else if !ours {
+                            cordoned.remove(&name);
+                        }
+                        seen.most_cordoned = seen.most_cordoned.max(cordoned.len());
+                        let value = node
+                            .metadata
+                            .labels
+                            .as_ref()
+                            .and_then(|l| l.get(label))
+                            .cloned()
+                            .unwrap_or_default();
+                        labels
+                            .insert(name.clone(), value.clone())
+                            .is_some_and(|before| before != value)
+                    };
+                    if relabelled {
                         let running = pods
                             .list(
                                 &ListParams::default()
