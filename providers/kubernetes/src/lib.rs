@@ -12,6 +12,8 @@ mod kubectl;
 mod kubernetes;
 mod rollout;
 mod typed;
+#[rustfmt::skip]
+mod typed_fields;
 mod types;
 mod wait;
 
