@@ -523,7 +523,7 @@ fn snake_case(field: &str) -> String {
 
 /// A block of at most one, as Terraform's kubernetes provider makes every nested object
 /// (`metadata[0].name`).
-fn one_block(schema: &mut Schema, name: &str, block: Schema, required: bool) {
+pub(crate) fn one_block(schema: &mut Schema, name: &str, block: Schema, required: bool) {
     schema.blocks.insert(
         name.to_owned(),
         NestedBlock {
@@ -584,6 +584,80 @@ fn metadata_block(namespaced: bool) -> Schema {
         block = block.attr("namespace", Attribute::optional(Type::String).force_new());
     }
     block
+}
+
+/// A typed data source's schema: the metadata block that names the object, and every field
+/// of the kind computed, blocks as lists of objects (`spec[0].port[0].port`).
+pub(crate) fn data_schema(kind: &Kind) -> Schema {
+    let mut metadata = Schema::new("The object's name (and namespace); the rest as read.")
+        .attr("name", Attribute::required(Type::String))
+        .attr("labels", Attribute::computed(Type::map(Type::String)))
+        .attr("annotations", Attribute::computed(Type::map(Type::String)))
+        .attr("uid", Attribute::computed(Type::String))
+        .attr("resource_version", Attribute::computed(Type::String))
+        .attr("generation", Attribute::computed(Type::Number));
+    if kind.namespaced {
+        metadata = metadata.attr("namespace", Attribute::optional(Type::String));
+    }
+    let mut schema = Schema::new(format!(
+        "A {} ({}) read by name: one GET.",
+        kind.kind, kind.api_version
+    ));
+    one_block(&mut schema, "metadata", metadata, true);
+    for (field, ty) in kind.fields {
+        let attribute_type = match ty {
+            F::Str | F::IntOrStr | F::Mode => Type::String,
+            F::Num => Type::Number,
+            F::Bool => Type::Bool,
+            F::Map | F::Base64Map => Type::map(Type::String),
+            F::List => Type::list(Type::String),
+            F::Nums => Type::list(Type::Number),
+            F::Obj(_) | F::Objs(_) => Type::Any,
+        };
+        schema = schema.attr(
+            &name_of(kind.kind, field, ty),
+            Attribute::computed(attribute_type),
+        );
+    }
+    schema
+}
+
+/// A typed data source's state: its configuration with every field of the kind as the live
+/// object has it (null where it has none, all of it null when there is no object), and the
+/// object's metadata.
+pub(crate) fn data_state(kind: &Kind, config: Value, live: Option<&Json>) -> Value {
+    let mut state = config;
+    let empty = Json::Object(Default::default());
+    let object = live.unwrap_or(&empty);
+    from_json(kind.kind, kind.fields, object, &mut state);
+    for (field, ty) in kind.fields {
+        let name = name_of(kind.kind, field, ty);
+        if attribute(&state, &name).is_none() {
+            set(&mut state, &name, Value::Null);
+        }
+    }
+    let mut metadata = first(attribute(&state, "metadata"))
+        .cloned()
+        .unwrap_or_else(|| Value::Object(Default::default()));
+    let meta = live
+        .map(crate::data::object_value)
+        .and_then(|o| attribute(&o, "metadata").cloned());
+    for (key, field) in [
+        ("labels", "labels"),
+        ("annotations", "annotations"),
+        ("uid", "uid"),
+        ("resource_version", "resourceVersion"),
+        ("generation", "generation"),
+    ] {
+        let value = meta
+            .as_ref()
+            .and_then(|m| attribute(m, field))
+            .cloned()
+            .unwrap_or(Value::Null);
+        set(&mut metadata, key, value);
+    }
+    set(&mut state, "metadata", Value::List(vec![metadata]));
+    state
 }
 
 /// A typed resource's schema, by the rule.
@@ -1365,6 +1439,47 @@ mod tests {
         assert_eq!(
             strip_nulls(&back.to_json_revealed()),
             typed.to_json_revealed()
+        );
+    }
+
+    /// A typed data source holds the object in the resource's shape, a Secret's values (and
+    /// the configuration kubectl recorded on it) sensitive; a missing object reads as nulls.
+    #[test]
+    fn a_data_source_reads_the_object_in_the_typed_shape_and_conceals_a_secret() {
+        let config = Value::from_json(&json!({
+            "metadata": [{"name": "token", "namespace": "gpu"}],
+            "data": null, "binary_data": null, "type": null, "immutable": null
+        }));
+        let live = json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": "token", "namespace": "gpu", "uid": "u-1", "resourceVersion": "7",
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{\"data\":{\"token\":\"czNjcmV0\"}}"}
+            },
+            "type": "Opaque",
+            "data": {"token": "czNjcmV0"}
+        });
+        let secret = kind("kubernetes_secret_v1");
+        let state = data_state(secret, config.clone(), Some(&live));
+        let token = attribute(&state, "data")
+            .and_then(|d| attribute(d, "token"))
+            .unwrap();
+        assert!(token.is_sensitive(), "{token:?}");
+        assert_eq!(token.to_json_revealed(), json!("s3cret"));
+        assert_eq!(attribute(&state, "type"), Some(&Value::string("Opaque")));
+        let metadata = first(attribute(&state, "metadata")).unwrap();
+        assert_eq!(attribute(metadata, "uid"), Some(&Value::string("u-1")));
+        let recorded = attribute(metadata, "annotations")
+            .and_then(|a| attribute(a, "kubectl.kubernetes.io/last-applied-configuration"))
+            .unwrap();
+        assert!(recorded.is_sensitive());
+
+        let missing = data_state(secret, config, None);
+        assert_eq!(attribute(&missing, "data"), None);
+        assert_eq!(
+            attribute(first(attribute(&missing, "metadata")).unwrap(), "uid"),
+            None
         );
     }
 

@@ -2314,6 +2314,446 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
         "spec.unhealthy_pod_eviction_policy",
         Honoured,
     ),
+    // hashicorp/kubernetes: the data sources of the served kinds, and of any kind.
+    ("data.kubernetes_config_map", "metadata", Honoured),
+    ("data.kubernetes_config_map", "metadata.name", Honoured),
+    ("data.kubernetes_config_map", "metadata.labels", Honoured),
+    (
+        "data.kubernetes_config_map",
+        "metadata.annotations",
+        Honoured,
+    ),
+    ("data.kubernetes_config_map", "metadata.uid", Honoured),
+    (
+        "data.kubernetes_config_map",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_config_map",
+        "metadata.generation",
+        Honoured,
+    ),
+    ("data.kubernetes_config_map", "metadata.namespace", Honoured),
+    ("data.kubernetes_config_map", "data", Honoured),
+    ("data.kubernetes_config_map", "binary_data", Honoured),
+    ("data.kubernetes_config_map", "immutable", Honoured),
+    ("data.kubernetes_config_map_v1", "metadata", Honoured),
+    ("data.kubernetes_config_map_v1", "metadata.name", Honoured),
+    ("data.kubernetes_config_map_v1", "metadata.labels", Honoured),
+    (
+        "data.kubernetes_config_map_v1",
+        "metadata.annotations",
+        Honoured,
+    ),
+    ("data.kubernetes_config_map_v1", "metadata.uid", Honoured),
+    (
+        "data.kubernetes_config_map_v1",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_config_map_v1",
+        "metadata.generation",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_config_map_v1",
+        "metadata.namespace",
+        Honoured,
+    ),
+    ("data.kubernetes_config_map_v1", "data", Honoured),
+    ("data.kubernetes_config_map_v1", "binary_data", Honoured),
+    ("data.kubernetes_config_map_v1", "immutable", Honoured),
+    ("data.kubernetes_namespace", "metadata", Honoured),
+    ("data.kubernetes_namespace", "metadata.name", Honoured),
+    ("data.kubernetes_namespace", "metadata.labels", Honoured),
+    (
+        "data.kubernetes_namespace",
+        "metadata.annotations",
+        Honoured,
+    ),
+    ("data.kubernetes_namespace", "metadata.uid", Honoured),
+    (
+        "data.kubernetes_namespace",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    ("data.kubernetes_namespace", "metadata.generation", Honoured),
+    ("data.kubernetes_namespace_v1", "metadata", Honoured),
+    ("data.kubernetes_namespace_v1", "metadata.name", Honoured),
+    ("data.kubernetes_namespace_v1", "metadata.labels", Honoured),
+    (
+        "data.kubernetes_namespace_v1",
+        "metadata.annotations",
+        Honoured,
+    ),
+    ("data.kubernetes_namespace_v1", "metadata.uid", Honoured),
+    (
+        "data.kubernetes_namespace_v1",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_namespace_v1",
+        "metadata.generation",
+        Honoured,
+    ),
+    ("data.kubernetes_secret", "metadata", Honoured),
+    ("data.kubernetes_secret", "metadata.name", Honoured),
+    ("data.kubernetes_secret", "metadata.labels", Honoured),
+    ("data.kubernetes_secret", "metadata.annotations", Honoured),
+    ("data.kubernetes_secret", "metadata.uid", Honoured),
+    (
+        "data.kubernetes_secret",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    ("data.kubernetes_secret", "metadata.generation", Honoured),
+    ("data.kubernetes_secret", "metadata.namespace", Honoured),
+    ("data.kubernetes_secret", "data", Honoured),
+    ("data.kubernetes_secret", "binary_data", Honoured),
+    ("data.kubernetes_secret", "type", Honoured),
+    ("data.kubernetes_secret", "immutable", Honoured),
+    ("data.kubernetes_secret_v1", "metadata", Honoured),
+    ("data.kubernetes_secret_v1", "metadata.name", Honoured),
+    ("data.kubernetes_secret_v1", "metadata.labels", Honoured),
+    (
+        "data.kubernetes_secret_v1",
+        "metadata.annotations",
+        Honoured,
+    ),
+    ("data.kubernetes_secret_v1", "metadata.uid", Honoured),
+    (
+        "data.kubernetes_secret_v1",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    ("data.kubernetes_secret_v1", "metadata.generation", Honoured),
+    ("data.kubernetes_secret_v1", "metadata.namespace", Honoured),
+    ("data.kubernetes_secret_v1", "data", Honoured),
+    ("data.kubernetes_secret_v1", "binary_data", Honoured),
+    ("data.kubernetes_secret_v1", "type", Honoured),
+    ("data.kubernetes_secret_v1", "immutable", Honoured),
+    ("data.kubernetes_service", "metadata", Honoured),
+    ("data.kubernetes_service", "metadata.name", Honoured),
+    ("data.kubernetes_service", "metadata.labels", Honoured),
+    ("data.kubernetes_service", "metadata.annotations", Honoured),
+    ("data.kubernetes_service", "metadata.uid", Honoured),
+    (
+        "data.kubernetes_service",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    ("data.kubernetes_service", "metadata.generation", Honoured),
+    ("data.kubernetes_service", "metadata.namespace", Honoured),
+    ("data.kubernetes_service", "spec", Honoured),
+    ("data.kubernetes_service_v1", "metadata", Honoured),
+    ("data.kubernetes_service_v1", "metadata.name", Honoured),
+    ("data.kubernetes_service_v1", "metadata.labels", Honoured),
+    (
+        "data.kubernetes_service_v1",
+        "metadata.annotations",
+        Honoured,
+    ),
+    ("data.kubernetes_service_v1", "metadata.uid", Honoured),
+    (
+        "data.kubernetes_service_v1",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_service_v1",
+        "metadata.generation",
+        Honoured,
+    ),
+    ("data.kubernetes_service_v1", "metadata.namespace", Honoured),
+    ("data.kubernetes_service_v1", "spec", Honoured),
+    ("data.kubernetes_service_account", "metadata", Honoured),
+    ("data.kubernetes_service_account", "metadata.name", Honoured),
+    (
+        "data.kubernetes_service_account",
+        "metadata.labels",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_service_account",
+        "metadata.annotations",
+        Honoured,
+    ),
+    ("data.kubernetes_service_account", "metadata.uid", Honoured),
+    (
+        "data.kubernetes_service_account",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_service_account",
+        "metadata.generation",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_service_account",
+        "metadata.namespace",
+        Honoured,
+    ),
+    ("data.kubernetes_service_account", "secret", Honoured),
+    (
+        "data.kubernetes_service_account",
+        "image_pull_secret",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_service_account",
+        "automount_service_account_token",
+        Honoured,
+    ),
+    ("data.kubernetes_service_account_v1", "metadata", Honoured),
+    (
+        "data.kubernetes_service_account_v1",
+        "metadata.name",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_service_account_v1",
+        "metadata.labels",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_service_account_v1",
+        "metadata.annotations",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_service_account_v1",
+        "metadata.uid",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_service_account_v1",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_service_account_v1",
+        "metadata.generation",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_service_account_v1",
+        "metadata.namespace",
+        Honoured,
+    ),
+    ("data.kubernetes_service_account_v1", "secret", Honoured),
+    (
+        "data.kubernetes_service_account_v1",
+        "image_pull_secret",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_service_account_v1",
+        "automount_service_account_token",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim",
+        "metadata",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim",
+        "metadata.name",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim",
+        "metadata.labels",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim",
+        "metadata.annotations",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim",
+        "metadata.uid",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim",
+        "metadata.generation",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim",
+        "metadata.namespace",
+        Honoured,
+    ),
+    ("data.kubernetes_persistent_volume_claim", "spec", Honoured),
+    (
+        "data.kubernetes_persistent_volume_claim_v1",
+        "metadata",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim_v1",
+        "metadata.name",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim_v1",
+        "metadata.labels",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim_v1",
+        "metadata.annotations",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim_v1",
+        "metadata.uid",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim_v1",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim_v1",
+        "metadata.generation",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim_v1",
+        "metadata.namespace",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_persistent_volume_claim_v1",
+        "spec",
+        Honoured,
+    ),
+    ("data.kubernetes_storage_class", "metadata", Honoured),
+    ("data.kubernetes_storage_class", "metadata.name", Honoured),
+    ("data.kubernetes_storage_class", "metadata.labels", Honoured),
+    (
+        "data.kubernetes_storage_class",
+        "metadata.annotations",
+        Honoured,
+    ),
+    ("data.kubernetes_storage_class", "metadata.uid", Honoured),
+    (
+        "data.kubernetes_storage_class",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_storage_class",
+        "metadata.generation",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_storage_class",
+        "storage_provisioner",
+        Honoured,
+    ),
+    ("data.kubernetes_storage_class", "parameters", Honoured),
+    ("data.kubernetes_storage_class", "reclaim_policy", Honoured),
+    (
+        "data.kubernetes_storage_class",
+        "volume_binding_mode",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_storage_class",
+        "allow_volume_expansion",
+        Honoured,
+    ),
+    ("data.kubernetes_storage_class", "mount_options", Honoured),
+    (
+        "data.kubernetes_storage_class",
+        "allowed_topologies",
+        Honoured,
+    ),
+    ("data.kubernetes_storage_class_v1", "metadata", Honoured),
+    (
+        "data.kubernetes_storage_class_v1",
+        "metadata.name",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_storage_class_v1",
+        "metadata.labels",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_storage_class_v1",
+        "metadata.annotations",
+        Honoured,
+    ),
+    ("data.kubernetes_storage_class_v1", "metadata.uid", Honoured),
+    (
+        "data.kubernetes_storage_class_v1",
+        "metadata.resource_version",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_storage_class_v1",
+        "metadata.generation",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_storage_class_v1",
+        "storage_provisioner",
+        Honoured,
+    ),
+    ("data.kubernetes_storage_class_v1", "parameters", Honoured),
+    (
+        "data.kubernetes_storage_class_v1",
+        "reclaim_policy",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_storage_class_v1",
+        "volume_binding_mode",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_storage_class_v1",
+        "allow_volume_expansion",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_storage_class_v1",
+        "mount_options",
+        Honoured,
+    ),
+    (
+        "data.kubernetes_storage_class_v1",
+        "allowed_topologies",
+        Honoured,
+    ),
+    ("data.kubernetes_resource", "api_version", Honoured),
+    ("data.kubernetes_resource", "kind", Honoured),
+    ("data.kubernetes_resource", "metadata", Honoured),
+    ("data.kubernetes_resource", "metadata.name", Honoured),
+    ("data.kubernetes_resource", "metadata.namespace", Honoured),
+    ("data.kubernetes_resource", "object", Honoured),
+    ("data.kubernetes_resources", "api_version", Honoured),
+    ("data.kubernetes_resources", "kind", Honoured),
+    ("data.kubernetes_resources", "namespace", Honoured),
+    ("data.kubernetes_resources", "label_selector", Honoured),
+    ("data.kubernetes_resources", "field_selector", Honoured),
+    ("data.kubernetes_resources", "limit", Honoured),
+    ("data.kubernetes_resources", "objects", Honoured),
     // gavinbunney/kubectl: the provider.
     ("provider.kubectl", "host", Honoured),
     ("provider.kubectl", "username", Honoured),
@@ -2816,6 +3256,93 @@ fn the_workload_kinds_validate_as_terraform_writes_them() {
     assert!(
         text.contains("containers") && text.contains(&format!("main.tf:{line}:")),
         "not refused at line {line}:\n{text}"
+    );
+}
+
+/// The kubernetes provider's data sources as Terraform stacks read them validate; a data
+/// source of a kind Terraform has none for is refused by name with what reads it instead.
+#[test]
+fn the_kubernetes_data_sources_validate_and_an_unserved_one_says_what_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let stack = r#"data "kubernetes_namespace_v1" "gpu" {
+  metadata {
+    name = "gpu-operator"
+  }
+}
+
+data "kubernetes_config_map_v1" "sharing" {
+  metadata {
+    name      = "time-slicing-config"
+    namespace = data.kubernetes_namespace_v1.gpu.metadata[0].name
+  }
+}
+
+data "kubernetes_secret" "token" {
+  metadata {
+    name      = "token"
+    namespace = "gpu-operator"
+  }
+}
+
+data "kubernetes_service_v1" "dcgm" {
+  metadata {
+    name      = "nvidia-dcgm-exporter"
+    namespace = "gpu-operator"
+  }
+}
+
+data "kubernetes_resource" "policy" {
+  api_version = "nvidia.com/v1"
+  kind        = "ClusterPolicy"
+  metadata {
+    name = "cluster-policy"
+  }
+}
+
+data "kubernetes_resources" "gpu_pods" {
+  api_version    = "v1"
+  kind           = "Pod"
+  namespace      = "gpu-operator"
+  label_selector = "app=nvidia-device-plugin-daemonset"
+  field_selector = "status.phase=Running"
+  limit          = 10
+}
+
+output "sharing" {
+  value = data.kubernetes_config_map_v1.sharing.data["any"]
+}
+
+output "port" {
+  value = data.kubernetes_service_v1.dcgm.spec[0].port[0].port
+}
+
+output "pods" {
+  value = length(data.kubernetes_resources.gpu_pods.objects)
+}
+
+output "mig" {
+  value = data.kubernetes_resource.policy.object.spec.mig.strategy
+}
+"#;
+    write(dir.path(), &[("main.tf", stack)]);
+    let (valid, diagnostics) = validate(dir.path());
+    assert!(valid, "{diagnostics:?}");
+
+    write(
+        dir.path(),
+        &[(
+            "main.tf",
+            "data \"kubernetes_deployment_v1\" \"d\" {\n  metadata {\n    name = \"d\"\n  }\n}\n",
+        )],
+    );
+    let (code, out, err) = run(dir.path(), &["validate"]);
+    let text = format!("{out}{err}");
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("kubernetes_deployment_v1 is a data source")
+            && text.contains("data \"kubernetes_resource\"")
+            && text.contains("main.tf:1:"),
+        "{text}"
     );
 }
 

@@ -947,6 +947,45 @@ resource "kubernetes_service_v1" "infer" {
 }
 "#;
 
+/// What reads the workload back: the Service, the Deployment's pods, a Secret made by hand.
+const WORKLOAD_DATA_TF: &str = r#"data "kubernetes_service_v1" "infer" {
+  metadata {
+    name      = kubernetes_service_v1.infer.metadata[0].name
+    namespace = var.namespace
+  }
+}
+
+data "kubernetes_resources" "pods" {
+  api_version    = "v1"
+  kind           = "Pod"
+  namespace      = var.namespace
+  label_selector = "app=infer"
+}
+
+data "kubernetes_secret_v1" "token" {
+  metadata {
+    name      = "token"
+    namespace = var.namespace
+  }
+}
+
+output "cluster_ip" {
+  value = data.kubernetes_service_v1.infer.spec[0].cluster_ip
+}
+
+output "target_port" {
+  value = data.kubernetes_service_v1.infer.spec[0].port[0].target_port
+}
+
+output "pod_gpus" {
+  value = [for p in data.kubernetes_resources.pods.objects : p.spec.containers[0].resources.limits["nvidia.com/gpu"]]
+}
+
+output "token_read" {
+  value = nonsensitive(data.kubernetes_secret_v1.token.data.token == "tf-typed-s3cret")
+}
+"#;
+
 /// The GPU section of a plan's text: the capacity lines and the GPU checks' lines.
 fn gpu_section(plan: &str) -> Vec<String> {
     plan.lines()
@@ -960,8 +999,11 @@ fn gpu_section(plan: &str) -> Vec<String> {
 /// apply waits for the rollout (Terraform's `wait_for_rollout` default), the objects are the
 /// ones Kubernetes takes (ports as numbers, the mode from octal, the GPU limit), the plan's GPU
 /// section is the one the same objects as `kubernetes_manifest` get, and a second plan is empty.
+/// Data sources read them back: the Service as Terraform's data source has it (what the API
+/// server filled in too), the Deployment's pods by label, and a Secret made by hand whose value
+/// stays out of everything gpustack writes.
 #[test]
-fn a_typed_gpu_deployment_and_service_apply_and_the_next_plan_is_empty() {
+fn a_typed_gpu_deployment_and_service_apply_data_sources_read_them_and_the_next_plan_is_empty() {
     let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
     let namespace = Namespace::new(&cluster, "tf-typed");
     // A node with one GPU for the pod: kwok runs it there.
@@ -976,6 +1018,15 @@ fn a_typed_gpu_deployment_and_service_apply_and_the_next_plan_is_empty() {
         "--type=merge",
         "-p",
         r#"{"status":{"capacity":{"nvidia.com/gpu":"1"},"allocatable":{"nvidia.com/gpu":"1"}}}"#,
+    ]);
+    cluster.kubectl_ok(&[
+        "create",
+        "secret",
+        "generic",
+        "token",
+        "-n",
+        &namespace.name,
+        "--from-literal=token=tf-typed-s3cret",
     ]);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("main.tf"), WORKLOAD_TF).unwrap();
@@ -1043,6 +1094,75 @@ fn a_typed_gpu_deployment_and_service_apply_and_the_next_plan_is_empty() {
 
     let (code, out, err) = run(dir.path(), &["plan", "--detailed-exitcode"], &vars);
     assert_eq!(code, 0, "second plan not empty:\n{out}{err}");
+
+    // Read back by data sources (a data source is read at plan: added once the objects are).
+    std::fs::write(dir.path().join("data.tf"), WORKLOAD_DATA_TF).unwrap();
+    let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("tf-typed-s3cret") && !err.contains("tf-typed-s3cret"));
+    // Each data source is one request: a GET by name, or one LIST; no request per pod.
+    let logged: Vec<(&str, &str)> = vars
+        .iter()
+        .copied()
+        .chain([("GPUSTACK_LOG", "gpustack_connect=debug")])
+        .collect();
+    let (code, out, log) = run(dir.path(), &["plan", "--detailed-exitcode"], &logged);
+    assert_eq!(
+        code, 0,
+        "plan after the data sources not empty:\n{out}{log}"
+    );
+    let requested: Vec<String> = log
+        .lines()
+        .filter(|l| l.contains("requesting"))
+        .filter_map(|l| {
+            let field = |name: &str| l.split(name).nth(1)?.split_whitespace().next();
+            Some(format!(
+                "{} {}",
+                field("http.method=")?,
+                field("http.url=")?
+            ))
+        })
+        .collect();
+    let namespaced = format!("/api/v1/namespaces/{}/", namespace.name);
+    let count = |what: &str| {
+        requested
+            .iter()
+            .filter(|r| r.contains(&format!("{namespaced}{what}")))
+            .count()
+    };
+    assert_eq!(count("services/infer"), 1, "{requested:#?}");
+    assert_eq!(count("secrets/token"), 1, "{requested:#?}");
+    assert_eq!(count("pods"), 1, "{requested:#?}");
+
+    let (code, outputs, err) = run(dir.path(), &["output", "--json"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let outputs: serde_json::Value = serde_json::from_str(&outputs).unwrap();
+    let cluster_ip = cluster.kubectl_ok(&[
+        "get",
+        "service",
+        "infer",
+        "-n",
+        &namespace.name,
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+    ]);
+    assert_eq!(
+        outputs["cluster_ip"]["value"],
+        cluster_ip.as_str(),
+        "{outputs}"
+    );
+    assert_eq!(outputs["target_port"]["value"], "8000", "{outputs}");
+    assert_eq!(
+        outputs["pod_gpus"]["value"],
+        serde_json::json!(["1"]),
+        "{outputs}"
+    );
+    assert_eq!(outputs["token_read"]["value"], true, "{outputs}");
+    let state = std::fs::read_to_string(dir.path().join(".gpustack/state.json")).unwrap();
+    assert!(
+        !state.contains("tf-typed-s3cret") && !state.contains("dGYtdHlwZWQtczNjcmV0"),
+        "the state holds the Secret's value"
+    );
 }
 
 /// The workload stack's objects as `kubernetes_manifest`.
