@@ -122,6 +122,26 @@ pub(crate) const RENAMES: &[(&str, &str, &str)] = &[
     ("azureDisk", "diskURI", "data_disk_uri"),
 ];
 
+/// What a data source reads of a kind besides the fields it applies (Terraform's data
+/// `kubernetes_service_v1` has the Service's load balancer ingress as `status`).
+fn read_only_fields(kind: &Kind) -> &'static [(&'static str, F)] {
+    const SERVICE_STATUS: &[(&str, F)] = &[(
+        "status",
+        F::Obj(&[(
+            "loadBalancer",
+            F::Obj(&[(
+                "ingress",
+                F::Objs(&[("ip", F::Str), ("hostname", F::Str), ("ipMode", F::Str)]),
+            )]),
+        )]),
+    )];
+    if kind.kind == "Service" {
+        SERVICE_STATUS
+    } else {
+        &[]
+    }
+}
+
 /// The metadata of an object a kind embeds (a pod template, a job template, a claim template):
 /// Terraform's `metadata {}` block.
 pub(crate) const OBJECT_META: &[(&str, F)] = &[
@@ -604,7 +624,7 @@ pub(crate) fn data_schema(kind: &Kind) -> Schema {
         kind.kind, kind.api_version
     ));
     one_block(&mut schema, "metadata", metadata, true);
-    for (field, ty) in kind.fields {
+    for (field, ty) in kind.fields.iter().chain(read_only_fields(kind)) {
         let attribute_type = match ty {
             F::Str | F::IntOrStr | F::Mode => Type::String,
             F::Num => Type::Number,
@@ -630,12 +650,9 @@ pub(crate) fn data_state(kind: &Kind, config: Value, live: Option<&Json>) -> Val
     let empty = Json::Object(Default::default());
     let object = live.unwrap_or(&empty);
     from_json(kind.kind, kind.fields, object, &mut state);
-    for (field, ty) in kind.fields {
-        let name = name_of(kind.kind, field, ty);
-        if attribute(&state, &name).is_none() {
-            set(&mut state, &name, Value::Null);
-        }
-    }
+    from_json(kind.kind, read_only_fields(kind), object, &mut state);
+    fill_absent(kind.kind, kind.fields, &mut state);
+    fill_absent(kind.kind, read_only_fields(kind), &mut state);
     let mut metadata = first(attribute(&state, "metadata"))
         .cloned()
         .unwrap_or_else(|| Value::Object(Default::default()));
@@ -658,6 +675,33 @@ pub(crate) fn data_state(kind: &Kind, config: Value, live: Option<&Json>) -> Val
     }
     set(&mut state, "metadata", Value::List(vec![metadata]));
     state
+}
+
+/// Every field a data source's value has, at every depth: an absent block an empty list, an
+/// absent value null, so that `status[0].load_balancer[0].ingress` is `[]` rather than an
+/// error.
+fn fill_absent(holder: &str, fields: &[(&str, F)], value: &mut Value) {
+    for (field, ty) in fields {
+        let name = name_of(holder, field, ty);
+        let present = value.as_object().and_then(|o| o.get(&name)).cloned();
+        let filled = match (ty, present) {
+            (F::Obj(inner) | F::Objs(inner), Some(Value::List(blocks))) => Value::List(
+                blocks
+                    .into_iter()
+                    .map(|mut block| {
+                        fill_absent(&below(holder, field), inner, &mut block);
+                        block
+                    })
+                    .collect(),
+            ),
+            (F::Obj(_) | F::Objs(_), None | Some(Value::Null)) => Value::List(Vec::new()),
+            (_, Some(present)) => present,
+            (_, None) => Value::Null,
+        };
+        if let Value::Object(map) = value {
+            map.insert(name, filled);
+        }
+    }
 }
 
 /// A typed resource's schema, by the rule.

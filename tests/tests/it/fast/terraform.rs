@@ -2469,6 +2469,8 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
     ),
     ("data.kubernetes_service_v1", "metadata.namespace", Honoured),
     ("data.kubernetes_service_v1", "spec", Honoured),
+    ("data.kubernetes_service", "status", Honoured),
+    ("data.kubernetes_service_v1", "status", Honoured),
     ("data.kubernetes_service_account", "metadata", Honoured),
     ("data.kubernetes_service_account", "metadata.name", Honoured),
     (

@@ -977,6 +977,10 @@ output "target_port" {
   value = data.kubernetes_service_v1.infer.spec[0].port[0].target_port
 }
 
+output "ingress" {
+  value = data.kubernetes_service_v1.infer.status[0].load_balancer[0].ingress
+}
+
 output "pod_gpus" {
   value = [for p in data.kubernetes_resources.pods.objects : p.spec.containers[0].resources.limits["nvidia.com/gpu"]]
 }
@@ -1152,6 +1156,12 @@ fn a_typed_gpu_deployment_and_service_apply_data_sources_read_them_and_the_next_
         "{outputs}"
     );
     assert_eq!(outputs["target_port"]["value"], "8000", "{outputs}");
+    // A ClusterIP Service has no load balancer ingress.
+    assert_eq!(
+        outputs["ingress"]["value"],
+        serde_json::json!([]),
+        "{outputs}"
+    );
     assert_eq!(
         outputs["pod_gpus"]["value"],
         serde_json::json!(["1"]),
