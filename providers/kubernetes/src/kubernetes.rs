@@ -279,11 +279,28 @@ impl Family for Kubernetes {
             }
         }
         resources.insert(crate::rollout::TYPE.to_owned(), crate::rollout::schema());
+        let mut data_sources: IndexMap<String, Schema> = [
+            ("kubernetes_nodes".to_owned(), nodes),
+            (
+                "kubernetes_resource".to_owned(),
+                crate::data::resource_schema(),
+            ),
+            (
+                "kubernetes_resources".to_owned(),
+                crate::data::resources_schema(),
+            ),
+        ]
+        .into();
+        for name in crate::data::TYPED_DATA_SOURCES {
+            if let Some(kind) = crate::typed::kind_of(name) {
+                data_sources.insert((*name).to_owned(), crate::typed::data_schema(kind));
+            }
+        }
         ProviderSchema {
             name: "kubernetes".into(),
             config,
             resources,
-            data_sources: [("kubernetes_nodes".to_owned(), nodes)].into(),
+            data_sources,
         }
     }
 
@@ -386,6 +403,26 @@ impl Family for Kubernetes {
             crate::rollout::TYPE,
             crate::rollout::Rollouts(connected.clone()),
         );
+        let resources = crate::data::TYPED_DATA_SOURCES
+            .iter()
+            .filter_map(|name| Some((*name, crate::typed::kind_of(name)?)))
+            .fold(resources, |resources, (name, kind)| {
+                resources.data_source(
+                    name,
+                    crate::data::TypedData {
+                        cluster: connected.cluster.clone(),
+                        kind,
+                    },
+                )
+            })
+            .data_source(
+                "kubernetes_resource",
+                crate::data::ResourceData(connected.cluster.clone()),
+            )
+            .data_source(
+                "kubernetes_resources",
+                crate::data::ResourcesData(connected.cluster.clone()),
+            );
         Ok(Arc::new(
             resources.data_source("kubernetes_nodes", Nodes(connected)),
         ))
@@ -433,7 +470,7 @@ fn is_unknown_below(config: &gpustack_protocol::Value, root: &str, path: &str) -
 
 /// The provider configured for one cluster.
 pub(crate) struct Connected {
-    cluster: Arc<Cluster>,
+    pub(crate) cluster: Arc<Cluster>,
     /// The objects of each (apiVersion, kind, namespace) that planned creates look for: one
     /// metadata LIST per group for a whole plan, not a GET per object.
     present: std::sync::Mutex<std::collections::HashMap<Group, Arc<Present>>>,

@@ -7,11 +7,14 @@ mod capacity;
 /// The shared cluster connection, under the path the provider's modules name it by.
 use gpustack_cluster as cluster;
 mod collateral;
+mod data;
 mod gpu;
 mod kubectl;
 mod kubernetes;
 mod rollout;
 mod typed;
+#[rustfmt::skip]
+mod typed_fields;
 mod types;
 mod wait;
 

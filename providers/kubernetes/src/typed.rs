@@ -7,9 +7,12 @@
 //! Schemas are derived, not written per type: the kinds below list their fields as the
 //! Kubernetes API names them (camelCase), and Terraform's schema follows by the provider's
 //! rule — snake_case names, every nested object a block of at most one (`metadata {}`,
-//! `spec {}`), a list of objects a repeated block named in the singular — with the provider's
-//! exceptions to that rule in one table ([`RENAMES`]).
+//! `spec {}`), a list of objects a repeated block — with the provider's exceptions to that
+//! rule in one table ([`RENAMES`]). The workload kinds' fields, the whole pod template with
+//! them, are too many to list by hand: `typed_fields.rs` is generated from the Kubernetes
+//! OpenAPI document by `typed_fields.py` and checked against a live API server.
 
+use crate::typed_fields as fields;
 use base64::Engine as _;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, Diagnostic,
@@ -35,6 +38,13 @@ pub(crate) enum F {
     Base64Map,
     /// A list of strings.
     List,
+    /// A list of numbers.
+    Nums,
+    /// An int-or-string (a port, `maxSurge`): Terraform's string, in the object a number
+    /// when it reads as one.
+    IntOrStr,
+    /// A file mode: Terraform's octal string (`"0644"`), in the object a number.
+    Mode,
     /// An object: a block of at most one.
     Obj(&'static [(&'static str, F)]),
     /// A list of objects: a repeated block.
@@ -53,22 +63,93 @@ pub(crate) struct Kind {
     pub fields: &'static [(&'static str, F)],
     /// Arguments of Terraform's schema gpustack refuses, with the reason (their type: bool).
     pub refused: &'static [(&'static str, &'static str)],
+    /// The provider's argument that waits after apply (`wait_for_rollout`), true unless set
+    /// false as in Terraform, and what it waits for; kinds that wait also honour `timeouts`.
+    pub waits: Option<(&'static str, Await)>,
 }
 
-/// Where Terraform's kubernetes provider departs from its rule: (Kubernetes field, Terraform
-/// name). A list of objects is named in the singular; a few fields are named otherwise.
-pub(crate) const RENAMES: &[(&str, &str)] = &[
-    ("rules", "rule"),
-    ("subjects", "subject"),
-    ("secrets", "secret"),
-    ("imagePullSecrets", "image_pull_secret"),
-    ("nonResourceURLs", "non_resource_urls"),
-    ("provisioner", "storage_provisioner"),
-    ("matchExpressions", "match_expressions"),
-    ("clusterRoleSelectors", "cluster_role_selectors"),
-    ("limits", "limit"),
-    ("allowedTopologies", "allowed_topologies"),
-    ("matchLabelExpressions", "match_label_expressions"),
+/// What a kind's apply waits for, through `kubernetes_manifest`'s `wait`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Await {
+    /// The rollout of a Deployment, DaemonSet or StatefulSet; a LoadBalancer Service's
+    /// ingress.
+    Rollout,
+    /// A Job's `Complete` condition.
+    Completion,
+}
+
+/// Where Terraform's kubernetes provider departs from its rule: (where, Kubernetes field,
+/// Terraform name). Where is the end of the path of the object holding the field, the kind
+/// first (`DaemonSet.spec`, `rbd` for any field named so), or `"*"` for anywhere. Most lists of objects are named in the singular
+/// (`container`, `volume`, `port`), some keep the plural (`items`, `host_aliases`,
+/// `image_pull_secrets` of a pod); a few fields are named otherwise.
+pub(crate) const RENAMES: &[(&str, &str, &str)] = &[
+    ("*", "rules", "rule"),
+    ("*", "subjects", "subject"),
+    ("*", "secrets", "secret"),
+    ("ServiceAccount", "imagePullSecrets", "image_pull_secret"),
+    ("DaemonSet.spec", "updateStrategy", "strategy"),
+    ("*", "provisioner", "storage_provisioner"),
+    ("*", "limits", "limit"),
+    ("*", "containers", "container"),
+    ("*", "initContainers", "init_container"),
+    ("*", "volumes", "volume"),
+    ("*", "volumeMounts", "volume_mount"),
+    ("*", "volumeDevices", "volume_device"),
+    ("*", "volumeClaimTemplates", "volume_claim_template"),
+    ("*", "ports", "port"),
+    ("*", "tolerations", "toleration"),
+    ("*", "readinessGates", "readiness_gate"),
+    (
+        "*",
+        "topologySpreadConstraints",
+        "topology_spread_constraint",
+    ),
+    ("*", "nodeSelectorTerms", "node_selector_term"),
+    ("*", "httpHeaders", "http_header"),
+    ("dnsConfig", "options", "option"),
+    ("*", "sysctls", "sysctl"),
+    ("*", "onPodConditions", "on_pod_condition"),
+    ("*", "timeZone", "timezone"),
+    ("*", "runAsUserName", "run_as_username"),
+    ("*", "targetWWNs", "target_ww_ns"),
+    ("*", "cephfs", "ceph_fs"),
+    ("rbd", "monitors", "ceph_monitors"),
+    ("rbd", "image", "rbd_image"),
+    ("rbd", "pool", "rbd_pool"),
+    ("rbd", "user", "rados_user"),
+    ("glusterfs", "endpoints", "endpoints_name"),
+    ("azureDisk", "diskURI", "data_disk_uri"),
+];
+
+/// What a data source reads of a kind besides the fields it applies (Terraform's data
+/// `kubernetes_service_v1` has the Service's load balancer ingress as `status`).
+fn read_only_fields(kind: &Kind) -> &'static [(&'static str, F)] {
+    const SERVICE_STATUS: &[(&str, F)] = &[(
+        "status",
+        F::Obj(&[(
+            "loadBalancer",
+            F::Obj(&[(
+                "ingress",
+                F::Objs(&[("ip", F::Str), ("hostname", F::Str), ("ipMode", F::Str)]),
+            )]),
+        )]),
+    )];
+    if kind.kind == "Service" {
+        SERVICE_STATUS
+    } else {
+        &[]
+    }
+}
+
+/// The metadata of an object a kind embeds (a pod template, a job template, a claim template):
+/// Terraform's `metadata {}` block.
+pub(crate) const OBJECT_META: &[(&str, F)] = &[
+    ("name", F::Str),
+    ("generateName", F::Str),
+    ("namespace", F::Str),
+    ("labels", F::Map),
+    ("annotations", F::Map),
 ];
 
 const SELECTOR_EXPRESSIONS: &[(&str, F)] =
@@ -101,6 +182,7 @@ pub(crate) const KINDS: &[Kind] = &[
         namespaced: false,
         fields: &[],
         refused: &[("wait_for_default_service_account", NOT_WAITED)],
+        waits: None,
     },
     Kind {
         names: &["kubernetes_config_map", "kubernetes_config_map_v1"],
@@ -113,6 +195,7 @@ pub(crate) const KINDS: &[Kind] = &[
             ("immutable", F::Bool),
         ],
         refused: &[],
+        waits: None,
     },
     Kind {
         names: &["kubernetes_secret", "kubernetes_secret_v1"],
@@ -126,6 +209,7 @@ pub(crate) const KINDS: &[Kind] = &[
             ("immutable", F::Bool),
         ],
         refused: &[("wait_for_service_account_token", NOT_WAITED)],
+        waits: None,
     },
     Kind {
         names: &[
@@ -141,6 +225,7 @@ pub(crate) const KINDS: &[Kind] = &[
             ("automountServiceAccountToken", F::Bool),
         ],
         refused: &[],
+        waits: None,
     },
     Kind {
         names: &["kubernetes_storage_class", "kubernetes_storage_class_v1"],
@@ -163,6 +248,7 @@ pub(crate) const KINDS: &[Kind] = &[
             ),
         ],
         refused: &[],
+        waits: None,
     },
     Kind {
         names: &["kubernetes_priority_class", "kubernetes_priority_class_v1"],
@@ -176,6 +262,7 @@ pub(crate) const KINDS: &[Kind] = &[
             ("preemptionPolicy", F::Str),
         ],
         refused: &[],
+        waits: None,
     },
     Kind {
         names: &["kubernetes_resource_quota", "kubernetes_resource_quota_v1"],
@@ -201,6 +288,7 @@ pub(crate) const KINDS: &[Kind] = &[
             ]),
         )],
         refused: &[],
+        waits: None,
     },
     Kind {
         names: &["kubernetes_limit_range", "kubernetes_limit_range_v1"],
@@ -222,6 +310,7 @@ pub(crate) const KINDS: &[Kind] = &[
             )]),
         )],
         refused: &[],
+        waits: None,
     },
     Kind {
         names: &["kubernetes_cluster_role", "kubernetes_cluster_role_v1"],
@@ -242,6 +331,7 @@ pub(crate) const KINDS: &[Kind] = &[
             ),
         ],
         refused: &[],
+        waits: None,
     },
     Kind {
         names: &["kubernetes_role", "kubernetes_role_v1"],
@@ -250,6 +340,7 @@ pub(crate) const KINDS: &[Kind] = &[
         namespaced: true,
         fields: &[("rules", F::Objs(RULES))],
         refused: &[],
+        waits: None,
     },
     Kind {
         names: &[
@@ -264,6 +355,7 @@ pub(crate) const KINDS: &[Kind] = &[
             ("subjects", F::Objs(SUBJECTS)),
         ],
         refused: &[],
+        waits: None,
     },
     Kind {
         names: &["kubernetes_role_binding", "kubernetes_role_binding_v1"],
@@ -275,6 +367,7 @@ pub(crate) const KINDS: &[Kind] = &[
             ("subjects", F::Objs(SUBJECTS)),
         ],
         refused: &[],
+        waits: None,
     },
     Kind {
         names: &[
@@ -305,6 +398,73 @@ pub(crate) const KINDS: &[Kind] = &[
             ]),
         )],
         refused: &[("wait_until_bound", NOT_WAITED)],
+        waits: None,
+    },
+    Kind {
+        names: &["kubernetes_deployment", "kubernetes_deployment_v1"],
+        api_version: "apps/v1",
+        kind: "Deployment",
+        namespaced: true,
+        fields: &[("spec", F::Obj(fields::APPS_V1_DEPLOYMENT_SPEC))],
+        refused: &[],
+        waits: Some(("wait_for_rollout", Await::Rollout)),
+    },
+    Kind {
+        names: &["kubernetes_daemonset", "kubernetes_daemon_set_v1"],
+        api_version: "apps/v1",
+        kind: "DaemonSet",
+        namespaced: true,
+        fields: &[("spec", F::Obj(fields::APPS_V1_DAEMON_SET_SPEC))],
+        refused: &[],
+        waits: Some(("wait_for_rollout", Await::Rollout)),
+    },
+    Kind {
+        names: &["kubernetes_stateful_set", "kubernetes_stateful_set_v1"],
+        api_version: "apps/v1",
+        kind: "StatefulSet",
+        namespaced: true,
+        fields: &[("spec", F::Obj(fields::APPS_V1_STATEFUL_SET_SPEC))],
+        refused: &[],
+        waits: Some(("wait_for_rollout", Await::Rollout)),
+    },
+    Kind {
+        names: &["kubernetes_job", "kubernetes_job_v1"],
+        api_version: "batch/v1",
+        kind: "Job",
+        namespaced: true,
+        fields: &[("spec", F::Obj(fields::BATCH_V1_JOB_SPEC))],
+        refused: &[],
+        waits: Some(("wait_for_completion", Await::Completion)),
+    },
+    Kind {
+        names: &["kubernetes_cron_job", "kubernetes_cron_job_v1"],
+        api_version: "batch/v1",
+        kind: "CronJob",
+        namespaced: true,
+        fields: &[("spec", F::Obj(fields::BATCH_V1_CRON_JOB_SPEC))],
+        refused: &[],
+        waits: None,
+    },
+    Kind {
+        names: &["kubernetes_service", "kubernetes_service_v1"],
+        api_version: "v1",
+        kind: "Service",
+        namespaced: true,
+        fields: &[("spec", F::Obj(fields::CORE_V1_SERVICE_SPEC))],
+        refused: &[],
+        waits: Some(("wait_for_load_balancer", Await::Rollout)),
+    },
+    Kind {
+        names: &[
+            "kubernetes_pod_disruption_budget",
+            "kubernetes_pod_disruption_budget_v1",
+        ],
+        api_version: "policy/v1",
+        kind: "PodDisruptionBudget",
+        namespaced: true,
+        fields: &[("spec", F::Obj(fields::POLICY_V1_POD_DISRUPTION_BUDGET_SPEC))],
+        refused: &[],
+        waits: None,
     },
 ];
 
@@ -313,27 +473,66 @@ pub(crate) fn kind_of(type_name: &str) -> Option<&'static Kind> {
     KINDS.iter().find(|k| k.names.contains(&type_name))
 }
 
-/// Terraform's name of a Kubernetes field: the exceptions, else snake_case.
-pub(crate) fn terraform_name(field: &str) -> String {
-    field_name(field, true)
+/// Terraform's name of a top-level field of a kind: the exceptions, else snake_case.
+pub(crate) fn terraform_name(kind: &Kind, field: &str) -> String {
+    field_name(kind.kind, field, true)
 }
 
-/// Terraform's name of a field of type `ty`: a plural made singular only for a list of objects
-/// (LimitRange's `limits` is `limit`, a PVC's `resources.limits` map stays `limits`).
-fn name_of(field: &str, ty: &F) -> String {
-    field_name(field, matches!(ty, F::Objs(_)))
+/// Terraform's name of a field of type `ty` of the object at `holder` (the kind, then
+/// Kubernetes field names: `Deployment.spec.template`): a plural made singular only for a list
+/// of objects (LimitRange's `limits` is `limit`, a container's `resources.limits` map stays
+/// `limits`).
+fn name_of(holder: &str, field: &str, ty: &F) -> String {
+    field_name(holder, field, matches!(ty, F::Objs(_)))
 }
 
-fn field_name(field: &str, objects: bool) -> String {
-    if let Some((_, name)) = RENAMES.iter().find(|(f, _)| *f == field)
+/// The path of the object a field holds.
+fn below(holder: &str, field: &str) -> String {
+    format!("{holder}.{field}")
+}
+
+fn field_name(holder: &str, field: &str, objects: bool) -> String {
+    let at = |scope: &str| {
+        holder == scope
+            || holder
+                .strip_suffix(scope)
+                .is_some_and(|rest| rest.ends_with('.'))
+    };
+    let renamed = RENAMES
+        .iter()
+        .find(|(h, f, _)| *f == field && *h != "*" && at(h))
+        .or_else(|| RENAMES.iter().find(|(h, f, _)| *f == field && *h == "*"));
+    if let Some((_, _, name)) = renamed
         && (objects || format!("{name}s") != field)
     {
         return (*name).to_owned();
     }
+    snake_case(field)
+}
+
+/// Terraform's snake_case of a Kubernetes name: a run of capitals is one word, and a plural
+/// `s` after one belongs to it (`clusterIPs` is `cluster_ips`, `hostIPC` is `host_ipc`).
+fn snake_case(field: &str) -> String {
+    let chars: Vec<char> = field.chars().collect();
     let mut out = String::new();
-    for c in field.chars() {
+    for (i, &c) in chars.iter().enumerate() {
         if c.is_ascii_uppercase() {
-            out.push('_');
+            let prev = i.checked_sub(1).map(|p| chars[p]);
+            let next = chars.get(i + 1).copied();
+            let plural = next == Some('s')
+                && chars
+                    .get(i + 2)
+                    .is_none_or(|after| after.is_ascii_uppercase());
+            let starts_word = match prev {
+                None => false,
+                Some(p) if p.is_ascii_uppercase() => {
+                    next.is_some_and(|n| n.is_ascii_lowercase()) && !plural
+                }
+                Some(_) => true,
+            };
+            if starts_word {
+                out.push('_');
+            }
             out.push(c.to_ascii_lowercase());
         } else {
             out.push(c);
@@ -344,7 +543,7 @@ fn field_name(field: &str, objects: bool) -> String {
 
 /// A block of at most one, as Terraform's kubernetes provider makes every nested object
 /// (`metadata[0].name`).
-fn one_block(schema: &mut Schema, name: &str, block: Schema, required: bool) {
+pub(crate) fn one_block(schema: &mut Schema, name: &str, block: Schema, required: bool) {
     schema.blocks.insert(
         name.to_owned(),
         NestedBlock {
@@ -357,28 +556,30 @@ fn one_block(schema: &mut Schema, name: &str, block: Schema, required: bool) {
     );
 }
 
-fn fields_schema(mut schema: Schema, fields: &[(&str, F)]) -> Schema {
+fn fields_schema(mut schema: Schema, holder: &str, fields: &[(&str, F)]) -> Schema {
     for (field, ty) in fields {
-        let name = name_of(field, ty);
+        let name = name_of(holder, field, ty);
         let attr = |ty: Type| Attribute::optional(ty);
         match ty {
             F::Str => schema = schema.attr(&name, attr(Type::String)),
             F::Num => schema = schema.attr(&name, attr(Type::Number)),
             F::Bool => schema = schema.attr(&name, attr(Type::Bool)),
             F::Map => schema = schema.attr(&name, attr(Type::map(Type::String))),
+            F::IntOrStr | F::Mode => schema = schema.attr(&name, attr(Type::String)),
+            F::Nums => schema = schema.attr(&name, attr(Type::list(Type::Number))),
             // Sensitive value by value (see `conceal`), so that the state holds a digest per key
             // and a refresh can name the keys it reads back.
             F::Base64Map => schema = schema.attr(&name, attr(Type::map(Type::String))),
             F::List => schema = schema.attr(&name, attr(Type::list(Type::String))),
             F::Obj(inner) => {
-                let block = fields_schema(Schema::new(""), inner);
+                let block = fields_schema(Schema::new(""), &below(holder, field), inner);
                 one_block(&mut schema, &name, block, false);
             }
             F::Objs(inner) => {
                 schema = schema.block(
                     &name,
                     BlockNesting::List,
-                    fields_schema(Schema::new(""), inner),
+                    fields_schema(Schema::new(""), &below(holder, field), inner),
                 )
             }
         }
@@ -405,6 +606,104 @@ fn metadata_block(namespaced: bool) -> Schema {
     block
 }
 
+/// A typed data source's schema: the metadata block that names the object, and every field
+/// of the kind computed, blocks as lists of objects (`spec[0].port[0].port`).
+pub(crate) fn data_schema(kind: &Kind) -> Schema {
+    let mut metadata = Schema::new("The object's name (and namespace); the rest as read.")
+        .attr("name", Attribute::required(Type::String))
+        .attr("labels", Attribute::computed(Type::map(Type::String)))
+        .attr("annotations", Attribute::computed(Type::map(Type::String)))
+        .attr("uid", Attribute::computed(Type::String))
+        .attr("resource_version", Attribute::computed(Type::String))
+        .attr("generation", Attribute::computed(Type::Number));
+    if kind.namespaced {
+        metadata = metadata.attr("namespace", Attribute::optional(Type::String));
+    }
+    let mut schema = Schema::new(format!(
+        "A {} ({}) read by name: one GET.",
+        kind.kind, kind.api_version
+    ));
+    one_block(&mut schema, "metadata", metadata, true);
+    for (field, ty) in kind.fields.iter().chain(read_only_fields(kind)) {
+        let attribute_type = match ty {
+            F::Str | F::IntOrStr | F::Mode => Type::String,
+            F::Num => Type::Number,
+            F::Bool => Type::Bool,
+            F::Map | F::Base64Map => Type::map(Type::String),
+            F::List => Type::list(Type::String),
+            F::Nums => Type::list(Type::Number),
+            F::Obj(_) | F::Objs(_) => Type::Any,
+        };
+        schema = schema.attr(
+            &name_of(kind.kind, field, ty),
+            Attribute::computed(attribute_type),
+        );
+    }
+    schema
+}
+
+/// A typed data source's state: its configuration with every field of the kind as the live
+/// object has it (null where it has none, all of it null when there is no object), and the
+/// object's metadata.
+pub(crate) fn data_state(kind: &Kind, config: Value, live: Option<&Json>) -> Value {
+    let mut state = config;
+    let empty = Json::Object(Default::default());
+    let object = live.unwrap_or(&empty);
+    from_json(kind.kind, kind.fields, object, &mut state);
+    from_json(kind.kind, read_only_fields(kind), object, &mut state);
+    fill_absent(kind.kind, kind.fields, &mut state);
+    fill_absent(kind.kind, read_only_fields(kind), &mut state);
+    let mut metadata = first(attribute(&state, "metadata"))
+        .cloned()
+        .unwrap_or_else(|| Value::Object(Default::default()));
+    let meta = live
+        .map(crate::data::object_value)
+        .and_then(|o| attribute(&o, "metadata").cloned());
+    for (key, field) in [
+        ("labels", "labels"),
+        ("annotations", "annotations"),
+        ("uid", "uid"),
+        ("resource_version", "resourceVersion"),
+        ("generation", "generation"),
+    ] {
+        let value = meta
+            .as_ref()
+            .and_then(|m| attribute(m, field))
+            .cloned()
+            .unwrap_or(Value::Null);
+        set(&mut metadata, key, value);
+    }
+    set(&mut state, "metadata", Value::List(vec![metadata]));
+    state
+}
+
+/// Every field a data source's value has, at every depth: an absent block an empty list, an
+/// absent value null, so that `status[0].load_balancer[0].ingress` is `[]` rather than an
+/// error.
+fn fill_absent(holder: &str, fields: &[(&str, F)], value: &mut Value) {
+    for (field, ty) in fields {
+        let name = name_of(holder, field, ty);
+        let present = value.as_object().and_then(|o| o.get(&name)).cloned();
+        let filled = match (ty, present) {
+            (F::Obj(inner) | F::Objs(inner), Some(Value::List(blocks))) => Value::List(
+                blocks
+                    .into_iter()
+                    .map(|mut block| {
+                        fill_absent(&below(holder, field), inner, &mut block);
+                        block
+                    })
+                    .collect(),
+            ),
+            (F::Obj(_) | F::Objs(_), None | Some(Value::Null)) => Value::List(Vec::new()),
+            (_, Some(present)) => present,
+            (_, None) => Value::Null,
+        };
+        if let Value::Object(map) = value {
+            map.insert(name, filled);
+        }
+    }
+}
+
 /// A typed resource's schema, by the rule.
 pub(crate) fn schema(kind: &Kind) -> Schema {
     let mut schema = Schema::new(format!(
@@ -417,9 +716,16 @@ pub(crate) fn schema(kind: &Kind) -> Schema {
         metadata_block(kind.namespaced),
         true,
     );
-    let mut schema = fields_schema(schema, kind.fields);
+    let mut schema = fields_schema(schema, kind.kind, kind.fields);
     for (name, _) in kind.refused {
         schema = schema.attr(name, Attribute::optional(Type::Bool));
+    }
+    if let Some((name, _)) = kind.waits {
+        schema = schema.attr(
+            name,
+            Attribute::optional(Type::Bool)
+                .describe("Wait after apply, as Terraform does unless set false."),
+        );
     }
     schema.block(
         "timeouts",
@@ -461,7 +767,7 @@ pub(crate) fn check(kind: &Kind, check: &mut Checker<'_>) {
             );
         }
     }
-    if check.get("timeouts").is_some() {
+    if kind.waits.is_none() && check.get("timeouts").is_some() {
         check.error(
             "timeouts",
             "Unsupported block",
@@ -488,17 +794,30 @@ fn first(value: Option<&Value>) -> Option<&Value> {
     }
 }
 
-fn to_json(fields: &[(&str, F)], typed: &Value) -> Json {
+fn to_json(holder: &str, fields: &[(&str, F)], typed: &Value) -> Json {
     let mut out = serde_json::Map::new();
     for (field, ty) in fields {
-        let name = name_of(field, ty);
+        let name = name_of(holder, field, ty);
         let value = attribute(typed, &name);
         let json = match ty {
-            F::Obj(inner) => first(value).map(|v| to_json(inner, v)),
+            F::Obj(inner) => first(value).map(|v| to_json(&below(holder, field), inner, v)),
             F::Objs(inner) => value
                 .and_then(Value::as_list)
                 .filter(|l| !l.is_empty())
-                .map(|l| Json::Array(l.iter().map(|v| to_json(inner, v)).collect())),
+                .map(|l| {
+                    let at = below(holder, field);
+                    Json::Array(l.iter().map(|v| to_json(&at, inner, v)).collect())
+                }),
+            F::IntOrStr => value.and_then(Value::as_str).map(|text| {
+                text.parse::<i64>()
+                    .map_or_else(|_| Json::String(text.to_owned()), Json::from)
+            }),
+            // Terraform's provider reads a mode as octal; one that does not parse reaches the
+            // API server as written, which refuses it by its field.
+            F::Mode => value.and_then(Value::as_str).map(|text| {
+                i64::from_str_radix(text, 8)
+                    .map_or_else(|_| Json::String(text.to_owned()), Json::from)
+            }),
             F::Base64Map => value.and_then(Value::as_object).map(|m| {
                 Json::Object(
                     m.iter()
@@ -553,7 +872,7 @@ pub(crate) fn manifest(kind: &Kind, typed: &Value) -> Option<Json> {
             meta.insert(key.to_owned(), v.to_json_revealed());
         }
     }
-    let mut object = to_json(kind.fields, typed);
+    let mut object = to_json(kind.kind, kind.fields, typed);
     if let Json::Object(map) = &mut object {
         map.insert("apiVersion".into(), kind.api_version.into());
         map.insert("kind".into(), kind.kind.into());
@@ -563,9 +882,9 @@ pub(crate) fn manifest(kind: &Kind, typed: &Value) -> Option<Json> {
 }
 
 /// The typed fields of a (projected) live object.
-fn from_json(fields: &[(&str, F)], live: &Json, typed: &mut Value) {
+fn from_json(holder: &str, fields: &[(&str, F)], live: &Json, typed: &mut Value) {
     for (field, ty) in fields {
-        let name = name_of(field, ty);
+        let name = name_of(holder, field, ty);
         let value = live.get(*field);
         let converted = match ty {
             F::Obj(inner) => match value {
@@ -573,7 +892,7 @@ fn from_json(fields: &[(&str, F)], live: &Json, typed: &mut Value) {
                     let mut block = first(attribute(typed, &name))
                         .cloned()
                         .unwrap_or_else(|| Value::Object(Default::default()));
-                    from_json(inner, v, &mut block);
+                    from_json(&below(holder, field), inner, v, &mut block);
                     Value::List(vec![block])
                 }
                 _ => Value::List(Vec::new()),
@@ -594,7 +913,7 @@ fn from_json(fields: &[(&str, F)], live: &Json, typed: &mut Value) {
                                 .get(i)
                                 .cloned()
                                 .unwrap_or_else(|| Value::Object(Default::default()));
-                            from_json(inner, item, &mut block);
+                            from_json(&below(holder, field), inner, item, &mut block);
                             block
                         })
                         .collect(),
@@ -617,6 +936,14 @@ fn from_json(fields: &[(&str, F)], live: &Json, typed: &mut Value) {
                 ),
                 None => Value::Null,
             },
+            F::IntOrStr => match value {
+                Some(Json::Number(n)) => Value::string(n.to_string()),
+                other => other.map_or(Value::Null, Value::from_json),
+            },
+            F::Mode => match value.and_then(Json::as_i64) {
+                Some(mode) => Value::string(format!("0{mode:o}")),
+                None => value.map_or(Value::Null, Value::from_json),
+            },
             _ => value.map_or(Value::Null, Value::from_json),
         };
         let converted = match (ty, attribute(typed, &name)) {
@@ -638,7 +965,7 @@ fn from_json(fields: &[(&str, F)], live: &Json, typed: &mut Value) {
 fn typed_from_live(kind: &Kind, mut typed: Value, object: &Value, uid: Option<&Value>) -> Value {
     let live = object.to_json_revealed();
     if live.is_object() {
-        from_json(kind.fields, &live, &mut typed);
+        from_json(kind.kind, kind.fields, &live, &mut typed);
         if let Some(Value::List(blocks)) =
             typed.as_object().and_then(|o| o.get("metadata")).cloned()
             && let Some(mut metadata) = blocks.into_iter().next()
@@ -675,6 +1002,39 @@ fn metadata_value<'a>(typed: &'a Value, key: &str) -> Option<&'a Value> {
     first(attribute(typed, "metadata")).and_then(|m| attribute(m, key))
 }
 
+/// The `wait` block of the manifest state: what the kind's waiting argument asks for, unless
+/// set false (Terraform's default is to wait); the timeout is the `timeouts` of the operation.
+fn wait_block(kind: &Kind, typed: &Value) -> Value {
+    let Some((argument, what)) = kind.waits else {
+        return Value::Null;
+    };
+    if attribute(typed, argument).and_then(Value::as_bool) == Some(false) {
+        return Value::Null;
+    }
+    let condition = match what {
+        Await::Rollout => Vec::new(),
+        Await::Completion => vec![Value::Object(
+            [
+                ("type".to_owned(), Value::string("Complete")),
+                ("status".to_owned(), Value::string("True")),
+            ]
+            .into_iter()
+            .collect(),
+        )],
+    };
+    Value::Object(
+        [
+            ("rollout", Value::Bool(what == Await::Rollout)),
+            ("fields", Value::Null),
+            ("timeout", Value::Null),
+            ("condition", Value::List(condition)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect(),
+    )
+}
+
 /// The `kubernetes_manifest` state a typed state stands for: its manifest, and as the live view
 /// the same (a typed state holds the live values of its fields).
 fn manifest_state(kind: &Kind, typed: &Value, with_object: bool) -> Value {
@@ -696,7 +1056,11 @@ fn manifest_state(kind: &Kind, typed: &Value, with_object: bool) -> Value {
             ("force_destroy", Value::Null),
             ("object", object),
             ("uid", uid),
-            ("wait", Value::Null),
+            ("wait", wait_block(kind, typed)),
+            (
+                "timeouts",
+                attribute(typed, "timeouts").cloned().unwrap_or(Value::Null),
+            ),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -712,7 +1076,7 @@ fn typed_path(kind: &Kind, path: &Path) -> Path {
             let mut out = if field == "metadata" {
                 vec![PathStep::Key("metadata".into()), PathStep::Index(0)]
             } else if let Some((f, ty)) = kind.fields.iter().find(|(f, _)| f == field) {
-                vec![PathStep::Key(name_of(f, ty))]
+                vec![PathStep::Key(name_of(kind.kind, f, ty))]
             } else {
                 return vec![PathStep::Key("metadata".into())];
             };
@@ -723,14 +1087,14 @@ fn typed_path(kind: &Kind, path: &Path) -> Path {
     }
 }
 
-fn typed_attribute(attribute: Option<String>) -> Option<String> {
+fn typed_attribute(kind: &Kind, attribute: Option<String>) -> Option<String> {
     let attribute = attribute?;
     let rest = attribute.strip_prefix("manifest.")?;
     let (field, tail) = rest.split_once('.').unwrap_or((rest, ""));
     let head = if field == "metadata" {
         "metadata[0]".to_owned()
     } else {
-        terraform_name(field)
+        terraform_name(kind, field)
     };
     Some(if tail.is_empty() {
         head
@@ -739,7 +1103,7 @@ fn typed_attribute(attribute: Option<String>) -> Option<String> {
     })
 }
 
-fn typed_diagnostics(_: &Kind, diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+fn typed_diagnostics(kind: &Kind, diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
     diagnostics
         .into_iter()
         .map(|mut d| {
@@ -747,7 +1111,7 @@ fn typed_diagnostics(_: &Kind, diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> 
                 .as_deref()
                 .is_some_and(|a| a.starts_with("manifest"))
             {
-                d.attribute = typed_attribute(d.attribute.take());
+                d.attribute = typed_attribute(kind, d.attribute.take());
             }
             d
         })
@@ -775,7 +1139,7 @@ fn conceal(kind: &Kind, typed: &mut Value) {
         if !matches!(ty, F::Base64Map) {
             continue;
         }
-        let name = name_of(field, ty);
+        let name = name_of(kind.kind, field, ty);
         if let Some(Value::Object(map)) = typed.as_object().and_then(|o| o.get(&name)).cloned() {
             let marked = map
                 .into_iter()
@@ -949,7 +1313,7 @@ impl Resource for TypedObjects {
         let object = attribute(&state, "object").cloned().unwrap_or(Value::Null);
         let live = object.to_json_revealed();
         // Every field the kind has, as the object has them.
-        from_json(self.kind.fields, &live, &mut typed);
+        from_json(self.kind.kind, self.kind.fields, &live, &mut typed);
         let mut metadata = Value::Object(Default::default());
         for key in ["name", "namespace", "labels", "annotations"] {
             if key == "namespace" && !self.kind.namespaced {
@@ -981,5 +1345,219 @@ impl Resource for TypedObjects {
         );
         set(&mut typed, "metadata", Value::List(vec![metadata]));
         Ok(typed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn terraform_names_follow_the_rule_and_the_exceptions() {
+        for (holder, field, ty, name) in [
+            ("Service.spec", "clusterIPs", F::List, "cluster_ips"),
+            ("Service.spec", "externalIPs", F::List, "external_ips"),
+            ("Pod.spec", "hostIPC", F::Bool, "host_ipc"),
+            (
+                "ClusterRole.rules",
+                "nonResourceURLs",
+                F::List,
+                "non_resource_urls",
+            ),
+            (
+                "Pod.spec.volumes.azureDisk",
+                "diskURI",
+                F::Str,
+                "data_disk_uri",
+            ),
+            (
+                "Job.spec.template.spec",
+                "containers",
+                F::Objs(&[]),
+                "container",
+            ),
+            (
+                "Deployment.spec.template.spec",
+                "imagePullSecrets",
+                F::Objs(&[]),
+                "image_pull_secrets",
+            ),
+            (
+                "ServiceAccount",
+                "imagePullSecrets",
+                F::Objs(&[]),
+                "image_pull_secret",
+            ),
+            ("DaemonSet.spec", "updateStrategy", F::Obj(&[]), "strategy"),
+            (
+                "StatefulSet.spec",
+                "updateStrategy",
+                F::Obj(&[]),
+                "update_strategy",
+            ),
+            ("Pod.spec.containers.resources", "limits", F::Map, "limits"),
+            ("LimitRange.spec", "limits", F::Objs(&[]), "limit"),
+            ("Pod.spec.volumes.rbd", "image", F::Str, "rbd_image"),
+            ("Pod.spec.containers", "image", F::Str, "image"),
+            ("Pod.spec.dnsConfig", "options", F::Objs(&[]), "option"),
+            ("Pod.spec.volumes.configMap", "items", F::Objs(&[]), "items"),
+            ("CronJob.spec", "timeZone", F::Str, "timezone"),
+        ] {
+            assert_eq!(name_of(holder, field, &ty), name, "{holder}.{field}");
+        }
+    }
+
+    fn kind(name: &str) -> &'static Kind {
+        kind_of(name).unwrap()
+    }
+
+    /// A Deployment as Terraform's provider writes it, in blocks, is the object Kubernetes
+    /// takes: repeated blocks in the singular, ports as numbers, modes from octal, the GPU
+    /// request where a manifest has it; and the object read back is the configuration.
+    #[test]
+    fn a_typed_deployment_is_its_manifest_and_back() {
+        let typed = Value::from_json(&json!({
+            "metadata": [{"name": "infer", "namespace": "gpu"}],
+            "wait_for_rollout": false,
+            "spec": [{
+                "replicas": 2,
+                "selector": [{"match_labels": {"app": "infer"}}],
+                "strategy": [{"rolling_update": [{"max_surge": "25%", "max_unavailable": "1"}]}],
+                "template": [{
+                    "metadata": [{"labels": {"app": "infer"}}],
+                    "spec": [{
+                        "container": [{
+                            "name": "server",
+                            "image": "vllm/vllm-openai:v0.6.0",
+                            "port": [{"container_port": 8000}],
+                            "resources": [{"limits": {"nvidia.com/gpu": "1"}}],
+                            "liveness_probe": [{"http_get": [{"path": "/health", "port": "8000"}]}],
+                            "volume_mount": [{"name": "cfg", "mount_path": "/etc/cfg"}]
+                        }],
+                        "image_pull_secrets": [{"name": "registry"}],
+                        "toleration": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                        "volume": [{"name": "cfg", "config_map": [{"name": "cfg", "default_mode": "0644"}]}]
+                    }]
+                }]
+            }]
+        }));
+        let manifest = manifest(kind("kubernetes_deployment_v1"), &typed).unwrap();
+        assert_eq!(
+            manifest,
+            json!({
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "infer", "namespace": "gpu"},
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"matchLabels": {"app": "infer"}},
+                    "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}},
+                    "template": {
+                        "metadata": {"labels": {"app": "infer"}},
+                        "spec": {
+                            "containers": [{
+                                "name": "server",
+                                "image": "vllm/vllm-openai:v0.6.0",
+                                "ports": [{"containerPort": 8000}],
+                                "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                                "livenessProbe": {"httpGet": {"path": "/health", "port": 8000}},
+                                "volumeMounts": [{"name": "cfg", "mountPath": "/etc/cfg"}]
+                            }],
+                            "imagePullSecrets": [{"name": "registry"}],
+                            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                            "volumes": [{"name": "cfg", "configMap": {"name": "cfg", "defaultMode": 420}}]
+                        }
+                    }
+                }
+            })
+        );
+        let mut back = typed.clone();
+        from_json(
+            "Deployment",
+            kind("kubernetes_deployment").fields,
+            &manifest,
+            &mut back,
+        );
+        // The fields the configuration leaves out are null in the state.
+        assert_eq!(
+            strip_nulls(&back.to_json_revealed()),
+            typed.to_json_revealed()
+        );
+    }
+
+    /// A typed data source holds the object in the resource's shape, a Secret's values (and
+    /// the configuration kubectl recorded on it) sensitive; a missing object reads as nulls.
+    #[test]
+    fn a_data_source_reads_the_object_in_the_typed_shape_and_conceals_a_secret() {
+        let config = Value::from_json(&json!({
+            "metadata": [{"name": "token", "namespace": "gpu"}],
+            "data": null, "binary_data": null, "type": null, "immutable": null
+        }));
+        let live = json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": "token", "namespace": "gpu", "uid": "u-1", "resourceVersion": "7",
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{\"data\":{\"token\":\"czNjcmV0\"}}"}
+            },
+            "type": "Opaque",
+            "data": {"token": "czNjcmV0"}
+        });
+        let secret = kind("kubernetes_secret_v1");
+        let state = data_state(secret, config.clone(), Some(&live));
+        let token = attribute(&state, "data")
+            .and_then(|d| attribute(d, "token"))
+            .unwrap();
+        assert!(token.is_sensitive(), "{token:?}");
+        assert_eq!(token.to_json_revealed(), json!("s3cret"));
+        assert_eq!(attribute(&state, "type"), Some(&Value::string("Opaque")));
+        let metadata = first(attribute(&state, "metadata")).unwrap();
+        assert_eq!(attribute(metadata, "uid"), Some(&Value::string("u-1")));
+        let recorded = attribute(metadata, "annotations")
+            .and_then(|a| attribute(a, "kubectl.kubernetes.io/last-applied-configuration"))
+            .unwrap();
+        assert!(recorded.is_sensitive());
+
+        let missing = data_state(secret, config, None);
+        assert_eq!(attribute(&missing, "data"), None);
+        assert_eq!(
+            attribute(first(attribute(&missing, "metadata")).unwrap(), "uid"),
+            None
+        );
+    }
+
+    /// Terraform waits for a rollout, a load balancer and a job unless told not to; the
+    /// manifest's wait says the same, with the operation's timeouts.
+    #[test]
+    fn waits_are_terraforms_defaults() {
+        let state = |kind: &Kind, extra: Json| {
+            let mut typed = json!({"metadata": [{"name": "a", "namespace": "n"}]});
+            typed
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            manifest_state(kind, &Value::from_json(&typed), false)
+        };
+        let deployment = kind("kubernetes_deployment_v1");
+        let waited = state(deployment, json!({"timeouts": {"create": "20m"}}));
+        let wait = attribute(&waited, "wait").unwrap();
+        assert_eq!(attribute(wait, "rollout"), Some(&Value::Bool(true)));
+        assert_eq!(
+            attribute(&waited, "timeouts").and_then(|t| attribute(t, "create")),
+            Some(&Value::string("20m"))
+        );
+        let unwaited = state(deployment, json!({"wait_for_rollout": false}));
+        assert_eq!(attribute(&unwaited, "wait"), None);
+        let job = state(kind("kubernetes_job_v1"), json!({}));
+        let condition = attribute(attribute(&job, "wait").unwrap(), "condition").unwrap();
+        assert_eq!(
+            condition.to_json_revealed(),
+            json!([{"type": "Complete", "status": "True"}])
+        );
+        assert_eq!(
+            attribute(&state(kind("kubernetes_cron_job_v1"), json!({})), "wait"),
+            None
+        );
     }
 }

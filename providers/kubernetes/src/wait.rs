@@ -129,8 +129,18 @@ impl Wait {
     }
 }
 
-/// Why a Deployment, DaemonSet or StatefulSet has not rolled out yet; `None` once it has.
+/// Why a Deployment, DaemonSet or StatefulSet has not rolled out yet, or a LoadBalancer
+/// Service has no ingress yet (what Terraform's `wait_for_load_balancer` waits for); `None`
+/// once it has.
 fn rollout_pending(object: &Json) -> Option<String> {
+    if object.get("kind").and_then(Json::as_str) == Some("Service") {
+        let balanced = object.pointer("/spec/type").and_then(Json::as_str) != Some("LoadBalancer")
+            || object
+                .pointer("/status/loadBalancer/ingress")
+                .and_then(Json::as_array)
+                .is_some_and(|i| !i.is_empty());
+        return (!balanced).then(|| "the load balancer has no ingress yet".to_owned());
+    }
     let number = |path: &str| object.pointer(path).and_then(Json::as_i64).unwrap_or(0);
     let generation = number("/metadata/generation");
     let observed = number("/status/observedGeneration");
@@ -205,6 +215,21 @@ mod tests {
         );
         deployment["status"]["replicas"] = json!(3);
         assert_eq!(rollout_pending(&deployment), None);
+    }
+
+    #[test]
+    fn a_load_balancer_service_waits_for_its_ingress_and_others_do_not() {
+        let mut service = json!({
+            "kind": "Service",
+            "metadata": {"generation": 1},
+            "spec": {"type": "LoadBalancer"},
+            "status": {"loadBalancer": {}}
+        });
+        assert!(rollout_pending(&service).is_some());
+        service["status"]["loadBalancer"]["ingress"] = json!([{"ip": "10.0.0.1"}]);
+        assert_eq!(rollout_pending(&service), None);
+        let cluster_ip = json!({"kind": "Service", "metadata": {"generation": 1}, "spec": {}});
+        assert_eq!(rollout_pending(&cluster_ip), None);
     }
 
     #[test]

@@ -300,7 +300,7 @@ pub fn unserved_type(type_name: &str, data: bool) -> Option<String> {
         (
             "hashicorp/kubernetes",
             if data {
-                "read what the stack needs with data \"kubernetes_nodes\", or from the resources that make it"
+                "read the object with data \"kubernetes_resource\" (any kind, by name) or \"kubernetes_resources\" (by namespace and selectors)"
             } else {
                 "write the object as a kubernetes_manifest (the same server-side apply, identity and ownership rules)"
             },

@@ -808,3 +808,463 @@ fn import_terraform_refuses_an_object_replaced_since_terraform_recorded_it() {
     let (_, listed, _) = run(dir.path(), &["state", "list"], &[]);
     assert_eq!(listed.trim(), "kubernetes_namespace_v1.gpu", "{listed}");
 }
+
+/// A GPU inference service as Terraform's kubernetes provider has it: a
+/// `kubernetes_deployment_v1` whose container requests `nvidia.com/gpu`, and a
+/// `kubernetes_service_v1` in front of it.
+const WORKLOAD_TF: &str = r#"variable "kubeconfig" {
+  type = string
+}
+
+variable "namespace" {
+  type = string
+}
+
+variable "node" {
+  type = string
+}
+
+provider "kubernetes" {
+  config_path = var.kubeconfig
+}
+
+resource "kubernetes_deployment_v1" "infer" {
+  metadata {
+    name      = "infer"
+    namespace = var.namespace
+    labels = {
+      app = "infer"
+    }
+  }
+
+  spec {
+    replicas = 1
+
+    selector {
+      match_labels = {
+        app = "infer"
+      }
+    }
+
+    strategy {
+      type = "Recreate"
+    }
+
+    template {
+      metadata {
+        labels = {
+          app = "infer"
+        }
+      }
+
+      spec {
+        node_selector = {
+          "kubernetes.io/hostname" = var.node
+        }
+
+        toleration {
+          key      = "nvidia.com/gpu"
+          operator = "Exists"
+          effect   = "NoSchedule"
+        }
+
+        container {
+          name  = "server"
+          image = "vllm/vllm-openai:v0.6.3"
+          args  = ["--model", "facebook/opt-125m"]
+
+          port {
+            container_port = 8000
+            name           = "http"
+          }
+
+          env {
+            name  = "HF_HOME"
+            value = "/cache"
+          }
+
+          resources {
+            limits = {
+              "nvidia.com/gpu" = 1
+            }
+            requests = {
+              cpu = "2"
+            }
+          }
+
+          liveness_probe {
+            http_get {
+              path = "/health"
+              port = 8000
+            }
+            initial_delay_seconds = 30
+          }
+
+          volume_mount {
+            name       = "cache"
+            mount_path = "/cache"
+          }
+
+          volume_mount {
+            name       = "config"
+            mount_path = "/etc/infer"
+          }
+        }
+
+        volume {
+          name = "cache"
+          empty_dir {}
+        }
+
+        volume {
+          name = "config"
+          config_map {
+            name         = "infer"
+            default_mode = "0644"
+            optional     = true
+          }
+        }
+      }
+    }
+  }
+}
+
+resource "kubernetes_service_v1" "infer" {
+  metadata {
+    name      = "infer"
+    namespace = var.namespace
+  }
+
+  spec {
+    selector = kubernetes_deployment_v1.infer.spec[0].template[0].metadata[0].labels
+
+    port {
+      name        = "http"
+      port        = 80
+      target_port = "8000"
+    }
+  }
+}
+"#;
+
+/// What reads the workload back: the Service, the Deployment's pods, a Secret made by hand.
+const WORKLOAD_DATA_TF: &str = r#"data "kubernetes_service_v1" "infer" {
+  metadata {
+    name      = kubernetes_service_v1.infer.metadata[0].name
+    namespace = var.namespace
+  }
+}
+
+data "kubernetes_resources" "pods" {
+  api_version    = "v1"
+  kind           = "Pod"
+  namespace      = var.namespace
+  label_selector = "app=infer"
+}
+
+data "kubernetes_secret_v1" "token" {
+  metadata {
+    name      = "token"
+    namespace = var.namespace
+  }
+}
+
+output "cluster_ip" {
+  value = data.kubernetes_service_v1.infer.spec[0].cluster_ip
+}
+
+output "target_port" {
+  value = data.kubernetes_service_v1.infer.spec[0].port[0].target_port
+}
+
+output "ingress" {
+  value = data.kubernetes_service_v1.infer.status[0].load_balancer[0].ingress
+}
+
+output "pod_gpus" {
+  value = [for p in data.kubernetes_resources.pods.objects : p.spec.containers[0].resources.limits["nvidia.com/gpu"]]
+}
+
+output "token_read" {
+  value = nonsensitive(data.kubernetes_secret_v1.token.data.token == "tf-typed-s3cret")
+}
+"#;
+
+/// The GPU section of a plan's text: the capacity lines and the GPU checks' lines.
+fn gpu_section(plan: &str) -> Vec<String> {
+    plan.lines()
+        .filter(|l| l.contains("GPU") || l.contains("nvidia.com/gpu"))
+        .filter(|l| !l.contains("\"nvidia.com/gpu\"") && !l.contains("nvidia.com/gpu ="))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A typed Deployment requesting a GPU and a typed Service apply as Terraform writes them: the
+/// apply waits for the rollout (Terraform's `wait_for_rollout` default), the objects are the
+/// ones Kubernetes takes (ports as numbers, the mode from octal, the GPU limit), the plan's GPU
+/// section is the one the same objects as `kubernetes_manifest` get, and a second plan is empty.
+/// Data sources read them back: the Service as Terraform's data source has it (what the API
+/// server filled in too), the Deployment's pods by label, and a Secret made by hand whose value
+/// stays out of everything gpustack writes.
+#[test]
+fn a_typed_gpu_deployment_and_service_apply_data_sources_read_them_and_the_next_plan_is_empty() {
+    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+    let namespace = Namespace::new(&cluster, "tf-typed");
+    // A node with one GPU for the pod: kwok runs it there.
+    let node = format!("tf-typed-gpu-{}", std::process::id());
+    cluster.fake_gpu_node(&node, "Tesla T4", 1);
+    let _node = DeleteNode(&cluster, node.clone());
+    cluster.kubectl_ok(&[
+        "patch",
+        "node",
+        &node,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"capacity":{"nvidia.com/gpu":"1"},"allocatable":{"nvidia.com/gpu":"1"}}}"#,
+    ]);
+    cluster.kubectl_ok(&[
+        "create",
+        "secret",
+        "generic",
+        "token",
+        "-n",
+        &namespace.name,
+        "--from-literal=token=tf-typed-s3cret",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.tf"), WORKLOAD_TF).unwrap();
+    let kubeconfig = cluster.kubeconfig.display().to_string();
+    let vars = [
+        ("GPUSTACK_VAR_kubeconfig", kubeconfig.as_str()),
+        ("GPUSTACK_VAR_namespace", namespace.name.as_str()),
+        ("GPUSTACK_VAR_node", node.as_str()),
+    ];
+
+    let (code, plan, err) = run(dir.path(), &["plan"], &vars);
+    assert_eq!(code, 0, "{plan}{err}");
+    assert!(
+        plan.contains("kubernetes_deployment_v1.infer will be created")
+            && plan.contains("kubernetes_service_v1.infer will be created"),
+        "{plan}"
+    );
+    // The GPU model sees the typed objects as it sees their manifests.
+    let manifests = tempfile::tempdir().unwrap();
+    std::fs::write(
+        manifests.path().join("main.tf"),
+        manifest_twin(&namespace.name, &node, &kubeconfig),
+    )
+    .unwrap();
+    let (code, twin, err) = run(manifests.path(), &["plan"], &[]);
+    assert_eq!(code, 0, "{twin}{err}");
+    assert_eq!(gpu_section(&plan), gpu_section(&twin), "{plan}\n{twin}");
+
+    let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    // Applied means rolled out: the pod runs on the GPU node.
+    let deployment = cluster.kubectl_ok(&[
+        "get",
+        "deployment",
+        "infer",
+        "-n",
+        &namespace.name,
+        "-o",
+        "json",
+    ]);
+    let deployment: serde_json::Value = serde_json::from_str(&deployment).unwrap();
+    assert_eq!(deployment["status"]["availableReplicas"], 1, "{deployment}");
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
+        "1"
+    );
+    assert_eq!(pod["containers"][0]["ports"][0]["containerPort"], 8000);
+    assert_eq!(
+        pod["containers"][0]["livenessProbe"]["httpGet"]["port"],
+        8000
+    );
+    assert_eq!(pod["volumes"][1]["configMap"]["defaultMode"], 420);
+    assert_eq!(pod["tolerations"][0]["key"], "nvidia.com/gpu");
+    let service = cluster.kubectl_ok(&[
+        "get",
+        "service",
+        "infer",
+        "-n",
+        &namespace.name,
+        "-o",
+        "jsonpath={.spec.ports[0].targetPort} {.spec.selector.app}",
+    ]);
+    assert_eq!(service, "8000 infer");
+
+    let (code, out, err) = run(dir.path(), &["plan", "--detailed-exitcode"], &vars);
+    assert_eq!(code, 0, "second plan not empty:\n{out}{err}");
+
+    // Read back by data sources (a data source is read at plan: added once the objects are).
+    std::fs::write(dir.path().join("data.tf"), WORKLOAD_DATA_TF).unwrap();
+    let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("tf-typed-s3cret") && !err.contains("tf-typed-s3cret"));
+    // Each data source is one request: a GET by name, or one LIST; no request per pod.
+    let logged: Vec<(&str, &str)> = vars
+        .iter()
+        .copied()
+        .chain([("GPUSTACK_LOG", "gpustack_connect=debug")])
+        .collect();
+    let (code, out, log) = run(dir.path(), &["plan", "--detailed-exitcode"], &logged);
+    assert_eq!(
+        code, 0,
+        "plan after the data sources not empty:\n{out}{log}"
+    );
+    let requested: Vec<String> = log
+        .lines()
+        .filter(|l| l.contains("requesting"))
+        .filter_map(|l| {
+            let field = |name: &str| l.split(name).nth(1)?.split_whitespace().next();
+            Some(format!(
+                "{} {}",
+                field("http.method=")?,
+                field("http.url=")?
+            ))
+        })
+        .collect();
+    let namespaced = format!("/api/v1/namespaces/{}/", namespace.name);
+    let count = |what: &str| {
+        requested
+            .iter()
+            .filter(|r| r.contains(&format!("{namespaced}{what}")))
+            .count()
+    };
+    assert_eq!(count("services/infer"), 1, "{requested:#?}");
+    assert_eq!(count("secrets/token"), 1, "{requested:#?}");
+    assert_eq!(count("pods"), 1, "{requested:#?}");
+
+    let (code, outputs, err) = run(dir.path(), &["output", "--json"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let outputs: serde_json::Value = serde_json::from_str(&outputs).unwrap();
+    let cluster_ip = cluster.kubectl_ok(&[
+        "get",
+        "service",
+        "infer",
+        "-n",
+        &namespace.name,
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+    ]);
+    assert_eq!(
+        outputs["cluster_ip"]["value"],
+        cluster_ip.as_str(),
+        "{outputs}"
+    );
+    assert_eq!(outputs["target_port"]["value"], "8000", "{outputs}");
+    // A ClusterIP Service has no load balancer ingress.
+    assert_eq!(
+        outputs["ingress"]["value"],
+        serde_json::json!([]),
+        "{outputs}"
+    );
+    assert_eq!(
+        outputs["pod_gpus"]["value"],
+        serde_json::json!(["1"]),
+        "{outputs}"
+    );
+    assert_eq!(outputs["token_read"]["value"], true, "{outputs}");
+    let state = std::fs::read_to_string(dir.path().join(".gpustack/state.json")).unwrap();
+    assert!(
+        !state.contains("tf-typed-s3cret") && !state.contains("dGYtdHlwZWQtczNjcmV0"),
+        "the state holds the Secret's value"
+    );
+}
+
+/// The workload stack's objects as `kubernetes_manifest`.
+fn manifest_twin(namespace: &str, node: &str, kubeconfig: &str) -> String {
+    format!(
+        r#"provider "kubernetes" {{
+  config_path = "{kubeconfig}"
+}}
+
+resource "kubernetes_manifest" "infer" {{
+  manifest = {{
+    apiVersion = "apps/v1"
+    kind       = "Deployment"
+    metadata = {{
+      name      = "infer-twin"
+      namespace = "{namespace}"
+    }}
+    spec = {{
+      replicas = 1
+      selector = {{ matchLabels = {{ app = "infer" }} }}
+      template = {{
+        metadata = {{ labels = {{ app = "infer" }} }}
+        spec = {{
+          nodeSelector = {{ "kubernetes.io/hostname" = "{node}" }}
+          containers = [{{
+            name      = "server"
+            image     = "vllm/vllm-openai:v0.6.3"
+            resources = {{ limits = {{ "nvidia.com/gpu" = 1 }} }}
+          }}]
+        }}
+      }}
+    }}
+  }}
+}}
+
+resource "kubernetes_manifest" "service" {{
+  manifest = {{
+    apiVersion = "v1"
+    kind       = "Service"
+    metadata = {{
+      name      = "infer-twin"
+      namespace = "{namespace}"
+    }}
+    spec = {{
+      selector = {{ app = "infer" }}
+      ports    = [{{ port = 80, targetPort = 8000 }}]
+    }}
+  }}
+}}
+"#
+    )
+}
+
+/// Deletes a node made for one test, also when it fails.
+struct DeleteNode<'c>(&'c TestCluster, String);
+
+impl Drop for DeleteNode<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.kubectl(&["delete", "node", &self.1, "--wait=false"]);
+    }
+}
+
+/// The workload kinds' field table (`providers/kubernetes/src/typed_fields.rs`) is what its
+/// script makes of the OpenAPI documents the test world's kube-apiserver serves: a Kubernetes
+/// version that adds, renames or retypes a field of the pod template fails here until the
+/// table is made again (`typed_fields.py`, as its docstring says).
+#[test]
+fn the_typed_field_table_is_what_the_live_api_server_serves() {
+    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+    let dir = tempfile::tempdir().unwrap();
+    let mut documents = Vec::new();
+    for group in ["api/v1", "apis/apps/v1", "apis/batch/v1", "apis/policy/v1"] {
+        let document = cluster.kubectl_ok(&["get", "--raw", &format!("/openapi/v3/{group}")]);
+        let path = dir.path().join(format!("{}.json", group.replace('/', "_")));
+        std::fs::write(&path, document).unwrap();
+        documents.push(path);
+    }
+    let root = gpustack_tests::repo_root();
+    let made = std::process::Command::new("python3")
+        .arg(root.join("providers/kubernetes/typed_fields.py"))
+        .args(&documents)
+        .output()
+        .expect("run python3");
+    assert!(
+        made.status.success(),
+        "typed_fields.py: {}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let committed =
+        std::fs::read_to_string(root.join("providers/kubernetes/src/typed_fields.rs")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&made.stdout) == committed,
+        "providers/kubernetes/src/typed_fields.rs is not what typed_fields.py makes of this API server's OpenAPI documents: make it again"
+    );
+}
