@@ -274,8 +274,11 @@ pub fn release() -> Schema {
         .attr("set_wo", Attribute::optional(Type::Any).sensitive())
         .attr("set_wo_revision", Attribute::optional(Type::Number))
         .attr("atomic", flag("helm --atomic (Helm 4: --rollback-on-failure)."))
-        .attr("wait", flag("helm --wait."))
-        .attr("wait_for_jobs", flag("helm --wait-for-jobs."))
+        .attr(
+            "wait",
+            flag("helm --wait: wait until every object of the release is ready, up to timeout. Default true, as in Terraform's helm provider; set false where the release's pods cannot become ready when it is installed."),
+        )
+        .attr("wait_for_jobs", flag("helm --wait-for-jobs (default false, as in Terraform)."))
         .attr(
             "timeout",
             Attribute::optional(Type::Any).describe(

@@ -838,6 +838,75 @@ resource "helm_release" "probe" {{
     }
 }
 
+/// Terraform's helm provider waits for a release unless told not to: a release written
+/// without `wait` is planned with `wait = true`, and apply waits for its pods, so a Deployment
+/// that can never be scheduled fails the apply at its timeout; `wait = false` installs it.
+#[test]
+fn a_release_without_wait_waits_for_its_pods_as_in_terraform() {
+    let chart = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(chart.path().join("templates")).unwrap();
+    std::fs::write(
+        chart.path().join("Chart.yaml"),
+        "apiVersion: v2\nname: stuck\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    // No node has the label: its pod stays Pending, never ready.
+    std::fs::write(
+        chart.path().join("templates/deployment.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: {{ .Release.Name }}}\n  template:\n    metadata:\n      labels: {app: {{ .Release.Name }}}\n    spec:\n      nodeSelector: {gpustack.dev/nowhere: \"true\"}\n      containers:\n      - name: c\n        image: registry.k8s.io/pause:3.9\n",
+    )
+    .unwrap();
+    let stack = |wait: &str| {
+        Stack::inline(&format!(
+            r#"
+variable "kubeconfig" {{ type = string }}
+
+provider "helm" {{
+  config_path = var.kubeconfig
+}}
+
+resource "helm_release" "stuck" {{
+  name      = "stuck-wait"
+  chart     = "{chart}"
+  namespace = "default"
+  timeout   = 5
+{wait}}}
+"#,
+            chart = chart.path().display(),
+        ))
+    };
+    let waiting = stack("");
+    let plan = waiting.ok("plan", &["--json"]);
+    let plan: serde_json::Value = serde_json::from_str(&plan).expect("the plan as JSON");
+    let after = &plan["resource_changes"][0]["change"]["after"];
+    assert_eq!(after["wait"], serde_json::json!(true), "{plan}");
+    let out = waiting.run("apply", &["--auto-approve"]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the apply did not wait:\n{text}"
+    );
+    assert!(
+        text.contains("helm upgrade --install stuck-wait failed"),
+        "{text}"
+    );
+    let _ = waiting.run("destroy", &["--auto-approve"]);
+    let _ = Command::new(waiting.cluster.helm_dir().join("helm"))
+        .arg("--kubeconfig")
+        .arg(&waiting.cluster.kubeconfig)
+        .args(["uninstall", "stuck-wait", "-n", "default"])
+        .output();
+
+    let not_waiting = stack("  wait      = false\n");
+    not_waiting.ok("apply", &["--auto-approve"]);
+    not_waiting.ok("destroy", &["--auto-approve"]);
+}
+
 /// Every place a run writes text or data, for the secrets test to search.
 fn everything_written(out: &Output) -> String {
     format!(
