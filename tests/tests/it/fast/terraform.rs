@@ -1544,3 +1544,91 @@ fn import_terraform_refuses_a_file_that_is_not_a_version_4_state() {
         );
     }
 }
+
+/// The kubernetes provider's functions, as Terraform 1.8 calls them: reachable through the
+/// module's `required_providers` entry, their values in the plan like any expression's; a
+/// module that does not require the provider is refused at the call, as OpenTofu refuses it.
+#[test]
+fn the_kubernetes_providers_functions_evaluate_where_the_module_requires_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let manifests = r#"
+locals {
+  sharing = provider::kubernetes::manifest_decode_multi(<<-YAML
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: time-slicing-config
+    data:
+      any: |
+        version: v1
+        sharing:
+          timeSlicing:
+            resources:
+            - name: nvidia.com/gpu
+              replicas: 4
+    ---
+    apiVersion: v1
+    kind: Namespace
+    metadata:
+      name: gpu-operator
+  YAML
+  )
+}
+
+output "names" {
+  value = [for m in local.sharing : m.metadata.name]
+}
+
+output "yaml" {
+  value = provider::kubernetes::manifest_encode(local.sharing[1])
+}
+
+output "one" {
+  value = provider::kubernetes::manifest_decode(provider::kubernetes::manifest_encode(local.sharing[0])).data.any
+}
+"#;
+    write(
+        d,
+        &[
+            (
+                "versions.tf",
+                "terraform {\n  required_providers {\n    kubernetes = {\n      source = \"hashicorp/kubernetes\"\n    }\n  }\n}\n",
+            ),
+            ("main.tf", manifests),
+        ],
+    );
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, outputs, err) = run(d, &["output", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let outputs: serde_json::Value = serde_json::from_str(&outputs).unwrap();
+    assert_eq!(
+        outputs["names"]["value"],
+        serde_json::json!(["time-slicing-config", "gpu-operator"])
+    );
+    assert_eq!(
+        outputs["yaml"]["value"],
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gpu-operator\n"
+    );
+    assert!(
+        outputs["one"]["value"]
+            .as_str()
+            .is_some_and(|t| t.contains("replicas: 4")),
+        "{outputs}"
+    );
+
+    // Without the entry: OpenTofu's error, at the call.
+    std::fs::remove_file(d.join("versions.tf")).unwrap();
+    let (code, out, err) = run(d, &["validate"]);
+    let text = format!("{out}{err}");
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("Unknown function provider"), "{text}");
+    assert!(
+        text.contains(
+            "Provider \"kubernetes\" does not exist within the required_providers of this module"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("main.tf:3"), "{text}");
+}
