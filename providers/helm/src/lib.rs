@@ -15,8 +15,9 @@ use std::sync::Arc;
 
 mod schema;
 mod set;
+mod template;
 
-pub use schema::{CONFIG_REFUSED, RELEASE_REFUSED, Refusal, RefusedWhen};
+pub use schema::{CONFIG_REFUSED, RELEASE_REFUSED, Refusal, RefusedWhen, TEMPLATE_REFUSED};
 
 /// Helm releases through the `helm` CLI.
 pub(crate) struct Helm;
@@ -33,7 +34,7 @@ impl Family for Helm {
             name: "helm".into(),
             config: schema::config(),
             resources: [("helm_release".to_owned(), schema::release())].into(),
-            data_sources: Default::default(),
+            data_sources: [("helm_template".to_owned(), schema::template())].into(),
         }
     }
 
@@ -53,8 +54,22 @@ impl Family for Helm {
             );
             return;
         }
-        schema::check_refused(check, schema::RELEASE_REFUSED);
+        let refused = if type_name == "helm_template" {
+            schema::TEMPLATE_REFUSED
+        } else {
+            schema::RELEASE_REFUSED
+        };
+        schema::check_refused(check, refused);
         check_timeout(check);
+        if let Some(read) = check.str("timeouts.read")
+            && go_duration(read).is_none()
+        {
+            check.error(
+                "timeouts.read",
+                "Invalid timeout",
+                format!("\"{read}\" is not a duration such as \"5m\" or \"1h30m\"."),
+            );
+        }
         for kind in ["set", "set_list", "set_sensitive"] {
             let count = check
                 .get(kind)
@@ -187,6 +202,28 @@ fn values_of(state: &Value) -> Value {
     }
 }
 
+/// The files helm reads a release's values from: the values (with `set` and `set_list`), and
+/// the `set_sensitive` values in a file of their own, which nothing else reads.
+fn values_files(
+    config: &Value,
+) -> Result<(tempfile::NamedTempFile, Option<tempfile::NamedTempFile>), String> {
+    let write = |json: &Json| -> Result<tempfile::NamedTempFile, String> {
+        let mut file = tempfile::Builder::new()
+            .prefix("gpustack-values-")
+            .suffix(".json")
+            .tempfile()
+            .map_err(|e| format!("cannot write the values file: {e}"))?;
+        std::io::Write::write_all(&mut file, json.to_string().as_bytes())
+            .map_err(|e| format!("cannot write the values file: {e}"))?;
+        Ok(file)
+    };
+    let values = write(&values_of(config).to_json())?;
+    let sensitive = set::sensitive_values(config)
+        .map(|json| write(&json))
+        .transpose()?;
+    Ok((values, sensitive))
+}
+
 /// `timeout`: a number of seconds (Terraform's form) or a duration string (gpustack's).
 fn timeout_arg(state: &Value) -> Option<String> {
     let timeout = attribute(state, "timeout")?;
@@ -212,6 +249,36 @@ fn check_timeout(check: &mut Checker<'_>) {
             "timeout is a whole number of seconds (timeout = 600) or a duration such as \"10m\" or \"1h30m\".".into(),
         );
     }
+}
+
+/// A Go duration (`"1h30m"`, `"90s"`) as a `Duration`.
+fn go_duration(text: &str) -> Option<std::time::Duration> {
+    if !is_duration(text) {
+        return None;
+    }
+    let mut rest = text;
+    let mut seconds = 0.0;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        let n: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let (unit, scale) = [
+            ("ms", 1e-3),
+            ("us", 1e-6),
+            ("µs", 1e-6),
+            ("ns", 1e-9),
+            ("h", 3600.0),
+            ("m", 60.0),
+            ("s", 1.0),
+        ]
+        .into_iter()
+        .find(|(u, _)| rest.starts_with(u))?;
+        rest = &rest[unit.len()..];
+        seconds += n * scale;
+    }
+    std::time::Duration::try_from_secs_f64(seconds).ok()
 }
 
 /// A Go duration as helm's --timeout takes it: numbers each followed by h, m, s, ms, us or ns.
@@ -850,27 +917,7 @@ impl HelmCli {
     }
 
     async fn upgrade(&self, planned: &Value, owner: &str) -> Result<Value, String> {
-        let mut sensitive_file = None;
-        if let Some(values) = set::sensitive_values(planned) {
-            let mut file = tempfile::Builder::new()
-                .prefix("gpustack-values-")
-                .suffix(".json")
-                .tempfile()
-                .map_err(|e| format!("cannot write the values file: {e}"))?;
-            std::io::Write::write_all(&mut file, values.to_string().as_bytes())
-                .map_err(|e| format!("cannot write the values file: {e}"))?;
-            sensitive_file = Some(file);
-        }
-        let mut values_file = tempfile::Builder::new()
-            .prefix("gpustack-values-")
-            .suffix(".json")
-            .tempfile()
-            .map_err(|e| format!("cannot write the values file: {e}"))?;
-        std::io::Write::write_all(
-            &mut values_file,
-            values_of(planned).to_json().to_string().as_bytes(),
-        )
-        .map_err(|e| format!("cannot write the values file: {e}"))?;
+        let (values_file, sensitive_file) = values_files(planned)?;
         let args = self.upgrade_args(
             planned,
             owner,
@@ -1017,6 +1064,28 @@ impl Provider for HelmCli {
             gpu_facts,
             existing,
             diagnostics,
+        }
+    }
+
+    async fn read_data_source(
+        &self,
+        request: gpustack_protocol::ReadDataSourceRequest,
+    ) -> gpustack_protocol::ReadDataSourceResponse {
+        match self.render(&request.config).await {
+            Ok(state) => gpustack_protocol::ReadDataSourceResponse {
+                state,
+                diagnostics: vec![],
+            },
+            Err(e) => gpustack_protocol::ReadDataSourceResponse {
+                state: Value::Null,
+                diagnostics: vec![Diagnostic::error(
+                    format!(
+                        "helm template {} failed",
+                        text(&request.config, "name").unwrap_or_default()
+                    ),
+                    e,
+                )],
+            },
         }
     }
 
