@@ -76,6 +76,16 @@ impl Scope for ModuleScope<'_, '_> {
         self.eval.flows.borrow_mut().taint_since(mark);
     }
 
+    fn required_provider(&self, name: &str) -> Option<String> {
+        self.eval.stack.modules[self.module]
+            .terraform
+            .as_ref()?
+            .required_providers
+            .iter()
+            .find(|entry| entry.name == name)
+            .map(|entry| entry.source.clone())
+    }
+
     /// Recorded by the place of the call and the instance it is evaluated for; the plan's
     /// instant is one record for the whole plan.
     fn impure(

@@ -311,6 +311,14 @@ pub trait Scope {
     fn inputs_into_secret(&self, mark: usize) {
         let _ = mark;
     }
+
+    /// The source (`NAMESPACE/TYPE`) of the provider this module's `required_providers` names
+    /// `name`: a `provider::NAME::FUNCTION(...)` call reaches that provider's functions only
+    /// then, as in Terraform and OpenTofu.
+    fn required_provider(&self, name: &str) -> Option<String> {
+        let _ = name;
+        None
+    }
 }
 
 /// A file from the disk; `Ok(None)` when there is none.
@@ -1167,18 +1175,15 @@ impl<'s> Evaluator<'s> {
     // randomness recorded in the plan, marks back on the result); split, each step would carry
     // the same half-dozen bindings.
     fn call(&mut self, call: &FuncCall, range: Option<Range<usize>>) -> Result<Value> {
-        // `core::NAME` is the built-in function NAME, as OpenTofu names it.
-        let core = call.name.namespace.len() == 1 && call.name.namespace[0].as_str() == "core";
-        if call.name.is_namespaced() && !core {
-            return Err(EvalError::new(
-                call.name.name.span().or(range),
-                "Call to unknown function",
-                "Namespaced (provider) functions are not supported.",
-            ));
-        }
         let name = call.name.name.as_str();
+        let provider = self.function_provider(call, range.clone())?;
+        let shown = match &provider {
+            Some((local, _)) => format!("provider::{local}::{name}"),
+            None => name.to_owned(),
+        };
         let arg_exprs: Vec<&Expression> = call.args.iter().collect();
         match name {
+            _ if provider.is_some() => {}
             "try" => return self.call_try(&arg_exprs, range),
             "can" => {
                 let [arg] = arg_exprs.as_slice() else {
@@ -1198,7 +1203,7 @@ impl<'s> Evaluator<'s> {
         }
         // Whatever the argument of sensitive() read is a secret's source, even where the
         // secret's own text is not the file's (a base64 of it, a part of it).
-        let inputs = (name == "sensitive").then(|| self.scope.inputs_mark());
+        let inputs = (provider.is_none() && name == "sensitive").then(|| self.scope.inputs_mark());
         let mut args = Vec::with_capacity(arg_exprs.len());
         for expr in &arg_exprs {
             args.push(self.eval(expr)?);
@@ -1207,6 +1212,7 @@ impl<'s> Evaluator<'s> {
             self.scope.inputs_into_secret(mark);
         }
         match name {
+            _ if provider.is_some() => {}
             "sensitive" | "nonsensitive" | "issensitive" => {
                 let [arg] = args.as_slice() else {
                     return Err(EvalError::new(
@@ -1271,6 +1277,7 @@ impl<'s> Evaluator<'s> {
                 .or(range.clone())
         };
         let result = match name {
+            _ if let Some((_, source)) = &provider => functions::call_provider(source, name, &args),
             _ if FILESYSTEM_FUNCTIONS.contains(&name) => {
                 Some(filesystem_call(self.scope, name, &args))
             }
@@ -1303,14 +1310,33 @@ impl<'s> Evaluator<'s> {
                 let (summary, detail) = match err.arg {
                     Some(_) => (
                         "Invalid function argument",
-                        format!("{name}(): {}", err.message),
+                        format!("{shown}(): {}", err.message),
                     ),
                     None => (
                         "Error in function call",
-                        format!("Call to function \"{name}\" failed: {}", err.message),
+                        format!("Call to function \"{shown}\" failed: {}", err.message),
                     ),
                 };
                 Err(EvalError::new(arg_range(err.arg), summary, detail))
+            }
+            None if let Some((local, source)) = &provider => {
+                let served = functions::provider_functions(source);
+                let detail = if served.is_empty() {
+                    format!(
+                        "gpustack serves no functions of the provider \"{local}\" ({source}), so there is no function \"{shown}\"."
+                    )
+                } else {
+                    format!(
+                        "The provider \"{local}\" ({source}) has no function \"{name}\"; its functions are {}.{}",
+                        served.join(", "),
+                        suggest(name, served.iter().copied())
+                    )
+                };
+                Err(EvalError::new(
+                    call.name.name.span().or(range),
+                    "Call to unknown function",
+                    detail,
+                ))
             }
             None => {
                 let mut names: Vec<&str> = functions::names().to_vec();
@@ -1325,6 +1351,40 @@ impl<'s> Evaluator<'s> {
                     ),
                 ))
             }
+        }
+    }
+
+    /// The provider of a namespaced call (`provider::NAME::FUNCTION`): its local name and
+    /// source; `None` for a built-in function (`NAME`, `core::NAME`). OpenTofu's errors for a
+    /// namespace that is neither and for a provider the module does not require.
+    fn function_provider(
+        &self,
+        call: &FuncCall,
+        range: Option<Range<usize>>,
+    ) -> Result<Option<(String, String)>> {
+        let namespace: Vec<&str> = call.name.namespace.iter().map(|n| n.as_str()).collect();
+        match namespace.as_slice() {
+            // `core::NAME` is the built-in function NAME, as OpenTofu names it.
+            [] | ["core"] => Ok(None),
+            ["provider", local] => match self.scope.required_provider(local) {
+                Some(source) => Ok(Some(((*local).to_owned(), source))),
+                None => Err(EvalError::new(
+                    range,
+                    "Unknown function provider",
+                    format!(
+                        "Provider \"{local}\" does not exist within the required_providers of this module."
+                    ),
+                )),
+            },
+            _ => Err(EvalError::new(
+                range,
+                "Unknown function namespace",
+                format!(
+                    "Function \"{}::{}\" does not exist within a valid namespace (provider, core).",
+                    namespace.join("::"),
+                    call.name.name.as_str()
+                ),
+            )),
         }
     }
 
@@ -2200,5 +2260,292 @@ mod tests {
             r#"join(join("", [for i in flatten([for z in range(1000) : range(100)]) : "s"]), range(1000))"#,
         );
         assert!(err.is_err());
+    }
+
+    /// A module whose `required_providers` names the kubernetes and helm providers.
+    struct RequiringScope;
+
+    impl Scope for RequiringScope {
+        fn lookup(
+            &self,
+            _: &[&str],
+            range: Option<Range<usize>>,
+        ) -> Result<(Cow<'_, Value>, usize)> {
+            Err(EvalError::new(
+                range,
+                "Reference to undeclared resource",
+                "",
+            ))
+        }
+
+        fn required_provider(&self, name: &str) -> Option<String> {
+            match name {
+                "kubernetes" | "helm" => Some(format!("hashicorp/{name}")),
+                _ => None,
+            }
+        }
+    }
+
+    fn eval_required(src: &str) -> Result<Value> {
+        let expr = hcl_edit::parser::parse_expr(src)
+            .map_err(|e| EvalError::new(None, "parse", e.to_string()))?;
+        Evaluator::new(&RequiringScope).eval(&expr)
+    }
+
+    fn decode(yaml: &str) -> Result<Value> {
+        eval_required(&format!(
+            "provider::kubernetes::manifest_decode({})",
+            hcl_string(yaml)
+        ))
+    }
+
+    fn decode_multi(yaml: &str) -> Result<Value> {
+        eval_required(&format!(
+            "provider::kubernetes::manifest_decode_multi({})",
+            hcl_string(yaml)
+        ))
+    }
+
+    fn hcl_string(text: &str) -> String {
+        serde_json::to_string(text)
+            .unwrap()
+            .replace("${", "$${")
+            .replace("%{", "%%{")
+    }
+
+    fn json(v: &Value) -> serde_json::Value {
+        v.to_json()
+    }
+
+    /// As OpenTofu: a provider function is reachable only through a provider the module
+    /// requires, and only the `provider` and `core` namespaces exist.
+    #[test]
+    fn a_provider_function_needs_its_provider_in_required_providers() {
+        let err = eval("provider::kubernetes::manifest_decode(\"a\")").unwrap_err();
+        assert_eq!(err.summary, "Unknown function provider");
+        assert_eq!(
+            err.detail,
+            "Provider \"kubernetes\" does not exist within the required_providers of this module."
+        );
+        let err = eval_required("foo::bar(1)").unwrap_err();
+        assert_eq!(err.summary, "Unknown function namespace");
+        assert!(err.detail.contains("\"foo::bar\""), "{}", err.detail);
+        let err = eval_required("provider::kubernetes::manifest_decod(\"a\")").unwrap_err();
+        assert_eq!(err.summary, "Call to unknown function");
+        assert!(
+            err.detail.contains("Did you mean \"manifest_decode\"?")
+                || err.detail.contains("manifest_decode"),
+            "{}",
+            err.detail
+        );
+        let err = eval_required("provider::helm::manifest_decode(\"a\")").unwrap_err();
+        assert!(
+            err.detail.contains("no functions of the provider \"helm\""),
+            "{}",
+            err.detail
+        );
+        assert_eq!(
+            eval_required("core::upper(\"a\")").unwrap(),
+            Value::string("A")
+        );
+    }
+
+    /// One document to one object, with the kubernetes provider's separator (`---` at the
+    /// start of a line, not inside a value or an indented block) and Kubernetes' YAML 1.1
+    /// reading (timestamps kept as written).
+    #[test]
+    fn manifest_decode_reads_one_manifest_as_the_kubernetes_provider_does() {
+        let yaml = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: test-configmap\n  labels:\n    test: test---label\n  annotations:\ndata:\n  configfile: |\n    ---\n    test: document\n  enabled: yes\n  replicas: 4\n  since: 2024-01-02\n";
+        assert_eq!(
+            json(&decode(yaml).unwrap()),
+            serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": "test-configmap",
+                    "labels": {"test": "test---label"},
+                    "annotations": null,
+                },
+                "data": {
+                    "configfile": "---\ntest: document\n",
+                    "enabled": true,
+                    "replicas": 4,
+                    "since": "2024-01-02",
+                },
+            })
+        );
+        assert!(
+            decode("a: [1")
+                .unwrap_err()
+                .detail
+                .contains("Invalid YAML document")
+        );
+    }
+
+    #[test]
+    fn manifest_decode_refuses_several_documents_an_empty_text_and_what_is_no_manifest() {
+        let two = "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n";
+        let err = decode(two).unwrap_err();
+        assert_eq!(err.summary, "Error in function call");
+        assert!(
+            err.detail.starts_with(
+                "Call to function \"provider::kubernetes::manifest_decode\" failed: YAML manifest contains multiple resources"
+            ),
+            "{}",
+            err.detail
+        );
+        assert!(
+            decode("\n# nothing\n")
+                .unwrap_err()
+                .detail
+                .contains("YAML document is empty")
+        );
+        assert!(
+            decode("apiVersion: v1\nmetadata: {}\n")
+                .unwrap_err()
+                .detail
+                .contains("missing field \"kind\"")
+        );
+        assert!(
+            decode("- a\n- b\n")
+                .unwrap_err()
+                .detail
+                .contains("not a mapping")
+        );
+        assert!(
+            eval_required("provider::kubernetes::manifest_decode(null)")
+                .unwrap_err()
+                .detail
+                .contains("must not be null")
+        );
+        assert_eq!(
+            eval_required("provider::kubernetes::manifest_decode(var.u)")
+                .unwrap_err()
+                .summary,
+            "Reference to undeclared resource"
+        );
+    }
+
+    #[test]
+    fn manifest_decode_multi_returns_every_manifest_and_skips_empty_documents() {
+        let yaml = "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n---\n{}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n";
+        let names: Vec<serde_json::Value> = json(&decode_multi(yaml).unwrap())
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["metadata"]["name"].clone())
+            .collect();
+        assert_eq!(names, [serde_json::json!("a"), serde_json::json!("b")]);
+        assert_eq!(decode_multi("").unwrap(), Value::List(vec![]));
+        assert!(
+            decode_multi("apiVersion: v1\nkind: Namespace\n")
+                .unwrap_err()
+                .detail
+                .contains("missing field \"metadata\"")
+        );
+    }
+
+    /// The kubernetes provider's own expectations (its acceptance tests): keys sorted, lists
+    /// not indented inside a mapping, nulls kept, numbers as written, a list of manifests as
+    /// documents each after `---`.
+    #[test]
+    fn manifest_encode_writes_yaml_as_the_kubernetes_provider_does() {
+        let one = r#"provider::kubernetes::manifest_encode({
+            apiVersion = "v1"
+            kind       = "ConfigMap"
+            metadata   = { name = "test", namespace = null }
+            data       = { test = "test" }
+        })"#;
+        assert_eq!(
+            eval_required(one).unwrap(),
+            Value::string(
+                "apiVersion: v1\ndata:\n  test: test\nkind: ConfigMap\nmetadata:\n  name: test\n  namespace: null\n"
+            )
+        );
+        let two = r#"provider::kubernetes::manifest_encode([
+            {
+              apiVersion = "v1"
+              kind       = "ConfigMap"
+              metadata   = { name = "test" }
+              data       = { test = "test" }
+              immutable  = false
+            },
+            {
+              apiVersion = "apps/v1"
+              kind       = "DaemonSet"
+              metadata = {
+                name      = "fluentd"
+                namespace = "kube-system"
+                labels    = { "k8s-app" = "fluentd-logging" }
+              }
+              spec = {
+                template = {
+                  spec = {
+                    tolerations = [{ key = "node-role.kubernetes.io/control-plane", operator = "Exists", effect = "NoSchedule" }]
+                    containers = [{
+                      name      = "fluentd"
+                      image     = "quay.io/fluentd_elasticsearch/fluentd:v2.5.2"
+                      resources = { limits = { cpu = 1.5, memory = "200Mi" } }
+                    }]
+                    terminationGracePeriodSeconds = 30
+                  }
+                }
+              }
+            },
+        ])"#;
+        assert_eq!(
+            eval_required(two).unwrap(),
+            Value::string(
+                "---\napiVersion: v1\ndata:\n  test: test\nimmutable: false\nkind: ConfigMap\nmetadata:\n  name: test\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  labels:\n    k8s-app: fluentd-logging\n  name: fluentd\n  namespace: kube-system\nspec:\n  template:\n    spec:\n      containers:\n      - image: quay.io/fluentd_elasticsearch/fluentd:v2.5.2\n        name: fluentd\n        resources:\n          limits:\n            cpu: 1.5\n            memory: 200Mi\n      terminationGracePeriodSeconds: 30\n      tolerations:\n      - effect: NoSchedule\n        key: node-role.kubernetes.io/control-plane\n        operator: Exists\n"
+            )
+        );
+    }
+
+    /// What Kubernetes' YAML 1.1 reader would take for something else is quoted, so that the
+    /// text decodes to the same object; what is not a manifest is refused.
+    #[test]
+    fn manifest_encode_round_trips_and_refuses_what_is_not_a_manifest() {
+        let manifest = r##"{
+            apiVersion = "v1"
+            kind       = "ConfigMap"
+            metadata   = { name = "a", labels = { "on" = "yes" } }
+            data = {
+              a = "yes", b = "010", c = "1_000", d = "0b101", e = "1:20", f = "2024-01-02"
+              g = "a: b", h = "- x", i = "#x", j = "", k = " x", l = "two\nlines\n", m = "null"
+              n = "3.0", o = "x #y", p = "100Mi", q = "*x", r = "{a}"
+            }
+          }"##;
+        let text = eval_required(&format!(
+            "provider::kubernetes::manifest_encode({manifest})"
+        ))
+        .unwrap();
+        let Value::String(yaml) = &text else {
+            panic!("{text:?}")
+        };
+        assert!(yaml.contains("a: \"yes\"\n"), "{yaml}");
+        assert!(yaml.contains("p: 100Mi\n"), "{yaml}");
+        assert_eq!(
+            json(&decode(yaml).unwrap()),
+            json(&eval_required(manifest).unwrap()),
+            "{yaml}"
+        );
+        for (value, why) in [
+            ("\"a\"", "not a manifest"),
+            ("[1]", "a manifest is an object"),
+            (
+                "{ kind = \"ConfigMap\", metadata = {} }",
+                "missing field \"apiVersion\"",
+            ),
+            ("null", "must not be null"),
+        ] {
+            let err = eval_required(&format!("provider::kubernetes::manifest_encode({value})"))
+                .unwrap_err();
+            assert!(err.detail.contains(why), "{value}: {}", err.detail);
+        }
+        let secret = eval_required(
+            "provider::kubernetes::manifest_encode({ apiVersion = \"v1\", kind = \"Secret\", metadata = {}, data = { k = sensitive(\"s3cr3t\") } })",
+        )
+        .unwrap();
+        assert!(secret.is_sensitive());
     }
 }

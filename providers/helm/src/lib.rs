@@ -15,8 +15,9 @@ use std::sync::Arc;
 
 mod schema;
 mod set;
+mod template;
 
-pub use schema::{CONFIG_REFUSED, RELEASE_REFUSED, Refusal, RefusedWhen};
+pub use schema::{CONFIG_REFUSED, RELEASE_REFUSED, Refusal, RefusedWhen, TEMPLATE_REFUSED};
 
 /// Helm releases through the `helm` CLI.
 pub(crate) struct Helm;
@@ -33,7 +34,7 @@ impl Family for Helm {
             name: "helm".into(),
             config: schema::config(),
             resources: [("helm_release".to_owned(), schema::release())].into(),
-            data_sources: Default::default(),
+            data_sources: [("helm_template".to_owned(), schema::template())].into(),
         }
     }
 
@@ -53,8 +54,22 @@ impl Family for Helm {
             );
             return;
         }
-        schema::check_refused(check, schema::RELEASE_REFUSED);
+        let refused = if type_name == "helm_template" {
+            schema::TEMPLATE_REFUSED
+        } else {
+            schema::RELEASE_REFUSED
+        };
+        schema::check_refused(check, refused);
         check_timeout(check);
+        if let Some(read) = check.str("timeouts.read")
+            && go_duration(read).is_none()
+        {
+            check.error(
+                "timeouts.read",
+                "Invalid timeout",
+                format!("\"{read}\" is not a duration such as \"5m\" or \"1h30m\"."),
+            );
+        }
         for kind in ["set", "set_list", "set_sensitive"] {
             let count = check
                 .get(kind)
@@ -140,6 +155,21 @@ const COMPUTED: [&str; 6] = [
     "manifest",
 ];
 
+/// Terraform's defaults of the flags whose default is not false: an unset `wait` waits, as
+/// in Terraform's helm provider.
+const DEFAULTS: [(&str, bool); 1] = [("wait", true)];
+
+/// `state` with Terraform's default in every flag of `DEFAULTS` left unset.
+fn with_defaults(state: &Value) -> Value {
+    let mut state = state.clone();
+    for (name, default) in DEFAULTS {
+        if attribute(&state, name).is_none_or(Value::is_null) {
+            set(&mut state, name, Value::Bool(default));
+        }
+    }
+    state
+}
+
 fn on_path(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -172,6 +202,28 @@ fn values_of(state: &Value) -> Value {
     }
 }
 
+/// The files helm reads a release's values from: the values (with `set` and `set_list`), and
+/// the `set_sensitive` values in a file of their own, which nothing else reads.
+fn values_files(
+    config: &Value,
+) -> Result<(tempfile::NamedTempFile, Option<tempfile::NamedTempFile>), String> {
+    let write = |json: &Json| -> Result<tempfile::NamedTempFile, String> {
+        let mut file = tempfile::Builder::new()
+            .prefix("gpustack-values-")
+            .suffix(".json")
+            .tempfile()
+            .map_err(|e| format!("cannot write the values file: {e}"))?;
+        std::io::Write::write_all(&mut file, json.to_string().as_bytes())
+            .map_err(|e| format!("cannot write the values file: {e}"))?;
+        Ok(file)
+    };
+    let values = write(&values_of(config).to_json())?;
+    let sensitive = set::sensitive_values(config)
+        .map(|json| write(&json))
+        .transpose()?;
+    Ok((values, sensitive))
+}
+
 /// `timeout`: a number of seconds (Terraform's form) or a duration string (gpustack's).
 fn timeout_arg(state: &Value) -> Option<String> {
     let timeout = attribute(state, "timeout")?;
@@ -197,6 +249,36 @@ fn check_timeout(check: &mut Checker<'_>) {
             "timeout is a whole number of seconds (timeout = 600) or a duration such as \"10m\" or \"1h30m\".".into(),
         );
     }
+}
+
+/// A Go duration (`"1h30m"`, `"90s"`) as a `Duration`.
+fn go_duration(text: &str) -> Option<std::time::Duration> {
+    if !is_duration(text) {
+        return None;
+    }
+    let mut rest = text;
+    let mut seconds = 0.0;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        let n: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let (unit, scale) = [
+            ("ms", 1e-3),
+            ("us", 1e-6),
+            ("µs", 1e-6),
+            ("ns", 1e-9),
+            ("h", 3600.0),
+            ("m", 60.0),
+            ("s", 1.0),
+        ]
+        .into_iter()
+        .find(|(u, _)| rest.starts_with(u))?;
+        rest = &rest[unit.len()..];
+        seconds += n * scale;
+    }
+    std::time::Duration::try_from_secs_f64(seconds).ok()
 }
 
 /// A Go duration as helm's --timeout takes it: numbers each followed by h, m, s, ms, us or ns.
@@ -770,30 +852,17 @@ impl HelmCli {
         Ok(Some(state))
     }
 
-    async fn upgrade(&self, planned: &Value, owner: &str) -> Result<Value, String> {
-        let mut sensitive_file = None;
-        if let Some(values) = set::sensitive_values(planned) {
-            let mut file = tempfile::Builder::new()
-                .prefix("gpustack-values-")
-                .suffix(".json")
-                .tempfile()
-                .map_err(|e| format!("cannot write the values file: {e}"))?;
-            std::io::Write::write_all(&mut file, values.to_string().as_bytes())
-                .map_err(|e| format!("cannot write the values file: {e}"))?;
-            sensitive_file = Some(file);
-        }
+    /// The arguments of `helm upgrade --install` for a planned release whose values are in
+    /// the file `values` (and its `set_sensitive` values in `sensitive`).
+    fn upgrade_args(
+        &self,
+        planned: &Value,
+        owner: &str,
+        values: &std::path::Path,
+        sensitive: Option<&std::path::Path>,
+    ) -> Vec<String> {
         let name = text(planned, "name").unwrap_or_default().to_owned();
         let namespace = namespace_of(planned);
-        let mut values_file = tempfile::Builder::new()
-            .prefix("gpustack-values-")
-            .suffix(".json")
-            .tempfile()
-            .map_err(|e| format!("cannot write the values file: {e}"))?;
-        std::io::Write::write_all(
-            &mut values_file,
-            values_of(planned).to_json().to_string().as_bytes(),
-        )
-        .map_err(|e| format!("cannot write the values file: {e}"))?;
         let mut args: Vec<String> = vec![
             "upgrade".into(),
             "--install".into(),
@@ -802,7 +871,7 @@ impl HelmCli {
             "-n".into(),
             namespace,
             "-f".into(),
-            values_file.path().display().to_string(),
+            values.display().to_string(),
             // Values are exactly what the stack says, never merged with an earlier release's.
             "--reset-values".into(),
         ];
@@ -832,17 +901,29 @@ impl HelmCli {
                 .into(),
             );
         }
-        if attribute(planned, "wait").and_then(Value::as_bool) == Some(true) {
+        // Unset (a state written before the default was Terraform's) waits too.
+        if attribute(planned, "wait").and_then(Value::as_bool) != Some(false) {
             args.push("--wait".into());
         }
         if let Some(timeout) = timeout_arg(planned) {
             args.extend(["--timeout".into(), timeout]);
         }
-        if let Some(file) = &sensitive_file {
+        if let Some(file) = sensitive {
             // After the values file: set_sensitive overrides, as the helm provider's does.
-            args.extend(["-f".into(), file.path().display().to_string()]);
+            args.extend(["-f".into(), file.display().to_string()]);
         }
         args.extend(self.release_flags(planned));
+        args
+    }
+
+    async fn upgrade(&self, planned: &Value, owner: &str) -> Result<Value, String> {
+        let (values_file, sensitive_file) = values_files(planned)?;
+        let args = self.upgrade_args(
+            planned,
+            owner,
+            values_file.path(),
+            sensitive_file.as_ref().map(tempfile::NamedTempFile::path),
+        );
         self.run(&args).await?;
         self.live(planned)
             .await?
@@ -882,7 +963,7 @@ impl Provider for HelmCli {
         &self,
         request: PlanResourceChangeRequest,
     ) -> PlanResourceChangeResponse {
-        let mut planned = request.config.clone();
+        let mut planned = with_defaults(&request.config);
         set(
             &mut planned,
             "namespace",
@@ -904,9 +985,9 @@ impl Provider for HelmCli {
                 }
             }
         }
-        let unchanged = prior.is_some_and(|p| {
+        let unchanged = prior.map(with_defaults).is_some_and(|p| {
             requires_replace.is_empty()
-                && text(p, "status") == Some("deployed")
+                && text(&p, "status") == Some("deployed")
                 && p.as_object().is_some_and(|o| {
                     o.iter()
                         .filter(|(k, _)| !COMPUTED.contains(&k.as_str()))
@@ -919,6 +1000,17 @@ impl Provider for HelmCli {
                         })
                 })
         });
+        if unchanged && let Some(prior) = prior {
+            // A state that records a default unset (written before gpustack had Terraform's
+            // default) means the same: it is no change.
+            for (name, _) in DEFAULTS {
+                set(
+                    &mut planned,
+                    name,
+                    attribute(prior, name).cloned().unwrap_or(Value::Null),
+                );
+            }
+        }
         for name in COMPUTED {
             let value = match prior {
                 Some(p) if unchanged => attribute(p, name).cloned().unwrap_or(Value::Null),
@@ -972,6 +1064,28 @@ impl Provider for HelmCli {
             gpu_facts,
             existing,
             diagnostics,
+        }
+    }
+
+    async fn read_data_source(
+        &self,
+        request: gpustack_protocol::ReadDataSourceRequest,
+    ) -> gpustack_protocol::ReadDataSourceResponse {
+        match self.render(&request.config).await {
+            Ok(state) => gpustack_protocol::ReadDataSourceResponse {
+                state,
+                diagnostics: vec![],
+            },
+            Err(e) => gpustack_protocol::ReadDataSourceResponse {
+                state: Value::Null,
+                diagnostics: vec![Diagnostic::error(
+                    format!(
+                        "helm template {} failed",
+                        text(&request.config, "name").unwrap_or_default()
+                    ),
+                    e,
+                )],
+            },
         }
     }
 
@@ -1079,9 +1193,49 @@ impl Provider for HelmCli {
 
 #[cfg(test)]
 mod tests {
-    use super::chart_values;
+    use super::{HelmCli, chart_values, with_defaults};
     use gpustack_protocol::Value;
     use serde_json::json;
+
+    fn cli() -> HelmCli {
+        HelmCli {
+            binary: "helm".into(),
+            kubeconfig: None,
+            context: None,
+            major: 3,
+            global: Vec::new(),
+            env: Vec::new(),
+            _files: Vec::new(),
+            gpu_cluster: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    fn release(wait: Option<bool>) -> Value {
+        let mut config = Value::from_json(&json!({"name": "r", "chart": "c", "wait": null}));
+        if let Some(wait) = wait {
+            gpustack_provider_sdk::check::set(&mut config, "wait", Value::Bool(wait));
+        }
+        config
+    }
+
+    /// Terraform's helm provider waits unless told not to: a release configured without
+    /// `wait` is planned with `wait = true` and installed with --wait.
+    #[test]
+    fn a_release_without_wait_is_planned_and_installed_waiting_as_in_terraform() {
+        let planned = with_defaults(&release(None));
+        assert_eq!(
+            gpustack_provider_sdk::check::attribute(&planned, "wait"),
+            Some(&Value::Bool(true))
+        );
+        let values = std::path::Path::new("values.json");
+        for planned in [planned, release(None), release(Some(true))] {
+            let args = cli().upgrade_args(&planned, "", values, None);
+            assert!(args.contains(&"--wait".to_owned()), "{args:?}");
+        }
+        let planned = with_defaults(&release(Some(false)));
+        let args = cli().upgrade_args(&planned, "", values, None);
+        assert!(!args.contains(&"--wait".to_owned()), "{args:?}");
+    }
 
     fn documents(texts: &[&str]) -> Value {
         Value::List(texts.iter().map(|t| Value::string(*t)).collect())

@@ -81,6 +81,14 @@ pub const RELEASE_REFUSED: &[Refusal] = &[
     ),
 ];
 
+/// The arguments of `data "helm_template"` gpustack refuses; every other argument of the
+/// schema is honoured.
+pub const TEMPLATE_REFUSED: &[Refusal] = &[refuse(
+    "set_wo",
+    RefusedWhen::Set,
+    "write-only arguments need Terraform's ephemeral values, which gpustack does not have; use set_sensitive, whose values gpustack keeps out of plans, output and state",
+)];
+
 /// The provider configuration's refused arguments.
 pub const CONFIG_REFUSED: &[Refusal] = &[
     refuse(
@@ -274,8 +282,11 @@ pub fn release() -> Schema {
         .attr("set_wo", Attribute::optional(Type::Any).sensitive())
         .attr("set_wo_revision", Attribute::optional(Type::Number))
         .attr("atomic", flag("helm --atomic (Helm 4: --rollback-on-failure)."))
-        .attr("wait", flag("helm --wait."))
-        .attr("wait_for_jobs", flag("helm --wait-for-jobs."))
+        .attr(
+            "wait",
+            flag("helm --wait: wait until every object of the release is ready, up to timeout. Default true, as in Terraform's helm provider; set false where the release's pods cannot become ready when it is installed."),
+        )
+        .attr("wait_for_jobs", flag("helm --wait-for-jobs (default false, as in Terraform)."))
         .attr(
             "timeout",
             Attribute::optional(Type::Any).describe(
@@ -325,6 +336,110 @@ pub fn release() -> Schema {
             Attribute::computed(Type::String).describe(
                 "When the release was first installed: a release of the same name installed since is another one.",
             ),
+        )
+}
+
+/// `data "helm_template"`: a chart rendered by `helm template`, with every argument of
+/// Terraform's helm provider's data source (v2 and v3). The install-only flags (`atomic`,
+/// `wait`, `timeout`, `create_namespace`, `replace`, `reuse_values`, `reset_values`) change
+/// nothing in a render, in Terraform as here.
+pub fn template() -> Schema {
+    let strings = || Attribute::optional(Type::list(Type::String));
+    let no_effect = "Accepted as in Terraform: a render installs nothing, so it changes nothing.";
+    Schema::new("A chart rendered with helm template, as Terraform's helm provider renders it.")
+        .attr("name", Attribute::required(Type::String).describe("The release name."))
+        .attr(
+            "chart",
+            Attribute::required(Type::String).describe(
+                "Chart name in the repository, an OCI reference, or a local path or .tgz.",
+            ),
+        )
+        .attr("repository", str())
+        .attr("repository_username", str())
+        .attr("repository_password", str().sensitive())
+        .attr("repository_key_file", str())
+        .attr("repository_cert_file", str())
+        .attr("repository_ca_file", str())
+        .attr("pass_credentials", flag("helm --pass-credentials."))
+        .attr("version", str())
+        .attr("devel", flag("helm --devel."))
+        .attr("verify", flag("helm --verify."))
+        .attr("keyring", str().describe("helm --keyring."))
+        .attr("namespace", str().describe("helm --namespace; default: default."))
+        .attr(
+            "values",
+            Attribute::optional(Type::Any).describe(
+                "Chart values: a list of YAML documents merged in order (Terraform's form), or an object.",
+            ),
+        )
+        .block_or_argument("set", BlockNesting::List, set_block(false, false))
+        .block_or_argument("set_list", BlockNesting::List, set_block(false, true))
+        .block_or_argument("set_sensitive", BlockNesting::List, set_block(true, false))
+        .attr("set_wo", Attribute::optional(Type::Any).sensitive())
+        .attr("api_versions", strings().describe("helm --api-versions, each."))
+        .attr("kube_version", str().describe("helm --kube-version."))
+        .attr("include_crds", flag("helm --include-crds."))
+        .attr("is_upgrade", flag("helm --is-upgrade."))
+        .attr("show_only", strings().describe("helm --show-only, each."))
+        .attr("skip_tests", flag("helm --skip-tests."))
+        .attr("skip_crds", flag("helm --skip-crds."))
+        .attr(
+            "validate",
+            flag("helm --validate: checks the manifests against the provider's cluster."),
+        )
+        .attr("disable_webhooks", flag("helm --no-hooks: hooks are not rendered."))
+        .attr("disable_openapi_validation", flag("helm --disable-openapi-validation."))
+        .attr("disable_schema_validation", flag("helm --skip-schema-validation."))
+        .attr("render_subchart_notes", flag("helm --render-subchart-notes."))
+        .attr("dependency_update", flag("helm --dependency-update."))
+        .attr("description", str().describe("helm --description."))
+        .attr("atomic", flag(no_effect))
+        .attr("wait", flag(no_effect))
+        .attr("create_namespace", flag(no_effect))
+        .attr("replace", flag(no_effect))
+        .attr("reuse_values", flag(no_effect))
+        .attr("reset_values", flag(no_effect))
+        .attr(
+            "timeout",
+            Attribute::optional(Type::Any).describe(
+                "Accepted as in Terraform (seconds, or a duration such as \"10m\"): a render waits for nothing.",
+            ),
+        )
+        .block_or_argument(
+            "timeouts",
+            BlockNesting::Single,
+            Schema::new("How long the render may take.").attr(
+                "read",
+                str().describe("A duration such as \"5m\"; default 20m, as in Terraform."),
+            ),
+        )
+        .block_or_argument(
+            "postrender",
+            BlockNesting::Single,
+            Schema::new("A post-renderer: helm --post-renderer and --post-renderer-args.")
+                .attr("binary_path", Attribute::required(Type::String))
+                .attr("args", Attribute::optional(Type::list(Type::String))),
+        )
+        .attr("id", Attribute::computed(Type::String).describe("The release name."))
+        .attr(
+            "manifest",
+            Attribute::computed(Type::String).describe(
+                "Every rendered document, each after ---: sensitive when set_sensitive is used.",
+            ),
+        )
+        .attr(
+            "manifests",
+            Attribute::computed(Type::map(Type::String))
+                .describe("The rendered documents of each template, by its path in the chart."),
+        )
+        .attr(
+            "notes",
+            Attribute::computed(Type::String).describe("The chart's rendered NOTES.txt."),
+        )
+        .attr(
+            "crds",
+            Attribute::computed(Type::list(Type::String))
+                .describe("The chart's CRD files (its crds/ directory)."),
         )
 }
 
@@ -381,6 +496,9 @@ mod tests {
         }
         for r in CONFIG_REFUSED {
             assert!(has(&config(), r.path), "{}", r.path);
+        }
+        for r in TEMPLATE_REFUSED {
+            assert!(has(&template(), r.path), "{}", r.path);
         }
     }
 }

@@ -308,7 +308,11 @@ pub fn unserved_type(type_name: &str, data: bool) -> Option<String> {
     } else if type_name.starts_with("helm_") {
         (
             "hashicorp/helm",
-            "install the chart with helm_release, or render it outside the stack with helm template",
+            if data {
+                "render a chart with data \"helm_template\""
+            } else {
+                "install the chart with helm_release, or render it with data \"helm_template\""
+            },
         )
     } else if type_name.starts_with("kubectl_") {
         (

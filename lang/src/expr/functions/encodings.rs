@@ -345,6 +345,88 @@ struct YamlEmitter {
     open_ended: bool,
     /// The next collection's first entry goes on the current line (after a dash).
     inline_first: bool,
+    /// go-yaml v2's choices instead of go-cty-yaml's: plain scalars where YAML 1.1 reads them
+    /// back as the same string, and numbers as the doubles Kubernetes' encoder makes of them.
+    plain: bool,
+}
+
+/// A Kubernetes manifest (a mapping) as go-yaml v2 writes it through sigs.k8s.io/yaml, as
+/// the kubernetes provider's `manifest_encode` does: keys sorted, block mappings and block
+/// sequences (not indented inside a mapping), plain scalars wherever YAML 1.1 reads them back
+/// unchanged, quoted ones elsewhere, literal blocks for multi-line text. A string go-yaml
+/// would single-quote is double-quoted here: the document decodes to the same object.
+pub(super) fn go_yaml(v: &Value) -> CallResult<String> {
+    let mut e = YamlEmitter {
+        plain: true,
+        ..YamlEmitter::default()
+    };
+    e.node(v, Context::Root, -1)?;
+    if !e.out.ends_with('\n') {
+        e.out.push('\n');
+    }
+    Ok(e.out)
+}
+
+/// A number as the double sigs.k8s.io/yaml's JSON step makes of it, written as go-yaml reads
+/// it back: whole numbers as integers.
+fn go_number(n: &Number) -> String {
+    let f = n.to_f64();
+    if f.fract() == 0.0 && f.abs() < 1e21 {
+        format!("{f:.0}")
+    } else if f.abs() >= 1e21 || (f != 0.0 && f.abs() < 1e-6) {
+        format!("{f:e}")
+    } else {
+        format!("{f}")
+    }
+}
+
+/// Whether go-yaml v2 may write `s` plain and read it back as the same string: libyaml's
+/// rules for a plain scalar in block context, and YAML 1.1's resolution (Go's integer
+/// prefixes, `_` in numbers and sexagesimal numbers included, which go-yaml reads as numbers).
+fn plain_allowed(s: &str) -> bool {
+    static NUMERIC: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"^[-+]?(0[bB][01_]+|0[oO][0-7_]+|0[xX][0-9a-fA-F_]+|[0-9][0-9_]*(:[0-5]?[0-9])*(\.[0-9_]*)?([eE][-+]?[0-9]+)?|\.[0-9_]+([eE][-+]?[0-9]+)?)$",
+        )
+        .expect("a valid expression")
+    });
+    let chars: Vec<char> = s.chars().collect();
+    let Some(&first) = chars.first() else {
+        return false;
+    };
+    let blank_after = |i: usize| chars.get(i + 1).is_none_or(|c| *c == ' ');
+    let indicator = matches!(
+        first,
+        '[' | ']'
+            | '{'
+            | '}'
+            | ','
+            | '#'
+            | '&'
+            | '*'
+            | '!'
+            | '|'
+            | '>'
+            | '\''
+            | '"'
+            | '%'
+            | '@'
+            | '`'
+    ) || (matches!(first, '-' | '?' | ':') && blank_after(0));
+    let unsafe_char = chars.iter().enumerate().any(|(i, &c)| {
+        !yaml_printable(c)
+            || is_yaml_break(c)
+            || (c == ':' && blank_after(i))
+            || (c == '#' && i > 0 && chars[i - 1] == ' ')
+    });
+    !(indicator
+        || unsafe_char
+        || s.starts_with(' ')
+        || s.ends_with(' ')
+        || s.starts_with("---")
+        || s.starts_with("...")
+        || NUMERIC.is_match(s))
+        && reads_as_string(s)
 }
 
 const BEST_INDENT: i64 = 2;
@@ -444,6 +526,7 @@ impl YamlEmitter {
                         self.space_before();
                         let text = match other {
                             Value::Bool(b) => b.to_string(),
+                            Value::Number(n) if self.plain => go_number(n),
                             Value::Number(n) => n.to_text(),
                             _ => "null".to_owned(),
                         };
@@ -487,7 +570,9 @@ impl YamlEmitter {
             container + BEST_INDENT
         };
         self.space_before();
-        if s.contains('\n') && context != Context::SimpleKey && yaml_block_allowed(s) {
+        if self.plain && plain_allowed(s) {
+            self.put_str(s);
+        } else if s.contains('\n') && context != Context::SimpleKey && yaml_block_allowed(s) {
             self.literal(s, indent);
         } else {
             self.double_quoted(s, indent, context != Context::SimpleKey);

@@ -15,6 +15,7 @@ use std::fmt;
 mod collections;
 mod conversions;
 mod encodings;
+mod kubernetes;
 mod network;
 mod numbers;
 mod paths;
@@ -25,6 +26,7 @@ mod yaml;
 use collections::*;
 use conversions::*;
 use encodings::*;
+use kubernetes::*;
 use network::*;
 use numbers::*;
 pub use numbers::{modulo, multiply};
@@ -173,6 +175,33 @@ pub fn names() -> &'static [&'static str] {
 /// Calls a pure function. Returns None when no function has that name.
 pub fn call(name: &str, args: &[Value]) -> Option<Result<Value, CallError>> {
     lookup_func(name).map(|func| func.call(name, args))
+}
+
+/// The functions of the provider of `source` (`NAMESPACE/TYPE`, as `required_providers`
+/// records it) that gpustack serves, sorted.
+pub fn provider_functions(source: &str) -> &'static [&'static str] {
+    match source {
+        "hashicorp/kubernetes" => &[
+            "manifest_decode",
+            "manifest_decode_multi",
+            "manifest_encode",
+        ],
+        _ => &[],
+    }
+}
+
+/// Calls the function `name` of the provider of `source`; `None` when gpustack serves no such
+/// function.
+pub fn call_provider(source: &str, name: &str, args: &[Value]) -> Option<Result<Value, CallError>> {
+    let func = match (source, name) {
+        ("hashicorp/kubernetes", "manifest_decode") => Func::fixed(&["manifest"], manifest_decode),
+        ("hashicorp/kubernetes", "manifest_decode_multi") => {
+            Func::fixed(&["manifest"], manifest_decode_multi)
+        }
+        ("hashicorp/kubernetes", "manifest_encode") => Func::fixed(&["manifest"], manifest_encode),
+        _ => return None,
+    };
+    Some(func.call(name, args))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,20 +18,43 @@ pub(super) fn yamldecode(a: &Args<'_>) -> CallResult {
 struct Decoder<'a> {
     parser: Parser<std::str::Chars<'a>>,
     anchors: HashMap<usize, Value>,
+    /// A timestamp stays the text it is written as (go-yaml v2 decoding into an interface,
+    /// as sigs.k8s.io/yaml does), rather than becoming RFC 3339 text (go-cty-yaml).
+    timestamps_as_written: bool,
 }
 
 fn decode(text: &str) -> Result<Value, String> {
+    decode_with(text, false)
+}
+
+/// One YAML document as Kubernetes' own decoder (sigs.k8s.io/yaml on go-yaml v2) reads it:
+/// YAML 1.1's scalars, as `yamldecode`, but timestamps kept as written.
+pub(super) fn decode_kubernetes(text: &str) -> Result<Value, String> {
+    decode_with(text, true)
+}
+
+/// Whether YAML 1.1 reads `text`, written plain, back as the same string (not a bool, a
+/// number, null or a timestamp).
+pub(super) fn reads_as_string(text: &str) -> bool {
+    matches!(resolve("", text, TScalarStyle::Plain, false), Ok(Value::String(s)) if s == text)
+}
+
+fn decode_with(text: &str, timestamps_as_written: bool) -> Result<Value, String> {
     // An empty text is one newline to the parser, as go-cty-yaml feeds it.
     let text = if text.is_empty() { "\n" } else { text };
     let mut d = Decoder {
         parser: Parser::new_from_str(text),
         anchors: HashMap::new(),
+        timestamps_as_written,
     };
     if !matches!(d.next()?, Event::StreamStart) {
         return Err("missing stream start token".to_owned());
     }
-    if !matches!(d.next()?, Event::DocumentStart) {
-        return Err("missing start of document".to_owned());
+    match d.next()? {
+        Event::DocumentStart => {}
+        // A text of blanks and comments: sigs.k8s.io/yaml reads nothing from it.
+        Event::StreamEnd if timestamps_as_written => return Ok(Value::Null),
+        _ => return Err("missing start of document".to_owned()),
     }
     let value = d.value()?;
     match d.next()? {
@@ -72,7 +95,12 @@ impl Decoder<'_> {
     fn value_from(&mut self, event: Event) -> Result<Value, String> {
         match event {
             Event::Scalar(text, style, anchor, tag) => {
-                let value = resolve(&full_tag(tag.as_ref()), &text, style)?;
+                let value = resolve(
+                    &full_tag(tag.as_ref()),
+                    &text,
+                    style,
+                    self.timestamps_as_written,
+                )?;
                 self.remember(anchor, &value);
                 Ok(value)
             }
@@ -133,7 +161,12 @@ impl Decoder<'_> {
                     continue;
                 }
                 Event::Scalar(text, style, _, tag) => {
-                    match resolve(&full_tag(tag.as_ref()), &text, style)? {
+                    match resolve(
+                        &full_tag(tag.as_ref()),
+                        &text,
+                        style,
+                        self.timestamps_as_written,
+                    )? {
                         Value::Null => return Err("mapping key cannot be null".to_owned()),
                         Value::String(s) => s,
                         Value::Bool(b) => b.to_string(),
@@ -222,7 +255,12 @@ fn keyword(s: &str) -> Option<Value> {
 }
 
 /// go-cty-yaml's `resolveScalar`: what a scalar of this tag, text and style is.
-fn resolve(tag: &str, src: &str, style: TScalarStyle) -> Result<Value, String> {
+fn resolve(
+    tag: &str,
+    src: &str,
+    style: TScalarStyle,
+    timestamps_as_written: bool,
+) -> Result<Value, String> {
     let tag = tag
         .strip_prefix(TAG_PREFIX)
         .map_or_else(|| tag.to_owned(), |short| format!("!!{short}"));
@@ -271,7 +309,11 @@ fn resolve(tag: &str, src: &str, style: TScalarStyle) -> Result<Value, String> {
                 if (tag.is_empty() || tag == "!!timestamp")
                     && let Some(t) = timestamp(src)
                 {
-                    return Ok(Value::String(t));
+                    return Ok(if timestamps_as_written {
+                        Value::string(src)
+                    } else {
+                        Value::String(t)
+                    });
                 }
                 if is_integer_literal(src) {
                     tag = "!!int".to_owned();
@@ -438,18 +480,24 @@ mod tests {
     #[test]
     fn scalars_resolve_as_yaml_1_1() {
         let plain = TScalarStyle::Plain;
-        assert_eq!(resolve("", "yes", plain), Ok(Value::Bool(true)));
-        assert_eq!(resolve("", "Off", plain), Ok(Value::Bool(false)));
-        assert_eq!(resolve("", "01", plain), Ok(Value::number(1)));
-        assert_eq!(resolve("", "0x1F", plain), Ok(Value::number(31)));
-        assert_eq!(resolve("", "1_000", plain), Ok(Value::string("1_000")));
-        assert_eq!(resolve("", "0b101", plain), Ok(Value::string("0b101")));
+        assert_eq!(resolve("", "yes", plain, false), Ok(Value::Bool(true)));
+        assert_eq!(resolve("", "Off", plain, false), Ok(Value::Bool(false)));
+        assert_eq!(resolve("", "01", plain, false), Ok(Value::number(1)));
+        assert_eq!(resolve("", "0x1F", plain, false), Ok(Value::number(31)));
         assert_eq!(
-            resolve("", "yes", TScalarStyle::DoubleQuoted),
+            resolve("", "1_000", plain, false),
+            Ok(Value::string("1_000"))
+        );
+        assert_eq!(
+            resolve("", "0b101", plain, false),
+            Ok(Value::string("0b101"))
+        );
+        assert_eq!(
+            resolve("", "yes", TScalarStyle::DoubleQuoted, false),
             Ok(Value::string("yes"))
         );
         assert_eq!(
-            resolve("", "2002-12-14", plain),
+            resolve("", "2002-12-14", plain, false),
             Ok(Value::string("2002-12-14T00:00:00Z"))
         );
     }

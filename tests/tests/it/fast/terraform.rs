@@ -864,6 +864,69 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
     ("resource.helm_release", "status", Honoured),
     ("resource.helm_release", "metadata", Honoured),
     ("resource.helm_release", "manifest", Honoured),
+    // hashicorp/helm: data "helm_template" (v2 and v3).
+    ("data.helm_template", "name", Honoured),
+    ("data.helm_template", "chart", Honoured),
+    ("data.helm_template", "repository", Honoured),
+    ("data.helm_template", "repository_key_file", Honoured),
+    ("data.helm_template", "repository_cert_file", Honoured),
+    ("data.helm_template", "repository_ca_file", Honoured),
+    ("data.helm_template", "repository_username", Honoured),
+    ("data.helm_template", "repository_password", Honoured),
+    ("data.helm_template", "pass_credentials", Honoured),
+    ("data.helm_template", "version", Honoured),
+    ("data.helm_template", "devel", Honoured),
+    ("data.helm_template", "verify", Honoured),
+    ("data.helm_template", "keyring", Honoured),
+    ("data.helm_template", "namespace", Honoured),
+    ("data.helm_template", "values", Honoured),
+    ("data.helm_template", "set", Honoured),
+    ("data.helm_template", "set.name", Honoured),
+    ("data.helm_template", "set.value", Honoured),
+    ("data.helm_template", "set.type", Honoured),
+    ("data.helm_template", "set_list", Honoured),
+    ("data.helm_template", "set_list.name", Honoured),
+    ("data.helm_template", "set_list.value", Honoured),
+    ("data.helm_template", "set_sensitive", Honoured),
+    ("data.helm_template", "set_sensitive.name", Honoured),
+    ("data.helm_template", "set_sensitive.value", Honoured),
+    ("data.helm_template", "set_sensitive.type", Honoured),
+    (
+        "data.helm_template",
+        "set_wo",
+        Refused("[{ name = \"a\", value = \"b\" }]"),
+    ),
+    ("data.helm_template", "api_versions", Honoured),
+    ("data.helm_template", "kube_version", Honoured),
+    ("data.helm_template", "include_crds", Honoured),
+    ("data.helm_template", "is_upgrade", Honoured),
+    ("data.helm_template", "show_only", Honoured),
+    ("data.helm_template", "skip_tests", Honoured),
+    ("data.helm_template", "skip_crds", Honoured),
+    ("data.helm_template", "validate", Honoured),
+    ("data.helm_template", "disable_webhooks", Honoured),
+    ("data.helm_template", "disable_openapi_validation", Honoured),
+    ("data.helm_template", "disable_schema_validation", Honoured),
+    ("data.helm_template", "render_subchart_notes", Honoured),
+    ("data.helm_template", "dependency_update", Honoured),
+    ("data.helm_template", "description", Honoured),
+    ("data.helm_template", "atomic", Honoured),
+    ("data.helm_template", "wait", Honoured),
+    ("data.helm_template", "create_namespace", Honoured),
+    ("data.helm_template", "replace", Honoured),
+    ("data.helm_template", "reuse_values", Honoured),
+    ("data.helm_template", "reset_values", Honoured),
+    ("data.helm_template", "timeout", Honoured),
+    ("data.helm_template", "timeouts", Honoured),
+    ("data.helm_template", "timeouts.read", Honoured),
+    ("data.helm_template", "postrender", Honoured),
+    ("data.helm_template", "postrender.binary_path", Honoured),
+    ("data.helm_template", "postrender.args", Honoured),
+    ("data.helm_template", "id", Honoured),
+    ("data.helm_template", "manifest", Honoured),
+    ("data.helm_template", "manifests", Honoured),
+    ("data.helm_template", "notes", Honoured),
+    ("data.helm_template", "crds", Honoured),
     // hashicorp/kubernetes: the provider.
     ("provider.kubernetes", "host", Honoured),
     ("provider.kubernetes", "username", Honoured),
@@ -2946,7 +3009,7 @@ fn every_argument_of_the_three_providers_is_honoured_or_refused_by_name() {
         // One stack per refused argument: two of them may sit in one block of at most one.
         for (path, value) in &refused {
             let mut body = match name {
-                "helm_release" => "name = \"r\"\nchart = \"c\"\n".to_owned(),
+                "helm_release" | "helm_template" => "name = \"r\"\nchart = \"c\"\n".to_owned(),
                 "kubectl_manifest" => {
                     "yaml_body = \"apiVersion: v1\\nkind: Namespace\\nmetadata:\\n  name: a\\n\"\n"
                         .to_owned()
@@ -2962,6 +3025,7 @@ fn every_argument_of_the_three_providers_is_honoured_or_refused_by_name() {
             }
             let header = match kind {
                 "provider" => format!("provider \"{name}\""),
+                "data" => format!("data \"{name}\" \"x\""),
                 _ => format!("resource \"{name}\" \"x\""),
             };
             let dir = tempfile::tempdir().unwrap();
@@ -3386,4 +3450,92 @@ fn import_terraform_refuses_a_file_that_is_not_a_version_4_state() {
             "{file}: a state was written"
         );
     }
+}
+
+/// The kubernetes provider's functions, as Terraform 1.8 calls them: reachable through the
+/// module's `required_providers` entry, their values in the plan like any expression's; a
+/// module that does not require the provider is refused at the call, as OpenTofu refuses it.
+#[test]
+fn the_kubernetes_providers_functions_evaluate_where_the_module_requires_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let manifests = r#"
+locals {
+  sharing = provider::kubernetes::manifest_decode_multi(<<-YAML
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: time-slicing-config
+    data:
+      any: |
+        version: v1
+        sharing:
+          timeSlicing:
+            resources:
+            - name: nvidia.com/gpu
+              replicas: 4
+    ---
+    apiVersion: v1
+    kind: Namespace
+    metadata:
+      name: gpu-operator
+  YAML
+  )
+}
+
+output "names" {
+  value = [for m in local.sharing : m.metadata.name]
+}
+
+output "yaml" {
+  value = provider::kubernetes::manifest_encode(local.sharing[1])
+}
+
+output "one" {
+  value = provider::kubernetes::manifest_decode(provider::kubernetes::manifest_encode(local.sharing[0])).data.any
+}
+"#;
+    write(
+        d,
+        &[
+            (
+                "versions.tf",
+                "terraform {\n  required_providers {\n    kubernetes = {\n      source = \"hashicorp/kubernetes\"\n    }\n  }\n}\n",
+            ),
+            ("main.tf", manifests),
+        ],
+    );
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, outputs, err) = run(d, &["output", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let outputs: serde_json::Value = serde_json::from_str(&outputs).unwrap();
+    assert_eq!(
+        outputs["names"]["value"],
+        serde_json::json!(["time-slicing-config", "gpu-operator"])
+    );
+    assert_eq!(
+        outputs["yaml"]["value"],
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gpu-operator\n"
+    );
+    assert!(
+        outputs["one"]["value"]
+            .as_str()
+            .is_some_and(|t| t.contains("replicas: 4")),
+        "{outputs}"
+    );
+
+    // Without the entry: OpenTofu's error, at the call.
+    std::fs::remove_file(d.join("versions.tf")).unwrap();
+    let (code, out, err) = run(d, &["validate"]);
+    let text = format!("{out}{err}");
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("Unknown function provider"), "{text}");
+    assert!(
+        text.contains(
+            "Provider \"kubernetes\" does not exist within the required_providers of this module"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("main.tf:3"), "{text}");
 }

@@ -838,6 +838,242 @@ resource "helm_release" "probe" {{
     }
 }
 
+/// Terraform's helm provider waits for a release unless told not to: a release written
+/// without `wait` is planned with `wait = true`, and apply waits for its pods, so a Deployment
+/// that can never be scheduled fails the apply at its timeout; `wait = false` installs it.
+#[test]
+fn a_release_without_wait_waits_for_its_pods_as_in_terraform() {
+    let chart = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(chart.path().join("templates")).unwrap();
+    std::fs::write(
+        chart.path().join("Chart.yaml"),
+        "apiVersion: v2\nname: stuck\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    // No node has the label: its pod stays Pending, never ready.
+    std::fs::write(
+        chart.path().join("templates/deployment.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: {{ .Release.Name }}}\n  template:\n    metadata:\n      labels: {app: {{ .Release.Name }}}\n    spec:\n      nodeSelector: {gpustack.dev/nowhere: \"true\"}\n      containers:\n      - name: c\n        image: registry.k8s.io/pause:3.9\n",
+    )
+    .unwrap();
+    let stack = |wait: &str| {
+        Stack::inline(&format!(
+            r#"
+variable "kubeconfig" {{ type = string }}
+
+provider "helm" {{
+  config_path = var.kubeconfig
+}}
+
+resource "helm_release" "stuck" {{
+  name      = "stuck-wait"
+  chart     = "{chart}"
+  namespace = "default"
+  timeout   = 5
+{wait}}}
+"#,
+            chart = chart.path().display(),
+        ))
+    };
+    let waiting = stack("");
+    let plan = waiting.ok("plan", &["--json"]);
+    let plan: serde_json::Value = serde_json::from_str(&plan).expect("the plan as JSON");
+    let after = &plan["resource_changes"][0]["change"]["after"];
+    assert_eq!(after["wait"], serde_json::json!(true), "{plan}");
+    let out = waiting.run("apply", &["--auto-approve"]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the apply did not wait:\n{text}"
+    );
+    assert!(
+        text.contains("helm upgrade --install stuck-wait failed"),
+        "{text}"
+    );
+    let _ = waiting.run("destroy", &["--auto-approve"]);
+    let _ = Command::new(waiting.cluster.helm_dir().join("helm"))
+        .arg("--kubeconfig")
+        .arg(&waiting.cluster.kubeconfig)
+        .args(["uninstall", "stuck-wait", "-n", "default"])
+        .output();
+
+    let not_waiting = stack("  wait      = false\n");
+    not_waiting.ok("apply", &["--auto-approve"]);
+    not_waiting.ok("destroy", &["--auto-approve"]);
+}
+
+/// `data "helm_template"` renders a chart with helm template, as Terraform's helm provider
+/// answers it: values, `set` and `set_sensitive`, the capabilities, `is_upgrade`,
+/// `skip_tests`, `show_only`, `include_crds` and `validate` against the cluster; the
+/// documents by template, the notes and the CRD files. A `set_sensitive` value reaches the
+/// rendered Secret and nothing gpustack writes: plan, apply, the state, trace logs.
+#[test]
+fn helm_template_renders_a_chart_as_terraform_does_and_keeps_sensitive_values_out() {
+    let chart = tempfile::tempdir().unwrap();
+    let files = [
+        (
+            "Chart.yaml",
+            "apiVersion: v2\nname: probe\nversion: 0.1.0\n",
+        ),
+        ("values.yaml", "replicas: 1\npassword: \"\"\n"),
+        (
+            "templates/configmap.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  replicas: {{ .Values.replicas | quote }}\n  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n  gpu: {{ .Capabilities.APIVersions.Has \"gpu.example/v1\" | quote }}\n  upgrade: {{ .Release.IsUpgrade | quote }}\n",
+        ),
+        (
+            "templates/secret.yaml",
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  password: {{ .Values.password | b64enc }}\n",
+        ),
+        (
+            "templates/tests/probe.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}-test\n  annotations:\n    helm.sh/hook: test\nspec:\n  containers:\n  - name: t\n    image: registry.k8s.io/pause:3.9\n",
+        ),
+        (
+            "templates/NOTES.txt",
+            "Release {{ .Release.Name }} in {{ .Release.Namespace }}.\n",
+        ),
+        (
+            "crds/widget.yaml",
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.probe.gpustack.dev\nspec:\n  group: probe.gpustack.dev\n  names: {kind: Widget, plural: widgets}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {type: object}\n",
+        ),
+    ];
+    for (path, text) in files {
+        let path = chart.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let secret = "tpl-s3cr3t-value";
+    let encoded = "dHBsLXMzY3IzdC12YWx1ZQ==";
+    let mut stack = Stack::inline(&format!(
+        r#"
+variable "kubeconfig" {{ type = string }}
+variable "password" {{
+  type      = string
+  sensitive = true
+}}
+
+provider "helm" {{
+  config_path = var.kubeconfig
+}}
+
+data "helm_template" "probe" {{
+  name         = "probe"
+  chart        = "{chart}"
+  namespace    = "gpu"
+  values       = [yamlencode({{ replicas = 3 }})]
+  kube_version = "1.31.0"
+  api_versions = ["gpu.example/v1"]
+  is_upgrade   = true
+  skip_tests   = true
+  wait         = true
+  timeout      = 600
+
+  set {{
+    name  = "replicas"
+    value = "4"
+  }}
+
+  set_sensitive {{
+    name  = "password"
+    value = var.password
+  }}
+}}
+
+data "helm_template" "validated" {{
+  name         = "validated"
+  chart        = "{chart}"
+  include_crds = true
+  validate     = true
+  show_only    = ["crds/widget.yaml", "templates/configmap.yaml"]
+  timeouts = {{
+    read = "2m"
+  }}
+}}
+
+# What the render holds reaches a resource's plan and state only as a secret.
+resource "terraform_data" "rendered" {{
+  input = data.helm_template.probe.manifest
+}}
+
+output "config" {{
+  value = nonsensitive(data.helm_template.probe.manifests["templates/configmap.yaml"])
+}}
+
+output "templates" {{
+  value = nonsensitive(keys(data.helm_template.probe.manifests))
+}}
+
+output "notes" {{
+  value = nonsensitive(data.helm_template.probe.notes)
+}}
+
+output "crds" {{
+  value = data.helm_template.probe.crds
+}}
+
+output "secret_rendered" {{
+  value = nonsensitive(strcontains(data.helm_template.probe.manifest, "{encoded}"))
+}}
+
+output "validated" {{
+  value = data.helm_template.validated.manifests
+}}
+"#,
+        chart = chart.path().display(),
+    ))
+    .with_vars(&[&format!("password={secret}")]);
+    stack.env = vec![("GPUSTACK_LOG".into(), "trace".into())];
+    let plan = stack.ok("plan", &[]);
+    let json = stack.ok("plan", &["--json"]);
+    let applied = stack.ok("apply", &["--auto-approve"]);
+    let state = std::fs::read_to_string(stack.dir.join(".gpustack/state.json")).unwrap();
+    for (what, text) in [
+        ("plan", &plan),
+        ("JSON plan", &json),
+        ("apply", &applied),
+        ("state", &state),
+    ] {
+        assert!(
+            !text.contains(secret) && !text.contains(encoded),
+            "the sensitive value reached the {what}:\n{text}"
+        );
+    }
+    let out = stack.run("output", &["--json"]);
+    let outputs: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("the outputs as JSON");
+    let value = |name: &str| outputs[name]["value"].clone();
+    assert_eq!(value("secret_rendered"), serde_json::json!(true));
+    assert_eq!(
+        value("config"),
+        "---\n# Source: probe/templates/configmap.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\ndata:\n  replicas: \"4\"\n  kube: \"v1.31.0\"\n  gpu: \"true\"\n  upgrade: \"true\"\n"
+    );
+    assert_eq!(
+        value("templates"),
+        serde_json::json!(["templates/configmap.yaml", "templates/secret.yaml"])
+    );
+    assert_eq!(value("notes"), "Release probe in gpu.\n");
+    let crds = value("crds");
+    assert_eq!(crds.as_array().map(Vec::len), Some(1), "{crds}");
+    assert!(
+        crds[0]
+            .as_str()
+            .unwrap()
+            .contains("widgets.probe.gpustack.dev")
+    );
+    let validated = value("validated");
+    let keys: Vec<&String> = validated.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        ["crds/widget.yaml", "templates/configmap.yaml"],
+        "{validated}"
+    );
+}
+
 /// Every place a run writes text or data, for the secrets test to search.
 fn everything_written(out: &Output) -> String {
     format!(

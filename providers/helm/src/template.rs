@@ -1,0 +1,231 @@
+//! `data "helm_template"`: a chart rendered by `helm template`, with the values, flags and
+//! credentials of `helm_release`, answered as Terraform's helm provider answers it: `manifest`
+//! (every document after `---`), `manifests` (by template), `notes` and `crds`.
+
+use super::{HelmCli, namespace_of, set, values_files};
+use base64::Engine as _;
+use gpustack_protocol::Value;
+use gpustack_provider_sdk::check::{attribute, text};
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+
+/// Terraform's default read timeout of the data source.
+const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20 * 60);
+
+/// The documents of rendered output as Terraform's helm provider keys them (helm's
+/// `SplitManifests`): trimmed, empty ones dropped, `manifest-N` in order.
+fn split(rendered: &str) -> Vec<(String, String)> {
+    // helm's separator is `---` at the start of the text or of a line, blanks around it
+    // belonging to neither document.
+    let text = rendered.strip_prefix("---").unwrap_or(rendered);
+    text.split("\n---")
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .enumerate()
+        .map(|(i, d)| (format!("manifest-{i}"), d.to_owned()))
+        .collect()
+}
+
+/// `manifest` and `manifests` of rendered output, as Terraform's helm provider builds them:
+/// the documents in the order of their keys sorted as text, each after `---`; and by the
+/// template each came from (`# Source: CHART/PATH`), keyed by PATH.
+fn outputs(rendered: &str) -> (String, BTreeMap<String, String>) {
+    let mut documents = split(rendered);
+    documents.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut manifest = String::new();
+    let mut manifests: BTreeMap<String, String> = BTreeMap::new();
+    for (_, document) in documents {
+        let source = document.lines().find_map(|line| {
+            let rest = line.split_once("# Source: ")?.1;
+            let (_, path) = rest.split_once('/')?;
+            (!path.is_empty()).then(|| path.to_owned())
+        });
+        let entry = format!("---\n{document}\n");
+        manifest.push_str(&entry);
+        manifests
+            .entry(source.unwrap_or_default())
+            .or_default()
+            .push_str(&entry);
+    }
+    (manifest, manifests)
+}
+
+impl HelmCli {
+    /// Renders the chart `config` names; its state with the computed attributes.
+    pub(crate) async fn render(&self, config: &Value) -> Result<Value, String> {
+        let limit = attribute(config, "timeouts")
+            .and_then(|t| text(t, "read"))
+            .and_then(super::go_duration)
+            .unwrap_or(READ_TIMEOUT);
+        let (values, sensitive) = values_files(config)?;
+        let name = text(config, "name").unwrap_or_default().to_owned();
+        let mut common: Vec<String> = vec![
+            name.clone(),
+            text(config, "chart").unwrap_or_default().into(),
+            "-n".into(),
+            namespace_of(config),
+            "-f".into(),
+            values.path().display().to_string(),
+        ];
+        if let Some(file) = &sensitive {
+            // After the values file: set_sensitive overrides, as in helm_release.
+            common.extend(["-f".into(), file.path().display().to_string()]);
+        }
+        if let Some(repository) = text(config, "repository") {
+            common.extend(["--repo".into(), repository.into()]);
+        }
+        if let Some(version) = text(config, "version") {
+            common.extend(["--version".into(), version.into()]);
+        }
+        common.extend(self.release_flags(config));
+
+        let mut template: Vec<String> = vec!["template".into()];
+        template.extend(common.iter().cloned());
+        let on = |name: &str| attribute(config, name).and_then(Value::as_bool) == Some(true);
+        for (name, flag) in [
+            ("include_crds", "--include-crds"),
+            ("is_upgrade", "--is-upgrade"),
+            ("skip_tests", "--skip-tests"),
+            ("validate", "--validate"),
+            ("disable_schema_validation", "--skip-schema-validation"),
+        ] {
+            if on(name) {
+                template.push(flag.into());
+            }
+        }
+        if let Some(version) = text(config, "kube_version") {
+            template.extend(["--kube-version".into(), version.into()]);
+        }
+        for (name, flag) in [
+            ("api_versions", "--api-versions"),
+            ("show_only", "--show-only"),
+        ] {
+            for item in attribute(config, name)
+                .and_then(Value::as_list)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|s| !s.is_empty())
+            {
+                template.extend([flag.into(), item.into()]);
+            }
+        }
+        let rendered = self.run_within(&template, limit).await?;
+
+        // The notes and the CRD files, which helm template does not print: the same chart
+        // and values in a client-side dry run of the install.
+        let mut install: Vec<String> = vec!["install".into()];
+        install.extend(common);
+        install.extend(["--dry-run=client".into(), "-o".into(), "json".into()]);
+        let release: Json = serde_json::from_str(self.run_within(&install, limit).await?.trim())
+            .map_err(|e| format!("helm install --dry-run: {e}"))?;
+        let notes = release
+            .pointer("/info/notes")
+            .and_then(Json::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let crds: Vec<Value> = release
+            .pointer("/chart/files")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|f| {
+                f.get("name")
+                    .and_then(Json::as_str)
+                    .is_some_and(|n| n.starts_with("crds/"))
+            })
+            .filter_map(|f| f.get("data").and_then(Json::as_str))
+            .filter_map(|data| base64::engine::general_purpose::STANDARD.decode(data).ok())
+            .map(|bytes| Value::string(String::from_utf8_lossy(&bytes)))
+            .collect();
+
+        let (manifest, manifests) = outputs(&rendered);
+        // What set_sensitive put in may be anywhere in the output, encoded or not: all of it
+        // is as secret as the values.
+        let mark = |v: Value| {
+            if sensitive.is_some() {
+                Value::sensitive(v)
+            } else {
+                v
+            }
+        };
+        let mut state = config.clone();
+        set(&mut state, "id", Value::string(name));
+        set(&mut state, "manifest", mark(Value::string(manifest)));
+        set(
+            &mut state,
+            "manifests",
+            mark(Value::Object(
+                manifests
+                    .into_iter()
+                    .map(|(k, v)| (k, Value::string(v)))
+                    .collect(),
+            )),
+        );
+        set(&mut state, "notes", mark(Value::string(notes)));
+        set(&mut state, "crds", Value::List(crds));
+        Ok(state)
+    }
+
+    /// `run`, stopped (helm killed) after `limit`.
+    async fn run_within(
+        &self,
+        args: &[String],
+        limit: std::time::Duration,
+    ) -> Result<String, String> {
+        tokio::time::timeout(limit, self.run(args))
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "helm {} did not finish within {}s (timeouts.read)",
+                    args[0],
+                    limit.as_secs()
+                ))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::outputs;
+
+    /// Terraform's helm provider: every document after `---` in the order of `manifest-N`
+    /// sorted as text, and the documents of each template together under its path.
+    #[test]
+    fn rendered_documents_are_keyed_and_ordered_as_terraform_does() {
+        let mut rendered = String::new();
+        for i in 0..11 {
+            let template = if i % 2 == 0 { "even" } else { "odd" };
+            rendered.push_str(&format!(
+                "---\n# Source: probe/templates/{template}.yaml\nkind: ConfigMap\nn: {i}\n"
+            ));
+        }
+        rendered.push_str("---\n\n---\n# Source: probe/templates/tests/t.yaml\nkind: Pod\n");
+        let (manifest, manifests) = outputs(&rendered);
+        let order: Vec<&str> = manifest
+            .lines()
+            .filter_map(|l| l.strip_prefix("n: "))
+            .collect();
+        assert_eq!(
+            order,
+            ["0", "1", "10", "2", "3", "4", "5", "6", "7", "8", "9"]
+        );
+        assert!(
+            manifest.starts_with(
+                "---\n# Source: probe/templates/even.yaml\nkind: ConfigMap\nn: 0\n---\n"
+            )
+        );
+        assert_eq!(
+            manifests.keys().collect::<Vec<_>>(),
+            [
+                "templates/even.yaml",
+                "templates/odd.yaml",
+                "templates/tests/t.yaml"
+            ]
+        );
+        assert_eq!(
+            manifests["templates/odd.yaml"],
+            "---\n# Source: probe/templates/odd.yaml\nkind: ConfigMap\nn: 1\n---\n# Source: probe/templates/odd.yaml\nkind: ConfigMap\nn: 3\n---\n# Source: probe/templates/odd.yaml\nkind: ConfigMap\nn: 5\n---\n# Source: probe/templates/odd.yaml\nkind: ConfigMap\nn: 7\n---\n# Source: probe/templates/odd.yaml\nkind: ConfigMap\nn: 9\n"
+        );
+    }
+}
