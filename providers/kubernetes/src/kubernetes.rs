@@ -278,6 +278,7 @@ impl Family for Kubernetes {
                 resources.insert((*name).to_owned(), crate::typed::schema(kind));
             }
         }
+        resources.insert(crate::taint::TYPE.to_owned(), crate::taint::schema());
         resources.insert(crate::rollout::TYPE.to_owned(), crate::rollout::schema());
         let mut data_sources: IndexMap<String, Schema> = [
             ("kubernetes_nodes".to_owned(), nodes),
@@ -332,6 +333,10 @@ impl Family for Kubernetes {
         }
         if type_name == crate::rollout::TYPE {
             crate::rollout::check(check);
+            return;
+        }
+        if type_name == crate::taint::TYPE {
+            crate::taint::check(check);
             return;
         }
         if ObjectType::of(type_name) == Some(ObjectType::Manifest) {
@@ -399,6 +404,15 @@ impl Family for Kubernetes {
                     )
                 })
             });
+        let resources = resources.resource(
+            crate::taint::TYPE,
+            crate::taint::NodeTaints {
+                inner: Objects {
+                    connected: connected.clone(),
+                    ty: ObjectType::Patch,
+                },
+            },
+        );
         let resources = resources.resource(
             crate::rollout::TYPE,
             crate::rollout::Rollouts(connected.clone()),
@@ -823,8 +837,19 @@ fn api_status(e: &kube::Error) -> Option<u16> {
     }
 }
 
+/// What a conflict on a resourceVersion precondition says: the object changed since it was
+/// read, and nothing was applied.
+pub(crate) const CHANGED_SINCE_READ: &str =
+    "The object changed since gpustack read it; nothing was changed. Apply again.";
+
 fn conflict_detail(e: &kube::Error) -> Option<String> {
     match e {
+        // An object changed since it was read, under a resourceVersion precondition.
+        kube::Error::Api(status)
+            if status.is_conflict() && status.message.contains("has been modified") =>
+        {
+            Some(format!("{}\n{CHANGED_SINCE_READ}", status.message))
+        }
         kube::Error::Api(status) if status.is_conflict() => Some(format!(
             "{}\nAnother field manager owns these fields. Set force_conflicts = true to take them over, or stop managing them here.",
             status.message

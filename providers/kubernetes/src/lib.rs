@@ -12,6 +12,7 @@ mod gpu;
 mod kubectl;
 mod kubernetes;
 mod rollout;
+mod taint;
 mod typed;
 #[rustfmt::skip]
 mod typed_fields;

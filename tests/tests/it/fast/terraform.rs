@@ -1014,6 +1014,15 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
     ),
     ("resource.kubernetes_annotations", "field_manager", Honoured),
     ("resource.kubernetes_annotations", "force", Honoured),
+    // hashicorp/kubernetes: kubernetes_node_taint (no _v1 twin in Terraform).
+    ("resource.kubernetes_node_taint", "metadata", Honoured),
+    ("resource.kubernetes_node_taint", "metadata.name", Honoured),
+    ("resource.kubernetes_node_taint", "taint", Honoured),
+    ("resource.kubernetes_node_taint", "taint.key", Honoured),
+    ("resource.kubernetes_node_taint", "taint.value", Honoured),
+    ("resource.kubernetes_node_taint", "taint.effect", Honoured),
+    ("resource.kubernetes_node_taint", "field_manager", Honoured),
+    ("resource.kubernetes_node_taint", "force", Honoured),
     // hashicorp/kubernetes: typed resources (each also under its _v1 name, checked below).
     ("resource.kubernetes_namespace", "metadata.name", Honoured),
     (
@@ -2970,7 +2979,7 @@ fn every_argument_of_the_three_providers_is_honoured_or_refused_by_name() {
             missing.push(format!("{scope}: {path}"));
         }
         if let Some(typed) = scope.strip_prefix("resource.kubernetes_")
-            && !["manifest", "labels", "annotations"].contains(&typed)
+            && !["manifest", "labels", "annotations", "node_taint"].contains(&typed)
         {
             // Terraform's one twin not named by the rule.
             let twin = if typed == "daemonset" {
@@ -3323,6 +3332,61 @@ fn the_workload_kinds_validate_as_terraform_writes_them() {
         text.contains("containers") && text.contains(&format!("main.tf:{line}:")),
         "not refused at line {line}:\n{text}"
     );
+}
+
+/// `kubernetes_node_taint` as Terraform stacks write it validates; an effect Kubernetes does not
+/// have and a key given twice are refused, each at its own line.
+#[test]
+fn a_node_taint_validates_as_terraform_writes_it_and_a_bad_effect_or_a_twice_given_key_is_located()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let stack = r#"resource "kubernetes_node_taint" "gpu" {
+  metadata {
+    name = "gpu-node-1"
+  }
+  field_manager = "gpu-taints"
+  force         = true
+  taint {
+    key    = "nvidia.com/gpu"
+    value  = "present"
+    effect = "NoSchedule"
+  }
+  taint {
+    key    = "dedicated"
+    value  = ""
+    effect = "NoExecute"
+  }
+}
+
+output "id" {
+  value = kubernetes_node_taint.gpu.id
+}
+"#;
+    write(dir.path(), &[("main.tf", stack)]);
+    let (valid, diagnostics) = validate(dir.path());
+    assert!(valid, "{diagnostics:?}");
+
+    for (broken, line, named) in [
+        (
+            stack.replacen("\"NoExecute\"", "\"NoExecut\"", 1),
+            15,
+            "\"NoExecut\" is not one of",
+        ),
+        (
+            stack.replacen("\"dedicated\"", "\"nvidia.com/gpu\"", 1),
+            13,
+            "\"nvidia.com/gpu\" is given twice",
+        ),
+    ] {
+        write(dir.path(), &[("main.tf", &broken)]);
+        let (code, out, err) = run(dir.path(), &["validate"]);
+        let text = format!("{out}{err}");
+        assert_eq!(code, 1, "{text}");
+        assert!(
+            text.contains(named) && text.contains(&format!("main.tf:{line}:")),
+            "not refused at line {line}:\n{text}"
+        );
+    }
 }
 
 /// The kubernetes provider's data sources as Terraform stacks read them validate; a data

@@ -1268,3 +1268,196 @@ fn the_typed_field_table_is_what_the_live_api_server_serves() {
         "providers/kubernetes/src/typed_fields.rs is not what typed_fields.py makes of this API server's OpenAPI documents: make it again"
     );
 }
+
+/// A GPU node tainted as Terraform stacks taint theirs: two taints by `kubernetes_node_taint`.
+fn taint_stack(dir: &Path, kubeconfig: &str, node: &str) {
+    std::fs::write(
+        dir.join("main.tf"),
+        format!(
+            r#"terraform {{
+  required_providers {{
+    kubernetes = {{
+      source = "hashicorp/kubernetes"
+    }}
+  }}
+}}
+
+provider "kubernetes" {{
+  config_path = "{kubeconfig}"
+}}
+
+resource "kubernetes_node_taint" "gpu" {{
+  metadata {{
+    name = "{node}"
+  }}
+  taint {{
+    key    = "nvidia.com/gpu"
+    value  = "present"
+    effect = "NoSchedule"
+  }}
+  taint {{
+    key    = "gpu-only"
+    value  = "true"
+    effect = "PreferNoSchedule"
+  }}
+}}
+"#
+        ),
+    )
+    .unwrap();
+}
+
+/// The node's taints as `key=value:effect`, sorted; the node lifecycle controller's own
+/// (`node.kubernetes.io/...`) left out.
+fn node_taints(cluster: &TestCluster, node: &str) -> Vec<String> {
+    let out = cluster.kubectl_ok(&[
+        "get",
+        "node",
+        node,
+        "-o",
+        r#"jsonpath={range .spec.taints[*]}{.key}={.value}:{.effect}{"\n"}{end}"#,
+    ]);
+    let mut taints: Vec<String> = out
+        .lines()
+        .filter(|t| !t.starts_with("node.kubernetes.io/"))
+        .map(str::to_owned)
+        .collect();
+    taints.sort();
+    taints
+}
+
+/// `kubernetes_node_taint` puts its taints on a node someone else owns, leaves a taint added by
+/// hand alone (the node's taint list is atomic for server-side apply, so it is merged with the
+/// node as it is), plans nothing on a second run, and destroy removes only its own taints.
+#[test]
+fn a_node_taint_keeps_a_hand_made_taint_and_destroy_removes_only_its_own() {
+    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+    let node = format!("tf-taint-gpu-{}", std::process::id());
+    cluster.fake_gpu_node(&node, "Tesla T4", 1);
+    let _node = DeleteNode(&cluster, node.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = cluster.kubeconfig.display().to_string();
+    taint_stack(dir.path(), &kubeconfig, &node);
+    // A taint someone set before the stack: kept.
+    cluster.kubectl_ok(&["taint", "node", &node, "before=kept:NoExecute"]);
+
+    let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        node_taints(&cluster, &node),
+        [
+            "before=kept:NoExecute",
+            "gpu-only=true:PreferNoSchedule",
+            "nvidia.com/gpu=present:NoSchedule",
+        ],
+    );
+    let state = std::fs::read_to_string(dir.path().join(".gpustack/state.json")).unwrap();
+    assert!(
+        state.contains(&format!(
+            "{node},nvidia.com/gpu=present:NoSchedule,gpu-only=true:PreferNoSchedule"
+        )),
+        "Terraform's id is not in the state:\n{state}"
+    );
+
+    // A taint added by hand after the apply: the next plan is empty and leaves it alone.
+    cluster.kubectl_ok(&["taint", "node", &node, "by-hand=yes:NoSchedule"]);
+    let (code, out, err) = run(dir.path(), &["plan"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("No changes."), "{out}{err}");
+    let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        node_taints(&cluster, &node).contains(&"by-hand=yes:NoSchedule".to_owned()),
+        "{:?}",
+        node_taints(&cluster, &node)
+    );
+
+    // Its own taint changed by hand is drift, put back by the next apply.
+    cluster.kubectl_ok(&[
+        "taint",
+        "node",
+        &node,
+        "nvidia.com/gpu=absent:NoSchedule",
+        "--overwrite",
+    ]);
+    let (code, out, err) = run(dir.path(), &["plan"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("will be updated in-place"), "{out}{err}");
+    let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        node_taints(&cluster, &node).contains(&"nvidia.com/gpu=present:NoSchedule".to_owned()),
+        "{:?}",
+        node_taints(&cluster, &node)
+    );
+
+    // Imported under Terraform's id after the state forgot it: the next plan is empty; an id
+    // naming a taint the node does not have is refused by name.
+    let address = "kubernetes_node_taint.gpu";
+    let (code, out, err) = run(dir.path(), &["state", "rm", address], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let missing = format!("{node},nvidia.com/gpu=other:NoSchedule");
+    let (code, out, err) = run(dir.path(), &["import", address, &missing], &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("has no taint nvidia.com/gpu=other:NoSchedule"),
+        "{out}{err}"
+    );
+    let id = format!("{node},nvidia.com/gpu=present:NoSchedule,gpu-only=true:PreferNoSchedule");
+    let (code, out, err) = run(dir.path(), &["import", address, &id], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(dir.path(), &["plan"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("No changes."), "{out}{err}");
+
+    let (code, out, err) = run(dir.path(), &["destroy", "--auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        node_taints(&cluster, &node),
+        ["before=kept:NoExecute", "by-hand=yes:NoSchedule"],
+    );
+}
+
+/// A taint of the same key and effect that is already on the node and not the stack's is
+/// refused by name without `force`, and nothing changes; with `force` it is taken over.
+#[test]
+fn a_node_taint_takes_over_someone_elses_taint_only_with_force() {
+    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+    let node = format!("tf-taint-force-{}", std::process::id());
+    cluster.fake_gpu_node(&node, "Tesla T4", 1);
+    let _node = DeleteNode(&cluster, node.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = cluster.kubeconfig.display().to_string();
+    taint_stack(dir.path(), &kubeconfig, &node);
+    cluster.kubectl_ok(&["taint", "node", &node, "nvidia.com/gpu=other:NoSchedule"]);
+
+    let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("already has the taint nvidia.com/gpu:NoSchedule") && err.contains("force"),
+        "{out}{err}"
+    );
+    assert_eq!(
+        node_taints(&cluster, &node),
+        ["nvidia.com/gpu=other:NoSchedule"]
+    );
+
+    let main = std::fs::read_to_string(dir.path().join("main.tf")).unwrap();
+    std::fs::write(
+        dir.path().join("main.tf"),
+        main.replace(
+            "  taint {\n    key    = \"nvidia.com/gpu\"",
+            "  force = true\n  taint {\n    key    = \"nvidia.com/gpu\"",
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        node_taints(&cluster, &node),
+        [
+            "gpu-only=true:PreferNoSchedule",
+            "nvidia.com/gpu=present:NoSchedule"
+        ],
+    );
+}
