@@ -49,19 +49,28 @@ fn rollout_stack(dir: &Path, nodes: &[String], budget: usize) {
     std::fs::write(
         dir.join("main.hcl"),
         format!(
-            "{}variable \"geometry\" {{\n  type = string\n}}\n\nresource \"kubernetes_node_rollout\" \"geometry\" {{\n  name            = \"bench\"\n  nodes           = [{names}]\n  labels          = {{ \"nvidia.com/mig.config\" = var.geometry }}\n  settle          = \"mig\"\n  max_unavailable = \"{budget}\"\n  settle_timeout  = \"5m\"\n}}\n",
+            "{}variable \"geometry\" {{\n  type    = string\n  default = \"all-disabled\"\n}}\n\nresource \"kubernetes_node_rollout\" \"geometry\" {{\n  name            = \"bench\"\n  nodes           = [{names}]\n  labels          = {{ \"nvidia.com/mig.config\" = var.geometry }}\n  settle          = \"mig\"\n  max_unavailable = \"{budget}\"\n  settle_timeout  = \"5m\"\n}}\n",
             header()
         ),
     )
     .unwrap();
 }
 
-fn gpustack(dir: &Path, kubeconfig: &Path, args: &[&str]) -> (Duration, String) {
+fn gpustack(dir: &Path, cluster: &TestCluster, args: &[&str]) -> (Duration, String) {
+    let path = format!(
+        "{}:{}",
+        cluster.helm_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let started = Instant::now();
     let out = Command::new(gpustack_bin())
         .current_dir(dir)
         .args(args)
-        .args(["--var", &format!("kubeconfig={}", kubeconfig.display())])
+        .args([
+            "--var",
+            &format!("kubeconfig={}", cluster.kubeconfig.display()),
+        ])
+        .env("PATH", path)
         .env("GPUSTACK_LOG", "gpustack_connect=debug")
         .env("NO_COLOR", "1")
         .env_remove("KUBECONFIG")
@@ -80,6 +89,7 @@ fn gpustack(dir: &Path, kubeconfig: &Path, args: &[&str]) -> (Duration, String) 
 /// Requests by kind: (method, node or pod, watch or not) → count.
 fn requests(log: &str) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
+    let mut node_spans: Vec<(String, f64, f64)> = Vec::new();
     for line in log.lines().filter(|l| l.contains("requesting")) {
         let field = |name: &str| {
             line.split(name)
@@ -104,6 +114,48 @@ fn requests(log: &str) -> BTreeMap<String, usize> {
         *counts.entry(format!("{kind} {what}")).or_default() += 1;
     }
     counts
+}
+
+/// Seconds since midnight of a log line's leading RFC 3339 timestamp.
+fn stamp(line: &str) -> Option<f64> {
+    let time = line
+        .split_whitespace()
+        .next()?
+        .split('T')
+        .nth(1)?
+        .trim_end_matches('Z');
+    let mut parts = time.split(':');
+    let (h, m, s): (f64, f64, f64) = (
+        parts.next()?.parse().ok()?,
+        parts.next()?.parse().ok()?,
+        parts.next()?.parse().ok()?,
+    );
+    Some(h * 3600.0 + m * 60.0 + s)
+}
+
+/// Each node's span in a rollout, from its first PATCH (the cordon) to its last (the record
+/// that it is done): (node, start, end), in seconds of the day.
+fn spans(log: &str) -> Vec<(String, f64, f64)> {
+    let mut by_node: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for line in log
+        .lines()
+        .filter(|l| l.contains("requesting") && l.contains("http.method=PATCH"))
+    {
+        let Some(node) = line
+            .split("/api/v1/nodes/")
+            .nth(1)
+            .and_then(|rest| rest.split(['?', ' ']).next())
+        else {
+            continue;
+        };
+        let Some(at) = stamp(line) else {
+            continue;
+        };
+        let span = by_node.entry(node.to_owned()).or_insert((at, at));
+        span.0 = span.0.min(at);
+        span.1 = span.1.max(at);
+    }
+    by_node.into_iter().map(|(n, (a, b))| (n, a, b)).collect()
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -151,7 +203,7 @@ fn main() {
         cluster.fake_gpu_node(node, "NVIDIA A100-SXM4-80GB", 1);
         cluster.kubectl_ok(&["annotate", "node", node, "--overwrite", &annotation]);
     }
-    gpustack(&operator, &cluster.kubeconfig, &["apply", "--auto-approve"]);
+    gpustack(&operator, &cluster, &["apply", "--auto-approve"]);
     let one = root.path().join("stacks/one");
     let many = root.path().join("stacks/many");
     rollout_stack(&one, &solo, 1);
@@ -161,20 +213,22 @@ fn main() {
     for dir in [&one, &many] {
         gpustack(
             dir,
-            &cluster.kubeconfig,
+            &cluster,
             &["apply", "--auto-approve", "--var", "geometry=all-disabled"],
         );
     }
     let (mut t0, mut t1, mut t20) = (Vec::new(), Vec::new(), Vec::new());
     let mut counts = BTreeMap::new();
+    let mut node_spans: Vec<(String, f64, f64)> = Vec::new();
     for run in 0..runs {
         let geometry = format!("geometry={}", geometries[run % 2]);
         let args = ["apply", "--auto-approve", "--var", geometry.as_str()];
-        t1.push(gpustack(&one, &cluster.kubeconfig, &args).0);
-        let (wall, log) = gpustack(&many, &cluster.kubeconfig, &args);
+        t1.push(gpustack(&one, &cluster, &args).0);
+        let (wall, log) = gpustack(&many, &cluster, &args);
         t20.push(wall);
         counts = requests(&log);
-        t0.push(gpustack(&many, &cluster.kubeconfig, &args).0);
+        node_spans = spans(&log);
+        t0.push(gpustack(&many, &cluster, &args).0);
     }
     let (t0, t1, t20) = (median(t0), median(t1), median(t20));
     let waves = NODES.div_ceil(BUDGET) as f64;
@@ -200,9 +254,26 @@ fn main() {
         "  ratio to {waves} × one node: {ratio:.3} (target ≤ 1.1: {})",
         gpustack_tests::measure::verdict(ratio <= 1.1)
     );
+    if !node_spans.is_empty() {
+        let first = node_spans.iter().map(|s| s.1).fold(f64::MAX, f64::min);
+        let last = node_spans.iter().map(|s| s.2).fold(f64::MIN, f64::max);
+        let busy: f64 = node_spans.iter().map(|s| s.2 - s.1).sum();
+        let mean = busy / node_spans.len() as f64;
+        println!(
+            "  in the {NODES}-node apply (last run): a node took {mean:.2} s on average (alone: {node_time:.2} s, so {:.2}× under 4 at once); the {BUDGET} slots were busy {:.1}% of the rollout's {:.2} s, so {:.2} s of it was idle slots",
+            mean / node_time,
+            100.0 * busy / (BUDGET as f64 * (last - first)),
+            last - first,
+            (BUDGET as f64 * (last - first) - busy) / BUDGET as f64,
+        );
+    }
     println!("  requests of the {NODES}-node apply (last run):");
     for (kind, n) in &counts {
         println!("    {kind:<16} {n}");
+    }
+    // The cluster is left as it was found, so that the benchmark can run on it again.
+    for dir in [&one, &many, &operator] {
+        gpustack(dir, &cluster, &["destroy", "--auto-approve"]);
     }
     let polls = counts.get("GET nodes").copied().unwrap_or(0)
         + counts.get("GET pods").copied().unwrap_or(0);
