@@ -89,7 +89,6 @@ fn gpustack(dir: &Path, cluster: &TestCluster, args: &[&str]) -> (Duration, Stri
 /// Requests by kind: (method, node or pod, watch or not) → count.
 fn requests(log: &str) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
-    let mut node_spans: Vec<(String, f64, f64)> = Vec::new();
     for line in log.lines().filter(|l| l.contains("requesting")) {
         let field = |name: &str| {
             line.split(name)
