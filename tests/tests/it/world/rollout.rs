@@ -86,6 +86,25 @@ fn gpu_pod(name: &str, node: &str, pinned: bool) -> String {
     )
 }
 
+/// Once each node advertises `advertised` GPUs, a GPU pod `<prefix>-<i>` runs on node `i`.
+fn busy(c: &TestCluster, nodes: &[&str], prefix: &str, advertised: &str) {
+    for (i, node) in nodes.iter().enumerate() {
+        c.eventually(
+            60,
+            || allocatable(c, node, "nvidia.com/gpu"),
+            |a| a == advertised,
+        );
+        c.apply_yaml(&gpu_pod(&format!("{prefix}-{i}"), node, false));
+    }
+    for i in 0..nodes.len() {
+        c.eventually(
+            60,
+            || phase(c, &format!("{prefix}-{i}")),
+            |p| p == "Running",
+        );
+    }
+}
+
 fn phase(c: &TestCluster, pod: &str) -> String {
     String::from_utf8_lossy(
         &c.kubectl(&[
@@ -303,6 +322,29 @@ fn observe(
     (seen, handle, done)
 }
 
+/// Applies with `var` under [`observe`]: the nodes were cordoned one at a time, in their
+/// order, and `label` never changed on a node while a GPU pod ran there.
+fn apply_one_node_at_a_time(
+    c: &'static TestCluster,
+    stack: &Stack,
+    nodes: &[&str],
+    label: &'static str,
+    var: &str,
+) {
+    let (seen, watcher, done) = observe(c, nodes, label);
+    let out = stack.ok("apply", &["--auto-approve", "--var", var]);
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    watcher.join().unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.most_cordoned, 1, "{out}");
+    assert_eq!(seen.cordon_order, nodes, "{out}");
+    assert!(
+        seen.relabelled_busy.is_empty(),
+        "{label} changed with GPU pods running: {:?}",
+        seen.relabelled_busy
+    );
+}
+
 /// Three busy A100 nodes, `max_unavailable = 1` and `drain = "wait"`: the plan lists each
 /// node's pods and the rollout; apply never has two nodes cordoned, never relabels a node
 /// while its GPU pod runs (no pod is killed by MIG Manager), and leaves all three at the new
@@ -328,17 +370,7 @@ fn a_mig_rollout_takes_one_node_at_a_time_and_relabels_none_while_its_gpu_pods_r
     );
     let _destroy = Destroy(&stack, &nodes);
     stack.ok("apply", &["--auto-approve"]);
-    for (i, node) in nodes.iter().enumerate() {
-        c.eventually(60, || allocatable(c, node, "nvidia.com/gpu"), |a| a == "1");
-        c.apply_yaml(&gpu_pod(&format!("ro-train-{i}"), node, false));
-    }
-    for i in 0..3 {
-        c.eventually(
-            60,
-            || phase(c, &format!("ro-train-{i}")),
-            |p| p == "Running",
-        );
-    }
+    busy(c, &nodes, "ro-train", "1");
     let plan = stack.ok("plan", &["--var", "geometry=all-1g.10gb"]);
     for (i, node) in nodes.iter().enumerate() {
         let line = plan
@@ -355,20 +387,12 @@ fn a_mig_rollout_takes_one_node_at_a_time_and_relabels_none_while_its_gpu_pods_r
             "{line}"
         );
     }
-    let (seen, watcher, done) = observe(c, &nodes, "nvidia.com/mig.config");
-    let out = stack.ok(
-        "apply",
-        &["--auto-approve", "--var", "geometry=all-1g.10gb"],
-    );
-    done.store(true, std::sync::atomic::Ordering::SeqCst);
-    watcher.join().unwrap();
-    let seen = seen.lock().unwrap();
-    assert_eq!(seen.most_cordoned, 1, "{out}");
-    assert_eq!(seen.cordon_order, nodes, "{out}");
-    assert!(
-        seen.relabelled_busy.is_empty(),
-        "relabelled with GPU pods running: {:?}",
-        seen.relabelled_busy
+    apply_one_node_at_a_time(
+        c,
+        &stack,
+        &nodes,
+        "nvidia.com/mig.config",
+        "geometry=all-1g.10gb",
     );
     for node in nodes {
         assert_eq!(allocatable(c, node, "nvidia.com/mig-1g.10gb"), "7");
@@ -583,17 +607,7 @@ module "time_slicing" {
     );
     let _destroy = Destroy(&stack, &nodes);
     stack.ok("apply", &["--auto-approve"]);
-    for (i, node) in nodes.iter().enumerate() {
-        c.eventually(60, || allocatable(c, node, "nvidia.com/gpu"), |a| a == "10");
-        c.apply_yaml(&gpu_pod(&format!("ro-infer-{i}"), node, false));
-    }
-    for i in 0..3 {
-        c.eventually(
-            60,
-            || phase(c, &format!("ro-infer-{i}")),
-            |p| p == "Running",
-        );
-    }
+    busy(c, &nodes, "ro-infer", "10");
     let plan = stack.ok("plan", &["--var", "replicas=4"]);
     for node in nodes {
         let line = plan
@@ -606,18 +620,7 @@ module "time_slicing" {
             "{line}"
         );
     }
-    let (seen, watcher, done) = observe(c, &nodes, "nvidia.com/gpu.replicas");
-    let out = stack.ok("apply", &["--auto-approve", "--var", "replicas=4"]);
-    done.store(true, std::sync::atomic::Ordering::SeqCst);
-    watcher.join().unwrap();
-    let seen = seen.lock().unwrap();
-    assert_eq!(seen.most_cordoned, 1, "{out}");
-    assert_eq!(seen.cordon_order, nodes, "{out}");
-    assert!(
-        seen.relabelled_busy.is_empty(),
-        "restarted with GPU pods running: {:?}",
-        seen.relabelled_busy
-    );
+    apply_one_node_at_a_time(c, &stack, &nodes, "nvidia.com/gpu.replicas", "replicas=4");
     for node in nodes {
         assert_eq!(allocatable(c, node, "nvidia.com/gpu"), "4");
         assert!(!unschedulable(c, node), "{node} is still cordoned");
