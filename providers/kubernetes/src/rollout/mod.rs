@@ -663,7 +663,7 @@ impl Rollouts {
                 body["metadata"]["annotations"][spec::CORDONED_BY] = serde_json::Value::Null;
             }
             let params = kube::api::PatchParams {
-                field_manager: Some("gpustack-rollout".into()),
+                field_manager: Some(node::MANAGER.to_owned()),
                 ..Default::default()
             };
             if let Err(e) = nodes

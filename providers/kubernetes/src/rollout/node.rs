@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// The field manager of every change a rollout makes to a node.
-const MANAGER: &str = "gpustack-rollout";
+pub(super) const MANAGER: &str = "gpustack-rollout";
 /// How long an eviction refused by a PodDisruptionBudget waits before it is asked again
 /// (kubectl drain's interval).
 const EVICTION_RETRY: Duration = Duration::from_secs(5);

@@ -257,8 +257,14 @@ impl Spec {
             Settle::Restart => "restarts the pods and waits for them",
             Settle::Allocatable => "waits for the device plugin",
         };
+        // Without expect_per_gpu what the node advertises is not checked, and the plan says so.
+        let check = if self.expect_per_gpu.is_empty() {
+            "checks it is Ready with no operand left paused (not what it advertises: no expect_per_gpu)"
+        } else {
+            "checks what it advertises"
+        };
         format!(
-            "node by node by {name} (at most {allowed} of {total} at once): cordons the node, {drain}, {settle}, checks what it advertises, uncordons",
+            "node by node by {name} (at most {allowed} of {total} at once): cordons the node, {drain}, {settle}, {check}, uncordons",
             name = self.name,
             total = self.nodes.len(),
         )
@@ -281,6 +287,21 @@ mod tests {
         assert!(budget("0%", 3).unwrap_err().contains("never start"));
         assert!(budget("120%", 3).unwrap_err().contains("more than 100%"));
         assert!(budget("one", 3).unwrap_err().contains("neither a count"));
+    }
+
+    #[test]
+    fn the_plan_says_when_what_a_node_advertises_is_not_checked() {
+        let mut spec = Spec::of(&Value::from_json(&serde_json::json!({
+            "name": "mig-geometry",
+            "nodes": ["a", "b"],
+            "labels": {MIG_CONFIG: "all-1g.10gb"},
+            "settle": "mig",
+        })))
+        .unwrap();
+        assert!(spec.describe().contains("not what it advertises: no expect_per_gpu"));
+        spec.expect_per_gpu.insert("nvidia.com/mig-1g.10gb".into(), 7.0);
+        assert!(spec.describe().contains(", checks what it advertises, uncordons"));
+        assert!(spec.describe().contains("at most 1 of 2 at once"));
     }
 
     #[test]

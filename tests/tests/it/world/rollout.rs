@@ -701,3 +701,43 @@ fn ctrl_c_finishes_the_node_in_progress_and_starts_no_other() {
     );
     assert_eq!(allocatable(c, "ro-int-1", "nvidia.com/mig-1g.10gb"), "7");
 }
+
+/// `drain = "evict"` goes through the Eviction API: a PodDisruptionBudget that allows no
+/// disruption keeps the pod, and the rollout stops at the drain with the node cordoned and
+/// not relabelled; without the budget, the next apply evicts the pod and goes on.
+#[test]
+fn evict_respects_a_pod_disruption_budget_and_stops_at_the_drain() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let nodes = ["ro-evict-0"];
+    c.fake_gpu_node(nodes[0], "NVIDIA A100-SXM4-80GB", 1);
+    let stack = mig_stack(&nodes, r#"{ drain = "evict", drain_timeout = "8s" }"#);
+    let _destroy = Destroy(&stack, &nodes);
+    stack.ok("apply", &["--auto-approve"]);
+    busy(c, &nodes, "ro-evict", "1");
+    c.apply_yaml(
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: ro-evict\n  namespace: default\nspec:\n  minAvailable: 1\n  selector:\n    matchLabels:\n      rollout-test: \"true\"\n",
+    );
+    let out = stack.run("apply", &["--auto-approve", "--var", "geometry=all-1g.10gb"]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let squashed: String = text.split_whitespace().collect();
+    assert!(
+        squashed.contains("Nodero-evict-0failedwhiledraining")
+            && squashed.contains("GPUpodswerenotevicted:default/ro-evict-0"),
+        "{text}"
+    );
+    assert_eq!(phase(c, "ro-evict-0"), "Running");
+    assert!(unschedulable(c, "ro-evict-0"));
+    assert_eq!(mig_label(c, "ro-evict-0", "nvidia.com/mig.config"), "all-disabled");
+
+    c.kubectl_ok(&["delete", "pdb", "ro-evict", "-n", "default"]);
+    stack.ok("apply", &["--auto-approve", "--var", "geometry=all-1g.10gb"]);
+    assert_ne!(phase(c, "ro-evict-0"), "Running", "the pod was not evicted");
+    assert!(!unschedulable(c, "ro-evict-0"));
+    assert_eq!(allocatable(c, "ro-evict-0", "nvidia.com/mig-1g.10gb"), "7");
+}
