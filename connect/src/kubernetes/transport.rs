@@ -70,7 +70,7 @@ pub(super) fn client(config: kube::Config, offer_http2: bool) -> Result<kube::Cl
         .option_layer(
             config
                 .default_retry
-                .then(|| RetryLayer::new(RetryPolicy::server_retry())),
+                .then(|| RetryLayer::new(ServerRetry(RetryPolicy::server_retry()))),
         )
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)
@@ -185,5 +185,41 @@ mod tests {
         let info = client.apiserver_version().await.unwrap();
         assert_eq!(info.git_version, "v1.36.0");
         assert_eq!(*seen.lock().unwrap(), [http::Version::HTTP_11]);
+    }
+}
+
+/// kube's server retry (429, 503, 504), except for an eviction: its 429 is a
+/// PodDisruptionBudget's refusal, which the drain asks again on its own schedule, as
+/// `kubectl drain` does, instead of waiting out the transport's retries.
+#[derive(Clone)]
+struct ServerRetry(RetryPolicy);
+
+fn is_eviction(req: &Request<Body>) -> bool {
+    req.uri().path().ends_with("/eviction")
+}
+
+impl<Res> tower::retry::Policy<Request<Body>, Response<Res>, BoxError> for ServerRetry {
+    type Future =
+        <RetryPolicy as tower::retry::Policy<Request<Body>, Response<Res>, BoxError>>::Future;
+
+    fn retry(
+        &mut self,
+        req: &mut Request<Body>,
+        result: &mut Result<Response<Res>, BoxError>,
+    ) -> Option<Self::Future> {
+        if is_eviction(req) {
+            return None;
+        }
+        self.0.retry(req, result)
+    }
+
+    fn clone_request(&mut self, req: &Request<Body>) -> Option<Request<Body>> {
+        if is_eviction(req) {
+            return None;
+        }
+        <RetryPolicy as tower::retry::Policy<Request<Body>, Response<Res>, BoxError>>::clone_request(
+            &mut self.0,
+            req,
+        )
     }
 }

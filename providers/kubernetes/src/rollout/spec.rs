@@ -298,9 +298,16 @@ mod tests {
             "settle": "mig",
         })))
         .unwrap();
-        assert!(spec.describe().contains("not what it advertises: no expect_per_gpu"));
-        spec.expect_per_gpu.insert("nvidia.com/mig-1g.10gb".into(), 7.0);
-        assert!(spec.describe().contains(", checks what it advertises, uncordons"));
+        assert!(
+            spec.describe()
+                .contains("not what it advertises: no expect_per_gpu")
+        );
+        spec.expect_per_gpu
+            .insert("nvidia.com/mig-1g.10gb".into(), 7.0);
+        assert!(
+            spec.describe()
+                .contains(", checks what it advertises, uncordons")
+        );
         assert!(spec.describe().contains("at most 1 of 2 at once"));
     }
 

@@ -718,7 +718,10 @@ fn evict_respects_a_pod_disruption_budget_and_stops_at_the_drain() {
     c.apply_yaml(
         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: ro-evict\n  namespace: default\nspec:\n  minAvailable: 1\n  selector:\n    matchLabels:\n      rollout-test: \"true\"\n",
     );
-    let out = stack.run("apply", &["--auto-approve", "--var", "geometry=all-1g.10gb"]);
+    let out = stack.run(
+        "apply",
+        &["--auto-approve", "--var", "geometry=all-1g.10gb"],
+    );
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -733,10 +736,16 @@ fn evict_respects_a_pod_disruption_budget_and_stops_at_the_drain() {
     );
     assert_eq!(phase(c, "ro-evict-0"), "Running");
     assert!(unschedulable(c, "ro-evict-0"));
-    assert_eq!(mig_label(c, "ro-evict-0", "nvidia.com/mig.config"), "all-disabled");
+    assert_eq!(
+        mig_label(c, "ro-evict-0", "nvidia.com/mig.config"),
+        "all-disabled"
+    );
 
     c.kubectl_ok(&["delete", "pdb", "ro-evict", "-n", "default"]);
-    stack.ok("apply", &["--auto-approve", "--var", "geometry=all-1g.10gb"]);
+    stack.ok(
+        "apply",
+        &["--auto-approve", "--var", "geometry=all-1g.10gb"],
+    );
     assert_ne!(phase(c, "ro-evict-0"), "Running", "the pod was not evicted");
     assert!(!unschedulable(c, "ro-evict-0"));
     assert_eq!(allocatable(c, "ro-evict-0", "nvidia.com/mig-1g.10gb"), "7");
