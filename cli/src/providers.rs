@@ -27,16 +27,26 @@ pub fn registry() -> Registry {
     #[cfg(feature = "kubernetes")]
     providers.push(gpustack_provider_kubernetes::gpu());
     #[cfg(feature = "azure")]
-    providers.push(gpustack_provider_azure::provider());
+    providers.push(gpustack_provider_azure::provider_with(node_drainer()));
     #[cfg(feature = "aws")]
-    providers.push(gpustack_provider_aws::provider());
+    providers.push(gpustack_provider_aws::provider_with(node_drainer()));
     #[cfg(feature = "gcp")]
-    providers.push(gpustack_provider_gcp::provider());
+    providers.push(gpustack_provider_gcp::provider_with(node_drainer()));
     #[cfg(feature = "test-provider")]
     if std::env::var_os("GPUSTACK_TEST_PROVIDER").is_some_and(|v| v == "1") {
         providers.push(gpustack_provider_test::provider());
     }
     Registry::new(providers)
+}
+
+/// What drains a cloud pool's nodes before the pool goes: the cluster crate's Kubernetes
+/// client, in a build that has one.
+#[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
+fn node_drainer() -> Option<Arc<dyn gpustack_provider_sdk::pool::NodeDrainer>> {
+    #[cfg(feature = "kubernetes")]
+    return Some(Arc::new(gpustack_cluster::drain::PoolDrain));
+    #[cfg(not(feature = "kubernetes"))]
+    None
 }
 
 /// Reads the Terraform states of remote backends for `terraform_remote_state`, with the

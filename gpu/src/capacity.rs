@@ -145,8 +145,73 @@ pub(crate) fn disruptions(model: &Model) -> Vec<crate::Disruption> {
                 .unwrap_or_else(|| AT_ONCE.to_owned()),
         });
     }
+    out.extend(removals(model));
     out.sort_by(|a, b| a.node.cmp(&b.node));
     out
+}
+
+/// The live nodes a planned change removes with their pool (a replacement, or the end of one
+/// an earlier apply could not finish), each with its GPU pods and how it is emptied first.
+fn removals(model: &Model) -> Vec<crate::Disruption> {
+    let mut out = Vec::new();
+    for (address, pool) in &model.pools {
+        let Some(removal) = &pool.removes else {
+            continue;
+        };
+        let effect = "the node goes with its pool".to_owned();
+        if let Some(nodes) = &removal.nodes {
+            for (node, pods) in nodes {
+                out.push(crate::Disruption {
+                    address: address.clone(),
+                    node: node.clone(),
+                    change: removal.change.clone(),
+                    effect: effect.clone(),
+                    pods: pods.clone(),
+                    rollout: removal.how.clone(),
+                });
+            }
+            continue;
+        }
+        if !model.cluster_seen {
+            out.push(crate::Disruption {
+                address: address.clone(),
+                node: format!(
+                    "every node of {} (the cluster's nodes were not read: no kubernetes provider in the stack reaches it)",
+                    selector_text(&removal.selector)
+                ),
+                change: removal.change.clone(),
+                effect,
+                pods: Vec::new(),
+                rollout: removal.how.clone(),
+            });
+            continue;
+        }
+        for node in &model.nodes {
+            let selected = removal
+                .selector
+                .iter()
+                .all(|(k, v)| node.live.labels.get(k) == Some(v));
+            if selected {
+                out.push(crate::Disruption {
+                    address: address.clone(),
+                    node: node.live.name.clone(),
+                    change: removal.change.clone(),
+                    effect: effect.clone(),
+                    pods: node.live.gpu_pods.clone(),
+                    rollout: removal.how.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn selector_text(selector: &BTreeMap<String, String>) -> String {
+    selector
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn how_text(p: &Prediction) -> String {

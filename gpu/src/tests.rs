@@ -462,6 +462,7 @@ fn pool(
         after,
         new,
         managed_gpu_software: None,
+        removes: None,
     })
 }
 
@@ -1313,6 +1314,75 @@ fn a_mig_geometry_change_lists_each_node_and_its_gpu_pods_as_a_disruption() {
     assert_eq!(
         model(&facts).disruptions()[0].address,
         "module.mig.kubernetes_labels.geometry[\"gpu-0\"]"
+    );
+}
+
+/// A replaced pool's old nodes are listed with their GPU pods from the cluster's nodes, from
+/// the nodes the pool's rollout read itself, or, with neither, as unread.
+#[test]
+fn a_pool_replacement_lists_the_old_pools_nodes_and_their_gpu_pods() {
+    let label = "kubernetes.azure.com/agentpool";
+    let mut old = node("aks-t4-0", &[(label, "t4")], &[("nvidia.com/gpu", 1.0)]);
+    old.gpu_pods = vec!["ml/train-0".into()];
+    let other = node(
+        "aks-other-0",
+        &[(label, "other")],
+        &[("nvidia.com/gpu", 1.0)],
+    );
+    let replaced = |nodes: Option<Vec<(String, Vec<String>)>>| {
+        let mut fact = pool(
+            "nodepool",
+            "a100",
+            (label, "a100"),
+            Some(shape(1, "Standard_NC4as_T4_v3", 1, "T4", 16, "table")),
+            Some(shape(1, "Standard_NC24ads_A100_v4", 1, "A100", 80, "table")),
+            true,
+        );
+        if let GpuFact::Pool(p) = &mut fact {
+            p.removes = Some(gpustack_protocol::NodeRemoval {
+                selector: map(&[(label, "t4")]),
+                change: "nodepool t4 replaced by nodepool a100".into(),
+                how: "none: AKS deletes the nodes with their pods".into(),
+                nodes,
+            });
+        }
+        ("aks_nodepool.gpu", fact)
+    };
+    let texts = |facts: &[(&str, GpuFact)]| -> Vec<String> {
+        model(facts)
+            .disruptions()
+            .iter()
+            .map(crate::Disruption::text)
+            .collect()
+    };
+    let from_cluster = texts(&[
+        (
+            "kubernetes_manifest.config",
+            cluster(vec![old, other], None, &[]),
+        ),
+        replaced(None),
+    ]);
+    assert_eq!(
+        from_cluster,
+        [
+            "node aks-t4-0: nodepool t4 replaced by nodepool a100 (the node goes with its pool); GPU pods running: ml/train-0; rollout: none: AKS deletes the nodes with their pods"
+        ]
+    );
+    let from_rollout = texts(&[replaced(Some(vec![(
+        "aks-t4-0".into(),
+        vec!["ml/train-1".into()],
+    )]))]);
+    assert_eq!(
+        from_rollout,
+        [
+            "node aks-t4-0: nodepool t4 replaced by nodepool a100 (the node goes with its pool); GPU pods running: ml/train-1; rollout: none: AKS deletes the nodes with their pods"
+        ]
+    );
+    let unread = texts(&[replaced(None)]);
+    assert_eq!(unread.len(), 1);
+    assert!(
+        unread[0].starts_with("node every node of kubernetes.azure.com/agentpool=t4 (the cluster's nodes were not read"),
+        "{unread:?}"
     );
 }
 

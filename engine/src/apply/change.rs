@@ -436,12 +436,17 @@ pub(super) async fn carry_out(
         let mut created = None;
         for (n, create) in [create_first, !create_first].into_iter().enumerate() {
             let response = if create {
-                step.apply(None, Some(planned.clone())).await
+                step.apply(None, Some(planned.clone()), None).await
             } else {
-                step.apply(prior.clone(), None).await
+                step.apply(prior.clone(), None, created.clone()).await
             };
+            let failed = response.diagnostics.iter().any(Diagnostic::is_error);
             diagnostics.extend(response.diagnostics);
             if create {
+                created = response.new_state;
+            } else if create_first && failed && response.new_state.is_some() {
+                // The old object could not go: the new one's state, as the provider answered
+                // it, carries what finishes the deletion on a later apply.
                 created = response.new_state;
             }
             if n == 0 && diagnostics.iter().any(Diagnostic::is_error) {
@@ -456,7 +461,7 @@ pub(super) async fn carry_out(
         }
         created
     } else {
-        let response = step.apply(prior.clone(), Some(planned)).await;
+        let response = step.apply(prior.clone(), Some(planned), None).await;
         let failed = response.diagnostics.iter().any(Diagnostic::is_error);
         diagnostics.extend(response.diagnostics);
         // A failed update never drops the object from the state, whatever the provider says.
@@ -537,6 +542,7 @@ impl FinalPlan<'_> {
                 preview: false,
                 sensitive_paths: self.secrets.paths.clone(),
                 owner: handle.owner.to_string(),
+                create_before_destroy: change.actions.first() == Some(&Action::Create),
             })
             .await;
         if response.diagnostics.iter().any(Diagnostic::is_error) {
@@ -588,6 +594,7 @@ impl Step<'_> {
         &self,
         prior: Option<Value>,
         planned: Option<Value>,
+        replaced_by: Option<Value>,
     ) -> ApplyResourceChangeResponse {
         let request = ApplyResourceChangeRequest {
             type_name: self.type_name.to_owned(),
@@ -601,6 +608,7 @@ impl Step<'_> {
             sensitive_paths: self.paths.to_vec(),
             owner: self.handle.owner.to_string(),
             stop: self.handle.stop.clone(),
+            replaced_by: replaced_by.map(|v| v.unmark_deep().0),
         };
         let _permit = self.handle.permits.acquire().await;
         if self.handle.fence.is_lost() {

@@ -87,6 +87,7 @@ impl Steps for Deleter<'_, '_, '_> {
                 owner: handle.owner.to_string(),
                 collateral: change.collateral.clone(),
                 stop: handle.stop.clone(),
+                replaced_by: None,
             };
             let response = {
                 let _permit = handle.permits.acquire().await;

@@ -24,11 +24,22 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// EKS managed node groups and EC2 instance-type data.
-pub(crate) struct Aws;
+#[derive(Default)]
+pub(crate) struct Aws {
+    drainer: Option<Arc<dyn gpustack_provider_sdk::pool::NodeDrainer>>,
+}
 
 /// The provider, for a registry.
 pub fn provider() -> Arc<dyn ProviderFactory> {
-    Arc::new(Factory(Aws))
+    provider_with(None)
+}
+
+/// The provider, draining a pool's nodes before the pool goes with `drainer` (the binary's
+/// Kubernetes client).
+pub fn provider_with(
+    drainer: Option<Arc<dyn gpustack_provider_sdk::pool::NodeDrainer>>,
+) -> Arc<dyn ProviderFactory> {
+    Arc::new(Factory(Aws { drainer }))
 }
 
 #[async_trait::async_trait]
@@ -50,55 +61,53 @@ impl Family for Aws {
                 "endpoint",
                 Attribute::optional(Type::String).describe("Endpoint override, e.g. for moto."),
             );
-        let nodegroup = Schema::new("An EKS managed node group.")
-            .attr(
-                "cluster_name",
-                Attribute::required(Type::String).force_new(),
-            )
-            .attr(
-                "nodegroup_name",
-                Attribute::required(Type::String).force_new(),
-            )
-            .attr("node_role", Attribute::required(Type::String).force_new())
-            .attr(
-                "subnets",
-                Attribute::required(Type::set(Type::String)).force_new(),
-            )
-            .attr(
-                "instance_types",
-                Attribute::required(Type::list(Type::String)).force_new(),
-            )
-            .attr(
-                "ami_type",
-                Attribute::optional_computed(Type::String).force_new(),
-            )
-            .attr(
-                "capacity_type",
-                Attribute::optional_computed(Type::String).force_new(),
-            )
-            .attr(
-                "disk_size",
-                Attribute::optional_computed(Type::Number).force_new(),
-            )
-            .attr("min_size", Attribute::required(Type::Number))
-            .attr("max_size", Attribute::required(Type::Number))
-            .attr("desired_size", Attribute::optional_computed(Type::Number))
-            .attr("labels", Attribute::optional(Type::map(Type::String)))
-            .attr("taints", Attribute::optional(Type::list(taint_type())))
-            .attr(
-                "kubernetes_version",
-                Attribute::optional_computed(Type::String),
-            )
-            .attr(
-                "release_version",
-                Attribute::optional_computed(Type::String),
-            )
-            .attr("arn", Attribute::computed(Type::String))
-            .attr("status", Attribute::computed(Type::String))
-            .attr(
-                gpustack_provider_sdk::pool::CREATION_TOKEN,
-                gpustack_provider_sdk::pool::creation_token_attribute(),
-            );
+        let nodegroup = gpustack_provider_sdk::pool::pool_schema(
+            Schema::new("An EKS managed node group.")
+                .attr(
+                    "cluster_name",
+                    Attribute::required(Type::String).force_new(),
+                )
+                .attr(
+                    "nodegroup_name",
+                    Attribute::required(Type::String).force_new(),
+                )
+                .attr("node_role", Attribute::required(Type::String).force_new())
+                .attr(
+                    "subnets",
+                    Attribute::required(Type::set(Type::String)).force_new(),
+                )
+                .attr(
+                    "instance_types",
+                    Attribute::required(Type::list(Type::String)).force_new(),
+                )
+                .attr(
+                    "ami_type",
+                    Attribute::optional_computed(Type::String).force_new(),
+                )
+                .attr(
+                    "capacity_type",
+                    Attribute::optional_computed(Type::String).force_new(),
+                )
+                .attr(
+                    "disk_size",
+                    Attribute::optional_computed(Type::Number).force_new(),
+                )
+                .attr("min_size", Attribute::required(Type::Number))
+                .attr("max_size", Attribute::required(Type::Number))
+                .attr("desired_size", Attribute::optional_computed(Type::Number))
+                .attr("labels", Attribute::optional(Type::map(Type::String)))
+                .attr("taints", Attribute::optional(Type::list(taint_type())))
+                .attr(
+                    "kubernetes_version",
+                    Attribute::optional_computed(Type::String),
+                )
+                .attr(
+                    "release_version",
+                    Attribute::optional_computed(Type::String),
+                )
+                .attr("arn", Attribute::computed(Type::String))
+                .attr("status", Attribute::computed(Type::String)),
+        );
         let instance_types =
             Schema::new("GPU details of EC2 instance types, from DescribeInstanceTypes.")
                 .attr(
@@ -116,6 +125,7 @@ impl Family for Aws {
 
     fn check(&self, type_name: &str, check: &mut Checker<'_>) {
         if type_name == "eks_nodegroup" {
+            gpustack_provider_sdk::pool::check_rollout(check);
             check.one_of("capacity_type", &["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]);
             check.one_of(
                 "ami_type",
@@ -180,7 +190,10 @@ impl Family for Aws {
         });
         Ok(Arc::new(
             Resources::new()
-                .resource("eks_nodegroup", Pools(connected.clone()))
+                .resource(
+                    "eks_nodegroup",
+                    Pools(connected.clone(), self.drainer.clone()),
+                )
                 .data_source("aws_instance_types", InstanceTypes(connected)),
         ))
     }

@@ -228,6 +228,9 @@ impl CloudPool for Connected {
     const POOL_LABEL: &'static str = "eks.amazonaws.com/nodegroup";
     const NODE_LABELS_ATTRIBUTE: &'static str = "labels";
 
+    const NAME_ATTRIBUTE: &'static str = "nodegroup_name";
+    const DELETES_NODES: &'static str = "EKS drains each node as it scales the group to zero, and terminates the node after a few minutes whether its pods left or not";
+
     fn name(state: &Value) -> Option<&str> {
         text(state, "nodegroup_name")
     }
@@ -264,7 +267,7 @@ impl CloudPool for Connected {
     }
 
     fn schema(&self) -> Schema {
-        resource_schema(&Aws, "eks_nodegroup")
+        resource_schema(&Aws::default(), "eks_nodegroup")
     }
 
     fn key(state: &Value) -> Option<NodegroupKey> {

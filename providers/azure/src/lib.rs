@@ -22,11 +22,22 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// AKS node pools through Azure Resource Manager.
-pub(crate) struct Azure;
+#[derive(Default)]
+pub(crate) struct Azure {
+    drainer: Option<Arc<dyn gpustack_provider_sdk::pool::NodeDrainer>>,
+}
 
 /// The provider, for a registry.
 pub fn provider() -> Arc<dyn ProviderFactory> {
-    Arc::new(Factory(Azure))
+    provider_with(None)
+}
+
+/// The provider, draining a pool's nodes before the pool goes with `drainer` (the binary's
+/// Kubernetes client).
+pub fn provider_with(
+    drainer: Option<Arc<dyn gpustack_provider_sdk::pool::NodeDrainer>>,
+) -> Arc<dyn ProviderFactory> {
+    Arc::new(Factory(Azure { drainer }))
 }
 
 #[async_trait::async_trait]
@@ -58,7 +69,7 @@ impl Family for Azure {
                 "api_version",
                 Attribute::optional(Type::String).describe("Default 2026-08-01."),
             );
-        let pool = Schema::new("An AKS agent pool.")
+        let pool = gpustack_provider_sdk::pool::pool_schema(Schema::new("An AKS agent pool.")
             .attr(
                 "resource_group",
                 Attribute::required(Type::String).force_new(),
@@ -105,9 +116,6 @@ impl Family for Azure {
             .attr("id", Attribute::computed(Type::String))
             .attr("node_image_version", Attribute::computed(Type::String))
             .attr("provisioning_state", Attribute::computed(Type::String))
-            .attr(
-                gpustack_provider_sdk::pool::CREATION_TOKEN,
-                gpustack_provider_sdk::pool::creation_token_attribute(),
             );
         ProviderSchema {
             name: "azure".into(),
@@ -118,6 +126,7 @@ impl Family for Azure {
     }
 
     fn check(&self, _: &str, check: &mut Checker<'_>) {
+        gpustack_provider_sdk::pool::check_rollout(check);
         if let Some(name) = check.str("name") {
             let mut chars = name.chars();
             let valid = name.len() <= 12
@@ -195,11 +204,14 @@ impl Family for Azure {
             .map_err(|e| vec![Diagnostic::error("Cannot set up the Azure client", e)])?;
         Ok(Arc::new(Resources::new().resource(
             "aks_nodepool",
-            Pools(Arc::new(Connected {
-                arm,
-                skus: Default::default(),
-                locations: Default::default(),
-            })),
+            Pools(
+                Arc::new(Connected {
+                    arm,
+                    skus: Default::default(),
+                    locations: Default::default(),
+                }),
+                self.drainer.clone(),
+            ),
         )))
     }
 }

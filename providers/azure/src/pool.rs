@@ -317,6 +317,10 @@ impl CloudPool for Connected {
     const POOL_LABEL: &'static str = POOL_LABEL;
     const NODE_LABELS_ATTRIBUTE: &'static str = "node_labels";
 
+    const NAME_ATTRIBUTE: &'static str = "name";
+    const DELETES_NODES: &'static str =
+        "AKS deletes the nodes with their pods, with no cordon or drain";
+
     fn name(state: &Value) -> Option<&str> {
         text(state, "name")
     }
@@ -360,7 +364,7 @@ impl CloudPool for Connected {
     }
 
     fn schema(&self) -> Schema {
-        resource_schema(&Azure, "aks_nodepool")
+        resource_schema(&Azure::default(), "aks_nodepool")
     }
 
     fn key(state: &Value) -> Option<PoolId> {

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Mutex;
 
+pub mod drain;
 pub mod facts;
+pub mod watch;
 
 type Json = serde_json::Value;
 

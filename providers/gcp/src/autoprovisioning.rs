@@ -246,7 +246,7 @@ impl Resource for Autoprovisioning {
 
     async fn plan(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse {
         let mut response = plan_from_schema(
-            &resource_schema(&Gcp, "gke_node_autoprovisioning"),
+            &resource_schema(&Gcp::default(), "gke_node_autoprovisioning"),
             request.prior_state.as_ref(),
             &normalized(&request.config),
         );

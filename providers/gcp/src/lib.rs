@@ -30,11 +30,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// GKE node pools and node auto-provisioning.
-pub(crate) struct Gcp;
+#[derive(Default)]
+pub(crate) struct Gcp {
+    drainer: Option<Arc<dyn gpustack_provider_sdk::pool::NodeDrainer>>,
+}
 
 /// The provider, for a registry.
 pub fn provider() -> Arc<dyn ProviderFactory> {
-    Arc::new(Factory(Gcp))
+    provider_with(None)
+}
+
+/// The provider, draining a pool's nodes before the pool goes with `drainer` (the binary's
+/// Kubernetes client).
+pub fn provider_with(
+    drainer: Option<Arc<dyn gpustack_provider_sdk::pool::NodeDrainer>>,
+) -> Arc<dyn ProviderFactory> {
+    Arc::new(Factory(Gcp { drainer }))
 }
 
 #[async_trait::async_trait]
@@ -77,26 +88,24 @@ impl Family for Gcp {
                 "driver_version",
                 Attribute::optional(Type::String).force_new(),
             );
-        let pool = Schema::new("A GKE node pool.")
-            .attr("location", Attribute::required(Type::String).force_new())
-            .attr("cluster", Attribute::required(Type::String).force_new())
-            .attr("name", Attribute::required(Type::String).force_new())
-            .attr(
-                "machine_type",
-                Attribute::required(Type::String).force_new(),
-            )
-            .attr("node_count", Attribute::optional_computed(Type::Number))
-            .attr("min_node_count", Attribute::optional(Type::Number))
-            .attr("max_node_count", Attribute::optional(Type::Number))
-            .attr("spot", Attribute::optional(Type::Bool).force_new())
-            .attr("labels", Attribute::optional(Type::map(Type::String)))
-            .attr("taints", Attribute::optional(Type::list(taint_type())))
-            .attr("id", Attribute::computed(Type::String))
-            .attr(
-                gpustack_provider_sdk::pool::CREATION_TOKEN,
-                gpustack_provider_sdk::pool::creation_token_attribute(),
-            )
-            .block("accelerator", BlockNesting::Single, accelerator);
+        let pool = gpustack_provider_sdk::pool::pool_schema(
+            Schema::new("A GKE node pool.")
+                .attr("location", Attribute::required(Type::String).force_new())
+                .attr("cluster", Attribute::required(Type::String).force_new())
+                .attr("name", Attribute::required(Type::String).force_new())
+                .attr(
+                    "machine_type",
+                    Attribute::required(Type::String).force_new(),
+                )
+                .attr("node_count", Attribute::optional_computed(Type::Number))
+                .attr("min_node_count", Attribute::optional(Type::Number))
+                .attr("max_node_count", Attribute::optional(Type::Number))
+                .attr("spot", Attribute::optional(Type::Bool).force_new())
+                .attr("labels", Attribute::optional(Type::map(Type::String)))
+                .attr("taints", Attribute::optional(Type::list(taint_type())))
+                .attr("id", Attribute::computed(Type::String)),
+        )
+        .block("accelerator", BlockNesting::Single, accelerator);
         let limit = Type::object([
             ("resource_type", ObjectAttr::required(Type::String)),
             ("minimum", ObjectAttr::optional(Type::Number)),
@@ -122,6 +131,7 @@ impl Family for Gcp {
 
     fn check(&self, type_name: &str, check: &mut Checker<'_>) {
         if type_name == "gke_nodepool" {
+            gpustack_provider_sdk::pool::check_rollout(check);
             check.one_of("accelerator.sharing_strategy", &["TIME_SHARING", "MPS"]);
             check.range("accelerator.max_shared_clients_per_gpu", 2.0, 48.0);
             check.one_of(
@@ -234,7 +244,10 @@ impl Family for Gcp {
         });
         Ok(Arc::new(
             Resources::new()
-                .resource("gke_nodepool", Pools(connected.clone()))
+                .resource(
+                    "gke_nodepool",
+                    Pools(connected.clone(), self.drainer.clone()),
+                )
                 .resource("gke_node_autoprovisioning", Autoprovisioning(connected)),
         ))
     }

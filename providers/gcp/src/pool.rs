@@ -253,6 +253,9 @@ impl CloudPool for Connected {
     const POOL_LABEL: &'static str = "cloud.google.com/gke-nodepool";
     const NODE_LABELS_ATTRIBUTE: &'static str = "labels";
 
+    const NAME_ATTRIBUTE: &'static str = "name";
+    const DELETES_NODES: &'static str = "GKE deletes the pods of every node at once as it deletes the pool, PodDisruptionBudgets not respected";
+
     fn name(state: &Value) -> Option<&str> {
         text(state, "name")
     }
@@ -331,7 +334,7 @@ impl CloudPool for Connected {
     }
 
     fn schema(&self) -> Schema {
-        resource_schema(&Gcp, "gke_nodepool")
+        resource_schema(&Gcp::default(), "gke_nodepool")
     }
 
     fn key(state: &Value) -> Option<PoolKey> {

@@ -329,6 +329,7 @@ impl NodeTaints {
             owner: request.owner.clone(),
             collateral: None,
             stop: request.stop.clone(),
+            replaced_by: None,
         };
         self.inner.apply(inner).await
     }

@@ -228,6 +228,7 @@ mod tests {
                 preview: true,
                 sensitive_paths: vec![],
                 owner: String::new(),
+                create_before_destroy: false,
             },
         ))
     }
@@ -251,6 +252,7 @@ mod tests {
                 owner: String::new(),
                 collateral: None,
                 stop: Default::default(),
+                replaced_by: None,
             },
         ))
         .new_state

@@ -138,6 +138,25 @@ pub struct PoolFact {
     /// managed GPU mode), and the attribute that turns it on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub managed_gpu_software: Option<ManagedSoftware>,
+    /// Live nodes the change removes (the old pool of a replacement), and how they are
+    /// emptied first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removes: Option<NodeRemoval>,
+}
+
+/// Nodes a change removes: those carrying every label of `selector`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeRemoval {
+    pub selector: BTreeMap<String, String>,
+    /// `replaced by nodepool h100`, `deleted`.
+    pub change: String,
+    /// How the nodes are emptied before they go, in words: the pool's rollout, or what the
+    /// cloud does without one.
+    pub how: String,
+    /// The nodes and their running GPU pods (`namespace/name`), where the pool's rollout read
+    /// them itself; else the model finds them among the cluster's nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<(String, Vec<String>)>>,
 }
 
 /// GPU software a cloud installs on a pool by itself.

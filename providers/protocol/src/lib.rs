@@ -17,8 +17,8 @@ mod value;
 
 pub use capacity::{
     CapacityChange, CeilingFact, CloudSharing, ClusterFact, ConfigMapFact, DraDevice, GpuFact,
-    GpuShape, ManagedSoftware, NodeFact, NodeLabelsFact, OperatorFact, OperatorSource, PoolFact,
-    PoolShape, RolloutFact, path,
+    GpuShape, ManagedSoftware, NodeFact, NodeLabelsFact, NodeRemoval, OperatorFact, OperatorSource,
+    PoolFact, PoolShape, RolloutFact, path,
 };
 
 /// The annotation, label or tag key of a stack's mark on the objects it creates.
@@ -143,6 +143,9 @@ pub struct PlanResourceChangeRequest {
     /// annotation), and a planned create that finds the object already there tells by it
     /// whether this stack made it (see [`PlanResourceChangeResponse::existing`]).
     pub owner: String,
+    /// The resource's `lifecycle { create_before_destroy }`: a replacement makes the new
+    /// object before the old one goes (a pool's workloads can move to the new pool's nodes).
+    pub create_before_destroy: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -193,6 +196,11 @@ pub struct ApplyResourceChangeRequest {
     /// Set when the run is asked to stop (Ctrl-C): a change that takes many steps (a
     /// node-by-node rollout) finishes the step in progress and returns what it did.
     pub stop: StopSignal,
+    /// For the deletion half of a create-before-destroy replacement: the new object's state.
+    /// A provider that cannot finish the deletion (a pool whose nodes could not be drained)
+    /// may answer with `new_state` set to that state, carrying what it needs to finish the
+    /// deletion on a later apply; the engine records it in place of the new object's.
+    pub replaced_by: Option<Value>,
 }
 
 /// Whether the run has been asked to stop, as Terraform's `StopProvider` tells a provider.

@@ -7,10 +7,12 @@
 use crate::resource::Resource;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic, Existing,
-    GpuFact, PlanResourceChangeRequest, PlanResourceChangeResponse, PoolFact, PoolShape,
-    ReadResourcesRequest, ReadResourcesResponse, Schema, Type, Value, plan_from_schema,
+    GpuFact, NodeRemoval, PlanResourceChangeRequest, PlanResourceChangeResponse, PoolFact,
+    PoolShape, ReadResourcesRequest, ReadResourcesResponse, Schema, StopSignal, Type, Value,
+    plan_from_schema,
 };
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The attribute of every pool's state that records the stack mark the pool was created with
 /// (its creation tag or label): a pool of the recorded name without it is another pool, made
@@ -22,6 +24,145 @@ pub fn creation_token_attribute() -> Attribute {
     Attribute::computed(Type::String).describe(
         "The stack mark the pool was created with (its gpustack.dev/creation-token tag or label): a pool of the same name without it is another one.",
     )
+}
+
+/// The block of every pool that moves its GPU workloads before the pool goes (a replacement,
+/// a deletion): cordon its nodes, empty them of GPU pods as `drain` says, then delete it.
+pub const ROLLOUT: &str = "rollout";
+
+/// The attribute of every pool's state naming the pool it replaces whose deletion an apply
+/// could not finish (its nodes could not be drained): the next apply finishes it.
+pub const REPLACING: &str = "replacing";
+
+/// [`ROLLOUT`]'s block, for a cloud's pool schema.
+pub fn rollout_block() -> Schema {
+    Schema::new("How the pool's nodes are emptied of GPU pods before the pool is deleted or replaced. With lifecycle { create_before_destroy = true } the new pool comes first (a surge): its nodes are Ready before any old node is drained.")
+        .attr(
+            "config_path",
+            Attribute::optional(Type::String)
+                .describe("The kubeconfig of the pool's cluster, through which its nodes are cordoned and drained."),
+        )
+        .attr("config_context", Attribute::optional(Type::String))
+        .attr(
+            "max_unavailable",
+            Attribute::optional(Type::String).describe(
+                "Nodes drained at once: a count (\"1\", the default) or a percentage of the pool's nodes (\"25%\", rounded up). Every old node is cordoned first, so that nothing lands on them.",
+            ),
+        )
+        .attr(
+            "drain",
+            Attribute::optional(Type::String).describe(
+                "What happens to a node's GPU pods: wait (default) for them to finish, evict them (PodDisruptionBudgets respected), or fail.",
+            ),
+        )
+        .attr(
+            "drain_timeout",
+            Attribute::optional(Type::String).describe("Per node; default 30m."),
+        )
+        .attr(
+            "ready_timeout",
+            Attribute::optional(Type::String).describe(
+                "How long the new pool's nodes may take to be Ready before the old ones are drained (create_before_destroy); default 15m.",
+            ),
+        )
+}
+
+/// A cloud's pool schema with what every pool has: the stack mark, the rollout block and the
+/// unfinished replacement.
+pub fn pool_schema(schema: Schema) -> Schema {
+    schema
+        .attr(CREATION_TOKEN, creation_token_attribute())
+        .attr(REPLACING, replacing_attribute())
+        .block(
+            ROLLOUT,
+            gpustack_protocol::BlockNesting::Single,
+            rollout_block(),
+        )
+}
+
+/// [`REPLACING`]'s attribute, for a cloud's pool schema.
+pub fn replacing_attribute() -> Attribute {
+    Attribute::computed(Type::String).describe(
+        "The pool this one replaces, while its deletion is unfinished (its nodes could not be drained): the next apply drains and deletes it.",
+    )
+}
+
+/// Checks a pool's rollout block as far as its values are known.
+pub fn check_rollout(check: &mut crate::check::Checker<'_>) {
+    check.one_of("rollout.drain", &["wait", "evict", "fail"]);
+    if let Some(text) = check.str("rollout.max_unavailable")
+        && let Err(e) = budget(text, 1)
+    {
+        check.error("rollout.max_unavailable", "Invalid rollout budget", e);
+    }
+    for name in ["drain_timeout", "ready_timeout"] {
+        let path = format!("rollout.{name}");
+        if let Some(text) = check.str(&path)
+            && let Err(e) = humantime::parse_duration(text)
+        {
+            check.error(
+                &path,
+                "Invalid duration",
+                format!("\"{text}\" is not a duration such as \"90s\" or \"5m\": {e}"),
+            );
+        }
+    }
+}
+
+/// How many nodes may be taken at once: a count, or a percentage of the nodes rounded up
+/// (as Karpenter's disruption budgets count).
+pub fn budget(text: &str, nodes: usize) -> Result<usize, String> {
+    let bad = || {
+        format!(
+            "max_unavailable = \"{text}\" is neither a count of nodes (\"1\") nor a percentage (\"25%\")"
+        )
+    };
+    let allowed = if let Some(percent) = text.strip_suffix('%') {
+        let p: u64 = percent.trim().parse().map_err(|_| bad())?;
+        if p > 100 {
+            return Err(format!("max_unavailable = \"{text}\" is more than 100%"));
+        }
+        (nodes as u64 * p).div_ceil(100) as usize
+    } else {
+        text.trim().parse::<usize>().map_err(|_| bad())?
+    };
+    if allowed == 0 {
+        return Err(format!(
+            "max_unavailable = \"{text}\" allows no node at a time, so the rollout could never start"
+        ));
+    }
+    Ok(allowed.min(nodes.max(1)))
+}
+
+/// The nodes of one pool to empty of GPU pods before the pool goes.
+pub struct DrainRequest<'a> {
+    /// The pool's rollout block (its kubeconfig, budget, drain and timeouts).
+    pub rollout: &'a Value,
+    /// The cloud's pool label (`kubernetes.azure.com/agentpool`).
+    pub label: &'a str,
+    /// The pool whose nodes are drained.
+    pub pool: &'a str,
+    /// The pool made to replace it, whose nodes are to be Ready first (create_before_destroy).
+    pub successor: Option<&'a str>,
+    /// `AKS node pool rg/cluster/a100`, for messages.
+    pub what: String,
+    pub stop: &'a StopSignal,
+}
+
+/// Cordons and drains a pool's nodes through the pool's Kubernetes cluster. The binary
+/// supplies it (the cloud crates link no Kubernetes client).
+#[async_trait::async_trait]
+pub trait NodeDrainer: Send + Sync {
+    async fn drain(&self, request: DrainRequest<'_>) -> Result<(), Diagnostic>;
+
+    /// The nodes labelled `label=pool` and the running pods holding their GPUs, for the
+    /// plan's disruption section.
+    async fn survey(
+        &self,
+        rollout: &Value,
+        label: &str,
+        pool: &str,
+    ) -> Result<Vec<(String, Vec<String>)>, String>;
 }
 
 /// A pool as the cloud holds it: its state in the resource's schema, and the stack mark it
@@ -112,6 +253,13 @@ pub trait CloudPool: Send + Sync {
     /// The pool's name in a state.
     fn name(state: &Value) -> Option<&str>;
 
+    /// The attribute [`CloudPool::name`] reads.
+    const NAME_ATTRIBUTE: &'static str;
+
+    /// What the cloud does to a pool's nodes and their pods when it deletes the pool, for a
+    /// pool without a rollout block.
+    const DELETES_NODES: &'static str;
+
     /// The labels a state gives the pool's nodes (besides [`CloudPool::POOL_LABEL`]).
     fn node_labels(state: &Value) -> BTreeMap<String, String>;
 
@@ -141,10 +289,200 @@ pub trait CloudPool: Send + Sync {
     async fn delete(&self, prior: &Value) -> Result<(), Diagnostic>;
 }
 
-/// A [`CloudPool`] as a [`Resource`].
-pub struct Pools<P>(pub std::sync::Arc<P>);
+/// A [`CloudPool`] as a [`Resource`], with what drains its nodes (`None`: a build without a
+/// Kubernetes client, which refuses a rollout block).
+pub struct Pools<P>(pub Arc<P>, pub Option<Arc<dyn NodeDrainer>>);
+
+fn rollout_of(state: &Value) -> Option<&Value> {
+    crate::check::attribute(state, ROLLOUT).filter(|r| r.as_object().is_some())
+}
+
+fn replacing(state: &Value) -> Option<&str> {
+    crate::check::text(state, REPLACING)
+}
+
+/// The state without what only gpustack reads (the rollout, the unfinished replacement):
+/// what the cloud is asked to match.
+fn cloud_part(state: &Value) -> Value {
+    let mut state = state.clone();
+    crate::check::set(&mut state, ROLLOUT, Value::Null);
+    crate::check::set(&mut state, REPLACING, Value::Null);
+    state
+}
 
 impl<P: CloudPool> Pools<P> {
+    /// How the nodes of a pool that goes are emptied first, in words.
+    fn removal_how(rollout: Option<&Value>, create_first: bool) -> String {
+        let Some(rollout) = rollout else {
+            return format!("none: {}", P::DELETES_NODES);
+        };
+        let text = |name: &str, default: &str| {
+            crate::check::text(rollout, name)
+                .unwrap_or(default)
+                .to_owned()
+        };
+        let drain = match text("drain", "wait").as_str() {
+            "evict" => "GPU pods evicted (PodDisruptionBudgets respected)",
+            "fail" => "stops if GPU pods run",
+            _ => "GPU pods waited for",
+        };
+        let order = if create_first {
+            "once the new pool's nodes are Ready"
+        } else {
+            "before the new pool is made (no create_before_destroy): its GPU pods wait for the new nodes"
+        };
+        format!(
+            "every node cordoned, then drained {} at a time, {drain} (up to {} per node), {order}",
+            text("max_unavailable", "1"),
+            text("drain_timeout", "30m"),
+        )
+    }
+
+    /// The live nodes a plan removes with a pool: the old pool of a replacement, or the one
+    /// an earlier apply left (`replacing`).
+    fn removal(
+        prior: Option<&Value>,
+        planned: &Value,
+        replace: bool,
+        create_first: bool,
+    ) -> Option<NodeRemoval> {
+        let prior = prior?;
+        let new_name = P::name(planned).unwrap_or_default();
+        let (old, change) = if replace {
+            let old = P::name(prior)?;
+            let change = if old == new_name {
+                format!("{} {old} replaced", P::POOL_KIND)
+            } else {
+                format!(
+                    "{} {old} replaced by {} {new_name}",
+                    P::POOL_KIND,
+                    P::POOL_KIND
+                )
+            };
+            (old, change)
+        } else {
+            let old = replacing(prior)?;
+            let change = format!(
+                "{} {old} deleted: the rest of its replacement by {} {new_name}",
+                P::POOL_KIND,
+                P::POOL_KIND
+            );
+            (old, change)
+        };
+        // An unfinished replacement's successor exists already: its nodes come first.
+        let create_first = create_first || !replace;
+        let rollout = rollout_of(planned).or_else(|| rollout_of(prior));
+        Some(NodeRemoval {
+            selector: [(P::POOL_LABEL.to_owned(), old.to_owned())].into(),
+            change,
+            how: Self::removal_how(rollout, create_first),
+            nodes: None,
+        })
+    }
+
+    /// Empties the pool `prior` records of GPU pods as `rollout` says; `successor` is the pool
+    /// made to replace it, whose nodes must be Ready first.
+    async fn drain(
+        &self,
+        prior: &Value,
+        rollout: &Value,
+        successor: Option<&str>,
+        stop: &StopSignal,
+    ) -> Result<(), Diagnostic> {
+        let name = P::name(prior).unwrap_or_default();
+        let what = match P::key(prior) {
+            Some(key) => format!("{} {key}", P::KIND),
+            None => format!("{} {name}", P::KIND),
+        };
+        let Some(drainer) = &self.1 else {
+            return Err(Diagnostic::error(
+                format!("Cannot drain {what}"),
+                "This build of gpustack has no Kubernetes client to drain the pool's nodes with (the kubernetes feature).".to_owned(),
+            ));
+        };
+        drainer
+            .drain(DrainRequest {
+                rollout,
+                label: P::POOL_LABEL,
+                pool: name,
+                successor,
+                what,
+                stop,
+            })
+            .await
+    }
+
+    /// Deletes a pool, its nodes drained first where a rollout says so (the new pool's
+    /// rollout for a replacement, so that one added with the change applies).
+    async fn delete(
+        &self,
+        request: &ApplyResourceChangeRequest,
+        prior: &Value,
+    ) -> ApplyResourceChangeResponse {
+        let successor = request.replaced_by.as_ref();
+        let rollout = successor.and_then(rollout_of).or_else(|| rollout_of(prior));
+        if let Some(rollout) = rollout {
+            let successor_name = successor.and_then(P::name);
+            if let Err(d) = self
+                .drain(prior, rollout, successor_name, &request.stop)
+                .await
+            {
+                // The new pool stays recorded, with the old one it has still to replace.
+                let new_state = match successor {
+                    Some(s) => {
+                        let mut s = s.clone();
+                        crate::check::set(
+                            &mut s,
+                            REPLACING,
+                            P::name(prior).map_or(Value::Null, Value::string),
+                        );
+                        s
+                    }
+                    None => prior.clone(),
+                };
+                return ApplyResourceChangeResponse {
+                    new_state: Some(new_state),
+                    diagnostics: vec![d],
+                };
+            }
+        }
+        ApplyResourceChangeResponse::from_result(
+            self.0
+                .delete(prior)
+                .await
+                .map(|()| None)
+                .map_err(|d| (Some(prior.clone()), d)),
+        )
+    }
+
+    /// Drains and deletes the pool an earlier apply could not finish replacing.
+    async fn finish_replacement(
+        &self,
+        prior: &Value,
+        planned: &Value,
+        stop: &StopSignal,
+    ) -> Result<(), Diagnostic> {
+        let Some(old_name) = replacing(prior) else {
+            return Ok(());
+        };
+        let mut old = prior.clone();
+        crate::check::set(&mut old, P::NAME_ATTRIBUTE, Value::string(old_name));
+        let Some(key) = P::key(&old) else {
+            return Ok(());
+        };
+        let live = match self.0.get(&key).await? {
+            // Gone, or another's by now: nothing of ours to finish.
+            Some(live) if live.mark.is_some() && live.mark.as_deref() == recorded_token(prior) => {
+                live.into_state()
+            }
+            _ => return Ok(()),
+        };
+        if let Some(rollout) = rollout_of(planned).or_else(|| rollout_of(prior)) {
+            self.drain(&live, rollout, P::name(prior), stop).await?;
+        }
+        self.0.delete(&live).await
+    }
+
     /// The answer to an update (`updating`) or a delete of the pool `prior` records, when that
     /// pool is no longer there: gone, or another pool of its name (without its mark). An
     /// update would create or change another pool; a delete leaves the other one.
@@ -186,6 +524,7 @@ impl<P: CloudPool> Pools<P> {
         prior: Option<&Value>,
         planned: Option<&Value>,
         new: bool,
+        removes: Option<NodeRemoval>,
     ) -> Option<GpuFact> {
         let before = match prior {
             Some(p) => self.0.shape(p).await,
@@ -211,6 +550,7 @@ impl<P: CloudPool> Pools<P> {
             after,
             new,
             managed_gpu_software: P::managed_gpu_software(labelled),
+            removes,
         }))
     }
 }
@@ -219,14 +559,37 @@ impl<P: CloudPool> Pools<P> {
 impl<P: CloudPool> Resource for Pools<P> {
     async fn read(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
         let reads = request.states.iter().map(|state| async move {
-            match P::key(state) {
-                Some(key) => self
-                    .0
-                    .get(&key)
-                    .await
-                    .map(|live| live.and_then(|l| l.of_record(state))),
-                None => Ok(Some(state.clone())),
+            let Some(key) = P::key(state) else {
+                return Ok(Some(state.clone()));
+            };
+            let Some(mut live) = self.0.get(&key).await?.and_then(|l| l.of_record(state)) else {
+                return Ok(None);
+            };
+            // The rollout is gpustack's alone; an unfinished replacement lasts while the old
+            // pool, with this stack's mark, is there.
+            // (A state written before these attributes existed stays without them.)
+            let recorded = |name: &str| state.as_object().is_some_and(|o| o.contains_key(name));
+            if recorded(ROLLOUT) {
+                let rollout = crate::check::attribute(state, ROLLOUT).cloned();
+                crate::check::set(&mut live, ROLLOUT, rollout.unwrap_or(Value::Null));
             }
+            if !recorded(REPLACING) {
+                return Ok(Some(live));
+            }
+            let mut unfinished = Value::Null;
+            if let Some(old_name) = replacing(state) {
+                let mut old = state.clone();
+                crate::check::set(&mut old, P::NAME_ATTRIBUTE, Value::string(old_name));
+                if let Some(old_key) = P::key(&old)
+                    && let Some(old_live) = self.0.get(&old_key).await?
+                    && old_live.mark.is_some()
+                    && old_live.mark.as_deref() == recorded_token(state)
+                {
+                    unfinished = Value::string(old_name);
+                }
+            }
+            crate::check::set(&mut live, REPLACING, unfinished);
+            Ok(Some(live))
         });
         ReadResourcesResponse::collect(&request.states, futures::future::join_all(reads).await)
     }
@@ -238,16 +601,40 @@ impl<P: CloudPool> Resource for Pools<P> {
         if let Some(prior) = prior {
             P::refine(prior, &config, &mut response);
         }
-        let new = prior.is_none() || !response.requires_replace.is_empty();
+        let replace = prior.is_some() && !response.requires_replace.is_empty();
+        let new = prior.is_none() || replace;
         // An update keeps the pool, and with it its mark.
         if let Some(prior) = prior.filter(|_| !new) {
             response.planned_state = with_token(response.planned_state, recorded_token(prior));
+        }
+        // A replacement an earlier apply left unfinished is finished by this plan.
+        crate::check::set(&mut response.planned_state, REPLACING, Value::Null);
+        let mut removes = Self::removal(
+            prior,
+            &response.planned_state,
+            replace,
+            request.create_before_destroy,
+        );
+        // A rollout reaches the cluster: it names the nodes that go and their GPU pods.
+        if let (Some(removal), Some(drainer)) = (&mut removes, &self.1)
+            && let Some(rollout) = rollout_of(&response.planned_state)
+                .or_else(|| prior.and_then(rollout_of))
+                .filter(|r| r.is_wholly_known())
+            && let Some((label, pool)) = removal.selector.iter().next()
+        {
+            match drainer.survey(rollout, label, pool).await {
+                Ok(nodes) => removal.nodes = Some(nodes),
+                Err(why) => response.diagnostics.push(Diagnostic::warning(
+                    format!("The nodes of {} {pool} were not read", P::POOL_KIND),
+                    format!("The plan cannot list the nodes its replacement drains, nor their GPU pods: {why}"),
+                )),
+            }
         }
         // Values unknown until apply (a machine type from another resource) leave the
         // capacity out rather than guess it.
         let planned = (!response.planned_state.is_null()).then_some(&response.planned_state);
         response.gpu_facts = self
-            .pool_fact(prior, planned, new)
+            .pool_fact(prior, planned, new, removes)
             .await
             .into_iter()
             .collect();
@@ -276,25 +663,43 @@ impl<P: CloudPool> Resource for Pools<P> {
         {
             return response;
         }
+        if let (Some(prior), None) = (&request.prior_state, &request.planned_state) {
+            return self.delete(&request, prior).await;
+        }
         // Only an owner is a mark known before the create: a pool created without one (a
         // token of the cloud's own) is known by name alone.
         let mark = (!request.owner.is_empty()).then_some(request.owner.as_str());
+        // What only gpustack reads goes into the state as planned, never to the cloud.
+        let keep = |mut state: Value, planned: &Value| {
+            for name in [ROLLOUT, REPLACING] {
+                let value = crate::check::attribute(planned, name)
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                crate::check::set(&mut state, name, value);
+            }
+            state
+        };
         crate::apply_change(
             &request,
             async |planned| {
                 self.0
-                    .create(planned, &request.owner)
+                    .create(&cloud_part(planned), &request.owner)
                     .await
-                    .map(|state| with_token(state, mark))
-                    .map_err(|(state, d)| (state.map(|s| with_token(s, mark)), d))
+                    .map(|state| keep(with_token(state, mark), planned))
+                    .map_err(|(state, d)| (state.map(|s| keep(with_token(s, mark), planned)), d))
             },
             async |prior, planned| {
-                self.0
-                    .update(prior, planned)
-                    .await
-                    .map(|state| with_token(state, recorded_token(prior)))
+                self.finish_replacement(prior, planned, &request.stop)
+                    .await?;
+                let (cloud_prior, cloud_planned) = (cloud_part(prior), cloud_part(planned));
+                let state = if cloud_prior == cloud_planned {
+                    cloud_prior
+                } else {
+                    self.0.update(&cloud_prior, &cloud_planned).await?
+                };
+                Ok(keep(with_token(state, recorded_token(prior)), planned))
             },
-            async |prior| self.0.delete(prior).await,
+            async |_| Ok(()),
         )
         .await
     }

@@ -11,7 +11,6 @@
 
 mod node;
 mod spec;
-mod watch;
 
 use crate::kubernetes::Connected;
 use gpustack_cluster::api_error;
@@ -432,8 +431,10 @@ impl Rollouts {
     ) -> (BTreeMap<String, Step>, Vec<Diagnostic>) {
         let client = self.0.cluster().client.clone();
         let target = spec.target();
-        let watch =
-            watch::Watch::<Node>::start(Api::all(client.clone()), watcher::Config::default());
+        let watch = gpustack_cluster::watch::Watch::<Node>::start(
+            Api::all(client.clone()),
+            watcher::Config::default(),
+        );
         let view = watch.view();
         let mut progress: BTreeMap<String, Step> = spec
             .nodes

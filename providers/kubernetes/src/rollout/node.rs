@@ -4,27 +4,24 @@
 //! node cordoned and records where and why.
 
 use super::spec::{
-    CORDONED_BY, DEPLOY_PREFIX, Drain, GPU_COUNT, MIG_CONFIG, MIG_STATE, PAUSED, Record, Settle,
-    Spec, Step,
+    CORDONED_BY, DEPLOY_PREFIX, GPU_COUNT, MIG_CONFIG, MIG_STATE, PAUSED, Record, Settle, Spec,
+    Step,
 };
-use super::watch::{View, Watch};
 use gpustack_cluster::api_error;
+use gpustack_cluster::drain::{Emptying, pod_name};
+pub(super) use gpustack_cluster::drain::{ready, unschedulable};
+use gpustack_cluster::watch::{View, Watch};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
-use kube::api::{DeleteParams, EvictParams, Patch, PatchParams};
-use kube::runtime::reflector::Store;
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::watcher;
 use serde_json::{Value as Json, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::time::Instant;
 
 /// The field manager of every change a rollout makes to a node.
 pub(super) const MANAGER: &str = "gpustack-rollout";
-/// How long an eviction refused by a PodDisruptionBudget waits before it is asked again
-/// (kubectl drain's interval).
-const EVICTION_RETRY: Duration = Duration::from_secs(5);
 
 /// What every node of one rollout shares.
 pub(super) struct Context {
@@ -60,69 +57,9 @@ fn label<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
     labels(node)?.get(key).map(String::as_str)
 }
 
-pub(super) fn unschedulable(node: &Node) -> bool {
-    node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true)
-}
-
-pub(super) fn ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| c.type_ == "Ready" && c.status == "True")
-}
-
 /// A node is unavailable when it takes no new pods: cordoned, or not ready.
 pub(super) fn unavailable(node: &Node) -> bool {
     unschedulable(node) || !ready(node)
-}
-
-fn terminal(pod: &Pod) -> bool {
-    matches!(
-        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded" | "Failed")
-    )
-}
-
-/// The pods that hold the node's GPUs and must be gone before it is reconfigured. DaemonSet
-/// pods are left, as `kubectl drain --ignore-daemonsets` leaves them: evicted, they would be
-/// made again on the same node; mirror pods cannot be evicted.
-fn gpu_pods(store: &Store<Pod>) -> Vec<Arc<Pod>> {
-    let mut pods: Vec<Arc<Pod>> = store
-        .state()
-        .into_iter()
-        .filter(|p| gpustack_cluster::facts::holds_gpus(p) && !terminal(p))
-        .filter(|p| {
-            !p.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| o.kind == "DaemonSet")
-                && !p
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"))
-        })
-        .collect();
-    pods.sort_by_key(|p| pod_name(p));
-    pods
-}
-
-fn pod_name(pod: &Pod) -> String {
-    format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
-}
-
-fn names(pods: &[Arc<Pod>]) -> String {
-    pods.iter()
-        .map(|p| pod_name(p))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Whether `labels` satisfies an equality selector (`a=b,c=d`, `a==b`, `a!=b`, `a`).
@@ -292,96 +229,18 @@ impl Context {
     /// Empties the node of GPU pods as the rollout's drain says.
     async fn drain(&self, node: &str, pods: &mut View<Pod>) -> Result<(), Failure> {
         let step = Step::Draining;
-        let deadline = Instant::now() + self.spec.drain_timeout;
-        if !pods.ready(deadline).await {
-            return fail(step, "the node's pods could not be listed");
-        }
+        let emptying = Emptying {
+            client: &self.client,
+            drain: self.spec.drain,
+            timeout: self.spec.drain_timeout,
+        };
         let mut nodes = self.nodes.clone();
-        let mut evicted: BTreeMap<String, Instant> = BTreeMap::new();
-        loop {
-            pods.seen();
-            nodes.seen();
-            self.keep_cordoned(node, step).await?;
-            let running = gpu_pods(&pods.store);
-            if running.is_empty() {
-                return Ok(());
-            }
-            match self.spec.drain {
-                Drain::Fail => {
-                    return fail(
-                        step,
-                        format!(
-                            "GPU pods run on the node and drain = \"fail\": {}",
-                            names(&running)
-                        ),
-                    );
-                }
-                Drain::Evict => {
-                    for pod in &running {
-                        self.evict(pod, &mut evicted).await?;
-                    }
-                }
-                Drain::Wait => {}
-            }
-            if Instant::now() >= deadline {
-                let how = if self.spec.drain == Drain::Evict {
-                    "were not evicted"
-                } else {
-                    "are still running"
-                };
-                return fail(
-                    step,
-                    format!(
-                        "after {} GPU pods {how}: {}",
-                        humantime::format_duration(self.spec.drain_timeout),
-                        names(&running)
-                    ),
-                );
-            }
-            let retry = evicted
-                .values()
-                .min()
-                .copied()
-                .filter(|_| self.spec.drain == Drain::Evict)
-                .unwrap_or(deadline)
-                .min(deadline);
-            tokio::select! {
-                () = pods.changed() => {}
-                () = nodes.changed() => {}
-                () = tokio::time::sleep_until(retry) => {}
-            }
-        }
-    }
-
-    /// Asks the API server to evict a pod, as `kubectl drain` does: a PodDisruptionBudget's
-    /// refusal (429) is asked again after [`EVICTION_RETRY`]. `asked` holds, per pod uid, when
-    /// it may be asked again.
-    async fn evict(&self, pod: &Pod, asked: &mut BTreeMap<String, Instant>) -> Result<(), Failure> {
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
-        if asked.get(&uid).is_some_and(|at| *at > Instant::now()) {
-            return Ok(());
-        }
-        let api: Api<Pod> = Api::namespaced(
-            self.client.clone(),
-            pod.metadata.namespace.as_deref().unwrap_or("default"),
-        );
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        match api.evict(&name, &EvictParams::default()).await {
-            Ok(_) => {
-                // Asked once; it goes in its own time (its grace period).
-                asked.insert(uid, Instant::now() + Duration::from_secs(3600));
-                Ok(())
-            }
-            Err(kube::Error::Api(e)) if e.code == 429 => {
-                asked.insert(uid, Instant::now() + EVICTION_RETRY);
-                Ok(())
-            }
-            Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-            Err(e) => fail(
-                Step::Draining,
-                format!("cannot evict {}: {}", pod_name(pod), api_error(&e)),
-            ),
-        }
+        emptying
+            .run(pods, &mut nodes, || async move {
+                self.keep_cordoned(node, step).await.map_err(|f| f.message)
+            })
+            .await
+            .or_else(|message| fail(step, message))
     }
 
     /// Relabels the node and restarts the pods the rollout restarts, recording first which

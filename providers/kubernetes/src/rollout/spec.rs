@@ -9,8 +9,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// The annotation that marks a cordon as this rollout's: only such cordons are lifted.
-pub(crate) const CORDONED_BY: &str = "gpustack.dev/cordoned-by";
+pub(crate) use gpustack_cluster::drain::{CORDONED_BY, Drain};
 /// The domain of each rollout's per-node record (`rollout.gpustack.dev/<name>`).
 pub(crate) const RECORD_PREFIX: &str = "rollout.gpustack.dev/";
 pub(crate) const MIG_CONFIG: &str = "nvidia.com/mig.config";
@@ -73,13 +72,6 @@ impl Record {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Drain {
-    Wait,
-    Evict,
-    Fail,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Settle {
     /// `nvidia.com/mig.config.state` reaches `success`.
     Mig,
@@ -110,7 +102,7 @@ pub(crate) struct Spec {
     pub(crate) settle_timeout: Duration,
 }
 
-pub(crate) const DEFAULT_DRAIN_TIMEOUT: &str = "30m";
+pub(crate) use gpustack_cluster::drain::DEFAULT_DRAIN_TIMEOUT;
 pub(crate) const DEFAULT_SETTLE_TIMEOUT: &str = "15m";
 
 fn strings(state: &Value, name: &str) -> BTreeMap<String, String> {
@@ -128,30 +120,7 @@ fn text<'a>(state: &'a Value, name: &str) -> Option<&'a str> {
     attribute(state, name).and_then(Value::as_str)
 }
 
-/// How many nodes may be taken at once: a count, or a percentage of the nodes rounded up
-/// (as Karpenter's disruption budgets count).
-pub(crate) fn budget(text: &str, nodes: usize) -> Result<usize, String> {
-    let bad = || {
-        format!(
-            "max_unavailable = \"{text}\" is neither a count of nodes (\"1\") nor a percentage (\"25%\")"
-        )
-    };
-    let allowed = if let Some(percent) = text.strip_suffix('%') {
-        let p: u64 = percent.trim().parse().map_err(|_| bad())?;
-        if p > 100 {
-            return Err(format!("max_unavailable = \"{text}\" is more than 100%"));
-        }
-        (nodes as u64 * p).div_ceil(100) as usize
-    } else {
-        text.trim().parse::<usize>().map_err(|_| bad())?
-    };
-    if allowed == 0 {
-        return Err(format!(
-            "max_unavailable = \"{text}\" allows no node at a time, so the rollout could never start"
-        ));
-    }
-    Ok(allowed.min(nodes.max(1)))
-}
+pub(crate) use gpustack_provider_sdk::pool::budget;
 
 impl Spec {
     pub(crate) fn of(state: &Value) -> Result<Self, String> {
@@ -171,16 +140,7 @@ impl Spec {
                 ));
             }
         };
-        let drain = match text(state, "drain") {
-            Some("wait") | None => Drain::Wait,
-            Some("evict") => Drain::Evict,
-            Some("fail") => Drain::Fail,
-            Some(other) => {
-                return Err(format!(
-                    "drain = \"{other}\" is not one of wait, evict, fail"
-                ));
-            }
-        };
+        let drain = Drain::parse(text(state, "drain"))?;
         let duration = |name: &str, default: &str| {
             gpustack_cluster::duration(Some(text(state, name).unwrap_or(default)), Duration::ZERO)
                 .map_err(|e| format!("{name}: {e}"))

@@ -45,7 +45,7 @@ pub(super) struct Stack {
     pub(super) dir: PathBuf,
     cluster: &'static TestCluster,
     vars: Vec<String>,
-    env: Vec<(String, String)>,
+    pub(super) env: Vec<(String, String)>,
 }
 
 impl Stack {

@@ -5,6 +5,7 @@
 
 use super::e2e::{OPERATOR, Stack, allocatable, chart};
 use futures::StreamExt;
+use gpustack_tests::aks::AksFake;
 use gpustack_tests::cluster::{TestCluster, e2e_cluster};
 use gpustack_tests::gpusim::controller::{KILLED_PODS, RECONFIGURE_SECONDS, WEDGE};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -749,4 +750,337 @@ fn evict_respects_a_pod_disruption_budget_and_stops_at_the_drain() {
     assert_ne!(phase(c, "ro-evict-0"), "Running", "the pod was not evicted");
     assert!(!unschedulable(c, "ro-evict-0"));
     assert_eq!(allocatable(c, "ro-evict-0", "nvidia.com/mig-1g.10gb"), "7");
+}
+
+/// What a watch saw while a pool was replaced, in order: `ready <node>` (a node of the new
+/// pool first Ready), `cordon <node>` (an old node cordoned by gpustack), `gone <pod>` (a GPU
+/// pod of the test deleted or evicted), `deleted <node>` (a node removed).
+fn pool_timeline(
+    c: &'static TestCluster,
+    old_pool: &'static str,
+    new_pool: &'static str,
+) -> (
+    Arc<Mutex<Vec<String>>>,
+    std::thread::JoinHandle<()>,
+    Arc<std::sync::atomic::AtomicBool>,
+) {
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (seen2, done2) = (seen.clone(), done.clone());
+    let handle = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async move {
+            let client = c.client().await;
+            let mut nodes = std::pin::pin!(watcher(
+                Api::<Node>::all(client.clone()),
+                watcher::Config::default().labels("kubernetes.azure.com/agentpool"),
+            ));
+            let mut pods = std::pin::pin!(watcher(
+                Api::<Pod>::namespaced(client, "default"),
+                watcher::Config::default().labels("pool-test=true"),
+            ));
+            let note = |line: String| {
+                let mut seen = seen2.lock().unwrap();
+                if !seen.contains(&line) {
+                    seen.push(line);
+                }
+            };
+            while !done2.load(std::sync::atomic::Ordering::SeqCst) {
+                let tick = tokio::time::sleep(std::time::Duration::from_millis(200));
+                tokio::select! {
+                    Some(Ok(event)) = nodes.next() => match event {
+                        watcher::Event::Apply(n) | watcher::Event::InitApply(n) => {
+                            let name = n.metadata.name.clone().unwrap_or_default();
+                            let pool = n
+                                .metadata
+                                .labels
+                                .as_ref()
+                                .and_then(|l| l.get("kubernetes.azure.com/agentpool"))
+                                .cloned()
+                                .unwrap_or_default();
+                            let ready = n
+                                .status
+                                .as_ref()
+                                .and_then(|s| s.conditions.as_ref())
+                                .into_iter()
+                                .flatten()
+                                .any(|c| c.type_ == "Ready" && c.status == "True");
+                            if pool == new_pool && ready {
+                                note(format!("ready {name}"));
+                            }
+                            let ours = n
+                                .metadata
+                                .annotations
+                                .as_ref()
+                                .is_some_and(|a| a.contains_key(CORDONED_BY))
+                                && n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
+                            if pool == old_pool && ours {
+                                note(format!("cordon {name}"));
+                            }
+                        }
+                        watcher::Event::Delete(n) => {
+                            note(format!("deleted {}", n.metadata.name.unwrap_or_default()));
+                        }
+                        _ => {}
+                    },
+                    Some(Ok(event)) = pods.next() => match event {
+                        watcher::Event::Apply(p) if p.metadata.deletion_timestamp.is_some() => {
+                            note(format!("gone {}", p.metadata.name.unwrap_or_default()));
+                        }
+                        watcher::Event::Delete(p) => {
+                            note(format!("gone {}", p.metadata.name.unwrap_or_default()));
+                        }
+                        _ => {}
+                    },
+                    () = tick => {}
+                }
+            }
+        });
+    });
+    (seen, handle, done)
+}
+
+fn pool_gpu_pod(name: &str, node: &str) -> String {
+    gpu_pod(name, node, true).replace("rollout-test: \"true\"", "pool-test: \"true\"")
+}
+
+fn position(timeline: &[String], line: &str) -> usize {
+    timeline
+        .iter()
+        .position(|l| l == line)
+        .unwrap_or_else(|| panic!("no \"{line}\" in {timeline:#?}"))
+}
+
+/// A GPU pool replaced with `create_before_destroy` and a rollout (GPU-FACTS "AKS"): the plan
+/// lists the old pool's nodes and their GPU pods; apply makes the new pool, and only once a
+/// node of it is Ready cordons every old node, evicts their GPU pods one node at a time, and
+/// then deletes the old pool. A drain that cannot finish (`drain = "fail"` with a pod
+/// running) fails the apply with the node and pod named, keeps the new pool in the state
+/// with the old one to finish, leaves the old nodes cordoned; the next plan shows the rest,
+/// and the next apply finishes it.
+#[test]
+fn a_pool_replacement_surges_drains_the_old_nodes_in_the_budget_and_resumes_after_a_failure() {
+    let c = e2e_cluster();
+    let sub = "00000000-0000-0000-0000-000000000000";
+    let fake = AksFake::start(
+        &[(&format!("{sub}/ml-rg/ml-aks"), "1.34.2")],
+        Some(c.kubeconfig.clone()),
+    );
+    let main = r#"variable "kubeconfig" {
+  type = string
+}
+
+variable "azure_endpoint" {
+  type = string
+}
+
+variable "pool" {
+  type = string
+}
+
+variable "size" {
+  type = string
+}
+
+variable "drain" {
+  type = string
+}
+
+provider "azure" {
+  subscription_id = "00000000-0000-0000-0000-000000000000"
+  endpoint        = var.azure_endpoint
+}
+
+resource "aks_nodepool" "gpu" {
+  resource_group = "ml-rg"
+  cluster        = "ml-aks"
+  name           = var.pool
+  vm_size        = var.size
+  node_count     = 2
+  mode           = "User"
+
+  rollout {
+    config_path     = var.kubeconfig
+    max_unavailable = "1"
+    drain           = var.drain
+    drain_timeout   = "20s"
+    ready_timeout   = "60s"
+  }
+
+  lifecycle {
+    create_before_destroy = true
+  }
+}
+"#;
+    let mut stack = Stack::inline(main).with_vars(&[
+        &format!("azure_endpoint={}", fake.endpoint),
+        "pool=poolt4",
+        "size=Standard_NC4as_T4_v3",
+        "drain=evict",
+    ]);
+    stack.env = fake.env();
+    stack.ok("apply", &["--auto-approve"]);
+    let old = [
+        "aks-poolt4-31415926-vmss000000",
+        "aks-poolt4-31415926-vmss000001",
+    ];
+    let new = [
+        "aks-poola100-31415926-vmss000000",
+        "aks-poola100-31415926-vmss000001",
+    ];
+    let _cleanup = Destroy(&stack, &[]);
+    for (i, node) in old.iter().enumerate() {
+        c.eventually(
+            30,
+            || node_field(c, node, "{.metadata.name}"),
+            |n| n == node,
+        );
+        c.apply_yaml(&pool_gpu_pod(&format!("pool-{i}"), node));
+        c.eventually(60, || phase(c, &format!("pool-{i}")), |p| p == "Running");
+    }
+    let to_a100 = [
+        "--var",
+        "pool=poola100",
+        "--var",
+        "size=Standard_NC24ads_A100_v4",
+    ];
+
+    // The plan names each old node, its GPU pod and how it is emptied.
+    let plan = stack.ok("plan", &to_a100);
+    assert!(
+        plan.contains("must be replaced (create before destroy)"),
+        "{plan}"
+    );
+    for (i, node) in old.iter().enumerate() {
+        let line = plan
+            .lines()
+            .find(|l| l.contains(&format!("node {node}:")))
+            .unwrap_or_else(|| panic!("no disruption line for {node}:\n{plan}"));
+        assert!(
+            line.contains("nodepool poolt4 replaced by nodepool poola100")
+                && line.contains(&format!("default/pool-{i}"))
+                && line.contains("every node cordoned, then drained 1 at a time, GPU pods evicted")
+                && line.contains("once the new pool's nodes are Ready"),
+            "{line}"
+        );
+    }
+
+    // Apply: the new pool first, then every old node cordoned, then one node's pod at a
+    // time, then the old nodes go.
+    let (seen, watch, done) = pool_timeline(c, "poolt4", "poola100");
+    let out = stack.ok("apply", &[&["--auto-approve"][..], &to_a100].concat());
+    c.eventually(
+        30,
+        || c.kubectl(&["get", "node", old[1]]).stdout.is_empty(),
+        |gone| *gone,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    watch.join().unwrap();
+    let timeline = seen.lock().unwrap().clone();
+    let first_ready = new
+        .iter()
+        .map(|n| position(&timeline, &format!("ready {n}")))
+        .min()
+        .unwrap();
+    let cordons: Vec<usize> = old
+        .iter()
+        .map(|n| position(&timeline, &format!("cordon {n}")))
+        .collect();
+    let gone: Vec<usize> = (0..2)
+        .map(|i| position(&timeline, &format!("gone pool-{i}")))
+        .collect();
+    let deleted: Vec<usize> = old
+        .iter()
+        .map(|n| position(&timeline, &format!("deleted {n}")))
+        .collect();
+    assert!(
+        cordons.iter().all(|c| *c > first_ready),
+        "an old node was cordoned before the new pool was Ready: {timeline:#?}\n{out}"
+    );
+    assert!(
+        gone.iter().all(|g| cordons.iter().all(|c| c < g)),
+        "a pod went before every old node was cordoned: {timeline:#?}"
+    );
+    assert!(gone[0] < gone[1], "{timeline:#?}");
+    assert!(
+        deleted.iter().all(|d| gone.iter().all(|g| g < d)),
+        "an old node was deleted with its GPU pod: {timeline:#?}"
+    );
+    assert_eq!(
+        fake.pools(),
+        [format!("{sub}/ml-rg/ml-aks/poola100")],
+        "{out}"
+    );
+    assert_eq!(
+        stack
+            .run("plan", &[&["--detailed-exitcode"][..], &to_a100].concat())
+            .status
+            .code(),
+        Some(0)
+    );
+
+    // A drain that cannot finish: the new pool stays recorded with the old one to finish.
+    c.apply_yaml(&pool_gpu_pod("pool-stuck", new[0]));
+    c.eventually(60, || phase(c, "pool-stuck"), |p| p == "Running");
+    let to_nd96 = [
+        "--var",
+        "pool=poolnd96",
+        "--var",
+        "size=Standard_ND96asr_v4",
+        "--var",
+        "drain=fail",
+    ];
+    let failed = stack.run("apply", &[&["--auto-approve"][..], &to_nd96].concat());
+    let stderr = String::from_utf8_lossy(&failed.stderr)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("node {}", new[0]))
+            && stderr.contains("drain = \"fail\"")
+            && stderr.contains("default/pool-stuck")
+            && stderr.contains("the next apply drains what is left and deletes the pool"),
+        "{stderr}"
+    );
+    let mut pools = fake.pools();
+    pools.sort();
+    assert_eq!(
+        pools,
+        [
+            format!("{sub}/ml-rg/ml-aks/poola100"),
+            format!("{sub}/ml-rg/ml-aks/poolnd96")
+        ]
+    );
+    assert!(unschedulable(c, new[0]) && unschedulable(c, new[1]));
+    let state = stack.ok("state", &["show", "aks_nodepool.gpu"]);
+    assert!(
+        state.contains("\"replacing\": \"poola100\"") && state.contains("\"name\": \"poolnd96\""),
+        "{state}"
+    );
+    let plan = stack.ok("plan", &to_nd96);
+    assert!(
+        plan.contains(
+            "nodepool poola100 deleted: the rest of its replacement by nodepool poolnd96"
+        ),
+        "{plan}"
+    );
+    c.kubectl_ok(&[
+        "delete",
+        "pod",
+        "pool-stuck",
+        "-n",
+        "default",
+        "--grace-period=0",
+    ]);
+    stack.ok("apply", &[&["--auto-approve"][..], &to_nd96].concat());
+    assert_eq!(fake.pools(), [format!("{sub}/ml-rg/ml-aks/poolnd96")]);
+    assert_eq!(
+        stack
+            .run("plan", &[&["--detailed-exitcode"][..], &to_nd96].concat())
+            .status
+            .code(),
+        Some(0)
+    );
 }

@@ -13,16 +13,16 @@ use tokio::time::Instant;
 
 /// A handle on watched objects; clones share the one watch.
 #[derive(Clone)]
-pub(super) struct View<K: kube::Resource + 'static>
+pub struct View<K: kube::Resource + 'static>
 where
     K::DynamicType: Eq + Hash + Clone,
 {
-    pub(super) store: Store<K>,
+    pub store: Store<K>,
     changes: watch::Receiver<u64>,
 }
 
 /// The watch behind [`View`]s: dropping it ends the watch.
-pub(super) struct Watch<K: kube::Resource + 'static>
+pub struct Watch<K: kube::Resource + 'static>
 where
     K::DynamicType: Eq + Hash + Clone,
 {
@@ -35,7 +35,7 @@ where
     K: kube::Resource + Clone + Debug + Send + Sync + serde::de::DeserializeOwned + 'static,
     K::DynamicType: Eq + Hash + Clone + Default + Send + Sync,
 {
-    pub(super) fn start(api: Api<K>, config: watcher::Config) -> Self {
+    pub fn start(api: Api<K>, config: watcher::Config) -> Self {
         let (store, writer) = reflector::store();
         let (tell, changes) = watch::channel(0u64);
         let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
@@ -54,7 +54,7 @@ where
         }
     }
 
-    pub(super) fn view(&self) -> View<K> {
+    pub fn view(&self) -> View<K> {
         self.view.clone()
     }
 }
@@ -73,19 +73,19 @@ where
     K::DynamicType: Eq + Hash + Clone,
 {
     /// Marks every change so far as seen: [`View::changed`] then waits for a newer one.
-    pub(super) fn seen(&mut self) {
+    pub fn seen(&mut self) {
         self.changes.borrow_and_update();
     }
 
     /// Waits for a change after the last [`View::seen`]; never returns once the watch ended.
-    pub(super) async fn changed(&mut self) {
+    pub async fn changed(&mut self) {
         if self.changes.changed().await.is_err() {
             std::future::pending::<()>().await;
         }
     }
 
     /// Waits until the first list has arrived (or the deadline).
-    pub(super) async fn ready(&self, deadline: Instant) -> bool {
+    pub async fn ready(&self, deadline: Instant) -> bool {
         tokio::time::timeout_at(deadline, self.store.wait_until_ready())
             .await
             .is_ok_and(|r| r.is_ok())

@@ -1,0 +1,426 @@
+//! Emptying nodes of GPU pods as `kubectl drain` does (policy/v1 evictions, a
+//! PodDisruptionBudget's 429 asked again every 5 s, DaemonSet and mirror pods left), shared by
+//! the node-by-node rollout and by the cloud pools' replacement: cordon every node of the old
+//! pool once the new pool's nodes are Ready, then drain them within the budget, so that the
+//! cloud deletes empty nodes.
+
+use crate::api_error;
+use crate::watch::{View, Watch};
+use gpustack_protocol::Diagnostic;
+use gpustack_provider_sdk::pool::{DrainRequest, NodeDrainer, budget};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Api;
+use kube::api::{EvictParams, Patch, PatchParams};
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The annotation that marks a cordon as gpustack's: only such cordons are ever lifted.
+pub const CORDONED_BY: &str = "gpustack.dev/cordoned-by";
+/// How long an eviction refused by a PodDisruptionBudget waits before it is asked again
+/// (kubectl drain's interval).
+const EVICTION_RETRY: Duration = Duration::from_secs(5);
+/// The field manager of a pool drain's cordons.
+const MANAGER: &str = "gpustack-pool-rollout";
+pub const DEFAULT_DRAIN_TIMEOUT: &str = "30m";
+const DEFAULT_READY_TIMEOUT: &str = "15m";
+
+/// What happens to a node's GPU pods before its change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drain {
+    Wait,
+    Evict,
+    Fail,
+}
+
+impl Drain {
+    pub fn parse(text: Option<&str>) -> Result<Self, String> {
+        match text.unwrap_or("wait") {
+            "wait" => Ok(Self::Wait),
+            "evict" => Ok(Self::Evict),
+            "fail" => Ok(Self::Fail),
+            other => Err(format!(
+                "drain = \"{other}\" is none of wait, evict and fail"
+            )),
+        }
+    }
+}
+
+pub fn unschedulable(node: &Node) -> bool {
+    node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true)
+}
+
+pub fn ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+fn terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// The pods that hold a node's GPUs and must be gone before it changes. DaemonSet pods are
+/// left, as `kubectl drain --ignore-daemonsets` leaves them: evicted, they would be made again
+/// on the same node; mirror pods cannot be evicted.
+pub fn gpu_pods(pods: Vec<Arc<Pod>>) -> Vec<Arc<Pod>> {
+    let mut pods: Vec<Arc<Pod>> = pods
+        .into_iter()
+        .filter(|p| crate::facts::holds_gpus(p) && !terminal(p))
+        .filter(|p| {
+            !p.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.kind == "DaemonSet")
+                && !p
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"))
+        })
+        .collect();
+    pods.sort_by_key(|p| pod_name(p));
+    pods
+}
+
+pub fn pod_name(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+fn names(pods: &[Arc<Pod>]) -> String {
+    pods.iter()
+        .map(|p| pod_name(p))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Empties one node of GPU pods.
+pub struct Emptying<'a> {
+    pub client: &'a kube::Client,
+    pub drain: Drain,
+    pub timeout: Duration,
+}
+
+impl Emptying<'_> {
+    /// Waits for, evicts or refuses the GPU pods `pods` (a watch of the node's pods) shows,
+    /// until none is left or the timeout. `turn` runs before each look (a rollout cordons the
+    /// node again there when someone lifted its cordon).
+    pub async fn run<F>(
+        &self,
+        pods: &mut View<Pod>,
+        nodes: &mut View<Node>,
+        turn: impl Fn() -> F,
+    ) -> Result<(), String>
+    where
+        F: std::future::Future<Output = Result<(), String>>,
+    {
+        let deadline = Instant::now() + self.timeout;
+        if !pods.ready(deadline).await {
+            return Err("the node's pods could not be listed".into());
+        }
+        let mut evicted: BTreeMap<String, Instant> = BTreeMap::new();
+        loop {
+            pods.seen();
+            nodes.seen();
+            turn().await?;
+            let running = gpu_pods(pods.store.state());
+            if running.is_empty() {
+                return Ok(());
+            }
+            match self.drain {
+                Drain::Fail => {
+                    return Err(format!(
+                        "GPU pods run on the node and drain = \"fail\": {}",
+                        names(&running)
+                    ));
+                }
+                Drain::Evict => {
+                    for pod in &running {
+                        self.evict(pod, &mut evicted).await?;
+                    }
+                }
+                Drain::Wait => {}
+            }
+            if Instant::now() >= deadline {
+                let how = if self.drain == Drain::Evict {
+                    "were not evicted"
+                } else {
+                    "are still running"
+                };
+                return Err(format!(
+                    "after {} GPU pods {how}: {}",
+                    humantime::format_duration(self.timeout),
+                    names(&running)
+                ));
+            }
+            let retry = evicted
+                .values()
+                .min()
+                .copied()
+                .filter(|_| self.drain == Drain::Evict)
+                .unwrap_or(deadline)
+                .min(deadline);
+            tokio::select! {
+                () = pods.changed() => {}
+                () = nodes.changed() => {}
+                () = tokio::time::sleep_until(retry) => {}
+            }
+        }
+    }
+
+    /// Asks the API server to evict a pod, as `kubectl drain` does: a PodDisruptionBudget's
+    /// refusal (429) is asked again after [`EVICTION_RETRY`]. `asked` holds, per pod uid, when
+    /// it may be asked again.
+    async fn evict(&self, pod: &Pod, asked: &mut BTreeMap<String, Instant>) -> Result<(), String> {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        if asked.get(&uid).is_some_and(|at| *at > Instant::now()) {
+            return Ok(());
+        }
+        let api: Api<Pod> = Api::namespaced(
+            self.client.clone(),
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+        );
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        match api.evict(&name, &EvictParams::default()).await {
+            Ok(_) => {
+                // Asked once; it goes in its own time (its grace period).
+                asked.insert(uid, Instant::now() + Duration::from_secs(3600));
+                Ok(())
+            }
+            Err(kube::Error::Api(e)) if e.code == 429 => {
+                asked.insert(uid, Instant::now() + EVICTION_RETRY);
+                Ok(())
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+            Err(e) => Err(format!("cannot evict {}: {}", pod_name(pod), api_error(&e))),
+        }
+    }
+}
+
+/// Drains a cloud pool's nodes through the Kubernetes cluster its rollout block names.
+pub struct PoolDrain;
+
+struct PoolSettings {
+    drain: Drain,
+    max_unavailable: String,
+    drain_timeout: Duration,
+    ready_timeout: Duration,
+}
+
+impl PoolSettings {
+    fn of(rollout: &gpustack_protocol::Value) -> Result<Self, String> {
+        let text = |name: &str| gpustack_provider_sdk::check::text(rollout, name);
+        Ok(Self {
+            drain: Drain::parse(text("drain"))?,
+            max_unavailable: text("max_unavailable").unwrap_or("1").to_owned(),
+            drain_timeout: crate::duration(
+                text("drain_timeout"),
+                humantime::parse_duration(DEFAULT_DRAIN_TIMEOUT).unwrap_or_default(),
+            )?,
+            ready_timeout: crate::duration(
+                text("ready_timeout"),
+                humantime::parse_duration(DEFAULT_READY_TIMEOUT).unwrap_or_default(),
+            )?,
+        })
+    }
+}
+
+fn label<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
+    node.metadata.labels.as_ref()?.get(key).map(String::as_str)
+}
+
+/// What one node's drain came to.
+enum Outcome {
+    Drained,
+    /// Not started: the run was asked to stop.
+    Skipped,
+    Failed(String),
+}
+
+#[async_trait::async_trait]
+impl NodeDrainer for PoolDrain {
+    async fn drain(&self, request: DrainRequest<'_>) -> Result<(), Diagnostic> {
+        let failure = |detail: String| {
+            Diagnostic::error(
+                format!("Cannot drain the nodes of {}", request.what),
+                detail,
+            )
+        };
+        let settings = PoolSettings::of(request.rollout).map_err(failure)?;
+        let client = crate::Cluster::connect(request.rollout).await?.client;
+        let watch = Watch::<Node>::start(
+            Api::all(client.clone()),
+            watcher::Config::default().labels(request.label),
+        );
+        let mut nodes = watch.view();
+        let of_pool = |store: &Store<Node>, pool: &str| -> Vec<Arc<Node>> {
+            let mut of: Vec<Arc<Node>> = store
+                .state()
+                .into_iter()
+                .filter(|n| label(n, request.label) == Some(pool))
+                .collect();
+            of.sort_by_key(|n| n.metadata.name.clone());
+            of
+        };
+        let deadline = Instant::now() + settings.ready_timeout;
+        if !nodes.ready(deadline).await {
+            return Err(failure("the cluster's nodes could not be listed".into()));
+        }
+        // A surge: the new pool's nodes take the GPU pods, so they are Ready first.
+        if let Some(successor) = request.successor {
+            loop {
+                nodes.seen();
+                if of_pool(&nodes.store, successor).iter().any(|n| ready(n)) {
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    return Err(failure(format!(
+                        "no node of the new pool ({}={successor}) was Ready after {}; the old pool's nodes were left as they are",
+                        request.label,
+                        humantime::format_duration(settings.ready_timeout)
+                    )));
+                }
+                tokio::select! {
+                    () = nodes.changed() => {}
+                    () = tokio::time::sleep_until(deadline) => {}
+                }
+            }
+        }
+        let old = of_pool(&nodes.store, request.pool);
+        if old.is_empty() {
+            return Ok(());
+        }
+        let mark = format!("pool/{}", request.pool);
+        let params = PatchParams {
+            field_manager: Some(MANAGER.to_owned()),
+            ..Default::default()
+        };
+        let node_api: Api<Node> = Api::all(client.clone());
+        // Every old node first, so that what is evicted from one never lands on another.
+        for node in &old {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let annotated = node
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(CORDONED_BY));
+            // An admin's cordon is left as it is.
+            if unschedulable(node) && annotated.is_none() {
+                continue;
+            }
+            let body = json!({
+                "spec": {"unschedulable": true},
+                "metadata": {"annotations": {CORDONED_BY: mark}},
+            });
+            node_api
+                .patch(&name, &params, &Patch::Merge(body))
+                .await
+                .map_err(|e| failure(format!("cannot cordon node {name}: {}", api_error(&e))))?;
+        }
+        let allowed = budget(&settings.max_unavailable, old.len()).map_err(failure)?;
+        let emptying = Emptying {
+            client: &client,
+            drain: settings.drain,
+            timeout: settings.drain_timeout,
+        };
+        let names: Vec<String> = old
+            .iter()
+            .map(|n| n.metadata.name.clone().unwrap_or_default())
+            .collect();
+        let drains = names.into_iter().map(|name| {
+            let (emptying, nodes) = (&emptying, nodes.clone());
+            async move {
+                if request.stop.is_set() {
+                    return (name, Outcome::Skipped);
+                }
+                let pod_watch = Watch::<Pod>::start(
+                    Api::all(emptying.client.clone()),
+                    watcher::Config::default().fields(&format!("spec.nodeName={name}")),
+                );
+                let (mut pods, mut nodes) = (pod_watch.view(), nodes);
+                let outcome = match emptying
+                    .run(&mut pods, &mut nodes, || async { Ok(()) })
+                    .await
+                {
+                    Ok(()) => Outcome::Drained,
+                    Err(e) => Outcome::Failed(e),
+                };
+                (name, outcome)
+            }
+        });
+        use futures::StreamExt;
+        let outcomes: Vec<(String, Outcome)> = futures::stream::iter(drains)
+            .buffer_unordered(allowed)
+            .collect()
+            .await;
+        let left = "The pool and its nodes stay, cordoned; the next apply drains what is left and deletes the pool.";
+        let failed: Vec<String> = outcomes
+            .iter()
+            .filter_map(|(node, o)| match o {
+                Outcome::Failed(why) => Some(format!("node {node}: {why}")),
+                _ => None,
+            })
+            .collect();
+        if !failed.is_empty() {
+            return Err(failure(format!("{}. {left}", failed.join("; "))));
+        }
+        let drained = outcomes
+            .iter()
+            .filter(|(_, o)| matches!(o, Outcome::Drained))
+            .count();
+        if drained < outcomes.len() {
+            return Err(failure(format!(
+                "stopped (interrupted) with {drained} of {} nodes drained. {left}",
+                outcomes.len()
+            )));
+        }
+        Ok(())
+    }
+
+    async fn survey(
+        &self,
+        rollout: &gpustack_protocol::Value,
+        label: &str,
+        pool: &str,
+    ) -> Result<Vec<(String, Vec<String>)>, String> {
+        let client = crate::Cluster::connect(rollout)
+            .await
+            .map_err(|d| d.detail)?
+            .client;
+        let selector = format!("{label}={pool}");
+        let listed = Api::<Node>::all(client.clone())
+            .list(&kube::api::ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| api_error(&e))?;
+        let mut out = Vec::new();
+        for node in listed.items {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let pods = Api::<Pod>::all(client.clone())
+                .list(&kube::api::ListParams::default().fields(&format!("spec.nodeName={name}")))
+                .await
+                .map_err(|e| api_error(&e))?;
+            let held: Vec<String> = gpu_pods(pods.items.into_iter().map(Arc::new).collect())
+                .iter()
+                .map(|p| pod_name(p))
+                .collect();
+            out.push((name, held));
+        }
+        out.sort();
+        Ok(out)
+    }
+}
