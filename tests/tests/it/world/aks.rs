@@ -397,6 +397,13 @@ fn aks_pool_lifecycle_with_faults_drift_and_replacement() {
         "{out}"
     );
     super::assert_capacity_snapshot("aks-nodepool-replaced", &out, "nodepool");
+    // Without a rollout block, the disruption section says what AKS itself does to the nodes.
+    assert!(
+        out.contains(
+            "rollout: none: AKS deletes the nodes with their pods, with no cordon or drain"
+        ),
+        "{out}"
+    );
     let (code, out, err) = stack.run(&["apply", "--auto-approve"], &["node_count=2", a100]);
     assert_eq!(code, 0, "{out}{err}");
     let pool = fake.pool(&pool_id).unwrap();

@@ -154,6 +154,11 @@ fn eks_nodegroup_lifecycle_against_moto() {
         "{out}"
     );
     super::assert_capacity_snapshot("eks-nodegroup-replaced", &out, "nodegroup");
+    // Without a rollout block, the disruption section says what EKS itself does to the nodes.
+    assert!(
+        out.contains("rollout: none: EKS drains each node as it scales the group to zero"),
+        "{out}"
+    );
     let (code, out, err) = stack.run(&["apply", "--auto-approve"], &[relabel, t4]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(
