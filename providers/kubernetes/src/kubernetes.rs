@@ -1652,6 +1652,7 @@ impl Connected {
                         } else {
                             Diagnostic::error(summary, format!("{detail}; {FORCE_HINT}"))
                         }],
+                        gpu_facts: Vec::new(),
                     };
                 }
             };
@@ -1700,6 +1701,7 @@ impl Connected {
         gpustack_protocol::PlanDeleteResponse {
             collateral: Some(collateral),
             diagnostics,
+            gpu_facts: Vec::new(),
         }
     }
 

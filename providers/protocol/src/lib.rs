@@ -241,6 +241,9 @@ pub struct PlanDeleteResponse {
     pub collateral: Option<Collateral>,
     /// An error refuses the plan: the deletion would take what the stack did not say it may.
     pub diagnostics: Vec<Diagnostic>,
+    /// What the deletion means for GPUs (a pool's nodes going, with how they are emptied),
+    /// for a deletion that is not half of a replacement (whose plan said it already).
+    pub gpu_facts: Vec<GpuFact>,
 }
 
 /// What a deletion takes with it that this stack does not manage, as the plan shows it and as

@@ -7,9 +7,9 @@
 use crate::resource::Resource;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic, Existing,
-    GpuFact, NodeRemoval, PlanResourceChangeRequest, PlanResourceChangeResponse, PoolFact,
-    PoolShape, ReadResourcesRequest, ReadResourcesResponse, Schema, StopSignal, Type, Value,
-    plan_from_schema,
+    GpuFact, NodeRemoval, PlanDeleteRequest, PlanDeleteResponse, PlanResourceChangeRequest,
+    PlanResourceChangeResponse, PoolFact, PoolShape, ReadResourcesRequest, ReadResourcesResponse,
+    Schema, StopSignal, Type, Value, plan_from_schema,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -702,6 +702,37 @@ impl<P: CloudPool> Resource for Pools<P> {
             async |_| Ok(()),
         )
         .await
+    }
+
+    /// A pool's deletion takes its nodes: the plan lists them, with how they are emptied.
+    async fn plan_delete(&self, request: PlanDeleteRequest) -> PlanDeleteResponse {
+        let prior = &request.prior_state;
+        let Some(name) = P::name(prior) else {
+            return PlanDeleteResponse::default();
+        };
+        let rollout = rollout_of(prior);
+        let mut removal = NodeRemoval {
+            selector: [(P::POOL_LABEL.to_owned(), name.to_owned())].into(),
+            change: format!("{} {name} deleted", P::POOL_KIND),
+            how: Self::removal_how(rollout, true),
+            nodes: None,
+        };
+        let mut response = PlanDeleteResponse::default();
+        if let (Some(rollout), Some(drainer)) = (rollout, &self.1) {
+            match drainer.survey(rollout, P::POOL_LABEL, name).await {
+                Ok(nodes) => removal.nodes = Some(nodes),
+                Err(why) => response.diagnostics.push(Diagnostic::warning(
+                    format!("The nodes of {} {name} were not read", P::POOL_KIND),
+                    format!("The plan cannot list the nodes its deletion drains, nor their GPU pods: {why}"),
+                )),
+            }
+        }
+        response.gpu_facts = self
+            .pool_fact(Some(prior), None, false, Some(removal))
+            .await
+            .into_iter()
+            .collect();
+        response
     }
 
     async fn import(&self, id: &str) -> Result<Value, Vec<Diagnostic>> {

@@ -127,6 +127,7 @@ impl Provider for Resources {
             None => PlanDeleteResponse {
                 collateral: None,
                 diagnostics: vec![unknown("resource", &request.type_name)],
+                gpu_facts: Vec::new(),
             },
         }
     }

@@ -245,6 +245,11 @@ impl Planner<'_, '_> {
                 .collect();
             report(self.eval.diags, span, &diagnostics);
             change.collateral = response.collateral.filter(|c| !c.is_empty());
+            if change.actions == [Action::Delete] {
+                let address = change.address.clone();
+                self.gpu_facts
+                    .extend(response.gpu_facts.into_iter().map(|f| (address.clone(), f)));
+            }
         }
     }
 }

@@ -857,7 +857,8 @@ fn position(timeline: &[String], line: &str) -> usize {
 /// then deletes the old pool. A drain that cannot finish (`drain = "fail"` with a pod
 /// running) fails the apply with the node and pod named, keeps the new pool in the state
 /// with the old one to finish, leaves the old nodes cordoned; the next plan shows the rest,
-/// and the next apply finishes it.
+/// and the next apply finishes it. A pool whose block is removed is listed and drained the
+/// same way before it is deleted, and kept while its drain fails.
 #[test]
 fn a_pool_replacement_surges_drains_the_old_nodes_in_the_budget_and_resumes_after_a_failure() {
     let c = e2e_cluster();
@@ -1083,4 +1084,36 @@ resource "aks_nodepool" "gpu" {
             .code(),
         Some(0)
     );
+
+    // The pool's block removed: its deletion drains first, by the rollout it was applied with.
+    let last = "aks-poolnd96-31415926-vmss000000";
+    c.apply_yaml(&pool_gpu_pod("pool-last", last));
+    c.eventually(60, || phase(c, "pool-last"), |p| p == "Running");
+    let without = main[..main.find("resource \"aks_nodepool\"").unwrap()].to_owned();
+    std::fs::write(stack.dir.join("main.hcl"), without).unwrap();
+    let plan = stack.ok("plan", &to_nd96);
+    let line = plan
+        .lines()
+        .find(|l| l.contains(&format!("node {last}:")))
+        .unwrap_or_else(|| panic!("no disruption line for {last}:\n{plan}"));
+    assert!(
+        line.contains("nodepool poolnd96 deleted")
+            && line.contains("default/pool-last")
+            && line.contains("stops if GPU pods run"),
+        "{line}"
+    );
+    let failed = stack.run("apply", &[&["--auto-approve"][..], &to_nd96].concat());
+    assert_eq!(failed.status.code(), Some(1));
+    assert_eq!(fake.pools(), [format!("{sub}/ml-rg/ml-aks/poolnd96")]);
+    assert!(stack.ok("state", &["list"]).contains("aks_nodepool.gpu"));
+    c.kubectl_ok(&[
+        "delete",
+        "pod",
+        "pool-last",
+        "-n",
+        "default",
+        "--grace-period=0",
+    ]);
+    stack.ok("apply", &[&["--auto-approve"][..], &to_nd96].concat());
+    assert!(fake.pools().is_empty());
 }
