@@ -112,6 +112,10 @@ impl Ledger<'_, '_> {
                         Action::NoOp | Action::Read => {}
                     }
                 }
+            } else if change.actions == [Action::Create, Action::Delete] {
+                // A create-before-destroy replacement whose old object could not go: the new
+                // one was made (a first step that fails touches nothing).
+                self.counts.added += 1;
             }
             self.dirty = true;
         }

@@ -1042,7 +1042,8 @@ resource "aks_nodepool" "gpu" {
         stderr.contains(&format!("node {}", new[0]))
             && stderr.contains("drain = \"fail\"")
             && stderr.contains("default/pool-stuck")
-            && stderr.contains("the next apply drains what is left and deletes the pool"),
+            && stderr.contains("the next apply drains what is left and deletes the pool")
+            && stderr.contains("1 added, 0 changed, 0 destroyed before the errors above"),
         "{stderr}"
     );
     let mut pools = fake.pools();
