@@ -639,6 +639,9 @@ fn mig_manager_pauses_the_operands_and_kills_a_gpu_pod_left_on_the_node() {
         "--wait=true",
     ]);
     gpu_pod(c, "tw-mig-victim", node, "nvidia.com/gpu");
+    // Running first, as a training job would be: kwok's own Running, arriving after the
+    // simulator's kill, would otherwise overwrite the Failed.
+    c.eventually(60, || pod_phase(c, "tw-mig-victim"), |p| p == "Running");
 
     c.kubectl_ok(&[
         "label",
