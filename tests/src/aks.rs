@@ -199,7 +199,7 @@ impl AksFake {
     }
 }
 
-async fn client(kubeconfig: PathBuf) -> kube::Client {
+pub(crate) async fn client(kubeconfig: PathBuf) -> kube::Client {
     let kubeconfig = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await

@@ -12,7 +12,10 @@
 //! memory in the names of GPUs sold in one size), 404 for a type it lacks; unlike GCE, it
 //! offers every type in every zone. It refuses what GKE refuses (a MIG partition size the
 //! accelerator does not offer, an unknown resource type in a limit, a pool that exists) with
-//! Google's error shape. Faults can be queued as for the AKS fake.
+//! Google's error shape. Faults can be queued as for the AKS fake. Started with a kubeconfig
+//! (`GkeFake::start_with`), it makes the pools' nodes as kwok nodes in that cluster, with GKE's
+//! labels, as their instance groups say, and removes them with their pool (GKE deletes a pool's
+//! nodes without respecting PodDisruptionBudgets; the fake simply deletes them).
 
 use crate::http::{Answer, Fault, Traffic, dropped, json_response, serve};
 use http_body_util::{BodyExt, Full};
@@ -87,6 +90,13 @@ const ACCELERATORS: &[&str] = &[
 impl GkeFake {
     /// Starts the fake with the clusters `projects/P/locations/L/clusters/C`.
     pub fn start(clusters: &[&str]) -> Self {
+        Self::start_with(clusters, None)
+    }
+
+    /// As [`GkeFake::start`]; the pools' nodes are made (and removed) as kwok nodes in the
+    /// cluster of `kubeconfig`, with GKE's labels and the GPU annotations the GPU simulator
+    /// reads, once the operation that sizes them is done.
+    pub fn start_with(clusters: &[&str], kubeconfig: Option<PathBuf>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let endpoint = format!("http://{}", listener.local_addr().unwrap());
@@ -124,9 +134,18 @@ impl GkeFake {
         }));
         let shared = world.clone();
         serve(listener, None, move || async move {
+            let kube = match kubeconfig {
+                Some(path) => Some(crate::aks::client(path).await),
+                None => None,
+            };
             move |request| {
-                let world = shared.clone();
-                async move { handle(request, &world).await }
+                let (world, kube) = (shared.clone(), kube.clone());
+                async move {
+                    if let Some(kube) = &kube {
+                        sync_nodes(&world, kube).await;
+                    }
+                    handle(request, &world).await
+                }
             }
         });
         Self {
@@ -378,6 +397,171 @@ fn enum_names(pool: &mut Json) {
                 ],
             );
         }
+    }
+}
+
+/// A kwok node of a pool, as GKE makes it.
+struct NodeSpec {
+    pool: String,
+    index: usize,
+    machine: String,
+    /// The accelerator type and how many per node.
+    accelerator: Option<(String, u64)>,
+    labels: BTreeMap<String, String>,
+    taints: Vec<Json>,
+}
+
+/// The GPU product GFD reports for a GKE accelerator type.
+fn product(accelerator: &str) -> Option<&'static str> {
+    Some(match accelerator {
+        "nvidia-tesla-t4" => "Tesla T4",
+        "nvidia-l4" => "NVIDIA L4",
+        "nvidia-tesla-a100" => "NVIDIA A100-SXM4-40GB",
+        "nvidia-a100-80gb" => "NVIDIA A100-SXM4-80GB",
+        "nvidia-h100-80gb" => "NVIDIA H100 80GB HBM3",
+        _ => return None,
+    })
+}
+
+/// The nodes the pools' instance groups hold, once their operations are done.
+fn node_specs(w: &World) -> Vec<NodeSpec> {
+    let mut out = Vec::new();
+    for (key, pool) in &w.pools {
+        let name = key.rsplit('/').next().unwrap_or_default().to_owned();
+        let count: u64 = group_keys(w, key)
+            .iter()
+            .filter_map(|k| w.groups.get(k))
+            .filter_map(|g| g["targetSize"].as_u64())
+            .sum();
+        let config = &pool["config"];
+        let accelerator = config["accelerators"]
+            .as_array()
+            .and_then(|a| a.first())
+            .map(|a| {
+                let count = a["acceleratorCount"]
+                    .as_u64()
+                    .or_else(|| a["acceleratorCount"].as_str()?.parse().ok())
+                    .unwrap_or(1);
+                (
+                    a["acceleratorType"].as_str().unwrap_or_default().to_owned(),
+                    count,
+                )
+            });
+        let labels: BTreeMap<String, String> = config["labels"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+            .collect();
+        let taints: Vec<Json> = config["taints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                let effect = match t["effect"].as_str().unwrap_or_default() {
+                    "NO_EXECUTE" => "NoExecute",
+                    "PREFER_NO_SCHEDULE" => "PreferNoSchedule",
+                    _ => "NoSchedule",
+                };
+                json!({"key": t["key"], "value": t["value"], "effect": effect})
+            })
+            .collect();
+        for index in 0..count as usize {
+            out.push(NodeSpec {
+                pool: name.clone(),
+                index,
+                machine: config["machineType"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                accelerator: accelerator.clone(),
+                labels: labels.clone(),
+                taints: taints.clone(),
+            });
+        }
+    }
+    out
+}
+
+const POOL_LABEL: &str = "cloud.google.com/gke-nodepool";
+
+/// Makes the cluster's kwok nodes match the pools' instance groups: the operations that are
+/// due finish first, then the nodes come or go, before the request that sees them done.
+async fn sync_nodes(world: &Mutex<World>, kube: &kube::Client) {
+    let wanted = {
+        let mut w = world.lock().unwrap();
+        advance(&mut w);
+        node_specs(&w)
+    };
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(kube.clone());
+    let node_name =
+        |spec: &NodeSpec| format!("gke-ml-gke-{}-1a2b3c4d-{:04}", spec.pool, spec.index);
+    let names: std::collections::BTreeSet<String> = wanted.iter().map(node_name).collect();
+    let existing = nodes
+        .list(&kube::api::ListParams::default().labels(POOL_LABEL))
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    let mut have = std::collections::BTreeSet::new();
+    for node in existing {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let ours = node
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key("gpustack.dev/gke-fake"));
+        if ours && !names.contains(&name) {
+            let _ = nodes.delete(&name, &Default::default()).await;
+        } else {
+            have.insert(name);
+        }
+    }
+    for spec in &wanted {
+        let name = node_name(spec);
+        if have.contains(&name) {
+            continue;
+        }
+        let mut labels = json!({
+            "type": "kwok",
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/hostname": name,
+            POOL_LABEL: spec.pool,
+            "node.kubernetes.io/instance-type": spec.machine,
+        });
+        for (k, v) in &spec.labels {
+            labels[k] = json!(v);
+        }
+        let mut annotations = json!({
+            "kwok.x-k8s.io/node": "fake",
+            "node.alpha.kubernetes.io/ttl": "0",
+            "gpustack.dev/gke-fake": "true",
+        });
+        if let Some((accelerator, count)) = &spec.accelerator {
+            labels["cloud.google.com/gke-accelerator"] = json!(accelerator);
+            if let Some(model) = product(accelerator) {
+                annotations["gpustack.dev/gpu-model"] = json!(model);
+                annotations["gpustack.dev/gpu-count"] = json!(count.to_string());
+            }
+        }
+        let object = json!({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": labels, "annotations": annotations},
+            "spec": {"taints": spec.taints},
+            "status": {
+                "capacity": {"cpu": "12", "memory": "85Gi", "pods": "110"},
+                "allocatable": {"cpu": "12", "memory": "85Gi", "pods": "110"},
+                "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux"},
+            },
+        });
+        let _ = nodes
+            .patch(
+                &name,
+                &kube::api::PatchParams::apply("gke-fake").force(),
+                &kube::api::Patch::Apply(&object),
+            )
+            .await;
     }
 }
 

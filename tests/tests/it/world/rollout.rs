@@ -757,6 +757,7 @@ fn evict_respects_a_pod_disruption_budget_and_stops_at_the_drain() {
 /// pod of the test deleted or evicted), `deleted <node>` (a node removed).
 fn pool_timeline(
     c: &'static TestCluster,
+    label: &'static str,
     old_pool: &'static str,
     new_pool: &'static str,
 ) -> (
@@ -773,7 +774,7 @@ fn pool_timeline(
             let client = c.client().await;
             let mut nodes = std::pin::pin!(watcher(
                 Api::<Node>::all(client.clone()),
-                watcher::Config::default().labels("kubernetes.azure.com/agentpool"),
+                watcher::Config::default().labels(label),
             ));
             let mut pods = std::pin::pin!(watcher(
                 Api::<Pod>::namespaced(client, "default"),
@@ -795,7 +796,7 @@ fn pool_timeline(
                                 .metadata
                                 .labels
                                 .as_ref()
-                                .and_then(|l| l.get("kubernetes.azure.com/agentpool"))
+                                .and_then(|l| l.get(label))
                                 .cloned()
                                 .unwrap_or_default();
                             let ready = n
@@ -968,7 +969,8 @@ resource "aks_nodepool" "gpu" {
 
     // Apply: the new pool first, then every old node cordoned, then one node's pod at a
     // time, then the old nodes go.
-    let (seen, watch, done) = pool_timeline(c, "poolt4", "poola100");
+    let (seen, watch, done) =
+        pool_timeline(c, "kubernetes.azure.com/agentpool", "poolt4", "poola100");
     let out = stack.ok("apply", &[&["--auto-approve"][..], &to_a100].concat());
     c.eventually(
         30,
@@ -1117,4 +1119,121 @@ resource "aks_nodepool" "gpu" {
     ]);
     stack.ok("apply", &[&["--auto-approve"][..], &to_nd96].concat());
     assert!(fake.pools().is_empty());
+}
+
+/// The same surge on GKE, whose fake makes the pools' nodes too: the new pool's node Ready
+/// before the old node is cordoned, the old node's GPU pod evicted before the node goes.
+#[test]
+fn a_gke_pool_replacement_surges_and_drains_before_the_old_pool_goes() {
+    let c = e2e_cluster();
+    let cluster = "projects/ml-project/locations/us-central1-c/clusters/ml-gke";
+    let fake = gpustack_tests::gke::GkeFake::start_with(&[cluster], Some(c.kubeconfig.clone()));
+    let main = r#"variable "kubeconfig" {
+  type = string
+}
+
+variable "gcp_endpoint" {
+  type = string
+}
+
+variable "pool" {
+  type = string
+}
+
+variable "machine" {
+  type = string
+}
+
+variable "accelerator" {
+  type = string
+}
+
+provider "gcp" {
+  project  = "ml-project"
+  endpoint = var.gcp_endpoint
+}
+
+resource "gke_nodepool" "gpu" {
+  location     = "us-central1-c"
+  cluster      = "ml-gke"
+  name         = var.pool
+  machine_type = var.machine
+  node_count   = 1
+
+  accelerator {
+    type  = var.accelerator
+    count = 1
+  }
+
+  rollout {
+    config_path   = var.kubeconfig
+    drain         = "evict"
+    drain_timeout = "20s"
+    ready_timeout = "60s"
+  }
+
+  lifecycle {
+    create_before_destroy = true
+  }
+}
+"#;
+    let mut stack = Stack::inline(main).with_vars(&[
+        &format!("gcp_endpoint={}", fake.endpoint),
+        "pool=gke-t4",
+        "machine=n1-standard-4",
+        "accelerator=nvidia-tesla-t4",
+    ]);
+    stack.env = fake.env();
+    stack.ok("apply", &["--auto-approve"]);
+    let _cleanup = Destroy(&stack, &[]);
+    let old = "gke-ml-gke-gke-t4-1a2b3c4d-0000";
+    let new = "gke-ml-gke-gke-l4-1a2b3c4d-0000";
+    c.eventually(30, || node_field(c, old, "{.metadata.name}"), |n| n == old);
+    c.apply_yaml(&pool_gpu_pod("gke-pool-0", old));
+    c.eventually(60, || phase(c, "gke-pool-0"), |p| p == "Running");
+    let to_l4 = [
+        "--var",
+        "pool=gke-l4",
+        "--var",
+        "machine=g2-standard-4",
+        "--var",
+        "accelerator=nvidia-l4",
+    ];
+    let plan = stack.ok("plan", &to_l4);
+    let line = plan
+        .lines()
+        .find(|l| l.contains(&format!("node {old}:")))
+        .unwrap_or_else(|| panic!("no disruption line for {old}:\n{plan}"));
+    assert!(
+        line.contains("nodepool gke-t4 replaced by nodepool gke-l4")
+            && line.contains("default/gke-pool-0")
+            && line.contains("GPU pods evicted"),
+        "{line}"
+    );
+    let (seen, watch, done) = pool_timeline(c, "cloud.google.com/gke-nodepool", "gke-t4", "gke-l4");
+    let out = stack.ok("apply", &[&["--auto-approve"][..], &to_l4].concat());
+    c.eventually(
+        30,
+        || c.kubectl(&["get", "node", old]).stdout.is_empty(),
+        |gone| *gone,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    watch.join().unwrap();
+    let timeline = seen.lock().unwrap().clone();
+    let (ready, cordon, gone, deleted) = (
+        position(&timeline, &format!("ready {new}")),
+        position(&timeline, &format!("cordon {old}")),
+        position(&timeline, "gone gke-pool-0"),
+        position(&timeline, &format!("deleted {old}")),
+    );
+    assert!(
+        ready < cordon && cordon < gone && gone < deleted,
+        "{timeline:#?}\n{out}"
+    );
+    assert_eq!(
+        fake.pools(),
+        [format!("{cluster}/nodePools/gke-l4")],
+        "{out}"
+    );
 }
