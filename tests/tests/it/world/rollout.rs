@@ -841,6 +841,38 @@ fn pool_timeline(
     (seen, handle, done)
 }
 
+/// The line of a plan's disruption section about `node`.
+fn disruption_line<'p>(plan: &'p str, node: &str) -> &'p str {
+    plan.lines()
+        .map(str::trim)
+        .find(|l| l.starts_with(&format!("node {node}:")))
+        .unwrap_or_else(|| panic!("no disruption line for {node}:\n{plan}"))
+}
+
+/// Applies with `args` under [`pool_timeline`], until `last_old` is gone: the timeline and
+/// the apply's output.
+fn apply_watching_pools(
+    c: &'static TestCluster,
+    stack: &Stack,
+    args: &[&str],
+    pools: (&'static str, &'static str, &'static str),
+    last_old: &str,
+) -> (Vec<String>, String) {
+    let (label, old_pool, new_pool) = pools;
+    let (seen, watch, done) = pool_timeline(c, label, old_pool, new_pool);
+    let out = stack.ok("apply", &[&["--auto-approve"][..], args].concat());
+    c.eventually(
+        30,
+        || c.kubectl(&["get", "node", last_old]).stdout.is_empty(),
+        |gone| *gone,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    watch.join().unwrap();
+    let timeline = seen.lock().unwrap().clone();
+    (timeline, out)
+}
+
 fn pool_gpu_pod(name: &str, node: &str) -> String {
     gpu_pod(name, node, true).replace("rollout-test: \"true\"", "pool-test: \"true\"")
 }
@@ -954,10 +986,7 @@ resource "aks_nodepool" "gpu" {
         "{plan}"
     );
     for (i, node) in old.iter().enumerate() {
-        let line = plan
-            .lines()
-            .find(|l| l.contains(&format!("node {node}:")))
-            .unwrap_or_else(|| panic!("no disruption line for {node}:\n{plan}"));
+        let line = disruption_line(&plan, node);
         assert!(
             line.contains("nodepool poolt4 replaced by nodepool poola100")
                 && line.contains(&format!("default/pool-{i}"))
@@ -969,18 +998,13 @@ resource "aks_nodepool" "gpu" {
 
     // Apply: the new pool first, then every old node cordoned, then one node's pod at a
     // time, then the old nodes go.
-    let (seen, watch, done) =
-        pool_timeline(c, "kubernetes.azure.com/agentpool", "poolt4", "poola100");
-    let out = stack.ok("apply", &[&["--auto-approve"][..], &to_a100].concat());
-    c.eventually(
-        30,
-        || c.kubectl(&["get", "node", old[1]]).stdout.is_empty(),
-        |gone| *gone,
+    let (timeline, out) = apply_watching_pools(
+        c,
+        &stack,
+        &to_a100,
+        ("kubernetes.azure.com/agentpool", "poolt4", "poola100"),
+        old[1],
     );
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    done.store(true, std::sync::atomic::Ordering::SeqCst);
-    watch.join().unwrap();
-    let timeline = seen.lock().unwrap().clone();
     let first_ready = new
         .iter()
         .map(|n| position(&timeline, &format!("ready {n}")))
@@ -1095,10 +1119,7 @@ resource "aks_nodepool" "gpu" {
     let without = main[..main.find("resource \"aks_nodepool\"").unwrap()].to_owned();
     std::fs::write(stack.dir.join("main.hcl"), without).unwrap();
     let plan = stack.ok("plan", &to_nd96);
-    let line = plan
-        .lines()
-        .find(|l| l.contains(&format!("node {last}:")))
-        .unwrap_or_else(|| panic!("no disruption line for {last}:\n{plan}"));
+    let line = disruption_line(&plan, last);
     assert!(
         line.contains("nodepool poolnd96 deleted")
             && line.contains("default/pool-last")
@@ -1200,27 +1221,20 @@ resource "gke_nodepool" "gpu" {
         "accelerator=nvidia-l4",
     ];
     let plan = stack.ok("plan", &to_l4);
-    let line = plan
-        .lines()
-        .find(|l| l.contains(&format!("node {old}:")))
-        .unwrap_or_else(|| panic!("no disruption line for {old}:\n{plan}"));
+    let line = disruption_line(&plan, old);
     assert!(
         line.contains("nodepool gke-t4 replaced by nodepool gke-l4")
             && line.contains("default/gke-pool-0")
             && line.contains("GPU pods evicted"),
         "{line}"
     );
-    let (seen, watch, done) = pool_timeline(c, "cloud.google.com/gke-nodepool", "gke-t4", "gke-l4");
-    let out = stack.ok("apply", &[&["--auto-approve"][..], &to_l4].concat());
-    c.eventually(
-        30,
-        || c.kubectl(&["get", "node", old]).stdout.is_empty(),
-        |gone| *gone,
+    let (timeline, out) = apply_watching_pools(
+        c,
+        &stack,
+        &to_l4,
+        ("cloud.google.com/gke-nodepool", "gke-t4", "gke-l4"),
+        old,
     );
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    done.store(true, std::sync::atomic::Ordering::SeqCst);
-    watch.join().unwrap();
-    let timeline = seen.lock().unwrap().clone();
     let (ready, cordon, gone, deleted) = (
         position(&timeline, &format!("ready {new}")),
         position(&timeline, &format!("cordon {old}")),
