@@ -117,6 +117,11 @@ pub(super) fn fields(out: &mut String, style: &Style, change: &ResourceChange) {
                                 && !matches!(o, serde_json::Value::String(_))
                         {
                             None
+                        } else if o.is_object() && !sensitive {
+                            let mut block = String::from("{\n");
+                            whole_value(&mut block, 10, " ", o);
+                            block.push_str("        }");
+                            Some((" ".into(), key.clone(), block))
                         } else {
                             Some((" ".into(), key.clone(), shown(o)))
                         }

@@ -1223,6 +1223,10 @@ resource "gke_nodepool" "gpu" {
     let plan = stack.ok("plan", &to_l4);
     let line = disruption_line(&plan, old);
     assert!(
+        plan.lines().any(|l| l.trim() == "drain = \"evict\""),
+        "the unchanged rollout block is shown as a block:\n{plan}"
+    );
+    assert!(
         line.contains("nodepool gke-t4 replaced by nodepool gke-l4")
             && line.contains("default/gke-pool-0")
             && line.contains("GPU pods evicted"),
