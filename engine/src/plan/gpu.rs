@@ -19,6 +19,19 @@ pub(crate) struct Outcome {
 
 /// Runs the model on the facts of a plan; `checks`: report its findings (a normal plan), or
 /// only measure (refresh-only: drift runs on what is live, whatever the stack now says).
+/// The disruption section alone: what a destroy takes from live nodes.
+pub(crate) fn disruptions(facts: &[(String, GpuFact)]) -> Outcome {
+    let sourced: Vec<Sourced<'_>> = facts
+        .iter()
+        .map(|(address, fact)| Sourced { address, fact })
+        .collect();
+    Outcome {
+        capacity: Vec::new(),
+        drift: Vec::new(),
+        disruption: Model::build(&sourced).disruptions(),
+    }
+}
+
 pub(crate) fn pass(
     walk: &mut EvalContext<'_>,
     facts: &[(String, GpuFact)],

@@ -337,15 +337,19 @@ impl Planner<'_, '_> {
     /// live cluster as refresh saw it, for plans that only delete GPU objects), or in a
     /// refresh-only plan the live ones; none for a destroy.
     fn gpu_pass(&mut self, mode: PlanMode) -> Option<super::gpu::Outcome> {
+        // The live cluster as refresh saw it, for plans that only delete GPU objects.
+        let cluster = self
+            .refresh_facts
+            .iter()
+            .find(|(_, f)| matches!(f, gpustack_protocol::GpuFact::Cluster(_)))
+            .cloned();
         match mode {
-            PlanMode::Destroy => None,
+            // Only what the deletions take from live nodes (a pool's nodes and their pods).
+            PlanMode::Destroy => {
+                self.gpu_facts.splice(0..0, cluster);
+                Some(super::gpu::disruptions(&self.gpu_facts))
+            }
             PlanMode::Normal => {
-                // The live cluster as refresh saw it, for plans that only delete GPU objects.
-                let cluster = self
-                    .refresh_facts
-                    .iter()
-                    .find(|(_, f)| matches!(f, gpustack_protocol::GpuFact::Cluster(_)))
-                    .cloned();
                 self.gpu_facts.splice(0..0, cluster);
                 Some(super::gpu::pass(
                     self.eval,

@@ -1254,4 +1254,16 @@ resource "gke_nodepool" "gpu" {
         [format!("{cluster}/nodePools/gke-l4")],
         "{out}"
     );
+
+    // A destroy plan lists what the pool's deletion takes, and how it is emptied first.
+    c.apply_yaml(&pool_gpu_pod("gke-pool-1", new));
+    c.eventually(60, || phase(c, "gke-pool-1"), |p| p == "Running");
+    let plan = stack.ok("plan", &[&["--destroy"][..], &to_l4].concat());
+    let line = disruption_line(&plan, new);
+    assert!(
+        line.contains("nodepool gke-l4 deleted")
+            && line.contains("default/gke-pool-1")
+            && line.contains("GPU pods evicted"),
+        "{line}"
+    );
 }
