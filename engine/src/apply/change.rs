@@ -433,21 +433,35 @@ pub(super) async fn carry_out(
     let new_state = if change.is_replace() {
         // In the order the plan chose; if the first step fails nothing changed.
         let create_first = change.actions.first() == Some(&Action::Create);
-        let mut created = None;
+        let mut created: Option<Value> = None;
         for (n, create) in [create_first, !create_first].into_iter().enumerate() {
             let response = if create {
                 step.apply(None, Some(planned.clone()), None).await
             } else {
-                step.apply(prior.clone(), None, created.clone()).await
+                let successor = match &created {
+                    Some(made) => Successor {
+                        state: made.clone().unmark_deep().0,
+                        made: true,
+                    },
+                    None => Successor {
+                        state: planned.clone().unmark_deep().0,
+                        made: false,
+                    },
+                };
+                step.apply(prior.clone(), None, Some(successor)).await
             };
             let failed = response.diagnostics.iter().any(Diagnostic::is_error);
             diagnostics.extend(response.diagnostics);
             if create {
                 created = response.new_state;
-            } else if create_first && failed && response.new_state.is_some() {
-                // The old object could not go: the new one's state, as the provider answered
-                // it, carries what finishes the deletion on a later apply.
-                created = response.new_state;
+            } else if create_first && failed {
+                // The old object could not go. A provider that answers with something other
+                // than the old object answers with the new one's state, carrying what
+                // finishes the deletion on a later apply.
+                let old = prior.clone().map(|p| p.unmark_deep().0);
+                if let Some(successor) = response.new_state.filter(|s| Some(s) != old.as_ref()) {
+                    created = Some(successor);
+                }
             }
             if n == 0 && diagnostics.iter().any(Diagnostic::is_error) {
                 handle.progress.finish(&change.address, None);
@@ -594,7 +608,7 @@ impl Step<'_> {
         &self,
         prior: Option<Value>,
         planned: Option<Value>,
-        replaced_by: Option<Value>,
+        replaced_by: Option<Successor>,
     ) -> ApplyResourceChangeResponse {
         let request = ApplyResourceChangeRequest {
             type_name: self.type_name.to_owned(),
@@ -608,7 +622,7 @@ impl Step<'_> {
             sensitive_paths: self.paths.to_vec(),
             owner: self.handle.owner.to_string(),
             stop: self.handle.stop.clone(),
-            replaced_by: replaced_by.map(|v| v.unmark_deep().0),
+            replaced_by,
         };
         let _permit = self.handle.permits.acquire().await;
         if self.handle.fence.is_lost() {

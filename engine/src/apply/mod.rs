@@ -32,7 +32,7 @@ use futures::future::BoxFuture;
 use gpustack_protocol::Registry;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Diagnostic, PlanResourceChangeRequest,
-    Provider, Value,
+    Provider, Successor, Value,
 };
 use gpustack_state::{Fence, OutputState, ResourceState, State};
 use petgraph::Direction;

@@ -144,10 +144,18 @@ impl Emptying<'_> {
             }
             match self.drain {
                 Drain::Fail => {
-                    return Err(format!(
-                        "GPU pods run on the node and drain = \"fail\": {}",
-                        names(&running)
-                    ));
+                    // Pods already on their way out are waited for, not a failure.
+                    let staying: Vec<Arc<Pod>> = running
+                        .iter()
+                        .filter(|p| p.metadata.deletion_timestamp.is_none())
+                        .cloned()
+                        .collect();
+                    if !staying.is_empty() {
+                        return Err(format!(
+                            "GPU pods run on the node and drain = \"fail\": {}",
+                            names(&staying)
+                        ));
+                    }
                 }
                 Drain::Evict => {
                     for pod in &running {
@@ -252,8 +260,67 @@ enum Outcome {
     Failed(String),
 }
 
+impl PoolDrain {
+    /// Cordons a node of the pool as gpustack's (`mark`), unless someone else cordoned it.
+    async fn cordon(api: &Api<Node>, node: &Node, mark: &str) -> Result<(), String> {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        // An admin's cordon is left as it is; one of ours still in place needs nothing.
+        if unschedulable(node) {
+            return Ok(());
+        }
+        let body = json!({
+            "spec": {"unschedulable": true},
+            "metadata": {"annotations": {CORDONED_BY: mark}},
+        });
+        let params = PatchParams {
+            field_manager: Some(MANAGER.to_owned()),
+            ..Default::default()
+        };
+        api.patch(&name, &params, &Patch::Merge(body))
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("cannot cordon node {name}: {}", api_error(&e)))
+    }
+
+    /// Lifts the cordons `mark` put on the pool's nodes: the pool stays after all.
+    async fn uncordon(api: &Api<Node>, nodes: &[Arc<Node>], mark: &str) {
+        let params = PatchParams {
+            field_manager: Some(MANAGER.to_owned()),
+            ..Default::default()
+        };
+        for node in nodes {
+            let ours = node
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(CORDONED_BY))
+                .is_some_and(|m| m == mark);
+            if ours {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                let body = json!({
+                    "spec": {"unschedulable": false},
+                    "metadata": {"annotations": {CORDONED_BY: null}},
+                });
+                let _ = api.patch(&name, &params, &Patch::Merge(body)).await;
+            }
+        }
+    }
+}
+
+fn of_pool(store: &Store<Node>, label_key: &str, pool: &str) -> Vec<Arc<Node>> {
+    let mut of: Vec<Arc<Node>> = store
+        .state()
+        .into_iter()
+        .filter(|n| label(n, label_key) == Some(pool))
+        .collect();
+    of.sort_by_key(|n| n.metadata.name.clone());
+    of
+}
+
 #[async_trait::async_trait]
 impl NodeDrainer for PoolDrain {
+    // Long by design: connect, wait for the new pool, cordon the old one, drain it within the
+    // budget until no node is left undrained, and say what happened, in that order.
     async fn drain(&self, request: DrainRequest<'_>) -> Result<(), Diagnostic> {
         let failure = |detail: String| {
             Diagnostic::error(
@@ -263,133 +330,170 @@ impl NodeDrainer for PoolDrain {
         };
         let settings = PoolSettings::of(request.rollout).map_err(failure)?;
         let client = crate::Cluster::connect(request.rollout).await?.client;
+        let node_api: Api<Node> = Api::all(client.clone());
+        // One request first, so that an unreachable cluster is said at once, with its cause.
+        node_api
+            .list(
+                &kube::api::ListParams::default()
+                    .labels(request.label)
+                    .limit(1),
+            )
+            .await
+            .map_err(|e| {
+                failure(format!(
+                    "the cluster of the rollout's config_path cannot be read: {}",
+                    api_error(&e)
+                ))
+            })?;
         let watch = Watch::<Node>::start(
-            Api::all(client.clone()),
+            node_api.clone(),
             watcher::Config::default().labels(request.label),
         );
         let mut nodes = watch.view();
-        let of_pool = |store: &Store<Node>, pool: &str| -> Vec<Arc<Node>> {
-            let mut of: Vec<Arc<Node>> = store
-                .state()
-                .into_iter()
-                .filter(|n| label(n, request.label) == Some(pool))
-                .collect();
-            of.sort_by_key(|n| n.metadata.name.clone());
-            of
-        };
         let deadline = Instant::now() + settings.ready_timeout;
         if !nodes.ready(deadline).await {
             return Err(failure("the cluster's nodes could not be listed".into()));
         }
         // A surge: the new pool's nodes take the GPU pods, so they are Ready first.
-        if let Some(successor) = request.successor {
+        if let Some(successor) = request.successor.filter(|_| request.successor_nodes > 0) {
+            let wanted = request.successor_nodes as usize;
             loop {
                 nodes.seen();
-                if of_pool(&nodes.store, successor).iter().any(|n| ready(n)) {
+                let ready_now = of_pool(&nodes.store, request.label, successor)
+                    .iter()
+                    .filter(|n| ready(n))
+                    .count();
+                if ready_now >= wanted {
                     break;
+                }
+                if request.stop.is_set() {
+                    return Err(failure(
+                        "stopped (interrupted) while waiting for the new pool's nodes; no old node was touched".into(),
+                    ));
                 }
                 if Instant::now() >= deadline {
                     return Err(failure(format!(
-                        "no node of the new pool ({}={successor}) was Ready after {}; the old pool's nodes were left as they are",
+                        "{ready_now} of the new pool's {wanted} nodes ({}={successor}) were Ready after {}; the old pool's nodes were left as they are",
                         request.label,
                         humantime::format_duration(settings.ready_timeout)
                     )));
                 }
+                let tick = (Instant::now() + Duration::from_secs(1)).min(deadline);
                 tokio::select! {
                     () = nodes.changed() => {}
-                    () = tokio::time::sleep_until(deadline) => {}
+                    () = tokio::time::sleep_until(tick) => {}
                 }
             }
         }
-        let old = of_pool(&nodes.store, request.pool);
-        if old.is_empty() {
-            return Ok(());
-        }
         let mark = format!("pool/{}", request.pool);
-        let params = PatchParams {
-            field_manager: Some(MANAGER.to_owned()),
-            ..Default::default()
-        };
-        let node_api: Api<Node> = Api::all(client.clone());
-        // Every old node first, so that what is evicted from one never lands on another.
-        for node in &old {
-            let name = node.metadata.name.clone().unwrap_or_default();
-            let annotated = node
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(CORDONED_BY));
-            // An admin's cordon is left as it is.
-            if unschedulable(node) && annotated.is_none() {
-                continue;
-            }
-            let body = json!({
-                "spec": {"unschedulable": true},
-                "metadata": {"annotations": {CORDONED_BY: mark}},
-            });
-            node_api
-                .patch(&name, &params, &Patch::Merge(body))
-                .await
-                .map_err(|e| failure(format!("cannot cordon node {name}: {}", api_error(&e))))?;
-        }
-        let allowed = budget(&settings.max_unavailable, old.len()).map_err(failure)?;
         let emptying = Emptying {
             client: &client,
             drain: settings.drain,
             timeout: settings.drain_timeout,
         };
-        let names: Vec<String> = old
-            .iter()
-            .map(|n| n.metadata.name.clone().unwrap_or_default())
-            .collect();
-        let drains = names.into_iter().map(|name| {
-            let (emptying, nodes) = (&emptying, nodes.clone());
-            async move {
-                if request.stop.is_set() {
-                    return (name, Outcome::Skipped);
-                }
-                let pod_watch = Watch::<Pod>::start(
-                    Api::all(emptying.client.clone()),
-                    watcher::Config::default().fields(&format!("spec.nodeName={name}")),
-                );
-                let (mut pods, mut nodes) = (pod_watch.view(), nodes);
-                let outcome = match emptying
-                    .run(&mut pods, &mut nodes, || async { Ok(()) })
-                    .await
-                {
-                    Ok(()) => Outcome::Drained,
-                    Err(e) => Outcome::Failed(e),
-                };
-                (name, outcome)
+        let mut done: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        let mut failed: Vec<String> = Vec::new();
+        let mut stopped = false;
+        // Nodes the pool gains meanwhile (an autoscaler making room for evicted pods) are
+        // cordoned and drained in a further round.
+        loop {
+            let old = of_pool(&nodes.store, request.label, request.pool);
+            let pending: Vec<Arc<Node>> = old
+                .iter()
+                .filter(|n| !done.contains(n.metadata.name.as_deref().unwrap_or_default()))
+                .cloned()
+                .collect();
+            if pending.is_empty() || !failed.is_empty() || stopped {
+                break;
             }
-        });
-        use futures::StreamExt;
-        let outcomes: Vec<(String, Outcome)> = futures::stream::iter(drains)
-            .buffer_unordered(allowed)
-            .collect()
-            .await;
-        let left = "The pool and its nodes stay, cordoned; the next apply drains what is left and deletes the pool.";
-        let failed: Vec<String> = outcomes
-            .iter()
-            .filter_map(|(node, o)| match o {
-                Outcome::Failed(why) => Some(format!("node {node}: {why}")),
-                _ => None,
-            })
-            .collect();
-        if !failed.is_empty() {
-            return Err(failure(format!("{}. {left}", failed.join("; "))));
+            let allowed = budget(&settings.max_unavailable, old.len()).map_err(failure)?;
+            // Every old node first, so that what is evicted from one never lands on another.
+            for node in &old {
+                Self::cordon(&node_api, node, &mark)
+                    .await
+                    .map_err(failure)?;
+            }
+            let names: Vec<String> = pending
+                .iter()
+                .map(|n| n.metadata.name.clone().unwrap_or_default())
+                .collect();
+            let drains = names.into_iter().map(|name| {
+                let (emptying, nodes, node_api, mark) =
+                    (&emptying, nodes.clone(), node_api.clone(), mark.clone());
+                async move {
+                    if request.stop.is_set() {
+                        return (name, Outcome::Skipped);
+                    }
+                    let current = nodes
+                        .store
+                        .get(&kube::runtime::reflector::ObjectRef::new(&name));
+                    // Pods on a NotReady node cannot leave it: the node goes with the pool.
+                    if current.as_deref().is_some_and(|n| !ready(n)) {
+                        return (name, Outcome::Drained);
+                    }
+                    let pod_watch = Watch::<Pod>::start(
+                        Api::all(emptying.client.clone()),
+                        watcher::Config::default().fields(&format!("spec.nodeName={name}")),
+                    );
+                    let (mut pods, mut turn_nodes) = (pod_watch.view(), nodes.clone());
+                    // A cordon lifted meanwhile (the GPU Operator lifts some) is put back.
+                    let recordon = || {
+                        let (node_api, nodes, mark, name) =
+                            (node_api.clone(), nodes.clone(), mark.clone(), name.clone());
+                        async move {
+                            match nodes
+                                .store
+                                .get(&kube::runtime::reflector::ObjectRef::new(&name))
+                            {
+                                Some(n) => PoolDrain::cordon(&node_api, &n, &mark).await,
+                                None => Ok(()),
+                            }
+                        }
+                    };
+                    let outcome = match emptying.run(&mut pods, &mut turn_nodes, recordon).await {
+                        Ok(()) => Outcome::Drained,
+                        Err(e) => Outcome::Failed(e),
+                    };
+                    (name, outcome)
+                }
+            });
+            use futures::StreamExt;
+            let outcomes: Vec<(String, Outcome)> = futures::stream::iter(drains)
+                .buffer_unordered(allowed)
+                .collect()
+                .await;
+            for (node, outcome) in outcomes {
+                match outcome {
+                    Outcome::Drained => {
+                        done.insert(node);
+                    }
+                    Outcome::Skipped => stopped = true,
+                    Outcome::Failed(why) => failed.push(format!("node {node}: {why}")),
+                }
+            }
         }
-        let drained = outcomes
-            .iter()
-            .filter(|(_, o)| matches!(o, Outcome::Drained))
-            .count();
-        if drained < outcomes.len() {
-            return Err(failure(format!(
-                "stopped (interrupted) with {drained} of {} nodes drained. {left}",
-                outcomes.len()
-            )));
+        if failed.is_empty() && !stopped {
+            return Ok(());
         }
-        Ok(())
+        let old = of_pool(&nodes.store, request.label, request.pool);
+        let what_now = if request.successor.is_some() {
+            format!(
+                "The old pool and its nodes stay, cordoned (annotation {CORDONED_BY}={mark}); the next apply drains what is left and deletes the pool. To keep the old pool instead, uncordon its nodes and set the configuration back."
+            )
+        } else {
+            Self::uncordon(&node_api, &old, &mark).await;
+            "The pool stays, its nodes uncordoned again; the next apply drains it again.".to_owned()
+        };
+        let cause = if failed.is_empty() {
+            format!(
+                "stopped (interrupted) with {} of {} nodes drained",
+                done.len(),
+                old.len()
+            )
+        } else {
+            failed.join("; ")
+        };
+        Err(failure(format!("{cause}. {what_now}")))
     }
 
     async fn survey(

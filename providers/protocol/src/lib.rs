@@ -196,11 +196,20 @@ pub struct ApplyResourceChangeRequest {
     /// Set when the run is asked to stop (Ctrl-C): a change that takes many steps (a
     /// node-by-node rollout) finishes the step in progress and returns what it did.
     pub stop: StopSignal,
-    /// For the deletion half of a create-before-destroy replacement: the new object's state.
-    /// A provider that cannot finish the deletion (a pool whose nodes could not be drained)
-    /// may answer with `new_state` set to that state, carrying what it needs to finish the
-    /// deletion on a later apply; the engine records it in place of the new object's.
-    pub replaced_by: Option<Value>,
+    /// For the deletion half of a replacement: the object that replaces this one.
+    pub replaced_by: Option<Successor>,
+}
+
+/// The object a replacement puts in place of the one being deleted.
+#[derive(Debug, Clone)]
+pub struct Successor {
+    /// Its state: as created (create-before-destroy), else as planned.
+    pub state: Value,
+    /// It exists already (create-before-destroy). A provider that cannot finish the deletion
+    /// (a pool whose nodes could not be drained) may then answer with `new_state` set to this
+    /// state, carrying what it needs to finish the deletion on a later apply: the engine
+    /// records it in place of the new object's. Any other `new_state` is ignored.
+    pub made: bool,
 }
 
 /// Whether the run has been asked to stop, as Terraform's `StopProvider` tells a provider.
@@ -227,6 +236,9 @@ pub struct PlanDeleteRequest {
     pub type_name: String,
     /// The refreshed state of the object to delete.
     pub prior_state: Value,
+    /// For a replacement: the object planned in its place (unknown values as the plan has
+    /// them), and whether it is made first (create-before-destroy).
+    pub replaced_by: Option<(Value, bool)>,
     /// As in [`PlanResourceChangeRequest::owner`]: what carries it is this stack's.
     pub owner: String,
     /// The identity of every object in this stack's state, whichever its provider

@@ -34,13 +34,16 @@ pub const ROLLOUT: &str = "rollout";
 /// could not finish (its nodes could not be drained): the next apply finishes it.
 pub const REPLACING: &str = "replacing";
 
+/// The stack mark of the pool [`REPLACING`] names, so that only that pool is ever finished.
+pub const REPLACING_MARK: &str = "replacing_mark";
+
 /// [`ROLLOUT`]'s block, for a cloud's pool schema.
 pub fn rollout_block() -> Schema {
     Schema::new("How the pool's nodes are emptied of GPU pods before the pool is deleted or replaced. With lifecycle { create_before_destroy = true } the new pool comes first (a surge): its nodes are Ready before any old node is drained.")
         .attr(
             "config_path",
-            Attribute::optional(Type::String)
-                .describe("The kubeconfig of the pool's cluster, through which its nodes are cordoned and drained."),
+            Attribute::required(Type::String)
+                .describe("The kubeconfig of the pool's cluster, through which its nodes are cordoned and drained (required: a current context is never guessed)."),
         )
         .attr("config_context", Attribute::optional(Type::String))
         .attr(
@@ -73,6 +76,12 @@ pub fn pool_schema(schema: Schema) -> Schema {
     schema
         .attr(CREATION_TOKEN, creation_token_attribute())
         .attr(REPLACING, replacing_attribute())
+        .attr(
+            REPLACING_MARK,
+            Attribute::computed(Type::String).describe(
+                "The stack mark of the pool named by replacing (null: one imported unmarked).",
+            ),
+        )
         .block(
             ROLLOUT,
             gpustack_protocol::BlockNesting::Single,
@@ -144,6 +153,9 @@ pub struct DrainRequest<'a> {
     pub pool: &'a str,
     /// The pool made to replace it, whose nodes are to be Ready first (create_before_destroy).
     pub successor: Option<&'a str>,
+    /// How many of the successor's nodes are to be Ready first: its minimum size (none for a
+    /// pool that scales from zero, whose nodes come only for pods that wait).
+    pub successor_nodes: u32,
     /// `AKS node pool rg/cluster/a100`, for messages.
     pub what: String,
     pub stop: &'a StopSignal,
@@ -163,6 +175,13 @@ pub trait NodeDrainer: Send + Sync {
         label: &str,
         pool: &str,
     ) -> Result<Vec<(String, Vec<String>)>, String>;
+}
+
+fn no_drainer(what: &str) -> Diagnostic {
+    Diagnostic::error(
+        format!("Cannot drain {what}"),
+        "This build of gpustack has no Kubernetes client to drain the pool's nodes with (the kubernetes feature): remove the rollout block, or use a build with it.".to_owned(),
+    )
 }
 
 /// A pool as the cloud holds it: its state in the resource's schema, and the stack mark it
@@ -305,14 +324,16 @@ fn replacing(state: &Value) -> Option<&str> {
 /// what the cloud is asked to match.
 fn cloud_part(state: &Value) -> Value {
     let mut state = state.clone();
-    crate::check::set(&mut state, ROLLOUT, Value::Null);
-    crate::check::set(&mut state, REPLACING, Value::Null);
+    for name in [ROLLOUT, REPLACING, REPLACING_MARK] {
+        crate::check::set(&mut state, name, Value::Null);
+    }
     state
 }
 
 impl<P: CloudPool> Pools<P> {
     /// How the nodes of a pool that goes are emptied first, in words.
-    fn removal_how(rollout: Option<&Value>, create_first: bool) -> String {
+    /// `successor_first`: for a replacement, whether the new pool is made first.
+    fn removal_how(rollout: Option<&Value>, successor_first: Option<bool>) -> String {
         let Some(rollout) = rollout else {
             return format!("none: {}", P::DELETES_NODES);
         };
@@ -326,67 +347,90 @@ impl<P: CloudPool> Pools<P> {
             "fail" => "stops if GPU pods run",
             _ => "GPU pods waited for",
         };
-        let order = if create_first {
-            "once the new pool's nodes are Ready"
-        } else {
-            "before the new pool is made (no create_before_destroy): its GPU pods wait for the new nodes"
+        let order = match successor_first {
+            Some(true) => ", once the new pool's nodes are Ready",
+            Some(false) => {
+                ", with no new pool before it (no create_before_destroy): its GPU pods wait for new nodes"
+            }
+            None => "",
         };
         format!(
-            "every node cordoned, then drained {} at a time, {drain} (up to {} per node), {order}",
+            "every node cordoned, then drained {} at a time, {drain} (up to {} per node){order}",
             text("max_unavailable", "1"),
             text("drain_timeout", "30m"),
         )
     }
 
-    /// The live nodes a plan removes with a pool: the old pool of a replacement, or the one
-    /// an earlier apply left (`replacing`).
-    fn removal(
-        prior: Option<&Value>,
-        planned: &Value,
-        replace: bool,
-        create_first: bool,
-    ) -> Option<NodeRemoval> {
-        let prior = prior?;
-        let new_name = P::name(planned).unwrap_or_default();
-        let (old, change) = if replace {
-            let old = P::name(prior)?;
-            let change = if old == new_name {
-                format!("{} {old} replaced", P::POOL_KIND)
-            } else {
-                format!(
-                    "{} {old} replaced by {} {new_name}",
-                    P::POOL_KIND,
-                    P::POOL_KIND
-                )
-            };
-            (old, change)
-        } else {
-            let old = replacing(prior)?;
-            let change = format!(
-                "{} {old} deleted: the rest of its replacement by {} {new_name}",
-                P::POOL_KIND,
-                P::POOL_KIND
-            );
-            (old, change)
-        };
-        // An unfinished replacement's successor exists already: its nodes come first.
-        let create_first = create_first || !replace;
-        let rollout = rollout_of(planned).or_else(|| rollout_of(prior));
-        Some(NodeRemoval {
-            selector: [(P::POOL_LABEL.to_owned(), old.to_owned())].into(),
+    /// The live nodes that go with the pool `name`, and how they are emptied first; the nodes
+    /// themselves read through the rollout's cluster where there is one.
+    async fn removal(
+        &self,
+        name: &str,
+        change: String,
+        rollout: Option<&Value>,
+        successor_first: Option<bool>,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> NodeRemoval {
+        let mut removal = NodeRemoval {
+            selector: [(P::POOL_LABEL.to_owned(), name.to_owned())].into(),
             change,
-            how: Self::removal_how(rollout, create_first),
+            how: Self::removal_how(rollout, successor_first),
             nodes: None,
+        };
+        if let (Some(rollout), Some(drainer)) = (rollout.filter(|r| r.is_wholly_known()), &self.1) {
+            match drainer.survey(rollout, P::POOL_LABEL, name).await {
+                Ok(nodes) => removal.nodes = Some(nodes),
+                Err(why) => diagnostics.push(Diagnostic::warning(
+                    format!("The nodes of {} {name} were not read", P::POOL_KIND),
+                    format!("The plan cannot list the nodes that go with the pool, nor their GPU pods: {why}"),
+                )),
+            }
+        }
+        removal
+    }
+
+    /// A fact that says only which nodes go (no machines of its own to count).
+    fn removal_fact(name: &str, removal: NodeRemoval) -> GpuFact {
+        GpuFact::Pool(PoolFact {
+            kind: P::POOL_KIND.to_owned(),
+            name: name.to_owned(),
+            node_labels: removal.selector.clone(),
+            labels_attribute: gpustack_protocol::path([P::NODE_LABELS_ATTRIBUTE]),
+            before: None,
+            after: None,
+            new: false,
+            managed_gpu_software: None,
+            removes: Some(removal),
         })
     }
 
-    /// Empties the pool `prior` records of GPU pods as `rollout` says; `successor` is the pool
-    /// made to replace it, whose nodes must be Ready first.
+    /// The pool an unfinished replacement left, as the cloud has it now: `None` when it is
+    /// gone, or another's by now.
+    async fn left_behind(&self, state: &Value) -> Result<Option<Value>, Diagnostic> {
+        let Some(old_name) = replacing(state) else {
+            return Ok(None);
+        };
+        let mut old = state.clone();
+        crate::check::set(&mut old, P::NAME_ATTRIBUTE, Value::string(old_name));
+        let Some(key) = P::key(&old) else {
+            return Ok(None);
+        };
+        let recorded = crate::check::text(state, REPLACING_MARK);
+        Ok(self
+            .0
+            .get(&key)
+            .await?
+            .filter(|live| live.mark.as_deref() == recorded)
+            .map(LivePool::into_state))
+    }
+
+    /// Empties the pool `prior` records of GPU pods as `rollout` says. `successor`: the pool
+    /// made to replace it, whose first nodes must be Ready before.
     async fn drain(
         &self,
         prior: &Value,
         rollout: &Value,
-        successor: Option<&str>,
+        successor: Option<&Value>,
         stop: &StopSignal,
     ) -> Result<(), Diagnostic> {
         let name = P::name(prior).unwrap_or_default();
@@ -395,64 +439,68 @@ impl<P: CloudPool> Pools<P> {
             None => format!("{} {name}", P::KIND),
         };
         let Some(drainer) = &self.1 else {
-            return Err(Diagnostic::error(
-                format!("Cannot drain {what}"),
-                "This build of gpustack has no Kubernetes client to drain the pool's nodes with (the kubernetes feature).".to_owned(),
-            ));
+            return Err(no_drainer(&what));
+        };
+        let successor_nodes = match successor {
+            Some(s) => self.0.shape(s).await.map_or(1, |shape| shape.min_nodes),
+            None => 0,
         };
         drainer
             .drain(DrainRequest {
                 rollout,
                 label: P::POOL_LABEL,
                 pool: name,
-                successor,
+                successor: successor.and_then(P::name),
+                successor_nodes,
                 what,
                 stop,
             })
             .await
     }
 
-    /// Deletes a pool, its nodes drained first where a rollout says so (the new pool's
-    /// rollout for a replacement, so that one added with the change applies).
+    /// Deletes a pool: first what an unfinished replacement left, then the pool itself, its
+    /// nodes drained where a rollout says so (the new configuration's for a replacement, so
+    /// that a block added with the change applies).
     async fn delete(
         &self,
         request: &ApplyResourceChangeRequest,
         prior: &Value,
     ) -> ApplyResourceChangeResponse {
+        let kept = |d: Diagnostic| ApplyResourceChangeResponse {
+            new_state: Some(prior.clone()),
+            diagnostics: vec![d],
+        };
+        if let Err(d) = self.finish_replacement(prior, prior, &request.stop).await {
+            return kept(d);
+        }
         let successor = request.replaced_by.as_ref();
-        let rollout = successor.and_then(rollout_of).or_else(|| rollout_of(prior));
+        let rollout = successor
+            .and_then(|s| rollout_of(&s.state))
+            .or_else(|| rollout_of(prior));
         if let Some(rollout) = rollout {
-            let successor_name = successor.and_then(P::name);
-            if let Err(d) = self
-                .drain(prior, rollout, successor_name, &request.stop)
-                .await
-            {
-                // The new pool stays recorded, with the old one it has still to replace.
-                let new_state = match successor {
+            let made = successor.filter(|s| s.made).map(|s| &s.state);
+            if let Err(d) = self.drain(prior, rollout, made, &request.stop).await {
+                return match made {
+                    // The new pool stays recorded, with the old one it has still to replace.
                     Some(s) => {
                         let mut s = s.clone();
-                        crate::check::set(
-                            &mut s,
-                            REPLACING,
-                            P::name(prior).map_or(Value::Null, Value::string),
-                        );
-                        s
+                        let name = P::name(prior).map_or(Value::Null, Value::string);
+                        crate::check::set(&mut s, REPLACING, name);
+                        let mark = recorded_token(prior).map_or(Value::Null, Value::string);
+                        crate::check::set(&mut s, REPLACING_MARK, mark);
+                        ApplyResourceChangeResponse {
+                            new_state: Some(s),
+                            diagnostics: vec![d],
+                        }
                     }
-                    None => prior.clone(),
-                };
-                return ApplyResourceChangeResponse {
-                    new_state: Some(new_state),
-                    diagnostics: vec![d],
+                    None => kept(d),
                 };
             }
         }
-        ApplyResourceChangeResponse::from_result(
-            self.0
-                .delete(prior)
-                .await
-                .map(|()| None)
-                .map_err(|d| (Some(prior.clone()), d)),
-        )
+        match self.0.delete(prior).await {
+            Ok(()) => ApplyResourceChangeResponse::default(),
+            Err(d) => kept(d),
+        }
     }
 
     /// Drains and deletes the pool an earlier apply could not finish replacing.
@@ -462,25 +510,13 @@ impl<P: CloudPool> Pools<P> {
         planned: &Value,
         stop: &StopSignal,
     ) -> Result<(), Diagnostic> {
-        let Some(old_name) = replacing(prior) else {
+        let Some(old) = self.left_behind(prior).await? else {
             return Ok(());
-        };
-        let mut old = prior.clone();
-        crate::check::set(&mut old, P::NAME_ATTRIBUTE, Value::string(old_name));
-        let Some(key) = P::key(&old) else {
-            return Ok(());
-        };
-        let live = match self.0.get(&key).await? {
-            // Gone, or another's by now: nothing of ours to finish.
-            Some(live) if live.mark.is_some() && live.mark.as_deref() == recorded_token(prior) => {
-                live.into_state()
-            }
-            _ => return Ok(()),
         };
         if let Some(rollout) = rollout_of(planned).or_else(|| rollout_of(prior)) {
-            self.drain(&live, rollout, P::name(prior), stop).await?;
+            self.drain(&old, rollout, Some(prior), stop).await?;
         }
-        self.0.delete(&live).await
+        self.0.delete(&old).await
     }
 
     /// The answer to an update (`updating`) or a delete of the pool `prior` records, when that
@@ -576,19 +612,14 @@ impl<P: CloudPool> Resource for Pools<P> {
             if !recorded(REPLACING) {
                 return Ok(Some(live));
             }
-            let mut unfinished = Value::Null;
-            if let Some(old_name) = replacing(state) {
-                let mut old = state.clone();
-                crate::check::set(&mut old, P::NAME_ATTRIBUTE, Value::string(old_name));
-                if let Some(old_key) = P::key(&old)
-                    && let Some(old_live) = self.0.get(&old_key).await?
-                    && old_live.mark.is_some()
-                    && old_live.mark.as_deref() == recorded_token(state)
-                {
-                    unfinished = Value::string(old_name);
-                }
+            let left = self.left_behind(state).await?.is_some();
+            for name in [REPLACING, REPLACING_MARK] {
+                let value = crate::check::attribute(state, name)
+                    .filter(|_| left)
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                crate::check::set(&mut live, name, value);
             }
-            crate::check::set(&mut live, REPLACING, unfinished);
             Ok(Some(live))
         });
         ReadResourcesResponse::collect(&request.states, futures::future::join_all(reads).await)
@@ -608,27 +639,56 @@ impl<P: CloudPool> Resource for Pools<P> {
             response.planned_state = with_token(response.planned_state, recorded_token(prior));
         }
         // A replacement an earlier apply left unfinished is finished by this plan.
-        crate::check::set(&mut response.planned_state, REPLACING, Value::Null);
-        let mut removes = Self::removal(
-            prior,
-            &response.planned_state,
-            replace,
-            request.create_before_destroy,
+        for name in [REPLACING, REPLACING_MARK] {
+            crate::check::set(&mut response.planned_state, name, Value::Null);
+        }
+        let rollout = rollout_of(&response.planned_state).or_else(|| prior.and_then(rollout_of));
+        let what = P::key(&config).map_or_else(
+            || format!("{} {}", P::KIND, P::name(&config).unwrap_or_default()),
+            |k| format!("{} {k}", P::KIND),
         );
-        // A rollout reaches the cluster: it names the nodes that go and their GPU pods.
-        if let (Some(removal), Some(drainer)) = (&mut removes, &self.1)
-            && let Some(rollout) = rollout_of(&response.planned_state)
-                .or_else(|| prior.and_then(rollout_of))
-                .filter(|r| r.is_wholly_known())
-            && let Some((label, pool)) = removal.selector.iter().next()
+        if rollout.is_some() && self.1.is_none() {
+            response.diagnostics.push(no_drainer(&what));
+        }
+        let unfinished = prior.and_then(replacing);
+        if replace && let Some(old) = unfinished {
+            response.diagnostics.push(Diagnostic::error(
+                format!("Cannot replace {what} yet"),
+                format!("It still has to finish replacing {} {old} (an earlier apply could not drain it). Apply the configuration it was made from first, so that {old} is drained and deleted, then change it.", P::POOL_KIND),
+            ));
+        }
+        // A rollout drains the old pool through the new one's cluster: both must be in it.
+        if replace
+            && rollout.is_some()
+            && let (Some(prior), Some(old_name)) = (prior, prior.and_then(P::name))
         {
-            match drainer.survey(rollout, label, pool).await {
-                Ok(nodes) => removal.nodes = Some(nodes),
-                Err(why) => response.diagnostics.push(Diagnostic::warning(
-                    format!("The nodes of {} {pool} were not read", P::POOL_KIND),
-                    format!("The plan cannot list the nodes its replacement drains, nor their GPU pods: {why}"),
-                )),
+            let mut renamed = response.planned_state.clone();
+            crate::check::set(&mut renamed, P::NAME_ATTRIBUTE, Value::string(old_name));
+            let same_cluster = match (P::key(&renamed), P::key(prior)) {
+                (Some(a), Some(b)) => a.to_string() == b.to_string(),
+                // Unknown until apply: the check runs again on the final plan.
+                _ => true,
+            };
+            if !same_cluster {
+                response.diagnostics.push(Diagnostic::error(
+                    format!("Cannot roll {what} into another cluster"),
+                    "A rollout moves GPU workloads to the new pool within the pool's cluster; this replacement moves the pool to another cluster, resource group or location. Remove the rollout block for this change, or add the new pool beside the old one under another resource.".to_owned(),
+                ));
             }
+        }
+        let mut removes = None;
+        if !replace && let (Some(prior), Some(old)) = (prior, unfinished) {
+            let name = P::name(&response.planned_state).unwrap_or_default();
+            let change = format!(
+                "{} {old} deleted: the rest of its replacement by {} {name}",
+                P::POOL_KIND,
+                P::POOL_KIND
+            );
+            let rollout = rollout_of(&response.planned_state).or_else(|| rollout_of(prior));
+            removes = Some(
+                self.removal(old, change, rollout, Some(true), &mut response.diagnostics)
+                    .await,
+            );
         }
         // Values unknown until apply (a machine type from another resource) leave the
         // capacity out rather than guess it.
@@ -671,7 +731,7 @@ impl<P: CloudPool> Resource for Pools<P> {
         let mark = (!request.owner.is_empty()).then_some(request.owner.as_str());
         // What only gpustack reads goes into the state as planned, never to the cloud.
         let keep = |mut state: Value, planned: &Value| {
-            for name in [ROLLOUT, REPLACING] {
+            for name in [ROLLOUT, REPLACING, REPLACING_MARK] {
                 let value = crate::check::attribute(planned, name)
                     .cloned()
                     .unwrap_or(Value::Null);
@@ -704,34 +764,65 @@ impl<P: CloudPool> Resource for Pools<P> {
         .await
     }
 
-    /// A pool's deletion takes its nodes: the plan lists them, with how they are emptied.
+    /// A pool's deletion, or the deletion half of its replacement, takes its nodes (and those
+    /// of a pool an unfinished replacement left): the plan lists them, with how they are
+    /// emptied first.
     async fn plan_delete(&self, request: PlanDeleteRequest) -> PlanDeleteResponse {
         let prior = &request.prior_state;
-        let Some(name) = P::name(prior) else {
-            return PlanDeleteResponse::default();
-        };
-        let rollout = rollout_of(prior);
-        let mut removal = NodeRemoval {
-            selector: [(P::POOL_LABEL.to_owned(), name.to_owned())].into(),
-            change: format!("{} {name} deleted", P::POOL_KIND),
-            how: Self::removal_how(rollout, true),
-            nodes: None,
-        };
         let mut response = PlanDeleteResponse::default();
-        if let (Some(rollout), Some(drainer)) = (rollout, &self.1) {
-            match drainer.survey(rollout, P::POOL_LABEL, name).await {
-                Ok(nodes) => removal.nodes = Some(nodes),
-                Err(why) => response.diagnostics.push(Diagnostic::warning(
-                    format!("The nodes of {} {name} were not read", P::POOL_KIND),
-                    format!("The plan cannot list the nodes its deletion drains, nor their GPU pods: {why}"),
-                )),
+        let Some(name) = P::name(prior) else {
+            return response;
+        };
+        let (change, rollout, successor_first) = match &request.replaced_by {
+            Some((after, made_first)) => {
+                let new_name = P::name(after).unwrap_or("(known after apply)");
+                let change = if new_name == name {
+                    format!("{} {name} replaced", P::POOL_KIND)
+                } else {
+                    format!(
+                        "{} {name} replaced by {} {new_name}",
+                        P::POOL_KIND,
+                        P::POOL_KIND
+                    )
+                };
+                (
+                    change,
+                    rollout_of(after).or_else(|| rollout_of(prior)),
+                    Some(*made_first),
+                )
             }
+            None => (
+                format!("{} {name} deleted", P::POOL_KIND),
+                rollout_of(prior),
+                None,
+            ),
+        };
+        let removal = self
+            .removal(
+                name,
+                change,
+                rollout,
+                successor_first,
+                &mut response.diagnostics,
+            )
+            .await;
+        response.gpu_facts.push(Self::removal_fact(name, removal));
+        if let Some(old) = replacing(prior) {
+            let change = format!(
+                "{} {old} deleted, left by an unfinished replacement",
+                P::POOL_KIND
+            );
+            let removal = self
+                .removal(
+                    old,
+                    change,
+                    rollout_of(prior),
+                    None,
+                    &mut response.diagnostics,
+                )
+                .await;
+            response.gpu_facts.push(Self::removal_fact(old, removal));
         }
-        response.gpu_facts = self
-            .pool_fact(Some(prior), None, false, Some(removal))
-            .await
-            .into_iter()
-            .collect();
         response
     }
 

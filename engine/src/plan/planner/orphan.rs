@@ -217,9 +217,19 @@ impl Planner<'_, '_> {
             .filter_map(|(i, c)| {
                 let handle = handles.get(&c.provider)?.clone();
                 let prior = c.before_value()?.unmark_deep().0;
+                let replaced_by = c
+                    .actions
+                    .contains(&Action::Create)
+                    .then(|| c.after_value())
+                    .flatten()
+                    .map(|after| {
+                        let made_first = c.actions.first() == Some(&Action::Create);
+                        (after.unmark_deep().0, made_first)
+                    });
                 let request = gpustack_protocol::PlanDeleteRequest {
                     type_name: c.type_name.clone(),
                     prior_state: prior,
+                    replaced_by,
                     owner: owner.clone(),
                     managed: managed.clone(),
                 };
@@ -245,11 +255,9 @@ impl Planner<'_, '_> {
                 .collect();
             report(self.eval.diags, span, &diagnostics);
             change.collateral = response.collateral.filter(|c| !c.is_empty());
-            if change.actions == [Action::Delete] {
-                let address = change.address.clone();
-                self.gpu_facts
-                    .extend(response.gpu_facts.into_iter().map(|f| (address.clone(), f)));
-            }
+            let address = change.address.clone();
+            self.gpu_facts
+                .extend(response.gpu_facts.into_iter().map(|f| (address.clone(), f)));
         }
     }
 }

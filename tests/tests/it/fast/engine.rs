@@ -790,6 +790,29 @@ fn create_before_destroy_and_prevent_destroy() {
     assert_eq!(code, 0, "destroy plans from the state; {err}");
 }
 
+/// A create-before-destroy replacement whose old object cannot be deleted records the new
+/// object (made, and what the configuration asks for), whatever the provider answers for the
+/// old one, and counts it as added.
+#[test]
+fn a_create_before_destroy_whose_delete_fails_records_the_new_object() {
+    let config = |name: &str| {
+        format!(
+            "{}resource \"test_object\" \"x\" {{\n  name = \"{name}\"\n\n  lifecycle {{\n    create_before_destroy = true\n  }}\n}}\n",
+            provider(0, "  fail_delete = [\"old\"]\n")
+        )
+    };
+    let dir = stack(&config("old"));
+    let d = dir.path();
+    assert_eq!(run(d, &["apply", "--auto-approve"]).0, 0);
+    std::fs::write(d.join("main.hcl"), config("new")).unwrap();
+    let (code, out, err) = run(d, &["apply", "--auto-approve"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("1 added, 0 changed, 0 destroyed"), "{err}");
+    let (_, shown, _) = run(d, &["state", "show", "test_object.x"]);
+    assert!(shown.contains("\"new\""), "{shown}");
+    assert!(world(d).get("new").is_some(), "{}", world(d));
+}
+
 #[test]
 fn ignore_changes_keeps_the_live_value() {
     let config = |value: &str| {

@@ -920,6 +920,11 @@ variable "drain" {
   type = string
 }
 
+variable "cluster" {
+  type    = string
+  default = "ml-aks"
+}
+
 provider "azure" {
   subscription_id = "00000000-0000-0000-0000-000000000000"
   endpoint        = var.azure_endpoint
@@ -927,7 +932,7 @@ provider "azure" {
 
 resource "aks_nodepool" "gpu" {
   resource_group = "ml-rg"
-  cluster        = "ml-aks"
+  cluster        = var.cluster
   name           = var.pool
   vm_size        = var.size
   node_count     = 2
@@ -978,6 +983,17 @@ resource "aks_nodepool" "gpu" {
         "--var",
         "size=Standard_NC24ads_A100_v4",
     ];
+
+    let elsewhere = stack.run(
+        "plan",
+        &[&to_a100[..], &["--var", "cluster=other-aks"]].concat(),
+    );
+    assert_eq!(elsewhere.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&elsewhere.stderr).contains("into another cluster"),
+        "{}",
+        String::from_utf8_lossy(&elsewhere.stderr)
+    );
 
     // The plan names each old node, its GPU pod and how it is emptied.
     let plan = stack.ok("plan", &to_a100);
@@ -1093,6 +1109,18 @@ resource "aks_nodepool" "gpu" {
             "nodepool poola100 deleted: the rest of its replacement by nodepool poolnd96"
         ),
         "{plan}"
+    );
+    // One unfinished replacement at a time, and never into another cluster.
+    let again = stack.run(
+        "plan",
+        &[&to_nd96[..], &["--var", "pool=poolh100"]].concat(),
+    );
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&again.stderr)
+            .contains("still has to finish replacing nodepool poola100"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
     );
     c.kubectl_ok(&[
         "delete",
