@@ -149,6 +149,20 @@ impl TestCluster {
         command
     }
 
+    /// The phase of pod `name` in `default` (empty while it does not exist).
+    pub fn pod_phase(&self, name: &str) -> String {
+        let args = [
+            "get",
+            "pod",
+            name,
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.status.phase}",
+        ];
+        String::from_utf8_lossy(&self.kubectl(&args).stdout).into_owned()
+    }
+
     pub fn kubectl(&self, args: &[&str]) -> Output {
         Command::new(self.bin.join("kubectl"))
             .arg("--kubeconfig")

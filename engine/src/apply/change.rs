@@ -556,7 +556,6 @@ impl FinalPlan<'_> {
                 preview: false,
                 sensitive_paths: self.secrets.paths.clone(),
                 owner: handle.owner.to_string(),
-                create_before_destroy: change.actions.first() == Some(&Action::Create),
             })
             .await;
         if response.diagnostics.iter().any(Diagnostic::is_error) {

@@ -255,6 +255,8 @@ fn label<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
 /// What one node's drain came to.
 enum Outcome {
     Drained,
+    /// Not waited for: the node is NotReady, so its pods cannot leave it.
+    NotReady,
     /// Not started: the run was asked to stop.
     Skipped,
     Failed(String),
@@ -321,7 +323,7 @@ fn of_pool(store: &Store<Node>, label_key: &str, pool: &str) -> Vec<Arc<Node>> {
 impl NodeDrainer for PoolDrain {
     // Long by design: connect, wait for the new pool, cordon the old one, drain it within the
     // budget until no node is left undrained, and say what happened, in that order.
-    async fn drain(&self, request: DrainRequest<'_>) -> Result<(), Diagnostic> {
+    async fn drain(&self, request: DrainRequest<'_>) -> Result<Vec<Diagnostic>, Diagnostic> {
         let failure = |detail: String| {
             Diagnostic::error(
                 format!("Cannot drain the nodes of {}", request.what),
@@ -393,6 +395,7 @@ impl NodeDrainer for PoolDrain {
         };
         let mut done: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         let mut failed: Vec<String> = Vec::new();
+        let mut warnings: Vec<Diagnostic> = Vec::new();
         let mut stopped = false;
         // Nodes the pool gains meanwhile (an autoscaler making room for evicted pods) are
         // cordoned and drained in a further round.
@@ -429,7 +432,7 @@ impl NodeDrainer for PoolDrain {
                         .get(&kube::runtime::reflector::ObjectRef::new(&name));
                     // Pods on a NotReady node cannot leave it: the node goes with the pool.
                     if current.as_deref().is_some_and(|n| !ready(n)) {
-                        return (name, Outcome::Drained);
+                        return (name, Outcome::NotReady);
                     }
                     let pod_watch = Watch::<Pod>::start(
                         Api::all(emptying.client.clone()),
@@ -467,13 +470,20 @@ impl NodeDrainer for PoolDrain {
                     Outcome::Drained => {
                         done.insert(node);
                     }
+                    Outcome::NotReady => {
+                        warnings.push(Diagnostic::warning(
+                            format!("Node {node} was not drained"),
+                            format!("It is NotReady, so its pods cannot leave it; it goes with {}, and its GPU pods with it.", request.what),
+                        ));
+                        done.insert(node);
+                    }
                     Outcome::Skipped => stopped = true,
                     Outcome::Failed(why) => failed.push(format!("node {node}: {why}")),
                 }
             }
         }
         if failed.is_empty() && !stopped {
-            return Ok(());
+            return Ok(warnings);
         }
         let old = of_pool(&nodes.store, request.label, request.pool);
         let what_now = if request.successor.is_some() {

@@ -375,11 +375,4 @@ pub fn api_error(e: &kube::Error) -> String {
     }
 }
 
-/// Parses durations such as "5m", "90s", "1h30m".
-pub fn duration(text: Option<&str>, default: Duration) -> Result<Duration, String> {
-    match text {
-        None => Ok(default),
-        Some(t) => humantime::parse_duration(t)
-            .map_err(|e| format!("\"{t}\" is not a duration such as \"90s\" or \"5m\": {e}")),
-    }
-}
+pub use gpustack_provider_sdk::check::duration;

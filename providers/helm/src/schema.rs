@@ -246,25 +246,10 @@ pub fn release() -> Schema {
         })
         .collect(),
     );
-    Schema::new("A Helm release.")
-        .attr("name", Attribute::required(Type::String).force_new())
-        .attr(
-            "chart",
-            Attribute::required(Type::String).describe(
-                "Chart name in the repository, an OCI reference, or a local path or .tgz.",
-            ),
-        )
-        .attr("repository", str())
-        .attr("repository_username", str())
-        .attr("repository_password", str().sensitive())
-        .attr("repository_key_file", str())
-        .attr("repository_cert_file", str())
-        .attr("repository_ca_file", str())
-        .attr("pass_credentials", flag("helm --pass-credentials."))
-        .attr("version", str())
-        .attr("devel", flag("helm --devel."))
-        .attr("verify", flag("helm --verify."))
-        .attr("keyring", str().describe("helm --keyring."))
+    chart_source(
+        Schema::new("A Helm release.")
+            .attr("name", Attribute::required(Type::String).force_new()),
+    )
         .attr(
             "namespace",
             Attribute::optional_computed(Type::String).force_new(),
@@ -339,15 +324,9 @@ pub fn release() -> Schema {
         )
 }
 
-/// `data "helm_template"`: a chart rendered by `helm template`, with every argument of
-/// Terraform's helm provider's data source (v2 and v3). The install-only flags (`atomic`,
-/// `wait`, `timeout`, `create_namespace`, `replace`, `reuse_values`, `reset_values`) change
-/// nothing in a render, in Terraform as here.
-pub fn template() -> Schema {
-    let strings = || Attribute::optional(Type::list(Type::String));
-    let no_effect = "Accepted as in Terraform: a render installs nothing, so it changes nothing.";
-    Schema::new("A chart rendered with helm template, as Terraform's helm provider renders it.")
-        .attr("name", Attribute::required(Type::String).describe("The release name."))
+/// Where a chart comes from and how it is checked: what a release and a render share.
+fn chart_source(schema: Schema) -> Schema {
+    schema
         .attr(
             "chart",
             Attribute::required(Type::String).describe(
@@ -365,6 +344,19 @@ pub fn template() -> Schema {
         .attr("devel", flag("helm --devel."))
         .attr("verify", flag("helm --verify."))
         .attr("keyring", str().describe("helm --keyring."))
+}
+
+/// `data "helm_template"`: a chart rendered by `helm template`, with every argument of
+/// Terraform's helm provider's data source (v2 and v3). The install-only flags (`atomic`,
+/// `wait`, `timeout`, `create_namespace`, `replace`, `reuse_values`, `reset_values`) change
+/// nothing in a render, in Terraform as here.
+pub fn template() -> Schema {
+    let strings = || Attribute::optional(Type::list(Type::String));
+    let no_effect = "Accepted as in Terraform: a render installs nothing, so it changes nothing.";
+    chart_source(
+        Schema::new("A chart rendered with helm template, as Terraform's helm provider renders it.")
+            .attr("name", Attribute::required(Type::String).describe("The release name.")),
+    )
         .attr("namespace", str().describe("helm --namespace; default: default."))
         .attr(
             "values",

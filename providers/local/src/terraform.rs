@@ -228,7 +228,6 @@ mod tests {
                 preview: true,
                 sensitive_paths: vec![],
                 owner: String::new(),
-                create_before_destroy: false,
             },
         ))
     }

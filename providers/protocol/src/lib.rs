@@ -143,9 +143,6 @@ pub struct PlanResourceChangeRequest {
     /// annotation), and a planned create that finds the object already there tells by it
     /// whether this stack made it (see [`PlanResourceChangeResponse::existing`]).
     pub owner: String,
-    /// The resource's `lifecycle { create_before_destroy }`: a replacement makes the new
-    /// object before the old one goes (a pool's workloads can move to the new pool's nodes).
-    pub create_before_destroy: bool,
 }
 
 #[derive(Debug, Clone, Default)]

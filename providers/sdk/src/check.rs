@@ -147,3 +147,15 @@ pub fn set(state: &mut Value, name: &str, value: Value) {
         o.insert(name.to_owned(), value);
     }
 }
+
+/// Parses durations such as "5m", "90s", "1h30m".
+pub fn duration(
+    text: Option<&str>,
+    default: std::time::Duration,
+) -> Result<std::time::Duration, String> {
+    match text {
+        None => Ok(default),
+        Some(t) => humantime::parse_duration(t)
+            .map_err(|e| format!("\"{t}\" is not a duration such as \"90s\" or \"5m\": {e}")),
+    }
+}

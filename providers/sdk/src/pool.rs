@@ -107,13 +107,9 @@ pub fn check_rollout(check: &mut crate::check::Checker<'_>) {
     for name in ["drain_timeout", "ready_timeout"] {
         let path = format!("rollout.{name}");
         if let Some(text) = check.str(&path)
-            && let Err(e) = humantime::parse_duration(text)
+            && let Err(e) = crate::check::duration(Some(text), std::time::Duration::ZERO)
         {
-            check.error(
-                &path,
-                "Invalid duration",
-                format!("\"{text}\" is not a duration such as \"90s\" or \"5m\": {e}"),
-            );
+            check.error(&path, "Invalid duration", e);
         }
     }
 }
@@ -165,7 +161,8 @@ pub struct DrainRequest<'a> {
 /// supplies it (the cloud crates link no Kubernetes client).
 #[async_trait::async_trait]
 pub trait NodeDrainer: Send + Sync {
-    async fn drain(&self, request: DrainRequest<'_>) -> Result<(), Diagnostic>;
+    /// Drains the pool's nodes; `Ok` carries warnings (a node not waited for, and why).
+    async fn drain(&self, request: DrainRequest<'_>) -> Result<Vec<Diagnostic>, Diagnostic>;
 
     /// The nodes labelled `label=pool` and the running pods holding their GPUs, for the
     /// plan's disruption section.
@@ -432,7 +429,7 @@ impl<P: CloudPool> Pools<P> {
         rollout: &Value,
         successor: Option<&Value>,
         stop: &StopSignal,
-    ) -> Result<(), Diagnostic> {
+    ) -> Result<Vec<Diagnostic>, Diagnostic> {
         let name = P::name(prior).unwrap_or_default();
         let what = match P::key(prior) {
             Some(key) => format!("{} {key}", P::KIND),
@@ -470,35 +467,42 @@ impl<P: CloudPool> Pools<P> {
             new_state: Some(prior.clone()),
             diagnostics: vec![d],
         };
-        if let Err(d) = self.finish_replacement(prior, prior, &request.stop).await {
-            return kept(d);
-        }
+        let mut warnings = match self.finish_replacement(prior, prior, &request.stop).await {
+            Ok(warnings) => warnings,
+            Err(d) => return kept(d),
+        };
         let successor = request.replaced_by.as_ref();
         let rollout = successor
             .and_then(|s| rollout_of(&s.state))
             .or_else(|| rollout_of(prior));
         if let Some(rollout) = rollout {
             let made = successor.filter(|s| s.made).map(|s| &s.state);
-            if let Err(d) = self.drain(prior, rollout, made, &request.stop).await {
-                return match made {
-                    // The new pool stays recorded, with the old one it has still to replace.
-                    Some(s) => {
-                        let mut s = s.clone();
-                        let name = P::name(prior).map_or(Value::Null, Value::string);
-                        crate::check::set(&mut s, REPLACING, name);
-                        let mark = recorded_token(prior).map_or(Value::Null, Value::string);
-                        crate::check::set(&mut s, REPLACING_MARK, mark);
-                        ApplyResourceChangeResponse {
-                            new_state: Some(s),
-                            diagnostics: vec![d],
+            match self.drain(prior, rollout, made, &request.stop).await {
+                Ok(more) => warnings.extend(more),
+                Err(d) => {
+                    return match made {
+                        // The new pool stays recorded, with the old one it has still to replace.
+                        Some(s) => {
+                            let mut s = s.clone();
+                            let name = P::name(prior).map_or(Value::Null, Value::string);
+                            crate::check::set(&mut s, REPLACING, name);
+                            let mark = recorded_token(prior).map_or(Value::Null, Value::string);
+                            crate::check::set(&mut s, REPLACING_MARK, mark);
+                            ApplyResourceChangeResponse {
+                                new_state: Some(s),
+                                diagnostics: vec![d],
+                            }
                         }
-                    }
-                    None => kept(d),
-                };
+                        None => kept(d),
+                    };
+                }
             }
         }
         match self.0.delete(prior).await {
-            Ok(()) => ApplyResourceChangeResponse::default(),
+            Ok(()) => ApplyResourceChangeResponse {
+                new_state: None,
+                diagnostics: warnings,
+            },
             Err(d) => kept(d),
         }
     }
@@ -509,14 +513,16 @@ impl<P: CloudPool> Pools<P> {
         prior: &Value,
         planned: &Value,
         stop: &StopSignal,
-    ) -> Result<(), Diagnostic> {
+    ) -> Result<Vec<Diagnostic>, Diagnostic> {
         let Some(old) = self.left_behind(prior).await? else {
-            return Ok(());
+            return Ok(Vec::new());
         };
-        if let Some(rollout) = rollout_of(planned).or_else(|| rollout_of(prior)) {
-            self.drain(&old, rollout, Some(prior), stop).await?;
-        }
-        self.0.delete(&old).await
+        let warnings = match rollout_of(planned).or_else(|| rollout_of(prior)) {
+            Some(rollout) => self.drain(&old, rollout, Some(prior), stop).await?,
+            None => Vec::new(),
+        };
+        self.0.delete(&old).await?;
+        Ok(warnings)
     }
 
     /// The answer to an update (`updating`) or a delete of the pool `prior` records, when that
@@ -677,14 +683,13 @@ impl<P: CloudPool> Resource for Pools<P> {
             }
         }
         let mut removes = None;
-        if !replace && let (Some(prior), Some(old)) = (prior, unfinished) {
+        if !replace && let Some(old) = unfinished {
             let name = P::name(&response.planned_state).unwrap_or_default();
             let change = format!(
                 "{} {old} deleted: the rest of its replacement by {} {name}",
                 P::POOL_KIND,
                 P::POOL_KIND
             );
-            let rollout = rollout_of(&response.planned_state).or_else(|| rollout_of(prior));
             removes = Some(
                 self.removal(old, change, rollout, Some(true), &mut response.diagnostics)
                     .await,
@@ -739,7 +744,20 @@ impl<P: CloudPool> Resource for Pools<P> {
             }
             state
         };
-        crate::apply_change(
+        // The rest of an unfinished replacement goes first; its warnings go with the answer.
+        let mut warnings = Vec::new();
+        if let (Some(prior), Some(planned)) = (&request.prior_state, &request.planned_state) {
+            match self.finish_replacement(prior, planned, &request.stop).await {
+                Ok(more) => warnings = more,
+                Err(d) => {
+                    return ApplyResourceChangeResponse {
+                        new_state: Some(prior.clone()),
+                        diagnostics: vec![d],
+                    };
+                }
+            }
+        }
+        let mut response = crate::apply_change(
             &request,
             async |planned| {
                 self.0
@@ -749,8 +767,6 @@ impl<P: CloudPool> Resource for Pools<P> {
                     .map_err(|(state, d)| (state.map(|s| keep(with_token(s, mark), planned)), d))
             },
             async |prior, planned| {
-                self.finish_replacement(prior, planned, &request.stop)
-                    .await?;
                 let (cloud_prior, cloud_planned) = (cloud_part(prior), cloud_part(planned));
                 let state = if cloud_prior == cloud_planned {
                     cloud_prior
@@ -761,7 +777,9 @@ impl<P: CloudPool> Resource for Pools<P> {
             },
             async |_| Ok(()),
         )
-        .await
+        .await;
+        response.diagnostics.extend(warnings);
+        response
     }
 
     /// A pool's deletion, or the deletion half of its replacement, takes its nodes (and those

@@ -31,7 +31,6 @@ pub(super) struct ManagedInstance<'h> {
     schema: &'h gpustack_protocol::Schema,
     owner: String,
     preview: bool,
-    create_before_destroy: bool,
 }
 
 /// A state with every attribute of its schema, unset ones null: a provider that leaves an
@@ -82,7 +81,6 @@ pub(super) async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Ve
                 preview: m.preview,
                 sensitive_paths: secrets.paths.clone(),
                 owner: m.owner.clone(),
-                create_before_destroy: m.create_before_destroy,
             })
             .await;
         match response.existing.filter(|_| prior.is_none()) {
@@ -250,7 +248,6 @@ impl Planner<'_, '_> {
         let mode = r.mode;
         let owner = self.owner.clone();
         let preview = !self.options.unreviewed;
-        let create_before_destroy = r.lifecycle().create_before_destroy;
         Some(Box::pin(async move {
             // Each instance's future borrows the resource's schema from this one.
             let (schema, schema_paths) = (&schema, &schema_paths);
@@ -261,7 +258,6 @@ impl Planner<'_, '_> {
                     mode,
                     owner: owner.clone(),
                     preview,
-                    create_before_destroy,
                     schema,
                     schema_paths,
                     request,
@@ -850,7 +846,6 @@ struct InstanceCall<'s> {
     mode: ResourceMode,
     owner: String,
     preview: bool,
-    create_before_destroy: bool,
     schema: &'s gpustack_protocol::Schema,
     schema_paths: &'s [gpustack_protocol::Path],
     request: Request,
@@ -864,7 +859,6 @@ async fn plan_instance(call: InstanceCall<'_>) -> (PlannedInstance, Vec<Diagnost
         mode,
         owner,
         preview,
-        create_before_destroy,
         schema,
         schema_paths,
         request:
@@ -894,7 +888,6 @@ async fn plan_instance(call: InstanceCall<'_>) -> (PlannedInstance, Vec<Diagnost
                 schema,
                 owner,
                 preview,
-                create_before_destroy,
             })
             .await
         }

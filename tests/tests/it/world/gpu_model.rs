@@ -704,25 +704,7 @@ module "mig" {
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: sidecar-0\n  namespace: default\nspec:\n  nodeSelector:\n    kubernetes.io/hostname: gm-dis-0\n  tolerations:\n  - key: nvidia.com/gpu\n    operator: Exists\n    effect: NoSchedule\n  containers:\n  - name: log\n    image: busybox\n",
     );
     for pod in ["train-0", "train-1", "train-2", "sidecar-0"] {
-        c.eventually(
-            60,
-            || {
-                String::from_utf8_lossy(
-                    &c.kubectl(&[
-                        "get",
-                        "pod",
-                        pod,
-                        "-n",
-                        "default",
-                        "-o",
-                        "jsonpath={.status.phase}",
-                    ])
-                    .stdout,
-                )
-                .into_owned()
-            },
-            |phase| phase == "Running",
-        );
+        c.eventually(60, || c.pod_phase(pod), |phase| phase == "Running");
     }
 
     let plan = stack.ok("plan", &["--var", "geometry=all-1g.10gb"]);
@@ -877,25 +859,7 @@ module "time_slicing" {
     c.apply_yaml(&format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: infer-ts\n  namespace: default\nspec:\n  nodeSelector:\n    kubernetes.io/hostname: {node}\n  tolerations:\n  - key: nvidia.com/gpu\n    operator: Exists\n    effect: NoSchedule\n  containers:\n  - name: infer\n    image: nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda11.7.1-ubuntu20.04\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n"
     ));
-    c.eventually(
-        60,
-        || {
-            String::from_utf8_lossy(
-                &c.kubectl(&[
-                    "get",
-                    "pod",
-                    "infer-ts",
-                    "-n",
-                    "default",
-                    "-o",
-                    "jsonpath={.status.phase}",
-                ])
-                .stdout,
-            )
-            .into_owned()
-        },
-        |phase| phase == "Running",
-    );
+    c.eventually(60, || c.pod_phase("infer-ts"), |phase| phase == "Running");
     let plan = stack.ok("plan", &["--var", "replicas=4"]);
     let lines = disruption_lines(&plan, node);
     assert_eq!(lines.len(), 1, "{plan}");

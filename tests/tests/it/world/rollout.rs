@@ -100,26 +100,10 @@ fn busy(c: &TestCluster, nodes: &[&str], prefix: &str, advertised: &str) {
     for i in 0..nodes.len() {
         c.eventually(
             60,
-            || phase(c, &format!("{prefix}-{i}")),
+            || c.pod_phase(&format!("{prefix}-{i}")),
             |p| p == "Running",
         );
     }
-}
-
-fn phase(c: &TestCluster, pod: &str) -> String {
-    String::from_utf8_lossy(
-        &c.kubectl(&[
-            "get",
-            "pod",
-            pod,
-            "-n",
-            "default",
-            "-o",
-            "jsonpath={.status.phase}",
-        ])
-        .stdout,
-    )
-    .into_owned()
 }
 
 fn node_field(c: &TestCluster, node: &str, path: &str) -> String {
@@ -735,7 +719,7 @@ fn evict_respects_a_pod_disruption_budget_and_stops_at_the_drain() {
             && squashed.contains("GPUpodswerenotevicted:default/ro-evict-0"),
         "{text}"
     );
-    assert_eq!(phase(c, "ro-evict-0"), "Running");
+    assert_eq!(c.pod_phase("ro-evict-0"), "Running");
     assert!(unschedulable(c, "ro-evict-0"));
     assert_eq!(
         mig_label(c, "ro-evict-0", "nvidia.com/mig.config"),
@@ -747,7 +731,11 @@ fn evict_respects_a_pod_disruption_budget_and_stops_at_the_drain() {
         "apply",
         &["--auto-approve", "--var", "geometry=all-1g.10gb"],
     );
-    assert_ne!(phase(c, "ro-evict-0"), "Running", "the pod was not evicted");
+    assert_ne!(
+        c.pod_phase("ro-evict-0"),
+        "Running",
+        "the pod was not evicted"
+    );
     assert!(!unschedulable(c, "ro-evict-0"));
     assert_eq!(allocatable(c, "ro-evict-0", "nvidia.com/mig-1g.10gb"), "7");
 }
@@ -975,7 +963,7 @@ resource "aks_nodepool" "gpu" {
             |n| n == node,
         );
         c.apply_yaml(&pool_gpu_pod(&format!("pool-{i}"), node));
-        c.eventually(60, || phase(c, &format!("pool-{i}")), |p| p == "Running");
+        c.eventually(60, || c.pod_phase(&format!("pool-{i}")), |p| p == "Running");
     }
     let to_a100 = [
         "--var",
@@ -1065,7 +1053,7 @@ resource "aks_nodepool" "gpu" {
 
     // A drain that cannot finish: the new pool stays recorded with the old one to finish.
     c.apply_yaml(&pool_gpu_pod("pool-stuck", new[0]));
-    c.eventually(60, || phase(c, "pool-stuck"), |p| p == "Running");
+    c.eventually(60, || c.pod_phase("pool-stuck"), |p| p == "Running");
     let to_nd96 = [
         "--var",
         "pool=poolnd96",
@@ -1143,7 +1131,7 @@ resource "aks_nodepool" "gpu" {
     // The pool's block removed: its deletion drains first, by the rollout it was applied with.
     let last = "aks-poolnd96-31415926-vmss000000";
     c.apply_yaml(&pool_gpu_pod("pool-last", last));
-    c.eventually(60, || phase(c, "pool-last"), |p| p == "Running");
+    c.eventually(60, || c.pod_phase("pool-last"), |p| p == "Running");
     let without = main[..main.find("resource \"aks_nodepool\"").unwrap()].to_owned();
     std::fs::write(stack.dir.join("main.hcl"), without).unwrap();
     let plan = stack.ok("plan", &to_nd96);
@@ -1239,7 +1227,7 @@ resource "gke_nodepool" "gpu" {
     let new = "gke-ml-gke-gke-l4-1a2b3c4d-0000";
     c.eventually(30, || node_field(c, old, "{.metadata.name}"), |n| n == old);
     c.apply_yaml(&pool_gpu_pod("gke-pool-0", old));
-    c.eventually(60, || phase(c, "gke-pool-0"), |p| p == "Running");
+    c.eventually(60, || c.pod_phase("gke-pool-0"), |p| p == "Running");
     let to_l4 = [
         "--var",
         "pool=gke-l4",
@@ -1285,7 +1273,7 @@ resource "gke_nodepool" "gpu" {
 
     // A destroy plan lists what the pool's deletion takes, and how it is emptied first.
     c.apply_yaml(&pool_gpu_pod("gke-pool-1", new));
-    c.eventually(60, || phase(c, "gke-pool-1"), |p| p == "Running");
+    c.eventually(60, || c.pod_phase("gke-pool-1"), |p| p == "Running");
     let plan = stack.ok("plan", &[&["--destroy"][..], &to_l4].concat());
     let line = disruption_line(&plan, new);
     assert!(

@@ -1326,18 +1326,27 @@ fn node_taints(cluster: &TestCluster, node: &str) -> Vec<String> {
     taints
 }
 
+/// A GPU node of its own (deleted when the guard goes) and the taint stack on it.
+fn taint_fixture<'c>(
+    cluster: &'c TestCluster,
+    prefix: &str,
+) -> (String, tempfile::TempDir, DeleteNode<'c>) {
+    let node = format!("{prefix}-{}", std::process::id());
+    cluster.fake_gpu_node(&node, "Tesla T4", 1);
+    let guard = DeleteNode(cluster, node.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = cluster.kubeconfig.display().to_string();
+    taint_stack(dir.path(), &kubeconfig, &node);
+    (node, dir, guard)
+}
+
 /// `kubernetes_node_taint` puts its taints on a node someone else owns, leaves a taint added by
 /// hand alone (the node's taint list is atomic for server-side apply, so it is merged with the
 /// node as it is), plans nothing on a second run, and destroy removes only its own taints.
 #[test]
 fn a_node_taint_keeps_a_hand_made_taint_and_destroy_removes_only_its_own() {
     let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
-    let node = format!("tf-taint-gpu-{}", std::process::id());
-    cluster.fake_gpu_node(&node, "Tesla T4", 1);
-    let _node = DeleteNode(&cluster, node.clone());
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = cluster.kubeconfig.display().to_string();
-    taint_stack(dir.path(), &kubeconfig, &node);
+    let (node, dir, _node) = taint_fixture(&cluster, "tf-taint-gpu");
     // A taint someone set before the stack: kept.
     cluster.kubectl_ok(&["taint", "node", &node, "before=kept:NoExecute"]);
 
@@ -1423,12 +1432,7 @@ fn a_node_taint_keeps_a_hand_made_taint_and_destroy_removes_only_its_own() {
 #[test]
 fn a_node_taint_takes_over_someone_elses_taint_only_with_force() {
     let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
-    let node = format!("tf-taint-force-{}", std::process::id());
-    cluster.fake_gpu_node(&node, "Tesla T4", 1);
-    let _node = DeleteNode(&cluster, node.clone());
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = cluster.kubeconfig.display().to_string();
-    taint_stack(dir.path(), &kubeconfig, &node);
+    let (node, dir, _node) = taint_fixture(&cluster, "tf-taint-force");
     cluster.kubectl_ok(&["taint", "node", &node, "nvidia.com/gpu=other:NoSchedule"]);
 
     let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &[]);

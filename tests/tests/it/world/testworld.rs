@@ -573,23 +573,7 @@ fn gpu_pod(c: &TestCluster, name: &str, node: &str, resource: &str) {
     c.apply_yaml(&format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  nodeSelector:\n    kubernetes.io/hostname: {node}\n  tolerations:\n  - key: nvidia.com/gpu\n    operator: Exists\n    effect: NoSchedule\n  containers:\n  - name: train\n    image: nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda11.7.1-ubuntu20.04\n    resources:\n      limits:\n        {resource}: 1\n"
     ));
-    c.eventually(60, || pod_phase(c, name), |phase| phase == "Running");
-}
-
-fn pod_phase(c: &TestCluster, name: &str) -> String {
-    String::from_utf8_lossy(
-        &c.kubectl(&[
-            "get",
-            "pod",
-            name,
-            "-n",
-            "default",
-            "-o",
-            "jsonpath={.status.phase}",
-        ])
-        .stdout,
-    )
-    .into_owned()
+    c.eventually(60, || c.pod_phase(name), |phase| phase == "Running");
 }
 
 /// A MIG node of its own, advertising its one whole GPU before any geometry.
@@ -641,7 +625,7 @@ fn mig_manager_pauses_the_operands_and_kills_a_gpu_pod_left_on_the_node() {
     gpu_pod(c, "tw-mig-victim", node, "nvidia.com/gpu");
     // Running first, as a training job would be: kwok's own Running, arriving after the
     // simulator's kill, would otherwise overwrite the Failed.
-    c.eventually(60, || pod_phase(c, "tw-mig-victim"), |p| p == "Running");
+    c.eventually(60, || c.pod_phase("tw-mig-victim"), |p| p == "Running");
 
     c.kubectl_ok(&[
         "label",
@@ -663,7 +647,7 @@ fn mig_manager_pauses_the_operands_and_kills_a_gpu_pod_left_on_the_node() {
     // The operands go, and with the device plugin the node's healthy GPUs.
     c.eventually(60, || operand_pods(c, node), |p| p.trim().is_empty());
     c.eventually(10, || allocatable(c, node, "nvidia.com/gpu"), |v| v == "0");
-    c.eventually(60, || pod_phase(c, "tw-mig-victim"), |p| p == "Failed");
+    c.eventually(60, || c.pod_phase("tw-mig-victim"), |p| p == "Failed");
     let reason = c.kubectl_ok(&[
         "get",
         "pod",
