@@ -249,9 +249,20 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap_or_default()
 }
 
+/// A gzip-compressed state, decompressed to at most the largest state gpustack reads: a few
+/// kilobytes of a crafted stream could otherwise expand past memory.
 pub(crate) fn gunzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let limit = gpustack_state::terraform::MAX_BYTES;
     let mut out = Vec::new();
-    flate2::read::GzDecoder::new(bytes).read_to_end(&mut out)?;
+    flate2::read::GzDecoder::new(bytes)
+        .take(limit + 1)
+        .read_to_end(&mut out)?;
+    if out.len() as u64 > limit {
+        return Err(std::io::Error::other(format!(
+            "it decompresses to more than {} MiB",
+            limit >> 20
+        )));
+    }
     Ok(out)
 }
 

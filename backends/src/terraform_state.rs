@@ -8,7 +8,7 @@ use gpustack_state::{BoxError, KubernetesConfig, S3Config};
 
 /// Why a Terraform state could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum ReadTerraformStateError {
+pub enum FetchTerraformStateError {
     #[error("cannot reach the {kind} backend")]
     Connect {
         kind: &'static str,
@@ -24,15 +24,15 @@ pub enum ReadTerraformStateError {
 }
 
 /// The object `config.key` of `config.bucket`; `None` when there is none.
-pub async fn read_s3(config: &S3Config) -> Result<Option<Vec<u8>>, ReadTerraformStateError> {
+pub async fn read_s3(config: &S3Config) -> Result<Option<Vec<u8>>, FetchTerraformStateError> {
     let backend = crate::s3::S3Backend::connect(config)
         .await
-        .map_err(|source| ReadTerraformStateError::Connect { kind: "s3", source })?;
+        .map_err(|source| FetchTerraformStateError::Connect { kind: "s3", source })?;
     backend
         .get(&config.key)
         .await
         .map(|found| found.map(|(bytes, _)| bytes))
-        .map_err(|source| ReadTerraformStateError::Read {
+        .map_err(|source| FetchTerraformStateError::Read {
             location: format!("s3://{}/{}", config.bucket, config.key),
             source,
         })
@@ -43,11 +43,11 @@ pub async fn read_s3(config: &S3Config) -> Result<Option<Vec<u8>>, ReadTerraform
 pub async fn read_kubernetes(
     config: &KubernetesConfig,
     secret: &str,
-) -> Result<Option<Vec<u8>>, ReadTerraformStateError> {
+) -> Result<Option<Vec<u8>>, FetchTerraformStateError> {
     use k8s_openapi::api::core::v1::Secret;
     let location = format!("the Secret {}/{secret}", config.namespace);
     let client = crate::kubernetes::client(config).await.map_err(|source| {
-        ReadTerraformStateError::Connect {
+        FetchTerraformStateError::Connect {
             kind: "kubernetes",
             source,
         }
@@ -56,7 +56,7 @@ pub async fn read_kubernetes(
     let found = secrets
         .get_opt(secret)
         .await
-        .map_err(|e| ReadTerraformStateError::Read {
+        .map_err(|e| FetchTerraformStateError::Read {
             location: location.clone(),
             source: gpustack_protocol::error_chain(&e).into(),
         })?;
@@ -68,5 +68,5 @@ pub async fn read_kubernetes(
     };
     crate::kubernetes::gunzip(&compressed.0)
         .map(Some)
-        .map_err(|source| ReadTerraformStateError::Decompress { location, source })
+        .map_err(|source| FetchTerraformStateError::Decompress { location, source })
 }

@@ -14,8 +14,9 @@ use crate::lang::eval::{EvalError, Evaluator, Scope};
 use crate::source::{FileId, Span};
 use gpustack_protocol::Value;
 use gpustack_state::encryption::{
-    AwsKmsConfig, EncryptionConfig, HashFunction, KeyProviderConfig, MIN_ITERATIONS,
-    MIN_PASSPHRASE_LEN, MethodConfig, Passphrase, Pbkdf2Config, TargetConfig,
+    AwsKmsConfig, EncryptionConfig, HashFunction, KeyProviderConfig, MAX_ITERATIONS,
+    MAX_SALT_LENGTH, MIN_ITERATIONS, MIN_PASSPHRASE_LEN, MIN_SALT_LENGTH, MethodConfig, Passphrase,
+    Pbkdf2Config, TargetConfig,
 };
 use hcl_edit::Span as _;
 use hcl_edit::expr::{Expression, TraversalOperator};
@@ -415,15 +416,21 @@ impl<'a> Checker<'_, '_> {
                 config.passphrase = passphrase;
             }
             if let Some(n) = self.whole_number(body, file, "iterations") {
-                if n < u64::from(MIN_ITERATIONS) || n > u64::from(u32::MAX) {
+                if n < u64::from(MIN_ITERATIONS) || n > u64::from(MAX_ITERATIONS) {
                     let span = body
                         .get_attribute("iterations")
                         .and_then(|a| a.value.span());
                     self.error(
                         file,
                         span,
-                        "Too few iterations",
-                        format!("iterations must be at least {MIN_ITERATIONS}."),
+                        if n < u64::from(MIN_ITERATIONS) {
+                            "Too few iterations"
+                        } else {
+                            "Too many iterations"
+                        },
+                        format!(
+                            "iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}."
+                        ),
                     );
                 }
                 config.iterations = u32::try_from(n).unwrap_or(u32::MAX);
@@ -446,15 +453,21 @@ impl<'a> Checker<'_, '_> {
                 }
             }
             if let Some(n) = self.whole_number(body, file, "salt_length") {
-                if n < 16 {
+                if n < MIN_SALT_LENGTH as u64 || n > MAX_SALT_LENGTH as u64 {
                     let span = body
                         .get_attribute("salt_length")
                         .and_then(|a| a.value.span());
                     self.error(
                         file,
                         span,
-                        "Salt too short",
-                        "salt_length must be at least 16 bytes.".into(),
+                        if n < MIN_SALT_LENGTH as u64 {
+                            "Salt too short"
+                        } else {
+                            "Salt too long"
+                        },
+                        format!(
+                            "salt_length must be between {MIN_SALT_LENGTH} and {MAX_SALT_LENGTH} bytes."
+                        ),
                     );
                 }
                 config.salt_length = usize::try_from(n).unwrap_or(usize::MAX);

@@ -171,7 +171,7 @@ impl Session {
             .and_then(|text| {
                 let id = self
                     .sources
-                    .add(Path::new("GPUSTACK_ENCRYPTION"), text.to_owned());
+                    .add_sensitive(Path::new("GPUSTACK_ENCRYPTION"), text.to_owned());
                 config::load::parse_source(&self.sources, id, &mut diags).map(|body| (body, id))
             });
         if block.is_none() && from_environment.is_none() && !diags.has_errors() {
@@ -239,6 +239,7 @@ impl Session {
         }
         let stack_files = sources.files().count();
         let inputs = read_inputs(&inputs, &mut sources, &mut diags);
+        protect_sensitive_inputs(&stack, &inputs, &mut sources, stack_files);
         let graph = graph::build(&stack, &sources, &registry, &mut diags);
         Self {
             dir: dir.to_path_buf(),
@@ -299,6 +300,25 @@ pub enum InputSource<'a> {
         /// Refuse what `supplied` sets besides the sensitive variables (a saved plan).
         only_sensitive: bool,
     },
+}
+
+/// Whether `state` has no key for its digests yet and can take one without being rewritten
+/// (it records no object).
+pub fn needs_digest_key(state: &gpustack_state::State) -> bool {
+    state.digest_key.is_none() && state.resources.is_empty()
+}
+
+/// `state` (or the first version of a new one: a new lineage, nothing recorded) with a key for
+/// its digests. Written before a plan is saved to a file, so that the plan's digests are keyed
+/// by what only the state holds: a plan file alone confirms no guess of a secret.
+pub fn with_digest_key(state: Option<gpustack_state::State>) -> gpustack_state::State {
+    let mut state = state.unwrap_or_else(|| {
+        gpustack_state::State::new(gpustack_state::new_lineage(), version::VERSION)
+    });
+    if state.digest_key.is_none() {
+        state.digest_key = Some(sensitive::Salt::new().to_hex());
+    }
+    state
 }
 
 /// Plans the stack against `state`. Returns the plan (None when there were errors) and every
@@ -499,6 +519,67 @@ pub fn load(
 }
 
 /// The variables of a run, from where `inputs` says; files they come from join `sources`.
+/// Keeps the values given to sensitive root variables out of diagnostics: their lines in
+/// variable files are sensitive (a variables file that does not parse, whole, when it names a
+/// sensitive variable), and their texts from `--var` and the environment are secrets to scrub.
+fn protect_sensitive_inputs(
+    stack: &Stack,
+    inputs: &Inputs,
+    sources: &mut SourceMap,
+    stack_files: usize,
+) {
+    let Some(root) = stack.modules.first() else {
+        return;
+    };
+    let sensitive: Vec<&str> = root
+        .variables
+        .values()
+        .filter(|v| v.sensitive)
+        .map(|v| v.name.as_str())
+        .collect();
+    if sensitive.is_empty() {
+        return;
+    }
+    let mut parsed = std::collections::HashSet::new();
+    for (name, input) in &inputs.0 {
+        match input {
+            RawInput::Expr(expr) => {
+                parsed.insert(expr.file);
+                if sensitive.contains(&name.as_str()) {
+                    sources.mark_sensitive(expr.span());
+                }
+            }
+            RawInput::Text { raw, .. } if sensitive.contains(&name.as_str()) => {
+                gpustack_protocol::secrets::remember([raw, &raw.trim().to_owned()]);
+            }
+            _ => {}
+        }
+    }
+    let unparsed: Vec<source::FileId> = sources
+        .files()
+        .skip(stack_files)
+        .filter(|(id, file)| {
+            !parsed.contains(id)
+                && sensitive.iter().any(|name| {
+                    file.shown_text()
+                        .match_indices(name)
+                        .any(|(at, _)| is_word_at(file.shown_text(), at, name.len()))
+                })
+        })
+        .map(|(id, _)| id)
+        .collect();
+    for id in unparsed {
+        sources.mark_file_sensitive(id);
+    }
+}
+
+/// Whether `text[at..at + len]` is a whole word (an identifier not part of a longer one).
+fn is_word_at(text: &str, at: usize, len: usize) -> bool {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    !text[..at].chars().next_back().is_some_and(is_ident)
+        && !text[at + len..].chars().next().is_some_and(is_ident)
+}
+
 fn read_inputs(inputs: &InputSource<'_>, sources: &mut SourceMap, diags: &mut Diags) -> Inputs {
     match inputs {
         InputSource::Args(args) => collect_inputs(args, sources, diags),

@@ -37,11 +37,21 @@ impl Diag {
         }
     }
 
+    /// The diagnostic as it leaves the engine: located, and, near a secret
+    /// ([`SourceMap::is_sensitive`]), with every quoted token of its texts masked.
     pub fn to_diagnostic(&self, sources: &SourceMap) -> Diagnostic {
+        let near_secret = self.span.is_some_and(|s| sources.is_sensitive(s));
+        let shown = |text: &str| {
+            if near_secret {
+                redact_quoted(text)
+            } else {
+                text.to_owned()
+            }
+        };
         Diagnostic {
             severity: self.severity,
-            summary: self.summary.clone(),
-            detail: self.detail.clone(),
+            summary: shown(&self.summary),
+            detail: shown(&self.detail),
             range: self.span.map(|s| sources.range(s)),
             attribute: None,
         }
@@ -83,6 +93,37 @@ impl Diags {
         self.0.dedup();
         self.0.iter().map(|d| d.to_diagnostic(sources)).collect()
     }
+}
+
+/// `text` with every double-quoted token (escapes included) replaced by `(sensitive value)`:
+/// what a diagnostic may say of input that holds a secret.
+pub fn redact_quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('"') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let mut escaped = false;
+        let close = after.char_indices().find_map(|(i, c)| match c {
+            _ if escaped => {
+                escaped = false;
+                None
+            }
+            '\\' => {
+                escaped = true;
+                None
+            }
+            '"' => Some(i),
+            _ => None,
+        });
+        out.push_str(gpustack_protocol::SENSITIVE);
+        match close {
+            Some(close) => rest = &after[close + 1..],
+            None => return out,
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The candidate closest to a misspelt name, when one is close enough.

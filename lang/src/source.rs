@@ -57,6 +57,9 @@ pub struct SourceFile {
     line_starts: Vec<usize>,
     /// For a translated file, the file as written and where each byte of `text` came from.
     original: Option<Box<Original>>,
+    /// Byte ranges of the shown text that hold secrets: no excerpt shows their lines, and a
+    /// diagnostic near them quotes no token (see [`SourceMap::is_sensitive`]).
+    sensitive: Vec<Range<usize>>,
 }
 
 /// A file as written, where its syntax text is a translation of it.
@@ -106,9 +109,22 @@ impl SourceFile {
             path,
             display_name,
             line_starts: line_starts(&text),
+            sensitive: passphrase_lines(&text),
             text,
             original: None,
         }
+    }
+
+    /// Whether an excerpt of the shown text's lines `first..=last` (1-based) would show a
+    /// secret.
+    pub fn hides_lines(&self, first: usize, last: usize) -> bool {
+        self.sensitive.iter().any(|range| {
+            let from = self.shown_pos(range.start).line;
+            let to = self
+                .shown_pos(range.end.saturating_sub(1).max(range.start))
+                .line;
+            from <= last && to >= first
+        })
     }
 
     /// The file as its author wrote it: what diagnostics quote and a plan's snapshot keeps.
@@ -185,6 +201,45 @@ impl SourceMap {
         }
     }
 
+    /// A text that is a secret as a whole, or holds one anywhere (the encryption settings of
+    /// `GPUSTACK_ENCRYPTION`): diagnostics in it show where, never what.
+    pub fn add_sensitive(&mut self, path: &Path, text: String) -> FileId {
+        let id = self.add(path, text);
+        self.mark_file_sensitive(id);
+        id
+    }
+
+    /// Marks a whole file as holding secrets.
+    pub fn mark_file_sensitive(&mut self, id: FileId) {
+        let file = &mut self.files[id.index as usize];
+        let len = file.shown_text().len();
+        file.sensitive = vec![0..len.max(1)];
+    }
+
+    /// Marks the lines of `span` as holding a secret (a sensitive variable's value in a
+    /// variables file).
+    pub fn mark_sensitive(&mut self, span: Span) {
+        let file = &mut self.files[span.file.index as usize];
+        let (start, end) = file.shown_range(span.start, span.end);
+        file.sensitive.push(start..end.max(start + 1));
+    }
+
+    /// Whether a diagnostic at `span` would show or quote a secret: the lines its excerpt
+    /// shows ([`EXCERPT_CONTEXT_LINES`] around the span) touch a sensitive range. The one
+    /// place that decides it: [`crate::diag::Diag::to_diagnostic`] masks the quoted tokens of
+    /// such a diagnostic and the binary's renderer shows its location alone.
+    pub fn is_sensitive(&self, span: Span) -> bool {
+        let file = self.file(span.file);
+        if file.sensitive.is_empty() {
+            return false;
+        }
+        let range = self.range(span);
+        file.hides_lines(
+            range.start.line.saturating_sub(EXCERPT_CONTEXT_LINES),
+            range.end.line + EXCERPT_CONTEXT_LINES,
+        )
+    }
+
     pub fn add(&mut self, path: &Path, text: String) -> FileId {
         let display_name = display_path(&self.base, path);
         let id = FileId {
@@ -252,6 +307,51 @@ impl SourceMap {
             .get(span.start..span.end)
             .unwrap_or("")
     }
+}
+
+/// How many lines around a diagnostic's span its excerpt may show (the renderer shows one).
+pub const EXCERPT_CONTEXT_LINES: usize = 2;
+
+/// The lines of `text` that assign a passphrase (`passphrase = ...`, `"passphrase": ...`,
+/// a heredoc to its end): found without parsing, so that a file that does not parse still
+/// keeps its encryption passphrases out of excerpts.
+fn passphrase_lines(text: &str) -> Vec<Range<usize>> {
+    let mut found = Vec::new();
+    if !text.contains("passphrase") {
+        return found;
+    }
+    let mut lines = text.split_inclusive('\n').scan(0usize, |at, line| {
+        let start = *at;
+        *at += line.len();
+        Some((start, line))
+    });
+    while let Some((start, line)) = lines.next() {
+        let trimmed = line.trim_start().trim_start_matches('"');
+        let Some(rest) = trimmed.strip_prefix("passphrase") else {
+            continue;
+        };
+        let rest = rest.trim_start_matches('"').trim_start();
+        if !(rest.starts_with('=') || rest.starts_with(':')) {
+            continue;
+        }
+        let mut end = start + line.len();
+        if let Some(marker) = rest.split_once("<<").map(|(_, m)| {
+            m.trim_start_matches('-')
+                .trim()
+                .trim_matches('"')
+                .to_owned()
+        }) && !marker.is_empty()
+        {
+            for (next_start, next) in lines.by_ref() {
+                end = next_start + next.len();
+                if next.trim() == marker {
+                    break;
+                }
+            }
+        }
+        found.push(start..end);
+    }
+    found
 }
 
 /// `base/a/b.hcl` → `a/b.hcl`; paths outside `base` keep `..` steps so they stay meaningful.

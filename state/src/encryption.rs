@@ -33,6 +33,14 @@ const ENVELOPE_VERSION: u32 = 1;
 /// OpenTofu's default and floor for PBKDF2 with SHA-512 (OWASP's recommendation).
 pub const DEFAULT_ITERATIONS: u32 = 600_000;
 pub const MIN_ITERATIONS: u32 = 200_000;
+/// The most iterations a configuration may ask for, and an envelope may name: an envelope
+/// read from a file is not trusted to set the cost of reading it (2³²−1 iterations would
+/// take tens of minutes), so one outside the bounds a configuration could choose is refused
+/// before anything is derived.
+pub const MAX_ITERATIONS: u32 = 1_000_000;
+/// The bounds of a salt's length, in bytes, for configurations and envelopes alike.
+pub const MIN_SALT_LENGTH: usize = 16;
+pub const MAX_SALT_LENGTH: usize = 512;
 pub const MIN_PASSPHRASE_LEN: usize = 16;
 const DEFAULT_SALT_LENGTH: usize = 32;
 
@@ -698,14 +706,14 @@ impl Pbkdf2Provider {
                 "key_provider.{name}: the passphrase must be at least {MIN_PASSPHRASE_LEN} characters long"
             )));
         }
-        if config.iterations < MIN_ITERATIONS {
+        if !(MIN_ITERATIONS..=MAX_ITERATIONS).contains(&config.iterations) {
             return Err(EncryptionError::Config(format!(
-                "key_provider.{name}: iterations must be at least {MIN_ITERATIONS}"
+                "key_provider.{name}: iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}"
             )));
         }
-        if config.salt_length < 16 {
+        if !(MIN_SALT_LENGTH..=MAX_SALT_LENGTH).contains(&config.salt_length) {
             return Err(EncryptionError::Config(format!(
-                "key_provider.{name}: salt_length must be at least 16 bytes"
+                "key_provider.{name}: salt_length must be between {MIN_SALT_LENGTH} and {MAX_SALT_LENGTH} bytes"
             )));
         }
         Ok(Self {
@@ -732,9 +740,21 @@ impl Pbkdf2Provider {
                 meta.key_length
             )));
         }
+        if !(MIN_ITERATIONS..=MAX_ITERATIONS).contains(&meta.iterations) {
+            return Err(KeyError::new(format!(
+                "the envelope asks for {} PBKDF2 iterations, outside the {MIN_ITERATIONS} to {MAX_ITERATIONS} any configuration may choose; it was altered",
+                meta.iterations
+            )));
+        }
         let salt = BASE64
             .decode(&meta.salt)
             .map_err(|e| KeyError::new(format!("the envelope's salt is not base64: {e}")))?;
+        if !(MIN_SALT_LENGTH..=MAX_SALT_LENGTH).contains(&salt.len()) {
+            return Err(KeyError::new(format!(
+                "the envelope's salt is {} bytes long, outside the {MIN_SALT_LENGTH} to {MAX_SALT_LENGTH} any configuration may choose; it was altered",
+                salt.len()
+            )));
+        }
         let mut key = Zeroizing::new([0u8; 32]);
         let passphrase = self.config.passphrase.bytes();
         match meta.hash_function {
@@ -963,6 +983,53 @@ mod tests {
             run(plans.plan.open(&sealed)),
             Err(EncryptionError::WrongPurpose { .. })
         ));
+    }
+
+    #[test]
+    fn an_envelope_naming_a_cost_outside_the_bounds_is_refused_before_deriving() {
+        let encryptions = config(
+            &[("pbkdf2.k", pbkdf2("a passphrase of some length"))],
+            &[("aes_gcm.m", aes("pbkdf2.k"))],
+            "aes_gcm.m",
+            None,
+        );
+        let sealed = run(encryptions.state.seal(b"{}".to_vec(), None)).unwrap();
+        let envelope: serde_json::Value = serde_json::from_slice(&sealed).unwrap();
+        let altered = |field: &str, value: serde_json::Value| {
+            let mut envelope = envelope.clone();
+            envelope["key_meta"][field] = value;
+            serde_json::to_vec(&envelope).unwrap()
+        };
+        for (bytes, says) in [
+            (
+                altered("iterations", u32::MAX.into()),
+                "4294967295 PBKDF2 iterations",
+            ),
+            (altered("iterations", 1.into()), "1 PBKDF2 iterations"),
+            (
+                altered("salt", BASE64.encode(vec![0u8; 1 << 20]).into()),
+                "salt is 1048576 bytes long",
+            ),
+        ] {
+            let started = std::time::Instant::now();
+            let err = run(encryptions.state.open(&bytes)).unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+            assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        }
+        // Within the bounds, an altered envelope still fails in under a second: one
+        // derivation at the most a configuration may choose, then the tag.
+        let started = std::time::Instant::now();
+        assert!(
+            run(encryptions
+                .state
+                .open(&altered("iterations", MAX_ITERATIONS.into())))
+            .is_err()
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[test]

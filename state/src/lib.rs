@@ -11,6 +11,7 @@ mod backend;
 mod config;
 pub mod encryption;
 mod local;
+pub mod terraform;
 
 pub use backend::{
     Backend, BackendConfig, BoxError, Fence, LockError, LockGuard, LockHandle, StateError,

@@ -207,8 +207,12 @@ impl LocalBackend {
         if !self.backed_up.load(std::sync::atomic::Ordering::SeqCst) {
             match std::fs::read(&self.path) {
                 Ok(previous) => {
-                    write_beside(&dir, &with_suffix(&self.path, ".backup"), &previous)
-                        .map_err(err)?;
+                    gpustack_fs::write_atomic(
+                        &with_suffix(&self.path, ".backup"),
+                        &previous,
+                        gpustack_fs::PRIVATE,
+                    )
+                    .map_err(err)?;
                     self.backed_up
                         .store(true, std::sync::atomic::Ordering::SeqCst);
                 }
@@ -216,7 +220,7 @@ impl LocalBackend {
                 Err(e) => return Err(err(e)),
             }
         }
-        write_beside(&dir, &self.path, &bytes).map_err(err)?;
+        gpustack_fs::write_atomic(&self.path, &bytes, gpustack_fs::PRIVATE).map_err(err)?;
         if let Ok(d) = File::open(&dir) {
             let _ = d.sync_all();
         }
@@ -394,7 +398,7 @@ impl Backend for LocalBackend {
         let path = self.note_path(name);
         let dir = self.dir();
         std::fs::create_dir_all(&dir)
-            .and_then(|()| write_beside(&dir, &path, bytes))
+            .and_then(|()| gpustack_fs::write_atomic(&path, bytes, gpustack_fs::PRIVATE))
             .map_err(|e| StateError::Write {
                 location: path.display().to_string(),
                 source: e.into(),
@@ -409,20 +413,6 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
         .unwrap_or_default();
     name.push(suffix);
     path.with_file_name(name)
-}
-
-/// Writes `bytes` to `path` whole: a new file created exclusively under a random name in
-/// `dir` (mode 0600), synced, then renamed over `path`, which replaces a symlink there instead
-/// of following it.
-fn write_beside(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = tempfile::Builder::new()
-        .prefix(".gpustack-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    file.write_all(bytes)?;
-    file.as_file().sync_all()?;
-    file.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -6,49 +6,24 @@
 //! same directory with its final mode, is synced, and is renamed over the path, which replaces
 //! a symlink there instead of following it (`fast::hostile::outputs_replace_links_and_keep_secrets_private`).
 
-use std::io::Write;
 use std::path::Path;
 
-/// Mode of files that can hold sensitive values: plans, states, generated configuration.
-pub(crate) const PRIVATE: u32 = 0o600;
-/// Mode of reports meant to be read by other tools: metrics, JUnit.
-pub(crate) const SHARED: u32 = 0o644;
+pub(crate) use gpustack_fs::{PRIVATE, SHARED};
+
+/// The largest plan or state file read: far above a 10,000-resource plan.
+const MAX_READ: u64 = 1 << 30;
 
 /// Writes `bytes` to `path` with `mode` (see the module's invariant).
 pub(crate) fn write_replacing(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let prefix = format!(".{name}.");
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).suffix(".tmp");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(mode));
-    }
-    #[cfg(not(unix))]
-    let _ = mode;
-    let mut file = builder.tempfile_in(dir)?;
-    file.write_all(bytes)?;
-    // The mode exactly as asked, whatever the umask took from it at creation.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(mode))?;
-    }
-    file.as_file().sync_all()?;
-    file.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    gpustack_fs::write_atomic(path, bytes, mode)
 }
 
 /// Writes a file that can hold sensitive values, 0600.
 pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_replacing(path, bytes, PRIVATE)
+}
+
+/// A plan or state file the user named: a regular file, bounded before it is read.
+pub(crate) fn read_given(path: &Path) -> Result<Vec<u8>, String> {
+    gpustack_fs::read_bounded(path, MAX_READ).map_err(|e| format!("{}: {e}", path.display()))
 }

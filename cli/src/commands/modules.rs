@@ -47,6 +47,13 @@ pub fn install(dir: &Path, upgrade: bool) -> Result<usize, String> {
             }
             let pinned = locked.filter(|_| !refresh).map(|l| l.commit);
             let commit = fetch(dir, &git, pinned.as_deref())?;
+            let checkout = git.checkout_dir(dir, &commit);
+            if let Err(why) =
+                gpustack_lang::config::remote::stays_inside(&checkout, &checkout.join(&git.subdir))
+            {
+                let _ = std::fs::remove_dir_all(&checkout);
+                return Err(format!("{source}: {why}"));
+            }
             eprintln!(
                 "Fetched {source} at {commit}{}",
                 if pinned.is_some() { " (locked)" } else { "" }

@@ -76,11 +76,14 @@ fn emit(
 }
 
 /// Plans under the lock; the lock is returned so that an apply can keep it, and the stack's
-/// encryption, for what the run writes besides the state.
+/// encryption, for what the run writes besides the state. A plan that will be `saved` to a
+/// file against a stack with no state first writes the state's first version (empty: its
+/// lineage and the key of its digests), so that the key never travels in the plan file.
 async fn make_plan(
     common: &Common,
     options: &PlanOptions,
     operation: &str,
+    saved: bool,
 ) -> Result<(Plan, Box<dyn Backend>, LockGuard, Encryptions), ExitCode> {
     let mut session = open(common)?;
     let encryptions = super::backend::encryptions(&mut session).map_err(error)?;
@@ -90,7 +93,12 @@ async fn make_plan(
     let guard = lock(backend.as_ref(), operation, common.lock_timeout)
         .await
         .map_err(error)?;
-    let state = read(backend.as_ref()).await.map_err(error)?;
+    let mut state = read(backend.as_ref()).await.map_err(error)?;
+    if saved && state.as_ref().is_none_or(gpustack_engine::needs_digest_key) {
+        let first = gpustack_engine::with_digest_key(state.take());
+        backend.write(&first).await.map_err(|e| error(full(&e)))?;
+        state = Some(first);
+    }
     // A state read with the fallback key (or in clear, while encrypting) is written again
     // with the primary one by the first run that may write, changes or not.
     if operation == "apply"
@@ -119,7 +127,7 @@ async fn make_plan(
 /// A saved plan from its file: an encrypted one is decrypted with the plan encryption of the
 /// stack it names (its directory is in the envelope's header), GPUSTACK_ENCRYPTION over it.
 pub(crate) async fn read_plan(file: &Path, variables: &VariableArgs) -> Result<Plan, String> {
-    let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let bytes = super::files::read_given(file)?;
     let bytes = if gpustack_state::encryption::is_envelope(&bytes) {
         let dir = gpustack_state::encryption::envelope_stack_dir(&bytes)
             .unwrap_or_else(|| ".".to_owned());
@@ -151,7 +159,7 @@ pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
             },
             None => None,
         };
-        let (plan, _, _guard, encryptions) = match make_plan(common, &args.options, "plan").await {
+        let (plan, _, _guard, encryptions) = match make_plan(common, &args.options, "plan", args.out.is_some()).await {
             Ok(p) => p,
             Err(code) => return code,
         };
@@ -492,7 +500,7 @@ pub fn apply(
             };
             let options = &options;
             let (plan, backend, guard, encryptions) =
-                match make_plan(common, options, "apply").await {
+                match make_plan(common, options, "apply", false).await {
                     Ok(p) => p,
                     Err(code) => return code,
                 };
@@ -559,7 +567,7 @@ pub fn apply(
         };
         // A plan in clear where plans are encrypted is refused, unless an unencrypted
         // method says it may be read.
-        if let Ok(bytes) = std::fs::read(file)
+        if let Ok(bytes) = super::files::read_given(file)
             && !gpustack_state::encryption::is_envelope(&bytes)
             && let Err(e) = encryptions.plan.open(&bytes).await
         {
@@ -608,7 +616,7 @@ fn check_fresh(plan: &Plan, state: Option<&State>) -> Result<(), String> {
 pub fn test(common: &Common, junit: Option<&Path>) -> ExitCode {
     runtime().block_on(async {
         let stop = interrupt_flag();
-        let survey = match make_plan(common, &PlanOptions { refresh: false, ..Default::default() }, "test").await {
+        let survey = match make_plan(common, &PlanOptions { refresh: false, ..Default::default() }, "test", false).await {
             Ok((plan, _, _guard, _)) => plan,
             Err(code) => return code,
         };
@@ -626,7 +634,7 @@ pub fn test(common: &Common, junit: Option<&Path>) -> ExitCode {
             replace: tests.iter().map(|c| c.address.clone()).collect(),
             ..Default::default()
         };
-        let (plan, backend, guard, encryptions) = match make_plan(common, &options, "test").await {
+        let (plan, backend, guard, encryptions) = match make_plan(common, &options, "test", false).await {
             Ok(p) => p,
             Err(code) => return code,
         };
@@ -677,7 +685,7 @@ pub fn drift(common: &Common, args: &DriftArgs) -> ExitCode {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let (plan, backend, _guard, _) = match make_plan(common, &options, "drift").await {
+        let (plan, backend, _guard, _) = match make_plan(common, &options, "drift", false).await {
             Ok(planned) => planned,
             Err(code) => {
                 if let Some(path) = &args.metrics_file {
@@ -823,7 +831,7 @@ pub fn fleet(
                     color: common.color,
                     json: false,
                 };
-                let outcome = match make_plan(&member, &options, operation).await {
+                let outcome = match make_plan(&member, &options, operation, false).await {
                     Ok((plan, _, guard, _)) => {
                         // Released here, not by the guard's drop: a drop blocks this thread
                         // on the release, and the other stacks' plans, polled on this same

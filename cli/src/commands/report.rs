@@ -1,7 +1,8 @@
 //! Human rendering of diagnostics with source excerpts (miette), on stderr.
 
 use gpustack_lang::source::{SourceFile, SourceMap};
-use gpustack_protocol::{Diagnostic, Severity};
+use gpustack_protocol::terminal::escape_controls;
+use gpustack_protocol::{Diagnostic, Severity, SourceRange};
 use miette::{
     GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteError, MietteSpanContents,
     SourceSpan, SpanContents,
@@ -13,8 +14,137 @@ const WIDTH: usize = 100;
 
 struct Report<'a> {
     diagnostic: &'a Diagnostic,
-    source: Option<Excerpted<'a>>,
+    source: Option<Shown<'a>>,
     span: Option<SourceSpan>,
+}
+
+/// What a diagnostic's excerpt is read from.
+enum Shown<'a> {
+    /// The file itself.
+    File(Excerpted<'a>),
+    /// A text standing for the excerpt: the location's line cut around the span, or
+    /// `(sensitive value)`. `line` and `column` are the span's own (0-based).
+    Standing {
+        name: String,
+        text: String,
+        line: usize,
+        column: usize,
+    },
+}
+
+impl miette::SourceCode for Shown<'_> {
+    fn read_span<'b>(
+        &'b self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn SpanContents<'b> + 'b>, MietteError> {
+        match self {
+            Shown::File(file) => file.read_span(span, context_lines_before, context_lines_after),
+            Shown::Standing {
+                name,
+                text,
+                line,
+                column,
+            } => Ok(Box::new(MietteSpanContents::new_named(
+                name.clone(),
+                text.as_bytes(),
+                SourceSpan::new(0.into(), text.len()),
+                *line,
+                *column,
+                1,
+            ))),
+        }
+    }
+}
+
+/// Lines longer than this are shown cut around the span, as rustc does: a minified file's
+/// one line would otherwise fill the terminal (and a column past 65,535 is past what the
+/// renderer can pad to).
+const MAX_SHOWN_LINE: usize = 160;
+/// How much of a long line is shown on each side of the span.
+const SHOWN_AROUND: usize = 60;
+
+/// The excerpt of `range` in `file` when it cannot be shown as written: its location alone
+/// when it would show a secret, its line cut around the span when that line is long.
+fn standing_excerpt(
+    file: &SourceFile,
+    range: &SourceRange,
+) -> Option<(Shown<'static>, SourceSpan)> {
+    let (line, column) = (
+        range.start.line.saturating_sub(1),
+        range.start.column.saturating_sub(1),
+    );
+    let context = gpustack_lang::source::EXCERPT_CONTEXT_LINES;
+    if file.hides_lines(
+        range.start.line.saturating_sub(context),
+        range.end.line + context,
+    ) {
+        let text = gpustack_protocol::SENSITIVE.to_owned();
+        let span = SourceSpan::new(0.into(), text.len());
+        let name = file.display_name.clone();
+        return Some((
+            Shown::Standing {
+                name,
+                text,
+                line,
+                column,
+            },
+            span,
+        ));
+    }
+    let line_of = |n: usize| {
+        let text = file.shown_text();
+        let start = file.shown_offset(n, 1).min(text.len());
+        text[start..]
+            .split('\n')
+            .next()
+            .unwrap_or("")
+            .trim_end_matches('\r')
+    };
+    // The lines the renderer would show: the span's and one on each side. A long one is cut,
+    // and one holding characters that act on a terminal is shown escaped.
+    let shown_lines = range.start.line.saturating_sub(1).max(1)..=range.end.line + 1;
+    if shown_lines.into_iter().all(|n| {
+        let line = line_of(n);
+        line.len() <= MAX_SHOWN_LINE && !gpustack_protocol::terminal::has_controls(line)
+    }) {
+        return None;
+    }
+    let line_text = line_of(range.start.line);
+    let chars: Vec<char> = line_text.chars().collect();
+    let span_chars = if range.end.line == range.start.line {
+        range.end.column.saturating_sub(range.start.column)
+    } else {
+        chars.len().saturating_sub(column)
+    };
+    let from = column.saturating_sub(SHOWN_AROUND).min(chars.len());
+    let span_shown = span_chars.min(MAX_SHOWN_LINE - SHOWN_AROUND);
+    let to = (column + span_shown + SHOWN_AROUND).min(chars.len());
+    let shown = |part: &[char]| escape_controls(&part.iter().collect::<String>()).into_owned();
+    let at = column.min(chars.len());
+    let mut cut = String::new();
+    if from > 0 {
+        cut.push('…');
+    }
+    cut.push_str(&shown(&chars[from..at]));
+    let offset = cut.len();
+    cut.push_str(&shown(&chars[at..(column + span_shown).min(to).max(at)]));
+    let len = cut.len() - offset;
+    cut.push_str(&shown(&chars[(column + span_shown).min(to).max(at)..to]));
+    if to < chars.len() {
+        cut.push('…');
+    }
+    let name = file.display_name.clone();
+    Some((
+        Shown::Standing {
+            name,
+            text: cut,
+            line,
+            column,
+        },
+        SourceSpan::new(offset.into(), len),
+    ))
 }
 
 /// A source file as miette reads it, one excerpt at a time: miette's own reading of a whole
@@ -119,9 +249,12 @@ pub fn to_string(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool) -
             let (_, file) = sources
                 .files()
                 .find(|(_, f)| f.display_name == range.filename)?;
+            if let Some(standing) = standing_excerpt(file, range) {
+                return Some(standing);
+            }
             let len = range.end.byte.saturating_sub(range.start.byte);
             Some((
-                Excerpted { file },
+                Shown::File(Excerpted { file }),
                 SourceSpan::new(range.start.byte.into(), len),
             ))
         });
@@ -156,7 +289,7 @@ pub fn fail(message: &str) {
             diagnostics_json(&[Diagnostic::error("Error", message.to_string())], 1)
         );
     } else {
-        eprintln!("Error: {message}");
+        eprintln!("Error: {}", escape_controls(&message));
     }
 }
 
@@ -203,8 +336,13 @@ pub fn diagnostics(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool)
     if !diagnostics.is_empty() {
         // Before rendering too: the renderer wraps long lines, and a secret split across two
         // lines would no longer be found.
-        let scrubbed = scrubbed(diagnostics);
-        let text = to_string(sources, &scrubbed, color);
+        let mut shown = scrubbed(diagnostics);
+        // On a terminal, what a message quotes cannot act on it.
+        for d in &mut shown {
+            d.summary = escape_controls(&d.summary).into_owned();
+            d.detail = escape_controls(&d.detail).into_owned();
+        }
+        let text = to_string(sources, &shown, color);
         eprint!("{}", gpustack_protocol::secrets::scrub(&text));
     }
 }

@@ -224,9 +224,9 @@ pub fn pull(dir: &Path) -> ExitCode {
 }
 
 pub fn push(dir: &Path, file: &Path, force: bool, lock_timeout: Duration) -> ExitCode {
-    let bytes = match std::fs::read(file) {
+    let bytes = match super::files::read_given(file) {
         Ok(bytes) => bytes,
-        Err(e) => return error(format!("{}: {e}", file.display())),
+        Err(e) => return error(e),
     };
     run(async {
         let (backend, encryptions) = match stack_backend_encrypted(dir).await {

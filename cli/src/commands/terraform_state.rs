@@ -11,101 +11,6 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Why a Terraform state file was not read.
-#[derive(Debug)]
-pub enum ReadTerraformStateError {
-    Unreadable(String, std::io::Error),
-    NotJson(String, serde_json::Error),
-    Version(String, String),
-    Resources(String),
-}
-
-impl std::fmt::Display for ReadTerraformStateError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Unreadable(name, e) => write!(f, "{name}: {e}"),
-            Self::NotJson(name, e) => write!(
-                f,
-                "{name} is not a Terraform state (terraform state pull prints one): {e}"
-            ),
-            Self::Version(name, v) => write!(
-                f,
-                "{name} is a Terraform state of format version {v}; only version 4 (Terraform 0.12 and later) is read"
-            ),
-            Self::Resources(name) => write!(f, "{name}: `resources` is not a list of resources"),
-        }
-    }
-}
-
-/// One managed instance of the Terraform state.
-#[derive(Debug, PartialEq)]
-pub struct Instance {
-    pub address: String,
-    pub type_name: String,
-    pub attributes: Json,
-}
-
-/// The managed resource instances of a Terraform state (data sources are skipped).
-pub fn instances(name: &str, text: &str) -> Result<Vec<Instance>, ReadTerraformStateError> {
-    let state: Json = serde_json::from_str(text)
-        .map_err(|e| ReadTerraformStateError::NotJson(name.to_owned(), e))?;
-    match state.get("version") {
-        Some(v) if v.as_u64() == Some(4) => {}
-        Some(v) => {
-            return Err(ReadTerraformStateError::Version(
-                name.to_owned(),
-                v.to_string(),
-            ));
-        }
-        None => {
-            return Err(ReadTerraformStateError::Version(
-                name.to_owned(),
-                "(none)".to_owned(),
-            ));
-        }
-    }
-    let resources = match state.get("resources") {
-        None => return Ok(Vec::new()),
-        Some(Json::Array(r)) => r,
-        Some(_) => return Err(ReadTerraformStateError::Resources(name.to_owned())),
-    };
-    let mut found = Vec::new();
-    for resource in resources {
-        if resource.get("mode").and_then(Json::as_str) != Some("managed") {
-            continue;
-        }
-        let (Some(type_name), Some(resource_name)) = (
-            resource.get("type").and_then(Json::as_str),
-            resource.get("name").and_then(Json::as_str),
-        ) else {
-            return Err(ReadTerraformStateError::Resources(name.to_owned()));
-        };
-        let prefix = resource
-            .get("module")
-            .and_then(Json::as_str)
-            .map(|m| format!("{m}."))
-            .unwrap_or_default();
-        let empty = Vec::new();
-        let list = resource
-            .get("instances")
-            .and_then(Json::as_array)
-            .unwrap_or(&empty);
-        for instance in list {
-            let key = match instance.get("index_key") {
-                Some(Json::Number(n)) => format!("[{n}]"),
-                Some(Json::String(s)) => format!("[{}]", Json::String(s.clone())),
-                _ => String::new(),
-            };
-            found.push(Instance {
-                address: format!("{prefix}{type_name}.{resource_name}{key}"),
-                type_name: type_name.to_owned(),
-                attributes: instance.get("attributes").cloned().unwrap_or(Json::Null),
-            });
-        }
-    }
-    Ok(found)
-}
-
 /// How gpustack takes one Terraform instance over: its import ID, and the identity Terraform
 /// recorded (a Kubernetes object's uid) where it recorded one.
 #[derive(Debug, PartialEq)]
@@ -215,13 +120,8 @@ pub fn import(
     lock_timeout: Duration,
     color: bool,
 ) -> ExitCode {
-    let name = file.display().to_string();
-    let found = match std::fs::read_to_string(file) {
-        Ok(text) => instances(&name, &text),
-        Err(e) => Err(ReadTerraformStateError::Unreadable(name.clone(), e)),
-    };
-    let found = match found {
-        Ok(f) => f,
+    let found = match gpustack_state::terraform::read(file) {
+        Ok(state) => state.managed_instances(),
         Err(e) => return error(e),
     };
     run(async {
@@ -344,37 +244,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn addresses_and_ids_from_a_terraform_state() {
-        let state = serde_json::json!({
-            "version": 4,
-            "resources": [
-                {"mode": "data", "type": "kubernetes_nodes", "name": "all", "instances": [{"attributes": {}}]},
-                {"mode": "managed", "type": "helm_release", "name": "op", "module": "module.gpu",
-                 "instances": [{"index_key": "a", "attributes": {"name": "gpu-operator", "namespace": "gpu"}}]},
-                {"mode": "managed", "type": "kubernetes_manifest", "name": "cm",
-                 "instances": [{"index_key": 0, "attributes": {
-                     "manifest": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}},
-                     "object": {"metadata": {"uid": "u1"}}}}]},
-            ]
-        });
-        let found = instances("tf.json", &state.to_string()).unwrap();
-        let addresses: Vec<&str> = found.iter().map(|i| i.address.as_str()).collect();
+    fn import_ids_from_a_terraform_states_attributes() {
+        let helm = serde_json::json!({"name": "gpu-operator", "namespace": "gpu"});
         assert_eq!(
-            addresses,
-            [
-                "module.gpu.helm_release.op[\"a\"]",
-                "kubernetes_manifest.cm[0]"
-            ]
-        );
-        assert_eq!(
-            takeover(&found[0].type_name, &found[0].attributes),
+            takeover("helm_release", &helm),
             Ok(Takeover {
                 id: "gpu/gpu-operator".into(),
                 uid: None
             })
         );
+        let manifest = serde_json::json!({
+            "manifest": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}},
+            "object": {"metadata": {"uid": "u1"}}});
         assert_eq!(
-            takeover(&found[1].type_name, &found[1].attributes),
+            takeover("kubernetes_manifest", &manifest),
             Ok(Takeover {
                 id: "v1/ConfigMap/n/c".into(),
                 uid: Some("u1".into())

@@ -635,6 +635,12 @@ impl<'a> EvalContext<'a> {
                 Some(RawInput::Text { raw, origin }) => match parse_text_input(raw, &v.ty) {
                     Ok(value) => (value, None),
                     Err(message) => {
+                        // What the parser quotes of a secret is the secret.
+                        let message = if v.sensitive {
+                            crate::diag::redact_quoted(&message)
+                        } else {
+                            message
+                        };
                         self.diags.error(
                             v.span,
                             "Invalid value for input variable",
@@ -776,14 +782,20 @@ impl<'a> EvalContext<'a> {
             .vars
             .insert(v.name.clone(), value.clone());
         for rule in &v.validations {
-            let condition = self.eval(module, &rule.condition, None);
+            // A rule on a sensitive variable yields a sensitive bool: the mark says nothing
+            // of whether the rule held.
+            let (condition, _) = self.eval(module, &rule.condition, None).unmark_deep();
+            let condition = match condition {
+                Value::Unknown | Value::Bool(_) => condition,
+                other => Type::Bool.convert(&other).unwrap_or(other),
+            };
             match condition {
                 Value::Bool(true) | Value::Unknown => {}
                 Value::Bool(false) => {
-                    let message = match self.eval(module, &rule.error_message, None) {
-                        Value::String(s) => s,
-                        _ => "The value failed validation.".into(),
-                    };
+                    let message = condition_message(
+                        self.eval(module, &rule.error_message, None),
+                        "The value failed validation.",
+                    );
                     let rule_at = self.sources.range(rule.condition.span());
                     let shown = if v.sensitive {
                         "(sensitive value)".to_owned()
@@ -1599,14 +1611,10 @@ impl<'a> EvalContext<'a> {
             match Type::Bool.convert(&value) {
                 Ok(Value::Bool(true)) => {}
                 Ok(Value::Bool(false)) => {
-                    let message = match self
-                        .eval(module, &c.error_message, repetition.clone())
-                        .unmark_deep()
-                        .0
-                    {
-                        Value::String(m) => m,
-                        _ => "(the error message could not be evaluated)".to_owned(),
-                    };
+                    let message = condition_message(
+                        self.eval(module, &c.error_message, repetition.clone()),
+                        "(the error message could not be evaluated)",
+                    );
                     let detail =
                         format!("{message}\n\nThis was checked by the condition of {subject}.");
                     self.diags.push(Diag::error(
@@ -1972,6 +1980,18 @@ pub(crate) fn static_root_variable(
             v.ty
         ))
     })
+}
+
+/// A failed condition's error_message as it may be shown: never a secret, as Terraform says.
+fn condition_message(message: Value, otherwise: &str) -> String {
+    if message.contains_sensitive() {
+        return "The error message included a sensitive value, so it will not be displayed."
+            .to_owned();
+    }
+    match message {
+        Value::String(m) => m,
+        _ => otherwise.to_owned(),
+    }
 }
 
 /// `--var` and `GPUSTACK_VAR_` values: raw text for string variables (as Terraform does), HCL

@@ -10,7 +10,7 @@ pub(super) fn find_cycles(b: &mut Builder<'_>) {
     let graph = &b.graph.graph;
     let mut in_cycle = vec![false; graph.node_count()];
     let mut reports = Vec::new();
-    for scc in petgraph::algo::tarjan_scc(graph) {
+    for scc in petgraph::algo::kosaraju_scc(graph) {
         let self_loop = scc.len() == 1 && graph.contains_edge(scc[0], scc[0]);
         if scc.len() < 2 && !self_loop {
             continue;

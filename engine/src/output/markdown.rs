@@ -33,6 +33,10 @@ pub fn summary(plan: &Plan) -> String {
 
 /// A pull-request comment: summary table, then the plain-text plan in a collapsible block.
 pub fn plan_markdown(plan: &Plan) -> String {
+    for_terminal(&plan_markdown_unescaped(plan), false)
+}
+
+fn plan_markdown_unescaped(plan: &Plan) -> String {
     let mut out = String::from("### gpustack plan\n\n");
     if !plan.has_changes() {
         out.push_str("**No changes.** The infrastructure matches the configuration.\n");
@@ -135,15 +139,21 @@ pub fn plan_markdown(plan: &Plan) -> String {
                 .join(", ")
         );
     }
+    let text = plan_text(plan, false);
+    // A fence longer than any run of backticks in the plan, so that no value closes it.
+    let fence = "`".repeat(longest_run(&text, '`').max(2) + 1);
     let _ = write!(
         out,
-        "\n<details><summary>Full plan</summary>\n\n```diff\n{}```\n\n</details>\n",
-        plan_text(plan, false)
+        "\n<details><summary>Full plan</summary>\n\n{fence}diff\n{text}{fence}\n\n</details>\n"
     );
     out
 }
 
 pub fn drift_markdown(plan: &Plan) -> String {
+    for_terminal(&drift_markdown_unescaped(plan), false)
+}
+
+fn drift_markdown_unescaped(plan: &Plan) -> String {
     let mut out = String::from("### gpustack drift\n\n");
     if plan.resource_drift.is_empty() && plan.gpu_drift.is_empty() {
         out.push_str("No drift.\n");
@@ -184,4 +194,9 @@ pub fn drift_markdown(plan: &Plan) -> String {
         drift_text(plan, false)
     );
     out
+}
+
+/// The longest run of `c` in `text`.
+fn longest_run(text: &str, c: char) -> usize {
+    text.split(|ch| ch != c).map(str::len).max().unwrap_or(0)
 }

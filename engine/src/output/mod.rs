@@ -101,6 +101,41 @@ pub(super) fn display_text(text: &str) -> &str {
     }
 }
 
+/// The colours the renderers paint with, the only escape sequences their output may hold.
+const PAINTS: &[&str] = &["0", "1", "31", "32", "33", "36", "31;32", "32;31"];
+
+/// `text` as it may reach a terminal or a pull request: every character that could act on a
+/// terminal escaped (values come from modules, files and live objects), but the colours the
+/// renderer painted with itself when `color`.
+pub(super) fn for_terminal(text: &str, color: bool) -> String {
+    if !color {
+        return gpustack_protocol::terminal::escape_controls(text).into_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('\x1b') {
+        out.push_str(&gpustack_protocol::terminal::escape_controls(&rest[..at]));
+        let after = &rest[at + 1..];
+        let painted = after.strip_prefix('[').and_then(|code| {
+            let (code, _) = code.split_once('m')?;
+            PAINTS.contains(&code).then_some(code.len() + 2)
+        });
+        match painted {
+            Some(len) => {
+                out.push('\x1b');
+                out.push_str(&after[..len]);
+                rest = &after[len..];
+            }
+            None => {
+                out.push_str("\\u001b");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(&gpustack_protocol::terminal::escape_controls(rest));
+    out
+}
+
 pub(super) struct Style {
     color: bool,
 }

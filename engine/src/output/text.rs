@@ -7,7 +7,7 @@ use super::*;
 pub fn console_value(value: &gpustack_protocol::Value) -> String {
     let mut out = String::new();
     console_write(value, 0, &mut out);
-    out
+    for_terminal(&out, false)
 }
 
 pub(super) fn console_write(value: &gpustack_protocol::Value, indent: usize, out: &mut String) {
@@ -417,6 +417,10 @@ pub(super) fn drift_blocks(out: &mut String, style: &Style, plan: &Plan) {
 
 /// The plan as a person reads it in a terminal.
 pub fn plan_text(plan: &Plan, color: bool) -> String {
+    for_terminal(&plan_text_unescaped(plan, color), color)
+}
+
+fn plan_text_unescaped(plan: &Plan, color: bool) -> String {
     let style = Style { color };
     let mut out = String::new();
     if !plan.resource_drift.is_empty() {
@@ -491,6 +495,10 @@ pub fn plan_text(plan: &Plan, color: bool) -> String {
 
 /// Drift as a person reads it: which objects changed outside gpustack, field by field.
 pub fn drift_text(plan: &Plan, color: bool) -> String {
+    for_terminal(&drift_text_unescaped(plan, color), color)
+}
+
+fn drift_text_unescaped(plan: &Plan, color: bool) -> String {
     let style = Style { color };
     let mut out = String::new();
     if plan.resource_drift.is_empty() && plan.gpu_drift.is_empty() {

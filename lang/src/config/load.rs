@@ -16,6 +16,9 @@ pub const STACK_FILES: &str = "*.tf, *.hcl, *.tf.json or *.hcl.json";
 
 /// Deeper module nesting than this is almost certainly a mistake, and bounds the work.
 const MAX_MODULE_DEPTH: usize = 32;
+/// The largest stack or variables file read: far above any written by hand or generated for
+/// 10,000 resources, far below what would exhaust memory.
+const MAX_SOURCE_BYTES: u64 = 256 << 20;
 /// The most modules a stack loads, every call and instance counted: calls that each call
 /// the next module twice would otherwise multiply past any memory within the depth limit.
 const MAX_MODULES: usize = 10_000;
@@ -41,9 +44,19 @@ impl Files {
             .replace('\\', "/")
     }
 
+    /// Whether files are read from the disk (not from a plan's snapshot, checked when the
+    /// plan was made).
+    pub fn is_disk(&self) -> bool {
+        matches!(self, Files::Disk)
+    }
+
     pub fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
         match self {
-            Files::Disk => std::fs::read(path),
+            Files::Disk => gpustack_fs::read_bounded(path, MAX_SOURCE_BYTES).map_err(|e| match e {
+                gpustack_fs::ReadError::Io(e) => e,
+                gpustack_fs::ReadError::NotFound => std::io::ErrorKind::NotFound.into(),
+                other => std::io::Error::other(other.to_string()),
+            }),
             Files::Snapshot { root, files } => files
                 .get(&Self::key(root, path))
                 .map(|t| t.clone().into_bytes())
@@ -478,7 +491,27 @@ pub(super) fn load_tree(
             let git = super::remote::GitSource::parse(&source).ok().flatten();
             let child_dir = match &git {
                 _ if source.is_empty() => continue,
-                None => normalize(&stack.modules[next].dir.join(&source)),
+                None => {
+                    let child = normalize(&stack.modules[next].dir.join(&source));
+                    // A local source in a fetched module stays in its repository, as in
+                    // Terraform's module packages.
+                    if let Some(checkout) =
+                        super::remote::checkout_of(&dir, &stack.modules[next].dir)
+                        && !child.starts_with(&checkout)
+                    {
+                        diags.error(
+                            source_span,
+                            "Local module path escapes its repository",
+                            format!(
+                                "\"{source}\" leads to {}, outside the checkout of the git module that calls it ({}): a fetched module may call only modules in its own repository.",
+                                child.display(),
+                                checkout.display()
+                            ),
+                        );
+                        continue;
+                    }
+                    child
+                }
                 Some(git) => {
                     let lock = lock.get_or_insert_with(|| read_lock(files, &dir, sources));
                     match lock
@@ -494,15 +527,32 @@ pub(super) fn load_tree(
                     }
                 }
             };
-            let parent = &stack.modules[next];
-            if parent.path.len() >= MAX_MODULE_DEPTH || ancestors_include(&stack, next, &child_dir)
+            if files.is_disk()
+                && let Some(checkout) = super::remote::checkout_of(&dir, &child_dir)
+                && let Err(why) = super::remote::stays_inside(&checkout, &child_dir)
             {
+                diags.error(source_span, "Module outside its checkout", why);
+                continue;
+            }
+            let parent = &stack.modules[next];
+            if ancestors_include(&stack, next, &child_dir) {
                 diags.error(
                     source_span,
                     "Recursive module call",
                     format!(
                         "Module \"{name}\" calls {} which is already on its call path.",
                         child_dir.display()
+                    ),
+                );
+                continue;
+            }
+            if parent.path.len() >= MAX_MODULE_DEPTH {
+                diags.error(
+                    source_span,
+                    "Modules nested too deeply",
+                    format!(
+                        "Module \"{name}\" would be nested {} levels deep; a stack nests modules at most {MAX_MODULE_DEPTH} levels deep.",
+                        parent.path.len() + 1
                     ),
                 );
                 continue;

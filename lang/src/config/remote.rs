@@ -137,6 +137,50 @@ impl GitSource {
     }
 }
 
+/// The checkout of a git module that `dir` lies in (`<stack>/.gpustack/modules/<key>`), if any.
+pub fn checkout_of(stack_dir: &Path, dir: &Path) -> Option<PathBuf> {
+    let modules = crate::source::normalize(&stack_dir.join(MODULES_DIR));
+    let rest = crate::source::normalize(dir);
+    let key = rest.strip_prefix(&modules).ok()?.components().next()?;
+    Some(modules.join(key))
+}
+
+/// Checks that the module directory `dir` of the checkout `checkout`, and every file in it,
+/// resolve (symbolic links followed) to paths inside the checkout: a repository can hold a
+/// link to any absolute path, which a lexical check of the source does not see. A directory
+/// that does not exist passes (it is reported as not installed).
+pub fn stays_inside(checkout: &Path, dir: &Path) -> Result<(), String> {
+    let Ok(root) = checkout.canonicalize() else {
+        return Ok(());
+    };
+    let Ok(resolved) = dir.canonicalize() else {
+        return Ok(());
+    };
+    let outside = |path: &Path, to: &Path| {
+        format!(
+            "{} resolves through a symbolic link to {}, outside the module's checkout: a module's files must be in its repository.",
+            path.display(),
+            to.display()
+        )
+    };
+    if !resolved.starts_with(&root) {
+        return Err(outside(dir, &resolved));
+    }
+    let entries = std::fs::read_dir(&resolved).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            continue;
+        }
+        match path.canonicalize() {
+            Ok(target) if !target.starts_with(&root) => return Err(outside(&path, &target)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// The transports a source may name, and whether each needs a host.
 const SCHEMES: &[&str] = &["https", "ssh", "file"];
 
@@ -280,22 +324,13 @@ impl ModuleLock {
     /// Written through a new file of a random name, created exclusively, then renamed over
     /// the lock file: never through a link planted at it.
     pub fn write(&self, stack_dir: &Path) -> std::io::Result<()> {
-        use std::io::Write;
         let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
         text.push('\n');
-        let mut file = tempfile::Builder::new()
-            .prefix(".gpustack.modules.lock.")
-            .tempfile_in(stack_dir)?;
-        file.write_all(text.as_bytes())?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            file.as_file()
-                .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-        }
-        file.persist(stack_dir.join(LOCK_FILE))
-            .map_err(|e| e.error)?;
-        Ok(())
+        gpustack_fs::write_atomic(
+            &stack_dir.join(LOCK_FILE),
+            text.as_bytes(),
+            gpustack_fs::SHARED,
+        )
     }
 }
 

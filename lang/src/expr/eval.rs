@@ -321,12 +321,14 @@ pub trait Scope {
     }
 }
 
-/// A file from the disk; `Ok(None)` when there is none.
+/// A file from the disk; `Ok(None)` when there is none. Only a regular file is read, and
+/// no more of it than a function may return.
 pub fn read_disk(path: &str) -> Result<Option<String>, String> {
-    match std::fs::read_to_string(path) {
+    use gpustack_fs::ReadError;
+    let limit = functions::MAX_STRING_BYTES as u64;
+    match gpustack_fs::read_text_bounded(std::path::Path::new(path), limit) {
         Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Ok(None),
+        Err(ReadError::NotFound | ReadError::Directory) => Ok(None),
         Err(e) => Err(format!("cannot read \"{path}\": {e}.")),
     }
 }

@@ -253,7 +253,10 @@ impl Provider for Local {
                 diagnostics: vec![],
             };
         };
-        match tokio::fs::read_to_string(filename).await {
+        let read = read_bounded(filename)
+            .await
+            .and_then(|bytes| String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".into()));
+        match read {
             Ok(content) => ReadDataSourceResponse {
                 state: Value::Object(IndexMap::from([
                     ("filename".to_owned(), Value::string(filename)),
@@ -270,6 +273,19 @@ impl Provider for Local {
             },
         }
     }
+}
+
+/// The largest file read, as the language's `file()` reads at most.
+const MAX_FILE_BYTES: u64 = 64 << 20;
+const NOT_FOUND: &str = "no such file";
+
+/// A regular file's bytes, bounded before they are read; the error says why not.
+async fn read_bounded(filename: &str) -> Result<Vec<u8>, String> {
+    let path = std::path::PathBuf::from(filename);
+    tokio::task::spawn_blocking(move || gpustack_fs::read_bounded(&path, MAX_FILE_BYTES))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())
 }
 
 fn attr_str<'a>(state: &'a Value, name: &str) -> Option<&'a str> {
@@ -322,9 +338,9 @@ async fn read_file(
     recorded: &Value,
     secret: bool,
 ) -> Result<Option<Value>, Diagnostic> {
-    let content = match tokio::fs::read(filename).await {
+    let content = match read_bounded(filename).await {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e == NOT_FOUND => return Ok(None),
         Err(e) => {
             return Err(Diagnostic::error(
                 "Cannot read file",
@@ -379,42 +395,14 @@ fn permission_of(_: &std::fs::Metadata) -> String {
 /// symlink planted at the path (or at a predictable temporary name) is replaced, never
 /// followed.
 async fn write_file(path: &Path, content: &str, mode: &str) -> std::io::Result<()> {
-    use std::io::Write;
     let path = path.to_path_buf();
     let content = content.to_owned();
     let bits = u32::from_str_radix(mode, 8).unwrap_or(0o644);
     tokio::task::spawn_blocking(move || {
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let prefix = format!(".{name}.");
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(&prefix).suffix(".gpustack-tmp");
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            builder.permissions(std::fs::Permissions::from_mode(bits));
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
         }
-        #[cfg(not(unix))]
-        let _ = bits;
-        let mut file = builder.tempfile_in(dir)?;
-        file.write_all(content.as_bytes())?;
-        // The mode exactly as asked, whatever the umask took from it at creation.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            file.as_file()
-                .set_permissions(std::fs::Permissions::from_mode(bits))?;
-        }
-        file.as_file().sync_all()?;
-        file.persist(&path).map_err(|e| e.error)?;
-        Ok(())
+        gpustack_fs::write_atomic(&path, content.as_bytes(), bits)
     })
     .await
     .map_err(std::io::Error::other)?

@@ -290,9 +290,9 @@ pub(crate) async fn read(
     };
     let (bytes, shown) = match &location {
         Location::File(path) => (
-            match std::fs::read(path) {
+            match gpustack_fs::read_bounded(path, gpustack_state::terraform::MAX_BYTES) {
                 Ok(bytes) => Ok(Some(bytes)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(gpustack_fs::ReadError::NotFound) => Ok(None),
                 Err(e) => Err(format!("{}: {e}", path.display())),
             },
             path.display().to_string(),
@@ -332,12 +332,11 @@ pub(crate) async fn read(
         Value::Object(defaults) => defaults.clone(),
         _ => IndexMap::new(),
     };
-    match state_outputs(&bytes) {
+    match state_outputs(&shown, &bytes) {
         Ok(found) => outputs.extend(found),
         Err(why) => {
             return fail(
-                Diagnostic::error("Invalid Terraform state", format!("{shown}: {why}"))
-                    .with_attribute("backend"),
+                Diagnostic::error("Invalid Terraform state", why).with_attribute("backend"),
             );
         }
     }
@@ -350,51 +349,26 @@ pub(crate) async fn read(
 }
 
 /// The root outputs of a Terraform state (format version 4), each converted to the type the
-/// state records for it and marked when it is sensitive.
-pub(crate) fn state_outputs(bytes: &[u8]) -> Result<IndexMap<String, Value>, String> {
-    let json: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("not a JSON document: {e}"))?;
-    match json.get("version").and_then(serde_json::Value::as_u64) {
-        Some(4) => {}
-        Some(version @ 0..=3) => {
-            return Err(format!(
-                "the state is of format version {version} (Terraform 0.11 or older); run Terraform 0.12 or newer on its stack once to upgrade it to version 4"
-            ));
-        }
-        Some(version) => {
-            return Err(format!(
-                "the state format version {version} is not one gpustack reads (it reads version 4)"
-            ));
-        }
-        None if json.get("format_version").is_some() => {
-            return Err("this is a gpustack state, not Terraform's: terraform_remote_state reads the states Terraform writes".into());
-        }
-        None => return Err("the document has no \"version\": it is not a Terraform state".into()),
-    }
+/// state records for it and marked when it is sensitive. `name` is how errors name the state.
+pub(crate) fn state_outputs(name: &str, bytes: &[u8]) -> Result<IndexMap<String, Value>, String> {
+    let state = gpustack_state::terraform::parse(name, bytes).map_err(|e| e.to_string())?;
     let mut out = IndexMap::new();
-    let Some(outputs) = json.get("outputs").and_then(serde_json::Value::as_object) else {
-        return Ok(out);
-    };
-    for (name, output) in outputs {
-        let value = Value::from_json(output.get("value").unwrap_or(&serde_json::Value::Null));
-        let value = match output.get("type").map(cty_type) {
+    for (output_name, output) in state.outputs {
+        let value = Value::from_json(&output.value);
+        let value = match output.ty.as_ref().map(cty_type) {
             Some(Some(ty)) => ty.convert(&value).map_err(|e| {
-                format!("the output \"{name}\" does not hold its recorded type: {e}")
+                format!("{name}: the output \"{output_name}\" does not hold its recorded type: {e}")
             })?,
             Some(None) => {
                 return Err(format!(
-                    "the output \"{name}\" records a type gpustack cannot read"
+                    "{name}: the output \"{output_name}\" records a type gpustack cannot read"
                 ));
             }
             None => value,
         };
-        let sensitive = output
-            .get("sensitive")
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(false);
         out.insert(
-            name.clone(),
-            if sensitive {
+            output_name,
+            if output.sensitive {
                 Value::sensitive(value)
             } else {
                 value
@@ -477,7 +451,7 @@ mod tests {
 
     #[test]
     fn outputs_keep_their_types_and_sensitive_ones_are_marked() {
-        let outputs = state_outputs(STATE.as_bytes()).unwrap();
+        let outputs = state_outputs("s", STATE.as_bytes()).unwrap();
         assert_eq!(outputs["cluster_name"], Value::string("gpu"));
         assert_eq!(outputs["node_count"], Value::number(3.0));
         assert_eq!(
@@ -492,17 +466,23 @@ mod tests {
     fn other_documents_are_refused_with_the_reason() {
         let v3 = r#"{"version": 3, "modules": []}"#;
         assert!(
-            state_outputs(v3.as_bytes())
+            state_outputs("s", v3.as_bytes())
                 .unwrap_err()
                 .contains("version 3")
         );
         let gpustack = r#"{"format_version": 1, "resources": []}"#;
         assert!(
-            state_outputs(gpustack.as_bytes())
+            state_outputs("s", gpustack.as_bytes())
                 .unwrap_err()
                 .contains("gpustack state")
         );
-        assert!(state_outputs(b"not json").is_err());
+        assert!(state_outputs("s", b"not json").is_err());
+        // Outputs that are not an object are an error naming the field, not "no outputs".
+        let array = r#"{"version": 4, "outputs": []}"#;
+        assert_eq!(
+            state_outputs("s", array.as_bytes()).unwrap_err(),
+            "s: the field outputs is sequence, expected a map"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod nvidia;
 mod registry;
 mod schema;
 pub mod secrets;
+pub mod terminal;
 pub mod terraform;
 mod types;
 mod value;

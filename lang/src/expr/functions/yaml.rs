@@ -17,7 +17,13 @@ pub(super) fn yamldecode(a: &Args<'_>) -> CallResult {
 
 struct Decoder<'a> {
     parser: Parser<std::str::Chars<'a>>,
-    anchors: HashMap<usize, Value>,
+    /// Each anchored value with what it costs to copy it where an alias names it.
+    anchors: HashMap<usize, (Value, Cost)>,
+    /// What the decoded value holds so far, aliases expanded: a few bytes of nested aliases
+    /// ("billion laughs") would otherwise expand to more than memory holds.
+    built: Cost,
+    /// How deep the collections being decoded nest.
+    depth: usize,
     /// A timestamp stays the text it is written as (go-yaml v2 decoding into an interface,
     /// as sigs.k8s.io/yaml does), rather than becoming RFC 3339 text (go-cty-yaml).
     timestamps_as_written: bool,
@@ -45,6 +51,8 @@ fn decode_with(text: &str, timestamps_as_written: bool) -> Result<Value, String>
     let mut d = Decoder {
         parser: Parser::new_from_str(text),
         anchors: HashMap::new(),
+        built: Cost::default(),
+        depth: 0,
         timestamps_as_written,
     };
     if !matches!(d.next()?, Event::StreamStart) {
@@ -69,6 +77,33 @@ fn decode_with(text: &str, timestamps_as_written: bool) -> Result<Value, String>
     }
 }
 
+/// Elements and bytes of text in a decoded value, counted against the limits every function
+/// result has ([`MAX_ELEMENTS`], [`MAX_STRING_BYTES`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct Cost {
+    elements: usize,
+    bytes: usize,
+}
+
+impl Cost {
+    fn add(&mut self, other: Cost) -> Result<(), String> {
+        self.elements = self.elements.saturating_add(other.elements);
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        if self.elements > MAX_ELEMENTS {
+            return Err(format!(
+                "the document expands to more than {MAX_ELEMENTS} values (aliases included)"
+            ));
+        }
+        if self.bytes > MAX_STRING_BYTES {
+            return Err(format!(
+                "the document expands to more than {} MiB of text (aliases included)",
+                MAX_STRING_BYTES >> 20
+            ));
+        }
+        Ok(())
+    }
+}
+
 fn full_tag(tag: Option<&Tag>) -> String {
     tag.map_or_else(String::new, |t| format!("{}{}", t.handle, t.suffix))
 }
@@ -86,34 +121,64 @@ impl Decoder<'_> {
         self.value_from(event)
     }
 
-    fn remember(&mut self, anchor: usize, value: &Value) {
+    /// Keeps an anchored value, with what it cost to build since `from`.
+    fn remember(&mut self, anchor: usize, value: &Value, from: Cost) {
         if anchor > 0 {
-            self.anchors.insert(anchor, value.clone());
+            let cost = Cost {
+                elements: self.built.elements - from.elements,
+                bytes: self.built.bytes - from.bytes,
+            };
+            self.anchors.insert(anchor, (value.clone(), cost));
         }
     }
 
+    /// Enters a collection: nesting is bounded as every evaluation's is.
+    fn enter(&mut self) -> Result<(), String> {
+        self.depth += 1;
+        if self.depth > crate::expr::limits::MAX_DEPTH {
+            return Err(format!(
+                "the document nests more than {} levels deep",
+                crate::expr::limits::MAX_DEPTH
+            ));
+        }
+        self.built.add(Cost {
+            elements: 1,
+            bytes: 0,
+        })
+    }
+
     fn value_from(&mut self, event: Event) -> Result<Value, String> {
+        let from = self.built;
         match event {
             Event::Scalar(text, style, anchor, tag) => {
+                self.built.add(Cost {
+                    elements: 1,
+                    bytes: text.len(),
+                })?;
                 let value = resolve(
                     &full_tag(tag.as_ref()),
                     &text,
                     style,
                     self.timestamps_as_written,
                 )?;
-                self.remember(anchor, &value);
+                self.remember(anchor, &value, from);
                 Ok(value)
             }
-            Event::Alias(anchor) => self
-                .anchors
-                .get(&anchor)
-                .cloned()
-                .ok_or_else(|| "unknown anchor".to_owned()),
+            Event::Alias(anchor) => {
+                let (value, cost) = self
+                    .anchors
+                    .get(&anchor)
+                    .ok_or_else(|| "unknown anchor".to_owned())?;
+                let (value, cost) = (value.clone(), *cost);
+                self.built.add(cost)?;
+                Ok(value)
+            }
             Event::SequenceStart(anchor, tag) => {
                 let tag = full_tag(tag.as_ref());
                 if !tag.is_empty() && tag != format!("{TAG_PREFIX}seq") {
                     return Err(format!("can't interpret sequence as {tag}"));
                 }
+                self.enter()?;
                 let mut items = Vec::new();
                 loop {
                     match self.next()? {
@@ -121,8 +186,9 @@ impl Decoder<'_> {
                         event => items.push(self.value_from(event)?),
                     }
                 }
+                self.depth -= 1;
                 let value = Value::List(items);
-                self.remember(anchor, &value);
+                self.remember(anchor, &value, from);
                 Ok(value)
             }
             Event::MappingStart(anchor, tag) => {
@@ -130,8 +196,10 @@ impl Decoder<'_> {
                 if !tag.is_empty() && tag != format!("{TAG_PREFIX}map") {
                     return Err(format!("can't interpret mapping as {tag}"));
                 }
+                self.enter()?;
                 let value = Value::Object(self.mapping()?);
-                self.remember(anchor, &value);
+                self.depth -= 1;
+                self.remember(anchor, &value, from);
                 Ok(value)
             }
             Event::StreamEnd => Err("expecting value but found end of stream".to_owned()),
@@ -161,6 +229,10 @@ impl Decoder<'_> {
                     continue;
                 }
                 Event::Scalar(text, style, _, tag) => {
+                    self.built.add(Cost {
+                        elements: 0,
+                        bytes: text.len(),
+                    })?;
                     match resolve(
                         &full_tag(tag.as_ref()),
                         &text,
