@@ -518,7 +518,6 @@ pub fn load(
     }
 }
 
-/// The variables of a run, from where `inputs` says; files they come from join `sources`.
 /// Keeps the values given to sensitive root variables out of diagnostics: their lines in
 /// variable files are sensitive (a variables file that does not parse, whole, when it names a
 /// sensitive variable), and their texts from `--var` and the environment are secrets to scrub.
@@ -580,6 +579,7 @@ fn is_word_at(text: &str, at: usize, len: usize) -> bool {
         && !text[at + len..].chars().next().is_some_and(is_ident)
 }
 
+/// The variables of a run, from where `inputs` says; files they come from join `sources`.
 fn read_inputs(inputs: &InputSource<'_>, sources: &mut SourceMap, diags: &mut Diags) -> Inputs {
     match inputs {
         InputSource::Args(args) => collect_inputs(args, sources, diags),

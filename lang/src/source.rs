@@ -213,7 +213,8 @@ impl SourceMap {
     pub fn mark_file_sensitive(&mut self, id: FileId) {
         let file = &mut self.files[id.index as usize];
         let len = file.shown_text().len();
-        file.sensitive = vec![0..len.max(1)];
+        file.sensitive.clear();
+        file.sensitive.push(0..len.max(1));
     }
 
     /// Marks the lines of `span` as holding a secret (a sensitive variable's value in a
@@ -224,20 +225,19 @@ impl SourceMap {
         file.sensitive.push(start..end.max(start + 1));
     }
 
-    /// Whether a diagnostic at `span` would show or quote a secret: the lines its excerpt
-    /// shows ([`EXCERPT_CONTEXT_LINES`] around the span) touch a sensitive range. The one
-    /// place that decides it: [`crate::diag::Diag::to_diagnostic`] masks the quoted tokens of
-    /// such a diagnostic and the binary's renderer shows its location alone.
+    /// Whether a diagnostic at `span` is about a secret's own text (the line where its span
+    /// starts, which is what a message quotes from, holds a sensitive range):
+    /// [`crate::diag::Diag::to_diagnostic`] masks the tokens such a
+    /// diagnostic quotes. Whether its excerpt may be shown is [`SourceFile::hides_lines`] of
+    /// the lines the excerpt shows ([`EXCERPT_CONTEXT_LINES`] around the span), which the
+    /// binary's renderer asks.
     pub fn is_sensitive(&self, span: Span) -> bool {
         let file = self.file(span.file);
         if file.sensitive.is_empty() {
             return false;
         }
-        let range = self.range(span);
-        file.hides_lines(
-            range.start.line.saturating_sub(EXCERPT_CONTEXT_LINES),
-            range.end.line + EXCERPT_CONTEXT_LINES,
-        )
+        let line = self.range(span).start.line;
+        file.hides_lines(line, line)
     }
 
     pub fn add(&mut self, path: &Path, text: String) -> FileId {
@@ -309,8 +309,8 @@ impl SourceMap {
     }
 }
 
-/// How many lines around a diagnostic's span its excerpt may show (the renderer shows one).
-pub const EXCERPT_CONTEXT_LINES: usize = 2;
+/// How many lines around a diagnostic's span its excerpt shows.
+pub const EXCERPT_CONTEXT_LINES: usize = 1;
 
 /// The lines of `text` that assign a passphrase (`passphrase = ...`, `"passphrase": ...`,
 /// a heredoc to its end): found without parsing, so that a file that does not parse still

@@ -1003,6 +1003,41 @@ impl DataSource for FilenameList {
 mod tests {
     use super::*;
 
+    /// serde_yaml_ng stops nested aliases at a hundred times the document's events, and
+    /// nesting at 128 levels: a hostile `yaml_body` is an error, not an exhausted memory.
+    #[test]
+    fn a_yaml_body_of_nested_aliases_or_deep_nesting_is_refused() {
+        let mut laughs = vec![
+            "apiVersion: v1".to_owned(),
+            "kind: ConfigMap".to_owned(),
+            "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]"
+                .to_owned(),
+        ];
+        for i in 1..12u8 {
+            let (prev, cur) = ((b'a' + i - 1) as char, (b'a' + i) as char);
+            laughs.push(format!(
+                "{cur}: &{cur} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]"
+            ));
+        }
+        let deep = format!(
+            "apiVersion: v1\nkind: ConfigMap\ndata: {}{}\n",
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        for body in [laughs.join("\n"), deep] {
+            let state = Value::Object(
+                [("yaml_body".to_owned(), Value::String(body))]
+                    .into_iter()
+                    .collect(),
+            );
+            let err = manifest_of(&state).unwrap_err();
+            assert!(
+                err.contains("repetition limit") || err.contains("recursion limit"),
+                "{err}"
+            );
+        }
+    }
+
     #[test]
     fn documents_split_as_the_kubectl_provider_splits_them() {
         let text = "# header\n---\na: 1\n---\n\n---\nb: 2\n--- \n";

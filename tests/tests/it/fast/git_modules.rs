@@ -198,3 +198,88 @@ fn init_runs_no_command_from_a_module_source() {
         "a command ran from a nested module source"
     );
 }
+
+/// A repository can hold a symbolic link to any absolute path; a module directory (or a file
+/// in it) that resolves outside its checkout is refused at init and at load, located at the
+/// module call — the lexical check of the source alone (`//../x`) does not see a link.
+#[cfg(unix)]
+#[test]
+fn a_git_module_that_links_outside_its_checkout_is_refused() {
+    let repos = tempfile::tempdir().unwrap();
+    let outside = repos.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        outside.join("main.hcl"),
+        "output \"stolen\" {\n  value = 1\n}\n",
+    )
+    .unwrap();
+    let repo = repos.path().join("linked");
+    std::fs::create_dir_all(repo.join("modules/files")).unwrap();
+    git(&repo, &["init", "-q"]);
+    std::os::unix::fs::symlink(&outside, repo.join("modules/dir")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.join("main.hcl"),
+        repo.join("modules/files/main.hcl"),
+    )
+    .unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "links"]);
+    git(&repo, &["tag", "v1"]);
+    let url = format!("file://{}", repo.display());
+    for subdir in ["modules/dir", "modules/files"] {
+        let stack = tempfile::tempdir().unwrap();
+        let d = stack.path();
+        std::fs::write(
+            d.join("main.hcl"),
+            format!("module \"m\" {{\n  source = \"git::{url}//{subdir}?ref=v1\"\n}}\n"),
+        )
+        .unwrap();
+        let (code, out, err) = run(d, &["init"]);
+        assert_eq!(code, 1, "{subdir}: {out}{err}");
+        assert!(
+            err.contains("resolves through a symbolic link")
+                && err.contains("outside the module's checkout"),
+            "{subdir}: {err}"
+        );
+        // A checkout made by hand (or by an older gpustack) is refused at load too.
+        let lock = format!(
+            "{{\"version\": 1, \"modules\": {{\"git::{url}//{subdir}?ref=v1\": {{\"url\": \"{url}\", \"reference\": \"v1\", \"commit\": \"{}\"}}}}}}",
+            git(&repo, &["rev-parse", "v1"])
+        );
+        std::fs::write(d.join("gpustack.modules.lock.json"), lock).unwrap();
+        let checkout = gpustack_lang::config::remote::GitSource::parse(&format!(
+            "git::{url}//{subdir}?ref=v1"
+        ))
+        .unwrap()
+        .unwrap()
+        .checkout_dir(d, &git(&repo, &["rev-parse", "v1"]));
+        copy_tree(&repo, &checkout);
+        let (code, out, err) = run(d, &["validate"]);
+        assert_eq!(code, 1, "{subdir}: {out}{err}");
+        assert!(
+            err.contains("Module outside its checkout") && err.contains("main.hcl:2"),
+            "{subdir}: {err}"
+        );
+    }
+}
+
+/// A copy of `from` (links kept as links) at `to`, without its `.git`.
+#[cfg(unix)]
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().filter_map(Result::ok) {
+        let name = entry.file_name();
+        if name == ".git" {
+            continue;
+        }
+        let (source, target) = (entry.path(), to.join(&name));
+        let meta = std::fs::symlink_metadata(&source).unwrap();
+        if meta.file_type().is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&source).unwrap(), &target).unwrap();
+        } else if meta.is_dir() {
+            copy_tree(&source, &target);
+        } else {
+            std::fs::copy(&source, &target).unwrap();
+        }
+    }
+}

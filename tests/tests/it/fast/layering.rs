@@ -91,6 +91,7 @@ fn the_engine_names_no_provider_backend_or_binary_crate() {
             [
                 "gpustack-catalog",
                 "gpustack-engine",
+                "gpustack-fs",
                 "gpustack-gpu",
                 "gpustack-lang",
                 "gpustack-protocol",
@@ -207,7 +208,8 @@ fn the_binary_links_one_tls_implementation() {
 /// The engine reaches the network only through a provider or a state backend: no socket in
 /// its sources (and no HTTP client in its dependencies, above).
 /// The language is what a stack's files say: it builds on the protocol's value and diagnostic
-/// types alone, never on the engine, the state, the GPU model, a provider or a backend.
+/// types alone (and the bounded reads of `gpustack-fs`), never on the engine, the state, the
+/// GPU model, a provider or a backend.
 #[test]
 fn the_language_crate_knows_no_plan_provider_or_state() {
     let gpustack: BTreeSet<String> = dependencies("gpustack-lang")
@@ -216,7 +218,7 @@ fn the_language_crate_knows_no_plan_provider_or_state() {
         .collect();
     assert_eq!(
         gpustack,
-        BTreeSet::from(["gpustack-lang", "gpustack-protocol"].map(str::to_owned))
+        BTreeSet::from(["gpustack-fs", "gpustack-lang", "gpustack-protocol"].map(str::to_owned))
     );
 }
 

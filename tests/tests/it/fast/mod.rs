@@ -8,6 +8,7 @@ mod docs;
 mod engine;
 mod examples;
 mod git_modules;
+mod hardening;
 mod helm_missing;
 mod hostile;
 mod language;

@@ -592,6 +592,8 @@ fn encryption_configuration_errors_point_at_their_line() {
         "{err}"
     );
     assert!(err.contains("Did you mean \"pbkdf2\"?"), "{err}");
+    // The passphrase is on the line after the mistake: the excerpt would show it.
+    assert!(!err.contains("passphrase"), "{err}");
     assert!(
         err.contains("Reference to undeclared key provider") && err.contains("main.hcl:12"),
         "{err}"

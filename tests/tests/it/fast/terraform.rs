@@ -712,7 +712,8 @@ fn terraform_remote_state_mistakes_are_located() {
         "data \"terraform_remote_state\" \"c\" {\n  backend = \"local\"\n  config = {\n    path = \"gpustack-state.json\"\n  }\n}\n",
     );
     assert!(
-        err.contains("this is a gpustack state") && err.contains("main.tf:"),
+        err.contains("gpustack-state.json is a gpustack state, not Terraform's")
+            && err.contains("main.tf:"),
         "{err}"
     );
     let err =
@@ -3494,15 +3495,15 @@ fn import_terraform_refuses_a_file_that_is_not_a_version_4_state() {
     for (file, says) in [
         (
             "v3.json",
-            "v3.json is a Terraform state of format version 3; only version 4",
+            "v3.json is a Terraform state of format version 3 (Terraform 0.11 or older)",
         ),
         (
             "plan.txt",
-            "plan.txt is not a Terraform state (terraform state pull prints one)",
+            "plan.txt is not a JSON document (terraform state pull prints a state)",
         ),
         (
             "listed.json",
-            "listed.json: `resources` is not a list of resources",
+            "listed.json: the field resources is map, expected a sequence",
         ),
         ("absent.json", "absent.json: "),
     ] {
