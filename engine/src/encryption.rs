@@ -9,9 +9,9 @@
 //! **Invariant:** no diagnostic quotes a passphrase; the values evaluated here go nowhere but
 //! into the configuration.
 
-use crate::diag::{Diags, suggest};
-use crate::lang::eval::{EvalError, Evaluator, Scope};
-use crate::source::{FileId, Span};
+use gpustack_lang::diag::{Diags, suggest};
+use gpustack_lang::expr::eval::{EvalError, Evaluator, Scope};
+use gpustack_lang::source::{FileId, Span};
 use gpustack_protocol::Value;
 use gpustack_state::encryption::{
     AwsKmsConfig, EncryptionConfig, HashFunction, KeyProviderConfig, MAX_ITERATIONS,

@@ -6,8 +6,8 @@
 //! it differs from the configuration.
 
 use crate::plan::{PlanMode, PlanOptions};
-use crate::source::SourceMap;
 use crate::{Session, version};
+use gpustack_lang::source::SourceMap;
 use gpustack_protocol::Diagnostic;
 use gpustack_state::State;
 

@@ -1,11 +1,11 @@
 //! What plan and apply share about resource instances: expanding a block by count/for_each,
 //! shaping instance values the way references see them, and reporting provider diagnostics.
 
-use crate::address::strip_instance_key;
-use crate::config::{Lifecycle, Resource};
-use crate::diag::{Diag, Diags};
 use crate::evaluate::{EvalContext, Expansion, Repetition};
-use crate::source::Span;
+use gpustack_lang::address::strip_instance_key;
+use gpustack_lang::config::{Lifecycle, Resource};
+use gpustack_lang::diag::{Diag, Diags};
+use gpustack_lang::source::Span;
 use gpustack_protocol::{Diagnostic, Value};
 use gpustack_state::ResourceState;
 
@@ -165,9 +165,11 @@ pub(crate) fn recorded<'s>(
             instances
                 .iter()
                 .filter_map(|s| {
-                    let address = crate::address::Address::parse(&s.address).ok()?;
+                    let address = gpustack_lang::address::Address::parse(&s.address).ok()?;
                     match address.instance_key() {
-                        Some(crate::address::Key::Name(key)) => Some((key.clone(), value_of(s))),
+                        Some(gpustack_lang::address::Key::Name(key)) => {
+                            Some((key.clone(), value_of(s)))
+                        }
                         _ => None,
                     }
                 })

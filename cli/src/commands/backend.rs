@@ -5,7 +5,7 @@
 //! `init --reconfigure` (start from the new backend as it is), so that no run ever plans from
 //! an empty state while the real one sits in the old backend.
 
-use gpustack_engine::Session;
+use gpustack_engine::{Session, SettingsError};
 use gpustack_state::{Backend, BackendConfig, Encryption, Encryptions, LockGuard, LockInfo, State};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -17,19 +17,26 @@ use std::time::Duration;
 /// (for CI: the passphrase or key comes from a secret store, never from a file).
 pub const ENCRYPTION_ENV: &str = "GPUSTACK_ENCRYPTION";
 
-/// How the stack's states and plans are encrypted: its `gpustack { encryption }` block with
-/// GPUSTACK_ENCRYPTION over it. A configuration error is reported at its line.
-pub fn encryptions(session: &mut Session) -> Result<Encryptions, String> {
+/// What the stack says of its state: where it lives (its backend block) and how states and
+/// plans are encrypted (its `encryption` block with GPUSTACK_ENCRYPTION over it), asked of the
+/// engine once. An encryption configuration error is reported at its line.
+pub fn settings(session: &mut Session) -> Result<(BackendConfig, Encryptions), String> {
     let environment = std::env::var(ENCRYPTION_ENV).ok();
-    match session.encryption_config(environment.as_deref()) {
-        Ok(None) => Ok(Encryptions::none()),
-        Ok(Some(config)) => gpustack_backends::encryptions(&config).map_err(|e| full(&e)),
-        Err(diagnostics) => {
-            let color = std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal();
-            super::report::diagnostics(&session.sources, &diagnostics, color);
-            Err(format!(
-                "the encryption configuration (the gpustack block's encryption, {ENCRYPTION_ENV}) is invalid"
-            ))
+    match session.settings(environment.as_deref()) {
+        Ok(settings) => {
+            let encryptions = match &settings.encryption {
+                None => Encryptions::none(),
+                Some(config) => gpustack_backends::encryptions(config).map_err(|e| full(&e))?,
+            };
+            Ok((settings.backend, encryptions))
+        }
+        Err(e) => {
+            if let SettingsError::Encryption { diagnostics } = &e {
+                let color =
+                    std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal();
+                super::report::diagnostics(session.sources(), diagnostics, color);
+            }
+            Err(e.to_string())
         }
     }
 }
@@ -98,37 +105,30 @@ fn has_local_state(dir: &Path) -> bool {
     dir.join(".gpustack").join("state.json").is_file()
 }
 
-/// The backend of a loaded stack, its state encrypted as the stack says, refusing a backend
+/// The backend `config` names, its state encrypted with `encryption`, refusing a backend
 /// that changed since `init` recorded it.
-pub async fn open(dir: &Path, session: &mut Session) -> Result<Box<dyn Backend>, String> {
-    let encryption = encryptions(session)?.state;
-    open_encrypted(dir, session, encryption).await
-}
-
-/// As [`open`], with the state's encryption given.
-pub async fn open_encrypted(
+pub async fn open(
     dir: &Path,
-    session: &Session,
+    config: &BackendConfig,
     encryption: Arc<Encryption>,
 ) -> Result<Box<dyn Backend>, String> {
-    let config = session.backend_config()?;
     match recorded(dir)? {
-        Some(before) if !before.same_location(&config) => {
+        Some(before) if !before.same_location(config) => {
             return Err(format!(
                 "the stack's backend changed from {} to {}. Run `gpustack init --migrate-state` to copy the state to the new backend, or `gpustack init --reconfigure` to use the new backend as it is",
                 describe(&before),
-                describe(&config)
+                describe(config)
             ));
         }
         None if config.kind() != "local" && has_local_state(dir) => {
             return Err(format!(
                 "the stack now keeps its state in {}, but a local state exists at .gpustack/state.json. Run `gpustack init --migrate-state` to copy it there",
-                describe(&config)
+                describe(config)
             ));
         }
         _ => {}
     }
-    gpustack_backends::open_encrypted(&config, dir, encryption)
+    gpustack_backends::open_encrypted(config, dir, encryption)
         .await
         .map_err(|e| full(&e))
 }
@@ -143,8 +143,8 @@ pub async fn open_locked(
     operation: &str,
     timeout: Duration,
 ) -> Result<(Box<dyn Backend>, LockGuard, Option<State>), String> {
-    let encryption = encryptions(session)?.state;
-    let backend = open_encrypted(dir, session, encryption).await?;
+    let (config, encryptions) = settings(session)?;
+    let backend = open(dir, &config, encryptions.state).await?;
     let guard = lock(backend.as_ref(), operation, timeout).await?;
     let state = backend.read().await.map_err(|e| full(&e))?;
     Ok((backend, guard, state))
@@ -200,14 +200,10 @@ pub fn init(
     reconfigure: bool,
     lock_timeout: Duration,
 ) -> ExitCode {
-    let config = match session.backend_config() {
-        Ok(c) => c,
-        Err(e) => return error(e),
-    };
     // Both ends of a migration read and write through the stack's state encryption: to
     // encrypt a state while moving it, its fallback reads the plaintext one.
-    let encryption = match encryptions(session) {
-        Ok(e) => e.state,
+    let (config, encryption) = match settings(session) {
+        Ok((config, encryptions)) => (config, encryptions.state),
         Err(e) => return error(e),
     };
     let before = match recorded(dir) {

@@ -422,7 +422,7 @@ pub fn main() -> ExitCode {
                 &gpustack_lang::config::Files::Disk,
                 gpustack_engine::InputSource::Args(&variables),
             );
-            if session.diags.has_errors() {
+            if session.has_errors() {
                 let (sources, diagnostics) = session.diagnostics();
                 report::diagnostics(&sources, &diagnostics, color);
                 return ExitCode::from(1);

@@ -45,7 +45,7 @@ fn open(common: &Common) -> Result<Session, ExitCode> {
         &Files::Disk,
         InputSource::Args(&common.variables),
     );
-    if session.diags.has_errors() {
+    if session.has_errors() {
         let (sources, diagnostics) = session.diagnostics();
         emit(common, &sources, &diagnostics);
         return Err(ExitCode::from(1));
@@ -86,8 +86,8 @@ async fn make_plan(
     saved: bool,
 ) -> Result<(Plan, Box<dyn Backend>, LockGuard, Encryptions), ExitCode> {
     let mut session = open(common)?;
-    let encryptions = super::backend::encryptions(&mut session).map_err(error)?;
-    let backend = super::backend::open_encrypted(&common.dir, &session, encryptions.state.clone())
+    let (backend_config, encryptions) = super::backend::settings(&mut session).map_err(error)?;
+    let backend = super::backend::open(&common.dir, &backend_config, encryptions.state.clone())
         .await
         .map_err(error)?;
     let guard = lock(backend.as_ref(), operation, common.lock_timeout)
@@ -137,7 +137,7 @@ pub(crate) async fn read_plan(file: &Path, variables: &VariableArgs) -> Result<P
             &Files::Disk,
             InputSource::Args(variables),
         );
-        let encryptions = super::backend::encryptions(&mut session)?;
+        let (_, encryptions) = super::backend::settings(&mut session)?;
         encryptions
             .plan
             .open(&bytes)
@@ -561,8 +561,8 @@ pub fn apply(
             },
             InputSource::Args(&common.variables),
         );
-        let encryptions = match super::backend::encryptions(&mut session) {
-            Ok(e) => e,
+        let (backend_config, encryptions) = match super::backend::settings(&mut session) {
+            Ok(settings) => settings,
             Err(e) => return error(e),
         };
         // A plan in clear where plans are encrypted is refused, unless an unencrypted
@@ -574,7 +574,7 @@ pub fn apply(
             return error(format!("{}: {}", file.display(), full(&e)));
         }
         let backend =
-            match super::backend::open_encrypted(&dir, &session, encryptions.state.clone()).await {
+            match super::backend::open(&dir, &backend_config, encryptions.state.clone()).await {
                 Ok(b) => b,
                 Err(e) => return error(e),
             };
@@ -987,7 +987,13 @@ pub fn console(common: &Common) -> ExitCode {
             Ok(session) => session,
             Err(code) => return code,
         };
-        let backend = match super::backend::open(&common.dir, &mut session).await {
+        let opened = match super::backend::settings(&mut session) {
+            Ok((config, encryptions)) => {
+                super::backend::open(&common.dir, &config, encryptions.state).await
+            }
+            Err(e) => Err(e),
+        };
+        let backend = match opened {
             Ok(backend) => backend,
             Err(e) => return error(e),
         };

@@ -32,8 +32,8 @@ async fn stack_backend_encrypted(
         &Files::Disk,
         InputSource::Args(&VariableArgs::from_process_env(vec![], vec![])),
     );
-    let encryptions = super::backend::encryptions(&mut session).map_err(error)?;
-    let backend = super::backend::open_encrypted(dir, &session, encryptions.state.clone())
+    let (config, encryptions) = super::backend::settings(&mut session).map_err(error)?;
+    let backend = super::backend::open(dir, &config, encryptions.state.clone())
         .await
         .map_err(error)?;
     Ok((backend, encryptions))
@@ -456,7 +456,11 @@ pub fn force_unlock(dir: &Path, id: &str) -> ExitCode {
         let none = std::sync::Arc::new(gpustack_state::Encryption::none(
             gpustack_state::encryption::Target::State,
         ));
-        let backend = match super::backend::open_encrypted(dir, &session, none).await {
+        let config = match session.backend_config() {
+            Ok(config) => config,
+            Err(e) => return error(e),
+        };
+        let backend = match super::backend::open(dir, &config, none).await {
             Ok(b) => b,
             Err(e) => return error(e),
         };
@@ -490,7 +494,7 @@ pub fn import(
             &Files::Disk,
             InputSource::Args(variables),
         );
-        if session.diags.has_errors() {
+        if session.has_errors() {
             let (sources, diagnostics) = session.diagnostics();
             super::report::diagnostics(&sources, &diagnostics, color);
             return ExitCode::from(1);

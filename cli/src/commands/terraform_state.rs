@@ -131,7 +131,7 @@ pub fn import(
             &Files::Disk,
             InputSource::Args(variables),
         );
-        if session.diags.has_errors() {
+        if session.has_errors() {
             let (sources, diagnostics) = session.diagnostics();
             super::report::diagnostics(&sources, &diagnostics, color);
             return ExitCode::from(1);

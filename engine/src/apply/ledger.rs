@@ -51,7 +51,7 @@ impl Slots {
     pub(super) fn insert(&mut self, address: &str, slot: usize) {
         self.by_address.insert(address.to_owned(), slot);
         self.by_config
-            .entry(crate::address::strip_instance_key(address))
+            .entry(gpustack_lang::address::strip_instance_key(address))
             .or_default()
             .push(slot);
     }

@@ -16,8 +16,6 @@
 //! changes done are in the report's state, which the caller keeps elsewhere)
 //! (`world::backends::*_a_paused_holder_that_lost_its_lock_stops_and_writes_no_state`).
 
-use crate::config::{Files, Resource, ResourceMode};
-use crate::diag::Diag;
 use crate::evaluate::store;
 use crate::evaluate::{EvalContext, EvalOptions, Inputs, Repetition};
 use crate::graph::{Graph, NodeKind};
@@ -26,9 +24,11 @@ use crate::plan::{Action, Plan, PlanMode, ResourceChange, sensitive_attributes};
 use crate::progress::Progress;
 use crate::schedule::{Steps, run};
 use crate::sensitive::{Salt, encode};
-use crate::source::{SourceMap, Span};
 use crate::{InputSource, Session};
 use futures::future::BoxFuture;
+use gpustack_lang::config::{Files, Resource, ResourceMode};
+use gpustack_lang::diag::Diag;
+use gpustack_lang::source::{SourceMap, Span};
 use gpustack_protocol::Registry;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Diagnostic, PlanResourceChangeRequest,

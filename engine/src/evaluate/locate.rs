@@ -4,8 +4,8 @@
 //! argument in the calling module, and YAML written in a heredoc, in a literal block scalar
 //! inside such YAML, or in a file read with `file()`.
 
-use crate::config::{BodyRef, Module, Stack};
-use crate::source::{FileId, SourceMap, Span};
+use gpustack_lang::config::{BodyRef, Module, Stack};
+use gpustack_lang::source::{FileId, SourceMap, Span};
 use gpustack_protocol::PathStep;
 use hcl_edit::Span as _;
 use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
@@ -255,14 +255,14 @@ impl Locator<'_> {
                         let literal = object.iter().find(|(k, _)| match k {
                             ObjectKey::Ident(i) => i.as_str() == key,
                             ObjectKey::Expression(e) => {
-                                crate::lang::literal::literal_str(e).as_deref()
+                                gpustack_lang::expr::literal::literal_str(e).as_deref()
                                     == Some(key.as_str())
                             }
                         });
                         // A key computed from a variable: the only such key is the one.
                         let computed: Vec<_> = object
                             .iter()
-                            .filter(|(k, _)| matches!(k, ObjectKey::Expression(e) if crate::lang::literal::literal_str(e).is_none()))
+                            .filter(|(k, _)| matches!(k, ObjectKey::Expression(e) if gpustack_lang::expr::literal::literal_str(e).is_none()))
                             .collect();
                         let found = literal.or_else(|| (computed.len() == 1).then(|| computed[0]));
                         match found {
@@ -290,7 +290,7 @@ impl Locator<'_> {
     }
 
     /// The module that calls `module`, and the call.
-    fn caller(&self, module: usize) -> Option<(usize, &crate::config::ModuleCall)> {
+    fn caller(&self, module: usize) -> Option<(usize, &gpustack_lang::config::ModuleCall)> {
         let m: &Module = &self.stack.modules[module];
         let parent = m.parent?;
         let name = match &m.instance {
@@ -470,9 +470,9 @@ pub(crate) mod yaml {
 mod tests {
     use super::yaml::locate;
     use super::{Locator, path_of_text};
-    use crate::config::load::{Files, load_stack_from};
-    use crate::diag::Diags;
-    use crate::source::SourceMap;
+    use gpustack_lang::config::load::{Files, load_stack_from};
+    use gpustack_lang::diag::Diags;
+    use gpustack_lang::source::SourceMap;
     use gpustack_protocol::PathStep;
     use std::path::Path;
 

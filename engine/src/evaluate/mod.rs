@@ -8,12 +8,12 @@ mod flows;
 pub(crate) mod locate;
 mod scope;
 
-use crate::config::{BodyRef, Expr, Resource, ResourceMode, Stack, Variable};
-use crate::diag::{Diag, Diags, closest, suggest};
 use crate::graph::dot::Instances;
 use crate::graph::{Graph, NodeKind};
-use crate::lang::eval::{EmptyScope, EvalError, Evaluator, Scope};
-use crate::source::{SourceMap, Span};
+use gpustack_lang::config::{BodyRef, Expr, Resource, ResourceMode, Stack, Variable};
+use gpustack_lang::diag::{Diag, Diags, closest, suggest};
+use gpustack_lang::expr::eval::{EmptyScope, EvalError, Evaluator, Scope};
+use gpustack_lang::source::{SourceMap, Span};
 use gpustack_protocol::Registry;
 use gpustack_protocol::{
     BlockNesting, NestedBlock, Schema, Type, ValidateResourceConfigRequest, Value,
@@ -51,7 +51,7 @@ fn read_digest_input(
     digest: &str,
     salt: &crate::sensitive::Salt,
 ) -> Result<Option<String>, String> {
-    match crate::lang::eval::read_disk(path)? {
+    match gpustack_lang::expr::eval::read_disk(path)? {
         Some(text) if salt.digest(&Value::String(text.clone())) == digest => Ok(Some(text)),
         Some(_) => Err(format!(
             "\"{path}\" went into a secret, so the plan kept only its digest, and the file now differs from what was planned. Restore it or make a new plan."
@@ -202,10 +202,10 @@ pub fn module_expansions(
     registry: &Registry,
     sources: &SourceMap,
     inputs: &Inputs,
-    expansions: &crate::config::ModuleExpansions,
+    expansions: &gpustack_lang::config::ModuleExpansions,
     diags: &mut Diags,
-) -> crate::config::ModuleExpansions {
-    let pending: Vec<(usize, &crate::config::ModuleCall)> = stack
+) -> gpustack_lang::config::ModuleExpansions {
+    let pending: Vec<(usize, &gpustack_lang::config::ModuleCall)> = stack
         .modules
         .iter()
         .enumerate()
@@ -215,7 +215,7 @@ pub fn module_expansions(
                 && !expansions.contains_key(&(stack.modules[*i].path.clone(), c.name.clone()))
         })
         .collect();
-    let mut found = crate::config::ModuleExpansions::new();
+    let mut found = gpustack_lang::config::ModuleExpansions::new();
     if pending.is_empty() {
         return found;
     }
@@ -245,7 +245,7 @@ pub fn module_expansions(
         errors.0.extend(walk.diags.0.drain(before..));
         let instances = match expansion {
             Expansion::Count(n) => (0..n)
-                .map(|i| crate::config::ModuleInstance {
+                .map(|i| gpustack_lang::config::ModuleInstance {
                     call: call.name.clone(),
                     key: format!("[{i}]"),
                     count_index: Some(i),
@@ -254,7 +254,7 @@ pub fn module_expansions(
                 .collect(),
             Expansion::ForEach(items) => items
                 .into_iter()
-                .map(|(k, v)| crate::config::ModuleInstance {
+                .map(|(k, v)| gpustack_lang::config::ModuleInstance {
                     call: call.name.clone(),
                     key: format!("[{}]", Value::string(k.clone())),
                     count_index: None,
@@ -367,7 +367,7 @@ impl<'a> EvalContext<'a> {
         }
     }
 
-    /// An impure call's value (see [`crate::lang::eval::Scope::impure`]): made and recorded
+    /// An impure call's value (see [`gpustack_lang::expr::eval::Scope::impure`]): made and recorded
     /// under `key` while planning, read from the plan's record when applying it.
     pub(crate) fn impure(
         &self,
@@ -417,7 +417,7 @@ impl<'a> EvalContext<'a> {
         let key = input_key(path);
         let Some(recorded) = &self.recorded else {
             self.flows.borrow_mut().read(&key);
-            let text = crate::lang::eval::read_disk(path)?;
+            let text = gpustack_lang::expr::eval::read_disk(path)?;
             self.files_read.borrow_mut().insert(
                 key,
                 text.clone()
@@ -524,7 +524,7 @@ impl<'a> EvalContext<'a> {
             repetition: None,
             file: None,
         };
-        crate::lang::refs::references(&expr.expr)
+        gpustack_lang::expr::refs::references(&expr.expr)
             .into_iter()
             .find_map(|reference| {
                 let names = reference.names();
@@ -538,11 +538,15 @@ impl<'a> EvalContext<'a> {
             })
     }
 
-    fn span(&self, file: crate::source::FileId, range: Option<Range<usize>>) -> Option<Span> {
+    fn span(
+        &self,
+        file: gpustack_lang::source::FileId,
+        range: Option<Range<usize>>,
+    ) -> Option<Span> {
         range.map(|r| Span::new(file, r))
     }
 
-    pub(crate) fn report(&mut self, file: crate::source::FileId, err: EvalError) {
+    pub(crate) fn report(&mut self, file: gpustack_lang::source::FileId, err: EvalError) {
         let span = self.span(file, err.range);
         self.diags.push(Diag::error(span, err.summary, err.detail));
     }
@@ -562,7 +566,7 @@ impl<'a> EvalContext<'a> {
         &mut self,
         module: usize,
         expr: &Expression,
-        file: crate::source::FileId,
+        file: gpustack_lang::source::FileId,
         repetition: Option<Repetition>,
     ) -> Value {
         let result = {
@@ -637,7 +641,7 @@ impl<'a> EvalContext<'a> {
                     Err(message) => {
                         // What the parser quotes of a secret is the secret.
                         let message = if v.sensitive {
-                            crate::diag::redact_quoted(&message)
+                            gpustack_lang::diag::redact_quoted(&message)
                         } else {
                             message
                         };
@@ -1184,7 +1188,7 @@ impl<'a> EvalContext<'a> {
                             (key, key_span.unwrap_or(body.span)),
                             nested,
                             &value,
-                            Some(crate::config::span_of(file, attr.value.span())),
+                            Some(gpustack_lang::config::span_of(file, attr.value.span())),
                             context,
                             &mut blocks,
                             &mut unknown_blocks,
@@ -1234,7 +1238,7 @@ impl<'a> EvalContext<'a> {
                         }
                         Err(err) => {
                             self.diags.error(
-                                crate::config::span_of(file, attr.value.span()),
+                                gpustack_lang::config::span_of(file, attr.value.span()),
                                 "Incorrect attribute value type",
                                 format!("Inappropriate value for attribute \"{key}\": {err}."),
                             );
@@ -1453,7 +1457,7 @@ impl<'a> EvalContext<'a> {
     fn dynamic_block(
         &mut self,
         module: usize,
-        file: crate::source::FileId,
+        file: gpustack_lang::source::FileId,
         block: &hcl_edit::structure::Block,
         schema: &Schema,
         repetition: &Option<Repetition>,
@@ -1493,7 +1497,7 @@ impl<'a> EvalContext<'a> {
                     });
                 }
                 Structure::Attribute(a) if a.key.as_str() == "iterator" => {
-                    match crate::config::load::static_parts(&a.value).as_deref() {
+                    match gpustack_lang::config::load::static_parts(&a.value).as_deref() {
                         Some([name]) => iterator = name.clone(),
                         _ => self.diags.error(
                             self.span(file, a.value.span()),
@@ -1592,7 +1596,7 @@ impl<'a> EvalContext<'a> {
     pub(crate) fn conditions(
         &mut self,
         module: usize,
-        conditions: &[crate::config::Condition],
+        conditions: &[gpustack_lang::config::Condition],
         repetition: Option<Repetition>,
         kind: ConditionKind,
         subject: &str,

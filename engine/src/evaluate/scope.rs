@@ -3,9 +3,9 @@
 //! "did you mean" errors for what is not declared.
 
 use super::{Decl, EvalContext, Repetition};
-use crate::config::Module;
-use crate::diag::suggest;
-use crate::lang::eval::{EvalError, Scope};
+use gpustack_lang::config::Module;
+use gpustack_lang::diag::suggest;
+use gpustack_lang::expr::eval::{EvalError, Scope};
 use gpustack_protocol::Value;
 use std::borrow::Cow;
 use std::ops::Range;
@@ -15,7 +15,7 @@ pub(super) struct ModuleScope<'w, 'a> {
     pub(super) module: usize,
     pub(super) repetition: Option<Repetition>,
     /// The file of the expression, which names the place of an impure call's record.
-    pub(super) file: Option<crate::source::FileId>,
+    pub(super) file: Option<gpustack_lang::source::FileId>,
 }
 
 /// A declared name's value; unknown when its node could not be evaluated.
@@ -32,7 +32,7 @@ fn undeclared(range: Option<Range<usize>>, summary: &str, detail: String) -> Eva
 fn declared<'v, T>(
     name: &str,
     range: Option<Range<usize>>,
-    names: &crate::config::Names<T>,
+    names: &gpustack_lang::config::Names<T>,
     value: Option<&'v Value>,
     what: &str,
 ) -> Result<(Cow<'v, Value>, usize), EvalError> {

@@ -38,9 +38,10 @@ fn cycle_through(
     b: &Builder<'_>,
     start: NodeIndex,
     members: &HashSet<NodeIndex>,
-) -> (Option<crate::source::Span>, String) {
+) -> (Option<gpustack_lang::source::Span>, String) {
     let graph = &b.graph.graph;
-    let mut previous: HashMap<NodeIndex, (NodeIndex, Option<crate::source::Span>)> = HashMap::new();
+    let mut previous: HashMap<NodeIndex, (NodeIndex, Option<gpustack_lang::source::Span>)> =
+        HashMap::new();
     let mut queue = VecDeque::from([start]);
     let mut closing = None;
     'search: while let Some(node) = queue.pop_front() {

@@ -2,7 +2,7 @@
 //! (dependency → dependent), instances of counted resources inside a cluster of their own.
 
 use super::{Graph, NodeKind};
-use crate::config::Stack;
+use gpustack_lang::config::Stack;
 use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef;
 use std::collections::HashMap;

@@ -8,11 +8,11 @@
 mod cycles;
 pub mod dot;
 
-use crate::config::{Expr, Module, ResourceMode, Stack, provider_key};
-use crate::diag::{Diags, suggest};
-use crate::lang::refs::references;
-use crate::source::{SourceMap, Span};
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use gpustack_lang::config::{Expr, Module, ResourceMode, Stack, provider_key};
+use gpustack_lang::diag::{Diags, suggest};
+use gpustack_lang::expr::refs::references;
+use gpustack_lang::source::{SourceMap, Span};
 use gpustack_protocol::Registry;
 use hcl_edit::expr::Expression;
 use hcl_edit::structure::{Body, Structure};
@@ -279,7 +279,7 @@ impl Builder<'_> {
         module: usize,
         to: NodeIndex,
         expr: &Expression,
-        file: crate::source::FileId,
+        file: gpustack_lang::source::FileId,
     ) {
         for reference in references(expr) {
             let span = reference.range.clone().map(|r| Span::new(file, r));
@@ -591,7 +591,7 @@ fn add_depends_on_edges(b: &mut Builder<'_>) {
 fn depends_on_targets(
     b: &mut Builder<'_>,
     module: usize,
-    reference: &crate::config::Reference,
+    reference: &gpustack_lang::config::Reference,
 ) -> Vec<NodeIndex> {
     let targets = match reference.parts.as_slice() {
         [root, call, ..] if root == "module" => b.stack.modules[module]
@@ -690,7 +690,7 @@ fn add_module_depends_on_edges(b: &mut Builder<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Files, load_stack_from};
+    use gpustack_lang::config::{Files, load_stack_from};
     use std::path::Path;
 
     fn order_of(text: &str) -> Vec<String> {

@@ -176,13 +176,13 @@ pub(super) fn known_part(
 /// or the `references` it makes.
 pub(super) fn configuration(plan: &Plan) -> serde_json::Value {
     let root = std::path::PathBuf::from(&plan.snapshot.stack_dir);
-    let files = crate::config::Files::Snapshot {
+    let files = gpustack_lang::config::Files::Snapshot {
         root: root.clone(),
         files: std::sync::Arc::new(plan.snapshot.files.clone()),
     };
-    let mut sources = crate::source::SourceMap::new(&root);
-    let mut diags = crate::diag::Diags::default();
-    let stack = crate::config::load_stack_from(&files, &root, &mut sources, &mut diags);
+    let mut sources = gpustack_lang::source::SourceMap::new(&root);
+    let mut diags = gpustack_lang::diag::Diags::default();
+    let stack = gpustack_lang::config::load_stack_from(&files, &root, &mut sources, &mut diags);
     if stack.modules.is_empty() {
         return serde_json::json!({});
     }
@@ -203,7 +203,7 @@ pub(super) fn configuration(plan: &Plan) -> serde_json::Value {
 pub(super) type Marks<'p> = std::collections::HashMap<&'p str, &'p serde_json::Value>;
 
 pub(super) fn configured_module(
-    stack: &crate::config::Stack,
+    stack: &gpustack_lang::config::Stack,
     index: usize,
     marks: &Marks<'_>,
 ) -> serde_json::Value {
@@ -218,8 +218,8 @@ pub(super) fn configured_module(
             let mut resource = serde_json::json!({
                 "address": r.local_address(),
                 "mode": match r.mode {
-                    crate::config::ResourceMode::Managed => "managed",
-                    crate::config::ResourceMode::Data => "data",
+                    gpustack_lang::config::ResourceMode::Managed => "managed",
+                    gpustack_lang::config::ResourceMode::Data => "data",
                 },
                 "type": r.type_name,
                 "name": r.name,
@@ -335,7 +335,7 @@ pub(super) fn expression_json(
     expression: &hcl_edit::expr::Expression,
     secret: bool,
 ) -> serde_json::Value {
-    if let Some(value) = crate::lang::literal::literal_value(expression) {
+    if let Some(value) = gpustack_lang::expr::literal::literal_value(expression) {
         let json = value.to_json();
         // A literal secret (a sensitive attribute's, or one that looks like a credential) is
         // said to be there, never shown.
@@ -345,7 +345,7 @@ pub(super) fn expression_json(
         return serde_json::json!({ "constant_value": json });
     }
     let mut references: Vec<String> = Vec::new();
-    for r in crate::lang::refs::references(expression) {
+    for r in gpustack_lang::expr::refs::references(expression) {
         let names = r.names();
         let shortest = match names.first() {
             Some(&"data") => 3,

@@ -385,7 +385,7 @@ pub(super) fn change_block(out: &mut String, style: &Style, change: &ResourceCha
     {
         let _ = writeln!(out, "{line}");
     }
-    let name = crate::address::Address::parse(&change.address)
+    let name = gpustack_lang::address::Address::parse(&change.address)
         .ok()
         .and_then(|a| a.0.last().map(|s| s.name.clone()))
         .unwrap_or_default();

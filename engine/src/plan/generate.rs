@@ -33,7 +33,7 @@ pub fn resource_block(
     body(&mut out, schema, state, 1);
     out.push_str("}\n");
     // Aligned and indented the way `gpustack fmt` writes it.
-    crate::fmt::format_hcl(&out).unwrap_or(out)
+    gpustack_lang::fmt::format_hcl(&out).unwrap_or(out)
 }
 
 fn body(out: &mut String, schema: &Schema, state: &Value, depth: usize) {

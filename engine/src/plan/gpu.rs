@@ -72,10 +72,11 @@ pub(crate) fn pass(
             );
             match finding.severity {
                 Severity::Error => walk.diags.error(span, finding.summary, detail),
-                Severity::Warning => {
-                    walk.diags
-                        .push(crate::diag::Diag::warning(span, finding.summary, detail))
-                }
+                Severity::Warning => walk.diags.push(gpustack_lang::diag::Diag::warning(
+                    span,
+                    finding.summary,
+                    detail,
+                )),
             }
         }
     }

@@ -15,6 +15,7 @@ pub mod generate;
 mod gpu;
 mod ownership;
 mod planner;
+mod run;
 
 pub use crate::evaluate::FileRecord;
 pub use crate::sensitive::{mark_schema, sensitive_attributes};
@@ -23,6 +24,7 @@ pub(crate) use planner::{
     Ownership, Secrets, make_plan, output_value, resource_dependencies, state_value,
 };
 pub use planner::{PlanMode, PlanOptions};
+pub use run::{needs_digest_key, plan, with_digest_key};
 
 use gpustack_protocol::Value;
 use indexmap::IndexMap;

@@ -6,10 +6,10 @@
 //! **Invariant:** gpustack never creates and then deletes one object, and never changes or
 //! deletes an object the stack did not create or import.
 
-use crate::address::{Address, Key, Step};
-use crate::config::{Expr, Stack};
-use crate::diag::{Diag, Diags};
-use crate::source::Span;
+use gpustack_lang::address::{Address, Key, Step};
+use gpustack_lang::config::{Expr, Stack};
+use gpustack_lang::diag::{Diag, Diags};
+use gpustack_lang::source::Span;
 use gpustack_state::State;
 use hcl_edit::expr::{Expression, TraversalOperator};
 use std::collections::HashMap;

@@ -8,16 +8,16 @@ use super::{
     Action, DataRecord, OutputChange, Plan, ResourceChange, Snapshot, config_hash, mark_schema,
     sensitive_attributes,
 };
-use crate::config::{Resource, ResourceMode};
 use crate::configure::Configured;
-use crate::diag::Diag;
 use crate::evaluate::store;
 use crate::evaluate::{Decl, EvalContext, EvalOptions, Inputs, Repetition};
 use crate::graph::{Graph, NodeKind};
 use crate::instances::{Instance, InstanceKey, assemble, expand, keep_ignored, recorded, report};
 use crate::sensitive::{Salt, encode, masked_texts};
-use crate::source::Span;
 use futures::future::BoxFuture;
+use gpustack_lang::config::{Resource, ResourceMode};
+use gpustack_lang::diag::Diag;
+use gpustack_lang::source::Span;
 use gpustack_protocol::{
     Diagnostic, PlanResourceChangeRequest, ReadDataSourceRequest, ReadResourcesRequest, Value,
 };
@@ -89,11 +89,11 @@ struct Planner<'w, 'a> {
     /// This stack's mark on what it creates.
     owner: String,
     /// `import` blocks by the config address of the resource they import into.
-    import_blocks: HashMap<String, Vec<&'a crate::config::Import>>,
+    import_blocks: HashMap<String, Vec<&'a gpustack_lang::config::Import>>,
     /// Evaluated `import` blocks: instance address → (id, block).
     imports: HashMap<String, (String, Span)>,
     /// Import blocks into resources that are not declared (`--generate-config-out`).
-    missing: Vec<&'a crate::config::Import>,
+    missing: Vec<&'a gpustack_lang::config::Import>,
     /// Instance address → the address it had before a `moved` block.
     previous: HashMap<String, String>,
     /// Where each planned instance's resource is declared, for located diagnostics.
@@ -278,10 +278,10 @@ fn import_blocks<'a>(
     graph: &Graph,
     options: &PlanOptions,
 ) -> (
-    HashMap<String, Vec<&'a crate::config::Import>>,
-    Vec<&'a crate::config::Import>,
+    HashMap<String, Vec<&'a gpustack_lang::config::Import>>,
+    Vec<&'a gpustack_lang::config::Import>,
 ) {
-    let mut import_blocks: HashMap<String, Vec<&crate::config::Import>> = HashMap::new();
+    let mut import_blocks: HashMap<String, Vec<&gpustack_lang::config::Import>> = HashMap::new();
     let mut missing = Vec::new();
     for import in &walk.stack.root().imports {
         if let Some(target) = super::ownership::Target::of(&import.to, "to", walk.diags) {
@@ -385,13 +385,14 @@ fn targets(
     }
     let mut selected = Vec::new();
     for target in targets {
-        let config_address = crate::address::Address::parse(&strip_instance_key(target));
+        let config_address = gpustack_lang::address::Address::parse(&strip_instance_key(target));
         let found: Vec<NodeIndex> = graph
             .graph
             .node_indices()
             .filter(|&n| matches!(graph.graph[n].kind, NodeKind::Resource(_)))
             .filter(|&n| {
-                let address = crate::address::Address::parse(&graph.graph[n].address(walk.stack));
+                let address =
+                    gpustack_lang::address::Address::parse(&graph.graph[n].address(walk.stack));
                 matches!((&address, &config_address), (Ok(a), Ok(t)) if a.starts_with(t))
             })
             .collect();
@@ -414,11 +415,11 @@ fn targets(
     Some(allowed)
 }
 
-pub(crate) use crate::address::strip_instance_key;
+pub(crate) use gpustack_lang::address::strip_instance_key;
 
 /// True when a `--target` names this instance, its resource or a module it is in.
 fn targeted(targets: &[String], address: &str) -> bool {
-    use crate::address::Address;
+    use gpustack_lang::address::Address;
     let Ok(address) = Address::parse(address) else {
         return false;
     };
@@ -586,7 +587,7 @@ fn attribute_changes(change: &ResourceChange, path: &[String]) -> bool {
 }
 
 /// Where the resource block of a config address is, if the stack still has one.
-fn resource_span(stack: &crate::config::Stack, config_address: &str) -> Option<Span> {
+fn resource_span(stack: &gpustack_lang::config::Stack, config_address: &str) -> Option<Span> {
     stack.modules.iter().find_map(|m| {
         let prefix = m.prefix();
         let local = config_address.strip_prefix(prefix.as_str())?;
@@ -754,7 +755,7 @@ impl Sides {
 pub(crate) fn resource_dependencies(
     graph: &Graph,
     node: NodeIndex,
-    stack: &crate::config::Stack,
+    stack: &gpustack_lang::config::Stack,
 ) -> Vec<String> {
     let mut seen = HashSet::new();
     let mut pending: Vec<NodeIndex> = graph

@@ -76,7 +76,7 @@ impl Planner<'_, '_> {
                 continue;
             }
             // `removed { lifecycle { destroy = false } }`: out of the state, left as it is.
-            if let Ok(address) = crate::address::Address::parse(&r.address)
+            if let Ok(address) = gpustack_lang::address::Address::parse(&r.address)
                 && removals.iter().any(|from| address.starts_with(from))
             {
                 let recorded = state_value(r);
@@ -125,7 +125,7 @@ impl Planner<'_, '_> {
 
     /// The addresses `removed` blocks forget (those with `destroy = false`); one whose
     /// resource is still configured is an error.
-    pub(super) fn removals(&mut self) -> Vec<crate::address::Address> {
+    pub(super) fn removals(&mut self) -> Vec<gpustack_lang::address::Address> {
         let mut out = Vec::new();
         let stack = self.eval.stack;
         for module in &stack.modules {
@@ -149,11 +149,11 @@ impl Planner<'_, '_> {
                 match target.literal() {
                     Some(local) => {
                         let mut address =
-                            crate::address::Address::parse(prefix.trim_end_matches('.'))
+                            gpustack_lang::address::Address::parse(prefix.trim_end_matches('.'))
                                 .map(|a| a.0)
                                 .unwrap_or_default();
                         address.extend(local.0);
-                        out.push(crate::address::Address(address));
+                        out.push(gpustack_lang::address::Address(address));
                     }
                     None => self.eval.diags.push(Diag::error(
                         Some(removed.from.span()),

@@ -291,9 +291,9 @@ impl Planner<'_, '_> {
     /// One `import` block's instances: (address, id) for each of its for_each elements.
     pub(super) fn evaluate_import(
         &mut self,
-        import: &crate::config::Import,
+        import: &gpustack_lang::config::Import,
     ) -> Vec<(String, String)> {
-        use crate::address::{Address, Key, Step};
+        use gpustack_lang::address::{Address, Key, Step};
         let mut out = Vec::new();
         {
             let repetitions: Vec<Option<crate::evaluate::Repetition>> = match &import.for_each {
@@ -343,7 +343,7 @@ impl Planner<'_, '_> {
                     let key = match index {
                         None => None,
                         Some(expr) => {
-                            let expr = crate::config::Expr {
+                            let expr = gpustack_lang::config::Expr {
                                 expr: (*expr).clone(),
                                 file: import.to.file,
                             };
@@ -390,7 +390,7 @@ impl Planner<'_, '_> {
         for import in missing {
             let instances = self.evaluate_import(import);
             for (address, id) in instances {
-                let Ok(parsed) = crate::address::Address::parse(&address) else {
+                let Ok(parsed) = gpustack_lang::address::Address::parse(&address) else {
                     continue;
                 };
                 let [ty, name] = parsed.0.as_slice() else {
@@ -502,7 +502,7 @@ impl Planner<'_, '_> {
     ) -> Option<String> {
         let prefix = self.eval.stack.modules[module].prefix();
         for expr in &r.lifecycle().replace_triggered_by {
-            let Some(target) = crate::config::load::trigger_target(&expr.expr) else {
+            let Some(target) = gpustack_lang::config::load::trigger_target(&expr.expr) else {
                 continue;
             };
             let resource = format!("{prefix}{}", target.resource);
@@ -520,7 +520,7 @@ impl Planner<'_, '_> {
                             ..Default::default()
                         }),
                     };
-                    let key_expr = crate::config::Expr {
+                    let key_expr = gpustack_lang::config::Expr {
                         expr: key.clone(),
                         file: expr.file,
                     };

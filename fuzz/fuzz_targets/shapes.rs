@@ -1,0 +1,195 @@
+//! Stacks and documents of hostile *shape* rather than hostile bytes: long chains (locals,
+//! resources, variables through modules, `depends_on`), deep nesting (HCL, JSON, YAML in
+//! block and flow style) and aliases that expand, built from a few fuzzed parameters, then
+//! loaded, graphed and evaluated with every decoder that reads them (`yamldecode`,
+//! `jsondecode`, the kubernetes provider's manifest functions, `terraform_remote_state`).
+//! Nothing may panic, abort, overflow the stack, hang or exhaust memory: each shape either
+//! works or stops at a named limit.
+#![no_main]
+
+use gpustack_engine::{EvalOptions, VariableArgs};
+use libfuzzer_sys::arbitrary::{self, Arbitrary};
+use libfuzzer_sys::fuzz_target;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+#[derive(Debug, Arbitrary)]
+enum Shape {
+    /// `local.lN = local.lN-1 <op> ...`
+    Locals { length: u16, op: u8 },
+    /// `terraform_data.rN` each taking the previous one's output, or `depends_on` it.
+    Resources { length: u16, depends_on: bool },
+    /// A value passed down nested module calls and back up through their outputs.
+    Modules { depth: u8 },
+    /// HCL brackets, parentheses, objects or template interpolations nested in one value.
+    NestedHcl { depth: u16, kind: u8 },
+    /// A JSON document nested in arrays or objects, for `jsondecode` and `.tf.json`.
+    NestedJson { depth: u16, objects: bool, as_stack: bool },
+    /// A YAML document nested in block or flow style.
+    NestedYaml { depth: u16, flow: bool },
+    /// Anchors each naming the previous one `fan` times ("billion laughs").
+    Aliases { levels: u8, fan: u8, merge: bool },
+    /// A Terraform state with outputs and resources nested or of odd shapes.
+    TerraformState { depth: u16, outputs: u16, odd: u8 },
+}
+
+fn stack_dir() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir()
+            .join(format!("gpustack-fuzz-shapes-{}", std::process::id()))
+            .join("stack");
+        std::fs::create_dir_all(&dir).expect("create fuzz stack dir");
+        dir
+    })
+}
+
+const KUBERNETES: &str = "terraform {\n  required_providers {\n    kubernetes = {\n      source = \"hashicorp/kubernetes\"\n    }\n  }\n}\n";
+
+/// The stack's files for a shape: (path, text).
+fn files(shape: &Shape) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    match *shape {
+        Shape::Locals { length, op } => {
+            let op = ["", " + 1", " * 1", " == 1 ? 1 : 0", " != null ? 1 : 0"][usize::from(op) % 5];
+            let mut text = String::from("locals {\n  l0 = 1\n");
+            for i in 1..=u32::from(length) {
+                let _ = writeln!(text, "  l{i} = local.l{}{op}", i - 1);
+            }
+            let _ = writeln!(text, "}}\noutput \"x\" {{\n  value = local.l{length}\n}}");
+            files.push(("main.hcl".into(), text));
+        }
+        Shape::Resources { length, depends_on } => {
+            let length = u32::from(length) % 20_000;
+            let mut text = String::from("resource \"terraform_data\" \"r0\" {\n  input = 1\n}\n");
+            for i in 1..=length {
+                if depends_on {
+                    let _ = writeln!(text, "resource \"terraform_data\" \"r{i}\" {{\n  depends_on = [terraform_data.r{}]\n}}", i - 1);
+                } else {
+                    let _ = writeln!(text, "resource \"terraform_data\" \"r{i}\" {{\n  input = terraform_data.r{}.output\n}}", i - 1);
+                }
+            }
+            files.push(("main.tf".into(), text));
+        }
+        Shape::Modules { depth } => {
+            let depth = u32::from(depth) % 48;
+            files.push(("main.hcl".into(), "module \"m\" {\n  source = \"./m1\"\n  v      = 1\n}\noutput \"x\" {\n  value = module.m.v\n}\n".into()));
+            for i in 1..=depth {
+                let dir = format!("m{i}");
+                let call = if i < depth {
+                    format!("module \"m\" {{\n  source = \"../m{}\"\n  v      = var.v\n}}\noutput \"v\" {{\n  value = module.m.v\n}}\n", i + 1)
+                } else {
+                    "output \"v\" {\n  value = var.v\n}\n".into()
+                };
+                files.push((format!("{dir}/main.hcl"), format!("variable \"v\" {{}}\n{call}")));
+            }
+        }
+        Shape::NestedHcl { depth, kind } => {
+            let depth = usize::from(depth);
+            let (open, close) = [("[", "]"), ("(", ")"), ("{a = ", "}"), ("\"${", "}\"")]
+                [usize::from(kind) % 4];
+            let value = format!("{}1{}", open.repeat(depth), close.repeat(depth));
+            files.push(("main.hcl".into(), format!("output \"x\" {{\n  value = {value}\n}}\n")));
+        }
+        Shape::NestedJson { depth, objects, as_stack } => {
+            let depth = usize::from(depth);
+            let doc = if objects {
+                format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth))
+            } else {
+                format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
+            };
+            if as_stack {
+                files.push(("main.tf.json".into(), format!("{{\"locals\": {{\"x\": {doc}}}}}")));
+            } else {
+                files.push(("doc.json".into(), doc));
+                files.push(("main.hcl".into(), "output \"x\" {\n  value = jsondecode(file(\"${path.module}/doc.json\"))\n}\n".into()));
+            }
+        }
+        Shape::NestedYaml { depth, flow } => {
+            let depth = usize::from(depth);
+            let doc = if flow {
+                format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
+            } else {
+                let mut doc: String = (0..depth).map(|i| format!("{}k:\n", "  ".repeat(i))).collect();
+                let _ = writeln!(doc, "{}v", "  ".repeat(depth));
+                doc
+            };
+            files.push(("doc.yaml".into(), doc));
+            files.push(("main.tf".into(), format!("{KUBERNETES}output \"x\" {{\n  value = yamldecode(file(\"${{path.module}}/doc.yaml\"))\n}}\noutput \"y\" {{\n  value = provider::kubernetes::manifest_decode_multi(file(\"${{path.module}}/doc.yaml\"))\n}}\n")));
+        }
+        Shape::Aliases { levels, fan, merge } => {
+            let (levels, fan) = (usize::from(levels) % 24, usize::from(fan) % 16 + 1);
+            let mut doc = String::from("a0: &a0 [\"lol\"]\n");
+            for i in 1..=levels {
+                if merge {
+                    let _ = writeln!(doc, "a{i}: &a{i}\n  <<: [{}]", vec![format!("*a{}", i - 1); fan].join(", "));
+                } else {
+                    let _ = writeln!(doc, "a{i}: &a{i} [{}]", vec![format!("*a{}", i - 1); fan].join(", "));
+                }
+            }
+            files.push(("doc.yaml".into(), doc));
+            files.push(("main.tf".into(), format!("{KUBERNETES}output \"x\" {{\n  value = length(yamldecode(file(\"${{path.module}}/doc.yaml\")))\n}}\noutput \"y\" {{\n  value = provider::kubernetes::manifest_decode(file(\"${{path.module}}/doc.yaml\"))\n}}\n")));
+        }
+        Shape::TerraformState { depth, outputs, odd } => {
+            let depth = usize::from(depth);
+            let nested = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+            let mut outs = String::new();
+            for i in 0..u32::from(outputs) % 2000 {
+                if i > 0 {
+                    outs.push(',');
+                }
+                let _ = write!(outs, "\"o{i}\": {{\"value\": {nested}, \"type\": \"dynamic\"}}");
+            }
+            let state = match odd % 4 {
+                0 => format!("{{\"version\": 4, \"outputs\": {{{outs}}}}}"),
+                1 => format!("{{\"version\": 4, \"outputs\": [{nested}]}}"),
+                2 => format!("{{\"version\": 4, \"resources\": {nested}}}"),
+                _ => format!("{{\"version\": {nested}}}"),
+            };
+            files.push(("tf.tfstate".into(), state));
+            files.push(("main.tf".into(), "data \"terraform_remote_state\" \"s\" {\n  backend = \"local\"\n  config = {\n    path = \"tf.tfstate\"\n  }\n}\noutput \"x\" {\n  value = data.terraform_remote_state.s.outputs\n}\n".into()));
+        }
+    }
+    files
+}
+
+fuzz_target!(|shape: Shape| {
+    let dir = stack_dir();
+    let _ = std::fs::remove_dir_all(dir);
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    for (name, text) in files(&shape) {
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        if std::fs::write(path, text).is_err() {
+            return;
+        }
+    }
+    if std::env::set_current_dir(dir).is_err() {
+        return;
+    }
+    let registry = gpustack_protocol::Registry::new(vec![
+        gpustack_provider_local::provider(),
+        gpustack_provider_local::terraform::provider(),
+        gpustack_provider_test::provider(),
+    ]);
+    let loaded = gpustack_engine::load(
+        registry,
+        dir,
+        &VariableArgs::default(),
+        EvalOptions {
+            allow_missing_inputs: true,
+        },
+    );
+    let _ = loaded.graph_dot();
+    // Data sources are read at plan, not at load: the state's reader directly.
+    if let Ok(bytes) = std::fs::read(dir.join("tf.tfstate"))
+        && let Ok(state) = gpustack_state::terraform::parse("tf.tfstate", &bytes)
+    {
+        let _ = state.managed_instances();
+    }
+});
