@@ -29,25 +29,36 @@ pub struct Step {
     pub key: Option<Key>,
 }
 
+/// Why a text is not an address.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseAddressError {
+    #[error("\"{0}\" is not an address: a name is missing")]
+    MissingName(String),
+    #[error("\"{0}\" is not an address: a key is not closed")]
+    UnclosedKey(String),
+    #[error("\"{0}\" is not an address: \".\" expected after a key")]
+    DotExpected(String),
+}
+
 /// An address split into its steps: `module.a["x"].t.n[0]` → `module`, `a["x"]`, `t`, `n[0]`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Address(pub Vec<Step>);
 
 impl Address {
     /// Parses an address; the error says where it stops making sense.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, ParseAddressError> {
         let mut steps = Vec::new();
         let mut rest = text;
         loop {
             let end = rest.find(['.', '[']).unwrap_or(rest.len());
             let name = &rest[..end];
             if name.is_empty() {
-                return Err(format!("\"{text}\" is not an address: a name is missing"));
+                return Err(ParseAddressError::MissingName(text.to_owned()));
             }
             rest = &rest[end..];
             let key = if let Some(after) = rest.strip_prefix('[') {
                 let (key, used) = parse_key(after)
-                    .ok_or_else(|| format!("\"{text}\" is not an address: a key is not closed"))?;
+                    .ok_or_else(|| ParseAddressError::UnclosedKey(text.to_owned()))?;
                 rest = &after[used..];
                 Some(key)
             } else {
@@ -60,9 +71,9 @@ impl Address {
             if rest.is_empty() {
                 return Ok(Address(steps));
             }
-            rest = rest.strip_prefix('.').ok_or_else(|| {
-                format!("\"{text}\" is not an address: \".\" expected after a key")
-            })?;
+            rest = rest
+                .strip_prefix('.')
+                .ok_or_else(|| ParseAddressError::DotExpected(text.to_owned()))?;
         }
     }
 

@@ -335,10 +335,10 @@ impl BackendConfig {
     pub fn from_block(
         kind: &str,
         attributes: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, serde_json::Error> {
         let mut object = attributes;
         object.insert("kind".into(), kind.into());
-        serde_json::from_value(serde_json::Value::Object(object)).map_err(|e| e.to_string())
+        serde_json::from_value(serde_json::Value::Object(object))
     }
 
     /// Whether two configurations name the same state (settings such as `lock_ttl`, a

@@ -14,7 +14,7 @@ const MAX_ROUNDS: usize = 16;
 
 /// Installs what is missing; returns how many sources were fetched.
 pub fn install(dir: &Path, upgrade: bool) -> Result<usize, String> {
-    let mut lock = ModuleLock::read(dir)?;
+    let mut lock = ModuleLock::read(dir).map_err(|e| e.to_string())?;
     lock.version = 1;
     let mut fetched = 0;
     let mut upgraded = std::collections::HashSet::new();

@@ -51,7 +51,7 @@ fn read_digest_input(
     digest: &str,
     salt: &crate::sensitive::Salt,
 ) -> Result<Option<String>, String> {
-    match gpustack_lang::expr::eval::read_disk(path)? {
+    match gpustack_lang::expr::eval::read_disk(path).map_err(|e| e.to_string())? {
         Some(text) if salt.digest(&Value::String(text.clone())) == digest => Ok(Some(text)),
         Some(_) => Err(format!(
             "\"{path}\" went into a secret, so the plan kept only its digest, and the file now differs from what was planned. Restore it or make a new plan."
@@ -417,7 +417,7 @@ impl<'a> EvalContext<'a> {
         let key = input_key(path);
         let Some(recorded) = &self.recorded else {
             self.flows.borrow_mut().read(&key);
-            let text = gpustack_lang::expr::eval::read_disk(path)?;
+            let text = gpustack_lang::expr::eval::read_disk(path).map_err(|e| e.to_string())?;
             self.files_read.borrow_mut().insert(
                 key,
                 text.clone()
@@ -1815,10 +1815,10 @@ impl<'a> EvalContext<'a> {
                     continue;
                 }
                 if let Some((constraint, span)) = &settings.required_version
-                    && let Err(message) = crate::version::check_required(constraint)
+                    && let Err(why) = crate::version::check_required(constraint)
                 {
                     self.diags
-                        .error(*span, "Unsupported gpustack version", message);
+                        .error(*span, "Unsupported gpustack version", why.to_string());
                 }
             }
             if i != 0 {

@@ -15,7 +15,7 @@ use std::path::Path;
 /// Iterative by necessity, not by accident: a nested call's `count` or `for_each` may read
 /// the inputs its parent instance was given (`each.value` one level up), which exist only
 /// once that level is expanded and evaluated; a stack without repeated calls is loaded once.
-/// The rounds reload from `files`, which is the disk's cache or a plan's snapshot.
+/// The rounds reload from `files` (the disk, or a plan's snapshot).
 pub(super) fn expand_modules(
     files: &config::Files,
     dir: &Path,

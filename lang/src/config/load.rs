@@ -477,7 +477,8 @@ pub(super) fn load_tree(
     stack.modules.push(module);
     // The lock of git sources, read once the first one is met; it joins the snapshot (as a
     // source file), so that applying a saved plan finds the same commits.
-    let mut lock: Option<Result<super::remote::ModuleLock, String>> = None;
+    let mut lock: Option<Result<super::remote::ModuleLock, super::remote::ModuleInstallError>> =
+        None;
     // Breadth-first over calls; indices stay stable because modules are only appended.
     let mut next = 0;
     while next < stack.modules.len() {
@@ -521,7 +522,7 @@ pub(super) fn load_tree(
                     {
                         Ok(child) => normalize(&child),
                         Err(why) => {
-                            diags.error(source_span, "Module not installed", why);
+                            diags.error(source_span, "Module not installed", why.to_string());
                             continue;
                         }
                     }
@@ -531,7 +532,7 @@ pub(super) fn load_tree(
                 && let Some(checkout) = super::remote::checkout_of(&dir, &child_dir)
                 && let Err(why) = super::remote::stays_inside(&checkout, &child_dir)
             {
-                diags.error(source_span, "Module outside its checkout", why);
+                diags.error(source_span, "Module outside its checkout", why.to_string());
                 continue;
             }
             let parent = &stack.modules[next];
@@ -690,7 +691,7 @@ fn read_lock(
     files: &Files,
     dir: &Path,
     sources: &mut SourceMap,
-) -> Result<super::remote::ModuleLock, String> {
+) -> Result<super::remote::ModuleLock, super::remote::ModuleInstallError> {
     let path = dir.join(super::remote::LOCK_FILE);
     match files.read(&path) {
         Ok(bytes) => {
@@ -702,7 +703,10 @@ fn read_lock(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Ok(super::remote::ModuleLock::default())
         }
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Err(e) => Err(super::remote::ModuleInstallError::ReadLock {
+            path,
+            message: e.to_string(),
+        }),
     }
 }
 

@@ -149,24 +149,23 @@ pub fn checkout_of(stack_dir: &Path, dir: &Path) -> Option<PathBuf> {
 /// resolve (symbolic links followed) to paths inside the checkout: a repository can hold a
 /// link to any absolute path, which a lexical check of the source does not see. A directory
 /// that does not exist passes (it is reported as not installed).
-pub fn stays_inside(checkout: &Path, dir: &Path) -> Result<(), String> {
+pub fn stays_inside(checkout: &Path, dir: &Path) -> Result<(), ModuleInstallError> {
     let Ok(root) = checkout.canonicalize() else {
         return Ok(());
     };
     let Ok(resolved) = dir.canonicalize() else {
         return Ok(());
     };
-    let outside = |path: &Path, to: &Path| {
-        format!(
-            "{} resolves through a symbolic link to {}, outside the module's checkout: a module's files must be in its repository.",
-            path.display(),
-            to.display()
-        )
+    let outside = |path: &Path, to: &Path| ModuleInstallError::OutsideCheckout {
+        path: path.to_path_buf(),
+        target: to.to_path_buf(),
     };
     if !resolved.starts_with(&root) {
         return Err(outside(dir, &resolved));
     }
-    let entries = std::fs::read_dir(&resolved).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let Ok(entries) = std::fs::read_dir(&resolved) else {
+        return Ok(());
+    };
     for entry in entries.filter_map(Result::ok) {
         let path = entry.path();
         let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
@@ -288,9 +287,34 @@ pub struct LockedModule {
     pub commit: String,
 }
 
+/// Why a git module is not where a load can use it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModuleInstallError {
+    #[error("{path}: {message}")]
+    ReadLock { path: PathBuf, message: String },
+    #[error("{path}: {message}")]
+    ParseLock { path: PathBuf, message: String },
+    #[error(
+        "{path}: the commit \"{commit}\" pinned for \"{source_text}\" is not a full commit id (40 or 64 hexadecimal digits)"
+    )]
+    NotACommit {
+        path: PathBuf,
+        source_text: String,
+        commit: String,
+    },
+    #[error(
+        "\"{source_text}\" is not installed: run gpustack init to fetch it and pin its commit in {LOCK_FILE}."
+    )]
+    NotInstalled { source_text: String },
+    #[error(
+        "{path} resolves through a symbolic link to {target}, outside the module's checkout: a module's files must be in its repository."
+    )]
+    OutsideCheckout { path: PathBuf, target: PathBuf },
+}
+
 impl ModuleLock {
     /// The stack's lock file from the disk; empty when there is none.
-    pub fn read(stack_dir: &Path) -> Result<ModuleLock, String> {
+    pub fn read(stack_dir: &Path) -> Result<ModuleLock, ModuleInstallError> {
         let path = stack_dir.join(LOCK_FILE);
         match std::fs::read_to_string(&path) {
             Ok(text) => ModuleLock::parse(&text, &path),
@@ -298,25 +322,31 @@ impl ModuleLock {
                 version: 1,
                 ..ModuleLock::default()
             }),
-            Err(e) => Err(format!("{}: {e}", path.display())),
+            Err(e) => Err(ModuleInstallError::ReadLock {
+                path,
+                message: e.to_string(),
+            }),
         }
     }
 
     /// The lock file's text; a pinned commit that is not a full commit id is refused, since
     /// it reaches git as an argument.
-    pub fn parse(text: &str, path: &Path) -> Result<ModuleLock, String> {
+    pub fn parse(text: &str, path: &Path) -> Result<ModuleLock, ModuleInstallError> {
         let lock: ModuleLock =
-            serde_json::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
+            serde_json::from_str(text).map_err(|e| ModuleInstallError::ParseLock {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?;
         if let Some((source, locked)) = lock
             .modules
             .iter()
             .find(|(_, locked)| !valid_commit(&locked.commit))
         {
-            return Err(format!(
-                "{}: the commit \"{}\" pinned for \"{source}\" is not a full commit id (40 or 64 hexadecimal digits)",
-                path.display(),
-                locked.commit
-            ));
+            return Err(ModuleInstallError::NotACommit {
+                path: path.to_path_buf(),
+                source_text: source.clone(),
+                commit: locked.commit.clone(),
+            });
         }
         Ok(lock)
     }
@@ -340,11 +370,11 @@ pub fn installed_dir(
     source: &str,
     git: &GitSource,
     lock: &ModuleLock,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, ModuleInstallError> {
     let Some(locked) = lock.modules.get(source) else {
-        return Err(format!(
-            "\"{source}\" is not installed: run gpustack init to fetch it and pin its commit in {LOCK_FILE}."
-        ));
+        return Err(ModuleInstallError::NotInstalled {
+            source_text: source.to_owned(),
+        });
     };
     Ok(git
         .checkout_dir(stack_dir, &locked.commit)
@@ -498,7 +528,9 @@ mod tests {
         assert!(ModuleLock::parse(&lock(&"a".repeat(40)), path).is_ok());
         assert!(ModuleLock::parse(&lock(&"0".repeat(64)), path).is_ok());
         for hostile in ["--upload-pack=x", "HEAD", "ABCDEF0123", ""] {
-            let err = ModuleLock::parse(&lock(hostile), path).unwrap_err();
+            let err = ModuleLock::parse(&lock(hostile), path)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("not a full commit id"), "{err}");
         }
     }

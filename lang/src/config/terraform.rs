@@ -71,7 +71,7 @@ impl Decoder<'_> {
                             language_version()
                         ),
                     ),
-                    Err(why) => self.diags.error(at, "Invalid version constraint", why),
+                    Err(why) => self.diags.error(at, "Invalid version constraint", why.to_string()),
                 }
             }
         }

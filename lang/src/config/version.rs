@@ -97,9 +97,21 @@ fn compare_prerelease(a: &str, b: &str) -> Ordering {
     }
 }
 
+/// Why a version constraint could not be checked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConstraintError {
+    #[error("{0} is not a version")]
+    Version(String),
+    #[error(
+        "\"{0}\" is not a version constraint such as \">= 1.5\", \"~> 1.6\" or \">= 1.5, < 2.0\"."
+    )]
+    Constraint(String),
+}
+
 /// Whether `version` meets `constraint`; an error names the part that is not a constraint.
-pub fn meets(version: &str, constraint: &str) -> Result<bool, String> {
-    let have = Version::parse(version).ok_or_else(|| format!("{version} is not a version"))?;
+pub fn meets(version: &str, constraint: &str) -> Result<bool, ConstraintError> {
+    let have =
+        Version::parse(version).ok_or_else(|| ConstraintError::Version(version.to_owned()))?;
     let mut all = true;
     for part in constraint.split(',') {
         let part = part.trim();
@@ -107,11 +119,9 @@ pub fn meets(version: &str, constraint: &str) -> Result<bool, String> {
             .iter()
             .find_map(|op| part.strip_prefix(op).map(|rest| (*op, rest)))
             .unwrap_or(("=", part));
-        let want = Version::parse(wanted).filter(|_| !wanted.trim().is_empty()).ok_or_else(|| {
-            format!(
-                "\"{part}\" is not a version constraint such as \">= 1.5\", \"~> 1.6\" or \">= 1.5, < 2.0\"."
-            )
-        })?;
+        let want = Version::parse(wanted)
+            .filter(|_| !wanted.trim().is_empty())
+            .ok_or_else(|| ConstraintError::Constraint(part.to_owned()))?;
         // A constraint without a pre-release never matches a pre-release version, and one with
         // a pre-release only those of the same release.
         let prerelease_ok = match (&want.prerelease, &have.prerelease) {

@@ -286,7 +286,7 @@ pub trait Scope {
     /// Reads a file for `file`, `templatefile` and `fileexists`: `Ok(None)` when it does not
     /// exist. Scopes of a plan record what they read; those of an apply read the record.
     fn read_file(&self, path: &str) -> Result<Option<String>, String> {
-        read_disk(path)
+        read_disk(path).map_err(|e| e.to_string())
     }
 
     /// The value of an impure call (the clock, randomness) at `site`, from `make`. Scopes of a
@@ -321,15 +321,26 @@ pub trait Scope {
     }
 }
 
+/// Why a file a function names could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read \"{path}\": {source}.")]
+pub struct ReadFileError {
+    pub path: String,
+    pub source: gpustack_fs::ReadError,
+}
+
 /// A file from the disk; `Ok(None)` when there is none. Only a regular file is read, and
 /// no more of it than a function may return.
-pub fn read_disk(path: &str) -> Result<Option<String>, String> {
+pub fn read_disk(path: &str) -> Result<Option<String>, ReadFileError> {
     use gpustack_fs::ReadError;
     let limit = functions::MAX_STRING_BYTES as u64;
     match gpustack_fs::read_text_bounded(std::path::Path::new(path), limit) {
         Ok(text) => Ok(Some(text)),
         Err(ReadError::NotFound | ReadError::Directory) => Ok(None),
-        Err(e) => Err(format!("cannot read \"{path}\": {e}.")),
+        Err(source) => Err(ReadFileError {
+            path: path.to_owned(),
+            source,
+        }),
     }
 }
 
