@@ -39,7 +39,10 @@ pub use plan::{
     Action, DecodePlanError, Plan, PlanMode, PlanOptions, ResourceChange, needs_digest_key, plan,
     with_digest_key,
 };
-pub use session::{InputSource, Session, SettingsError, StackSettings, VariableArgs};
+pub use session::{
+    InputSource, Session, SettingsError, StackSettings, VariableArg, VariableArgs,
+    auto_variable_files,
+};
 pub use version::VERSION;
 
 /// The version of the JSON plan format gpustack writes (Terraform's `format_version`).

@@ -21,8 +21,25 @@ pub const ENCRYPTION_ENV: &str = "GPUSTACK_ENCRYPTION";
 /// plans are encrypted (its `encryption` block with GPUSTACK_ENCRYPTION over it), asked of the
 /// engine once. An encryption configuration error is reported at its line.
 pub fn settings(session: &mut Session) -> Result<(BackendConfig, Encryptions), String> {
+    let overrides = backend_overrides(session.dir())?;
+    settings_with(session, &overrides)
+}
+
+/// Only the backend the stack keeps its state in (force-unlock needs no encryption).
+pub fn backend_config(session: &Session) -> Result<BackendConfig, String> {
+    let overrides = backend_overrides(session.dir())?;
+    session
+        .backend_config(&overrides)
+        .map_err(|e| e.to_string())
+}
+
+/// As [`settings`], with the backend's partial configuration given.
+fn settings_with(
+    session: &mut Session,
+    overrides: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(BackendConfig, Encryptions), String> {
     let environment = std::env::var(ENCRYPTION_ENV).ok();
-    match session.settings(environment.as_deref()) {
+    match session.settings(environment.as_deref(), overrides) {
         Ok(settings) => {
             let encryptions = match &settings.encryption {
                 None => Encryptions::none(),
@@ -58,6 +75,70 @@ fn error(message: impl std::fmt::Display) -> ExitCode {
 
 fn record_path(dir: &Path) -> PathBuf {
     dir.join(".gpustack").join("backend.json")
+}
+
+/// Where `init -backend-config` keeps the backend's partial configuration for the commands
+/// after it (0600: it may hold credentials), as Terraform keeps it in its working directory.
+fn overrides_path(dir: &Path) -> PathBuf {
+    dir.join(".gpustack").join("backend-config.json")
+}
+
+/// The partial configuration `init -backend-config` recorded; none when it gave none.
+fn backend_overrides(dir: &Path) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    let path = overrides_path(dir);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| format!("cannot read {}: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(serde_json::Map::new()),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// `-backend-config` arguments, in order: `KEY=VALUE` pairs, or files of `key = value` lines
+/// (HCL literals). A value given as `KEY=VALUE` is a boolean or a number when it reads as
+/// one, as Terraform converts it to the argument's type.
+pub fn parse_backend_config(
+    args: &[String],
+) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    let mut out = serde_json::Map::new();
+    for arg in args {
+        let path = Path::new(arg);
+        match arg.split_once('=') {
+            Some((key, value)) if !path.is_file() && !key.trim().is_empty() => {
+                let value = match value {
+                    "true" => serde_json::Value::Bool(true),
+                    "false" => serde_json::Value::Bool(false),
+                    v => v
+                        .parse::<i64>()
+                        .map(serde_json::Value::from)
+                        .unwrap_or_else(|_| serde_json::Value::String(v.to_owned())),
+                };
+                out.insert(key.trim().to_owned(), value);
+            }
+            _ => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("-backend-config={arg}: {e}"))?;
+                let body = hcl_edit::parser::parse_body(&text)
+                    .map_err(|e| format!("-backend-config={arg}: {e}"))?;
+                for structure in body.into_iter() {
+                    let hcl_edit::structure::Structure::Attribute(attr) = structure else {
+                        return Err(format!(
+                            "-backend-config={arg}: a backend configuration file holds only key = value lines"
+                        ));
+                    };
+                    let value = gpustack_lang::expr::literal::literal_value(&attr.value)
+                        .ok_or_else(|| {
+                            format!(
+                                "-backend-config={arg}: {} is not a literal value",
+                                attr.key.as_str()
+                            )
+                        })?;
+                    out.insert(attr.key.as_str().to_owned(), value.to_json());
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The backend `init` recorded; a record this version cannot read is an error, never "none"
@@ -150,11 +231,25 @@ pub async fn open_locked(
     Ok((backend, guard, state))
 }
 
+/// Cleared by `-lock=false`: the run takes no state lock, as Terraform's does not, and says
+/// so once.
+static LOCKING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+pub fn set_locking(on: bool) {
+    LOCKING.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
 pub async fn lock(
     backend: &dyn Backend,
     operation: &str,
     timeout: Duration,
 ) -> Result<LockGuard, String> {
+    if !LOCKING.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "Warning: -lock=false: this {operation} holds no state lock; another run may change the state meanwhile."
+        );
+        return Ok(LockGuard::new(Box::pin(async { Ok(()) })));
+    }
     let acquiring = super::interrupt::acquiring();
     let locked = backend.lock(LockInfo::new(operation), timeout).await;
     if let Ok(guard) = &locked {
@@ -198,14 +293,46 @@ pub fn init(
     dir: &Path,
     migrate_state: bool,
     reconfigure: bool,
+    backend_config: &[String],
     lock_timeout: Duration,
 ) -> ExitCode {
+    // The partial configuration given now, or the one recorded before unless -reconfigure
+    // starts afresh.
+    let overrides = if !backend_config.is_empty() {
+        match parse_backend_config(backend_config) {
+            Ok(o) => o,
+            Err(e) => return error(e),
+        }
+    } else if reconfigure {
+        serde_json::Map::new()
+    } else {
+        match backend_overrides(dir) {
+            Ok(o) => o,
+            Err(e) => return error(e),
+        }
+    };
     // Both ends of a migration read and write through the stack's state encryption: to
     // encrypt a state while moving it, its fallback reads the plaintext one.
-    let (config, encryption) = match settings(session) {
+    let (config, encryption) = match settings_with(session, &overrides) {
         Ok((config, encryptions)) => (config, encryptions.state),
         Err(e) => return error(e),
     };
+    let path = overrides_path(dir);
+    let recorded_overrides = if overrides.is_empty() {
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    } else {
+        std::fs::create_dir_all(dir.join(".gpustack")).and_then(|()| {
+            let mut json = serde_json::to_vec_pretty(&overrides).unwrap_or_default();
+            json.push(b'\n');
+            super::files::write_private(&path, &json)
+        })
+    };
+    if let Err(e) = recorded_overrides {
+        return error(format!("cannot record {}: {e}", path.display()));
+    }
     let before = match recorded(dir) {
         Ok(before) => before.unwrap_or_default(),
         Err(e) if reconfigure => {

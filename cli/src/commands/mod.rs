@@ -11,13 +11,14 @@ mod node_check;
 mod ops;
 mod report;
 mod state;
+mod terraform_cli;
 mod terraform_state;
 mod webhook;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use gpustack_engine::EvalOptions;
 use gpustack_engine::{PlanMode, PlanOptions};
-use gpustack_engine::{VariableArgs, load};
+use gpustack_engine::{VariableArg, VariableArgs, load};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -61,8 +62,30 @@ enum Command {
         /// Fetch git module sources at what their refs name now, and lock those commits.
         #[arg(long)]
         upgrade: bool,
+        /// Part of the backend's configuration, laid over its block and kept for the commands
+        /// after: a file of `key = value` lines, or one `KEY=VALUE` (repeatable).
+        #[arg(long, value_name = "FILE|KEY=VALUE")]
+        backend_config: Vec<String>,
+        /// -backend=false: skip the backend (only modules are installed).
+        #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true, value_parser = parse_bool_flag, value_name = "BOOL")]
+        backend: Option<bool>,
+        /// -get=false: skip installing modules.
+        #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true, value_parser = parse_bool_flag, value_name = "BOOL")]
+        get: Option<bool>,
+        /// Answer "yes" to copying the state between backends (gpustack asks no question:
+        /// --migrate-state copies it).
+        #[arg(long)]
+        force_copy: bool,
+        /// Terraform's provider plugin directory: gpustack's providers are built in.
+        #[arg(long, value_name = "DIR")]
+        plugin_dir: Vec<PathBuf>,
+        /// Terraform's dependency lock file mode: gpustack pins git modules in its own lock.
+        #[arg(long, value_name = "MODE")]
+        lockfile: Option<String>,
         #[arg(long, default_value = "0s", value_parser = parse_duration)]
         lock_timeout: Duration,
+        #[command(flatten)]
+        run: RunFlags,
     },
     /// Check a stack: syntax, references, types, provider schemas, modules, cycles.
     Validate {
@@ -158,10 +181,15 @@ enum Command {
         stack: StackArgs,
         #[arg(long, value_name = "ADDRESS")]
         target: Vec<String>,
+        /// Read live objects first (default true; -refresh=false skips it).
+        #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", require_equals = true, value_parser = parse_bool_flag, value_name = "BOOL")]
+        refresh: bool,
         #[arg(long, default_value = "0s", value_parser = parse_duration)]
         lock_timeout: Duration,
         #[arg(long)]
         auto_approve: bool,
+        #[command(flatten)]
+        run: RunFlags,
     },
     /// Compare live objects with the state: exit 0 no drift, 2 drift, 1 error.
     Drift {
@@ -197,7 +225,8 @@ enum Command {
     Import {
         address: String,
         id: String,
-        #[arg(long, default_value = ".")]
+        /// The stack directory (Terraform's -config).
+        #[arg(long, visible_alias = "config", default_value = ".")]
         dir: PathBuf,
         #[arg(long = "var", value_name = "NAME=VALUE")]
         vars: Vec<String>,
@@ -205,6 +234,8 @@ enum Command {
         var_files: Vec<PathBuf>,
         #[arg(long, default_value = "0s", value_parser = parse_duration)]
         lock_timeout: Duration,
+        #[command(flatten)]
+        run: RunFlags,
     },
     /// Print outputs from the state.
     Output {
@@ -312,6 +343,51 @@ enum StateCommand {
     },
 }
 
+/// Terraform's flags of every command that may change or lock the state.
+#[derive(Args, Default)]
+struct RunFlags {
+    /// Ask for missing values (Terraform's -input): gpustack never asks, so -input=false is
+    /// what it always does.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true, value_name = "BOOL")]
+    input: Option<bool>,
+    /// -lock=false: take no state lock (as Terraform; another run may change the state).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true, value_name = "BOOL")]
+    lock: Option<bool>,
+    /// Terraform's bound on concurrent operations: gpustack bounds them per provider block
+    /// (`max_concurrency`), so this is accepted and noted.
+    #[arg(long, value_name = "N")]
+    parallelism: Option<usize>,
+    /// Show warnings as one line each.
+    #[arg(long)]
+    compact_warnings: bool,
+}
+
+impl RunFlags {
+    /// What these flags change for the whole run.
+    fn take_effect(&self) {
+        if self.lock == Some(false) {
+            backend::set_locking(false);
+        }
+        if let Some(n) = self.parallelism {
+            eprintln!(
+                "Note: -parallelism={n} is accepted: gpustack runs independent operations concurrently within each provider block's max_concurrency (default {}), not under one global bound.",
+                gpustack_engine::DEFAULT_MAX_CONCURRENCY
+            );
+        }
+        if self.compact_warnings {
+            report::compact_warnings(true);
+        }
+    }
+}
+
+fn parse_bool_flag(text: &str) -> Result<bool, String> {
+    match text {
+        "true" | "1" | "t" | "T" | "TRUE" | "True" => Ok(true),
+        "false" | "0" | "f" | "F" | "FALSE" | "False" => Ok(false),
+        other => Err(format!("\"{other}\" is not a boolean (true or false)")),
+    }
+}
+
 #[derive(Args)]
 struct PlanFlags {
     /// Plan to destroy everything.
@@ -320,8 +396,8 @@ struct PlanFlags {
     /// Only update the state to match live objects.
     #[arg(long, conflicts_with = "destroy")]
     refresh_only: bool,
-    /// Read live objects first (default true).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    /// Read live objects first (default true; -refresh=false skips it).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", require_equals = true, value_parser = parse_bool_flag, value_name = "BOOL")]
     refresh: bool,
     /// Limit the plan to these resources and what they depend on.
     #[arg(long, value_name = "ADDRESS")]
@@ -332,6 +408,8 @@ struct PlanFlags {
     /// Wait this long for the state lock (e.g. 30s); default: fail at once.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     lock_timeout: Duration,
+    #[command(flatten)]
+    run: RunFlags,
 }
 
 impl PlanFlags {
@@ -374,13 +452,77 @@ struct StackArgs {
 
 impl StackArgs {
     fn variables(&self) -> VariableArgs {
-        VariableArgs::from_process_env(self.vars.clone(), self.var_files.clone())
+        given_variables(&self.vars, &self.var_files)
     }
+}
+
+/// The command line's `-var`s and `-var-file`s, in the order given: Terraform applies them in
+/// that order, the later winning, whichever of the two each is.
+static GIVEN_VARIABLES: std::sync::OnceLock<Vec<VariableArg>> = std::sync::OnceLock::new();
+
+/// The run's variables: `vars` and `var_files` in the order the command line gave them.
+fn given_variables(vars: &[String], var_files: &[PathBuf]) -> VariableArgs {
+    let given = GIVEN_VARIABLES.get().cloned().unwrap_or_else(|| {
+        var_files
+            .iter()
+            .map(|f| VariableArg::File(f.clone()))
+            .chain(vars.iter().map(|v| VariableArg::Var(v.clone())))
+            .collect()
+    });
+    VariableArgs::from_process_env(given)
+}
+
+/// The `vars` and `var_files` of the innermost command of `matches`, ordered by where they
+/// stand on the command line.
+fn variable_order(matches: &clap::ArgMatches) -> Vec<VariableArg> {
+    let mut leaf = matches;
+    while let Some((_, sub)) = leaf.subcommand() {
+        leaf = sub;
+    }
+    let mut found: Vec<(usize, VariableArg)> = Vec::new();
+    let has = |id: &str| leaf.ids().any(|i| i.as_str() == id);
+    if has("vars")
+        && let (Some(values), Some(indices)) =
+            (leaf.get_many::<String>("vars"), leaf.indices_of("vars"))
+    {
+        found.extend(indices.zip(values.map(|v| VariableArg::Var(v.clone()))));
+    }
+    if has("var_files")
+        && let (Some(values), Some(indices)) = (
+            leaf.get_many::<PathBuf>("var_files"),
+            leaf.indices_of("var_files"),
+        )
+    {
+        found.extend(indices.zip(values.map(|v| VariableArg::File(v.clone()))));
+    }
+    found.sort_by_key(|(at, _)| *at);
+    found.into_iter().map(|(_, arg)| arg).collect()
 }
 
 // Long by design: one arm per command of the command line, each a call into its module.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let invocation = match terraform_cli::read(std::env::args_os().collect(), &|name| {
+        std::env::var(name).ok()
+    }) {
+        Ok(invocation) => invocation,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(dir) = &invocation.chdir
+        && let Err(e) = std::env::set_current_dir(dir)
+    {
+        eprintln!("Error: -chdir={}: {e}", dir.display());
+        return ExitCode::from(1);
+    }
+    let parsed = Cli::command()
+        .try_get_matches_from(&invocation.args)
+        .and_then(|matches| {
+            let _ = GIVEN_VARIABLES.set(variable_order(&matches));
+            Cli::from_arg_matches(&matches)
+        });
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
@@ -400,10 +542,30 @@ pub fn main() -> ExitCode {
             migrate_state,
             reconfigure,
             upgrade,
+            backend_config,
+            backend: use_backend,
+            get,
+            force_copy,
+            plugin_dir,
+            lockfile,
             lock_timeout,
+            run,
         } => {
+            run.take_effect();
+            if !plugin_dir.is_empty() || lockfile.is_some() {
+                eprintln!(
+                    "Note: -plugin-dir and -lockfile are accepted: gpustack's providers are built into the binary, and its git modules are pinned in {}.",
+                    gpustack_lang::config::remote::LOCK_FILE
+                );
+            }
+            let migrate_state = migrate_state || force_copy;
             // Modules first: the stack cannot load without them.
-            match modules::install(&dir, upgrade) {
+            let installed = if get == Some(false) {
+                Ok(0)
+            } else {
+                modules::install(&dir, upgrade)
+            };
+            match installed {
                 Ok(0) => {}
                 Ok(n) => eprintln!(
                     "Installed {n} git module source(s); their commits are in {}.",
@@ -415,7 +577,7 @@ pub fn main() -> ExitCode {
                 }
             }
             // Root variables from the environment only: the encryption block may read them.
-            let variables = VariableArgs::from_process_env(vec![], vec![]);
+            let variables = VariableArgs::environment();
             let mut session = gpustack_engine::Session::open(
                 crate::registry(),
                 &dir,
@@ -427,7 +589,20 @@ pub fn main() -> ExitCode {
                 report::diagnostics(&sources, &diagnostics, color);
                 return ExitCode::from(1);
             }
-            backend::init(&mut session, &dir, migrate_state, reconfigure, lock_timeout)
+            if use_backend == Some(false) {
+                eprintln!(
+                    "gpustack has been initialized (the backend was skipped: -backend=false)."
+                );
+                return ExitCode::SUCCESS;
+            }
+            backend::init(
+                &mut session,
+                &dir,
+                migrate_state,
+                reconfigure,
+                &backend_config,
+                lock_timeout,
+            )
         }
         Command::Validate { stack, json } => validate(&stack, json, color),
         Command::Fmt { paths, check, diff } => fmt::run(paths, check, diff),
@@ -442,7 +617,10 @@ pub fn main() -> ExitCode {
             parallel,
             ..
         } => ops::fleet(
-            &common(&stack, plan.lock_timeout, color),
+            &{
+                plan.run.take_effect();
+                common(&stack, plan.lock_timeout, color)
+            },
             ops::FleetCommand::Plan {
                 options: plan.options(),
                 detailed_exitcode,
@@ -461,6 +639,7 @@ pub fn main() -> ExitCode {
             generate_config_out,
             ..
         } => {
+            plan.run.take_effect();
             let common = ops::Common {
                 json,
                 ..common(&stack, plan.lock_timeout, color)
@@ -492,6 +671,7 @@ pub fn main() -> ExitCode {
                 vars,
                 var_files,
             };
+            plan.run.take_effect();
             let common = common(&stack, plan.lock_timeout, color);
             let plan_file = path.is_file().then_some(path.as_path());
             ops::apply(
@@ -510,13 +690,16 @@ pub fn main() -> ExitCode {
         Command::Destroy {
             stack,
             target,
+            refresh,
             lock_timeout,
             auto_approve,
+            run,
         } => {
+            run.take_effect();
             let common = common(&stack, lock_timeout, color);
             let options = PlanOptions {
                 mode: PlanMode::Destroy,
-                refresh: true,
+                refresh,
                 targets: target,
                 replace: vec![],
                 generate_config: false,
@@ -589,7 +772,7 @@ pub fn main() -> ExitCode {
             } => terraform_state::import(
                 &dir,
                 &file,
-                &VariableArgs::from_process_env(vars, var_files),
+                &given_variables(&vars, &var_files),
                 lock_timeout,
                 color,
             ),
@@ -601,12 +784,16 @@ pub fn main() -> ExitCode {
             vars,
             var_files,
             lock_timeout,
+            run,
         } => state::import(
             &dir,
-            &VariableArgs::from_process_env(vars, var_files),
+            &given_variables(&vars, &var_files),
             &address,
             &id,
-            lock_timeout,
+            {
+                run.take_effect();
+                lock_timeout
+            },
             color,
         ),
         Command::Output {

@@ -275,6 +275,14 @@ pub fn to_string(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool) -
 /// Set by a command run with `--json`: its errors are then one JSON document on stdout.
 static JSON_ERRORS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Set by `-compact-warnings`: warnings are listed one line each after the errors, as
+/// Terraform lists them.
+static COMPACT_WARNINGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn compact_warnings(on: bool) {
+    COMPACT_WARNINGS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
 pub fn json_errors(on: bool) {
     JSON_ERRORS.store(on, std::sync::atomic::Ordering::Relaxed);
 }
@@ -342,7 +350,25 @@ pub fn diagnostics(sources: &SourceMap, diagnostics: &[Diagnostic], color: bool)
             d.summary = escape_controls(&d.summary).into_owned();
             d.detail = escape_controls(&d.detail).into_owned();
         }
-        let text = to_string(sources, &shown, color);
+        let compact = COMPACT_WARNINGS.load(std::sync::atomic::Ordering::Relaxed);
+        let (warnings, shown): (Vec<Diagnostic>, Vec<Diagnostic>) = shown
+            .into_iter()
+            .partition(|d| compact && d.severity == Severity::Warning);
+        let mut text = to_string(sources, &shown, color);
+        if !warnings.is_empty() {
+            text.push_str("Warnings:\n");
+            for w in &warnings {
+                let at = w
+                    .range
+                    .as_ref()
+                    .map(|r| format!(" ({}:{})", r.filename, r.start.line))
+                    .unwrap_or_default();
+                text.push_str(&format!("  - {}{at}\n", w.summary));
+            }
+            text.push_str(
+                "To see the full warning notes, run the command without -compact-warnings.\n",
+            );
+        }
         eprint!("{}", gpustack_protocol::secrets::scrub(&text));
     }
 }

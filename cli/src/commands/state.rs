@@ -30,7 +30,7 @@ async fn stack_backend_encrypted(
         crate::registry(),
         dir,
         &Files::Disk,
-        InputSource::Args(&VariableArgs::from_process_env(vec![], vec![])),
+        InputSource::Args(&VariableArgs::environment()),
     );
     let (config, encryptions) = super::backend::settings(&mut session).map_err(error)?;
     let backend = super::backend::open(dir, &config, encryptions.state.clone())
@@ -405,7 +405,7 @@ pub fn show(
     color: bool,
 ) -> ExitCode {
     if let Some(file) = plan_file {
-        let variables = VariableArgs::from_process_env(vec![], vec![]);
+        let variables = VariableArgs::environment();
         let plan = match runtime().block_on(super::ops::read_plan(file, &variables)) {
             Ok(p) => p,
             Err(e) => return error(e),
@@ -456,7 +456,7 @@ pub fn force_unlock(dir: &Path, id: &str) -> ExitCode {
         let none = std::sync::Arc::new(gpustack_state::Encryption::none(
             gpustack_state::encryption::Target::State,
         ));
-        let config = match session.backend_config() {
+        let config = match super::backend::backend_config(&session) {
             Ok(config) => config,
             Err(e) => return error(e),
         };

@@ -86,11 +86,20 @@ fn not_made_again(key: &str) -> String {
 /// A value for a root variable, before it is converted to the variable's type.
 #[derive(Debug, Clone)]
 pub enum RawInput {
-    /// From `--var name=value` or `GPUSTACK_VAR_name`: a string for string variables, an HCL
-    /// expression for the others. `origin` says where it came from, for diagnostics.
-    Text { raw: String, origin: String },
-    /// From a `--var-file`, with its location.
+    /// From `-var name=value`, `TF_VAR_name` or `GPUSTACK_VAR_name`: a string for string
+    /// variables, an HCL expression for the others. `origin` says where it came from, for
+    /// diagnostics; `environment` is set for the environment's, which may name variables the
+    /// stack does not declare (as Terraform ignores such `TF_VAR_`s).
+    Text {
+        raw: String,
+        origin: String,
+        environment: bool,
+    },
+    /// From a variables file in HCL, with its location.
     Expr(Expr),
+    /// From a variables file in JSON (`terraform.tfvars.json`): the member's value as it is,
+    /// and where it was written.
+    Json { value: Value, span: Span },
     /// Already evaluated: the variables recorded in a saved plan.
     Value(Value),
 }
@@ -600,10 +609,18 @@ impl<'a> EvalContext<'a> {
                     "Value for undeclared variable",
                     detail,
                 )),
+                RawInput::Text {
+                    environment: true, ..
+                } => {}
                 RawInput::Text { origin, .. } => self.diags.push(Diag::error(
                     None,
                     "Value for undeclared variable",
                     format!("{detail} (set by {origin})"),
+                )),
+                RawInput::Json { span, .. } => self.diags.push(Diag::warning(
+                    *span,
+                    "Value for undeclared variable",
+                    detail,
                 )),
                 RawInput::Value(_) => {
                     self.diags
@@ -636,7 +653,8 @@ impl<'a> EvalContext<'a> {
                     }
                 }
                 Some(RawInput::Value(value)) => (value.clone(), None),
-                Some(RawInput::Text { raw, origin }) => match parse_text_input(raw, &v.ty) {
+                Some(RawInput::Json { value, span }) => (value.clone(), Some(*span)),
+                Some(RawInput::Text { raw, origin, .. }) => match parse_text_input(raw, &v.ty) {
                     Ok(value) => (value, None),
                     Err(message) => {
                         // What the parser quotes of a secret is the secret.
@@ -672,7 +690,7 @@ impl<'a> EvalContext<'a> {
                         return Value::Unknown;
                     }
                     None => {
-                        self.diags.error(v.span, "No value for required variable", format!("The root variable \"{}\" has no default: set it with --var {}=..., a --var-file, or GPUSTACK_VAR_{}.", v.name, v.name, v.name));
+                        self.diags.error(v.span, "No value for required variable", format!("The root variable \"{}\" has no default: set it with -var {}=..., a -var-file, terraform.tfvars, TF_VAR_{} or GPUSTACK_VAR_{}.", v.name, v.name, v.name, v.name));
                         return Value::Unknown;
                     }
                 },
@@ -1965,7 +1983,7 @@ pub(crate) fn static_root_variable(
     let value = match inputs.0.get(name) {
         Some(RawInput::Text { raw, .. }) => parse_text_input(raw, &v.ty).map_err(invalid)?,
         Some(RawInput::Expr(expr)) => literal(expr)?,
-        Some(RawInput::Value(value)) => value.clone(),
+        Some(RawInput::Value(value) | RawInput::Json { value, .. }) => value.clone(),
         None => match &v.default {
             Some(default) => literal(default)?,
             None => {

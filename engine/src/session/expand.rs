@@ -35,7 +35,7 @@ pub(super) fn expand_modules(
         Some(registry),
     );
     for _ in 0..32 {
-        let inputs = read_inputs(source, &mut scratch_sources, &mut scratch);
+        let inputs = read_inputs(dir, source, &mut scratch_sources, &mut scratch);
         let graph = graph::build(&stack, &scratch_sources, registry, &mut scratch);
         let found = evaluate::module_expansions(
             &stack,

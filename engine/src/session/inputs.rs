@@ -8,27 +8,78 @@ use gpustack_lang::source::{FileId, SourceMap};
 use hcl_edit::structure::Structure;
 use std::path::PathBuf;
 
-/// Where root variable values come from, lowest precedence first: the environment
-/// (`GPUSTACK_VAR_<name>`), `--var-file`s in order, then `--var`s in order.
+/// One `-var NAME=VALUE` or `-var-file FILE` of the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VariableArg {
+    Var(String),
+    File(PathBuf),
+}
+
+/// Where root variable values come from, lowest precedence first, as Terraform takes them:
+/// `TF_VAR_<name>` then `GPUSTACK_VAR_<name>` from the environment; `terraform.tfvars`,
+/// `terraform.tfvars.json` and `*.auto.tfvars(.json)` (in name order) from the stack's
+/// directory; then each `-var` and `-var-file` in the order the command line gives them.
 #[derive(Debug, Default, Clone)]
 pub struct VariableArgs {
-    pub vars: Vec<String>,
-    pub var_files: Vec<PathBuf>,
-    pub env: Vec<(String, String)>,
+    /// `-var` and `-var-file`, in command-line order: a later one wins.
+    pub given: Vec<VariableArg>,
+    /// `(name, value, variable)` from the environment, lowest precedence first.
+    pub env: Vec<(String, String, String)>,
+    /// Whether the stack directory's `terraform.tfvars` and `*.auto.tfvars` are read.
+    pub auto_files: bool,
 }
 
 impl VariableArgs {
-    /// The `GPUSTACK_VAR_*` variables of this process.
-    pub fn from_process_env(vars: Vec<String>, var_files: Vec<PathBuf>) -> Self {
-        let env = std::env::vars()
-            .filter_map(|(k, v)| k.strip_prefix("GPUSTACK_VAR_").map(|n| (n.to_owned(), v)))
+    /// The command line's variables with this process's `TF_VAR_*` and `GPUSTACK_VAR_*`, and
+    /// the stack directory's variable files, as a Terraform command reads them.
+    pub fn from_process_env(given: Vec<VariableArg>) -> Self {
+        let mut env: Vec<(String, String, String)> = std::env::vars()
+            .filter_map(|(k, v)| {
+                let name = k.strip_prefix("TF_VAR_")?;
+                Some((name.to_owned(), v, k.clone()))
+            })
             .collect();
+        env.extend(std::env::vars().filter_map(|(k, v)| {
+            let name = k.strip_prefix("GPUSTACK_VAR_")?;
+            Some((name.to_owned(), v, k.clone()))
+        }));
         Self {
-            vars,
-            var_files,
+            given,
             env,
+            auto_files: true,
         }
     }
+
+    /// Only the values of the environment: what commands that take no `-var` read.
+    pub fn environment() -> Self {
+        Self::from_process_env(Vec::new())
+    }
+}
+
+/// The variable files Terraform reads from a root module's directory without being asked:
+/// `terraform.tfvars`, `terraform.tfvars.json`, then every `*.auto.tfvars` and
+/// `*.auto.tfvars.json` in lexical order of their names.
+pub fn auto_variable_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = ["terraform.tfvars", "terraform.tfvars.json"]
+        .into_iter()
+        .map(|name| dir.join(name))
+        .filter(|path| path.is_file())
+        .collect();
+    let mut auto: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|path| {
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".auto.tfvars") || n.ends_with(".auto.tfvars.json"))
+                && path.is_file()
+        })
+        .collect();
+    auto.sort();
+    files.extend(auto);
+    files
 }
 
 /// Where root variable values come from.
@@ -109,14 +160,16 @@ fn is_word_at(text: &str, at: usize, len: usize) -> bool {
         && !text[at + len..].chars().next().is_some_and(is_ident)
 }
 
-/// The variables of a run, from where `inputs` says; files they come from join `sources`.
+/// The variables of a run, from where `inputs` says, variables files found in `dir`; files
+/// they come from join `sources`.
 pub(super) fn read_inputs(
+    dir: &std::path::Path,
     inputs: &InputSource<'_>,
     sources: &mut SourceMap,
     diags: &mut Diags,
 ) -> Inputs {
     match inputs {
-        InputSource::Args(args) => collect_inputs(args, sources, diags),
+        InputSource::Args(args) => collect_inputs(dir, args, sources, diags),
         InputSource::Values(values) => Inputs(
             values
                 .iter()
@@ -135,14 +188,24 @@ pub(super) fn read_inputs(
                     .map(|(k, v)| (k.clone(), RawInput::Value(v.clone())))
                     .collect(),
             );
-            let given = collect_inputs(supplied, sources, diags);
+            // What the command line sets: with a saved plan, only sensitive variables (which
+            // the plan holds as digests). The environment and the directory's variables files
+            // set much a pipeline does not mean for this plan: the plan's own values win.
+            let explicit = collect_inputs(
+                dir,
+                &VariableArgs {
+                    given: supplied.given.clone(),
+                    env: Vec::new(),
+                    auto_files: false,
+                },
+                &mut SourceMap::new(dir),
+                &mut Diags::default(),
+            );
+            let given = collect_inputs(dir, supplied, sources, diags);
             for (name, raw) in given.0 {
                 if sensitive.contains_key(&name) {
                     inputs.0.insert(name, raw);
-                } else if !*only_sensitive || supplied.env.iter().any(|(n, _)| *n == name) {
-                    // The environment of a pipeline sets many variables; the plan's own
-                    // values win over those it does not need.
-                } else {
+                } else if *only_sensitive && explicit.0.contains_key(&name) {
                     diags.error(
                         None,
                         "Variable set for a saved plan",
@@ -155,60 +218,100 @@ pub(super) fn read_inputs(
     }
 }
 
-fn collect_inputs(args: &VariableArgs, sources: &mut SourceMap, diags: &mut Diags) -> Inputs {
+fn collect_inputs(
+    dir: &std::path::Path,
+    args: &VariableArgs,
+    sources: &mut SourceMap,
+    diags: &mut Diags,
+) -> Inputs {
     let mut inputs = Inputs::default();
-    for (name, raw) in &args.env {
+    for (name, raw, variable) in &args.env {
         inputs.0.insert(
             name.clone(),
             RawInput::Text {
                 raw: raw.clone(),
-                origin: format!("the environment variable GPUSTACK_VAR_{name}"),
+                origin: format!("the environment variable {variable}"),
+                environment: true,
             },
         );
     }
-    for path in &args.var_files {
-        let Some((file, body)) = config::parse_file(sources, path, diags) else {
-            continue;
-        };
-        for structure in body {
-            match structure {
-                Structure::Attribute(attr) => {
-                    inputs.0.insert(
-                        attr.key.as_str().to_owned(),
-                        RawInput::Expr(Expr {
-                            expr: attr.value,
-                            file,
-                        }),
-                    );
-                }
-                Structure::Block(block) => {
-                    use hcl_edit::Span as _;
-                    diags.error(
-                        config::span_of(file, block.ident.span()),
-                        "Unexpected block",
-                        "A variable file holds only name = value assignments.",
-                    );
-                }
-            }
+    if args.auto_files {
+        for path in auto_variable_files(dir) {
+            read_variable_file(&path, &mut inputs, sources, diags);
         }
     }
-    for var in &args.vars {
-        match var.split_once('=') {
-            Some((name, raw)) if !name.trim().is_empty() => {
-                inputs.0.insert(
-                    name.trim().to_owned(),
-                    RawInput::Text {
-                        raw: raw.to_owned(),
-                        origin: format!("--var {name}=..."),
-                    },
-                );
+    for arg in &args.given {
+        match arg {
+            VariableArg::File(path) => {
+                read_variable_file(path, &mut inputs, sources, diags);
             }
-            _ => diags.error(
-                None,
-                "Invalid --var option",
-                format!("\"{var}\" is not of the form NAME=VALUE."),
-            ),
+            VariableArg::Var(var) => match var.split_once('=') {
+                Some((name, raw)) if !name.trim().is_empty() => {
+                    inputs.0.insert(
+                        name.trim().to_owned(),
+                        RawInput::Text {
+                            raw: raw.to_owned(),
+                            origin: format!("-var {name}=..."),
+                            environment: false,
+                        },
+                    );
+                }
+                _ => diags.error(
+                    None,
+                    "Invalid -var option",
+                    format!("\"{var}\" is not of the form NAME=VALUE."),
+                ),
+            },
         }
     }
     inputs
+}
+
+/// One variables file's assignments: HCL `name = value` lines, or for a `.json` file one
+/// JSON object whose members are the values.
+fn read_variable_file(
+    path: &std::path::Path,
+    inputs: &mut Inputs,
+    sources: &mut SourceMap,
+    diags: &mut Diags,
+) {
+    if path.extension().is_some_and(|e| e == "json") {
+        let Some((file, values)) = config::parse_json_variables(sources, path, diags) else {
+            return;
+        };
+        for (name, value, span) in values {
+            inputs.0.insert(
+                name,
+                RawInput::Json {
+                    value,
+                    span: config::span_of(file, Some(span)),
+                },
+            );
+        }
+        return;
+    }
+    let Some((file, body)) = config::parse_file(sources, path, diags) else {
+        return;
+    };
+    for structure in body {
+        match structure {
+            Structure::Attribute(attr) => {
+                inputs.0.insert(
+                    attr.key.as_str().to_owned(),
+                    RawInput::Expr(Expr {
+                        expr: attr.value,
+                        file,
+                    }),
+                );
+            }
+            Structure::Block(block) => {
+                use hcl_edit::Span as _;
+                diags.error(
+                    config::span_of(file, block.ident.span()),
+                    "Unexpected block",
+                    "A variable file holds only name = value assignments.",
+                );
+            }
+        }
+    }
 }

@@ -4,7 +4,7 @@
 mod expand;
 mod inputs;
 
-pub use inputs::{InputSource, VariableArgs};
+pub use inputs::{InputSource, VariableArg, VariableArgs, auto_variable_files};
 
 use expand::expand_modules;
 use inputs::{protect_sensitive_inputs, read_inputs};
@@ -75,8 +75,9 @@ impl Session {
     pub fn settings(
         &mut self,
         encryption_environment: Option<&str>,
+        backend_overrides: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<StackSettings, SettingsError> {
-        let backend = self.backend_config()?;
+        let backend = self.backend_config(backend_overrides)?;
         let encryption = self
             .encryption_config(encryption_environment)
             .map_err(|diagnostics| SettingsError::Encryption { diagnostics })?;
@@ -87,12 +88,24 @@ impl Session {
     }
 
     /// The state backend the root module's `gpustack { backend ... }` or `terraform { backend
-    /// ... }` block chooses (local by default). Its attributes are literals: validation has
-    /// reported anything else.
-    pub fn backend_config(&self) -> Result<gpustack_state::BackendConfig, SettingsError> {
+    /// ... }` block chooses (local by default), with `overrides` (`init -backend-config`, a
+    /// partial configuration as Terraform takes it) laid over the block's attributes. Its
+    /// attributes are literals: validation has reported anything else.
+    pub fn backend_config(
+        &self,
+        overrides: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<gpustack_state::BackendConfig, SettingsError> {
         use hcl_edit::structure::Structure;
         let Some(backend) = self.stack.modules.first().and_then(|m| m.backend()) else {
-            return Ok(gpustack_state::BackendConfig::default());
+            if overrides.is_empty() {
+                return Ok(gpustack_state::BackendConfig::default());
+            }
+            return Err(SettingsError::Backend {
+                kind: "local".to_owned(),
+                message:
+                    "-backend-config was given, but the stack has no backend block to configure"
+                        .to_owned(),
+            });
         };
         let mut attributes = serde_json::Map::new();
         for structure in backend.body.body.iter() {
@@ -108,6 +121,7 @@ impl Session {
                 attributes.insert(attr.key.as_str().to_owned(), value.to_json());
             }
         }
+        attributes.extend(overrides.clone());
         gpustack_state::BackendConfig::from_block(&backend.kind, attributes).map_err(|e| {
             SettingsError::Backend {
                 kind: backend.kind.clone(),
@@ -198,7 +212,7 @@ impl Session {
             diags.0.extend(failures.0);
         }
         let stack_files = sources.files().count();
-        let inputs = read_inputs(&inputs, &mut sources, &mut diags);
+        let inputs = read_inputs(dir, &inputs, &mut sources, &mut diags);
         protect_sensitive_inputs(&stack, &inputs, &mut sources, stack_files);
         let graph = graph::build(&stack, &sources, &registry, &mut diags);
         Self {
@@ -237,6 +251,11 @@ impl Session {
                 .values()
                 .any(|r| format!("{}{}", m.prefix(), r.local_address()) == resource)
         })
+    }
+
+    /// The stack's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Whether loading, graphing or reading the variables found an error.

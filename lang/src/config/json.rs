@@ -355,6 +355,60 @@ impl Parser<'_> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Variables files.
+
+/// The members of a JSON variables file (`terraform.tfvars.json`): each name with its value
+/// as the JSON says it (strings are not templates there) and where the member was written.
+pub(super) fn variables(
+    text: &str,
+) -> Result<Vec<(String, gpustack_protocol::Value, Range<usize>)>, JsonError> {
+    let root = parse(text)?;
+    let JKind::Object(members) = root.kind else {
+        return Err((
+            root.span.start..root.span.start + 1,
+            "Invalid variables file",
+            "A JSON variables file holds one object, whose properties are the variables' values."
+                .into(),
+        ));
+    };
+    members
+        .into_iter()
+        .map(|(key, value)| {
+            let span = key.span.start..value.span.end;
+            Ok((key.value, literal(value)?, span))
+        })
+        .collect()
+}
+
+fn literal(value: JValue) -> Result<gpustack_protocol::Value, JsonError> {
+    use gpustack_protocol::Value;
+    Ok(match value.kind {
+        JKind::Null => Value::Null,
+        JKind::Bool(b) => Value::Bool(b),
+        JKind::Number(text) => match gpustack_protocol::Number::parse(&text) {
+            Ok(n) => Value::Number(n),
+            Err(_) => {
+                return Err((
+                    value.span,
+                    "Invalid number",
+                    format!("{text} is not a number."),
+                ));
+            }
+        },
+        JKind::String(s) => Value::String(s.value),
+        JKind::Array(items) => {
+            Value::List(items.into_iter().map(literal).collect::<Result<_, _>>()?)
+        }
+        JKind::Object(members) => Value::Object(
+            members
+                .into_iter()
+                .map(|(k, v)| Ok((k.value, literal(v)?)))
+                .collect::<Result<_, JsonError>>()?,
+        ),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
 // The translation.
 
 /// The HCL a JSON configuration stands for, with the offset in the JSON of each of its bytes

@@ -188,6 +188,29 @@ pub fn parse_file(
     parse_file_from(&Files::Disk, sources, path, diags)
 }
 
+/// A JSON variables file read into `sources`: each member's name, value and where it was
+/// written; a file that is not a JSON object is a diagnostic.
+#[allow(clippy::type_complexity)]
+pub fn parse_json_variables(
+    sources: &mut SourceMap,
+    path: &Path,
+    diags: &mut Diags,
+) -> Option<(
+    FileId,
+    Vec<(String, gpustack_protocol::Value, std::ops::Range<usize>)>,
+)> {
+    let text = read_text(&Files::Disk, sources, path, diags)?;
+    let parsed = super::json::variables(&text);
+    let id = sources.add(path, text);
+    match parsed {
+        Ok(values) => Some((id, values)),
+        Err((at, summary, detail)) => {
+            diags.error(Span::new(id, at), summary, detail);
+            None
+        }
+    }
+}
+
 fn parse_file_from(
     files: &Files,
     sources: &mut SourceMap,

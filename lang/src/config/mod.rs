@@ -11,7 +11,7 @@ pub mod version;
 
 pub use load::{
     Files, STACK_FILES, Syntax, load_stack, load_stack_expanded, load_stack_from, parse_file,
-    stack_file_syntax,
+    parse_json_variables, stack_file_syntax,
 };
 
 use crate::source::{FileId, Span};
