@@ -5,7 +5,8 @@
 //! documents (`kubectl_file_documents`, `kubectl_path_documents`).
 
 use crate::cluster::Cluster;
-use crate::kubernetes::{Connected, Objects};
+use crate::connection::Connected;
+use crate::manifest::Objects;
 use crate::types::ObjectType;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, Diagnostic,
@@ -183,7 +184,7 @@ impl Family for Kubectl {
                     Attribute::optional(Type::Number)
                         .describe("Accepted: gpustack retries what the API server asks it to."),
                 );
-        let config = crate::kubernetes::terraform_config(config);
+        let config = crate::connection::terraform_config(config);
         ProviderSchema {
             name: "kubectl".into(),
             config,
@@ -209,13 +210,13 @@ impl Family for Kubectl {
             .flatten()
             .and_then(|m| {
                 let state = manifest_wrapper(&m);
-                crate::kubernetes::identity_of_manifest(&state)
+                crate::manifest::identity_of_manifest(&state)
             })
     }
 
     fn check(&self, type_name: &str, check: &mut Checker<'_>) {
         if type_name == gpustack_protocol::PROVIDER_CONFIG {
-            crate::kubernetes::check_config(check);
+            crate::connection::check_config(check);
             return;
         }
         if type_name != "kubectl_manifest" {

@@ -1,21 +1,26 @@
 //! The `kubernetes`, `kubectl` and `gpu` providers: they share one cluster connection and its API
-//! discovery (`cluster`). `kubernetes` applies objects by server-side apply and waits for
-//! them (`kubernetes`, `wait`) and reads the GPU capacity a sharing policy gives the nodes
-//! (`capacity`); `gpu` labels GPU nodes and runs smoke tests on them (`gpu`).
+//! discovery (`cluster`); `kubernetes` and `kubectl` also share their configuration and what a
+//! plan learns of the cluster (`connection`). `kubernetes` (its schema and checks in `kubernetes`)
+//! applies objects by server-side apply and waits for them (`manifest`, `wait`) and reads the
+//! GPU capacity a sharing policy gives the nodes (`capacity`); `gpu` labels GPU nodes and runs
+//! smoke tests on them (`gpu`).
 
 mod capacity;
 /// The shared cluster connection, under the path the provider's modules name it by.
 use gpustack_cluster as cluster;
 mod collateral;
+mod connection;
 mod data;
 mod gpu;
 mod kubectl;
 mod kubernetes;
+mod manifest;
 mod rollout;
 mod taint;
 mod typed;
 #[rustfmt::skip]
 mod typed_fields;
+mod typed_vocabulary;
 mod types;
 mod wait;
 

@@ -8,7 +8,7 @@
 //! precondition: a taint someone adds in between fails the apply instead of being lost.
 //! Destroy applies the list without this resource's taints in the same way.
 
-use crate::kubernetes::Objects;
+use crate::manifest::Objects;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, Diagnostic,
     NestedBlock, PlanResourceChangeRequest, PlanResourceChangeResponse, ReadResourcesRequest,
@@ -276,7 +276,7 @@ fn changed_since_read(response: &ApplyResourceChangeResponse) -> bool {
     response
         .diagnostics
         .iter()
-        .any(|d| d.detail.contains(crate::kubernetes::CHANGED_SINCE_READ))
+        .any(|d| d.detail.contains(crate::manifest::CHANGED_SINCE_READ))
 }
 
 /// `kubernetes_node_taint`: the `kubernetes_patch` of its node's taint list, translated.

@@ -13,6 +13,7 @@
 //! OpenAPI document by `typed_fields.py` and checked against a live API server.
 
 use crate::typed_fields as fields;
+use crate::typed_vocabulary::{Await, F, Kind};
 use base64::Engine as _;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, Diagnostic,
@@ -24,59 +25,6 @@ use gpustack_provider_sdk::check::{Checker, attribute, set};
 use gpustack_provider_sdk::objects::strip_nulls;
 use gpustack_provider_sdk::resource::Resource;
 use serde_json::Value as Json;
-
-/// A field's type, as the Kubernetes API has it.
-#[derive(Debug)]
-pub(crate) enum F {
-    Str,
-    Num,
-    Bool,
-    /// A map of strings (labels, ConfigMap data, quantities).
-    Map,
-    /// A map of strings Terraform takes as text and Kubernetes holds base64-encoded (a
-    /// Secret's `data`).
-    Base64Map,
-    /// A list of strings.
-    List,
-    /// A list of numbers.
-    Nums,
-    /// An int-or-string (a port, `maxSurge`): Terraform's string, in the object a number
-    /// when it reads as one.
-    IntOrStr,
-    /// A file mode: Terraform's octal string (`"0644"`), in the object a number.
-    Mode,
-    /// An object: a block of at most one.
-    Obj(&'static [(&'static str, F)]),
-    /// A list of objects: a repeated block.
-    Objs(&'static [(&'static str, F)]),
-}
-
-/// One kind Terraform has typed resources for.
-#[derive(Debug)]
-pub(crate) struct Kind {
-    /// The resource type names: Terraform's unversioned and `_v1` names of one kind.
-    pub names: &'static [&'static str],
-    pub api_version: &'static str,
-    pub kind: &'static str,
-    pub namespaced: bool,
-    /// The object's fields besides apiVersion, kind and metadata.
-    pub fields: &'static [(&'static str, F)],
-    /// Arguments of Terraform's schema gpustack refuses, with the reason (their type: bool).
-    pub refused: &'static [(&'static str, &'static str)],
-    /// The provider's argument that waits after apply (`wait_for_rollout`), true unless set
-    /// false as in Terraform, and what it waits for; kinds that wait also honour `timeouts`.
-    pub waits: Option<(&'static str, Await)>,
-}
-
-/// What a kind's apply waits for, through `kubernetes_manifest`'s `wait`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Await {
-    /// The rollout of a Deployment, DaemonSet or StatefulSet; a LoadBalancer Service's
-    /// ingress.
-    Rollout,
-    /// A Job's `Complete` condition.
-    Completion,
-}
 
 /// Where Terraform's kubernetes provider departs from its rule: (where, Kubernetes field,
 /// Terraform name). Where is the end of the path of the object holding the field, the kind
@@ -120,36 +68,6 @@ pub(crate) const RENAMES: &[(&str, &str, &str)] = &[
     ("rbd", "user", "rados_user"),
     ("glusterfs", "endpoints", "endpoints_name"),
     ("azureDisk", "diskURI", "data_disk_uri"),
-];
-
-/// What a data source reads of a kind besides the fields it applies (Terraform's data
-/// `kubernetes_service_v1` has the Service's load balancer ingress as `status`).
-fn read_only_fields(kind: &Kind) -> &'static [(&'static str, F)] {
-    const SERVICE_STATUS: &[(&str, F)] = &[(
-        "status",
-        F::Obj(&[(
-            "loadBalancer",
-            F::Obj(&[(
-                "ingress",
-                F::Objs(&[("ip", F::Str), ("hostname", F::Str), ("ipMode", F::Str)]),
-            )]),
-        )]),
-    )];
-    if kind.kind == "Service" {
-        SERVICE_STATUS
-    } else {
-        &[]
-    }
-}
-
-/// The metadata of an object a kind embeds (a pod template, a job template, a claim template):
-/// Terraform's `metadata {}` block.
-pub(crate) const OBJECT_META: &[(&str, F)] = &[
-    ("name", F::Str),
-    ("generateName", F::Str),
-    ("namespace", F::Str),
-    ("labels", F::Map),
-    ("annotations", F::Map),
 ];
 
 const SELECTOR_EXPRESSIONS: &[(&str, F)] =
@@ -482,12 +400,12 @@ pub(crate) fn terraform_name(kind: &Kind, field: &str) -> String {
 /// Kubernetes field names: `Deployment.spec.template`): a plural made singular only for a list
 /// of objects (LimitRange's `limits` is `limit`, a container's `resources.limits` map stays
 /// `limits`).
-fn name_of(holder: &str, field: &str, ty: &F) -> String {
+pub(crate) fn name_of(holder: &str, field: &str, ty: &F) -> String {
     field_name(holder, field, matches!(ty, F::Objs(_)))
 }
 
 /// The path of the object a field holds.
-fn below(holder: &str, field: &str) -> String {
+pub(crate) fn below(holder: &str, field: &str) -> String {
     format!("{holder}.{field}")
 }
 
@@ -606,104 +524,6 @@ fn metadata_block(namespaced: bool) -> Schema {
     block
 }
 
-/// A typed data source's schema: the metadata block that names the object, and every field
-/// of the kind computed, blocks as lists of objects (`spec[0].port[0].port`).
-pub(crate) fn data_schema(kind: &Kind) -> Schema {
-    let mut metadata = Schema::new("The object's name (and namespace); the rest as read.")
-        .attr("name", Attribute::required(Type::String))
-        .attr("labels", Attribute::computed(Type::map(Type::String)))
-        .attr("annotations", Attribute::computed(Type::map(Type::String)))
-        .attr("uid", Attribute::computed(Type::String))
-        .attr("resource_version", Attribute::computed(Type::String))
-        .attr("generation", Attribute::computed(Type::Number));
-    if kind.namespaced {
-        metadata = metadata.attr("namespace", Attribute::optional(Type::String));
-    }
-    let mut schema = Schema::new(format!(
-        "A {} ({}) read by name: one GET.",
-        kind.kind, kind.api_version
-    ));
-    one_block(&mut schema, "metadata", metadata, true);
-    for (field, ty) in kind.fields.iter().chain(read_only_fields(kind)) {
-        let attribute_type = match ty {
-            F::Str | F::IntOrStr | F::Mode => Type::String,
-            F::Num => Type::Number,
-            F::Bool => Type::Bool,
-            F::Map | F::Base64Map => Type::map(Type::String),
-            F::List => Type::list(Type::String),
-            F::Nums => Type::list(Type::Number),
-            F::Obj(_) | F::Objs(_) => Type::Any,
-        };
-        schema = schema.attr(
-            &name_of(kind.kind, field, ty),
-            Attribute::computed(attribute_type),
-        );
-    }
-    schema
-}
-
-/// A typed data source's state: its configuration with every field of the kind as the live
-/// object has it (null where it has none, all of it null when there is no object), and the
-/// object's metadata.
-pub(crate) fn data_state(kind: &Kind, config: Value, live: Option<&Json>) -> Value {
-    let mut state = config;
-    let empty = Json::Object(Default::default());
-    let object = live.unwrap_or(&empty);
-    from_json(kind.kind, kind.fields, object, &mut state);
-    from_json(kind.kind, read_only_fields(kind), object, &mut state);
-    fill_absent(kind.kind, kind.fields, &mut state);
-    fill_absent(kind.kind, read_only_fields(kind), &mut state);
-    let mut metadata = first(attribute(&state, "metadata"))
-        .cloned()
-        .unwrap_or_else(|| Value::Object(Default::default()));
-    let meta = live
-        .map(crate::data::object_value)
-        .and_then(|o| attribute(&o, "metadata").cloned());
-    for (key, field) in [
-        ("labels", "labels"),
-        ("annotations", "annotations"),
-        ("uid", "uid"),
-        ("resource_version", "resourceVersion"),
-        ("generation", "generation"),
-    ] {
-        let value = meta
-            .as_ref()
-            .and_then(|m| attribute(m, field))
-            .cloned()
-            .unwrap_or(Value::Null);
-        set(&mut metadata, key, value);
-    }
-    set(&mut state, "metadata", Value::List(vec![metadata]));
-    state
-}
-
-/// Every field a data source's value has, at every depth: an absent block an empty list, an
-/// absent value null, so that `status[0].load_balancer[0].ingress` is `[]` rather than an
-/// error.
-fn fill_absent(holder: &str, fields: &[(&str, F)], value: &mut Value) {
-    for (field, ty) in fields {
-        let name = name_of(holder, field, ty);
-        let present = value.as_object().and_then(|o| o.get(&name)).cloned();
-        let filled = match (ty, present) {
-            (F::Obj(inner) | F::Objs(inner), Some(Value::List(blocks))) => Value::List(
-                blocks
-                    .into_iter()
-                    .map(|mut block| {
-                        fill_absent(&below(holder, field), inner, &mut block);
-                        block
-                    })
-                    .collect(),
-            ),
-            (F::Obj(_) | F::Objs(_), None | Some(Value::Null)) => Value::List(Vec::new()),
-            (_, Some(present)) => present,
-            (_, None) => Value::Null,
-        };
-        if let Value::Object(map) = value {
-            map.insert(name, filled);
-        }
-    }
-}
-
 /// A typed resource's schema, by the rule.
 pub(crate) fn schema(kind: &Kind) -> Schema {
     let mut schema = Schema::new(format!(
@@ -786,7 +606,7 @@ const SET_BY_THE_CLUSTER: &[&str] = &[
 const COMPUTED_METADATA: [&str; 3] = ["uid", "resource_version", "generation"];
 
 /// The first block of a list block (`metadata[0]`), or the object of a single one.
-fn first(value: Option<&Value>) -> Option<&Value> {
+pub(crate) fn first(value: Option<&Value>) -> Option<&Value> {
     match value? {
         v if v.as_list().is_some() => v.as_list()?.first(),
         v if v.as_object().is_some() => Some(v),
@@ -882,7 +702,7 @@ pub(crate) fn manifest(kind: &Kind, typed: &Value) -> Option<Json> {
 }
 
 /// The typed fields of a (projected) live object.
-fn from_json(holder: &str, fields: &[(&str, F)], live: &Json, typed: &mut Value) {
+pub(crate) fn from_json(holder: &str, fields: &[(&str, F)], live: &Json, typed: &mut Value) {
     for (field, ty) in fields {
         let name = name_of(holder, field, ty);
         let value = live.get(*field);
@@ -1483,47 +1303,6 @@ mod tests {
         assert_eq!(
             strip_nulls(&back.to_json_revealed()),
             typed.to_json_revealed()
-        );
-    }
-
-    /// A typed data source holds the object in the resource's shape, a Secret's values (and
-    /// the configuration kubectl recorded on it) sensitive; a missing object reads as nulls.
-    #[test]
-    fn a_data_source_reads_the_object_in_the_typed_shape_and_conceals_a_secret() {
-        let config = Value::from_json(&json!({
-            "metadata": [{"name": "token", "namespace": "gpu"}],
-            "data": null, "binary_data": null, "type": null, "immutable": null
-        }));
-        let live = json!({
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {
-                "name": "token", "namespace": "gpu", "uid": "u-1", "resourceVersion": "7",
-                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{\"data\":{\"token\":\"czNjcmV0\"}}"}
-            },
-            "type": "Opaque",
-            "data": {"token": "czNjcmV0"}
-        });
-        let secret = kind("kubernetes_secret_v1");
-        let state = data_state(secret, config.clone(), Some(&live));
-        let token = attribute(&state, "data")
-            .and_then(|d| attribute(d, "token"))
-            .unwrap();
-        assert!(token.is_sensitive(), "{token:?}");
-        assert_eq!(token.to_json_revealed(), json!("s3cret"));
-        assert_eq!(attribute(&state, "type"), Some(&Value::string("Opaque")));
-        let metadata = first(attribute(&state, "metadata")).unwrap();
-        assert_eq!(attribute(metadata, "uid"), Some(&Value::string("u-1")));
-        let recorded = attribute(metadata, "annotations")
-            .and_then(|a| attribute(a, "kubectl.kubernetes.io/last-applied-configuration"))
-            .unwrap();
-        assert!(recorded.is_sensitive());
-
-        let missing = data_state(secret, config, None);
-        assert_eq!(attribute(&missing, "data"), None);
-        assert_eq!(
-            attribute(first(attribute(&missing, "metadata")).unwrap(), "uid"),
-            None
         );
     }
 

@@ -12,7 +12,7 @@
 mod node;
 mod spec;
 
-use crate::kubernetes::Connected;
+use crate::connection::Connected;
 use gpustack_cluster::api_error;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic, GpuFact,

@@ -1,0 +1,68 @@
+//! The untyped resource types (`kubernetes_manifest`, `kubernetes_labels`,
+//! `kubernetes_annotations`, `kubernetes_patch`): server-side apply, refresh, deletion and
+//! import of one object each. A typed resource, a `kubectl_manifest` and a
+//! `kubernetes_node_taint` are translated into one of these and back, so that the rules of
+//! identity (uid), ownership and deletion are kept here alone.
+
+mod apply;
+mod delete;
+mod import;
+mod object_id;
+mod plan;
+mod refresh;
+mod server;
+mod state;
+
+pub(crate) use object_id::identity_of_manifest;
+pub(crate) use server::CHANGED_SINCE_READ;
+
+use crate::connection::Connected;
+use crate::types::ObjectType;
+use gpustack_protocol::{
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Diagnostic, PlanResourceChangeRequest,
+    PlanResourceChangeResponse, ReadResourcesRequest, ReadResourcesResponse, Value,
+};
+use gpustack_provider_sdk::resource::Resource;
+use std::sync::Arc;
+
+/// One of the provider's resource types on a connected cluster.
+pub(crate) struct Objects {
+    pub(crate) connected: Arc<Connected>,
+    pub(crate) ty: ObjectType,
+}
+
+#[async_trait::async_trait]
+impl Resource for Objects {
+    async fn read(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
+        self.connected.read(self.ty, request).await
+    }
+
+    async fn plan(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse {
+        self.connected.plan(self.ty, request).await
+    }
+
+    async fn apply(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {
+        match self.connected.apply(self.ty, request).await {
+            Ok((new_state, diagnostics)) => ApplyResourceChangeResponse {
+                new_state,
+                diagnostics,
+            },
+            Err(diagnostics) => ApplyResourceChangeResponse {
+                new_state: None,
+                diagnostics,
+            },
+        }
+    }
+
+    async fn plan_delete(
+        &self,
+        request: gpustack_protocol::PlanDeleteRequest,
+    ) -> gpustack_protocol::PlanDeleteResponse {
+        self.connected.plan_delete(self.ty, request).await
+    }
+
+    async fn import(&self, id: &str) -> Result<Value, Vec<Diagnostic>> {
+        let response = self.connected.import(self.ty, id).await;
+        response.state.ok_or(response.diagnostics)
+    }
+}

@@ -1,0 +1,67 @@
+//! The words a typed kind is described in: a field's type ([`F`]), a kind ([`Kind`]) and what
+//! its apply waits for ([`Await`]), and the metadata every embedded object has
+//! ([`OBJECT_META`]). The hand-written kinds (`typed.rs`) and the generated field tables
+//! (`typed_fields.rs`) are both written in them.
+
+/// A field's type, as the Kubernetes API has it.
+#[derive(Debug)]
+pub(crate) enum F {
+    Str,
+    Num,
+    Bool,
+    /// A map of strings (labels, ConfigMap data, quantities).
+    Map,
+    /// A map of strings Terraform takes as text and Kubernetes holds base64-encoded (a
+    /// Secret's `data`).
+    Base64Map,
+    /// A list of strings.
+    List,
+    /// A list of numbers.
+    Nums,
+    /// An int-or-string (a port, `maxSurge`): Terraform's string, in the object a number
+    /// when it reads as one.
+    IntOrStr,
+    /// A file mode: Terraform's octal string (`"0644"`), in the object a number.
+    Mode,
+    /// An object: a block of at most one.
+    Obj(&'static [(&'static str, F)]),
+    /// A list of objects: a repeated block.
+    Objs(&'static [(&'static str, F)]),
+}
+
+/// One kind Terraform has typed resources for.
+#[derive(Debug)]
+pub(crate) struct Kind {
+    /// The resource type names: Terraform's unversioned and `_v1` names of one kind.
+    pub names: &'static [&'static str],
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
+    /// The object's fields besides apiVersion, kind and metadata.
+    pub fields: &'static [(&'static str, F)],
+    /// Arguments of Terraform's schema gpustack refuses, with the reason (their type: bool).
+    pub refused: &'static [(&'static str, &'static str)],
+    /// The provider's argument that waits after apply (`wait_for_rollout`), true unless set
+    /// false as in Terraform, and what it waits for; kinds that wait also honour `timeouts`.
+    pub waits: Option<(&'static str, Await)>,
+}
+
+/// What a kind's apply waits for, through `kubernetes_manifest`'s `wait`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Await {
+    /// The rollout of a Deployment, DaemonSet or StatefulSet; a LoadBalancer Service's
+    /// ingress.
+    Rollout,
+    /// A Job's `Complete` condition.
+    Completion,
+}
+
+/// The metadata of an object a kind embeds (a pod template, a job template, a claim template):
+/// Terraform's `metadata {}` block.
+pub(crate) const OBJECT_META: &[(&str, F)] = &[
+    ("name", F::Str),
+    ("generateName", F::Str),
+    ("namespace", F::Str),
+    ("labels", F::Map),
+    ("annotations", F::Map),
+];
