@@ -6,17 +6,24 @@ use super::backend::full;
 use super::state::{error, run};
 use gpustack_engine::{InputSource, Session, VariableArgs};
 use gpustack_lang::config::Files;
+use gpustack_protocol::TerraformTakeover;
 use serde_json::Value as Json;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// How gpustack takes one Terraform instance over: its import ID, and the identity Terraform
-/// recorded (a Kubernetes object's uid) where it recorded one.
-#[derive(Debug, PartialEq)]
-pub struct Takeover {
-    pub id: String,
-    pub uid: Option<String>,
+/// How gpustack's provider of `type_name` takes one Terraform instance over, or why the
+/// instance is left to Terraform.
+fn takeover(
+    registry: &gpustack_protocol::Registry,
+    type_name: &str,
+    attributes: &Json,
+) -> Result<TerraformTakeover, &'static str> {
+    registry
+        .owner_of(type_name)
+        .and_then(|name| registry.provider(name))
+        .and_then(|provider| provider.terraform_takeover(type_name, attributes))
+        .unwrap_or(Err("gpustack does not serve this type"))
 }
 
 fn text(value: Option<&Json>) -> Option<String> {
@@ -24,82 +31,6 @@ fn text(value: Option<&Json>) -> Option<String> {
         .and_then(Json::as_str)
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
-}
-
-fn object_id(api_version: &str, kind: &str, namespace: Option<String>, name: &str) -> String {
-    match namespace {
-        Some(ns) => format!("{api_version}/{kind}/{ns}/{name}"),
-        None => format!("{api_version}/{kind}/{name}"),
-    }
-}
-
-/// The import ID gpustack's provider takes for a Terraform instance, derived from the
-/// attributes Terraform recorded; or why the instance is left to Terraform.
-pub fn takeover(type_name: &str, attributes: &Json) -> Result<Takeover, &'static str> {
-    let at = |p: &str| text(attributes.pointer(p));
-    match type_name {
-        "kubernetes_manifest" => {
-            let manifest = attributes.get("manifest").unwrap_or(&Json::Null);
-            let object = attributes.get("object").unwrap_or(&Json::Null);
-            let field = |p: &str| text(manifest.pointer(p)).or_else(|| text(object.pointer(p)));
-            let (Some(api_version), Some(kind), Some(name)) = (
-                field("/apiVersion"),
-                field("/kind"),
-                field("/metadata/name"),
-            ) else {
-                return Err("its manifest names no apiVersion, kind and name");
-            };
-            Ok(Takeover {
-                id: object_id(&api_version, &kind, field("/metadata/namespace"), &name),
-                uid: text(object.pointer("/metadata/uid")),
-            })
-        }
-        "kubectl_manifest" => {
-            let (Some(api_version), Some(kind), Some(name)) =
-                (at("/api_version"), at("/kind"), at("/name"))
-            else {
-                return Err("it records no api_version, kind and name");
-            };
-            Ok(Takeover {
-                id: object_id(&api_version, &kind, at("/namespace"), &name),
-                uid: at("/uid").or_else(|| at("/live_uid")),
-            })
-        }
-        "helm_release" => {
-            let Some(name) = at("/name") else {
-                return Err("it records no release name");
-            };
-            let namespace = at("/namespace").unwrap_or_else(|| "default".to_owned());
-            Ok(Takeover {
-                id: format!("{namespace}/{name}"),
-                uid: None,
-            })
-        }
-        _ => typed(type_name, attributes),
-    }
-}
-
-#[cfg(feature = "kubernetes")]
-fn typed(type_name: &str, attributes: &Json) -> Result<Takeover, &'static str> {
-    let Some((api_version, kind, namespaced)) = gpustack_provider_kubernetes::typed_kind(type_name)
-    else {
-        return Err("gpustack does not serve this type");
-    };
-    let metadata = attributes.pointer("/metadata/0").unwrap_or(&Json::Null);
-    let Some(name) = text(metadata.get("name")) else {
-        return Err("its metadata records no name");
-    };
-    let namespace =
-        namespaced.then(|| text(metadata.get("namespace")).unwrap_or_else(|| "default".to_owned()));
-    Ok(Takeover {
-        id: object_id(api_version, kind, namespace, &name),
-        uid: text(metadata.get("uid")),
-    })
-}
-
-#[cfg(not(feature = "kubernetes"))]
-fn typed(_: &str, _: &Json) -> Result<Takeover, &'static str> {
-    Err("gpustack does not serve this type")
 }
 
 /// The identity gpustack records for an object (a Kubernetes object's uid), if any.
@@ -136,10 +67,11 @@ pub fn import(
             super::report::diagnostics(&sources, &diagnostics, color);
             return ExitCode::from(1);
         }
+        let registry = crate::registry();
         let mut take = Vec::new();
         let mut left = Vec::new();
         for instance in &found {
-            match takeover(&instance.type_name, &instance.attributes) {
+            match takeover(&registry, &instance.type_name, &instance.attributes) {
                 Err(why) => left.push((instance.address.clone(), why)),
                 Ok(_) if !session.declares(&instance.address) => {
                     left.push((instance.address.clone(), "the stack does not declare it"));
@@ -237,32 +169,4 @@ pub fn import(
         }
         ExitCode::SUCCESS
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn import_ids_from_a_terraform_states_attributes() {
-        let helm = serde_json::json!({"name": "gpu-operator", "namespace": "gpu"});
-        assert_eq!(
-            takeover("helm_release", &helm),
-            Ok(Takeover {
-                id: "gpu/gpu-operator".into(),
-                uid: None
-            })
-        );
-        let manifest = serde_json::json!({
-            "manifest": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}},
-            "object": {"metadata": {"uid": "u1"}}});
-        assert_eq!(
-            takeover("kubernetes_manifest", &manifest),
-            Ok(Takeover {
-                id: "v1/ConfigMap/n/c".into(),
-                uid: Some("u1".into())
-            })
-        );
-        assert!(takeover("aws_iam_role", &Json::Null).is_err());
-    }
 }

@@ -29,6 +29,31 @@ pub fn provider() -> Arc<dyn ProviderFactory> {
 
 #[async_trait::async_trait]
 impl Family for Helm {
+    /// A release is imported by `namespace/name`; Terraform records no identity of its own.
+    fn terraform_takeover(
+        &self,
+        type_name: &str,
+        attributes: &serde_json::Value,
+    ) -> Option<Result<gpustack_protocol::TerraformTakeover, &'static str>> {
+        if type_name != "helm_release" {
+            return None;
+        }
+        let text = |key: &str| {
+            attributes
+                .get(key)
+                .and_then(serde_json::Value::as_str)
+                .filter(|s| !s.is_empty())
+        };
+        let Some(name) = text("name") else {
+            return Some(Err("it records no release name"));
+        };
+        let namespace = text("namespace").unwrap_or("default");
+        Some(Ok(gpustack_protocol::TerraformTakeover {
+            id: format!("{namespace}/{name}"),
+            uid: None,
+        }))
+    }
+
     fn schema(&self) -> ProviderSchema {
         ProviderSchema {
             name: "helm".into(),

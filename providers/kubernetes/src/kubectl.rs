@@ -165,6 +165,14 @@ fn documents_schema(path: bool) -> Schema {
 
 #[async_trait::async_trait]
 impl Family for Kubectl {
+    fn terraform_takeover(
+        &self,
+        type_name: &str,
+        attributes: &serde_json::Value,
+    ) -> Option<Result<gpustack_protocol::TerraformTakeover, &'static str>> {
+        crate::takeover::kubectl(type_name, attributes)
+    }
+
     fn schema(&self) -> ProviderSchema {
         let config =
             provider_config("A Kubernetes cluster, as the kubectl provider configures one.")

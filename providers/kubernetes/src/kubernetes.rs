@@ -80,6 +80,14 @@ fn wait_block() -> Schema {
 
 #[async_trait::async_trait]
 impl Family for Kubernetes {
+    fn terraform_takeover(
+        &self,
+        type_name: &str,
+        attributes: &serde_json::Value,
+    ) -> Option<Result<gpustack_protocol::TerraformTakeover, &'static str>> {
+        crate::takeover::kubernetes(type_name, attributes)
+    }
+
     fn schema(&self) -> ProviderSchema {
         let config = provider_config(
             "A Kubernetes cluster: from a kubeconfig, in-cluster, or explicit credentials.",

@@ -17,6 +17,7 @@ mod kubernetes;
 mod manifest;
 mod rollout;
 mod taint;
+mod takeover;
 mod typed;
 #[rustfmt::skip]
 mod typed_fields;
@@ -36,12 +37,6 @@ pub fn kubernetes() -> Arc<dyn ProviderFactory> {
 /// The `kubectl` provider (gavinbunney/kubectl's schema), for a registry.
 pub fn kubectl() -> Arc<dyn ProviderFactory> {
     Arc::new(Factory(kubectl::Kubectl))
-}
-
-/// The object a typed resource type (`kubernetes_config_map_v1`, ...) stands for:
-/// (apiVersion, kind, namespaced).
-pub fn typed_kind(type_name: &str) -> Option<(&'static str, &'static str, bool)> {
-    typed::kind_of(type_name).map(|k| (k.api_version, k.kind, k.namespaced))
 }
 
 /// The `gpu` provider, for a registry.

@@ -330,6 +330,15 @@ pub struct ReadDataSourceResponse {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// How an object recorded in a Terraform state is taken over: the import ID, and the identity
+/// Terraform recorded for it (a Kubernetes object's uid) where it recorded one, which the
+/// imported object must have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerraformTakeover {
+    pub id: String,
+    pub uid: Option<String>,
+}
+
 /// The type name under which `validate_resource_config` checks a `provider` block's own
 /// configuration (no resource type is named so: theirs start with the provider's name and `_`).
 pub const PROVIDER_CONFIG: &str = "provider";
@@ -353,6 +362,19 @@ pub trait ProviderFactory: Send + Sync {
     /// yet, or the resource owns no object of its own (labels on someone else's node).
     fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
         let _ = (type_name, state);
+        None
+    }
+
+    /// How an object Terraform recorded in its state (the instance's `attributes` there, for
+    /// one of this provider's `type_name`s) is taken over by `state import-terraform`: the ID
+    /// this provider's import takes, and the identity Terraform recorded. `None` when the
+    /// provider does not serve the type; an error says why the instance is left to Terraform.
+    fn terraform_takeover(
+        &self,
+        type_name: &str,
+        attributes: &serde_json::Value,
+    ) -> Option<Result<TerraformTakeover, &'static str>> {
+        let _ = (type_name, attributes);
         None
     }
 

@@ -25,6 +25,16 @@ pub trait Family: Send + Sync + 'static {
         None
     }
 
+    /// As [`ProviderFactory::terraform_takeover`].
+    fn terraform_takeover(
+        &self,
+        type_name: &str,
+        attributes: &serde_json::Value,
+    ) -> Option<Result<gpustack_protocol::TerraformTakeover, &'static str>> {
+        let _ = (type_name, attributes);
+        None
+    }
+
     /// The provider serving one `provider` block with this configuration. Makes no request
     /// that changes anything.
     async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>>;
@@ -64,6 +74,14 @@ impl<F: Family> ProviderFactory for Factory<F> {
 
     fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
         self.0.identity(type_name, state)
+    }
+
+    fn terraform_takeover(
+        &self,
+        type_name: &str,
+        attributes: &serde_json::Value,
+    ) -> Option<Result<gpustack_protocol::TerraformTakeover, &'static str>> {
+        self.0.terraform_takeover(type_name, attributes)
     }
 
     async fn configure(

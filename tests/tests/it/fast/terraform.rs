@@ -158,7 +158,7 @@ fn terraform_backend_arguments_are_read_as_gpustacks_own() {
             &gpustack_lang::config::Files::Disk,
             gpustack_engine::InputSource::Args(&Default::default()),
         );
-        let config = session.backend_config().unwrap();
+        let config = session.backend_config(&serde_json::Map::new()).unwrap();
         let (_, diagnostics) = session.diagnostics();
         let warnings: Vec<String> = diagnostics
             .iter()
