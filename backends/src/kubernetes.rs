@@ -100,6 +100,31 @@ impl KubernetesBackend {
         self
     }
 
+    /// The workspaces whose states this namespace holds beside the default one's: every
+    /// index Secret `gpustack-state-WORKSPACE-SUFFIX` of this stack's suffix.
+    pub async fn workspaces(&self) -> Result<Vec<String>, StateError> {
+        let params = kube::api::ListParams::default()
+            .labels(&format!("{MANAGED_BY}=gpustack,!{GENERATION_LABEL}"));
+        let list = self
+            .secrets
+            .list_metadata(&params)
+            .await
+            .map_err(|e| self.read_error(e))?;
+        let end = format!("-{}", self.suffix);
+        Ok(list
+            .items
+            .iter()
+            .filter_map(|secret| {
+                let name = secret.metadata.name.as_deref()?;
+                let workspace = name.strip_prefix("gpustack-state-")?.strip_suffix(&end)?;
+                (gpustack_state::check_workspace_name(workspace).is_ok()
+                    && secret.metadata.labels.as_ref()?.get(STATE_LABEL)?
+                        == &format!("{workspace}-{}", self.suffix))
+                    .then(|| workspace.to_owned())
+            })
+            .collect())
+    }
+
     fn index_name(&self) -> String {
         format!("gpustack-state-{}", self.suffix)
     }
@@ -604,6 +629,28 @@ impl Backend for KubernetesBackend {
                 .map(|b| b.0)),
             Err(e) => Err(self.read_error(e)),
         }
+    }
+
+    /// The index Secret, only at the version this process last saw, then its chunks.
+    async fn delete(&self) -> Result<(), StateError> {
+        self.fence.check(|| self.location())?;
+        let Some(seen) = self.seen.before_write(self).await? else {
+            return Ok(());
+        };
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                resource_version: seen.version.clone(),
+                uid: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match self.secrets.delete(&self.index_name(), &params).await {
+            Ok(_) => {}
+            Err(e) if is_status(&e, 404) => {}
+            Err(e) => return Err(self.write_error(e)),
+        }
+        self.delete_secrets(&seen.chunks).await;
+        Ok(())
     }
 
     async fn write_note(&self, name: &str, bytes: &[u8]) -> Result<(), StateError> {

@@ -41,7 +41,7 @@ pub async fn open_encrypted(
     encryption: Arc<Encryption>,
 ) -> Result<Box<dyn Backend>, StateError> {
     Ok(match config {
-        BackendConfig::Local { path } => Box::new(
+        BackendConfig::Local { path, .. } => Box::new(
             LocalBackend::for_stack(stack_dir, path.as_deref()).with_encryption(encryption),
         ),
         BackendConfig::Kubernetes(config) => Box::new(
@@ -55,6 +55,59 @@ pub async fn open_encrypted(
                 .with_encryption(encryption),
         ),
     })
+}
+
+/// The workspaces a backend holds states of: `default` first (it always exists, as in
+/// Terraform), then the others in name order, found where [`BackendConfig::for_workspace`]
+/// puts them.
+pub async fn workspaces(
+    config: &BackendConfig,
+    stack_dir: &Path,
+) -> Result<Vec<String>, StateError> {
+    let mut found = match config {
+        BackendConfig::Local {
+            path,
+            workspace_dir,
+        } => {
+            let dir = stack_dir.join(
+                workspace_dir
+                    .as_deref()
+                    .unwrap_or(gpustack_state::DEFAULT_WORKSPACE_DIR),
+            );
+            let file = path
+                .as_deref()
+                .unwrap_or(gpustack_state::DEFAULT_LOCAL_STATE)
+                .rsplit('/')
+                .next()
+                .unwrap_or("state.json")
+                .to_owned();
+            std::fs::read_dir(&dir)
+                .into_iter()
+                .flatten()
+                .filter_map(Result::ok)
+                .filter(|e| e.path().join(&file).is_file())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        }
+        BackendConfig::S3(s3) => {
+            let prefix = s3
+                .workspace_key_prefix
+                .as_deref()
+                .unwrap_or(gpustack_state::DEFAULT_WORKSPACE_KEY_PREFIX);
+            s3::S3Backend::connect(s3).await?.workspaces(prefix).await?
+        }
+        BackendConfig::Kubernetes(k) => {
+            kubernetes::KubernetesBackend::connect(k)
+                .await?
+                .workspaces()
+                .await?
+        }
+    };
+    found.retain(|w| w != gpustack_state::DEFAULT_WORKSPACE);
+    found.sort();
+    found.dedup();
+    found.insert(0, gpustack_state::DEFAULT_WORKSPACE.to_owned());
+    Ok(found)
 }
 
 /// The encryption of states and plans an `encryption` block configures, with the key

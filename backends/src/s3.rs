@@ -185,6 +185,40 @@ impl S3Backend {
         self.seen.remember(etag);
     }
 
+    /// The workspaces whose states this bucket holds beside the default one's: every key
+    /// `PREFIX/WORKSPACE/KEY`, as Terraform's S3 backend lists them.
+    pub async fn workspaces(&self, prefix: &str) -> Result<Vec<String>, StateError> {
+        let location = format!("s3://{}/{prefix}/", self.bucket);
+        let mut names = Vec::new();
+        let mut pages = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(format!("{prefix}/"))
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| StateError::Read {
+                location: location.clone(),
+                source: gpustack_protocol::error_chain(&e).into(),
+            })?;
+            for object in page.contents() {
+                let Some(rest) = object
+                    .key()
+                    .and_then(|k| k.strip_prefix(&format!("{prefix}/")))
+                else {
+                    continue;
+                };
+                if let Some((workspace, key)) = rest.split_once('/')
+                    && key == self.key
+                {
+                    names.push(workspace.to_owned());
+                }
+            }
+        }
+        Ok(names)
+    }
+
     /// An object's bytes and ETag; `None` when it does not exist.
     pub(crate) async fn get(
         &self,
@@ -413,6 +447,28 @@ impl Backend for S3Backend {
             .map_err(|source| StateError::Read {
                 location: format!("s3://{}/{}", self.bucket, self.note_key(name)),
                 source,
+            })
+    }
+
+    /// The state object, only as this process last saw it (`If-Match` on its ETag), so that a
+    /// state someone else wrote since is never deleted unseen.
+    async fn delete(&self) -> Result<(), StateError> {
+        self.fence.check(|| self.location())?;
+        let mut request = self
+            .client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(&self.key);
+        if let Some(etag) = self.seen.before_write(self).await? {
+            request = request.if_match(etag);
+        }
+        request
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| StateError::Write {
+                location: self.location(),
+                source: gpustack_protocol::error_chain(&e).into(),
             })
     }
 

@@ -80,6 +80,7 @@ impl gpustack_provider_local::terraform::StateReader for TerraformStates {
                     profile: profile.clone(),
                     use_path_style: *use_path_style,
                     lock_ttl: None,
+                    workspace_key_prefix: None,
                 })
                 .await
             }

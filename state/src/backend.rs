@@ -310,6 +310,10 @@ pub trait Backend: Send + Sync {
     async fn read_note(&self, name: &str) -> Result<Option<Vec<u8>>, StateError>;
 
     async fn write_note(&self, name: &str, bytes: &[u8]) -> Result<(), StateError>;
+
+    /// Deletes the state and what is kept beside it (its backup, its notes): how a workspace
+    /// is deleted. The caller holds the lock.
+    async fn delete(&self) -> Result<(), StateError>;
 }
 
 /// A backend block's settings, as written in `gpustack { backend "KIND" { ... } }`.
@@ -319,6 +323,10 @@ pub enum BackendConfig {
     Local {
         #[serde(default)]
         path: Option<String>,
+        /// Where the states of workspaces other than `default` live (Terraform's
+        /// `terraform.tfstate.d`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workspace_dir: Option<String>,
     },
     Kubernetes(crate::KubernetesConfig),
     S3(crate::S3Config),
@@ -326,7 +334,42 @@ pub enum BackendConfig {
 
 impl Default for BackendConfig {
     fn default() -> Self {
-        Self::Local { path: None }
+        Self::Local {
+            path: None,
+            workspace_dir: None,
+        }
+    }
+}
+
+/// The workspace a stack starts in, whose state is where the backend block says.
+pub const DEFAULT_WORKSPACE: &str = "default";
+/// Where the local backend keeps the other workspaces' states, as Terraform's does.
+pub const DEFAULT_WORKSPACE_DIR: &str = "terraform.tfstate.d";
+/// What precedes a workspace's name in an S3 key, as in Terraform's S3 backend.
+pub const DEFAULT_WORKSPACE_KEY_PREFIX: &str = "env:";
+/// The local backend's state file, in its default place.
+pub const DEFAULT_LOCAL_STATE: &str = ".gpustack/state.json";
+
+/// Why a name cannot be a workspace's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "\"{0}\" is not a valid workspace name: use letters, digits, '-', '_' and '.', as it becomes part of a path, an S3 key and a Secret's name"
+)]
+pub struct WorkspaceNameError(pub String);
+
+/// Checks a workspace name: it becomes part of a path, a key and a Kubernetes name.
+pub fn check_workspace_name(name: &str) -> Result<(), WorkspaceNameError> {
+    let valid = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name.len() <= 90
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if valid {
+        Ok(())
+    } else {
+        Err(WorkspaceNameError(name.to_owned()))
     }
 }
 
@@ -341,12 +384,56 @@ impl BackendConfig {
         serde_json::from_value(serde_json::Value::Object(object))
     }
 
+    /// The configuration of `workspace`'s state: the block's own for `default`; for another,
+    /// where Terraform's backend of the same kind keeps it — the local
+    /// `terraform.tfstate.d/WORKSPACE/`, S3's `env:/WORKSPACE/KEY`, the Kubernetes Secret
+    /// whose suffix begins with the workspace (`gpustack-state-WORKSPACE-SUFFIX`, as
+    /// Terraform's `tfstate-WORKSPACE-SUFFIX`).
+    pub fn for_workspace(&self, workspace: &str) -> Self {
+        if workspace == DEFAULT_WORKSPACE {
+            return self.clone();
+        }
+        match self {
+            Self::Local {
+                path,
+                workspace_dir,
+            } => {
+                let file = path
+                    .as_deref()
+                    .unwrap_or(DEFAULT_LOCAL_STATE)
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("state.json")
+                    .to_owned();
+                let dir = workspace_dir.as_deref().unwrap_or(DEFAULT_WORKSPACE_DIR);
+                Self::Local {
+                    path: Some(format!("{dir}/{workspace}/{file}")),
+                    workspace_dir: workspace_dir.clone(),
+                }
+            }
+            Self::S3(s3) => {
+                let prefix = s3
+                    .workspace_key_prefix
+                    .as_deref()
+                    .unwrap_or(DEFAULT_WORKSPACE_KEY_PREFIX);
+                Self::S3(crate::S3Config {
+                    key: format!("{prefix}/{workspace}/{}", s3.key),
+                    ..s3.clone()
+                })
+            }
+            Self::Kubernetes(k) => Self::Kubernetes(crate::KubernetesConfig {
+                secret_suffix: format!("{workspace}-{}", k.secret_suffix),
+                ..k.clone()
+            }),
+        }
+    }
+
     /// Whether two configurations name the same state (settings such as `lock_ttl`, a
     /// context or a profile may differ): then nothing needs migrating.
     pub fn same_location(&self, other: &Self) -> bool {
         match (self, other) {
-            (Self::Local { path: a }, Self::Local { path: b }) => {
-                let default = ".gpustack/state.json";
+            (Self::Local { path: a, .. }, Self::Local { path: b, .. }) => {
+                let default = DEFAULT_LOCAL_STATE;
                 a.as_deref().unwrap_or(default).trim_start_matches("./")
                     == b.as_deref().unwrap_or(default).trim_start_matches("./")
             }

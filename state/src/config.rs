@@ -34,6 +34,10 @@ pub struct S3Config {
     pub profile: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub use_path_style: Option<bool>,
+    /// Where the states of workspaces other than `default` live: `PREFIX/WORKSPACE/KEY`
+    /// (Terraform's default prefix is `env:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_key_prefix: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock_ttl: Option<String>,
 }

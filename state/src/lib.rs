@@ -14,8 +14,9 @@ mod local;
 pub mod terraform;
 
 pub use backend::{
-    Backend, BackendConfig, BoxError, Fence, LockError, LockGuard, LockHandle, StateError,
-    WriteFence, block_on,
+    Backend, BackendConfig, BoxError, DEFAULT_LOCAL_STATE, DEFAULT_WORKSPACE,
+    DEFAULT_WORKSPACE_DIR, DEFAULT_WORKSPACE_KEY_PREFIX, Fence, LockError, LockGuard, LockHandle,
+    StateError, WorkspaceNameError, WriteFence, block_on, check_workspace_name,
 };
 pub use config::{KubernetesConfig, S3Config};
 pub use encryption::{Encryption, EncryptionConfig, EncryptionError, Encryptions};

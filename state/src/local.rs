@@ -394,6 +394,23 @@ impl Backend for LocalBackend {
         }
     }
 
+    /// The state file and its backup.
+    async fn delete(&self) -> Result<(), StateError> {
+        self.check_lock()?;
+        for path in [self.path.clone(), with_suffix(&self.path, ".backup")] {
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(StateError::Write {
+                        location: path.display().to_string(),
+                        source: e.into(),
+                    });
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     async fn write_note(&self, name: &str, bytes: &[u8]) -> Result<(), StateError> {
         let path = self.note_path(name);
         let dir = self.dir();

@@ -73,6 +73,42 @@ fn error(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(1)
 }
 
+/// Where the selected workspace is kept, as Terraform keeps it in `.terraform/environment`.
+fn environment_path(dir: &Path) -> PathBuf {
+    dir.join(".gpustack").join("environment")
+}
+
+/// The workspace a run in `dir` is in: `TF_WORKSPACE` when set, else the one `workspace
+/// select` recorded, else `default`.
+pub fn current_workspace(dir: &Path) -> Result<String, String> {
+    if let Ok(name) = std::env::var("TF_WORKSPACE")
+        && !name.is_empty()
+    {
+        gpustack_state::check_workspace_name(&name).map_err(|e| format!("TF_WORKSPACE: {e}"))?;
+        return Ok(name);
+    }
+    match std::fs::read_to_string(environment_path(dir)) {
+        Ok(text) => {
+            let name = text.trim().to_owned();
+            gpustack_state::check_workspace_name(&name)
+                .map_err(|e| format!("{}: {e}", environment_path(dir).display()))?;
+            Ok(name)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(gpustack_state::DEFAULT_WORKSPACE.to_owned())
+        }
+        Err(e) => Err(format!("{}: {e}", environment_path(dir).display())),
+    }
+}
+
+/// Records the workspace `dir`'s runs are in.
+pub fn select_workspace(dir: &Path, name: &str) -> Result<(), String> {
+    let path = environment_path(dir);
+    std::fs::create_dir_all(dir.join(".gpustack"))
+        .and_then(|()| super::files::write_replacing(&path, name.as_bytes(), super::files::SHARED))
+        .map_err(|e| format!("cannot record the workspace in {}: {e}", path.display()))
+}
+
 fn record_path(dir: &Path) -> PathBuf {
     dir.join(".gpustack").join("backend.json")
 }
@@ -170,7 +206,7 @@ fn record(dir: &Path, config: &BackendConfig) -> std::io::Result<()> {
 /// One line naming a backend configuration, for messages.
 fn describe(config: &BackendConfig) -> String {
     match config {
-        BackendConfig::Local { path } => format!(
+        BackendConfig::Local { path, .. } => format!(
             "local ({})",
             path.as_deref().unwrap_or(".gpustack/state.json")
         ),
@@ -186,11 +222,22 @@ fn has_local_state(dir: &Path) -> bool {
     dir.join(".gpustack").join("state.json").is_file()
 }
 
-/// The backend `config` names, its state encrypted with `encryption`, refusing a backend
-/// that changed since `init` recorded it.
+/// The backend `config` names, at the current workspace's state, encrypted with
+/// `encryption`, refusing a backend that changed since `init` recorded it.
 pub async fn open(
     dir: &Path,
     config: &BackendConfig,
+    encryption: Arc<Encryption>,
+) -> Result<Box<dyn Backend>, String> {
+    let workspace = current_workspace(dir)?;
+    open_workspace(dir, config, &workspace, encryption).await
+}
+
+/// As [`open`], at `workspace`'s state.
+pub async fn open_workspace(
+    dir: &Path,
+    config: &BackendConfig,
+    workspace: &str,
     encryption: Arc<Encryption>,
 ) -> Result<Box<dyn Backend>, String> {
     match recorded(dir)? {
@@ -209,7 +256,7 @@ pub async fn open(
         }
         _ => {}
     }
-    gpustack_backends::open_encrypted(config, dir, encryption)
+    gpustack_backends::open_encrypted(&config.for_workspace(workspace), dir, encryption)
         .await
         .map_err(|e| full(&e))
 }
@@ -343,7 +390,17 @@ pub fn init(
     };
     runtime().block_on(async {
         let moved = !before.same_location(&config);
-        let new = match gpustack_backends::open_encrypted(&config, dir, encryption.clone()).await {
+        let workspace = match current_workspace(dir) {
+            Ok(w) => w,
+            Err(e) => return error(e),
+        };
+        let new = match gpustack_backends::open_encrypted(
+            &config.for_workspace(&workspace),
+            dir,
+            encryption.clone(),
+        )
+        .await
+        {
             Ok(b) => b,
             Err(e) => return error(full(&e)),
         };
@@ -356,7 +413,13 @@ pub fn init(
             Err(e) => return error(e),
         };
         if moved && !reconfigure {
-            let old = match gpustack_backends::open_encrypted(&before, dir, encryption.clone()).await {
+            let old = match gpustack_backends::open_encrypted(
+                &before.for_workspace(&workspace),
+                dir,
+                encryption.clone(),
+            )
+            .await
+            {
                 Ok(b) => b,
                 Err(e) => return error(full(&e)),
             };

@@ -14,6 +14,7 @@ mod state;
 mod terraform_cli;
 mod terraform_state;
 mod webhook;
+mod workspace;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use gpustack_engine::EvalOptions;
@@ -221,6 +222,11 @@ enum Command {
         #[command(subcommand)]
         command: StateCommand,
     },
+    /// Several states of one stack, as Terraform's workspaces: list, show, select, new, delete.
+    Workspace {
+        #[command(subcommand)]
+        command: WorkspaceCommand,
+    },
     /// Bring an existing object under management: gpustack import ADDRESS ID.
     Import {
         address: String,
@@ -278,6 +284,53 @@ enum Command {
     Version {
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum WorkspaceCommand {
+    /// List the workspaces, the current one marked with *.
+    List {
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Print the current workspace.
+    Show {
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Choose the workspace the stack's commands use.
+    Select {
+        name: String,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// Create it when it does not exist.
+        #[arg(long)]
+        or_create: bool,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+    },
+    /// Create a workspace (an empty state) and select it.
+    New {
+        name: String,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+        #[command(flatten)]
+        run: RunFlags,
+    },
+    /// Delete a workspace's state; refused while it records objects, unless --force.
+    Delete {
+        name: String,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long)]
+        force: bool,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+        #[command(flatten)]
+        run: RunFlags,
     },
 }
 
@@ -452,16 +505,50 @@ struct StackArgs {
 
 impl StackArgs {
     fn variables(&self) -> VariableArgs {
-        given_variables(&self.vars, &self.var_files)
+        // A plan file names no directory: its stack is the one the command runs in.
+        let dir = if self.dir.is_file() {
+            std::path::Path::new(".")
+        } else {
+            self.dir.as_path()
+        };
+        given_variables(dir, &self.vars, &self.var_files)
     }
+}
+
+/// Go's `-switch=true` and `-switch=false` for gpustack's switches (`--auto-approve`,
+/// `--force`): the first as the switch, the second as nothing.
+fn switches_as_go_writes_them(
+    command: &clap::Command,
+    args: Vec<std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    fn is_switch(command: &clap::Command, long: &str) -> bool {
+        command.get_arguments().any(|a| {
+            a.get_long() == Some(long) && matches!(a.get_action(), clap::ArgAction::SetTrue)
+        }) || command.get_subcommands().any(|c| is_switch(c, long))
+    }
+    let mut out = Vec::with_capacity(args.len());
+    for arg in args {
+        let rewritten = arg.to_str().and_then(|text| {
+            let (flag, value) = text.strip_prefix("--")?.split_once('=')?;
+            let value = parse_bool_flag(value).ok()?;
+            is_switch(command, flag).then(|| value.then(|| format!("--{flag}").into()))
+        });
+        match rewritten {
+            Some(Some(switch)) => out.push(switch),
+            Some(None) => {}
+            None => out.push(arg),
+        }
+    }
+    out
 }
 
 /// The command line's `-var`s and `-var-file`s, in the order given: Terraform applies them in
 /// that order, the later winning, whichever of the two each is.
 static GIVEN_VARIABLES: std::sync::OnceLock<Vec<VariableArg>> = std::sync::OnceLock::new();
 
-/// The run's variables: `vars` and `var_files` in the order the command line gave them.
-fn given_variables(vars: &[String], var_files: &[PathBuf]) -> VariableArgs {
+/// The run's variables: `vars` and `var_files` in the order the command line gave them, in
+/// the workspace `dir` is in (an unreadable selection is reported when the backend opens).
+fn given_variables(dir: &std::path::Path, vars: &[String], var_files: &[PathBuf]) -> VariableArgs {
     let given = GIVEN_VARIABLES.get().cloned().unwrap_or_else(|| {
         var_files
             .iter()
@@ -469,7 +556,9 @@ fn given_variables(vars: &[String], var_files: &[PathBuf]) -> VariableArgs {
             .chain(vars.iter().map(|v| VariableArg::Var(v.clone())))
             .collect()
     });
-    VariableArgs::from_process_env(given)
+    let workspace = backend::current_workspace(dir)
+        .unwrap_or_else(|_| gpustack_state::DEFAULT_WORKSPACE.to_owned());
+    VariableArgs::from_process_env(given).in_workspace(&workspace)
 }
 
 /// The `vars` and `var_files` of the innermost command of `matches`, ordered by where they
@@ -516,12 +605,12 @@ pub fn main() -> ExitCode {
         eprintln!("Error: -chdir={}: {e}", dir.display());
         return ExitCode::from(1);
     }
-    let parsed = Cli::command()
-        .try_get_matches_from(&invocation.args)
-        .and_then(|matches| {
-            let _ = GIVEN_VARIABLES.set(variable_order(&matches));
-            Cli::from_arg_matches(&matches)
-        });
+    let command = Cli::command();
+    let args = switches_as_go_writes_them(&command, invocation.args);
+    let parsed = command.try_get_matches_from(&args).and_then(|matches| {
+        let _ = GIVEN_VARIABLES.set(variable_order(&matches));
+        Cli::from_arg_matches(&matches)
+    });
     let cli = match parsed {
         Ok(cli) => cli,
         Err(err) => {
@@ -772,10 +861,39 @@ pub fn main() -> ExitCode {
             } => terraform_state::import(
                 &dir,
                 &file,
-                &given_variables(&vars, &var_files),
+                &given_variables(&dir, &vars, &var_files),
                 lock_timeout,
                 color,
             ),
+        },
+        Command::Workspace { command } => match command {
+            WorkspaceCommand::List { dir } => workspace::list(&dir),
+            WorkspaceCommand::Show { dir } => workspace::show(&dir),
+            WorkspaceCommand::Select {
+                name,
+                dir,
+                or_create,
+                lock_timeout,
+            } => workspace::select(&dir, &name, or_create, lock_timeout),
+            WorkspaceCommand::New {
+                name,
+                dir,
+                lock_timeout,
+                run,
+            } => {
+                run.take_effect();
+                workspace::new(&dir, &name, lock_timeout)
+            }
+            WorkspaceCommand::Delete {
+                name,
+                dir,
+                force,
+                lock_timeout,
+                run,
+            } => {
+                run.take_effect();
+                workspace::delete(&dir, &name, force, lock_timeout)
+            }
         },
         Command::Import {
             address,
@@ -787,7 +905,7 @@ pub fn main() -> ExitCode {
             run,
         } => state::import(
             &dir,
-            &given_variables(&vars, &var_files),
+            &given_variables(&dir, &vars, &var_files),
             &address,
             &id,
             {

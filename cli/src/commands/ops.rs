@@ -550,6 +550,16 @@ pub fn apply(
             Err(e) => return error(e),
         };
         let dir = PathBuf::from(&plan.snapshot.stack_dir);
+        match super::backend::current_workspace(&dir) {
+            Ok(workspace) if workspace != plan.workspace => {
+                return error(format!(
+                    "the saved plan was made in workspace \"{}\", and the current workspace is \"{workspace}\": select \"{}\" to apply it, or make a new plan here",
+                    plan.workspace, plan.workspace
+                ));
+            }
+            Err(e) => return error(e),
+            Ok(_) => {}
+        }
         // The plan's own configuration names the backend and the state's encryption; the
         // variables given to the apply are what its encryption block may read.
         let mut session = Session::open(
@@ -739,6 +749,7 @@ fn empty_plan() -> Plan {
         mode: PlanMode::RefreshOnly,
         lineage: None,
         serial: 0,
+        workspace: gpustack_state::DEFAULT_WORKSPACE.to_owned(),
         config_hash: String::new(),
         digest_key: None,
         new_lineage: None,

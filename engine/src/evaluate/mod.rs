@@ -104,8 +104,27 @@ pub enum RawInput {
     Value(Value),
 }
 
-#[derive(Debug, Default)]
-pub struct Inputs(pub IndexMap<String, RawInput>);
+#[derive(Debug)]
+pub struct Inputs {
+    pub values: IndexMap<String, RawInput>,
+    /// The workspace the run is in: what `terraform.workspace` is.
+    pub workspace: String,
+}
+
+impl Inputs {
+    pub fn new(values: IndexMap<String, RawInput>, workspace: &str) -> Self {
+        Self {
+            values,
+            workspace: workspace.to_owned(),
+        }
+    }
+}
+
+impl Default for Inputs {
+    fn default() -> Self {
+        Self::new(IndexMap::new(), gpustack_state::DEFAULT_WORKSPACE)
+    }
+}
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EvalOptions {
@@ -159,6 +178,8 @@ pub(crate) struct EvalContext<'a> {
     /// What an unset computed attribute decodes to: unknown when the decoded object stands for
     /// the resource (validate), null when it is the configuration sent to a provider (plan).
     pub(crate) unset_computed: Value,
+    /// `terraform.workspace`.
+    pub(crate) workspace: String,
 }
 
 pub fn evaluate(
@@ -171,6 +192,7 @@ pub fn evaluate(
     diags: &mut Diags,
 ) -> Evaluated {
     let mut walk = EvalContext::new(stack, registry, sources, diags);
+    walk.workspace.clone_from(&inputs.workspace);
     walk.check_inputs(inputs);
     walk.check_settings();
     for node in graph.order() {
@@ -231,6 +253,7 @@ pub fn module_expansions(
     // Everything but the counts and for_eachs is reported by the final evaluation.
     let mut scratch = Diags::default();
     let mut walk = EvalContext::new(stack, registry, sources, &mut scratch);
+    walk.workspace.clone_from(&inputs.workspace);
     for node in graph.order() {
         let n = &graph.graph[node];
         match &n.kind {
@@ -373,6 +396,7 @@ impl<'a> EvalContext<'a> {
             values,
             out: Evaluated::default(),
             unset_computed: Value::Unknown,
+            workspace: gpustack_state::DEFAULT_WORKSPACE.to_owned(),
         }
     }
 
@@ -595,7 +619,7 @@ impl<'a> EvalContext<'a> {
 
     pub(crate) fn check_inputs(&mut self, inputs: &Inputs) {
         let root = self.stack.root();
-        for (name, raw) in &inputs.0 {
+        for (name, raw) in &inputs.values {
             if root.variables.contains_key(name) {
                 continue;
             }
@@ -641,7 +665,7 @@ impl<'a> EvalContext<'a> {
     ) -> Value {
         // The value, where it was written (for diagnostics), and the file that spans refer to.
         let (value, at): (Value, Option<Span>) = if module == 0 {
-            match inputs.0.get(&v.name) {
+            match inputs.values.get(&v.name) {
                 Some(RawInput::Expr(expr)) => {
                     let value = Evaluator::new(&EmptyScope).eval(&expr.expr);
                     match value {
@@ -1980,7 +2004,7 @@ pub(crate) fn static_root_variable(
             .eval(&expr.expr)
             .map_err(|e| invalid(format!("{}: {}", e.summary, e.detail)))
     };
-    let value = match inputs.0.get(name) {
+    let value = match inputs.values.get(name) {
         Some(RawInput::Text { raw, .. }) => parse_text_input(raw, &v.ty).map_err(invalid)?,
         Some(RawInput::Expr(expr)) => literal(expr)?,
         Some(RawInput::Value(value) | RawInput::Json { value, .. }) => value.clone(),

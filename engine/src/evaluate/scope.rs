@@ -143,8 +143,9 @@ impl Scope for ModuleScope<'_, '_> {
             ["count", attr, ..] => self.count(attr, range),
             ["each", attr, ..] => self.each(attr, range),
             ["path", attr, ..] => self.path(attr, range),
-            // gpustack has one workspace per state; Terraform names its only one "default".
-            ["terraform", "workspace", ..] => Ok((Cow::Owned(Value::string("default")), 2)),
+            ["terraform", "workspace", ..] => {
+                Ok((Cow::Owned(Value::string(&self.eval.workspace)), 2))
+            }
             ["terraform", attr, ..] => Err(undeclared(
                 range,
                 "Invalid \"terraform\" attribute",

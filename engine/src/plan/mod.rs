@@ -189,6 +189,13 @@ pub struct Plan {
     /// The state this plan was made from: `None` when there was none.
     pub lineage: Option<String>,
     pub serial: u64,
+    /// The workspace whose state it was made from: apply refuses it in another, as
+    /// Terraform does.
+    #[serde(
+        default = "default_workspace",
+        skip_serializing_if = "is_default_workspace"
+    )]
+    pub workspace: String,
     /// SHA-256 of the snapshot: what apply checks before it evaluates anything.
     pub config_hash: String,
     /// The digest key of the state this plan creates, when there is no state (or it has no
@@ -237,6 +244,14 @@ impl CapacityLine {
     pub fn text(&self) -> String {
         self.change.text()
     }
+}
+
+fn default_workspace() -> String {
+    gpustack_state::DEFAULT_WORKSPACE.to_owned()
+}
+
+fn is_default_workspace(workspace: &str) -> bool {
+    workspace == gpustack_state::DEFAULT_WORKSPACE
 }
 
 impl Plan {

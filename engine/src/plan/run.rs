@@ -128,6 +128,7 @@ pub async fn plan(
             // Freshness is checked against the state as it was, before the moves.
             p.lineage = state.map(|s| s.lineage.clone());
             p.serial = state.map_or(0, |s| s.serial);
+            p.workspace.clone_from(&session.inputs.workspace);
             p.config_hash = super::config_hash(&p.snapshot);
             p
         })

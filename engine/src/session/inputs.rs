@@ -6,6 +6,7 @@ use gpustack_lang::config::{self, Expr, Stack};
 use gpustack_lang::diag::Diags;
 use gpustack_lang::source::{FileId, SourceMap};
 use hcl_edit::structure::Structure;
+use indexmap::IndexMap;
 use std::path::PathBuf;
 
 /// One `-var NAME=VALUE` or `-var-file FILE` of the command line.
@@ -19,7 +20,7 @@ pub enum VariableArg {
 /// `TF_VAR_<name>` then `GPUSTACK_VAR_<name>` from the environment; `terraform.tfvars`,
 /// `terraform.tfvars.json` and `*.auto.tfvars(.json)` (in name order) from the stack's
 /// directory; then each `-var` and `-var-file` in the order the command line gives them.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct VariableArgs {
     /// `-var` and `-var-file`, in command-line order: a later one wins.
     pub given: Vec<VariableArg>,
@@ -27,6 +28,20 @@ pub struct VariableArgs {
     pub env: Vec<(String, String, String)>,
     /// Whether the stack directory's `terraform.tfvars` and `*.auto.tfvars` are read.
     pub auto_files: bool,
+    /// The workspace the run is in (`terraform.workspace`): where its state is, chosen by
+    /// `workspace select` or `TF_WORKSPACE`.
+    pub workspace: String,
+}
+
+impl Default for VariableArgs {
+    fn default() -> Self {
+        Self {
+            given: Vec::new(),
+            env: Vec::new(),
+            auto_files: false,
+            workspace: gpustack_state::DEFAULT_WORKSPACE.to_owned(),
+        }
+    }
 }
 
 impl VariableArgs {
@@ -47,7 +62,14 @@ impl VariableArgs {
             given,
             env,
             auto_files: true,
+            ..Self::default()
         }
+    }
+
+    /// The same, in `workspace`.
+    pub fn in_workspace(mut self, workspace: &str) -> Self {
+        self.workspace = workspace.to_owned();
+        self
     }
 
     /// Only the values of the environment: what commands that take no `-var` read.
@@ -121,7 +143,7 @@ pub(super) fn protect_sensitive_inputs(
         return;
     }
     let mut parsed = std::collections::HashSet::new();
-    for (name, input) in &inputs.0 {
+    for (name, input) in &inputs.values {
         match input {
             RawInput::Expr(expr) => {
                 parsed.insert(expr.file);
@@ -170,11 +192,12 @@ pub(super) fn read_inputs(
 ) -> Inputs {
     match inputs {
         InputSource::Args(args) => collect_inputs(dir, args, sources, diags),
-        InputSource::Values(values) => Inputs(
+        InputSource::Values(values) => Inputs::new(
             values
                 .iter()
                 .map(|(k, v)| (k.clone(), RawInput::Value(v.clone())))
                 .collect(),
+            gpustack_state::DEFAULT_WORKSPACE,
         ),
         InputSource::Plan {
             values,
@@ -182,11 +205,12 @@ pub(super) fn read_inputs(
             supplied,
             only_sensitive,
         } => {
-            let mut inputs = Inputs(
+            let mut inputs = Inputs::new(
                 values
                     .iter()
                     .map(|(k, v)| (k.clone(), RawInput::Value(v.clone())))
                     .collect(),
+                &supplied.workspace,
             );
             // What the command line sets: with a saved plan, only sensitive variables (which
             // the plan holds as digests). The environment and the directory's variables files
@@ -195,17 +219,16 @@ pub(super) fn read_inputs(
                 dir,
                 &VariableArgs {
                     given: supplied.given.clone(),
-                    env: Vec::new(),
-                    auto_files: false,
+                    ..VariableArgs::default()
                 },
                 &mut SourceMap::new(dir),
                 &mut Diags::default(),
             );
             let given = collect_inputs(dir, supplied, sources, diags);
-            for (name, raw) in given.0 {
+            for (name, raw) in given.values {
                 if sensitive.contains_key(&name) {
-                    inputs.0.insert(name, raw);
-                } else if *only_sensitive && explicit.0.contains_key(&name) {
+                    inputs.values.insert(name, raw);
+                } else if *only_sensitive && explicit.values.contains_key(&name) {
                     diags.error(
                         None,
                         "Variable set for a saved plan",
@@ -224,9 +247,9 @@ fn collect_inputs(
     sources: &mut SourceMap,
     diags: &mut Diags,
 ) -> Inputs {
-    let mut inputs = Inputs::default();
+    let mut inputs = Inputs::new(IndexMap::new(), &args.workspace);
     for (name, raw, variable) in &args.env {
-        inputs.0.insert(
+        inputs.values.insert(
             name.clone(),
             RawInput::Text {
                 raw: raw.clone(),
@@ -247,7 +270,7 @@ fn collect_inputs(
             }
             VariableArg::Var(var) => match var.split_once('=') {
                 Some((name, raw)) if !name.trim().is_empty() => {
-                    inputs.0.insert(
+                    inputs.values.insert(
                         name.trim().to_owned(),
                         RawInput::Text {
                             raw: raw.to_owned(),
@@ -280,7 +303,7 @@ fn read_variable_file(
             return;
         };
         for (name, value, span) in values {
-            inputs.0.insert(
+            inputs.values.insert(
                 name,
                 RawInput::Json {
                     value,
@@ -296,7 +319,7 @@ fn read_variable_file(
     for structure in body {
         match structure {
             Structure::Attribute(attr) => {
-                inputs.0.insert(
+                inputs.values.insert(
                     attr.key.as_str().to_owned(),
                     RawInput::Expr(Expr {
                         expr: attr.value,

@@ -66,6 +66,7 @@ impl Session {
         } = self;
         let mut walk = evaluate::EvalContext::new(stack, registry, sources, diags);
         walk.unset_computed = gpustack_protocol::Value::Null;
+        walk.workspace.clone_from(&inputs.workspace);
         (walk, graph, inputs)
     }
 

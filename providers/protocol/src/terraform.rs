@@ -48,7 +48,6 @@ const SHARED_FILES: &str = "gpustack reads the AWS configuration and credentials
 const ROLE: &str = "gpustack's S3 client assumes no role itself: give the profile a role_arn (with source_profile or credential_source) in the AWS configuration file and name it with profile";
 const CLUSTER_CREDENTIALS: &str = "gpustack's kubernetes backend reaches the cluster through a kubeconfig (config_path, config_context) or, in a pod, its service account (in_cluster_config); credentials do not belong in a stack's files";
 const NO_VALIDATION_CALL: &str = "gpustack makes no such call before it reads or writes the state";
-const DEFAULT_WORKSPACE: &str = "gpustack keeps one state per stack, Terraform's default workspace, whose location this does not change";
 
 /// Every argument of Terraform's `backend "KIND"` blocks for the kinds gpustack has (`s3`,
 /// `kubernetes`, `local`); `None` for an argument Terraform does not have either.
@@ -83,7 +82,7 @@ pub fn backend_argument(kind: &str, name: &str) -> Option<BackendArgument> {
             Refused(SHARED_FILES)
         }
         ("s3", "assume_role" | "assume_role_with_web_identity" | "role_arn") => Refused(ROLE),
-        ("s3", "workspace_key_prefix") => Accepted(DEFAULT_WORKSPACE),
+        ("s3", "workspace_key_prefix") => Honoured("workspace_key_prefix"),
         (
             "s3",
             "skip_credentials_validation"
@@ -150,7 +149,7 @@ pub fn backend_argument(kind: &str, name: &str) -> Option<BackendArgument> {
             "gpustack labels its state Secrets with its own labels only (app.kubernetes.io/managed-by, gpustack.dev/state)",
         ),
         ("local", "path") => Honoured("path"),
-        ("local", "workspace_dir") => Accepted(DEFAULT_WORKSPACE),
+        ("local", "workspace_dir") => Honoured("workspace_dir"),
         _ => return None,
     })
 }

@@ -194,6 +194,7 @@ fn terraform_backend_arguments_are_read_as_gpustacks_own() {
             profile: None,
             use_path_style: Some(true),
             lock_ttl: None,
+            workspace_key_prefix: None,
         })
     );
     assert_eq!(

@@ -775,6 +775,7 @@ async fn s3_backend_refuses_a_stale_writer() {
         profile: None,
         use_path_style: Some(true),
         lock_ttl: None,
+        workspace_key_prefix: None,
     };
     let credentials = || {
         Some(aws_sdk_s3::config::SharedCredentialsProvider::new(
