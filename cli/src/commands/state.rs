@@ -334,10 +334,25 @@ pub fn output(dir: &Path, name: Option<&str>, json: bool) -> ExitCode {
             }
         }
         None if json => {
-            let outputs: serde_json::Map<String, serde_json::Value> = state
-                .outputs
-                .iter()
-                .map(|(k, o)| (k.clone(), serde_json::json!({ "value": if o.sensitive { serde_json::Value::String("(sensitive value)".into()) } else { o.value.clone() }, "sensitive": o.sensitive })))
+            // As `terraform output -json`: by name, each with its value's type in cty's JSON.
+            let mut names: Vec<&String> = state.outputs.keys().collect();
+            names.sort();
+            let outputs: serde_json::Map<String, serde_json::Value> = names
+                .into_iter()
+                .map(|k| {
+                    let o = &state.outputs[k];
+                    let value = if o.sensitive {
+                        serde_json::Value::String("(sensitive value)".into())
+                    } else {
+                        o.value.clone()
+                    };
+                    let output = serde_json::json!({
+                        "sensitive": o.sensitive,
+                        "type": cty_type_of(&value),
+                        "value": value,
+                    });
+                    (k.clone(), output)
+                })
                 .collect();
             println!(
                 "{}",
@@ -522,4 +537,24 @@ pub fn import(
         );
         ExitCode::SUCCESS
     })
+}
+
+/// The type cty gives a JSON value, in cty's JSON form, as Terraform writes it beside an
+/// output's value: a list is a tuple and an object an object type, as Terraform infers them
+/// for values it does not have a declared type for.
+fn cty_type_of(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::{Value as J, json};
+    match value {
+        J::Null => json!("dynamic"),
+        J::Bool(_) => json!("bool"),
+        J::Number(_) => json!("number"),
+        J::String(_) => json!("string"),
+        J::Array(items) => json!(["tuple", items.iter().map(cty_type_of).collect::<Vec<_>>()]),
+        J::Object(map) => json!([
+            "object",
+            map.iter()
+                .map(|(k, v)| (k.clone(), cty_type_of(v)))
+                .collect::<serde_json::Map<_, _>>()
+        ]),
+    }
 }

@@ -18,6 +18,7 @@ mod locks;
 mod node_check;
 mod secrets;
 mod terraform;
+mod terraform_workflow;
 mod upstream;
 mod variables;
 mod webhook;

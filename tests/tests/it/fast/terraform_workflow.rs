@@ -1,0 +1,243 @@
+//! A Terraform user's CI workflow, run with `gpustack` in place of `terraform` and nothing
+//! else changed: their flags as Go spells them, `-chdir`, `TF_CLI_ARGS_*`, their variables
+//! files and `TF_VAR_`s, their workspaces; each step exits as Terraform's would and the JSON
+//! outputs parse as Terraform's.
+
+use gpustack_tests::{gpustack_env, stderr, stdout};
+use std::path::Path;
+
+fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let output = gpustack_env(dir, args, env);
+    (
+        output.status.code().unwrap_or(-1),
+        stdout(&output),
+        stderr(&output),
+    )
+}
+
+const STACK: &str = r#"variable "region" {
+  type = string
+}
+
+variable "replicas" {
+  type = number
+}
+
+variable "team" {
+  type = string
+}
+
+variable "env" {
+  type    = string
+  default = "dev"
+}
+
+resource "terraform_data" "pool" {
+  input = "${var.team}-${var.region}-${var.replicas}-${var.env}-${terraform.workspace}"
+}
+
+output "pool" {
+  value = terraform_data.pool.output
+}
+
+output "replicas" {
+  value = var.replicas
+}
+"#;
+
+fn workflow_stack() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let infra = root.path().join("infra");
+    std::fs::create_dir_all(&infra).unwrap();
+    std::fs::write(infra.join("main.tf"), STACK).unwrap();
+    // terraform.tfvars first, then *.auto.tfvars in name order, the later winning.
+    std::fs::write(
+        infra.join("terraform.tfvars"),
+        "region = \"eu\"\nreplicas = 3\n",
+    )
+    .unwrap();
+    std::fs::write(infra.join("gpu.auto.tfvars"), "replicas = 10\n").unwrap();
+    std::fs::write(infra.join("ci.tfvars"), "env = \"ci\"\n").unwrap();
+    root
+}
+
+/// The command lines of a GitHub Actions job written for Terraform (hashicorp/setup-terraform's
+/// examples), with `gpustack` for `terraform`.
+#[test]
+fn a_terraform_ci_workflow_runs_unchanged() {
+    let root = workflow_stack();
+    let d = root.path();
+    let env = [
+        ("TF_VAR_team", "ml"),
+        ("TF_IN_AUTOMATION", "1"),
+        ("TF_INPUT", "0"),
+        ("TF_CLI_ARGS_plan", "-lock-timeout=5s"),
+        ("TF_CLI_ARGS", "-no-color"),
+    ];
+    let (code, out, err) = run(d, &["-chdir=infra", "init", "-input=false"], &env);
+    assert_eq!(code, 0, "init: {out}{err}");
+    let (code, out, err) = run(d, &["-chdir=infra", "validate"], &env);
+    assert_eq!(code, 0, "validate: {out}{err}");
+    let (code, out, err) = run(
+        d,
+        &[
+            "-chdir=infra",
+            "plan",
+            "-input=false",
+            "-var-file=ci.tfvars",
+            "-out=tfplan",
+        ],
+        &env,
+    );
+    assert_eq!(code, 0, "plan: {out}{err}");
+    let (code, out, err) = run(
+        d,
+        &[
+            "-chdir=infra",
+            "plan",
+            "-var-file=ci.tfvars",
+            "-detailed-exitcode",
+        ],
+        &env,
+    );
+    assert_eq!(code, 2, "plan -detailed-exitcode with changes: {out}{err}");
+    let (code, out, err) = run(d, &["-chdir=infra", "show", "-json", "tfplan"], &env);
+    assert_eq!(code, 0, "show -json: {err}");
+    let plan: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(plan["format_version"].as_str().unwrap().starts_with("1."));
+    assert_eq!(
+        plan["resource_changes"][0]["change"]["actions"],
+        serde_json::json!(["create"])
+    );
+    assert_eq!(
+        plan["resource_changes"][0]["change"]["after"]["input"],
+        "ml-eu-10-ci-default"
+    );
+    let (code, out, err) = run(
+        d,
+        &[
+            "-chdir=infra",
+            "apply",
+            "-input=false",
+            "-auto-approve",
+            "tfplan",
+        ],
+        &env,
+    );
+    assert_eq!(code, 0, "apply: {out}{err}");
+    let (code, out, err) = run(d, &["-chdir=infra", "output", "-json"], &env);
+    assert_eq!(code, 0, "output -json: {err}");
+    let outputs: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        outputs,
+        serde_json::json!({
+            "pool": {"sensitive": false, "type": "string", "value": "ml-eu-10-ci-default"},
+            "replicas": {"sensitive": false, "type": "number", "value": 10},
+        })
+    );
+    let (code, out, _) = run(d, &["-chdir=infra", "output", "-raw", "pool"], &env);
+    assert_eq!((code, out.as_str()), (0, "ml-eu-10-ci-default"));
+    // A second plan has nothing to do: -detailed-exitcode says 0.
+    let (code, out, err) = run(
+        d,
+        &[
+            "-chdir=infra",
+            "plan",
+            "-var-file=ci.tfvars",
+            "-detailed-exitcode",
+        ],
+        &env,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    // A -var after the -var-file wins over it, as the command line orders them.
+    let (code, out, err) = run(
+        d,
+        &[
+            "-chdir=infra",
+            "plan",
+            "-var-file=ci.tfvars",
+            "-var",
+            "env=prod",
+            "-json",
+        ],
+        &env,
+    );
+    assert_eq!(code, 0, "{err}");
+    let plan: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        plan["resource_changes"][0]["change"]["after"]["input"],
+        "ml-eu-10-prod-default"
+    );
+    // Usage errors exit 1, as Terraform's.
+    let (code, _, _) = run(d, &["-chdir=infra", "plan", "-no-such-flag"], &env);
+    assert_eq!(code, 1);
+    // A flag gpustack has no use for is accepted with a note, not refused.
+    let (code, _, err) = run(d, &["-chdir=infra", "plan", "-parallelism=20"], &env);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("-parallelism=20 is accepted"), "{err}");
+}
+
+/// Two workspaces of one stack hold separate states and see their own `terraform.workspace`;
+/// deleting one whose state records objects is refused as Terraform refuses it.
+#[test]
+fn local_workspaces_hold_separate_states() {
+    let root = workflow_stack();
+    let d = root.path();
+    let env = [("TF_VAR_team", "ml")];
+    let chdir = |args: &[&str]| {
+        let mut all = vec!["-chdir=infra"];
+        all.extend_from_slice(args);
+        run(d, &all, &env)
+    };
+    let (code, out, err) = chdir(&["apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = chdir(&["workspace", "new", "staging"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(d.join("infra/terraform.tfstate.d/staging").is_dir());
+    let (code, out, _) = chdir(&["workspace", "show"]);
+    assert_eq!((code, out.trim()), (0, "staging"));
+    // A new workspace starts empty: the default's object is not in it.
+    let (code, out, err) = chdir(&["plan", "-detailed-exitcode"]);
+    assert_eq!(code, 2, "{out}{err}");
+    let (code, out, err) = chdir(&["apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, staging, _) = chdir(&["output", "-raw", "pool"]);
+    assert_eq!(staging, "ml-eu-10-dev-staging");
+    let (code, out, _) = chdir(&["workspace", "list"]);
+    assert_eq!(code, 0);
+    assert_eq!(out.trim_end(), "  default\n* staging");
+    // TF_WORKSPACE chooses for one run without changing the selection.
+    let (_, default, _) = run(
+        d,
+        &["-chdir=infra", "output", "-raw", "pool"],
+        &[("TF_WORKSPACE", "default")],
+    );
+    assert_eq!(default, "ml-eu-10-dev-default");
+    let (code, _, err) = chdir(&["workspace", "delete", "staging"]);
+    assert_eq!(code, 1, "the current workspace is never deleted: {err}");
+    let (code, out, err) = chdir(&["workspace", "select", "default"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = chdir(&["workspace", "delete", "staging"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("is not empty"), "{err}");
+    let (code, _, err) = chdir(&["workspace", "delete", "default"]);
+    assert_eq!(code, 1, "{err}");
+    let (code, _, err) = chdir(&["workspace", "select", "nope"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("doesn't exist"), "{err}");
+    // A plan saved in one workspace is refused in another.
+    let (code, out, err) = chdir(&["plan", "-var=env=x", "-out=default.plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = chdir(&["workspace", "select", "staging"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = chdir(&["apply", "default.plan"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("made in workspace \"default\""), "{err}");
+    let (code, out, err) = chdir(&["destroy", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = chdir(&["workspace", "select", "default"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = chdir(&["workspace", "delete", "staging"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!d.join("infra/terraform.tfstate.d/staging").exists());
+}
