@@ -1301,3 +1301,97 @@ resource "test_object" "key" {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(p.world()["key"]["secret"], "-----PRIVATE hunter2 KEY-----");
 }
+
+/// Two workspaces of one stack on a remote backend: each state where Terraform's backend of
+/// the kind keeps a workspace's, `terraform.workspace` different in each, a workspace whose
+/// state records objects not deleted without -force, and deleting one removes its state.
+fn workspaces_hold_separate_states(remote: &Remote, dir: &Path) -> Vec<String> {
+    std::fs::write(
+        dir.join("main.hcl"),
+        format!(
+            "gpustack {{\n{}\n}}\n\nprovider \"test\" {{\n  world = \"world.json\"\n}}\n\nresource \"test_object\" \"pool\" {{\n  name  = \"pool-${{terraform.workspace}}\"\n  value = terraform.workspace\n}}\n\noutput \"workspace\" {{\n  value = test_object.pool.value\n}}\n",
+            remote.block
+        ),
+    )
+    .unwrap();
+    let ok = |args: &[&str]| {
+        let (code, out, err) = remote.run(dir, args);
+        assert_eq!(code, 0, "{args:?}: {out}{err}");
+        out
+    };
+    ok(&["init"]);
+    ok(&["apply", "-auto-approve"]);
+    ok(&["workspace", "new", "staging"]);
+    ok(&["apply", "-auto-approve"]);
+    assert_eq!(ok(&["output", "-raw", "workspace"]), "staging");
+    assert_eq!(
+        ok(&["workspace", "list"]).trim_end(),
+        "  default\n* staging"
+    );
+    ok(&["workspace", "select", "default"]);
+    assert_eq!(ok(&["output", "-raw", "workspace"]), "default");
+    let (code, _, err) = remote.run(dir, &["workspace", "delete", "staging"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is not empty"), "{err}");
+    let mut seen = Vec::new();
+    let (code, out, err) = remote.run(dir, &["workspace", "select", "staging"]);
+    assert_eq!(code, 0, "{out}{err}");
+    seen.push(ok(&["workspace", "show"]).trim().to_owned());
+    ok(&["destroy", "-auto-approve"]);
+    ok(&["workspace", "select", "default"]);
+    ok(&["workspace", "delete", "staging"]);
+    assert_eq!(ok(&["workspace", "list"]).trim_end(), "* default");
+    seen
+}
+
+#[test]
+fn workspaces_on_s3_are_kept_under_the_env_prefix() {
+    let moto = Moto::start(&format!("workspaces-{}", std::process::id()));
+    moto.boto3(r#"boto3.client("s3", **kw).create_bucket(Bucket="workspaces")"#);
+    let remote = s3_remote(&moto, "workspaces", "gpu/state.json");
+    let dir = tempfile::tempdir().unwrap();
+    // Where the staging state is while it exists: as Terraform's S3 backend keeps it.
+    let keys = || {
+        moto.boto3(
+            r#"print("\n".join(o["Key"] for o in boto3.client("s3", **kw).list_objects_v2(Bucket="workspaces").get("Contents", [])))"#,
+        )
+    };
+    let shown = workspaces_hold_separate_states(&remote, dir.path());
+    assert_eq!(shown, ["staging"]);
+    let after = keys();
+    assert!(after.contains("gpu/state.json"), "{after}");
+    assert!(
+        !after.contains("env:/staging/gpu/state.json"),
+        "deleted: {after}"
+    );
+    // And it is there when made: a second workspace, kept.
+    let (code, out, err) = remote.run(dir.path(), &["workspace", "new", "prod"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(keys().contains("env:/prod/gpu/state.json"), "{}", keys());
+}
+
+#[test]
+fn workspaces_on_kubernetes_are_kept_in_secrets_named_after_them() {
+    let cluster = test_cluster();
+    let namespace = Namespace::new(&cluster, "ws");
+    let remote = kubernetes_remote(&cluster, &namespace.name, "gpu");
+    let dir = tempfile::tempdir().unwrap();
+    let shown = workspaces_hold_separate_states(&remote, dir.path());
+    assert_eq!(shown, ["staging"]);
+    let (code, out, err) = remote.run(dir.path(), &["workspace", "new", "prod"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let secrets = cluster.kubectl_ok(&[
+        "get",
+        "secrets",
+        "-n",
+        &namespace.name,
+        "-o",
+        "jsonpath={.items[*].metadata.name}",
+    ]);
+    assert!(secrets.contains("gpustack-state-prod-gpu"), "{secrets}");
+    assert!(secrets.contains("gpustack-state-gpu"), "{secrets}");
+    assert!(
+        !secrets.contains("gpustack-state-staging-gpu"),
+        "deleted: {secrets}"
+    );
+}
