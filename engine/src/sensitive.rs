@@ -128,6 +128,7 @@ pub(crate) fn state_entry(
         attributes: json,
         sensitive_paths: tree_paths(sensitive),
         dependencies,
+        tainted: false,
     }
 }
 

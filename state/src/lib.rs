@@ -73,6 +73,10 @@ pub struct ResourceState {
     pub sensitive_paths: Vec<gpustack_protocol::Path>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dependencies: Vec<String>,
+    /// Marked for replacement (`taint`, or a create-time provisioner that failed): the next
+    /// plan replaces the object, as Terraform's does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tainted: bool,
 }
 
 /// Sorts references, not the entries: a state of thousands of objects is written every second
@@ -260,6 +264,7 @@ mod tests {
             attributes: serde_json::json!({"filename": "a.txt"}),
             sensitive_paths: vec![],
             dependencies: vec!["var.x".into()],
+            tainted: false,
         });
         let decoded = State::decode(&state.encode()).unwrap();
         assert_eq!(decoded, state);

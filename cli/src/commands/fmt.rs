@@ -6,7 +6,27 @@ use gpustack_lang::fmt::format_hcl;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub fn run(paths: Vec<PathBuf>, check: bool, diff: bool) -> ExitCode {
+/// What `fmt` does with what it finds, as `terraform fmt`'s flags say.
+pub struct Options {
+    /// Exit 1 when a file needs formatting.
+    pub check: bool,
+    pub diff: bool,
+    /// Descend into directories below the ones named.
+    pub recursive: bool,
+    /// List the files that need formatting.
+    pub list: bool,
+    /// Rewrite them.
+    pub write: bool,
+}
+
+pub fn run(paths: Vec<PathBuf>, options: &Options) -> ExitCode {
+    let Options {
+        check,
+        diff,
+        recursive,
+        list,
+        write,
+    } = *options;
     let roots = if paths.is_empty() {
         vec![PathBuf::from(".")]
     } else {
@@ -15,7 +35,7 @@ pub fn run(paths: Vec<PathBuf>, check: bool, diff: bool) -> ExitCode {
     let mut files = Vec::new();
     for root in &roots {
         if root.is_dir() {
-            collect(root, &mut files);
+            collect(root, recursive, &mut files);
         } else if root.is_file() {
             files.push(root.clone());
         } else {
@@ -53,7 +73,9 @@ pub fn run(paths: Vec<PathBuf>, check: bool, diff: bool) -> ExitCode {
             continue;
         }
         unformatted += 1;
-        println!("{}", file.display());
+        if list {
+            println!("{}", file.display());
+        }
         if diff {
             print!(
                 "{}",
@@ -62,7 +84,7 @@ pub fn run(paths: Vec<PathBuf>, check: bool, diff: bool) -> ExitCode {
                     .header(&file.display().to_string(), &file.display().to_string())
             );
         }
-        if !check && let Err(err) = write_atomically(&file, &formatted) {
+        if write && let Err(err) = write_atomically(&file, &formatted) {
             eprintln!("Error: cannot write {}: {err}", file.display());
             failed = true;
         }
@@ -74,8 +96,9 @@ pub fn run(paths: Vec<PathBuf>, check: bool, diff: bool) -> ExitCode {
     }
 }
 
-/// Directories named .gpustack, .git, .terraform, target and node_modules are not stacks.
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The files of `dir`, and with `recursive` of the directories below it; directories named
+/// .gpustack, .git, .terraform, target and node_modules are not stacks.
+fn collect(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -84,8 +107,8 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if path.is_dir() {
-            if !name.starts_with('.') && name != "target" && name != "node_modules" {
-                collect(&path, out);
+            if recursive && !name.starts_with('.') && name != "target" && name != "node_modules" {
+                collect(&path, true, out);
             }
         } else if formatted(&name) {
             out.push(path);

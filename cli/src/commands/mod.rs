@@ -98,7 +98,7 @@ enum Command {
     },
     /// Rewrite .hcl files in the canonical style (keeps comments).
     Fmt {
-        /// Files or directories (recursively); default: the current directory.
+        /// Files or directories; default: the current directory.
         paths: Vec<PathBuf>,
         /// Change nothing; list files that need formatting and exit 1 if any do.
         #[arg(long)]
@@ -106,6 +106,15 @@ enum Command {
         /// Show what would change as a diff.
         #[arg(long)]
         diff: bool,
+        /// Also format the files of every directory below (as terraform fmt -recursive).
+        #[arg(long)]
+        recursive: bool,
+        /// -list=false: do not list the files that need formatting.
+        #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", require_equals = true, value_parser = parse_bool_flag, value_name = "BOOL")]
+        list: bool,
+        /// -write=false: do not rewrite files (as --check, without its exit code).
+        #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", require_equals = true, value_parser = parse_bool_flag, value_name = "BOOL")]
+        write: bool,
     },
     /// Evaluate expressions against the stack and its state, one per line of stdin (as
     /// terraform console): `echo 'module.pool["t4"].label' | gpustack console`.
@@ -222,6 +231,31 @@ enum Command {
         #[command(subcommand)]
         command: StateCommand,
     },
+    /// Mark an object for replacement by the next plan (as terraform taint).
+    Taint {
+        address: String,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// Succeed when the object is not in the state.
+        #[arg(long)]
+        allow_missing: bool,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+        #[command(flatten)]
+        run: RunFlags,
+    },
+    /// Take a taint's mark away (as terraform untaint).
+    Untaint {
+        address: String,
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        #[arg(long)]
+        allow_missing: bool,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+        #[command(flatten)]
+        run: RunFlags,
+    },
     /// Several states of one stack, as Terraform's workspaces: list, show, select, new, delete.
     Workspace {
         #[command(subcommand)]
@@ -271,6 +305,29 @@ enum Command {
         id: String,
         #[arg(long, default_value = ".")]
         dir: PathBuf,
+        /// Do not ask for confirmation (gpustack asks none: the lock's ID is the confirmation).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Update the state to match live objects (as terraform refresh: apply --refresh-only
+    /// --auto-approve).
+    Refresh {
+        #[command(flatten)]
+        stack: StackArgs,
+        #[arg(long, value_name = "ADDRESS")]
+        target: Vec<String>,
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        lock_timeout: Duration,
+        #[command(flatten)]
+        run: RunFlags,
+    },
+    /// Install the stack's git module sources (as terraform get; init does it too).
+    Get {
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Fetch what the modules' refs name now (terraform get -update).
+        #[arg(long)]
+        update: bool,
     },
     /// Check this machine's GPUs through NVML: count, model, memory, driver and CUDA version,
     /// MIG mode and devices, ECC errors; exit 1 when an expectation fails or NVML is absent.
@@ -694,7 +751,23 @@ pub fn main() -> ExitCode {
             )
         }
         Command::Validate { stack, json } => validate(&stack, json, color),
-        Command::Fmt { paths, check, diff } => fmt::run(paths, check, diff),
+        Command::Fmt {
+            paths,
+            check,
+            diff,
+            recursive,
+            list,
+            write,
+        } => fmt::run(
+            paths,
+            &fmt::Options {
+                check,
+                diff,
+                recursive,
+                list,
+                write: write && !check,
+            },
+        ),
         Command::Graph { stack } => graph(&stack, color),
         Command::Console { stack } => ops::console(&common(&stack, Duration::ZERO, color)),
         Command::Plan {
@@ -866,6 +939,26 @@ pub fn main() -> ExitCode {
                 color,
             ),
         },
+        Command::Taint {
+            address,
+            dir,
+            allow_missing,
+            lock_timeout,
+            run,
+        } => {
+            run.take_effect();
+            state::taint(&dir, &address, true, allow_missing, lock_timeout)
+        }
+        Command::Untaint {
+            address,
+            dir,
+            allow_missing,
+            lock_timeout,
+            run,
+        } => {
+            run.take_effect();
+            state::taint(&dir, &address, false, allow_missing, lock_timeout)
+        }
         Command::Workspace { command } => match command {
             WorkspaceCommand::List { dir } => workspace::list(&dir),
             WorkspaceCommand::Show { dir } => workspace::show(&dir),
@@ -935,17 +1028,65 @@ pub fn main() -> ExitCode {
             report::json_errors(json);
             state::show(&dir, plan_file.as_deref(), json, markdown, color)
         }
-        Command::ForceUnlock { id, dir } => state::force_unlock(&dir, &id),
+        Command::ForceUnlock { id, dir, force: _ } => state::force_unlock(&dir, &id),
+        Command::Refresh {
+            stack,
+            target,
+            lock_timeout,
+            run,
+        } => {
+            run.take_effect();
+            let common = common(&stack, lock_timeout, color);
+            let options = PlanOptions {
+                mode: PlanMode::RefreshOnly,
+                refresh: true,
+                targets: target,
+                replace: vec![],
+                generate_config: false,
+                unreviewed: false,
+                imports: vec![],
+            };
+            ops::apply(&common, None, &options, true, None)
+        }
+        Command::Get { dir, update } => match modules::install(&dir, update) {
+            Ok(n) => {
+                eprintln!("Installed {n} git module source(s).");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("Error: {e}");
+                ExitCode::from(1)
+            }
+        },
         Command::NodeCheck { expect, json } => node_check::run(&expect, json),
         Command::Version { json } => {
             if json {
+                // As `terraform version -json`, the providers being the ones built in.
+                let providers: serde_json::Map<String, serde_json::Value> =
+                    gpustack_protocol::terraform::SERVED_PROVIDERS
+                        .iter()
+                        .filter(|(source, _)| !source.starts_with("builtin/"))
+                        .map(|(source, _)| {
+                            (
+                                format!("registry.terraform.io/{source}"),
+                                serde_json::Value::String(gpustack_engine::VERSION.to_owned()),
+                            )
+                        })
+                        .collect();
                 println!(
                     "{}",
-                    serde_json::json!({
-                        "gpustack_version": gpustack_engine::VERSION,
+                    serde_json::to_string_pretty(&serde_json::json!({
                         "terraform_version": gpustack_protocol::terraform::LANGUAGE_VERSION,
-                        "format_version": "1.0",
-                    })
+                        "platform": format!("{}_{}", std::env::consts::OS, match std::env::consts::ARCH {
+                            "x86_64" => "amd64",
+                            "aarch64" => "arm64",
+                            other => other,
+                        }),
+                        "provider_selections": providers,
+                        "terraform_outdated": false,
+                        "gpustack_version": gpustack_engine::VERSION,
+                    }))
+                    .unwrap_or_default()
                 );
             } else {
                 println!("gpustack v{}", gpustack_engine::VERSION);

@@ -183,6 +183,45 @@ pub fn rm(dir: &Path, addresses: &[String], lock_timeout: Duration) -> ExitCode 
     })
 }
 
+/// `taint ADDRESS` (`tainted`) and `untaint ADDRESS`: marks an object for replacement by the
+/// next plan, or takes the mark away, as Terraform's commands do.
+pub fn taint(
+    dir: &Path,
+    address: &str,
+    tainted: bool,
+    allow_missing: bool,
+    lock_timeout: Duration,
+) -> ExitCode {
+    let operation = if tainted { "taint" } else { "untaint" };
+    let mut missing = false;
+    let code = edit(dir, operation, lock_timeout, |state| {
+        let Some(r) = state
+            .resources
+            .iter_mut()
+            .find(|r| r.address == address && r.mode == gpustack_state::ResourceMode::Managed)
+        else {
+            missing = true;
+            return Err(format!(
+                "no such resource instance: {address} is not a managed resource in the state"
+            ));
+        };
+        if !tainted && !r.tainted {
+            return Err(format!("resource instance {address} is not tainted"));
+        }
+        r.tainted = tainted;
+        Ok(if tainted {
+            format!("Resource instance {address} has been marked as tainted.")
+        } else {
+            format!("Resource instance {address} has been successfully untainted.")
+        })
+    });
+    if missing && allow_missing {
+        eprintln!("Warning: no such resource instance: {address} (-allow-missing: nothing done)");
+        return ExitCode::SUCCESS;
+    }
+    code
+}
+
 pub fn mv(dir: &Path, from: &str, to: &str, lock_timeout: Duration) -> ExitCode {
     edit(dir, "state mv", lock_timeout, |state| {
         if state.resources.iter().any(|r| r.address == to) {

@@ -65,6 +65,7 @@ pub(super) fn terraform_reason(change: &ResourceChange) -> Option<&'static str> 
     Some(match code {
         "replace_because_cannot_update" => "replace_because_cannot_update",
         "replace_by_request" => "replace_by_request",
+        "replace_because_tainted" => "replace_because_tainted",
         "replace_by_triggers" => "replace_by_triggers",
         "delete_because_no_resource_config" => "delete_because_no_resource_config",
         "delete_because_no_instance" if change.address.ends_with("\"]") => {

@@ -234,6 +234,7 @@ pub(super) fn reason(change: &ResourceChange) -> Option<String> {
     let reason = change.action_reason.as_deref()?;
     Some(match reason {
         "replace_by_request" => "(replaced because --replace asked for it)".to_owned(),
+        "replace_because_tainted" => "(tainted, so must be replaced)".to_owned(),
         "delete_because_no_resource_config" => {
             "(because it is no longer in the configuration)".to_owned()
         }

@@ -444,7 +444,12 @@ impl Planner<'_, '_> {
         dependencies: &[String],
         span: Span,
     ) -> ResourceChange {
-        let forced = self.options.replace.iter().any(|a| a == &instance.address);
+        let tainted = self
+            .state_index
+            .get(instance.address.as_str())
+            .zip(self.state)
+            .is_some_and(|(&i, state)| state.resources[i].tainted);
+        let forced = tainted || self.options.replace.iter().any(|a| a == &instance.address);
         let trigger = match &instance.prior {
             Some(_) if !forced && instance.requires_replace.is_empty() => {
                 self.replace_trigger(module, r, instance)
@@ -454,7 +459,9 @@ impl Planner<'_, '_> {
         let (actions, reason) = match &instance.prior {
             None => (vec![Action::Create], None),
             Some(_) if !instance.requires_replace.is_empty() || forced || trigger.is_some() => {
-                let reason = if forced {
+                let reason = if tainted {
+                    "replace_because_tainted".to_owned()
+                } else if forced {
                     "replace_by_request".to_owned()
                 } else if let Some(by) = &trigger {
                     format!("replace_by_triggers: {by}")

@@ -61,7 +61,10 @@ fn every_example_validates() {
 
 #[test]
 fn every_hcl_file_is_formatted() {
-    let output = gpustack(&repo_root(), &["fmt", "--check", "examples", "modules"]);
+    let output = gpustack(
+        &repo_root(),
+        &["fmt", "--check", "--recursive", "examples", "modules"],
+    );
     assert!(
         output.status.success(),
         "unformatted files:\n{}{}",

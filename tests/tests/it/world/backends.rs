@@ -741,6 +741,7 @@ fn unsorted_big_state(serial: u64, lineage: &str) -> State {
             attributes: serde_json::json!({ "name": format!("big{i}"), "value": noise(serial * 100 + i, 100_000) }),
             sensitive_paths: vec![],
             dependencies: vec![],
+            tainted: false,
         });
     }
     state
