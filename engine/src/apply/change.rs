@@ -117,6 +117,16 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                 let dependencies =
                     crate::plan::resource_dependencies(self.graph, node, self.eval.stack);
                 let mut failed = false;
+                let mut done = done;
+                let write_only = crate::evaluate::schema_of(self.eval.registry, resource)
+                    .map(write_only_attributes)
+                    .unwrap_or_default();
+                // A write-only value reached the provider; it is recorded nowhere.
+                for (_, d) in &mut done {
+                    if let Some(state) = d.new_state.take() {
+                        d.new_state = Some(crate::plan::without_write_only(state, &write_only));
+                    }
+                }
                 for (_, d) in &done {
                     if let Some(change) = &d.change {
                         self.handled.insert(change.address.clone());
@@ -262,7 +272,10 @@ impl Applier<'_, '_, '_, '_, '_> {
             self.ledger.before_first_change();
         }
         let type_name = r.type_name.clone();
-        let schema_paths = sensitive_attributes(Some(&schema));
+        let schema_paths = SchemaFacts {
+            sensitive: sensitive_attributes(Some(&schema)),
+            write_only: write_only_attributes(&schema),
+        };
         let salt = self.ledger.salt.clone();
         Some(Box::pin(async move {
             let calls = work.into_iter().map(|(key, work)| {
@@ -278,13 +291,30 @@ impl Applier<'_, '_, '_, '_, '_> {
     }
 }
 
+/// What a change needs of its resource type's schema: the paths of its sensitive
+/// attributes, and the names of its write-only ones.
+#[derive(Clone)]
+pub(crate) struct SchemaFacts {
+    sensitive: Vec<gpustack_protocol::Path>,
+    write_only: Vec<String>,
+}
+
+fn write_only_attributes(schema: &gpustack_protocol::Schema) -> Vec<String> {
+    schema
+        .attributes
+        .iter()
+        .filter(|(_, a)| a.write_only)
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
 /// One instance's work: a data source read (or the plan's answer), a recorded value kept, a
 /// no-op recorded, or a change carried out.
 async fn do_work(
     handle: &Handle,
     type_name: String,
     work: Work,
-    schema_paths: &[gpustack_protocol::Path],
+    schema_paths: &SchemaFacts,
     salt: &Salt,
 ) -> Done {
     match work {
@@ -301,7 +331,7 @@ async fn do_work(
             }
         }
         Work::Read(address, config, record) => {
-            let secrets = crate::plan::Secrets::of(None, &config, schema_paths);
+            let secrets = crate::plan::Secrets::of(None, &config, &schema_paths.sensitive);
             let _permit = handle.permits.acquire().await;
             if handle.fence.is_lost() {
                 return Done {
@@ -377,7 +407,7 @@ pub(super) async fn carry_out(
     type_name: String,
     change: ResourceChange,
     config: Value,
-    schema_paths: &[gpustack_protocol::Path],
+    schema_paths: &SchemaFacts,
     salt: &Salt,
 ) -> Done {
     let prior = change
@@ -391,7 +421,7 @@ pub(super) async fn carry_out(
             diagnostics: vec![diagnostic],
         };
     }
-    let secrets = crate::plan::Secrets::of(prior.as_ref(), &config, schema_paths);
+    let secrets = crate::plan::Secrets::of(prior.as_ref(), &config, &schema_paths.sensitive);
     let final_plan = FinalPlan {
         handle,
         type_name: &type_name,
@@ -400,6 +430,7 @@ pub(super) async fn carry_out(
         config: &config,
         secrets: &secrets,
         salt,
+        write_only: &schema_paths.write_only,
     };
     let planned = match final_plan.make().await {
         Ok(planned) => planned,
@@ -531,6 +562,9 @@ struct FinalPlan<'c> {
     config: &'c Value,
     secrets: &'c crate::plan::Secrets,
     salt: &'c Salt,
+    /// Write-only attributes: in the final plan (the provider applies them), never in the
+    /// saved one, so not compared.
+    write_only: &'c [String],
 }
 
 impl FinalPlan<'_> {
@@ -585,7 +619,8 @@ impl FinalPlan<'_> {
             )));
         }
         let planned = self.secrets.mark(response.planned_state);
-        if let Some(path) = inconsistency(change, &planned, self.salt) {
+        let recorded = crate::plan::without_write_only(planned.clone(), self.write_only);
+        if let Some(path) = inconsistency(change, &recorded, self.salt) {
             return Err(Refusal::Inconsistent(format!(
                 "the value of {path} differs from the value the saved plan holds"
             )));

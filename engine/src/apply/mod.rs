@@ -230,6 +230,7 @@ async fn apply_with(
     let mut unsaved = false;
     let recorded = || crate::evaluate::Recorded {
         sensitive_variables: plan.snapshot.sensitive_variables.clone(),
+        ephemeral_variables: plan.snapshot.ephemeral_variables.clone(),
         inputs: plan.snapshot.inputs.clone(),
         salt: salt.clone(),
     };
@@ -372,6 +373,7 @@ fn plan_session(registry: &Registry, plan: &Plan, supplied: &Supplied<'_>) -> Se
         InputSource::Plan {
             values: &variables,
             sensitive: &plan.snapshot.sensitive_variables,
+            ephemeral: &plan.snapshot.ephemeral_variables,
             supplied: supplied.variables,
             only_sensitive: supplied.saved,
         },

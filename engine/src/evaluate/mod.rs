@@ -4,6 +4,7 @@
 //! **Invariant:** a node is evaluated only after every node it depends on; a node whose
 //! evaluation failed is unknown to its dependents, so one mistake is reported once.
 
+mod ephemeral;
 mod flows;
 pub(crate) mod locate;
 mod scope;
@@ -156,6 +157,8 @@ pub(crate) struct ModuleValues {
 pub(crate) struct Recorded {
     /// Digests of the sensitive root variables' values, which apply is given again.
     pub(crate) sensitive_variables: IndexMap<String, String>,
+    /// The ephemeral root variables, which apply is given again too.
+    pub(crate) ephemeral_variables: Vec<String>,
     /// The files the plan's evaluation read.
     pub(crate) inputs: std::collections::BTreeMap<String, FileRecord>,
     pub(crate) salt: crate::sensitive::Salt,
@@ -180,6 +183,8 @@ pub(crate) struct EvalContext<'a> {
     pub(crate) unset_computed: Value,
     /// `terraform.workspace`.
     pub(crate) workspace: String,
+    /// What is ephemeral in each module: what `ephemeralasnull()` answers null for.
+    pub(crate) ephemeral: ephemeral::Ephemeral,
 }
 
 pub fn evaluate(
@@ -195,6 +200,7 @@ pub fn evaluate(
     walk.workspace.clone_from(&inputs.workspace);
     walk.check_inputs(inputs);
     walk.check_settings();
+    walk.check_ephemeral();
     for node in graph.order() {
         let n = &graph.graph[node];
         let module = &stack.modules[n.module];
@@ -397,6 +403,7 @@ impl<'a> EvalContext<'a> {
             out: Evaluated::default(),
             unset_computed: Value::Unknown,
             workspace: gpustack_state::DEFAULT_WORKSPACE.to_owned(),
+            ephemeral: ephemeral::Ephemeral::of(stack),
         }
     }
 
@@ -512,6 +519,28 @@ impl<'a> EvalContext<'a> {
                     &format!("output \"{}\"", output.name),
                 );
                 let mut value = self.eval(n.module, &output.value, None);
+                if let Some(ty) = &output.ty {
+                    let (plain, paths) = value.clone().unmark_deep();
+                    match ty.convert(&plain) {
+                        Ok(converted) if paths.is_empty() => value = converted,
+                        Ok(converted) => value = Value::sensitive(converted),
+                        Err(e) => {
+                            self.diags.error(
+                                output.value.span(),
+                                "Invalid output value",
+                                format!("Output \"{}\" is declared as {ty}: {e}.", output.name),
+                            );
+                            value = Value::Unknown;
+                        }
+                    }
+                }
+                if output.ephemeral && n.module == 0 {
+                    self.diags.error(
+                        output.span,
+                        "Ephemeral output not allowed",
+                        "Ephemeral outputs are not allowed in the root module: nothing that is written to a plan or the state may hold an ephemeral value.",
+                    );
+                }
                 if output.sensitive {
                     value = Value::sensitive(value);
                 } else if value.contains_sensitive() && n.module == 0 {
@@ -530,7 +559,7 @@ impl<'a> EvalContext<'a> {
                     ));
                     value = Value::sensitive(value);
                 }
-                if n.module == 0 {
+                if n.module == 0 && !output.ephemeral {
                     self.out
                         .outputs
                         .insert(n.key.clone(), (value.clone(), output.sensitive));
@@ -665,6 +694,15 @@ impl<'a> EvalContext<'a> {
     ) -> Value {
         // The value, where it was written (for diagnostics), and the file that spans refer to.
         let (value, at): (Value, Option<Span>) = if module == 0 {
+            if let Some(message) = &v.deprecated
+                && inputs.values.contains_key(&v.name)
+            {
+                self.diags.push(Diag::warning(
+                    v.span,
+                    "Deprecated variable",
+                    format!("\"{}\" is set, but it is deprecated: {message}", v.name),
+                ));
+            }
             match inputs.values.get(&v.name) {
                 Some(RawInput::Expr(expr)) => {
                     let value = Evaluator::new(&EmptyScope).eval(&expr.expr);
@@ -708,6 +746,14 @@ impl<'a> EvalContext<'a> {
                     None if self
                         .recorded
                         .as_ref()
+                        .is_some_and(|r| r.ephemeral_variables.contains(&v.name)) =>
+                    {
+                        self.diags.error(v.span, "No value for ephemeral variable", format!("\"{}\" is ephemeral, so the saved plan holds nothing of its value: give it again to apply the plan, with -var {}=..., a -var-file, or TF_VAR_{}.", v.name, v.name, v.name));
+                        return Value::Unknown;
+                    }
+                    None if self
+                        .recorded
+                        .as_ref()
                         .is_some_and(|r| r.sensitive_variables.contains_key(&v.name)) =>
                     {
                         self.diags.error(v.span, "No value for sensitive variable", format!("\"{}\" is sensitive, so the saved plan does not hold its value: give it again to apply the plan, with --var {}=..., a --var-file, or GPUSTACK_VAR_{}.", v.name, v.name, v.name));
@@ -747,6 +793,19 @@ impl<'a> EvalContext<'a> {
                     ..Repetition::default()
                 }),
             };
+            // Said once however many instances the call has: equal diagnostics are one.
+            if let (Some(message), Some((_, arg_span))) =
+                (&v.deprecated, call.and_then(|c| c.args.get(&v.name)))
+            {
+                self.diags.push(Diag::warning(
+                    *arg_span,
+                    "Deprecated variable",
+                    format!(
+                        "module \"{call_name}\" sets \"{}\", which is deprecated: {message}",
+                        v.name
+                    ),
+                ));
+            }
             match call.and_then(|c| c.args.get(&v.name)) {
                 Some((expr, _)) => match (self.eval(parent, expr, repetition), &v.default) {
                     // A non-nullable variable given null takes its default, as in Terraform.
@@ -762,8 +821,9 @@ impl<'a> EvalContext<'a> {
                 },
             }
         };
-        // Marked before anything reads it, so that no message quotes it.
-        let value = if v.sensitive {
+        // Marked before anything reads it, so that no message quotes it; an ephemeral value
+        // is as secret as a sensitive one wherever it may go.
+        let value = if v.sensitive || v.ephemeral {
             Value::sensitive(value)
         } else {
             value
@@ -1847,6 +1907,12 @@ impl<'a> EvalContext<'a> {
                 span: Some(span),
             });
         }
+    }
+
+    /// Every place an ephemeral value would be written down, refused; and what is ephemeral
+    /// kept for `ephemeralasnull()`.
+    pub(crate) fn check_ephemeral(&mut self) {
+        ephemeral::check(self.stack, self.registry, &self.ephemeral, self.diags);
     }
 
     pub(crate) fn check_settings(&mut self) {

@@ -76,6 +76,12 @@ impl Scope for ModuleScope<'_, '_> {
         self.eval.flows.borrow_mut().taint_since(mark);
     }
 
+    fn reads_ephemeral(&self, expression: &hcl_edit::expr::Expression) -> bool {
+        self.eval
+            .ephemeral
+            .reads(self.eval.stack, self.module, expression)
+    }
+
     fn required_provider(&self, name: &str) -> Option<String> {
         self.eval.stack.modules[self.module]
             .terraform

@@ -283,10 +283,34 @@ impl Builder<'_> {
     ) {
         for reference in references(expr) {
             let span = reference.range.clone().map(|r| Span::new(file, r));
+            if let ["module", call, output, ..] = reference.names() {
+                self.deprecated_output(module, call, output, span);
+            }
             for from in self.resolve(module, reference.names()) {
                 self.edge(from, to, span);
             }
         }
+    }
+
+    /// A reference to a child module's output that is `deprecated` is a warning saying so,
+    /// at the reference (Terraform 1.15).
+    fn deprecated_output(&mut self, module: usize, call: &str, output: &str, span: Option<Span>) {
+        let config = &self.stack.modules[module];
+        let child = config
+            .children
+            .get(call)
+            .or_else(|| config.instances.get(call).and_then(|i| i.first()));
+        let Some(message) = child
+            .and_then(|&c| self.stack.modules[c].outputs.get(output))
+            .and_then(|o| o.deprecated.clone())
+        else {
+            return;
+        };
+        self.diags.push(gpustack_lang::diag::Diag::warning(
+            span,
+            "Deprecated output",
+            format!("module.{call}.{output} is deprecated: {message}"),
+        ));
     }
 
     /// Every resource, data source and output inside a module and its descendants.

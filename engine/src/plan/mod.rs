@@ -161,6 +161,10 @@ pub struct Snapshot {
     /// The digests of the sensitive root variables' values: apply is given them again.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub sensitive_variables: IndexMap<String, String>,
+    /// The ephemeral root variables: the plan holds nothing of their values, not even a
+    /// digest; apply is given them again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ephemeral_variables: Vec<String>,
     /// Every file `file()`, `templatefile()` and `fileexists()` read, by the path they were
     /// given (relative to the working directory where it was under it), and the values of
     /// impure calls; those that went into a secret only as digests.
@@ -243,6 +247,28 @@ impl CapacityLine {
     /// See [`gpustack_protocol::CapacityChange::text`].
     pub fn text(&self) -> String {
         self.change.text()
+    }
+}
+
+/// A resource's state or planned state with its write-only attributes null: what a plan and
+/// the state hold of them (Terraform 1.11's write-only arguments).
+pub(crate) fn without_write_only(
+    value: gpustack_protocol::Value,
+    write_only: &[String],
+) -> gpustack_protocol::Value {
+    if write_only.is_empty() {
+        return value;
+    }
+    match value {
+        gpustack_protocol::Value::Object(mut map) => {
+            for name in write_only {
+                if let Some(v) = map.get_mut(name) {
+                    *v = gpustack_protocol::Value::Null;
+                }
+            }
+            gpustack_protocol::Value::Object(map)
+        }
+        other => other,
     }
 }
 

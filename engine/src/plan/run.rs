@@ -66,6 +66,7 @@ pub async fn plan(
         let (mut walk, graph, inputs) = session.provider_context();
         walk.check_inputs(inputs);
         walk.check_settings();
+        walk.check_ephemeral();
         let planned = super::make_plan(
             &mut walk,
             graph,
@@ -86,7 +87,12 @@ pub async fn plan(
         .await;
         let mut variables = indexmap::IndexMap::new();
         let mut sensitive_variables = indexmap::IndexMap::new();
+        let mut ephemeral_variables = Vec::new();
         for (name, declared) in &walk.stack.root().variables {
+            if declared.ephemeral {
+                ephemeral_variables.push(name.clone());
+                continue;
+            }
             let Some(value) = walk.values[0].vars.get(name) else {
                 continue;
             };
@@ -122,6 +128,7 @@ pub async fn plan(
         planned.map(|mut p| {
             p.snapshot.variables = variables;
             p.snapshot.sensitive_variables = sensitive_variables;
+            p.snapshot.ephemeral_variables = ephemeral_variables;
             p.snapshot.inputs = inputs;
             p.digest_key = new_key.then(|| salt.to_hex());
             p.new_lineage = new_lineage;

@@ -115,6 +115,9 @@ pub enum InputSource<'a> {
     Plan {
         values: &'a indexmap::IndexMap<String, gpustack_protocol::Value>,
         sensitive: &'a indexmap::IndexMap<String, String>,
+        /// Ephemeral variables, of which the plan holds nothing: given again, as sensitive
+        /// ones are.
+        ephemeral: &'a [String],
         supplied: &'a VariableArgs,
         /// Refuse what `supplied` sets besides the sensitive variables (a saved plan).
         only_sensitive: bool,
@@ -202,6 +205,7 @@ pub(super) fn read_inputs(
         InputSource::Plan {
             values,
             sensitive,
+            ephemeral,
             supplied,
             only_sensitive,
         } => {
@@ -226,7 +230,7 @@ pub(super) fn read_inputs(
             );
             let given = collect_inputs(dir, supplied, sources, diags);
             for (name, raw) in given.values {
-                if sensitive.contains_key(&name) {
+                if sensitive.contains_key(&name) || ephemeral.contains(&name) {
                     inputs.values.insert(name, raw);
                 } else if *only_sensitive && explicit.values.contains_key(&name) {
                     diags.error(

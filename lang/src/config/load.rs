@@ -1025,6 +1025,18 @@ impl Decoder<'_> {
             "removed" => self.removed(module, &block),
             "check" => self.check(module, &block),
             "terraform" => self.terraform(module, &block),
+            // Terraform 1.14's actions run provider-defined operations; no provider gpustack
+            // serves defines one.
+            "action" => self.diags.error(
+                self.span(block.ident.span()),
+                "Actions are not supported",
+                "action blocks (Terraform 1.14) invoke operations a provider defines; none of the providers gpustack serves defines an action.",
+            ),
+            "list" => self.diags.error(
+                self.span(block.ident.span()),
+                "List blocks are not supported",
+                "list blocks belong in *.tfquery.hcl files, for terraform query (Terraform 1.14), which gpustack does not have.",
+            ),
             other => self.diags.error(
                 self.span(block.ident.span()),
                 "Unsupported block type",
@@ -1197,7 +1209,16 @@ impl Decoder<'_> {
         self.only(
             body,
             "a variable block",
-            &["type", "default", "description", "sensitive", "nullable"],
+            &[
+                "type",
+                "default",
+                "description",
+                "sensitive",
+                "nullable",
+                "deprecated",
+                "ephemeral",
+                "const",
+            ],
             &["validation"],
         );
         let ty = match body.get_attribute("type") {
@@ -1249,7 +1270,23 @@ impl Decoder<'_> {
                 .literal_bool(body.get_attribute("nullable"))
                 .unwrap_or(true),
             validations,
+            deprecated: self.literal_string(body.get_attribute("deprecated")),
+            ephemeral: self
+                .literal_bool(body.get_attribute("ephemeral"))
+                .unwrap_or(false),
+            constant: self
+                .literal_bool(body.get_attribute("const"))
+                .unwrap_or(false),
         };
+        if variable.constant && variable.ephemeral {
+            self.diags.error(
+                span,
+                "Invalid variable",
+                format!(
+                    "Variable \"{name}\" cannot be both const and ephemeral: a const value is part of the configuration."
+                ),
+            );
+        }
         if module.variables.contains_key(&name) {
             self.duplicate(span, "variable", &name);
             return;
@@ -1414,9 +1451,30 @@ impl Decoder<'_> {
         self.only(
             body,
             "an output block",
-            &["value", "description", "sensitive", "depends_on"],
+            &[
+                "value",
+                "description",
+                "sensitive",
+                "depends_on",
+                "deprecated",
+                "ephemeral",
+                "type",
+            ],
             &["precondition"],
         );
+        let ty = body
+            .get_attribute("type")
+            .and_then(|attr| match parse_type(&attr.value) {
+                Ok(ty) => Some(ty),
+                Err((range, message)) => {
+                    self.diags.error(
+                        self.span(range.or(attr.value.span())),
+                        "Invalid type specification",
+                        message,
+                    );
+                    None
+                }
+            });
         let Some(value) = body.get_attribute("value") else {
             self.diags.error(
                 span,
@@ -1433,6 +1491,11 @@ impl Decoder<'_> {
             sensitive: self
                 .literal_bool(body.get_attribute("sensitive"))
                 .unwrap_or(false),
+            deprecated: self.literal_string(body.get_attribute("deprecated")),
+            ephemeral: self
+                .literal_bool(body.get_attribute("ephemeral"))
+                .unwrap_or(false),
+            ty,
             depends_on: self.depends_on(body),
             preconditions: body
                 .get_blocks("precondition")
@@ -1590,6 +1653,13 @@ impl Decoder<'_> {
     }
 
     fn lifecycle(&mut self, block: &Block) -> Lifecycle {
+        for trigger in block.body.get_blocks("action_trigger") {
+            self.diags.error(
+                self.span(trigger.ident.span()),
+                "Actions are not supported",
+                "lifecycle { action_trigger } (Terraform 1.14) invokes actions a provider defines; none of the providers gpustack serves defines an action.",
+            );
+        }
         self.only(
             &block.body,
             "a lifecycle block",
@@ -1600,7 +1670,7 @@ impl Decoder<'_> {
                 "replace_triggered_by",
                 "enabled",
             ],
-            &["precondition", "postcondition"],
+            &["precondition", "postcondition", "action_trigger"],
         );
         let mut lifecycle = Lifecycle {
             prevent_destroy: self

@@ -183,6 +183,14 @@ pub struct Variable {
     pub sensitive: bool,
     pub nullable: bool,
     pub validations: Vec<Validation>,
+    /// `deprecated = "..."` (Terraform 1.15): setting the variable is a warning that says so.
+    pub deprecated: Option<String>,
+    /// `ephemeral = true`: its value is never written to a plan or the state, and may reach
+    /// only what is ephemeral too (Terraform 1.10).
+    pub ephemeral: bool,
+    /// `const = true` (Terraform 1.15): known while the stack is loaded, so that a module's
+    /// `source` and `version` may use it.
+    pub constant: bool,
 }
 
 #[derive(Debug)]
@@ -205,6 +213,13 @@ pub struct Output {
     pub value: Expr,
     pub description: Option<String>,
     pub sensitive: bool,
+    /// `deprecated = "..."` (Terraform 1.15): a reference to it is a warning that says so.
+    pub deprecated: Option<String>,
+    /// `ephemeral = true`: a child module's output that may carry ephemeral values; never
+    /// recorded.
+    pub ephemeral: bool,
+    /// `type = ...` (Terraform 1.15): the value is converted to it, or refused.
+    pub ty: Option<Type>,
     pub depends_on: Vec<Reference>,
     /// Checked before the value is recorded; a false one is an error.
     pub preconditions: Vec<Condition>,

@@ -312,6 +312,13 @@ pub trait Scope {
         let _ = mark;
     }
 
+    /// Whether `expression` reads an ephemeral value into its result (an ephemeral variable,
+    /// what derives from one): `ephemeralasnull()` answers null for it.
+    fn reads_ephemeral(&self, expression: &Expression) -> bool {
+        let _ = expression;
+        false
+    }
+
     /// The source (`NAMESPACE/TYPE`) of the provider this module's `required_providers` names
     /// `name`: a `provider::NAME::FUNCTION(...)` call reaches that provider's functions only
     /// then, as in Terraform and OpenTofu.
@@ -371,6 +378,10 @@ struct VarsScope<'a>(&'a IndexMap<String, Value>, &'a dyn Scope);
 impl Scope for VarsScope<'_> {
     fn read_file(&self, path: &str) -> Result<Option<String>, String> {
         self.1.read_file(path)
+    }
+
+    fn reads_ephemeral(&self, expression: &Expression) -> bool {
+        self.1.reads_ephemeral(expression)
     }
 
     fn impure(
@@ -1183,6 +1194,36 @@ impl<'s> Evaluator<'s> {
         }
     }
 
+    /// `convert(value, type)`: the value converted to the type constraint, as a variable of
+    /// that type would hold it; the value's marks stay on the result.
+    fn call_convert(&mut self, args: &[&Expression], range: Option<Range<usize>>) -> Result<Value> {
+        let [value, ty] = args else {
+            return Err(EvalError::new(
+                range,
+                "Wrong number of arguments",
+                "Function \"convert\" expects 2 arguments: a value and a type constraint.",
+            ));
+        };
+        let ty = crate::expr::types::parse_type(ty).map_err(|(at, message)| {
+            EvalError::new(at.or(ty.span()), "Invalid type constraint", message)
+        })?;
+        let value = self.eval(value)?;
+        if value.is_unknown() {
+            return Ok(value);
+        }
+        let mut marks = Marks::default();
+        let plain_value = marks.strip(value);
+        ty.convert(&plain_value)
+            .map(|converted| marks.apply(converted))
+            .map_err(|e| {
+                EvalError::new(
+                    args[0].span().or(range),
+                    "Invalid function argument",
+                    format!("Invalid value for \"value\" parameter: {e}."),
+                )
+            })
+    }
+
     // Long by design: a call's steps in the order they must run (the namespace, the arguments
     // with their unknowns and marks, a secret's sources, the expansion of `...`, the clock and
     // randomness recorded in the plan, marks back on the result); split, each step would carry
@@ -1198,6 +1239,23 @@ impl<'s> Evaluator<'s> {
         match name {
             _ if provider.is_some() => {}
             "try" => return self.call_try(&arg_exprs, range),
+            // Terraform 1.15: its second argument is a type constraint, read as written.
+            "convert" => return self.call_convert(&arg_exprs, range),
+            "ephemeralasnull" => {
+                let [arg] = arg_exprs.as_slice() else {
+                    return Err(EvalError::new(
+                        range,
+                        "Wrong number of arguments",
+                        "Function \"ephemeralasnull\" expects 1 argument.",
+                    ));
+                };
+                let value = self.eval(arg)?;
+                return Ok(if self.scope.reads_ephemeral(arg) {
+                    Value::Null
+                } else {
+                    value
+                });
+            }
             "can" => {
                 let [arg] = arg_exprs.as_slice() else {
                     return Err(EvalError::new(
@@ -1720,10 +1778,11 @@ fn traversal_range(traversal: &hcl_edit::expr::Traversal, names: usize) -> Optio
 /// Terraform; stacks use `"${path.module}/..."` to reach their own files.
 /// Functions the evaluator calls itself, outside the pure library: they see expressions
 /// rather than values, marks, the clock or randomness.
-const EVALUATOR_FUNCTIONS: [&str; 10] = [
+const EVALUATOR_FUNCTIONS: [&str; 11] = [
     "bcrypt",
     "try",
     "can",
+    "convert",
     "sensitive",
     "nonsensitive",
     "issensitive",

@@ -29,6 +29,19 @@ pub fn references(expression: &Expression) -> Vec<Ref<'_>> {
     let mut walker = Walker {
         bound: Vec::new(),
         out: Vec::new(),
+        skip_ephemeral_as_null: false,
+    };
+    walker.expr(expression);
+    walker.out
+}
+
+/// The references whose values reach the result: those inside `ephemeralasnull(...)` do not
+/// (it answers null for an ephemeral value), which is where an ephemeral value may be read.
+pub fn references_reaching_the_value(expression: &Expression) -> Vec<Ref<'_>> {
+    let mut walker = Walker {
+        bound: Vec::new(),
+        out: Vec::new(),
+        skip_ephemeral_as_null: true,
     };
     walker.expr(expression);
     walker.out
@@ -37,6 +50,7 @@ pub fn references(expression: &Expression) -> Vec<Ref<'_>> {
 struct Walker<'a> {
     bound: Vec<&'a str>,
     out: Vec<Ref<'a>>,
+    skip_ephemeral_as_null: bool,
 }
 
 impl<'a> Walker<'a> {
@@ -103,6 +117,10 @@ impl<'a> Walker<'a> {
                 self.expr(&c.true_expr);
                 self.expr(&c.false_expr);
             }
+            Expression::FuncCall(call)
+                if self.skip_ephemeral_as_null
+                    && call.name.namespace.is_empty()
+                    && call.name.name.as_str() == "ephemeralasnull" => {}
             Expression::FuncCall(call) => call.args.iter().for_each(|e| self.expr(e)),
             Expression::UnaryOp(op) => self.expr(&op.expr),
             Expression::BinaryOp(op) => {

@@ -995,6 +995,13 @@ impl Provider for HelmCli {
             Value::string(namespace_of(&request.config)),
         );
         set(&mut planned, "values", values_of(&request.config));
+        // The paths set_wo sets, kept (without their values) so that a later refresh takes
+        // those values out of what helm reports, as it does set_sensitive's.
+        let wo_paths: Vec<Value> = set::entries(&request.config, "set_wo")
+            .into_iter()
+            .map(|(_, name, _)| Value::String(name))
+            .collect();
+        set(&mut planned, "set_wo_paths", Value::List(wo_paths));
         let mut requires_replace = Vec::new();
         let prior = request.prior_state.as_ref();
         // No version configured: whatever version is installed stands.
@@ -1014,8 +1021,10 @@ impl Provider for HelmCli {
             requires_replace.is_empty()
                 && text(&p, "status") == Some("deployed")
                 && p.as_object().is_some_and(|o| {
+                    // A write-only value is never in the state: it changes nothing by itself
+                    // (set_wo_revision does).
                     o.iter()
-                        .filter(|(k, _)| !COMPUTED.contains(&k.as_str()))
+                        .filter(|(k, _)| !COMPUTED.contains(&k.as_str()) && k.as_str() != "set_wo")
                         .all(|(k, v)| {
                             planned
                                 .as_object()

@@ -69,16 +69,6 @@ pub const RELEASE_REFUSED: &[Refusal] = &[
         RefusedWhen::True,
         "gpustack does not lint charts during plan; run helm lint on the chart in CI",
     ),
-    refuse(
-        "set_wo",
-        RefusedWhen::Set,
-        "write-only arguments need Terraform's ephemeral values, which gpustack does not have; use set_sensitive, whose values gpustack keeps out of plans, output and state",
-    ),
-    refuse(
-        "set_wo_revision",
-        RefusedWhen::Set,
-        "write-only arguments need Terraform's ephemeral values, which gpustack does not have; use set_sensitive",
-    ),
 ];
 
 /// The arguments of `data "helm_template"` gpustack refuses; every other argument of the
@@ -86,7 +76,7 @@ pub const RELEASE_REFUSED: &[Refusal] = &[
 pub const TEMPLATE_REFUSED: &[Refusal] = &[refuse(
     "set_wo",
     RefusedWhen::Set,
-    "write-only arguments need Terraform's ephemeral values, which gpustack does not have; use set_sensitive, whose values gpustack keeps out of plans, output and state",
+    "a data source's answer is recorded in the plan, where a write-only value may never be; use set_sensitive, whose values gpustack keeps out of plans, output and state",
 )];
 
 /// The provider configuration's refused arguments.
@@ -264,8 +254,19 @@ pub fn release() -> Schema {
         .block_or_argument("set", BlockNesting::List, set_block(false, false))
         .block_or_argument("set_list", BlockNesting::List, set_block(false, true))
         .block_or_argument("set_sensitive", BlockNesting::List, set_block(true, false))
-        .attr("set_wo", Attribute::optional(Type::Any).sensitive())
+        .attr(
+            "set_wo",
+            Attribute::optional(Type::Any)
+                .sensitive()
+                .write_only()
+                .describe("Write-only set values ({ name, value, type }): passed to helm as set_sensitive's are, never recorded; a change reaches the release when set_wo_revision changes."),
+        )
         .attr("set_wo_revision", Attribute::optional(Type::Number))
+        .attr(
+            "set_wo_paths",
+            Attribute::computed(Type::list(Type::String))
+                .describe("The paths set_wo sets (never their values)."),
+        )
         .attr("atomic", flag("helm --atomic (Helm 4: --rollback-on-failure)."))
         .attr(
             "wait",

@@ -199,9 +199,12 @@ pub(crate) fn apply_sets(values: &mut Json, config: &Value) {
     }
 }
 
-/// The `set_sensitive` values as chart values of their own (a second values file).
+/// The `set_sensitive` values, then the write-only `set_wo` ones (present only while a change
+/// is applied), as chart values of their own (a second values file).
 pub(crate) fn sensitive_values(config: &Value) -> Option<Json> {
-    let entries = entries(config, "set_sensitive");
+    let mut found = entries(config, "set_sensitive");
+    found.extend(entries(config, "set_wo"));
+    let entries = found;
     if entries.is_empty() {
         return None;
     }
@@ -214,9 +217,21 @@ pub(crate) fn sensitive_values(config: &Value) -> Option<Json> {
     Some(values)
 }
 
-/// Takes the `set_sensitive` paths out of values helm reports.
+/// Takes the `set_sensitive` and `set_wo` paths out of values helm reports.
 pub(crate) fn strip_sensitive(values: &mut Json, config: &Value) {
-    for (_, name, _) in entries(config, "set_sensitive") {
+    let mut hidden: Vec<String> = entries(config, "set_sensitive")
+        .into_iter()
+        .chain(entries(config, "set_wo"))
+        .map(|(_, name, _)| name)
+        .collect();
+    hidden.extend(
+        attribute(config, "set_wo_paths")
+            .and_then(Value::as_list)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned)),
+    );
+    for name in hidden {
         if let Ok(path) = parse_path(&name) {
             remove(values, &path);
         }

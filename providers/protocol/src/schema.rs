@@ -14,6 +14,9 @@ pub struct Attribute {
     pub sensitive: bool,
     /// Changing it means destroying and re-creating the object (`replace_because_immutable`).
     pub force_new: bool,
+    /// Write-only (Terraform 1.11): sent to the provider when it applies, never in a plan or
+    /// the state, and the one kind of resource argument an ephemeral value may reach.
+    pub write_only: bool,
     pub description: String,
 }
 
@@ -26,6 +29,7 @@ impl Attribute {
             computed: false,
             sensitive: false,
             force_new: false,
+            write_only: false,
             description: String::new(),
         }
     }
@@ -57,6 +61,12 @@ impl Attribute {
 
     pub fn sensitive(mut self) -> Self {
         self.sensitive = true;
+        self
+    }
+
+    /// Write-only: see [`Attribute::write_only`].
+    pub fn write_only(mut self) -> Self {
+        self.write_only = true;
         self
     }
 

@@ -123,7 +123,17 @@ pub(super) async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Ve
             _ => {}
         }
         diagnostics.extend(response.diagnostics);
-        let planned = secrets.mark(conform(response.planned_state, m.schema));
+        let write_only: Vec<String> = m
+            .schema
+            .attributes
+            .iter()
+            .filter(|(_, a)| a.write_only)
+            .map(|(name, _)| name.clone())
+            .collect();
+        let planned = secrets.mark(crate::plan::without_write_only(
+            conform(response.planned_state, m.schema),
+            &write_only,
+        ));
         return (
             PlannedInstance {
                 key: m.key,
