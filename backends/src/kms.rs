@@ -11,17 +11,14 @@ use aws_sdk_kms::primitives::Blob;
 use aws_sdk_kms::types::DataKeySpec;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use gpustack_state::encryption::{AwsKmsConfig, DataKey, KeyError, KeyProvider};
+use gpustack_state::encryption::{AwsKmsConfig, DataKey, KeyCache, KeyError, KeyProvider};
 use serde::{Deserialize, Serialize};
-use std::sync::Mutex;
 
 pub struct KmsProvider {
     config: AwsKmsConfig,
     client: tokio::sync::OnceCell<aws_sdk_kms::Client>,
-    /// The data key writes use, with its metadata.
-    current: Mutex<Option<(DataKey, serde_json::Value)>>,
-    /// Blobs already decrypted this run.
-    decrypted: Mutex<Vec<(String, DataKey)>>,
+    /// The data key writes use, and the data keys decrypted, by their ciphertext blob.
+    keys: KeyCache<String>,
 }
 
 /// What the envelope keeps: the KMS key and the data key as the KMS encrypted it.
@@ -52,8 +49,7 @@ impl KmsProvider {
         Ok(Self {
             config,
             client: tokio::sync::OnceCell::new(),
-            current: Mutex::new(None),
-            decrypted: Mutex::new(Vec::new()),
+            keys: KeyCache::default(),
         })
     }
 
@@ -88,35 +84,31 @@ fn kms_error(call: &str, error: impl std::error::Error) -> KeyError {
 #[async_trait::async_trait]
 impl KeyProvider for KmsProvider {
     async fn encryption_key(&self) -> Result<(DataKey, serde_json::Value), KeyError> {
-        if let Some(current) = self
-            .current
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-        {
-            return Ok(current);
-        }
-        let output = self
-            .client()
+        self.keys
+            .encryption_key(async || {
+                let output = self
+                    .client()
+                    .await
+                    .generate_data_key()
+                    .key_id(&self.config.kms_key_id)
+                    .key_spec(DataKeySpec::from(self.config.key_spec.as_str()))
+                    .send()
+                    .await
+                    .map_err(|e| kms_error("GenerateDataKey", e))?;
+                let (Some(plaintext), Some(blob)) = (output.plaintext(), output.ciphertext_blob())
+                else {
+                    return Err(KeyError::new("GenerateDataKey answered without a data key"));
+                };
+                hide(plaintext.as_ref());
+                let key = DataKey::from_slice(plaintext.as_ref())?;
+                let meta = serde_json::to_value(KmsMeta {
+                    kms_key_id: self.config.kms_key_id.clone(),
+                    ciphertext_blob: BASE64.encode(blob.as_ref()),
+                })
+                .unwrap_or_default();
+                Ok((key, meta))
+            })
             .await
-            .generate_data_key()
-            .key_id(&self.config.kms_key_id)
-            .key_spec(DataKeySpec::from(self.config.key_spec.as_str()))
-            .send()
-            .await
-            .map_err(|e| kms_error("GenerateDataKey", e))?;
-        let (Some(plaintext), Some(blob)) = (output.plaintext(), output.ciphertext_blob()) else {
-            return Err(KeyError::new("GenerateDataKey answered without a data key"));
-        };
-        hide(plaintext.as_ref());
-        let key = DataKey::from_slice(plaintext.as_ref())?;
-        let meta = serde_json::to_value(KmsMeta {
-            kms_key_id: self.config.kms_key_id.clone(),
-            ciphertext_blob: BASE64.encode(blob.as_ref()),
-        })
-        .unwrap_or_default();
-        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some((key.clone(), meta.clone()));
-        Ok((key, meta))
     }
 
     async fn decryption_key(&self, meta: &serde_json::Value) -> Result<DataKey, KeyError> {
@@ -125,42 +117,28 @@ impl KeyProvider for KmsProvider {
                 "the envelope was not written by an aws_kms key provider ({e})"
             ))
         })?;
-        if let Some((_, key)) = self
-            .decrypted
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .find(|(blob, _)| *blob == meta.ciphertext_blob)
-        {
-            return Ok(key.clone());
-        }
-        let blob = BASE64
-            .decode(&meta.ciphertext_blob)
-            .map_err(|e| KeyError::new(format!("the envelope's data key is not base64: {e}")))?;
-        let output = self
-            .client()
+        let writes_with = (meta.kms_key_id == self.config.kms_key_id)
+            .then(|| serde_json::to_value(&meta).unwrap_or_default());
+        self.keys
+            .decryption_key(meta.ciphertext_blob.clone(), writes_with, async || {
+                let blob = BASE64.decode(&meta.ciphertext_blob).map_err(|e| {
+                    KeyError::new(format!("the envelope's data key is not base64: {e}"))
+                })?;
+                let output = self
+                    .client()
+                    .await
+                    .decrypt()
+                    .key_id(&meta.kms_key_id)
+                    .ciphertext_blob(Blob::new(blob))
+                    .send()
+                    .await
+                    .map_err(|e| kms_error("Decrypt", e))?;
+                let Some(plaintext) = output.plaintext() else {
+                    return Err(KeyError::new("Decrypt answered without the data key"));
+                };
+                hide(plaintext.as_ref());
+                DataKey::from_slice(plaintext.as_ref())
+            })
             .await
-            .decrypt()
-            .key_id(&meta.kms_key_id)
-            .ciphertext_blob(Blob::new(blob))
-            .send()
-            .await
-            .map_err(|e| kms_error("Decrypt", e))?;
-        let Some(plaintext) = output.plaintext() else {
-            return Err(KeyError::new("Decrypt answered without the data key"));
-        };
-        hide(plaintext.as_ref());
-        let key = DataKey::from_slice(plaintext.as_ref())?;
-        self.decrypted
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((meta.ciphertext_blob.clone(), key.clone()));
-        if meta.kms_key_id == self.config.kms_key_id {
-            let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-            if current.is_none() {
-                *current = Some((key.clone(), serde_json::to_value(&meta).unwrap_or_default()));
-            }
-        }
-        Ok(key)
     }
 }

@@ -212,6 +212,91 @@ pub trait KeyProvider: Send + Sync {
     async fn decryption_key(&self, meta: &serde_json::Value) -> Result<DataKey, KeyError>;
 }
 
+/// The keys a [`KeyProvider`] made or found in this run, so that a state read and written
+/// again costs one key derivation or KMS call: the key writes use, with the metadata its
+/// envelopes keep, and the keys found for envelopes, each under `K`, what tells one
+/// envelope's key from another's (its metadata, or the part of it that names the key).
+pub struct KeyCache<K> {
+    writes: Mutex<Option<(DataKey, serde_json::Value)>>,
+    found: Mutex<Vec<(K, DataKey)>>,
+}
+
+impl<K> Default for KeyCache<K> {
+    fn default() -> Self {
+        KeyCache {
+            writes: Mutex::new(None),
+            found: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<K: PartialEq> KeyCache<K> {
+    /// The key writes use, with its metadata: the one chosen earlier in the run, else the one
+    /// `make` makes, kept for the writes after it.
+    pub async fn encryption_key(
+        &self,
+        make: impl AsyncFnOnce() -> Result<(DataKey, serde_json::Value), KeyError>,
+    ) -> Result<(DataKey, serde_json::Value), KeyError> {
+        let chosen = lock(&self.writes).clone();
+        if let Some(chosen) = chosen {
+            return Ok(chosen);
+        }
+        let (key, meta) = make().await?;
+        *lock(&self.writes) = Some((key.clone(), meta.clone()));
+        Ok((key, meta))
+    }
+
+    /// The key of the envelope `id` names: found earlier in the run, else found by `find` and
+    /// kept. A key found anew that this configuration writes with (`writes_with`: the metadata
+    /// its envelopes keep) becomes the key writes use, unless they have one: a state read and
+    /// written again keeps the key it was read with.
+    pub async fn decryption_key(
+        &self,
+        id: K,
+        writes_with: Option<serde_json::Value>,
+        find: impl AsyncFnOnce() -> Result<DataKey, KeyError>,
+    ) -> Result<DataKey, KeyError> {
+        let (key, anew) = self.lookup(id, find).await?;
+        if anew && let Some(meta) = writes_with {
+            lock(&self.writes).get_or_insert_with(|| (key.clone(), meta));
+        }
+        Ok(key)
+    }
+
+    /// The key `id` names: found earlier in the run, else found by `find` and kept, for the
+    /// envelopes that name it later.
+    pub async fn key(
+        &self,
+        id: K,
+        find: impl AsyncFnOnce() -> Result<DataKey, KeyError>,
+    ) -> Result<DataKey, KeyError> {
+        self.lookup(id, find).await.map(|(key, _)| key)
+    }
+
+    /// As [`KeyCache::key`], with whether `find` found it.
+    async fn lookup(
+        &self,
+        id: K,
+        find: impl AsyncFnOnce() -> Result<DataKey, KeyError>,
+    ) -> Result<(DataKey, bool), KeyError> {
+        let known = lock(&self.found)
+            .iter()
+            .find(|(known, _)| *known == id)
+            .map(|(_, key)| key.clone());
+        if let Some(key) = known {
+            return Ok((key, false));
+        }
+        let key = find().await?;
+        lock(&self.found).push((id, key.clone()));
+        Ok((key, true))
+    }
+}
+
+/// A lock whose holder panicked still guards whole values: each write replaces or appends one.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum EncryptionError {
     #[error("the encryption configuration is invalid: {0}")]
@@ -686,9 +771,7 @@ impl Encryptions {
 pub struct Pbkdf2Provider {
     name: String,
     config: Pbkdf2Config,
-    derived: Mutex<Vec<(Pbkdf2Meta, DataKey)>>,
-    /// The key writes use, with its metadata.
-    current: Mutex<Option<(DataKey, serde_json::Value)>>,
+    keys: KeyCache<Pbkdf2Meta>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -719,21 +802,11 @@ impl Pbkdf2Provider {
         Ok(Self {
             name: name.to_owned(),
             config,
-            derived: Mutex::new(Vec::new()),
-            current: Mutex::new(None),
+            keys: KeyCache::default(),
         })
     }
 
     fn derive(&self, meta: &Pbkdf2Meta) -> Result<DataKey, KeyError> {
-        if let Some((_, key)) = self
-            .derived
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .find(|(m, _)| m == meta)
-        {
-            return Ok(key.clone());
-        }
         if meta.key_length != 32 {
             return Err(KeyError::new(format!(
                 "the envelope asks for a key of {} bytes; AES-256 takes 32",
@@ -771,12 +844,7 @@ impl Pbkdf2Provider {
                 key.as_mut_slice(),
             ),
         }
-        let key = DataKey(key);
-        self.derived
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((meta.clone(), key.clone()));
-        Ok(key)
+        Ok(DataKey(key))
     }
 
     /// Whether a key of these parameters may be written with: this configuration's own.
@@ -792,26 +860,24 @@ impl Pbkdf2Provider {
 #[async_trait::async_trait]
 impl KeyProvider for Pbkdf2Provider {
     async fn encryption_key(&self) -> Result<(DataKey, serde_json::Value), KeyError> {
-        if let Some(current) = self
-            .current
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-        {
-            return Ok(current);
-        }
-        let mut salt = vec![0u8; self.config.salt_length];
-        OsRng.fill_bytes(&mut salt);
-        let meta = Pbkdf2Meta {
-            salt: BASE64.encode(&salt),
-            iterations: self.config.iterations,
-            hash_function: self.config.hash_function,
-            key_length: 32,
-        };
-        let key = self.derive(&meta)?;
-        let json = serde_json::to_value(&meta).unwrap_or_default();
-        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some((key.clone(), json.clone()));
-        Ok((key, json))
+        self.keys
+            .encryption_key(async || {
+                let mut salt = vec![0u8; self.config.salt_length];
+                OsRng.fill_bytes(&mut salt);
+                let meta = Pbkdf2Meta {
+                    salt: BASE64.encode(&salt),
+                    iterations: self.config.iterations,
+                    hash_function: self.config.hash_function,
+                    key_length: 32,
+                };
+                // Kept as found too: this run reads what it wrote without deriving again.
+                let key = self
+                    .keys
+                    .key(meta.clone(), async || self.derive(&meta))
+                    .await?;
+                Ok((key, serde_json::to_value(&meta).unwrap_or_default()))
+            })
+            .await
     }
 
     async fn decryption_key(&self, meta: &serde_json::Value) -> Result<DataKey, KeyError> {
@@ -820,14 +886,12 @@ impl KeyProvider for Pbkdf2Provider {
                 "the envelope was not written by a pbkdf2 key provider ({e})"
             ))
         })?;
-        let key = self.derive(&meta)?;
-        if self.is_current(&meta) {
-            let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-            if current.is_none() {
-                *current = Some((key.clone(), serde_json::to_value(&meta).unwrap_or_default()));
-            }
-        }
-        Ok(key)
+        let writes_with = self
+            .is_current(&meta)
+            .then(|| serde_json::to_value(&meta).unwrap_or_default());
+        self.keys
+            .decryption_key(meta.clone(), writes_with, async || self.derive(&meta))
+            .await
     }
 }
 
@@ -1030,6 +1094,34 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
+    }
+
+    #[test]
+    fn a_key_cache_finds_each_key_once_and_writes_with_the_key_read_with() {
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let counted = |byte: u8| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            DataKey::from_slice(&[byte; 32])
+        };
+        let made = serde_json::json!("made");
+
+        let other = KeyCache::<u8>::default();
+        run(other.decryption_key(1, None, async || counted(1))).unwrap();
+        run(other.decryption_key(1, None, async || counted(1))).unwrap();
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // Read with a key this configuration does not write with: writes make their own.
+        let (_, meta) =
+            run(other.encryption_key(async || Ok((counted(9)?, made.clone())))).unwrap();
+        assert_eq!(meta, made);
+        run(other.encryption_key(async || Ok((counted(9)?, made.clone())))).unwrap();
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+
+        let own = KeyCache::<u8>::default();
+        let read_with = serde_json::json!("read with");
+        run(own.decryption_key(2, Some(read_with.clone()), async || counted(2))).unwrap();
+        let (_, meta) = run(own.encryption_key(async || Ok((counted(9)?, made.clone())))).unwrap();
+        assert_eq!(meta, read_with);
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 3);
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! run), and the `aws_instance_types` data source on it.
 
 use crate::Connected;
-use crate::pool::strings;
 use gpustack_protocol::{ReadDataSourceResponse, Value};
 use gpustack_provider_sdk::catalog::Gpus;
+use gpustack_provider_sdk::check::strings;
 use gpustack_provider_sdk::resource::DataSource;
 use indexmap::IndexMap;
 use std::sync::Arc;

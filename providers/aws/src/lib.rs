@@ -10,13 +10,11 @@ mod eks;
 mod instance_types;
 mod pool;
 
-use gpustack_protocol::{
-    Attribute, Diagnostic, Provider, ProviderFactory, ProviderSchema, Schema, Type, Value,
-};
+use gpustack_protocol::{Attribute, Diagnostic, Provider, ProviderSchema, Schema, Type, Value};
 use gpustack_provider_sdk::catalog::Gpus;
 use gpustack_provider_sdk::check::{Checker, provider_config, text};
-use gpustack_provider_sdk::family::{Factory, Family};
-use gpustack_provider_sdk::pool::Pools;
+use gpustack_provider_sdk::family::Family;
+use gpustack_provider_sdk::pool::{CloudPool, NodeDrainer, Pools};
 use gpustack_provider_sdk::resource::Resources;
 use gpustack_provider_sdk::taint_type;
 use instance_types::InstanceTypes;
@@ -26,31 +24,16 @@ use std::sync::{Arc, Mutex};
 /// EKS managed node groups and EC2 instance-type data.
 #[derive(Default)]
 pub(crate) struct Aws {
-    drainer: Option<Arc<dyn gpustack_provider_sdk::pool::NodeDrainer>>,
+    drainer: Option<Arc<dyn NodeDrainer>>,
 }
 
-/// The provider, for a registry.
-pub fn provider() -> Arc<dyn ProviderFactory> {
-    provider_with(None)
-}
-
-/// The provider, draining a pool's nodes before the pool goes with `drainer` (the binary's
-/// Kubernetes client).
-pub fn provider_with(
-    drainer: Option<Arc<dyn gpustack_provider_sdk::pool::NodeDrainer>>,
-) -> Arc<dyn ProviderFactory> {
-    Arc::new(Factory(Aws { drainer }))
-}
+gpustack_provider_sdk::cloud_entry_points!(Aws { drainer });
 
 #[async_trait::async_trait]
 impl Family for Aws {
     /// A node group is its name in its cluster.
     fn identity(&self, _: &str, state: &Value) -> Option<String> {
-        Some(format!(
-            "eks:{}/{}",
-            text(state, "cluster_name")?,
-            text(state, "nodegroup_name")?
-        ))
+        Connected::key(state).map(|key| format!("eks:{key}"))
     }
 
     fn schema(&self) -> ProviderSchema {
@@ -144,23 +127,18 @@ impl Family for Aws {
             );
             check.range("min_size", 0.0, 1000.0);
             check.range("max_size", 1.0, 1000.0);
-            if let (Some(min), Some(max)) = (check.number("min_size"), check.number("max_size")) {
-                if min > max {
-                    check.error(
-                        "min_size",
-                        "Invalid scaling range",
-                        format!("min_size {min} is greater than max_size {max}."),
-                    );
-                }
-                if let Some(desired) = check.number("desired_size")
-                    && (desired < min || desired > max)
-                {
-                    check.error(
-                        "desired_size",
-                        "Invalid scaling range",
-                        format!("desired_size {desired} is outside {min}..{max}."),
-                    );
-                }
+            check.min_not_above_max("min_size", "max_size", "Invalid scaling range");
+            if let (Some(min), Some(max), Some(desired)) = (
+                check.number("min_size"),
+                check.number("max_size"),
+                check.number("desired_size"),
+            ) && (desired < min || desired > max)
+            {
+                check.error(
+                    "desired_size",
+                    "Invalid scaling range",
+                    format!("desired_size {desired} is outside {min}..{max}."),
+                );
             }
             check.cloud_taint_effects("taints", "EKS");
         }

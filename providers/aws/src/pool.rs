@@ -10,40 +10,21 @@ use aws_sdk_eks::types::{
 use gpustack_protocol::{
     Diagnostic, GpuShape, PlanResourceChangeResponse, PoolShape, Schema, Value,
 };
-use gpustack_provider_sdk::check::{attribute, text};
+use gpustack_provider_sdk::check::{attribute, string_map, strings, text};
 use gpustack_provider_sdk::family::resource_schema;
-use gpustack_provider_sdk::normalize::{sort_maps, split_id, unset_empty};
-use gpustack_provider_sdk::pool::{CloudPool, LivePool};
+use gpustack_provider_sdk::normalize::{sort_maps, unset_empty};
+use gpustack_provider_sdk::pool::{CloudPool, LivePool, PoolKey};
 use indexmap::IndexMap;
 use std::collections::{BTreeMap, HashMap};
 
 /// The tag a node group is created with: the request's idempotency token.
 const CREATION_TAG: &str = "gpustack.dev/creation-token";
 
+/// A known number a state or configuration sets (not unknown, not null), as EKS takes it.
 fn number(state: &Value, name: &str) -> Option<i32> {
     attribute(state, name)
         .and_then(Value::as_number)
         .map(|n| n as i32)
-}
-
-pub(crate) fn strings(state: &Value, name: &str) -> Vec<String> {
-    attribute(state, name)
-        .and_then(Value::as_list)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|v| v.as_str().map(str::to_owned))
-        .collect()
-}
-
-fn labels(state: &Value) -> BTreeMap<String, String> {
-    attribute(state, "labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// (key, value, effect) of each taint.
@@ -171,73 +152,17 @@ fn state_of(group: &Nodegroup) -> Value {
     ]))
 }
 
-/// The configuration's view of a state: unset optional attributes as the API reports them.
-fn normalized(config: &Value) -> Value {
-    let mut config = config.clone();
-    if let Value::Object(map) = &mut config {
-        if let Some(Value::List(subnets)) = map.get_mut("subnets") {
-            subnets.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
-        }
-        unset_empty(map, &["labels", "taints"]);
-        sort_maps(map, &["labels"]);
-        // EKS keeps taints in its own order and has no empty values: compare them sorted,
-        // with "" as absent.
-        if let Some(Value::List(taints)) = map.get_mut("taints") {
-            for taint in taints.iter_mut() {
-                if let Value::Object(t) = taint
-                    && t.get("value").is_none_or(|v| v.as_str() == Some(""))
-                {
-                    t.insert("value".to_owned(), Value::Null);
-                }
-            }
-            let key = |t: &Value| {
-                ["key", "effect", "value"].map(|k| text(t, k).unwrap_or_default().to_owned())
-            };
-            taints.sort_by_key(key);
-        }
-    }
-    config
-}
-
-/// A known number the configuration sets (not unknown, not null).
-fn planned_number(planned: &Value, name: &str) -> Option<i32> {
-    attribute(planned, name)
-        .filter(|v| !v.is_unknown())
-        .and_then(Value::as_number)
-        .map(|n| n as i32)
-}
-
-/// A node group's key: its cluster and its name.
-pub(crate) struct NodegroupKey {
-    cluster: String,
-    name: String,
-}
-
-impl std::fmt::Display for NodegroupKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.cluster, self.name)
-    }
-}
-
 #[async_trait::async_trait]
 impl CloudPool for Connected {
-    type Key = NodegroupKey;
     const KIND: &'static str = "EKS node group";
     const ID_FORMAT: &'static str = "CLUSTER/NODEGROUP";
+    const SCOPE_ATTRIBUTE: Option<&'static str> = None;
+    const CLUSTER_ATTRIBUTE: &'static str = "cluster_name";
+    const NAME_ATTRIBUTE: &'static str = "nodegroup_name";
     const POOL_KIND: &'static str = "nodegroup";
     const POOL_LABEL: &'static str = "eks.amazonaws.com/nodegroup";
     const NODE_LABELS_ATTRIBUTE: &'static str = "labels";
-
-    const NAME_ATTRIBUTE: &'static str = "nodegroup_name";
     const DELETES_NODES: &'static str = "EKS drains each node as it scales the group to zero, and terminates the node after a few minutes whether its pods left or not";
-
-    fn name(state: &Value) -> Option<&str> {
-        text(state, "nodegroup_name")
-    }
-
-    fn node_labels(state: &Value) -> BTreeMap<String, String> {
-        labels(state)
-    }
 
     /// With GPUs from EC2.
     async fn shape(&self, state: &Value) -> Option<PoolShape> {
@@ -270,23 +195,32 @@ impl CloudPool for Connected {
         resource_schema(&Aws::default(), "eks_nodegroup")
     }
 
-    fn key(state: &Value) -> Option<NodegroupKey> {
-        Some(NodegroupKey {
-            cluster: text(state, "cluster_name")?.to_owned(),
-            name: text(state, "nodegroup_name")?.to_owned(),
-        })
-    }
-
-    fn parse_id(id: &str) -> Option<NodegroupKey> {
-        let [cluster, name] = split_id(id)?;
-        Some(NodegroupKey {
-            cluster: cluster.to_owned(),
-            name: name.to_owned(),
-        })
-    }
-
+    /// The configuration's view of a state: unset optional attributes as the API reports them.
     fn normalize(config: &Value) -> Value {
-        normalized(config)
+        let mut config = config.clone();
+        if let Value::Object(map) = &mut config {
+            if let Some(Value::List(subnets)) = map.get_mut("subnets") {
+                subnets.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+            }
+            unset_empty(map, &["labels", "taints"]);
+            sort_maps(map, &["labels"]);
+            // EKS keeps taints in its own order and has no empty values: compare them sorted,
+            // with "" as absent.
+            if let Some(Value::List(taints)) = map.get_mut("taints") {
+                for taint in taints.iter_mut() {
+                    if let Value::Object(t) = taint
+                        && t.get("value").is_none_or(|v| v.as_str() == Some(""))
+                    {
+                        t.insert("value".to_owned(), Value::Null);
+                    }
+                }
+                let key = |t: &Value| {
+                    ["key", "effect", "value"].map(|k| text(t, k).unwrap_or_default().to_owned())
+                };
+                taints.sort_by_key(key);
+            }
+        }
+        config
     }
 
     fn refine(prior: &Value, config: &Value, response: &mut PlanResourceChangeResponse) {
@@ -306,8 +240,8 @@ impl CloudPool for Connected {
         }
     }
 
-    async fn get(&self, key: &NodegroupKey) -> Result<Option<LivePool>, Diagnostic> {
-        let group = self.describe_group(&key.cluster, &key.name).await?;
+    async fn get(&self, key: &PoolKey) -> Result<Option<LivePool>, Diagnostic> {
+        let group = self.describe_group(key.cluster(), key.name()).await?;
         Ok(group.map(|group| LivePool {
             state: state_of(&group),
             mark: group.tags().and_then(|t| t.get(CREATION_TAG)).cloned(),
@@ -339,7 +273,7 @@ impl CloudPool for Connected {
                     .build(),
             )
             .set_labels(
-                Some(labels(planned).into_iter().collect())
+                Some(string_map(planned, "labels").into_iter().collect())
                     .filter(|l: &HashMap<_, _>| !l.is_empty()),
             )
             .set_taints(
@@ -410,7 +344,8 @@ impl CloudPool for Connected {
         let name = text(prior, "nodegroup_name").unwrap_or_default();
         let failed =
             |e: String| error(&format!("Cannot update EKS node group {cluster}/{name}"), e);
-        let (before_labels, after_labels) = (labels(prior), labels(planned));
+        let (before_labels, after_labels) =
+            (string_map(prior, "labels"), string_map(planned, "labels"));
         let add_labels: HashMap<String, String> = after_labels
             .iter()
             .filter(|(k, v)| before_labels.get(*k) != Some(*v))
@@ -434,12 +369,12 @@ impl CloudPool for Connected {
             .collect();
         let scaling_changed = ["min_size", "max_size", "desired_size"]
             .iter()
-            .any(|k| planned_number(planned, k).is_some_and(|n| Some(n) != number(prior, k)));
-        let min = planned_number(planned, "min_size").or(number(prior, "min_size"));
-        let max = planned_number(planned, "max_size").or(number(prior, "max_size"));
+            .any(|k| number(planned, k).is_some_and(|n| Some(n) != number(prior, k)));
+        let min = number(planned, "min_size").or(number(prior, "min_size"));
+        let max = number(planned, "max_size").or(number(prior, "max_size"));
         // The desired size moves only when the configuration moves it, or when the new range
         // leaves it outside (EKS rejects that): otherwise the autoscaler's choice stands.
-        let desired = planned_number(planned, "desired_size")
+        let desired = number(planned, "desired_size")
             .filter(|d| Some(*d) != number(prior, "desired_size"))
             .or_else(|| {
                 let current = number(prior, "desired_size")?;

@@ -10,44 +10,27 @@ mod model;
 mod pool;
 
 use arm::{Arm, AzureSettings};
-use gpustack_protocol::{
-    Attribute, Diagnostic, Provider, ProviderFactory, ProviderSchema, Schema, Type, Value,
-};
+use gpustack_protocol::{Attribute, Diagnostic, Provider, ProviderSchema, Schema, Type, Value};
 use gpustack_provider_sdk::check::{Checker, attribute, provider_config, text};
-use gpustack_provider_sdk::family::{Factory, Family};
-use gpustack_provider_sdk::pool::Pools;
+use gpustack_provider_sdk::family::Family;
+use gpustack_provider_sdk::pool::{CloudPool, NodeDrainer, Pools};
 use gpustack_provider_sdk::resource::Resources;
-use pool::pool_id;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// AKS node pools through Azure Resource Manager.
 #[derive(Default)]
 pub(crate) struct Azure {
-    drainer: Option<Arc<dyn gpustack_provider_sdk::pool::NodeDrainer>>,
+    drainer: Option<Arc<dyn NodeDrainer>>,
 }
 
-/// The provider, for a registry.
-pub fn provider() -> Arc<dyn ProviderFactory> {
-    provider_with(None)
-}
-
-/// The provider, draining a pool's nodes before the pool goes with `drainer` (the binary's
-/// Kubernetes client).
-pub fn provider_with(
-    drainer: Option<Arc<dyn gpustack_provider_sdk::pool::NodeDrainer>>,
-) -> Arc<dyn ProviderFactory> {
-    Arc::new(Factory(Azure { drainer }))
-}
+gpustack_provider_sdk::cloud_entry_points!(Azure { drainer });
 
 #[async_trait::async_trait]
 impl Family for Azure {
     /// A pool is its name in its cluster and resource group.
     fn identity(&self, _: &str, state: &Value) -> Option<String> {
-        ["resource_group", "cluster", "name"]
-            .iter()
-            .all(|k| text(state, k).is_some())
-            .then(|| format!("aks:{}", pool_id(state)))
+        Connected::key(state).map(|key| format!("aks:{key}"))
     }
 
     fn schema(&self) -> ProviderSchema {
@@ -143,15 +126,7 @@ impl Family for Azure {
         check.range("node_count", 0.0, 1000.0);
         check.range("min_count", 0.0, 1000.0);
         check.range("max_count", 0.0, 1000.0);
-        if let (Some(min), Some(max)) = (check.number("min_count"), check.number("max_count"))
-            && min > max
-        {
-            check.error(
-                "min_count",
-                "Invalid autoscaling range",
-                format!("min_count {min} is greater than max_count {max}."),
-            );
-        }
+        check.min_not_above_max("min_count", "max_count", "Invalid autoscaling range");
         check.one_of("mode", &["System", "User"]);
         check.one_of(
             "gpu_instance_profile",

@@ -7,10 +7,10 @@ use crate::{Azure, Connected};
 use gpustack_protocol::{
     CloudSharing, Diagnostic, GpuShape, PlanResourceChangeResponse, PoolShape, Schema, Value,
 };
-use gpustack_provider_sdk::check::{attribute, text};
+use gpustack_provider_sdk::check::{attribute, integer, text};
 use gpustack_provider_sdk::family::resource_schema;
-use gpustack_provider_sdk::normalize::{sort_maps, split_id, unset_empty, unset_false};
-use gpustack_provider_sdk::pool::{CloudPool, LivePool};
+use gpustack_provider_sdk::normalize::{sort_maps, unset_empty, unset_false};
+use gpustack_provider_sdk::pool::{CloudPool, LivePool, PoolKey};
 use indexmap::IndexMap;
 use std::collections::BTreeMap;
 
@@ -60,7 +60,7 @@ impl Connected {
     }
 }
 
-pub(crate) fn pool_id(state: &Value) -> PoolId {
+fn pool_id(state: &Value) -> PoolId {
     let part = |name| text(state, name).unwrap_or_default().to_owned();
     PoolId {
         resource_group: part("resource_group"),
@@ -69,37 +69,32 @@ pub(crate) fn pool_id(state: &Value) -> PoolId {
     }
 }
 
-fn failed(what: &str, id: &PoolId, e: &ArmError) -> Diagnostic {
-    Diagnostic::error(format!("Cannot {what} AKS node pool {id}"), e.to_string())
+impl From<&PoolKey> for PoolId {
+    fn from(key: &PoolKey) -> Self {
+        PoolId {
+            resource_group: key.scope().to_owned(),
+            cluster: key.cluster().to_owned(),
+            name: key.name().to_owned(),
+        }
+    }
 }
 
-fn number(state: &Value, name: &str) -> Option<i64> {
-    attribute(state, name)
-        .filter(|v| !v.is_unknown())
-        .and_then(Value::as_number)
-        .map(|n| n as i64)
+fn failed(what: &str, id: &PoolId, e: &ArmError) -> Diagnostic {
+    Diagnostic::error(format!("Cannot {what} AKS node pool {id}"), e.to_string())
 }
 
 fn flag(state: &Value, name: &str) -> bool {
     attribute(state, name).and_then(Value::as_bool) == Some(true)
 }
 
+/// A list attribute's strings; `None` where there are none.
 fn strings(state: &Value, name: &str) -> Option<Vec<String>> {
-    let list: Vec<String> = attribute(state, name)?
-        .as_list()?
-        .iter()
-        .filter_map(|v| v.as_str().map(str::to_owned))
-        .collect();
-    (!list.is_empty()).then_some(list)
+    Some(gpustack_provider_sdk::check::strings(state, name)).filter(|l| !l.is_empty())
 }
 
+/// A map attribute's string entries; `None` where there are none.
 fn string_map(state: &Value, name: &str) -> Option<BTreeMap<String, String>> {
-    let map: BTreeMap<String, String> = attribute(state, name)?
-        .as_object()?
-        .iter()
-        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
-        .collect();
-    (!map.is_empty()).then_some(map)
+    Some(gpustack_provider_sdk::check::string_map(state, name)).filter(|m| !m.is_empty())
 }
 
 /// The state of a pool as ARM describes it.
@@ -197,21 +192,6 @@ fn state_of(id: &PoolId, pool: &AgentPool) -> Value {
     ]))
 }
 
-/// The configuration's view of a state: unset optional attributes as ARM reports them.
-fn normalized(config: &Value) -> Value {
-    let mut config = config.clone();
-    if let Value::Object(map) = &mut config {
-        unset_false(map, &["auto_scaling", "spot"]);
-        unset_empty(map, &["node_labels", "node_taints", "zones", "tags"]);
-        sort_maps(map, &["node_labels", "tags"]);
-        // Without spot the eviction policy means nothing, and ARM does not report it.
-        if map.get("spot").is_none_or(Value::is_null) {
-            map.insert("spot_eviction_policy".to_owned(), Value::Null);
-        }
-    }
-    config
-}
-
 /// The body of a PUT: the live pool (if any) with every managed property as planned, so
 /// that what gpustack does not manage is sent back unchanged.
 fn request_of(planned: &Value, live: Option<&AgentPool>) -> AgentPool {
@@ -235,10 +215,10 @@ fn request_of(planned: &Value, live: Option<&AgentPool>) -> AgentPool {
     p.enable_auto_scaling = autoscale
         .then_some(true)
         .or(p.enable_auto_scaling.map(|_| false));
-    p.min_count = number(planned, "min_count");
-    p.max_count = number(planned, "max_count");
+    p.min_count = integer(planned, "min_count");
+    p.max_count = integer(planned, "max_count");
     // An autoscaled pool's count is the autoscaler's unless the configuration sets it.
-    p.count = number(planned, "node_count")
+    p.count = integer(planned, "node_count")
         .or(p.count)
         .or(p.min_count)
         .or(Some(1));
@@ -259,7 +239,7 @@ fn request_of(planned: &Value, live: Option<&AgentPool>) -> AgentPool {
             .get_or_insert_with(Default::default)
             .management_mode = Some(mode.to_owned());
     }
-    if let Some(size) = number(planned, "os_disk_size_gb") {
+    if let Some(size) = integer(planned, "os_disk_size_gb") {
         p.os_disk_size_gb = Some(size);
     }
     p.availability_zones = strings(planned, "zones").or(p.availability_zones.take());
@@ -283,9 +263,9 @@ fn shape(state: &Value) -> Option<PoolShape> {
     if gpus.is_none() && !gpustack_provider_sdk::catalog::looks_like_gpu_machine(machine) {
         return None;
     }
-    let count = number(state, "node_count");
+    let count = integer(state, "node_count");
     let (min, max) = if flag(state, "auto_scaling") {
-        (number(state, "min_count")?, number(state, "max_count")?)
+        (integer(state, "min_count")?, integer(state, "max_count")?)
     } else {
         (count?, count?)
     };
@@ -310,20 +290,16 @@ fn shape(state: &Value) -> Option<PoolShape> {
 
 #[async_trait::async_trait]
 impl CloudPool for Connected {
-    type Key = PoolId;
     const KIND: &'static str = "AKS node pool";
     const ID_FORMAT: &'static str = "RESOURCE_GROUP/CLUSTER/POOL";
+    const SCOPE_ATTRIBUTE: Option<&'static str> = Some("resource_group");
+    const CLUSTER_ATTRIBUTE: &'static str = "cluster";
+    const NAME_ATTRIBUTE: &'static str = "name";
     const POOL_KIND: &'static str = "nodepool";
     const POOL_LABEL: &'static str = POOL_LABEL;
     const NODE_LABELS_ATTRIBUTE: &'static str = "node_labels";
-
-    const NAME_ATTRIBUTE: &'static str = "name";
     const DELETES_NODES: &'static str =
         "AKS deletes the nodes with their pods, with no cordon or drain";
-
-    fn name(state: &Value) -> Option<&str> {
-        text(state, "name")
-    }
 
     fn managed_gpu_software(state: &Value) -> Option<gpustack_protocol::ManagedSoftware> {
         (text(state, "gpu_management_mode") == Some("Managed")).then(|| {
@@ -333,10 +309,6 @@ impl CloudPool for Connected {
                 device_plugin: true,
             }
         })
-    }
-
-    fn node_labels(state: &Value) -> BTreeMap<String, String> {
-        string_map(state, "node_labels").unwrap_or_default()
     }
 
     /// The GPU count from Resource SKUs, the model and memory from the built-in table (Azure
@@ -367,25 +339,19 @@ impl CloudPool for Connected {
         resource_schema(&Azure::default(), "aks_nodepool")
     }
 
-    fn key(state: &Value) -> Option<PoolId> {
-        Some(PoolId {
-            resource_group: text(state, "resource_group")?.to_owned(),
-            cluster: text(state, "cluster")?.to_owned(),
-            name: text(state, "name")?.to_owned(),
-        })
-    }
-
-    fn parse_id(id: &str) -> Option<PoolId> {
-        let [resource_group, cluster, name] = split_id(id)?;
-        Some(PoolId {
-            resource_group: resource_group.to_owned(),
-            cluster: cluster.to_owned(),
-            name: name.to_owned(),
-        })
-    }
-
+    /// The configuration's view of a state: unset optional attributes as ARM reports them.
     fn normalize(config: &Value) -> Value {
-        normalized(config)
+        let mut config = config.clone();
+        if let Value::Object(map) = &mut config {
+            unset_false(map, &["auto_scaling", "spot"]);
+            unset_empty(map, &["node_labels", "node_taints", "zones", "tags"]);
+            sort_maps(map, &["node_labels", "tags"]);
+            // Without spot the eviction policy means nothing, and ARM does not report it.
+            if map.get("spot").is_none_or(Value::is_null) {
+                map.insert("spot_eviction_policy".to_owned(), Value::Null);
+            }
+        }
+        config
     }
 
     fn refine(prior: &Value, _: &Value, response: &mut PlanResourceChangeResponse) {
@@ -411,14 +377,15 @@ impl CloudPool for Connected {
         }
     }
 
-    async fn get(&self, key: &PoolId) -> Result<Option<LivePool>, Diagnostic> {
+    async fn get(&self, key: &PoolKey) -> Result<Option<LivePool>, Diagnostic> {
+        let id = PoolId::from(key);
         let live = self
             .arm
-            .get(key)
+            .get(&id)
             .await
-            .map_err(|e| failed("read", key, &e))?;
+            .map_err(|e| failed("read", &id, &e))?;
         Ok(live.map(|pool| LivePool {
-            state: state_of(key, &pool),
+            state: state_of(&id, &pool),
             mark: pool
                 .properties
                 .tags

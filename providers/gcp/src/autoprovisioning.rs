@@ -2,14 +2,14 @@
 //! GPU ceilings it allows and a warning for accelerator types no one can name.
 
 use crate::gke::{describe, from_json, not_found, to_json};
-use crate::{Connected, Gcp, normalized, number};
+use crate::{Connected, Gcp, normalized};
 use google_cloud_container_v1::model::ClusterUpdate;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Diagnostic, PlanResourceChangeRequest,
     PlanResourceChangeResponse, ReadResourcesRequest, ReadResourcesResponse, Value,
     plan_from_schema,
 };
-use gpustack_provider_sdk::check::{attribute, text};
+use gpustack_provider_sdk::check::{attribute, integer, text};
 use gpustack_provider_sdk::family::resource_schema;
 use gpustack_provider_sdk::resource::Resource;
 use indexmap::IndexMap;
@@ -156,8 +156,8 @@ impl Connected {
                     .unwrap_or_default()
                     .iter()
                     .map(|l| {
-                        let mut limit = json!({"resourceType": text(l, "resource_type"), "maximum": number(l, "maximum").unwrap_or(0).to_string()});
-                        if let Some(min) = number(l, "minimum") {
+                        let mut limit = json!({"resourceType": text(l, "resource_type"), "maximum": integer(l, "maximum").unwrap_or(0).to_string()});
+                        if let Some(min) = integer(l, "minimum") {
                             limit["minimum"] = json!(min.to_string());
                         }
                         limit

@@ -17,13 +17,12 @@ use compute::Compute;
 use gke::Transient;
 use google_cloud_container_v1::client::ClusterManager;
 use gpustack_protocol::{
-    Attribute, BlockNesting, Diagnostic, ObjectAttr, Provider, ProviderFactory, ProviderSchema,
-    Schema, Type, Value,
+    Attribute, BlockNesting, Diagnostic, ObjectAttr, Provider, ProviderSchema, Schema, Type, Value,
 };
-use gpustack_provider_sdk::check::{Checker, attribute, provider_config, text};
-use gpustack_provider_sdk::family::{Factory, Family};
+use gpustack_provider_sdk::check::{Checker, provider_config, text};
+use gpustack_provider_sdk::family::Family;
 use gpustack_provider_sdk::normalize::{sort_maps, unset_empty, unset_false};
-use gpustack_provider_sdk::pool::Pools;
+use gpustack_provider_sdk::pool::{CloudPool, NodeDrainer, Pools};
 use gpustack_provider_sdk::resource::Resources;
 use gpustack_provider_sdk::taint_type;
 use std::sync::Arc;
@@ -32,31 +31,22 @@ use std::time::Duration;
 /// GKE node pools and node auto-provisioning.
 #[derive(Default)]
 pub(crate) struct Gcp {
-    drainer: Option<Arc<dyn gpustack_provider_sdk::pool::NodeDrainer>>,
+    drainer: Option<Arc<dyn NodeDrainer>>,
 }
 
-/// The provider, for a registry.
-pub fn provider() -> Arc<dyn ProviderFactory> {
-    provider_with(None)
-}
-
-/// The provider, draining a pool's nodes before the pool goes with `drainer` (the binary's
-/// Kubernetes client).
-pub fn provider_with(
-    drainer: Option<Arc<dyn gpustack_provider_sdk::pool::NodeDrainer>>,
-) -> Arc<dyn ProviderFactory> {
-    Arc::new(Factory(Gcp { drainer }))
-}
+gpustack_provider_sdk::cloud_entry_points!(Gcp { drainer });
 
 #[async_trait::async_trait]
 impl Family for Gcp {
     /// A pool is its name in its cluster and location; auto-provisioning is the cluster's.
     fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
-        let location = text(state, "location")?;
-        let cluster = text(state, "cluster")?;
         match type_name {
-            "gke_nodepool" => Some(format!("gke:{location}/{cluster}/{}", text(state, "name")?)),
-            _ => Some(format!("gke-autoprovisioning:{location}/{cluster}")),
+            "gke_nodepool" => Connected::key(state).map(|key| format!("gke:{key}")),
+            _ => Some(format!(
+                "gke-autoprovisioning:{}/{}",
+                text(state, "location")?,
+                text(state, "cluster")?
+            )),
         }
     }
 
@@ -270,14 +260,6 @@ pub(crate) fn normalized(config: &Value) -> Value {
         sort_maps(map, &["labels"]);
     }
     config
-}
-
-/// A known number the state sets (not unknown, not null).
-pub(crate) fn number(state: &Value, name: &str) -> Option<i64> {
-    attribute(state, name)
-        .filter(|v| !v.is_unknown())
-        .and_then(Value::as_number)
-        .map(|n| n as i64)
 }
 
 /// The MIG partition sizes GKE offers per accelerator, with how many fit on one GPU; `None`

@@ -2,15 +2,14 @@
 //! that creates it, and create, update and delete.
 
 use crate::gke::{describe, from_json, not_found, pool_json};
-use crate::{Connected, Gcp, normalized, number};
+use crate::{Connected, Gcp, normalized};
 use google_cloud_container_v1::model::{NodeLabels, NodePool, NodePoolAutoscaling, NodeTaints};
 use gpustack_protocol::{
     CloudSharing, Diagnostic, GpuShape, PlanResourceChangeResponse, PoolShape, Schema, Value,
 };
-use gpustack_provider_sdk::check::{attribute, text};
+use gpustack_provider_sdk::check::{attribute, integer, text};
 use gpustack_provider_sdk::family::resource_schema;
-use gpustack_provider_sdk::normalize::split_id;
-use gpustack_provider_sdk::pool::{CloudPool, LivePool};
+use gpustack_provider_sdk::pool::{CloudPool, LivePool, PoolKey};
 use indexmap::IndexMap;
 use serde_json::{Value as Json, json};
 use std::collections::BTreeMap;
@@ -155,7 +154,7 @@ impl Connected {
         if let Some(a) = attribute(planned, "accelerator") {
             let mut accelerator = json!({
                 "acceleratorType": text(a, "type"),
-                "acceleratorCount": number(a, "count").unwrap_or(1).to_string(),
+                "acceleratorCount": integer(a, "count").unwrap_or(1).to_string(),
             });
             if let Some(size) = text(a, "gpu_partition_size") {
                 accelerator["gpuPartitionSize"] = json!(size);
@@ -163,7 +162,7 @@ impl Connected {
             if let Some(strategy) = text(a, "sharing_strategy") {
                 accelerator["gpuSharingConfig"] = json!({
                     "gpuSharingStrategy": strategy,
-                    "maxSharedClientsPerGpu": number(a, "max_shared_clients_per_gpu").unwrap_or(2).to_string(),
+                    "maxSharedClientsPerGpu": integer(a, "max_shared_clients_per_gpu").unwrap_or(2).to_string(),
                 });
             }
             if let Some(driver) = text(a, "driver_version") {
@@ -174,11 +173,11 @@ impl Connected {
         let mut pool = json!({
             "name": text(planned, "name"),
             "config": config,
-            "initialNodeCount": number(planned, "node_count").or(number(planned, "min_node_count")).unwrap_or(1),
+            "initialNodeCount": integer(planned, "node_count").or(integer(planned, "min_node_count")).unwrap_or(1),
         });
         if let (Some(min), Some(max)) = (
-            number(planned, "min_node_count"),
-            number(planned, "max_node_count"),
+            integer(planned, "min_node_count"),
+            integer(planned, "max_node_count"),
         ) {
             pool["autoscaling"] =
                 json!({"enabled": true, "minNodeCount": min, "maxNodeCount": max});
@@ -231,45 +230,17 @@ impl Connected {
     }
 }
 
-/// A node pool's key: its location, cluster and name.
-pub(crate) struct PoolKey {
-    location: String,
-    cluster: String,
-    name: String,
-}
-
-impl std::fmt::Display for PoolKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}/{}", self.location, self.cluster, self.name)
-    }
-}
-
 #[async_trait::async_trait]
 impl CloudPool for Connected {
-    type Key = PoolKey;
     const KIND: &'static str = "GKE node pool";
     const ID_FORMAT: &'static str = "LOCATION/CLUSTER/POOL";
+    const SCOPE_ATTRIBUTE: Option<&'static str> = Some("location");
+    const CLUSTER_ATTRIBUTE: &'static str = "cluster";
+    const NAME_ATTRIBUTE: &'static str = "name";
     const POOL_KIND: &'static str = "nodepool";
     const POOL_LABEL: &'static str = "cloud.google.com/gke-nodepool";
     const NODE_LABELS_ATTRIBUTE: &'static str = "labels";
-
-    const NAME_ATTRIBUTE: &'static str = "name";
     const DELETES_NODES: &'static str = "GKE deletes the pods of every node at once as it deletes the pool, PodDisruptionBudgets not respected";
-
-    fn name(state: &Value) -> Option<&str> {
-        text(state, "name")
-    }
-
-    fn node_labels(state: &Value) -> BTreeMap<String, String> {
-        attribute(state, "labels")
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
 
     /// GKE runs its own NVIDIA device plugin on GPU nodes unless the pool's nodes carry
     /// `gke-no-default-nvidia-gpu-device-plugin=true` (GPU-FACTS, GKE).
@@ -291,7 +262,7 @@ impl CloudPool for Connected {
     async fn shape(&self, state: &Value) -> Option<PoolShape> {
         let a = attribute(state, "accelerator")?;
         let accelerator = text(a, "type")?;
-        let count = u32::try_from(number(a, "count")?).ok()?;
+        let count = u32::try_from(integer(a, "count")?).ok()?;
         // An accelerator type no one could name still makes a pool line's warning.
         let gpus =
             self.accelerator_gpu(state, accelerator)
@@ -303,17 +274,17 @@ impl CloudPool for Connected {
                     source,
                 });
         let (min, max) = match (
-            number(state, "min_node_count"),
-            number(state, "max_node_count"),
+            integer(state, "min_node_count"),
+            integer(state, "max_node_count"),
         ) {
             (Some(min), Some(max)) => (min, max),
             _ => {
-                let n = number(state, "node_count")?;
+                let n = integer(state, "node_count")?;
                 (n, n)
             }
         };
         let clients = text(a, "sharing_strategy").and_then(|s| {
-            let n = number(a, "max_shared_clients_per_gpu")?;
+            let n = integer(a, "max_shared_clients_per_gpu")?;
             Some((
                 format!("GKE {}", s.to_lowercase().replace('_', "-")),
                 n as f64,
@@ -337,23 +308,6 @@ impl CloudPool for Connected {
         resource_schema(&Gcp::default(), "gke_nodepool")
     }
 
-    fn key(state: &Value) -> Option<PoolKey> {
-        Some(PoolKey {
-            location: text(state, "location")?.to_owned(),
-            cluster: text(state, "cluster")?.to_owned(),
-            name: text(state, "name")?.to_owned(),
-        })
-    }
-
-    fn parse_id(id: &str) -> Option<PoolKey> {
-        let [location, cluster, name] = split_id(id)?;
-        Some(PoolKey {
-            location: location.to_owned(),
-            cluster: cluster.to_owned(),
-            name: name.to_owned(),
-        })
-    }
-
     fn normalize(config: &Value) -> Value {
         normalized(config)
     }
@@ -374,7 +328,7 @@ impl CloudPool for Connected {
 
     async fn get(&self, key: &PoolKey) -> Result<Option<LivePool>, Diagnostic> {
         let state = Value::from_json(
-            &json!({"location": key.location, "cluster": key.cluster, "name": key.name}),
+            &json!({"location": key.scope(), "cluster": key.cluster(), "name": key.name()}),
         );
         let Some(pool) = self.get_pool(&state).await? else {
             return Ok(None);
@@ -487,7 +441,7 @@ impl CloudPool for Connected {
                 .map_err(|e| failed(describe(&e)))?;
             self.wait(location, &operation).await.map_err(failed)?;
         }
-        let range = |s: &Value| (number(s, "min_node_count"), number(s, "max_node_count"));
+        let range = |s: &Value| (integer(s, "min_node_count"), integer(s, "max_node_count"));
         if range(prior) != range(planned) {
             let autoscaling = match range(planned) {
                 (Some(min), Some(max)) => {
@@ -506,7 +460,7 @@ impl CloudPool for Connected {
             self.wait(location, &operation).await.map_err(failed)?;
         }
         if let Some(count) =
-            number(planned, "node_count").filter(|c| Some(*c) != number(prior, "node_count"))
+            integer(planned, "node_count").filter(|c| Some(*c) != integer(prior, "node_count"))
         {
             let operation = self
                 .client

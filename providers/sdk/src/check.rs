@@ -2,6 +2,7 @@
 //! null attribute is left for plan time.
 
 use gpustack_protocol::{Diagnostic, Schema, Value};
+use std::collections::BTreeMap;
 
 pub struct Checker<'a> {
     config: &'a Value,
@@ -84,6 +85,20 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// An error on `min` where both are known and `min` is the greater: a size range that
+    /// no pool can have.
+    pub fn min_not_above_max(&mut self, min: &str, max: &str, summary: &str) {
+        if let (Some(low), Some(high)) = (self.number(min), self.number(max))
+            && low > high
+        {
+            self.error(
+                min,
+                summary,
+                format!("{min} {low} is greater than {max} {high}."),
+            );
+        }
+    }
+
     /// EKS and GKE spell taint effects in upper snake case.
     pub fn cloud_taint_effects(&mut self, path: &str, cloud: &str) {
         let Some(taints) = self.get(path).and_then(|t| t.as_list()) else {
@@ -139,6 +154,38 @@ pub fn attribute<'a>(state: &'a Value, name: &str) -> Option<&'a Value> {
 /// A string attribute; `None` when absent, null or not a string.
 pub fn text<'a>(state: &'a Value, name: &str) -> Option<&'a str> {
     attribute(state, name).and_then(Value::as_str)
+}
+
+/// A number attribute as a whole number, any fraction cut off; `None` when absent, null,
+/// unknown or not a number.
+pub fn integer(state: &Value, name: &str) -> Option<i64> {
+    attribute(state, name)
+        .and_then(Value::as_number)
+        .map(|n| n as i64)
+}
+
+/// The strings of a list attribute (anything else in it passed over); empty when absent, null
+/// or not a list.
+pub fn strings(state: &Value, name: &str) -> Vec<String> {
+    attribute(state, name)
+        .and_then(Value::as_list)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The string entries of a map attribute (anything else in it passed over), in key order;
+/// empty when absent, null or not a map.
+pub fn string_map(state: &Value, name: &str) -> BTreeMap<String, String> {
+    attribute(state, name)
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Sets an attribute of an object value (anything else is left as it is).

@@ -3,9 +3,12 @@
 //! the protocol's [`ProviderFactory`], so that no provider writes the protocol's scaffolding.
 
 use crate::check::Checker;
+/// What a [`Factory`] is, named here for the functions
+/// [`cloud_entry_points`](crate::cloud_entry_points) writes.
+pub use gpustack_protocol::ProviderFactory;
 use gpustack_protocol::{
-    ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, Provider, ProviderFactory,
-    ProviderSchema, Schema, ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value,
+    ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, Provider, ProviderSchema,
+    Schema, ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value,
 };
 use std::sync::Arc;
 

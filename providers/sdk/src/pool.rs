@@ -174,6 +174,28 @@ pub trait NodeDrainer: Send + Sync {
     ) -> Result<Vec<(String, Vec<String>)>, String>;
 }
 
+/// A cloud provider crate's entry points for its [`Family`](crate::family::Family) struct,
+/// named with the field that holds the pools' [`NodeDrainer`]
+/// (`cloud_entry_points!(Aws { drainer })`): `provider()`, for a registry, and
+/// `provider_with(drainer)`, which the binary calls with its Kubernetes client.
+#[macro_export]
+macro_rules! cloud_entry_points {
+    ($family:ident { $drainer:ident }) => {
+        /// The provider, for a registry.
+        pub fn provider() -> ::std::sync::Arc<dyn $crate::family::ProviderFactory> {
+            provider_with(::std::option::Option::None)
+        }
+
+        /// The provider, draining a pool's nodes before the pool goes with `drainer` (the
+        /// binary's Kubernetes client).
+        pub fn provider_with(
+            drainer: ::std::option::Option<::std::sync::Arc<dyn $crate::pool::NodeDrainer>>,
+        ) -> ::std::sync::Arc<dyn $crate::family::ProviderFactory> {
+            ::std::sync::Arc::new($crate::family::Factory($family { $drainer: drainer }))
+        }
+    };
+}
+
 fn no_drainer(what: &str) -> Diagnostic {
     Diagnostic::error(
         format!("Cannot drain {what}"),
@@ -231,22 +253,89 @@ fn with_token(mut state: Value, token: Option<&str>) -> Value {
     state
 }
 
+/// What identifies a pool: its name, its cluster's, and what the cloud names clusters within
+/// (an AKS resource group, a GKE location; nothing for EKS). Its `Display`, the parts joined
+/// by `/`, is the import ID.
+pub struct PoolKey {
+    scope: Option<String>,
+    cluster: String,
+    name: String,
+}
+
+impl PoolKey {
+    /// What the cluster is named within; empty for a cloud without one
+    /// ([`CloudPool::SCOPE_ATTRIBUTE`]).
+    pub fn scope(&self) -> &str {
+        self.scope.as_deref().unwrap_or_default()
+    }
+
+    pub fn cluster(&self) -> &str {
+        &self.cluster
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl std::fmt::Display for PoolKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(scope) = &self.scope {
+            write!(f, "{scope}/")?;
+        }
+        write!(f, "{}/{}", self.cluster, self.name)
+    }
+}
+
 /// One cloud's node pool API and rules.
 #[async_trait::async_trait]
 pub trait CloudPool: Send + Sync {
-    /// What identifies a pool; its `Display` is the import ID.
-    type Key: std::fmt::Display + Send + Sync;
     /// What users call one, for messages: `EKS node group`.
     const KIND: &'static str;
     /// The import ID's shape, for the error a malformed one gets: `CLUSTER/NODEGROUP`.
     const ID_FORMAT: &'static str;
 
+    /// The attribute naming what the pool's cluster is named within (`resource_group`,
+    /// `location`); `None` for a cloud whose cluster names need nothing more.
+    const SCOPE_ATTRIBUTE: Option<&'static str>;
+    /// The attribute naming the pool's cluster.
+    const CLUSTER_ATTRIBUTE: &'static str;
+    /// The attribute naming the pool.
+    const NAME_ATTRIBUTE: &'static str;
+
     fn schema(&self) -> Schema;
 
     /// The key of a configuration or state; `None` while a part of it is unknown.
-    fn key(state: &Value) -> Option<Self::Key>;
+    fn key(state: &Value) -> Option<PoolKey> {
+        let scope = match Self::SCOPE_ATTRIBUTE {
+            Some(attribute) => Some(crate::check::text(state, attribute)?.to_owned()),
+            None => None,
+        };
+        Some(PoolKey {
+            scope,
+            cluster: crate::check::text(state, Self::CLUSTER_ATTRIBUTE)?.to_owned(),
+            name: Self::name(state)?.to_owned(),
+        })
+    }
 
-    fn parse_id(id: &str) -> Option<Self::Key>;
+    /// The key an import ID names: [`PoolKey`]'s parts, none of them empty.
+    fn parse_id(id: &str) -> Option<PoolKey> {
+        let (scope, cluster, name) = match Self::SCOPE_ATTRIBUTE {
+            Some(_) => {
+                let [scope, cluster, name] = crate::normalize::split_id(id)?;
+                (Some(scope.to_owned()), cluster, name)
+            }
+            None => {
+                let [cluster, name] = crate::normalize::split_id(id)?;
+                (None, cluster, name)
+            }
+        };
+        Some(PoolKey {
+            scope,
+            cluster: cluster.to_owned(),
+            name: name.to_owned(),
+        })
+    }
 
     /// The configuration as the cloud compares it (empty collections as unset, ...).
     fn normalize(config: &Value) -> Value {
@@ -259,7 +348,7 @@ pub trait CloudPool: Send + Sync {
         let _ = (prior, config, response);
     }
 
-    async fn get(&self, key: &Self::Key) -> Result<Option<LivePool>, Diagnostic>;
+    async fn get(&self, key: &PoolKey) -> Result<Option<LivePool>, Diagnostic>;
 
     /// What the plan's capacity lines call a pool: `nodepool`, `nodegroup`.
     const POOL_KIND: &'static str;
@@ -267,19 +356,20 @@ pub trait CloudPool: Send + Sync {
     const POOL_LABEL: &'static str;
 
     /// The pool's name in a state.
-    fn name(state: &Value) -> Option<&str>;
-
-    /// The attribute [`CloudPool::name`] reads.
-    const NAME_ATTRIBUTE: &'static str;
+    fn name(state: &Value) -> Option<&str> {
+        crate::check::text(state, Self::NAME_ATTRIBUTE)
+    }
 
     /// What the cloud does to a pool's nodes and their pods when it deletes the pool, for a
     /// pool without a rollout block.
     const DELETES_NODES: &'static str;
 
     /// The labels a state gives the pool's nodes (besides [`CloudPool::POOL_LABEL`]).
-    fn node_labels(state: &Value) -> BTreeMap<String, String>;
+    fn node_labels(state: &Value) -> BTreeMap<String, String> {
+        crate::check::string_map(state, Self::NODE_LABELS_ATTRIBUTE)
+    }
 
-    /// The attribute [`CloudPool::node_labels`] reads.
+    /// The attribute [`CloudPool::node_labels`] reads: a map of strings.
     const NODE_LABELS_ATTRIBUTE: &'static str;
 
     /// The machines and GPUs a state describes; `None` while unknown, or for a pool
@@ -858,5 +948,103 @@ impl<P: CloudPool> Resource for Pools<P> {
                 format!("There is no {} {key}.", P::KIND),
             )]),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cloud pool of which only the naming is used.
+    struct Named<const SCOPED: bool>;
+
+    #[async_trait::async_trait]
+    impl<const SCOPED: bool> CloudPool for Named<SCOPED> {
+        const KIND: &'static str = "test pool";
+        const ID_FORMAT: &'static str = "";
+        const SCOPE_ATTRIBUTE: Option<&'static str> = if SCOPED { Some("group") } else { None };
+        const CLUSTER_ATTRIBUTE: &'static str = "cluster";
+        const NAME_ATTRIBUTE: &'static str = "pool";
+        const POOL_KIND: &'static str = "pool";
+        const POOL_LABEL: &'static str = "test/pool";
+        const DELETES_NODES: &'static str = "";
+        const NODE_LABELS_ATTRIBUTE: &'static str = "node_labels";
+
+        fn schema(&self) -> Schema {
+            Schema::new("")
+        }
+
+        async fn get(&self, _: &PoolKey) -> Result<Option<LivePool>, Diagnostic> {
+            Ok(None)
+        }
+
+        async fn shape(&self, _: &Value) -> Option<PoolShape> {
+            None
+        }
+
+        async fn create(&self, _: &Value, _: &str) -> Result<Value, (Option<Value>, Diagnostic)> {
+            Ok(Value::Null)
+        }
+
+        async fn update(&self, _: &Value, _: &Value) -> Result<Value, Diagnostic> {
+            Ok(Value::Null)
+        }
+
+        async fn delete(&self, _: &Value) -> Result<(), Diagnostic> {
+            Ok(())
+        }
+    }
+
+    fn state(json: serde_json::Value) -> Value {
+        Value::from_json(&json)
+    }
+
+    #[test]
+    fn a_key_is_its_import_id_and_needs_every_part() {
+        let pool = state(serde_json::json!({"group": "rg", "cluster": "aks", "pool": "gpu"}));
+        let key = Named::<true>::key(&pool).unwrap();
+        assert_eq!(key.to_string(), "rg/aks/gpu");
+        assert_eq!(
+            (key.scope(), key.cluster(), key.name()),
+            ("rg", "aks", "gpu")
+        );
+        let parsed = Named::<true>::parse_id("rg/aks/gpu").unwrap();
+        assert_eq!(parsed.to_string(), key.to_string());
+        assert!(Named::<true>::parse_id("aks/gpu").is_none());
+        assert!(
+            Named::<true>::key(&state(serde_json::json!({"cluster": "aks", "pool": "gpu"})))
+                .is_none()
+        );
+
+        let key = Named::<false>::key(&pool).unwrap();
+        assert_eq!(key.to_string(), "aks/gpu");
+        assert_eq!(key.scope(), "");
+        assert!(Named::<false>::parse_id("rg/aks/gpu").is_none());
+        assert_eq!(
+            Named::<false>::parse_id("aks/gpu").unwrap().to_string(),
+            "aks/gpu"
+        );
+
+        let mut unknown = pool.clone();
+        crate::check::set(&mut unknown, "pool", Value::Unknown);
+        assert!(Named::<true>::key(&unknown).is_none());
+    }
+
+    #[test]
+    fn a_pool_is_named_and_labelled_by_its_attributes() {
+        let pool = state(serde_json::json!({
+            "cluster": "aks",
+            "pool": "gpu",
+            "node_labels": {"b": "2", "a": "1", "n": 3},
+        }));
+        assert_eq!(Named::<false>::name(&pool), Some("gpu"));
+        let labels = Named::<false>::node_labels(&pool);
+        assert_eq!(
+            labels.into_iter().collect::<Vec<_>>(),
+            [
+                ("a".to_owned(), "1".to_owned()),
+                ("b".to_owned(), "2".to_owned())
+            ]
+        );
     }
 }
