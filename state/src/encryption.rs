@@ -1080,8 +1080,9 @@ mod tests {
             assert!(err.contains(says), "{err}");
             assert!(started.elapsed() < std::time::Duration::from_secs(1));
         }
-        // Within the bounds, an altered envelope still fails in under a second: one
-        // derivation at the most a configuration may choose, then the tag.
+        // Within the bounds, an altered envelope costs one derivation at the most a
+        // configuration may choose, then fails on the tag (about half a second on one core
+        // of the 2-CPU machine; the bound below leaves room for a loaded test run).
         let started = std::time::Instant::now();
         assert!(
             run(encryptions
@@ -1090,7 +1091,7 @@ mod tests {
             .is_err()
         );
         assert!(
-            started.elapsed() < std::time::Duration::from_secs(1),
+            started.elapsed() < std::time::Duration::from_secs(5),
             "{:?}",
             started.elapsed()
         );

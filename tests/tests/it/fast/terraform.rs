@@ -825,12 +825,8 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
     ("resource.helm_release", "set_sensitive.name", Honoured),
     ("resource.helm_release", "set_sensitive.value", Honoured),
     ("resource.helm_release", "set_sensitive.type", Honoured),
-    (
-        "resource.helm_release",
-        "set_wo",
-        Refused("[{ name = \"a\", value = \"b\" }]"),
-    ),
-    ("resource.helm_release", "set_wo_revision", Refused("1")),
+    ("resource.helm_release", "set_wo", Honoured),
+    ("resource.helm_release", "set_wo_revision", Honoured),
     ("resource.helm_release", "timeout", Honoured),
     ("resource.helm_release", "disable_webhooks", Honoured),
     (

@@ -104,7 +104,7 @@ fn bad_values_are_reported_where_they_were_written() {
     let out = gpustack_env(d, &["validate", "--var", "replicas=many"], &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("set by --var replicas=..."),
+        stderr(&out).contains("set by -var replicas=..."),
         "{}",
         stderr(&out)
     );
