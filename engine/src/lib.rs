@@ -41,7 +41,7 @@ pub use plan::{
 };
 pub use session::{
     InputSource, Session, SettingsError, StackSettings, VariableArg, VariableArgs,
-    auto_variable_files,
+    auto_variable_files, root_values,
 };
 pub use version::VERSION;
 

@@ -12,6 +12,7 @@ pub mod http;
 pub mod measure;
 pub mod moto;
 pub mod receiver;
+pub mod registry;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

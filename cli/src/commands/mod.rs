@@ -9,6 +9,7 @@ mod junit;
 mod modules;
 mod node_check;
 mod ops;
+mod registry;
 mod report;
 mod state;
 mod terraform_cli;
@@ -85,6 +86,11 @@ enum Command {
         lockfile: Option<String>,
         #[arg(long, default_value = "0s", value_parser = parse_duration)]
         lock_timeout: Duration,
+        /// Values of root variables: const ones may be read by module sources and versions.
+        #[arg(long = "var", value_name = "NAME=VALUE")]
+        vars: Vec<String>,
+        #[arg(long = "var-file", value_name = "FILE")]
+        var_files: Vec<PathBuf>,
         #[command(flatten)]
         run: RunFlags,
     },
@@ -695,9 +701,13 @@ pub fn main() -> ExitCode {
             plugin_dir,
             lockfile,
             lock_timeout,
+            vars,
+            var_files,
             run,
         } => {
             run.take_effect();
+            let variables = given_variables(&dir, &vars, &var_files);
+            let root = gpustack_engine::root_values(&dir, &variables);
             if !plugin_dir.is_empty() || lockfile.is_some() {
                 eprintln!(
                     "Note: -plugin-dir and -lockfile are accepted: gpustack's providers are built into the binary, and its git modules are pinned in {}.",
@@ -709,12 +719,12 @@ pub fn main() -> ExitCode {
             let installed = if get == Some(false) {
                 Ok(0)
             } else {
-                modules::install(&dir, upgrade)
+                modules::install(&dir, upgrade, Some(&root))
             };
             match installed {
                 Ok(0) => {}
                 Ok(n) => eprintln!(
-                    "Installed {n} git module source(s); their commits are in {}.",
+                    "Installed {n} module source(s); they are pinned in {}.",
                     gpustack_lang::config::remote::LOCK_FILE
                 ),
                 Err(e) => {
@@ -722,8 +732,8 @@ pub fn main() -> ExitCode {
                     return ExitCode::from(1);
                 }
             }
-            // Root variables from the environment only: the encryption block may read them.
-            let variables = VariableArgs::environment();
+            // The variables init was given: const ones name module sources, and the
+            // encryption block may read any.
             let mut session = gpustack_engine::Session::open(
                 crate::registry(),
                 &dir,
@@ -1048,9 +1058,9 @@ pub fn main() -> ExitCode {
             };
             ops::apply(&common, None, &options, true, None)
         }
-        Command::Get { dir, update } => match modules::install(&dir, update) {
+        Command::Get { dir, update } => match modules::install(&dir, update, None) {
             Ok(n) => {
-                eprintln!("Installed {n} git module source(s).");
+                eprintln!("Installed {n} module source(s).");
                 ExitCode::SUCCESS
             }
             Err(e) => {

@@ -121,6 +121,17 @@ impl Inputs {
     }
 }
 
+/// What the loader reads of the inputs: the values of the const root variables.
+impl gpustack_lang::config::RootValues for Inputs {
+    fn value(&self, name: &str, ty: &Type) -> Option<Value> {
+        match self.values.get(name)? {
+            RawInput::Text { raw, .. } => parse_text_input(raw, ty).ok(),
+            RawInput::Expr(expr) => Evaluator::new(&EmptyScope).eval(&expr.expr).ok(),
+            RawInput::Json { value, .. } | RawInput::Value(value) => Some(value.clone()),
+        }
+    }
+}
+
 impl Default for Inputs {
     fn default() -> Self {
         Self::new(IndexMap::new(), gpustack_state::DEFAULT_WORKSPACE)

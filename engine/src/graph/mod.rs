@@ -681,7 +681,7 @@ fn add_import_edges(b: &mut Builder<'_>) {
         ) else {
             continue;
         };
-        b.add_refs(0, target, &import.id);
+        b.add_refs(0, target, import.id.expr());
         if let Some(for_each) = &import.for_each {
             b.add_refs(0, target, for_each);
         }

@@ -26,6 +26,7 @@ pub(super) fn expand_modules(
     let mut failures = Diags::default();
     let mut scratch_sources = SourceMap::new(dir);
     let mut scratch = Diags::default();
+    let early = read_inputs(dir, source, &mut SourceMap::new(dir), &mut Diags::default());
     let mut stack = config::load_stack_with(
         files,
         dir,
@@ -33,6 +34,7 @@ pub(super) fn expand_modules(
         &mut scratch,
         &expansions,
         Some(registry),
+        &early,
     );
     for _ in 0..32 {
         let inputs = read_inputs(dir, source, &mut scratch_sources, &mut scratch);
@@ -59,6 +61,7 @@ pub(super) fn expand_modules(
             &mut scratch,
             &expansions,
             Some(registry),
+            &early,
         );
     }
     (expansions, failures)

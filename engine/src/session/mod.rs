@@ -18,6 +18,18 @@ use gpustack_lang::source::{self, SourceMap};
 use gpustack_protocol::{Diagnostic, Registry};
 use std::path::{Path, PathBuf};
 
+/// The values the command line, the environment and the variables files give root
+/// variables, as the loader reads them for `const` variables: `init` reads module sources
+/// with them.
+pub fn root_values(dir: &Path, args: &VariableArgs) -> impl config::RootValues + use<> {
+    read_inputs(
+        dir,
+        &InputSource::Args(args),
+        &mut SourceMap::new(dir),
+        &mut Diags::default(),
+    )
+}
+
 /// What a run needs of a stack before it plans: where its state is, how it is encrypted.
 #[derive(Debug)]
 pub struct StackSettings {
@@ -183,6 +195,14 @@ impl Session {
         files: &config::Files,
         inputs: InputSource<'_>,
     ) -> Self {
+        // The inputs as the loader needs them, for const variables (read again below, into
+        // the sources diagnostics point into).
+        let early = read_inputs(
+            dir,
+            &inputs,
+            &mut SourceMap::new(dir),
+            &mut Diags::default(),
+        );
         let mut sources = SourceMap::new(dir);
         let mut diags = Diags::default();
         let stack = config::load_stack_with(
@@ -192,6 +212,7 @@ impl Session {
             &mut diags,
             &config::ModuleExpansions::new(),
             Some(&registry),
+            &early,
         );
         let repeated = stack
             .modules
@@ -209,6 +230,7 @@ impl Session {
                 &mut diags,
                 &expansions,
                 Some(&registry),
+                &early,
             );
             diags.0.extend(failures.0);
         }

@@ -448,7 +448,15 @@ pub fn load_stack_expanded(
     diags: &mut Diags,
     expansions: &super::ModuleExpansions,
 ) -> Stack {
-    load_tree(files, dir, sources, diags, expansions, None)
+    load_tree(
+        files,
+        dir,
+        sources,
+        diags,
+        expansions,
+        None,
+        &super::NoRootValues,
+    )
 }
 
 // Long by design: loading a module tree is one sequence (list the files, read each, decode,
@@ -461,6 +469,7 @@ pub(super) fn load_tree(
     diags: &mut Diags,
     expansions: &super::ModuleExpansions,
     providers: Option<&gpustack_protocol::Registry>,
+    root_values: &dyn super::RootValues,
 ) -> Stack {
     let mut stack = Stack::default();
     let dir = normalize(dir);
@@ -497,6 +506,9 @@ pub(super) fn load_tree(
         sources,
         diags,
     );
+    // The values of each module's const variables, in module order: what its calls'
+    // sources and versions may read.
+    let mut consts = vec![root_consts(&module, root_values, diags)];
     stack.modules.push(module);
     // The lock of git sources, read once the first one is met; it joins the snapshot (as a
     // source file), so that applying a saved plan finds the same commits.
@@ -505,16 +517,55 @@ pub(super) fn load_tree(
     // Breadth-first over calls; indices stay stable because modules are only appended.
     let mut next = 0;
     while next < stack.modules.len() {
-        let calls: Vec<(String, String, Span)> = stack.modules[next]
+        resolve_consts(&mut stack.modules[next], &consts[next], diags);
+        let calls: Vec<(String, String, Option<String>, Span)> = stack.modules[next]
             .calls
             .values()
-            .map(|c| (c.name.clone(), c.source.clone(), c.source_span))
+            .map(|c| {
+                (
+                    c.name.clone(),
+                    c.source.clone(),
+                    c.version.clone(),
+                    c.source_span,
+                )
+            })
             .collect();
-        for (name, source, source_span) in calls {
+        for (name, source, version, source_span) in calls {
             // The call's loader refused a source that does not parse, leaving it empty.
             let git = super::remote::GitSource::parse(&source).ok().flatten();
+            let registry = git
+                .is_none()
+                .then(|| super::remote::RegistrySource::parse(&source))
+                .flatten();
+            if version.is_some() && registry.is_none() && !source.is_empty() {
+                diags.error(
+                    source_span,
+                    "Invalid module version",
+                    format!("\"{source}\" is not a registry module: only a registry module's call takes a version (a git source names its ref with ?ref=)."),
+                );
+                continue;
+            }
             let child_dir = match &git {
                 _ if source.is_empty() => continue,
+                None if registry.is_some() => {
+                    let lock = lock.get_or_insert_with(|| read_lock(files, &dir, sources));
+                    let found = lock.as_ref().map_err(Clone::clone).and_then(|lock| {
+                        super::remote::installed_registry_dir(
+                            &dir,
+                            &source,
+                            registry.as_ref().expect("a registry source"),
+                            version.as_deref(),
+                            lock,
+                        )
+                    });
+                    match found {
+                        Ok(child) => normalize(&child),
+                        Err(why) => {
+                            diags.error(source_span, "Module not installed", why.to_string());
+                            continue;
+                        }
+                    }
+                }
                 None => {
                     let child = normalize(&stack.modules[next].dir.join(&source));
                     // A local source in a fetched module stays in its repository, as in
@@ -586,7 +637,7 @@ pub(super) fn load_tree(
                     found.report(sources, diags);
                     found.files
                 }
-                _ if git.is_some() => {
+                _ if git.is_some() || registry.is_some() => {
                     diags.error(
                         source_span,
                         "Module not installed",
@@ -650,6 +701,9 @@ pub(super) fn load_tree(
                     diags,
                 );
                 let index = stack.modules.len();
+                let child_consts =
+                    child_consts(&stack.modules[next], &name, &consts[next], &child, diags);
+                consts.push(child_consts);
                 stack.modules.push(child);
                 stack.modules[next].children.insert(name, index);
                 continue;
@@ -684,6 +738,9 @@ pub(super) fn load_tree(
                 );
                 child.instance = Some(instance.clone());
                 let index = stack.modules.len();
+                let child_consts =
+                    child_consts(&stack.modules[next], &name, &consts[next], &child, diags);
+                consts.push(child_consts);
                 stack.modules.push(child);
                 stack.modules[next]
                     .instances
@@ -695,6 +752,168 @@ pub(super) fn load_tree(
         next += 1;
     }
     stack
+}
+
+/// The values of the root module's const variables: given, else their defaults.
+fn root_consts(
+    module: &Module,
+    given: &dyn super::RootValues,
+    diags: &mut Diags,
+) -> IndexMap<String, gpustack_protocol::Value> {
+    let mut out = IndexMap::new();
+    for v in module.variables.values().filter(|v| v.constant) {
+        let value = match given.value(&v.name, &v.ty) {
+            Some(value) => Some(value),
+            None => v
+                .default
+                .as_ref()
+                .and_then(|d| const_value(&d.expr, d.file, &IndexMap::new(), diags)),
+        };
+        if let Some(value) = value {
+            out.insert(v.name.clone(), value);
+        }
+    }
+    out
+}
+
+/// The values of a child module's const variables: what the call gives each (evaluated with
+/// the caller's const variables), else their defaults.
+fn child_consts(
+    parent: &Module,
+    call: &str,
+    parent_consts: &IndexMap<String, gpustack_protocol::Value>,
+    child: &Module,
+    diags: &mut Diags,
+) -> IndexMap<String, gpustack_protocol::Value> {
+    let mut out = IndexMap::new();
+    let call = parent.calls.get(call);
+    for v in child.variables.values().filter(|v| v.constant) {
+        let value = match call.and_then(|c| c.args.get(&v.name)) {
+            Some((expr, _)) => const_value(&expr.expr, expr.file, parent_consts, diags),
+            None => v
+                .default
+                .as_ref()
+                .and_then(|d| const_value(&d.expr, d.file, &IndexMap::new(), diags)),
+        };
+        if let Some(value) = value {
+            out.insert(v.name.clone(), value);
+        }
+    }
+    out
+}
+
+/// A const expression's value: literals and const variables only.
+fn const_value(
+    expr: &Expression,
+    file: FileId,
+    consts: &IndexMap<String, gpustack_protocol::Value>,
+    diags: &mut Diags,
+) -> Option<gpustack_protocol::Value> {
+    match crate::expr::eval::Evaluator::new(&ConstScope(consts)).eval(expr) {
+        Ok(value) if value.is_wholly_known() => Some(value),
+        Ok(_) => None,
+        Err(e) => {
+            diags.push(crate::diag::Diag::error(
+                e.range.map(|r| Span::new(file, r)),
+                e.summary,
+                e.detail,
+            ));
+            None
+        }
+    }
+}
+
+/// What a const expression may read: the const variables of its module.
+struct ConstScope<'a>(&'a IndexMap<String, gpustack_protocol::Value>);
+
+impl crate::expr::eval::Scope for ConstScope<'_> {
+    fn lookup(
+        &self,
+        names: &[&str],
+        range: Option<std::ops::Range<usize>>,
+    ) -> Result<(std::borrow::Cow<'_, gpustack_protocol::Value>, usize), crate::expr::eval::EvalError>
+    {
+        match names {
+            ["var", name, ..] if self.0.contains_key(*name) => {
+                Ok((std::borrow::Cow::Borrowed(&self.0[*name]), 2))
+            }
+            _ => Err(crate::expr::eval::EvalError::new(
+                range,
+                "Not a const value",
+                format!(
+                    "\"{}\" is read while the stack is loaded (a module's source or version, a const variable's value), where only literals and variables declared const = true that have a value are known.",
+                    names.join(".")
+                ),
+            )),
+        }
+    }
+}
+
+/// A module's calls whose source or version read const variables, resolved with their values.
+fn resolve_consts(
+    module: &mut Module,
+    consts: &IndexMap<String, gpustack_protocol::Value>,
+    diags: &mut Diags,
+) {
+    for call in module.calls.values_mut() {
+        if let Some(expr) = call.source_expr.take() {
+            let value = const_value(&expr.expr, expr.file, consts, diags);
+            match value.as_ref().and_then(gpustack_protocol::Value::as_str) {
+                Some(source) => {
+                    if let Some(source) = check_module_source(diags, call.source_span, source) {
+                        call.source = source;
+                    }
+                }
+                None if value.is_some() => diags.error(
+                    call.source_span,
+                    "Invalid module source",
+                    "A module's source is a string.",
+                ),
+                None => {}
+            }
+        }
+        if let Some(expr) = call.version_expr.take() {
+            let span = expr.span();
+            match const_value(&expr.expr, expr.file, consts, diags) {
+                Some(gpustack_protocol::Value::String(version)) => call.version = Some(version),
+                Some(_) => diags.error(
+                    span,
+                    "Invalid module version",
+                    "A module's version is a string.",
+                ),
+                None => {}
+            }
+        }
+    }
+}
+
+/// A string written with no interpolation (a quoted string, a heredoc, a template of literal
+/// parts only): what Terraform accepts wherever it wants a static string.
+pub(super) fn static_template(expression: &Expression) -> Option<String> {
+    crate::expr::literal::literal_str(expression)
+}
+
+/// A module source gpustack can load: a local path, a git source or a registry address. The
+/// source as it stays, or `None` with why not reported.
+fn check_module_source(diags: &mut Diags, span: Span, source: &str) -> Option<String> {
+    let git = super::remote::GitSource::parse(source);
+    if let Err(why) = &git {
+        diags.error(
+            span,
+            "Unsafe module source",
+            format!("\"{source}\" is refused: {why}."),
+        );
+        return None;
+    }
+    if source.starts_with("./")
+        || source.starts_with("../")
+        || matches!(git, Ok(Some(_)))
+        || super::remote::RegistrySource::parse(source).is_some()
+    {
+        return Some(source.to_owned());
+    }
+    diags.error(span, "Unsupported module source", format!("\"{source}\" is neither a local path (./ or ../), a git source (git::URL//DIR?ref=REF, github.com/OWNER/REPO//DIR?ref=REF) nor a registry module (NAMESPACE/NAME/PROVIDER or HOST/NAMESPACE/NAME/PROVIDER)."));
+    None
 }
 
 fn ancestors_include(stack: &Stack, mut index: usize, dir: &Path) -> bool {
@@ -1369,7 +1588,7 @@ impl Decoder<'_> {
         self.only(
             body,
             "an import block",
-            &["to", "id", "for_each", "provider"],
+            &["to", "id", "identity", "for_each", "provider"],
             &[],
         );
         if !module.path.is_empty() {
@@ -1381,7 +1600,26 @@ impl Decoder<'_> {
             return;
         }
         let to = self.required(body, "to", span, "An import block");
-        let id = self.required(body, "id", span, "An import block");
+        let id = match (body.get_attribute("id"), body.get_attribute("identity")) {
+            (Some(id), None) => Some(super::ImportBy::Id(self.expr(&id.value))),
+            (None, Some(identity)) => Some(super::ImportBy::Identity(self.expr(&identity.value))),
+            (Some(_), Some(identity)) => {
+                self.diags.error(
+                    self.span(identity.key.span()),
+                    "Conflicting import arguments",
+                    "An import block names its object by id or by identity, not both.",
+                );
+                None
+            }
+            (None, None) => {
+                self.diags.error(
+                    span,
+                    "Missing required argument",
+                    "An import block needs an id argument (or, as in Terraform 1.12, an identity object).",
+                );
+                None
+            }
+        };
         if let (Some(to), Some(id)) = (to, id) {
             let for_each = body.get_attribute("for_each").map(|a| self.expr(&a.value));
             module.imports.push(Import {
@@ -1880,6 +2118,9 @@ impl Decoder<'_> {
             span,
             source: String::new(),
             source_span: span,
+            source_expr: None,
+            version: None,
+            version_expr: None,
             args: IndexMap::new(),
             providers: IndexMap::new(),
             depends_on: self.depends_on(body),
@@ -1906,26 +2147,31 @@ impl Decoder<'_> {
                     match key {
                         "source" => {
                             call.source_span = self.span(attr.value.span());
-                            if let Some(source) = self.literal_string(Some(attr)) {
-                                let git = super::remote::GitSource::parse(&source);
-                                if let Err(why) = &git {
-                                    self.diags.error(call.source_span, "Unsafe module source", format!("\"{source}\" is refused: {why}."));
-                                } else if source.starts_with("./")
-                                    || source.starts_with("../")
-                                    || matches!(git, Ok(Some(_)))
-                                {
-                                    call.source = source;
-                                } else {
-                                    self.diags.error(call.source_span, "Unsupported module source", format!("\"{source}\" is neither a local path (./ or ../) nor a git source (git::URL//DIR?ref=REF, github.com/OWNER/REPO//DIR?ref=REF); registry modules are not supported."));
+                            match static_template(&attr.value) {
+                                Some(source) => {
+                                    if let Some(source) =
+                                        check_module_source(self.diags, call.source_span, &source)
+                                    {
+                                        call.source = source;
+                                    }
                                 }
+                                // Reads const variables: resolved once their values are known.
+                                None => call.source_expr = Some(self.expr(&attr.value)),
                             }
                         }
                         "depends_on" => {}
-                        "version" => self.diags.error(key_span, "Unsupported argument", "Module versions apply to registry modules; gpustack loads modules from local paths only."),
+                        "version" => match static_template(&attr.value) {
+                            Some(version) => call.version = Some(version),
+                            None => call.version_expr = Some(self.expr(&attr.value)),
+                        },
                         "count" | "for_each" => {}
                         "providers" => self.module_providers(&mut call, &attr.value),
                         _ => {
-                            if call.args.insert(key.to_owned(), (self.expr(&attr.value), key_span)).is_some() {
+                            if call
+                                .args
+                                .insert(key.to_owned(), (self.expr(&attr.value), key_span))
+                                .is_some()
+                            {
                                 self.diags.error(key_span, "Duplicate argument", format!("The argument \"{key}\" was already set in module \"{name}\"."));
                             }
                         }

@@ -48,6 +48,23 @@ pub struct BodyRef {
     pub span: Span,
 }
 
+/// The values given to a stack's root variables, which the loader reads for the `const`
+/// ones: a module's `source` and `version` may use them (Terraform 1.15).
+pub trait RootValues {
+    /// The value given to root variable `name` of type `ty`; `None` when none was given (its
+    /// default stands).
+    fn value(&self, name: &str, ty: &Type) -> Option<gpustack_protocol::Value>;
+}
+
+/// No value given to any root variable: defaults only.
+pub struct NoRootValues;
+
+impl RootValues for NoRootValues {
+    fn value(&self, _: &str, _: &Type) -> Option<gpustack_protocol::Value> {
+        None
+    }
+}
+
 /// A module's declarations of one kind by name, in the order written (SipHash over the
 /// resource map was a fiftieth of a 100,000-resource `validate`).
 pub use gpustack_protocol::Names;
@@ -110,8 +127,25 @@ pub struct Import {
     pub span: Span,
     /// The target address, a traversal whose index expressions may use `each`.
     pub to: Expr,
-    pub id: Expr,
+    pub id: ImportBy,
     pub for_each: Option<Expr>,
+}
+
+/// How an import names its object: the provider's import ID, or (Terraform 1.12) the
+/// object's identity attributes, which the provider turns into the ID.
+#[derive(Debug)]
+pub enum ImportBy {
+    Id(Expr),
+    Identity(Expr),
+}
+
+impl ImportBy {
+    /// The expression, whichever form.
+    pub fn expr(&self) -> &Expr {
+        match self {
+            ImportBy::Id(e) | ImportBy::Identity(e) => e,
+        }
+    }
 }
 
 /// `moved { from = ADDRESS, to = ADDRESS }`: the state's object at `from` is now `to`.
@@ -334,8 +368,14 @@ pub struct Reference {
 pub struct ModuleCall {
     pub name: String,
     pub span: Span,
+    /// As written, or as its const variables make it (empty until then, and when refused).
     pub source: String,
     pub source_span: Span,
+    /// A source that reads const variables (Terraform 1.15), resolved while loading.
+    pub source_expr: Option<Expr>,
+    /// A registry module's version constraint (`~> 20.0`), as written or from const variables.
+    pub version: Option<String>,
+    pub version_expr: Option<Expr>,
     /// Input variable values, by variable name: (value, span of the argument name).
     pub args: IndexMap<String, (Expr, Span)>,
     /// `providers = { child_name = parent.ref }`, keyed by the child's provider key.
@@ -435,8 +475,17 @@ pub fn load_stack_with(
     diags: &mut crate::diag::Diags,
     expansions: &ModuleExpansions,
     providers: Option<&gpustack_protocol::Registry>,
+    root_values: &dyn RootValues,
 ) -> Stack {
-    let stack = load::load_tree(files, dir, sources, diags, expansions, providers);
+    let stack = load::load_tree(
+        files,
+        dir,
+        sources,
+        diags,
+        expansions,
+        providers,
+        root_values,
+    );
     if let Some(registry) = providers {
         terraform::check_required_providers(&stack, registry, diags);
     }

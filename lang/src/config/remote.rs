@@ -180,6 +180,85 @@ pub fn stays_inside(checkout: &Path, dir: &Path) -> Result<(), ModuleInstallErro
     Ok(())
 }
 
+/// The public registry, which a source names when it names no host.
+pub const DEFAULT_REGISTRY: &str = "registry.terraform.io";
+
+/// A module registry source (`NAMESPACE/NAME/PROVIDER`, `HOST/NAMESPACE/NAME/PROVIDER`,
+/// optionally `//DIR`), resolved by `init` through the Module Registry Protocol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistrySource {
+    pub host: String,
+    pub namespace: String,
+    pub name: String,
+    pub provider: String,
+    /// The directory of the module inside the package; empty for its root.
+    pub subdir: String,
+}
+
+impl RegistrySource {
+    /// The source as written: `None` when it is not a registry address.
+    pub fn parse(source: &str) -> Option<RegistrySource> {
+        if source.starts_with("./") || source.starts_with("../") || source.contains("::") {
+            return None;
+        }
+        let (address, subdir) = match source.split_once("//") {
+            Some((address, subdir)) => (address, subdir.trim_matches('/').to_owned()),
+            None => (source, String::new()),
+        };
+        if subdir
+            .split('/')
+            .any(|step| step == ".." || step.starts_with('-'))
+        {
+            return None;
+        }
+        let parts: Vec<&str> = address.split('/').collect();
+        let (host, rest) = match parts.as_slice() {
+            [namespace, name, provider] => (DEFAULT_REGISTRY, [*namespace, *name, *provider]),
+            [host, namespace, name, provider] if host.contains('.') => {
+                (*host, [*namespace, *name, *provider])
+            }
+            _ => return None,
+        };
+        let name_part = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 64
+                && !s.starts_with(['-', '.'])
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        };
+        let host_ok = host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == ':')
+            && !host.starts_with(['-', '.']);
+        if !host_ok || !rest.iter().all(|p| name_part(p)) || host == "github.com" {
+            return None;
+        }
+        Some(RegistrySource {
+            host: host.to_ascii_lowercase(),
+            namespace: rest[0].to_owned(),
+            name: rest[1].to_owned(),
+            provider: rest[2].to_owned(),
+            subdir,
+        })
+    }
+
+    /// `HOST/NAMESPACE/NAME/PROVIDER`, without a directory.
+    pub fn package(&self) -> String {
+        format!(
+            "{}/{}/{}/{}",
+            self.host, self.namespace, self.name, self.provider
+        )
+    }
+
+    /// Where `init` puts the package of `version`, under the stack directory.
+    pub fn package_dir(&self, stack_dir: &Path, version: &str) -> PathBuf {
+        use sha2::Digest;
+        let key = sha2::Sha256::digest(format!("{}\n{version}", self.package()));
+        let key: String = key.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        stack_dir.join(MODULES_DIR).join(format!("r-{key}"))
+    }
+}
+
 /// The transports a source may name, and whether each needs a host.
 const SCHEMES: &[&str] = &["https", "ssh", "file"];
 
@@ -283,8 +362,18 @@ pub struct LockedModule {
     pub url: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
-    /// The commit the reference named when it was locked.
+    /// The commit the reference named when it was locked; for a registry module fetched as
+    /// an archive, the SHA-256 of the archive.
     pub commit: String,
+    /// A registry module: the version constraint it was locked for, and the version chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// A registry module: the SHA-256 of what was fetched (the archive, or the checkout's
+    /// files), checked again when it is loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
 }
 
 /// Why a git module is not where a load can use it.
@@ -306,6 +395,10 @@ pub enum ModuleInstallError {
         "\"{source_text}\" is not installed: run gpustack init to fetch it and pin its commit in {LOCK_FILE}."
     )]
     NotInstalled { source_text: String },
+    #[error(
+        "\"{source_text}\" is locked for the version constraint {locked}, and the module call now asks for another: run gpustack init to choose a version that meets it."
+    )]
+    ConstraintChanged { source_text: String, locked: String },
     #[error(
         "{path} resolves through a symbolic link to {target}, outside the module's checkout: a module's files must be in its repository."
     )]
@@ -340,7 +433,7 @@ impl ModuleLock {
         if let Some((source, locked)) = lock
             .modules
             .iter()
-            .find(|(_, locked)| !valid_commit(&locked.commit))
+            .find(|(_, locked)| locked.version.is_none() && !valid_commit(&locked.commit))
         {
             return Err(ModuleInstallError::NotACommit {
                 path: path.to_path_buf(),
@@ -362,6 +455,34 @@ impl ModuleLock {
             gpustack_fs::SHARED,
         )
     }
+}
+
+/// Where a registry source's module is, by the lock; the error says what to do.
+pub fn installed_registry_dir(
+    stack_dir: &Path,
+    source: &str,
+    registry: &RegistrySource,
+    constraint: Option<&str>,
+    lock: &ModuleLock,
+) -> Result<PathBuf, ModuleInstallError> {
+    let Some(locked) = lock.modules.get(source) else {
+        return Err(ModuleInstallError::NotInstalled {
+            source_text: source.to_owned(),
+        });
+    };
+    if locked.constraint.as_deref() != constraint {
+        return Err(ModuleInstallError::ConstraintChanged {
+            source_text: source.to_owned(),
+            locked: locked.constraint.clone().unwrap_or_else(|| "(none)".into()),
+        });
+    }
+    let version = locked.version.as_deref().unwrap_or_default();
+    let dir = registry.package_dir(stack_dir, version);
+    Ok(if registry.subdir.is_empty() {
+        dir
+    } else {
+        dir.join(&registry.subdir)
+    })
 }
 
 /// Where a git source's module is, by the lock; the error says what to do.

@@ -19,7 +19,7 @@ use hcl_edit::{Decorated, Ident, Span as _};
 
 /// How `gpustack version` names the language it implements.
 pub fn language_version() -> String {
-    format!("Terraform language {LANGUAGE_VERSION} (OpenTofu 1.11)")
+    format!("Terraform language {LANGUAGE_VERSION} (with OpenTofu 1.11's additions)")
 }
 
 const BACKENDS: [&str; 3] = ["s3", "kubernetes", "local"];

@@ -6,12 +6,22 @@ use indexmap::IndexMap;
 
 /// A string with no interpolation: `"x"` or a template made only of literals.
 pub fn literal_str(expression: &Expression) -> Option<String> {
-    match expression {
-        Expression::String(s) => Some(s.value().clone()),
-        Expression::StringTemplate(t) => t
+    use crate::expr::whitespace::{Layout, prepared};
+    let literal = |template: &hcl_edit::template::Template| -> Option<String> {
+        template
             .iter()
             .map(|e| e.as_literal().map(|l| l.value().clone()))
-            .collect(),
+            .collect()
+    };
+    match expression {
+        Expression::String(s) => Some(s.value().clone()),
+        Expression::StringTemplate(t) => literal(&prepared(t, Layout::Quoted)),
+        // A heredoc with no interpolation is a static string too, as Terraform reads one.
+        Expression::HeredocTemplate(heredoc) => literal(&prepared(
+            &heredoc.template,
+            Layout::Lines(heredoc.indent()),
+        )),
+        Expression::Parenthesis(inner) => literal_str(inner.inner()),
         _ => None,
     }
 }

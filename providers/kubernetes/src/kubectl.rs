@@ -173,6 +173,16 @@ impl Family for Kubectl {
         crate::takeover::kubectl(type_name, attributes)
     }
 
+    fn import_id_of_identity(
+        &self,
+        type_name: &str,
+        identity: &gpustack_protocol::Value,
+    ) -> Option<Result<String, String>> {
+        (type_name == "kubectl_manifest")
+            .then(|| crate::takeover::import_id_of_identity(type_name, identity))
+            .flatten()
+    }
+
     fn schema(&self) -> ProviderSchema {
         let config =
             provider_config("A Kubernetes cluster, as the kubectl provider configures one.")

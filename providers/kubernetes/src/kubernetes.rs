@@ -88,6 +88,14 @@ impl Family for Kubernetes {
         crate::takeover::kubernetes(type_name, attributes)
     }
 
+    fn import_id_of_identity(
+        &self,
+        type_name: &str,
+        identity: &gpustack_protocol::Value,
+    ) -> Option<Result<String, String>> {
+        crate::takeover::import_id_of_identity(type_name, identity)
+    }
+
     fn schema(&self) -> ProviderSchema {
         let config = provider_config(
             "A Kubernetes cluster: from a kubeconfig, in-cluster, or explicit credentials.",

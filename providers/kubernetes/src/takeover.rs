@@ -75,6 +75,49 @@ pub(crate) fn kubectl(
     }))
 }
 
+/// The import ID an `import { identity = { api_version, kind, name, namespace } }` names, as
+/// the kubernetes provider's resource identity has it (a typed kind knows its own apiVersion
+/// and kind).
+pub(crate) fn import_id_of_identity(
+    type_name: &str,
+    identity: &gpustack_protocol::Value,
+) -> Option<Result<String, String>> {
+    let field = |name: &str| {
+        identity
+            .as_object()
+            .and_then(|o| o.get(name))
+            .and_then(gpustack_protocol::Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let (api_version, kind, namespaced) = match type_name {
+        "kubernetes_manifest" | "kubectl_manifest" => {
+            let (Some(api_version), Some(kind)) = (field("api_version"), field("kind")) else {
+                return Some(Err(format!(
+                    "a {type_name}'s identity names its api_version, kind, name and namespace (for a namespaced object)"
+                )));
+            };
+            let namespaced = field("namespace").is_some();
+            (api_version, kind, namespaced)
+        }
+        _ => {
+            let kind = crate::typed::kind_of(type_name)?;
+            (
+                kind.api_version.to_owned(),
+                kind.kind.to_owned(),
+                kind.namespaced,
+            )
+        }
+    };
+    let Some(name) = field("name") else {
+        return Some(Err(format!(
+            "a {type_name}'s identity names the object's name"
+        )));
+    };
+    let namespace = namespaced.then(|| field("namespace").unwrap_or_else(|| "default".to_owned()));
+    Some(Ok(object_id(&api_version, &kind, namespace, &name)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

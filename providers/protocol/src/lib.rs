@@ -378,6 +378,18 @@ pub trait ProviderFactory: Send + Sync {
         None
     }
 
+    /// The import ID of the object an `import { identity = {...} }` names (Terraform 1.12's
+    /// resource identities). `None` when the provider does not serve the type, or takes no
+    /// identity for it; an error says which attribute is missing.
+    fn import_id_of_identity(
+        &self,
+        type_name: &str,
+        identity: &Value,
+    ) -> Option<Result<String, String>> {
+        let _ = (type_name, identity);
+        None
+    }
+
     /// Builds the client of one `provider` block. Makes no request that changes anything.
     async fn configure(
         &self,

@@ -5,11 +5,11 @@
 //! the same of each argument.
 
 /// The version of the Terraform language gpustack implements, as `required_version` checks it:
-/// OpenTofu 1.11 (`lifecycle { enabled }`) and Terraform 1.11 are the newest releases whose
-/// language features gpustack has (`import` with `for_each`, `removed`, `check`, OpenTofu's
-/// state encryption); their provider-side features (ephemeral resources and write-only
-/// arguments) are providers' and none of gpustack's has them.
-pub const LANGUAGE_VERSION: &str = "1.11.0";
+/// Terraform 1.15 (`deprecated`, `convert()`, `const` variables in module sources, `output {
+/// type }`; 1.14's actions and query files refused by name; 1.12's imports by identity;
+/// 1.10's ephemeral values and 1.11's write-only arguments) and OpenTofu 1.11's additions
+/// (`lifecycle { enabled }`, state encryption).
+pub const LANGUAGE_VERSION: &str = "1.15.0";
 
 /// The provider source addresses (`NAMESPACE/TYPE`, on any registry host; the built-in
 /// `terraform` provider is `terraform.io/builtin/terraform`) whose providers

@@ -38,6 +38,16 @@ pub trait Family: Send + Sync + 'static {
         None
     }
 
+    /// As [`ProviderFactory::import_id_of_identity`].
+    fn import_id_of_identity(
+        &self,
+        type_name: &str,
+        identity: &Value,
+    ) -> Option<Result<String, String>> {
+        let _ = (type_name, identity);
+        None
+    }
+
     /// The provider serving one `provider` block with this configuration. Makes no request
     /// that changes anything.
     async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>>;
@@ -85,6 +95,14 @@ impl<F: Family> ProviderFactory for Factory<F> {
         attributes: &serde_json::Value,
     ) -> Option<Result<gpustack_protocol::TerraformTakeover, &'static str>> {
         self.0.terraform_takeover(type_name, attributes)
+    }
+
+    fn import_id_of_identity(
+        &self,
+        type_name: &str,
+        identity: &Value,
+    ) -> Option<Result<String, String>> {
+        self.0.import_id_of_identity(type_name, identity)
     }
 
     async fn configure(

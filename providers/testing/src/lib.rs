@@ -167,6 +167,18 @@ impl Family for Testing {
         name_of(state).map(|n| format!("test:{n}"))
     }
 
+    /// `identity = { name = ... }`: a test object is imported by its name.
+    fn import_id_of_identity(&self, _: &str, identity: &Value) -> Option<Result<String, String>> {
+        Some(
+            identity
+                .as_object()
+                .and_then(|o| o.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| "a test_object's identity is { name = \"...\" }".to_owned()),
+        )
+    }
+
     async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
         let config = config.as_object().cloned().unwrap_or_default();
         let latency = config

@@ -378,8 +378,50 @@ impl Planner<'_, '_> {
                         key,
                     });
                 }
-                let id = self.eval.eval(0, &import.id, repetition.clone());
-                match (ok, id.unmark_deep().0) {
+                let id = match &import.id {
+                    gpustack_lang::config::ImportBy::Id(id) => {
+                        self.eval.eval(0, id, repetition.clone()).unmark_deep().0
+                    }
+                    gpustack_lang::config::ImportBy::Identity(identity) => {
+                        let identity = self
+                            .eval
+                            .eval(0, identity, repetition.clone())
+                            .unmark_deep()
+                            .0;
+                        // `[module.M.]TYPE.NAME[KEY]`: the type is the step before the last.
+                        let type_name = steps
+                            .iter()
+                            .rev()
+                            .nth(1)
+                            .map(|s| s.name.as_str())
+                            .unwrap_or_default();
+                        let registry = self.eval.registry;
+                        match registry
+                            .owner_of(type_name)
+                            .and_then(|p| registry.provider(p))
+                            .map(|p| p.import_id_of_identity(type_name, &identity))
+                        {
+                            Some(Some(Ok(id))) => Value::String(id),
+                            Some(Some(Err(why))) => {
+                                self.eval.diags.push(Diag::error(
+                                    Some(import.span),
+                                    "Invalid import identity",
+                                    why,
+                                ));
+                                continue;
+                            }
+                            _ => {
+                                self.eval.diags.push(Diag::error(
+                                    Some(import.span),
+                                    "Import by identity not supported",
+                                    format!("The provider of {type_name} takes no resource identity; import it by id."),
+                                ));
+                                continue;
+                            }
+                        }
+                    }
+                };
+                match (ok, id) {
                     (true, Value::String(id)) => out.push((Address(steps).to_string(), id)),
                     _ => self.eval.diags.push(Diag::error(
                         Some(import.span),

@@ -16,6 +16,7 @@ mod layering;
 mod local_flow;
 mod locks;
 mod node_check;
+mod registry_modules;
 mod secrets;
 mod terraform;
 mod terraform_workflow;

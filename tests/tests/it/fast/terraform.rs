@@ -549,17 +549,20 @@ fn version_names_the_terraform_language_it_implements() {
     let (code, out, _) = run(dir.path(), &["version"]);
     assert_eq!(code, 0);
     assert!(
-        out.contains("implements the Terraform language 1.11.0 (OpenTofu 1.11)"),
+        out.contains("implements the Terraform language 1.15.0"),
         "{out}"
     );
-    let (code, out, _) = run(dir.path(), &["version", "--json"]);
+    let (code, out, _) = run(dir.path(), &["version", "-json"]);
     assert_eq!(code, 0);
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(json["terraform_version"], "1.11.0");
+    assert_eq!(json["terraform_version"], "1.15.0");
+    assert_eq!(json["terraform_outdated"], false);
+    assert!(json["provider_selections"]["registry.terraform.io/hashicorp/helm"].is_string());
     for (constraint, valid) in [
-        ("~> 1.11.0", true),
+        ("~> 1.15.0", true),
+        (">= 1.12.2", true),
         (">= 1.5, < 2.0", true),
-        ("~> 1.12", false),
+        ("~> 1.16", false),
     ] {
         write(
             dir.path(),
