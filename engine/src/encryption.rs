@@ -47,7 +47,7 @@ pub fn evaluate(
     variables: Variables<'_>,
     diags: &mut Diags,
 ) -> Option<EncryptionConfig> {
-    let errors = diags.0.len();
+    let errors = diags.error_count();
     let mut checker = Checker {
         diags,
         variables,
@@ -55,7 +55,7 @@ pub fn evaluate(
     };
     let config = checker.config(parts);
     let complete = !checker.unknown;
-    (diags.0.len() == errors && complete).then_some(config)
+    (diags.error_count() == errors && complete).then_some(config)
 }
 
 struct Checker<'d, 'v> {

@@ -76,6 +76,15 @@ impl Diags {
         self.push(Diag::error(span, summary, detail));
     }
 
+    /// How many errors so far: a step failed when this grew across it (a warning, such as a
+    /// deprecated variable's, never stops what depends on the step).
+    pub fn error_count(&self) -> usize {
+        self.0
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count()
+    }
+
     pub fn has_errors(&self) -> bool {
         self.0.iter().any(|d| d.severity == Severity::Error)
     }

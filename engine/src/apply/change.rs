@@ -42,22 +42,22 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
         match n.kind {
             NodeKind::Variable | NodeKind::Local | NodeKind::Output => {
                 // A value that no longer evaluates stops what depends on it.
-                let errors = self.eval.diags.0.len();
+                let errors = self.eval.diags.error_count();
                 self.eval
                     .step_value(self.graph, node, self.inputs, EvalOptions::default());
-                if self.eval.diags.0.len() > errors {
+                if self.eval.diags.error_count() > errors {
                     self.failed.insert(node);
                 }
                 None
             }
             NodeKind::Provider => {
-                let errors = self.eval.diags.0.len();
+                let errors = self.eval.diags.error_count();
                 let config = self.eval.provider(n.module, &n.key, n.span, n.implied);
                 let name = n.key.split('.').next().unwrap_or_default().to_owned();
                 let factory = self.eval.registry.provider(&name).cloned();
                 let owner = self.owner.clone();
                 match (config, factory) {
-                    (Some(config), Some(factory)) if self.eval.diags.0.len() == errors => {
+                    (Some(config), Some(factory)) if self.eval.diags.error_count() == errors => {
                         let progress = self.progress.clone();
                         let fence = self.fence.clone();
                         let stop = self.stop.clone();
@@ -224,7 +224,7 @@ impl Applier<'_, '_, '_, '_, '_> {
         };
         let context = format!("a {} block", r.type_name);
         let mut work = Vec::new();
-        let errors_before = self.eval.diags.0.len();
+        let errors_before = self.eval.diags.error_count();
         for Instance {
             key,
             address,
@@ -240,7 +240,7 @@ impl Applier<'_, '_, '_, '_, '_> {
                 .decode(module, &r.body, &schema, repetition, &context);
             // A configuration that no longer evaluates (a file that changed since the plan)
             // is never applied, not even as far as it goes.
-            if self.eval.diags.0.len() > errors_before {
+            if self.eval.diags.error_count() > errors_before {
                 continue;
             }
             if r.mode == ResourceMode::Data {
@@ -260,7 +260,7 @@ impl Applier<'_, '_, '_, '_, '_> {
             }
             work.push((key, Work::Change(Box::new(change.clone()), config)));
         }
-        if self.eval.diags.0.len() > errors_before {
+        if self.eval.diags.error_count() > errors_before {
             self.failed.insert(node);
             self.mark_handled(node);
             return None;

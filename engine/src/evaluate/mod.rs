@@ -1797,7 +1797,7 @@ impl<'a> EvalContext<'a> {
         }
         let mut scope = repetition.flatten().unwrap_or_default();
         scope.self_value = Some(object.clone());
-        let errors = self.diags.0.len();
+        let errors = self.diags.error_count();
         self.conditions(
             module,
             &r.lifecycle().postconditions,
@@ -1805,7 +1805,7 @@ impl<'a> EvalContext<'a> {
             ConditionKind::Postcondition,
             address,
         );
-        self.diags.0.len() > errors
+        self.diags.error_count() > errors
     }
 
     /// An expression written outside the stack (`gpustack console`), in the root module's

@@ -464,7 +464,7 @@ impl Planner<'_, '_> {
             return None;
         }
         let n = self.graph.graph[node].clone();
-        let errors_before = self.eval.diags.0.len();
+        let errors_before = self.eval.diags.error_count();
         match n.kind {
             NodeKind::Variable | NodeKind::Local | NodeKind::Output => {
                 self.eval
@@ -488,7 +488,7 @@ impl Planner<'_, '_> {
                     .flows
                     .borrow_mut()
                     .settle(mark, n.module, Decl::Provider, &n.key, secret);
-                if self.eval.diags.0.len() > errors_before || config.is_none() {
+                if self.eval.diags.error_count() > errors_before || config.is_none() {
                     self.failed.insert(node);
                     return None;
                 }

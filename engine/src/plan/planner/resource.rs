@@ -225,7 +225,7 @@ impl Planner<'_, '_> {
             self.failed.insert(node);
             return None;
         };
-        let errors_before = self.eval.diags.0.len();
+        let errors_before = self.eval.diags.error_count();
         let schema_paths = sensitive_attributes(Some(&schema));
         let mark = self.eval.flows.borrow().mark();
         if r.mode == ResourceMode::Managed {
@@ -250,7 +250,7 @@ impl Planner<'_, '_> {
                 requests.push(request);
             }
         }
-        if self.eval.diags.0.len() > errors_before {
+        if self.eval.diags.error_count() > errors_before {
             self.failed.insert(node);
             return None;
         }

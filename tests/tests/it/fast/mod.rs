@@ -12,6 +12,7 @@ mod hardening;
 mod helm_missing;
 mod hostile;
 mod language;
+mod language_115;
 mod layering;
 mod local_flow;
 mod locks;

@@ -85,6 +85,17 @@ impl Stack {
     }
 
     pub(super) fn run(&self, command: &str, extra: &[&str]) -> Output {
+        // Commands that only read the state take no variables.
+        let vars: &[String] = if ["output", "state", "show"].contains(&command) {
+            &[]
+        } else {
+            &self.vars
+        };
+        self.run_with(command, vars, extra)
+    }
+
+    /// The command with only the given `--var`s (a saved plan takes only ephemeral ones).
+    pub(super) fn run_with(&self, command: &str, vars: &[String], extra: &[&str]) -> Output {
         let path = format!(
             "{}:{}",
             self.cluster.helm_dir().display(),
@@ -92,11 +103,8 @@ impl Stack {
         );
         let mut cmd = Command::new(gpustack_bin());
         cmd.current_dir(&self.dir).arg(command);
-        // Commands that only read the state take no variables.
-        if !["output", "state", "show"].contains(&command) {
-            for var in &self.vars {
-                cmd.args(["--var", var]);
-            }
+        for var in vars {
+            cmd.args(["--var", var]);
         }
         cmd.args(extra)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -2075,5 +2083,107 @@ resource "kubernetes_manifest" "widget" {{
         "-p",
         r#"{"metadata":{"finalizers":null}}"#,
     ]);
+    stack.ok("destroy", &["--auto-approve"]);
+}
+
+/// Terraform 1.15's language on a real release: a const variable chooses a module by its
+/// source, a deprecated variable warns, convert() types a value, and an ephemeral variable
+/// reaches the chart only through a write-only `set_wo`: the release has it, and nothing
+/// gpustack writes (a saved plan, the state) does. A second plan is empty.
+#[test]
+fn an_ephemeral_value_reaches_a_release_through_set_wo_and_nothing_gpustack_writes() {
+    let chart = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(chart.path().join("templates")).unwrap();
+    std::fs::write(
+        chart.path().join("Chart.yaml"),
+        "apiVersion: v2\nname: wo\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        chart.path().join("templates/configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  replicas: {{ .Values.replicas | quote }}\n  password: {{ .Values.password | quote }}\n",
+    )
+    .unwrap();
+    let stack = Stack::inline(&format!(
+        r#"terraform {{
+  required_version = ">= 1.15"
+}}
+
+variable "kubeconfig" {{
+  type = string
+}}
+
+variable "db_password" {{
+  type      = string
+  ephemeral = true
+}}
+
+variable "flavor" {{
+  type    = string
+  default = "settings"
+  const   = true
+}}
+
+module "settings" {{
+  source = "./modules/${{var.flavor}}"
+  size   = 3
+}}
+
+provider "helm" {{
+  config_path = var.kubeconfig
+}}
+
+resource "helm_release" "wo" {{
+  name            = "ephemeral-wo"
+  chart           = "{chart}"
+  namespace       = "default"
+  wait            = false
+  set             = [{{ name = "replicas", value = convert(module.settings.replicas, string) }}]
+  set_wo          = [{{ name = "password", value = var.db_password }}]
+  set_wo_revision = 1
+}}
+"#,
+        chart = chart.path().display(),
+    ));
+    std::fs::create_dir_all(stack.dir.join("modules/settings")).unwrap();
+    std::fs::write(
+        stack.dir.join("modules/settings/main.hcl"),
+        "variable \"size\" {\n  type       = number\n  default    = 1\n  deprecated = \"set replicas in the chart's values instead\"\n}\n\noutput \"replicas\" {\n  value = var.size\n}\n",
+    )
+    .unwrap();
+    let secret = "ephemeral-w0-secret";
+    let stack = stack.with_vars(&[&format!("db_password={secret}")]);
+    let planned = stack.ok("plan", &["--out", "wo.plan"]);
+    assert!(planned.contains("Deprecated variable"), "{planned}");
+    let applied = stack.run_with("apply", &[format!("db_password={secret}")], &["wo.plan"]);
+    let applied = format!(
+        "{}{}",
+        String::from_utf8_lossy(&applied.stdout),
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    assert!(applied.contains("1 added"), "{applied}");
+    assert!(!applied.contains(secret), "{applied}");
+    let data = stack.cluster.kubectl_ok(&[
+        "get",
+        "configmap",
+        "ephemeral-wo",
+        "-n",
+        "default",
+        "-o",
+        "jsonpath={.data.password}/{.data.replicas}",
+    ]);
+    assert_eq!(data, format!("{secret}/3"), "set_wo reached the chart");
+    for file in [".gpustack/state.json", "wo.plan"] {
+        let text = std::fs::read_to_string(stack.dir.join(file)).unwrap();
+        assert!(!text.contains(secret), "{file} holds the ephemeral value");
+    }
+    let again = stack.run("plan", &["--detailed-exitcode"]);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&again.stdout),
+        String::from_utf8_lossy(&again.stderr)
+    );
     stack.ok("destroy", &["--auto-approve"]);
 }
