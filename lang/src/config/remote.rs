@@ -392,7 +392,7 @@ pub enum ModuleInstallError {
         commit: String,
     },
     #[error(
-        "\"{source_text}\" is not installed: run gpustack init to fetch it and pin its commit in {LOCK_FILE}."
+        "\"{source_text}\" is not installed: run gpustack init to fetch it and pin what it fetched in {LOCK_FILE}."
     )]
     NotInstalled { source_text: String },
     #[error(

@@ -130,7 +130,7 @@ fn git_module_sources_are_fetched_by_init_and_pinned() {
 }
 
 #[test]
-fn registry_module_sources_are_refused_with_the_supported_forms() {
+fn a_registry_module_source_asks_for_init() {
     let stack = tempfile::tempdir().unwrap();
     std::fs::write(
         stack.path().join("main.hcl"),
@@ -139,7 +139,8 @@ fn registry_module_sources_are_refused_with_the_supported_forms() {
     .unwrap();
     let (code, _, err) = run(stack.path(), &["validate"]);
     assert_eq!(code, 1);
-    assert!(err.contains("git::URL//DIR?ref=REF"), "{err}");
+    assert!(err.contains("Module not installed"), "{err}");
+    assert!(err.contains("run gpustack init"), "{err}");
 }
 
 /// A source that git would read as an option, a transport helper or a ref that is an option
