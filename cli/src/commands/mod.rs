@@ -584,17 +584,31 @@ fn switches_as_go_writes_them(
     command: &clap::Command,
     args: Vec<std::ffi::OsString>,
 ) -> Vec<std::ffi::OsString> {
-    fn is_switch(command: &clap::Command, long: &str) -> bool {
-        command.get_arguments().any(|a| {
-            a.get_long() == Some(long) && matches!(a.get_action(), clap::ArgAction::SetTrue)
-        }) || command.get_subcommands().any(|c| is_switch(c, long))
+    // The command the words name (`workspace select`): a switch is one only of the command
+    // it is given to. A flag that takes a value itself (`--refresh=false`) is left to clap.
+    let mut invoked = command;
+    for word in args.iter().skip(1).filter_map(|a| a.to_str()) {
+        if word.starts_with('-') {
+            continue;
+        }
+        match invoked.find_subcommand(word) {
+            Some(sub) => invoked = sub,
+            None => break,
+        }
     }
+    let is_switch = |long: &str| {
+        invoked.get_arguments().any(|a| {
+            a.get_long() == Some(long)
+                && matches!(a.get_action(), clap::ArgAction::SetTrue)
+                && a.get_num_args().is_none_or(|n| n.max_values() == 0)
+        })
+    };
     let mut out = Vec::with_capacity(args.len());
     for arg in args {
         let rewritten = arg.to_str().and_then(|text| {
             let (flag, value) = text.strip_prefix("--")?.split_once('=')?;
             let value = parse_bool_flag(value).ok()?;
-            is_switch(command, flag).then(|| value.then(|| format!("--{flag}").into()))
+            is_switch(flag).then(|| value.then(|| format!("--{flag}").into()))
         });
         match rewritten {
             Some(Some(switch)) => out.push(switch),

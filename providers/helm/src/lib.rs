@@ -184,13 +184,17 @@ const COMPUTED: [&str; 6] = [
 /// in Terraform's helm provider.
 const DEFAULTS: [(&str, bool); 1] = [("wait", true)];
 
-/// `state` with Terraform's default in every flag of `DEFAULTS` left unset.
+/// `state` with Terraform's default in every flag of `DEFAULTS` left unset, and no
+/// write-only paths where it records none (a state imported, or written before `set_wo`).
 fn with_defaults(state: &Value) -> Value {
     let mut state = state.clone();
     for (name, default) in DEFAULTS {
         if attribute(&state, name).is_none_or(Value::is_null) {
             set(&mut state, name, Value::Bool(default));
         }
+    }
+    if attribute(&state, "set_wo_paths").is_none_or(Value::is_null) {
+        set(&mut state, "set_wo_paths", Value::List(Vec::new()));
     }
     state
 }
@@ -783,7 +787,8 @@ impl HelmCli {
         for block in ["set", "set_list", "set_sensitive"] {
             set(&mut skeleton, block, Value::List(Vec::new()));
         }
-        self.live(&skeleton).await
+        // As the Terraform provider imports a release: with its defaults written out.
+        self.live(&with_defaults(&skeleton)).await
     }
 
     /// What `helm ARGS -o json` says; `None` when the release is not installed.
@@ -1036,8 +1041,12 @@ impl Provider for HelmCli {
         });
         if unchanged && let Some(prior) = prior {
             // A state that records a default unset (written before gpustack had Terraform's
-            // default) means the same: it is no change.
-            for (name, _) in DEFAULTS {
+            // default, or before set_wo) means the same: it is no change.
+            for name in DEFAULTS
+                .map(|(name, _)| name)
+                .into_iter()
+                .chain(["set_wo_paths"])
+            {
                 set(
                     &mut planned,
                     name,

@@ -241,3 +241,32 @@ fn local_workspaces_hold_separate_states() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(!d.join("infra/terraform.tfstate.d/staging").exists());
 }
+
+/// `-refresh=false` (and `--refresh=false`) skips reading live objects in plan and apply:
+/// an object deleted outside gpustack is not noticed, as in Terraform.
+#[test]
+fn refresh_false_reads_nothing_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("main.tf"),
+        "provider \"test\" {\n  world = \"world.json\"\n}\n\nresource \"test_object\" \"a\" {\n  name  = \"a\"\n  value = \"1\"\n}\n",
+    )
+    .unwrap();
+    let env = [("GPUSTACK_TEST_PROVIDER", "1")];
+    let (code, out, err) = run(d, &["apply", "-auto-approve"], &env);
+    assert_eq!(code, 0, "{out}{err}");
+    std::fs::write(d.join("world.json"), "{}").unwrap();
+    for args in [
+        &["plan", "-refresh=false", "-detailed-exitcode"][..],
+        &["plan", "--refresh=false", "-detailed-exitcode"],
+        &["apply", "-refresh=false", "-auto-approve"],
+    ] {
+        let (code, out, err) = run(d, args, &env);
+        assert_eq!(code, 0, "{args:?}: {out}{err}");
+        assert!(!out.contains("has been deleted"), "{args:?}: {out}");
+    }
+    let (code, out, _) = run(d, &["plan", "-detailed-exitcode"], &env);
+    assert_eq!(code, 2, "a refreshing plan sees the deletion: {out}");
+    assert!(out.contains("has been deleted"), "{out}");
+}
