@@ -30,7 +30,9 @@ pub use configure::DEFAULT_MAX_CONCURRENCY;
 pub use console::console;
 pub use evaluate::EvalOptions;
 pub use import::{ImportError, import, import_all};
-pub use load::{Loaded, load};
+pub use load::{
+    GPUSTACK_BUILTIN, Loaded, ModuleProviders, ProviderRequirement, default_source, load,
+};
 pub use output::{
     console_value, drift_json, drift_markdown, drift_metrics, drift_text, plan_json, plan_markdown,
     plan_text,

@@ -9,6 +9,7 @@ mod junit;
 mod modules;
 mod node_check;
 mod ops;
+mod providers;
 mod registry;
 mod report;
 mod state;
@@ -262,6 +263,16 @@ enum Command {
         #[command(flatten)]
         run: RunFlags,
     },
+    /// The providers the configuration and the state require (Terraform's tree); `schema
+    /// -json` their schemas; `lock` and `mirror` accepted (the providers are built in).
+    Providers {
+        #[command(subcommand)]
+        command: Option<ProvidersCommand>,
+        #[arg(long = "var", value_name = "NAME=VALUE")]
+        vars: Vec<String>,
+        #[arg(long = "var-file", value_name = "FILE")]
+        var_files: Vec<PathBuf>,
+    },
     /// Several states of one stack, as Terraform's workspaces: list, show, select, new, delete.
     Workspace {
         #[command(subcommand)]
@@ -347,6 +358,39 @@ enum Command {
     Version {
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum ProvidersCommand {
+    /// The schemas of the providers the configuration requires, in Terraform's JSON form.
+    Schema {
+        /// Print JSON (the only form, as in Terraform, which requires the flag).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Terraform's dependency lock: nothing to lock, the providers are built in.
+    Lock {
+        /// Terraform's platforms to lock for.
+        #[arg(long, value_name = "OS_ARCH")]
+        platform: Vec<String>,
+        #[arg(long)]
+        fs_mirror: Option<PathBuf>,
+        #[arg(long)]
+        net_mirror: Option<String>,
+        #[arg(long)]
+        enable_plugin_cache: bool,
+        /// Providers to lock.
+        providers: Vec<String>,
+    },
+    /// Terraform's provider mirror: nothing to copy, the providers are built in.
+    Mirror {
+        #[arg(long, value_name = "OS_ARCH")]
+        platform: Vec<String>,
+        #[arg(long)]
+        lock_file: Option<String>,
+        /// The directory Terraform would copy the provider packages to.
+        target_dir: PathBuf,
     },
 }
 
@@ -982,6 +1026,35 @@ pub fn main() -> ExitCode {
         } => {
             run.take_effect();
             state::taint(&dir, &address, false, allow_missing, lock_timeout)
+        }
+        Command::Providers {
+            command,
+            vars,
+            var_files,
+        } => {
+            let variables = given_variables(std::path::Path::new("."), &vars, &var_files);
+            match command {
+                None => providers::tree(std::path::Path::new("."), &variables, color),
+                Some(ProvidersCommand::Schema { json: false }) => {
+                    eprintln!("Error: providers schema prints JSON only: add -json.");
+                    ExitCode::from(1)
+                }
+                Some(ProvidersCommand::Schema { json: true }) => {
+                    providers::schema_json(std::path::Path::new("."), &variables, color)
+                }
+                Some(ProvidersCommand::Lock { .. }) => {
+                    println!(
+                        "gpustack's providers are built into the binary: there is no provider package to lock, and no .terraform.lock.hcl is written. Module sources are pinned by gpustack init in gpustack.modules.lock.json."
+                    );
+                    ExitCode::SUCCESS
+                }
+                Some(ProvidersCommand::Mirror { .. }) => {
+                    println!(
+                        "gpustack's providers are built into the binary: there is no provider package to mirror, and nothing is written."
+                    );
+                    ExitCode::SUCCESS
+                }
+            }
         }
         Command::Workspace { command } => match command {
             WorkspaceCommand::List { dir } => workspace::list(&dir),

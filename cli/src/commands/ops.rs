@@ -211,11 +211,16 @@ pub fn plan(common: &Common, args: &PlanArgs) -> ExitCode {
                 return error(format!("cannot write the plan to {}: {e}", out.display()));
             }
             if !args.json && !args.markdown {
-                println!(
-                    "\nSaved the plan to {}. Apply exactly this plan with: gpustack apply {}",
-                    out.display(),
-                    out.display()
-                );
+                // As Terraform under TF_IN_AUTOMATION: no advice on the command to type next.
+                if in_automation() {
+                    println!("\nSaved the plan to {}.", out.display());
+                } else {
+                    println!(
+                        "\nSaved the plan to {}. Apply exactly this plan with: gpustack apply {}",
+                        out.display(),
+                        out.display()
+                    );
+                }
             }
         }
         if args.detailed_exitcode && plan.has_changes() {
@@ -1037,4 +1042,10 @@ pub fn console(common: &Common) -> ExitCode {
             ExitCode::SUCCESS
         }
     })
+}
+
+/// Terraform's `TF_IN_AUTOMATION`: any non-empty value says a pipeline runs the command, so
+/// the output gives no advice on what to type next.
+pub(super) fn in_automation() -> bool {
+    std::env::var_os("TF_IN_AUTOMATION").is_some_and(|v| !v.is_empty())
 }

@@ -597,3 +597,26 @@ fn cty_type_of(value: &serde_json::Value) -> serde_json::Value {
         ]),
     }
 }
+
+/// The source addresses of the providers the state's objects were made with, each once, in
+/// order.
+pub fn providers_in_state(dir: &Path) -> Result<Vec<String>, ExitCode> {
+    runtime().block_on(async {
+        let backend = stack_backend(dir).await?;
+        let state = backend.read().await.map_err(|e| error(full(&e)))?;
+        let registry = crate::registry();
+        let sources: std::collections::BTreeSet<String> = state
+            .iter()
+            .flat_map(|s| &s.resources)
+            .map(|r| {
+                let name = r
+                    .provider
+                    .rsplit_once("provider.")
+                    .map_or(r.provider.as_str(), |(_, key)| key);
+                let name = name.split('.').next().unwrap_or_default();
+                gpustack_engine::default_source(name, &registry)
+            })
+            .collect();
+        Ok(sources.into_iter().collect())
+    })
+}

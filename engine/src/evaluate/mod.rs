@@ -947,7 +947,7 @@ impl<'a> EvalContext<'a> {
         implied: bool,
     ) -> Option<Value> {
         let name = key.split('.').next().unwrap_or(key);
-        let schema = self.registry.schema(name).map(|s| s.config.clone())?;
+        let schema = self.registry.config_schema(name).cloned()?;
         if implied {
             let missing: Vec<&str> = schema
                 .attributes

@@ -353,7 +353,7 @@ fn add_declarations(b: &mut Builder<'_>) {
             b.add(i, NodeKind::Output, o.name.clone(), o.span, false);
         }
         for (key, p) in &m.providers {
-            if b.registry.schema(&p.name).is_none() {
+            if !b.registry.has_provider(&p.name) {
                 b.diags.error(
                     p.body.span,
                     "Unknown provider",
@@ -559,7 +559,7 @@ fn add_module_input_edges(b: &mut Builder<'_>) {
                 }
                 for (child_key, passed) in call.providers.iter().filter(|_| first) {
                     let provider_name = child_key.split('.').next().unwrap_or_default();
-                    if b.registry.schema(provider_name).is_none() {
+                    if !b.registry.has_provider(provider_name) {
                         b.diags.error(
                             passed.span,
                             "Unknown provider",
@@ -617,18 +617,24 @@ fn depends_on_targets(
     module: usize,
     reference: &gpustack_lang::config::Reference,
 ) -> Vec<NodeIndex> {
+    // A declared call may have nothing to wait for: a module of no resources, or one that
+    // could not be loaded (reported once, where its source is).
+    let mut declared_call = false;
     let targets = match reference.parts.as_slice() {
-        [root, call, ..] if root == "module" => b.stack.modules[module]
-            .called(call)
-            .into_iter()
-            .flat_map(|child| b.subtree_nodes(child))
-            .collect(),
+        [root, call, ..] if root == "module" => {
+            declared_call = b.stack.modules[module].calls.contains_key(call);
+            b.stack.modules[module]
+                .called(call)
+                .into_iter()
+                .flat_map(|child| b.subtree_nodes(child))
+                .collect()
+        }
         parts => b.resolve(
             module,
             &parts.iter().map(String::as_str).collect::<Vec<_>>(),
         ),
     };
-    if targets.is_empty() {
+    if targets.is_empty() && !declared_call {
         b.diags.error(
             reference.span,
             "Invalid depends_on reference",

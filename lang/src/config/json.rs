@@ -707,11 +707,9 @@ impl<'r> Writer<'r> {
             "variable" => BodyKind::Variable,
             "output" => BodyKind::Output,
             "module" => BodyKind::ModuleCall,
-            "provider" => BodyKind::Provider(
-                self.providers
-                    .and_then(|r| r.schema(label(0)))
-                    .map(|s| &s.config),
-            ),
+            "provider" => {
+                BodyKind::Provider(self.providers.and_then(|r| r.config_schema(label(0))))
+            }
             "resource" => {
                 BodyKind::Resource(self.providers.and_then(|r| r.resource_schema(label(0))))
             }

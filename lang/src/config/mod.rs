@@ -166,7 +166,6 @@ pub struct Removed {
 }
 
 impl Module {
-    /// The address prefix of everything in this module: `""` or `module.a.module.b.`.
     /// The name of the call that loads this module in its parent.
     pub fn call_name(&self) -> Option<&str> {
         match &self.instance {
@@ -184,6 +183,7 @@ impl Module {
         }
     }
 
+    /// The address prefix of everything in this module: `""` or `module.a.module.b.`.
     pub fn prefix(&self) -> String {
         self.path.iter().map(|p| format!("module.{p}.")).collect()
     }
@@ -441,6 +441,9 @@ pub struct RequiredProvider {
     pub source: String,
     /// The `source` value, or the entry when it has none.
     pub source_span: Span,
+    /// The `version` constraint as written: gpustack's providers are built in, so it is only
+    /// shown, never checked.
+    pub version: Option<String>,
 }
 
 /// A state backend. A `terraform { backend ... }` block's is held with gpustack's argument

@@ -207,9 +207,12 @@ impl Decoder<'_> {
             let name = attr.key.as_str().to_owned();
             let span = self.span(attr.key.span());
             let mut source = None;
+            let mut version = None;
             match &attr.value {
                 // The form of Terraform 0.12: a version constraint alone.
-                Expression::String(_) | Expression::StringTemplate(_) => {}
+                Expression::String(_) | Expression::StringTemplate(_) => {
+                    version = crate::expr::literal::literal_str(&attr.value);
+                }
                 Expression::Object(object) => {
                     for (key, value) in object.iter() {
                         let key_name = match key {
@@ -235,8 +238,12 @@ impl Decoder<'_> {
                                     "source must be a literal string such as \"hashicorp/kubernetes\".",
                                 ),
                             },
-                            // Terraform's plugin versions: gpustack's providers are built in.
-                            "version" | "configuration_aliases" => {}
+                            // Terraform's plugin versions: gpustack's providers are built in,
+                            // and the constraint is only shown (`providers`).
+                            "version" => {
+                                version = crate::expr::literal::literal_str(value.expr());
+                            }
+                            "configuration_aliases" => {}
                             other => self.diags.error(
                                 self.span(key.span()),
                                 "Invalid required_providers entry",
@@ -279,6 +286,7 @@ impl Decoder<'_> {
                 span,
                 source,
                 source_span,
+                version,
             });
         }
         out

@@ -7,7 +7,8 @@ use crate::connection::{Connected, check_config, terraform_config};
 use crate::manifest::{Objects, identity_of_manifest};
 use crate::types::ObjectType;
 use gpustack_protocol::{
-    Attribute, BlockNesting, Diagnostic, Provider, ProviderSchema, Schema, Type, Value,
+    Attribute, BlockNesting, Diagnostic, Provider, ProviderSchema, ProviderTypes, ResourceMode,
+    Schema, Type, Value,
 };
 use gpustack_provider_sdk::check::{Checker, provider_config};
 use gpustack_provider_sdk::family::Family;
@@ -97,139 +98,39 @@ impl Family for Kubernetes {
     }
 
     fn schema(&self) -> ProviderSchema {
-        let config = provider_config(
-            "A Kubernetes cluster: from a kubeconfig, in-cluster, or explicit credentials.",
-        )
-        .attr(
-            "config_path",
-            Attribute::optional(Type::String)
-                .describe("Kubeconfig path; default $KUBECONFIG or ~/.kube/config."),
-        )
-        .attr("context", Attribute::optional(Type::String))
-        .attr("in_cluster", Attribute::optional(Type::Bool))
-        .attr("host", Attribute::optional(Type::String))
-        .attr("token", Attribute::optional(Type::String).sensitive())
-        .attr("cluster_ca_certificate", Attribute::optional(Type::String));
-        let config = terraform_config(config);
-        let manifest = Schema::new("Any Kubernetes object, applied server-side.")
-            .attr(
-                "manifest",
-                Attribute::required(Type::Any).describe("The object, as HCL."),
-            )
-            .attr(
-                "field_manager",
-                Attribute::optional_computed(Type::Any).describe(
-                    "The server-side apply field manager: a name (default \"gpustack\"), or Terraform's field_manager { name, force_conflicts } block.",
-                ),
-            )
-            .attr("force_conflicts", Attribute::optional(Type::Bool))
-            .attr(
-                "computed_fields",
-                Attribute::optional(Type::list(Type::String)).describe(
-                    "Accepted: gpustack compares only the fields the manifest sets with the live object, so fields the API server sets never show as changes.",
-                ),
-            )
-            .attr(
-                "wait_for",
-                Attribute::optional(Type::Any)
-                    .describe("Terraform's deprecated { fields = { PATH = VALUE } }: as wait { fields }."),
-            )
-            .block(
-                "timeouts",
-                BlockNesting::Single,
-                Schema::new("How long apply waits (create, update) and delete waits (delete).")
-                    .attr("create", Attribute::optional(Type::String))
-                    .attr("update", Attribute::optional(Type::String))
-                    .attr("delete", Attribute::optional(Type::String)),
-            )
-            .attr("delete_propagation", Attribute::optional(Type::String))
-            .attr(
-                "force_destroy",
-                Attribute::optional(Type::Bool).describe(
-                    "Delete a Namespace or CustomResourceDefinition even when it holds objects this stack does not manage (they go with it). Read from the state: apply it before the deletion.",
-                ),
-            )
-            .attr(
-                "object",
-                Attribute::computed(Type::Any)
-                    .describe("The object as the API server returned it."),
-            )
-            .attr("uid", Attribute::computed(Type::String))
-            .block("wait", BlockNesting::Single, wait_block());
-        let labels = object_ref(Schema::new(
-            "Labels on an object owned by someone else (such as a node).",
-        ))
-        .attr("labels", Attribute::required(Type::map(Type::String)))
-        .attr(
-            "live",
-            Attribute::computed(Type::map(Type::String))
-                .describe("The live values of the managed labels."),
-        );
-        let annotations = object_ref(Schema::new(
-            "Annotations on an object owned by someone else, and on its pod template.",
-        ))
-        .attr("annotations", Attribute::optional(Type::map(Type::String)))
-        .attr(
-            "template_annotations",
-            Attribute::optional(Type::map(Type::String)).describe(
-                "Annotations of the pod template of a Deployment, DaemonSet, StatefulSet or Job.",
-            ),
-        )
-        .attr(
-            "live",
-            Attribute::computed(Type::Any).describe("The live values of the managed annotations."),
-        );
-        let patch = object_ref(Schema::new(
-            "Fields of an object owned by someone else (such as the ClusterPolicy).",
-        ))
-        .attr(
-            "patch",
-            Attribute::required(Type::Any).describe("The fields gpustack manages, as HCL."),
-        )
-        .attr(
-            "live",
-            Attribute::computed(Type::Any).describe("The live values of the patched fields."),
-        );
-        let nodes = Schema::new("The nodes of the cluster, optionally by label selector.")
-            .attr("label_selector", Attribute::optional(Type::String))
-            .attr("nodes", Attribute::computed(Type::list(Type::Any)));
-        let mut resources: IndexMap<String, Schema> = [
-            ("kubernetes_manifest".to_owned(), manifest),
-            ("kubernetes_labels".to_owned(), labels),
-            ("kubernetes_annotations".to_owned(), annotations),
-            ("kubernetes_patch".to_owned(), patch),
-        ]
-        .into();
-        for kind in crate::typed::KINDS {
-            for name in kind.names {
-                resources.insert((*name).to_owned(), crate::typed::schema(kind));
+        let mut schema = untyped_schema();
+        for name in typed_resources() {
+            if let Some(built) = typed_schema(ResourceMode::Managed, name) {
+                schema.resources.insert(name.to_owned(), built);
             }
         }
-        resources.insert(crate::taint::TYPE.to_owned(), crate::taint::schema());
-        resources.insert(crate::rollout::TYPE.to_owned(), crate::rollout::schema());
-        let mut data_sources: IndexMap<String, Schema> = [
-            ("kubernetes_nodes".to_owned(), nodes),
-            (
-                "kubernetes_resource".to_owned(),
-                crate::data::resource_schema(),
-            ),
-            (
-                "kubernetes_resources".to_owned(),
-                crate::data::resources_schema(),
-            ),
-        ]
-        .into();
         for name in crate::data::TYPED_DATA_SOURCES {
-            if let Some(kind) = crate::typed::kind_of(name) {
-                data_sources.insert((*name).to_owned(), crate::data::typed_schema(kind));
+            if let Some(built) = typed_schema(ResourceMode::Data, name) {
+                schema.data_sources.insert((*name).to_owned(), built);
             }
         }
-        ProviderSchema {
-            name: "kubernetes".into(),
-            config,
-            resources,
-            data_sources,
+        schema
+    }
+
+    /// The typed kinds' names without their schemas, which are most of the provider's and
+    /// built only for the types a stack uses.
+    fn types(&self) -> ProviderTypes {
+        let mut types = ProviderTypes::of(&untyped_schema());
+        types.resources.extend(typed_resources().map(str::to_owned));
+        types.data_sources.extend(
+            crate::data::TYPED_DATA_SOURCES
+                .iter()
+                .filter(|name| crate::typed::kind_of(name).is_some())
+                .map(|name| (*name).to_owned()),
+        );
+        types
+    }
+
+    fn type_schema(&self, mode: ResourceMode, type_name: &str) -> Option<Schema> {
+        if let Some(schema) = typed_schema(mode, type_name) {
+            return Some(schema);
         }
+        untyped_schema().into_type(mode, type_name)
     }
 
     /// A manifest's object; labels and patches own no object of their own.
@@ -386,4 +287,182 @@ fn is_unknown_below(config: &gpustack_protocol::Value, root: &str, path: &str) -
         }
     }
     current.is_unknown()
+}
+
+/// The resource types built from tables rather than written out: the workload kinds, the
+/// node taint and the node rollout.
+fn typed_resources() -> impl Iterator<Item = &'static str> {
+    crate::typed::KINDS
+        .iter()
+        .flat_map(|kind| kind.names.iter().copied())
+        .chain([crate::taint::TYPE, crate::rollout::TYPE])
+}
+
+/// The schema of one of [`typed_resources`] or of the typed data sources.
+fn typed_schema(mode: ResourceMode, type_name: &str) -> Option<Schema> {
+    match mode {
+        ResourceMode::Managed if type_name == crate::taint::TYPE => Some(crate::taint::schema()),
+        ResourceMode::Managed if type_name == crate::rollout::TYPE => {
+            Some(crate::rollout::schema())
+        }
+        ResourceMode::Managed => crate::typed::kind_of(type_name).map(crate::typed::schema),
+        ResourceMode::Data => crate::data::TYPED_DATA_SOURCES
+            .contains(&type_name)
+            .then(|| crate::typed::kind_of(type_name))
+            .flatten()
+            .map(crate::data::typed_schema),
+    }
+}
+
+/// The provider's configuration and the types written out by hand.
+fn untyped_schema() -> ProviderSchema {
+    let config = provider_config(
+        "A Kubernetes cluster: from a kubeconfig, in-cluster, or explicit credentials.",
+    )
+    .attr(
+        "config_path",
+        Attribute::optional(Type::String)
+            .describe("Kubeconfig path; default $KUBECONFIG or ~/.kube/config."),
+    )
+    .attr("context", Attribute::optional(Type::String))
+    .attr("in_cluster", Attribute::optional(Type::Bool))
+    .attr("host", Attribute::optional(Type::String))
+    .attr("token", Attribute::optional(Type::String).sensitive())
+    .attr("cluster_ca_certificate", Attribute::optional(Type::String));
+    let config = terraform_config(config);
+    let manifest = Schema::new("Any Kubernetes object, applied server-side.")
+        .attr(
+            "manifest",
+            Attribute::required(Type::Any).describe("The object, as HCL."),
+        )
+        .attr(
+            "field_manager",
+            Attribute::optional_computed(Type::Any).describe(
+                "The server-side apply field manager: a name (default \"gpustack\"), or Terraform's field_manager { name, force_conflicts } block.",
+            ),
+        )
+        .attr("force_conflicts", Attribute::optional(Type::Bool))
+        .attr(
+            "computed_fields",
+            Attribute::optional(Type::list(Type::String)).describe(
+                "Accepted: gpustack compares only the fields the manifest sets with the live object, so fields the API server sets never show as changes.",
+            ),
+        )
+        .attr(
+            "wait_for",
+            Attribute::optional(Type::Any)
+                .describe("Terraform's deprecated { fields = { PATH = VALUE } }: as wait { fields }."),
+        )
+        .block(
+            "timeouts",
+            BlockNesting::Single,
+            Schema::new("How long apply waits (create, update) and delete waits (delete).")
+                .attr("create", Attribute::optional(Type::String))
+                .attr("update", Attribute::optional(Type::String))
+                .attr("delete", Attribute::optional(Type::String)),
+        )
+        .attr("delete_propagation", Attribute::optional(Type::String))
+        .attr(
+            "force_destroy",
+            Attribute::optional(Type::Bool).describe(
+                "Delete a Namespace or CustomResourceDefinition even when it holds objects this stack does not manage (they go with it). Read from the state: apply it before the deletion.",
+            ),
+        )
+        .attr(
+            "object",
+            Attribute::computed(Type::Any)
+                .describe("The object as the API server returned it."),
+        )
+        .attr("uid", Attribute::computed(Type::String))
+        .block("wait", BlockNesting::Single, wait_block());
+    let labels = object_ref(Schema::new(
+        "Labels on an object owned by someone else (such as a node).",
+    ))
+    .attr("labels", Attribute::required(Type::map(Type::String)))
+    .attr(
+        "live",
+        Attribute::computed(Type::map(Type::String))
+            .describe("The live values of the managed labels."),
+    );
+    let annotations = object_ref(Schema::new(
+        "Annotations on an object owned by someone else, and on its pod template.",
+    ))
+    .attr("annotations", Attribute::optional(Type::map(Type::String)))
+    .attr(
+        "template_annotations",
+        Attribute::optional(Type::map(Type::String)).describe(
+            "Annotations of the pod template of a Deployment, DaemonSet, StatefulSet or Job.",
+        ),
+    )
+    .attr(
+        "live",
+        Attribute::computed(Type::Any).describe("The live values of the managed annotations."),
+    );
+    let patch = object_ref(Schema::new(
+        "Fields of an object owned by someone else (such as the ClusterPolicy).",
+    ))
+    .attr(
+        "patch",
+        Attribute::required(Type::Any).describe("The fields gpustack manages, as HCL."),
+    )
+    .attr(
+        "live",
+        Attribute::computed(Type::Any).describe("The live values of the patched fields."),
+    );
+    let nodes = Schema::new("The nodes of the cluster, optionally by label selector.")
+        .attr("label_selector", Attribute::optional(Type::String))
+        .attr("nodes", Attribute::computed(Type::list(Type::Any)));
+    let resources: IndexMap<String, Schema> = [
+        ("kubernetes_manifest".to_owned(), manifest),
+        ("kubernetes_labels".to_owned(), labels),
+        ("kubernetes_annotations".to_owned(), annotations),
+        ("kubernetes_patch".to_owned(), patch),
+    ]
+    .into();
+    let data_sources: IndexMap<String, Schema> = [
+        ("kubernetes_nodes".to_owned(), nodes),
+        (
+            "kubernetes_resource".to_owned(),
+            crate::data::resource_schema(),
+        ),
+        (
+            "kubernetes_resources".to_owned(),
+            crate::data::resources_schema(),
+        ),
+    ]
+    .into();
+    ProviderSchema {
+        name: "kubernetes".into(),
+        config,
+        resources,
+        data_sources,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names the family answers without schemas are the whole schema's, and each type's
+    /// schema built alone is the one in the whole.
+    #[test]
+    fn the_types_answered_lazily_are_the_whole_schemas() {
+        let whole = Kubernetes.schema();
+        assert_eq!(Kubernetes.types(), ProviderTypes::of(&whole));
+        for (name, schema) in &whole.resources {
+            assert_eq!(
+                Kubernetes.type_schema(ResourceMode::Managed, name).as_ref(),
+                Some(schema),
+                "{name}"
+            );
+        }
+        for (name, schema) in &whole.data_sources {
+            assert_eq!(
+                Kubernetes.type_schema(ResourceMode::Data, name).as_ref(),
+                Some(schema),
+                "{name}"
+            );
+        }
+        assert!(whole.resources.len() > 40, "{}", whole.resources.len());
+    }
 }

@@ -27,7 +27,8 @@ pub const OWNER_KEY: &str = "gpustack.dev/owner";
 pub use diagnostic::{Diagnostic, Pos, Severity, SourceRange};
 pub use registry::Registry;
 pub use schema::{
-    Attribute, BlockNesting, Names, NestedBlock, ProviderSchema, ResourceMode, Schema,
+    Attribute, BlockNesting, Names, NestedBlock, ProviderSchema, ProviderTypes, ResourceMode,
+    Schema,
 };
 pub use types::{ConversionError, ObjectAttr, Type, sort_set};
 pub use value::{Marked, Number, Path, PathStep, SENSITIVE, Value, format_number, path_text};
@@ -348,7 +349,22 @@ pub const PROVIDER_CONFIG: &str = "provider";
 /// `configure` gives the [`Provider`] that serves one `provider` block.
 #[async_trait::async_trait]
 pub trait ProviderFactory: Send + Sync {
+    /// The whole schema: every type's. A run asks [`ProviderFactory::get_provider_types`]
+    /// and then only the schemas of the types its stack uses.
     fn get_schema(&self, request: GetSchemaRequest) -> GetSchemaResponse;
+
+    /// The provider's name, its configuration's schema and the names of its types, without
+    /// the types' schemas (which a provider of many types builds only when asked).
+    fn get_provider_types(&self) -> ProviderTypes {
+        ProviderTypes::of(&self.get_schema(GetSchemaRequest::default()).schema)
+    }
+
+    /// One type's schema; `None` when the provider has no such type.
+    fn get_type_schema(&self, mode: ResourceMode, type_name: &str) -> Option<Schema> {
+        self.get_schema(GetSchemaRequest::default())
+            .schema
+            .into_type(mode, type_name)
+    }
 
     fn validate_resource_config(
         &self,

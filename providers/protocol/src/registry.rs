@@ -2,36 +2,55 @@
 //!
 //! **Invariant:** the registry names no provider: whoever builds it (the binary, a test)
 //! chooses the providers, so that the engine compiles without any of them.
+//!
+//! **Invariant:** a type's schema is built when a run first asks for it, once: a run pays for
+//! the types its stack uses, not for every type its providers serve
+//! (`registry::tests::a_type_schema_is_built_once_and_only_when_asked`).
 
-use crate::{GetSchemaRequest, ProviderFactory, ProviderSchema, Schema};
-use std::sync::Arc;
+use crate::{ProviderFactory, ProviderTypes, ResourceMode, Schema};
+use std::sync::{Arc, OnceLock};
+
+/// One resource or data source type: its provider, and its schema once asked for.
+#[derive(Clone)]
+struct TypeEntry {
+    provider: usize,
+    schema: OnceLock<Schema>,
+}
 
 /// The providers a run knows, by local name, and the owner of every resource and data source
 /// type. The binary builds it from the providers it was compiled with; the engine only asks it.
 #[derive(Clone)]
 pub struct Registry {
-    providers: crate::schema::Names<(Arc<dyn ProviderFactory>, ProviderSchema)>,
-    /// Resource and data source type name → provider name; built once so lookups stay O(1).
-    owners: crate::schema::Names<String>,
+    providers: crate::schema::Names<(Arc<dyn ProviderFactory>, ProviderTypes)>,
+    /// Type name → its entry; built once so lookups stay O(1).
+    resources: crate::schema::Names<TypeEntry>,
+    data_sources: crate::schema::Names<TypeEntry>,
 }
 
 impl Registry {
-    /// A registry of these providers (each answers its own schema).
+    /// A registry of these providers (each answers its own types).
     pub fn new(providers: Vec<Arc<dyn ProviderFactory>>) -> Self {
         let mut registry = Registry {
             providers: Default::default(),
-            owners: Default::default(),
+            resources: Default::default(),
+            data_sources: Default::default(),
         };
         for provider in providers {
-            let schema = provider.get_schema(GetSchemaRequest::default()).schema;
-            for type_name in schema.resources.keys().chain(schema.data_sources.keys()) {
-                registry
-                    .owners
-                    .insert(type_name.clone(), schema.name.clone());
-            }
-            registry
+            let types = provider.get_provider_types();
+            let (index, _) = registry
                 .providers
-                .insert(schema.name.clone(), (provider, schema));
+                .insert_full(types.name.clone(), (provider, ProviderTypes::default()));
+            let entry = || TypeEntry {
+                provider: index,
+                schema: OnceLock::new(),
+            };
+            for name in &types.resources {
+                registry.resources.insert(name.clone(), entry());
+            }
+            for name in &types.data_sources {
+                registry.data_sources.insert(name.clone(), entry());
+            }
+            registry.providers[index].1 = types;
         }
         registry
     }
@@ -40,8 +59,14 @@ impl Registry {
         self.providers.get(name).map(|(p, _)| p)
     }
 
-    pub fn schema(&self, name: &str) -> Option<&ProviderSchema> {
-        self.providers.get(name).map(|(_, s)| s)
+    /// Whether a provider of this local name is known.
+    pub fn has_provider(&self, name: &str) -> bool {
+        self.providers.contains_key(name)
+    }
+
+    /// The schema of a provider's own configuration (its `provider` block).
+    pub fn config_schema(&self, name: &str) -> Option<&Schema> {
+        self.providers.get(name).map(|(_, t)| &t.config)
     }
 
     pub fn names(&self) -> impl Iterator<Item = &str> {
@@ -50,28 +75,123 @@ impl Registry {
 
     /// The provider that owns a resource or data source type (`aks_nodepool` → `azure`).
     pub fn owner_of(&self, type_name: &str) -> Option<&str> {
-        self.owners.get(type_name).map(String::as_str)
+        let entry = self
+            .resources
+            .get(type_name)
+            .or_else(|| self.data_sources.get(type_name))?;
+        self.providers
+            .get_index(entry.provider)
+            .map(|(name, _)| name.as_str())
     }
 
     pub fn resource_schema(&self, type_name: &str) -> Option<&Schema> {
-        let owner = self.owner_of(type_name)?;
-        self.schema(owner)?.resources.get(type_name)
+        self.type_schema(ResourceMode::Managed, type_name)
     }
 
     pub fn data_source_schema(&self, type_name: &str) -> Option<&Schema> {
-        let owner = self.owner_of(type_name)?;
-        self.schema(owner)?.data_sources.get(type_name)
+        self.type_schema(ResourceMode::Data, type_name)
+    }
+
+    fn type_schema(&self, mode: ResourceMode, type_name: &str) -> Option<&Schema> {
+        let entry = match mode {
+            ResourceMode::Managed => self.resources.get(type_name)?,
+            ResourceMode::Data => self.data_sources.get(type_name)?,
+        };
+        Some(entry.schema.get_or_init(|| {
+            let (factory, _) = &self.providers[entry.provider];
+            // A provider that lists a type answers its schema; an empty one stands in
+            // rather than a panic if it does not.
+            factory.get_type_schema(mode, type_name).unwrap_or_default()
+        }))
     }
 
     pub fn resource_types(&self) -> impl Iterator<Item = &str> {
-        self.providers
-            .values()
-            .flat_map(|(_, s)| s.resources.keys().map(String::as_str))
+        self.resources.keys().map(String::as_str)
     }
 
     pub fn data_source_types(&self) -> impl Iterator<Item = &str> {
-        self.providers
-            .values()
-            .flat_map(|(_, s)| s.data_sources.keys().map(String::as_str))
+        self.data_sources.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        GetSchemaRequest, GetSchemaResponse, ProviderSchema, ValidateResourceConfigRequest,
+        ValidateResourceConfigResponse,
+    };
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A provider of two types that counts the schemas it builds.
+    #[derive(Default)]
+    struct Counting {
+        whole: AtomicUsize,
+        one: AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl ProviderFactory for Counting {
+        fn get_schema(&self, _: GetSchemaRequest) -> GetSchemaResponse {
+            self.whole.fetch_add(1, Ordering::SeqCst);
+            GetSchemaResponse {
+                schema: ProviderSchema::default(),
+                diagnostics: vec![],
+            }
+        }
+
+        fn get_provider_types(&self) -> ProviderTypes {
+            ProviderTypes {
+                name: "counting".into(),
+                config: Schema::default(),
+                resources: vec!["counting_a".into(), "counting_b".into()],
+                data_sources: vec!["counting_a".into()],
+            }
+        }
+
+        fn get_type_schema(&self, mode: ResourceMode, type_name: &str) -> Option<Schema> {
+            self.one.fetch_add(1, Ordering::SeqCst);
+            Some(Schema::new(format!("{mode:?} {type_name}")))
+        }
+
+        fn validate_resource_config(
+            &self,
+            _: ValidateResourceConfigRequest<'_>,
+        ) -> ValidateResourceConfigResponse {
+            ValidateResourceConfigResponse {
+                diagnostics: vec![],
+            }
+        }
+
+        async fn configure(
+            &self,
+            _: crate::ConfigureRequest,
+        ) -> Result<Arc<dyn crate::Provider>, Vec<crate::Diagnostic>> {
+            Err(vec![])
+        }
+    }
+
+    #[test]
+    fn a_type_schema_is_built_once_and_only_when_asked() {
+        let counting = Arc::new(Counting::default());
+        let registry = Registry::new(vec![counting.clone()]);
+        assert_eq!(counting.one.load(Ordering::SeqCst), 0);
+        assert_eq!(registry.owner_of("counting_b"), Some("counting"));
+        assert_eq!(
+            registry.resource_schema("counting_a").unwrap().description,
+            "Managed counting_a"
+        );
+        assert_eq!(
+            registry
+                .data_source_schema("counting_a")
+                .unwrap()
+                .description,
+            "Data counting_a"
+        );
+        registry.resource_schema("counting_a");
+        assert_eq!(counting.one.load(Ordering::SeqCst), 2);
+        assert_eq!(counting.whole.load(Ordering::SeqCst), 0);
+        assert!(registry.resource_schema("counting_c").is_none());
+        assert!(registry.data_source_schema("counting_b").is_none());
     }
 }

@@ -185,6 +185,37 @@ pub struct ProviderSchema {
     pub data_sources: IndexMap<String, Schema>,
 }
 
+impl ProviderSchema {
+    /// One type's schema, taken out of the whole.
+    pub fn into_type(mut self, mode: ResourceMode, type_name: &str) -> Option<Schema> {
+        match mode {
+            ResourceMode::Managed => self.resources.swap_remove(type_name),
+            ResourceMode::Data => self.data_sources.swap_remove(type_name),
+        }
+    }
+}
+
+/// What a provider declares, less its types' schemas: what a run needs before it knows which
+/// types its stack uses.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ProviderTypes {
+    pub name: String,
+    pub config: Schema,
+    pub resources: Vec<String>,
+    pub data_sources: Vec<String>,
+}
+
+impl ProviderTypes {
+    pub fn of(schema: &ProviderSchema) -> Self {
+        Self {
+            name: schema.name.clone(),
+            config: schema.config.clone(),
+            resources: schema.resources.keys().cloned().collect(),
+            data_sources: schema.data_sources.keys().cloned().collect(),
+        }
+    }
+}
+
 /// Whether a block is a managed resource or a data source, in the configuration and in the
 /// state alike.
 #[derive(

@@ -8,7 +8,8 @@ use crate::check::Checker;
 pub use gpustack_protocol::ProviderFactory;
 use gpustack_protocol::{
     ConfigureRequest, Diagnostic, GetSchemaRequest, GetSchemaResponse, Provider, ProviderSchema,
-    Schema, ValidateResourceConfigRequest, ValidateResourceConfigResponse, Value,
+    ProviderTypes, ResourceMode, Schema, ValidateResourceConfigRequest,
+    ValidateResourceConfigResponse, Value,
 };
 use std::sync::Arc;
 
@@ -16,6 +17,17 @@ use std::sync::Arc;
 pub trait Family: Send + Sync + 'static {
     /// The provider's schema; the same on every call.
     fn schema(&self) -> ProviderSchema;
+
+    /// As [`ProviderFactory::get_provider_types`]: a family of many types answers its names
+    /// without building their schemas.
+    fn types(&self) -> ProviderTypes {
+        ProviderTypes::of(&self.schema())
+    }
+
+    /// As [`ProviderFactory::get_type_schema`].
+    fn type_schema(&self, mode: ResourceMode, type_name: &str) -> Option<Schema> {
+        self.schema().into_type(mode, type_name)
+    }
 
     /// Checks of a resource's configuration beyond what its schema says, reported on `check`.
     fn check(&self, type_name: &str, check: &mut Checker<'_>) {
@@ -56,9 +68,7 @@ pub trait Family: Send + Sync + 'static {
 /// The schema of one of a family's resource types.
 pub fn resource_schema(family: &impl Family, type_name: &str) -> Schema {
     family
-        .schema()
-        .resources
-        .swap_remove(type_name)
+        .type_schema(ResourceMode::Managed, type_name)
         .unwrap_or_else(|| Schema::new(""))
 }
 
@@ -72,6 +82,14 @@ impl<F: Family> ProviderFactory for Factory<F> {
             schema: self.0.schema(),
             diagnostics: vec![],
         }
+    }
+
+    fn get_provider_types(&self) -> ProviderTypes {
+        self.0.types()
+    }
+
+    fn get_type_schema(&self, mode: ResourceMode, type_name: &str) -> Option<Schema> {
+        self.0.type_schema(mode, type_name)
     }
 
     fn validate_resource_config(

@@ -479,9 +479,7 @@ impl Planner<'_, '_> {
                     c.contains_sensitive()
                         || crate::sensitive::sets_any(
                             c,
-                            &sensitive_attributes(
-                                self.eval.registry.schema(name).map(|s| &s.config),
-                            ),
+                            &sensitive_attributes(self.eval.registry.config_schema(name)),
                         )
                 });
                 self.eval

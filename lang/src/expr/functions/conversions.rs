@@ -84,31 +84,23 @@ pub(super) fn tomap(a: &Args<'_>) -> CallResult {
     Ok(Value::Object(map.keys().cloned().zip(values).collect()))
 }
 
-/// Converts elements to one type the way HCL unifies a tuple into a list: a mix of primitives
-/// becomes strings when any is a string. None when no single type fits.
+/// Converts elements to the one type go-cty unifies them to, as it converts a tuple to a list
+/// or an object to a map: primitives to strings when any is a string, and the attributes and
+/// elements of nested values likewise (`[{a = 1}, {a = "x"}]` to `[{a = "1"}, {a = "x"}]`).
+/// None when no single type fits.
 pub(super) fn unify(items: &[Value]) -> Option<Vec<Value>> {
-    let kinds: HashSet<&str> = items
-        .iter()
-        .filter(|v| !v.is_null())
-        .map(Value::type_name)
-        .collect();
-    if kinds.len() <= 1 {
+    let types: Vec<crate::expr::unify::Ty> =
+        items.iter().map(crate::expr::unify::type_of).collect();
+    if types.iter().all(|t| Some(t) == types.first()) {
         return Some(items.to_vec());
     }
-    let primitive = kinds
-        .iter()
-        .all(|k| matches!(*k, "string" | "number" | "bool"));
-    if !(primitive && kinds.contains("string")) {
+    let target = crate::expr::unify::unify(&types, false)?;
+    // A null beside structural values leaves the element type dynamic, which go-cty does not
+    // convert a tuple to (`tolist([null, {a = 1}])` is an error; beside primitives the null
+    // takes their type).
+    if target == crate::expr::unify::Ty::Dynamic {
         return None;
     }
-    items
-        .iter()
-        .map(|v| {
-            if v.is_null() {
-                Some(Value::Null)
-            } else {
-                as_string(v).map(Value::String)
-            }
-        })
-        .collect()
+    let target = target.to_type();
+    items.iter().map(|v| target.convert(v).ok()).collect()
 }

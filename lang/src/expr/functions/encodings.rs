@@ -794,6 +794,12 @@ pub(super) fn csvdecode(a: &Args<'_>) -> CallResult {
     if headers.is_empty() {
         return Err(CallError::call("missing header line"));
     }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = headers.iter().find(|h| !seen.insert(*h)) {
+        return Err(CallError::call(format!(
+            "duplicate column name \"{twice}\""
+        )));
+    }
     let mut out = Vec::new();
     for record in reader.records() {
         let record = record.map_err(|e| CallError::call(csv_error(&e)))?;

@@ -284,3 +284,55 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A module that cannot be loaded is one diagnostic, where its source is: what refers to the
+/// call (`depends_on`, its outputs in expressions) sees an unknown value, not an undeclared
+/// name. A call of a module without resources may be depended on.
+#[test]
+fn a_module_that_cannot_be_loaded_is_one_diagnostic() {
+    let stack = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(stack.path().join("empty")).unwrap();
+    std::fs::write(
+        stack.path().join("empty/main.tf"),
+        "variable \"x\" {\n  default = 1\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        stack.path().join("main.tf"),
+        r#"module "eks" {
+  source = "./missing"
+}
+
+module "reg" {
+  source  = "terraform-aws-modules/eks/aws"
+  version = "~> 20.0"
+}
+
+module "empty" {
+  source = "./empty"
+}
+
+resource "terraform_data" "x" {
+  input      = module.eks.cluster_name
+  depends_on = [module.eks, module.reg, module.empty]
+}
+
+output "endpoint" {
+  value = "${module.reg.cluster_endpoint}:${module.eks.port}"
+}
+"#,
+    )
+    .unwrap();
+    let (code, _, err) = run(stack.path(), &["validate", "-no-color"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("2 errors found"), "{err}");
+    assert!(err.contains("Module source not found"), "{err}");
+    assert!(err.contains("Module not installed"), "{err}");
+    std::fs::write(
+        stack.path().join("main.tf"),
+        "module \"empty\" {\n  source = \"./empty\"\n}\n\nresource \"terraform_data\" \"x\" {\n  depends_on = [module.empty]\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = run(stack.path(), &["validate"]);
+    assert_eq!(code, 0, "{out}{err}");
+}

@@ -2963,13 +2963,14 @@ fn every_argument_of_the_three_providers_is_honoured_or_refused_by_name() {
     let schema_of = |scope: &str| -> gpustack_protocol::Schema {
         let (kind, name) = scope.split_once('.').unwrap();
         let provider = name.split('_').next().unwrap();
-        let schemas = registry
-            .schema(provider)
-            .unwrap_or_else(|| panic!("no provider {provider}"));
+        assert!(registry.has_provider(provider), "no provider {provider}");
+        if kind != "provider" {
+            assert_eq!(registry.owner_of(name), Some(provider), "{scope}");
+        }
         match kind {
-            "provider" => Some(schemas.config.clone()),
-            "resource" => schemas.resources.get(name).cloned(),
-            "data" => schemas.data_sources.get(name).cloned(),
+            "provider" => registry.config_schema(provider).cloned(),
+            "resource" => registry.resource_schema(name).cloned(),
+            "data" => registry.data_source_schema(name).cloned(),
             _ => unreachable!(),
         }
         .unwrap_or_else(|| panic!("{scope} is not served"))

@@ -90,6 +90,9 @@ fn a_terraform_ci_workflow_runs_unchanged() {
         &env,
     );
     assert_eq!(code, 0, "plan: {out}{err}");
+    // TF_IN_AUTOMATION: no advice on what to type next.
+    assert!(out.contains("Saved the plan to tfplan."), "{out}");
+    assert!(!out.contains("gpustack apply"), "{out}");
     let (code, out, err) = run(
         d,
         &[
@@ -269,4 +272,84 @@ fn refresh_false_reads_nothing_live() {
     let (code, out, _) = run(d, &["plan", "-detailed-exitcode"], &env);
     assert_eq!(code, 2, "a refreshing plan sees the deletion: {out}");
     assert!(out.contains("has been deleted"), "{out}");
+}
+
+/// `providers` prints Terraform's tree of requirements (the configuration's, with version
+/// constraints, then the state's); `providers schema -json` the served schemas in
+/// Terraform's format; `providers lock` and `mirror` have nothing to do and say so.
+#[test]
+fn providers_as_terraform_prints_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("main.tf"),
+        r#"terraform {
+  required_providers {
+    helm = {
+      source  = "hashicorp/helm"
+      version = "~> 2.17"
+    }
+  }
+}
+
+resource "terraform_data" "marker" {
+  input = "x"
+}
+"#,
+    )
+    .unwrap();
+    let (code, out, err) = run(d, &["apply", "-auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let mut main = std::fs::read_to_string(d.join("main.tf")).unwrap();
+    main.push_str("\nmodule \"gpu\" {\n  source = \"./gpu\"\n}\n");
+    std::fs::write(d.join("main.tf"), main).unwrap();
+    std::fs::create_dir_all(d.join("gpu")).unwrap();
+    std::fs::write(
+        d.join("gpu/main.tf"),
+        "resource \"kubernetes_manifest\" \"m\" {\n  manifest = {\n    apiVersion = \"v1\"\n    kind       = \"ConfigMap\"\n    metadata   = { name = \"m\", namespace = \"default\" }\n  }\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = run(d, &["providers"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(
+            ".\n├── provider[registry.terraform.io/hashicorp/helm] ~> 2.17\n├── provider[terraform.io/builtin/terraform]\n└── module.gpu\n    └── provider[registry.terraform.io/hashicorp/kubernetes]\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "Providers required by state:\n\n    provider[terraform.io/builtin/terraform]"
+        ),
+        "{out}"
+    );
+    let (code, out, err) = run(d, &["providers", "schema", "-json"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let schemas: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(schemas["format_version"], "1.0");
+    let kubernetes = &schemas["provider_schemas"]["registry.terraform.io/hashicorp/kubernetes"];
+    let manifest = &kubernetes["resource_schemas"]["kubernetes_manifest"]["block"];
+    assert_eq!(
+        manifest["attributes"]["manifest"]["required"], true,
+        "{manifest}"
+    );
+    assert_eq!(manifest["attributes"]["manifest"]["type"], "dynamic");
+    assert_eq!(
+        kubernetes["provider"]["block"]["attributes"]["token"]["sensitive"],
+        true
+    );
+    assert!(
+        schemas["provider_schemas"]["registry.terraform.io/hashicorp/helm"]["resource_schemas"]
+            ["helm_release"]
+            .is_object()
+    );
+    for args in [
+        &["providers", "lock"][..],
+        &["providers", "mirror", "mirror-dir"],
+    ] {
+        let (code, out, err) = run(d, args, &[]);
+        assert_eq!(code, 0, "{args:?}: {out}{err}");
+        assert!(out.contains("built into the binary"), "{out}");
+    }
+    assert!(!d.join("mirror-dir").exists());
 }
