@@ -129,6 +129,7 @@ pub(crate) fn state_entry(
         sensitive_paths: tree_paths(sensitive),
         dependencies,
         tainted: false,
+        skip_destroy: false,
     }
 }
 

@@ -77,6 +77,11 @@ pub struct ResourceState {
     /// plan replaces the object, as Terraform's does.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tainted: bool,
+    /// Its block said `lifecycle { destroy = false }` when it was last applied (OpenTofu
+    /// 1.12): once the block is gone, the instance is forgotten, not destroyed, unless a
+    /// `removed` block says `destroy = true`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skip_destroy: bool,
 }
 
 /// Sorts references, not the entries: a state of thousands of objects is written every second
@@ -265,6 +270,7 @@ mod tests {
             sensitive_paths: vec![],
             dependencies: vec!["var.x".into()],
             tainted: false,
+            skip_destroy: false,
         });
         let decoded = State::decode(&state.encode()).unwrap();
         assert_eq!(decoded, state);

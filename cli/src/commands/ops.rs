@@ -417,6 +417,15 @@ async fn execute(
         return ExitCode::from(1);
     }
     println!("\n{verb} complete! Resources: {done}.");
+    if plan.mode == PlanMode::Destroy && counts.forgotten > 0 {
+        // As OpenTofu: a destroy that left objects in place (lifecycle { destroy = false })
+        // did not do all a destroy does, and says so in its exit code.
+        eprintln!(
+            "Error: {} object(s) were forgotten, not destroyed (lifecycle {{ destroy = false }}): they remain, and no longer in the state.",
+            counts.forgotten
+        );
+        return ExitCode::from(1);
+    }
     if !state.outputs.is_empty() && plan.mode != PlanMode::Destroy {
         println!("\nOutputs:\n");
         for (name, output) in &state.outputs {

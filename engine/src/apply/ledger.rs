@@ -180,6 +180,29 @@ impl Ledger<'_, '_> {
             })
     }
 
+    /// Records what each configured managed resource's block says of `lifecycle { destroy }`
+    /// on its instances, so that once the block is gone the state still knows.
+    pub(super) fn keep_skip_destroy(&mut self, stack: &gpustack_lang::config::Stack) {
+        for module in &stack.modules {
+            let prefix = module.prefix();
+            for r in module.resources.values() {
+                let skip = r.lifecycle().skip_destroy;
+                let config_address = format!("{prefix}{}", r.local_address());
+                let addresses: Vec<String> = self
+                    .instances(&config_address)
+                    .filter(|entry| entry.skip_destroy != skip)
+                    .map(|entry| entry.address.clone())
+                    .collect();
+                for address in addresses {
+                    if let Some(entry) = self.get_mut(&address) {
+                        entry.skip_destroy = skip;
+                        self.dirty = true;
+                    }
+                }
+            }
+        }
+    }
+
     pub(super) fn put(&mut self, entry: ResourceState) {
         match self.get_mut(&entry.address) {
             Some(existing) => *existing = entry,

@@ -326,6 +326,9 @@ async fn apply_with(
         };
         run(&order, &mut deleter, &halt.stop).await;
         settle_unchanged(&mut ledger, plan);
+        if plan.mode == crate::plan::PlanMode::Normal {
+            ledger.keep_skip_destroy(walk_state.stack);
+        }
         let outputs_before = ledger.state.outputs.clone();
         update_outputs(ledger.state, &walk_state, plan.mode, &salt);
         // An apply that changed nothing writes nothing: the serial stays, so other saved plans

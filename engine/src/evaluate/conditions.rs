@@ -219,3 +219,34 @@ fn condition_message(message: Value, otherwise: &str) -> String {
         _ => otherwise.to_owned(),
     }
 }
+
+impl EvalContext<'_> {
+    /// Whether `lifecycle.prevent_destroy` protects the resource's instances: a literal, or
+    /// an expression the plan must know (OpenTofu 1.12). An invalid or unknown one protects,
+    /// its error reported, so that no mistake lets a destroy through.
+    pub(crate) fn prevent_destroy(&mut self, module: usize, r: &Resource) -> bool {
+        let Some(expr) = &r.lifecycle().prevent_destroy else {
+            return false;
+        };
+        let value = self.eval(module, expr, None);
+        match Type::Bool.convert(&value.clone().unmark_deep().0) {
+            Ok(Value::Bool(protect)) => protect,
+            Ok(Value::Unknown) => {
+                self.diags.push(Diag::error(
+                    expr.span(),
+                    "Invalid prevent_destroy",
+                    "prevent_destroy must be known when the plan is made: use variables and locals, not what only apply will know.",
+                ));
+                true
+            }
+            _ => {
+                self.diags.push(Diag::error(
+                    expr.span(),
+                    "Invalid prevent_destroy",
+                    format!("prevent_destroy must be true or false, not {value}."),
+                ));
+                true
+            }
+        }
+    }
+}

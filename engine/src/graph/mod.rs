@@ -504,6 +504,9 @@ fn add_reference_edges(b: &mut Builder<'_>) {
                 b.add_refs(i, node, expr);
             }
             let lifecycle = r.lifecycle();
+            for expr in lifecycle.enabled.iter().chain(&lifecycle.prevent_destroy) {
+                b.add_refs(i, node, expr);
+            }
             for c in lifecycle
                 .preconditions
                 .iter()

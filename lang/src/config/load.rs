@@ -1903,6 +1903,7 @@ impl Decoder<'_> {
             "a lifecycle block",
             &[
                 "prevent_destroy",
+                "destroy",
                 "create_before_destroy",
                 "ignore_changes",
                 "replace_triggered_by",
@@ -1911,9 +1912,13 @@ impl Decoder<'_> {
             &["precondition", "postcondition", "action_trigger"],
         );
         let mut lifecycle = Lifecycle {
-            prevent_destroy: self
-                .literal_bool(block.body.get_attribute("prevent_destroy"))
-                .unwrap_or(false),
+            prevent_destroy: block
+                .body
+                .get_attribute("prevent_destroy")
+                .map(|a| self.expr(&a.value)),
+            skip_destroy: !self
+                .literal_bool(block.body.get_attribute("destroy"))
+                .unwrap_or(true),
             create_before_destroy: self
                 .literal_bool(block.body.get_attribute("create_before_destroy"))
                 .unwrap_or(false),

@@ -315,7 +315,8 @@ pub struct Resource {
 impl Resource {
     pub fn lifecycle(&self) -> &Lifecycle {
         static NONE: Lifecycle = Lifecycle {
-            prevent_destroy: false,
+            prevent_destroy: None,
+            skip_destroy: false,
             create_before_destroy: false,
             ignore_changes: Vec::new(),
             ignore_all_changes: false,
@@ -338,7 +339,13 @@ impl Resource {
 
 #[derive(Debug, Default)]
 pub struct Lifecycle {
-    pub prevent_destroy: bool,
+    /// Refuse any plan that destroys an instance: a literal, or (OpenTofu 1.12) an expression
+    /// of the module's variables and locals, known at plan.
+    pub prevent_destroy: Option<Expr>,
+    /// `destroy = false` (OpenTofu 1.12): where an instance would be destroyed (a destroy
+    /// plan, its block removed) it is forgotten instead, the object left as it is; the state
+    /// records it so that a removed block's instances are forgotten too.
+    pub skip_destroy: bool,
     pub create_before_destroy: bool,
     /// The paths of `ignore_changes` (`node_count`, `tags["team"]`, `member[0].weight`), with
     /// their spans; a path's first step is always an attribute name.

@@ -20,6 +20,20 @@ pub(super) fn delete_change(
     change
 }
 
+/// Dropped from the state, the object left as it is.
+fn forget_change(r: &ResourceState, salt: &Salt) -> ResourceChange {
+    let recorded = state_value(r);
+    let mut change = Sides::of(Some(&recorded), None, salt).change(
+        &r.address,
+        &r.type_name,
+        &r.provider,
+        vec![Action::Forget],
+        None,
+    );
+    change.dependencies = r.dependencies.clone();
+    change
+}
+
 impl Planner<'_, '_> {
     /// Notes an object whose live state differs from the state file: changed outside
     /// gpustack.
@@ -75,20 +89,20 @@ impl Planner<'_, '_> {
             if self.allowed.is_some() && !targeted(&self.options.targets, &r.address) {
                 continue;
             }
-            // `removed { lifecycle { destroy = false } }`: out of the state, left as it is.
-            if let Ok(address) = gpustack_lang::address::Address::parse(&r.address)
-                && removals.iter().any(|from| address.starts_with(from))
-            {
-                let recorded = state_value(r);
-                let mut change = Sides::of(Some(&recorded), None, self.salt).change(
-                    &r.address,
-                    &r.type_name,
-                    &r.provider,
-                    vec![Action::Forget],
-                    None,
-                );
-                change.dependencies = r.dependencies.clone();
-                orphans.push(change);
+            // `removed { lifecycle { destroy = false } }`, or a resource whose block said
+            // `lifecycle { destroy = false }` (OpenTofu 1.12; the state keeps it) and no
+            // removed block says destroy = true: out of the state, left as it is.
+            let removed = gpustack_lang::address::Address::parse(&r.address)
+                .ok()
+                .and_then(|address| {
+                    removals
+                        .iter()
+                        .filter(|(from, _)| address.starts_with(from))
+                        .map(|(_, destroy)| *destroy)
+                        .next()
+                });
+            if !removed.unwrap_or(!r.skip_destroy) {
+                orphans.push(forget_change(r, self.salt));
                 continue;
             }
             // Its configuration planned it (and took its live state).
@@ -123,14 +137,14 @@ impl Planner<'_, '_> {
         self.changes.extend(orphans);
     }
 
-    /// The addresses `removed` blocks forget (those with `destroy = false`); one whose
-    /// resource is still configured is an error.
-    pub(super) fn removals(&mut self) -> Vec<gpustack_lang::address::Address> {
+    /// The addresses of `removed` blocks, each with whether its instances are destroyed; one
+    /// whose resource is still configured is an error.
+    pub(super) fn removals(&mut self) -> Vec<(gpustack_lang::address::Address, bool)> {
         let mut out = Vec::new();
         let stack = self.eval.stack;
         for module in &stack.modules {
             let prefix = module.prefix();
-            for removed in module.removals.iter().filter(|r| !r.destroy) {
+            for removed in &module.removals {
                 let Some(target) =
                     crate::plan::ownership::Target::of(&removed.from, "from", self.eval.diags)
                 else {
@@ -153,7 +167,7 @@ impl Planner<'_, '_> {
                                 .map(|a| a.0)
                                 .unwrap_or_default();
                         address.extend(local.0);
-                        out.push(gpustack_lang::address::Address(address));
+                        out.push((gpustack_lang::address::Address(address), removed.destroy));
                     }
                     None => self.eval.diags.push(Diag::error(
                         Some(removed.from.span()),
@@ -166,11 +180,26 @@ impl Planner<'_, '_> {
         out
     }
 
-    /// Every object of the state, deleted.
+    /// Every object of the state, deleted; forgotten where its block (or, with no block,
+    /// the state) says `lifecycle { destroy = false }`. A block whose `prevent_destroy`
+    /// holds refuses the plan, as in Terraform.
     pub(super) fn destroy_changes(&mut self) -> Vec<ResourceChange> {
         let Some(state) = self.state else {
             return Vec::new();
         };
+        let stack = self.eval.stack;
+        let blocks: HashMap<String, (usize, &Resource)> = stack
+            .modules
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| {
+                let prefix = m.prefix();
+                m.resources
+                    .values()
+                    .map(move |r| (format!("{prefix}{}", r.local_address()), (i, r)))
+            })
+            .collect();
+        let mut protected: HashMap<String, bool> = HashMap::new();
         let mut changes = Vec::new();
         for r in state
             .resources
@@ -179,6 +208,30 @@ impl Planner<'_, '_> {
         {
             if self.allowed.is_some() && !targeted(&self.options.targets, &r.address) {
                 continue;
+            }
+            let config_address = strip_instance_key(&r.address);
+            let block = blocks.get(&config_address).copied();
+            if block.map_or(r.skip_destroy, |(_, b)| b.lifecycle().skip_destroy) {
+                changes.push(forget_change(r, self.salt));
+                continue;
+            }
+            if let Some((module, b)) = block {
+                let protect = match protected.get(&config_address) {
+                    Some(&protect) => protect,
+                    None => {
+                        let protect = self.eval.prevent_destroy(module, b);
+                        protected.insert(config_address.clone(), protect);
+                        protect
+                    }
+                };
+                if protect {
+                    self.eval.diags.push(Diag::error(
+                        Some(b.span),
+                        "Instance cannot be destroyed",
+                        format!("{} has lifecycle.prevent_destroy set, but the plan destroys everything. Remove prevent_destroy to destroy it, or target the other resources.", r.address),
+                    ));
+                    continue;
+                }
             }
             let mut change = match self.refreshed.get(&r.address) {
                 Some(Some(live)) => delete_change(r, live, "delete_because_destroy", self.salt),

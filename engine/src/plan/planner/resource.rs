@@ -534,7 +534,14 @@ impl Planner<'_, '_> {
             Some(prior) if *prior == instance.planned => (vec![Action::NoOp], None),
             Some(_) => (vec![Action::Update], None),
         };
-        if r.lifecycle().prevent_destroy && actions.contains(&Action::Delete) {
+        if actions.contains(&Action::Delete) && r.lifecycle().skip_destroy {
+            self.eval.diags.push(Diag::error(
+                span,
+                "Instance cannot be replaced",
+                format!("{} has lifecycle {{ destroy = false }}, and the plan replaces it ({}): gpustack does not forget an object and make another in its place, which would take the old one's name. Change the configuration so that it is updated in place, or set destroy = true.", instance.address, reason.clone().unwrap_or_default()),
+            ));
+        }
+        if actions.contains(&Action::Delete) && self.eval.prevent_destroy(module, r) {
             self.eval.diags.push(Diag::error(
                 span,
                 "Instance cannot be destroyed",

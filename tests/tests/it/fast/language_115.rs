@@ -220,3 +220,98 @@ resource "test_object" "adopted" {
     assert_eq!(code, 1);
     assert_eq!(err.matches("Actions are not supported").count(), 2, "{err}");
 }
+
+/// OpenTofu 1.12's lifecycle: `destroy = false` forgets an instance where it would be
+/// destroyed (a destroy, its block removed; the state remembers), refuses a replacement, and
+/// makes a destroy exit 1; `prevent_destroy` may be an expression of variables, and holds in
+/// a destroy plan as in Terraform.
+#[test]
+fn destroy_false_forgets_and_prevent_destroy_takes_variables() {
+    let main = r#"variable "protect" {
+  type    = bool
+  default = true
+}
+
+provider "test" {
+  world = "world.json"
+}
+
+resource "test_object" "kept" {
+  name  = "kept"
+  value = "1"
+  lifecycle {
+    destroy = false
+  }
+}
+
+resource "test_object" "guarded" {
+  name  = "guarded"
+  value = "1"
+  lifecycle {
+    prevent_destroy = var.protect
+  }
+}
+
+resource "test_object" "plain" {
+  name  = "plain"
+  value = "1"
+}
+"#;
+    let dir = stack(&[("main.tf", main)]);
+    let d = dir.path();
+    let world = || std::fs::read_to_string(d.join("world.json")).unwrap();
+    let (code, out, err) = run(d, &["apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let state = std::fs::read_to_string(d.join(".gpustack/state.json")).unwrap();
+    assert_eq!(
+        state.matches("\"skip_destroy\": true").count(),
+        1,
+        "{state}"
+    );
+    // prevent_destroy from a variable refuses a destroy plan.
+    let (code, _, err) = run(d, &["plan", "-destroy", "-no-color"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Instance cannot be destroyed"), "{err}");
+    assert!(err.contains("test_object.guarded"), "{err}");
+    // A replacement of what must not be destroyed is refused.
+    std::fs::write(
+        d.join("main.tf"),
+        main.replacen("name  = \"kept\"", "name  = \"kept2\"", 1),
+    )
+    .unwrap();
+    let (code, _, err) = run(d, &["plan", "-no-color"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Instance cannot be replaced"), "{err}");
+    // Its block removed, it is forgotten: the object stays.
+    let without_kept = main.replace(
+        "resource \"test_object\" \"kept\" {\n  name  = \"kept\"\n  value = \"1\"\n  lifecycle {\n    destroy = false\n  }\n}\n",
+        "",
+    );
+    std::fs::write(d.join("main.tf"), &without_kept).unwrap();
+    let (code, out, err) = run(d, &["apply", "-auto-approve", "-no-color"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1 forgotten"), "{out}");
+    assert!(world().contains("\"kept\""), "{}", world());
+    // A destroy forgets what says destroy = false, destroys the rest, and exits 1.
+    std::fs::write(d.join("main.tf"), main).unwrap();
+    let (code, out, err) = run(d, &["apply", "-auto-approve", "-no-color"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(
+        d,
+        &[
+            "destroy",
+            "-auto-approve",
+            "-var",
+            "protect=false",
+            "-no-color",
+        ],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("2 destroyed, 1 forgotten"), "{out}");
+    assert!(err.contains("forgotten, not destroyed"), "{err}");
+    let world = world();
+    assert!(
+        world.contains("\"kept\"") && !world.contains("\"plain\""),
+        "{world}"
+    );
+}

@@ -742,6 +742,7 @@ fn unsorted_big_state(serial: u64, lineage: &str) -> State {
             sensitive_paths: vec![],
             dependencies: vec![],
             tainted: false,
+            skip_destroy: false,
         });
     }
     state
