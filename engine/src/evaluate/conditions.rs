@@ -225,12 +225,22 @@ impl EvalContext<'_> {
     /// an expression the plan must know (OpenTofu 1.12). An invalid or unknown one protects,
     /// its error reported, so that no mistake lets a destroy through.
     pub(crate) fn prevent_destroy(&mut self, module: usize, r: &Resource) -> bool {
+        self.prevent_destroy_known(module, r, true)
+    }
+
+    /// `prevent_destroy`'s type, where the values it reads may not be known yet (validate).
+    pub(crate) fn check_prevent_destroy(&mut self, module: usize, r: &Resource) {
+        self.prevent_destroy_known(module, r, false);
+    }
+
+    fn prevent_destroy_known(&mut self, module: usize, r: &Resource, must_know: bool) -> bool {
         let Some(expr) = &r.lifecycle().prevent_destroy else {
             return false;
         };
         let value = self.eval(module, expr, None);
         match Type::Bool.convert(&value.clone().unmark_deep().0) {
             Ok(Value::Bool(protect)) => protect,
+            Ok(Value::Unknown) if !must_know => true,
             Ok(Value::Unknown) => {
                 self.diags.push(Diag::error(
                     expr.span(),

@@ -181,6 +181,8 @@ pub fn evaluate(
                 if let Some(keys) = keys {
                     walk.out.instances.insert(node, keys);
                 }
+                // Its type is checked now; whether it is known, when a plan needs it.
+                walk.check_prevent_destroy(n.module, resource);
                 store(&mut walk, n.module, resource, value);
             }
         }

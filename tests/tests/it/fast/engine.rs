@@ -786,6 +786,11 @@ fn create_before_destroy_and_prevent_destroy() {
     let (code, _, err) = run(d, &["plan"]);
     assert_eq!(code, 1);
     assert!(err.contains("Instance cannot be destroyed"), "{err}");
+    // As in Terraform, a destroy is refused too, until prevent_destroy goes.
+    let (code, _, err) = run(d, &["destroy", "--auto-approve"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Instance cannot be destroyed"), "{err}");
+    std::fs::write(d.join("main.hcl"), config("newer", "")).unwrap();
     let (code, _, err) = run(d, &["destroy", "--auto-approve"]);
     assert_eq!(code, 0, "destroy plans from the state; {err}");
 }
