@@ -18,6 +18,12 @@ pub fn registry() -> Registry {
     providers.push(gpustack_provider_local::terraform::provider_with(Some(
         Arc::new(TerraformStates),
     )));
+    #[cfg(feature = "local")]
+    providers.extend([
+        gpustack_provider_local::random::provider(),
+        gpustack_provider_local::null::provider(),
+        gpustack_provider_local::time::provider(),
+    ]);
     #[cfg(feature = "kubernetes")]
     providers.push(gpustack_provider_kubernetes::kubernetes());
     #[cfg(feature = "kubernetes")]

@@ -47,6 +47,18 @@ impl Salt {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
     }
 
+    /// The seed of what a provider chooses at random for the instance at `address`, in a plan
+    /// made from the state of `serial` (see `PlanResourceChangeRequest::seed`): keyed by the
+    /// state's secret, so that no one without the state can tell it.
+    pub fn seed(&self, serial: u64, address: &str) -> [u8; 32] {
+        let mut mac =
+            <Hmac<Sha256> as Mac>::new_from_slice(&self.0).unwrap_or_else(|_| unreachable_mac());
+        mac.update(b"gpustack instance seed\0");
+        mac.update(&serial.to_le_bytes());
+        mac.update(address.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
+
     /// The salted digest of a value (marks ignored), `hmac-sha256:…`.
     pub fn digest(&self, value: &Value) -> String {
         let mut mac =

@@ -763,6 +763,7 @@ fn empty_plan() -> Plan {
         mode: PlanMode::RefreshOnly,
         lineage: None,
         serial: 0,
+        timestamp: String::new(),
         workspace: gpustack_state::DEFAULT_WORKSPACE.to_owned(),
         config_hash: String::new(),
         digest_key: None,

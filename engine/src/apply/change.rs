@@ -61,6 +61,8 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                         let progress = self.progress.clone();
                         let fence = self.fence.clone();
                         let stop = self.stop.clone();
+                        let serial = self.plan.serial;
+                        let plan_time: Arc<str> = self.plan.timestamp.as_str().into();
                         Some(Box::pin(async move {
                             if fence.is_lost() {
                                 return Outcome::Provider(Err(vec![lock_lost(
@@ -76,6 +78,8 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                                         progress,
                                         owner,
                                         stop,
+                                        serial,
+                                        plan_time,
                                     },
                                 ),
                             )
@@ -590,6 +594,8 @@ impl FinalPlan<'_> {
                 preview: false,
                 sensitive_paths: self.secrets.paths.clone(),
                 owner: handle.owner.to_string(),
+                seed: self.salt.seed(handle.serial, &change.address),
+                plan_time: handle.plan_time.to_string(),
             })
             .await;
         if response.diagnostics.iter().any(Diagnostic::is_error) {

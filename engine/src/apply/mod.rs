@@ -117,6 +117,11 @@ struct Handle {
     owner: Arc<str>,
     /// Ctrl-C: told to every change, so that a long one can stop at a safe point.
     stop: gpustack_protocol::StopSignal,
+    /// The serial of the state the plan was made from, which seeds what providers choose at
+    /// random as it did when the plan was made.
+    serial: u64,
+    /// When the plan was made: "now" for what providers derive from the time.
+    plan_time: Arc<str>,
 }
 
 /// What one instance's change came to.

@@ -482,6 +482,9 @@ impl serde::Serialize for PlanJson<'_> {
         map.serialize_entry("mode", &plan.mode)?;
         map.serialize_entry("lineage", &plan.lineage)?;
         map.serialize_entry("serial", &plan.serial)?;
+        if !plan.timestamp.is_empty() {
+            map.serialize_entry("timestamp", &plan.timestamp)?;
+        }
         map.serialize_entry("config_hash", &plan.config_hash)?;
         map.serialize_entry(
             "planned_values",

@@ -193,6 +193,10 @@ pub struct Plan {
     /// The state this plan was made from: `None` when there was none.
     pub lineage: Option<String>,
     pub serial: u64,
+    /// When the plan was made (RFC 3339), as Terraform's plan records it: `timestamp()` and
+    /// what providers take as "now" (`time_static`) in the plan and when it is applied.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub timestamp: String,
     /// The workspace whose state it was made from: apply refuses it in another, as
     /// Terraform does.
     #[serde(

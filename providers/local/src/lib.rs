@@ -1,9 +1,15 @@
 //! Providers that need only the machine: `local` (files next to the stack, `local_file`,
-//! written atomically) and Terraform's built-in `terraform` (`terraform_data`, and
-//! `terraform_remote_state`, which reads remote backends through a reader the binary gives).
+//! written atomically), Terraform's built-in `terraform` (`terraform_data`, and
+//! `terraform_remote_state`, which reads remote backends through a reader the binary gives),
+//! and the utility providers whose objects live only in the state: `random`, `null`, `time`.
 
+pub mod null;
+pub mod random;
 mod remote_state;
+mod state_only;
 pub mod terraform;
+pub mod time;
+mod words;
 
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic,

@@ -228,6 +228,8 @@ mod tests {
                 preview: true,
                 sensitive_paths: vec![],
                 owner: String::new(),
+                seed: [0; 32],
+                plan_time: String::new(),
             },
         ))
     }

@@ -145,6 +145,15 @@ pub struct PlanResourceChangeRequest {
     /// annotation), and a planned create that finds the object already there tells by it
     /// whether this stack made it (see [`PlanResourceChangeResponse::existing`]).
     pub owner: String,
+    /// A secret only this stack can derive, the same for one instance when its plan is made
+    /// and when that plan is applied, and new with every plan made from a newer state: what a
+    /// provider chooses at random (a password, a pet name, an ID) it derives from this, so
+    /// that the plan shows what apply makes, and a saved plan (which holds no secret value)
+    /// applies exactly.
+    pub seed: [u8; 32],
+    /// "Now" for the plan (RFC 3339): when it was made, also when it is applied, so that what
+    /// a provider derives from the time (`time_static`) is in the plan as apply makes it.
+    pub plan_time: String,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -256,6 +256,7 @@ pub(crate) async fn make_plan<'a>(
         mode,
         lineage: state.map(|s| s.lineage.clone()),
         serial: state.map_or(0, |s| s.serial),
+        timestamp: gpustack_lang::expr::functions::plan_timestamp(),
         workspace: gpustack_state::DEFAULT_WORKSPACE.to_owned(),
         config_hash: config_hash(&snapshot),
         digest_key: None,

@@ -31,6 +31,7 @@ pub(super) struct ManagedInstance<'h> {
     schema: &'h gpustack_protocol::Schema,
     owner: String,
     preview: bool,
+    seed: [u8; 32],
 }
 
 /// A state with every attribute of its schema, unset ones null: a provider that leaves an
@@ -81,6 +82,8 @@ pub(super) async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Ve
                 preview: m.preview,
                 sensitive_paths: secrets.paths.clone(),
                 owner: m.owner.clone(),
+                seed: m.seed,
+                plan_time: gpustack_lang::expr::functions::plan_timestamp(),
             })
             .await;
         match response.existing.filter(|_| prior.is_none()) {
@@ -827,6 +830,7 @@ pub(super) struct Request {
     config: Value,
     import: Option<String>,
     vanished: bool,
+    seed: [u8; 32],
 }
 
 impl Planner<'_, '_> {
@@ -894,6 +898,7 @@ impl Planner<'_, '_> {
             ));
             return None;
         }
+        let seed = self.salt.seed(self.state.map_or(0, |s| s.serial), &address);
         Some(Request {
             key,
             address,
@@ -901,6 +906,7 @@ impl Planner<'_, '_> {
             config,
             import,
             vanished,
+            seed,
         })
     }
 }
@@ -935,6 +941,7 @@ async fn plan_instance(call: InstanceCall<'_>) -> (PlannedInstance, Vec<Diagnost
                 config,
                 import,
                 vanished,
+                seed,
             },
     } = call;
     let _permit = handle.permits.acquire().await;
@@ -954,6 +961,7 @@ async fn plan_instance(call: InstanceCall<'_>) -> (PlannedInstance, Vec<Diagnost
                 schema,
                 owner,
                 preview,
+                seed,
             })
             .await
         }

@@ -1,0 +1,154 @@
+//! What the utility providers (`random`, `null`, `time`) share: their objects live only in
+//! the state, every argument as the provider documents it, and values chosen at random come
+//! from the plan's seed, so that the plan shows what apply records.
+
+use gpustack_protocol::{
+    ApplyResourceChangeRequest, Attribute, PlanResourceChangeRequest, Schema, Type, Value,
+};
+use indexmap::IndexMap;
+use rand::SeedableRng;
+
+/// An attribute of an object value; null when absent.
+pub(crate) fn attr(state: &Value, name: &str) -> Value {
+    state
+        .as_object()
+        .and_then(|o| o.get(name))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+pub(crate) fn text(state: &Value, name: &str) -> Option<String> {
+    match attr(state, name) {
+        Value::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// A whole number argument; `default` when unset.
+pub(crate) fn integer(state: &Value, name: &str, default: i64) -> i64 {
+    match attr(state, name) {
+        Value::Number(n) => n.to_i64().unwrap_or(default),
+        _ => default,
+    }
+}
+
+pub(crate) fn flag(state: &Value, name: &str, default: bool) -> bool {
+    match attr(state, name) {
+        Value::Bool(b) => b,
+        _ => default,
+    }
+}
+
+pub(crate) fn object(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
+    Value::Object(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect::<IndexMap<_, _>>(),
+    )
+}
+
+/// `keepers` / `triggers`: a map of strings whose change replaces the object.
+pub(crate) fn keepers(name: &str) -> Attribute {
+    Attribute::optional(Type::map(Type::String))
+        .force_new()
+        .describe(match name {
+            "keepers" => "Arbitrary values whose change makes a new value (a replacement).",
+            _ => "Arbitrary values whose change replaces the resource.",
+        })
+}
+
+/// The configured arguments that differ from the prior state and that the schema says
+/// replace the object.
+pub(crate) fn replaced_by(schema: &Schema, prior: &Value, config: &Value) -> Vec<String> {
+    schema
+        .attributes
+        .iter()
+        .filter(|(_, a)| a.force_new && a.is_configurable())
+        // An optional computed argument left unset keeps what was computed.
+        .filter(|(name, a)| !(a.computed && attr(config, name).is_null()))
+        .filter(|(name, _)| attr(prior, name) != attr(config, name))
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+/// A random generator only the plan's seed (and the stack's secret behind it) determines.
+pub(crate) fn rng(request: &PlanResourceChangeRequest) -> rand_chacha::ChaCha20Rng {
+    rand_chacha::ChaCha20Rng::from_seed(request.seed)
+}
+
+/// What apply records: the planned state, whose every value the plan already knew.
+pub(crate) fn applied(request: &ApplyResourceChangeRequest) -> Option<Value> {
+    request.planned_state.clone()
+}
+
+/// The plan of a resource whose computed values all derive from its arguments and the seed:
+/// kept from the prior state unless an argument that replaces it changed, else made anew by
+/// `make` (the configuration in, the whole planned state out).
+pub(crate) fn plan_made(
+    schema: &Schema,
+    request: &PlanResourceChangeRequest,
+    make: impl FnOnce(&Value) -> Result<Value, String>,
+) -> gpustack_protocol::PlanResourceChangeResponse {
+    use gpustack_protocol::{Diagnostic, PlanResourceChangeResponse};
+    if let Some(prior) = &request.prior_state {
+        let requires_replace = replaced_by(schema, prior, &request.config);
+        if requires_replace.is_empty() {
+            // In-place arguments (none replace) take their configured values.
+            let mut planned = prior.clone();
+            if let (Value::Object(planned), Value::Object(config)) = (&mut planned, &request.config)
+            {
+                for (name, a) in &schema.attributes {
+                    if let Some(value) = config
+                        .get(name)
+                        .filter(|_| a.is_configurable() && !a.computed)
+                    {
+                        planned.insert(name.clone(), value.clone());
+                    }
+                }
+            }
+            return PlanResourceChangeResponse {
+                planned_state: planned,
+                ..PlanResourceChangeResponse::default()
+            };
+        }
+        return match make(&request.config) {
+            Ok(planned) => PlanResourceChangeResponse {
+                planned_state: planned,
+                requires_replace,
+                ..PlanResourceChangeResponse::default()
+            },
+            Err(e) => PlanResourceChangeResponse {
+                planned_state: request.config.clone(),
+                diagnostics: vec![Diagnostic::error("Invalid configuration", e)],
+                ..PlanResourceChangeResponse::default()
+            },
+        };
+    }
+    match make(&request.config) {
+        Ok(planned) => PlanResourceChangeResponse {
+            planned_state: planned,
+            ..PlanResourceChangeResponse::default()
+        },
+        Err(e) => PlanResourceChangeResponse {
+            planned_state: request.config.clone(),
+            diagnostics: vec![Diagnostic::error("Invalid configuration", e)],
+            ..PlanResourceChangeResponse::default()
+        },
+    }
+}
+
+/// The configuration with the computed attributes set: what a `make` starts from.
+pub(crate) fn with(
+    config: &Value,
+    computed: impl IntoIterator<Item = (&'static str, Value)>,
+) -> Value {
+    let mut out = match config {
+        Value::Object(o) => o.clone(),
+        _ => IndexMap::new(),
+    };
+    for (k, v) in computed {
+        out.insert(k.to_owned(), v);
+    }
+    Value::Object(out)
+}
