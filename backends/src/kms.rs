@@ -28,23 +28,34 @@ struct KmsMeta {
     ciphertext_blob: String,
 }
 
+/// Why an `aws_kms` key provider's configuration is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KmsConfigError {
+    #[error("kms_key_id is empty")]
+    NoKeyId,
+    #[error(
+        "key_spec {spec:?} is not one the KMS knows ({})",
+        DataKeySpec::values().join(", ")
+    )]
+    UnknownKeySpec { spec: String },
+    #[error("key_spec {spec:?} does not make an AES-256 key; use \"AES_256\"")]
+    NotAes256 { spec: String },
+}
+
 impl KmsProvider {
-    pub fn new(config: AwsKmsConfig) -> Result<Self, String> {
+    pub fn new(config: AwsKmsConfig) -> Result<Self, KmsConfigError> {
         if config.kms_key_id.is_empty() {
-            return Err("kms_key_id is empty".into());
+            return Err(KmsConfigError::NoKeyId);
         }
         if DataKeySpec::values().iter().all(|v| *v != config.key_spec) {
-            return Err(format!(
-                "key_spec {:?} is not one the KMS knows ({})",
-                config.key_spec,
-                DataKeySpec::values().join(", ")
-            ));
+            return Err(KmsConfigError::UnknownKeySpec {
+                spec: config.key_spec,
+            });
         }
         if config.key_spec != "AES_256" {
-            return Err(format!(
-                "key_spec {:?} does not make an AES-256 key; use \"AES_256\"",
-                config.key_spec
-            ));
+            return Err(KmsConfigError::NotAes256 {
+                spec: config.key_spec,
+            });
         }
         Ok(Self {
             config,

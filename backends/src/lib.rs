@@ -114,9 +114,9 @@ pub async fn workspaces(
 /// providers that reach a network (AWS KMS) made here.
 pub fn encryptions(config: &EncryptionConfig) -> Result<Encryptions, EncryptionError> {
     Encryptions::new(config, &|_, provider| match provider {
-        KeyProviderConfig::AwsKms(kms) => {
-            kms::KmsProvider::new(kms.clone()).map(|p| Arc::new(p) as Arc<dyn KeyProvider>)
-        }
+        KeyProviderConfig::AwsKms(kms) => kms::KmsProvider::new(kms.clone())
+            .map(|p| Arc::new(p) as Arc<dyn KeyProvider>)
+            .map_err(|e| e.to_string()),
         other => Err(format!("no key provider of kind {}", other.kind())),
     })
 }

@@ -1,5 +1,6 @@
 //! `gpustack console`.
 
+use crate::evaluate::EvalTextError;
 use crate::plan;
 use crate::sensitive;
 use crate::session::Session;
@@ -14,7 +15,7 @@ pub async fn console(
     state: Option<&gpustack_state::State>,
     expressions: &[String],
 ) -> (
-    Vec<Result<gpustack_protocol::Value, String>>,
+    Vec<Result<gpustack_protocol::Value, EvalTextError>>,
     SourceMap,
     Vec<Diagnostic>,
 ) {

@@ -28,7 +28,7 @@ mod version;
 pub use apply::{ApplyReport, ChangeResult, Halt, Supplied, apply};
 pub use configure::DEFAULT_MAX_CONCURRENCY;
 pub use console::console;
-pub use evaluate::EvalOptions;
+pub use evaluate::{EvalOptions, EvalTextError};
 pub use import::{ImportError, import, import_all};
 pub use load::{
     GPUSTACK_BUILTIN, Loaded, ModuleProviders, ProviderRequirement, default_source, load,

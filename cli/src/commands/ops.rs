@@ -1042,6 +1042,7 @@ pub fn console(common: &Common) -> ExitCode {
                 Ok(value) => println!("{}", gpustack_engine::console_value(&value)),
                 Err(why) => {
                     failed = true;
+                    let why = why.to_string();
                     eprintln!("Error: {}", gpustack_protocol::secrets::scrub(&why));
                 }
             }

@@ -86,6 +86,20 @@ fn not_made_again(key: &str) -> String {
     )
 }
 
+/// Why an expression written outside the stack (`gpustack console`) has no value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvalTextError {
+    /// Where in the text it stops being an expression, and why.
+    #[error("{line}:{column}: {message}")]
+    Parse {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{}: {}", .0.summary, .0.detail)]
+    Eval(EvalError),
+}
+
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EvalOptions {
     /// Root variables without a value are unknown (validate) instead of an error (plan).
@@ -463,14 +477,11 @@ impl<'a> EvalContext<'a> {
 
     /// An expression written outside the stack (`gpustack console`), in the root module's
     /// scope; the error says where in the text and why.
-    pub(crate) fn eval_text(&mut self, text: &str) -> Result<Value, String> {
-        let expr = hcl_edit::parser::parse_expr(text).map_err(|e| {
-            format!(
-                "{}:{}: {}",
-                e.location().line(),
-                e.location().column(),
-                e.message()
-            )
+    pub(crate) fn eval_text(&mut self, text: &str) -> Result<Value, EvalTextError> {
+        let expr = hcl_edit::parser::parse_expr(text).map_err(|e| EvalTextError::Parse {
+            line: e.location().line(),
+            column: e.location().column(),
+            message: e.message().to_owned(),
         })?;
         let scope = ModuleScope {
             eval: self,
@@ -480,7 +491,7 @@ impl<'a> EvalContext<'a> {
         };
         Evaluator::new(&scope)
             .eval(&expr)
-            .map_err(|e| format!("{}: {}", e.summary, e.detail))
+            .map_err(EvalTextError::Eval)
     }
 
     /// Every place an ephemeral value would be written down, refused; and what is ephemeral

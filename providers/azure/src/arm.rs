@@ -162,15 +162,31 @@ fn credential(
     Ok(AzureCliCredential::new(None)?)
 }
 
+/// Why the ARM client could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ArmClientError {
+    #[error("cannot build the HTTP client")]
+    Http(#[source] reqwest::Error),
+    #[error("cannot make the credential")]
+    Credential(#[source] azure_core::Error),
+    /// The URL parser's error as azure_core wraps it: this crate does not depend on `url`.
+    #[error("endpoint \"{endpoint}\" is not a URL")]
+    Endpoint {
+        endpoint: String,
+        #[source]
+        source: azure_core::Error,
+    },
+}
+
 impl Arm {
-    pub fn new(settings: &AzureSettings) -> Result<Self, String> {
+    pub fn new(settings: &AzureSettings) -> Result<Self, ArmClientError> {
         // One TLS implementation in the binary: the AWS SDK and kube use ring too.
         gpustack_connect::install_ring();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
             .timeout(Duration::from_secs(120))
             .build()
-            .map_err(|e| gpustack_protocol::error_chain(&e))?;
+            .map_err(ArmClientError::Http)?;
         let options = ClientOptions {
             transport: Some(Transport::new(Arc::new(http))),
             retry: RetryOptions::exponential(ExponentialRetryOptions {
@@ -181,12 +197,14 @@ impl Arm {
             }),
             ..Default::default()
         };
-        let credential =
-            credential(settings, &options).map_err(|e| gpustack_protocol::error_chain(&e))?;
+        let credential = credential(settings, &options).map_err(ArmClientError::Credential)?;
         let auth: Arc<dyn Policy> =
             Arc::new(BearerTokenAuthorizationPolicy::new(credential, [SCOPE]));
         let endpoint = settings.endpoint.as_deref().unwrap_or(DEFAULT_ENDPOINT);
-        let base = Url::parse(endpoint).map_err(|e| format!("endpoint \"{endpoint}\": {e}"))?;
+        let base = Url::parse(endpoint).map_err(|e| ArmClientError::Endpoint {
+            endpoint: endpoint.to_owned(),
+            source: e.into(),
+        })?;
         Ok(Self {
             pipeline: Pipeline::new(
                 Some("gpustack"),

@@ -175,8 +175,12 @@ impl Family for Azure {
             endpoint: text(config, "endpoint").map(str::to_owned),
             api_version: text(config, "api_version").map(str::to_owned),
         };
-        let arm = Arm::new(&settings)
-            .map_err(|e| vec![Diagnostic::error("Cannot set up the Azure client", e)])?;
+        let arm = Arm::new(&settings).map_err(|e| {
+            vec![Diagnostic::error(
+                "Cannot set up the Azure client",
+                gpustack_protocol::error_chain(&e),
+            )]
+        })?;
         Ok(Arc::new(Resources::new().resource(
             "aks_nodepool",
             Pools(

@@ -4,8 +4,8 @@
 //! pool once the new pool's nodes are Ready, then drain them within the budget, so that the
 //! cloud deletes empty nodes.
 
-use crate::api_error;
 use crate::watch::{View, Watch};
+use crate::{ApiError, api_error};
 use gpustack_protocol::Diagnostic;
 use gpustack_provider_sdk::pool::{DrainRequest, NodeDrainer, budget};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -37,15 +37,18 @@ pub enum Drain {
     Fail,
 }
 
+/// Why a text is not a [`Drain`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("drain = \"{0}\" is none of wait, evict and fail")]
+pub struct ParseDrainError(pub String);
+
 impl Drain {
-    pub fn parse(text: Option<&str>) -> Result<Self, String> {
+    pub fn parse(text: Option<&str>) -> Result<Self, ParseDrainError> {
         match text.unwrap_or("wait") {
             "wait" => Ok(Self::Wait),
             "evict" => Ok(Self::Evict),
             "fail" => Ok(Self::Fail),
-            other => Err(format!(
-                "drain = \"{other}\" is none of wait, evict and fail"
-            )),
+            other => Err(ParseDrainError(other.to_owned())),
         }
     }
 }
@@ -102,11 +105,44 @@ pub fn pod_name(pod: &Pod) -> String {
     )
 }
 
-fn names(pods: &[Arc<Pod>]) -> String {
-    pods.iter()
-        .map(|p| pod_name(p))
-        .collect::<Vec<_>>()
-        .join(", ")
+fn names(pods: &[Arc<Pod>]) -> Vec<String> {
+    pods.iter().map(|p| pod_name(p)).collect()
+}
+
+/// Why a node could not be emptied of GPU pods.
+#[derive(Debug, thiserror::Error)]
+pub enum DrainError {
+    #[error("the node's pods could not be listed")]
+    Unlisted,
+    /// What the caller's turn between looks failed with, as it said it.
+    #[error("{0}")]
+    Turn(String),
+    #[error("GPU pods run on the node and drain = \"fail\": {}", .pods.join(", "))]
+    Refused { pods: Vec<String> },
+    #[error(
+        "after {} GPU pods were not evicted: {}",
+        humantime::format_duration(*.timeout),
+        .pods.join(", ")
+    )]
+    NotEvicted {
+        timeout: Duration,
+        pods: Vec<String>,
+    },
+    #[error(
+        "after {} GPU pods are still running: {}",
+        humantime::format_duration(*.timeout),
+        .pods.join(", ")
+    )]
+    StillRunning {
+        timeout: Duration,
+        pods: Vec<String>,
+    },
+    #[error("cannot evict {pod}")]
+    Evict {
+        pod: String,
+        #[source]
+        source: ApiError,
+    },
 }
 
 /// Empties one node of GPU pods.
@@ -125,19 +161,19 @@ impl Emptying<'_> {
         pods: &mut View<Pod>,
         nodes: &mut View<Node>,
         turn: impl Fn() -> F,
-    ) -> Result<(), String>
+    ) -> Result<(), DrainError>
     where
         F: std::future::Future<Output = Result<(), String>>,
     {
         let deadline = Instant::now() + self.timeout;
         if !pods.ready(deadline).await {
-            return Err("the node's pods could not be listed".into());
+            return Err(DrainError::Unlisted);
         }
         let mut evicted: BTreeMap<String, Instant> = BTreeMap::new();
         loop {
             pods.seen();
             nodes.seen();
-            turn().await?;
+            turn().await.map_err(DrainError::Turn)?;
             let running = gpu_pods(pods.store.state());
             if running.is_empty() {
                 return Ok(());
@@ -151,10 +187,9 @@ impl Emptying<'_> {
                         .cloned()
                         .collect();
                     if !staying.is_empty() {
-                        return Err(format!(
-                            "GPU pods run on the node and drain = \"fail\": {}",
-                            names(&staying)
-                        ));
+                        return Err(DrainError::Refused {
+                            pods: names(&staying),
+                        });
                     }
                 }
                 Drain::Evict => {
@@ -165,16 +200,12 @@ impl Emptying<'_> {
                 Drain::Wait => {}
             }
             if Instant::now() >= deadline {
-                let how = if self.drain == Drain::Evict {
-                    "were not evicted"
+                let (timeout, pods) = (self.timeout, names(&running));
+                return Err(if self.drain == Drain::Evict {
+                    DrainError::NotEvicted { timeout, pods }
                 } else {
-                    "are still running"
-                };
-                return Err(format!(
-                    "after {} GPU pods {how}: {}",
-                    humantime::format_duration(self.timeout),
-                    names(&running)
-                ));
+                    DrainError::StillRunning { timeout, pods }
+                });
             }
             let retry = evicted
                 .values()
@@ -194,7 +225,11 @@ impl Emptying<'_> {
     /// Asks the API server to evict a pod, as `kubectl drain` does: a PodDisruptionBudget's
     /// refusal (429) is asked again after [`EVICTION_RETRY`]. `asked` holds, per pod uid, when
     /// it may be asked again.
-    async fn evict(&self, pod: &Pod, asked: &mut BTreeMap<String, Instant>) -> Result<(), String> {
+    async fn evict(
+        &self,
+        pod: &Pod,
+        asked: &mut BTreeMap<String, Instant>,
+    ) -> Result<(), DrainError> {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         if asked.get(&uid).is_some_and(|at| *at > Instant::now()) {
             return Ok(());
@@ -215,7 +250,10 @@ impl Emptying<'_> {
                 Ok(())
             }
             Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-            Err(e) => Err(format!("cannot evict {}: {}", pod_name(pod), api_error(&e))),
+            Err(e) => Err(DrainError::Evict {
+                pod: pod_name(pod),
+                source: ApiError(e),
+            }),
         }
     }
 }
@@ -234,16 +272,18 @@ impl PoolSettings {
     fn of(rollout: &gpustack_protocol::Value) -> Result<Self, String> {
         let text = |name: &str| gpustack_provider_sdk::check::text(rollout, name);
         Ok(Self {
-            drain: Drain::parse(text("drain"))?,
+            drain: Drain::parse(text("drain")).map_err(|e| e.to_string())?,
             max_unavailable: text("max_unavailable").unwrap_or("1").to_owned(),
             drain_timeout: crate::duration(
                 text("drain_timeout"),
                 humantime::parse_duration(DEFAULT_DRAIN_TIMEOUT).unwrap_or_default(),
-            )?,
+            )
+            .map_err(|e| gpustack_protocol::error_chain(&e))?,
             ready_timeout: crate::duration(
                 text("ready_timeout"),
                 humantime::parse_duration(DEFAULT_READY_TIMEOUT).unwrap_or_default(),
-            )?,
+            )
+            .map_err(|e| gpustack_protocol::error_chain(&e))?,
         })
     }
 }
@@ -409,7 +449,8 @@ impl NodeDrainer for PoolDrain {
             if pending.is_empty() || !failed.is_empty() || stopped {
                 break;
             }
-            let allowed = budget(&settings.max_unavailable, old.len()).map_err(failure)?;
+            let allowed =
+                budget(&settings.max_unavailable, old.len()).map_err(|e| failure(e.to_string()))?;
             // Every old node first, so that what is evicted from one never lands on another.
             for node in &old {
                 Self::cordon(&node_api, node, &mark)
@@ -455,7 +496,7 @@ impl NodeDrainer for PoolDrain {
                     };
                     let outcome = match emptying.run(&mut pods, &mut turn_nodes, recordon).await {
                         Ok(()) => Outcome::Drained,
-                        Err(e) => Outcome::Failed(e),
+                        Err(e) => Outcome::Failed(gpustack_protocol::error_chain(&e)),
                     };
                     (name, outcome)
                 }

@@ -122,6 +122,16 @@ pub fn terraform_kubeconfig(kubernetes: &Value) -> Option<Json> {
     Some(config)
 }
 
+/// Why the live cluster's GPU facts could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuClusterError {
+    /// The client could not be configured: the diagnostic's detail says why.
+    #[error("{}", .0.detail)]
+    Connect(Diagnostic),
+    #[error(transparent)]
+    Read(ApiError),
+}
+
 /// The live cluster's GPU facts as the kubernetes provider reads them (GPU nodes, the
 /// ClusterPolicy and the ConfigMaps it points at, DRA devices), for the other providers of the
 /// Kubernetes family whose objects configure GPUs: a helm release of the GPU Operator. The
@@ -129,7 +139,7 @@ pub fn terraform_kubeconfig(kubernetes: &Value) -> Option<Json> {
 pub async fn gpu_cluster(
     config_path: Option<&str>,
     context: Option<&str>,
-) -> Result<gpustack_protocol::ClusterFact, String> {
+) -> Result<gpustack_protocol::ClusterFact, GpuClusterError> {
     let mut config = indexmap::IndexMap::new();
     if let Some(path) = config_path {
         config.insert("config_path".to_owned(), Value::string(path));
@@ -139,10 +149,10 @@ pub async fn gpu_cluster(
     }
     let cluster = Cluster::connect(&Value::Object(config))
         .await
-        .map_err(|d| d.detail)?;
+        .map_err(GpuClusterError::Connect)?;
     facts::cluster_fact(&cluster)
         .await
-        .map_err(|e| api_error(&e))
+        .map_err(|e| GpuClusterError::Read(ApiError(e)))
 }
 
 /// The warning a plan gets when the cluster's GPU nodes cannot be read.
@@ -364,6 +374,11 @@ pub fn apply_params(manager: &str, force: bool) -> kube::api::PatchParams {
     params.force = force;
     params
 }
+
+/// A failed Kubernetes API call, shown as [`api_error`] shows it.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", api_error(.0))]
+pub struct ApiError(pub kube::Error);
 
 /// The message of a Kubernetes API error, without kube's wrapping.
 pub fn api_error(e: &kube::Error) -> String {

@@ -686,11 +686,13 @@ impl HelmCli {
     ) {
         let read = self
             .gpu_cluster
-            .get_or_init(|| {
+            .get_or_init(|| async {
                 gpustack_cluster::gpu_cluster(
                     self.kubeconfig.as_deref().and_then(|p| p.to_str()),
                     self.context.as_deref(),
                 )
+                .await
+                .map_err(|e| gpustack_protocol::error_chain(&e))
             })
             .await;
         match read {

@@ -180,7 +180,8 @@ impl Spec {
             timeout: duration(
                 attribute(state, "timeout").and_then(Value::as_str),
                 Duration::from_secs(600),
-            )?,
+            )
+            .map_err(|e| gpustack_protocol::error_chain(&e))?,
         })
     }
 

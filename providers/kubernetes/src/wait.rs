@@ -24,7 +24,8 @@ impl Wait {
         let get = |name: &str| block.and_then(|b| b.get(name)).filter(|v| !v.is_null());
         let mut result = Wait {
             rollout: get("rollout").and_then(Value::as_bool).unwrap_or(false),
-            timeout: duration(get("timeout").and_then(Value::as_str), DEFAULT_TIMEOUT)?,
+            timeout: duration(get("timeout").and_then(Value::as_str), DEFAULT_TIMEOUT)
+                .map_err(|e| gpustack_protocol::error_chain(&e))?,
             ..Default::default()
         };
         if let Some(fields) = get("fields").and_then(Value::as_object) {

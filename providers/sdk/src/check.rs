@@ -195,14 +195,25 @@ pub fn set(state: &mut Value, name: &str, value: Value) {
     }
 }
 
+/// Why a text is not a duration.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("\"{text}\" is not a duration such as \"90s\" or \"5m\"")]
+pub struct ParseDurationError {
+    pub text: String,
+    #[source]
+    pub source: humantime::DurationError,
+}
+
 /// Parses durations such as "5m", "90s", "1h30m".
 pub fn duration(
     text: Option<&str>,
     default: std::time::Duration,
-) -> Result<std::time::Duration, String> {
+) -> Result<std::time::Duration, ParseDurationError> {
     match text {
         None => Ok(default),
-        Some(t) => humantime::parse_duration(t)
-            .map_err(|e| format!("\"{t}\" is not a duration such as \"90s\" or \"5m\": {e}")),
+        Some(t) => humantime::parse_duration(t).map_err(|source| ParseDurationError {
+            text: t.to_owned(),
+            source,
+        }),
     }
 }

@@ -102,39 +102,54 @@ pub fn check_rollout(check: &mut crate::check::Checker<'_>) {
     if let Some(text) = check.str("rollout.max_unavailable")
         && let Err(e) = budget(text, 1)
     {
-        check.error("rollout.max_unavailable", "Invalid rollout budget", e);
+        check.error(
+            "rollout.max_unavailable",
+            "Invalid rollout budget",
+            e.to_string(),
+        );
     }
     for name in ["drain_timeout", "ready_timeout"] {
         let path = format!("rollout.{name}");
         if let Some(text) = check.str(&path)
             && let Err(e) = crate::check::duration(Some(text), std::time::Duration::ZERO)
         {
-            check.error(&path, "Invalid duration", e);
+            check.error(
+                &path,
+                "Invalid duration",
+                gpustack_protocol::error_chain(&e),
+            );
         }
     }
 }
 
+/// Why a `max_unavailable` text is not a rollout budget.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseBudgetError {
+    #[error(
+        "max_unavailable = \"{0}\" is neither a count of nodes (\"1\") nor a percentage (\"25%\")"
+    )]
+    Malformed(String),
+    #[error("max_unavailable = \"{0}\" is more than 100%")]
+    OverHundredPercent(String),
+    #[error("max_unavailable = \"{0}\" allows no node at a time, so the rollout could never start")]
+    NoNode(String),
+}
+
 /// How many nodes may be taken at once: a count, or a percentage of the nodes rounded up
 /// (as Karpenter's disruption budgets count).
-pub fn budget(text: &str, nodes: usize) -> Result<usize, String> {
-    let bad = || {
-        format!(
-            "max_unavailable = \"{text}\" is neither a count of nodes (\"1\") nor a percentage (\"25%\")"
-        )
-    };
+pub fn budget(text: &str, nodes: usize) -> Result<usize, ParseBudgetError> {
+    let bad = || ParseBudgetError::Malformed(text.to_owned());
     let allowed = if let Some(percent) = text.strip_suffix('%') {
         let p: u64 = percent.trim().parse().map_err(|_| bad())?;
         if p > 100 {
-            return Err(format!("max_unavailable = \"{text}\" is more than 100%"));
+            return Err(ParseBudgetError::OverHundredPercent(text.to_owned()));
         }
         (nodes as u64 * p).div_ceil(100) as usize
     } else {
         text.trim().parse::<usize>().map_err(|_| bad())?
     };
     if allowed == 0 {
-        return Err(format!(
-            "max_unavailable = \"{text}\" allows no node at a time, so the rollout could never start"
-        ));
+        return Err(ParseBudgetError::NoNode(text.to_owned()));
     }
     Ok(allowed.min(nodes.max(1)))
 }

@@ -127,7 +127,7 @@ pub(crate) fn check(check: &mut Checker<'_>) {
         if let Some(text) = check.str(name)
             && let Err(e) = gpustack_cluster::duration(Some(text), std::time::Duration::ZERO)
         {
-            check.error(name, "Invalid duration", e);
+            check.error(name, "Invalid duration", gpustack_protocol::error_chain(&e));
         }
     }
     let config = check.config();
@@ -446,7 +446,7 @@ impl Rollouts {
             Err(e) => {
                 return (
                     progress,
-                    vec![Diagnostic::error("Invalid rollout budget", e)],
+                    vec![Diagnostic::error("Invalid rollout budget", e.to_string())],
                 );
             }
         };

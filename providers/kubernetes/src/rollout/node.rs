@@ -240,7 +240,7 @@ impl Context {
                 self.keep_cordoned(node, step).await.map_err(|f| f.message)
             })
             .await
-            .or_else(|message| fail(step, message))
+            .or_else(|e| fail(step, gpustack_protocol::error_chain(&e)))
     }
 
     /// Relabels the node and restarts the pods the rollout restarts, recording first which

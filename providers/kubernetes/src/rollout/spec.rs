@@ -140,10 +140,10 @@ impl Spec {
                 ));
             }
         };
-        let drain = Drain::parse(text(state, "drain"))?;
+        let drain = Drain::parse(text(state, "drain")).map_err(|e| e.to_string())?;
         let duration = |name: &str, default: &str| {
             gpustack_cluster::duration(Some(text(state, name).unwrap_or(default)), Duration::ZERO)
-                .map_err(|e| format!("{name}: {e}"))
+                .map_err(|e| format!("{name}: {}", gpustack_protocol::error_chain(&e)))
         };
         Ok(Self {
             name: text(state, "name").unwrap_or_default().to_owned(),
@@ -243,10 +243,11 @@ mod tests {
         assert_eq!(budget("10%", 3), Ok(1));
         assert_eq!(budget("50%", 3), Ok(2));
         assert_eq!(budget("9", 3), Ok(3));
-        assert!(budget("0", 3).unwrap_err().contains("never start"));
-        assert!(budget("0%", 3).unwrap_err().contains("never start"));
-        assert!(budget("120%", 3).unwrap_err().contains("more than 100%"));
-        assert!(budget("one", 3).unwrap_err().contains("neither a count"));
+        let error = |text: &str| budget(text, 3).unwrap_err().to_string();
+        assert!(error("0").contains("never start"));
+        assert!(error("0%").contains("never start"));
+        assert!(error("120%").contains("more than 100%"));
+        assert!(error("one").contains("neither a count"));
     }
 
     #[test]
