@@ -1,6 +1,7 @@
 //! The crate layering ARCHITECTURE.md states, checked on the dependency graph cargo resolves:
 //! the engine and what it builds on compile without any SDK, and only test builds carry the
-//! `test` provider.
+//! `test` provider. And the engine's API as ARCHITECTURE.md lists it, checked on the façade's
+//! source.
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -205,8 +206,6 @@ fn the_binary_links_one_tls_implementation() {
     assert!(deps.contains("ring"));
 }
 
-/// The engine reaches the network only through a provider or a state backend: no socket in
-/// its sources (and no HTTP client in its dependencies, above).
 /// The language is what a stack's files say: it builds on the protocol's value and diagnostic
 /// types alone (and the bounded reads of `gpustack-fs`), never on the engine, the state, the
 /// GPU model, a provider or a backend.
@@ -222,6 +221,8 @@ fn the_language_crate_knows_no_plan_provider_or_state() {
     );
 }
 
+/// The engine reaches the network only through a provider or a state backend: no socket in
+/// its sources (and no HTTP client in its dependencies, above).
 #[test]
 fn the_engine_opens_no_socket() {
     let mut pending = vec![
@@ -280,5 +281,135 @@ fn the_binary_allocates_with_mimalloc_without_huge_pages() {
     assert!(
         tree.lines().any(|l| l == "mimalloc feature \"no_thp\""),
         "mimalloc is built with transparent huge pages: {tree}"
+    );
+}
+
+/// The names a crate root exports: `pub use` (each name a braced list or a path ends in, a
+/// renamed one by its new name), `pub mod` and every other top-level `pub` item. Indented
+/// lines belong to items' bodies and are skipped; `pub(crate)` and the like are not `pub `.
+fn exported_names(source: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut lines = source.lines();
+    while let Some(line) = lines.next() {
+        if let Some(rest) = line.strip_prefix("pub use ") {
+            let mut statement = rest.to_owned();
+            while !statement.contains(';') {
+                let Some(next) = lines.next() else { break };
+                statement.push(' ');
+                statement.push_str(next.trim());
+            }
+            let statement = statement.split(';').next().unwrap_or_default();
+            assert!(
+                !statement.contains('*'),
+                "a glob re-export hides which names are the API: pub use {statement}"
+            );
+            for item in statement.split([',', '{', '}']) {
+                let item = item.trim();
+                let name = match item.split_once(" as ") {
+                    Some((_, alias)) => alias.trim(),
+                    None => item.rsplit("::").next().unwrap_or_default(),
+                };
+                // `self` would export the module the braces follow, which this reading does
+                // not track: a façade names its modules with `pub mod` or `pub use path::m`.
+                assert!(
+                    name != "self",
+                    "pub use {statement}: re-export the module by name"
+                );
+                if !name.is_empty() && name != "_" {
+                    names.insert(name.to_owned());
+                }
+            }
+            continue;
+        }
+        let Some(rest) = line.strip_prefix("pub ") else {
+            continue;
+        };
+        let words: Vec<&str> = rest
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        // Qualifiers stand before the item's keyword: `pub async fn`, `pub const fn`.
+        let at = words
+            .iter()
+            .enumerate()
+            .position(|(i, w)| {
+                !(matches!(*w, "async" | "unsafe" | "extern")
+                    || (*w == "const" && words.get(i + 1) == Some(&"fn")))
+            })
+            .unwrap_or(words.len());
+        let is_item = words.get(at).is_some_and(|kind| {
+            matches!(
+                *kind,
+                "fn" | "struct" | "enum" | "trait" | "type" | "mod" | "const" | "static" | "union"
+            )
+        });
+        if is_item && let Some(name) = words.get(at + 1) {
+            names.insert((*name).to_owned());
+        }
+    }
+    names
+}
+
+/// The text of the "**API boundary:**" paragraph of the section whose heading starts with
+/// `heading`.
+fn api_boundary<'a>(architecture: &'a str, heading: &str) -> &'a str {
+    let section = architecture
+        .split("\n### ")
+        .find(|s| s.starts_with(heading))
+        .unwrap_or_else(|| panic!("ARCHITECTURE.md has no section {heading}"));
+    let section = section.split("\n## ").next().unwrap_or_default();
+    let start = section
+        .find("**API boundary:**")
+        .unwrap_or_else(|| panic!("the section {heading} has no API boundary"));
+    let paragraph = &section[start..];
+    paragraph.split("\n\n").next().unwrap_or(paragraph)
+}
+
+/// ARCHITECTURE.md's engine section lists the engine's API: every name `engine/src/lib.rs`
+/// exports, so that a name added to the façade is described where the API is, and no name
+/// the façade no longer has (a backquoted identifier of the paragraph names an export).
+#[test]
+fn the_architecture_lists_the_engines_api() {
+    let root = gpustack_tests::repo_root();
+    let lib = std::fs::read_to_string(root.join("engine/src/lib.rs")).unwrap();
+    let exported = exported_names(&lib);
+    // A reading that found nothing would pass the comparisons below.
+    for name in [
+        "Session",
+        "plan",
+        "apply",
+        "load",
+        "PLAN_FORMAT_VERSION",
+        "VariableArgs",
+    ] {
+        assert!(
+            exported.contains(name),
+            "{name} not found among the exports of engine/src/lib.rs: {exported:?}"
+        );
+    }
+    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let paragraph = api_boundary(&architecture, "`engine/`");
+    let quoted: BTreeSet<&str> = paragraph.split('`').skip(1).step_by(2).collect();
+    let missing: Vec<&String> = exported
+        .iter()
+        .filter(|name| !quoted.contains(name.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the engine's API boundary in ARCHITECTURE.md does not name {missing:?}"
+    );
+    let stale: Vec<&&str> = quoted
+        .iter()
+        .filter(|q| {
+            q.chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+                && q.chars().all(|c| c.is_alphanumeric() || c == '_')
+                && !exported.contains(**q)
+        })
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "the engine's API boundary in ARCHITECTURE.md names what engine/src/lib.rs does not export: {stale:?}"
     );
 }
