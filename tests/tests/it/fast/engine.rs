@@ -897,7 +897,10 @@ fn settings() -> insta::Settings {
     settings.set_snapshot_path("snapshots/engine");
     settings.set_prepend_module_to_snapshot(false);
     settings.add_filter(r#""lineage": "[0-9a-f-]{36}""#, r#""lineage": "[lineage]""#);
-    settings.add_filter(r#""timestamp": "[0-9T:Z-]+""#, r#""timestamp": "[timestamp]""#);
+    settings.add_filter(
+        r#""timestamp": "[0-9T:Z-]+""#,
+        r#""timestamp": "[timestamp]""#,
+    );
     settings.add_filter(
         r#""config_hash": "[0-9a-f]{64}""#,
         r#""config_hash": "[hash]""#,

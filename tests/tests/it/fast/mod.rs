@@ -22,5 +22,6 @@ mod secrets;
 mod terraform;
 mod terraform_workflow;
 mod upstream;
+mod utility;
 mod variables;
 mod webhook;
