@@ -6,7 +6,8 @@
 //! it differs from the configuration.
 
 use crate::plan::{PlanMode, PlanOptions};
-use crate::{Session, version};
+use crate::session::Session;
+use crate::version;
 use gpustack_lang::source::SourceMap;
 use gpustack_protocol::Diagnostic;
 use gpustack_state::State;
@@ -64,7 +65,7 @@ pub async fn import_all(
         imports: imports.to_vec(),
         ..PlanOptions::default()
     };
-    let (plan, sources, diagnostics) = crate::plan(session, state, &options).await;
+    let (plan, sources, diagnostics) = crate::plan::plan(session, state, &options).await;
     let Some(plan) = plan else {
         return (Err(ImportError::Unread), sources, diagnostics);
     };

@@ -24,7 +24,7 @@ use crate::plan::{Action, Plan, PlanMode, ResourceChange, sensitive_attributes};
 use crate::progress::Progress;
 use crate::schedule::{Steps, run};
 use crate::sensitive::{Salt, encode};
-use crate::{InputSource, Session};
+use crate::session::{InputSource, Session};
 use futures::future::BoxFuture;
 use gpustack_lang::config::{Files, Resource, ResourceMode};
 use gpustack_lang::diag::Diag;
@@ -144,7 +144,7 @@ enum Outcome {
 /// their digests).
 #[derive(Clone, Copy)]
 pub struct Supplied<'a> {
-    pub variables: &'a crate::VariableArgs,
+    pub variables: &'a crate::session::VariableArgs,
     /// The plan comes from a file, so the variables may set nothing else (otherwise they are
     /// the ones the plan was just made with).
     pub saved: bool,

@@ -1,7 +1,8 @@
 //! Repeated module calls (`count` and `for_each` on `module`) expanded into their instances.
 
 use super::inputs::{InputSource, read_inputs};
-use crate::{evaluate, graph};
+use crate::evaluate;
+use crate::graph;
 use gpustack_lang::config;
 use gpustack_lang::diag::Diags;
 use gpustack_lang::source::SourceMap;

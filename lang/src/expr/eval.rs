@@ -469,7 +469,7 @@ impl<'s> Evaluator<'s> {
         match expression {
             Expression::Null(_) => Ok(Value::Null),
             Expression::Bool(b) => Ok(Value::Bool(*b.value())),
-            Expression::Number(n) => Ok(Value::Number(literal_number(n))),
+            Expression::Number(n) => Ok(Value::Number(crate::expr::literal::literal_number(n))),
             Expression::String(s) => Ok(Value::String(nfc(s.value().clone()))),
             Expression::Array(items) => {
                 let mut out = Vec::with_capacity(items.len());
@@ -1622,19 +1622,6 @@ fn canonical(value: Value) -> Value {
         Value::String(s) => Value::String(nfc(s)),
         other => other,
     }
-}
-
-/// A number literal as HCL reads it: every digit of its source text, at 512 bits.
-pub(crate) fn literal_number(n: &hcl_edit::Formatted<hcl_edit::Number>) -> Number {
-    n.as_repr()
-        .and_then(|raw| {
-            let text: String = raw.chars().filter(|c| !c.is_whitespace()).collect();
-            Number::parse(&text).ok()
-        })
-        .unwrap_or_else(|| match n.value().as_i64() {
-            Some(i) => Number::from_i64(i).with_prec(gpustack_protocol::number::PARSE_PREC),
-            None => Number::from(n.value().as_f64().unwrap_or_default()),
-        })
 }
 
 fn get_index(value: Value, key: &Value, range: Option<Range<usize>>) -> Result<Value> {

@@ -32,7 +32,7 @@ pub fn literal_value(expression: &Expression) -> Option<gpustack_protocol::Value
     match expression {
         Expression::Null(_) => Some(Value::Null),
         Expression::Bool(b) => Some(Value::Bool(*b.value())),
-        Expression::Number(n) => Some(Value::Number(crate::expr::eval::literal_number(n))),
+        Expression::Number(n) => Some(Value::Number(literal_number(n))),
         Expression::String(_) | Expression::StringTemplate(_) => {
             literal_str(expression).map(Value::String)
         }
@@ -63,4 +63,20 @@ pub fn literal_value(expression: &Expression) -> Option<gpustack_protocol::Value
         }
         _ => None,
     }
+}
+
+/// A number literal as HCL reads it: every digit of its source text, at 512 bits.
+pub(crate) fn literal_number(
+    n: &hcl_edit::Formatted<hcl_edit::Number>,
+) -> gpustack_protocol::Number {
+    n.as_repr()
+        .and_then(|raw| {
+            let text: String = raw.chars().filter(|c| !c.is_whitespace()).collect();
+            gpustack_protocol::Number::parse(&text).ok()
+        })
+        .unwrap_or_else(|| match n.value().as_i64() {
+            Some(i) => gpustack_protocol::Number::from_i64(i)
+                .with_prec(gpustack_protocol::number::PARSE_PREC),
+            None => gpustack_protocol::Number::from(n.value().as_f64().unwrap_or_default()),
+        })
 }

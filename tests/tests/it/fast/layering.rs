@@ -244,6 +244,38 @@ fn the_engine_opens_no_socket() {
     }
 }
 
+/// The engine's façade stands above every module: no module takes a name from `lib.rs`
+/// (`crate::Session`, `use crate::{...}`), only from the module that defines it.
+#[test]
+fn no_engine_module_imports_from_the_facade() {
+    let mut pending = vec![gpustack_tests::repo_root().join("engine/src")];
+    let mut offenders = Vec::new();
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") || path.ends_with("engine/src/lib.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or_default();
+                let facade = code.contains("use crate::{")
+                    || code.match_indices("crate::").any(|(i, m)| {
+                        code[i + m.len()..].starts_with(|c: char| c.is_ascii_uppercase())
+                    });
+                if facade {
+                    offenders.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{offenders:#?}");
+}
+
 /// The binary allocates through mimalloc (it reports itself at start-up when asked), built
 /// without transparent huge pages, as README's benchmark section says.
 #[test]
