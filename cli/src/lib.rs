@@ -3,6 +3,7 @@
 //! with (`providers`, `gpustack-backends`). The engine it drives knows none of them.
 
 mod commands;
+mod local_exec;
 mod providers;
 
 pub use commands::main;

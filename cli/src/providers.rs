@@ -42,7 +42,7 @@ pub fn registry() -> Registry {
     if std::env::var_os("GPUSTACK_TEST_PROVIDER").is_some_and(|v| v == "1") {
         providers.push(gpustack_provider_test::provider());
     }
-    Registry::new(providers)
+    Registry::new(providers).with_provisioner("local-exec", Arc::new(crate::local_exec::LocalExec))
 }
 
 /// What drains a cloud pool's nodes before the pool goes: the cluster crate's Kubernetes

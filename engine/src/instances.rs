@@ -17,6 +17,30 @@ pub(crate) enum InstanceKey {
 }
 
 impl InstanceKey {
+    /// The key an instance address ends with (`""`, `[0]`, `["a"]`).
+    pub(crate) fn of_suffix(suffix: &str) -> Self {
+        let Some(inner) = suffix.strip_prefix('[').and_then(|s| s.strip_suffix(']')) else {
+            return InstanceKey::Single;
+        };
+        match inner.parse::<usize>() {
+            Ok(index) => InstanceKey::Index(index),
+            Err(_) => serde_json::from_str(inner).map_or(InstanceKey::Single, InstanceKey::Key),
+        }
+    }
+
+    /// `count.index` or `each.key` of the instance (`each.value` unknown here).
+    pub(crate) fn repetition(&self) -> Repetition {
+        let mut repetition = Repetition::default();
+        match self {
+            InstanceKey::Single => {}
+            InstanceKey::Index(i) => repetition.count_index = Some(Value::number(*i as f64)),
+            InstanceKey::Key(k) => {
+                repetition.each = Some((Value::String(k.clone()), Value::Unknown));
+            }
+        }
+        repetition
+    }
+
     /// `""`, `[0]` or `["a"]`, as instance addresses end.
     pub(crate) fn suffix(&self) -> String {
         match self {
@@ -211,15 +235,17 @@ pub(crate) fn report_at(
     at: impl Fn(&str) -> Option<Span>,
 ) -> bool {
     for d in diagnostics {
-        let detail = match &d.attribute {
-            Some(a) => format!("{} (attribute {a})", d.detail),
-            None => d.detail.clone(),
+        let located = d.attribute.as_deref().and_then(&at);
+        // An attribute that has no place in the source is named in words.
+        let detail = match (&d.attribute, located) {
+            (Some(a), None) => format!("{} (attribute {a})", d.detail),
+            _ => d.detail.clone(),
         };
         diags.push(Diag {
             severity: d.severity,
             summary: d.summary.clone(),
             detail,
-            span: d.attribute.as_deref().and_then(&at).or(span),
+            span: located.or(span),
         });
     }
     diagnostics.iter().any(Diagnostic::is_error)

@@ -105,7 +105,7 @@ impl Progress {
         self.operations.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn line(&self, text: &str) {
+    pub(crate) fn line(&self, text: &str) {
         if self.live {
             eprint!("\r\x1b[2K{text}\n");
             self.redraw();

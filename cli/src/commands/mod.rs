@@ -589,6 +589,7 @@ impl PlanFlags {
             generate_config: false,
             unreviewed: false,
             imports: vec![],
+            speculative: false,
         }
     }
 }
@@ -852,7 +853,10 @@ pub fn main() -> ExitCode {
                 common(&stack, plan.lock_timeout, color)
             },
             ops::FleetCommand::Plan {
-                options: plan.options(),
+                options: PlanOptions {
+                    speculative: true,
+                    ..plan.options()
+                },
                 detailed_exitcode,
             },
             &pattern,
@@ -876,6 +880,7 @@ pub fn main() -> ExitCode {
             };
             let mut options = plan.options();
             options.generate_config = generate_config_out.is_some();
+            options.speculative = out.is_none();
             ops::plan(
                 &common,
                 &ops::PlanArgs {
@@ -935,6 +940,7 @@ pub fn main() -> ExitCode {
                 generate_config: false,
                 unreviewed: false,
                 imports: vec![],
+                speculative: false,
             };
             ops::apply(&common, None, &options, auto_approve, None)
         }
@@ -1142,6 +1148,7 @@ pub fn main() -> ExitCode {
                 generate_config: false,
                 unreviewed: false,
                 imports: vec![],
+                speculative: false,
             };
             ops::apply(&common, None, &options, true, None)
         }

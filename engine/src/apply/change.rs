@@ -1,6 +1,7 @@
 //! The walk that carries out a plan's creates, updates and replacements: each change
 //! finalised with the values now known, checked against what was planned, and made.
 
+use super::provision::Provisioning;
 use super::*;
 
 pub(super) struct Applier<'w, 'a, 'l, 's, 'p> {
@@ -137,7 +138,12 @@ impl Steps for Applier<'_, '_, '_, '_, '_> {
                     }
                     let diagnostics =
                         crate::instances::as_check_warnings(resource, d.diagnostics.clone());
-                    failed |= self.report(Some(n.span), &diagnostics);
+                    failed |= crate::instances::report_at(
+                        self.eval.diags,
+                        Some(n.span),
+                        &diagnostics,
+                        |a| super::provision::provisioner_span(resource, a),
+                    );
                     if resource.mode == ResourceMode::Managed {
                         self.ledger.record(d, &dependencies);
                     }
@@ -239,6 +245,7 @@ impl Applier<'_, '_, '_, '_, '_> {
             if let Some(kept) = self.eval.preconditions(module, r, &address, &repetition) {
                 self.repetitions.insert(address.clone(), kept);
             }
+            let provisioning_repetition = repetition.clone();
             let mut config = self
                 .eval
                 .decode(module, &r.body, &schema, repetition, &context);
@@ -262,7 +269,24 @@ impl Applier<'_, '_, '_, '_, '_> {
                 let prior = crate::sensitive::rehydrate(prior, &config, &self.ledger.salt);
                 keep_ignored(&mut config, &prior, r.lifecycle());
             }
-            work.push((key, Work::Change(Box::new(change.clone()), config)));
+            let provisioning = if r.provisioners().is_empty() {
+                Provisioning::default()
+            } else {
+                match super::provision::prepare(
+                    self.eval,
+                    module,
+                    r,
+                    &change.actions,
+                    &provisioning_repetition,
+                ) {
+                    Some(provisioning) => provisioning,
+                    None => continue,
+                }
+            };
+            work.push((
+                key,
+                Work::Change(Box::new(change.clone()), config, provisioning),
+            ));
         }
         if self.eval.diags.error_count() > errors_before {
             self.failed.insert(node);
@@ -271,7 +295,7 @@ impl Applier<'_, '_, '_, '_, '_> {
         }
         if work
             .iter()
-            .any(|(_, w)| matches!(w, Work::Change(c, _) if !c.is_no_op()))
+            .any(|(_, w)| matches!(w, Work::Change(c, ..) if !c.is_no_op()))
         {
             self.ledger.before_first_change();
         }
@@ -328,6 +352,7 @@ async fn do_work(
             if !record.sensitive.is_object() && record.sensitive != true =>
         {
             Done {
+                tainted: false,
                 change: None,
                 new_state: Some(Value::from_json(&record.value)),
                 touched: false,
@@ -339,6 +364,7 @@ async fn do_work(
             let _permit = handle.permits.acquire().await;
             if handle.fence.is_lost() {
                 return Done {
+                    tainted: false,
                     change: None,
                     new_state: None,
                     touched: false,
@@ -365,6 +391,7 @@ async fn do_work(
                 }
             }
             Done {
+                tainted: false,
                 change: None,
                 new_state: Some(state),
                 touched: false,
@@ -372,12 +399,13 @@ async fn do_work(
             }
         }
         Work::Keep(recorded) => Done {
+            tainted: false,
             change: None,
             new_state: recorded,
             touched: false,
             diagnostics: vec![],
         },
-        Work::Change(change, config) if change.is_no_op() => {
+        Work::Change(change, config, _) if change.is_no_op() => {
             // Recorded secrets are digests; the configuration has their values.
             let before = change
                 .before_value()
@@ -385,14 +413,24 @@ async fn do_work(
             // An import with nothing to change is recorded as it is.
             let touched = change.importing.is_some();
             Done {
+                tainted: false,
                 change: Some(*change),
                 new_state: before,
                 touched,
                 diagnostics: vec![],
             }
         }
-        Work::Change(change, config) => {
-            carry_out(handle, type_name, *change, config, schema_paths, salt).await
+        Work::Change(change, config, provisioning) => {
+            carry_out(
+                handle,
+                type_name,
+                *change,
+                config,
+                schema_paths,
+                salt,
+                &provisioning,
+            )
+            .await
         }
     }
 }
@@ -401,7 +439,8 @@ pub(super) enum Work {
     /// A data source: its address, configuration and the answer the plan recorded.
     Read(String, Value, Option<crate::plan::DataRecord>),
     Keep(Option<Value>),
-    Change(Box<ResourceChange>, Value),
+    /// A change, its configuration, and the provisioners it runs.
+    Change(Box<ResourceChange>, Value, Provisioning),
 }
 
 /// Finalises an instance's plan with the values now known, checks it against the saved
@@ -413,12 +452,14 @@ pub(super) async fn carry_out(
     config: Value,
     schema_paths: &SchemaFacts,
     salt: &Salt,
+    provisioning: &Provisioning,
 ) -> Done {
     let prior = change
         .before_value()
         .map(|p| crate::sensitive::rehydrate(p, &config, salt));
     if let Some(diagnostic) = digest_only_secret(&change, &config) {
         return Done {
+            tainted: false,
             change: Some(change),
             new_state: prior,
             touched: false,
@@ -440,6 +481,7 @@ pub(super) async fn carry_out(
         Ok(planned) => planned,
         Err(Refusal::Diagnostics(diagnostics)) => {
             return Done {
+                tainted: false,
                 change: Some(change),
                 new_state: prior,
                 touched: false,
@@ -449,6 +491,7 @@ pub(super) async fn carry_out(
         Err(Refusal::Inconsistent(why)) => return inconsistent(change, prior, why),
         Err(Refusal::MadeSince(diagnostic)) => {
             return Done {
+                tainted: false,
                 change: Some(change),
                 new_state: None,
                 touched: false,
@@ -470,6 +513,36 @@ pub(super) async fn carry_out(
         let create_first = change.actions.first() == Some(&Action::Create);
         let mut created: Option<Value> = None;
         for (n, create) in [create_first, !create_first].into_iter().enumerate() {
+            // Destroy-time provisioners run before the old object goes; one that fails
+            // keeps it.
+            if !create
+                && let Some(prior) = prior.as_ref().filter(|_| !provisioning.destroy.is_empty())
+                && {
+                    let (said, failed) = super::provision::run(
+                        &provisioning.destroy,
+                        prior,
+                        &change.address,
+                        &handle.progress,
+                        &handle.stop,
+                    )
+                    .await;
+                    diagnostics.extend(said);
+                    failed
+                }
+            {
+                // The old object stays; a new one made first is recorded.
+                if n == 0 {
+                    handle.progress.finish(&change.address, None);
+                    return Done {
+                        tainted: false,
+                        change: Some(change),
+                        new_state: Some(prior.clone()),
+                        touched: false,
+                        diagnostics,
+                    };
+                }
+                break;
+            }
             let response = if create {
                 step.apply(None, Some(planned.clone()), None).await
             } else {
@@ -501,6 +574,7 @@ pub(super) async fn carry_out(
             if n == 0 && diagnostics.iter().any(Diagnostic::is_error) {
                 handle.progress.finish(&change.address, None);
                 return Done {
+                    tainted: false,
                     change: Some(change),
                     new_state: prior,
                     touched: false,
@@ -519,12 +593,31 @@ pub(super) async fn carry_out(
             state => state,
         }
     };
+    // Create-time provisioners run once the object exists; one that fails taints it.
+    let mut tainted = false;
+    if change.actions.contains(&Action::Create)
+        && !provisioning.create.is_empty()
+        && diagnostics.iter().all(|d| !d.is_error())
+        && let Some(made) = &new_state
+    {
+        let (said, failed) = super::provision::run(
+            &provisioning.create,
+            &secrets.mark(made.clone()),
+            &change.address,
+            &handle.progress,
+            &handle.stop,
+        )
+        .await;
+        diagnostics.extend(said);
+        tainted = failed;
+    }
     let ok = diagnostics.iter().all(|d| !d.is_error());
     handle
         .progress
         .finish(&change.address, ok.then_some(verb.1));
     // A failed create leaves nothing; a failed update keeps what the provider reports.
     Done {
+        tainted,
         change: Some(change),
         new_state: new_state.map(|s| secrets.mark(s)),
         touched: true,
@@ -594,7 +687,7 @@ impl FinalPlan<'_> {
                 preview: false,
                 sensitive_paths: self.secrets.paths.clone(),
                 owner: handle.owner.to_string(),
-                seed: self.salt.seed(handle.serial, &change.address),
+                seed: Some(self.salt.seed(handle.serial, &change.address)),
                 plan_time: handle.plan_time.to_string(),
             })
             .await;
@@ -685,6 +778,7 @@ pub(super) fn inconsistent(change: ResourceChange, prior: Option<Value>, why: St
         ),
     );
     Done {
+        tainted: false,
         change: Some(change),
         new_state: prior,
         touched: false,

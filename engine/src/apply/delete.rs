@@ -28,6 +28,8 @@ pub(super) fn deletion_order(deletions: &[ResourceChange]) -> DiGraph<(), ()> {
 
 pub(super) struct Deleter<'l, 's, 'p> {
     pub(super) handles: HashMap<String, Handle>,
+    /// Destroy-time provisioners, by address: run before the object is destroyed.
+    pub(super) provisioning: HashMap<String, Vec<super::provision::Pending>>,
     pub(super) ledger: &'l mut Ledger<'s, 'p>,
     pub(super) failed: HashSet<NodeIndex>,
     pub(super) nodes: Vec<ResourceChange>,
@@ -73,9 +75,36 @@ impl Steps for Deleter<'_, '_, '_> {
             self.failed.insert(node);
             return None;
         };
+        let provisioners = self
+            .provisioning
+            .remove(&change.address)
+            .unwrap_or_default();
         Some(Box::pin(async move {
             handle.progress.start(&change.address, "Destroying");
             let prior = change.before_value();
+            let mut said_before = Vec::new();
+            if let Some(prior) = prior.as_ref().filter(|_| !provisioners.is_empty()) {
+                let (said, failed) = super::provision::run(
+                    &provisioners,
+                    prior,
+                    &change.address,
+                    &handle.progress,
+                    &handle.stop,
+                )
+                .await;
+                if failed {
+                    // One that fails keeps the object, as in Terraform.
+                    handle.progress.finish(&change.address, None);
+                    return Done {
+                        tainted: false,
+                        new_state: Some(prior.clone()),
+                        change: Some(change),
+                        touched: false,
+                        diagnostics: said,
+                    };
+                }
+                said_before = said;
+            }
             let request = ApplyResourceChangeRequest {
                 type_name: change.type_name.clone(),
                 prior_state: prior.clone().map(|p| p.unmark_deep().0),
@@ -104,11 +133,13 @@ impl Steps for Deleter<'_, '_, '_> {
             handle
                 .progress
                 .finish(&change.address, ok.then_some("Destruction complete"));
+            said_before.extend(response.diagnostics);
             Done {
+                tainted: false,
                 new_state: if ok { None } else { prior },
                 change: Some(change),
                 touched: ok,
-                diagnostics: response.diagnostics,
+                diagnostics: said_before,
             }
         }))
     }

@@ -88,14 +88,16 @@ impl Ledger<'_, '_> {
             match &done.new_state {
                 Some(new_state) => {
                     let encoded = encode(new_state, &self.salt);
-                    self.put(crate::sensitive::state_entry(
+                    let mut entry = crate::sensitive::state_entry(
                         &change.address,
                         &change.type_name,
                         &change.provider,
                         encoded.json,
                         &encoded.sensitive,
                         dependencies.to_vec(),
-                    ));
+                    );
+                    entry.tainted = done.tainted;
+                    self.put(entry);
                 }
                 None => self.remove(&change.address),
             }

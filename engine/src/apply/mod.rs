@@ -46,6 +46,7 @@ use tokio::sync::Semaphore;
 mod change;
 mod delete;
 mod ledger;
+mod provision;
 
 use change::Applier;
 #[cfg(test)]
@@ -133,6 +134,8 @@ struct Done {
     /// Whether `new_state` replaces what the state records (false when nothing was done).
     touched: bool,
     diagnostics: Vec<Diagnostic>,
+    /// A create-time provisioner failed: the object exists and the next plan replaces it.
+    tainted: bool,
 }
 
 enum Outcome {
@@ -322,8 +325,10 @@ async fn apply_with(
             .cloned()
             .collect();
         let order = deletion_order(&deletions);
+        let provisioning = provision::for_deletions(&mut walk_state, &deletions);
         let mut deleter = Deleter {
             handles,
+            provisioning,
             ledger: &mut ledger,
             failed: HashSet::new(),
             nodes: deletions,

@@ -9,6 +9,7 @@ mod decode;
 mod ephemeral;
 mod expansion;
 mod flows;
+mod frozen;
 mod inputs;
 pub(crate) mod locate;
 mod scope;
@@ -32,6 +33,7 @@ use std::ops::Range;
 pub use expansion::module_expansions;
 pub(crate) use expansion::{Expansion, Repetition};
 pub(crate) use flows::{Decl, Flows};
+pub(crate) use frozen::Frozen;
 pub(crate) use inputs::static_root_variable;
 pub use inputs::{Inputs, RawInput};
 

@@ -503,6 +503,13 @@ fn add_reference_edges(b: &mut Builder<'_>) {
             for expr in &r.lifecycle().replace_triggered_by {
                 b.add_refs(i, node, expr);
             }
+            // What a create-time provisioner reads besides its own object is there before it
+            // runs; a destroy-time one reads only its own object.
+            for p in r.provisioners().iter().filter(|p| !p.when_destroy) {
+                for expr in body_exprs(&p.body.body) {
+                    b.add_expression_refs(i, node, expr, p.body.file);
+                }
+            }
             let lifecycle = r.lifecycle();
             for expr in lifecycle.enabled.iter().chain(&lifecycle.prevent_destroy) {
                 b.add_refs(i, node, expr);

@@ -199,6 +199,15 @@ pub(super) fn provenance(change: &ResourceChange) -> Vec<String> {
 pub(super) const COLLATERAL_SHOWN: usize = 10;
 
 /// The lines under a deletion's header that name what it takes with it besides itself.
+/// The commands the change runs on this machine (provisioners), one line each.
+pub(super) fn run_lines(change: &ResourceChange) -> Vec<String> {
+    change
+        .runs
+        .iter()
+        .map(|run| format!("  # (runs on this machine: {run})"))
+        .collect()
+}
+
 pub(super) fn collateral_lines(change: &ResourceChange) -> Vec<String> {
     let Some(collateral) = &change.collateral else {
         return Vec::new();

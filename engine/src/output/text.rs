@@ -90,7 +90,13 @@ pub(super) fn fields(out: &mut String, style: &Style, change: &ResourceChange) {
                     )),
                     (None, Some(n), false) if !sensitive && n.is_object() => {
                         let mut block = String::from("{\n");
-                        whole_value(&mut block, 10, &style.symbol(&[Action::Create]), n);
+                        whole_value(
+                            &mut block,
+                            10,
+                            &style.symbol(&[Action::Create]),
+                            n,
+                            change.after_unknown.get(key),
+                        );
                         block.push_str("        }");
                         Some((style.symbol(&[Action::Create]), key.clone(), block))
                     }
@@ -119,7 +125,7 @@ pub(super) fn fields(out: &mut String, style: &Style, change: &ResourceChange) {
                             None
                         } else if o.is_object() && !sensitive {
                             let mut block = String::from("{\n");
-                            whole_value(&mut block, 10, " ", o);
+                            whole_value(&mut block, 10, " ", o, None);
                             block.push_str("        }");
                             Some((" ".into(), key.clone(), block))
                         } else {
@@ -337,13 +343,17 @@ pub(super) fn whole_value(
     indent: usize,
     symbol: &str,
     value: &serde_json::Value,
+    unknown: Option<&serde_json::Value>,
 ) {
     let pad = " ".repeat(indent);
     for (key, v) in value.as_object().into_iter().flatten() {
         let shown_key = show_key(key);
-        if v.is_object() {
+        let marks = unknown.and_then(|m| m.get(key));
+        if marks.is_some_and(|m| *m == serde_json::Value::Bool(true)) {
+            let _ = writeln!(out, "{pad}{symbol} {shown_key} = {UNKNOWN}");
+        } else if v.is_object() {
             let _ = writeln!(out, "{pad}{symbol} {shown_key} = {{");
-            whole_value(out, indent + 4, symbol, v);
+            whole_value(out, indent + 4, symbol, v, marks);
             let _ = writeln!(out, "{pad}  }}");
         } else {
             if multi_line(v) {
@@ -381,6 +391,7 @@ pub(super) fn change_block(out: &mut String, style: &Style, change: &ResourceCha
     let _ = writeln!(out, "{}", style.paint("1", &header));
     for line in provenance(change)
         .into_iter()
+        .chain(run_lines(change))
         .chain(collateral_lines(change))
     {
         let _ = writeln!(out, "{line}");

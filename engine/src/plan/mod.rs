@@ -89,6 +89,11 @@ pub struct ResourceChange {
     /// found it: shown with the plan, and what apply holds the deletion to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collateral: Option<gpustack_protocol::Collateral>,
+    /// The commands apply runs on this machine for the change (provisioners), in order:
+    /// `local-exec: COMMAND`, a secret masked, what only apply will know written as the
+    /// configuration writes it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<String>,
 }
 
 /// How an object is imported: the provider's id of it, and why.

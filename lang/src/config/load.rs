@@ -1849,11 +1849,14 @@ impl Decoder<'_> {
             }
             lifecycle = Some(Box::new(decoded));
         }
+        let provisioners = self.provisioners(&block.body, mode);
         // Meta-arguments are the engine's; what remains is checked against the provider schema.
         for meta in ["count", "for_each", "depends_on", "provider"] {
             block.body.remove_attribute(meta);
         }
         block.body.remove_blocks("lifecycle");
+        block.body.remove_blocks("provisioner");
+        block.body.remove_blocks("connection");
         compact(&mut block.body);
         let resource = Resource {
             mode,
@@ -1872,6 +1875,7 @@ impl Decoder<'_> {
             provider,
             lifecycle_block: lifecycle,
             check: None,
+            provisioner_blocks: (!provisioners.is_empty()).then(|| Box::new(provisioners)),
         };
         let key = format!("{}.{}", resource.type_name, resource.name);
         let map = if mode == ResourceMode::Managed {
@@ -1888,6 +1892,153 @@ impl Decoder<'_> {
             return;
         }
         map.insert(key, resource);
+    }
+
+    /// A resource's `provisioner` blocks: `local-exec` served, `remote-exec` and `file` (and
+    /// every `connection`) refused by name, a destroy-time one held to Terraform's rule on
+    /// what it may reference.
+    fn provisioners(&mut self, body: &Body, mode: ResourceMode) -> Vec<Provisioner> {
+        for connection in body.get_blocks("connection") {
+            self.diags.error(
+                self.span(connection.ident.span()),
+                "Connections are not supported",
+                "A connection block reaches the object over SSH or WinRM for remote-exec and file provisioners; gpustack manages Kubernetes objects and cloud node pools, which have no such connection. Run the command with local-exec, or as a Kubernetes Job.",
+            );
+        }
+        let mut out = Vec::new();
+        for block in body.get_blocks("provisioner") {
+            let span = self.header_span(block);
+            if mode == ResourceMode::Data {
+                self.diags.error(
+                    span,
+                    "Unsupported block type",
+                    "Data sources have no provisioners: they are read, never created or destroyed.",
+                );
+                continue;
+            }
+            let Some(labels) = self.labels(block, &["provisioner type"]) else {
+                continue;
+            };
+            match labels[0].as_str() {
+                "local-exec" => {}
+                kind @ ("remote-exec" | "file") => {
+                    self.diags.error(
+                        self.span(block.labels[0].span()),
+                        "Provisioner not supported",
+                        format!("The {kind} provisioner runs on the object through a connection (SSH or WinRM); gpustack manages Kubernetes objects and cloud node pools, which have none. Use local-exec, which runs where gpustack runs, or a Kubernetes Job."),
+                    );
+                    continue;
+                }
+                other => {
+                    self.diags.error(
+                        self.span(block.labels[0].span()),
+                        "Invalid provisioner type",
+                        format!(
+                            "\"{other}\" is not a provisioner: the one gpustack runs is local-exec.{}",
+                            suggest(other, ["local-exec"])
+                        ),
+                    );
+                    continue;
+                }
+            }
+            self.only(
+                &block.body,
+                "a local-exec provisioner",
+                &[
+                    "command",
+                    "interpreter",
+                    "working_dir",
+                    "environment",
+                    "quiet",
+                    "when",
+                    "on_failure",
+                ],
+                &["connection"],
+            );
+            for connection in block.body.get_blocks("connection") {
+                self.diags.error(
+                    self.span(connection.ident.span()),
+                    "Connections are not supported",
+                    "local-exec runs where gpustack runs and takes no connection.",
+                );
+            }
+            if block.body.get_attribute("command").is_none() {
+                self.diags.error(
+                    span,
+                    "Missing required argument",
+                    "A local-exec provisioner needs a command.",
+                );
+            }
+            let keyword = |name: &str, allowed: [&str; 2], this: &mut Self| -> Option<bool> {
+                let attr = block.body.get_attribute(name)?;
+                let word = match &attr.value {
+                    Expression::Variable(v) => Some(v.as_str().to_owned()),
+                    other => crate::expr::literal::literal_str(other),
+                };
+                match word.as_deref() {
+                    Some(w) if w == allowed[0] => Some(false),
+                    Some(w) if w == allowed[1] => Some(true),
+                    _ => {
+                        this.diags.error(
+                            this.span(attr.value.span()),
+                            "Invalid value",
+                            format!("{name} must be {} or {}.", allowed[0], allowed[1]),
+                        );
+                        None
+                    }
+                }
+            };
+            let when_destroy = keyword("when", ["create", "destroy"], self).unwrap_or(false);
+            let continue_on_failure =
+                keyword("on_failure", ["fail", "continue"], self).unwrap_or(false);
+            let mut provisioner_body = block.body.clone();
+            provisioner_body.remove_attribute("when");
+            provisioner_body.remove_attribute("on_failure");
+            provisioner_body.remove_blocks("connection");
+            if when_destroy {
+                self.destroy_time_references(&provisioner_body);
+            }
+            out.push(Provisioner {
+                kind: labels[0].clone(),
+                span,
+                when_destroy,
+                continue_on_failure,
+                body: BodyRef {
+                    body: provisioner_body,
+                    file: self.file,
+                    span,
+                },
+            });
+        }
+        out
+    }
+
+    /// Terraform's rule: a destroy-time provisioner refers only to its own object (`self`),
+    /// its instance key (`count.index`, `each`) and `path`/`terraform`, since what else it
+    /// read might be gone before it runs.
+    fn destroy_time_references(&mut self, body: &Body) {
+        for structure in body.iter() {
+            let Structure::Attribute(attr) = structure else {
+                continue;
+            };
+            for reference in crate::expr::refs::references(&attr.value) {
+                let names = reference.names();
+                let allowed = match names.first().copied().unwrap_or_default() {
+                    "self" | "count" | "path" | "terraform" => true,
+                    // Only the key: the value may be gone from the configuration.
+                    "each" => names.get(1) == Some(&"key"),
+                    _ => false,
+                };
+                if !allowed {
+                    let range = reference.range.clone().or_else(|| attr.value.span());
+                    self.diags.error(
+                        self.span(range),
+                        "Invalid reference from destroy provisioner",
+                        format!("A destroy-time provisioner may refer only to its own object (self), count.index and each.key, not to \"{}\": what else it read may be destroyed before it runs.", names.join(".")),
+                    );
+                }
+            }
+        }
     }
 
     fn lifecycle(&mut self, block: &Block) -> Lifecycle {
@@ -2022,7 +2173,7 @@ impl Decoder<'_> {
             self.resource(module, data.clone(), ResourceMode::Data);
             for (key, resource) in module.data.iter_mut() {
                 if !before.contains(key) {
-                    resource.check = Some(labels[0].clone());
+                    resource.check = Some(labels[0].as_str().into());
                 }
             }
         }

@@ -309,10 +309,36 @@ pub struct Resource {
     pub lifecycle_block: Option<Box<Lifecycle>>,
     /// A data source declared inside this check block: a failure to read it is a warning of
     /// the check, never an error of the plan.
-    pub check: Option<String>,
+    pub check: Option<Box<str>>,
+    /// `provisioner` blocks, in the order written; boxed like the lifecycle (see
+    /// [`Resource::provisioners`]).
+    pub provisioner_blocks: Option<Box<Vec<Provisioner>>>,
+}
+
+/// A `provisioner "local-exec" { ... }` block of a managed resource.
+#[derive(Debug, Clone)]
+pub struct Provisioner {
+    /// `local-exec`: the one kind that runs where gpustack runs.
+    pub kind: String,
+    pub span: Span,
+    /// `when = destroy`: run before the object is destroyed, else after it is created.
+    pub when_destroy: bool,
+    /// `on_failure = continue`: a failed command is a warning; else the apply fails (and a
+    /// created object is tainted).
+    pub continue_on_failure: bool,
+    /// The block's arguments (`command`, `interpreter`, `working_dir`, `environment`,
+    /// `quiet`), `when` and `on_failure` removed.
+    pub body: BodyRef,
 }
 
 impl Resource {
+    /// The `provisioner` blocks, in the order written.
+    pub fn provisioners(&self) -> &[Provisioner] {
+        self.provisioner_blocks
+            .as_deref()
+            .map_or(&[], Vec::as_slice)
+    }
+
     pub fn lifecycle(&self) -> &Lifecycle {
         static NONE: Lifecycle = Lifecycle {
             prevent_destroy: None,
@@ -471,6 +497,17 @@ pub struct Stack {
 impl Stack {
     pub fn root(&self) -> &Module {
         &self.modules[0]
+    }
+
+    /// Every managed and data resource block with its address in the stack (module prefix
+    /// included) and the index of its module.
+    pub fn resources_by_address(&self) -> impl Iterator<Item = (String, (usize, &Resource))> {
+        self.modules.iter().enumerate().flat_map(|(i, m)| {
+            let prefix = m.prefix();
+            m.resources
+                .values()
+                .map(move |r| (format!("{prefix}{}", r.local_address()), (i, r)))
+        })
     }
 }
 

@@ -702,7 +702,7 @@ mod tests {
             preview: true,
             sensitive_paths: vec![],
             owner: String::new(),
-            seed: [seed; 32],
+            seed: Some([seed; 32]),
             plan_time: "2026-12-05T10:00:00Z".into(),
         }
     }

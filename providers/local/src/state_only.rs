@@ -73,8 +73,23 @@ pub(crate) fn replaced_by(schema: &Schema, prior: &Value, config: &Value) -> Vec
 }
 
 /// A random generator only the plan's seed (and the stack's secret behind it) determines.
+/// Called only where the request has a seed (see [`plan_made`]).
 pub(crate) fn rng(request: &PlanResourceChangeRequest) -> rand_chacha::ChaCha20Rng {
-    rand_chacha::ChaCha20Rng::from_seed(request.seed)
+    rand_chacha::ChaCha20Rng::from_seed(request.seed.unwrap_or_default())
+}
+
+/// The configuration with every computed attribute unknown: a plan without a seed.
+fn unknown_computed(schema: &Schema, config: &Value) -> Value {
+    let mut out = match config {
+        Value::Object(o) => o.clone(),
+        _ => IndexMap::new(),
+    };
+    for (name, a) in &schema.attributes {
+        if a.computed && out.get(name).is_none_or(Value::is_null) {
+            out.insert(name.clone(), Value::Unknown);
+        }
+    }
+    Value::Object(out)
 }
 
 /// What apply records: the planned state, whose every value the plan already knew.
@@ -91,6 +106,13 @@ pub(crate) fn plan_made(
     make: impl FnOnce(&Value) -> Result<Value, String>,
 ) -> gpustack_protocol::PlanResourceChangeResponse {
     use gpustack_protocol::{Diagnostic, PlanResourceChangeResponse};
+    // No seed: what would be made is unknown until a plan that will be applied.
+    let make = |config: &Value| -> Result<Value, String> {
+        if request.seed.is_none() {
+            return Ok(unknown_computed(schema, config));
+        }
+        make(config)
+    };
     if let Some(prior) = &request.prior_state {
         let requires_replace = replaced_by(schema, prior, &request.config);
         if requires_replace.is_empty() {

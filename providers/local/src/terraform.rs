@@ -228,7 +228,7 @@ mod tests {
                 preview: true,
                 sensitive_paths: vec![],
                 owner: String::new(),
-                seed: [0; 32],
+                seed: Some([0; 32]),
                 plan_time: String::new(),
             },
         ))

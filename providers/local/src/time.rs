@@ -635,7 +635,7 @@ mod tests {
             preview: true,
             sensitive_paths: vec![],
             owner: String::new(),
-            seed: [0; 32],
+            seed: Some([0; 32]),
             plan_time: "2027-01-01T00:00:00Z".into(),
         };
         let response = futures::executor::block_on(Time.plan_resource_change(request));

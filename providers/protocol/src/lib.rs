@@ -30,6 +30,7 @@ pub use schema::{
     Attribute, BlockNesting, Names, NestedBlock, ProviderSchema, ProviderTypes, ResourceMode,
     Schema,
 };
+use std::sync::Arc;
 pub use types::{ConversionError, ObjectAttr, Type, sort_set};
 pub use value::{Marked, Number, Path, PathStep, SENSITIVE, Value, format_number, path_text};
 
@@ -149,8 +150,10 @@ pub struct PlanResourceChangeRequest {
     /// and when that plan is applied, and new with every plan made from a newer state: what a
     /// provider chooses at random (a password, a pet name, an ID) it derives from this, so
     /// that the plan shows what apply makes, and a saved plan (which holds no secret value)
-    /// applies exactly.
-    pub seed: [u8; 32],
+    /// applies exactly. None in a plan that is neither saved nor applied of a stack with no
+    /// state yet (whose secret is made with its first state): such values are unknown, as
+    /// Terraform shows them.
+    pub seed: Option<[u8; 32]>,
     /// "Now" for the plan (RFC 3339): when it was made, also when it is applied, so that what
     /// a provider derives from the time (`time_static`) is in the plan as apply makes it.
     pub plan_time: String,
@@ -234,6 +237,28 @@ impl StopSignal {
             .as_ref()
             .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst))
     }
+}
+
+/// One run of a resource's provisioner (`local-exec`): its arguments evaluated, with the
+/// object as it is (`self`).
+pub struct ProvisionRequest {
+    /// `command`, `interpreter`, `working_dir`, `environment`, `quiet`, without marks.
+    pub config: Value,
+    /// The arguments hold a secret: neither the command nor its output is shown.
+    pub sensitive: bool,
+    /// Where each line the command prints goes (the apply's progress, prefixed with the
+    /// resource's address).
+    pub output: Arc<dyn Fn(&str) + Send + Sync>,
+    /// Ctrl-C: a running command is stopped.
+    pub stop: StopSignal,
+}
+
+/// Runs provisioners of one kind. Supplied by the binary, as Terraform's provisioners are
+/// plugins beside its providers: the engine evaluates the blocks and decides when they run.
+#[async_trait::async_trait]
+pub trait Provisioner: Send + Sync {
+    /// Errors say why the command failed (it could not start, or exited non-zero).
+    async fn provision(&self, request: ProvisionRequest) -> Vec<Diagnostic>;
 }
 
 /// Asks what deleting an object takes with it besides itself: a namespace's objects, a

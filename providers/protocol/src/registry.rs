@@ -7,7 +7,7 @@
 //! the types its stack uses, not for every type its providers serve
 //! (`registry::tests::a_type_schema_is_built_once_and_only_when_asked`).
 
-use crate::{ProviderFactory, ProviderTypes, ResourceMode, Schema};
+use crate::{ProviderFactory, ProviderTypes, Provisioner, ResourceMode, Schema};
 use std::sync::{Arc, OnceLock};
 
 /// One resource or data source type: its provider, and its schema once asked for.
@@ -25,6 +25,8 @@ pub struct Registry {
     /// Type name → its entry; built once so lookups stay O(1).
     resources: crate::schema::Names<TypeEntry>,
     data_sources: crate::schema::Names<TypeEntry>,
+    /// Provisioners by kind (`local-exec`).
+    provisioners: crate::schema::Names<Arc<dyn Provisioner>>,
 }
 
 impl Registry {
@@ -34,6 +36,7 @@ impl Registry {
             providers: Default::default(),
             resources: Default::default(),
             data_sources: Default::default(),
+            provisioners: Default::default(),
         };
         for provider in providers {
             let types = provider.get_provider_types();
@@ -53,6 +56,16 @@ impl Registry {
             registry.providers[index].1 = types;
         }
         registry
+    }
+
+    /// The registry with a provisioner of this kind (`local-exec`).
+    pub fn with_provisioner(mut self, kind: &str, provisioner: Arc<dyn Provisioner>) -> Self {
+        self.provisioners.insert(kind.to_owned(), provisioner);
+        self
+    }
+
+    pub fn provisioner(&self, kind: &str) -> Option<&Arc<dyn Provisioner>> {
+        self.provisioners.get(kind)
     }
 
     pub fn provider(&self, name: &str) -> Option<&Arc<dyn ProviderFactory>> {

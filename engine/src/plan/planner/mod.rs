@@ -68,6 +68,10 @@ pub struct PlanOptions {
     pub unreviewed: bool,
     /// Instance addresses imported by id as an `import` block would (`gpustack import`).
     pub imports: Vec<(String, String)>,
+    /// The plan is only shown (`plan` without `-out`): of a stack with no state yet, what
+    /// providers choose at random is unknown, since the secret their seed comes from is made
+    /// with the state.
+    pub speculative: bool,
 }
 
 enum Outcome {
@@ -700,6 +704,7 @@ impl Sides {
             importing: None,
             previous_address: None,
             collateral: None,
+            runs: vec![],
         }
     }
 

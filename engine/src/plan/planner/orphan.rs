@@ -188,17 +188,7 @@ impl Planner<'_, '_> {
             return Vec::new();
         };
         let stack = self.eval.stack;
-        let blocks: HashMap<String, (usize, &Resource)> = stack
-            .modules
-            .iter()
-            .enumerate()
-            .flat_map(|(i, m)| {
-                let prefix = m.prefix();
-                m.resources
-                    .values()
-                    .map(move |r| (format!("{prefix}{}", r.local_address()), (i, r)))
-            })
-            .collect();
+        let blocks: HashMap<String, (usize, &Resource)> = stack.resources_by_address().collect();
         let mut protected: HashMap<String, bool> = HashMap::new();
         let mut changes = Vec::new();
         for r in state
@@ -241,6 +231,19 @@ impl Planner<'_, '_> {
             // Destroyed through the provider the configuration gives it now.
             if let Some(provider) = self.config_providers.get(&strip_instance_key(&r.address)) {
                 change.provider = provider.clone();
+            }
+            if let Some((module, b)) = block.filter(|(_, b)| !b.provisioners().is_empty()) {
+                let suffix = r.address.strip_prefix(&config_address).unwrap_or_default();
+                let key = crate::instances::InstanceKey::of_suffix(suffix);
+                let prior = change.before_value();
+                change.runs = self.eval.planned_runs(
+                    module,
+                    b,
+                    &change.actions,
+                    &key,
+                    prior.as_ref(),
+                    &Value::Null,
+                );
             }
             changes.push(change);
         }

@@ -31,7 +31,8 @@ pub(super) struct ManagedInstance<'h> {
     schema: &'h gpustack_protocol::Schema,
     owner: String,
     preview: bool,
-    seed: [u8; 32],
+    seed: Option<[u8; 32]>,
+    forced: bool,
 }
 
 /// A state with every attribute of its schema, unset ones null: a provider that leaves an
@@ -69,22 +70,23 @@ pub(super) async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Ve
             }
         }
     }
+    let request = |prior: Option<Value>, secrets: &Secrets| PlanResourceChangeRequest {
+        type_name: m.type_name.clone(),
+        prior_state: prior.map(|p| p.unmark_deep().0),
+        config: m.config.clone().unmark_deep().0,
+        for_apply: false,
+        preview: m.preview,
+        sensitive_paths: secrets.paths.clone(),
+        owner: m.owner.clone(),
+        seed: m.seed,
+        plan_time: gpustack_lang::expr::functions::plan_timestamp(),
+    };
     for attempt in 0..2 {
         let secrets = Secrets::of(prior.as_ref(), &m.config, m.schema_paths);
         let response = m
             .handle
             .instance
-            .plan_resource_change(PlanResourceChangeRequest {
-                type_name: m.type_name.clone(),
-                prior_state: prior.clone().map(|p| p.unmark_deep().0),
-                config: m.config.clone().unmark_deep().0,
-                for_apply: false,
-                preview: m.preview,
-                sensitive_paths: secrets.paths.clone(),
-                owner: m.owner.clone(),
-                seed: m.seed,
-                plan_time: gpustack_lang::expr::functions::plan_timestamp(),
-            })
+            .plan_resource_change(request(prior.clone(), &secrets))
             .await;
         match response.existing.filter(|_| prior.is_none()) {
             Some(existing) if existing.owned && attempt == 0 => {
@@ -126,6 +128,19 @@ pub(super) async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Ve
             _ => {}
         }
         diagnostics.extend(response.diagnostics);
+        let mut planned_state = response.planned_state;
+        if m.forced {
+            // As Terraform does: the object that replaces this one is planned as a create, so
+            // what its provider computes (ids, random values) is made anew, not kept.
+            let create = m
+                .handle
+                .instance
+                .plan_resource_change(request(None, &secrets))
+                .await;
+            if !create.diagnostics.iter().any(Diagnostic::is_error) {
+                planned_state = create.planned_state;
+            }
+        }
         let write_only: Vec<String> = m
             .schema
             .attributes
@@ -134,7 +149,7 @@ pub(super) async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Ve
             .map(|(name, _)| name.clone())
             .collect();
         let planned = secrets.mark(crate::plan::without_write_only(
-            conform(response.planned_state, m.schema),
+            conform(planned_state, m.schema),
             &write_only,
         ));
         return (
@@ -499,11 +514,7 @@ impl Planner<'_, '_> {
         dependencies: &[String],
         span: Span,
     ) -> ResourceChange {
-        let tainted = self
-            .state_index
-            .get(instance.address.as_str())
-            .zip(self.state)
-            .is_some_and(|(&i, state)| state.resources[i].tainted);
+        let tainted = self.is_tainted(&instance.address);
         let forced = tainted || self.options.replace.iter().any(|a| a == &instance.address);
         let trigger = match &instance.prior {
             Some(_) if !forced && instance.requires_replace.is_empty() => {
@@ -557,6 +568,14 @@ impl Planner<'_, '_> {
         change.dependencies = dependencies.to_vec();
         change.importing = instance.importing.clone();
         change.previous_address = self.previous.get(&instance.address).cloned();
+        change.runs = self.eval.planned_runs(
+            module,
+            r,
+            &change.actions,
+            &instance.key,
+            instance.prior.as_ref(),
+            &instance.planned,
+        );
         change
     }
 
@@ -658,6 +677,13 @@ impl Planner<'_, '_> {
 
     /// The state address that already manages the object this configuration names, when it
     /// is not `address` itself.
+    fn is_tainted(&self, address: &str) -> bool {
+        self.state_index
+            .get(address)
+            .zip(self.state)
+            .is_some_and(|(&i, state)| state.resources[i].tainted)
+    }
+
     pub(super) fn known_elsewhere(
         &self,
         type_name: &str,
@@ -830,7 +856,9 @@ pub(super) struct Request {
     config: Value,
     import: Option<String>,
     vanished: bool,
-    seed: [u8; 32],
+    seed: Option<[u8; 32]>,
+    /// Tainted, or named by `-replace`: its new object is planned as a create.
+    forced: bool,
 }
 
 impl Planner<'_, '_> {
@@ -898,7 +926,11 @@ impl Planner<'_, '_> {
             ));
             return None;
         }
-        let seed = self.salt.seed(self.state.map_or(0, |s| s.serial), &address);
+        let keyed = self.state.is_some_and(|s| s.digest_key.is_some());
+        let seed = (keyed || !self.options.speculative)
+            .then(|| self.salt.seed(self.state.map_or(0, |s| s.serial), &address));
+        let forced = prior.is_some()
+            && (self.is_tainted(&address) || self.options.replace.iter().any(|a| a == &address));
         Some(Request {
             key,
             address,
@@ -907,6 +939,7 @@ impl Planner<'_, '_> {
             import,
             vanished,
             seed,
+            forced,
         })
     }
 }
@@ -942,6 +975,7 @@ async fn plan_instance(call: InstanceCall<'_>) -> (PlannedInstance, Vec<Diagnost
                 import,
                 vanished,
                 seed,
+                forced,
             },
     } = call;
     let _permit = handle.permits.acquire().await;
@@ -962,6 +996,7 @@ async fn plan_instance(call: InstanceCall<'_>) -> (PlannedInstance, Vec<Diagnost
                 owner,
                 preview,
                 seed,
+                forced,
             })
             .await
         }

@@ -17,6 +17,7 @@ mod layering;
 mod local_flow;
 mod locks;
 mod node_check;
+mod provisioners;
 mod registry_modules;
 mod secrets;
 mod terraform;
