@@ -145,6 +145,28 @@ pub(crate) fn disruptions(model: &Model) -> Vec<crate::Disruption> {
                 .unwrap_or_else(|| AT_ONCE.to_owned()),
         });
     }
+    for (name, (address, step)) in &model.unfinished {
+        let how = model.rollouts.get(name).cloned();
+        let change = format!("finishes the rollout an earlier apply left at step {step}");
+        let effect = "the rollout keeps the node cordoned until it has settled";
+        if let Some(listed) = out.iter_mut().find(|d| &d.node == name) {
+            listed.change = format!("{}; {change}", listed.change);
+            continue;
+        }
+        out.push(crate::Disruption {
+            address: address.clone(),
+            node: name.clone(),
+            change,
+            effect: effect.to_owned(),
+            pods: model
+                .nodes
+                .iter()
+                .find(|n| &n.live.name == name)
+                .map(|n| n.live.gpu_pods.clone())
+                .unwrap_or_default(),
+            rollout: how.unwrap_or_else(|| AT_ONCE.to_owned()),
+        });
+    }
     out.extend(removals(model));
     out.sort_by(|a, b| a.node.cmp(&b.node));
     out

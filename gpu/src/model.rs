@@ -300,6 +300,8 @@ pub struct Model {
     pub(crate) patches_without_policy: Vec<Origin>,
     /// How a node-by-node rollout takes each node it names.
     pub(crate) rollouts: BTreeMap<String, String>,
+    /// Nodes a rollout left part-way: the rollout's address and the node's step.
+    pub(crate) unfinished: BTreeMap<String, (String, String)>,
 }
 
 impl Model {
@@ -317,6 +319,7 @@ impl Model {
         let mut operators = Vec::new();
         let mut labels = Vec::new();
         let mut rollouts = BTreeMap::new();
+        let mut unfinished = BTreeMap::new();
         for Sourced { address, fact } in facts {
             let address = (*address).to_owned();
             match fact {
@@ -348,6 +351,9 @@ impl Model {
                 GpuFact::Rollout(r) => {
                     for node in &r.nodes {
                         rollouts.insert(node.clone(), r.how.clone());
+                    }
+                    for (node, step) in &r.unfinished {
+                        unfinished.insert(node.clone(), (address.clone(), step.clone()));
                     }
                 }
             }
@@ -511,6 +517,7 @@ impl Model {
             unread,
             patches_without_policy,
             rollouts,
+            unfinished,
         }
     }
 }

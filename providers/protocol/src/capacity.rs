@@ -252,6 +252,10 @@ pub struct OperatorFact {
 pub struct RolloutFact {
     pub nodes: Vec<String>,
     pub how: String,
+    /// Nodes an earlier apply left part-way (killed, or stopped at a failure), with the step
+    /// each is at: they are cordoned by the rollout until the next apply finishes them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unfinished: BTreeMap<String, String>,
 }
 
 /// Labels one resource sets on one node.

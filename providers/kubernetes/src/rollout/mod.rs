@@ -15,8 +15,8 @@ mod spec;
 use crate::connection::Connected;
 use gpustack_cluster::api_error;
 use gpustack_protocol::{
-    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic, GpuFact,
-    NodeLabelsFact, ObjectAttr, PlanResourceChangeRequest, PlanResourceChangeResponse,
+    ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic, Existing,
+    GpuFact, NodeLabelsFact, ObjectAttr, PlanResourceChangeRequest, PlanResourceChangeResponse,
     ReadResourcesRequest, ReadResourcesResponse, RolloutFact, Schema, Type, Value, path,
 };
 use gpustack_provider_sdk::check::{Checker, attribute, set};
@@ -222,7 +222,46 @@ fn progress_value(progress: &BTreeMap<String, Step>) -> Value {
     )
 }
 
+/// The rollout's arguments, as its records keep them: the planned state without `progress`.
+fn arguments_of(planned: &Value) -> serde_json::Value {
+    let mut arguments = planned.to_json();
+    if let Some(object) = arguments.as_object_mut() {
+        object.remove("progress");
+    }
+    arguments
+}
+
 impl Rollouts {
+    /// Whether an apply of this stack began the rollout on any of its nodes (a record with
+    /// the stack's owner mark); a record another stack wrote makes the create a conflict.
+    async fn begun(&self, spec: &Spec, owner: &str) -> Option<Existing> {
+        let live = self.live_nodes().await.ok()?;
+        let records: Vec<(&String, Record)> = spec
+            .nodes
+            .iter()
+            .filter_map(|n| {
+                let record = Record::read(live.get(n)?.metadata.annotations.as_ref(), &spec.name)?;
+                Some((n, record))
+            })
+            .filter(|(_, r)| r.owner.is_some())
+            .collect();
+        let (_, first) = records.first()?;
+        let owned = records
+            .iter()
+            .all(|(_, r)| r.owner.as_deref() == Some(owner));
+        let on: Vec<&str> = records.iter().map(|(n, _)| n.as_str()).collect();
+        Some(Existing {
+            import_id: spec.name.clone(),
+            describe: format!(
+                "rollout {} (recorded on {}{})",
+                spec.name,
+                on.join(", "),
+                if owned { "" } else { " by another stack" }
+            ),
+            owned: owned && first.arguments.is_some(),
+        })
+    }
+
     async fn live_nodes(&self) -> Result<BTreeMap<String, Node>, String> {
         let nodes: Api<Node> = Api::all(self.0.cluster().client.clone());
         let list = nodes
@@ -272,11 +311,24 @@ impl Resource for Rollouts {
                 }
                 Some(state)
             })
-            .collect();
+            .collect::<Vec<_>>();
+        // The live cluster for the GPU model, so that drift compares every node the rollout
+        // changed with what its labels give, and names a wedged node, also in a stack that
+        // holds nothing else of the GPU layer.
+        let mut gpu_facts = Vec::new();
+        let mut diagnostics = Vec::new();
+        let first = states
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|s| Spec::of(s).is_ok()));
+        if let Some(index) = first {
+            self.0
+                .push_cluster(&mut gpu_facts, index, &mut diagnostics)
+                .await;
+        }
         ReadResourcesResponse {
             states,
-            diagnostics: vec![],
-            gpu_facts: vec![],
+            diagnostics,
+            gpu_facts,
         }
     }
 
@@ -308,6 +360,14 @@ impl Resource for Rollouts {
         set(&mut planned, "progress", progress);
         let mut diagnostics = Vec::new();
         let mut gpu_facts = Vec::new();
+        // A create whose nodes already carry this stack's records of it: an apply began it
+        // and was killed before the state recorded it.
+        let existing = match Spec::of(&planned) {
+            Ok(spec) if request.prior_state.is_none() && !request.for_apply && nodes_known => {
+                self.begun(&spec, &request.owner).await
+            }
+            _ => None,
+        };
         if !request.for_apply && planned.is_wholly_known() {
             match Spec::of(&planned) {
                 Ok(spec) => {
@@ -326,9 +386,43 @@ impl Resource for Rollouts {
             planned_state: planned,
             requires_replace: vec![],
             gpu_facts,
-            existing: None,
+            existing,
             diagnostics,
         }
+    }
+
+    /// A rollout an apply began and did not record, from what its records on the nodes hold:
+    /// its arguments as that apply had them, and each node's step.
+    async fn import(&self, id: &str) -> Result<Value, Vec<Diagnostic>> {
+        let live = self
+            .live_nodes()
+            .await
+            .map_err(|e| vec![Diagnostic::error("Cannot read the nodes", e)])?;
+        let arguments = live
+            .values()
+            .filter_map(|n| Record::read(n.metadata.annotations.as_ref(), id))
+            .find_map(|r| r.arguments)
+            .ok_or_else(|| {
+                vec![Diagnostic::error(
+                    "Cannot import",
+                    format!("No node carries a record of rollout {id} with its arguments: a rollout is imported only where an apply of this version began it."),
+                )]
+            })?;
+        let mut state = Value::from_json(&arguments);
+        let spec = Spec::of(&state).map_err(|e| vec![Diagnostic::error("Cannot import", e)])?;
+        let target = spec.target();
+        let progress = spec
+            .nodes
+            .iter()
+            .map(|n| {
+                let step = live
+                    .get(n)
+                    .map_or(Step::Pending, |node| refreshed_step(&spec, &target, node));
+                (n.clone(), step)
+            })
+            .collect();
+        set(&mut state, "progress", progress_value(&progress));
+        Ok(state)
     }
 
     async fn apply(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {
@@ -347,7 +441,10 @@ impl Resource for Rollouts {
                 };
             }
         };
-        let (progress, diagnostics) = self.run(spec, &request.stop).await;
+        let arguments = arguments_of(&planned);
+        let (progress, diagnostics) = self
+            .run(spec, request.owner.clone(), arguments, &request.stop)
+            .await;
         let mut state = planned;
         set(&mut state, "progress", progress_value(&progress));
         ApplyResourceChangeResponse {
@@ -383,9 +480,23 @@ impl Rollouts {
                 }));
             }
         }
+        // What the nodes showed at refresh: a node neither done nor untouched is part-way.
+        let unfinished = prior
+            .and_then(|p| attribute(p, "progress"))
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter(|(node, _)| spec.nodes.contains(node))
+            .filter_map(|(node, step)| {
+                let step = step.as_str()?;
+                (step != Step::Done.name() && step != Step::Pending.name())
+                    .then(|| (node.clone(), step.to_owned()))
+            })
+            .collect();
         facts.push(GpuFact::Rollout(RolloutFact {
             nodes: spec.nodes.clone(),
             how: spec.describe(),
+            unfinished,
         }));
         let mut cluster = Vec::new();
         self.0.push_cluster(&mut cluster, 0, diagnostics).await;
@@ -427,6 +538,8 @@ impl Rollouts {
     async fn run(
         &self,
         spec: Spec,
+        owner: String,
+        arguments: serde_json::Value,
         stop: &gpustack_protocol::StopSignal,
     ) -> (BTreeMap<String, Step>, Vec<Diagnostic>) {
         let client = self.0.cluster().client.clone();
@@ -465,6 +578,8 @@ impl Rollouts {
             spec,
             target,
             nodes: view,
+            owner,
+            arguments,
         });
         let spec = &context.spec;
         let mut queue: Vec<(String, Step, Vec<String>)> = Vec::new();

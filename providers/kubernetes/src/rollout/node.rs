@@ -29,6 +29,9 @@ pub(super) struct Context {
     pub(super) spec: Spec,
     pub(super) target: String,
     pub(super) nodes: View<Node>,
+    /// What every record carries besides the step ([`Record::owner`], [`Record::arguments`]).
+    pub(super) owner: String,
+    pub(super) arguments: serde_json::Value,
 }
 
 /// Where a node stopped, and why.
@@ -120,6 +123,8 @@ impl Context {
             failed_at: None,
             message: None,
             replaced: replaced.to_vec(),
+            owner: Some(self.owner.clone()),
+            arguments: Some(self.arguments.clone()),
         }
     }
 
@@ -143,6 +148,8 @@ impl Context {
             failed_at: Some(failure.step),
             message: Some(failure.message.clone()),
             replaced: Vec::new(),
+            owner: Some(self.owner.clone()),
+            arguments: Some(self.arguments.clone()),
         };
         let _ = self.patch(node, self.record_body(&record)).await;
     }

@@ -58,6 +58,13 @@ pub(crate) struct Record {
     /// The pods a restart deleted, so that their replacements can be told apart.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) replaced: Vec<String>,
+    /// The stack whose apply wrote it (its owner mark), and the rollout's arguments as that
+    /// apply had them: an apply killed before its state was written leaves the rollout
+    /// recorded here, so that the next plan adopts it with the progress the nodes show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) owner: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) arguments: Option<serde_json::Value>,
 }
 
 impl Record {
@@ -280,6 +287,8 @@ mod tests {
             failed_at: Some(Step::Validating),
             message: Some("wedged".into()),
             replaced: vec![],
+            owner: Some("stack".into()),
+            arguments: Some(serde_json::json!({"name": "mig"})),
         };
         let annotations: BTreeMap<String, String> =
             [(format!("{RECORD_PREFIX}mig"), record.text())].into();

@@ -468,6 +468,177 @@ fn a_wedged_node_stops_the_rollout_cordoned_and_the_next_apply_resumes_after_it(
     }
 }
 
+/// A stack that holds only the rollout (the GPU Operator installed by another): drift still
+/// compares each node with what the live configuration gives its labels, and names the node
+/// MIG Manager left pending with nothing advertised.
+#[test]
+fn drift_names_a_wedged_node_with_only_the_rollout_in_the_stack() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let nodes = ["ro-drift-0", "ro-drift-1"];
+    for node in nodes {
+        c.fake_gpu_node(node, "NVIDIA A100-SXM4-80GB", 1);
+    }
+    let operator = stack_of("", "mixed");
+    let _operator = Destroy(&operator, &nodes);
+    operator.ok("apply", &["--auto-approve"]);
+    let rollout = Stack::inline(
+        r#"variable "kubeconfig" {
+  type = string
+}
+
+provider "kubernetes" {
+  config_path = var.kubeconfig
+}
+
+resource "kubernetes_node_rollout" "geometry" {
+  name           = "mig-drift"
+  nodes          = ["ro-drift-0", "ro-drift-1"]
+  labels         = { "nvidia.com/mig.config" = "all-1g.10gb" }
+  settle         = "mig"
+  expect_per_gpu = { "nvidia.com/mig-1g.10gb" = 7 }
+  settle_timeout = "6s"
+}
+"#,
+    );
+    let _rollout = Destroy(&rollout, &[]);
+    c.kubectl_ok(&[
+        "annotate",
+        "node",
+        "ro-drift-1",
+        "--overwrite",
+        &format!("{WEDGE}=stuck-pending"),
+    ]);
+    let out = rollout.run("apply", &["--auto-approve"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(allocatable(c, "ro-drift-0", "nvidia.com/mig-1g.10gb"), "7");
+    let out = rollout.run("drift", &[]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("ro-drift-1"), "{text}");
+    assert!(
+        text.contains("MIG reconfiguration pending with nothing advertised"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("ro-drift-0"),
+        "the done node is not drift: {text}"
+    );
+    c.kubectl_ok(&["annotate", "node", "ro-drift-1", &format!("{WEDGE}-")]);
+}
+
+/// The rollout of docs/gpu.md alone in a stack, its first apply SIGKILLed with one node done
+/// and one reconfiguring: the state never recorded it, yet the next plan adopts it from its
+/// records on the nodes, shows each node's real step, and lists the half-done node, still
+/// cordoned, in the disruption section; the next apply finishes it and a plan after is empty.
+#[test]
+fn a_first_apply_killed_mid_rollout_is_adopted_with_each_nodes_step() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let nodes = ["ro-first-0", "ro-first-1", "ro-first-2"];
+    for node in nodes {
+        c.fake_gpu_node(node, "NVIDIA A100-SXM4-80GB", 1);
+        c.kubectl_ok(&[
+            "annotate",
+            "node",
+            node,
+            "--overwrite",
+            &format!("{RECONFIGURE_SECONDS}=8"),
+        ]);
+    }
+    let operator = stack_of("", "mixed");
+    let _operator = Destroy(&operator, &nodes);
+    operator.ok("apply", &["--auto-approve"]);
+    let rollout = Stack::inline(
+        r#"variable "kubeconfig" {
+  type = string
+}
+
+provider "kubernetes" {
+  config_path = var.kubeconfig
+}
+
+resource "kubernetes_node_rollout" "geometry" {
+  name           = "mig-first"
+  nodes          = ["ro-first-0", "ro-first-1", "ro-first-2"]
+  labels         = { "nvidia.com/mig.config" = "all-1g.10gb" }
+  settle         = "mig"
+  expect_per_gpu = { "nvidia.com/mig-1g.10gb" = 7 }
+  drain          = "evict"
+  settle_timeout = "2m"
+}
+"#,
+    );
+    let _rollout = Destroy(&rollout, &[]);
+    let mut child = std::process::Command::new(gpustack_tests::gpustack_bin())
+        .current_dir(&rollout.dir)
+        .args(["apply", "--auto-approve"])
+        .args(["--var", &format!("kubeconfig={}", c.kubeconfig.display())])
+        .env("NO_COLOR", "1")
+        .env_remove("KUBECONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    c.eventually(
+        120,
+        || record(c, "ro-first-1", "mig-first"),
+        |r| r.contains("\"reconfiguring\""),
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(record(c, "ro-first-0", "mig-first").contains("\"done\""));
+    assert!(unschedulable(c, "ro-first-1"));
+    let list = rollout.run("state", &["list"]);
+    assert!(
+        !String::from_utf8_lossy(&list.stdout).contains("kubernetes_node_rollout"),
+        "the killed apply recorded the rollout: this test needs it unrecorded"
+    );
+    let plan = rollout.ok("plan", &[]);
+    assert!(
+        plan.contains("Plan: 1 to import, 0 to add, 1 to change"),
+        "{plan}"
+    );
+    assert!(
+        !plan.contains("ro-first-0 = \""),
+        "the done node is unchanged: {plan}"
+    );
+    assert!(
+        plan.contains("ro-first-1 = \"reconfiguring\" -> \"done\""),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("ro-first-2 = \"pending\" -> \"done\""),
+        "{plan}"
+    );
+    let half_done = disruption_line(&plan, "ro-first-1");
+    assert!(
+        half_done.contains("finishes the rollout an earlier apply left at step reconfiguring")
+            && half_done.contains("cordoned"),
+        "{plan}"
+    );
+    assert!(
+        disruption_line(&plan, "ro-first-2").contains("reconfigures MIG"),
+        "{plan}"
+    );
+    rollout.ok("apply", &["--auto-approve"]);
+    for node in nodes {
+        assert!(!unschedulable(c, node), "{node} is still cordoned");
+        assert_eq!(allocatable(c, node, "nvidia.com/mig-1g.10gb"), "7");
+    }
+    let out = rollout.run("plan", &["-detailed-exitcode"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
 /// An admin's cordon is never lifted; a SIGKILL in the middle of a node's reconfiguration
 /// leaves the step recorded on the node, and the next apply resumes there: the node's record
 /// goes on from `reconfiguring` without being cordoned or drained again.
