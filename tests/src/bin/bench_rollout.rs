@@ -11,13 +11,20 @@
 //! process; a run that changes nothing gives the fixed cost of a process (load, refresh,
 //! plan), which is taken off both before the ratio. Medians of `BENCH_RUNS` (default 3).
 //! The requests are counted from gpustack's Kubernetes client log (one line per request).
+//! A watch of the nodes in this process sees when MIG Manager (the simulator) reports
+//! `success` and when a node advertises its new devices; beside the client log's PATCH times
+//! that splits each node's time between gpustack's own steps and the cluster's work.
 
+use futures::StreamExt;
 use gpustack_tests::cluster::TestCluster;
 use gpustack_tests::{gpustack_bin, repo_root, upstream};
+use k8s_openapi::api::core::v1::Node;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 const NODES: usize = 20;
 const BUDGET: usize = 4;
@@ -157,6 +164,141 @@ fn spans(log: &str) -> Vec<(String, f64, f64)> {
     by_node.into_iter().map(|(n, (a, b))| (n, a, b)).collect()
 }
 
+/// Now, in seconds of the day (UTC), as the client log stamps its lines.
+fn now_of_day() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+        % 86_400.0
+}
+
+/// What the node watch saw: (node, "success" | "advertised", seconds of the day).
+type Sightings = Arc<Mutex<Vec<(String, &'static str, f64)>>>;
+
+/// Whether a node advertises what its `nvidia.com/mig.config` label gives (the benchmark's
+/// two geometries on one A100 80GB).
+fn advertises_its_geometry(node: &Node) -> bool {
+    let label = |k: &str| {
+        node.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(k))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let allocatable = |k: &str| {
+        node.status
+            .as_ref()
+            .and_then(|s| s.allocatable.as_ref())
+            .and_then(|a| a.get(k))
+            .map(|q| q.0.clone())
+            .unwrap_or_default()
+    };
+    match label("nvidia.com/mig.config").as_str() {
+        "all-1g.10gb" => allocatable("nvidia.com/mig-1g.10gb") == "7",
+        "all-disabled" => allocatable("nvidia.com/gpu") == "1",
+        _ => false,
+    }
+}
+
+/// Watches every node until `stop`, noting when each reaches MIG Manager's `success` and when
+/// it advertises its geometry (each a change from what the watch saw before).
+fn watch_nodes(
+    cluster: &'static TestCluster,
+) -> (Sightings, Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+    let seen: Sightings = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (seen2, stop2) = (seen.clone(), stop.clone());
+    let handle = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async move {
+            let nodes: kube::Api<Node> = kube::Api::all(cluster.client().await);
+            let mut stream = std::pin::pin!(kube::runtime::watcher(
+                nodes,
+                kube::runtime::watcher::Config::default()
+            ));
+            let mut last: BTreeMap<String, (bool, bool)> = BTreeMap::new();
+            while !stop2.load(Ordering::SeqCst) {
+                let event = tokio::time::timeout(Duration::from_millis(200), stream.next()).await;
+                let Ok(Some(Ok(
+                    kube::runtime::watcher::Event::Apply(n)
+                    | kube::runtime::watcher::Event::InitApply(n),
+                ))) = event
+                else {
+                    continue;
+                };
+                let at = now_of_day();
+                let name = n.metadata.name.clone().unwrap_or_default();
+                let success = n
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("nvidia.com/mig.config.state"))
+                    .is_some_and(|s| s == "success");
+                let advertised = advertises_its_geometry(&n);
+                let before = last.insert(name.clone(), (success, advertised));
+                let mut seen = seen2.lock().unwrap();
+                if success && before.is_some_and(|b| !b.0) {
+                    seen.push((name.clone(), "success", at));
+                }
+                if advertised && before.is_some_and(|b| !b.1) {
+                    seen.push((name, "advertised", at));
+                }
+            }
+        });
+    });
+    (seen, stop, handle)
+}
+
+/// Per node of an apply: (gpustack's own seconds, the cluster's seconds). A node's five
+/// PATCHes are its cordon, `draining`, the relabel (`reconfiguring`), `validating` and
+/// `done`; the cluster's time runs from the relabel until the node both reports `success` and
+/// advertises its geometry, gpustack's is the rest of the node's span (the steps before the
+/// relabel, and from the node being ready to its `done`).
+fn split(log: &str, seen: &[(String, &'static str, f64)]) -> Vec<(f64, f64)> {
+    let mut patches: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for line in log
+        .lines()
+        .filter(|l| l.contains("requesting") && l.contains("http.method=PATCH"))
+    {
+        let node = line
+            .split("/api/v1/nodes/")
+            .nth(1)
+            .and_then(|rest| rest.split(['?', ' ']).next());
+        if let (Some(node), Some(at)) = (node, stamp(line)) {
+            patches.entry(node.to_owned()).or_default().push(at);
+        }
+    }
+    let mut out = Vec::new();
+    for (node, mut at) in patches {
+        at.sort_by(f64::total_cmp);
+        let [cordon, _, relabel, _, done] = at[..] else {
+            continue;
+        };
+        let first = |kind: &str| {
+            seen.iter()
+                .filter(|(n, k, t)| *n == node && *k == kind && *t >= relabel && *t <= done + 0.5)
+                .map(|(_, _, t)| *t)
+                .reduce(f64::min)
+        };
+        let (Some(success), Some(advertised)) = (first("success"), first("advertised")) else {
+            continue;
+        };
+        let ready = success.max(advertised).min(done);
+        out.push(((relabel - cordon) + (done - ready), ready - relabel));
+    }
+    out
+}
+
+fn median_of(mut samples: Vec<f64>) -> f64 {
+    if samples.is_empty() {
+        return f64::NAN;
+    }
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
@@ -176,7 +318,10 @@ fn main() {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(3);
-    let cluster = TestCluster::start("gpustack-rollout-bench", "GPUSTACK_BENCH_KUBECONFIG");
+    let cluster: &'static TestCluster = Box::leak(Box::new(TestCluster::start(
+        "gpustack-rollout-bench",
+        "GPUSTACK_BENCH_KUBECONFIG",
+    )));
     cluster.fake_gpu_node("rb-system", "none", 0);
     cluster.start_simulator();
     let root = tempfile::tempdir().unwrap();
@@ -202,7 +347,7 @@ fn main() {
         cluster.fake_gpu_node(node, "NVIDIA A100-SXM4-80GB", 1);
         cluster.kubectl_ok(&["annotate", "node", node, "--overwrite", &annotation]);
     }
-    gpustack(&operator, &cluster, &["apply", "--auto-approve"]);
+    gpustack(&operator, cluster, &["apply", "--auto-approve"]);
     let one = root.path().join("stacks/one");
     let many = root.path().join("stacks/many");
     rollout_stack(&one, &solo, 1);
@@ -212,23 +357,30 @@ fn main() {
     for dir in [&one, &many] {
         gpustack(
             dir,
-            &cluster,
+            cluster,
             &["apply", "--auto-approve", "--var", "geometry=all-disabled"],
         );
     }
     let (mut t0, mut t1, mut t20) = (Vec::new(), Vec::new(), Vec::new());
     let mut counts = BTreeMap::new();
     let mut node_spans: Vec<(String, f64, f64)> = Vec::new();
+    let (seen, stop, watch) = watch_nodes(cluster);
+    let (mut alone_split, mut many_split) = (Vec::new(), Vec::new());
     for run in 0..runs {
         let geometry = format!("geometry={}", geometries[run % 2]);
         let args = ["apply", "--auto-approve", "--var", geometry.as_str()];
-        t1.push(gpustack(&one, &cluster, &args).0);
-        let (wall, log) = gpustack(&many, &cluster, &args);
+        let (wall, log) = gpustack(&one, cluster, &args);
+        t1.push(wall);
+        alone_split.extend(split(&log, &seen.lock().unwrap()));
+        let (wall, log) = gpustack(&many, cluster, &args);
         t20.push(wall);
         counts = requests(&log);
         node_spans = spans(&log);
-        t0.push(gpustack(&many, &cluster, &args).0);
+        many_split.extend(split(&log, &seen.lock().unwrap()));
+        t0.push(gpustack(&many, cluster, &args).0);
     }
+    stop.store(true, Ordering::SeqCst);
+    let _ = watch.join();
     let (t0, t1, t20) = (median(t0), median(t1), median(t20));
     let waves = NODES.div_ceil(BUDGET) as f64;
     let node_time = seconds(t1.saturating_sub(t0));
@@ -266,13 +418,21 @@ fn main() {
             (BUDGET as f64 * (last - first) - busy) / BUDGET as f64,
         );
     }
+    for (what, samples) in [("alone", &alone_split), ("4 at once", &many_split)] {
+        println!(
+            "  a node {what} (median of {} nodes): gpustack's own steps {:.2} s (cordon to relabel, ready to done), the cluster's {:.2} s (relabel to success and its devices advertised)",
+            samples.len(),
+            median_of(samples.iter().map(|s| s.0).collect()),
+            median_of(samples.iter().map(|s| s.1).collect()),
+        );
+    }
     println!("  requests of the {NODES}-node apply (last run):");
     for (kind, n) in &counts {
         println!("    {kind:<16} {n}");
     }
     // The cluster is left as it was found, so that the benchmark can run on it again.
     for dir in [&one, &many, &operator] {
-        gpustack(dir, &cluster, &["destroy", "--auto-approve"]);
+        gpustack(dir, cluster, &["destroy", "--auto-approve"]);
     }
     let polls = counts.get("GET nodes").copied().unwrap_or(0)
         + counts.get("GET pods").copied().unwrap_or(0);
