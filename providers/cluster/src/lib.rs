@@ -122,6 +122,67 @@ pub fn terraform_kubeconfig(kubernetes: &Value) -> Option<Json> {
     Some(config)
 }
 
+/// The environment variables of Terraform's kubernetes provider (and of the helm provider's
+/// `kubernetes` block), each the default of the argument beside it: the configuration's own
+/// value wins, as in Terraform.
+pub const KUBE_ENVIRONMENT: &[(&str, &str)] = &[
+    ("config_path", "KUBE_CONFIG_PATH"),
+    ("config_context", "KUBE_CTX"),
+    ("config_context_auth_info", "KUBE_CTX_AUTH_INFO"),
+    ("config_context_cluster", "KUBE_CTX_CLUSTER"),
+    ("host", "KUBE_HOST"),
+    ("token", "KUBE_TOKEN"),
+    ("username", "KUBE_USER"),
+    ("password", "KUBE_PASSWORD"),
+    ("insecure", "KUBE_INSECURE"),
+    ("tls_server_name", "KUBE_TLS_SERVER_NAME"),
+    ("client_certificate", "KUBE_CLIENT_CERT_DATA"),
+    ("client_key", "KUBE_CLIENT_KEY_DATA"),
+    ("cluster_ca_certificate", "KUBE_CLUSTER_CA_CERT_DATA"),
+    ("proxy_url", "KUBE_PROXY_URL"),
+];
+
+/// `config` with what the configuration leaves unset taken from the environment
+/// ([`KUBE_ENVIRONMENT`]; `KUBE_CONFIG_PATHS`, a path list, for `config_paths`), read through
+/// `lookup`.
+pub fn with_environment_from(config: &Value, lookup: impl Fn(&str) -> Option<String>) -> Value {
+    let mut out = match config {
+        Value::Object(o) => o.clone(),
+        _ => indexmap::IndexMap::new(),
+    };
+    let unset = |out: &indexmap::IndexMap<String, Value>, name: &str| {
+        out.get(name).is_none_or(Value::is_null)
+    };
+    for (name, variable) in KUBE_ENVIRONMENT {
+        let Some(text) = lookup(variable).filter(|t| !t.is_empty()) else {
+            continue;
+        };
+        if !unset(&out, name) {
+            continue;
+        }
+        let value = if *name == "insecure" {
+            Value::Bool(matches!(text.as_str(), "1" | "true" | "TRUE" | "True"))
+        } else {
+            Value::String(text)
+        };
+        out.insert((*name).to_owned(), value);
+    }
+    if unset(&out, "config_paths")
+        && let Some(paths) = lookup("KUBE_CONFIG_PATHS").filter(|t| !t.is_empty())
+    {
+        let list = std::env::split_paths(&paths)
+            .map(|p| Value::String(p.display().to_string()))
+            .collect();
+        out.insert("config_paths".to_owned(), Value::List(list));
+    }
+    Value::Object(out)
+}
+
+/// [`with_environment_from`] this process's environment.
+pub fn with_environment(config: &Value) -> Value {
+    with_environment_from(config, |name| std::env::var(name).ok())
+}
+
 /// Why the live cluster's GPU facts could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum GpuClusterError {
@@ -194,6 +255,7 @@ impl Cluster {
     /// Explicit `host` (with `token`, `cluster_ca_certificate`), else `in_cluster`, else a
     /// kubeconfig file and optional `context`. Builds the client only: no request is made.
     pub async fn connect(config: &Value) -> Result<Self, Diagnostic> {
+        let config = &with_environment(config);
         let settings = gpustack_connect::kubernetes::KubeSettings {
             host: text(config, "host"),
             token: text(config, "token"),
@@ -391,3 +453,41 @@ pub fn api_error(e: &kube::Error) -> String {
 }
 
 pub use gpustack_provider_sdk::check::duration;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_fills_only_what_the_configuration_leaves_unset() {
+        let environment = |name: &str| match name {
+            "KUBE_CONFIG_PATH" => Some("/ci/kubeconfig".to_owned()),
+            "KUBE_CTX" => Some("from-env".to_owned()),
+            "KUBE_INSECURE" => Some("true".to_owned()),
+            "KUBE_CONFIG_PATHS" => Some("/a:/b".to_owned()),
+            _ => None,
+        };
+        let config = Value::Object(
+            [
+                ("config_context".to_owned(), Value::string("configured")),
+                ("host".to_owned(), Value::Null),
+            ]
+            .into_iter()
+            .collect(),
+        );
+        let filled = with_environment_from(&config, environment);
+        let get = |name: &str| gpustack_provider_sdk::check::attribute(&filled, name).cloned();
+        assert_eq!(get("config_path"), Some(Value::string("/ci/kubeconfig")));
+        assert_eq!(get("config_context"), Some(Value::string("configured")));
+        assert_eq!(get("insecure"), Some(Value::Bool(true)));
+        assert_eq!(get("host"), None, "no KUBE_HOST: still unset");
+        assert_eq!(
+            get("config_paths"),
+            Some(Value::List(vec![Value::string("/a"), Value::string("/b")]))
+        );
+        assert_eq!(
+            with_environment_from(&Value::Null, |_| None),
+            Value::Object(indexmap::IndexMap::new())
+        );
+    }
+}

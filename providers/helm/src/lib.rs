@@ -512,7 +512,17 @@ impl HelmCli {
             std::io::Write::write_all(&mut file, text.as_bytes()).map_err(failed)?;
             Ok(file)
         };
-        if let Some(kubernetes) = attribute(config, "kubernetes") {
+        // The kubernetes block, with the KUBE_* variables filling what it leaves unset.
+        let kubernetes = attribute(config, "kubernetes")
+            .map(gpustack_cluster::with_environment)
+            .or_else(|| {
+                let from_environment = gpustack_cluster::with_environment(&Value::Null);
+                from_environment
+                    .as_object()
+                    .is_some_and(|o| !o.is_empty())
+                    .then_some(from_environment)
+            });
+        if let Some(kubernetes) = kubernetes.as_ref() {
             let paths: Vec<&str> = attribute(kubernetes, "config_paths")
                 .and_then(Value::as_list)
                 .unwrap_or_default()

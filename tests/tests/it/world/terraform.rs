@@ -1465,3 +1465,90 @@ fn a_node_taint_takes_over_someone_elses_taint_only_with_force() {
         ],
     );
 }
+
+/// Terraform's kubernetes and helm providers with empty blocks read their cluster from the
+/// environment a CI job gives them (`KUBE_CONFIG_PATH`; no `KUBECONFIG`, no
+/// `~/.kube/config`): a ConfigMap and a local chart's release apply, and are destroyed.
+#[test]
+fn empty_kubernetes_and_helm_provider_blocks_read_kube_config_path() {
+    let mut stack = super::e2e::Stack::inline("");
+    std::fs::remove_file(stack.dir.join("main.hcl")).unwrap();
+    let chart = stack.dir.join("chart");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: tiny\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        chart.join("templates/config.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  from: chart\n",
+    )
+    .unwrap();
+    std::fs::write(
+        stack.dir.join("main.tf"),
+        r#"terraform {
+  required_providers {
+    kubernetes = {
+      source = "hashicorp/kubernetes"
+    }
+    helm = {
+      source = "hashicorp/helm"
+    }
+  }
+}
+
+variable "kubeconfig" {
+  type = string
+}
+
+provider "kubernetes" {}
+
+provider "helm" {}
+
+resource "kubernetes_config_map_v1" "env" {
+  metadata {
+    name      = "kube-config-path"
+    namespace = "default"
+  }
+  data = {
+    from = "KUBE_CONFIG_PATH"
+  }
+}
+
+resource "helm_release" "tiny" {
+  name      = "kube-config-path-tiny"
+  chart     = "./chart"
+  namespace = "default"
+}
+"#,
+    )
+    .unwrap();
+    let kubeconfig = gpustack_tests::cluster::e2e_cluster()
+        .kubeconfig
+        .display()
+        .to_string();
+    stack.env.push(("KUBE_CONFIG_PATH".into(), kubeconfig));
+    stack
+        .env
+        .push(("HOME".into(), stack.dir.display().to_string()));
+    let _destroy = Destroy(&stack);
+    stack.ok("apply", &["-auto-approve"]);
+    let c = gpustack_tests::cluster::e2e_cluster();
+    let made = |name: &str| {
+        c.kubectl_ok(&[
+            "get",
+            "configmap",
+            name,
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.data.from}",
+        ])
+    };
+    assert_eq!(made("kube-config-path").trim(), "KUBE_CONFIG_PATH");
+    assert_eq!(made("kube-config-path-tiny").trim(), "chart");
+    let out = stack.run("plan", &["-detailed-exitcode"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    stack.ok("destroy", &["-auto-approve"]);
+}
