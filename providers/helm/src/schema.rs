@@ -50,11 +50,6 @@ pub const RELEASE_REFUSED: &[Refusal] = &[
         "gpustack installs exactly the values the stack says (helm --reset-values), so that a plan shows every value the release gets",
     ),
     refuse(
-        "reset_values",
-        RefusedWhen::False,
-        "gpustack always installs exactly the values the stack says (helm --reset-values)",
-    ),
-    refuse(
         "replace",
         RefusedWhen::True,
         "helm upgrade --install, which gpustack runs, has no --replace: a release of the same name installed since is refused instead, or adopted with gpustack import",
@@ -289,7 +284,10 @@ pub fn release() -> Schema {
         .attr("force_update", flag("helm --force (Helm 4: --force-replace)."))
         .attr("recreate_pods", flag("Refused when true: Helm 3 removed it."))
         .attr("reuse_values", flag("Refused when true."))
-        .attr("reset_values", flag("What gpustack always does."))
+        .attr(
+            "reset_values",
+            flag("helm --reset-values, always; false (the default) resets the same way wherever the release is given values."),
+        )
         .attr("replace", flag("Refused when true."))
         .attr("lint", flag("Refused when true."))
         .attr("upgrade_install", flag("What gpustack always does: helm upgrade --install."))

@@ -838,7 +838,7 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
         Refused("true"),
     ),
     ("resource.helm_release", "reuse_values", Refused("true")),
-    ("resource.helm_release", "reset_values", Refused("false")),
+    ("resource.helm_release", "reset_values", Honoured),
     ("resource.helm_release", "force_update", Honoured),
     ("resource.helm_release", "recreate_pods", Refused("true")),
     ("resource.helm_release", "cleanup_on_fail", Honoured),
