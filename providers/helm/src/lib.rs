@@ -819,6 +819,21 @@ impl HelmCli {
 
     /// The live release as state: `None` when it is not installed, or when the release of
     /// that name is another one than the state records (installed again since).
+    /// Whether the release's name may be taken again (`helm install --replace`): its last
+    /// revision was uninstalled with its history kept, or failed.
+    async fn reusable(&self, name: &str, namespace: &str) -> bool {
+        let status = self.json_of(&["status", name, "-n", namespace]).await;
+        matches!(
+            status
+                .ok()
+                .flatten()
+                .as_ref()
+                .and_then(|s| s.pointer("/info/status"))
+                .and_then(Json::as_str),
+            Some("uninstalled" | "failed")
+        )
+    }
+
     async fn live(&self, prior: &Value) -> Result<Option<Value>, String> {
         let name = text(prior, "name").unwrap_or_default().to_owned();
         let namespace = namespace_of(prior);
@@ -1089,7 +1104,12 @@ impl Provider for HelmCli {
             && let Some(name) = text(&planned, "name")
         {
             let namespace = namespace_of(&planned);
+            let replace = attribute(&planned, "replace").and_then(Value::as_bool) == Some(true);
             let found = match self.live(&planned).await {
+                // `replace` reuses the name of a release that was uninstalled with its history
+                // kept, or failed, as `helm install --replace` does; `helm upgrade --install`,
+                // which gpustack runs, installs over either.
+                Ok(Some(_)) if replace && self.reusable(name, &namespace).await => Ok(None),
                 Ok(Some(_)) => self
                     .owned(name, &namespace, &request.owner)
                     .await

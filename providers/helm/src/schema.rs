@@ -50,11 +50,6 @@ pub const RELEASE_REFUSED: &[Refusal] = &[
         "gpustack installs exactly the values the stack says (helm --reset-values), so that a plan shows every value the release gets",
     ),
     refuse(
-        "replace",
-        RefusedWhen::True,
-        "helm upgrade --install, which gpustack runs, has no --replace: a release of the same name installed since is refused instead, or adopted with gpustack import",
-    ),
-    refuse(
         "disable_crd_hooks",
         RefusedWhen::True,
         "the helm CLI has no flag that skips only the CRD hooks; disable_webhooks skips every hook",
@@ -288,7 +283,10 @@ pub fn release() -> Schema {
             "reset_values",
             flag("helm --reset-values, always; false (the default) resets the same way wherever the release is given values."),
         )
-        .attr("replace", flag("Refused when true."))
+        .attr(
+            "replace",
+            flag("Reuse the name of a release uninstalled with its history kept, or failed (helm install --replace)."),
+        )
         .attr("lint", flag("Refused when true."))
         .attr("upgrade_install", flag("What gpustack always does: helm upgrade --install."))
         .attr("take_ownership", flag("helm --take-ownership."))

@@ -854,7 +854,7 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
     ("resource.helm_release", "wait", Honoured),
     ("resource.helm_release", "wait_for_jobs", Honoured),
     ("resource.helm_release", "dependency_update", Honoured),
-    ("resource.helm_release", "replace", Refused("true")),
+    ("resource.helm_release", "replace", Honoured),
     ("resource.helm_release", "description", Honoured),
     ("resource.helm_release", "postrender", Honoured),
     ("resource.helm_release", "postrender.binary_path", Honoured),

@@ -1552,3 +1552,84 @@ resource "helm_release" "tiny" {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     stack.ok("destroy", &["-auto-approve"]);
 }
+
+/// `replace = true` takes the name of a release that was uninstalled with its history kept,
+/// as `helm install --replace` does; without it the plan refuses the name as another's.
+#[test]
+fn helm_release_replace_reuses_the_name_of_an_uninstalled_release() {
+    let c = gpustack_tests::cluster::e2e_cluster();
+    let mut stack = super::e2e::Stack::inline("");
+    std::fs::remove_file(stack.dir.join("main.hcl")).unwrap();
+    let chart = stack.dir.join("chart");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: tiny\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        chart.join("templates/config.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  made: {{ .Values.made | default \"by hand\" | quote }}\n",
+    )
+    .unwrap();
+    let helm = |args: &[&str]| {
+        let out = std::process::Command::new(c.helm_dir().join("helm"))
+            .args(args)
+            .args(["-n", "default"])
+            .env("KUBECONFIG", &c.kubeconfig)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "helm {args:?}: {out:?}");
+    };
+    let chart_path = chart.display().to_string();
+    helm(&["install", "replaced-by-name", &chart_path]);
+    helm(&["uninstall", "replaced-by-name", "--keep-history"]);
+    let tf = |replace: bool| {
+        format!(
+            r#"variable "kubeconfig" {{
+  type = string
+}}
+
+provider "helm" {{
+  kubernetes {{
+    config_path = var.kubeconfig
+  }}
+}}
+
+resource "helm_release" "tiny" {{
+  name      = "replaced-by-name"
+  chart     = "./chart"
+  namespace = "default"
+  replace   = {replace}
+  set {{
+    name  = "made"
+    value = "by gpustack"
+  }}
+}}
+"#
+        )
+    };
+    std::fs::write(stack.dir.join("main.tf"), tf(false)).unwrap();
+    let out = stack.run("plan", &[]);
+    let text = format!("{out:?}");
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("already exists"), "{text}");
+    std::fs::write(stack.dir.join("main.tf"), tf(true)).unwrap();
+    stack
+        .env
+        .push(("HOME".into(), stack.dir.display().to_string()));
+    let _destroy = Destroy(&stack);
+    stack.ok("apply", &["-auto-approve"]);
+    let made = c.kubectl_ok(&[
+        "get",
+        "configmap",
+        "replaced-by-name",
+        "-n",
+        "default",
+        "-o",
+        "jsonpath={.data.made}",
+    ]);
+    assert_eq!(made.trim(), "by gpustack");
+    let out = stack.run("plan", &["-detailed-exitcode"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
