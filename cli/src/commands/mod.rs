@@ -804,6 +804,15 @@ pub fn main() -> ExitCode {
                 report::diagnostics(&sources, &diagnostics, color);
                 return ExitCode::from(1);
             }
+            // What apply will run on the machine it runs on, for whoever reviews the stack and
+            // the modules it just fetched.
+            let commands = session.local_commands();
+            if !commands.is_empty() {
+                eprintln!("These resources run commands on the machine that applies the stack:");
+                for (address, kinds) in &commands {
+                    eprintln!("  {address} ({})", kinds.join(", "));
+                }
+            }
             if use_backend == Some(false) {
                 eprintln!(
                     "gpustack has been initialized (the backend was skipped: -backend=false)."

@@ -266,6 +266,21 @@ impl Session {
             .collect()
     }
 
+    /// Every resource block that runs commands on this machine (its provisioners' kinds),
+    /// by address, module blocks included: what `init` names for a reviewer.
+    pub fn local_commands(&self) -> Vec<(String, Vec<String>)> {
+        self.stack
+            .resources_by_address()
+            .filter(|(_, (_, r))| !r.provisioners().is_empty())
+            .map(|(address, (_, r))| {
+                let mut kinds: Vec<String> =
+                    r.provisioners().iter().map(|p| p.kind.clone()).collect();
+                kinds.dedup();
+                (address, kinds)
+            })
+            .collect()
+    }
+
     /// True when the configuration declares the resource of instance `address`.
     pub fn declares(&self, address: &str) -> bool {
         let resource = gpustack_lang::address::strip_instance_key(address);

@@ -213,3 +213,28 @@ resource "null_resource" "x" {
         assert!(err.contains(expected), "{case}: {err}");
     }
 }
+
+#[test]
+fn init_names_every_resource_that_runs_commands_here_modules_included() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("m")).unwrap();
+    std::fs::write(
+        d.join("main.tf"),
+        "module \"creds\" {\n  source = \"./m\"\n}\n\nresource \"null_resource\" \"quiet\" {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("m/main.tf"),
+        "resource \"null_resource\" \"kubeconfig\" {\n  provisioner \"local-exec\" {\n    command = \"echo fetching credentials\"\n  }\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = run(d, &["init", "-no-color"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("These resources run commands on the machine that applies the stack:")
+            && err.contains("module.creds.null_resource.kubeconfig (local-exec)"),
+        "{err}"
+    );
+    assert!(!err.contains("null_resource.quiet"), "{err}");
+}
