@@ -929,9 +929,13 @@ impl HelmCli {
             namespace,
             "-f".into(),
             values.display().to_string(),
-            // Values are exactly what the stack says, never merged with an earlier release's.
-            "--reset-values".into(),
         ];
+        // Values are exactly what the stack says, never merged with an earlier release's;
+        // `reset_values = false`, written out, asks for helm's own rule instead (the previous
+        // values kept when the upgrade is given none), as Terraform's provider applies it.
+        if attribute(planned, "reset_values").and_then(Value::as_bool) != Some(false) {
+            args.push("--reset-values".into());
+        }
         if !owner.is_empty() {
             // This stack's mark on the release, for a run that finds it unrecorded.
             args.extend([

@@ -281,7 +281,7 @@ pub fn release() -> Schema {
         .attr("reuse_values", flag("Refused when true."))
         .attr(
             "reset_values",
-            flag("helm --reset-values, always; false (the default) resets the same way wherever the release is given values."),
+            flag("Unset or true: helm --reset-values. False: helm's own rule (the previous values kept when the upgrade is given none)."),
         )
         .attr(
             "replace",

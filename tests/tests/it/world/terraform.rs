@@ -1560,18 +1560,7 @@ fn helm_release_replace_reuses_the_name_of_an_uninstalled_release() {
     let c = gpustack_tests::cluster::e2e_cluster();
     let mut stack = super::e2e::Stack::inline("");
     std::fs::remove_file(stack.dir.join("main.hcl")).unwrap();
-    let chart = stack.dir.join("chart");
-    std::fs::create_dir_all(chart.join("templates")).unwrap();
-    std::fs::write(
-        chart.join("Chart.yaml"),
-        "apiVersion: v2\nname: tiny\nversion: 0.1.0\n",
-    )
-    .unwrap();
-    std::fs::write(
-        chart.join("templates/config.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  made: {{ .Values.made | default \"by hand\" | quote }}\n",
-    )
-    .unwrap();
+    let chart = tiny_chart(&stack.dir);
     let helm = |args: &[&str]| {
         let out = std::process::Command::new(c.helm_dir().join("helm"))
             .args(args)
@@ -1632,4 +1621,73 @@ resource "helm_release" "tiny" {{
     assert_eq!(made.trim(), "by gpustack");
     let out = stack.run("plan", &["-detailed-exitcode"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+/// A chart of one ConfigMap named after the release, whose `made` is the value `made` (else
+/// "by hand"), in `dir`/chart.
+fn tiny_chart(dir: &Path) -> std::path::PathBuf {
+    let chart = dir.join("chart");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: tiny\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        chart.join("templates/config.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  made: {{ .Values.made | default \"by hand\" | quote }}\n",
+    )
+    .unwrap();
+    chart
+}
+
+/// `reset_values = false` upgrades with helm's own rule, as Terraform's provider does: an
+/// upgrade given no values keeps the previous release's; unset, gpustack resets them.
+#[test]
+fn helm_release_reset_values_false_keeps_the_previous_values_of_an_upgrade_given_none() {
+    let c = gpustack_tests::cluster::e2e_cluster();
+    let mut stack = super::e2e::Stack::inline("");
+    std::fs::remove_file(stack.dir.join("main.hcl")).unwrap();
+    tiny_chart(&stack.dir);
+    stack
+        .env
+        .push(("HOME".into(), stack.dir.display().to_string()));
+    let tf = |body: &str| {
+        format!(
+            "variable \"kubeconfig\" {{\n  type = string\n}}\n\nprovider \"helm\" {{\n  kubernetes {{\n    config_path = var.kubeconfig\n  }}\n}}\n\nresource \"helm_release\" \"tiny\" {{\n  name      = \"reset-values-false\"\n  chart     = \"./chart\"\n  namespace = \"default\"\n{body}}}\n"
+        )
+    };
+    let made = || {
+        c.kubectl_ok(&[
+            "get",
+            "configmap",
+            "reset-values-false",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.data.made}",
+        ])
+        .trim()
+        .to_owned()
+    };
+    let _destroy = Destroy(&stack);
+    std::fs::write(
+        stack.dir.join("main.tf"),
+        tf("  set {\n    name  = \"made\"\n    value = \"first\"\n  }\n"),
+    )
+    .unwrap();
+    stack.ok("apply", &["-auto-approve"]);
+    assert_eq!(made(), "first");
+    // No values and reset_values = false: helm keeps the previous release's values.
+    std::fs::write(
+        stack.dir.join("main.tf"),
+        tf("  reset_values = false\n  description  = \"second\"\n"),
+    )
+    .unwrap();
+    stack.ok("apply", &["-auto-approve"]);
+    assert_eq!(made(), "first");
+    // Unset: the values are exactly the stack's, none.
+    std::fs::write(stack.dir.join("main.tf"), tf("  description = \"third\"\n")).unwrap();
+    stack.ok("apply", &["-auto-approve"]);
+    assert_eq!(made(), "by hand");
 }
