@@ -54,6 +54,7 @@ pub(crate) const RENAMES: &[(&str, &str, &str)] = &[
         "topology_spread_constraint",
     ),
     ("*", "nodeSelectorTerms", "node_selector_term"),
+    ("scopeSelector", "matchExpressions", "match_expression"),
     ("*", "httpHeaders", "http_header"),
     ("dnsConfig", "options", "option"),
     ("*", "sysctls", "sysctl"),
@@ -587,12 +588,21 @@ pub(crate) fn check(kind: &Kind, check: &mut Checker<'_>) {
             );
         }
     }
-    if kind.waits.is_none() && check.get("timeouts").is_some() {
-        check.error(
-            "timeouts",
-            "Unsupported block",
-            "gpustack does not honour timeouts on typed resources: their applies do not wait; use a kubernetes_manifest with a wait block to wait for an object.".into(),
-        );
+    // A deletion waits until the object is gone (a namespace until it is emptied), so
+    // `delete` is honoured on every kind; a create or update of a kind that is not waited for
+    // has nothing to time.
+    if kind.waits.is_none()
+        && let Some(timeouts) = check.get("timeouts").cloned()
+    {
+        for operation in ["create", "update"] {
+            if attribute(&timeouts, operation).is_some() {
+                check.error(
+                    "timeouts",
+                    "Unsupported argument",
+                    format!("gpustack does not honour timeouts {{ {operation} }} on {}: its {operation} does not wait; timeouts {{ delete }} is honoured (a deletion waits until the object is gone), and a kubernetes_manifest with a wait block waits for an object.", kind.names[kind.names.len() - 1]),
+                );
+            }
+        }
     }
 }
 

@@ -1053,11 +1053,7 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
         "wait_for_default_service_account",
         Refused("true"),
     ),
-    (
-        "resource.kubernetes_namespace",
-        "timeouts.delete",
-        Refused("\"5m\""),
-    ),
+    ("resource.kubernetes_namespace", "timeouts.delete", Honoured),
     (
         "resource.kubernetes_config_map",
         "metadata.namespace",
@@ -1172,22 +1168,22 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
     ),
     (
         "resource.kubernetes_resource_quota",
-        "spec.scope_selector.match_expressions",
+        "spec.scope_selector.match_expression",
         Honoured,
     ),
     (
         "resource.kubernetes_resource_quota",
-        "spec.scope_selector.match_expressions.scope_name",
+        "spec.scope_selector.match_expression.scope_name",
         Honoured,
     ),
     (
         "resource.kubernetes_resource_quota",
-        "spec.scope_selector.match_expressions.operator",
+        "spec.scope_selector.match_expression.operator",
         Honoured,
     ),
     (
         "resource.kubernetes_resource_quota",
-        "spec.scope_selector.match_expressions.values",
+        "spec.scope_selector.match_expression.values",
         Honoured,
     ),
     ("resource.kubernetes_limit_range", "spec.limit", Honoured),
