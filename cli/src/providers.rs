@@ -22,6 +22,7 @@ pub fn registry() -> Registry {
     providers.extend([
         gpustack_provider_local::random::provider(),
         gpustack_provider_local::null::provider(),
+        gpustack_provider_http::provider(),
         gpustack_provider_local::time::provider(),
     ]);
     #[cfg(feature = "kubernetes")]

@@ -22,6 +22,7 @@ pub const SERVED_PROVIDERS: &[(&str, &str)] = &[
     ("hashicorp/null", "null"),
     ("hashicorp/time", "time"),
     ("hashicorp/random", "random"),
+    ("hashicorp/http", "http"),
     ("gavinbunney/kubectl", "kubectl"),
     ("alekc/kubectl", "kubectl"),
     ("builtin/terraform", "terraform"),

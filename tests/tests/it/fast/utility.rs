@@ -135,3 +135,134 @@ fn random_null_and_time_apply_as_planned_and_replan_empty() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("8 destroyed"), "{out}");
 }
+
+/// A server on a free local port answering each request by its path: `/manifest.yaml` a YAML
+/// manifest, `/echo` the request's method, `X-Token` header and body, `/flaky` 503 on the first
+/// request and the text afterwards. Serves `requests` requests, then stops.
+fn http_server(requests: usize) -> (String, std::thread::JoinHandle<()>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        let mut flaky_seen = false;
+        for stream in listener.incoming().take(requests) {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let mut parts = line.split_whitespace();
+            let (method, path) = (
+                parts.next().unwrap_or_default().to_owned(),
+                parts.next().unwrap_or_default().to_owned(),
+            );
+            let (mut length, mut token) = (0usize, String::new());
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).unwrap();
+                let header = header.trim_end();
+                if header.is_empty() {
+                    break;
+                }
+                let (name, value) = header.split_once(':').unwrap_or_default();
+                match name.to_ascii_lowercase().as_str() {
+                    "content-length" => length = value.trim().parse().unwrap_or(0),
+                    "x-token" => token = value.trim().to_owned(),
+                    _ => {}
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let (status, content_type, answer) = match path.as_str() {
+                "/manifest.yaml" => (
+                    "200 OK",
+                    "application/yaml",
+                    "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gpu-operator\n".to_owned(),
+                ),
+                "/echo" => (
+                    "201 Created",
+                    "text/plain",
+                    format!("{method} {token} {}", String::from_utf8_lossy(&body)),
+                ),
+                "/flaky" if !flaky_seen => {
+                    flaky_seen = true;
+                    ("503 Service Unavailable", "text/plain", "later".to_owned())
+                }
+                "/flaky" => ("200 OK", "text/plain", "now".to_owned()),
+                _ => ("404 Not Found", "text/plain", "no".to_owned()),
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    (base, handle)
+}
+
+/// `data "http"` as hashicorp/http reads it, when the plan is made: the body, status and
+/// headers; a POST with headers and a body; retries of a 503; a 404 is no error.
+#[test]
+fn data_http_reads_at_plan_with_retries_and_no_error_for_a_404() {
+    let (base, server) = http_server(5);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("main.tf"),
+        format!(
+            r#"data "http" "manifest" {{
+  url = "{base}/manifest.yaml"
+}}
+
+data "http" "echo" {{
+  url             = "{base}/echo"
+  method          = "POST"
+  request_headers = {{ X-Token = "t0k" }}
+  request_body    = "hello"
+}}
+
+data "http" "flaky" {{
+  url = "{base}/flaky"
+  retry {{
+    attempts     = 2
+    min_delay_ms = 10
+  }}
+}}
+
+data "http" "missing" {{
+  url = "{base}/missing"
+}}
+
+output "kind" {{
+  value = yamldecode(data.http.manifest.response_body).kind
+}}
+
+output "type" {{
+  value = data.http.manifest.response_headers["Content-Type"]
+}}
+
+output "echo" {{
+  value = "${{data.http.echo.status_code}} ${{data.http.echo.response_body}}"
+}}
+
+output "flaky" {{
+  value = data.http.flaky.response_body
+}}
+
+output "missing" {{
+  value = data.http.missing.status_code
+}}
+"#
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = run(d, &["apply", "-auto-approve", "-no-color"]);
+    assert_eq!(code, 0, "{out}{err}");
+    server.join().unwrap();
+    let output = |name: &str| run(d, &["output", "-raw", name]).1;
+    assert_eq!(output("kind"), "Namespace");
+    assert_eq!(output("type"), "application/yaml");
+    assert_eq!(output("echo"), "201 POST t0k hello");
+    assert_eq!(output("flaky"), "now");
+    assert_eq!(output("missing"), "404");
+}
