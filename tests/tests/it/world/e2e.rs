@@ -48,6 +48,16 @@ pub(super) struct Stack {
     pub(super) env: Vec<(String, String)>,
 }
 
+/// Destroys a stack when dropped, also when its test fails part-way: what one test leaves
+/// (the GPU Operator above all) would fail every later test that installs it.
+pub(super) struct DestroyOnDrop<'a>(pub(super) &'a Stack);
+
+impl Drop for DestroyOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run("destroy", &["--auto-approve"]);
+    }
+}
+
 impl Stack {
     pub(super) fn example(name: &str, vars: &[&str]) -> Self {
         let root = tempfile::tempdir().unwrap();
@@ -165,6 +175,7 @@ fn reference_flow_time_slicing_from_install_to_destroy() {
         "time-slicing-existing-cluster",
         &[&chart, r#"node_names=["e2e-t4"]"#],
     );
+    let _destroy = DestroyOnDrop(&stack);
 
     // Apply from nothing: the chart with driver and toolkit off, 10 replicas, the smoke test.
     let applied = stack.ok("apply", &["--auto-approve"]);
@@ -242,10 +253,13 @@ fn reference_flow_time_slicing_from_install_to_destroy() {
     );
     stack.ok("apply", &["--auto-approve", "--var", "replicas=4"]);
     assert_eq!(allocatable(c, "e2e-t4", "nvidia.com/gpu"), "4");
-    let mut stack = stack;
-    stack.vars.push("replicas=4".to_owned());
+    let replicas = ["replicas=4".to_owned()];
+    let vars: Vec<String> = stack.vars.iter().chain(&replicas).cloned().collect();
     assert_eq!(
-        stack.run("plan", &["--detailed-exitcode"]).status.code(),
+        stack
+            .run_with("plan", &vars, &["--detailed-exitcode"])
+            .status
+            .code(),
         Some(0)
     );
 
@@ -263,7 +277,7 @@ fn reference_flow_time_slicing_from_install_to_destroy() {
         || allocatable(c, "e2e-t4", "nvidia.com/gpu"),
         |a| a == "0",
     );
-    let lost = stack.run("drift", &[]);
+    let lost = stack.run_with("drift", &vars, &[]);
     let report = String::from_utf8_lossy(&lost.stdout);
     assert_eq!(lost.status.code(), Some(2), "{report}");
     assert!(
@@ -286,7 +300,7 @@ fn reference_flow_time_slicing_from_install_to_destroy() {
         || allocatable(c, "e2e-t4", "nvidia.com/gpu"),
         |a| a == "4",
     );
-    assert_eq!(stack.run("drift", &[]).status.code(), Some(0));
+    assert_eq!(stack.run_with("drift", &vars, &[]).status.code(), Some(0));
 
     // Drift: a field gpustack does not manage is not drift; one it manages is.
     c.kubectl_ok(&[
@@ -300,7 +314,7 @@ fn reference_flow_time_slicing_from_install_to_destroy() {
         "-p",
         r#"{"data":{"someone-elses":"x"},"metadata":{"labels":{"team":"ml"}}}"#,
     ]);
-    let quiet = stack.run("drift", &[]);
+    let quiet = stack.run_with("drift", &vars, &[]);
     assert_eq!(
         quiet.status.code(),
         Some(0),
@@ -318,7 +332,7 @@ fn reference_flow_time_slicing_from_install_to_destroy() {
         "-p",
         r#"{"data":{"any":"version: v1\n"}}"#,
     ]);
-    let drift = stack.run("drift", &[]);
+    let drift = stack.run_with("drift", &vars, &[]);
     let report = String::from_utf8_lossy(&drift.stdout);
     assert_eq!(drift.status.code(), Some(2), "{report}");
     assert!(
@@ -368,6 +382,7 @@ fn reference_flow_aks_from_nodepool_to_smoke_test() {
     let subscription = format!("subscription_id={sub}");
     let mut stack = Stack::example("aks-t4-time-slicing", &[&chart, &endpoint, &subscription]);
     stack.env = fake.env();
+    let _destroy = DestroyOnDrop(&stack);
 
     // The plan says what the pool and time-slicing together give, before anything exists.
     let plan = stack.ok("plan", &[]);

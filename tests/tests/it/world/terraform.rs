@@ -504,14 +504,7 @@ fn seed_stack(node: &str, replace: (&str, &str)) -> super::e2e::Stack {
     stack.with_vars(&[&chart, &node])
 }
 
-/// Applies everything the stack made, also when the test fails.
-struct Destroy<'a>(&'a super::e2e::Stack);
-
-impl Drop for Destroy<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.run("destroy", &["--auto-approve"]);
-    }
-}
+use super::e2e::DestroyOnDrop as Destroy;
 
 #[test]
 fn a_terraform_seed_stack_applies_unchanged_and_the_node_advertises_ten() {
