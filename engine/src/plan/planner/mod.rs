@@ -33,6 +33,7 @@ mod orphan;
 mod outputs;
 mod provider;
 mod resource;
+mod runs;
 
 use resource::PlannedInstance;
 

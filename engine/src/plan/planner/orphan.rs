@@ -236,7 +236,8 @@ impl Planner<'_, '_> {
                 let suffix = r.address.strip_prefix(&config_address).unwrap_or_default();
                 let key = crate::instances::InstanceKey::of_suffix(suffix);
                 let prior = change.before_value();
-                change.runs = self.eval.planned_runs(
+                change.runs = super::runs::planned_runs(
+                    self.eval,
                     module,
                     b,
                     &change.actions,

@@ -568,7 +568,8 @@ impl Planner<'_, '_> {
         change.dependencies = dependencies.to_vec();
         change.importing = instance.importing.clone();
         change.previous_address = self.previous.get(&instance.address).cloned();
-        change.runs = self.eval.planned_runs(
+        change.runs = super::runs::planned_runs(
+            self.eval,
             module,
             r,
             &change.actions,
