@@ -278,6 +278,53 @@ fn no_engine_module_imports_from_the_facade() {
     assert!(offenders.is_empty(), "{offenders:#?}");
 }
 
+/// The engine's floors, bottom up: what evaluates (`evaluate/`, `graph/`, `instances.rs`
+/// and the shared pieces beside them) never takes a name from the operations built on it
+/// (`plan/`, `apply/`, `output/`, `session/`, `load.rs`, `import.rs`, `console.rs`).
+#[test]
+fn the_engines_evaluation_imports_nothing_from_the_operations_above_it() {
+    const ABOVE: &[&str] = &[
+        "plan", "apply", "output", "session", "load", "import", "console",
+    ];
+    let src = gpustack_tests::repo_root().join("engine/src");
+    let mut below: Vec<std::path::PathBuf> = [
+        "instances.rs",
+        "sensitive.rs",
+        "encryption.rs",
+        "unknowns.rs",
+        "progress.rs",
+        "schedule.rs",
+        "configure.rs",
+        "version.rs",
+    ]
+    .iter()
+    .map(|f| src.join(f))
+    .collect();
+    for dir in ["evaluate", "graph"] {
+        for entry in std::fs::read_dir(src.join(dir)).unwrap() {
+            below.push(entry.unwrap().path());
+        }
+    }
+    let mut offenders = Vec::new();
+    for path in below {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            let up = ABOVE.iter().any(|m| {
+                code.match_indices(&format!("crate::{m}"))
+                    .any(|(i, found)| {
+                        !code[i + found.len()..]
+                            .starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                    })
+            });
+            if up {
+                offenders.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{offenders:#?}");
+}
+
 /// The binary allocates through mimalloc (it reports itself at start-up when asked), built
 /// without transparent huge pages, as README's benchmark section says.
 #[test]
