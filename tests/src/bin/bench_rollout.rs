@@ -365,22 +365,28 @@ fn main() {
     let mut counts = BTreeMap::new();
     let mut node_spans: Vec<(String, f64, f64)> = Vec::new();
     let (seen, stop, watch) = watch_nodes(cluster);
-    let (mut alone_split, mut many_split) = (Vec::new(), Vec::new());
+    let (mut alone_logs, mut many_logs) = (Vec::new(), Vec::new());
     for run in 0..runs {
         let geometry = format!("geometry={}", geometries[run % 2]);
         let args = ["apply", "--auto-approve", "--var", geometry.as_str()];
         let (wall, log) = gpustack(&one, cluster, &args);
         t1.push(wall);
-        alone_split.extend(split(&log, &seen.lock().unwrap()));
+        alone_logs.push(log);
         let (wall, log) = gpustack(&many, cluster, &args);
         t20.push(wall);
         counts = requests(&log);
         node_spans = spans(&log);
-        many_split.extend(split(&log, &seen.lock().unwrap()));
+        many_logs.push(log);
         t0.push(gpustack(&many, cluster, &args).0);
     }
+    // The watch in this process may trail gpustack's own: what it saw is read once it has
+    // caught up with every run.
+    std::thread::sleep(Duration::from_secs(2));
     stop.store(true, Ordering::SeqCst);
     let _ = watch.join();
+    let seen = seen.lock().unwrap();
+    let alone_split: Vec<(f64, f64)> = alone_logs.iter().flat_map(|l| split(l, &seen)).collect();
+    let many_split: Vec<(f64, f64)> = many_logs.iter().flat_map(|l| split(l, &seen)).collect();
     let (t0, t1, t20) = (median(t0), median(t1), median(t20));
     let waves = NODES.div_ceil(BUDGET) as f64;
     let node_time = seconds(t1.saturating_sub(t0));
