@@ -213,6 +213,22 @@ fn refreshed_step(spec: &Spec, target: &str, node: &Node) -> Step {
     }
 }
 
+/// Each node's step as the nodes record it (a node that is gone: pending), as `progress`.
+fn live_progress(spec: &Spec, live: &BTreeMap<String, Node>) -> Value {
+    let target = spec.target();
+    let progress: BTreeMap<String, Step> = spec
+        .nodes
+        .iter()
+        .map(|n| {
+            let step = live
+                .get(n)
+                .map_or(Step::Pending, |node| refreshed_step(spec, &target, node));
+            (n.clone(), step)
+        })
+        .collect();
+    progress_value(&progress)
+}
+
 fn progress_value(progress: &BTreeMap<String, Step>) -> Value {
     Value::Object(
         progress
@@ -296,18 +312,7 @@ impl Resource for Rollouts {
             .into_iter()
             .map(|mut state| {
                 if let Ok(spec) = Spec::of(&state) {
-                    let target = spec.target();
-                    let progress: BTreeMap<String, Step> = spec
-                        .nodes
-                        .iter()
-                        .map(|n| {
-                            let step = live
-                                .get(n)
-                                .map_or(Step::Pending, |node| refreshed_step(&spec, &target, node));
-                            (n.clone(), step)
-                        })
-                        .collect();
-                    set(&mut state, "progress", progress_value(&progress));
+                    set(&mut state, "progress", live_progress(&spec, &live));
                 }
                 Some(state)
             })
@@ -410,18 +415,7 @@ impl Resource for Rollouts {
             })?;
         let mut state = Value::from_json(&arguments);
         let spec = Spec::of(&state).map_err(|e| vec![Diagnostic::error("Cannot import", e)])?;
-        let target = spec.target();
-        let progress = spec
-            .nodes
-            .iter()
-            .map(|n| {
-                let step = live
-                    .get(n)
-                    .map_or(Step::Pending, |node| refreshed_step(&spec, &target, node));
-                (n.clone(), step)
-            })
-            .collect();
-        set(&mut state, "progress", progress_value(&progress));
+        set(&mut state, "progress", live_progress(&spec, &live));
         Ok(state)
     }
 

@@ -106,6 +106,15 @@ impl Stack {
 
     /// The command with only the given `--var`s (a saved plan takes only ephemeral ones).
     pub(super) fn run_with(&self, command: &str, vars: &[String], extra: &[&str]) -> Output {
+        self.command_with(command, vars, extra).output().unwrap()
+    }
+
+    /// The command [`Stack::run`] runs, to spawn (and kill) instead.
+    pub(super) fn command(&self, command: &str, extra: &[&str]) -> Command {
+        self.command_with(command, &self.vars, extra)
+    }
+
+    fn command_with(&self, command: &str, vars: &[String], extra: &[&str]) -> Command {
         let path = format!(
             "{}:{}",
             self.cluster.helm_dir().display(),
@@ -120,9 +129,8 @@ impl Stack {
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env("PATH", path)
             .env("NO_COLOR", "1")
-            .env_remove("KUBECONFIG")
-            .output()
-            .unwrap()
+            .env_remove("KUBECONFIG");
+        cmd
     }
 
     pub(super) fn ok(&self, command: &str, extra: &[&str]) -> String {

@@ -574,12 +574,8 @@ resource "kubernetes_node_rollout" "geometry" {
 "#,
     );
     let _rollout = Destroy(&rollout, &[]);
-    let mut child = std::process::Command::new(gpustack_tests::gpustack_bin())
-        .current_dir(&rollout.dir)
-        .args(["apply", "--auto-approve"])
-        .args(["--var", &format!("kubeconfig={}", c.kubeconfig.display())])
-        .env("NO_COLOR", "1")
-        .env_remove("KUBECONFIG")
+    let mut child = rollout
+        .command("apply", &["--auto-approve"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -664,19 +660,11 @@ fn an_admin_cordon_stays_and_a_killed_apply_resumes_at_the_nodes_recorded_step()
         ]);
     }
     let mut child = {
-        let path = format!(
-            "{}:{}",
-            c.helm_dir().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        std::process::Command::new(gpustack_tests::gpustack_bin())
-            .current_dir(&stack.dir)
-            .args(["apply", "--auto-approve", "--var", "geometry=all-1g.10gb"])
-            .args(["--var", &format!("kubeconfig={}", c.kubeconfig.display())])
-            .args(["--var", &format!("chart={}", chart())])
-            .env("PATH", path)
-            .env("NO_COLOR", "1")
-            .env_remove("KUBECONFIG")
+        stack
+            .command(
+                "apply",
+                &["--auto-approve", "--var", "geometry=all-1g.10gb"],
+            )
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -807,19 +795,11 @@ fn ctrl_c_finishes_the_node_in_progress_and_starts_no_other() {
             &format!("{RECONFIGURE_SECONDS}=5"),
         ]);
     }
-    let path = format!(
-        "{}:{}",
-        c.helm_dir().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let child = std::process::Command::new(gpustack_tests::gpustack_bin())
-        .current_dir(&stack.dir)
-        .args(["apply", "--auto-approve", "--var", "geometry=all-1g.10gb"])
-        .args(["--var", &format!("kubeconfig={}", c.kubeconfig.display())])
-        .args(["--var", &format!("chart={}", chart())])
-        .env("PATH", path)
-        .env("NO_COLOR", "1")
-        .env_remove("KUBECONFIG")
+    let child = stack
+        .command(
+            "apply",
+            &["--auto-approve", "--var", "geometry=all-1g.10gb"],
+        )
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
