@@ -137,7 +137,23 @@ pub(super) async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Ve
                 .instance
                 .plan_resource_change(request(None, &secrets))
                 .await;
-            if !create.diagnostics.iter().any(Diagnostic::is_error) {
+            if create.diagnostics.iter().any(Diagnostic::is_error) {
+                // Said, not silent: the new object is shown with the old one's computed values.
+                diagnostics.push(Diagnostic::warning(
+                    "Replacement planned from the old object",
+                    format!(
+                        "{}: its provider could not plan the new object as a create ({}), so the plan shows the values the old object has; apply makes the new object as its provider makes it.",
+                        m.address,
+                        create
+                            .diagnostics
+                            .iter()
+                            .filter(|d| d.is_error())
+                            .map(|d| d.summary.as_str())
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ),
+                ));
+            } else {
                 planned_state = create.planned_state;
             }
         }
