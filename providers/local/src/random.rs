@@ -549,29 +549,11 @@ impl Provider for Random {
     /// form (`prefix,b64url` with a prefix), an integer as `result,min,max[,seed]`, a UUID by
     /// itself. What the import cannot know (length, character sets) is read from the value.
     async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
-        match import(&request.type_name, &request.id) {
-            Ok(state) => ImportResourceResponse {
-                state: Some(state),
-                diagnostics: vec![],
-            },
-            Err(e) => ImportResourceResponse {
-                state: None,
-                diagnostics: vec![Diagnostic::error("Cannot import", e)],
-            },
-        }
+        crate::state_only::import_answer(import(&request.type_name, &request.id))
     }
 
     async fn read_data_source(&self, request: ReadDataSourceRequest) -> ReadDataSourceResponse {
-        ReadDataSourceResponse {
-            state: request.config,
-            diagnostics: vec![Diagnostic::error(
-                "Unknown data source",
-                format!(
-                    "The random provider has no data source \"{}\".",
-                    request.type_name
-                ),
-            )],
-        }
+        crate::state_only::no_data_source("random", request)
     }
 }
 

@@ -174,3 +174,37 @@ pub(crate) fn with(
     }
     Value::Object(out)
 }
+
+/// An import's answer: the state, or why the ID cannot be imported.
+pub(crate) fn import_answer(
+    imported: Result<Value, String>,
+) -> gpustack_protocol::ImportResourceResponse {
+    use gpustack_protocol::{Diagnostic, ImportResourceResponse};
+    match imported {
+        Ok(state) => ImportResourceResponse {
+            state: Some(state),
+            diagnostics: vec![],
+        },
+        Err(e) => ImportResourceResponse {
+            state: None,
+            diagnostics: vec![Diagnostic::error("Cannot import", e)],
+        },
+    }
+}
+
+/// The answer of a provider without data sources to a read of one.
+pub(crate) fn no_data_source(
+    provider: &str,
+    request: gpustack_protocol::ReadDataSourceRequest,
+) -> gpustack_protocol::ReadDataSourceResponse {
+    gpustack_protocol::ReadDataSourceResponse {
+        state: request.config,
+        diagnostics: vec![gpustack_protocol::Diagnostic::error(
+            "Unknown data source",
+            format!(
+                "The {provider} provider has no data source \"{}\".",
+                request.type_name
+            ),
+        )],
+    }
+}

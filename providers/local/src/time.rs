@@ -530,29 +530,11 @@ impl Provider for Time {
             };
             make(&request.type_name, &config, plan_time)
         };
-        match imported() {
-            Ok(state) => ImportResourceResponse {
-                state: Some(state),
-                diagnostics: vec![],
-            },
-            Err(e) => ImportResourceResponse {
-                state: None,
-                diagnostics: vec![Diagnostic::error("Cannot import", e)],
-            },
-        }
+        crate::state_only::import_answer(imported())
     }
 
     async fn read_data_source(&self, request: ReadDataSourceRequest) -> ReadDataSourceResponse {
-        ReadDataSourceResponse {
-            state: request.config,
-            diagnostics: vec![Diagnostic::error(
-                "Unknown data source",
-                format!(
-                    "The time provider has no data source \"{}\".",
-                    request.type_name
-                ),
-            )],
-        }
+        crate::state_only::no_data_source("time", request)
     }
 }
 
