@@ -24,6 +24,7 @@ pub fn registry() -> Registry {
         gpustack_provider_local::null::provider(),
         gpustack_provider_http::provider(),
         gpustack_provider_local::time::provider(),
+        gpustack_provider_local::tls::provider(),
     ]);
     #[cfg(feature = "kubernetes")]
     providers.push(gpustack_provider_kubernetes::kubernetes());

@@ -142,6 +142,7 @@ pub(crate) fn state_entry(
         dependencies,
         tainted: false,
         skip_destroy: false,
+        seed_serial: None,
     }
 }
 
@@ -557,6 +558,38 @@ pub fn sets_any(value: &Value, paths: &[gpustack_protocol::Path]) -> bool {
         }
     }
     paths.iter().any(|p| sets(value, p))
+}
+
+/// The digests the state holds at `paths` of `state`.
+pub(crate) fn stored_digests(
+    state: &Value,
+    paths: &[gpustack_protocol::Path],
+) -> Vec<(gpustack_protocol::Path, String)> {
+    paths
+        .iter()
+        .filter_map(|path| {
+            let digest = state.at(path)?.as_str()?;
+            is_digest(&Value::string(digest)).then(|| (path.clone(), digest.to_owned()))
+        })
+        .collect()
+}
+
+/// `live` with each secret a provider drew again kept only where its digest is the one the
+/// state holds: a value drawn otherwise (another generator, another version) is not the
+/// object's, and the state's digest stays in its place.
+pub(crate) fn keep_matching_secrets(
+    mut live: Value,
+    digests: &[(gpustack_protocol::Path, String)],
+    salt: &Salt,
+) -> Value {
+    for (path, digest) in digests {
+        let Some(value) = live.at(path) else { continue };
+        if is_digest(value) || salt.digest(value) == *digest {
+            continue;
+        }
+        live = replace_at(live, path, Value::String(digest.clone()));
+    }
+    live
 }
 
 #[cfg(test)]

@@ -82,6 +82,12 @@ pub struct ResourceState {
     /// `removed` block says `destroy = true`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skip_destroy: bool,
+    /// The serial of the state the plan that created the object was made from: with the
+    /// state's digest key it gives again the seed the provider drew the object's values from
+    /// (a password, a private key), so that a secret kept here only as a digest can be drawn
+    /// again when the object is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_serial: Option<u64>,
 }
 
 /// Sorts references, not the entries: a state of thousands of objects is written every second
@@ -271,6 +277,7 @@ mod tests {
             dependencies: vec!["var.x".into()],
             tainted: false,
             skip_destroy: false,
+            seed_serial: None,
         });
         let decoded = State::decode(&state.encode()).unwrap();
         assert_eq!(decoded, state);

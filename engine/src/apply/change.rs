@@ -205,7 +205,21 @@ impl Applier<'_, '_, '_, '_, '_> {
             r.local_address()
         );
         let has_changes = self.by_config.contains_key(config_address.as_str());
-        if self.plan.mode != PlanMode::Normal || (!has_changes && r.mode == ResourceMode::Managed) {
+        let provider = self
+            .graph
+            .provider_of
+            .get(&node)
+            .and_then(|p| self.providers.get(p));
+        // Secrets its provider drew from a seed are drawn again for what refers to them.
+        let redraw = r.mode == ResourceMode::Managed
+            && provider.is_some()
+            && self
+                .ledger
+                .instances(&config_address)
+                .any(|e| e.seed_serial.is_some() && !e.sensitive_paths.is_empty());
+        if self.plan.mode != PlanMode::Normal
+            || (!has_changes && r.mode == ResourceMode::Managed && !redraw)
+        {
             let value = recorded(
                 self.ledger.instances(&config_address),
                 &config_address,
@@ -259,7 +273,22 @@ impl Applier<'_, '_, '_, '_, '_> {
                 work.push((key, Work::Read(address, config, record)));
                 continue;
             }
-            let Some(change) = self.changes.get(&address).copied() else {
+            let change = self.changes.get(&address).copied();
+            if change.is_none_or(|c| c.is_no_op())
+                && let Some(entry) = self.ledger.get(&address)
+                && let Some(serial) = entry.seed_serial
+                && !entry.sensitive_paths.is_empty()
+            {
+                let seed = self.ledger.salt.seed(serial, &address);
+                let redraw = Redraw {
+                    state: crate::plan::state_value(entry),
+                    paths: entry.sensitive_paths.clone(),
+                    seed,
+                };
+                work.push((key, Work::Redraw(Box::new(redraw))));
+                continue;
+            }
+            let Some(change) = change else {
                 // Not part of this plan (e.g. --target): it stays as recorded.
                 let recorded = self.ledger.get(&address).map(crate::plan::state_value);
                 work.push((key, Work::Keep(recorded)));
@@ -405,6 +434,13 @@ async fn do_work(
             touched: false,
             diagnostics: vec![],
         },
+        Work::Redraw(redraw) => Done {
+            tainted: false,
+            change: None,
+            new_state: Some(redraw.run(handle, type_name, salt).await),
+            touched: false,
+            diagnostics: vec![],
+        },
         Work::Change(change, config, _) if change.is_no_op() => {
             // Recorded secrets are digests; the configuration has their values.
             let before = change
@@ -439,8 +475,45 @@ pub(super) enum Work {
     /// A data source: its address, configuration and the answer the plan recorded.
     Read(String, Value, Option<crate::plan::DataRecord>),
     Keep(Option<Value>),
+    /// A recorded object whose secrets its provider drew from a seed, drawn again.
+    Redraw(Box<Redraw>),
     /// A change, its configuration, and the provisioners it runs.
     Change(Box<ResourceChange>, Value, Provisioning),
+}
+
+/// An object the change leaves as it is, whose secrets the state keeps as digests and its
+/// provider drew from the seed of the plan that made it: what refers to them (a change of
+/// another object, a data source) needs their values.
+pub(super) struct Redraw {
+    state: Value,
+    paths: Vec<gpustack_protocol::Path>,
+    seed: [u8; 32],
+}
+
+impl Redraw {
+    /// The recorded object with the secrets its provider drew again where their digests are
+    /// the state's; as recorded where the provider draws nothing or answers otherwise.
+    async fn run(self, handle: &Handle, type_name: String, salt: &Salt) -> Value {
+        let (recorded, _) = self.state.clone().unmark_deep();
+        let digests = crate::sensitive::stored_digests(&recorded, &self.paths);
+        let _permit = handle.permits.acquire().await;
+        let response = handle
+            .instance
+            .read_resources(gpustack_protocol::ReadResourcesRequest {
+                type_name,
+                states: vec![recorded],
+                sensitive_paths: vec![self.paths.clone()],
+                seeds: vec![Some(self.seed)],
+            })
+            .await;
+        match response.states.into_iter().next().flatten() {
+            Some(live) if response.diagnostics.iter().all(|d| !d.is_error()) => {
+                crate::sensitive::keep_matching_secrets(live, &digests, salt)
+                    .mark_paths(&self.paths)
+            }
+            _ => self.state,
+        }
+    }
 }
 
 /// Finalises an instance's plan with the values now known, checks it against the saved

@@ -11,6 +11,11 @@ pub(super) struct Ledger<'s, 'p> {
     pub(super) counts: Counts,
     pub(super) diags: Vec<Diag>,
     pub(super) results: Vec<ChangeResult>,
+    /// The serial of the state the plan was made from: what seeded the objects it creates.
+    pub(super) plan_serial: u64,
+    /// The resource types whose providers draw secrets from the seed (see
+    /// `Attribute::drawn`): their objects keep the serial that seeded them.
+    pub(super) drawing_types: HashSet<String>,
     /// Changes recorded and not yet written.
     pub(super) dirty: bool,
     /// A new state not written yet: it is, before the first object is changed.
@@ -97,6 +102,14 @@ impl Ledger<'_, '_> {
                         dependencies.to_vec(),
                     );
                     entry.tainted = done.tainted;
+                    // An object keeps the seed it was made from until it is made again.
+                    entry.seed_serial = if !self.drawing_types.contains(&change.type_name) {
+                        None
+                    } else if change.actions.contains(&Action::Create) {
+                        Some(self.plan_serial)
+                    } else {
+                        self.get(&change.address).and_then(|e| e.seed_serial)
+                    };
                     self.put(entry);
                 }
                 None => self.remove(&change.address),

@@ -244,6 +244,17 @@ async fn apply_with(
     };
     check_saved_inputs(&mut session, plan, &salt, &recorded);
     if !session.diags.has_errors() {
+        let drawing_types = session
+            .registry
+            .resource_types()
+            .filter(|t| {
+                session
+                    .registry
+                    .resource_schema(t)
+                    .is_some_and(gpustack_protocol::Schema::draws_secrets)
+            })
+            .map(str::to_owned)
+            .collect();
         let (mut walk_state, graph, inputs) = session.provider_context();
         walk_state.recorded = Some(recorded());
         let slots = Slots::of(&state);
@@ -260,6 +271,8 @@ async fn apply_with(
             slots,
             fence: halt.fence.clone(),
             unsaved: false,
+            plan_serial: plan.serial,
+            drawing_types,
         };
         // `removed` blocks: forgotten, the objects left as they are.
         for c in plan

@@ -632,6 +632,7 @@ impl Resource for KubectlManifest {
             type_name: "kubernetes_manifest".into(),
             states: states.iter().map(|s| manifest_state(s, true)).collect(),
             sensitive_paths: vec![Vec::new(); states.len()],
+            seeds: vec![],
         };
         let mut response = self.inner.read(inner).await;
         response.states = response

@@ -346,6 +346,7 @@ impl Resource for NodeTaints {
                 .map(|s| patch_state(s, own_patch(s), false))
                 .collect(),
             sensitive_paths: vec![Vec::new(); typed.len()],
+            seeds: vec![],
         };
         let mut response = self.inner.read(inner).await;
         response.states = response

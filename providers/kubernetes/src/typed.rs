@@ -1017,6 +1017,7 @@ impl Resource for TypedObjects {
                 .map(|s| manifest_state(self.kind, s, true))
                 .collect(),
             sensitive_paths: vec![Vec::new(); typed.len()],
+            seeds: vec![],
         };
         let mut response = self.inner.read(inner).await;
         response.states = response

@@ -9,6 +9,7 @@ mod remote_state;
 mod state_only;
 pub mod terraform;
 pub mod time;
+pub mod tls;
 mod words;
 
 use gpustack_protocol::{

@@ -75,13 +75,13 @@ fn string_schema(description: &str, password: bool) -> Schema {
             replacing(Type::String)
                 .describe("The special characters to use instead of the default."),
         )
-        .attr("result", if password { result.sensitive() } else { result })
+        .attr("result", if password { result.drawn() } else { result })
         .attr("id", Attribute::computed(Type::String));
     if password {
         schema = schema.attr(
             "bcrypt_hash",
             Attribute::computed(Type::String)
-                .sensitive()
+                .drawn()
                 .describe("A bcrypt hash of the result."),
         );
     }
@@ -114,8 +114,8 @@ fn schemas() -> ProviderSchema {
                 .force_new()
                 .describe("How many random bytes."),
         )
-        .attr("base64", Attribute::computed(Type::String).sensitive())
-        .attr("hex", Attribute::computed(Type::String).sensitive())
+        .attr("base64", Attribute::computed(Type::String).drawn())
+        .attr("hex", Attribute::computed(Type::String).drawn())
         .attr("id", Attribute::computed(Type::String));
     let integer = Schema::new("A random integer between min and max, both included.")
         .attr("keepers", keepers("keepers"))
@@ -515,11 +515,9 @@ fn decimal(bytes: &[u8]) -> String {
 
 #[async_trait::async_trait]
 impl Provider for Random {
+    /// The secret values (a password, its hash, bytes) drawn again from the object's seed.
     async fn read_resources(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
-        ReadResourcesResponse {
-            states: request.states.into_iter().map(Some).collect(),
-            ..ReadResourcesResponse::default()
-        }
+        crate::state_only::redrawn(request, &["result", "bcrypt_hash", "base64", "hex"], make)
     }
 
     async fn plan_resource_change(

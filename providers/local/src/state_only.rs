@@ -79,7 +79,7 @@ pub(crate) fn rng(request: &PlanResourceChangeRequest) -> rand_chacha::ChaCha20R
 }
 
 /// The configuration with every computed attribute unknown: a plan without a seed.
-fn unknown_computed(schema: &Schema, config: &Value) -> Value {
+pub(crate) fn unknown_computed(schema: &Schema, config: &Value) -> Value {
     let mut out = match config {
         Value::Object(o) => o.clone(),
         _ => IndexMap::new(),
@@ -206,5 +206,59 @@ pub(crate) fn no_data_source(
                 request.type_name
             ),
         )],
+    }
+}
+
+/// A read of objects whose values the provider drew from the plan's seed: each state as it
+/// is, with its `secrets` (kept in the state only as digests) drawn again by `make` (the type,
+/// the state as the configuration, a request with the object's seed) where the request has
+/// the seed. The engine keeps a value drawn again only where its digest is the state's.
+pub(crate) fn redrawn(
+    request: gpustack_protocol::ReadResourcesRequest,
+    secrets: &[&str],
+    make: impl Fn(&str, &Value, &PlanResourceChangeRequest) -> Result<Value, String>,
+) -> gpustack_protocol::ReadResourcesResponse {
+    let mut states = Vec::with_capacity(request.states.len());
+    for (i, state) in request.states.into_iter().enumerate() {
+        let Some(seed) = request.seeds.get(i).copied().flatten() else {
+            states.push(Some(state));
+            continue;
+        };
+        let again = PlanResourceChangeRequest {
+            type_name: request.type_name.clone(),
+            prior_state: None,
+            config: state.clone(),
+            for_apply: false,
+            preview: false,
+            sensitive_paths: vec![],
+            owner: String::new(),
+            seed: Some(seed),
+            plan_time: String::new(),
+        };
+        let drawn = match make(&request.type_name, &state, &again) {
+            Ok(drawn) => drawn,
+            Err(_) => {
+                states.push(Some(state));
+                continue;
+            }
+        };
+        let values: Vec<(String, Value)> = secrets
+            .iter()
+            .filter(|name| !attr(&drawn, name).is_unknown())
+            .map(|name| ((*name).to_owned(), attr(&drawn, name)))
+            .collect();
+        let mut state = state;
+        if let Value::Object(attributes) = &mut state {
+            for (name, value) in values {
+                if attributes.contains_key(&name) {
+                    attributes.insert(name, value);
+                }
+            }
+        }
+        states.push(Some(state));
+    }
+    gpustack_protocol::ReadResourcesResponse {
+        states,
+        ..gpustack_protocol::ReadResourcesResponse::default()
     }
 }

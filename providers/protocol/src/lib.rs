@@ -90,6 +90,12 @@ pub struct ReadResourcesRequest {
     /// Per state, the paths that are sensitive; their values are digests in `states`, and
     /// they stay sensitive in the live states whatever the answer marks.
     pub sensitive_paths: Vec<Vec<Path>>,
+    /// Per state (or empty: none), the seed the plan that made the object gave its provider
+    /// ([`PlanResourceChangeRequest::seed`]): a provider that drew the object's secret values
+    /// from it draws them again, so that a secret the state keeps only as a digest is known
+    /// to what refers to it. The engine keeps such a value only where its digest is the one
+    /// in the state.
+    pub seeds: Vec<Option<[u8; 32]>>,
 }
 
 /// One entry per requested state, in order: the live state, or `None` where the object is gone.

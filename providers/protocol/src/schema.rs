@@ -17,6 +17,10 @@ pub struct Attribute {
     /// Write-only (Terraform 1.11): sent to the provider when it applies, never in a plan or
     /// the state, and the one kind of resource argument an ephemeral value may reach.
     pub write_only: bool,
+    /// A secret the provider draws from the plan's seed (a password, a private key) and draws
+    /// again when it reads the object with that seed: the state keeps it as a digest, and the
+    /// engine asks for it again where something refers to it.
+    pub drawn: bool,
     pub description: String,
 }
 
@@ -30,6 +34,7 @@ impl Attribute {
             sensitive: false,
             force_new: false,
             write_only: false,
+            drawn: false,
             description: String::new(),
         }
     }
@@ -67,6 +72,13 @@ impl Attribute {
     /// Write-only: see [`Attribute::write_only`].
     pub fn write_only(mut self) -> Self {
         self.write_only = true;
+        self
+    }
+
+    /// A secret drawn from the plan's seed: see [`Attribute::drawn`].
+    pub fn drawn(mut self) -> Self {
+        self.sensitive = true;
+        self.drawn = true;
         self
     }
 
@@ -155,6 +167,11 @@ impl Schema {
             nested.also_argument = true;
         }
         self
+    }
+
+    /// Whether the provider draws any of its secrets from the plan's seed.
+    pub fn draws_secrets(&self) -> bool {
+        self.attributes.values().any(|a| a.drawn)
     }
 
     /// The object type of a value of this schema, nested blocks included.

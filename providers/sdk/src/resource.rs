@@ -197,6 +197,7 @@ mod tests {
             type_name: type_name.to_owned(),
             states: vec![Value::string("kept")],
             sensitive_paths: vec![vec![]],
+            seeds: vec![],
         }
     }
 

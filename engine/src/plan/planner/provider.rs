@@ -17,8 +17,13 @@ impl Planner<'_, '_> {
         let factory = self.eval.registry.provider(&name).cloned();
         // The state's objects served by this configuration, grouped by type for batched reads,
         // with the paths that are sensitive in each (their values are digests).
-        let mut by_type: IndexMap<String, Vec<(String, Value, Vec<gpustack_protocol::Path>)>> =
-            IndexMap::new();
+        type Object = (
+            String,
+            Value,
+            Vec<gpustack_protocol::Path>,
+            Option<[u8; 32]>,
+        );
+        let mut by_type: IndexMap<String, Vec<Object>> = IndexMap::new();
         if let Some(state) = self.state {
             // The provider the configuration gives a resource now (a resource moved into a
             // module has the module's), else the one that made it.
@@ -33,14 +38,25 @@ impl Planner<'_, '_> {
                 paths.extend(sensitive_attributes(
                     self.eval.registry.resource_schema(&r.type_name),
                 ));
+                let draws = self
+                    .eval
+                    .registry
+                    .resource_schema(&r.type_name)
+                    .is_some_and(gpustack_protocol::Schema::draws_secrets);
+                let seed = r
+                    .seed_serial
+                    .filter(|_| draws)
+                    .map(|serial| self.salt.seed(serial, &r.address));
                 by_type.entry(r.type_name.clone()).or_default().push((
                     r.address.clone(),
                     Value::from_json(&r.attributes),
                     paths,
+                    seed,
                 ));
             }
         }
         let refresh = self.options.refresh;
+        let salt = self.salt.clone();
         Box::pin(async move {
             let Some(factory) = factory else {
                 return Outcome::Provider {
@@ -73,10 +89,19 @@ impl Planner<'_, '_> {
                         let mut addresses = Vec::with_capacity(objects.len());
                         let mut states = Vec::with_capacity(objects.len());
                         let mut sensitive_paths = Vec::with_capacity(objects.len());
-                        for (address, state, paths) in objects {
+                        let mut seeds = Vec::with_capacity(objects.len());
+                        let mut digests = Vec::with_capacity(objects.len());
+                        for (address, state, paths, seed) in objects {
                             addresses.push(address);
+                            // The digests a value drawn again must have.
+                            digests.push(if seed.is_some() {
+                                crate::sensitive::stored_digests(&state, &paths)
+                            } else {
+                                vec![]
+                            });
                             states.push(state);
                             sensitive_paths.push(paths);
+                            seeds.push(seed);
                         }
                         let response = handle
                             .instance
@@ -84,12 +109,13 @@ impl Planner<'_, '_> {
                                 type_name: type_name.clone(),
                                 states,
                                 sensitive_paths: sensitive_paths.clone(),
+                                seeds,
                             })
                             .await;
-                        (type_name, addresses, sensitive_paths, response)
+                        (type_name, addresses, sensitive_paths, digests, response)
                     }
                 });
-                for (type_name, addresses, paths, response) in
+                for (type_name, addresses, paths, digests, response) in
                     futures::future::join_all(reads).await
                 {
                     diagnostics.extend(response.diagnostics);
@@ -111,20 +137,23 @@ impl Planner<'_, '_> {
                             .into_iter()
                             .filter_map(|(i, fact)| Some((addresses.get(i)?.clone(), fact))),
                     );
-                    for ((address, paths), live) in
-                        addresses.into_iter().zip(paths).zip(response.states)
+                    for (((address, paths), digests), live) in addresses
+                        .into_iter()
+                        .zip(paths)
+                        .zip(digests)
+                        .zip(response.states)
                     {
+                        let live = live
+                            .map(|v| crate::sensitive::keep_matching_secrets(v, &digests, &salt));
                         // What was sensitive stays so in the live object.
                         refreshed.push((address, live.map(|v| v.mark_paths(&paths))));
                     }
                 }
             } else {
                 for (_, objects) in by_type {
-                    refreshed.extend(
-                        objects.into_iter().map(|(address, prior, paths)| {
-                            (address, Some(prior.mark_paths(&paths)))
-                        }),
-                    );
+                    refreshed.extend(objects.into_iter().map(|(address, prior, paths, _)| {
+                        (address, Some(prior.mark_paths(&paths)))
+                    }));
                 }
             }
             Outcome::Provider {

@@ -22,6 +22,7 @@ mod registry_modules;
 mod secrets;
 mod terraform;
 mod terraform_workflow;
+mod tls;
 mod upstream;
 mod utility;
 mod variables;

@@ -266,3 +266,61 @@ output "missing" {{
     assert_eq!(output("flaky"), "now");
     assert_eq!(output("missing"), "404");
 }
+
+/// A secret a provider drew from the plan's seed is kept in the state only as a digest, and
+/// drawn again when a later plan or apply needs its value: a file replaced for another reason
+/// gets the same password, not its digest.
+#[test]
+fn a_drawn_secret_reaches_a_replacement_made_by_a_later_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("main.tf"),
+        r#"variable "mode" {
+  type    = string
+  default = "0600"
+}
+
+resource "random_password" "p" {
+  length = 16
+}
+
+resource "local_file" "f" {
+  filename          = "p.txt"
+  sensitive_content = random_password.p.result
+  file_permission   = var.mode
+}
+"#,
+    )
+    .unwrap();
+    let (code, out, err) = run(d, &["apply", "-auto-approve", "-no-color"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let first = std::fs::read_to_string(d.join("p.txt")).unwrap();
+    assert_eq!(first.len(), 16, "{first}");
+    let state = std::fs::read_to_string(d.join(".gpustack/state.json")).unwrap();
+    assert!(!state.contains(&first), "the password is in the state");
+    for (var, how) in [("mode=0640", "apply"), ("mode=0644", "plan file")] {
+        let (code, out, err) = if how == "apply" {
+            run(d, &["apply", "-auto-approve", "-no-color", "-var", var])
+        } else {
+            let (code, out, err) = run(d, &["plan", "-out=p.plan", "-no-color", "-var", var]);
+            assert_eq!(code, 0, "{out}{err}");
+            run(d, &["apply", "-no-color", "p.plan"])
+        };
+        assert_eq!(code, 0, "{how}: {out}{err}");
+        assert!(out.contains("1 added, 0 changed, 1 destroyed"), "{out}");
+        let now = std::fs::read_to_string(d.join("p.txt")).unwrap();
+        assert_eq!(now, first, "{how}: the replacement has the same password");
+    }
+    let (code, out, err) = run(
+        d,
+        &[
+            "plan",
+            "-detailed-exitcode",
+            "-no-color",
+            "-var",
+            "mode=0644",
+        ],
+    );
+    assert_eq!(code, 0, "a second plan is empty: {out}{err}");
+}

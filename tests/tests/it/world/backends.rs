@@ -743,6 +743,7 @@ fn unsorted_big_state(serial: u64, lineage: &str) -> State {
             dependencies: vec![],
             tainted: false,
             skip_destroy: false,
+            seed_serial: None,
         });
     }
     state
