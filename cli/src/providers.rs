@@ -25,6 +25,9 @@ pub fn registry() -> Registry {
         gpustack_provider_http::provider(),
         gpustack_provider_local::time::provider(),
         gpustack_provider_local::tls::provider(),
+        gpustack_provider_local::archive::provider(),
+        gpustack_provider_local::cloudinit::provider(),
+        gpustack_provider_local::external::provider(),
     ]);
     #[cfg(feature = "kubernetes")]
     providers.push(gpustack_provider_kubernetes::kubernetes());

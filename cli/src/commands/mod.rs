@@ -808,7 +808,7 @@ pub fn main() -> ExitCode {
             // the modules it just fetched.
             let commands = session.local_commands();
             if !commands.is_empty() {
-                eprintln!("These resources run commands on the machine that applies the stack:");
+                eprintln!("These run commands on the machine that plans or applies the stack:");
                 for (address, kinds) in &commands {
                     eprintln!("  {address} ({})", kinds.join(", "));
                 }

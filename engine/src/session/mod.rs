@@ -266,19 +266,35 @@ impl Session {
             .collect()
     }
 
-    /// Every resource block that runs commands on this machine (its provisioners' kinds),
-    /// by address, module blocks included: what `init` names for a reviewer.
+    /// Every block that runs commands on this machine, by address, module blocks included:
+    /// resources with provisioners (their kinds, run by apply) and `data "external"` (its
+    /// program, run by every plan). What `init` names for a reviewer.
     pub fn local_commands(&self) -> Vec<(String, Vec<String>)> {
-        self.stack
+        let mut commands: Vec<(String, Vec<String>)> = self
+            .stack
             .resources_by_address()
-            .filter(|(_, (_, r))| !r.provisioners().is_empty())
-            .map(|(address, (_, r))| {
+            .filter_map(|(address, (_, r))| {
                 let mut kinds: Vec<String> =
                     r.provisioners().iter().map(|p| p.kind.clone()).collect();
                 kinds.dedup();
-                (address, kinds)
+                (!kinds.is_empty()).then_some((address, kinds))
             })
-            .collect()
+            .collect();
+        for m in &self.stack.modules {
+            let prefix = m.prefix();
+            commands.extend(
+                m.data
+                    .values()
+                    .filter(|r| r.type_name == "external")
+                    .map(|r| {
+                        (
+                            format!("{prefix}{}", r.local_address()),
+                            vec!["external program, run by plan".to_owned()],
+                        )
+                    }),
+            );
+        }
+        commands
     }
 
     /// True when the configuration declares the resource of instance `address`.

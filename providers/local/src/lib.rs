@@ -1,8 +1,13 @@
 //! Providers that need only the machine: `local` (files next to the stack, `local_file`,
 //! written atomically), Terraform's built-in `terraform` (`terraform_data`, and
 //! `terraform_remote_state`, which reads remote backends through a reader the binary gives),
-//! and the utility providers whose objects live only in the state: `random`, `null`, `time`.
+//! the utility providers whose objects live only in the state: `random`, `null`, `time`,
+//! `tls`, `cloudinit`; `archive` (files made from files) and `external` (a program run at
+//! plan).
 
+pub mod archive;
+pub mod cloudinit;
+pub mod external;
 pub mod null;
 pub mod random;
 mod remote_state;

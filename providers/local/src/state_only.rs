@@ -262,3 +262,21 @@ pub(crate) fn redrawn(
         ..gpustack_protocol::ReadResourcesResponse::default()
     }
 }
+
+/// The answer of a provider without resources to a plan of one.
+pub(crate) fn no_resource(
+    provider: &str,
+    request: PlanResourceChangeRequest,
+) -> gpustack_protocol::PlanResourceChangeResponse {
+    gpustack_protocol::PlanResourceChangeResponse {
+        planned_state: request.config,
+        diagnostics: vec![gpustack_protocol::Diagnostic::error(
+            "Unknown resource type",
+            format!(
+                "The {provider} provider has no resource \"{}\".",
+                request.type_name
+            ),
+        )],
+        ..gpustack_protocol::PlanResourceChangeResponse::default()
+    }
+}

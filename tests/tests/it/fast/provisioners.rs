@@ -221,7 +221,7 @@ fn init_names_every_resource_that_runs_commands_here_modules_included() {
     std::fs::create_dir_all(d.join("m")).unwrap();
     std::fs::write(
         d.join("main.tf"),
-        "module \"creds\" {\n  source = \"./m\"\n}\n\nresource \"null_resource\" \"quiet\" {}\n",
+        "module \"creds\" {\n  source = \"./m\"\n}\n\nresource \"null_resource\" \"quiet\" {}\n\ndata \"external\" \"token\" {\n  program = [\"./token.sh\"]\n}\n",
     )
     .unwrap();
     std::fs::write(
@@ -232,8 +232,9 @@ fn init_names_every_resource_that_runs_commands_here_modules_included() {
     let (code, out, err) = run(d, &["init", "-no-color"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
-        err.contains("These resources run commands on the machine that applies the stack:")
-            && err.contains("module.creds.null_resource.kubeconfig (local-exec)"),
+        err.contains("These run commands on the machine that plans or applies the stack:")
+            && err.contains("module.creds.null_resource.kubeconfig (local-exec)")
+            && err.contains("data.external.token (external program, run by plan)"),
         "{err}"
     );
     assert!(!err.contains("null_resource.quiet"), "{err}");

@@ -324,3 +324,119 @@ resource "local_file" "f" {
     );
     assert_eq!(code, 0, "a second plan is empty: {out}{err}");
 }
+
+const MACHINE_STACK: &str = r##"data "external" "echo" {
+  program = ["sed", "s/name/echo/"]
+  query   = { name = "gpu" }
+}
+
+data "archive_file" "script" {
+  type                    = "zip"
+  source_content          = "#!/bin/sh\necho ready\n"
+  source_content_filename = "ready.sh"
+  output_path             = "build/script.zip"
+}
+
+resource "archive_file" "chart" {
+  type        = "tar.gz"
+  source_dir  = "chart"
+  excludes    = ["**/*.bak"]
+  output_path = "build/chart.tgz"
+}
+
+data "cloudinit_config" "node" {
+  gzip          = false
+  base64_encode = false
+
+  part {
+    content_type = "text/x-shellscript"
+    content      = "nvidia-smi"
+  }
+}
+
+output "echo" {
+  value = data.external.echo.result.echo
+}
+
+output "script_size" {
+  value = data.archive_file.script.output_size
+}
+
+output "chart_sha" {
+  value = archive_file.chart.output_sha
+}
+
+output "cloud_init" {
+  value = data.cloudinit_config.node.rendered
+}
+"##;
+
+/// `data "external"`, `archive_file` and `data "cloudinit_config"` as their providers have
+/// them: the program's answer, archives written (the data source's at plan, the resource's
+/// by apply, with the hashes the plan showed), the MIME document; a second plan is empty and
+/// a changed source replaces the archive; a failing program's error output is reported.
+#[test]
+fn external_archive_and_cloudinit_apply_as_planned() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("main.tf"), MACHINE_STACK).unwrap();
+    std::fs::create_dir_all(d.join("chart/templates")).unwrap();
+    std::fs::write(d.join("chart/Chart.yaml"), "name: gpu\n").unwrap();
+    std::fs::write(d.join("chart/templates/ds.yaml"), "kind: DaemonSet\n").unwrap();
+    std::fs::write(d.join("chart/templates/old.bak"), "old\n").unwrap();
+    let (code, plan, err) = run(d, &["plan", "-out=p.plan", "-no-color"]);
+    assert_eq!(code, 0, "{plan}{err}");
+    assert!(
+        d.join("build/script.zip").exists(),
+        "the data source writes at plan"
+    );
+    assert!(
+        !d.join("build/chart.tgz").exists(),
+        "the resource waits for apply"
+    );
+    let (code, out, err) = run(d, &["apply", "-no-color", "p.plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, echo, _) = run(d, &["output", "-raw", "echo"]);
+    assert_eq!(echo, "gpu");
+    let (_, sha, _) = run(d, &["output", "-raw", "chart_sha"]);
+    assert_eq!(planned_output(&plan, "chart_sha"), format!("\"{sha}\""));
+    let tgz = std::fs::read(d.join("build/chart.tgz")).unwrap();
+    let digest: String = <sha1::Sha1 as sha1::Digest>::digest(&tgz)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(digest, sha, "the file is the archive the plan showed");
+    let mut names: Vec<String> = tar::Archive::new(flate2::read::GzDecoder::new(&tgz[..]))
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["Chart.yaml", "templates/ds.yaml"]);
+    let (_, rendered, _) = run(d, &["output", "-raw", "cloud_init"]);
+    assert!(
+        rendered.starts_with("Content-Type: multipart/mixed; boundary=\"MIMEBOUNDARY\"\nMIME-Version: 1.0\r\n")
+            && rendered.contains("Content-Type: text/x-shellscript\r\nMime-Version: 1.0\r\n\r\nnvidia-smi\r\n--MIMEBOUNDARY--\r\n"),
+        "{rendered:?}"
+    );
+    let (code, out, err) = run(d, &["plan", "-detailed-exitcode", "-no-color"]);
+    assert_eq!(code, 0, "a second plan is empty: {out}{err}");
+    std::fs::write(d.join("chart/Chart.yaml"), "name: gpu\nversion: 2\n").unwrap();
+    let (code, out, err) = run(d, &["plan", "-detailed-exitcode", "-no-color"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("archive_file.chart must be replaced"), "{out}");
+
+    std::fs::write(
+        d.join("main.tf"),
+        "data \"external\" \"fails\" {\n  program = [\"sh\", \"-c\", \"echo no credentials >&2; exit 3\"]\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = run(d, &["plan", "-no-color"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("External Program Execution Failed")
+            && err.contains("no credentials")
+            && err.contains("main.tf:1"),
+        "{err}"
+    );
+}
