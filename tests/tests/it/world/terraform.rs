@@ -1684,3 +1684,184 @@ fn helm_release_reset_values_false_keeps_the_previous_values_of_an_upgrade_given
     stack.ok("apply", &["-auto-approve"]);
     assert_eq!(made(), "by hand");
 }
+
+/// A server on a free local port answering every request with `body`, until the process ends.
+fn manifest_server(body: &'static str) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/manifest.yaml", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/yaml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// The utility providers a Terraform stack uses beside the cluster's, together: a
+/// `random_password` in a Secret, a `null_resource` whose `local-exec` writes a file and
+/// whose destroy-time one removes it, a `time_sleep` between two objects, a manifest read by
+/// `data "http"` applied by `kubectl_manifest`, a `tls_self_signed_cert` in a TLS Secret.
+/// It applies, a second plan is empty, and destroy runs the destroy-time command.
+#[test]
+fn the_utility_providers_of_a_terraform_stack_apply_together() {
+    let c = gpustack_tests::cluster::e2e_cluster();
+    let stack = super::e2e::Stack::inline("");
+    std::fs::remove_file(stack.dir.join("main.hcl")).unwrap();
+    let url = manifest_server(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-http\n  namespace: utility-world\ndata:\n  fetched: \"yes\"\n",
+    );
+    std::fs::write(
+        stack.dir.join("main.tf"),
+        format!(
+            r#"variable "kubeconfig" {{
+  type = string
+}}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+provider "kubectl" {{
+  config_path = var.kubeconfig
+}}
+
+resource "kubernetes_namespace_v1" "world" {{
+  metadata {{
+    name = "utility-world"
+  }}
+}}
+
+resource "random_password" "db" {{
+  length  = 20
+  special = false
+}}
+
+resource "kubernetes_secret_v1" "db" {{
+  metadata {{
+    name      = "db"
+    namespace = kubernetes_namespace_v1.world.metadata[0].name
+  }}
+  data = {{
+    password = random_password.db.result
+  }}
+}}
+
+resource "null_resource" "marker" {{
+  triggers = {{
+    namespace = kubernetes_namespace_v1.world.metadata[0].name
+  }}
+
+  provisioner "local-exec" {{
+    command = "echo made > marker.txt"
+  }}
+
+  provisioner "local-exec" {{
+    when    = destroy
+    command = "rm -f marker.txt"
+  }}
+}}
+
+resource "time_sleep" "settle" {{
+  create_duration = "2s"
+  depends_on      = [kubernetes_secret_v1.db]
+}}
+
+data "http" "manifest" {{
+  url = "{url}"
+}}
+
+resource "kubectl_manifest" "from_http" {{
+  yaml_body  = data.http.manifest.response_body
+  depends_on = [time_sleep.settle]
+}}
+
+resource "tls_private_key" "webhook" {{
+  algorithm   = "ECDSA"
+  ecdsa_curve = "P256"
+}}
+
+resource "tls_self_signed_cert" "webhook" {{
+  private_key_pem       = tls_private_key.webhook.private_key_pem
+  validity_period_hours = 24
+  allowed_uses          = ["digital_signature", "server_auth"]
+  dns_names             = ["webhook.utility-world.svc"]
+
+  subject {{
+    common_name = "webhook.utility-world.svc"
+  }}
+}}
+
+resource "kubernetes_secret_v1" "webhook_tls" {{
+  metadata {{
+    name      = "webhook-tls"
+    namespace = kubernetes_namespace_v1.world.metadata[0].name
+  }}
+  type = "kubernetes.io/tls"
+  data = {{
+    "tls.crt" = tls_self_signed_cert.webhook.cert_pem
+    "tls.key" = tls_private_key.webhook.private_key_pem
+  }}
+}}
+"#
+        ),
+    )
+    .unwrap();
+    let _destroy = super::e2e::DestroyOnDrop(&stack);
+    let started = Instant::now();
+    stack.ok("apply", &["-auto-approve"]);
+    assert!(started.elapsed().as_secs_f64() >= 2.0, "time_sleep waited");
+    let get = |kind: &str, name: &str, path: &str| {
+        c.kubectl_ok(&[
+            "get",
+            kind,
+            name,
+            "-n",
+            "utility-world",
+            "-o",
+            &format!("jsonpath={path}"),
+        ])
+    };
+    use base64::Engine;
+    let decode = |b64: String| {
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(b64.trim())
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    let password = decode(get("secret", "db", "{.data.password}"));
+    assert_eq!(password.len(), 20, "{password}");
+    assert!(password.chars().all(char::is_alphanumeric), "{password}");
+    let cert = decode(get("secret", "webhook-tls", "{.data.tls\\.crt}"));
+    assert!(cert.starts_with("-----BEGIN CERTIFICATE-----"), "{cert}");
+    let key = decode(get("secret", "webhook-tls", "{.data.tls\\.key}"));
+    assert!(key.starts_with("-----BEGIN EC PRIVATE KEY-----"), "the key itself, not a digest");
+    assert_eq!(get("configmap", "from-http", "{.data.fetched}").trim(), "yes");
+    assert_eq!(
+        std::fs::read_to_string(stack.dir.join("marker.txt")).unwrap().trim(),
+        "made"
+    );
+    let state = std::fs::read_to_string(stack.dir.join(".gpustack/state.json")).unwrap();
+    assert!(!state.contains(&password) && !state.contains("PRIVATE KEY-----"));
+
+    let out = stack.run("plan", &["-detailed-exitcode"]);
+    assert_eq!(out.status.code(), Some(0), "a second plan is empty: {out:?}");
+
+    stack.ok("destroy", &["-auto-approve"]);
+    assert!(
+        !stack.dir.join("marker.txt").exists(),
+        "the destroy-time command ran"
+    );
+}
