@@ -2339,7 +2339,7 @@ mod tests {
 
         fn required_provider(&self, name: &str) -> Option<String> {
             match name {
-                "kubernetes" | "helm" => Some(format!("hashicorp/{name}")),
+                "kubernetes" | "helm" | "time" => Some(format!("hashicorp/{name}")),
                 _ => None,
             }
         }
@@ -2349,6 +2349,45 @@ mod tests {
         let expr = hcl_edit::parser::parse_expr(src)
             .map_err(|e| EvalError::new(None, "parse", e.to_string()))?;
         Evaluator::new(&RequiringScope).eval(&expr)
+    }
+
+    /// hashicorp/time's functions: the parts of an instant in its own offset (ISO weeks as Go
+    /// counts them), of a Unix time in UTC, and a duration in each unit.
+    #[test]
+    fn the_time_providers_functions_give_what_the_provider_gives() {
+        let get = |v: &Value, k: &str| v.as_object().unwrap()[k].clone();
+        let t = eval_required("provider::time::rfc3339_parse(\"2023-07-25T23:43:16Z\")").unwrap();
+        for (k, n) in [
+            ("year", 2023),
+            ("year_day", 206),
+            ("day", 25),
+            ("month", 7),
+            ("weekday", 2),
+            ("hour", 23),
+            ("minute", 43),
+            ("second", 16),
+            ("unix", 1_690_328_596),
+            ("iso_year", 2023),
+            ("iso_week", 30),
+        ] {
+            assert_eq!(get(&t, k), Value::number(n), "{k}");
+        }
+        assert_eq!(get(&t, "month_name"), Value::string("July"));
+        assert_eq!(get(&t, "weekday_name"), Value::string("Tuesday"));
+        let t =
+            eval_required("provider::time::rfc3339_parse(\"2021-01-03T01:02:03-05:00\")").unwrap();
+        assert_eq!(get(&t, "iso_year"), Value::number(2020));
+        assert_eq!(get(&t, "iso_week"), Value::number(53));
+        assert_eq!(get(&t, "hour"), Value::number(1));
+        assert_eq!(get(&t, "unix"), Value::number(1_609_653_723));
+        let u = eval_required("provider::time::unix_timestamp_parse(1690328596)").unwrap();
+        assert_eq!(get(&u, "rfc3339"), Value::string("2023-07-25T23:43:16Z"));
+        assert_eq!(get(&u, "weekday_name"), Value::string("Tuesday"));
+        let d = eval_required("provider::time::duration_parse(\"1h30m1.5ms\")").unwrap();
+        assert_eq!(get(&d, "minutes").as_number(), Some(90.000_025));
+        assert_eq!(get(&d, "milliseconds"), Value::number(5_400_001));
+        assert_eq!(get(&d, "nanoseconds"), Value::number(5_400_001_500_000_i64));
+        assert!(eval_required("provider::time::rfc3339_parse(\"yesterday\")").is_err());
     }
 
     fn decode(yaml: &str) -> Result<Value> {

@@ -186,6 +186,7 @@ pub fn provider_functions(source: &str) -> &'static [&'static str] {
             "manifest_decode_multi",
             "manifest_encode",
         ],
+        "hashicorp/time" => &["duration_parse", "rfc3339_parse", "unix_timestamp_parse"],
         _ => &[],
     }
 }
@@ -199,6 +200,11 @@ pub fn call_provider(source: &str, name: &str, args: &[Value]) -> Option<Result<
             Func::fixed(&["manifest"], manifest_decode_multi)
         }
         ("hashicorp/kubernetes", "manifest_encode") => Func::fixed(&["manifest"], manifest_encode),
+        ("hashicorp/time", "duration_parse") => Func::fixed(&["duration"], time::duration_parse),
+        ("hashicorp/time", "rfc3339_parse") => Func::fixed(&["timestamp"], time::rfc3339_parse),
+        ("hashicorp/time", "unix_timestamp_parse") => {
+            Func::fixed(&["unix_timestamp"], time::unix_timestamp_parse)
+        }
         _ => return None,
     };
     Some(func.call(name, args))

@@ -365,3 +365,83 @@ pub(super) fn formatdate(a: &Args<'_>) -> CallResult {
     }
     ok_string(out)
 }
+
+/// ISO 8601 year and week of a civil date (`days` since 1970-01-01, `weekday` 0 = Sunday):
+/// the week's Thursday decides both, as Go's `ISOWeek`.
+fn iso_week(days: i64, weekday: usize) -> (i64, i64) {
+    let monday_based = (weekday as i64 + 6) % 7;
+    let thursday = days - monday_based + 3;
+    let (year, _, _) = civil_from_days(thursday);
+    let year_day = thursday - days_from_civil(year, 1, 1);
+    (year, year_day / 7 + 1)
+}
+
+/// The fields hashicorp/time's parse functions give of an instant, in its own offset.
+fn time_fields(t: &Time) -> IndexMap<String, Value> {
+    let c = civil(t);
+    let days = (t.seconds + i64::from(t.offset)).div_euclid(86_400);
+    let (iso_year, iso_week) = iso_week(days, c.weekday);
+    let year_day = days - days_from_civil(c.year, 1, 1) + 1;
+    let mut out = IndexMap::new();
+    let mut put = |name: &str, value: Value| {
+        out.insert(name.to_owned(), value);
+    };
+    put("year", Value::number(c.year));
+    put("year_day", Value::number(year_day));
+    put("day", Value::number(i64::from(c.day)));
+    put("month", Value::number(i64::from(c.month)));
+    put("month_name", Value::string(MONTHS[c.month as usize - 1]));
+    put("weekday", Value::number(c.weekday as i64));
+    put("weekday_name", Value::string(WEEKDAYS[c.weekday]));
+    put("hour", Value::number(i64::from(c.hour)));
+    put("minute", Value::number(i64::from(c.minute)));
+    put("second", Value::number(i64::from(c.second)));
+    put("iso_year", Value::number(iso_year));
+    put("iso_week", Value::number(iso_week));
+    out
+}
+
+/// `provider::time::rfc3339_parse(timestamp)`: the parts of the instant, in its own offset,
+/// and `unix`.
+pub(super) fn rfc3339_parse(a: &Args<'_>) -> CallResult {
+    let t = parse_time(a, 0)?;
+    let mut fields = time_fields(&t);
+    fields.insert("unix".into(), Value::number(t.seconds));
+    Ok(Value::Object(fields))
+}
+
+/// `provider::time::unix_timestamp_parse(unix_timestamp)`: the parts of the instant in UTC,
+/// and its `rfc3339`.
+pub(super) fn unix_timestamp_parse(a: &Args<'_>) -> CallResult {
+    let t = Time {
+        seconds: a.int(0)?,
+        nanos: 0,
+        offset: 0,
+    };
+    let mut fields = time_fields(&t);
+    fields.insert("rfc3339".into(), Value::String(rfc3339(&t)));
+    Ok(Value::Object(fields))
+}
+
+/// `provider::time::duration_parse(duration)`: the duration in each unit, as Go's `Hours()`,
+/// `Minutes()`, `Seconds()` (fractions) and `Milliseconds()`, `Microseconds()`,
+/// `Nanoseconds()` (whole, truncated).
+pub(super) fn duration_parse(a: &Args<'_>) -> CallResult {
+    let nanos = duration(a, 0)?;
+    let whole = |unit: i128| Value::number((nanos / unit) as i64);
+    // Go splits a duration into whole units and the rest, so that the float is exact where
+    // it can be.
+    let fraction = |unit: i128| {
+        let (whole, rest) = (nanos / unit, nanos % unit);
+        let value = whole as f64 + rest as f64 / unit as f64;
+        Number::from_f64(value).map_or(Value::Null, Value::number)
+    };
+    let mut out = IndexMap::new();
+    out.insert("hours".to_owned(), fraction(3_600_000_000_000));
+    out.insert("minutes".to_owned(), fraction(60_000_000_000));
+    out.insert("seconds".to_owned(), fraction(1_000_000_000));
+    out.insert("milliseconds".to_owned(), whole(1_000_000));
+    out.insert("microseconds".to_owned(), whole(1_000));
+    out.insert("nanoseconds".to_owned(), whole(1));
+    Ok(Value::Object(out))
+}

@@ -1847,17 +1847,29 @@ resource "kubernetes_secret_v1" "webhook_tls" {{
     let cert = decode(get("secret", "webhook-tls", "{.data.tls\\.crt}"));
     assert!(cert.starts_with("-----BEGIN CERTIFICATE-----"), "{cert}");
     let key = decode(get("secret", "webhook-tls", "{.data.tls\\.key}"));
-    assert!(key.starts_with("-----BEGIN EC PRIVATE KEY-----"), "the key itself, not a digest");
-    assert_eq!(get("configmap", "from-http", "{.data.fetched}").trim(), "yes");
+    assert!(
+        key.starts_with("-----BEGIN EC PRIVATE KEY-----"),
+        "the key itself, not a digest"
+    );
     assert_eq!(
-        std::fs::read_to_string(stack.dir.join("marker.txt")).unwrap().trim(),
+        get("configmap", "from-http", "{.data.fetched}").trim(),
+        "yes"
+    );
+    assert_eq!(
+        std::fs::read_to_string(stack.dir.join("marker.txt"))
+            .unwrap()
+            .trim(),
         "made"
     );
     let state = std::fs::read_to_string(stack.dir.join(".gpustack/state.json")).unwrap();
     assert!(!state.contains(&password) && !state.contains("PRIVATE KEY-----"));
 
     let out = stack.run("plan", &["-detailed-exitcode"]);
-    assert_eq!(out.status.code(), Some(0), "a second plan is empty: {out:?}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a second plan is empty: {out:?}"
+    );
 
     stack.ok("destroy", &["-auto-approve"]);
     assert!(
