@@ -216,6 +216,62 @@ pub async fn gpu_cluster(
         .map_err(|e| GpuClusterError::Read(ApiError(e)))
 }
 
+/// A cluster's namespaces as a plan sees them: the cluster's identity (the uid of its
+/// `kube-system` namespace, the same whichever address or credentials reach it) and the names
+/// of the namespaces there now.
+#[derive(Debug, Clone)]
+pub struct Namespaces {
+    pub identity: String,
+    pub names: std::collections::HashSet<String>,
+}
+
+impl Namespaces {
+    /// The key of namespace `name` of this cluster, as [`gpustack_protocol::Order`] has it.
+    pub fn key(&self, name: &str) -> String {
+        gpustack_protocol::namespace_key(&self.identity, name)
+    }
+}
+
+impl Cluster {
+    /// The cluster's namespaces (one metadata LIST).
+    pub async fn namespaces(&self) -> Result<Namespaces, kube::Error> {
+        let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
+        let list = api.list_metadata(&kube::api::ListParams::default()).await?;
+        let mut identity = String::new();
+        let mut names = std::collections::HashSet::new();
+        for ns in list.items {
+            let name = ns.metadata.name.unwrap_or_default();
+            if name == "kube-system" {
+                identity = ns.metadata.uid.unwrap_or_default();
+            }
+            names.insert(name);
+        }
+        Ok(Namespaces { identity, names })
+    }
+}
+
+/// [`Cluster::namespaces`] of the cluster a kubeconfig names, for the providers that reach it
+/// through another client (helm).
+pub async fn namespaces_at(
+    config_path: Option<&str>,
+    context: Option<&str>,
+) -> Result<Namespaces, GpuClusterError> {
+    let mut config = indexmap::IndexMap::new();
+    if let Some(path) = config_path {
+        config.insert("config_path".to_owned(), Value::string(path));
+    }
+    if let Some(context) = context {
+        config.insert("context".to_owned(), Value::string(context));
+    }
+    let cluster = Cluster::connect(&Value::Object(config))
+        .await
+        .map_err(GpuClusterError::Connect)?;
+    cluster
+        .namespaces()
+        .await
+        .map_err(|e| GpuClusterError::Read(ApiError(e)))
+}
+
 /// The warning a plan gets when the cluster's GPU nodes cannot be read.
 pub fn gpu_nodes_not_read(why: &str) -> gpustack_protocol::Diagnostic {
     gpustack_protocol::Diagnostic::warning(

@@ -169,6 +169,8 @@ struct HelmCli {
     /// The live cluster's GPU facts, read once, for the GPU model of a stack whose GPU
     /// settings are a GPU Operator release's values (no other object may read the nodes).
     gpu_cluster: tokio::sync::OnceCell<Result<gpustack_protocol::ClusterFact, String>>,
+    /// The cluster's namespaces, read once per plan by the first install.
+    namespaces: tokio::sync::OnceCell<Option<gpustack_cluster::Namespaces>>,
 }
 
 const COMPUTED: [&str; 6] = [
@@ -488,6 +490,7 @@ impl HelmCli {
             env: Vec::new(),
             _files: Vec::new(),
             gpu_cluster: tokio::sync::OnceCell::new(),
+            namespaces: tokio::sync::OnceCell::new(),
         };
         cli.terraform_config(config).await?;
         Ok(cli)
@@ -709,6 +712,36 @@ impl HelmCli {
             Ok(cluster) => facts.push(gpustack_protocol::GpuFact::Cluster(cluster.clone())),
             Err(why) => diagnostics.push(gpustack_cluster::gpu_nodes_not_read(why)),
         }
+    }
+
+    /// What an install needs and makes: its namespace, made by `create_namespace` or needed
+    /// from the cluster. Nothing when the namespaces cannot be read.
+    async fn order(&self, planned: &Value) -> gpustack_protocol::Order {
+        let mut order = gpustack_protocol::Order::default();
+        let namespaces = self
+            .namespaces
+            .get_or_init(|| async {
+                gpustack_cluster::namespaces_at(
+                    self.kubeconfig.as_deref().and_then(|p| p.to_str()),
+                    self.context.as_deref(),
+                )
+                .await
+                .ok()
+            })
+            .await;
+        let Some(namespaces) = namespaces else {
+            return order;
+        };
+        let namespace = namespace_of(planned);
+        if attribute(planned, "create_namespace").and_then(Value::as_bool) == Some(true) {
+            order.makes.push(namespaces.key(&namespace));
+        } else if !namespaces.names.contains(&namespace) {
+            order.needs.push(gpustack_protocol::Prerequisite {
+                key: namespaces.key(&namespace),
+                describe: format!("the namespace {namespace}"),
+            });
+        }
+        order
     }
 
     /// Runs helm against the configured cluster; stdout on success, a diagnostic with helm's
@@ -1137,12 +1170,18 @@ impl Provider for HelmCli {
         if !gpu_facts.is_empty() && !request.for_apply {
             self.push_cluster(&mut gpu_facts, &mut diagnostics).await;
         }
+        let order = if prior.is_none() && !request.for_apply {
+            self.order(&planned).await
+        } else {
+            Default::default()
+        };
         PlanResourceChangeResponse {
             planned_state: planned,
             requires_replace,
             gpu_facts,
             existing,
             diagnostics,
+            order,
         }
     }
 
@@ -1286,6 +1325,7 @@ mod tests {
             env: Vec::new(),
             _files: Vec::new(),
             gpu_cluster: tokio::sync::OnceCell::new(),
+            namespaces: tokio::sync::OnceCell::new(),
         }
     }
 

@@ -105,6 +105,9 @@ pub(crate) struct Connected {
     /// The live cluster as the GPU model needs it: read once per plan, by the first object
     /// that bears on GPUs.
     gpu_cluster: tokio::sync::OnceCell<Result<gpustack_protocol::ClusterFact, String>>,
+    /// The cluster's namespaces, read once per plan by the first create of a namespaced
+    /// object or of a namespace.
+    pub(crate) namespaces: tokio::sync::OnceCell<Option<gpustack_cluster::Namespaces>>,
 }
 
 /// (apiVersion, kind, namespace).
@@ -124,6 +127,7 @@ impl Connected {
             present: std::sync::Mutex::default(),
             known: std::sync::Mutex::default(),
             gpu_cluster: tokio::sync::OnceCell::new(),
+            namespaces: tokio::sync::OnceCell::new(),
         })
     }
 

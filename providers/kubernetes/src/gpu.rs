@@ -514,6 +514,7 @@ impl Provider for SmokeTests {
             requires_replace: vec![],
             gpu_facts: vec![],
             diagnostics: vec![],
+            order: Default::default(),
         }
     }
 

@@ -701,6 +701,7 @@ impl Resource for KubectlManifest {
             gpu_facts: response.gpu_facts.into_iter().map(kubectl_fact).collect(),
             existing: response.existing,
             diagnostics: kubectl_diagnostics(response.diagnostics),
+            order: response.order,
         }
     }
 

@@ -389,6 +389,7 @@ impl Resource for NodeTaints {
             gpu_facts: Vec::new(),
             existing: None,
             diagnostics: response.diagnostics,
+            order: Default::default(),
         }
     }
 

@@ -1076,6 +1076,7 @@ impl Resource for TypedObjects {
                 .collect(),
             existing: response.existing,
             diagnostics: typed_diagnostics(self.kind, response.diagnostics),
+            order: response.order,
         }
     }
 

@@ -182,7 +182,36 @@ pub struct PlanResourceChangeResponse {
     /// Asked for again when the plan is finalised (`for_apply`): an object made since the
     /// plan, not by this stack, stops the create.
     pub existing: Option<Existing>,
+    /// What the change needs made first and what it makes, so that the engine can tell from
+    /// the graph's order whether apply would meet what it needs.
+    pub order: Order,
     pub diagnostics: Vec<Diagnostic>,
+}
+
+/// What a planned change needs to exist before it is applied, and what applying it makes:
+/// keys the providers share (`kubernetes namespace https://10.0.0.1:6443 gpu-operator`), so
+/// that a namespace made by a Helm release's `create_namespace` satisfies a ConfigMap of the
+/// kubernetes provider.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Order {
+    /// Missing now, and needed by this change.
+    pub needs: Vec<Prerequisite>,
+    /// Made by this change.
+    pub makes: Vec<String>,
+}
+
+/// Something a change needs that its provider found missing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prerequisite {
+    /// The key a change that makes it names in [`Order::makes`].
+    pub key: String,
+    /// What users call it: `the namespace gpu-operator`.
+    pub describe: String,
+}
+
+/// The key of a Kubernetes namespace of the cluster at `server`, as every provider names it.
+pub fn namespace_key(server: &str, namespace: &str) -> String {
+    format!("kubernetes namespace {server} {namespace}")
 }
 
 /// An object a planned create finds already there.
@@ -578,5 +607,6 @@ pub fn plan_from_schema(
         gpu_facts: Vec::new(),
         existing: None,
         diagnostics: Vec::new(),
+        order: Default::default(),
     }
 }

@@ -142,6 +142,11 @@ struct Planner<'w, 'a> {
     refresh_facts: Vec<(String, gpustack_protocol::GpuFact)>,
     /// Config addresses of resources seen in configuration, for finding orphans.
     configured: HashSet<String>,
+    /// What planned changes make that others may need (a namespace), by key: the first
+    /// instance that makes it.
+    makers: HashMap<String, (NodeIndex, String)>,
+    /// What planned changes need that is missing now, with where each is configured.
+    needs: Vec<(NodeIndex, String, Span, gpustack_protocol::Prerequisite)>,
 }
 
 // Long by design: the plan's phases in their order (walk, checks, orphans, collateral, the
@@ -216,6 +221,8 @@ pub(crate) async fn make_plan<'a>(
         gpu_sources: Default::default(),
         refresh_facts: Vec::new(),
         configured: HashSet::new(),
+        makers: HashMap::new(),
+        needs: Vec::new(),
     };
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     crate::schedule::run(&graph.graph, &mut planner, &stop).await;
@@ -224,6 +231,7 @@ pub(crate) async fn make_plan<'a>(
         planner.eval.run_checks();
     }
     let generated = planner.generate().await;
+    planner.check_order();
     if planner.eval.diags.has_errors() {
         return None;
     }
@@ -340,6 +348,43 @@ fn known_objects(walk: &EvalContext<'_>, state: Option<&State>) -> HashMap<Strin
 }
 
 impl Planner<'_, '_> {
+    /// What each planned change needs made first (a namespace), against what the plan makes
+    /// and in which order apply takes them: missing altogether, or made only after, is an
+    /// error (apply would fail); made by a change nothing orders first is a warning (apply
+    /// may meet it or not).
+    fn check_order(&mut self) {
+        for (node, address, span, need) in std::mem::take(&mut self.needs) {
+            let describe = &need.describe;
+            let Some((maker, made_by)) = self.makers.get(&need.key) else {
+                self.eval.diags.push(Diag::error(
+                    Some(span),
+                    "Needs what nothing makes",
+                    format!("{address} needs {describe}, which does not exist, and nothing in this plan makes it: apply would fail. Make it in this stack (and have {address} depend on it) or before the apply."),
+                ));
+                continue;
+            };
+            if *maker == node
+                || petgraph::algo::has_path_connecting(&self.graph.graph, *maker, node, None)
+            {
+                continue;
+            }
+            let maker_block = strip_instance_key(made_by);
+            if petgraph::algo::has_path_connecting(&self.graph.graph, node, *maker, None) {
+                self.eval.diags.push(Diag::error(
+                    Some(span),
+                    "Applied before what it needs",
+                    format!("{address} needs {describe}, which {made_by} makes, but {made_by} applies after {address} (it depends on it): apply would fail. Make {describe} a resource of its own that both depend on."),
+                ));
+            } else {
+                self.eval.diags.push(Diag::warning(
+                    Some(span),
+                    "Nothing orders what it needs first",
+                    format!("{address} needs {describe}, which {made_by} makes, but nothing orders {made_by} first: apply may reach {address} before it. Add depends_on = [{maker_block}]."),
+                ));
+            }
+        }
+    }
+
     /// The GPU model's pass over what the plan found: the planned objects' facts (with the
     /// live cluster as refresh saw it, for plans that only delete GPU objects), or in a
     /// refresh-only plan the live ones; none for a destroy.

@@ -11,6 +11,8 @@ pub(super) struct PlannedInstance {
     planned: Value,
     requires_replace: Vec<String>,
     gpu_facts: Vec<gpustack_protocol::GpuFact>,
+    /// What the change needs made first, and makes.
+    order: gpustack_protocol::Order,
     /// The object comes into the state with this change.
     importing: Option<crate::plan::Importing>,
 }
@@ -176,6 +178,7 @@ pub(super) async fn plan_managed(m: ManagedInstance<'_>) -> (PlannedInstance, Ve
                 planned,
                 requires_replace: response.requires_replace,
                 gpu_facts: response.gpu_facts,
+                order: response.order,
                 importing,
             },
             diagnostics,
@@ -192,6 +195,7 @@ pub(super) fn failed_instance(key: InstanceKey, address: String) -> PlannedInsta
         planned: Value::Unknown,
         requires_replace: vec![],
         gpu_facts: vec![],
+        order: Default::default(),
         importing: None,
     }
 }
@@ -848,6 +852,18 @@ impl Planner<'_, '_> {
                         .iter()
                         .map(|f| (instance.address.clone(), f.clone())),
                 );
+                for key in &instance.order.makes {
+                    self.makers
+                        .entry(key.clone())
+                        .or_insert_with(|| (node, instance.address.clone()));
+                }
+                self.needs.extend(
+                    instance
+                        .order
+                        .needs
+                        .iter()
+                        .map(|need| (node, instance.address.clone(), n.span, need.clone())),
+                );
                 self.changes.push(change);
             }
         }
@@ -1033,6 +1049,7 @@ async fn plan_instance(call: InstanceCall<'_>) -> (PlannedInstance, Vec<Diagnost
                     planned: secrets.mark(response.state),
                     requires_replace: vec![],
                     gpu_facts: vec![],
+                    order: Default::default(),
                     importing: None,
                 },
                 response.diagnostics,
@@ -1046,6 +1063,7 @@ async fn plan_instance(call: InstanceCall<'_>) -> (PlannedInstance, Vec<Diagnost
                 planned: Value::Unknown,
                 requires_replace: vec![],
                 gpu_facts: vec![],
+                order: Default::default(),
                 importing: None,
             },
             vec![],

@@ -140,13 +140,48 @@ impl Connected {
             }
             _ => None,
         };
+        let order = match (&id, prior) {
+            (Some(id), None) if !request.for_apply => self.order(id).await,
+            _ => Default::default(),
+        };
         PlanResourceChangeResponse {
             planned_state: planned,
             requires_replace,
             gpu_facts,
             existing,
             diagnostics,
+            order,
         }
+    }
+
+    /// What a create needs and makes: a namespace it goes into that the cluster does not have,
+    /// a namespace it is. Nothing when the cluster's namespaces cannot be read (the plan's
+    /// other reads say why).
+    async fn order(&self, id: &ObjectId) -> gpustack_protocol::Order {
+        let mut order = gpustack_protocol::Order::default();
+        let Some(namespaces) = self
+            .namespaces
+            .get_or_init(|| async { self.cluster.namespaces().await.ok() })
+            .await
+        else {
+            return order;
+        };
+        if id.kind == "Namespace" && id.api_version == "v1" {
+            order.makes.push(namespaces.key(&id.name));
+            return order;
+        }
+        // A kind not served yet (its CRD is in the same plan) is namespaced when it names one.
+        let namespace = match self.kind_of(id).await {
+            Ok(Some(kind)) => id.namespace_for(&kind),
+            _ => id.namespace.clone(),
+        };
+        if let Some(namespace) = namespace.filter(|n| !namespaces.names.contains(n)) {
+            order.needs.push(gpustack_protocol::Prerequisite {
+                key: namespaces.key(&namespace),
+                describe: format!("the namespace {namespace}"),
+            });
+        }
+        order
     }
 
     /// Server-side dry-run of the apply: the object as the server would store it, with its

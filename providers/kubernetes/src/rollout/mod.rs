@@ -393,6 +393,7 @@ impl Resource for Rollouts {
             gpu_facts,
             existing,
             diagnostics,
+            order: Default::default(),
         }
     }
 

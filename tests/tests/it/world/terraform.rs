@@ -1877,3 +1877,98 @@ resource "kubernetes_secret_v1" "webhook_tls" {{
         "the destroy-time command ran"
     );
 }
+
+/// The plan says what apply would refuse for want of a namespace, at the object's line: a
+/// ConfigMap into a namespace that only a chart's `create_namespace` makes, after it (the
+/// chart depends on it: the public time-slicing module's order); one into a namespace nothing
+/// makes; and, as a warning, one whose namespace is made by a release nothing orders first.
+/// Ordered right, the plan says nothing.
+#[test]
+fn the_plan_refuses_an_object_applied_before_its_namespace_exists() {
+    let stack = super::e2e::Stack::inline("");
+    std::fs::remove_file(stack.dir.join("main.hcl")).unwrap();
+    tiny_chart(&stack.dir);
+    let tf = |config_map_extra: &str, release_extra: &str, namespace: &str| {
+        format!(
+            r#"variable "kubeconfig" {{
+  type = string
+}}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+provider "helm" {{
+  kubernetes {{
+    config_path = var.kubeconfig
+  }}
+}}
+
+resource "kubernetes_config_map_v1" "time_slicing" {{
+  metadata {{
+    name      = "time-slicing-config"
+    namespace = "{namespace}"
+  }}
+  data = {{
+    any = "version: v1"
+  }}
+  {config_map_extra}
+}}
+
+resource "helm_release" "operator" {{
+  name             = "order-tiny"
+  chart            = "./chart"
+  namespace        = "order-world"
+  create_namespace = true
+  {release_extra}
+}}
+"#
+        )
+    };
+    let plan = |text: String| {
+        std::fs::write(stack.dir.join("main.tf"), text).unwrap();
+        let out = stack.run("plan", &["-no-color"]);
+        // Words as the diagnostic says them, whatever its lines' width.
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            out.status.code(),
+            text.split_whitespace().collect::<Vec<_>>().join(" "),
+        )
+    };
+    let (code, text) = plan(tf(
+        "",
+        "depends_on = [kubernetes_config_map_v1.time_slicing]",
+        "order-world",
+    ));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("Applied before what it needs")
+            && text.contains("kubernetes_config_map_v1.time_slicing needs the namespace order-world, which helm_release.operator makes, but helm_release.operator applies after")
+            && text.contains("main.tf:15"),
+        "{text}"
+    );
+    let (code, text) = plan(tf("", "", "nowhere-made"));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("needs the namespace nowhere-made, which does not exist, and nothing in this plan makes it"),
+        "{text}"
+    );
+    let (code, text) = plan(tf("", "", "order-world"));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("Nothing orders what it needs first")
+            && text.contains("depends_on = [helm_release.operator]"),
+        "{text}"
+    );
+    let (code, text) = plan(tf(
+        "depends_on = [helm_release.operator]",
+        "",
+        "order-world",
+    ));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!text.contains("needs the namespace"), "{text}");
+}
