@@ -44,6 +44,7 @@ fn cluster(
         nodes,
         policy,
         operator_namespace: Some("gpu-operator".into()),
+        policy_release: None,
         config_maps: maps
             .iter()
             .map(|(n, d)| ((*n).to_owned(), d.clone()))

@@ -68,6 +68,18 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
         }
     };
     let spec = policy.as_ref().and_then(|p| p.get("spec").cloned());
+    let annotation = |name: &str| {
+        policy
+            .as_ref()
+            .and_then(|p| p.pointer("/metadata/annotations"))
+            .and_then(|a| a.get(name))
+            .and_then(Json::as_str)
+            .map(str::to_owned)
+    };
+    let policy_release = annotation("meta.helm.sh/release-name").map(|name| {
+        let namespace = annotation("meta.helm.sh/release-namespace").unwrap_or_default();
+        format!("{namespace}/{name}")
+    });
     let operator_namespace = policy
         .as_ref()
         .and_then(|p| p.pointer("/status/namespace"))
@@ -203,6 +215,7 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
     };
     Ok(ClusterFact {
         nodes,
+        policy_release,
         policy: spec,
         operator_namespace,
         config_maps,

@@ -381,10 +381,49 @@ fn merge_values(into: &mut Json, from: Json) {
 
 /// A release of NVIDIA's GPU Operator chart: its values are the ClusterPolicy's settings, for
 /// the GPU model (the chart renders `cluster-policy` from them).
+/// The release installs NVIDIA's GPU Operator (its chart, by name or path).
+fn is_operator_chart(planned: &Value) -> bool {
+    text(planned, "chart").is_some_and(|chart| {
+        chart
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or(chart)
+            .starts_with("gpu-operator")
+    })
+}
+
+/// An install of the GPU Operator into a cluster that already runs one, installed by another
+/// release (or not by Helm): helm refuses the ClusterPolicy and the other cluster-scoped
+/// objects the other owns, and two operators would fight over the nodes.
+fn second_operator(planned: &Value, facts: &[gpustack_protocol::GpuFact]) -> Option<Diagnostic> {
+    let cluster = facts.iter().find_map(|f| match f {
+        gpustack_protocol::GpuFact::Cluster(c) => Some(c),
+        _ => None,
+    })?;
+    cluster.policy.as_ref()?;
+    let this = format!(
+        "{}/{}",
+        namespace_of(planned),
+        text(planned, "name").unwrap_or_default()
+    );
+    if cluster.policy_release.as_deref() == Some(this.as_str()) {
+        return None;
+    }
+    let owner = match &cluster.policy_release {
+        Some(release) => format!("belongs to the Helm release {release}"),
+        None => "was not installed by Helm".to_owned(),
+    };
+    Some(Diagnostic::error(
+        "Second GPU Operator",
+        format!(
+            "This release installs the GPU Operator as {this}, but the cluster already runs one: its ClusterPolicy cluster-policy {owner}. Helm refuses to take over the other's cluster-scoped objects, and two operators would fight over the nodes. Manage the installed one here (import it: gpustack import ADDRESS NAMESPACE/NAME), or uninstall it first."
+        ),
+    ))
+}
+
 fn operator_fact(planned: &Value, prior: Option<&Value>) -> Option<gpustack_protocol::GpuFact> {
-    let chart = text(planned, "chart")?;
-    let base = chart.rsplit('/').next().unwrap_or(chart);
-    if !base.starts_with("gpu-operator") {
+    if !is_operator_chart(planned) {
         return None;
     }
     let values = attribute(planned, "values").filter(|v| v.is_wholly_known())?;
@@ -1169,6 +1208,16 @@ impl Provider for HelmCli {
         let mut gpu_facts: Vec<_> = operator_fact(&planned, prior).into_iter().collect();
         if !gpu_facts.is_empty() && !request.for_apply {
             self.push_cluster(&mut gpu_facts, &mut diagnostics).await;
+        }
+        if prior.is_none() && !request.for_apply && is_operator_chart(&planned) {
+            if gpu_facts.is_empty() {
+                // The values are not known yet: the cluster is read for this check alone.
+                let mut cluster = Vec::new();
+                self.push_cluster(&mut cluster, &mut diagnostics).await;
+                diagnostics.extend(second_operator(&planned, &cluster));
+            } else {
+                diagnostics.extend(second_operator(&planned, &gpu_facts));
+            }
         }
         let order = if prior.is_none() && !request.for_apply {
             self.order(&planned).await

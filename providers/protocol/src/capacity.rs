@@ -288,6 +288,10 @@ pub struct ClusterFact {
     pub policy: Option<serde_json::Value>,
     /// The operator's namespace (the ClusterPolicy's `status.namespace`).
     pub operator_namespace: Option<String>,
+    /// Who installed the live ClusterPolicy: the Helm release (`namespace/name`) its
+    /// `meta.helm.sh` annotations name, or None when it has none (installed otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_release: Option<String>,
     /// The live ConfigMaps of the operator's namespace that the device plugin or the MIG
     /// manager may read, by name.
     pub config_maps: BTreeMap<String, BTreeMap<String, String>>,

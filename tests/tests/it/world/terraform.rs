@@ -1972,3 +1972,62 @@ resource "helm_release" "operator" {{
     assert_eq!(code, Some(0), "{text}");
     assert!(!text.contains("needs the namespace"), "{text}");
 }
+
+/// A second GPU Operator into a cluster that runs one (installed by another Helm release) is
+/// refused at plan, naming the release that owns the cluster's ClusterPolicy: helm would
+/// refuse the other's cluster-scoped objects at apply, and two operators would fight.
+#[test]
+fn the_plan_refuses_a_second_gpu_operator() {
+    let c = gpustack_tests::cluster::cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let chart = tiny_chart(dir.path());
+    std::fs::rename(&chart, dir.path().join("gpu-operator")).unwrap();
+    std::fs::write(
+        dir.path().join("main.tf"),
+        r#"variable "kubeconfig" {
+  type = string
+}
+
+provider "helm" {
+  kubernetes {
+    config_path = var.kubeconfig
+  }
+}
+
+resource "helm_release" "operator" {
+  name             = "second-operator"
+  chart            = "./gpu-operator"
+  namespace        = "second-operator"
+  create_namespace = true
+}
+"#,
+    )
+    .unwrap();
+    let kubeconfig = format!("kubeconfig={}", c.kubeconfig.display());
+    let (code, out, err) = run(
+        dir.path(),
+        &["plan", "-no-color", "-var", &kubeconfig],
+        &[("PATH", &helm_path(c))],
+    );
+    let text = format!("{out}{err}")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert_eq!(code, 1, "{text}");
+    // The renderer may break a line at a hyphen.
+    let squashed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    assert!(
+        text.contains("Second GPU Operator")
+            && squashed.contains("belongstotheHelmreleasegpu-operator/gpu-operator")
+            && text.contains("main.tf:11"),
+        "{text}"
+    );
+}
+
+fn helm_path(c: &TestCluster) -> String {
+    format!(
+        "{}:{}",
+        c.helm_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
