@@ -24,7 +24,7 @@ pub fn registry() -> Registry {
         gpustack_provider_local::null::provider(),
         gpustack_provider_http::provider(),
         gpustack_provider_local::time::provider(),
-        gpustack_provider_local::tls::provider(),
+        gpustack_provider_local::tls::provider_with(Some(Arc::new(ServerChains))),
         gpustack_provider_local::archive::provider(),
         gpustack_provider_local::cloudinit::provider(),
         gpustack_provider_local::external::provider(),
@@ -58,6 +58,18 @@ fn node_drainer() -> Option<Arc<dyn gpustack_provider_sdk::pool::NodeDrainer>> {
     return Some(Arc::new(gpustack_cluster::drain::PoolDrain));
     #[cfg(not(feature = "kubernetes"))]
     None
+}
+
+/// Reads TLS servers' chains for `data "tls_certificate"`, with the http provider's TLS client.
+#[cfg(feature = "local")]
+struct ServerChains;
+
+#[cfg(feature = "local")]
+#[async_trait::async_trait]
+impl gpustack_provider_local::tls::ChainReader for ServerChains {
+    async fn chain(&self, url: &str, verify: bool) -> Result<Vec<Vec<u8>>, String> {
+        gpustack_provider_http::chain::peer_certificates(url, verify).await
+    }
 }
 
 /// Reads the Terraform states of remote backends for `terraform_remote_state`, with the

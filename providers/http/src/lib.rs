@@ -2,6 +2,8 @@
 //! reads it), its answer recorded in the plan. Not a 2xx status is no error (provider 3.x):
 //! stacks check `status_code` in a postcondition.
 
+pub mod chain;
+
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, Diagnostic,
     ImportResourceRequest, ImportResourceResponse, PlanResourceChangeRequest,

@@ -24,12 +24,27 @@ use gpustack_provider_sdk::family::{Factory, Family};
 use rand_chacha_06::rand_core::{RngCore, SeedableRng};
 use std::sync::Arc;
 
-#[derive(Clone, Copy)]
-pub(crate) struct Tls;
+/// Reads the certificates a TLS server presents, for `data "tls_certificate"`'s `url`: given
+/// by the binary, so that this crate links no TLS client.
+#[async_trait::async_trait]
+pub trait ChainReader: Send + Sync {
+    /// The chain the server at `url` (`https://` or `tls://`) sends, leaf first, DER.
+    async fn chain(&self, url: &str, verify: bool) -> Result<Vec<Vec<u8>>, String>;
+}
 
-/// The provider, for a registry.
+#[derive(Clone)]
+pub(crate) struct Tls {
+    chains: Option<Arc<dyn ChainReader>>,
+}
+
+/// The provider, for a registry; without a chain reader, `url` is refused.
 pub fn provider() -> Arc<dyn ProviderFactory> {
-    Arc::new(Factory(Tls))
+    provider_with(None)
+}
+
+/// The provider, reading servers' chains with `chains`.
+pub fn provider_with(chains: Option<Arc<dyn ChainReader>>) -> Arc<dyn ProviderFactory> {
+    Arc::new(Factory(Tls { chains }))
 }
 
 fn replacing(ty: Type) -> Attribute {
@@ -361,7 +376,7 @@ impl Family for Tls {
     }
 
     async fn connect(&self, _: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
-        Ok(Arc::new(*self))
+        Ok(Arc::new(self.clone()))
     }
 }
 
@@ -746,7 +761,7 @@ impl Provider for Tls {
     async fn read_data_source(&self, request: ReadDataSourceRequest) -> ReadDataSourceResponse {
         let result = match request.type_name.as_str() {
             "tls_public_key" => read_public_key(&request.config),
-            "tls_certificate" => read_certificates(&request.config).await,
+            "tls_certificate" => read_certificates(&request.config, self.chains.as_deref()).await,
             _ => {
                 return crate::state_only::no_data_source("tls", request);
             }
@@ -784,7 +799,10 @@ fn read_public_key(config: &Value) -> Result<Value, (&'static str, String)> {
     Ok(with(config, values))
 }
 
-async fn read_certificates(config: &Value) -> Result<Value, (&'static str, String)> {
+async fn read_certificates(
+    config: &Value,
+    chains: Option<&dyn ChainReader>,
+) -> Result<Value, (&'static str, String)> {
     let ders: Vec<Vec<u8>> = if let Some(content) = text(config, "content") {
         let Some((label, _)) = keys::first_pem_block(&content) else {
             return Err((
@@ -805,7 +823,15 @@ async fn read_certificates(config: &Value) -> Result<Value, (&'static str, Strin
     } else {
         let url = text(config, "url").unwrap_or_default();
         let verify = flag(config, "verify_chain", true);
-        let mut chain = fetch::peer_certificates(&url, verify)
+        let Some(chains) = chains else {
+            return Err((
+                "Failed to identify fetch peer certificates",
+                "this build of gpustack reads no TLS servers: give the certificate as content"
+                    .into(),
+            ));
+        };
+        let mut chain = chains
+            .chain(&url, verify)
             .await
             .map_err(|e| ("Failed to identify fetch peer certificates", e))?;
         // As the provider lists them: the last the server sent first.
@@ -842,5 +868,3 @@ async fn read_certificates(config: &Value) -> Result<Value, (&'static str, Strin
         ],
     ))
 }
-
-mod fetch;

@@ -1,6 +1,6 @@
-//! The certificates a TLS server presents, for `data "tls_certificate"`: `https://` (port
-//! 443 when none is given) and `tls://` (a port required), verified by the platform's
-//! verifier unless `verify_chain = false`.
+//! The certificates a TLS server presents, for the tls provider's `data "tls_certificate"`:
+//! `https://` (port 443 when none is given) and `tls://` (a port required), verified by the
+//! platform's verifier unless `verify_chain = false`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,7 +83,7 @@ fn address(url: &str) -> Result<(String, u16), String> {
 }
 
 /// The chain the server at `url` presents, in the order it sends it (leaf first).
-pub(crate) async fn peer_certificates(url: &str, verify: bool) -> Result<Vec<Vec<u8>>, String> {
+pub async fn peer_certificates(url: &str, verify: bool) -> Result<Vec<Vec<u8>>, String> {
     gpustack_connect::install_ring();
     let (host, port) = address(url)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
