@@ -91,12 +91,16 @@ impl EvalContext<'_> {
                 .registry
                 .provider(r.type_name.split('_').next().unwrap_or_default())
                 .is_some()
-                // A misspelt name of a served type gets its suggestion instead.
-                && match r.mode {
+                // A misspelt name of a served type gets its suggestion instead; a type the
+                // provider documents is no misspelling.
+                && (gpustack_protocol::terraform::is_documented_type(
+                    &r.type_name,
+                    r.mode == ResourceMode::Data,
+                ) || match r.mode {
                     ResourceMode::Managed => closest(&r.type_name, self.registry.resource_types()),
                     ResourceMode::Data => closest(&r.type_name, self.registry.data_source_types()),
                 }
-                .is_none()
+                .is_none())
             {
                 self.diags.error(r.type_span, "Type not served", why);
                 return (Value::Unknown, None);

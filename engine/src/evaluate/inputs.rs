@@ -136,26 +136,28 @@ impl EvalContext<'_> {
                 }
                 Some(RawInput::Value(value)) => (value.clone(), None),
                 Some(RawInput::Json { value, span }) => (value.clone(), Some(*span)),
-                Some(RawInput::Text { raw, origin, .. }) => match parse_text_input(raw, &v.ty) {
-                    Ok(value) => (value, None),
-                    Err(message) => {
-                        // What the parser quotes of a secret is the secret.
-                        let message = if v.sensitive {
-                            gpustack_lang::diag::redact_quoted(&message)
-                        } else {
-                            message
-                        };
-                        self.diags.error(
-                            v.span,
-                            "Invalid value for input variable",
-                            format!(
-                                "The value of \"{}\" set by {origin} is not valid: {message}",
-                                v.name
-                            ),
-                        );
-                        return Value::Unknown;
+                Some(RawInput::Text { raw, origin, .. }) => {
+                    match parse_text_input(raw, text_type(v)) {
+                        Ok(value) => (value, None),
+                        Err(message) => {
+                            // What the parser quotes of a secret is the secret.
+                            let message = if v.sensitive {
+                                gpustack_lang::diag::redact_quoted(&message)
+                            } else {
+                                message
+                            };
+                            self.diags.error(
+                                v.span,
+                                "Invalid value for input variable",
+                                format!(
+                                    "The value of \"{}\" set by {origin} is not valid: {message}",
+                                    v.name
+                                ),
+                            );
+                            return Value::Unknown;
+                        }
                     }
-                },
+                }
                 None => match &v.default {
                     Some(default) => (self.eval_default(default), Some(default.span())),
                     // Unknown until plan, and already a secret for what reads it.
@@ -341,7 +343,7 @@ pub(crate) fn static_root_variable(
             .map_err(|e| invalid(format!("{}: {}", e.summary, e.detail)))
     };
     let value = match inputs.values.get(name) {
-        Some(RawInput::Text { raw, .. }) => parse_text_input(raw, &v.ty).map_err(invalid)?,
+        Some(RawInput::Text { raw, .. }) => parse_text_input(raw, text_type(v)).map_err(invalid)?,
         Some(RawInput::Expr(expr)) => literal(expr)?,
         Some(RawInput::Value(value) | RawInput::Json { value, .. }) => value.clone(),
         None => match &v.default {
@@ -362,6 +364,12 @@ pub(crate) fn static_root_variable(
             v.ty
         ))
     })
+}
+
+/// The type a value given as text is read as: a variable without a `type` takes the text as a
+/// string, as Terraform's literal parsing mode does (`-var mode=0640` is "0640").
+fn text_type(v: &gpustack_lang::config::Variable) -> &Type {
+    if v.typed { &v.ty } else { &Type::String }
 }
 
 /// `--var` and `GPUSTACK_VAR_` values: raw text for string variables (as Terraform does), HCL

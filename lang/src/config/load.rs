@@ -1480,6 +1480,7 @@ impl Decoder<'_> {
             name: name.clone(),
             span,
             ty,
+            typed: body.get_attribute("type").is_some(),
             default: body.get_attribute("default").map(|a| self.expr(&a.value)),
             description: self.literal_string(body.get_attribute("description")),
             sensitive: self

@@ -212,6 +212,9 @@ pub struct Variable {
     pub name: String,
     pub span: Span,
     pub ty: Type,
+    /// It has a `type` argument. Without one, a value given as text (`-var`, `TF_VAR_`) is a
+    /// string, whatever it looks like, as Terraform reads it.
+    pub typed: bool,
     pub default: Option<Expr>,
     pub description: Option<String>,
     pub sensitive: bool,

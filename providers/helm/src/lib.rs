@@ -786,6 +786,16 @@ impl HelmCli {
     /// Runs helm against the configured cluster; stdout on success, a diagnostic with helm's
     /// own message otherwise.
     async fn run(&self, args: &[String]) -> Result<String, String> {
+        let output = self.output(args).await?;
+        if output.status.success() {
+            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+        }
+    }
+
+    /// Runs helm against the configured cluster, whatever it answers.
+    async fn output(&self, args: &[String]) -> Result<std::process::Output, String> {
         let mut command = tokio::process::Command::new(&self.binary);
         command
             .args(&self.global)
@@ -796,17 +806,65 @@ impl HelmCli {
         if let Some(context) = &self.context {
             command.args(["--kube-context", context]);
         }
-        let output = command
+        command
             .args(args)
             .kill_on_drop(true)
             .output()
             .await
-            .map_err(|e| format!("cannot run {}: {e}", self.binary.display()))?;
-        if output.status.success() {
-            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+            .map_err(|e| format!("cannot run {}: {e}", self.binary.display()))
+    }
+
+    /// `lint = true`: `helm lint` of the chart with the release's values, at plan, as the
+    /// Terraform provider lints it; a chart from a repository is pulled first. Helm's
+    /// findings when it fails.
+    async fn lint(&self, planned: &Value) -> Result<(), String> {
+        let chart = text(planned, "chart").unwrap_or_default().to_owned();
+        let pulled = tempfile::tempdir().map_err(|e| format!("cannot make a directory: {e}"))?;
+        let local = std::path::Path::new(&chart);
+        let path = if text(planned, "repository").is_none() && local.exists() {
+            local.to_path_buf()
         } else {
-            Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+            let mut args: Vec<String> = vec![
+                "pull".into(),
+                chart.clone(),
+                "--untar".into(),
+                "--untardir".into(),
+                pulled.path().display().to_string(),
+            ];
+            if let Some(repository) = text(planned, "repository") {
+                args.extend(["--repo".into(), repository.into()]);
+            }
+            if let Some(version) = text(planned, "version") {
+                args.extend(["--version".into(), version.into()]);
+            }
+            self.run(&args).await?;
+            std::fs::read_dir(pulled.path())
+                .ok()
+                .and_then(|mut entries| entries.next())
+                .and_then(Result::ok)
+                .map(|entry| entry.path())
+                .ok_or_else(|| format!("helm pull {chart} left no chart"))?
+        };
+        let (values, sensitive) = values_files(planned)?;
+        let mut args: Vec<String> = vec![
+            "lint".into(),
+            path.display().to_string(),
+            "-f".into(),
+            values.path().display().to_string(),
+        ];
+        if let Some(sensitive) = &sensitive {
+            args.extend(["-f".into(), sensitive.path().display().to_string()]);
         }
+        let output = self.output(&args).await?;
+        if output.status.success() {
+            return Ok(());
+        }
+        // Helm prints its findings on stdout and the summary on stderr.
+        Err(format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&output.stdout).trim(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
     }
 
     /// Whether this release carries this stack's mark (labels, which `helm list` filters on).
@@ -1208,6 +1266,13 @@ impl Provider for HelmCli {
         let mut gpu_facts: Vec<_> = operator_fact(&planned, prior).into_iter().collect();
         if !gpu_facts.is_empty() && !request.for_apply {
             self.push_cluster(&mut gpu_facts, &mut diagnostics).await;
+        }
+        if attribute(&planned, "lint").and_then(Value::as_bool) == Some(true)
+            && !request.for_apply
+            && attribute(&planned, "values").is_some_and(Value::is_wholly_known)
+            && let Err(findings) = self.lint(&planned).await
+        {
+            diagnostics.push(Diagnostic::error("Chart lint failed", findings));
         }
         if prior.is_none() && !request.for_apply && is_operator_chart(&planned) {
             if gpu_facts.is_empty() {

@@ -49,16 +49,6 @@ pub const RELEASE_REFUSED: &[Refusal] = &[
         RefusedWhen::True,
         "gpustack installs exactly the values the stack says (helm --reset-values), so that a plan shows every value the release gets",
     ),
-    refuse(
-        "disable_crd_hooks",
-        RefusedWhen::True,
-        "the helm CLI has no flag that skips only the CRD hooks; disable_webhooks skips every hook",
-    ),
-    refuse(
-        "lint",
-        RefusedWhen::True,
-        "gpustack does not lint charts during plan; run helm lint on the chart in CI",
-    ),
 ];
 
 /// The arguments of `data "helm_template"` gpustack refuses; every other argument of the
@@ -271,7 +261,10 @@ pub fn release() -> Schema {
         )
         .attr("skip_crds", flag("helm --skip-crds."))
         .attr("disable_webhooks", flag("helm --no-hooks."))
-        .attr("disable_crd_hooks", flag("Refused when true."))
+        .attr(
+            "disable_crd_hooks",
+            flag("Accepted: the Terraform provider passes it to no helm action either."),
+        )
         .attr("disable_openapi_validation", flag("helm --disable-openapi-validation."))
         .attr("render_subchart_notes", flag("helm --render-subchart-notes."))
         .attr("dependency_update", flag("helm --dependency-update."))
@@ -287,7 +280,7 @@ pub fn release() -> Schema {
             "replace",
             flag("Reuse the name of a release uninstalled with its history kept, or failed (helm install --replace)."),
         )
-        .attr("lint", flag("Refused when true."))
+        .attr("lint", flag("helm lint of the chart with its values, at plan."))
         .attr("upgrade_install", flag("What gpustack always does: helm upgrade --install."))
         .attr("take_ownership", flag("helm --take-ownership."))
         .attr("max_history", Attribute::optional(Type::Number).describe("helm --history-max."))

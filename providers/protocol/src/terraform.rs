@@ -332,6 +332,143 @@ pub fn unserved_type(type_name: &str, data: bool) -> Option<String> {
     ))
 }
 
+/// The resource types of Terraform's hashicorp/kubernetes provider (v2), as its registry
+/// documents list them: a name among them that gpustack does not serve is answered "not
+/// served yet", never with a served type's name as a spelling suggestion.
+pub const KUBERNETES_RESOURCES: &[&str] = &[
+    "kubernetes_annotations",
+    "kubernetes_api_service",
+    "kubernetes_api_service_v1",
+    "kubernetes_certificate_signing_request",
+    "kubernetes_certificate_signing_request_v1",
+    "kubernetes_cluster_role",
+    "kubernetes_cluster_role_v1",
+    "kubernetes_cluster_role_binding",
+    "kubernetes_cluster_role_binding_v1",
+    "kubernetes_config_map",
+    "kubernetes_config_map_v1",
+    "kubernetes_config_map_v1_data",
+    "kubernetes_cron_job",
+    "kubernetes_cron_job_v1",
+    "kubernetes_csi_driver",
+    "kubernetes_csi_driver_v1",
+    "kubernetes_daemonset",
+    "kubernetes_daemon_set_v1",
+    "kubernetes_default_service_account",
+    "kubernetes_default_service_account_v1",
+    "kubernetes_deployment",
+    "kubernetes_deployment_v1",
+    "kubernetes_endpoint_slice_v1",
+    "kubernetes_endpoints",
+    "kubernetes_endpoints_v1",
+    "kubernetes_env",
+    "kubernetes_horizontal_pod_autoscaler",
+    "kubernetes_horizontal_pod_autoscaler_v1",
+    "kubernetes_horizontal_pod_autoscaler_v2",
+    "kubernetes_horizontal_pod_autoscaler_v2beta2",
+    "kubernetes_ingress",
+    "kubernetes_ingress_v1",
+    "kubernetes_ingress_class",
+    "kubernetes_ingress_class_v1",
+    "kubernetes_job",
+    "kubernetes_job_v1",
+    "kubernetes_labels",
+    "kubernetes_limit_range",
+    "kubernetes_limit_range_v1",
+    "kubernetes_manifest",
+    "kubernetes_mutating_webhook_configuration",
+    "kubernetes_mutating_webhook_configuration_v1",
+    "kubernetes_namespace",
+    "kubernetes_namespace_v1",
+    "kubernetes_network_policy",
+    "kubernetes_network_policy_v1",
+    "kubernetes_node_taint",
+    "kubernetes_persistent_volume",
+    "kubernetes_persistent_volume_v1",
+    "kubernetes_persistent_volume_claim",
+    "kubernetes_persistent_volume_claim_v1",
+    "kubernetes_pod",
+    "kubernetes_pod_v1",
+    "kubernetes_pod_disruption_budget",
+    "kubernetes_pod_disruption_budget_v1",
+    "kubernetes_pod_security_policy",
+    "kubernetes_pod_security_policy_v1beta1",
+    "kubernetes_priority_class",
+    "kubernetes_priority_class_v1",
+    "kubernetes_replication_controller",
+    "kubernetes_replication_controller_v1",
+    "kubernetes_resource_quota",
+    "kubernetes_resource_quota_v1",
+    "kubernetes_role",
+    "kubernetes_role_v1",
+    "kubernetes_role_binding",
+    "kubernetes_role_binding_v1",
+    "kubernetes_runtime_class_v1",
+    "kubernetes_secret",
+    "kubernetes_secret_v1",
+    "kubernetes_secret_v1_data",
+    "kubernetes_service",
+    "kubernetes_service_v1",
+    "kubernetes_service_account",
+    "kubernetes_service_account_v1",
+    "kubernetes_stateful_set",
+    "kubernetes_stateful_set_v1",
+    "kubernetes_storage_class",
+    "kubernetes_storage_class_v1",
+    "kubernetes_token_request_v1",
+    "kubernetes_validating_webhook_configuration",
+    "kubernetes_validating_webhook_configuration_v1",
+];
+
+/// The data sources of Terraform's hashicorp/kubernetes provider (v2).
+pub const KUBERNETES_DATA_SOURCES: &[&str] = &[
+    "kubernetes_all_namespaces",
+    "kubernetes_config_map",
+    "kubernetes_config_map_v1",
+    "kubernetes_endpoints_v1",
+    "kubernetes_ingress",
+    "kubernetes_ingress_v1",
+    "kubernetes_mutating_webhook_configuration_v1",
+    "kubernetes_namespace",
+    "kubernetes_namespace_v1",
+    "kubernetes_nodes",
+    "kubernetes_persistent_volume_claim",
+    "kubernetes_persistent_volume_claim_v1",
+    "kubernetes_persistent_volume_v1",
+    "kubernetes_pod",
+    "kubernetes_pod_v1",
+    "kubernetes_resource",
+    "kubernetes_resources",
+    "kubernetes_secret",
+    "kubernetes_secret_v1",
+    "kubernetes_server_version",
+    "kubernetes_service",
+    "kubernetes_service_v1",
+    "kubernetes_service_account",
+    "kubernetes_service_account_v1",
+    "kubernetes_storage_class",
+    "kubernetes_storage_class_v1",
+];
+
+/// The data sources of gavinbunney/kubectl.
+pub const KUBECTL_DATA_SOURCES: &[&str] = &[
+    "kubectl_file_documents",
+    "kubectl_filename_list",
+    "kubectl_path_documents",
+    "kubectl_server_version",
+];
+
+/// Whether `type_name` is a type Terraform's kubernetes or kubectl provider documents.
+pub fn is_documented_type(type_name: &str, data: bool) -> bool {
+    match data {
+        true => {
+            KUBERNETES_DATA_SOURCES.contains(&type_name)
+                || KUBECTL_DATA_SOURCES.contains(&type_name)
+        }
+        false => KUBERNETES_RESOURCES.contains(&type_name) || type_name == "kubectl_manifest",
+    }
+}
+
 /// The Terraform provider a type gpustack does not serve belongs to, when gpustack knows it.
 pub fn foreign_provider(type_name: &str) -> Option<ForeignProvider> {
     if SERVED_LATER.contains(&type_name) {

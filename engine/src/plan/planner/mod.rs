@@ -231,7 +231,6 @@ pub(crate) async fn make_plan<'a>(
         planner.eval.run_checks();
     }
     let generated = planner.generate().await;
-    planner.check_order();
     if planner.eval.diags.has_errors() {
         return None;
     }
@@ -253,6 +252,8 @@ pub(crate) async fn make_plan<'a>(
         return None;
     }
     let output_changes = planner.output_changes();
+    // Reported with the GPU pass's findings: a plan that fails for both says both.
+    planner.check_order();
     let gpu = planner.gpu_pass(mode);
     if planner.eval.diags.has_errors() {
         return None;

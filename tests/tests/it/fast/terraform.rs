@@ -832,11 +832,7 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
     ("resource.helm_release", "set_wo_revision", Honoured),
     ("resource.helm_release", "timeout", Honoured),
     ("resource.helm_release", "disable_webhooks", Honoured),
-    (
-        "resource.helm_release",
-        "disable_crd_hooks",
-        Refused("true"),
-    ),
+    ("resource.helm_release", "disable_crd_hooks", Honoured),
     ("resource.helm_release", "reuse_values", Refused("true")),
     ("resource.helm_release", "reset_values", Honoured),
     ("resource.helm_release", "force_update", Honoured),
@@ -859,7 +855,7 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
     ("resource.helm_release", "postrender", Honoured),
     ("resource.helm_release", "postrender.binary_path", Honoured),
     ("resource.helm_release", "postrender.args", Honoured),
-    ("resource.helm_release", "lint", Refused("true")),
+    ("resource.helm_release", "lint", Honoured),
     ("resource.helm_release", "upgrade_install", Honoured),
     ("resource.helm_release", "take_ownership", Honoured),
     ("resource.helm_release", "status", Honoured),
@@ -3600,4 +3596,120 @@ output "one" {
         "{text}"
     );
     assert!(text.contains("main.tf:3"), "{text}");
+}
+
+/// Every resource type and data source of the kubernetes (v2), helm, kubectl and utility
+/// providers as their registry documents list them.
+const PROVIDER_TYPES: &[(&str, &[&str], &[&str])] = &[
+    (
+        "hashicorp/kubernetes",
+        gpustack_protocol::terraform::KUBERNETES_RESOURCES,
+        gpustack_protocol::terraform::KUBERNETES_DATA_SOURCES,
+    ),
+    ("hashicorp/helm", &["helm_release"], &["helm_template"]),
+    (
+        "gavinbunney/kubectl",
+        &["kubectl_manifest"],
+        &[
+            "kubectl_file_documents",
+            "kubectl_filename_list",
+            "kubectl_path_documents",
+            "kubectl_server_version",
+        ],
+    ),
+    (
+        "hashicorp/random",
+        &[
+            "random_bytes",
+            "random_id",
+            "random_integer",
+            "random_password",
+            "random_pet",
+            "random_shuffle",
+            "random_string",
+            "random_uuid",
+            "random_uuid4",
+            "random_uuid7",
+        ],
+        &[],
+    ),
+    ("hashicorp/null", &["null_resource"], &["null_data_source"]),
+    (
+        "hashicorp/time",
+        &["time_offset", "time_rotating", "time_sleep", "time_static"],
+        &[],
+    ),
+    ("hashicorp/http", &[], &["http"]),
+    (
+        "hashicorp/tls",
+        &[
+            "tls_cert_request",
+            "tls_locally_signed_cert",
+            "tls_private_key",
+            "tls_self_signed_cert",
+        ],
+        &["tls_certificate", "tls_public_key"],
+    ),
+    ("hashicorp/external", &[], &["external"]),
+    ("hashicorp/archive", &["archive_file"], &["archive_file"]),
+    (
+        "hashicorp/cloudinit",
+        &["cloudinit_config"],
+        &["cloudinit_config"],
+    ),
+    ("hashicorp/local", &["local_file"], &["local_file"]),
+];
+
+/// Every type of those providers is served, or answered at its block, by name, with what to
+/// write instead.
+#[test]
+fn every_type_of_the_served_providers_is_served_or_refused_by_name() {
+    let registry = gpustack::registry();
+    let mut unserved = Vec::new();
+    for (source, resources, data) in PROVIDER_TYPES {
+        for (kind, names) in [("resource", *resources), ("data", *data)] {
+            for name in names {
+                let served = match kind {
+                    "resource" => registry.resource_schema(name).is_some(),
+                    _ => registry.data_source_schema(name).is_some(),
+                };
+                if !served {
+                    unserved.push((*source, kind, *name));
+                }
+            }
+        }
+    }
+    // The utility providers are served whole.
+    let utility: Vec<_> = unserved
+        .iter()
+        .filter(|(source, _, _)| !["hashicorp/kubernetes", "gavinbunney/kubectl"].contains(source))
+        .collect();
+    assert!(utility.is_empty(), "not served: {utility:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let body: String = unserved
+        .iter()
+        .map(|(_, kind, name)| format!("{kind} \"{name}\" \"x\" {{}}\n"))
+        .collect();
+    write(dir.path(), &[("main.tf", &body)]);
+    let (code, out, err) = run(dir.path(), &["validate", "-no-color"]);
+    let text = format!("{out}{err}")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert_eq!(code, 1, "{text}");
+    for (source, kind, name) in &unserved {
+        let what = if *kind == "data" {
+            "data source"
+        } else {
+            "resource type"
+        };
+        // The renderer may break a line after a slash.
+        let squash = |t: &str| t.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+        assert!(
+            squash(&text).contains(&squash(&format!(
+                "{name} is a {what} of Terraform's {source} provider that gpustack does not serve yet:"
+            ))),
+            "{kind} {name} is not refused by name:\n{text}"
+        );
+    }
 }

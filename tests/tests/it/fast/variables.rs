@@ -137,3 +137,36 @@ fn bad_values_are_reported_where_they_were_written() {
         stderr(&out)
     );
 }
+
+/// A value given as text to a variable without a `type` is a string whatever it looks like,
+/// as Terraform reads it (its literal mode): `-var mode=0640` and `TF_VAR_mode` keep the
+/// leading zero; a typed number reads it as the number.
+#[test]
+fn text_for_an_untyped_variable_is_a_string() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("main.tf"),
+        "variable \"mode\" {\n  default = \"0600\"\n}\n\nvariable \"n\" {\n  type = number\n}\n\noutput \"mode\" {\n  value = var.mode\n}\n\noutput \"n\" {\n  value = var.n\n}\n",
+    )
+    .unwrap();
+    let out = gpustack_env(
+        dir.path(),
+        &["apply", "-auto-approve", "-no-color", "-var", "mode=0640"],
+        &[("TF_VAR_n", "0640")],
+    );
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("mode = \"0640\""), "{text}");
+    assert!(text.contains("n = 640"), "{text}");
+    let out = gpustack_env(
+        dir.path(),
+        &["apply", "-auto-approve", "-no-color", "-var", "n=2"],
+        &[("TF_VAR_mode", "[1, 2]")],
+    );
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("mode = \"[1, 2]\""),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -2031,3 +2031,51 @@ fn helm_path(c: &TestCluster) -> String {
         std::env::var("PATH").unwrap_or_default()
     )
 }
+
+/// `lint = true` lints the chart with the release's values at plan, as the Terraform
+/// provider does: a chart whose template fails is an error at the release, with helm's
+/// finding; a sound chart plans.
+#[test]
+fn helm_release_lint_reports_the_charts_findings_at_plan() {
+    let stack = super::e2e::Stack::inline("");
+    std::fs::remove_file(stack.dir.join("main.hcl")).unwrap();
+    let chart = tiny_chart(&stack.dir);
+    let tf = r#"variable "kubeconfig" {
+  type = string
+}
+
+provider "helm" {
+  kubernetes {
+    config_path = var.kubeconfig
+  }
+}
+
+resource "helm_release" "linted" {
+  name      = "linted"
+  chart     = "./chart"
+  namespace = "default"
+  lint      = true
+}
+"#;
+    std::fs::write(stack.dir.join("main.tf"), tf).unwrap();
+    let out = stack.run("plan", &["-no-color"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    std::fs::write(
+        chart.join("templates/broken.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.missing.key }}\n",
+    )
+    .unwrap();
+    let out = stack.run("plan", &["-no-color"]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("Chart lint failed")
+            && text.contains("broken.yaml")
+            && text.contains("main.tf:11"),
+        "{text}"
+    );
+}
