@@ -1061,10 +1061,16 @@ impl HelmCli {
             values.display().to_string(),
         ];
         // Values are exactly what the stack says, never merged with an earlier release's;
-        // `reset_values = false`, written out, asks for helm's own rule instead (the previous
-        // values kept when the upgrade is given none), as Terraform's provider applies it.
-        if attribute(planned, "reset_values").and_then(Value::as_bool) != Some(false) {
-            args.push("--reset-values".into());
+        // `reuse_values = true` merges the new values into the previous release's, and
+        // `reset_values = false`, written out, asks for helm's own rule (the previous values
+        // kept when the upgrade is given none), as Terraform's provider passes them to helm
+        // (reset first).
+        let flag = |name: &str| attribute(planned, name).and_then(Value::as_bool);
+        match (flag("reset_values"), flag("reuse_values")) {
+            (Some(true), _) => args.push("--reset-values".into()),
+            (_, Some(true)) => args.push("--reuse-values".into()),
+            (Some(false), _) => {}
+            _ => args.push("--reset-values".into()),
         }
         if !owner.is_empty() {
             // This stack's mark on the release, for a run that finds it unrecorded.

@@ -38,18 +38,11 @@ const fn refuse(path: &'static str, when: RefusedWhen, reason: &'static str) -> 
 
 /// The arguments of `helm_release` gpustack refuses; every other argument of the schema is
 /// honoured.
-pub const RELEASE_REFUSED: &[Refusal] = &[
-    refuse(
-        "recreate_pods",
-        RefusedWhen::True,
-        "Helm 3 removed --recreate-pods; roll the workloads with a changed pod-template annotation instead",
-    ),
-    refuse(
-        "reuse_values",
-        RefusedWhen::True,
-        "gpustack installs exactly the values the stack says (helm --reset-values), so that a plan shows every value the release gets",
-    ),
-];
+pub const RELEASE_REFUSED: &[Refusal] = &[refuse(
+    "recreate_pods",
+    RefusedWhen::True,
+    "Helm 3 removed --recreate-pods; roll the workloads with a changed pod-template annotation instead",
+)];
 
 /// The arguments of `data "helm_template"` gpustack refuses; every other argument of the
 /// schema is honoured.
@@ -271,7 +264,10 @@ pub fn release() -> Schema {
         .attr("cleanup_on_fail", flag("helm --cleanup-on-fail."))
         .attr("force_update", flag("helm --force (Helm 4: --force-replace)."))
         .attr("recreate_pods", flag("Refused when true: Helm 3 removed it."))
-        .attr("reuse_values", flag("Refused when true."))
+        .attr(
+            "reuse_values",
+            flag("helm --reuse-values at an upgrade: the new values merged into the previous release's."),
+        )
         .attr(
             "reset_values",
             flag("Unset or true: helm --reset-values. False: helm's own rule (the previous values kept when the upgrade is given none)."),

@@ -833,7 +833,7 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
     ("resource.helm_release", "timeout", Honoured),
     ("resource.helm_release", "disable_webhooks", Honoured),
     ("resource.helm_release", "disable_crd_hooks", Honoured),
-    ("resource.helm_release", "reuse_values", Refused("true")),
+    ("resource.helm_release", "reuse_values", Honoured),
     ("resource.helm_release", "reset_values", Honoured),
     ("resource.helm_release", "force_update", Honoured),
     ("resource.helm_release", "recreate_pods", Refused("true")),

@@ -1683,6 +1683,21 @@ fn helm_release_reset_values_false_keeps_the_previous_values_of_an_upgrade_given
     std::fs::write(stack.dir.join("main.tf"), tf("  description = \"third\"\n")).unwrap();
     stack.ok("apply", &["-auto-approve"]);
     assert_eq!(made(), "by hand");
+    // reuse_values = true: the new values merged into the previous release's.
+    std::fs::write(
+        stack.dir.join("main.tf"),
+        tf("  set {\n    name  = \"made\"\n    value = \"fourth\"\n  }\n"),
+    )
+    .unwrap();
+    stack.ok("apply", &["-auto-approve"]);
+    assert_eq!(made(), "fourth");
+    std::fs::write(
+        stack.dir.join("main.tf"),
+        tf("  reuse_values = true\n  set {\n    name  = \"other\"\n    value = \"x\"\n  }\n"),
+    )
+    .unwrap();
+    stack.ok("apply", &["-auto-approve"]);
+    assert_eq!(made(), "fourth", "the previous release's value is kept");
 }
 
 /// A server on a free local port answering every request with `body`, until the process ends.
