@@ -1256,6 +1256,13 @@ impl Decoder<'_> {
                 "List blocks are not supported",
                 "list blocks belong in *.tfquery.hcl files, for terraform query (Terraform 1.14), which gpustack does not have.",
             ),
+            // Terraform 1.10's ephemeral resources (random_password, tls_private_key, ...):
+            // opened for one run and never recorded; not served yet.
+            "ephemeral" => self.diags.error(
+                self.span(block.ident.span()),
+                "Ephemeral resources are not served yet",
+                "ephemeral blocks (Terraform 1.10) open a value for one run without recording it; gpustack does not serve them yet. Declare it as a resource: a secret it holds stays a digest in plans and the state, never its value.",
+            ),
             other => self.diags.error(
                 self.span(block.ident.span()),
                 "Unsupported block type",

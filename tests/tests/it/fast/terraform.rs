@@ -3713,3 +3713,23 @@ fn every_type_of_the_served_providers_is_served_or_refused_by_name() {
         );
     }
 }
+
+/// An `ephemeral` block (Terraform 1.10) is refused by name, at its line, with what to write.
+#[test]
+fn an_ephemeral_block_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        &[(
+            "main.tf",
+            "ephemeral \"random_password\" \"db\" {\n  length = 16\n}\n",
+        )],
+    );
+    let (code, out, err) = run(dir.path(), &["validate", "-no-color"]);
+    let text = format!("{out}{err}");
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("Ephemeral resources are not served yet") && text.contains("main.tf:1"),
+        "{text}"
+    );
+}
