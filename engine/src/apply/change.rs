@@ -284,6 +284,7 @@ impl Applier<'_, '_, '_, '_, '_> {
                     state: crate::plan::state_value(entry),
                     paths: entry.sensitive_paths.clone(),
                     seed,
+                    config: config.clone(),
                 };
                 work.push((key, Work::Redraw(Box::new(redraw))));
                 continue;
@@ -488,13 +489,17 @@ pub(super) struct Redraw {
     state: Value,
     paths: Vec<gpustack_protocol::Path>,
     seed: [u8; 32],
+    /// Its configuration: the secrets it was given, whose digests the state holds.
+    config: Value,
 }
 
 impl Redraw {
     /// The recorded object with the secrets its provider drew again where their digests are
     /// the state's; as recorded where the provider draws nothing or answers otherwise.
     async fn run(self, handle: &Handle, type_name: String, salt: &Salt) -> Value {
-        let (recorded, _) = self.state.clone().unmark_deep();
+        // The secrets it was given are the configuration's; the provider draws the others.
+        let state = crate::sensitive::rehydrate(self.state, &self.config, salt);
+        let (recorded, _) = state.clone().unmark_deep();
         let digests = crate::sensitive::stored_digests(&recorded, &self.paths);
         let _permit = handle.permits.acquire().await;
         let response = handle
@@ -511,7 +516,7 @@ impl Redraw {
                 crate::sensitive::keep_matching_secrets(live, &digests, salt)
                     .mark_paths(&self.paths)
             }
-            _ => self.state,
+            _ => state,
         }
     }
 }

@@ -757,6 +757,11 @@ impl HelmCli {
     /// from the cluster. Nothing when the namespaces cannot be read.
     async fn order(&self, planned: &Value) -> gpustack_protocol::Order {
         let mut order = gpustack_protocol::Order::default();
+        // Helm reaches the cluster through $KUBECONFIG set for it alone (config_paths): the
+        // namespaces read here would be another kubeconfig's, so none are claimed.
+        if self.kubeconfig.is_none() && self.env.iter().any(|(k, _)| k == "KUBECONFIG") {
+            return order;
+        }
         let namespaces = self
             .namespaces
             .get_or_init(|| async {
@@ -1290,7 +1295,8 @@ impl Provider for HelmCli {
                 diagnostics.extend(second_operator(&planned, &gpu_facts));
             }
         }
-        let order = if prior.is_none() && !request.for_apply {
+        // An install, or a replacement (another name or namespace).
+        let order = if (prior.is_none() || !requires_replace.is_empty()) && !request.for_apply {
             self.order(&planned).await
         } else {
             Default::default()

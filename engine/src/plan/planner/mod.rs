@@ -142,9 +142,12 @@ struct Planner<'w, 'a> {
     refresh_facts: Vec<(String, gpustack_protocol::GpuFact)>,
     /// Config addresses of resources seen in configuration, for finding orphans.
     configured: HashSet<String>,
-    /// What planned changes make that others may need (a namespace), by key: the first
+    /// What planned changes make that others may need (a namespace), by key: every
     /// instance that makes it.
-    makers: HashMap<String, (NodeIndex, String)>,
+    makers: HashMap<String, Vec<(NodeIndex, String)>>,
+    /// The resource blocks with an instance that changes: what may make what no provider
+    /// reports (a chart's own Namespace, a command).
+    changing: HashSet<NodeIndex>,
     /// What planned changes need that is missing now, with where each is configured.
     needs: Vec<(NodeIndex, String, Span, gpustack_protocol::Prerequisite)>,
 }
@@ -222,6 +225,7 @@ pub(crate) async fn make_plan<'a>(
         refresh_facts: Vec::new(),
         configured: HashSet::new(),
         makers: HashMap::new(),
+        changing: HashSet::new(),
         needs: Vec::new(),
     };
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -354,34 +358,53 @@ impl Planner<'_, '_> {
     /// error (apply would fail); made by a change nothing orders first is a warning (apply
     /// may meet it or not).
     fn check_order(&mut self) {
+        let before = |from: NodeIndex, to: NodeIndex| {
+            from != to && petgraph::algo::has_path_connecting(&self.graph.graph, from, to, None)
+        };
         for (node, address, span, need) in std::mem::take(&mut self.needs) {
             let describe = &need.describe;
-            let Some((maker, made_by)) = self.makers.get(&need.key) else {
-                self.eval.diags.push(Diag::error(
-                    Some(span),
-                    "Needs what nothing makes",
-                    format!("{address} needs {describe}, which does not exist, and nothing in this plan makes it: apply would fail. Make it in this stack (and have {address} depend on it) or before the apply."),
-                ));
-                continue;
-            };
-            if *maker == node
-                || petgraph::algo::has_path_connecting(&self.graph.graph, *maker, node, None)
-            {
+            let makers = self.makers.get(&need.key).map_or(&[][..], Vec::as_slice);
+            if makers.is_empty() {
+                // A change it depends on may make it without saying so (a chart's own
+                // Namespace, a command): then apply may still work.
+                let unreported = self.changing.iter().copied().find(|&m| before(m, node));
+                let detail = match unreported {
+                    Some(m) => format!(
+                        "{address} needs {describe}, which does not exist, and no change of this plan says it makes it: apply fails unless {} (applied before it) makes it.",
+                        self.graph.graph[m].address(self.eval.stack)
+                    ),
+                    None => format!(
+                        "{address} needs {describe}, which does not exist, and nothing in this plan makes it: apply would fail. Make it in this stack (and have {address} depend on it) or before the apply."
+                    ),
+                };
+                self.eval.diags.push(if unreported.is_some() {
+                    Diag::warning(Some(span), "Needs what nothing makes", detail)
+                } else {
+                    Diag::error(Some(span), "Needs what nothing makes", detail)
+                });
                 continue;
             }
-            let maker_block = strip_instance_key(made_by);
-            if petgraph::algo::has_path_connecting(&self.graph.graph, node, *maker, None) {
-                self.eval.diags.push(Diag::error(
-                    Some(span),
-                    "Applied before what it needs",
-                    format!("{address} needs {describe}, which {made_by} makes, but {made_by} applies after {address} (it depends on it): apply would fail. Make {describe} a resource of its own that both depend on."),
-                ));
-            } else {
-                self.eval.diags.push(Diag::warning(
-                    Some(span),
-                    "Nothing orders what it needs first",
-                    format!("{address} needs {describe}, which {made_by} makes, but nothing orders {made_by} first: apply may reach {address} before it. Add depends_on = [{maker_block}]."),
-                ));
+            if makers.iter().any(|(m, _)| *m == node || before(*m, node)) {
+                continue;
+            }
+            let unordered = makers.iter().find(|(m, _)| !before(node, *m));
+            match unordered {
+                Some((_, made_by)) => {
+                    let maker_block = strip_instance_key(made_by);
+                    self.eval.diags.push(Diag::warning(
+                        Some(span),
+                        "Nothing orders what it needs first",
+                        format!("{address} needs {describe}, which {made_by} makes, but nothing orders {made_by} first: apply may reach {address} before it. Add depends_on = [{maker_block}]."),
+                    ));
+                }
+                None => {
+                    let made_by = &makers[0].1;
+                    self.eval.diags.push(Diag::error(
+                        Some(span),
+                        "Applied before what it needs",
+                        format!("{address} needs {describe}, which {made_by} makes, but {made_by} applies after {address} (it depends on it): apply would fail. Make {describe} a resource of its own that both depend on."),
+                    ));
+                }
             }
         }
     }

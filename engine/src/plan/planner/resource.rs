@@ -855,7 +855,11 @@ impl Planner<'_, '_> {
                 for key in &instance.order.makes {
                     self.makers
                         .entry(key.clone())
-                        .or_insert_with(|| (node, instance.address.clone()));
+                        .or_default()
+                        .push((node, instance.address.clone()));
+                }
+                if !change.is_no_op() {
+                    self.changing.insert(node);
                 }
                 self.needs.extend(
                     instance

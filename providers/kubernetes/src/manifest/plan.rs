@@ -140,8 +140,11 @@ impl Connected {
             }
             _ => None,
         };
-        let order = match (&id, prior) {
-            (Some(id), None) if !request.for_apply => self.order(id).await,
+        // A create, or a replacement: each makes its object anew.
+        let order = match &id {
+            Some(id) if !request.for_apply && (prior.is_none() || !requires_replace.is_empty()) => {
+                self.order(id).await
+            }
             _ => Default::default(),
         };
         PlanResourceChangeResponse {
