@@ -375,7 +375,19 @@ impl Family for Tls {
         }
     }
 
-    async fn connect(&self, _: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+    /// A `proxy {}` for `tls_certificate`'s https:// reads is refused by name: the reads
+    /// connect directly, and a proxy ignored in silence would reach another network.
+    async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        let proxy = match attr(config, "proxy") {
+            Value::List(items) => items.into_iter().next().unwrap_or(Value::Null),
+            other => other,
+        };
+        if text(&proxy, "url").is_some() || flag(&proxy, "from_env", false) {
+            return Err(vec![Diagnostic::error(
+                "Proxy not honoured",
+                "gpustack's tls provider reads TLS servers directly: it does not honour proxy { url } or proxy { from_env = true }. Read the certificate from a machine that reaches the server, or give it as content.",
+            )]);
+        }
         Ok(Arc::new(self.clone()))
     }
 }

@@ -216,7 +216,7 @@ fn keys_and_certificates_are_made_at_plan_verify_and_replan_empty() {
 }
 
 /// What the provider refuses, at its line: an algorithm it does not have, a use it does not
-/// know, a CA without a subject.
+/// know, a CA without a subject, a proxy.
 #[test]
 fn what_the_provider_refuses_is_located() {
     let dir = tempfile::tempdir().unwrap();
@@ -268,4 +268,14 @@ resource "tls_self_signed_cert" "c" {
         err.contains("Must contain at least one Distinguished Name"),
         "{err}"
     );
+
+    // A proxy the reads would not go through is refused, not ignored.
+    std::fs::write(
+        d.join("main.tf"),
+        "provider \"tls\" {\n  proxy {\n    url = \"http://proxy:3128\"\n  }\n}\n\nresource \"tls_private_key\" \"k\" {\n  algorithm = \"ED25519\"\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = run(d, &["plan", "-no-color"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("Proxy not honoured"), "{err}");
 }
