@@ -201,16 +201,7 @@ pub async fn gpu_cluster(
     config_path: Option<&str>,
     context: Option<&str>,
 ) -> Result<gpustack_protocol::ClusterFact, GpuClusterError> {
-    let mut config = indexmap::IndexMap::new();
-    if let Some(path) = config_path {
-        config.insert("config_path".to_owned(), Value::string(path));
-    }
-    if let Some(context) = context {
-        config.insert("context".to_owned(), Value::string(context));
-    }
-    let cluster = Cluster::connect(&Value::Object(config))
-        .await
-        .map_err(GpuClusterError::Connect)?;
+    let cluster = connect_at(config_path, context).await?;
     facts::cluster_fact(&cluster)
         .await
         .map_err(|e| GpuClusterError::Read(ApiError(e)))
@@ -256,6 +247,18 @@ pub async fn namespaces_at(
     config_path: Option<&str>,
     context: Option<&str>,
 ) -> Result<Namespaces, GpuClusterError> {
+    connect_at(config_path, context)
+        .await?
+        .namespaces()
+        .await
+        .map_err(|e| GpuClusterError::Read(ApiError(e)))
+}
+
+/// The client of the cluster a kubeconfig (and a context of it) names.
+async fn connect_at(
+    config_path: Option<&str>,
+    context: Option<&str>,
+) -> Result<Cluster, GpuClusterError> {
     let mut config = indexmap::IndexMap::new();
     if let Some(path) = config_path {
         config.insert("config_path".to_owned(), Value::string(path));
@@ -263,13 +266,19 @@ pub async fn namespaces_at(
     if let Some(context) = context {
         config.insert("context".to_owned(), Value::string(context));
     }
-    let cluster = Cluster::connect(&Value::Object(config))
+    Cluster::connect(&Value::Object(config))
         .await
-        .map_err(GpuClusterError::Connect)?;
-    cluster
-        .namespaces()
-        .await
-        .map_err(|e| GpuClusterError::Read(ApiError(e)))
+        .map_err(GpuClusterError::Connect)
+}
+
+/// The warning a plan gets, once, when the cluster's namespaces cannot be listed.
+pub fn namespaces_not_read(why: &str) -> gpustack_protocol::Diagnostic {
+    gpustack_protocol::Diagnostic::warning(
+        "Namespaces not read",
+        format!(
+            "Cannot list the cluster's namespaces ({why}): the plan does not check that each object's namespace exists or is made before it."
+        ),
+    )
 }
 
 /// The warning a plan gets when the cluster's GPU nodes cannot be read.

@@ -170,7 +170,9 @@ struct HelmCli {
     /// settings are a GPU Operator release's values (no other object may read the nodes).
     gpu_cluster: tokio::sync::OnceCell<Result<gpustack_protocol::ClusterFact, String>>,
     /// The cluster's namespaces, read once per plan by the first install.
-    namespaces: tokio::sync::OnceCell<Option<gpustack_cluster::Namespaces>>,
+    namespaces: tokio::sync::OnceCell<Result<gpustack_cluster::Namespaces, String>>,
+    /// The plan was told, once, that the namespaces could not be read.
+    namespaces_warned: std::sync::atomic::AtomicBool,
 }
 
 const COMPUTED: [&str; 6] = [
@@ -530,6 +532,7 @@ impl HelmCli {
             _files: Vec::new(),
             gpu_cluster: tokio::sync::OnceCell::new(),
             namespaces: tokio::sync::OnceCell::new(),
+            namespaces_warned: std::sync::atomic::AtomicBool::new(false),
         };
         cli.terraform_config(config).await?;
         Ok(cli)
@@ -754,8 +757,12 @@ impl HelmCli {
     }
 
     /// What an install needs and makes: its namespace, made by `create_namespace` or needed
-    /// from the cluster. Nothing when the namespaces cannot be read.
-    async fn order(&self, planned: &Value) -> gpustack_protocol::Order {
+    /// from the cluster. Nothing, and a warning (once), when the namespaces cannot be read.
+    async fn order(
+        &self,
+        planned: &Value,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> gpustack_protocol::Order {
         let mut order = gpustack_protocol::Order::default();
         // Helm reaches the cluster through $KUBECONFIG set for it alone (config_paths): the
         // namespaces read here would be another kubeconfig's, so none are claimed.
@@ -770,11 +777,20 @@ impl HelmCli {
                     self.context.as_deref(),
                 )
                 .await
-                .ok()
+                .map_err(|e| gpustack_protocol::error_chain(&e))
             })
             .await;
-        let Some(namespaces) = namespaces else {
-            return order;
+        let namespaces = match namespaces {
+            Ok(namespaces) => namespaces,
+            Err(why) => {
+                if !self
+                    .namespaces_warned
+                    .swap(true, std::sync::atomic::Ordering::Relaxed)
+                {
+                    diagnostics.push(gpustack_cluster::namespaces_not_read(why));
+                }
+                return order;
+            }
         };
         let namespace = namespace_of(planned);
         if attribute(planned, "create_namespace").and_then(Value::as_bool) == Some(true) {
@@ -1297,7 +1313,7 @@ impl Provider for HelmCli {
         }
         // An install, or a replacement (another name or namespace).
         let order = if (prior.is_none() || !requires_replace.is_empty()) && !request.for_apply {
-            self.order(&planned).await
+            self.order(&planned, &mut diagnostics).await
         } else {
             Default::default()
         };
@@ -1452,6 +1468,7 @@ mod tests {
             _files: Vec::new(),
             gpu_cluster: tokio::sync::OnceCell::new(),
             namespaces: tokio::sync::OnceCell::new(),
+            namespaces_warned: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

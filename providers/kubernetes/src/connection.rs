@@ -107,7 +107,9 @@ pub(crate) struct Connected {
     gpu_cluster: tokio::sync::OnceCell<Result<gpustack_protocol::ClusterFact, String>>,
     /// The cluster's namespaces, read once per plan by the first create of a namespaced
     /// object or of a namespace.
-    pub(crate) namespaces: tokio::sync::OnceCell<Option<gpustack_cluster::Namespaces>>,
+    pub(crate) namespaces: tokio::sync::OnceCell<Result<gpustack_cluster::Namespaces, String>>,
+    /// The plan was told, once, that the namespaces could not be read.
+    pub(crate) namespaces_warned: std::sync::atomic::AtomicBool,
 }
 
 /// (apiVersion, kind, namespace).
@@ -128,6 +130,7 @@ impl Connected {
             known: std::sync::Mutex::default(),
             gpu_cluster: tokio::sync::OnceCell::new(),
             namespaces: tokio::sync::OnceCell::new(),
+            namespaces_warned: std::sync::atomic::AtomicBool::new(false),
         })
     }
 

@@ -2,7 +2,7 @@
 //! name, a MIME multi-part document of cloud-init parts, gzipped and base64-encoded by
 //! default, byte for byte as the provider writes it (Go's `mime/multipart`).
 
-use crate::state_only::{applied, attr, flag, plan_made, text, with};
+use crate::state_only::{attr, flag, plan_made, text, with};
 use base64::Engine;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, Diagnostic,
@@ -210,10 +210,7 @@ impl Provider for Cloudinit {
         &self,
         request: ApplyResourceChangeRequest,
     ) -> ApplyResourceChangeResponse {
-        ApplyResourceChangeResponse {
-            new_state: applied(&request),
-            diagnostics: vec![],
-        }
+        crate::state_only::apply_planned(&request)
     }
 
     async fn read_data_source(&self, request: ReadDataSourceRequest) -> ReadDataSourceResponse {

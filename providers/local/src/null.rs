@@ -1,7 +1,7 @@
 //! hashicorp/null: `null_resource` (replaced when its `triggers` change; what it is for is
 //! its provisioners) and the deprecated `data "null_data_source"`.
 
-use crate::state_only::{applied, attr, keepers, object, plan_made, rng, with};
+use crate::state_only::{attr, keepers, object, plan_made, rng, with};
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic,
     ImportResourceRequest, ImportResourceResponse, PlanResourceChangeRequest,
@@ -83,10 +83,7 @@ impl Provider for Null {
         &self,
         request: ApplyResourceChangeRequest,
     ) -> ApplyResourceChangeResponse {
-        ApplyResourceChangeResponse {
-            new_state: applied(&request),
-            diagnostics: vec![],
-        }
+        crate::state_only::apply_planned(&request)
     }
 
     /// As the provider: the id is taken as given.

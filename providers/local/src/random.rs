@@ -9,9 +9,7 @@
 //! random_shuffle) makes the value depend on that argument alone, as in Terraform; the values
 //! differ from Terraform's for the same seed (Terraform uses Go's generator).
 
-use crate::state_only::{
-    applied, attr, flag, integer, keepers, object, plan_made, rng, text, with,
-};
+use crate::state_only::{attr, flag, integer, keepers, object, plan_made, rng, text, with};
 use base64::Engine;
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, Diagnostic,
@@ -537,10 +535,7 @@ impl Provider for Random {
         &self,
         request: ApplyResourceChangeRequest,
     ) -> ApplyResourceChangeResponse {
-        ApplyResourceChangeResponse {
-            new_state: applied(&request),
-            diagnostics: vec![],
-        }
+        crate::state_only::apply_planned(&request)
     }
 
     /// As the provider imports: a password or string by its value, an id by its base64url

@@ -97,6 +97,16 @@ pub(crate) fn applied(request: &ApplyResourceChangeRequest) -> Option<Value> {
     request.planned_state.clone()
 }
 
+/// The apply of an object that lives only in the state: the planned state recorded.
+pub(crate) fn apply_planned(
+    request: &ApplyResourceChangeRequest,
+) -> gpustack_protocol::ApplyResourceChangeResponse {
+    gpustack_protocol::ApplyResourceChangeResponse {
+        new_state: applied(request),
+        diagnostics: vec![],
+    }
+}
+
 /// The plan of a resource whose computed values all derive from its arguments and the seed:
 /// kept from the prior state unless an argument that replaces it changed, else made anew by
 /// `make` (the configuration in, the whole planned state out).

@@ -143,7 +143,7 @@ impl Connected {
         // A create, or a replacement: each makes its object anew.
         let order = match &id {
             Some(id) if !request.for_apply && (prior.is_none() || !requires_replace.is_empty()) => {
-                self.order(id).await
+                self.order(id, &mut diagnostics).await
             }
             _ => Default::default(),
         };
@@ -158,16 +158,34 @@ impl Connected {
     }
 
     /// What a create needs and makes: a namespace it goes into that the cluster does not have,
-    /// a namespace it is. Nothing when the cluster's namespaces cannot be read (the plan's
-    /// other reads say why).
-    async fn order(&self, id: &ObjectId) -> gpustack_protocol::Order {
+    /// a namespace it is. Nothing, and a warning (once), when the cluster's namespaces cannot
+    /// be read.
+    async fn order(
+        &self,
+        id: &ObjectId,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> gpustack_protocol::Order {
         let mut order = gpustack_protocol::Order::default();
-        let Some(namespaces) = self
+        let read = self
             .namespaces
-            .get_or_init(|| async { self.cluster.namespaces().await.ok() })
-            .await
-        else {
-            return order;
+            .get_or_init(|| async {
+                self.cluster
+                    .namespaces()
+                    .await
+                    .map_err(|e| crate::cluster::api_error(&e))
+            })
+            .await;
+        let namespaces = match read {
+            Ok(namespaces) => namespaces,
+            Err(why) => {
+                if !self
+                    .namespaces_warned
+                    .swap(true, std::sync::atomic::Ordering::Relaxed)
+                {
+                    diagnostics.push(gpustack_cluster::namespaces_not_read(why));
+                }
+                return order;
+            }
         };
         if id.kind == "Namespace" && id.api_version == "v1" {
             order.makes.push(namespaces.key(&id.name));

@@ -592,7 +592,7 @@ pub(crate) fn describe(
         "1.3.101.112" => "Ed25519",
         _ => "0",
     };
-    let serial = num_bigint_decimal(tbs.serial_number.as_bytes());
+    let serial = num_bigint::BigUint::from_bytes_be(tbs.serial_number.as_bytes()).to_string();
     let constraints = basic_constraints(cert);
     let max_path = match &constraints {
         Some(c) => c.path_len_constraint.map_or(-1, i64::from),
@@ -627,24 +627,6 @@ pub(crate) fn describe(
         ("sha1_fingerprint", Value::String(sha1)),
         ("cert_pem", Value::String(pem)),
     ])
-}
-
-/// An unsigned big-endian integer in decimal.
-fn num_bigint_decimal(bytes: &[u8]) -> String {
-    let mut digits: Vec<u8> = vec![0];
-    for &byte in bytes {
-        let mut carry = u32::from(byte);
-        for d in digits.iter_mut() {
-            let v = u32::from(*d) * 256 + carry;
-            *d = (v % 10) as u8;
-            carry = v / 10;
-        }
-        while carry > 0 {
-            digits.push((carry % 10) as u8);
-            carry /= 10;
-        }
-    }
-    digits.iter().rev().map(|d| char::from(b'0' + d)).collect()
 }
 
 /// The id of `data "tls_certificate"`: as the provider, a hash of the certificates' fields.

@@ -10,7 +10,7 @@
 mod cert;
 mod keys;
 
-use crate::state_only::{applied, attr, flag, integer, plan_made, text, unknown_computed, with};
+use crate::state_only::{attr, flag, integer, plan_made, text, unknown_computed, with};
 use cert::{AltNames, Issuer, Template};
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Attribute, BlockNesting, Diagnostic,
@@ -751,10 +751,7 @@ impl Provider for Tls {
         &self,
         request: ApplyResourceChangeRequest,
     ) -> ApplyResourceChangeResponse {
-        ApplyResourceChangeResponse {
-            new_state: applied(&request),
-            diagnostics: vec![],
-        }
+        crate::state_only::apply_planned(&request)
     }
 
     async fn import_resource(&self, request: ImportResourceRequest) -> ImportResourceResponse {
