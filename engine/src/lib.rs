@@ -19,6 +19,7 @@ mod load;
 mod output;
 mod plan;
 mod progress;
+mod review;
 mod schedule;
 mod sensitive;
 mod session;
@@ -35,12 +36,13 @@ pub use load::{
 };
 pub use output::{
     console_value, drift_json, drift_markdown, drift_metrics, drift_text, plan_json, plan_markdown,
-    plan_text,
+    plan_text, review_json, review_markdown, review_text,
 };
 pub use plan::{
     Action, DecodePlanError, Plan, PlanMode, PlanOptions, ResourceChange, needs_digest_key, plan,
     with_digest_key,
 };
+pub use review::{ReadPlanError, Review, ReviewedChange, review};
 pub use session::{
     InputSource, Session, SettingsError, StackSettings, VariableArg, VariableArgs,
     auto_variable_files, root_values,

@@ -12,6 +12,7 @@ mod ops;
 mod providers;
 mod registry;
 mod report;
+mod review;
 mod state;
 mod terraform_cli;
 mod terraform_state;
@@ -163,6 +164,32 @@ enum Command {
         /// to this new file in the stack directory; then review it and plan again.
         #[arg(long, value_name = "FILE", conflicts_with_all = ["out", "stacks"])]
         generate_config_out: Option<PathBuf>,
+    },
+    /// The GPU view of a Terraform or OpenTofu plan, with nothing moved into gpustack:
+    /// `terraform show -json tfplan > plan.json && gpustack review plan.json`. Exit 1 on a GPU
+    /// error; with --detailed-exitcode, 2 when GPU capacity changes.
+    Review {
+        /// The plan as JSON (`terraform show -json PLANFILE`).
+        plan: PathBuf,
+        /// The plan's root module, where findings are located in the `.tf` files.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        config: PathBuf,
+        /// Read the live cluster through this kubeconfig: the GPU nodes and pods the changes
+        /// touch, and the GPU Operator's live settings.
+        #[arg(long, value_name = "PATH")]
+        kubeconfig: Option<PathBuf>,
+        /// The kubeconfig's context (default: its current context).
+        #[arg(long, requires = "kubeconfig")]
+        context: Option<String>,
+        /// Print the review as JSON.
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        /// Print the review as Markdown for a pull-request comment.
+        #[arg(long)]
+        markdown: bool,
+        /// Exit 0 when GPU capacity does not change, 1 for errors, 2 when it changes.
+        #[arg(long)]
+        detailed_exitcode: bool,
     },
     /// Make the changes: plan and ask for confirmation, or apply a saved plan exactly.
     Apply {
@@ -846,6 +873,24 @@ pub fn main() -> ExitCode {
                 write: write && !check,
             },
         ),
+        Command::Review {
+            plan,
+            config,
+            kubeconfig,
+            context,
+            json,
+            markdown,
+            detailed_exitcode,
+        } => review::review(&review::ReviewArgs {
+            plan,
+            config,
+            kubeconfig,
+            context,
+            json,
+            markdown,
+            detailed_exitcode,
+            color,
+        }),
         Command::Graph { stack } => graph(&stack, color),
         Command::Console { stack } => ops::console(&common(&stack, Duration::ZERO, color)),
         Command::Plan {

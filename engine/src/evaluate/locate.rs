@@ -105,7 +105,16 @@ impl Locator<'_> {
                     .expression(module, &attr.value, body.file, &rest, 0)
                     .or(best);
             }
-            match current.get_blocks(name).next() {
+            // Blocks of one name are a list: `node_config[0]` is the first of them.
+            let nth = match steps.peek() {
+                Some(PathStep::Index(i)) => {
+                    let i = *i;
+                    steps.next();
+                    i
+                }
+                _ => 0,
+            };
+            match current.get_blocks(name).nth(nth) {
                 Some(block) => {
                     best = block
                         .ident

@@ -92,41 +92,7 @@ fn plan_markdown_unescaped(plan: &Plan) -> String {
             }
         );
     }
-    if !plan.gpu_capacity.is_empty() {
-        out.push_str("\n**GPU capacity**\n\n| Where | Resource | Before | After | Why |\n|---|---|---|---|---|\n");
-        for line in &plan.gpu_capacity {
-            let amount =
-                |n: Option<f64>| n.map_or_else(|| "0".to_owned(), gpustack_protocol::format_number);
-            let _ = writeln!(
-                out,
-                "| {} | `{}` | {} | {} | {} |",
-                line.change.scope,
-                line.change.resource,
-                amount(line.change.before),
-                amount(line.change.after),
-                line.change.detail
-            );
-        }
-    }
-    if !plan.gpu_disruption.is_empty() {
-        out.push_str("\n**GPU disruption** (what this plan stops on live nodes)\n\n| Node | Change | Effect | GPU pods running | Rollout |\n|---|---|---|---|---|\n");
-        for line in &plan.gpu_disruption {
-            let pods = if line.pods.is_empty() {
-                "none".to_owned()
-            } else {
-                line.pods
-                    .iter()
-                    .map(|p| format!("`{p}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} |",
-                line.node, line.change, line.effect, pods, line.rollout
-            );
-        }
-    }
+    gpu_sections(&mut out, &plan.gpu_capacity, &plan.gpu_disruption);
     if !plan.resource_drift.is_empty() {
         let _ = writeln!(
             out,
@@ -199,4 +165,47 @@ fn drift_markdown_unescaped(plan: &Plan) -> String {
 /// The longest run of `c` in `text`.
 fn longest_run(text: &str, c: char) -> usize {
     text.split(|ch| ch != c).map(str::len).max().unwrap_or(0)
+}
+
+/// The GPU capacity and disruption tables of a plan or a review.
+pub(super) fn gpu_sections(
+    out: &mut String,
+    capacity: &[crate::plan::CapacityLine],
+    disruption: &[gpustack_gpu::Disruption],
+) {
+    if !capacity.is_empty() {
+        out.push_str("\n**GPU capacity**\n\n| Where | Resource | Before | After | Why |\n|---|---|---|---|---|\n");
+        for line in capacity {
+            let amount =
+                |n: Option<f64>| n.map_or_else(|| "0".to_owned(), gpustack_protocol::format_number);
+            let _ = writeln!(
+                out,
+                "| {} | `{}` | {} | {} | {} |",
+                line.change.scope,
+                line.change.resource,
+                amount(line.change.before),
+                amount(line.change.after),
+                line.change.detail
+            );
+        }
+    }
+    if !disruption.is_empty() {
+        out.push_str("\n**GPU disruption** (what this plan stops on live nodes)\n\n| Node | Change | Effect | GPU pods running | Rollout |\n|---|---|---|---|---|\n");
+        for line in disruption {
+            let pods = if line.pods.is_empty() {
+                "none".to_owned()
+            } else {
+                line.pods
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                line.node, line.change, line.effect, pods, line.rollout
+            );
+        }
+    }
 }

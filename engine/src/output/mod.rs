@@ -10,12 +10,14 @@ use std::fmt::Write as _;
 mod json;
 mod markdown;
 mod metrics;
+mod review;
 mod text;
 
 pub use json::{drift_json, plan_json};
 use markdown::summary;
 pub use markdown::{drift_markdown, plan_markdown};
 pub use metrics::drift_metrics;
+pub use review::{review_json, review_markdown, review_text};
 pub use text::{console_value, drift_text, plan_text};
 
 pub(super) const UNKNOWN: &str = "(known after apply)";

@@ -464,24 +464,7 @@ fn plan_text_unescaped(plan: &Plan, color: bool) -> String {
             change_block(&mut out, &style, change, describe(change));
         }
     }
-    if !plan.gpu_capacity.is_empty() {
-        let _ = writeln!(out, "{}", style.paint("1", "GPU capacity:"));
-        for line in &plan.gpu_capacity {
-            let _ = writeln!(out, "  {}", line.text());
-        }
-        out.push('\n');
-    }
-    if !plan.gpu_disruption.is_empty() {
-        let _ = writeln!(
-            out,
-            "{}",
-            style.paint("1", "GPU disruption (what this plan stops on live nodes):")
-        );
-        for line in &plan.gpu_disruption {
-            let _ = writeln!(out, "  {}", line.text());
-        }
-        out.push('\n');
-    }
+    gpu_sections(&mut out, &style, &plan.gpu_capacity, &plan.gpu_disruption);
     let _ = writeln!(out, "{} {}", style.paint("1", "Plan:"), summary(plan));
     let outputs: Vec<_> = plan
         .output_changes
@@ -540,4 +523,31 @@ fn drift_text_unescaped(plan: &Plan, color: bool) -> String {
         out.push_str("No apply restores a GPU that is gone: check the node (nvidia-smi, the device plugin's log, MIG manager's state).\n");
     }
     out
+}
+
+/// The GPU capacity and disruption sections of a plan or a review.
+pub(super) fn gpu_sections(
+    out: &mut String,
+    style: &Style,
+    capacity: &[crate::plan::CapacityLine],
+    disruption: &[gpustack_gpu::Disruption],
+) {
+    if !capacity.is_empty() {
+        let _ = writeln!(out, "{}", style.paint("1", "GPU capacity:"));
+        for line in capacity {
+            let _ = writeln!(out, "  {}", line.text());
+        }
+        out.push('\n');
+    }
+    if !disruption.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}",
+            style.paint("1", "GPU disruption (what this plan stops on live nodes):")
+        );
+        for line in disruption {
+            let _ = writeln!(out, "  {}", line.text());
+        }
+        out.push('\n');
+    }
 }

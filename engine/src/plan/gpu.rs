@@ -44,40 +44,22 @@ pub(crate) fn pass(
         .collect();
     let model = Model::build(&sourced);
     if checks {
+        let locator = crate::evaluate::locate::Locator {
+            stack: walk.stack,
+            sources: walk.sources,
+        };
         for finding in model.findings() {
-            let locator = crate::evaluate::locate::Locator {
-                stack: walk.stack,
-                sources: walk.sources,
-            };
             let location = sources.get(&finding.address).and_then(|(module, key)| {
                 let resource = walk.stack.modules[*module].resources.get(key)?;
                 locator
                     .path(*module, &resource.body, &finding.path)
                     .or(Some(crate::evaluate::locate::Location::at(resource.span)))
             });
-            let span = location.as_ref().map(|l| l.span);
-            let detail = format!(
-                "{} (at {}{}{})",
-                finding.detail,
-                finding.address,
-                if finding.path.is_empty() {
-                    String::new()
-                } else {
-                    format!(".{}", gpustack_protocol::path_text(&finding.path))
-                },
-                match location.and_then(|l| l.in_file) {
-                    Some(place) => format!(", written at {place}"),
-                    None => String::new(),
-                }
-            );
-            match finding.severity {
-                Severity::Error => walk.diags.error(span, finding.summary, detail),
-                Severity::Warning => walk.diags.push(gpustack_lang::diag::Diag::warning(
-                    span,
-                    finding.summary,
-                    detail,
-                )),
-            }
+            walk.diags.push(located(
+                &finding,
+                &gpustack_protocol::path_text(&finding.path),
+                location,
+            ));
         }
     }
     let capacity = if checks {
@@ -97,5 +79,36 @@ pub(crate) fn pass(
         } else {
             Vec::new()
         },
+    }
+}
+
+/// A finding of the GPU model (or of a provider's review) as a diagnostic at `location`,
+/// its detail naming the resource instance and the attribute (`at ADDRESS.PATH`) and where a
+/// value read from a file is written.
+pub(crate) fn located(
+    finding: &gpustack_gpu::Finding,
+    attribute: &str,
+    location: Option<crate::evaluate::locate::Location>,
+) -> gpustack_lang::diag::Diag {
+    let span = location.as_ref().map(|l| l.span);
+    let detail = format!(
+        "{} (at {}{}{})",
+        finding.detail,
+        finding.address,
+        if attribute.is_empty() {
+            String::new()
+        } else {
+            format!(".{attribute}")
+        },
+        match location.and_then(|l| l.in_file) {
+            Some(place) => format!(", written at {place}"),
+            None => String::new(),
+        }
+    );
+    match finding.severity {
+        Severity::Error => gpustack_lang::diag::Diag::error(span, finding.summary.clone(), detail),
+        Severity::Warning => {
+            gpustack_lang::diag::Diag::warning(span, finding.summary.clone(), detail)
+        }
     }
 }

@@ -12,7 +12,7 @@
 //! digest, every file before anything is changed.
 
 pub mod generate;
-mod gpu;
+pub(crate) mod gpu;
 mod ownership;
 mod planner;
 mod run;

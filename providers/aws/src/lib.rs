@@ -9,6 +9,7 @@
 mod eks;
 mod instance_types;
 mod pool;
+mod terraform;
 
 use gpustack_protocol::{Attribute, Diagnostic, Provider, ProviderSchema, Schema, Type, Value};
 use gpustack_provider_sdk::catalog::Gpus;
@@ -141,7 +142,15 @@ impl Family for Aws {
                 );
             }
             check.cloud_taint_effects("taints", "EKS");
+            gpu_ami(check);
         }
+    }
+
+    fn review(
+        &self,
+        change: &gpustack_protocol::ForeignChange<'_>,
+    ) -> Option<gpustack_protocol::Reviewed> {
+        terraform::review(self, change)
     }
 
     async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
@@ -177,8 +186,38 @@ impl Family for Aws {
     }
 }
 
+/// GPU instances on an AMI without NVIDIA's driver: their GPUs would never be advertised
+/// (GPU-FACTS, EKS: the NVIDIA AMI types carry the driver; `CUSTOM` is the launch
+/// template's to say).
+fn gpu_ami(check: &mut Checker<'_>) {
+    let Some(ami) = check.str("ami_type") else {
+        return;
+    };
+    if ami == "CUSTOM" || ami.contains("NVIDIA") || ami.ends_with("_GPU") {
+        return;
+    }
+    let Some(machine) = check
+        .get("instance_types")
+        .and_then(|t| t.as_list())
+        .and_then(|t| t.iter().find_map(|m| m.as_str()))
+        .map(str::to_owned)
+    else {
+        return;
+    };
+    if let Some(gpus) = gpustack_provider_sdk::catalog::gpus(&machine) {
+        check.error(
+            "ami_type",
+            "GPU instances without NVIDIA's driver",
+            format!(
+                "{machine} has {}× {}, but ami_type {ami} carries no NVIDIA driver, so the nodes would advertise no GPUs: use AL2023_x86_64_NVIDIA or BOTTLEROCKET_x86_64_NVIDIA.",
+                gpus.count, gpus.model
+            ),
+        );
+    }
+}
+
 /// An `aws` provider block, connected.
-struct Connected {
+pub(crate) struct Connected {
     eks: aws_sdk_eks::Client,
     ec2: aws_sdk_ec2::Client,
     /// DescribeInstanceTypes answers, by instance type (`None`: not a GPU type).

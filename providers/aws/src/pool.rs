@@ -168,27 +168,7 @@ impl CloudPool for Connected {
     async fn shape(&self, state: &Value) -> Option<PoolShape> {
         let machine = strings(state, "instance_types").into_iter().next()?;
         let found = self.gpus_of(&machine).await;
-        // A GPU size neither EC2 nor the table can name still makes a pool line's warning.
-        if found.is_none() && !gpustack_provider_sdk::catalog::looks_like_gpu_machine(&machine) {
-            return None;
-        }
-        // The desired size is the node count; where only apply can tell it, the range.
-        let (min, max) = match number(state, "desired_size") {
-            Some(n) => (n, n),
-            None => (number(state, "min_size")?, number(state, "max_size")?),
-        };
-        Some(PoolShape {
-            min_nodes: u32::try_from(min).ok()?,
-            max_nodes: u32::try_from(max).ok()?,
-            machine,
-            gpus: found.map(|(gpus, source)| GpuShape {
-                count: gpus.count,
-                model: gpus.model,
-                memory_gb: gpus.memory_gb,
-                source,
-            }),
-            sharing: None,
-        })
+        shape_of(state, machine, found)
     }
 
     fn schema(&self) -> Schema {
@@ -480,4 +460,50 @@ impl CloudPool for Connected {
         }
         self.wait_for(cluster, name, true).await.map(|_| ())
     }
+}
+
+/// The machines of a node group of `machine`s with `found` GPUs each (and where that came
+/// from); `None` for a size without GPUs, or a size only apply can tell.
+fn shape_of(
+    state: &Value,
+    machine: String,
+    found: Option<(gpustack_provider_sdk::catalog::Gpus, String)>,
+) -> Option<PoolShape> {
+    // A GPU size neither EC2 nor the table can name still makes a pool line's warning.
+    if found.is_none() && !gpustack_provider_sdk::catalog::looks_like_gpu_machine(&machine) {
+        return None;
+    }
+    // The desired size is the node count; where only apply can tell it, the range.
+    let (min, max) = match number(state, "desired_size") {
+        Some(n) => (n, n),
+        None => (number(state, "min_size")?, number(state, "max_size")?),
+    };
+    Some(PoolShape {
+        min_nodes: u32::try_from(min).ok()?,
+        max_nodes: u32::try_from(max).ok()?,
+        machine,
+        gpus: found.map(|(gpus, source)| GpuShape {
+            count: gpus.count,
+            model: gpus.model,
+            memory_gb: gpus.memory_gb,
+            source,
+        }),
+        sharing: None,
+    })
+}
+
+/// The machines of a node group from the built-in table alone (`gpustack review`, which
+/// reads no cloud API), saying so.
+pub(crate) fn table_shape(state: &Value) -> Option<PoolShape> {
+    let machine = strings(state, "instance_types").into_iter().next()?;
+    let found = gpustack_provider_sdk::catalog::gpus(&machine).map(|g| {
+        (
+            g,
+            format!(
+                "{} (a review reads no cloud API)",
+                gpustack_provider_sdk::catalog::BUILT_IN
+            ),
+        )
+    });
+    shape_of(state, machine, found)
 }

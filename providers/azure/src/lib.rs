@@ -8,6 +8,7 @@
 mod arm;
 mod model;
 mod pool;
+mod terraform;
 
 use arm::{Arm, AzureSettings};
 use gpustack_protocol::{Attribute, Diagnostic, Provider, ProviderSchema, Schema, Type, Value};
@@ -164,6 +165,13 @@ impl Family for Azure {
         }
     }
 
+    fn review(
+        &self,
+        change: &gpustack_protocol::ForeignChange<'_>,
+    ) -> Option<gpustack_protocol::Reviewed> {
+        terraform::review(self, change)
+    }
+
     async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
         let settings = AzureSettings {
             subscription_id: text(config, "subscription_id")
@@ -203,7 +211,7 @@ fn is_taint(s: &str) -> bool {
 }
 
 /// An `azure` provider block, connected.
-struct Connected {
+pub(crate) struct Connected {
     arm: Arm,
     /// Resource SKUs' GPU counts per VM size, by location (failed lookups are not kept), and
     /// each cluster's location.

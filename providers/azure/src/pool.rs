@@ -257,7 +257,7 @@ fn request_of(planned: &Value, live: Option<&AgentPool>) -> AgentPool {
 
 /// The machines of a pool as a state describes them; `None` for sizes without GPUs or
 /// values only apply can tell.
-fn shape(state: &Value) -> Option<PoolShape> {
+pub(crate) fn shape(state: &Value) -> Option<PoolShape> {
     let machine = text(state, "vm_size")?;
     let gpus = gpustack_provider_sdk::catalog::gpus(machine);
     if gpus.is_none() && !gpustack_provider_sdk::catalog::looks_like_gpu_machine(machine) {

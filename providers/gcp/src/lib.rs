@@ -11,6 +11,7 @@ mod autoprovisioning;
 mod compute;
 mod gke;
 mod pool;
+mod terraform;
 
 use autoprovisioning::Autoprovisioning;
 use compute::Compute;
@@ -48,6 +49,13 @@ impl Family for Gcp {
                 text(state, "cluster")?
             )),
         }
+    }
+
+    fn review(
+        &self,
+        change: &gpustack_protocol::ForeignChange<'_>,
+    ) -> Option<gpustack_protocol::Reviewed> {
+        terraform::review(self, change)
     }
 
     fn schema(&self) -> ProviderSchema {
@@ -244,7 +252,7 @@ impl Family for Gcp {
 }
 
 /// A `gcp` provider block, connected.
-struct Connected {
+pub(crate) struct Connected {
     client: ClusterManager,
     project: String,
     compute: Compute,

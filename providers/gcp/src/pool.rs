@@ -260,9 +260,7 @@ impl CloudPool for Connected {
     }
 
     async fn shape(&self, state: &Value) -> Option<PoolShape> {
-        let a = attribute(state, "accelerator")?;
-        let accelerator = text(a, "type")?;
-        let count = u32::try_from(integer(a, "count")?).ok()?;
+        let (accelerator, count) = accelerator_of(state)?;
         // An accelerator type no one could name still makes a pool line's warning.
         let gpus =
             self.accelerator_gpu(state, accelerator)
@@ -273,35 +271,7 @@ impl CloudPool for Connected {
                     memory_gb,
                     source,
                 });
-        let (min, max) = match (
-            integer(state, "min_node_count"),
-            integer(state, "max_node_count"),
-        ) {
-            (Some(min), Some(max)) => (min, max),
-            _ => {
-                let n = integer(state, "node_count")?;
-                (n, n)
-            }
-        };
-        let clients = text(a, "sharing_strategy").and_then(|s| {
-            let n = integer(a, "max_shared_clients_per_gpu")?;
-            Some((
-                format!("GKE {}", s.to_lowercase().replace('_', "-")),
-                n as f64,
-            ))
-        });
-        let mig_profile = text(a, "gpu_partition_size").map(str::to_owned);
-        let sharing = (mig_profile.is_some() || clients.is_some()).then_some(CloudSharing {
-            mig_profile,
-            clients,
-        });
-        Some(PoolShape {
-            min_nodes: u32::try_from(min).ok()?,
-            max_nodes: u32::try_from(max).ok()?,
-            machine: text(state, "machine_type")?.to_owned(),
-            gpus,
-            sharing,
-        })
+        shape_of(state, gpus)
     }
 
     fn schema(&self) -> Schema {
@@ -561,4 +531,63 @@ fn accelerator_state(config: &Json) -> Value {
                 ),
             ]))
         })
+}
+
+/// A pool's accelerator type and GPUs per node.
+fn accelerator_of(state: &Value) -> Option<(&str, u32)> {
+    let a = attribute(state, "accelerator")?;
+    Some((text(a, "type")?, u32::try_from(integer(a, "count")?).ok()?))
+}
+
+/// The machines of a pool whose GPUs per node are `gpus` (`None`: no one could name them).
+fn shape_of(state: &Value, gpus: Option<GpuShape>) -> Option<PoolShape> {
+    let a = attribute(state, "accelerator")?;
+    let (min, max) = match (
+        integer(state, "min_node_count"),
+        integer(state, "max_node_count"),
+    ) {
+        (Some(min), Some(max)) => (min, max),
+        _ => {
+            let n = integer(state, "node_count")?;
+            (n, n)
+        }
+    };
+    let clients = text(a, "sharing_strategy").and_then(|s| {
+        let n = integer(a, "max_shared_clients_per_gpu")?;
+        Some((
+            format!("GKE {}", s.to_lowercase().replace('_', "-")),
+            n as f64,
+        ))
+    });
+    let mig_profile = text(a, "gpu_partition_size").map(str::to_owned);
+    let sharing = (mig_profile.is_some() || clients.is_some()).then_some(CloudSharing {
+        mig_profile,
+        clients,
+    });
+    Some(PoolShape {
+        min_nodes: u32::try_from(min).ok()?,
+        max_nodes: u32::try_from(max).ok()?,
+        machine: text(state, "machine_type")?.to_owned(),
+        gpus,
+        sharing,
+    })
+}
+
+/// The machines of a pool from the built-in table alone (`gpustack review`, which reads no
+/// cloud API), saying so.
+pub(crate) fn table_shape(state: &Value) -> Option<PoolShape> {
+    let (accelerator, count) = accelerator_of(state)?;
+    let gpus =
+        gpustack_provider_sdk::catalog::gke_accelerator(accelerator).map(|(model, memory_gb)| {
+            GpuShape {
+                count,
+                model: model.to_owned(),
+                memory_gb,
+                source: format!(
+                    "accelerator type {accelerator}, {} (a review reads no cloud API)",
+                    gpustack_provider_sdk::catalog::BUILT_IN
+                ),
+            }
+        });
+    shape_of(state, gpus)
 }

@@ -54,6 +54,52 @@ impl Family for Helm {
         }))
     }
 
+    /// A release of the GPU Operator chart is reviewed by its values, `set` and `set_list`
+    /// applied as helm applies them.
+    fn review(
+        &self,
+        change: &gpustack_protocol::ForeignChange<'_>,
+    ) -> Option<gpustack_protocol::Reviewed> {
+        let (type_name, before, after) = (change.type_name, change.before, change.after);
+        if type_name != "helm_release" {
+            return None;
+        }
+        let with_values = |state: &Value| {
+            let mut state = state.clone();
+            let values = values_of(&state);
+            set(&mut state, "values", values);
+            state
+        };
+        let before = before.map(with_values);
+        let after = after.map(with_values);
+        let mut reviewed = gpustack_protocol::Reviewed::default();
+        match &after {
+            Some(planned) => {
+                reviewed
+                    .facts
+                    .extend(operator_fact(planned, before.as_ref()));
+                if is_operator_chart(planned) && reviewed.facts.is_empty() {
+                    reviewed.diagnostics.push(
+                        Diagnostic::warning(
+                            "GPU Operator values not known",
+                            "The release's values are known only at apply, so its GPU settings are not checked and its capacity is not predicted.",
+                        )
+                        .with_attribute("values"),
+                    );
+                }
+            }
+            None => {
+                let removed = before.as_ref().and_then(|b| operator_fact(b, Some(b)));
+                reviewed.facts.extend(
+                    removed
+                        .as_ref()
+                        .and_then(gpustack_protocol::GpuFact::removed),
+                );
+            }
+        }
+        Some(reviewed)
+    }
+
     fn schema(&self) -> ProviderSchema {
         ProviderSchema {
             name: "helm".into(),

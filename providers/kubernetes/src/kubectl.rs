@@ -183,6 +183,38 @@ impl Family for Kubectl {
             .flatten()
     }
 
+    /// A `kubectl_manifest`'s change is reviewed as the object its `yaml_body` holds; a body
+    /// that is no one object is reported where it is written.
+    fn review(
+        &self,
+        change: &gpustack_protocol::ForeignChange<'_>,
+    ) -> Option<gpustack_protocol::Reviewed> {
+        let (type_name, before, after) = (change.type_name, change.before, change.after);
+        if type_name != "kubectl_manifest" {
+            return None;
+        }
+        let mut diagnostics = Vec::new();
+        let mut object = |state: &gpustack_protocol::Value| match manifest_of(state) {
+            Ok(manifest) => manifest.as_ref().map(manifest_wrapper),
+            Err(why) => {
+                diagnostics
+                    .push(Diagnostic::error("Invalid yaml_body", why).with_attribute("yaml_body"));
+                None
+            }
+        };
+        let before = before.and_then(&mut object);
+        let after = after.and_then(&mut object);
+        let facts = crate::manifest::reviewed_facts(
+            crate::types::ObjectType::Manifest,
+            before.as_ref(),
+            after.as_ref(),
+        );
+        Some(gpustack_protocol::Reviewed {
+            facts: facts.into_iter().map(kubectl_fact).collect(),
+            diagnostics,
+        })
+    }
+
     fn schema(&self) -> ProviderSchema {
         let config =
             provider_config("A Kubernetes cluster, as the kubectl provider configures one.")

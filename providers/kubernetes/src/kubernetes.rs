@@ -97,6 +97,34 @@ impl Family for Kubernetes {
         crate::takeover::import_id_of_identity(type_name, identity)
     }
 
+    /// A typed kind's change is reviewed as the object it stands for.
+    fn review(
+        &self,
+        change: &gpustack_protocol::ForeignChange<'_>,
+    ) -> Option<gpustack_protocol::Reviewed> {
+        let (type_name, before, after) = (change.type_name, change.before, change.after);
+        let facts = if let Some(kind) = crate::typed::kind_of(type_name) {
+            let object = |typed: &Value| {
+                crate::typed::manifest(kind, &crate::typed::object_part(kind, typed))
+                    .map(|m| Value::Object([("manifest".to_owned(), Value::from_json(&m))].into()))
+            };
+            crate::manifest::reviewed_facts(
+                ObjectType::Manifest,
+                before.and_then(object).as_ref(),
+                after.and_then(object).as_ref(),
+            )
+            .into_iter()
+            .map(|f| crate::typed::typed_fact(kind, f))
+            .collect()
+        } else {
+            crate::manifest::reviewed_facts(ObjectType::of(type_name)?, before, after)
+        };
+        Some(gpustack_protocol::Reviewed {
+            facts,
+            diagnostics: Vec::new(),
+        })
+    }
+
     fn schema(&self) -> ProviderSchema {
         let mut schema = untyped_schema();
         for name in typed_resources() {

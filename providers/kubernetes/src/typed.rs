@@ -711,6 +711,25 @@ pub(crate) fn manifest(kind: &Kind, typed: &Value) -> Option<Json> {
     Some(strip_nulls(&object))
 }
 
+/// Only the object's own attributes of a typed value (its metadata and fields), without what
+/// the provider adds (`id`, `timeouts`, waits), which another tool's plan may leave unknown.
+pub(crate) fn object_part(kind: &Kind, typed: &Value) -> Value {
+    let Some(map) = typed.as_object() else {
+        return typed.clone();
+    };
+    let own: Vec<String> = kind
+        .fields
+        .iter()
+        .map(|(f, ty)| name_of(kind.kind, f, ty))
+        .collect();
+    Value::Object(
+        map.iter()
+            .filter(|(k, _)| k.as_str() == "metadata" || own.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    )
+}
+
 /// The typed fields of a (projected) live object.
 pub(crate) fn from_json(holder: &str, fields: &[(&str, F)], live: &Json, typed: &mut Value) {
     for (field, ty) in fields {
@@ -948,7 +967,7 @@ fn typed_diagnostics(kind: &Kind, diagnostics: Vec<Diagnostic>) -> Vec<Diagnosti
         .collect()
 }
 
-fn typed_fact(kind: &Kind, fact: GpuFact) -> GpuFact {
+pub(crate) fn typed_fact(kind: &Kind, fact: GpuFact) -> GpuFact {
     match fact {
         GpuFact::ConfigMap(mut c) => {
             c.attribute = typed_path(kind, &c.attribute);

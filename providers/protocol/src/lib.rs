@@ -409,6 +409,27 @@ pub struct TerraformTakeover {
     pub uid: Option<String>,
 }
 
+/// A change another tool planned (a resource change of a Terraform JSON plan): the values
+/// before and after as that plan has them (`None`: created, deleted), unknown and sensitive
+/// values marked.
+#[derive(Debug, Clone, Copy)]
+pub struct ForeignChange<'a> {
+    pub type_name: &'a str,
+    pub before: Option<&'a Value>,
+    pub after: Option<&'a Value>,
+    /// The object is deleted and made again (a replacement).
+    pub replace: bool,
+}
+
+/// What a provider makes of a change another tool planned (a resource change of a Terraform
+/// JSON plan, for `gpustack review`), from its values alone: its GPU facts, and what its own
+/// checks find, located by `attribute` in the type's own schema.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reviewed {
+    pub facts: Vec<GpuFact>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
 /// The type name under which `validate_resource_config` checks a `provider` block's own
 /// configuration (no resource type is named so: theirs start with the provider's name and `_`).
 pub const PROVIDER_CONFIG: &str = "provider";
@@ -472,6 +493,16 @@ pub trait ProviderFactory: Send + Sync {
         identity: &Value,
     ) -> Option<Result<String, String>> {
         let _ = (type_name, identity);
+        None
+    }
+
+    /// The GPU facts and checks of a change to one of this provider's types (or of a
+    /// Terraform provider's type it knows, such as a cloud's GPU node pool) planned by
+    /// another tool. Connects to nothing: what a cloud's API would
+    /// tell comes from the built-in tables, and the facts say so. `None` when the type is
+    /// none of this provider's concern.
+    fn review(&self, change: &ForeignChange<'_>) -> Option<Reviewed> {
+        let _ = change;
         None
     }
 

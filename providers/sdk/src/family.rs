@@ -60,6 +60,15 @@ pub trait Family: Send + Sync + 'static {
         None
     }
 
+    /// As [`ProviderFactory::review`].
+    fn review(
+        &self,
+        change: &gpustack_protocol::ForeignChange<'_>,
+    ) -> Option<gpustack_protocol::Reviewed> {
+        let _ = change;
+        None
+    }
+
     /// The provider serving one `provider` block with this configuration. Makes no request
     /// that changes anything.
     async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>>;
@@ -121,6 +130,13 @@ impl<F: Family> ProviderFactory for Factory<F> {
         identity: &Value,
     ) -> Option<Result<String, String>> {
         self.0.import_id_of_identity(type_name, identity)
+    }
+
+    fn review(
+        &self,
+        change: &gpustack_protocol::ForeignChange<'_>,
+    ) -> Option<gpustack_protocol::Reviewed> {
+        self.0.review(change)
     }
 
     async fn configure(

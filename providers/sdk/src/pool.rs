@@ -681,25 +681,69 @@ impl<P: CloudPool> Pools<P> {
             Some(p) => self.0.shape(p).await,
             None => None,
         };
-        if before.is_none() && after.is_none() {
-            return None;
-        }
-        let labelled = planned.or(prior)?;
-        let name = P::name(labelled).unwrap_or_default().to_owned();
-        let mut node_labels = P::node_labels(labelled);
-        node_labels.insert(P::POOL_LABEL.to_owned(), name.clone());
-        Some(GpuFact::Pool(PoolFact {
-            kind: P::POOL_KIND.to_owned(),
-            name,
-            node_labels,
-            labels_attribute: gpustack_protocol::path([P::NODE_LABELS_ATTRIBUTE]),
-            before,
-            after,
-            new,
-            managed_gpu_software: P::managed_gpu_software(labelled),
-            removes,
-        }))
+        pool_fact::<P>(before, after, planned.or(prior)?, new, removes)
     }
+}
+
+/// A pool's GPU fact from its machines before and after, its name and node labels read from
+/// `labelled`; `None` when it has GPU machines neither before nor after.
+fn pool_fact<P: CloudPool>(
+    before: Option<PoolShape>,
+    after: Option<PoolShape>,
+    labelled: &Value,
+    new: bool,
+    removes: Option<NodeRemoval>,
+) -> Option<GpuFact> {
+    if before.is_none() && after.is_none() {
+        return None;
+    }
+    let name = P::name(labelled).unwrap_or_default().to_owned();
+    let mut node_labels = P::node_labels(labelled);
+    node_labels.insert(P::POOL_LABEL.to_owned(), name.clone());
+    Some(GpuFact::Pool(PoolFact {
+        kind: P::POOL_KIND.to_owned(),
+        name,
+        node_labels,
+        labels_attribute: gpustack_protocol::path([P::NODE_LABELS_ATTRIBUTE]),
+        before,
+        after,
+        new,
+        managed_gpu_software: P::managed_gpu_software(labelled),
+        removes,
+    }))
+}
+
+/// The GPU fact of a pool change another tool planned (`gpustack review`), its values in the
+/// cloud's pool schema (`before`, `after`) and its machines from `shape`, which reads no
+/// cloud API. A pool deleted or replaced takes its nodes as the cloud does: no rollout of
+/// gpustack's drains them first.
+pub fn reviewed_pool_fact<P: CloudPool>(
+    before: Option<&Value>,
+    after: Option<&Value>,
+    replace: bool,
+    shape: impl Fn(&Value) -> Option<PoolShape>,
+) -> Option<GpuFact> {
+    let labelled = after.or(before)?;
+    let removes = (before.is_some() && (after.is_none() || replace))
+        .then(|| before.and_then(P::name))
+        .flatten()
+        .map(|name| NodeRemoval {
+            selector: [(P::POOL_LABEL.to_owned(), name.to_owned())].into(),
+            change: if after.is_some() {
+                "replaced".to_owned()
+            } else {
+                "deleted".to_owned()
+            },
+            how: format!("none: {}", P::DELETES_NODES),
+            nodes: None,
+        });
+    pool_fact::<P>(
+        before.and_then(&shape),
+        after.and_then(&shape),
+        labelled,
+        before.is_none() || replace,
+        removes,
+    )
 }
 
 #[async_trait::async_trait]
@@ -1061,5 +1105,99 @@ mod tests {
                 ("b".to_owned(), "2".to_owned())
             ]
         );
+    }
+}
+
+/// A Terraform provider's GPU node pool type (`google_container_node_pool`, ...) read in a
+/// cloud's own pool schema, so that one shape, one set of checks and one GPU fact serve
+/// both: each own attribute (`accelerator.type`, a dotted path into a single block) and the
+/// path of the Terraform type's value it is read from (`node_config.0.guest_accelerator.0.type`,
+/// list items by index, as a Terraform JSON plan nests blocks).
+pub struct TerraformPool {
+    pub type_name: &'static str,
+    pub renames: &'static [(&'static str, &'static str)],
+}
+
+fn at_path<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(value, |v, step| match v {
+        Value::Unknown => Some(v),
+        Value::List(items) => items.get(step.parse::<usize>().ok()?),
+        _ => crate::check::attribute(v, step),
+    })
+}
+
+impl TerraformPool {
+    /// The value in the cloud's own pool schema; an own block stays absent when none of its
+    /// attributes is set.
+    pub fn own(&self, terraform: &Value) -> Value {
+        let mut own = Value::Object(Default::default());
+        for (name, from) in self.renames {
+            let Some(found) = at_path(terraform, from).filter(|v| !v.is_null()) else {
+                continue;
+            };
+            match name.split_once('.') {
+                None => crate::check::set(&mut own, name, found.clone()),
+                Some((block, inner)) => {
+                    let mut nested = crate::check::attribute(&own, block)
+                        .cloned()
+                        .unwrap_or_else(|| Value::Object(Default::default()));
+                    crate::check::set(&mut nested, inner, found.clone());
+                    crate::check::set(&mut own, block, nested);
+                }
+            }
+        }
+        own
+    }
+
+    /// Where an own attribute (`accelerator.gpu_partition_size`, `taints[1].effect`) is in
+    /// the Terraform type's configuration (`node_config[0].guest_accelerator[0].gpu_partition_size`).
+    pub fn terraform_attribute(&self, own: &str) -> Option<String> {
+        self.renames.iter().find_map(|(name, from)| {
+            let rest = own.strip_prefix(name)?;
+            if !(rest.is_empty() || rest.starts_with('.') || rest.starts_with('[')) {
+                return None;
+            }
+            let path = from
+                .split('.')
+                .map(|step| match step.parse::<usize>() {
+                    Ok(i) => format!("[{i}]"),
+                    Err(_) => format!(".{step}"),
+                })
+                .collect::<String>();
+            Some(format!("{}{rest}", path.trim_start_matches('.')))
+        })
+    }
+
+    /// `gpustack review` of one change to this type: its GPU fact, with the machines from
+    /// `shape` (tables only), and what `check` (the cloud's checks of its own pool) finds,
+    /// located in the Terraform type's configuration.
+    pub fn review<P: CloudPool>(
+        &self,
+        change: &gpustack_protocol::ForeignChange<'_>,
+        shape: impl Fn(&Value) -> Option<PoolShape>,
+        check: impl Fn(&Value) -> Vec<Diagnostic>,
+    ) -> Option<gpustack_protocol::Reviewed> {
+        if change.type_name != self.type_name {
+            return None;
+        }
+        let before = change.before.map(|v| self.own(v));
+        let after = change.after.map(|v| self.own(v));
+        let facts = reviewed_pool_fact::<P>(before.as_ref(), after.as_ref(), change.replace, shape)
+            .into_iter()
+            .collect();
+        let diagnostics = after
+            .as_ref()
+            .map(check)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|mut d| {
+                d.attribute = d
+                    .attribute
+                    .as_deref()
+                    .and_then(|a| self.terraform_attribute(a));
+                d
+            })
+            .collect();
+        Some(gpustack_protocol::Reviewed { facts, diagnostics })
     }
 }

@@ -16,6 +16,54 @@ mod state;
 pub(crate) use object_id::identity_of_manifest;
 pub(crate) use server::CHANGED_SINCE_READ;
 
+/// The GPU facts of a change another tool planned to one object of type `ty`, from its
+/// values alone (`gpustack review`): the facts of the object as it will be, or, for a
+/// deletion, what it takes away.
+pub(crate) fn reviewed_facts(
+    ty: ObjectType,
+    before: Option<&Value>,
+    after: Option<&Value>,
+) -> Vec<gpustack_protocol::GpuFact> {
+    let Some(id) = after
+        .or(before)
+        .and_then(|v| object_id::ObjectId::of(ty, v))
+    else {
+        return Vec::new();
+    };
+    let prior = before.and_then(|b| state::desired(ty, b));
+    match after {
+        Some(after) => state::desired(ty, after)
+            .map(|desired| {
+                crate::capacity::object_facts(
+                    ty,
+                    &id.api_version,
+                    &id.kind,
+                    &id.name,
+                    id.namespace.as_deref(),
+                    &desired,
+                    prior.as_ref(),
+                )
+            })
+            .unwrap_or_default(),
+        None => prior
+            .map(|prior| {
+                crate::capacity::object_facts(
+                    ty,
+                    &id.api_version,
+                    &id.kind,
+                    &id.name,
+                    id.namespace.as_deref(),
+                    &prior,
+                    Some(&prior),
+                )
+            })
+            .unwrap_or_default()
+            .iter()
+            .filter_map(gpustack_protocol::GpuFact::removed)
+            .collect(),
+    }
+}
+
 use crate::connection::Connected;
 use crate::types::ObjectType;
 use gpustack_protocol::{
