@@ -225,7 +225,11 @@ fn load_config(dir: &Path, sources: &mut SourceMap) -> Option<Stack> {
         None,
         &config::NoRootValues,
     );
-    (!stack.root().resources.is_empty()).then_some(stack)
+    stack
+        .modules
+        .first()
+        .is_some_and(|root| !root.resources.is_empty())
+        .then_some(stack)
 }
 
 /// Reviews the JSON plan in `path`: the facts of its GPU-relevant changes from the providers
@@ -334,6 +338,7 @@ pub fn review(
     }
 
     let mut diags = Diags::default();
+    let cluster_given = cluster.is_some();
     match cluster {
         Some(Ok(cluster)) if !facts.is_empty() => {
             facts.push(("cluster".to_owned(), GpuFact::Cluster(cluster)));
@@ -351,8 +356,37 @@ pub fn review(
         .collect();
     let model = Model::build(&sourced);
 
+    let mut findings: Vec<(Finding, String)> = provider_findings
+        .into_iter()
+        .map(|(address, d)| {
+            let attribute = d.attribute.clone().unwrap_or_default();
+            let finding = Finding {
+                address,
+                path: path_of_text(&attribute),
+                severity: d.severity,
+                summary: d.summary,
+                detail: d.detail,
+            };
+            (finding, attribute)
+        })
+        .collect();
+    // Whether the review read the cluster is the caller's choice, said in the review's words
+    // (a failed read has its own warning above).
+    findings.extend(model.findings().into_iter().filter_map(|mut f| {
+        if f.summary == gpustack_gpu::NODES_NOT_READ {
+            if cluster_given {
+                return None;
+            }
+            f.detail = "The review was given no kubeconfig (--kubeconfig), so it read no live nodes: the GPU capacity section has lines for the plan's pools only, and MIG geometries are not checked against the live nodes' GPUs.".into();
+        }
+        let attribute = gpustack_protocol::path_text(&f.path);
+        Some((f, attribute))
+    }));
     let mut sources = SourceMap::new(config.unwrap_or(Path::new(".")));
-    let stack = config.and_then(|dir| load_config(dir, &mut sources));
+    // The configuration is read only when there is something to locate in it.
+    let stack = config
+        .filter(|_| !findings.is_empty())
+        .and_then(|dir| load_config(dir, &mut sources));
     let blocks: HashMap<String, (usize, &config::Resource)> = stack
         .as_ref()
         .map(|s| s.resources_by_address().collect())
@@ -368,7 +402,7 @@ pub fn review(
             .path(*module, &resource.body, path)
             .or(Some(Location::at(resource.span)))
     };
-    if config.is_some() && stack.is_none() && !facts.is_empty() {
+    if config.is_some() && stack.is_none() && !findings.is_empty() {
         diags.push(gpustack_lang::diag::Diag::warning(
             None,
             "No configuration to locate findings in",
@@ -378,24 +412,6 @@ pub fn review(
             ),
         ));
     }
-    let mut findings: Vec<(Finding, String)> = provider_findings
-        .into_iter()
-        .map(|(address, d)| {
-            let attribute = d.attribute.clone().unwrap_or_default();
-            let finding = Finding {
-                address,
-                path: path_of_text(&attribute),
-                severity: d.severity,
-                summary: d.summary,
-                detail: d.detail,
-            };
-            (finding, attribute)
-        })
-        .collect();
-    findings.extend(model.findings().into_iter().map(|f| {
-        let attribute = gpustack_protocol::path_text(&f.path);
-        (f, attribute)
-    }));
     for (finding, attribute) in &findings {
         let location = locate(&finding.address, &finding.path);
         diags.push(crate::plan::gpu::located(finding, attribute, location));

@@ -198,7 +198,7 @@ fn removals(model: &Model) -> Vec<crate::Disruption> {
             out.push(crate::Disruption {
                 address: address.clone(),
                 node: format!(
-                    "every node of {} (the cluster's nodes were not read: no kubernetes provider in the stack reaches it)",
+                    "every node of {} (the cluster was not read, so neither its nodes nor their GPU pods are known)",
                     selector_text(&removal.selector)
                 ),
                 change: removal.change.clone(),

@@ -65,7 +65,7 @@ pub(crate) fn run(model: &Model) -> Vec<Finding> {
             address: address.clone(),
             path: o.attribute.clone(),
             severity: Severity::Warning,
-            summary: "GPU nodes not read".into(),
+            summary: crate::NODES_NOT_READ.into(),
             detail: "Nothing in this stack reads the cluster's nodes (the kubernetes provider does for the objects it plans, the helm provider for a GPU Operator release): the GPU capacity section has no node lines and MIG geometries are not checked against the nodes' GPUs.".into(),
         });
     }

@@ -21,6 +21,9 @@ use gpustack_protocol::Path;
 
 pub use gpustack_protocol::Severity;
 
+/// The summary of the warning that no one read the cluster's nodes for the model.
+pub const NODES_NOT_READ: &str = "GPU nodes not read";
+
 /// A problem of the GPU setup, at the resource and configuration path that causes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {

@@ -697,9 +697,15 @@ fn pool_fact<P: CloudPool>(
     if before.is_none() && after.is_none() {
         return None;
     }
-    let name = P::name(labelled).unwrap_or_default().to_owned();
     let mut node_labels = P::node_labels(labelled);
-    node_labels.insert(P::POOL_LABEL.to_owned(), name.clone());
+    // A name only apply knows (a random suffix) labels no node the plan can match.
+    let name = match P::name(labelled) {
+        Some(name) => {
+            node_labels.insert(P::POOL_LABEL.to_owned(), name.to_owned());
+            name.to_owned()
+        }
+        None => "(name known after apply)".to_owned(),
+    };
     Some(GpuFact::Pool(PoolFact {
         kind: P::POOL_KIND.to_owned(),
         name,

@@ -19,6 +19,7 @@ mod locks;
 mod node_check;
 mod provisioners;
 mod registry_modules;
+mod review;
 mod secrets;
 mod terraform;
 mod terraform_workflow;
