@@ -13,6 +13,7 @@ pub mod measure;
 pub mod moto;
 pub mod receiver;
 pub mod registry;
+pub mod terraform_plan;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

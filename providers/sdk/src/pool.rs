@@ -1020,6 +1020,48 @@ impl<P: CloudPool> Resource for Pools<P> {
 mod tests {
     use super::*;
 
+    const GKE_LIKE: TerraformPool = TerraformPool {
+        type_name: "google_container_node_pool",
+        renames: &[
+            ("name", "name"),
+            ("taints", "node_config.0.taint"),
+            ("accelerator.type", "node_config.0.guest_accelerator.0.type"),
+            (
+                "accelerator.count",
+                "node_config.0.guest_accelerator.0.count",
+            ),
+        ],
+    };
+
+    #[test]
+    fn a_terraform_pool_reads_its_nested_blocks_into_the_own_schema_and_names_them_back() {
+        let terraform = Value::from_json(&serde_json::json!({
+            "name": "p",
+            "node_config": [{"guest_accelerator": [{"type": "nvidia-l4", "count": 2}], "taint": []}]
+        }));
+        let own = GKE_LIKE.own(&terraform);
+        assert_eq!(
+            own.to_json(),
+            serde_json::json!({"name": "p", "taints": [], "accelerator": {"type": "nvidia-l4", "count": 2}})
+        );
+        let without = GKE_LIKE.own(&Value::from_json(&serde_json::json!({"name": "p"})));
+        assert!(crate::check::attribute(&without, "accelerator").is_none());
+        for (own, terraform) in [
+            (
+                "accelerator.type",
+                "node_config[0].guest_accelerator[0].type",
+            ),
+            ("taints[1].effect", "node_config[0].taint[1].effect"),
+            ("accelerator", "node_config[0].guest_accelerator[0]"),
+        ] {
+            assert_eq!(
+                GKE_LIKE.terraform_attribute(own).as_deref(),
+                Some(terraform)
+            );
+        }
+        assert_eq!(GKE_LIKE.terraform_attribute("rollout"), None);
+    }
+
     /// A cloud pool of which only the naming is used.
     struct Named<const SCOPED: bool>;
 
@@ -1158,20 +1200,57 @@ impl TerraformPool {
     /// Where an own attribute (`accelerator.gpu_partition_size`, `taints[1].effect`) is in
     /// the Terraform type's configuration (`node_config[0].guest_accelerator[0].gpu_partition_size`).
     pub fn terraform_attribute(&self, own: &str) -> Option<String> {
-        self.renames.iter().find_map(|(name, from)| {
-            let rest = own.strip_prefix(name)?;
-            if !(rest.is_empty() || rest.starts_with('.') || rest.starts_with('[')) {
-                return None;
-            }
-            let path = from
-                .split('.')
+        let indexed = |from: &str| {
+            from.split('.')
                 .map(|step| match step.parse::<usize>() {
                     Ok(i) => format!("[{i}]"),
                     Err(_) => format!(".{step}"),
                 })
-                .collect::<String>();
-            Some(format!("{}{rest}", path.trim_start_matches('.')))
-        })
+                .collect::<String>()
+                .trim_start_matches('.')
+                .to_owned()
+        };
+        // An own block (`accelerator`) is where its attributes' Terraform paths meet.
+        let block = || {
+            self.renames.iter().find_map(|(name, from)| {
+                name.strip_prefix(own)?.strip_prefix('.')?;
+                let (parent, _) = from.rsplit_once('.')?;
+                Some(indexed(parent))
+            })
+        };
+        self.renames
+            .iter()
+            .find_map(|(name, from)| {
+                let rest = own.strip_prefix(name)?;
+                if !(rest.is_empty() || rest.starts_with('.') || rest.starts_with('[')) {
+                    return None;
+                }
+                Some(format!("{}{rest}", indexed(from)))
+            })
+            .or_else(block)
+    }
+
+    /// [`TerraformPool::terraform_attribute`] of a path.
+    fn terraform_path(&self, own: &gpustack_protocol::Path) -> gpustack_protocol::Path {
+        use gpustack_protocol::PathStep;
+        let Some(text) = self.terraform_attribute(&gpustack_protocol::path_text(own)) else {
+            return own.clone();
+        };
+        let mut path = Vec::new();
+        for part in text.split('.') {
+            let mut pieces = part.split('[');
+            if let Some(name) = pieces.next().filter(|n| !n.is_empty()) {
+                path.push(PathStep::Key(name.to_owned()));
+            }
+            for index in pieces {
+                let index = index.trim_end_matches(']');
+                path.push(match index.parse() {
+                    Ok(i) => PathStep::Index(i),
+                    Err(_) => PathStep::Key(index.to_owned()),
+                });
+            }
+        }
+        path
     }
 
     /// `gpustack review` of one change to this type: its GPU fact, with the machines from
@@ -1189,6 +1268,16 @@ impl TerraformPool {
         let before = change.before.map(|v| self.own(v));
         let after = change.after.map(|v| self.own(v));
         let facts = reviewed_pool_fact::<P>(before.as_ref(), after.as_ref(), change.replace, shape)
+            .map(|fact| match fact {
+                GpuFact::Pool(mut pool) => {
+                    pool.labels_attribute = self.terraform_path(&pool.labels_attribute);
+                    if let Some(software) = &mut pool.managed_gpu_software {
+                        software.attribute = self.terraform_path(&software.attribute);
+                    }
+                    GpuFact::Pool(pool)
+                }
+                other => other,
+            })
             .into_iter()
             .collect();
         let diagnostics = after

@@ -17,7 +17,9 @@
 //! - `gpustack apply` from nothing and `gpustack destroy` of 1,000 and 10,000 test objects
 //!   whose provider answers at once, and how each grows with 10× the objects: what the engine
 //!   itself spends recording each change in the state (a scan of the state per change made
-//!   a 10,000-object destroy take 17 s, a 30,000-object one 230 s).
+//!   a 10,000-object destroy take 17 s, a 30,000-object one 230 s);
+//! - `gpustack review` of a 10,000-change Terraform JSON plan, 1,000 of them GPU-relevant
+//!   (target ≤ 1 s, ≤ 200 MB).
 
 use gpustack_engine::EvalOptions;
 use gpustack_engine::VariableArgs;
@@ -429,4 +431,31 @@ fn main() {
 
     engine(runs.clamp(1, 5));
     changes(runs.clamp(1, 5), &[1_000, 10_000]);
+    review(runs.clamp(1, 10));
+}
+
+/// `gpustack review` of a 10,000-change Terraform JSON plan, 1,000 of them GPU-relevant, with
+/// its findings located in the 10,000 resource blocks of its `.tf` file (target: ≤ 1 s and
+/// ≤ 200 MB).
+fn review(runs: usize) {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let dir = tmp.path().join("review");
+    gpustack_tests::terraform_plan::write(&dir, 10_000, 1_000);
+    let size = std::fs::metadata(dir.join("plan.json")).map_or(0, |m| m.len());
+    let samples: Vec<_> = (0..runs)
+        .map(|_| measure(&gpustack_in(&dir, &["review", "plan.json"]), 1, None))
+        .collect();
+    let m = medians(&samples);
+    println!(
+        "
+gpustack review of a Terraform JSON plan of 10,000 changes ({:.1} MB), 1,000 GPU-relevant, findings located in its .tf, medians of {runs} runs:",
+        size as f64 / 1e6
+    );
+    println!(
+        "  {:8.1} ms wall, {:8.1} ms CPU, {:6.1} MB peak (target ≤ 1,000 ms and ≤ 200 MB: {})",
+        m.wall_ms,
+        m.cpu_ms,
+        megabytes(m.peak_mib),
+        verdict(m.wall_ms <= 1000.0 && megabytes(m.peak_mib) <= 200.0)
+    );
 }

@@ -149,3 +149,25 @@ fn files_that_are_no_json_plan_are_refused_by_name() {
         assert!(stderr.contains(says), "{file}: {stderr}");
     }
 }
+
+#[test]
+fn the_benchmarks_synthetic_plan_is_reviewed_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    gpustack_tests::terraform_plan::write(dir.path(), 1000, 100);
+    let output = gpustack(dir.path(), &["review", "plan.json", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(json["resource_changes"], 1000);
+    assert_eq!(json["gpu_changes"].as_array().unwrap().len(), 100);
+    let errors: Vec<&serde_json::Value> = json["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .collect();
+    assert_eq!(
+        errors.len(),
+        gpustack_tests::terraform_plan::expected_errors(99),
+        "{errors:#?}"
+    );
+    assert_eq!(output.status.code(), Some(1));
+}

@@ -870,8 +870,104 @@ module "time_slicing" {
             && lines[0].contains("GPU pods running: default/infer-ts"),
         "{plan}"
     );
+    // The same change as a Terraform plan, reviewed against the live cluster, shows the same
+    // node, change and pods (its rollout is Terraform's: none of gpustack's).
+    let reviewed = review_of_the_same_change(c, 4);
+    let review_lines = disruption_lines(&reviewed, node);
+    assert_eq!(review_lines.len(), 1, "{reviewed}");
+    assert_eq!(
+        review_lines[0].split("; rollout:").next(),
+        lines[0].split("; rollout:").next(),
+        "{reviewed}"
+    );
     c.kubectl_ok(&["delete", "pod", "infer-ts", "-n", "default", "--wait=false"]);
     stack.ok("destroy", &["--auto-approve"]);
     drop(_destroy);
     c.kubectl_ok(&["delete", "node", node]);
+}
+
+/// `gpustack review --kubeconfig` of a Terraform plan (format 1.2, as `terraform show -json`
+/// writes it) whose one change sets the live time-slicing config's replicas to `replicas`:
+/// the ConfigMap the live ClusterPolicy names, as a `kubernetes_config_map_v1` update.
+fn review_of_the_same_change(c: &gpustack_tests::cluster::TestCluster, replicas: u32) -> String {
+    let config: serde_json::Value = serde_json::from_str(&c.kubectl_ok(&[
+        "get",
+        "clusterpolicy",
+        "-o",
+        "jsonpath={.items[0].spec.devicePlugin.config}",
+    ]))
+    .unwrap();
+    let name = config["name"].as_str().unwrap();
+    let namespace = c
+        .kubectl_ok(&[
+            "get",
+            "clusterpolicy",
+            "-o",
+            "jsonpath={.items[0].status.namespace}",
+        ])
+        .trim()
+        .to_owned();
+    let live: serde_json::Value = serde_json::from_str(&c.kubectl_ok(&[
+        "get",
+        "configmap",
+        name,
+        "-n",
+        &namespace,
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    let data = live["data"].clone();
+    let mut changed = data.clone();
+    for text in changed.as_object_mut().unwrap().values_mut() {
+        let replaced = regex_free_replicas(text.as_str().unwrap(), replicas);
+        *text = serde_json::Value::String(replaced);
+    }
+    let metadata = serde_json::json!([{"name": name, "namespace": namespace}]);
+    let plan = serde_json::json!({
+        "format_version": "1.2",
+        "terraform_version": "1.9.8",
+        "resource_changes": [{
+            "address": "kubernetes_config_map_v1.time_slicing",
+            "mode": "managed",
+            "type": "kubernetes_config_map_v1",
+            "name": "time_slicing",
+            "provider_name": "registry.terraform.io/hashicorp/kubernetes",
+            "change": {
+                "actions": ["update"],
+                "before": {"data": data, "metadata": metadata, "id": format!("{namespace}/{name}")},
+                "after": {"data": changed, "metadata": metadata, "id": format!("{namespace}/{name}")},
+                "after_unknown": {"data": {}, "metadata": [{}]},
+                "before_sensitive": {"data": {}, "metadata": [{}]},
+                "after_sensitive": {"data": {}, "metadata": [{}]}
+            }
+        }]
+    });
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("plan.json"), plan.to_string()).unwrap();
+    let kubeconfig = c.kubeconfig.to_string_lossy().into_owned();
+    let output = gpustack_tests::gpustack(
+        dir.path(),
+        &["review", "plan.json", "--kubeconfig", &kubeconfig],
+    );
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    text
+}
+
+/// A device-plugin config with every `replicas: N` set to `replicas`.
+fn regex_free_replicas(text: &str, replicas: u32) -> String {
+    text.lines()
+        .map(|line| match line.split_once("replicas:") {
+            Some((head, _)) => format!("{head}replicas: {replicas}"),
+            None => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
 }

@@ -16,6 +16,7 @@ mod karpenter;
 mod moto;
 mod policy;
 mod requests;
+mod review;
 mod rollout;
 mod terraform;
 mod testworld;
