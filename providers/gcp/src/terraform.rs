@@ -68,11 +68,15 @@ fn whole_pool(own: &Value) -> Value {
             set(&mut own, name, Value::number(n * per_zone));
         }
     }
+    // The provider records an unset total as 0 beside the per-zone limits it conflicts with.
+    let per_zone_set = integer(&own, "max_node_count").is_some_and(|n| n > 0);
     for (total, name) in [
         ("total_min_node_count", "min_node_count"),
         ("total_max_node_count", "max_node_count"),
     ] {
-        if let Some(n) = attribute(&own, total).cloned() {
+        if let Some(n) = attribute(&own, total).cloned()
+            && !(per_zone_set && integer(&own, total) == Some(0))
+        {
             set(&mut own, name, n);
         }
     }

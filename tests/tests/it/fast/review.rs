@@ -171,3 +171,47 @@ fn the_benchmarks_synthetic_plan_is_reviewed_whole() {
     );
     assert_eq!(output.status.code(), Some(1));
 }
+
+#[test]
+fn the_review_example_reviews_its_sample_plan() {
+    let dir = repo_root().join("examples").join("terraform-review");
+    let output = gpustack(
+        &dir,
+        &[
+            "review",
+            "sample-plan.json",
+            "--config",
+            "terraform",
+            "--detailed-exitcode",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.contains("nodepool inference: 2 × g2-standard-8 (1× L4) → nvidia.com/gpu 2 → 8 (GKE time-sharing ×4; new pool;"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("nodepool training: 0–4 × a2-ultragpu-1g (1× A100): nvidia.com/gpu 6 → 12 (MIG 2g.20gb ×3; 0–2 → 0–4 nodes;"),
+        "{stdout}"
+    );
+    // The README's exercise: a partition size of the 40 GB A100 on the 80 GB one.
+    let copy = tempfile::tempdir().unwrap();
+    let plan = std::fs::read_to_string(dir.join("sample-plan.json"))
+        .unwrap()
+        .replace("\"2g.20gb\"", "\"1g.5gb\"");
+    std::fs::write(copy.path().join("plan.json"), plan).unwrap();
+    std::fs::create_dir(copy.path().join("terraform")).unwrap();
+    let tf = std::fs::read_to_string(dir.join("terraform/main.tf"))
+        .unwrap()
+        .replace("\"2g.20gb\"", "\"1g.5gb\"");
+    std::fs::write(copy.path().join("terraform/main.tf"), &tf).unwrap();
+    let output = gpustack(
+        copy.path(),
+        &["review", "plan.json", "--config", "terraform", "--no-color"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let line = tf.lines().position(|l| l.contains("1g.5gb")).unwrap() + 1;
+    assert!(stderr.contains(&format!("main.tf:{line}:")), "{stderr}");
+}
