@@ -227,8 +227,8 @@ fn load_config(dir: &Path, sources: &mut SourceMap) -> Option<Stack> {
     );
     stack
         .modules
-        .first()
-        .is_some_and(|root| !root.resources.is_empty())
+        .iter()
+        .any(|module| !module.resources.is_empty())
         .then_some(stack)
 }
 

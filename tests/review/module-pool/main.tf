@@ -1,0 +1,5 @@
+module "training" {
+  count  = 1
+  source = "./modules/pool"
+  name   = "training"
+}
