@@ -43,6 +43,18 @@ pub fn registry() -> Registry {
     providers.push(gpustack_provider_aws::provider_with(node_drainer()));
     #[cfg(feature = "gcp")]
     providers.push(gpustack_provider_gcp::provider_with(node_drainer()));
+    // Terraform's google-beta serves the same types as google: a resource takes either by
+    // its provider argument, and plain `google` owns them.
+    #[cfg(feature = "gcp")]
+    providers.push(gpustack_provider_gcp::google::provider_with(
+        "google-beta",
+        node_drainer(),
+    ));
+    #[cfg(feature = "gcp")]
+    providers.push(gpustack_provider_gcp::google::provider_with(
+        "google",
+        node_drainer(),
+    ));
     #[cfg(feature = "test-provider")]
     if std::env::var_os("GPUSTACK_TEST_PROVIDER").is_some_and(|v| v == "1") {
         providers.push(gpustack_provider_test::provider());

@@ -384,7 +384,7 @@ fn add_provider_edges(b: &mut Builder<'_>) {
                 Some(p) => (p.name.as_str(), p.alias.as_deref(), p.span),
                 None => (owner, None, r.span),
             };
-            if name != owner {
+            if name != owner && !b.registry.serves(name, &r.type_name) {
                 b.diags.error(
                     span,
                     "Wrong provider for resource type",

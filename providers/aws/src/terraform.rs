@@ -5,7 +5,7 @@ use crate::{Aws, Connected};
 use gpustack_protocol::{Diagnostic, ForeignChange, Reviewed};
 use gpustack_provider_sdk::check::{Checker, strings};
 use gpustack_provider_sdk::family::Family;
-use gpustack_provider_sdk::pool::TerraformPool;
+use gpustack_provider_sdk::terraform_pool::TerraformPool;
 
 const NODE_GROUP: TerraformPool = TerraformPool {
     type_name: "aws_eks_node_group",
@@ -24,7 +24,17 @@ const NODE_GROUP: TerraformPool = TerraformPool {
         ("labels", "labels"),
         ("taints", "taint"),
     ],
+    own_import_id,
+    terraform_import_id: |id| id.replacen('/', ":", 1),
+    import_formats: "CLUSTER_NAME:NODE_GROUP_NAME",
 };
+
+/// `CLUSTER/NODEGROUP` of the AWS provider's import ID of a node group, `CLUSTER:NODEGROUP`.
+fn own_import_id(id: &str) -> Option<String> {
+    let (cluster, group) = id.split_once(':')?;
+    (!cluster.is_empty() && !group.is_empty() && !group.contains(':'))
+        .then(|| format!("{cluster}/{group}"))
+}
 
 pub(crate) fn review(aws: &Aws, change: &ForeignChange<'_>) -> Option<Reviewed> {
     NODE_GROUP.review::<Connected>(change, crate::pool::table_shape, |own| {

@@ -6,7 +6,7 @@ use crate::{Azure, Connected};
 use gpustack_protocol::{ForeignChange, Reviewed};
 use gpustack_provider_sdk::check::Checker;
 use gpustack_provider_sdk::family::Family;
-use gpustack_provider_sdk::pool::TerraformPool;
+use gpustack_provider_sdk::terraform_pool::TerraformPool;
 
 /// AzureRM 4 names autoscaling `auto_scaling_enabled`, 3 `enable_auto_scaling`.
 const NODE_POOL: TerraformPool = TerraformPool {
@@ -26,7 +26,43 @@ const NODE_POOL: TerraformPool = TerraformPool {
         ("gpu_driver", "gpu_driver"),
         ("zones", "zones"),
     ],
+    own_import_id,
+    terraform_import_id,
+    import_formats: "/subscriptions/SUBSCRIPTION/resourceGroups/GROUP/providers/Microsoft.ContainerService/managedClusters/CLUSTER/agentPools/NAME",
 };
+
+/// `RESOURCE_GROUP/CLUSTER/POOL` of the AzureRM provider's import ID of a node pool: the
+/// agent pool's ARM resource ID.
+fn own_import_id(id: &str) -> Option<String> {
+    let parts: Vec<&str> = id.trim_start_matches('/').split('/').collect();
+    match parts[..] {
+        [
+            "subscriptions",
+            _,
+            groups,
+            group,
+            "providers",
+            "Microsoft.ContainerService",
+            "managedClusters",
+            cluster,
+            "agentPools",
+            pool,
+        ] if groups.eq_ignore_ascii_case("resourceGroups") => {
+            Some(format!("{group}/{cluster}/{pool}"))
+        }
+        _ => None,
+    }
+}
+
+/// The ARM resource ID of an agent pool, its subscription left for the provider to fill.
+fn terraform_import_id(own: &str) -> String {
+    match own.split('/').collect::<Vec<_>>()[..] {
+        [group, cluster, pool] => format!(
+            "/subscriptions/SUBSCRIPTION_ID/resourceGroups/{group}/providers/Microsoft.ContainerService/managedClusters/{cluster}/agentPools/{pool}"
+        ),
+        _ => own.to_owned(),
+    }
+}
 
 pub(crate) fn review(azure: &Azure, change: &ForeignChange<'_>) -> Option<Reviewed> {
     NODE_POOL.review::<Connected>(change, crate::pool::shape, |own| {

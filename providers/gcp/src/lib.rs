@@ -10,6 +10,7 @@
 mod autoprovisioning;
 mod compute;
 mod gke;
+pub mod google;
 mod pool;
 mod terraform;
 
@@ -193,13 +194,40 @@ impl Family for Gcp {
     }
 
     async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        let endpoint = text(config, "endpoint");
+        let connected = Arc::new(
+            Connected::new(
+                text(config, "project").unwrap_or_default(),
+                endpoint,
+                endpoint,
+            )
+            .await?,
+        );
+        Ok(Arc::new(
+            Resources::new()
+                .resource(
+                    "gke_nodepool",
+                    Pools(connected.clone(), self.drainer.clone()),
+                )
+                .resource("gke_node_autoprovisioning", Autoprovisioning(connected)),
+        ))
+    }
+}
+
+impl Connected {
+    /// The clients of one provider block: GKE's at `container_endpoint`, Compute Engine's at
+    /// `compute_endpoint` (the public ones by default), with Application Default Credentials.
+    pub(crate) async fn new(
+        project: &str,
+        container_endpoint: Option<&str>,
+        compute_endpoint: Option<&str>,
+    ) -> Result<Self, Vec<Diagnostic>> {
         // One TLS implementation in the binary: ring, as for AWS, Azure and kube.
         gpustack_connect::install_ring();
-        let project = text(config, "project").unwrap_or_default().to_owned();
         let mut builder = ClusterManager::builder().with_retry_policy(
             google_cloud_gax::retry_policy::RetryPolicyExt::with_attempt_limit(Transient, 6),
         );
-        if let Some(endpoint) = text(config, "endpoint") {
+        if let Some(endpoint) = container_endpoint {
             builder = builder.with_endpoint(endpoint);
         }
         let client = builder.build().await.map_err(|e| {
@@ -229,25 +257,17 @@ impl Family for Gcp {
         let compute = Compute {
             http,
             credentials,
-            endpoint: text(config, "endpoint")
+            endpoint: compute_endpoint
                 .unwrap_or("https://compute.googleapis.com")
                 .trim_end_matches('/')
                 .to_owned(),
             accelerators: Default::default(),
         };
-        let connected = Arc::new(Connected {
+        Ok(Connected {
             client,
-            project,
+            project: project.to_owned(),
             compute,
-        });
-        Ok(Arc::new(
-            Resources::new()
-                .resource(
-                    "gke_nodepool",
-                    Pools(connected.clone(), self.drainer.clone()),
-                )
-                .resource("gke_node_autoprovisioning", Autoprovisioning(connected)),
-        ))
+        })
     }
 }
 

@@ -5,9 +5,9 @@ use crate::{Connected, Gcp};
 use gpustack_protocol::{Diagnostic, ForeignChange, Reviewed, Value};
 use gpustack_provider_sdk::check::{Checker, attribute, integer, set, text};
 use gpustack_provider_sdk::family::Family;
-use gpustack_provider_sdk::pool::TerraformPool;
+use gpustack_provider_sdk::terraform_pool::TerraformPool;
 
-const NODE_POOL: TerraformPool = TerraformPool {
+pub(crate) static NODE_POOL: TerraformPool = TerraformPool {
     type_name: "google_container_node_pool",
     renames: &[
         ("location", "location"),
@@ -45,7 +45,24 @@ const NODE_POOL: TerraformPool = TerraformPool {
             "node_config.0.guest_accelerator.0.gpu_driver_installation_config.0.gpu_driver_version",
         ),
     ],
+    own_import_id,
+    terraform_import_id: str::to_owned,
+    import_formats: "projects/PROJECT/locations/LOCATION/clusters/CLUSTER/nodePools/NAME, PROJECT/LOCATION/CLUSTER/NAME or LOCATION/CLUSTER/NAME",
 };
+
+/// `LOCATION/CLUSTER/NAME` of any of the Google provider's import IDs of a node pool.
+fn own_import_id(id: &str) -> Option<String> {
+    let parts: Vec<&str> = id.split('/').collect();
+    let (location, cluster, name) = match parts[..] {
+        ["projects", _, "locations", l, "clusters", c, "nodePools", n] => (l, c, n),
+        [_, l, c, n] | [l, c, n] => (l, c, n),
+        _ => return None,
+    };
+    [location, cluster, name]
+        .iter()
+        .all(|p| !p.is_empty())
+        .then(|| format!("{location}/{cluster}/{name}"))
+}
 
 /// How many zones a pool's `node_count` and per-zone autoscaling limits count for: its
 /// `node_locations`, or its location when that is a zone; `None` for a regional pool whose

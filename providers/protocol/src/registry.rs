@@ -97,6 +97,15 @@ impl Registry {
             .map(|(name, _)| name.as_str())
     }
 
+    /// Whether the provider `name` serves `type_name`, whether or not it owns it (`google-beta`
+    /// serves `google`'s types).
+    pub fn serves(&self, name: &str, type_name: &str) -> bool {
+        self.providers.get(name).is_some_and(|(_, types)| {
+            types.resources.iter().any(|t| t == type_name)
+                || types.data_sources.iter().any(|t| t == type_name)
+        })
+    }
+
     pub fn resource_schema(&self, type_name: &str) -> Option<&Schema> {
         self.type_schema(ResourceMode::Managed, type_name)
     }

@@ -27,6 +27,8 @@ pub const SERVED_PROVIDERS: &[(&str, &str)] = &[
     ("hashicorp/external", "external"),
     ("hashicorp/archive", "archive"),
     ("hashicorp/cloudinit", "cloudinit"),
+    ("hashicorp/google", "google"),
+    ("hashicorp/google-beta", "google-beta"),
     ("gavinbunney/kubectl", "kubectl"),
     ("alekc/kubectl", "kubectl"),
     ("builtin/terraform", "terraform"),

@@ -13,6 +13,7 @@ pub mod normalize;
 pub mod objects;
 pub mod pool;
 pub mod resource;
+pub mod terraform_pool;
 
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Diagnostic, ObjectAttr, Type, Value,

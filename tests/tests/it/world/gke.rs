@@ -315,3 +315,135 @@ fn gke_mig_capacity_counts_partitions_per_gpu_model() {
         "{out}{err}"
     );
 }
+
+/// A Terraform stack's `google_container_node_pool`, as it is, on the GKE fake: an A100 80GB
+/// pool split by GKE into 1g.10gb MIG devices and time-shared, planned with its capacity,
+/// applied, refreshed without a change, scaled outside (drift), and destroyed.
+#[test]
+fn a_terraform_google_container_node_pool_applies_drifts_and_is_destroyed() {
+    let fake = GkeFake::start(&[CLUSTER]);
+    let dir = tempfile::tempdir().unwrap();
+    let pool = format!("{CLUSTER}/nodePools/a100");
+    std::fs::write(
+        dir.path().join("main.tf"),
+        format!(
+            r#"terraform {{
+  required_providers {{
+    google = {{
+      source  = "hashicorp/google"
+      version = "~> 6.0"
+    }}
+  }}
+}}
+
+variable "node_count" {{
+  type    = number
+  default = 2
+}}
+
+provider "google" {{
+  project                   = "ml-project"
+  region                    = "us-central1"
+  container_custom_endpoint = "{endpoint}"
+  compute_custom_endpoint   = "{endpoint}"
+}}
+
+resource "google_container_node_pool" "a100" {{
+  name       = "a100"
+  cluster    = "ml-gke"
+  location   = "us-central1-c"
+  node_count = var.node_count
+
+  node_config {{
+    machine_type = "a2-ultragpu-1g"
+    labels = {{
+      team = "research"
+    }}
+
+    taint {{
+      key    = "nvidia.com/gpu"
+      value  = "present"
+      effect = "NO_SCHEDULE"
+    }}
+
+    guest_accelerator {{
+      type               = "nvidia-a100-80gb"
+      count              = 1
+      gpu_partition_size = "1g.10gb"
+
+      gpu_sharing_config {{
+        gpu_sharing_strategy       = "TIME_SHARING"
+        max_shared_clients_per_gpu = 2
+      }}
+
+      gpu_driver_installation_config {{
+        gpu_driver_version = "LATEST"
+      }}
+    }}
+  }}
+
+  timeouts {{
+    create = "30m"
+  }}
+}}
+"#,
+            endpoint = fake.endpoint
+        ),
+    )
+    .unwrap();
+    let env = fake.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let run = |args: &[&str]| {
+        let output = gpustack_tests::gpustack_command(dir.path(), args, &env)
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            stdout(&output),
+            stderr(&output),
+        )
+    };
+
+    let (code, out, err) = run(&["plan", "-detailed-exitcode"]);
+    assert_eq!(code, 2, "{out}{err}");
+    let lines = super::capacity_lines(&out, "nodepool a100");
+    assert_eq!(lines.len(), 1, "{out}");
+    assert!(
+        lines[0].starts_with("nodepool a100: 2 × a2-ultragpu-1g (1× A100) → nvidia.com/gpu 2 → 28 (MIG 1g.10gb ×7 + GKE time-sharing ×2; new pool;"),
+        "{out}"
+    );
+    let (code, out, err) = run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let live = fake.pool(&pool).unwrap();
+    let accelerator = &live["config"]["accelerators"][0];
+    assert_eq!(accelerator["acceleratorType"], "nvidia-a100-80gb");
+    assert_eq!(accelerator["gpuPartitionSize"], "1g.10gb");
+    assert_eq!(
+        accelerator["gpuSharingConfig"]["gpuSharingStrategy"],
+        "TIME_SHARING"
+    );
+    assert_eq!(live["config"]["labels"]["team"], "research");
+    assert_eq!(live["config"]["taints"][0]["effect"], "NO_SCHEDULE");
+
+    let (code, out, err) = run(&["plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0, "a second plan finds nothing to do:\n{out}{err}");
+    let (code, out, err) = run(&["state", "show", "google_container_node_pool.a100"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("gpu_partition_size"), "{out}");
+
+    fake.resize_outside(&pool, 3);
+    let (code, out, err) = run(&["drift"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("google_container_node_pool.a100 has changed"),
+        "{out}"
+    );
+    assert!(out.contains("node_count"), "{out}");
+    let (code, out, err) = run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(fake.group_sizes(&pool), vec![2]);
+
+    let (code, out, err) = run(&["destroy", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(fake.pools().is_empty());
+}
