@@ -38,13 +38,15 @@ impl Family for Aws {
     }
 
     fn schema(&self) -> ProviderSchema {
-        let config = provider_config("AWS, with the standard credential chain.")
-            .attr("region", Attribute::optional(Type::String))
-            .attr("profile", Attribute::optional(Type::String))
-            .attr(
-                "endpoint",
-                Attribute::optional(Type::String).describe("Endpoint override, e.g. for moto."),
-            );
+        let config = terraform::provider_arguments(
+            provider_config("AWS, with the standard credential chain; gpustack's own arguments and the AWS provider's.")
+                .attr("region", Attribute::optional(Type::String))
+                .attr("profile", Attribute::optional(Type::String))
+                .attr(
+                    "endpoint",
+                    Attribute::optional(Type::String).describe("Endpoint override, e.g. for moto."),
+                ),
+        );
         let nodegroup = gpustack_provider_sdk::pool::pool_schema(
             Schema::new("An EKS managed node group.")
                 .attr(
@@ -80,6 +82,11 @@ impl Family for Aws {
                 .attr("max_size", Attribute::required(Type::Number))
                 .attr("desired_size", Attribute::optional_computed(Type::Number))
                 .attr("labels", Attribute::optional(Type::map(Type::String)))
+                .attr(
+                    "tags",
+                    Attribute::optional(Type::map(Type::String))
+                        .describe("The node group's tags (besides gpustack's creation mark)."),
+                )
                 .attr("taints", Attribute::optional(Type::list(taint_type())))
                 .attr(
                     "kubernetes_version",
@@ -102,12 +109,36 @@ impl Family for Aws {
         ProviderSchema {
             name: "aws".into(),
             config,
-            resources: [("eks_nodegroup".to_owned(), nodegroup)].into(),
+            resources: [
+                ("eks_nodegroup".to_owned(), nodegroup),
+                (
+                    terraform::NODE_GROUP.type_name.to_owned(),
+                    terraform::node_group_schema(),
+                ),
+            ]
+            .into(),
             data_sources: [("aws_instance_types".to_owned(), instance_types)].into(),
         }
     }
 
     fn check(&self, type_name: &str, check: &mut Checker<'_>) {
+        if type_name == gpustack_protocol::PROVIDER_CONFIG {
+            terraform::check_provider(check);
+            return;
+        }
+        if type_name == terraform::NODE_GROUP.type_name {
+            gpustack_provider_sdk::terraform_pool::refuse_unserved(
+                check,
+                terraform::REFUSED,
+                "gpustack's EKS node groups",
+            );
+            gpustack_provider_sdk::terraform_pool::own_checks(
+                check,
+                &terraform::NODE_GROUP,
+                |own| self.check("eks_nodegroup", own),
+            );
+            return;
+        }
         if type_name == "eks_nodegroup" {
             gpustack_provider_sdk::pool::check_rollout(check);
             check.one_of("capacity_type", &["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]);
@@ -154,15 +185,19 @@ impl Family for Aws {
     }
 
     async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
+        let endpoint = |service: &str| {
+            terraform::endpoint(config, service)
+                .or_else(|| text(config, "endpoint").map(str::to_owned))
+        };
         let settings = gpustack_connect::aws::AwsSettings {
             region: text(config, "region").map(str::to_owned),
             profile: text(config, "profile").map(str::to_owned),
-            endpoint: text(config, "endpoint").map(str::to_owned),
+            endpoint: None,
         };
         // Node group operations are few and slow; a throttled or failed call is worth more
         // attempts than the SDK's default three.
-        let loader = gpustack_connect::aws::loader(&settings)
-            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(6));
+        let loader =
+            terraform::with_provider_arguments(gpustack_connect::aws::loader(&settings), config);
         let shared = loader.load().await;
         if shared.region().is_none() {
             return Err(vec![Diagnostic::error(
@@ -170,9 +205,18 @@ impl Family for Aws {
                 "Set region in the aws provider block, or AWS_REGION / a profile's region.",
             )]);
         }
+        let shared = terraform::assumed(shared, config).await;
+        let mut eks = aws_sdk_eks::config::Builder::from(&shared);
+        if let Some(url) = endpoint("eks") {
+            eks = eks.endpoint_url(url);
+        }
+        let mut ec2 = aws_sdk_ec2::config::Builder::from(&shared);
+        if let Some(url) = endpoint("ec2") {
+            ec2 = ec2.endpoint_url(url);
+        }
         let connected = Arc::new(Connected {
-            eks: aws_sdk_eks::Client::new(&shared),
-            ec2: aws_sdk_ec2::Client::new(&shared),
+            eks: aws_sdk_eks::Client::from_conf(eks.build()),
+            ec2: aws_sdk_ec2::Client::from_conf(ec2.build()),
             gpus: Mutex::new(HashMap::new()),
         });
         Ok(Arc::new(
@@ -180,6 +224,14 @@ impl Family for Aws {
                 .resource(
                     "eks_nodegroup",
                     Pools(connected.clone(), self.drainer.clone()),
+                )
+                .resource(
+                    terraform::NODE_GROUP.type_name,
+                    gpustack_provider_sdk::terraform_pool::TerraformPools {
+                        pool: &terraform::NODE_GROUP,
+                        inner: Pools(connected.clone(), self.drainer.clone()),
+                        default_tags: terraform::default_tags(config),
+                    },
                 )
                 .data_source("aws_instance_types", InstanceTypes(connected)),
         ))

@@ -144,12 +144,31 @@ fn state_of(group: &Nodegroup) -> Value {
             "release_version".to_owned(),
             optional(group.release_version()),
         ),
+        ("tags".to_owned(), tags_state(group)),
         ("arn".to_owned(), optional(group.nodegroup_arn())),
         (
             "status".to_owned(),
             optional(group.status().map(|s| s.as_str())),
         ),
     ]))
+}
+
+/// A node group's tags without gpustack's creation mark, in key order; null when none.
+fn tags_state(group: &Nodegroup) -> Value {
+    let tags: BTreeMap<&String, &String> = group
+        .tags()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.as_str() != CREATION_TAG)
+        .collect();
+    if tags.is_empty() {
+        return Value::Null;
+    }
+    Value::Object(
+        tags.into_iter()
+            .map(|(k, v)| (k.clone(), Value::string(v.clone())))
+            .collect(),
+    )
 }
 
 #[async_trait::async_trait]
@@ -182,8 +201,8 @@ impl CloudPool for Connected {
             if let Some(Value::List(subnets)) = map.get_mut("subnets") {
                 subnets.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
             }
-            unset_empty(map, &["labels", "taints"]);
-            sort_maps(map, &["labels"]);
+            unset_empty(map, &["labels", "taints", "tags"]);
+            sort_maps(map, &["labels", "tags"]);
             // EKS keeps taints in its own order and has no empty values: compare them sorted,
             // with "" as absent.
             if let Some(Value::List(taints)) = map.get_mut("taints") {
@@ -260,6 +279,9 @@ impl CloudPool for Connected {
                 Some(taints(planned).iter().map(sdk_taint).collect())
                     .filter(|t: &Vec<_>| !t.is_empty()),
             );
+        for (key, value) in string_map(planned, "tags") {
+            request = request.tags(key, value);
+        }
         if let Some(ami) = text(planned, "ami_type") {
             request = request.ami_type(AmiTypes::from(ami));
         }
@@ -403,6 +425,7 @@ impl CloudPool for Connected {
                 .map_err(|e| failed(gpustack_protocol::error_chain(&e)))?;
             self.wait_update(cluster, name, out.update()).await?;
         }
+        self.retag(prior, planned).await.map_err(failed)?;
         let version_changed = ["kubernetes_version", "release_version"]
             .iter()
             .any(|k| text(planned, k).is_some_and(|v| Some(v) != text(prior, k)));
@@ -506,4 +529,48 @@ pub(crate) fn table_shape(state: &Value) -> Option<PoolShape> {
         )
     });
     shape_of(state, machine, found)
+}
+
+impl Connected {
+    /// Sets the node group's tags to the planned ones (TagResource, UntagResource); the
+    /// creation mark is never touched.
+    async fn retag(&self, prior: &Value, planned: &Value) -> Result<(), String> {
+        let (before, after) = (string_map(prior, "tags"), string_map(planned, "tags"));
+        if before == after {
+            return Ok(());
+        }
+        let Some(arn) = text(prior, "arn") else {
+            return Err(
+                "the node group's ARN is not recorded, so its tags cannot be changed".into(),
+            );
+        };
+        let removed: Vec<String> = before
+            .keys()
+            .filter(|k| !after.contains_key(*k) && k.as_str() != CREATION_TAG)
+            .cloned()
+            .collect();
+        if !removed.is_empty() {
+            self.eks
+                .untag_resource()
+                .resource_arn(arn)
+                .set_tag_keys(Some(removed))
+                .send()
+                .await
+                .map_err(|e| gpustack_protocol::error_chain(&e))?;
+        }
+        let added: HashMap<String, String> = after
+            .into_iter()
+            .filter(|(k, v)| before.get(k) != Some(v))
+            .collect();
+        if !added.is_empty() {
+            self.eks
+                .tag_resource()
+                .resource_arn(arn)
+                .set_tags(Some(added))
+                .send()
+                .await
+                .map_err(|e| gpustack_protocol::error_chain(&e))?;
+        }
+        Ok(())
+    }
 }

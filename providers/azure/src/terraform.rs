@@ -9,7 +9,7 @@ use gpustack_provider_sdk::family::Family;
 use gpustack_provider_sdk::terraform_pool::TerraformPool;
 
 /// AzureRM 4 names autoscaling `auto_scaling_enabled`, 3 `enable_auto_scaling`.
-const NODE_POOL: TerraformPool = TerraformPool {
+pub(crate) static NODE_POOL: TerraformPool = TerraformPool {
     type_name: "azurerm_kubernetes_cluster_node_pool",
     renames: &[
         ("name", "name"),
@@ -25,9 +25,11 @@ const NODE_POOL: TerraformPool = TerraformPool {
         ("gpu_instance_profile", "gpu_instance"),
         ("gpu_driver", "gpu_driver"),
         ("zones", "zones"),
+        ("tags", "tags"),
     ],
     own_import_id,
     terraform_import_id,
+    tags: None,
     import_formats: "/subscriptions/SUBSCRIPTION/resourceGroups/GROUP/providers/Microsoft.ContainerService/managedClusters/CLUSTER/agentPools/NAME",
 };
 

@@ -6,13 +6,15 @@
 
 use crate::{Connected, Gcp};
 use gpustack_protocol::{
-    Attribute, BlockNesting, Diagnostic, NestedBlock, Provider, ProviderSchema, Schema, Type, Value,
+    Attribute, BlockNesting, Diagnostic, Provider, ProviderSchema, Schema, Type, Value,
 };
 use gpustack_provider_sdk::check::{Checker, provider_config, text};
 use gpustack_provider_sdk::family::Family;
 use gpustack_provider_sdk::pool::{NodeDrainer, Pools};
 use gpustack_provider_sdk::resource::Resources;
-use gpustack_provider_sdk::terraform_pool::TerraformPools;
+use gpustack_provider_sdk::terraform_pool::{
+    TerraformPools, is_set, own_checks, refuse_unserved, refused_block, single_block as one,
+};
 use std::sync::Arc;
 
 pub(crate) const NODE_POOL: &str = "google_container_node_pool";
@@ -37,31 +39,6 @@ pub fn provider_with(
 
 fn optional(ty: Type) -> Attribute {
     Attribute::optional(ty)
-}
-
-/// A block Terraform nests at most once (`node_config { ... }`): a list of one.
-fn one(schema: Schema, name: &str, block: Schema) -> Schema {
-    let mut schema = schema;
-    schema.blocks.insert(
-        name.to_owned(),
-        NestedBlock {
-            nesting: BlockNesting::List,
-            min_items: 0,
-            max_items: Some(1),
-            block,
-            also_argument: false,
-        },
-    );
-    schema
-}
-
-/// A block whose arguments gpustack does not serve: they are named, so that the refusal
-/// names the block rather than its first argument.
-fn refused_block(names: &[&str]) -> Schema {
-    names.iter().fold(
-        Schema::new("Not served by gpustack (see the refusal)."),
-        |s, n| s.attr(n, optional(Type::Any)),
-    )
 }
 
 /// The node pool's arguments gpustack does not serve, and why: each is refused where it is
@@ -415,16 +392,6 @@ fn node_pool() -> Schema {
     )
 }
 
-/// Whether the value at `path` is set: not null, and not an empty list or map.
-fn is_set(value: Option<&Value>) -> bool {
-    match value {
-        None | Some(Value::Null) => false,
-        Some(Value::List(items)) => !items.is_empty(),
-        Some(Value::Object(map)) => !map.is_empty(),
-        Some(_) => true,
-    }
-}
-
 #[async_trait::async_trait]
 impl Family for Google {
     fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
@@ -558,22 +525,10 @@ impl Family for Google {
         if type_name != NODE_POOL {
             return;
         }
-        for (path, why) in REFUSED {
-            if is_set(check.get(path)) {
-                check.error(path, "Argument not served", format!("{path} is not served by gpustack's GKE node pools: {why}. Keep this pool in Terraform and review its plans with gpustack review, or remove the argument."));
-            }
-        }
-        let own = crate::terraform::NODE_POOL.own_state(check.config());
-        let mut own_check = Checker::new(&own);
-        Gcp::default().check("gke_nodepool", &mut own_check);
-        for mut d in own_check.diagnostics {
-            d.attribute = d
-                .attribute
-                .as_deref()
-                .and_then(|a| crate::terraform::NODE_POOL.terraform_attribute(a))
-                .or(d.attribute);
-            check.diagnostics.push(d);
-        }
+        refuse_unserved(check, REFUSED, "gpustack's GKE node pools");
+        own_checks(check, &crate::terraform::NODE_POOL, |own| {
+            Gcp::default().check("gke_nodepool", own);
+        });
     }
 
     async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>> {
@@ -590,6 +545,7 @@ impl Family for Google {
             TerraformPools {
                 pool: &crate::terraform::NODE_POOL,
                 inner: Pools(connected, self.drainer.clone()),
+                default_tags: Default::default(),
             },
         )))
     }

@@ -27,6 +27,7 @@ pub const SERVED_PROVIDERS: &[(&str, &str)] = &[
     ("hashicorp/external", "external"),
     ("hashicorp/archive", "archive"),
     ("hashicorp/cloudinit", "cloudinit"),
+    ("hashicorp/aws", "aws"),
     ("hashicorp/google", "google"),
     ("hashicorp/google-beta", "google-beta"),
     ("gavinbunney/kubectl", "kubectl"),

@@ -14,6 +14,7 @@ use gpustack_protocol::{
     PlanDeleteRequest, PlanDeleteResponse, PlanResourceChangeRequest, PlanResourceChangeResponse,
     PoolShape, ReadResourcesRequest, ReadResourcesResponse, Value,
 };
+use std::collections::BTreeMap;
 
 /// A Terraform provider's GPU node pool type read in a cloud's own pool schema: each own
 /// attribute (`accelerator.type`, a dotted path into a single block) and the path of the
@@ -28,6 +29,9 @@ pub struct TerraformPool {
     pub terraform_import_id: fn(&str) -> String,
     /// The import IDs the Terraform type takes, for the error of one it does not.
     pub import_formats: &'static str,
+    /// The tags of a type whose provider adds default tags: (the own attribute, the Terraform
+    /// type's `tags`, its computed `tags_all`, the configuration's tags with the defaults).
+    pub tags: Option<(&'static str, &'static str, &'static str)>,
 }
 
 /// What every pool's state carries besides the cloud's attributes: gpustack's own.
@@ -151,7 +155,36 @@ impl TerraformPool {
     /// A state or configuration of the Terraform type in the own schema, with what gpustack
     /// itself records (the creation mark, the rollout, an unfinished replacement).
     pub fn own_state(&self, terraform: &Value) -> Value {
+        self.own_state_with(terraform, &BTreeMap::new())
+    }
+
+    /// [`TerraformPool::own_state`] with the provider's default tags under the type's own.
+    pub fn own_state_with(
+        &self,
+        terraform: &Value,
+        default_tags: &BTreeMap<String, String>,
+    ) -> Value {
         let mut own = self.own(terraform);
+        if let Some((own_tags, tags, _)) = self.tags {
+            let configured = crate::check::attribute(terraform, tags);
+            let value = match configured {
+                Some(t) if !t.is_wholly_known() => Value::Unknown,
+                _ => {
+                    let mut all: BTreeMap<String, String> = default_tags.clone();
+                    all.extend(crate::check::string_map(terraform, tags));
+                    if all.is_empty() {
+                        Value::Null
+                    } else {
+                        Value::Object(
+                            all.into_iter()
+                                .map(|(k, v)| (k, Value::string(v)))
+                                .collect(),
+                        )
+                    }
+                }
+            };
+            crate::check::set(&mut own, own_tags, value);
+        }
         for name in CARRIED {
             if let Some(v) = crate::check::attribute(terraform, name) {
                 crate::check::set(&mut own, name, v.clone());
@@ -197,6 +230,13 @@ impl TerraformPool {
                 .cloned()
                 .unwrap_or(Value::Null);
             crate::check::set(&mut terraform, name, value);
+        }
+        if let Some((own_tags, _, all)) = self.tags {
+            let value = match crate::check::attribute(own, own_tags) {
+                Some(v) => v.clone(),
+                None => Value::Object(Default::default()),
+            };
+            crate::check::set(&mut terraform, all, value);
         }
         terraform
     }
@@ -288,11 +328,89 @@ fn set_path(value: &mut Value, path: &str, new: Value) {
     }
 }
 
+/// A block Terraform nests at most once (`node_config { ... }`): a list of one.
+pub fn single_block(
+    mut schema: gpustack_protocol::Schema,
+    name: &str,
+    block: gpustack_protocol::Schema,
+) -> gpustack_protocol::Schema {
+    schema.blocks.insert(
+        name.to_owned(),
+        gpustack_protocol::NestedBlock {
+            nesting: gpustack_protocol::BlockNesting::List,
+            min_items: 0,
+            max_items: Some(1),
+            block,
+            also_argument: false,
+        },
+    );
+    schema
+}
+
+/// The schema of a block gpustack refuses: its arguments named (any type), so that the
+/// refusal names the block rather than its first argument as unknown.
+pub fn refused_block(names: &[&str]) -> gpustack_protocol::Schema {
+    names.iter().fold(
+        gpustack_protocol::Schema::new("Not served by gpustack (see the refusal)."),
+        |s, n| {
+            s.attr(
+                n,
+                gpustack_protocol::Attribute::optional(gpustack_protocol::Type::Any),
+            )
+        },
+    )
+}
+
+/// Whether a configuration sets a value: not null, and not an empty list or map.
+pub fn is_set(value: Option<&Value>) -> bool {
+    match value {
+        None | Some(Value::Null) => false,
+        Some(Value::List(items)) => !items.is_empty(),
+        Some(Value::Object(map)) => !map.is_empty(),
+        Some(_) => true,
+    }
+}
+
+/// An error at each argument of `refused` (a path and why) that the configuration sets,
+/// saying what serves it instead (`what`: "gpustack's GKE node pools").
+pub fn refuse_unserved(
+    check: &mut crate::check::Checker<'_>,
+    refused: &[(&str, &str)],
+    what: &str,
+) {
+    for (path, why) in refused {
+        if is_set(check.get(path)) {
+            check.error(
+                path,
+                "Argument not served",
+                format!("{path} is not served by {what}: {why}. Keep this pool in Terraform and review its plans with gpustack review, or remove the argument."),
+            );
+        }
+    }
+}
+
+/// The cloud's own checks (`own_check`, on the own schema) of a Terraform pool type's
+/// configuration, located in the Terraform type's.
+pub fn own_checks(
+    check: &mut crate::check::Checker<'_>,
+    pool: &TerraformPool,
+    own_check: impl FnOnce(&mut crate::check::Checker<'_>),
+) {
+    let own = pool.own_state(check.config());
+    let mut checker = crate::check::Checker::new(&own);
+    own_check(&mut checker);
+    check
+        .diagnostics
+        .extend(pool.terraform_diagnostics(checker.diagnostics));
+}
+
 /// A Terraform provider's pool type served on the cloud's own [`Pools`] flow: every request
 /// read in the own schema, every answer written back in the Terraform type's.
 pub struct TerraformPools<P: CloudPool> {
     pub pool: &'static TerraformPool,
     pub inner: Pools<P>,
+    /// The provider block's default tags (`default_tags { tags }`), under each pool's own.
+    pub default_tags: BTreeMap<String, String>,
 }
 
 impl<P: CloudPool> TerraformPools<P> {
@@ -325,7 +443,10 @@ impl<P: CloudPool> Resource for TerraformPools<P> {
     async fn read(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
         let terraform = request.states.clone();
         let own = ReadResourcesRequest {
-            states: terraform.iter().map(|s| self.pool.own_state(s)).collect(),
+            states: terraform
+                .iter()
+                .map(|s| self.pool.own_state_with(s, &self.default_tags))
+                .collect(),
             sensitive_paths: vec![Vec::new(); terraform.len()],
             ..request
         };
@@ -348,8 +469,13 @@ impl<P: CloudPool> Resource for TerraformPools<P> {
     async fn plan(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse {
         let base = request.config.clone();
         let own = PlanResourceChangeRequest {
-            config: self.pool.own_state(&request.config),
-            prior_state: request.prior_state.as_ref().map(|p| self.pool.own_state(p)),
+            config: self
+                .pool
+                .own_state_with(&request.config, &self.default_tags),
+            prior_state: request
+                .prior_state
+                .as_ref()
+                .map(|p| self.pool.own_state_with(p, &self.default_tags)),
             sensitive_paths: Vec::new(),
             ..request
         };
@@ -363,10 +489,15 @@ impl<P: CloudPool> Resource for TerraformPools<P> {
             .clone()
             .or_else(|| request.prior_state.clone())
             .unwrap_or(Value::Null);
-        let own = |v: &Option<Value>| v.as_ref().map(|v| self.pool.own_state(v));
+        let own = |v: &Option<Value>| {
+            v.as_ref()
+                .map(|v| self.pool.own_state_with(v, &self.default_tags))
+        };
         let mut replaced_by = request.replaced_by.clone();
         if let Some(successor) = &mut replaced_by {
-            successor.state = self.pool.own_state(&successor.state);
+            successor.state = self
+                .pool
+                .own_state_with(&successor.state, &self.default_tags);
         }
         let own_request = ApplyResourceChangeRequest {
             prior_state: own(&request.prior_state),
@@ -385,11 +516,13 @@ impl<P: CloudPool> Resource for TerraformPools<P> {
 
     async fn plan_delete(&self, request: PlanDeleteRequest) -> PlanDeleteResponse {
         let own = PlanDeleteRequest {
-            prior_state: self.pool.own_state(&request.prior_state),
+            prior_state: self
+                .pool
+                .own_state_with(&request.prior_state, &self.default_tags),
             replaced_by: request
                 .replaced_by
                 .as_ref()
-                .map(|(v, made)| (self.pool.own_state(v), *made)),
+                .map(|(v, made)| (self.pool.own_state_with(v, &self.default_tags), *made)),
             ..request
         };
         let mut response = self.inner.plan_delete(own).await;
@@ -438,6 +571,7 @@ mod tests {
         own_import_id: own_id,
         terraform_import_id: terraform_id,
         import_formats: "LOCATION/CLUSTER/NAME",
+        tags: None,
     };
 
     #[test]

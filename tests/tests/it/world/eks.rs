@@ -262,3 +262,127 @@ fn a_failed_describe_instance_types_falls_back_to_the_table_and_says_so() {
     let (attempts, faulted) = proxy.count("POST / HTTP");
     assert!(attempts >= 1 && attempts == faulted, "{attempts} {faulted}");
 }
+
+/// A Terraform stack's `aws_eks_node_group` with its `provider "aws"` block as Terraform's AWS
+/// provider reads it (static keys, per-service endpoints, default tags), on moto: its GPUs
+/// from EC2 in the plan, created with the default tags under its own, an empty second plan,
+/// drift when scaled outside, and destroyed.
+#[test]
+fn a_terraform_aws_eks_node_group_applies_drifts_and_is_destroyed() {
+    let moto = moto_with_cluster("eks-terraform");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("main.tf"),
+        format!(
+            r#"terraform {{
+  required_providers {{
+    aws = {{
+      source  = "hashicorp/aws"
+      version = "~> 6.0"
+    }}
+  }}
+}}
+
+provider "aws" {{
+  region                      = "us-east-1"
+  access_key                  = "testing"
+  secret_key                  = "testing"
+  skip_credentials_validation = true
+  skip_requesting_account_id  = true
+
+  endpoints {{
+    eks = "{endpoint}"
+    ec2 = "{endpoint}"
+  }}
+
+  default_tags {{
+    tags = {{
+      team = "ml"
+    }}
+  }}
+}}
+
+resource "aws_eks_node_group" "g5" {{
+  cluster_name    = "gpu"
+  node_group_name = "g5"
+  node_role_arn   = "arn:aws:iam::123456789012:role/gpu-nodes"
+  subnet_ids      = ["subnet-a", "subnet-b"]
+  instance_types  = ["g5.xlarge"]
+  ami_type        = "AL2023_x86_64_NVIDIA"
+
+  scaling_config {{
+    desired_size = 2
+    min_size     = 0
+    max_size     = 4
+  }}
+
+  labels = {{
+    "gpustack.dev/pool" = "g5"
+  }}
+
+  taint {{
+    key    = "nvidia.com/gpu"
+    value  = "present"
+    effect = "NO_SCHEDULE"
+  }}
+
+  tags = {{
+    cost-center = "research"
+  }}
+}}
+"#,
+            endpoint = moto.endpoint
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let output = gpustack_tests::gpustack_command(dir.path(), args, &[])
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            stdout(&output),
+            stderr(&output),
+        )
+    };
+    let group = || {
+        serde_json::from_str::<serde_json::Value>(&moto.boto3(
+            r#"print(json.dumps(boto3.client("eks", **kw).describe_nodegroup(clusterName="gpu", nodegroupName="g5")["nodegroup"], default=str))"#,
+        ))
+        .unwrap()
+    };
+
+    let (code, out, err) = run(&["plan", "-detailed-exitcode"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("nodegroup g5: 2 × g5.xlarge (1× A10G) → nvidia.com/gpu 2 → 2 (no sharing; new pool; 22 GB per GPU)"),
+        "the capacity section names the GPUs EC2 reports:\n{out}"
+    );
+    let (code, out, err) = run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let live = group();
+    assert_eq!(live["instanceTypes"], serde_json::json!(["g5.xlarge"]));
+    assert_eq!(live["labels"]["gpustack.dev/pool"], "g5");
+    assert_eq!(live["taints"][0]["effect"], "NO_SCHEDULE");
+    assert_eq!(live["tags"]["team"], "ml", "{live}");
+    assert_eq!(live["tags"]["cost-center"], "research", "{live}");
+
+    let (code, out, err) = run(&["plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0, "a second plan finds nothing to do:\n{out}{err}");
+    let (code, out, err) = run(&["state", "show", "aws_eks_node_group.g5"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("tags_all"), "{out}");
+
+    moto.boto3(
+        r#"boto3.client("eks", **kw).update_nodegroup_config(clusterName="gpu", nodegroupName="g5", scalingConfig={"minSize": 0, "maxSize": 4, "desiredSize": 3})"#,
+    );
+    let (code, out, err) = run(&["drift"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("aws_eks_node_group.g5 has changed") && out.contains("desired_size"),
+        "{out}"
+    );
+
+    let (code, out, err) = run(&["destroy", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
