@@ -39,6 +39,10 @@ pub fn registry() -> Registry {
     providers.push(gpustack_provider_kubernetes::gpu());
     #[cfg(feature = "azure")]
     providers.push(gpustack_provider_azure::provider_with(node_drainer()));
+    #[cfg(feature = "azure")]
+    providers.push(gpustack_provider_azure::azurerm::provider_with(
+        node_drainer(),
+    ));
     #[cfg(feature = "aws")]
     providers.push(gpustack_provider_aws::provider_with(node_drainer()));
     #[cfg(feature = "gcp")]

@@ -229,6 +229,24 @@ async fn handle(
             .map(str::to_owned)
     };
 
+    // What AzureRM's metadata_host (Azure Stack Hub, a custom cloud) reads: the cloud's
+    // endpoints, unauthenticated.
+    if path == "/metadata/endpoints" && parts.method == Method::GET {
+        return Ok(json_response(
+            StatusCode::OK,
+            &json!({
+                "name": "AzureFake",
+                "resourceManager": format!("{base}/"),
+                "authentication": {
+                    "loginEndpoint": format!("{base}/"),
+                    "audiences": ["https://management.core.windows.net/", "https://management.azure.com/"],
+                    "tenant": "common",
+                    "identityProvider": "AAD"
+                }
+            }),
+            &[],
+        ));
+    }
     if path.ends_with("/oauth2/v2.0/token") && parts.method == Method::POST {
         let form: BTreeMap<String, String> = form_urlencoded::parse(&body).into_owned().collect();
         if form.get("client_secret").map(String::as_str) != Some(CLIENT_SECRET)

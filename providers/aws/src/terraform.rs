@@ -35,6 +35,7 @@ pub(crate) static NODE_GROUP: TerraformPool = TerraformPool {
     ],
     own_import_id,
     terraform_import_id: |id| id.replacen('/', ":", 1),
+    derived: None,
     import_formats: "CLUSTER_NAME:NODE_GROUP_NAME",
     tags: Some(("tags", "tags", "tags_all")),
 };

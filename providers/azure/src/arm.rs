@@ -21,7 +21,7 @@ use std::time::Duration;
 
 pub(crate) const DEFAULT_ENDPOINT: &str = "https://management.azure.com";
 pub(crate) const DEFAULT_API_VERSION: &str = "2026-08-01";
-const SCOPE: &str = "https://management.azure.com/.default";
+pub(crate) const SCOPE: &str = "https://management.azure.com/.default";
 /// Microsoft.Compute's api-version for Resource SKUs.
 const SKUS_API_VERSION: &str = "2021-07-01";
 
@@ -103,6 +103,8 @@ pub(crate) struct AzureSettings {
     pub tenant_id: Option<String>,
     pub client_id: Option<String>,
     pub use_msi: bool,
+    /// A service principal's secret given in the provider block (else AZURE_CLIENT_SECRET).
+    pub client_secret: Option<String>,
     pub endpoint: Option<String>,
     pub api_version: Option<String>,
 }
@@ -130,9 +132,11 @@ fn credential(
         .client_id
         .clone()
         .or_else(|| env("AZURE_CLIENT_ID"));
-    if let (Some(secret), Some(tenant), Some(client)) =
-        (env("AZURE_CLIENT_SECRET"), tenant.clone(), client.clone())
-    {
+    let secret = settings
+        .client_secret
+        .clone()
+        .or_else(|| env("AZURE_CLIENT_SECRET"));
+    if let (Some(secret), Some(tenant), Some(client)) = (secret, tenant.clone(), client.clone()) {
         return Ok(ClientSecretCredential::new(
             &tenant,
             client,

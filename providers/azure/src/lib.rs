@@ -6,6 +6,7 @@
 //! create, update and delete.
 
 mod arm;
+pub mod azurerm;
 mod model;
 mod pool;
 mod terraform;
@@ -180,6 +181,7 @@ impl Family for Azure {
             tenant_id: text(config, "tenant_id").map(str::to_owned),
             client_id: text(config, "client_id").map(str::to_owned),
             use_msi: attribute(config, "use_msi").and_then(Value::as_bool) == Some(true),
+            client_secret: None,
             endpoint: text(config, "endpoint").map(str::to_owned),
             api_version: text(config, "api_version").map(str::to_owned),
         };
@@ -191,14 +193,7 @@ impl Family for Azure {
         })?;
         Ok(Arc::new(Resources::new().resource(
             "aks_nodepool",
-            Pools(
-                Arc::new(Connected {
-                    arm,
-                    skus: Default::default(),
-                    locations: Default::default(),
-                }),
-                self.drainer.clone(),
-            ),
+            Pools(Arc::new(Connected::new(arm)), self.drainer.clone()),
         )))
     }
 }
@@ -211,6 +206,16 @@ fn is_taint(s: &str) -> bool {
 }
 
 /// An `azure` provider block, connected.
+impl Connected {
+    pub(crate) fn new(arm: Arm) -> Self {
+        Self {
+            arm,
+            skus: Default::default(),
+            locations: Default::default(),
+        }
+    }
+}
+
 pub(crate) struct Connected {
     arm: Arm,
     /// Resource SKUs' GPU counts per VM size, by location (failed lookups are not kept), and

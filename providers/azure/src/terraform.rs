@@ -3,8 +3,8 @@
 //! `aks_nodepool`.
 
 use crate::{Azure, Connected};
-use gpustack_protocol::{ForeignChange, Reviewed};
-use gpustack_provider_sdk::check::Checker;
+use gpustack_protocol::{ForeignChange, Reviewed, Value};
+use gpustack_provider_sdk::check::{Checker, attribute, set, text};
 use gpustack_provider_sdk::family::Family;
 use gpustack_provider_sdk::terraform_pool::TerraformPool;
 
@@ -26,12 +26,56 @@ pub(crate) static NODE_POOL: TerraformPool = TerraformPool {
         ("gpu_driver", "gpu_driver"),
         ("zones", "zones"),
         ("tags", "tags"),
+        ("spot_eviction_policy", "eviction_policy"),
+        ("os_disk_size_gb", "os_disk_size_gb"),
+        ("orchestrator_version", "orchestrator_version"),
+        ("node_image_version", "node_image_version"),
     ],
     own_import_id,
     terraform_import_id,
     tags: None,
+    derived: Some((read_derived, write_derived)),
     import_formats: "/subscriptions/SUBSCRIPTION/resourceGroups/GROUP/providers/Microsoft.ContainerService/managedClusters/CLUSTER/agentPools/NAME",
 };
+
+/// The resource group and cluster that `kubernetes_cluster_id` names, and `priority = "Spot"`
+/// as the own `spot`.
+fn read_derived(terraform: &Value, own: &mut Value) {
+    if let Some(id) = text(terraform, "kubernetes_cluster_id") {
+        let parts: Vec<&str> = id.trim_start_matches('/').split('/').collect();
+        if let [
+            "subscriptions",
+            _,
+            groups,
+            group,
+            "providers",
+            "Microsoft.ContainerService",
+            "managedClusters",
+            cluster,
+        ] = parts[..]
+            && groups.eq_ignore_ascii_case("resourceGroups")
+        {
+            set(own, "resource_group", Value::string(group));
+            set(own, "cluster", Value::string(cluster));
+        }
+    } else if attribute(terraform, "kubernetes_cluster_id").is_some_and(Value::is_unknown) {
+        set(own, "resource_group", Value::Unknown);
+        set(own, "cluster", Value::Unknown);
+    }
+    match attribute(terraform, "priority") {
+        Some(Value::Unknown) => set(own, "spot", Value::Unknown),
+        Some(p) if p.as_str() == Some("Spot") => set(own, "spot", Value::Bool(true)),
+        _ => {}
+    }
+}
+
+/// The own `spot` as `priority` (Regular where the configuration leaves it out), and the
+/// pool's ARM ID.
+fn write_derived(own: &Value, terraform: &mut Value) {
+    if attribute(own, "spot").and_then(Value::as_bool) == Some(true) {
+        set(terraform, "priority", Value::string("Spot"));
+    }
+}
 
 /// `RESOURCE_GROUP/CLUSTER/POOL` of the AzureRM provider's import ID of a node pool: the
 /// agent pool's ARM resource ID.

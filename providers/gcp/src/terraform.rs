@@ -48,6 +48,7 @@ pub(crate) static NODE_POOL: TerraformPool = TerraformPool {
     own_import_id,
     terraform_import_id: str::to_owned,
     tags: None,
+    derived: None,
     import_formats: "projects/PROJECT/locations/LOCATION/clusters/CLUSTER/nodePools/NAME, PROJECT/LOCATION/CLUSTER/NAME or LOCATION/CLUSTER/NAME",
 };
 

@@ -28,6 +28,7 @@ pub const SERVED_PROVIDERS: &[(&str, &str)] = &[
     ("hashicorp/archive", "archive"),
     ("hashicorp/cloudinit", "cloudinit"),
     ("hashicorp/aws", "aws"),
+    ("hashicorp/azurerm", "azurerm"),
     ("hashicorp/google", "google"),
     ("hashicorp/google-beta", "google-beta"),
     ("gavinbunney/kubectl", "kubectl"),

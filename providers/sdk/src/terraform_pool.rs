@@ -32,6 +32,9 @@ pub struct TerraformPool {
     /// The tags of a type whose provider adds default tags: (the own attribute, the Terraform
     /// type's `tags`, its computed `tags_all`, the configuration's tags with the defaults).
     pub tags: Option<(&'static str, &'static str, &'static str)>,
+    /// What no rename says, read into the own value (`kubernetes_cluster_id` → the resource
+    /// group and the cluster), and written back into the Terraform value.
+    pub derived: Option<(fn(&Value, &mut Value), fn(&Value, &mut Value))>,
 }
 
 /// What every pool's state carries besides the cloud's attributes: gpustack's own.
@@ -53,6 +56,11 @@ impl TerraformPool {
         let mut own = Value::Object(Default::default());
         for (name, from) in self.renames {
             let Some(found) = at_path(terraform, from).filter(|v| !v.is_null()) else {
+                // An attribute the configuration leaves unset is null, as in a configuration
+                // of the own type (where a computed one keeps its prior value).
+                if !name.contains('.') && !own.as_object().is_some_and(|o| o.contains_key(*name)) {
+                    crate::check::set(&mut own, name, Value::Null);
+                }
                 continue;
             };
             match name.split_once('.') {
@@ -185,6 +193,9 @@ impl TerraformPool {
             };
             crate::check::set(&mut own, own_tags, value);
         }
+        if let Some((read, _)) = self.derived {
+            read(terraform, &mut own);
+        }
         for name in CARRIED {
             if let Some(v) = crate::check::attribute(terraform, name) {
                 crate::check::set(&mut own, name, v.clone());
@@ -237,6 +248,9 @@ impl TerraformPool {
                 None => Value::Object(Default::default()),
             };
             crate::check::set(&mut terraform, all, value);
+        }
+        if let Some((_, write)) = self.derived {
+            write(own, &mut terraform);
         }
         terraform
     }
@@ -572,6 +586,7 @@ mod tests {
         terraform_import_id: terraform_id,
         import_formats: "LOCATION/CLUSTER/NAME",
         tags: None,
+        derived: None,
     };
 
     #[test]

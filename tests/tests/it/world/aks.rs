@@ -536,3 +536,116 @@ fn a_pool_made_again_by_someone_else_is_neither_adopted_nor_deleted() {
     untouched();
     assert!(!state_text(stack.dir.path()).contains("aks_nodepool.gpu"));
 }
+
+/// A Terraform stack's `azurerm_kubernetes_cluster_node_pool` with its `provider "azurerm"`
+/// block as AzureRM reads it (`features {}`, the service principal in the block, the cloud's
+/// endpoints from `metadata_host`), on the AKS fake: an A100 pool split into MIG 1g
+/// instances, planned with its capacity, applied, an empty second plan, drift when scaled in
+/// the portal, and destroyed.
+#[test]
+fn a_terraform_azurerm_node_pool_applies_drifts_and_is_destroyed() {
+    let fake = ml_aks();
+    let pool_id = format!("{SUB}/ml-rg/ml-aks/a100");
+    let dir = tempfile::tempdir().unwrap();
+    let host = fake.endpoint.trim_start_matches("https://").to_owned();
+    std::fs::write(
+        dir.path().join("main.tf"),
+        format!(
+            r#"terraform {{
+  required_providers {{
+    azurerm = {{
+      source  = "hashicorp/azurerm"
+      version = "~> 4.0"
+    }}
+  }}
+}}
+
+provider "azurerm" {{
+  features {{
+    resource_group {{
+      prevent_deletion_if_contains_resources = true
+    }}
+  }}
+  subscription_id                 = "{SUB}"
+  tenant_id                       = "{tenant}"
+  client_id                       = "{client}"
+  client_secret                   = "{secret}"
+  metadata_host                   = "{host}"
+  resource_provider_registrations = "none"
+}}
+
+resource "azurerm_kubernetes_cluster_node_pool" "a100" {{
+  name                  = "a100"
+  kubernetes_cluster_id = "/subscriptions/{SUB}/resourceGroups/ml-rg/providers/Microsoft.ContainerService/managedClusters/ml-aks"
+  vm_size               = "Standard_NC24ads_A100_v4"
+  node_count            = 2
+  gpu_instance          = "MIG1g"
+  node_labels = {{
+    "gpustack.dev/pool" = "a100"
+  }}
+  node_taints = ["sku=gpu:NoSchedule"]
+  tags = {{
+    team = "ml"
+  }}
+}}
+"#,
+            tenant = gpustack_tests::aks::TENANT,
+            client = gpustack_tests::aks::CLIENT_ID,
+            secret = gpustack_tests::aks::CLIENT_SECRET,
+        ),
+    )
+    .unwrap();
+    // The fake's CA and authority, but the service principal only in the provider block.
+    let env: Vec<(String, String)> = fake
+        .env()
+        .into_iter()
+        .filter(|(k, _)| {
+            !["AZURE_CLIENT_SECRET", "AZURE_CLIENT_ID", "AZURE_TENANT_ID"].contains(&k.as_str())
+        })
+        .collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let run = |args: &[&str]| {
+        let output = gpustack_tests::gpustack_command(dir.path(), args, &env)
+            .output()
+            .unwrap();
+        let (out, err) = (stdout(&output), stderr(&output));
+        assert!(
+            !out.contains(gpustack_tests::aks::CLIENT_SECRET)
+                && !err.contains(gpustack_tests::aks::CLIENT_SECRET),
+            "the client secret reached the output:\n{out}{err}"
+        );
+        (output.status.code().unwrap_or(-1), out, err)
+    };
+
+    let (code, out, err) = run(&["plan", "-detailed-exitcode"]);
+    assert_eq!(code, 2, "{out}{err}");
+    let lines = super::capacity_lines(&out, "nodepool a100");
+    assert_eq!(lines.len(), 1, "{out}");
+    assert!(
+        lines[0].starts_with("nodepool a100: 2 × Standard_NC24ads_A100_v4 (1× A100) → nvidia.com/gpu 2 → 14 (MIG 1g.10gb ×7; new pool;"),
+        "{out}"
+    );
+    let (code, out, err) = run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let live = fake.pool(&pool_id).unwrap();
+    assert_eq!(live["properties"]["vmSize"], "Standard_NC24ads_A100_v4");
+    assert_eq!(live["properties"]["gpuInstanceProfile"], "MIG1g");
+    assert_eq!(live["properties"]["count"], 2);
+    assert_eq!(live["properties"]["nodeTaints"][0], "sku=gpu:NoSchedule");
+
+    let (code, out, err) = run(&["plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0, "a second plan finds nothing to do:\n{out}{err}");
+
+    fake.edit(&pool_id, |p| p["properties"]["count"] = json!(3));
+    let (code, out, err) = run(&["drift"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("azurerm_kubernetes_cluster_node_pool.a100 has changed")
+            && out.contains("node_count"),
+        "{out}"
+    );
+
+    let (code, out, err) = run(&["destroy", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(fake.pool(&pool_id).is_none());
+}
