@@ -81,7 +81,7 @@ pub(crate) const REFUSED: &[(&str, &str)] = &[
     ),
     (
         "launch_template",
-        "launch templates are not served: the node group takes EKS's AMI for its ami_type",
+        "the node group takes EKS's AMI for its ami_type and EKS's launch settings",
     ),
     ("remote_access", "SSH access to the nodes is not served"),
     (
