@@ -117,7 +117,17 @@ impl Family for Aws {
                 ),
             ]
             .into(),
-            data_sources: [("aws_instance_types".to_owned(), instance_types)].into(),
+            data_sources: [
+                ("aws_instance_types".to_owned(), instance_types),
+                (
+                    terraform::NODE_GROUP.type_name.to_owned(),
+                    gpustack_provider_sdk::terraform_pool::data_schema(
+                        &terraform::node_group_schema(),
+                        &["cluster_name", "node_group_name"],
+                    ),
+                ),
+            ]
+            .into(),
         }
     }
 
@@ -231,6 +241,13 @@ impl Family for Aws {
                         pool: &terraform::NODE_GROUP,
                         inner: Pools(connected.clone(), self.drainer.clone()),
                         default_tags: terraform::default_tags(config),
+                    },
+                )
+                .data_source(
+                    terraform::NODE_GROUP.type_name,
+                    gpustack_provider_sdk::terraform_pool::TerraformPoolData {
+                        pool: &terraform::NODE_GROUP,
+                        cloud: connected.clone(),
                     },
                 )
                 .data_source("aws_instance_types", InstanceTypes(connected)),

@@ -446,7 +446,14 @@ impl Family for AzureRm {
             name: "azurerm".into(),
             config: config_schema(),
             resources: [(NODE_POOL.type_name.to_owned(), node_pool())].into(),
-            data_sources: Default::default(),
+            data_sources: [(
+                NODE_POOL.type_name.to_owned(),
+                gpustack_provider_sdk::terraform_pool::data_schema(
+                    &node_pool(),
+                    &["name", "kubernetes_cluster_name", "resource_group_name"],
+                ),
+            )]
+            .into(),
         }
     }
 
@@ -530,13 +537,24 @@ impl Family for AzureRm {
                 gpustack_protocol::error_chain(&e),
             )]
         })?;
-        Ok(Arc::new(Resources::new().resource(
-            NODE_POOL.type_name,
-            TerraformPools {
-                pool: &NODE_POOL,
-                inner: Pools(Arc::new(Connected::new(arm)), self.drainer.clone()),
-                default_tags: Default::default(),
-            },
-        )))
+        let connected = Arc::new(Connected::new(arm));
+        Ok(Arc::new(
+            Resources::new()
+                .resource(
+                    NODE_POOL.type_name,
+                    TerraformPools {
+                        pool: &NODE_POOL,
+                        inner: Pools(connected.clone(), self.drainer.clone()),
+                        default_tags: Default::default(),
+                    },
+                )
+                .data_source(
+                    NODE_POOL.type_name,
+                    gpustack_provider_sdk::terraform_pool::TerraformPoolData {
+                        pool: &crate::terraform::NODE_POOL_DATA,
+                        cloud: connected,
+                    },
+                ),
+        ))
     }
 }

@@ -38,6 +38,38 @@ pub(crate) static NODE_POOL: TerraformPool = TerraformPool {
     import_formats: "/subscriptions/SUBSCRIPTION/resourceGroups/GROUP/providers/Microsoft.ContainerService/managedClusters/CLUSTER/agentPools/NAME",
 };
 
+/// The data source: its pool named by cluster name and resource group, not by cluster ID.
+pub(crate) static NODE_POOL_DATA: TerraformPool = TerraformPool {
+    type_name: "azurerm_kubernetes_cluster_node_pool",
+    renames: &[
+        ("name", "name"),
+        ("resource_group", "resource_group_name"),
+        ("cluster", "kubernetes_cluster_name"),
+        ("vm_size", "vm_size"),
+        ("node_count", "node_count"),
+        ("auto_scaling", "auto_scaling_enabled"),
+        ("auto_scaling", "enable_auto_scaling"),
+        ("min_count", "min_count"),
+        ("max_count", "max_count"),
+        ("mode", "mode"),
+        ("node_labels", "node_labels"),
+        ("node_taints", "node_taints"),
+        ("gpu_instance_profile", "gpu_instance"),
+        ("gpu_driver", "gpu_driver"),
+        ("zones", "zones"),
+        ("tags", "tags"),
+        ("spot_eviction_policy", "eviction_policy"),
+        ("os_disk_size_gb", "os_disk_size_gb"),
+        ("orchestrator_version", "orchestrator_version"),
+        ("node_image_version", "node_image_version"),
+    ],
+    own_import_id,
+    terraform_import_id,
+    tags: None,
+    derived: Some((|_, _| {}, write_derived)),
+    import_formats: "/subscriptions/SUBSCRIPTION/resourceGroups/GROUP/providers/Microsoft.ContainerService/managedClusters/CLUSTER/agentPools/NAME",
+};
+
 /// The resource group and cluster that `kubernetes_cluster_id` names, and `priority = "Spot"`
 /// as the own `spot`.
 fn read_derived(terraform: &Value, own: &mut Value) {

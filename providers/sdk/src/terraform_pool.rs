@@ -559,6 +559,76 @@ impl<P: CloudPool> Resource for TerraformPools<P> {
     }
 }
 
+/// The data source of a Terraform provider's pool type (`data "aws_eks_node_group"`): the
+/// live pool its arguments name, read on the cloud's own flow, in the type's schema (`pool`:
+/// the data source's own renames, whose arguments may differ from the resource's).
+pub struct TerraformPoolData<P: CloudPool> {
+    pub pool: &'static TerraformPool,
+    pub cloud: std::sync::Arc<P>,
+}
+
+#[async_trait::async_trait]
+impl<P: CloudPool> crate::resource::DataSource for TerraformPoolData<P> {
+    async fn read(&self, config: Value) -> gpustack_protocol::ReadDataSourceResponse {
+        let own = self.pool.own_state(&config);
+        let Some(key) = P::key(&own) else {
+            return gpustack_protocol::ReadDataSourceResponse {
+                state: Value::Unknown,
+                diagnostics: Vec::new(),
+            };
+        };
+        match self.cloud.get(&key).await {
+            Ok(Some(live)) => gpustack_protocol::ReadDataSourceResponse {
+                state: self.pool.terraform_state(&live.state, &config),
+                diagnostics: Vec::new(),
+            },
+            Ok(None) => gpustack_protocol::ReadDataSourceResponse {
+                state: Value::Null,
+                diagnostics: vec![Diagnostic::error(
+                    format!("{} not found", P::KIND),
+                    format!("There is no {} {key}.", P::KIND),
+                )],
+            },
+            Err(d) => gpustack_protocol::ReadDataSourceResponse {
+                state: Value::Null,
+                diagnostics: vec![d],
+            },
+        }
+    }
+}
+
+/// A data source's schema from its resource's: the `inputs` required, everything else
+/// computed (a block as a computed list of its objects), gpustack's own bookkeeping left out.
+pub fn data_schema(
+    resource: &gpustack_protocol::Schema,
+    inputs: &[&str],
+) -> gpustack_protocol::Schema {
+    use gpustack_protocol::{Attribute, Schema, Type};
+    let mut schema = Schema::new(format!("Read: {}", resource.description));
+    for (name, attribute) in &resource.attributes {
+        if CARRIED[1..].contains(&name.as_str()) {
+            continue;
+        }
+        let attribute = if inputs.contains(&name.as_str()) {
+            Attribute::required(attribute.ty.clone())
+        } else {
+            Attribute::computed(attribute.ty.clone())
+        };
+        schema = schema.attr(name, attribute);
+    }
+    for name in inputs {
+        if !schema.attributes.contains_key(*name) {
+            schema = schema.attr(name, Attribute::required(Type::String));
+        }
+    }
+    for name in resource.blocks.keys() {
+        if name != ROLLOUT && name != "timeouts" {
+            schema = schema.attr(name, Attribute::computed(Type::list(Type::Any)));
+        }
+    }
+    schema
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -632,6 +632,17 @@ resource "azurerm_kubernetes_cluster_node_pool" "a100" {{
     assert_eq!(live["properties"]["gpuInstanceProfile"], "MIG1g");
     assert_eq!(live["properties"]["count"], 2);
     assert_eq!(live["properties"]["nodeTaints"][0], "sku=gpu:NoSchedule");
+    // The data source reads the pool back, in the AzureRM provider's schema.
+    std::fs::write(
+        dir.path().join("read.tf"),
+        "data \"azurerm_kubernetes_cluster_node_pool\" \"read\" {\n  name                    = \"a100\"\n  kubernetes_cluster_name = \"ml-aks\"\n  resource_group_name     = \"ml-rg\"\n}\n\noutput \"read_vm_size\" {\n  value = data.azurerm_kubernetes_cluster_node_pool.read.vm_size\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, read, err) = run(&["output", "-raw", "read_vm_size"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(read.trim(), "Standard_NC24ads_A100_v4");
 
     let (code, out, err) = run(&["plan", "-detailed-exitcode"]);
     assert_eq!(code, 0, "a second plan finds nothing to do:\n{out}{err}");

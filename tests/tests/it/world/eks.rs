@@ -362,6 +362,17 @@ resource "aws_eks_node_group" "g5" {{
     assert_eq!(code, 0, "{out}{err}");
     let live = group();
     assert_eq!(live["instanceTypes"], serde_json::json!(["g5.xlarge"]));
+    // The data source reads the node group back, in the AWS provider's schema.
+    std::fs::write(
+        dir.path().join("read.tf"),
+        "data \"aws_eks_node_group\" \"read\" {\n  cluster_name    = \"gpu\"\n  node_group_name = \"g5\"\n}\n\noutput \"read_instance_types\" {\n  value = data.aws_eks_node_group.read.instance_types\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, read, err) = run(&["output", "-json", "read_instance_types"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(read.trim(), r#"["g5.xlarge"]"#, "{read}");
     assert_eq!(live["labels"]["gpustack.dev/pool"], "g5");
     assert_eq!(live["taints"][0]["effect"], "NO_SCHEDULE");
     assert_eq!(live["tags"]["team"], "ml", "{live}");
