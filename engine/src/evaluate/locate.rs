@@ -51,23 +51,7 @@ fn furthest(found: impl Iterator<Item = Option<Location>>, later_wins: bool) -> 
         })
 }
 
-/// `resource_limits[1].resource_type` as a path, the way providers name an attribute.
-pub(crate) fn path_of_text(text: &str) -> Vec<PathStep> {
-    let mut path = Vec::new();
-    for part in text.split('.') {
-        let mut pieces = part.split('[');
-        if let Some(name) = pieces.next().filter(|n| !n.is_empty()) {
-            path.push(PathStep::Key(name.to_owned()));
-        }
-        for index in pieces {
-            match index.trim_end_matches(']').parse() {
-                Ok(i) => path.push(PathStep::Index(i)),
-                Err(_) => path.push(PathStep::Key(index.trim_end_matches(']').to_owned())),
-            }
-        }
-    }
-    path
-}
+pub(crate) use gpustack_protocol::path_of_text;
 
 /// A source path is followed through at most this many expressions (locals and module
 /// variables can refer to each other in long chains).

@@ -1,5 +1,6 @@
-//! The AWS provider's `aws_eks_node_group`, read as an EKS node group of gpustack's own
-//! schema for `gpustack review`: the same shape, checks and GPU fact as `eks_nodegroup`.
+//! The AWS provider's `aws_eks_node_group` read as an EKS node group of gpustack's own schema:
+//! served on `eks_nodegroup`'s flow, its data source, and `gpustack review` of a change to it,
+//! with the same shape, checks and GPU fact; and Terraform's `provider "aws"` arguments.
 
 use crate::{Aws, Connected};
 use gpustack_protocol::Value;
@@ -8,7 +9,6 @@ use gpustack_protocol::{
 };
 use gpustack_provider_sdk::check::{Checker, attribute, string_map, strings, text};
 use gpustack_provider_sdk::family::Family;
-use gpustack_provider_sdk::terraform_pool::is_set;
 use gpustack_provider_sdk::terraform_pool::{TerraformPool, refused_block, single_block as one};
 use std::collections::BTreeMap;
 
@@ -350,15 +350,11 @@ pub(crate) fn node_group_schema() -> Schema {
 
 /// The provider block's checks: its refused arguments, and its retry mode.
 pub(crate) fn check_provider(check: &mut Checker<'_>) {
-    for (name, why) in PROVIDER_REFUSED {
-        if is_set(check.get(name)) {
-            check.error(
-                name,
-                "Argument not served",
-                format!("{name} is not served by gpustack's aws provider: {why}."),
-            );
-        }
-    }
+    gpustack_provider_sdk::terraform_pool::refuse_provider_arguments(
+        check,
+        PROVIDER_REFUSED,
+        "gpustack's aws provider",
+    );
     check.one_of("retry_mode", &["standard", "adaptive"]);
     if let Some(list) = check.get("assume_role").and_then(Value::as_list)
         && list.len() > 1
@@ -478,4 +474,28 @@ pub(crate) async fn assumed(
             provider,
         ))
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_groups_import_id_is_cluster_colon_name() {
+        assert_eq!(own_import_id("gpu:g5").as_deref(), Some("gpu/g5"));
+        assert_eq!(own_import_id("gpu/g5"), None);
+        assert_eq!(own_import_id("gpu:"), None);
+        assert_eq!((NODE_GROUP.terraform_import_id)("gpu/g5"), "gpu:g5");
+        let object = |key: &str, value: Value| {
+            Value::Object([(key.to_owned(), value)].into_iter().collect())
+        };
+        let config = object(
+            "default_tags",
+            Value::List(vec![object("tags", object("team", Value::string("ml")))]),
+        );
+        assert_eq!(
+            default_tags(&config).get("team").map(String::as_str),
+            Some("ml")
+        );
+    }
 }

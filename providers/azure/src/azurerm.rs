@@ -15,7 +15,7 @@ use gpustack_provider_sdk::family::Family;
 use gpustack_provider_sdk::pool::{NodeDrainer, Pools};
 use gpustack_provider_sdk::resource::Resources;
 use gpustack_provider_sdk::terraform_pool::{
-    TerraformPools, is_set, own_checks, refuse_unserved, refused_block, single_block as one,
+    TerraformPools, own_checks, refuse_unserved, refused_block, single_block as one,
 };
 use std::sync::Arc;
 
@@ -459,15 +459,11 @@ impl Family for AzureRm {
 
     fn check(&self, type_name: &str, check: &mut Checker<'_>) {
         if type_name == gpustack_protocol::PROVIDER_CONFIG {
-            for (name, why) in PROVIDER_REFUSED {
-                if is_set(check.get(name)) {
-                    check.error(
-                        name,
-                        "Argument not served",
-                        format!("{name} is not served by gpustack's azurerm provider: {why}."),
-                    );
-                }
-            }
+            gpustack_provider_sdk::terraform_pool::refuse_provider_arguments(
+                check,
+                PROVIDER_REFUSED,
+                "gpustack's azurerm provider",
+            );
             check.one_of("environment", &["public"]);
             if check.get("subscription_id").is_none()
                 && !attribute(check.config(), "subscription_id").is_some_and(Value::is_unknown)

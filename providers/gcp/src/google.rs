@@ -13,7 +13,7 @@ use gpustack_provider_sdk::family::Family;
 use gpustack_provider_sdk::pool::{NodeDrainer, Pools};
 use gpustack_provider_sdk::resource::Resources;
 use gpustack_provider_sdk::terraform_pool::{
-    TerraformPools, is_set, own_checks, refuse_unserved, refused_block, single_block as one,
+    TerraformPools, own_checks, refuse_unserved, refused_block, single_block as one,
 };
 use std::sync::Arc;
 
@@ -221,6 +221,37 @@ pub(crate) const REFUSED: &[(&str, &str)] = &[
         "autoscaling[0].total_max_node_count",
         "write max_node_count: the pool takes its cluster's zones",
     ),
+];
+
+/// The provider block's arguments gpustack does not serve, and why.
+const PROVIDER_REFUSED: &[(&str, &str)] = &[
+    (
+        "credentials",
+        "gpustack reads Application Default Credentials: point GOOGLE_APPLICATION_CREDENTIALS at the key file",
+    ),
+    (
+        "access_token",
+        "gpustack reads Application Default Credentials: point GOOGLE_APPLICATION_CREDENTIALS at a credentials file",
+    ),
+    (
+        "impersonate_service_account",
+        "impersonation chains are not served: give the impersonated account's credentials through Application Default Credentials",
+    ),
+    (
+        "impersonate_service_account_delegates",
+        "impersonation chains are not served",
+    ),
+    ("scopes", "gpustack asks for the cloud-platform scope"),
+    (
+        "universe_domain",
+        "only the googleapis.com universe is served",
+    ),
+    (
+        "user_project_override",
+        "quota is billed to the pool's project",
+    ),
+    ("billing_project", "quota is billed to the pool's project"),
+    ("batching", "gpustack does not batch requests"),
 ];
 
 fn node_config() -> Schema {
@@ -471,43 +502,11 @@ impl Family for Google {
 
     fn check(&self, type_name: &str, check: &mut Checker<'_>) {
         if type_name == gpustack_protocol::PROVIDER_CONFIG {
-            for (name, why) in [
-                (
-                    "credentials",
-                    "gpustack reads Application Default Credentials: point GOOGLE_APPLICATION_CREDENTIALS at the key file",
-                ),
-                (
-                    "access_token",
-                    "gpustack reads Application Default Credentials: point GOOGLE_APPLICATION_CREDENTIALS at a credentials file",
-                ),
-                (
-                    "impersonate_service_account",
-                    "impersonation chains are not served: give the impersonated account's credentials through Application Default Credentials",
-                ),
-                (
-                    "impersonate_service_account_delegates",
-                    "impersonation chains are not served",
-                ),
-                ("scopes", "gpustack asks for the cloud-platform scope"),
-                (
-                    "universe_domain",
-                    "only the googleapis.com universe is served",
-                ),
-                (
-                    "user_project_override",
-                    "quota is billed to the pool's project",
-                ),
-                ("billing_project", "quota is billed to the pool's project"),
-                ("batching", "gpustack does not batch requests"),
-            ] {
-                if is_set(check.get(name)) {
-                    check.error(
-                        name,
-                        "Argument not served",
-                        format!("{name} is not served: {why}."),
-                    );
-                }
-            }
+            gpustack_provider_sdk::terraform_pool::refuse_provider_arguments(
+                check,
+                PROVIDER_REFUSED,
+                "gpustack's google provider",
+            );
             if check.get("project").is_none()
                 && check
                     .config()

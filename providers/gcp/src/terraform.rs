@@ -1,5 +1,6 @@
-//! The Google provider's `google_container_node_pool`, read as a GKE node pool of gpustack's
-//! own schema for `gpustack review`: the same shape, checks and GPU fact as `gke_nodepool`.
+//! The Google provider's `google_container_node_pool` read as a GKE node pool of gpustack's
+//! own schema: served on `gke_nodepool`'s flow (`google.rs`), and `gpustack review` of a
+//! change to it, with the same shape, checks and GPU fact.
 
 use crate::{Connected, Gcp};
 use gpustack_protocol::{Diagnostic, ForeignChange, Reviewed, Value};
@@ -125,4 +126,26 @@ pub(crate) fn review(gcp: &Gcp, change: &ForeignChange<'_>) -> Option<Reviewed> 
             diagnostics
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_import_id_of_the_google_provider_names_location_cluster_and_pool() {
+        for id in [
+            "projects/p/locations/us-central1-c/clusters/ml/nodePools/a100",
+            "p/us-central1-c/ml/a100",
+            "us-central1-c/ml/a100",
+        ] {
+            assert_eq!(
+                own_import_id(id).as_deref(),
+                Some("us-central1-c/ml/a100"),
+                "{id}"
+            );
+        }
+        assert_eq!(own_import_id("ml/a100"), None);
+        assert_eq!(own_import_id("us-central1-c//a100"), None);
+    }
 }

@@ -32,7 +32,9 @@ pub use schema::{
 };
 use std::sync::Arc;
 pub use types::{ConversionError, ObjectAttr, Type, sort_set};
-pub use value::{Marked, Number, Path, PathStep, SENSITIVE, Value, format_number, path_text};
+pub use value::{
+    Marked, Number, Path, PathStep, SENSITIVE, Value, format_number, path_of_text, path_text,
+};
 
 /// An error and its causes in one line (`cannot write the state: 412: precondition failed`),
 /// repeated messages once: SDK errors often say only "service error" at the top.

@@ -62,6 +62,24 @@ pub enum PathStep {
 pub type Path = Vec<PathStep>;
 
 /// `manifest.data["tls.key"]`, `node_taints[1]`: a path as users write it.
+/// `resource_limits[1].resource_type` as a path, the way providers name an attribute.
+pub fn path_of_text(text: &str) -> Vec<PathStep> {
+    let mut path = Vec::new();
+    for part in text.split('.') {
+        let mut pieces = part.split('[');
+        if let Some(name) = pieces.next().filter(|n| !n.is_empty()) {
+            path.push(PathStep::Key(name.to_owned()));
+        }
+        for index in pieces {
+            match index.trim_end_matches(']').parse() {
+                Ok(i) => path.push(PathStep::Index(i)),
+                Err(_) => path.push(PathStep::Key(index.trim_end_matches(']').to_owned())),
+            }
+        }
+    }
+    path
+}
+
 pub fn path_text(path: &[PathStep]) -> String {
     let mut out = String::new();
     for step in path {

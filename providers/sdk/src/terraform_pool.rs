@@ -112,25 +112,11 @@ impl TerraformPool {
 
     /// [`TerraformPool::terraform_attribute`] of a path.
     fn terraform_path(&self, own: &gpustack_protocol::Path) -> gpustack_protocol::Path {
-        use gpustack_protocol::PathStep;
-        let Some(text) = self.terraform_attribute(&gpustack_protocol::path_text(own)) else {
-            return own.clone();
-        };
-        let mut path = Vec::new();
-        for part in text.split('.') {
-            let mut pieces = part.split('[');
-            if let Some(name) = pieces.next().filter(|n| !n.is_empty()) {
-                path.push(PathStep::Key(name.to_owned()));
-            }
-            for index in pieces {
-                let index = index.trim_end_matches(']');
-                path.push(match index.parse() {
-                    Ok(i) => PathStep::Index(i),
-                    Err(_) => PathStep::Key(index.to_owned()),
-                });
-            }
-        }
-        path
+        self.terraform_attribute(&gpustack_protocol::path_text(own))
+            .map_or_else(
+                || own.to_vec(),
+                |text| gpustack_protocol::path_of_text(&text),
+            )
     }
 
     /// A GPU fact with its paths in the Terraform type's configuration.
@@ -398,6 +384,24 @@ pub fn refuse_unserved(
                 path,
                 "Argument not served",
                 format!("{path} is not served by {what}: {why}. Keep this pool in Terraform and review its plans with gpustack review, or remove the argument."),
+            );
+        }
+    }
+}
+
+/// An error at each argument of a provider block's `refused` (a name and why) that its
+/// configuration sets (`provider`: "gpustack's aws provider").
+pub fn refuse_provider_arguments(
+    check: &mut crate::check::Checker<'_>,
+    refused: &[(&str, &str)],
+    provider: &str,
+) {
+    for (name, why) in refused {
+        if is_set(check.get(name)) {
+            check.error(
+                name,
+                "Argument not served",
+                format!("{name} is not served by {provider}: {why}."),
             );
         }
     }

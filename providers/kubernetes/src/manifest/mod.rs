@@ -31,36 +31,30 @@ pub(crate) fn reviewed_facts(
         return Vec::new();
     };
     let prior = before.and_then(|b| state::desired(ty, b));
-    match after {
-        Some(after) => state::desired(ty, after)
-            .map(|desired| {
-                crate::capacity::object_facts(
-                    ty,
-                    &id.api_version,
-                    &id.kind,
-                    &id.name,
-                    id.namespace.as_deref(),
-                    &desired,
-                    prior.as_ref(),
-                )
-            })
-            .unwrap_or_default(),
-        None => prior
-            .map(|prior| {
-                crate::capacity::object_facts(
-                    ty,
-                    &id.api_version,
-                    &id.kind,
-                    &id.name,
-                    id.namespace.as_deref(),
-                    &prior,
-                    Some(&prior),
-                )
-            })
-            .unwrap_or_default()
+    // A deletion's facts are those of the object as it was, then taken away.
+    let (desired, before, removed) = match after {
+        Some(after) => (state::desired(ty, after), prior.as_ref(), false),
+        None => (prior.clone(), prior.as_ref(), true),
+    };
+    let Some(desired) = desired else {
+        return Vec::new();
+    };
+    let facts = crate::capacity::object_facts(
+        ty,
+        &id.api_version,
+        &id.kind,
+        &id.name,
+        id.namespace.as_deref(),
+        &desired,
+        before,
+    );
+    if removed {
+        facts
             .iter()
             .filter_map(gpustack_protocol::GpuFact::removed)
-            .collect(),
+            .collect()
+    } else {
+        facts
     }
 }
 
