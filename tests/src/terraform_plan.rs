@@ -10,7 +10,7 @@ use std::path::Path;
 /// The errors the plan of [`write`] makes the review report: one per hundredth AKS pool.
 pub fn expected_errors(gpu: usize) -> usize {
     (0..gpu)
-        .filter(|i| i % 4 == 2 && (i / 4) % 100 == 0)
+        .filter(|i| i % 4 == 2 && (i / 4).is_multiple_of(100))
         .count()
 }
 
@@ -71,7 +71,7 @@ fn gpu_change(i: usize, tf: &mut String) -> Value {
             )
         }
         2 => {
-            let t4 = n % 100 == 0;
+            let t4 = n.is_multiple_of(100);
             let _ = writeln!(
                 tf,
                 "resource \"azurerm_kubernetes_cluster_node_pool\" \"a{n}\" {{\n  name         = \"a{n}\"\n  gpu_instance = \"MIG1g\"\n}}\n"

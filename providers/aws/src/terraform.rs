@@ -318,10 +318,9 @@ pub(crate) fn node_group_schema() -> Schema {
             .block("taint", BlockNesting::List, taint),
     );
     schema = one(schema, "scaling_config", scaling);
-    schema
-        .blocks
-        .get_mut("scaling_config")
-        .map(|b| b.min_items = 1);
+    if let Some(block) = schema.blocks.get_mut("scaling_config") {
+        block.min_items = 1;
+    }
     schema = one(
         schema,
         "launch_template",

@@ -34,8 +34,11 @@ pub struct TerraformPool {
     pub tags: Option<(&'static str, &'static str, &'static str)>,
     /// What no rename says, read into the own value (`kubernetes_cluster_id` → the resource
     /// group and the cluster), and written back into the Terraform value.
-    pub derived: Option<(fn(&Value, &mut Value), fn(&Value, &mut Value))>,
+    pub derived: Option<(Derive, Derive)>,
 }
+
+/// Reads what no rename says from one value into the other.
+pub type Derive = fn(&Value, &mut Value);
 
 /// What every pool's state carries besides the cloud's attributes: gpustack's own.
 const CARRIED: [&str; 5] = ["id", CREATION_TOKEN, REPLACING, REPLACING_MARK, ROLLOUT];
@@ -205,7 +208,8 @@ impl TerraformPool {
             let first = self.renames.iter().position(|(n, _)| n == name) == Some(i);
             let top = to.split('.').next().unwrap_or(to);
             let present = terraform.as_object().is_some_and(|o| o.contains_key(top));
-            if spellings > 1 && !present && !(first && !self.any_present(name, &terraform)) {
+            let written_here = first && !self.any_present(name, &terraform);
+            if spellings > 1 && !present && !written_here {
                 continue;
             }
             match name.split_once('.') {
