@@ -143,6 +143,7 @@ pub(crate) fn disruptions(model: &Model) -> Vec<crate::Disruption> {
                 .get(&node.live.name)
                 .cloned()
                 .unwrap_or_else(|| AT_ONCE.to_owned()),
+            pods_known: true,
         });
     }
     for (name, (address, step)) in &model.unfinished {
@@ -165,6 +166,7 @@ pub(crate) fn disruptions(model: &Model) -> Vec<crate::Disruption> {
                 .map(|n| n.live.gpu_pods.clone())
                 .unwrap_or_default(),
             rollout: how.unwrap_or_else(|| AT_ONCE.to_owned()),
+            pods_known: true,
         });
     }
     out.extend(removals(model));
@@ -190,6 +192,7 @@ fn removals(model: &Model) -> Vec<crate::Disruption> {
                     effect: effect.clone(),
                     pods: pods.clone(),
                     rollout: removal.how.clone(),
+                    pods_known: true,
                 });
             }
             continue;
@@ -198,13 +201,14 @@ fn removals(model: &Model) -> Vec<crate::Disruption> {
             out.push(crate::Disruption {
                 address: address.clone(),
                 node: format!(
-                    "every node of {} (the cluster was not read, so neither its nodes nor their GPU pods are known)",
+                    "every node of {} (the cluster was not read)",
                     selector_text(&removal.selector)
                 ),
                 change: removal.change.clone(),
                 effect,
                 pods: Vec::new(),
                 rollout: removal.how.clone(),
+                pods_known: false,
             });
             continue;
         }
@@ -221,6 +225,7 @@ fn removals(model: &Model) -> Vec<crate::Disruption> {
                     effect: effect.clone(),
                     pods: node.live.gpu_pods.clone(),
                     rollout: removal.how.clone(),
+                    pods_known: true,
                 });
             }
         }

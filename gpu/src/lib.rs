@@ -72,13 +72,31 @@ pub struct Disruption {
     pub effect: String,
     /// The running pods holding the node's GPUs (`namespace/name`).
     pub pods: Vec<String>,
+    /// Whether `pods` was read: false where the cluster was not, so that none listed says
+    /// nothing.
+    #[serde(default = "known", skip_serializing_if = "is_known")]
+    pub pods_known: bool,
     /// How the change reaches the nodes.
     pub rollout: String,
 }
 
+fn known() -> bool {
+    true
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_known(known: &bool) -> bool {
+    *known
+}
+
 impl Disruption {
     pub fn text(&self) -> String {
-        let pods = if self.pods.is_empty() {
+        let pods = if !self.pods_known {
+            "GPU pods not known".to_owned()
+        } else if self.pods.is_empty() {
             "no GPU pods running".to_owned()
         } else {
             format!("GPU pods running: {}", self.pods.join(", "))

@@ -1382,7 +1382,9 @@ fn a_pool_replacement_lists_the_old_pools_nodes_and_their_gpu_pods() {
     let unread = texts(&[replaced(None)]);
     assert_eq!(unread.len(), 1);
     assert!(
-        unread[0].starts_with("node every node of kubernetes.azure.com/agentpool=t4 (the cluster's nodes were not read"),
+        unread[0].starts_with(
+            "node every node of kubernetes.azure.com/agentpool=t4 (the cluster was not read)"
+        ) && unread[0].contains("GPU pods not known"),
         "{unread:?}"
     );
 }

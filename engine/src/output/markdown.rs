@@ -192,7 +192,9 @@ pub(super) fn gpu_sections(
     if !disruption.is_empty() {
         out.push_str("\n**GPU disruption** (what this plan stops on live nodes)\n\n| Node | Change | Effect | GPU pods running | Rollout |\n|---|---|---|---|---|\n");
         for line in disruption {
-            let pods = if line.pods.is_empty() {
+            let pods = if !line.pods_known {
+                "not known".to_owned()
+            } else if line.pods.is_empty() {
                 "none".to_owned()
             } else {
                 line.pods

@@ -404,6 +404,7 @@ mod tests {
                 .to_owned(),
             pods: pods.iter().map(|p| (*p).to_owned()).collect(),
             rollout: "all nodes at once, not drained first".to_owned(),
+            pods_known: true,
         };
         let change: ResourceChange = serde_json::from_value(serde_json::json!({
             "address": "module.mig.kubernetes_labels.geometry[\"gpu-0\"]",
