@@ -898,25 +898,22 @@ fn review_of_the_same_change(c: &gpustack_tests::cluster::TestCluster, replicas:
     ]))
     .unwrap();
     let name = config["name"].as_str().unwrap();
-    let namespace = c
-        .kubectl_ok(&[
-            "get",
-            "clusterpolicy",
-            "-o",
-            "jsonpath={.items[0].status.namespace}",
-        ])
-        .trim()
-        .to_owned();
-    let live: serde_json::Value = serde_json::from_str(&c.kubectl_ok(&[
+    // The ConfigMap lives in the operator's namespace: found by name.
+    let found: serde_json::Value = serde_json::from_str(&c.kubectl_ok(&[
         "get",
         "configmap",
-        name,
-        "-n",
-        &namespace,
+        "-A",
+        "--field-selector",
+        &format!("metadata.name={name}"),
         "-o",
         "json",
     ]))
     .unwrap();
+    let live = found["items"][0].clone();
+    let namespace = live["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no ConfigMap {name}: {found}"))
+        .to_owned();
     let data = live["data"].clone();
     let mut changed = data.clone();
     for text in changed.as_object_mut().unwrap().values_mut() {
@@ -924,6 +921,16 @@ fn review_of_the_same_change(c: &gpustack_tests::cluster::TestCluster, replicas:
         *text = serde_json::Value::String(replaced);
     }
     let metadata = serde_json::json!([{"name": name, "namespace": namespace}]);
+    // The operator's release, unchanged, as a Terraform stack that installs it has it: it
+    // names the namespace the operator reads its ConfigMaps from.
+    let mut values = format!("devicePlugin:\n  config:\n    name: {name}\n");
+    if let Some(default) = config["default"].as_str() {
+        values.push_str(&format!("    default: {default}\n"));
+    }
+    let release = serde_json::json!({
+        "name": "gpu-operator", "namespace": namespace, "chart": "gpu-operator",
+        "set": [], "set_list": [], "values": [values]
+    });
     let plan = serde_json::json!({
         "format_version": "1.2",
         "terraform_version": "1.9.8",
@@ -940,6 +947,20 @@ fn review_of_the_same_change(c: &gpustack_tests::cluster::TestCluster, replicas:
                 "after_unknown": {"data": {}, "metadata": [{}]},
                 "before_sensitive": {"data": {}, "metadata": [{}]},
                 "after_sensitive": {"data": {}, "metadata": [{}]}
+            }
+        }, {
+            "address": "helm_release.gpu_operator",
+            "mode": "managed",
+            "type": "helm_release",
+            "name": "gpu_operator",
+            "provider_name": "registry.terraform.io/hashicorp/helm",
+            "change": {
+                "actions": ["no-op"],
+                "before": release,
+                "after": release,
+                "after_unknown": {},
+                "before_sensitive": {},
+                "after_sensitive": {}
             }
         }]
     });
@@ -960,12 +981,18 @@ fn review_of_the_same_change(c: &gpustack_tests::cluster::TestCluster, replicas:
     text
 }
 
-/// A device-plugin config with every `replicas: N` set to `replicas`.
+/// A device-plugin config with every `replicas: N` (quoted or not) set to `replicas`.
 fn regex_free_replicas(text: &str, replicas: u32) -> String {
     text.lines()
-        .map(|line| match line.split_once("replicas:") {
-            Some((head, _)) => format!("{head}replicas: {replicas}"),
-            None => line.to_owned(),
+        .map(|line| {
+            // `replicas: 10` or, as yamlencode writes it, `"replicas": 10`.
+            let colon = line
+                .find("replicas")
+                .and_then(|at| line[at..].find(':').map(|c| at + c));
+            match colon {
+                Some(colon) => format!("{} {replicas}", &line[..=colon]),
+                None => line.to_owned(),
+            }
         })
         .collect::<Vec<_>>()
         .join("\n")
