@@ -202,7 +202,7 @@ pub(crate) fn provider_arguments(config: Schema) -> Schema {
         .block(
             "default_tags",
             BlockNesting::Single,
-            Schema::new("Tags every node group carries, under its own.")
+            Schema::new("Tags every aws_eks_node_group carries under its own tags (gpustack's eks_nodegroup takes only its own tags).")
                 .attr("tags", Attribute::optional(Type::map(Type::String))),
         );
     for (name, why) in PROVIDER_ACCEPTED {

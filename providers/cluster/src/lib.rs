@@ -271,6 +271,18 @@ async fn connect_at(
         .map_err(GpuClusterError::Connect)
 }
 
+/// [`namespaces_not_read`] into `diagnostics` the first time `warned` is passed: a plan says it
+/// once per provider, however many objects could not be checked.
+pub fn warn_namespaces_not_read_once(
+    warned: &std::sync::atomic::AtomicBool,
+    why: &str,
+    diagnostics: &mut Vec<gpustack_protocol::Diagnostic>,
+) {
+    if !warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        diagnostics.push(namespaces_not_read(why));
+    }
+}
+
 /// The warning a plan gets, once, when the cluster's namespaces cannot be listed.
 pub fn namespaces_not_read(why: &str) -> gpustack_protocol::Diagnostic {
     gpustack_protocol::Diagnostic::warning(

@@ -614,7 +614,7 @@ pub fn data_schema(
     use gpustack_protocol::{Attribute, Schema, Type};
     let mut schema = Schema::new(format!("Read: {}", resource.description));
     for (name, attribute) in &resource.attributes {
-        if CARRIED[1..].contains(&name.as_str()) {
+        if [CREATION_TOKEN, REPLACING, REPLACING_MARK].contains(&name.as_str()) {
             continue;
         }
         let attribute = if inputs.contains(&name.as_str()) {

@@ -178,12 +178,11 @@ impl Connected {
         let namespaces = match read {
             Ok(namespaces) => namespaces,
             Err(why) => {
-                if !self
-                    .namespaces_warned
-                    .swap(true, std::sync::atomic::Ordering::Relaxed)
-                {
-                    diagnostics.push(gpustack_cluster::namespaces_not_read(why));
-                }
+                gpustack_cluster::warn_namespaces_not_read_once(
+                    &self.namespaces_warned,
+                    why,
+                    diagnostics,
+                );
                 return order;
             }
         };
