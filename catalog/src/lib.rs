@@ -236,6 +236,45 @@ pub fn product(label: &str, memory_mib: Option<u64>) -> Option<(String, u32)> {
     Some((model.to_owned(), memory))
 }
 
+/// What NVIDIA's DRA driver publishes of a full GPU that no node has yet published: the
+/// NVML names and numbers of the model (NVML's product name, architecture and compute
+/// capability, its total memory in MiB). The product name of an A100 depends on its form
+/// factor, which the VM size tells (Azure's NC A100 v4 sizes are PCIe cards).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DraGpu {
+    pub product: &'static str,
+    pub architecture: &'static str,
+    /// `cudaComputeCapability` as the driver writes it (`8.0.0`).
+    pub compute_capability: &'static str,
+    pub memory_mib: u64,
+}
+
+/// The DRA view of a GPU model (`A100`, 80 GB) on a machine type.
+pub fn dra_gpu(model: &str, memory_gb: u32, machine: &str) -> Option<DraGpu> {
+    let pcie = machine.to_ascii_lowercase().starts_with("standard_nc");
+    let (product, architecture, compute_capability, memory_mib) = match (model, memory_gb) {
+        ("T4", _) => ("Tesla T4", "Turing", "7.5.0", 15360),
+        ("V100", 16) => ("Tesla V100-SXM2-16GB", "Volta", "7.0.0", 16384),
+        ("A10G", _) => ("NVIDIA A10G", "Ampere", "8.6.0", 23028),
+        ("L4", _) => ("NVIDIA L4", "Ada Lovelace", "8.9.0", 23034),
+        ("L40S", _) => ("NVIDIA L40S", "Ada Lovelace", "8.9.0", 46068),
+        ("A100", 40) => ("NVIDIA A100-SXM4-40GB", "Ampere", "8.0.0", 40960),
+        ("A100", 80) if pcie => ("NVIDIA A100 80GB PCIe", "Ampere", "8.0.0", 81920),
+        ("A100", 80) => ("NVIDIA A100-SXM4-80GB", "Ampere", "8.0.0", 81920),
+        ("H100", 80) => ("NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", 81559),
+        ("H100", 94) => ("NVIDIA H100 NVL", "Hopper", "9.0.0", 95830),
+        ("H200", _) => ("NVIDIA H200", "Hopper", "9.0.0", 143771),
+        ("B200", _) => ("NVIDIA B200", "Blackwell", "10.0.0", 183359),
+        _ => return None,
+    };
+    Some(DraGpu {
+        product,
+        architecture,
+        compute_capability,
+        memory_mib,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

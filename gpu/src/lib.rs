@@ -11,6 +11,7 @@ pub mod capacity;
 /// The built-in tables, in a crate of their own for the providers that read them alone.
 pub use gpustack_catalog as catalog;
 mod checks;
+pub mod dra;
 pub mod mig;
 mod model;
 pub mod sharing;
@@ -113,6 +114,13 @@ impl Model {
     /// operands.
     pub fn disruptions(&self) -> Vec<Disruption> {
         capacity::disruptions(self)
+    }
+
+    /// The DRA checks alone, with how much work they did: for the benchmark.
+    pub fn dra_findings(&self) -> (Vec<Finding>, dra::Stats) {
+        let mut findings = Vec::new();
+        let stats = dra::findings(self, &mut findings);
+        (findings, stats)
     }
 
     /// The checks of GPU-FACTS on this model.

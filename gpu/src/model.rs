@@ -302,6 +302,8 @@ pub struct Model {
     pub(crate) rollouts: BTreeMap<String, String>,
     /// Nodes a rollout left part-way: the rollout's address and the node's step.
     pub(crate) unfinished: BTreeMap<String, (String, String)>,
+    /// DeviceClasses, claims and DRA driver releases, planned and live.
+    pub(crate) dra: crate::dra::Inputs,
 }
 
 impl Model {
@@ -320,6 +322,7 @@ impl Model {
         let mut labels = Vec::new();
         let mut rollouts = BTreeMap::new();
         let mut unfinished = BTreeMap::new();
+        let mut dra = crate::dra::Inputs::default();
         for Sourced { address, fact } in facts {
             let address = (*address).to_owned();
             match fact {
@@ -342,7 +345,13 @@ impl Model {
                     for (name, data) in &c.config_maps {
                         cluster.config_maps.insert(name.clone(), data.clone());
                     }
+                    for (name, spec) in &c.device_classes {
+                        dra.live_classes.insert(name.clone(), spec.clone());
+                    }
+                    dra.live_read |= !c.unread.iter().any(|u| u.starts_with("DRA"));
                 }
+                GpuFact::DeviceRequest(r) => dra.requests.push((address, r.clone())),
+                GpuFact::DraDriver(d) => dra.drivers.push((address, d.clone())),
                 GpuFact::Pool(p) => pools.push((address, p.clone())),
                 GpuFact::Ceiling(c) => ceilings.push((address, c.clone())),
                 GpuFact::ConfigMap(c) => config_maps.push((address, c.clone())),
@@ -518,6 +527,7 @@ impl Model {
             patches_without_policy,
             rollouts,
             unfinished,
+            dra,
         }
     }
 }

@@ -49,6 +49,7 @@ fn cluster(
             .iter()
             .map(|(n, d)| ((*n).to_owned(), d.clone()))
             .collect(),
+        device_classes: BTreeMap::new(),
         unread: Vec::new(),
     })
 }
@@ -784,6 +785,8 @@ fn devices_published_by_nvidias_dra_driver_count_as_the_nodes_gpus() {
     let mut dra = node("dra-0", &[], &[]);
     dra.dra_devices = (0..2)
         .map(|i| gpustack_protocol::DraDevice {
+            attributes: BTreeMap::new(),
+            capacity: BTreeMap::new(),
             name: format!("gpu-{i}"),
             kind: "gpu".into(),
             product: "NVIDIA H100 80GB HBM3".into(),
@@ -813,6 +816,8 @@ fn devices_published_by_nvidias_dra_driver_count_as_the_nodes_gpus() {
 fn the_device_plugin_planned_onto_a_dra_node_is_refused() {
     let mut dra = node("dra-0", &[], &[]);
     dra.dra_devices = vec![gpustack_protocol::DraDevice {
+        attributes: BTreeMap::new(),
+        capacity: BTreeMap::new(),
         name: "gpu-0".into(),
         kind: "gpu".into(),
         product: "NVIDIA H100 80GB HBM3".into(),
@@ -1187,6 +1192,8 @@ fn a_part_of_the_cluster_that_could_not_be_read_is_a_warning() {
 fn dra_gpus(count: usize, kind: &str) -> Vec<gpustack_protocol::DraDevice> {
     (0..count)
         .map(|i| gpustack_protocol::DraDevice {
+            attributes: BTreeMap::new(),
+            capacity: BTreeMap::new(),
             name: format!("{kind}-{i}"),
             kind: kind.into(),
             product: "NVIDIA H100 80GB HBM3".into(),

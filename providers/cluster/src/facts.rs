@@ -9,9 +9,9 @@ use gpustack_protocol::nvidia::{
     CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND, DEVICE_PLUGIN_CONFIG_LABEL, DRA_DRIVER,
     GPU_COUNT_LABEL,
 };
-use gpustack_protocol::{ClusterFact, DraDevice, NodeFact};
+use gpustack_protocol::{ClusterFact, DraAttribute, DraDevice, NodeFact};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
-use k8s_openapi::api::resource::v1::ResourceSlice;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use kube::api::{Api, ListParams};
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
@@ -105,27 +105,62 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
                 continue;
             };
             for device in slice.spec.devices.into_iter().flatten() {
-                let attribute = |name: &str| {
-                    device
-                        .attributes
-                        .as_ref()
-                        .and_then(|a| a.get(name))
-                        .and_then(|a| a.string.clone())
+                let attributes: BTreeMap<String, DraAttribute> = device
+                    .attributes
+                    .iter()
+                    .flatten()
+                    .filter_map(|(name, a)| {
+                        let value = if let Some(s) = &a.string {
+                            DraAttribute::String(s.clone())
+                        } else if let Some(v) = &a.version {
+                            DraAttribute::Version(v.clone())
+                        } else if let Some(i) = a.int {
+                            DraAttribute::Int(i)
+                        } else {
+                            DraAttribute::Bool(a.bool?)
+                        };
+                        Some((name.clone(), value))
+                    })
+                    .collect();
+                let capacity: BTreeMap<String, String> = device
+                    .capacity
+                    .iter()
+                    .flatten()
+                    .map(|(name, c)| (name.clone(), c.value.0.clone()))
+                    .collect();
+                let string = |name: &str| match attributes.get(name) {
+                    Some(DraAttribute::String(s)) => Some(s.clone()),
+                    _ => None,
                 };
                 dra.entry(node.clone()).or_default().push(DraDevice {
-                    kind: attribute("type").unwrap_or_else(|| "gpu".into()),
-                    product: attribute("productName").unwrap_or_default(),
-                    memory_mib: device
-                        .capacity
-                        .as_ref()
-                        .and_then(|c| c.get("memory"))
-                        .and_then(|c| parse_bytes(&c.value.0))
+                    kind: string("type").unwrap_or_else(|| "gpu".into()),
+                    product: string("productName").unwrap_or_default(),
+                    memory_mib: capacity
+                        .get("memory")
+                        .and_then(|c| parse_bytes(c))
                         .map(|bytes| bytes / (1024 * 1024)),
                     name: device.name.clone(),
+                    attributes,
+                    capacity,
                 });
             }
         }
     }
+    let classes: Api<DeviceClass> = Api::all(cluster.client.clone());
+    let device_classes = match classes.list(&ListParams::default()).await {
+        Ok(list) => list
+            .items
+            .into_iter()
+            .filter_map(|class| {
+                Some((class.metadata.name?, serde_json::to_value(class.spec).ok()?))
+            })
+            .collect(),
+        Err(kube::Error::Api(status)) if status.code == 404 => BTreeMap::new(),
+        Err(e) => {
+            unread.push(format!("DRA DeviceClasses ({})", crate::api_error(&e)));
+            BTreeMap::new()
+        }
+    };
     let mut gpu_pods: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let pods: Api<Pod> = Api::all(cluster.client.clone());
     match pods
@@ -219,6 +254,7 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
         policy: spec,
         operator_namespace,
         config_maps,
+        device_classes,
         unread,
     })
 }

@@ -75,9 +75,7 @@ impl Family for Helm {
         let mut reviewed = gpustack_protocol::Reviewed::default();
         match &after {
             Some(planned) => {
-                reviewed
-                    .facts
-                    .extend(operator_fact(planned, before.as_ref()));
+                reviewed.facts.extend(chart_fact(planned, before.as_ref()));
                 if is_operator_chart(planned) && reviewed.facts.is_empty() {
                     reviewed.diagnostics.push(
                         Diagnostic::warning(
@@ -89,7 +87,7 @@ impl Family for Helm {
                 }
             }
             None => {
-                let removed = before.as_ref().and_then(|b| operator_fact(b, Some(b)));
+                let removed = before.as_ref().and_then(|b| chart_fact(b, Some(b)));
                 reviewed.facts.extend(
                     removed
                         .as_ref()
@@ -470,7 +468,38 @@ fn second_operator(planned: &Value, facts: &[gpustack_protocol::GpuFact]) -> Opt
     ))
 }
 
-fn operator_fact(planned: &Value, prior: Option<&Value>) -> Option<gpustack_protocol::GpuFact> {
+/// The release installs NVIDIA's DRA driver for GPUs (its chart, by name or path).
+fn is_dra_driver_chart(planned: &Value) -> bool {
+    text(planned, "chart").is_some_and(|chart| {
+        chart
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or(chart)
+            .starts_with("dra-driver-nvidia-gpu")
+    })
+}
+
+/// The GPU fact of a release of one of NVIDIA's charts the GPU model reads: the GPU
+/// Operator's settings, or the DRA driver's values.
+fn chart_fact(planned: &Value, prior: Option<&Value>) -> Option<gpustack_protocol::GpuFact> {
+    if is_dra_driver_chart(planned) {
+        let values = attribute(planned, "values").filter(|v| v.is_wholly_known())?;
+        return Some(gpustack_protocol::GpuFact::DraDriver(
+            gpustack_protocol::DraDriverFact {
+                release: format!(
+                    "{}/{}",
+                    namespace_of(planned),
+                    text(planned, "name").unwrap_or_default()
+                ),
+                values: Some(values.to_json()),
+                values_before: prior
+                    .and_then(|p| attribute(p, "values"))
+                    .map(Value::to_json),
+                attribute: gpustack_protocol::path(["values"]),
+            },
+        ));
+    }
     if !is_operator_chart(planned) {
         return None;
     }
@@ -1207,7 +1236,7 @@ impl Provider for HelmCli {
         // Drift's GPU model: the operator's live values, and the cluster they act on.
         let mut facts = Vec::new();
         for (i, live) in response.states.iter().enumerate() {
-            let Some(fact) = live.as_ref().and_then(|l| operator_fact(l, Some(l))) else {
+            let Some(fact) = live.as_ref().and_then(|l| chart_fact(l, Some(l))) else {
                 continue;
             };
             if facts.is_empty() {
@@ -1335,7 +1364,7 @@ impl Provider for HelmCli {
                 Err(e) => diagnostics.push(Diagnostic::error("Cannot read the Helm release", e)),
             }
         }
-        let mut gpu_facts: Vec<_> = operator_fact(&planned, prior).into_iter().collect();
+        let mut gpu_facts: Vec<_> = chart_fact(&planned, prior).into_iter().collect();
         if !gpu_facts.is_empty() && !request.for_apply {
             self.push_cluster(&mut gpu_facts, &mut diagnostics).await;
         }

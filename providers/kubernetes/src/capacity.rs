@@ -7,7 +7,8 @@
 use gpustack_cluster::facts::{is_gpu_config, string_map};
 use gpustack_protocol::nvidia::{CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND, GPU_RESOURCE};
 use gpustack_protocol::{
-    CeilingFact, ConfigMapFact, GpuFact, NodeLabelsFact, OperatorFact, OperatorSource, path,
+    CeilingFact, ConfigMapFact, DeviceRequestFact, DeviceRequestKind, GpuFact, NodeLabelsFact,
+    OperatorFact, OperatorSource, path,
 };
 use serde_json::Value as Json;
 
@@ -52,6 +53,23 @@ pub(crate) fn object_facts(
                 settings_before: before.and_then(|b| b.get("spec").cloned()),
                 attribute,
             }));
+        }
+        (ObjectType::Manifest, version, kind) if version.starts_with("resource.k8s.io/") => {
+            if let Some(kind) = DeviceRequestKind::from_kind(kind) {
+                // A template's claim spec is one level down.
+                let (pointer, attribute) = if kind == DeviceRequestKind::ResourceClaimTemplate {
+                    ("/spec/spec", path(["manifest", "spec", "spec"]))
+                } else {
+                    ("/spec", path(["manifest", "spec"]))
+                };
+                facts.push(GpuFact::DeviceRequest(DeviceRequestFact {
+                    kind,
+                    name: name.to_owned(),
+                    namespace: namespace.map(str::to_owned),
+                    spec: Some(desired.pointer(pointer).cloned().unwrap_or(Json::Null)),
+                    attribute,
+                }));
+            }
         }
         (ObjectType::Labels, "v1", "Node") => {
             let labels = string_map(desired.pointer("/metadata/labels")).unwrap_or_default();

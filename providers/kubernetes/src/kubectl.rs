@@ -632,6 +632,10 @@ fn kubectl_fact(fact: GpuFact) -> GpuFact {
             o.attribute = kubectl_path(&o.attribute);
             GpuFact::Operator(o)
         }
+        GpuFact::DeviceRequest(mut r) => {
+            r.attribute = kubectl_path(&r.attribute);
+            GpuFact::DeviceRequest(r)
+        }
         other => other,
     }
 }

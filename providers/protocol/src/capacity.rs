@@ -82,6 +82,11 @@ pub enum GpuFact {
     /// The live cluster as the GPU components see it: its GPU nodes, the live ClusterPolicy
     /// and the ConfigMaps it points at.
     Cluster(ClusterFact),
+    /// A DRA object the stack plans whose device selectors the scheduler will evaluate: a
+    /// DeviceClass, a ResourceClaim or a ResourceClaimTemplate.
+    DeviceRequest(DeviceRequestFact),
+    /// A release of NVIDIA's DRA driver chart (`dra-driver-nvidia-gpu`), as planned and before.
+    DraDriver(DraDriverFact),
 }
 
 impl GpuFact {
@@ -114,9 +119,70 @@ impl GpuFact {
                 ceiling.before = ceiling.after.take().or(ceiling.before);
                 GpuFact::Ceiling(ceiling)
             }
+            GpuFact::DeviceRequest(mut request) => {
+                request.spec = None;
+                GpuFact::DeviceRequest(request)
+            }
+            GpuFact::DraDriver(mut driver) => {
+                driver.values_before = driver.values.take().or(driver.values_before);
+                GpuFact::DraDriver(driver)
+            }
             GpuFact::Operator(_) | GpuFact::Cluster(_) | GpuFact::Rollout(_) => return None,
         })
     }
+}
+
+/// The kinds of DRA object whose selectors a plan checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum DeviceRequestKind {
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+}
+
+impl DeviceRequestKind {
+    /// The kind as `resource.k8s.io/v1` names it.
+    pub fn from_kind(kind: &str) -> Option<Self> {
+        Some(match kind {
+            "DeviceClass" => Self::DeviceClass,
+            "ResourceClaim" => Self::ResourceClaim,
+            "ResourceClaimTemplate" => Self::ResourceClaimTemplate,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::DeviceClass => "DeviceClass",
+            Self::ResourceClaim => "ResourceClaim",
+            Self::ResourceClaimTemplate => "ResourceClaimTemplate",
+        }
+    }
+}
+
+/// A DeviceClass, ResourceClaim or ResourceClaimTemplate as planned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceRequestFact {
+    pub kind: DeviceRequestKind,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// A DeviceClass's `spec`, or the claim's spec (a template's `spec.spec`); `None`: deleted.
+    pub spec: Option<serde_json::Value>,
+    /// Where `spec` is in the resource's configuration (`manifest.spec`, `manifest.spec.spec`).
+    pub attribute: Path,
+}
+
+/// A release of NVIDIA's DRA driver chart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DraDriverFact {
+    /// `namespace/name`.
+    pub release: String,
+    /// The chart's values as planned (`None`: uninstalled) and before (`None`: new).
+    pub values: Option<serde_json::Value>,
+    pub values_before: Option<serde_json::Value>,
+    /// Where `values` is in the resource's configuration.
+    pub attribute: Path,
 }
 
 /// A cloud pool (AKS node pool, EKS node group, GKE node pool), before and after the plan.
@@ -295,6 +361,9 @@ pub struct ClusterFact {
     /// The live ConfigMaps of the operator's namespace that the device plugin or the MIG
     /// manager may read, by name.
     pub config_maps: BTreeMap<String, BTreeMap<String, String>>,
+    /// The live DeviceClasses, by name: their `spec`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub device_classes: BTreeMap<String, serde_json::Value>,
     /// What could not be read, and why (`DRA ResourceSlices (403 Forbidden)`): the model says so.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unread: Vec<String>,
@@ -330,4 +399,22 @@ pub struct DraDevice {
     /// The `memory` capacity, in MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mib: Option<u64>,
+    /// Every attribute as the slice names it (`productName`,
+    /// `resource.kubernetes.io/pcieRoot`): what a selector sees.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub attributes: BTreeMap<String, DraAttribute>,
+    /// Every capacity as the slice names it, its quantity as written (`81920Mi`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub capacity: BTreeMap<String, String>,
+}
+
+/// A device attribute, typed as `resource.k8s.io/v1`'s `DeviceAttribute` (one of four).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DraAttribute {
+    Int(i64),
+    Bool(bool),
+    String(String),
+    /// A semantic version, without a leading `v`.
+    Version(String),
 }

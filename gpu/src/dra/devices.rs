@@ -1,0 +1,314 @@
+//! The devices NVIDIA's DRA driver publishes, as a selector sees them: those of the live
+//! nodes' ResourceSlices, whole, and those a planned DRA pool's nodes will publish, from the
+//! built-in table, with what only the node can tell (UUIDs, PCI addresses, the driver's
+//! version) left unknown rather than guessed.
+//!
+//! The driver's code defines them (`cmd/gpu-kubelet-plugin/deviceinfo.go` of
+//! kubernetes-sigs/dra-driver-nvidia-gpu): attributes without a domain are the driver's
+//! (`gpu.nvidia.com`), `cudaComputeCapability`, `driverVersion` and `cudaDriverVersion` are
+//! versions, `memory` is a capacity in bytes.
+
+use super::selector::{Environment, Reference, map};
+use crate::model::{DEVICE_PLUGIN_OPT_OUT, Model};
+use gpustack_catalog as catalog;
+use gpustack_protocol::nvidia::DRA_DRIVER;
+use gpustack_protocol::{DraAttribute, DraDevice};
+use kube_cel::cel::objects::Value;
+use serde_json::Value as Json;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// A node, live or planned, with its devices.
+pub(crate) struct DraNode {
+    pub name: String,
+    /// The planned pool it stands for (one node of it), or `None` for a live node.
+    pub pool: Option<String>,
+    pub devices: Vec<Device>,
+}
+
+impl DraNode {
+    pub(crate) fn describe(&self) -> String {
+        match &self.pool {
+            Some(pool) => format!("each node of planned pool {pool}"),
+            None => format!("node {}", self.name),
+        }
+    }
+}
+
+/// Whether the plan knows every attribute of a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Known {
+    All,
+    /// Those of these names (`gpu.nvidia.com/uuid`) are unknown until the node publishes it.
+    Without(BTreeSet<String>),
+}
+
+pub(crate) struct Device {
+    pub name: String,
+    pub driver: String,
+    /// (domain, name) → value.
+    pub attributes: BTreeMap<(String, String), DraAttribute>,
+    pub capacity: BTreeMap<(String, String), String>,
+    pub known: Known,
+}
+
+/// `resource.kubernetes.io/pciBusID` → (`resource.kubernetes.io`, `pciBusID`); an unqualified
+/// name is the driver's.
+fn qualified(name: &str, driver: &str) -> (String, String) {
+    match name.split_once('/') {
+        Some((domain, id)) => (domain.to_owned(), id.to_owned()),
+        None => (driver.to_owned(), name.to_owned()),
+    }
+}
+
+impl Device {
+    pub(crate) fn from_live(device: &DraDevice) -> Self {
+        let mut attributes: BTreeMap<(String, String), DraAttribute> = device
+            .attributes
+            .iter()
+            .map(|(k, v)| (qualified(k, DRA_DRIVER), v.clone()))
+            .collect();
+        let mut capacity: BTreeMap<(String, String), String> = device
+            .capacity
+            .iter()
+            .map(|(k, v)| (qualified(k, DRA_DRIVER), v.clone()))
+            .collect();
+        // Facts recorded before attributes were kept carry the three the model reads.
+        if attributes.is_empty() {
+            attributes.insert(
+                (DRA_DRIVER.into(), "type".into()),
+                DraAttribute::String(device.kind.clone()),
+            );
+            attributes.insert(
+                (DRA_DRIVER.into(), "productName".into()),
+                DraAttribute::String(device.product.clone()),
+            );
+            if let Some(mib) = device.memory_mib {
+                capacity.insert((DRA_DRIVER.into(), "memory".into()), format!("{mib}Mi"));
+            }
+        }
+        Self {
+            name: device.name.clone(),
+            driver: DRA_DRIVER.into(),
+            attributes,
+            capacity,
+            known: Known::All,
+        }
+    }
+
+    pub(crate) fn knows(&self, reference: &Reference) -> bool {
+        match (&self.known, reference) {
+            (Known::All, _) | (_, Reference::Driver) => true,
+            (Known::Without(unknown), Reference::Attribute(domain, id)) => {
+                !unknown.contains(&format!("{domain}/{id}"))
+            }
+            (Known::Without(unknown), Reference::Capacity(domain, id)) => {
+                !unknown.contains(&format!("capacity {domain}/{id}"))
+            }
+        }
+    }
+
+    /// What the device shows a reference, as a key of the verdict memo.
+    pub(crate) fn show(&self, reference: &Reference) -> String {
+        match reference {
+            Reference::Driver => self.driver.clone(),
+            Reference::Attribute(domain, id) => self
+                .attributes
+                .get(&(domain.clone(), id.clone()))
+                .map_or_else(|| "-".to_owned(), |a| format!("{a:?}")),
+            Reference::Capacity(domain, id) => self
+                .capacity
+                .get(&(domain.clone(), id.clone()))
+                .map_or_else(|| "-".to_owned(), |c| format!("={c}")),
+        }
+    }
+
+    /// `gpu NVIDIA A100-SXM4-80GB`, `mig 1g.10gb of NVIDIA H100 80GB HBM3`.
+    pub(crate) fn summary(&self) -> String {
+        let string = |id: &str| match self.attributes.get(&(DRA_DRIVER.to_owned(), id.to_owned())) {
+            Some(DraAttribute::String(s)) => Some(s.as_str()),
+            _ => None,
+        };
+        let product = string("productName").unwrap_or("unknown product");
+        match (string("type"), string("profile")) {
+            (Some("mig"), Some(profile)) => format!("mig {profile} of {product}"),
+            (Some(kind), _) => format!("{kind} {product}"),
+            (None, _) => product.to_owned(),
+        }
+    }
+}
+
+/// The CEL value of `device`: its driver, attributes and capacities by domain, and an empty
+/// map for every other domain a selector names.
+pub(crate) fn cel_value(env: &Environment, device: &Device, domains: &BTreeSet<String>) -> Value {
+    let mut attributes: BTreeMap<String, Vec<(String, Value)>> = BTreeMap::new();
+    for ((domain, id), value) in &device.attributes {
+        let value = match value {
+            DraAttribute::Int(i) => Value::Int(*i),
+            DraAttribute::Bool(b) => Value::Bool(*b),
+            DraAttribute::String(s) => Value::String(Arc::new(s.clone())),
+            DraAttribute::Version(v) => env.version(v),
+        };
+        attributes
+            .entry(domain.clone())
+            .or_default()
+            .push((id.clone(), value));
+    }
+    let mut capacity: BTreeMap<String, Vec<(String, Value)>> = BTreeMap::new();
+    for ((domain, id), quantity) in &device.capacity {
+        if let Some(value) = env.quantity(quantity) {
+            capacity
+                .entry(domain.clone())
+                .or_default()
+                .push((id.clone(), value));
+        }
+    }
+    for domain in domains {
+        attributes.entry(domain.clone()).or_default();
+        capacity.entry(domain.clone()).or_default();
+    }
+    let nested = |m: BTreeMap<String, Vec<(String, Value)>>| {
+        map(m
+            .into_iter()
+            .map(|(domain, entries)| (domain, map(entries))))
+    };
+    map([
+        (
+            "driver".to_owned(),
+            Value::String(Arc::new(device.driver.clone())),
+        ),
+        ("attributes".to_owned(), nested(attributes)),
+        ("capacity".to_owned(), nested(capacity)),
+    ])
+}
+
+/// What a planned full GPU's node cannot be known to publish before it exists.
+const UNKNOWN_UNTIL_PUBLISHED: [&str; 8] = [
+    "gpu.nvidia.com/uuid",
+    "gpu.nvidia.com/brand",
+    "gpu.nvidia.com/driverVersion",
+    "gpu.nvidia.com/cudaDriverVersion",
+    "gpu.nvidia.com/addressingMode",
+    "resource.kubernetes.io/pciBusID",
+    "resource.kubernetes.io/pcieRoot",
+    "resource.kubernetes.io/numaNode",
+];
+
+/// The full GPUs a node of a planned pool will publish (`gpu-0` …), from the built-in table.
+fn predicted(gpu: &catalog::DraGpu, count: u32) -> Vec<Device> {
+    (0..count)
+        .map(|minor| {
+            let attribute =
+                |id: &str, value: DraAttribute| ((DRA_DRIVER.to_owned(), id.to_owned()), value);
+            Device {
+                name: format!("gpu-{minor}"),
+                driver: DRA_DRIVER.into(),
+                attributes: [
+                    attribute("type", DraAttribute::String("gpu".into())),
+                    attribute("productName", DraAttribute::String(gpu.product.into())),
+                    attribute(
+                        "architecture",
+                        DraAttribute::String(gpu.architecture.into()),
+                    ),
+                    attribute(
+                        "cudaComputeCapability",
+                        DraAttribute::Version(gpu.compute_capability.into()),
+                    ),
+                ]
+                .into(),
+                capacity: [(
+                    (DRA_DRIVER.to_owned(), "memory".to_owned()),
+                    format!("{}Mi", gpu.memory_mib),
+                )]
+                .into(),
+                known: Known::Without(
+                    UNKNOWN_UNTIL_PUBLISHED
+                        .iter()
+                        .map(|s| (*s).to_owned())
+                        .collect(),
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Whether NVIDIA's DRA driver runs, or will: a release of its chart planned, or devices live.
+pub(crate) fn driver_runs(model: &Model) -> bool {
+    model.dra.drivers.iter().any(|(_, d)| d.values.is_some())
+        || model.nodes.iter().any(|n| !n.live.dra_devices.is_empty())
+}
+
+/// Every node with DRA devices: the live ones from their slices, then one node per planned
+/// DRA pool (a pool whose nodes the DRA driver serves and the device plugin does not).
+pub(crate) fn nodes(model: &Model) -> Vec<DraNode> {
+    let mut nodes: Vec<DraNode> = model
+        .nodes
+        .iter()
+        .filter(|n| !n.live.dra_devices.is_empty())
+        .map(|n| DraNode {
+            name: n.live.name.clone(),
+            pool: None,
+            devices: n.live.dra_devices.iter().map(Device::from_live).collect(),
+        })
+        .collect();
+    if !driver_runs(model) {
+        return nodes;
+    }
+    for (address, pool) in &model.pools {
+        let Some(shape) = &pool.after else { continue };
+        let Some(gpus) = &shape.gpus else { continue };
+        if pool
+            .managed_gpu_software
+            .as_ref()
+            .is_some_and(|m| m.device_plugin)
+        {
+            continue;
+        }
+        let plugin_runs = model.after.settings.present
+            && model.after.plugin_off(&pool.node_labels).is_none()
+            && pool
+                .node_labels
+                .get(DEVICE_PLUGIN_OPT_OUT)
+                .map(String::as_str)
+                != Some("false");
+        if plugin_runs {
+            continue;
+        }
+        let Some(gpu) = catalog::dra_gpu(&gpus.model, gpus.memory_gb, &shape.machine) else {
+            continue;
+        };
+        nodes.push(DraNode {
+            name: format!("{} {}", pool.kind, pool.name),
+            pool: Some(address.clone()),
+            devices: predicted(&gpu, gpus.count),
+        });
+    }
+    nodes
+}
+
+/// The DeviceClasses a release of the driver's chart creates with these values, and their
+/// selectors (the chart's `deviceclass-gpu.yaml`, `deviceclass-mig.yaml`,
+/// `deviceclass-vfio-gpu.yaml`).
+pub(crate) fn chart_classes(values: &Json) -> Vec<(&'static str, &'static str)> {
+    let gpus = values
+        .pointer("/resources/gpus/enabled")
+        .and_then(Json::as_bool)
+        .unwrap_or(true);
+    if !gpus {
+        return Vec::new();
+    }
+    vec![
+        (
+            "gpu.nvidia.com",
+            "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+        ),
+        (
+            "mig.nvidia.com",
+            "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'",
+        ),
+        (
+            "vfio.gpu.nvidia.com",
+            "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'",
+        ),
+    ]
+}

@@ -1,0 +1,787 @@
+//! Dynamic Resource Allocation at plan time: every DeviceClass and ResourceClaim(Template)
+//! selector of the stack evaluated, with the scheduler's CEL semantics ([`selector`]), against
+//! the devices NVIDIA's DRA driver publishes — the live nodes' ResourceSlices and the devices
+//! the planned DRA pools will publish ([`devices`]) — and each request of a claim allocated the
+//! way the scheduler allocates it, on one node: a selector that matches no device anywhere, a
+//! count no node can give, a runtime error the scheduler would stop at, and what the API
+//! server refuses at create are located findings at the selector.
+//!
+//! The verdict is about what the nodes offer, not what is free now: devices other claims hold
+//! are not subtracted (a claim that fits an empty cluster plans).
+//!
+//! **Invariant:** every selector is compiled once per plan, and evaluated once per distinct
+//! value of what it reads (`dra::tests::each_selector_is_compiled_once_and_evaluated_per_distinct_device`).
+
+pub mod devices;
+mod selector;
+
+use crate::model::{Model, Origin, key};
+use crate::{Finding, Severity};
+use devices::{DraNode, Known};
+use gpustack_protocol::nvidia::DRA_DRIVER;
+use gpustack_protocol::{DeviceRequestFact, DeviceRequestKind, DraDriverFact, PathStep};
+use kube_cel::cel::objects::Value;
+use selector::{Environment, Selector};
+use serde_json::Value as Json;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The DRA side of the stack, gathered with the rest of the model.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Inputs {
+    pub requests: Vec<(String, DeviceRequestFact)>,
+    pub drivers: Vec<(String, DraDriverFact)>,
+    /// The live DeviceClasses by name.
+    pub live_classes: BTreeMap<String, Json>,
+    /// Whether the live DRA objects were read (else absent means unknown).
+    pub live_read: bool,
+}
+
+/// A DeviceClass as the scheduler will find it, and where it comes from.
+struct Class {
+    selectors: Vec<(String, Option<Origin>)>,
+    /// `planned`, `live`, `the DRA driver chart (release gpu/dra)`.
+    source: String,
+}
+
+/// A device request of a claim (`exactly`, or one `firstAvailable` alternative).
+struct SubRequest {
+    name: String,
+    origin: Origin,
+    class: Option<String>,
+    selectors: Vec<(String, Origin)>,
+    all: bool,
+    count: u64,
+}
+
+struct Request {
+    name: String,
+    origin: Origin,
+    alternatives: Vec<SubRequest>,
+}
+
+/// One selector's verdict on one device.
+#[derive(Debug, Clone, PartialEq)]
+enum Verdict {
+    Match,
+    NoMatch,
+    /// What the scheduler stops at.
+    Error(String),
+    /// The selector reads what the plan cannot know of this device (a predicted one).
+    Unknown,
+}
+
+/// How one selector fared over the devices it was evaluated on.
+#[derive(Default)]
+struct Tally {
+    matched: usize,
+    unknown: usize,
+    errors: usize,
+    first_error: Option<String>,
+}
+
+/// The devices of one node that one sub-request can take (`unknown`: may take).
+#[derive(Default, Clone)]
+struct NodeCandidates {
+    sure: Vec<usize>,
+    maybe: Vec<usize>,
+}
+
+/// How much work a check did: selectors compiled, and CEL evaluations run.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Stats {
+    pub compiled: usize,
+    pub evaluated: usize,
+    pub devices: usize,
+}
+
+pub(crate) fn findings(model: &Model, findings: &mut Vec<Finding>) -> Stats {
+    let inputs = &model.dra;
+    let claims: Vec<&(String, DeviceRequestFact)> = inputs
+        .requests
+        .iter()
+        .filter(|(_, r)| r.kind != DeviceRequestKind::DeviceClass && r.spec.is_some())
+        .collect();
+    let planned_classes: Vec<&(String, DeviceRequestFact)> = inputs
+        .requests
+        .iter()
+        .filter(|(_, r)| r.kind == DeviceRequestKind::DeviceClass && r.spec.is_some())
+        .collect();
+    if claims.is_empty() && planned_classes.is_empty() {
+        return Stats::default();
+    }
+    let env = Environment::default();
+    let mut checker = Checker {
+        env: &env,
+        compiled: HashMap::new(),
+        memo: HashMap::new(),
+        nodes: devices::nodes(model),
+        prepared: Vec::new(),
+        domains: BTreeSet::new(),
+        evaluated: 0,
+    };
+    let classes = classes(model, &planned_classes);
+    // Every selector is compiled before any device is made, so that each device carries an
+    // empty map for every domain a selector names.
+    for class in classes.values() {
+        for (expression, _) in &class.selectors {
+            checker.compile(expression);
+        }
+    }
+    let requests: Vec<(&String, &DeviceRequestFact, Vec<Request>)> = claims
+        .iter()
+        .map(|(address, fact)| (address, fact, parse_requests(address, fact)))
+        .collect();
+    for (_, _, list) in &requests {
+        for request in list {
+            for sub in &request.alternatives {
+                for (expression, _) in &sub.selectors {
+                    checker.compile(expression);
+                }
+            }
+        }
+    }
+    checker.prepare();
+
+    for (name, class) in &classes {
+        for (expression, origin) in &class.selectors {
+            let Some(origin) = origin else { continue };
+            if let Some(why) = checker.compiled[expression].refused() {
+                findings.push(refusal(origin, &format!("DeviceClass {name}"), why));
+            }
+        }
+    }
+    let known_devices = checker.nodes.iter().any(|n| !n.devices.is_empty());
+    for (address, fact, list) in &requests {
+        let what = format!(
+            "{} {}",
+            fact.kind.name(),
+            fact.namespace
+                .as_ref()
+                .map_or_else(|| fact.name.clone(), |ns| format!("{ns}/{}", fact.name))
+        );
+        let mut feasible_per_request: Vec<Vec<(usize, Vec<NodeCandidates>)>> = Vec::new();
+        let mut failed = false;
+        for request in list {
+            let mut reasons = Vec::new();
+            let mut usable = Vec::new();
+            for (index, sub) in request.alternatives.iter().enumerate() {
+                match checker.sub_request(sub, &classes, &what, known_devices, inputs) {
+                    Ok(per_node) => usable.push((index, per_node)),
+                    Err(finding) => reasons.push(finding),
+                }
+            }
+            if usable.is_empty() {
+                failed = true;
+                if request.alternatives.len() == 1 {
+                    findings.extend(reasons);
+                } else {
+                    let why: Vec<String> = reasons
+                        .iter()
+                        .zip(&request.alternatives)
+                        .map(|(f, sub)| format!("{}: {}", sub.name, f.detail))
+                        .collect();
+                    let severity = if reasons.iter().all(|f| f.severity == Severity::Warning) {
+                        Severity::Warning
+                    } else {
+                        Severity::Error
+                    };
+                    findings.push(Finding {
+                        address: (*address).clone(),
+                        path: request.origin.path.clone(),
+                        severity,
+                        summary: "No alternative of the request can be allocated".into(),
+                        detail: format!(
+                            "Request {} of {what} lists {} alternatives in firstAvailable, and the scheduler can allocate none of them: {}",
+                            request.name,
+                            request.alternatives.len(),
+                            why.join("; ")
+                        ),
+                    });
+                }
+            }
+            feasible_per_request.push(usable);
+        }
+        if failed || list.len() < 2 {
+            continue;
+        }
+        if let Some(detail) = checker.together(list, &feasible_per_request) {
+            findings.push(Finding {
+                address: (*address).clone(),
+                path: list[0].origin.path[..list[0].origin.path.len() - 1].to_vec(),
+                severity: Severity::Error,
+                summary: "No node can give all the claim's requests".into(),
+                detail: format!("Each request of {what} can be allocated alone, but {detail}"),
+            });
+        }
+    }
+    Stats {
+        compiled: checker.compiled.len(),
+        evaluated: checker.evaluated,
+        devices: checker.nodes.iter().map(|n| n.devices.len()).sum(),
+    }
+}
+
+fn refusal(origin: &Origin, what: &str, why: &str) -> Finding {
+    Finding {
+        address: origin.address.clone(),
+        path: origin.path.clone(),
+        severity: Severity::Error,
+        summary: "The API server refuses this selector".into(),
+        detail: format!(
+            "The CEL selector of {what} does not compile as Kubernetes compiles device selectors: {why}. Creating the object fails."
+        ),
+    }
+}
+
+/// The DeviceClasses a claim may name: planned, else live, else those a planned DRA driver
+/// release creates.
+fn classes(model: &Model, planned: &[&(String, DeviceRequestFact)]) -> BTreeMap<String, Class> {
+    let inputs = &model.dra;
+    let mut classes = BTreeMap::new();
+    for (address, driver) in &inputs.drivers {
+        let Some(values) = &driver.values else {
+            continue;
+        };
+        for (name, expression) in devices::chart_classes(values) {
+            classes.insert(
+                name.to_owned(),
+                Class {
+                    selectors: vec![(expression.to_owned(), None)],
+                    source: format!("created by the DRA driver release {address}"),
+                },
+            );
+        }
+    }
+    for (name, spec) in &inputs.live_classes {
+        classes.insert(
+            name.clone(),
+            Class {
+                selectors: class_selectors(spec, None),
+                source: "live".into(),
+            },
+        );
+    }
+    for (address, fact) in planned {
+        let origin = Origin::new(address, &fact.attribute);
+        classes.insert(
+            fact.name.clone(),
+            Class {
+                selectors: class_selectors(
+                    fact.spec.as_ref().unwrap_or(&Json::Null),
+                    Some(&origin),
+                ),
+                source: format!("planned by {address}"),
+            },
+        );
+    }
+    // A class the stack deletes is gone for its claims.
+    for (_, fact) in inputs
+        .requests
+        .iter()
+        .filter(|(_, r)| r.kind == DeviceRequestKind::DeviceClass && r.spec.is_none())
+    {
+        classes.remove(&fact.name);
+    }
+    classes
+}
+
+fn class_selectors(spec: &Json, origin: Option<&Origin>) -> Vec<(String, Option<Origin>)> {
+    spec.get("selectors")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, s)| {
+            let expression = s.pointer("/cel/expression")?.as_str()?.to_owned();
+            let at = origin.map(|o| {
+                o.join(&[
+                    key("selectors"),
+                    PathStep::Index(i),
+                    key("cel"),
+                    key("expression"),
+                ])
+            });
+            Some((expression, at))
+        })
+        .collect()
+}
+
+fn parse_requests(address: &str, fact: &DeviceRequestFact) -> Vec<Request> {
+    let origin = Origin::new(address, &fact.attribute);
+    let spec = fact.spec.as_ref().unwrap_or(&Json::Null);
+    let sub = |value: &Json, at: Origin, name: String| -> SubRequest {
+        let selectors = value
+            .get("selectors")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .filter_map(|(j, s)| {
+                Some((
+                    s.pointer("/cel/expression")?.as_str()?.to_owned(),
+                    at.join(&[
+                        key("selectors"),
+                        PathStep::Index(j),
+                        key("cel"),
+                        key("expression"),
+                    ]),
+                ))
+            })
+            .collect();
+        SubRequest {
+            name,
+            class: value
+                .get("deviceClassName")
+                .and_then(Json::as_str)
+                .map(str::to_owned),
+            all: value.get("allocationMode").and_then(Json::as_str) == Some("All"),
+            count: value
+                .get("count")
+                .and_then(|c| c.as_u64().or_else(|| c.as_str()?.parse().ok()))
+                .unwrap_or(1),
+            selectors,
+            origin: at,
+        }
+    };
+    spec.pointer("/devices/requests")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, r)| {
+            let at = origin.join(&[key("devices"), key("requests"), PathStep::Index(i)]);
+            let name = r
+                .get("name")
+                .and_then(Json::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let alternatives = if let Some(list) = r.get("firstAvailable").and_then(Json::as_array)
+            {
+                list.iter()
+                    .enumerate()
+                    .map(|(k, alt)| {
+                        let alt_name = alt
+                            .get("name")
+                            .and_then(Json::as_str)
+                            .map_or_else(|| format!("{name}[{k}]"), |n| format!("{name}/{n}"));
+                        sub(
+                            alt,
+                            at.join(&[key("firstAvailable"), PathStep::Index(k)]),
+                            alt_name,
+                        )
+                    })
+                    .collect()
+            } else if let Some(exactly) = r.get("exactly") {
+                vec![sub(exactly, at.join(&[key("exactly")]), name.clone())]
+            } else {
+                // resource.k8s.io/v1beta1 wrote the request's fields on the request itself.
+                vec![sub(r, at.clone(), name.clone())]
+            };
+            Request {
+                name,
+                origin: at,
+                alternatives,
+            }
+        })
+        .collect()
+}
+
+struct Checker<'e> {
+    env: &'e Environment,
+    compiled: HashMap<String, Selector>,
+    /// (selector, what the device shows it) → verdict.
+    memo: HashMap<(String, String), Verdict>,
+    nodes: Vec<DraNode>,
+    /// Per node, per device: the CEL value of the device.
+    prepared: Vec<Vec<Value>>,
+    domains: BTreeSet<String>,
+    evaluated: usize,
+}
+
+impl Checker<'_> {
+    fn compile(&mut self, expression: &str) {
+        if !self.compiled.contains_key(expression) {
+            let selector = Selector::compile(expression);
+            self.domains.extend(selector.literals().iter().cloned());
+            self.compiled.insert(expression.to_owned(), selector);
+        }
+    }
+
+    fn prepare(&mut self) {
+        self.prepared = self
+            .nodes
+            .iter()
+            .map(|node| {
+                node.devices
+                    .iter()
+                    .map(|d| devices::cel_value(self.env, d, &self.domains))
+                    .collect()
+            })
+            .collect();
+    }
+
+    /// One selector on one device, memoised on what the selector reads of it.
+    fn verdict(&mut self, expression: &str, node: usize, device: usize) -> Verdict {
+        let selector = &self.compiled[expression];
+        let d = &self.nodes[node].devices[device];
+        let reads_unknown = match selector.references() {
+            None => d.known != Known::All,
+            Some(refs) => refs.iter().any(|r| !d.knows(r)),
+        };
+        if reads_unknown {
+            return Verdict::Unknown;
+        }
+        let projection = match selector.references() {
+            Some(refs) => refs
+                .iter()
+                .map(|r| d.show(r))
+                .collect::<Vec<_>>()
+                .join("\u{1f}"),
+            // Reads the whole device: only the device itself is its key.
+            None => format!("{}\u{1f}{}", self.nodes[node].name, d.name),
+        };
+        let memo_key = (expression.to_owned(), projection);
+        if let Some(v) = self.memo.get(&memo_key) {
+            return v.clone();
+        }
+        self.evaluated += 1;
+        let verdict = match selector.matches(self.env, &self.prepared[node][device]) {
+            Ok(true) => Verdict::Match,
+            Ok(false) => Verdict::NoMatch,
+            Err(e) => Verdict::Error(e),
+        };
+        self.memo.insert(memo_key, verdict.clone());
+        verdict
+    }
+
+    /// Which devices of each node one sub-request can take, or the finding why it can take
+    /// none anywhere.
+    fn sub_request(
+        &mut self,
+        sub: &SubRequest,
+        classes: &BTreeMap<String, Class>,
+        what: &str,
+        known_devices: bool,
+        inputs: &Inputs,
+    ) -> Result<Vec<NodeCandidates>, Finding> {
+        let finding = |severity, origin: &Origin, summary: &str, detail: String| Finding {
+            address: origin.address.clone(),
+            path: origin.path.clone(),
+            severity,
+            summary: summary.into(),
+            detail,
+        };
+        for (expression, origin) in &sub.selectors {
+            if let Some(why) = self.compiled[expression].refused() {
+                return Err(refusal(
+                    origin,
+                    &format!("request {} of {what}", sub.name),
+                    why,
+                ));
+            }
+        }
+        let class_origin = sub.origin.join(&[key("deviceClassName")]);
+        let Some(class_name) = &sub.class else {
+            return Err(finding(
+                Severity::Error,
+                &sub.origin,
+                "Request without a DeviceClass",
+                format!(
+                    "Request {} of {what} names no deviceClassName; the API server refuses it.",
+                    sub.name
+                ),
+            ));
+        };
+        let Some(class) = classes.get(class_name) else {
+            let (severity, why) = if inputs.live_read {
+                (
+                    Severity::Error,
+                    "neither the cluster has it nor the stack creates it (nor a DRA driver release of the stack)",
+                )
+            } else {
+                (
+                    Severity::Warning,
+                    "the stack does not create it, and the cluster's DeviceClasses were not read",
+                )
+            };
+            return Err(finding(
+                severity,
+                &class_origin,
+                "DeviceClass not found",
+                format!(
+                    "Request {} of {what} asks for DeviceClass {class_name}, but {why}: the scheduler leaves the claim Pending until it exists.",
+                    sub.name
+                ),
+            ));
+        };
+        let nvidia = class
+            .selectors
+            .iter()
+            .map(|(e, _)| e)
+            .chain(sub.selectors.iter().map(|(e, _)| e))
+            .any(|e| self.compiled[e].literals().contains(DRA_DRIVER));
+        if !nvidia {
+            return Err(finding(
+                Severity::Warning,
+                &class_origin,
+                "DeviceClass of another driver not checked",
+                format!(
+                    "DeviceClass {class_name} ({}) does not select NVIDIA's driver ({DRA_DRIVER}): gpustack knows only its devices, so request {} of {what} is not checked.",
+                    class.source, sub.name
+                ),
+            ));
+        }
+        if !known_devices {
+            return Err(finding(
+                Severity::Warning,
+                &sub.origin,
+                "No DRA devices known",
+                format!(
+                    "No node publishes {DRA_DRIVER} devices, and no planned pool will (one does when NVIDIA's DRA driver runs there and the device plugin does not): request {} of {what} is not checked, and a pod asking for it stays Pending until devices appear.",
+                    sub.name
+                ),
+            ));
+        }
+        // The class's selectors first, then the request's, as the scheduler applies them; the
+        // first that leaves no device anywhere is the one to blame.
+        let steps: Vec<(String, Option<Origin>, String)> = class
+            .selectors
+            .iter()
+            .map(|(e, o)| {
+                (
+                    e.clone(),
+                    o.clone(),
+                    format!(
+                        "the selector of DeviceClass {class_name} ({})",
+                        class.source
+                    ),
+                )
+            })
+            .chain(sub.selectors.iter().enumerate().map(|(j, (e, o))| {
+                (
+                    e.clone(),
+                    Some(o.clone()),
+                    format!("selector {j} of request {}", sub.name),
+                )
+            }))
+            .collect();
+        let mut alive: Vec<Vec<(usize, bool)>> = self
+            .nodes
+            .iter()
+            .map(|n| (0..n.devices.len()).map(|i| (i, true)).collect())
+            .collect();
+        for (expression, origin, label) in &steps {
+            let mut tally = Tally::default();
+            for (node, devices) in alive.iter_mut().enumerate() {
+                let mut kept = Vec::new();
+                for &(device, sure) in devices.iter() {
+                    match self.verdict(expression, node, device) {
+                        Verdict::Match => {
+                            tally.matched += 1;
+                            kept.push((device, sure));
+                        }
+                        Verdict::NoMatch => {}
+                        Verdict::Unknown => {
+                            tally.unknown += 1;
+                            kept.push((device, false));
+                        }
+                        Verdict::Error(e) => {
+                            tally.errors += 1;
+                            tally.first_error.get_or_insert(e);
+                        }
+                    }
+                }
+                *devices = kept;
+            }
+            let at = origin.clone().unwrap_or_else(|| class_origin.clone());
+            if tally.errors > 0 {
+                let error = tally.first_error.clone().unwrap_or_default();
+                if tally.matched + tally.unknown == 0 {
+                    return Err(finding(
+                        Severity::Error,
+                        &at,
+                        "Selector fails on the devices",
+                        format!(
+                            "{label} of {what} stops with a CEL runtime error on {} device(s) and matches none: \"{error}\". The scheduler leaves the claim Pending with this error.",
+                            tally.errors
+                        ),
+                    ));
+                }
+                return Err(finding(
+                    Severity::Warning,
+                    &at,
+                    "Selector fails on some devices",
+                    format!(
+                        "{label} of {what} stops with a CEL runtime error on {} device(s): \"{error}\". Whether the scheduler meets one of them before a device that matches depends on the order it reads the devices in; it fails the claim when it does.",
+                        tally.errors
+                    ),
+                ));
+            }
+            if tally.matched + tally.unknown == 0 {
+                return Err(finding(
+                    Severity::Error,
+                    &at,
+                    "Selector matches no device",
+                    format!(
+                        "{label} of {what} matches none of the {} {DRA_DRIVER} device(s) of {}: the scheduler leaves the claim Pending. Devices offered: {}.",
+                        self.nodes.iter().map(|n| n.devices.len()).sum::<usize>(),
+                        self.scope(),
+                        self.offered()
+                    ),
+                ));
+            }
+        }
+        let per_node: Vec<NodeCandidates> = alive
+            .iter()
+            .map(|devices| NodeCandidates {
+                sure: devices
+                    .iter()
+                    .filter(|(_, s)| *s)
+                    .map(|(d, _)| *d)
+                    .collect(),
+                maybe: devices
+                    .iter()
+                    .filter(|(_, s)| !*s)
+                    .map(|(d, _)| *d)
+                    .collect(),
+            })
+            .collect();
+        if !sub.all {
+            let best = per_node
+                .iter()
+                .enumerate()
+                .max_by_key(|(_, c)| c.sure.len() + c.maybe.len())
+                .map(|(i, c)| (i, c.sure.len() + c.maybe.len()))
+                .unwrap_or((0, 0));
+            if (best.1 as u64) < sub.count {
+                return Err(finding(
+                    Severity::Error,
+                    &sub.origin.join(&[key("count")]),
+                    "More devices than any node has",
+                    format!(
+                        "Request {} of {what} asks for {} devices on one node, but the most any node offers that match is {} ({}): the scheduler leaves the claim Pending.",
+                        sub.name,
+                        sub.count,
+                        best.1,
+                        self.nodes[best.0].describe()
+                    ),
+                ));
+            }
+        }
+        Ok(per_node)
+    }
+
+    /// Why no node can give every request of a claim at once (distinct devices), if none can.
+    fn together(
+        &self,
+        requests: &[Request],
+        usable: &[Vec<(usize, Vec<NodeCandidates>)>],
+    ) -> Option<String> {
+        let combinations: usize = usable.iter().map(Vec::len).product();
+        for node in 0..self.nodes.len() {
+            // Each combination of alternatives, in the scheduler's order.
+            for mut n in 0..combinations {
+                let wants: Vec<(Vec<usize>, u64)> = usable
+                    .iter()
+                    .zip(requests)
+                    .map(|(alternatives, request)| {
+                        let (index, per_node) = &alternatives[n % alternatives.len()];
+                        n /= alternatives.len();
+                        let candidates = &per_node[node];
+                        let devices: Vec<usize> = candidates
+                            .sure
+                            .iter()
+                            .chain(&candidates.maybe)
+                            .copied()
+                            .collect();
+                        let sub = &request.alternatives[*index];
+                        let count = if sub.all {
+                            devices.len().max(1) as u64
+                        } else {
+                            sub.count
+                        };
+                        (devices, count)
+                    })
+                    .collect();
+                if distinct(&wants) {
+                    return None;
+                }
+            }
+        }
+        Some(format!(
+            "no one node has distinct devices for all {} requests together ({}): the scheduler leaves the claim Pending.",
+            requests.len(),
+            self.scope()
+        ))
+    }
+
+    fn scope(&self) -> String {
+        let live = self.nodes.iter().filter(|n| n.pool.is_none()).count();
+        let pools: BTreeSet<&str> = self
+            .nodes
+            .iter()
+            .filter_map(|n| n.pool.as_deref())
+            .collect();
+        let mut parts = Vec::new();
+        if live > 0 {
+            parts.push(format!("{live} live node(s)"));
+        }
+        if !pools.is_empty() {
+            parts.push(format!(
+                "planned pool(s) {}",
+                pools.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        parts.join(" and ")
+    }
+
+    /// The distinct kinds of device on offer, for the reader to see what would match.
+    fn offered(&self) -> String {
+        let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+        for node in &self.nodes {
+            for d in &node.devices {
+                *kinds.entry(d.summary()).or_default() += 1;
+            }
+        }
+        kinds
+            .into_iter()
+            .map(|(k, n)| format!("{n} × {k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Whether every want (`count` distinct devices from its candidates) can be met at once:
+/// a bipartite matching of the wants' slots to devices.
+fn distinct(wants: &[(Vec<usize>, u64)]) -> bool {
+    let slots: Vec<&Vec<usize>> = wants
+        .iter()
+        .flat_map(|(devices, count)| std::iter::repeat_n(devices, *count as usize))
+        .collect();
+    let mut owner: HashMap<usize, usize> = HashMap::new();
+    fn augment(
+        slot: usize,
+        slots: &[&Vec<usize>],
+        owner: &mut HashMap<usize, usize>,
+        seen: &mut BTreeSet<usize>,
+    ) -> bool {
+        for &device in slots[slot] {
+            if !seen.insert(device) {
+                continue;
+            }
+            let free = match owner.get(&device) {
+                None => true,
+                Some(&other) => augment(other, slots, owner, seen),
+            };
+            if free {
+                owner.insert(device, slot);
+                return true;
+            }
+        }
+        false
+    }
+    (0..slots.len()).all(|slot| augment(slot, &slots, &mut owner, &mut BTreeSet::new()))
+}
+
+#[cfg(test)]
+mod tests;

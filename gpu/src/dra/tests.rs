@@ -1,0 +1,519 @@
+//! Selectors and claims against devices as NVIDIA's DRA driver publishes them.
+
+use super::selector::{Environment, Selector};
+use crate::{Model, Severity, Sourced};
+use gpustack_protocol::{
+    ClusterFact, DeviceRequestFact, DeviceRequestKind, DraAttribute, DraDevice, DraDriverFact,
+    GpuFact, GpuShape, NodeFact, PoolFact, PoolShape, path, path_text,
+};
+use serde_json::{Value as Json, json};
+
+/// A full GPU as the driver publishes it.
+pub(crate) fn gpu(minor: u32, product: &str, memory: &str) -> DraDevice {
+    let s = |v: &str| DraAttribute::String(v.into());
+    let architecture = if product.contains("H100") {
+        "Hopper"
+    } else {
+        "Ampere"
+    };
+    let capability = if product.contains("H100") {
+        "9.0.0"
+    } else {
+        "8.0.0"
+    };
+    DraDevice {
+        name: format!("gpu-{minor}"),
+        kind: "gpu".into(),
+        product: product.into(),
+        memory_mib: None,
+        attributes: [
+            ("type", s("gpu")),
+            ("uuid", s(&format!("GPU-{minor:08}"))),
+            ("productName", s(product)),
+            ("brand", s("Nvidia")),
+            ("architecture", s(architecture)),
+            (
+                "cudaComputeCapability",
+                DraAttribute::Version(capability.into()),
+            ),
+            ("driverVersion", DraAttribute::Version("580.65.6".into())),
+            ("cudaDriverVersion", DraAttribute::Version("13.0.0".into())),
+            (
+                "resource.kubernetes.io/pciBusID",
+                s(&format!("0000:{:02x}:00.0", 0x10 + minor)),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect(),
+        capacity: [("memory".to_owned(), memory.to_owned())].into(),
+    }
+}
+
+/// A static MIG device of GPU `minor`.
+fn mig(minor: u32, profile: &str, start: u32, product: &str) -> DraDevice {
+    let mut device = gpu(minor, product, "9856Mi");
+    device.name = format!("gpu-{minor}-mig-{}-19-{start}", profile.replace('.', ""));
+    device.kind = "mig".into();
+    device
+        .attributes
+        .insert("type".into(), DraAttribute::String("mig".into()));
+    device
+        .attributes
+        .insert("profile".into(), DraAttribute::String(profile.into()));
+    device.attributes.insert(
+        "parentUUID".into(),
+        DraAttribute::String(format!("GPU-{minor:08}")),
+    );
+    device
+        .capacity
+        .insert("multiprocessors".into(), "14".into());
+    device
+}
+
+fn live(nodes: Vec<(&str, Vec<DraDevice>)>) -> GpuFact {
+    GpuFact::Cluster(ClusterFact {
+        nodes: nodes
+            .into_iter()
+            .map(|(name, devices)| NodeFact {
+                name: name.into(),
+                dra_devices: devices,
+                ..NodeFact::default()
+            })
+            .collect(),
+        device_classes: [
+            (
+                "gpu.nvidia.com".to_owned(),
+                json!({"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}}]}),
+            ),
+            (
+                "mig.nvidia.com".to_owned(),
+                json!({"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"}}]}),
+            ),
+        ]
+        .into(),
+        ..ClusterFact::default()
+    })
+}
+
+fn a100_node(name: &str, gpus: u32) -> (&str, Vec<DraDevice>) {
+    (
+        name,
+        (0..gpus)
+            .map(|i| gpu(i, "NVIDIA A100-SXM4-80GB", "80Gi"))
+            .collect(),
+    )
+}
+
+fn template(name: &str, requests: Json) -> GpuFact {
+    GpuFact::DeviceRequest(DeviceRequestFact {
+        kind: DeviceRequestKind::ResourceClaimTemplate,
+        name: name.into(),
+        namespace: Some("default".into()),
+        spec: Some(json!({"devices": {"requests": requests}})),
+        attribute: path(["manifest", "spec", "spec"]),
+    })
+}
+
+fn one(class: &str, selector: &str) -> Json {
+    json!([{"name": "gpu", "exactly": {"deviceClassName": class, "selectors": [{"cel": {"expression": selector}}]}}])
+}
+
+/// The findings of the facts, as `severity summary @ path: detail`.
+fn check(facts: &[GpuFact]) -> Vec<String> {
+    let sourced: Vec<Sourced<'_>> = facts
+        .iter()
+        .map(|fact| Sourced {
+            address: "kubernetes_manifest.claim",
+            fact,
+        })
+        .collect();
+    let model = Model::build(&sourced);
+    model
+        .dra_findings()
+        .0
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {} @ {}: {}",
+                if f.severity == Severity::Error {
+                    "error"
+                } else {
+                    "warning"
+                },
+                f.summary,
+                path_text(&f.path),
+                f.detail
+            )
+        })
+        .collect()
+}
+
+fn verdict(selector: &str, device: &DraDevice) -> Result<bool, String> {
+    let env = Environment::default();
+    let compiled = Selector::compile(selector);
+    if let Some(why) = compiled.refused() {
+        return Err(format!("refused: {why}"));
+    }
+    let device = super::devices::Device::from_live(device);
+    let domains = compiled.literals().clone();
+    compiled.matches(&env, &super::devices::cel_value(&env, &device, &domains))
+}
+
+#[test]
+fn selectors_read_the_device_as_the_scheduler_does() {
+    let a100 = gpu(0, "NVIDIA A100-SXM4-80GB", "80Gi");
+    let yes = [
+        "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100-SXM4-80GB'",
+        "device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA A100')",
+        "device.attributes['gpu.nvidia.com'].productName.lowerAscii().matches('^.*a100.*$')",
+        // Quantities compare exactly: 80Gi is 81920Mi.
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('81920Mi')) == 0",
+        "device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('40Gi'))",
+        "device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('570.0.0'))",
+        "device.attributes['gpu.nvidia.com'].cudaComputeCapability.compareTo(semver('8.0.0')) >= 0",
+        "device.attributes['resource.kubernetes.io'].pciBusID == '0000:10:00.0'",
+        // A domain no attribute has is an empty map, not an error.
+        "!has(device.attributes['example.com'].model)",
+        // An error on one side of && is absorbed by false on the other, as in CEL.
+        "!(device.attributes['gpu.nvidia.com'].profile == '1g.10gb' && device.attributes['gpu.nvidia.com'].type == 'mig')",
+    ];
+    for selector in yes {
+        assert_eq!(verdict(selector, &a100), Ok(true), "{selector}");
+    }
+    assert_eq!(
+        verdict(
+            "device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('80Gi'))",
+            &a100
+        ),
+        Ok(false)
+    );
+    // An attribute the device lacks is the runtime error the scheduler stops at.
+    let missing = verdict(
+        "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'",
+        &a100,
+    );
+    assert!(
+        missing.as_ref().is_err_and(|e| e.contains("profile")),
+        "{missing:?}"
+    );
+    // So is a literal semver() cannot parse.
+    assert!(
+        verdict(
+            "device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('v570'))",
+            &a100
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn what_the_api_server_refuses_is_found_without_a_device() {
+    for (selector, why) in [
+        (
+            "device.attributes['gpu.nvidia.com'].productName ==",
+            "syntax error",
+        ),
+        (
+            "device.capacity['gpu.nvidia.com'].memory >= quantity('40Gi')",
+            "found no matching overload for '>=' applied to a Quantity",
+        ),
+        (
+            "semver('1.0.0') < device.attributes['gpu.nvidia.com'].driverVersion",
+            "found no matching overload for '<' applied to a Semver",
+        ),
+        ("gpu.productName == 'x'", "undeclared reference to 'gpu'"),
+        ("device.model == 'x'", "undefined field 'model' of device"),
+    ] {
+        let compiled = Selector::compile(selector);
+        assert!(
+            compiled.refused().is_some_and(|r| r.contains(why)),
+            "{selector}: {:?}",
+            compiled.refused()
+        );
+    }
+    // A comprehension's own variables are declared.
+    assert_eq!(
+        Selector::compile("['A100', 'H100'].exists(m, device.attributes['gpu.nvidia.com'].productName.contains(m))")
+            .refused(),
+        None
+    );
+}
+
+#[test]
+fn an_h100_selector_on_a100_nodes_is_refused_at_the_selector() {
+    let h100 = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'";
+    let found = check(&[
+        live(vec![a100_node("a", 8), a100_node("b", 8)]),
+        template("h100", one("gpu.nvidia.com", h100)),
+    ]);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].starts_with("error Selector matches no device @ manifest.spec.spec.devices.requests[0].exactly.selectors[0].cel.expression: selector 0 of request gpu of ResourceClaimTemplate default/h100 matches none of the 16 gpu.nvidia.com device(s) of 2 live node(s)"),
+        "{found:#?}"
+    );
+    assert!(
+        found[0].contains("16 × gpu NVIDIA A100-SXM4-80GB"),
+        "{found:#?}"
+    );
+    let h100_node = (
+        "h",
+        (0..8)
+            .map(|i| gpu(i, "NVIDIA H100 80GB HBM3", "81559Mi"))
+            .collect(),
+    );
+    assert_eq!(
+        check(&[
+            live(vec![a100_node("a", 8), h100_node]),
+            template("h100", one("gpu.nvidia.com", h100)),
+        ]),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn counts_all_mode_first_available_and_several_requests_are_allocated_per_node() {
+    let cluster = || live(vec![a100_node("a", 4), a100_node("b", 2)]);
+    let any = "device.attributes['gpu.nvidia.com'].architecture == 'Ampere'";
+    let count = |n: u64| json!([{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": n, "selectors": [{"cel": {"expression": any}}]}}]);
+    assert!(check(&[cluster(), template("four", count(4))]).is_empty());
+    let five = check(&[cluster(), template("five", count(5))]);
+    assert!(
+        five.len() == 1
+            && five[0].starts_with("error More devices than any node has @ manifest.spec.spec.devices.requests[0].exactly.count: Request gpus of ResourceClaimTemplate default/five asks for 5 devices on one node, but the most any node offers that match is 4 (node a)"),
+        "{five:#?}"
+    );
+    let all = json!([{"name": "all", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}}]);
+    assert!(check(&[cluster(), template("all", all)]).is_empty());
+    // The first alternative no node has is skipped; the second fits.
+    let h100 = "device.attributes['gpu.nvidia.com'].productName.contains('H100')";
+    let first_available = json!([{"name": "gpu", "firstAvailable": [
+        {"name": "h100", "deviceClassName": "gpu.nvidia.com", "selectors": [{"cel": {"expression": h100}}]},
+        {"name": "a100", "deviceClassName": "gpu.nvidia.com", "count": 2}
+    ]}]);
+    assert!(check(&[cluster(), template("fa", first_available)]).is_empty());
+    let none_fits = json!([{"name": "gpu", "firstAvailable": [
+        {"name": "h100", "deviceClassName": "gpu.nvidia.com", "selectors": [{"cel": {"expression": h100}}]},
+        {"name": "many", "deviceClassName": "gpu.nvidia.com", "count": 9}
+    ]}]);
+    let found = check(&[cluster(), template("nf", none_fits)]);
+    assert!(
+        found.len() == 1
+            && found[0].starts_with("error No alternative of the request can be allocated @ manifest.spec.spec.devices.requests[0]:"),
+        "{found:#?}"
+    );
+    // Two requests of 2 and 3 fit node a (4) alone, not together.
+    let two = json!([
+        {"name": "x", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}},
+        {"name": "y", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 3}}
+    ]);
+    let found = check(&[cluster(), template("two", two)]);
+    assert!(
+        found.len() == 1 && found[0].starts_with("error No node can give all the claim's requests @ manifest.spec.spec.devices.requests:"),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn mig_devices_are_selected_through_their_class_and_runtime_errors_are_quoted() {
+    let product = "NVIDIA A100-SXM4-80GB";
+    let node = (
+        "m",
+        vec![
+            mig(0, "1g.10gb", 0, product),
+            mig(0, "1g.10gb", 1, product),
+            mig(0, "3g.40gb", 4, product),
+            gpu(1, product, "80Gi"),
+        ],
+    );
+    let profile = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'";
+    assert!(
+        check(&[
+            live(vec![node.clone()]),
+            template("mig", one("mig.nvidia.com", profile))
+        ])
+        .is_empty()
+    );
+    // Through the full-GPU class, `profile` is missing on every device it selects.
+    let found = check(&[
+        live(vec![node.clone()]),
+        template("wrong", one("gpu.nvidia.com", profile)),
+    ]);
+    assert!(
+        found.len() == 1
+            && found[0].starts_with("error Selector fails on the devices @ manifest.spec.spec.devices.requests[0].exactly.selectors[0].cel.expression:")
+            && found[0].contains("The scheduler leaves the claim Pending with this error"),
+        "{found:#?}"
+    );
+    let sm = "device.capacity['gpu.nvidia.com'].multiprocessors.isGreaterThan(quantity('10'))";
+    assert!(check(&[live(vec![node]), template("sm", one("mig.nvidia.com", sm))]).is_empty());
+}
+
+#[test]
+fn a_missing_device_class_and_a_refused_selector_are_located() {
+    let found = check(&[
+        live(vec![a100_node("a", 1)]),
+        template("nc", one("gpus.nvidia.com", "true")),
+        template(
+            "bad",
+            one(
+                "gpu.nvidia.com",
+                "device.capacity['gpu.nvidia.com'].memory > quantity('1Gi')",
+            ),
+        ),
+    ]);
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert!(found.iter().any(|f| f.starts_with("error DeviceClass not found @ manifest.spec.spec.devices.requests[0].exactly.deviceClassName")), "{found:#?}");
+    assert!(found.iter().any(|f| f.starts_with("error The API server refuses this selector @ manifest.spec.spec.devices.requests[0].exactly.selectors[0].cel.expression")), "{found:#?}");
+}
+
+fn pool(name: &str, model: &str, labels: &[(&str, &str)]) -> GpuFact {
+    GpuFact::Pool(PoolFact {
+        kind: "nodepool".into(),
+        name: name.into(),
+        node_labels: labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        labels_attribute: path(["node_labels"]),
+        before: None,
+        after: Some(PoolShape {
+            min_nodes: 2,
+            max_nodes: 2,
+            machine: "p5.48xlarge".into(),
+            gpus: Some(GpuShape {
+                count: 8,
+                model: model.into(),
+                memory_gb: 80,
+                source: "built-in table".into(),
+            }),
+            sharing: None,
+        }),
+        new: true,
+        managed_gpu_software: None,
+        removes: None,
+    })
+}
+
+fn driver() -> GpuFact {
+    GpuFact::DraDriver(DraDriverFact {
+        release: "nvidia-dra/dra".into(),
+        values: Some(json!({"gpuResourcesEnabledOverride": true})),
+        values_before: None,
+        attribute: path(["values"]),
+    })
+}
+
+#[test]
+fn planned_dra_pools_offer_the_devices_of_the_built_in_table() {
+    let h100 = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'";
+    let empty = GpuFact::Cluster(ClusterFact::default());
+    // An H100 pool the driver serves: the chart's classes, the table's product name.
+    assert_eq!(
+        check(&[
+            empty.clone(),
+            driver(),
+            pool("h100", "H100", &[]),
+            template("t", one("gpu.nvidia.com", h100))
+        ]),
+        Vec::<String>::new()
+    );
+    let found = check(&[
+        empty.clone(),
+        driver(),
+        pool("a100", "A100", &[]),
+        template("t", one("gpu.nvidia.com", h100)),
+    ]);
+    assert!(
+        found.len() == 1 && found[0].contains("matches none of the 8 gpu.nvidia.com device(s) of planned pool(s) kubernetes_manifest.claim"),
+        "{found:#?}"
+    );
+    // What only a published node tells (its driver version) is not guessed.
+    let driver_version =
+        "device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('999.0.0'))";
+    assert!(
+        check(&[
+            empty.clone(),
+            driver(),
+            pool("h100", "H100", &[]),
+            template("t", one("gpu.nvidia.com", driver_version))
+        ])
+        .is_empty()
+    );
+    // Without the DRA driver, its classes are not there either.
+    let found = check(&[
+        empty,
+        pool("h100", "H100", &[]),
+        template("t", one("gpu.nvidia.com", h100)),
+    ]);
+    assert!(
+        found.len() == 1 && found[0].starts_with("error DeviceClass not found"),
+        "{found:#?}"
+    );
+    // A pool the GPU Operator's device plugin serves publishes no DRA devices.
+    let operator = GpuFact::Operator(gpustack_protocol::OperatorFact {
+        source: gpustack_protocol::OperatorSource::HelmValues,
+        namespace: Some("gpu-operator".into()),
+        settings: Some(json!({"devicePlugin": {"enabled": true}})),
+        settings_before: None,
+        attribute: path(["values"]),
+    });
+    let found = check(&[
+        GpuFact::Cluster(ClusterFact::default()),
+        operator.clone(),
+        driver(),
+        pool("h100", "H100", &[]),
+        template("t", one("gpu.nvidia.com", h100)),
+    ]);
+    assert!(
+        found.len() == 1 && found[0].starts_with("warning No DRA devices known"),
+        "{found:#?}"
+    );
+    assert!(
+        check(&[
+            GpuFact::Cluster(ClusterFact::default()),
+            operator,
+            driver(),
+            pool(
+                "h100",
+                "H100",
+                &[("nvidia.com/gpu.deploy.device-plugin", "false")]
+            ),
+            template("t", one("gpu.nvidia.com", h100))
+        ])
+        .is_empty()
+    );
+}
+
+#[test]
+fn each_selector_is_compiled_once_and_evaluated_per_distinct_device() {
+    let nodes: Vec<(String, Vec<DraDevice>)> = (0..50)
+        .map(|n| {
+            (
+                format!("n{n}"),
+                (0..8)
+                    .map(|i| gpu(i, "NVIDIA A100-SXM4-80GB", "80Gi"))
+                    .collect(),
+            )
+        })
+        .collect();
+    let cluster = live(nodes.iter().map(|(n, d)| (n.as_str(), d.clone())).collect());
+    let selector = "device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA A100')";
+    let facts = [
+        cluster,
+        template("a", one("gpu.nvidia.com", selector)),
+        template("b", one("gpu.nvidia.com", selector)),
+    ];
+    let sourced: Vec<Sourced<'_>> = facts
+        .iter()
+        .map(|fact| Sourced { address: "x", fact })
+        .collect();
+    let (found, stats) = Model::build(&sourced).dra_findings();
+    assert!(found.is_empty(), "{found:#?}");
+    assert_eq!(stats.devices, 400);
+    // The class's selector and the claims' one, once each.
+    assert_eq!(stats.compiled, 3);
+    // One evaluation per selector per distinct value it reads (the class reads driver and
+    // type, the claims' selector the product name): 400 identical GPUs cost two.
+    assert_eq!(stats.evaluated, 2, "{stats:?}");
+}
