@@ -154,6 +154,8 @@ pub struct Simulator {
     /// NVIDIA's default MIG geometries, which the operator publishes as the ConfigMap
     /// `default-mig-parted-config` once a ClusterPolicy exists.
     default_mig_config: Option<String>,
+    /// The devices last published in each node's DRA ResourceSlice, by node name.
+    dra_published: HashMap<String, serde_json::Value>,
 }
 
 /// What the simulator reads, as reflectors keep it.
@@ -356,7 +358,175 @@ impl Simulator {
                     next = None;
                 }
             }
+            if let Err(e) = simulator.publish_dra(&client, &stores).await {
+                eprintln!("gpusim: DRA: {e}");
+            }
         }
+    }
+
+    /// NVIDIA's DRA driver's kubelet plugin, and node-feature-discovery's PCI label it needs:
+    /// on every GPU node where a pod of the driver chart's kubelet plugin runs (and no device
+    /// plugin does), the node's ResourceSlice ([`super::dra`]), owned by the node as the
+    /// driver's is; elsewhere none. A node served by both gets none, and the simulator says so:
+    /// the two must never serve one node.
+    async fn publish_dra(
+        &mut self,
+        client: &kube::Client,
+        stores: &Stores,
+    ) -> Result<(), kube::Error> {
+        use k8s_openapi::api::resource::v1::ResourceSlice;
+        use kube::api::{DeleteParams, ListParams, PostParams};
+        let (plugin_key, plugin_value) = super::dra::PLUGIN_LABEL;
+        let daemon_sets: Api<DaemonSet> = Api::all(client.clone());
+        let driver_installed = daemon_sets
+            .list(&ListParams::default())
+            .await?
+            .items
+            .iter()
+            .any(|ds| {
+                ds.spec
+                    .as_ref()
+                    .and_then(|s| s.selector.match_labels.as_ref())
+                    .and_then(|l| l.get(plugin_key))
+                    .map(String::as_str)
+                    == Some(plugin_value)
+            });
+        let slices_api: Api<ResourceSlice> = Api::all(client.clone());
+        let slices = match slices_api
+            .list(&ListParams::default().fields(&format!("spec.driver={}", super::dra::DRIVER)))
+            .await
+        {
+            Ok(list) => list.items,
+            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if !driver_installed && slices.is_empty() {
+            self.dra_published.clear();
+            return Ok(());
+        }
+        let pods = stores.pods.state();
+        let running_on = |node: &str, matches: &dyn Fn(&Pod) -> bool| {
+            pods.iter().any(|p| {
+                on_node(p, node)
+                    && matches(p)
+                    && p.metadata.deletion_timestamp.is_none()
+                    && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+            })
+        };
+        let node_api: Api<Node> = Api::all(client.clone());
+        let mut wanted: HashMap<String, (serde_json::Value, String)> = HashMap::new();
+        for node in stores.nodes.state() {
+            let (Some(name), Some(uid)) = (node.metadata.name.clone(), node.metadata.uid.clone())
+            else {
+                continue;
+            };
+            let annotations = node.metadata.annotations.clone().unwrap_or_default();
+            let Some(gpu_model) = annotations
+                .get(MODEL_ANNOTATION)
+                .and_then(|m| find_model(m))
+            else {
+                continue;
+            };
+            let labels = node.metadata.labels.clone().unwrap_or_default();
+            if driver_installed && !labels.contains_key(super::dra::NFD_NVIDIA_LABEL) {
+                node_api
+                    .patch(
+                        &name,
+                        &PatchParams::default(),
+                        &Patch::Merge(serde_json::json!({"metadata": {"labels": {
+                            super::dra::NFD_NVIDIA_LABEL: "true"
+                        }}})),
+                    )
+                    .await?;
+            }
+            let dra_plugin = running_on(&name, &|p: &Pod| {
+                p.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(plugin_key))
+                    .map(String::as_str)
+                    == Some(plugin_value)
+            });
+            let device_plugin = running_on(&name, &|p: &Pod| {
+                p.metadata.namespace.as_deref() == Some(NAMESPACE)
+                    && app_of(p) == Some(DEVICE_PLUGIN_DAEMONSET)
+            });
+            if !dra_plugin {
+                continue;
+            }
+            if device_plugin {
+                eprintln!(
+                    "gpusim: DRA: node {name} runs both the device plugin and the DRA driver's kubelet plugin; it publishes no DRA devices"
+                );
+                continue;
+            }
+            let count: u32 = annotations
+                .get(COUNT_ANNOTATION)
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(1);
+            let layout = annotations.get(MIG_APPLIED).and_then(|geometry| {
+                let configs = MigConfigs::parse(self.default_mig_config.as_deref()?).ok()?;
+                configs.layout_for(geometry, gpu_model).ok()
+            });
+            let devices = super::dra::devices(&name, gpu_model, count, layout.as_ref());
+            wanted.insert(name, (serde_json::Value::Array(devices), uid));
+        }
+        for slice in &slices {
+            let node = slice.spec.node_name.clone().unwrap_or_default();
+            let Some(slice_name) = slice.metadata.name.clone() else {
+                continue;
+            };
+            match wanted.remove(&node) {
+                None => {
+                    slices_api
+                        .delete(&slice_name, &DeleteParams::default())
+                        .await?;
+                    self.dra_published.remove(&node);
+                }
+                Some((devices, _)) => {
+                    if self.dra_published.get(&node) == Some(&devices) {
+                        continue;
+                    }
+                    let generation = slice.spec.pool.generation + 1;
+                    let spec = super::dra::slice_spec(
+                        &node,
+                        serde_json::from_value(devices.clone()).unwrap_or_default(),
+                        generation,
+                    );
+                    slices_api
+                        .patch(
+                            &slice_name,
+                            &PatchParams::default(),
+                            &Patch::Merge(serde_json::json!({"spec": spec})),
+                        )
+                        .await?;
+                    self.dra_published.insert(node, devices);
+                }
+            }
+        }
+        for (node, (devices, uid)) in wanted {
+            let spec = super::dra::slice_spec(
+                &node,
+                serde_json::from_value(devices.clone()).unwrap_or_default(),
+                1,
+            );
+            let slice: ResourceSlice = serde_json::from_value(serde_json::json!({
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {
+                    "generateName": format!("00000-{}-{node}-", super::dra::DRIVER),
+                    "ownerReferences": [{
+                        "apiVersion": "v1", "kind": "Node", "name": node, "uid": uid,
+                        "controller": true,
+                    }],
+                },
+                "spec": spec,
+            }))
+            .map_err(kube::Error::SerdeError)?;
+            slices_api.create(&PostParams::default(), &slice).await?;
+            self.dra_published.insert(node, devices);
+        }
+        Ok(())
     }
 
     /// What the operator creates from a ClusterPolicy: the operand DaemonSets (made again as

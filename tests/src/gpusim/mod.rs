@@ -8,6 +8,7 @@
 
 pub mod catalog;
 pub mod controller;
+pub mod dra;
 pub mod mig;
 pub mod sharing;
 

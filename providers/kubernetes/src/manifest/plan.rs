@@ -228,10 +228,19 @@ impl Connected {
                     format!("Apply of {} will conflict", id.describe()),
                     detail,
                 )]),
-                None => Err(error(
-                    &format!("The API server rejects {}", id.describe()),
-                    api_error(&e),
-                )),
+                None => {
+                    let mut diagnostics = error(
+                        &format!("The API server rejects {}", id.describe()),
+                        api_error(&e),
+                    );
+                    // An invalid object names the field it refuses: the diagnostic points there.
+                    if let Some(field) = invalid_field(&e) {
+                        for diagnostic in &mut diagnostics {
+                            diagnostic.attribute = Some(format!("manifest.{field}"));
+                        }
+                    }
+                    Err(diagnostics)
+                }
             },
         }
     }
@@ -278,4 +287,19 @@ impl Connected {
             owned: !owner.is_empty() && mark.as_deref() == Some(owner),
         }))
     }
+}
+
+/// The field an Invalid (422) answer names first (`spec.template.spec.containers[0].image`).
+fn invalid_field(e: &kube::Error) -> Option<String> {
+    let kube::Error::Api(status) = e else {
+        return None;
+    };
+    status
+        .details
+        .as_ref()?
+        .causes
+        .iter()
+        .map(|c| c.field.trim())
+        .find(|f| !f.is_empty() && !f.starts_with('<'))
+        .map(str::to_owned)
 }

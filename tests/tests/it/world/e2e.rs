@@ -88,6 +88,13 @@ impl Stack {
         }
     }
 
+    /// The same stack on another test cluster.
+    pub(super) fn on(mut self, cluster: &'static TestCluster) -> Self {
+        self.vars[0] = format!("kubeconfig={}", cluster.kubeconfig.display());
+        self.cluster = cluster;
+        self
+    }
+
     /// The same stack with more `--var`s.
     pub(super) fn with_vars(mut self, vars: &[&str]) -> Self {
         self.vars.extend(vars.iter().map(|v| v.to_string()));

@@ -6,6 +6,7 @@ mod aks;
 mod backends;
 mod collateral;
 mod conformance;
+mod dra;
 mod drift_cronjob;
 mod e2e;
 mod eks;

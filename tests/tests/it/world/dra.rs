@@ -1,0 +1,415 @@
+//! Dynamic Resource Allocation against the real kube-scheduler: NVIDIA's DRA driver chart
+//! installed by gpustack, the simulator playing its kubelet plugin (the nodes' ResourceSlices),
+//! and gpustack's plan-time verdict on each claim compared with what the scheduler does with
+//! the same claim: allocated, or left Pending.
+
+use super::e2e::{DestroyOnDrop, OPERATOR, Stack};
+use gpustack_tests::cluster::{TestCluster, cluster};
+
+const NAMESPACE: &str = "dra-agree";
+/// The nodes of these tests carry it; the driver's kubelet plugin and the pods select it.
+const NODE_LABEL: &str = "gpustack.dev/dra-agree";
+
+fn driver_chart() -> String {
+    gpustack_tests::upstream("charts/dra-driver-nvidia-gpu")
+        .canonicalize()
+        .expect("the DRA driver chart in the upstream data")
+        .display()
+        .to_string()
+}
+
+/// A fake GPU node that only NVIDIA's DRA driver serves (the operator's device plugin is
+/// switched off on it), with MIG `geometry` applied to its GPUs when given.
+fn dra_node(c: &TestCluster, name: &str, model: &str, count: u32, geometry: Option<&str>) {
+    c.fake_gpu_node(name, model, count);
+    c.kubectl_ok(&[
+        "label",
+        "node",
+        name,
+        "--overwrite",
+        &format!("{NODE_LABEL}=true"),
+        "nvidia.com/gpu.deploy.device-plugin=false",
+    ]);
+    if let Some(geometry) = geometry {
+        c.kubectl_ok(&[
+            "annotate",
+            "node",
+            name,
+            "--overwrite",
+            &format!("gpusim.gpustack.dev/mig-applied={geometry}"),
+        ]);
+    }
+}
+
+const PROVIDERS: &str = r#"variable "kubeconfig" {
+  type = string
+}
+
+variable "chart" {
+  type = string
+}
+
+provider "kubernetes" {
+  config_path = var.kubeconfig
+}
+
+provider "helm" {
+  config_path = var.kubeconfig
+}
+"#;
+
+fn driver_release() -> String {
+    format!(
+        r#"resource "helm_release" "dra" {{
+  name             = "dra-agree"
+  namespace        = "nvidia-dra-agree"
+  create_namespace = true
+  chart            = var.chart
+  values = {{
+    gpuResourcesEnabledOverride = true
+    resources = {{
+      computeDomains = {{
+        enabled = false
+      }}
+    }}
+    kubeletPlugin = {{
+      nodeSelector = {{
+        "{NODE_LABEL}" = "true"
+      }}
+    }}
+  }}
+}}
+"#
+    )
+}
+
+/// One case of the table: the claim's `spec` (YAML), and what the scheduler does with it.
+struct Case {
+    name: &'static str,
+    spec: String,
+    allocated: bool,
+}
+
+fn exactly(class: &str, selector: &str, extra: &str) -> String {
+    let selectors = if selector.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\n      selectors:\n      - cel:\n          expression: {}",
+            serde_json::to_string(selector).unwrap()
+        )
+    };
+    format!(
+        "devices:\n  requests:\n  - name: gpu\n    exactly:\n      deviceClassName: {class}{selectors}{extra}\n"
+    )
+}
+
+fn gpu(selector: &str, allocated: bool, name: &'static str) -> Case {
+    Case {
+        name,
+        spec: exactly("gpu.nvidia.com", selector, ""),
+        allocated,
+    }
+}
+
+fn mig(selector: &str, allocated: bool, name: &'static str) -> Case {
+    Case {
+        name,
+        spec: exactly("mig.nvidia.com", selector, ""),
+        allocated,
+    }
+}
+
+/// The table: two nodes of two A100-SXM4-80GB and one A100 with MIG all-balanced (3g.40gb,
+/// 2g.20gb, 2 × 1g.10gb).
+fn cases() -> Vec<Case> {
+    let attr = |name: &str| format!("device.attributes['gpu.nvidia.com'].{name}");
+    let memory = "device.capacity['gpu.nvidia.com'].memory";
+    let sms = "device.capacity['gpu.nvidia.com'].multiprocessors";
+    let a100 = format!("{} == 'NVIDIA A100-SXM4-80GB'", attr("productName"));
+    let h100 = format!("{} == 'NVIDIA H100 80GB HBM3'", attr("productName"));
+    vec![
+        gpu(&a100, true, "product-a100"),
+        gpu(&h100, false, "product-h100"),
+        gpu(&format!("{}.startsWith('NVIDIA A100')", attr("productName")), true, "product-prefix"),
+        gpu(&format!("{}.lowerAscii().matches('^.*a100.*$')", attr("productName")), true, "product-regex"),
+        gpu(&format!("{} == 'Ampere'", attr("architecture")), true, "arch-ampere"),
+        gpu(&format!("{} == 'Hopper'", attr("architecture")), false, "arch-hopper"),
+        gpu(&format!("{memory}.compareTo(quantity('81920Mi')) == 0"), true, "memory-exact"),
+        gpu(&format!("{memory}.isGreaterThan(quantity('80Gi'))"), false, "memory-over-80gi"),
+        gpu(&format!("{memory}.isGreaterThan(quantity('40Gi'))"), true, "memory-over-40gi"),
+        gpu(&format!("{}.isGreaterThan(semver('8.0.0'))", attr("cudaComputeCapability")), false, "cc-over-8"),
+        gpu(&format!("{}.compareTo(semver('8.0.0')) >= 0", attr("cudaComputeCapability")), true, "cc-at-least-8"),
+        gpu(&format!("{}.isGreaterThan(semver('570.0.0'))", attr("driverVersion")), true, "driver-over-570"),
+        gpu(&format!("{}.isLessThan(semver('550.0.0'))", attr("driverVersion")), false, "driver-under-550"),
+        gpu(&format!("{} == 'Nvidia'", attr("brand")), true, "brand"),
+        gpu("device.attributes['resource.kubernetes.io'].pciBusID.startsWith('0000:')", true, "pci-bus"),
+        gpu("!has(device.attributes['example.com'].model)", true, "other-domain"),
+        gpu(&format!("has({})", attr("profile")), false, "has-profile"),
+        // `profile` is missing on every full GPU: a runtime error the scheduler stops at.
+        gpu(&format!("{} == '1g.10gb'", attr("profile")), false, "profile-on-gpu"),
+        mig(&format!("{} == '1g.10gb'", attr("profile")), true, "mig-1g"),
+        mig(&format!("{} == '7g.80gb'", attr("profile")), false, "mig-7g"),
+        mig(&format!("{sms}.isGreaterThan(quantity('40'))"), true, "mig-sms-over-40"),
+        mig(&format!("{sms}.isGreaterThan(quantity('50'))"), false, "mig-sms-over-50"),
+        mig(&format!("{}.startsWith('GPU-')", attr("parentUUID")), true, "mig-parent"),
+        Case {
+            name: "count-2",
+            spec: exactly("gpu.nvidia.com", &a100, "\n      count: 2"),
+            allocated: true,
+        },
+        Case {
+            name: "count-3",
+            spec: exactly("gpu.nvidia.com", &a100, "\n      count: 3"),
+            allocated: false,
+        },
+        Case {
+            name: "all",
+            spec: exactly("mig.nvidia.com", "", "\n      allocationMode: All"),
+            allocated: true,
+        },
+        Case {
+            name: "first-available",
+            spec: format!(
+                "devices:\n  requests:\n  - name: gpu\n    firstAvailable:\n    - name: h100\n      deviceClassName: gpu.nvidia.com\n      selectors:\n      - cel:\n          expression: {}\n    - name: two\n      deviceClassName: gpu.nvidia.com\n      count: 2\n",
+                serde_json::to_string(&h100).unwrap()
+            ),
+            allocated: true,
+        },
+        Case {
+            name: "first-available-none",
+            spec: format!(
+                "devices:\n  requests:\n  - name: gpu\n    firstAvailable:\n    - name: h100\n      deviceClassName: gpu.nvidia.com\n      selectors:\n      - cel:\n          expression: {}\n    - name: three\n      deviceClassName: gpu.nvidia.com\n      count: 3\n",
+                serde_json::to_string(&h100).unwrap()
+            ),
+            allocated: false,
+        },
+        Case {
+            // A full GPU and a MIG device: no node has both.
+            name: "gpu-and-mig",
+            spec: "devices:\n  requests:\n  - name: gpu\n    exactly:\n      deviceClassName: gpu.nvidia.com\n  - name: mig\n    exactly:\n      deviceClassName: mig.nvidia.com\n".into(),
+            allocated: false,
+        },
+        Case {
+            // The API server has no `>=` for quantities: the claim is refused at create.
+            name: "refused-at-create",
+            spec: exactly("gpu.nvidia.com", &format!("{memory} >= quantity('40Gi')"), ""),
+            allocated: false,
+        },
+        Case {
+            name: "two-gpus-two-requests",
+            spec: "devices:\n  requests:\n  - name: a\n    exactly:\n      deviceClassName: gpu.nvidia.com\n  - name: b\n    exactly:\n      deviceClassName: gpu.nvidia.com\n".into(),
+            allocated: true,
+        },
+    ]
+}
+
+/// The spec as HCL (through yamldecode, as a stack would embed it).
+fn template_resource(case: &Case) -> String {
+    let resource = case.name.replace('-', "_");
+    format!(
+        "resource \"kubernetes_manifest\" \"{resource}\" {{\n  manifest = {{\n    apiVersion = \"resource.k8s.io/v1\"\n    kind       = \"ResourceClaimTemplate\"\n    metadata = {{\n      name      = \"{name}\"\n      namespace = \"{NAMESPACE}\"\n    }}\n    spec = {{\n      spec = yamldecode(<<-EOT\n{spec}EOT\n      )\n    }}\n  }}\n}}\n",
+        name = case.name,
+        spec = case
+            .spec
+            .lines()
+            .map(|l| format!("        {l}\n"))
+            .collect::<String>()
+    )
+}
+
+/// What the real scheduler does with the claim: allocated (`Ok(true)`), left Pending
+/// (`Ok(false)`), or refused by the API server at create (`Err`).
+fn scheduler_verdict(c: &TestCluster, case: &Case) -> Result<bool, String> {
+    let spec: String = case.spec.lines().map(|l| format!("  {l}\n")).collect();
+    let yaml = format!(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: {name}\n  namespace: {NAMESPACE}\nspec:\n{spec}---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: {NAMESPACE}\nspec:\n  nodeSelector:\n    {NODE_LABEL}: \"true\"\n  resourceClaims:\n  - name: gpu\n    resourceClaimName: {name}\n  containers:\n  - name: c\n    image: busybox\n    resources:\n      claims:\n      - name: gpu\n",
+        name = case.name
+    );
+    let mut apply = c.kubectl_command();
+    apply.args(["apply", "-f", "-"]);
+    let out = {
+        use std::io::Write;
+        let mut child = apply
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(yaml.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let verdict = c.eventually(
+        60,
+        || {
+            let allocated = c.kubectl_ok(&[
+                "get",
+                "resourceclaim",
+                "-n",
+                NAMESPACE,
+                case.name,
+                "-o",
+                "jsonpath={.status.allocation.devices.results[*].device}",
+            ]);
+            let unschedulable = c.kubectl_ok(&[
+                "get",
+                "pod",
+                "-n",
+                NAMESPACE,
+                case.name,
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].status}",
+            ]);
+            (allocated, unschedulable)
+        },
+        |(allocated, unschedulable)| !allocated.is_empty() || unschedulable == "False",
+    );
+    let _ = c.kubectl(&[
+        "delete",
+        "pod,resourceclaim",
+        "-n",
+        NAMESPACE,
+        case.name,
+        "--grace-period=0",
+        "--force",
+        "--wait",
+    ]);
+    Ok(!verdict.0.is_empty())
+}
+
+/// gpustack's verdict per case from a plan's diagnostics: the cases with an error located in
+/// their file.
+fn refused_cases(plan: &str, cases: &[Case]) -> Vec<&'static str> {
+    // Each diagnostic starts at a line `Error: …` or `Warning: …`; its location names the file.
+    let mut refused = Vec::new();
+    let mut severity = "";
+    for line in plan.lines() {
+        let trimmed = line.trim_start_matches([' ', '×', '⚠', '│', '╭', '─', '[']);
+        if line.contains("Error:") || line.trim_start().starts_with('×') {
+            severity = "error";
+        } else if line.contains("Warning:") || line.trim_start().starts_with('⚠') {
+            severity = "warning";
+        }
+        for case in cases {
+            if severity == "error"
+                && trimmed.contains(&format!("{}.hcl", case.name))
+                && !refused.contains(&case.name)
+            {
+                refused.push(case.name);
+            }
+        }
+    }
+    refused
+}
+
+#[test]
+fn gpustack_agrees_with_the_scheduler_on_a_table_of_claims() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = cluster();
+    for name in ["dra-a100-a", "dra-a100-b"] {
+        dra_node(c, name, "NVIDIA A100-SXM4-80GB", 2, None);
+    }
+    dra_node(
+        c,
+        "dra-a100-mig",
+        "NVIDIA A100-SXM4-80GB",
+        1,
+        Some("all-balanced"),
+    );
+    let _ = c.kubectl(&["create", "namespace", NAMESPACE]);
+
+    let stack = Stack::inline(&format!("{PROVIDERS}\n{}", driver_release()))
+        .on(c)
+        .with_vars(&[&format!("chart={}", driver_chart())]);
+    let _destroy = DestroyOnDrop(&stack);
+    stack.ok("apply", &["--auto-approve"]);
+    // The kubelet plugin runs on the three nodes and publishes their devices.
+    c.eventually(
+        60,
+        || {
+            c.kubectl_ok(&[
+                "get",
+                "resourceslices",
+                "-o",
+                "jsonpath={range .items[*]}{.spec.nodeName}={.spec.devices[*].name}{\"\\n\"}{end}",
+            ])
+        },
+        |slices| {
+            slices.contains("dra-a100-a=gpu-0 gpu-1")
+                && slices.contains("dra-a100-b=gpu-0 gpu-1")
+                && slices.contains("dra-a100-mig=gpu-0-mig-3g40gb-9-4")
+        },
+    );
+
+    let cases = cases();
+    assert!(cases.len() >= 20);
+    // The claims in one plan, but the one the API server refuses: its own plan, below.
+    let (refused_at_create, table): (Vec<&Case>, Vec<&Case>) =
+        cases.iter().partition(|c| c.name == "refused-at-create");
+    let plan_of = |cases: &[&Case]| {
+        for case in cases {
+            std::fs::write(
+                stack.dir.join(format!("{}.hcl", case.name)),
+                template_resource(case),
+            )
+            .unwrap();
+        }
+        let plan = stack.run("plan", &[]);
+        for case in cases {
+            std::fs::remove_file(stack.dir.join(format!("{}.hcl", case.name))).unwrap();
+        }
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&plan.stdout),
+            String::from_utf8_lossy(&plan.stderr)
+        )
+    };
+    let text = plan_of(&table);
+    let refused = refused_cases(&text, &cases);
+    let mut disagreements = Vec::new();
+    for case in &cases {
+        let scheduler = scheduler_verdict(c, case);
+        let gpustack_allocates = !refused.contains(&case.name);
+        let scheduler_allocates = match &scheduler {
+            Ok(allocated) => *allocated,
+            // Only the case written to be refused at create may be.
+            Err(_) => case.name != "refused-at-create",
+        };
+        if case.name == "refused-at-create" {
+            assert!(scheduler.is_err(), "{scheduler:?}");
+            continue;
+        }
+        if scheduler_allocates != gpustack_allocates || case.allocated != gpustack_allocates {
+            disagreements.push(format!(
+                "{}: scheduler {scheduler:?}, gpustack {}, table {}",
+                case.name,
+                if gpustack_allocates {
+                    "plans"
+                } else {
+                    "refuses"
+                },
+                case.allocated
+            ));
+        }
+    }
+    assert!(disagreements.is_empty(), "{disagreements:#?}\n{text}");
+    // A selector the API server refuses at create is refused at plan, at the selector.
+    let text = plan_of(&refused_at_create);
+    assert!(
+        text.contains("refused-at-create.hcl")
+            && text.contains("found no matching overload for '_>=_'")
+            && text.contains("selectors[0].cel.expression"),
+        "{text}"
+    );
+    drop(_destroy);
+    let _ = c.kubectl(&["delete", "namespace", NAMESPACE, "--wait=false"]);
+    c.kubectl_ok(&["delete", "node", "dra-a100-a", "dra-a100-b", "dra-a100-mig"]);
+}
