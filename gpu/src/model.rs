@@ -349,6 +349,10 @@ impl Model {
                         dra.live_classes.insert(name.clone(), spec.clone());
                     }
                     dra.live_read |= !c.unread.iter().any(|u| u.starts_with("DRA"));
+                    dra.live_gpu_cluster = dra
+                        .live_gpu_cluster
+                        .take()
+                        .or_else(|| c.gpu_cluster.clone());
                 }
                 GpuFact::DeviceRequest(r) => dra.requests.push((address, r.clone())),
                 GpuFact::DraDriver(d) => dra.drivers.push((address, d.clone())),
@@ -425,6 +429,27 @@ impl Model {
             let Some(settings) = &o.settings else {
                 continue;
             };
+            if o.source == OperatorSource::HelmValues {
+                let deploys = |cr: &str, default: bool| {
+                    settings
+                        .pointer(&format!("/{cr}/deployCR"))
+                        .and_then(Json::as_bool)
+                        .unwrap_or(default)
+                };
+                let cluster_policy = deploys("clusterPolicy", true);
+                if deploys("gpuCluster", false) {
+                    dra.chart_gpu_clusters.push(crate::dra::ChartGpuCluster {
+                        origin: Origin::new(address, &o.attribute)
+                            .join(&[key("gpuCluster"), key("deployCR")]),
+                        dra_driver: settings.get("draDriver").cloned().unwrap_or(Json::Null),
+                        cluster_policy_too: cluster_policy,
+                    });
+                }
+                if !cluster_policy {
+                    // The release renders no ClusterPolicy: it sets nothing of one.
+                    continue;
+                }
+            }
             if o.source == OperatorSource::ClusterPolicyPatch && !after.settings.present {
                 // A patch of a ClusterPolicy that nothing creates fails at apply; it sets nothing.
                 patches_without_policy.push(Origin::new(address, &o.attribute));

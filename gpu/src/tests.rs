@@ -49,6 +49,7 @@ fn cluster(
             .iter()
             .map(|(n, d)| ((*n).to_owned(), d.clone()))
             .collect(),
+        gpu_cluster: None,
         device_classes: BTreeMap::new(),
         unread: Vec::new(),
     })

@@ -235,6 +235,11 @@ fn predicted(gpu: &catalog::DraGpu, count: u32) -> Vec<Device> {
 /// Whether NVIDIA's DRA driver runs, or will: a release of its chart planned, or devices live.
 pub(crate) fn driver_runs(model: &Model) -> bool {
     model.dra.drivers.iter().any(|(_, d)| d.values.is_some())
+        || model
+            .dra
+            .chart_gpu_clusters
+            .iter()
+            .any(|c| !c.cluster_policy_too)
         || model.nodes.iter().any(|n| !n.live.dra_devices.is_empty())
 }
 

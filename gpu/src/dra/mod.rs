@@ -12,6 +12,7 @@
 //! **Invariant:** every selector is compiled once per plan, and evaluated once per distinct
 //! value of what it reads (`dra::tests::each_selector_is_compiled_once_and_evaluated_per_distinct_device`).
 
+mod checks;
 pub mod devices;
 mod selector;
 
@@ -34,6 +35,18 @@ pub(crate) struct Inputs {
     pub live_classes: BTreeMap<String, Json>,
     /// Whether the live DRA objects were read (else absent means unknown).
     pub live_read: bool,
+    /// The live GPUCluster, if any.
+    pub live_gpu_cluster: Option<String>,
+    /// GPUClusters the GPU Operator chart's values deploy (`gpuCluster.deployCR`), with
+    /// their `draDriver` settings, and whether the same values keep the ClusterPolicy.
+    pub chart_gpu_clusters: Vec<ChartGpuCluster>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ChartGpuCluster {
+    pub origin: Origin,
+    pub dra_driver: Json,
+    pub cluster_policy_too: bool,
 }
 
 /// A DeviceClass as the scheduler will find it, and where it comes from.
@@ -95,6 +108,7 @@ pub struct Stats {
 }
 
 pub(crate) fn findings(model: &Model, findings: &mut Vec<Finding>) -> Stats {
+    checks::run(model, findings);
     let inputs = &model.dra;
     let claims: Vec<&(String, DeviceRequestFact)> = inputs
         .requests
@@ -248,6 +262,21 @@ fn classes(model: &Model, planned: &[&(String, DeviceRequestFact)]) -> BTreeMap<
                 Class {
                     selectors: vec![(expression.to_owned(), None)],
                     source: format!("created by the DRA driver release {address}"),
+                },
+            );
+        }
+    }
+    for planned in inputs
+        .chart_gpu_clusters
+        .iter()
+        .filter(|c| !c.cluster_policy_too)
+    {
+        for (name, expression) in devices::chart_classes(&planned.dra_driver) {
+            classes.insert(
+                name.to_owned(),
+                Class {
+                    selectors: vec![(expression.to_owned(), None)],
+                    source: format!("created by the GPUCluster of {}", planned.origin.address),
                 },
             );
         }

@@ -397,6 +397,7 @@ fn pool(name: &str, model: &str, labels: &[(&str, &str)]) -> GpuFact {
 
 fn driver() -> GpuFact {
     GpuFact::DraDriver(DraDriverFact {
+        source: gpustack_protocol::DraDriverSource::Chart,
         release: "nvidia-dra/dra".into(),
         values: Some(json!({"gpuResourcesEnabledOverride": true})),
         values_before: None,
@@ -466,7 +467,9 @@ fn planned_dra_pools_offer_the_devices_of_the_built_in_table() {
         template("t", one("gpu.nvidia.com", h100)),
     ]);
     assert!(
-        found.len() == 1 && found[0].starts_with("warning No DRA devices known"),
+        found.len() == 2
+            && found[0].starts_with("error The device plugin and the DRA driver on one node")
+            && found[1].starts_with("warning No DRA devices known"),
         "{found:#?}"
     );
     assert!(
@@ -516,4 +519,148 @@ fn each_selector_is_compiled_once_and_evaluated_per_distinct_device() {
     // One evaluation per selector per distinct value it reads (the class reads driver and
     // type, the claims' selector the product name): 400 identical GPUs cost two.
     assert_eq!(stats.evaluated, 2, "{stats:?}");
+}
+
+fn driver_with(values: Json) -> GpuFact {
+    GpuFact::DraDriver(DraDriverFact {
+        source: gpustack_protocol::DraDriverSource::Chart,
+        release: "nvidia-dra/dra".into(),
+        values: Some(values),
+        values_before: None,
+        attribute: path(["values"]),
+    })
+}
+
+fn all_findings(facts: &[GpuFact]) -> Vec<String> {
+    let sourced: Vec<Sourced<'_>> = facts
+        .iter()
+        .map(|fact| Sourced {
+            address: "helm_release.x",
+            fact,
+        })
+        .collect();
+    Model::build(&sourced)
+        .findings()
+        .iter()
+        .map(|f| format!("{} @ {}: {}", f.summary, path_text(&f.path), f.detail))
+        .collect()
+}
+
+#[test]
+fn feature_gates_the_driver_refuses_together_are_located_at_the_gate() {
+    let found = all_findings(&[
+        GpuFact::Cluster(ClusterFact::default()),
+        driver_with(
+            json!({"gpuResourcesEnabledOverride": true, "featureGates": {"DynamicMIG": true, "MPSSupport": true}}),
+        ),
+    ]);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].starts_with("DRA driver feature gates refused together @ values.featureGates.DynamicMIG: the DRA driver release nvidia-dra/dra sets feature gates the driver refuses at start (\"feature gate DynamicMIG is currently mutually exclusive with MPSSupport\")"),
+        "{found:#?}"
+    );
+    let found = all_findings(&[
+        GpuFact::Cluster(ClusterFact::default()),
+        driver_with(
+            json!({"gpuResourcesEnabledOverride": true, "featureGates": {"DeviceMetadata": true}}),
+        ),
+    ]);
+    assert!(
+        found.len() == 1
+            && found[0].contains(
+                "feature gate DeviceMetadata requires PassthroughSupport to also be enabled"
+            ),
+        "{found:#?}"
+    );
+    // The chart's own refusal.
+    let found = all_findings(&[
+        GpuFact::Cluster(ClusterFact::default()),
+        driver_with(json!({})),
+    ]);
+    assert!(
+        found.len() == 1
+            && found[0].starts_with("The DRA driver chart refuses to install @ values"),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn the_device_plugin_and_the_dra_driver_on_one_pool_is_refused() {
+    let operator = GpuFact::Operator(gpustack_protocol::OperatorFact {
+        source: gpustack_protocol::OperatorSource::HelmValues,
+        namespace: Some("gpu-operator".into()),
+        settings: Some(json!({"devicePlugin": {"enabled": true}})),
+        settings_before: None,
+        attribute: path(["values"]),
+    });
+    let found = all_findings(&[
+        GpuFact::Cluster(ClusterFact::default()),
+        operator.clone(),
+        driver_with(json!({"gpuResourcesEnabledOverride": true})),
+        pool("gpu", "H100", &[]),
+    ]);
+    assert!(
+        found.iter().any(|f| f
+            .starts_with("The device plugin and the DRA driver on one node @ values: ")
+            && f.contains("nodepool gpu (the GPU Operator's device plugin)")),
+        "{found:#?}"
+    );
+    // The pool opts out of the device plugin: one driver per node.
+    let found = all_findings(&[
+        GpuFact::Cluster(ClusterFact::default()),
+        operator,
+        driver_with(json!({"gpuResourcesEnabledOverride": true})),
+        pool(
+            "gpu",
+            "H100",
+            &[("nvidia.com/gpu.deploy.device-plugin", "false")],
+        ),
+    ]);
+    assert!(
+        !found.iter().any(|f| f.contains("on one node")),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_gpu_cluster_beside_a_cluster_policy_is_refused() {
+    let values = |v: Json| {
+        GpuFact::Operator(gpustack_protocol::OperatorFact {
+            source: gpustack_protocol::OperatorSource::HelmValues,
+            namespace: Some("gpu-operator".into()),
+            settings: Some(v),
+            settings_before: None,
+            attribute: path(["values"]),
+        })
+    };
+    let found = all_findings(&[
+        GpuFact::Cluster(ClusterFact::default()),
+        values(json!({"gpuCluster": {"deployCR": true}})),
+    ]);
+    assert!(
+        found.iter().any(|f| f.starts_with(
+            "A GPUCluster and a ClusterPolicy in one cluster @ values.gpuCluster.deployCR"
+        )),
+        "{found:#?}"
+    );
+    let alone = all_findings(&[
+        GpuFact::Cluster(ClusterFact::default()),
+        values(json!({"gpuCluster": {"deployCR": true}, "clusterPolicy": {"deployCR": false}})),
+    ]);
+    assert!(alone.is_empty(), "{alone:#?}");
+    // A live ClusterPolicy: no in-place migration.
+    let live = GpuFact::Cluster(ClusterFact {
+        policy: Some(json!({"devicePlugin": {"enabled": true}})),
+        ..ClusterFact::default()
+    });
+    let found = all_findings(&[
+        live,
+        values(json!({"gpuCluster": {"deployCR": true}, "clusterPolicy": {"deployCR": false}})),
+    ]);
+    assert!(
+        found.iter().any(|f| f
+            .starts_with("A GPUCluster and a ClusterPolicy in one cluster @ values.draDriver")
+            && f.contains("the cluster runs a ClusterPolicy")),
+        "{found:#?}"
+    );
 }

@@ -7,7 +7,7 @@
 use crate::Cluster;
 use gpustack_protocol::nvidia::{
     CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND, DEVICE_PLUGIN_CONFIG_LABEL, DRA_DRIVER,
-    GPU_COUNT_LABEL,
+    GPU_CLUSTER_API_VERSION, GPU_CLUSTER_KIND, GPU_COUNT_LABEL,
 };
 use gpustack_protocol::{ClusterFact, DraAttribute, DraDevice, NodeFact};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
@@ -146,6 +146,13 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
             }
         }
     }
+    let gpu_cluster = match live_gpu_cluster(cluster).await {
+        Ok(name) => name,
+        Err(e) => {
+            unread.push(format!("the GPUCluster ({})", crate::api_error(&e)));
+            None
+        }
+    };
     let classes: Api<DeviceClass> = Api::all(cluster.client.clone());
     let device_classes = match classes.list(&ListParams::default()).await {
         Ok(list) => list
@@ -254,6 +261,7 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
         policy: spec,
         operator_namespace,
         config_maps,
+        gpu_cluster,
         device_classes,
         unread,
     })
@@ -305,6 +313,21 @@ fn parse_bytes(quantity: &str) -> Option<u64> {
 /// The live ClusterPolicy; `None` when the cluster has none (or not even its kind). An error
 /// is one that leaves this unknown, which a check that an absent policy fails must not take
 /// for an absent one.
+/// The live GPUCluster's name (GPU Operator's DRA stack), if its CRD is served and one exists.
+async fn live_gpu_cluster(cluster: &Cluster) -> Result<Option<String>, kube::Error> {
+    let Some(kind) = cluster
+        .kind(GPU_CLUSTER_API_VERSION, GPU_CLUSTER_KIND)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let list = cluster
+        .api(&kind, None)
+        .list(&ListParams::default())
+        .await?;
+    Ok(list.items.into_iter().find_map(|o| o.metadata.name))
+}
+
 async fn live_policy(cluster: &Cluster) -> Result<Option<Json>, kube::Error> {
     let Some(kind) = cluster
         .kind(CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND)

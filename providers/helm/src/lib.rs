@@ -487,6 +487,7 @@ fn chart_fact(planned: &Value, prior: Option<&Value>) -> Option<gpustack_protoco
         let values = attribute(planned, "values").filter(|v| v.is_wholly_known())?;
         return Some(gpustack_protocol::GpuFact::DraDriver(
             gpustack_protocol::DraDriverFact {
+                source: gpustack_protocol::DraDriverSource::Chart,
                 release: format!(
                     "{}/{}",
                     namespace_of(planned),

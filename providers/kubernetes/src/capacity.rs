@@ -5,10 +5,13 @@
 //! GPUs is the model's to decide.
 
 use gpustack_cluster::facts::{is_gpu_config, string_map};
-use gpustack_protocol::nvidia::{CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND, GPU_RESOURCE};
+use gpustack_protocol::nvidia::{
+    CLUSTER_POLICY_API_VERSION, CLUSTER_POLICY_KIND, GPU_CLUSTER_API_VERSION, GPU_CLUSTER_KIND,
+    GPU_RESOURCE,
+};
 use gpustack_protocol::{
-    CeilingFact, ConfigMapFact, DeviceRequestFact, DeviceRequestKind, GpuFact, NodeLabelsFact,
-    OperatorFact, OperatorSource, path,
+    CeilingFact, ConfigMapFact, DeviceRequestFact, DeviceRequestKind, DraDriverFact,
+    DraDriverSource, GpuFact, NodeLabelsFact, OperatorFact, OperatorSource, path,
 };
 use serde_json::Value as Json;
 
@@ -70,6 +73,23 @@ pub(crate) fn object_facts(
                     attribute,
                 }));
             }
+        }
+        (ObjectType::Manifest, GPU_CLUSTER_API_VERSION, GPU_CLUSTER_KIND) => {
+            let driver = |object: &Json| {
+                Some(
+                    object
+                        .pointer("/spec/draDriver")
+                        .cloned()
+                        .unwrap_or(Json::Null),
+                )
+            };
+            facts.push(GpuFact::DraDriver(DraDriverFact {
+                source: DraDriverSource::GpuCluster,
+                release: format!("GPUCluster {name}"),
+                values: driver(desired),
+                values_before: before.and_then(driver),
+                attribute: path(["manifest", "spec", "draDriver"]),
+            }));
         }
         (ObjectType::Labels, "v1", "Node") => {
             let labels = string_map(desired.pointer("/metadata/labels")).unwrap_or_default();

@@ -636,6 +636,10 @@ fn kubectl_fact(fact: GpuFact) -> GpuFact {
             r.attribute = kubectl_path(&r.attribute);
             GpuFact::DeviceRequest(r)
         }
+        GpuFact::DraDriver(mut d) => {
+            d.attribute = kubectl_path(&d.attribute);
+            GpuFact::DraDriver(d)
+        }
         other => other,
     }
 }

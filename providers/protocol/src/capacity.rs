@@ -173,12 +173,27 @@ pub struct DeviceRequestFact {
     pub attribute: Path,
 }
 
-/// A release of NVIDIA's DRA driver chart.
+/// What runs NVIDIA's DRA driver.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DraDriverSource {
+    /// A release of its own chart.
+    #[default]
+    Chart,
+    /// GPU Operator's `GPUCluster` (from the operator chart's values or a manifest).
+    GpuCluster,
+}
+
+/// NVIDIA's DRA driver as the stack plans it: a release of its chart, or a GPUCluster.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DraDriverFact {
-    /// `namespace/name`.
+    #[serde(default)]
+    pub source: DraDriverSource,
+    /// `namespace/name` of the release, or `GPUCluster gpu-cluster`.
     pub release: String,
-    /// The chart's values as planned (`None`: uninstalled) and before (`None`: new).
+    /// The driver's settings in the chart's shape (`featureGates`, `kubeletPlugin`): the
+    /// chart's values, a GPUCluster's `draDriver`; as planned (`None`: removed) and before
+    /// (`None`: new).
     pub values: Option<serde_json::Value>,
     pub values_before: Option<serde_json::Value>,
     /// Where `values` is in the resource's configuration.
@@ -361,6 +376,9 @@ pub struct ClusterFact {
     /// The live ConfigMaps of the operator's namespace that the device plugin or the MIG
     /// manager may read, by name.
     pub config_maps: BTreeMap<String, BTreeMap<String, String>>,
+    /// The live GPUCluster's name, if GPU Operator runs the DRA stack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_cluster: Option<String>,
     /// The live DeviceClasses, by name: their `spec`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub device_classes: BTreeMap<String, serde_json::Value>,

@@ -18,9 +18,9 @@ mod value;
 
 pub use capacity::{
     CapacityChange, CeilingFact, CloudSharing, ClusterFact, ConfigMapFact, DeviceRequestFact,
-    DeviceRequestKind, DraAttribute, DraDevice, DraDriverFact, GpuFact, GpuShape, ManagedSoftware,
-    NodeFact, NodeLabelsFact, NodeRemoval, OperatorFact, OperatorSource, PoolFact, PoolShape,
-    RolloutFact, path,
+    DeviceRequestKind, DraAttribute, DraDevice, DraDriverFact, DraDriverSource, GpuFact, GpuShape,
+    ManagedSoftware, NodeFact, NodeLabelsFact, NodeRemoval, OperatorFact, OperatorSource, PoolFact,
+    PoolShape, RolloutFact, path,
 };
 
 /// The annotation, label or tag key of a stack's mark on the objects it creates.

@@ -13,5 +13,8 @@ pub const GPU_PRODUCT_LABEL: &str = "nvidia.com/gpu.product";
 /// The GPU Operator's ClusterPolicy.
 pub const CLUSTER_POLICY_API_VERSION: &str = "nvidia.com/v1";
 pub const CLUSTER_POLICY_KIND: &str = "ClusterPolicy";
+/// GPU Operator's DRA stack (26.7), instead of a ClusterPolicy: one per cluster.
+pub const GPU_CLUSTER_API_VERSION: &str = "nvidia.com/v1alpha1";
+pub const GPU_CLUSTER_KIND: &str = "GPUCluster";
 /// The driver name of NVIDIA's DRA driver in ResourceSlices and DeviceClasses.
 pub const DRA_DRIVER: &str = "gpu.nvidia.com";

@@ -397,16 +397,16 @@ impl Simulator {
             .await
         {
             // Only the slices the plugin published: a test's own slices are left alone.
-            Ok(list) => list
-                .items
-                .into_iter()
-                .filter(|s| {
-                    s.metadata
-                        .name
-                        .as_deref()
-                        .is_some_and(|n| n.starts_with(&format!("00000-{}-", super::dra::DRIVER)))
-                })
-                .collect::<Vec<_>>(),
+            Ok(list) => {
+                list.items
+                    .into_iter()
+                    .filter(|s| {
+                        s.metadata.name.as_deref().is_some_and(|n| {
+                            n.starts_with(&format!("00000-{}-", super::dra::DRIVER))
+                        })
+                    })
+                    .collect::<Vec<_>>()
+            }
             Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
             Err(e) => return Err(e),
         };
