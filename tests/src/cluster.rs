@@ -204,8 +204,14 @@ impl TestCluster {
     }
 
     pub fn fake_gpu_node(&self, name: &str, model: &str, count: u32) {
+        self.fake_gpu_node_labelled(name, model, count, &[]);
+    }
+
+    /// A fake GPU node with `labels` from its creation on, before the simulator sees it.
+    pub fn fake_gpu_node_labelled(&self, name: &str, model: &str, count: u32, labels: &[&str]) {
         let out = Command::new(repo_root().join("tests/cluster/fake-gpu-node"))
             .args([name, model, &count.to_string()])
+            .env("GPUSTACK_FAKE_NODE_LABELS", labels.join(","))
             .env("KUBECONFIG", &self.kubeconfig)
             .output()
             .expect("run fake-gpu-node");

@@ -460,10 +460,21 @@ fn second_operator(planned: &Value, facts: &[gpustack_protocol::GpuFact]) -> Opt
         Some(release) => format!("belongs to the Helm release {release}"),
         None => "was not installed by Helm".to_owned(),
     };
+    let values = attribute(planned, "values").map(Value::to_json);
+    let gpu_cluster = values
+        .as_ref()
+        .and_then(|v| v.pointer("/gpuCluster/deployCR"))
+        .and_then(Json::as_bool)
+        == Some(true);
+    let dra = if gpu_cluster {
+        " Its values deploy a GPUCluster (GPU Operator's DRA stack) beside that ClusterPolicy: a cluster has a GPUCluster or a ClusterPolicy, never both, and there is no in-place migration."
+    } else {
+        ""
+    };
     Some(Diagnostic::error(
         "Second GPU Operator",
         format!(
-            "This release installs the GPU Operator as {this}, but the cluster already runs one: its ClusterPolicy cluster-policy {owner}. Helm refuses to take over the other's cluster-scoped objects, and two operators would fight over the nodes. Manage the installed one here (import it: gpustack import ADDRESS NAMESPACE/NAME), or uninstall it first."
+            "This release installs the GPU Operator as {this}, but the cluster already runs one: its ClusterPolicy cluster-policy {owner}. Helm refuses to take over the other's cluster-scoped objects, and two operators would fight over the nodes.{dra} Manage the installed one here (import it: gpustack import ADDRESS NAMESPACE/NAME), or uninstall it first."
         ),
     ))
 }

@@ -21,15 +21,15 @@ fn driver_chart() -> String {
 /// A fake GPU node that only NVIDIA's DRA driver serves (the operator's device plugin is
 /// switched off on it), with MIG `geometry` applied to its GPUs when given.
 fn dra_node(c: &TestCluster, name: &str, model: &str, count: u32, geometry: Option<&str>) {
-    c.fake_gpu_node(name, model, count);
-    c.kubectl_ok(&[
-        "label",
-        "node",
+    c.fake_gpu_node_labelled(
         name,
-        "--overwrite",
-        &format!("{NODE_LABEL}=true"),
-        "nvidia.com/gpu.deploy.device-plugin=false",
-    ]);
+        model,
+        count,
+        &[
+            &format!("{NODE_LABEL}=true"),
+            "nvidia.com/gpu.deploy.device-plugin=false",
+        ],
+    );
     if let Some(geometry) = geometry {
         c.kubectl_ok(&[
             "annotate",
@@ -39,6 +39,19 @@ fn dra_node(c: &TestCluster, name: &str, model: &str, count: u32, geometry: Opti
             &format!("gpusim.gpustack.dev/mig-applied={geometry}"),
         ]);
     }
+}
+
+/// A command's output with diagnostics unwrapped: words one space apart, a word the terminal
+/// width broke at its hyphen joined again.
+fn unwrapped(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines().map(str::trim) {
+        if !(out.is_empty() || out.ends_with('-')) {
+            out.push(' ');
+        }
+        out.push_str(line);
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 const PROVIDERS: &str = r#"variable "kubeconfig" {
@@ -412,4 +425,84 @@ fn gpustack_agrees_with_the_scheduler_on_a_table_of_claims() {
     drop(_destroy);
     let _ = c.kubectl(&["delete", "namespace", NAMESPACE, "--wait=false"]);
     c.kubectl_ok(&["delete", "node", "dra-a100-a", "dra-a100-b", "dra-a100-mig"]);
+}
+
+/// Both refusals need only a plan: the live cluster runs the GPU Operator (its ClusterPolicy
+/// serves every GPU node with the device plugin). A GPUCluster planned beside a live
+/// ClusterPolicy of the same release is the GPU model's (unit-tested); beside another
+/// release's, it is also a second operator.
+#[test]
+fn the_device_plugin_beside_the_dra_driver_and_a_gpu_cluster_beside_a_cluster_policy_are_refused() {
+    let c = cluster();
+    c.fake_gpu_node_labelled(
+        "dra-both",
+        "NVIDIA A100-SXM4-80GB",
+        1,
+        &["gpustack.dev/dra-both=true"],
+    );
+    let driver = r#"resource "helm_release" "dra" {
+  name             = "dra-both"
+  namespace        = "nvidia-dra-both"
+  create_namespace = true
+  chart            = var.chart
+  values = {
+    gpuResourcesEnabledOverride = true
+    kubeletPlugin = {
+      nodeSelector = {
+        "gpustack.dev/dra-both" = "true"
+      }
+    }
+  }
+}
+"#;
+    let stack = Stack::inline(&format!("{PROVIDERS}\n{driver}"))
+        .on(c)
+        .with_vars(&[&format!("chart={}", driver_chart())]);
+    let out = stack.run("plan", &[]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let text = unwrapped(&text);
+    assert!(
+        text.contains("The device plugin and the DRA driver on one node")
+            && text.contains("node dra-both (the GPU Operator's device plugin)")
+            && text.contains("kubeletPlugin"),
+        "{text}"
+    );
+
+    let operator = r#"resource "helm_release" "operator" {
+  name             = "gpu-operator-dra"
+  namespace        = "gpu-operator-dra"
+  create_namespace = true
+  chart            = var.chart
+  values = {
+    clusterPolicy = {
+      deployCR = false
+    }
+    gpuCluster = {
+      deployCR = true
+    }
+  }
+}
+"#;
+    let stack = Stack::inline(&format!("{PROVIDERS}\n{operator}"))
+        .on(c)
+        .with_vars(&[&format!("chart={}", super::e2e::chart())]);
+    let out = stack.run("plan", &[]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let text = unwrapped(&text);
+    assert!(
+        text.contains("Second GPU Operator")
+            && text.contains("a cluster has a GPUCluster or a ClusterPolicy, never both"),
+        "{text}"
+    );
+    c.kubectl_ok(&["delete", "node", "dra-both"]);
 }
