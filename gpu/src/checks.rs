@@ -39,7 +39,7 @@ pub(crate) fn run(model: &Model) -> Vec<Finding> {
     }
     nodes(model, &mut findings);
     pools(model, &mut findings);
-    crate::dra::findings(model, &mut findings);
+    crate::dra::findings(model, &mut findings, true);
     for (address, what) in &model.unread {
         findings.push(Finding {
             address: address.clone(),

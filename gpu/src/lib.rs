@@ -119,7 +119,15 @@ impl Model {
     /// The DRA checks alone, with how much work they did: for the benchmark.
     pub fn dra_findings(&self) -> (Vec<Finding>, dra::Stats) {
         let mut findings = Vec::new();
-        let stats = dra::findings(self, &mut findings);
+        let stats = dra::findings(self, &mut findings, true);
+        (findings, stats)
+    }
+
+    /// The DRA checks evaluating every selector on every device, without the memo of what a
+    /// selector reads: the benchmark's peer.
+    pub fn dra_findings_without_memo(&self) -> (Vec<Finding>, dra::Stats) {
+        let mut findings = Vec::new();
+        let stats = dra::findings(self, &mut findings, false);
         (findings, stats)
     }
 

@@ -138,29 +138,60 @@ impl Device {
     }
 }
 
-/// The CEL value of `device`: its driver, attributes and capacities by domain, and an empty
-/// map for every other domain a selector names.
-pub(crate) fn cel_value(env: &Environment, device: &Device, domains: &BTreeSet<String>) -> Value {
+/// The CEL value of `device`: its driver, its attributes and capacities by domain — those a
+/// selector reads, or all (`None`) — and an empty map for every other domain a selector names.
+pub(crate) fn cel_value(
+    env: &Environment,
+    device: &Device,
+    reads: Option<&BTreeSet<Reference>>,
+    domains: &BTreeSet<String>,
+) -> Value {
+    let attribute_value = |value: &DraAttribute| match value {
+        DraAttribute::Int(i) => Value::Int(*i),
+        DraAttribute::Bool(b) => Value::Bool(*b),
+        DraAttribute::String(s) => Value::String(Arc::new(s.clone())),
+        DraAttribute::Version(v) => env.version(v),
+    };
     let mut attributes: BTreeMap<String, Vec<(String, Value)>> = BTreeMap::new();
-    for ((domain, id), value) in &device.attributes {
-        let value = match value {
-            DraAttribute::Int(i) => Value::Int(*i),
-            DraAttribute::Bool(b) => Value::Bool(*b),
-            DraAttribute::String(s) => Value::String(Arc::new(s.clone())),
-            DraAttribute::Version(v) => env.version(v),
-        };
-        attributes
-            .entry(domain.clone())
+    let mut capacity: BTreeMap<String, Vec<(String, Value)>> = BTreeMap::new();
+    let add = |into: &mut BTreeMap<String, Vec<(String, Value)>>,
+               (domain, id): &(String, String),
+               value: Value| {
+        into.entry(domain.clone())
             .or_default()
             .push((id.clone(), value));
-    }
-    let mut capacity: BTreeMap<String, Vec<(String, Value)>> = BTreeMap::new();
-    for ((domain, id), quantity) in &device.capacity {
-        if let Some(value) = env.quantity(quantity) {
-            capacity
-                .entry(domain.clone())
-                .or_default()
-                .push((id.clone(), value));
+    };
+    match reads {
+        // Only what the selector reads: the value is built once per evaluation.
+        Some(refs) => {
+            for r in refs {
+                match r {
+                    Reference::Attribute(domain, id) => {
+                        let key = (domain.clone(), id.clone());
+                        if let Some(value) = device.attributes.get(&key) {
+                            add(&mut attributes, &key, attribute_value(value));
+                        }
+                    }
+                    Reference::Capacity(domain, id) => {
+                        let key = (domain.clone(), id.clone());
+                        if let Some(value) = device.capacity.get(&key).and_then(|q| env.quantity(q))
+                        {
+                            add(&mut capacity, &key, value);
+                        }
+                    }
+                    Reference::Driver => {}
+                }
+            }
+        }
+        None => {
+            for (key, value) in &device.attributes {
+                add(&mut attributes, key, attribute_value(value));
+            }
+            for (key, quantity) in &device.capacity {
+                if let Some(value) = env.quantity(quantity) {
+                    add(&mut capacity, key, value);
+                }
+            }
         }
     }
     for domain in domains {

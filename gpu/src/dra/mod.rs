@@ -21,10 +21,11 @@ use crate::{Finding, Severity};
 use devices::{DraNode, Known};
 use gpustack_protocol::nvidia::DRA_DRIVER;
 use gpustack_protocol::{DeviceRequestFact, DeviceRequestKind, DraDriverFact, PathStep};
-use kube_cel::cel::objects::Value;
+use selector::Reference;
 use selector::{Environment, Selector};
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 
 /// The DRA side of the stack, gathered with the rest of the model.
 #[derive(Debug, Clone, Default)]
@@ -78,7 +79,7 @@ enum Verdict {
     Match,
     NoMatch,
     /// What the scheduler stops at.
-    Error(String),
+    Error(Rc<str>),
     /// The selector reads what the plan cannot know of this device (a predicted one).
     Unknown,
 }
@@ -90,6 +91,8 @@ struct Tally {
     unknown: usize,
     errors: usize,
     first_error: Option<String>,
+    /// The device of the first error, as `gpu-0 of node a`.
+    first_device: Option<String>,
 }
 
 /// The devices of one node that one sub-request can take (`unknown`: may take).
@@ -107,7 +110,7 @@ pub struct Stats {
     pub devices: usize,
 }
 
-pub(crate) fn findings(model: &Model, findings: &mut Vec<Finding>) -> Stats {
+pub(crate) fn findings(model: &Model, findings: &mut Vec<Finding>, memo: bool) -> Stats {
     checks::run(model, findings);
     let inputs = &model.dra;
     let claims: Vec<&(String, DeviceRequestFact)> = inputs
@@ -126,16 +129,16 @@ pub(crate) fn findings(model: &Model, findings: &mut Vec<Finding>) -> Stats {
     let env = Environment::default();
     let mut checker = Checker {
         env: &env,
-        compiled: HashMap::new(),
-        memo: HashMap::new(),
+        ids: HashMap::new(),
+        selectors: Vec::new(),
+        columns: Vec::new(),
+        offered: None,
+        interned: HashMap::new(),
         nodes: devices::nodes(model),
-        prepared: Vec::new(),
-        domains: BTreeSet::new(),
         evaluated: 0,
+        use_memo: memo,
     };
     let classes = classes(model, &planned_classes);
-    // Every selector is compiled before any device is made, so that each device carries an
-    // empty map for every domain a selector names.
     for class in classes.values() {
         for (expression, _) in &class.selectors {
             checker.compile(expression);
@@ -154,12 +157,11 @@ pub(crate) fn findings(model: &Model, findings: &mut Vec<Finding>) -> Stats {
             }
         }
     }
-    checker.prepare();
 
     for (name, class) in &classes {
         for (expression, origin) in &class.selectors {
             let Some(origin) = origin else { continue };
-            if let Some(why) = checker.compiled[expression].refused() {
+            if let Some(why) = checker.selector(expression).refused() {
                 findings.push(refusal(origin, &format!("DeviceClass {name}"), why));
             }
         }
@@ -229,7 +231,7 @@ pub(crate) fn findings(model: &Model, findings: &mut Vec<Finding>) -> Stats {
         }
     }
     Stats {
-        compiled: checker.compiled.len(),
+        compiled: checker.selectors.len(),
         evaluated: checker.evaluated,
         devices: checker.nodes.iter().map(|n| n.devices.len()).sum(),
     }
@@ -415,72 +417,126 @@ fn parse_requests(address: &str, fact: &DeviceRequestFact) -> Vec<Request> {
         .collect()
 }
 
+/// One selector's verdicts as far as they are known, and by what the selector reads.
+struct Column {
+    verdicts: Vec<Vec<Option<Verdict>>>,
+    memo: HashMap<Vec<u32>, Verdict>,
+}
+
 struct Checker<'e> {
     env: &'e Environment,
-    compiled: HashMap<String, Selector>,
-    /// (selector, what the device shows it) → verdict.
-    memo: HashMap<(String, String), Verdict>,
+    /// Each distinct expression's number, and its selector and verdicts by that number.
+    ids: HashMap<String, usize>,
+    selectors: Vec<Selector>,
+    /// Each selector's verdicts, by node and device (created on first use).
+    columns: Vec<Option<Column>>,
+    /// The distinct kinds of device on offer, once they are needed.
+    offered: Option<String>,
+    /// Per reference, per node and device: what the device shows it, interned.
+    interned: HashMap<Reference, Vec<Vec<u32>>>,
     nodes: Vec<DraNode>,
-    /// Per node, per device: the CEL value of the device.
-    prepared: Vec<Vec<Value>>,
-    domains: BTreeSet<String>,
     evaluated: usize,
+    use_memo: bool,
 }
 
 impl Checker<'_> {
-    fn compile(&mut self, expression: &str) {
-        if !self.compiled.contains_key(expression) {
-            let selector = Selector::compile(expression);
-            self.domains.extend(selector.literals().iter().cloned());
-            self.compiled.insert(expression.to_owned(), selector);
+    fn compile(&mut self, expression: &str) -> usize {
+        if let Some(&id) = self.ids.get(expression) {
+            return id;
         }
+        let id = self.selectors.len();
+        self.selectors.push(Selector::compile(expression));
+        self.columns.push(None);
+        self.ids.insert(expression.to_owned(), id);
+        id
     }
 
-    fn prepare(&mut self) {
-        self.prepared = self
+    fn selector(&self, expression: &str) -> &Selector {
+        &self.selectors[self.ids[expression]]
+    }
+
+    /// One selector's verdict on one device, computed once per plan: evaluated once per
+    /// distinct value of what the selector reads, the rest copied.
+    fn verdict(&mut self, id: usize, node: usize, device: usize) -> Verdict {
+        if self.columns[id].is_none() {
+            let references = self.selectors[id].references().clone();
+            for r in references.iter().flatten() {
+                self.intern(r);
+            }
+            self.columns[id] = Some(Column {
+                verdicts: self
+                    .nodes
+                    .iter()
+                    .map(|n| vec![None; n.devices.len()])
+                    .collect(),
+                memo: HashMap::new(),
+            });
+        }
+        let Some(column) = self.columns[id].as_mut() else {
+            return Verdict::Unknown;
+        };
+        if let Some(verdict) = &column.verdicts[node][device] {
+            return verdict.clone();
+        }
+        let selector = &self.selectors[id];
+        let d = &self.nodes[node].devices[device];
+        let verdict = match selector.references() {
+            None if d.known != Known::All => Verdict::Unknown,
+            Some(refs) if refs.iter().any(|r| !d.knows(r)) => Verdict::Unknown,
+            references => {
+                let key: Option<Vec<u32>> =
+                    references.as_ref().filter(|_| self.use_memo).map(|refs| {
+                        refs.iter()
+                            .map(|r| self.interned[r][node][device])
+                            .collect()
+                    });
+                match key.as_ref().and_then(|k| column.memo.get(k).cloned()) {
+                    Some(verdict) => verdict,
+                    None => {
+                        self.evaluated += 1;
+                        let value = devices::cel_value(
+                            self.env,
+                            d,
+                            references.as_ref(),
+                            selector.domains(),
+                        );
+                        let verdict = match selector.matches(self.env, &value) {
+                            Ok(true) => Verdict::Match,
+                            Ok(false) => Verdict::NoMatch,
+                            Err(e) => Verdict::Error(e.into()),
+                        };
+                        if let Some(key) = key {
+                            column.memo.insert(key, verdict.clone());
+                        }
+                        verdict
+                    }
+                }
+            }
+        };
+        column.verdicts[node][device] = Some(verdict.clone());
+        verdict
+    }
+
+    /// What each device shows a reference, as small numbers equal where the values are.
+    fn intern(&mut self, reference: &Reference) {
+        if self.interned.contains_key(reference) {
+            return;
+        }
+        let mut ids: HashMap<String, u32> = HashMap::new();
+        let per_node = self
             .nodes
             .iter()
             .map(|node| {
                 node.devices
                     .iter()
-                    .map(|d| devices::cel_value(self.env, d, &self.domains))
+                    .map(|d| {
+                        let next = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+                        *ids.entry(d.show(reference)).or_insert(next)
+                    })
                     .collect()
             })
             .collect();
-    }
-
-    /// One selector on one device, memoised on what the selector reads of it.
-    fn verdict(&mut self, expression: &str, node: usize, device: usize) -> Verdict {
-        let selector = &self.compiled[expression];
-        let d = &self.nodes[node].devices[device];
-        let reads_unknown = match selector.references() {
-            None => d.known != Known::All,
-            Some(refs) => refs.iter().any(|r| !d.knows(r)),
-        };
-        if reads_unknown {
-            return Verdict::Unknown;
-        }
-        let projection = match selector.references() {
-            Some(refs) => refs
-                .iter()
-                .map(|r| d.show(r))
-                .collect::<Vec<_>>()
-                .join("\u{1f}"),
-            // Reads the whole device: only the device itself is its key.
-            None => format!("{}\u{1f}{}", self.nodes[node].name, d.name),
-        };
-        let memo_key = (expression.to_owned(), projection);
-        if let Some(v) = self.memo.get(&memo_key) {
-            return v.clone();
-        }
-        self.evaluated += 1;
-        let verdict = match selector.matches(self.env, &self.prepared[node][device]) {
-            Ok(true) => Verdict::Match,
-            Ok(false) => Verdict::NoMatch,
-            Err(e) => Verdict::Error(e),
-        };
-        self.memo.insert(memo_key, verdict.clone());
-        verdict
+        self.interned.insert(reference.clone(), per_node);
     }
 
     /// Which devices of each node one sub-request can take, or the finding why it can take
@@ -501,7 +557,7 @@ impl Checker<'_> {
             detail,
         };
         for (expression, origin) in &sub.selectors {
-            if let Some(why) = self.compiled[expression].refused() {
+            if let Some(why) = self.selector(expression).refused() {
                 return Err(refusal(
                     origin,
                     &format!("request {} of {what}", sub.name),
@@ -548,7 +604,7 @@ impl Checker<'_> {
             .iter()
             .map(|(e, _)| e)
             .chain(sub.selectors.iter().map(|(e, _)| e))
-            .any(|e| self.compiled[e].literals().contains(DRA_DRIVER));
+            .any(|e| self.selector(e).literals().contains(DRA_DRIVER));
         if !nvidia {
             return Err(finding(
                 Severity::Warning,
@@ -600,11 +656,12 @@ impl Checker<'_> {
             .map(|n| (0..n.devices.len()).map(|i| (i, true)).collect())
             .collect();
         for (expression, origin, label) in &steps {
+            let id = self.ids[expression];
             let mut tally = Tally::default();
             for (node, devices) in alive.iter_mut().enumerate() {
                 let mut kept = Vec::new();
                 for &(device, sure) in devices.iter() {
-                    match self.verdict(expression, node, device) {
+                    match &self.verdict(id, node, device) {
                         Verdict::Match => {
                             tally.matched += 1;
                             kept.push((device, sure));
@@ -616,7 +673,12 @@ impl Checker<'_> {
                         }
                         Verdict::Error(e) => {
                             tally.errors += 1;
-                            tally.first_error.get_or_insert(e);
+                            if tally.first_error.is_none() {
+                                tally.first_error = Some(e.to_string());
+                                let n = &self.nodes[node];
+                                tally.first_device =
+                                    Some(format!("{} of {}", n.devices[device].name, n.describe()));
+                            }
                         }
                     }
                 }
@@ -625,13 +687,14 @@ impl Checker<'_> {
             let at = origin.clone().unwrap_or_else(|| class_origin.clone());
             if tally.errors > 0 {
                 let error = tally.first_error.clone().unwrap_or_default();
+                let first = tally.first_device.clone().unwrap_or_default();
                 if tally.matched + tally.unknown == 0 {
                     return Err(finding(
                         Severity::Error,
                         &at,
                         "Selector fails on the devices",
                         format!(
-                            "{label} of {what} stops with a CEL runtime error on {} device(s) and matches none: \"{error}\". The scheduler leaves the claim Pending with this error.",
+                            "{label} of {what} stops with a CEL runtime error on {} device(s) and matches none: \"{error}\" (first on {first}). The scheduler leaves the claim Pending with this error.",
                             tally.errors
                         ),
                     ));
@@ -641,7 +704,7 @@ impl Checker<'_> {
                     &at,
                     "Selector fails on some devices",
                     format!(
-                        "{label} of {what} stops with a CEL runtime error on {} device(s): \"{error}\". Whether the scheduler meets one of them before a device that matches depends on the order it reads the devices in; it fails the claim when it does.",
+                        "{label} of {what} stops with a CEL runtime error on {} device(s): \"{error}\" (first on {first}). Whether the scheduler meets one of them before a device that matches depends on the order it reads the devices in; it fails the claim when it does.",
                         tally.errors
                     ),
                 ));
@@ -765,18 +828,23 @@ impl Checker<'_> {
     }
 
     /// The distinct kinds of device on offer, for the reader to see what would match.
-    fn offered(&self) -> String {
+    fn offered(&mut self) -> String {
+        if let Some(offered) = &self.offered {
+            return offered.clone();
+        }
         let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
         for node in &self.nodes {
             for d in &node.devices {
                 *kinds.entry(d.summary()).or_default() += 1;
             }
         }
-        kinds
+        let offered = kinds
             .into_iter()
             .map(|(k, n)| format!("{n} × {k}"))
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", ");
+        self.offered = Some(offered.clone());
+        offered
     }
 }
 

@@ -14,6 +14,7 @@ use kube_cel::KubeCelExt;
 use kube_cel::cel::common::ast::{Expr, LiteralValue, operators};
 use kube_cel::cel::objects::{Key, Map, Value};
 use kube_cel::cel::{Context, IdedExpr, Program};
+use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -35,9 +36,11 @@ pub(crate) struct Selector {
     /// Why the API server refuses the expression at create, in its words where it has them.
     refused: Option<String>,
     references: References,
-    /// String literals of the expression: the domains it may index, made empty maps on
-    /// devices that have no attribute there.
+    /// String literals of the expression.
     literals: BTreeSet<String>,
+    /// The domains it indexes (every literal where it indexes a computed one): made empty
+    /// maps on devices that have no attribute there.
+    domains: BTreeSet<String>,
 }
 
 impl Selector {
@@ -56,15 +59,30 @@ impl Selector {
                     refused: Some(format!("syntax error: {message}")),
                     references: None,
                     literals: BTreeSet::new(),
+                    domains: BTreeSet::new(),
                 };
             }
         };
         let mut walk = Walk::default();
         walk.visit(program.expression(), &mut Vec::new());
+        let domains = if walk.dynamic {
+            walk.literals.clone()
+        } else {
+            walk.references
+                .iter()
+                .filter_map(|r| match r {
+                    Reference::Attribute(domain, _) | Reference::Capacity(domain, _) => {
+                        Some(domain.clone())
+                    }
+                    Reference::Driver => None,
+                })
+                .collect()
+        };
         Self {
             refused: walk.refused,
             references: (!walk.dynamic).then_some(walk.references),
             literals: walk.literals,
+            domains,
             program: Some(program),
         }
     }
@@ -80,6 +98,10 @@ impl Selector {
 
     pub(crate) fn literals(&self) -> &BTreeSet<String> {
         &self.literals
+    }
+
+    pub(crate) fn domains(&self) -> &BTreeSet<String> {
+        &self.domains
     }
 
     /// The selector's verdict on one device: `Err` is the runtime error that leaves a claim
@@ -101,15 +123,24 @@ impl Selector {
     }
 }
 
-/// The functions a selector may call, registered once.
+/// The functions a selector may call, registered once, and the versions and quantities the
+/// devices show, each parsed once.
 pub(crate) struct Environment {
     root: Context<'static>,
+    semver: Program,
+    quantity: Program,
+    parsed: RefCell<HashMap<(bool, String), Option<Value>>>,
 }
 
 impl Default for Environment {
     fn default() -> Self {
+        #[allow(clippy::expect_used, reason = "two constant expressions that parse")]
+        let program = |source: &str| Program::compile(source).expect("a constant expression");
         Self {
             root: Context::default().with_all(),
+            semver: program("semver(text)"),
+            quantity: program("quantity(text)"),
+            parsed: RefCell::default(),
         }
     }
 }
@@ -117,22 +148,30 @@ impl Default for Environment {
 impl Environment {
     /// A semantic version as a selector sees a `version` attribute.
     pub(crate) fn version(&self, text: &str) -> Value {
-        self.call("semver", text)
+        self.call(false, text)
             .unwrap_or_else(|| Value::String(Arc::new(text.to_owned())))
     }
 
     /// A quantity as a selector sees a capacity; `None` when it does not parse.
     pub(crate) fn quantity(&self, text: &str) -> Option<Value> {
-        self.call("quantity", text)
+        self.call(true, text)
     }
 
-    fn call(&self, function: &str, text: &str) -> Option<Value> {
+    fn call(&self, quantity: bool, text: &str) -> Option<Value> {
+        let key = (quantity, text.to_owned());
+        if let Some(value) = self.parsed.borrow().get(&key) {
+            return value.clone();
+        }
         let mut scope = self.root.new_inner_scope();
         scope.add_variable_from_value("text", text.to_owned());
-        Program::compile(&format!("{function}(text)"))
-            .ok()?
-            .execute(&scope)
-            .ok()
+        let program = if quantity {
+            &self.quantity
+        } else {
+            &self.semver
+        };
+        let value = program.execute(&scope).ok();
+        self.parsed.borrow_mut().insert(key, value.clone());
+        value
     }
 }
 

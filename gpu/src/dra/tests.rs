@@ -156,8 +156,11 @@ fn verdict(selector: &str, device: &DraDevice) -> Result<bool, String> {
         return Err(format!("refused: {why}"));
     }
     let device = super::devices::Device::from_live(device);
-    let domains = compiled.literals().clone();
-    compiled.matches(&env, &super::devices::cel_value(&env, &device, &domains))
+    let domains = compiled.domains().clone();
+    compiled.matches(
+        &env,
+        &super::devices::cel_value(&env, &device, None, &domains),
+    )
 }
 
 #[test]

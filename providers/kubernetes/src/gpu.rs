@@ -15,6 +15,9 @@ use serde_json::{Value as Json, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The devices allocated to the claims of a smoke test's pods (`pool/device`), by pod.
+type ClaimDevices = Arc<std::sync::Mutex<std::collections::BTreeMap<String, Vec<String>>>>;
+
 /// GPU smoke tests and capacity assertions on a cluster.
 pub(crate) struct Gpu;
 
@@ -56,6 +59,12 @@ impl Family for Gpu {
             "resource_name",
             Attribute::optional_computed(Type::String).describe("Default nvidia.com/gpu."),
         )
+        .attr(
+            "resource_claim_template",
+            Attribute::optional(Type::String).describe(
+                "A ResourceClaimTemplate in the test's namespace: each pod asks for its GPUs through a claim made from it (DRA), not through resource_name; the result lists the devices the scheduler allocated to each pod.",
+            ),
+        )
         .attr("same_node", Attribute::optional(Type::Bool))
         .attr("image", Attribute::optional_computed(Type::String))
         .attr("namespace", Attribute::optional_computed(Type::String))
@@ -79,6 +88,20 @@ impl Family for Gpu {
     fn check(&self, _: &str, check: &mut Checker<'_>) {
         check.range("pods", 1.0, 1000.0);
         check.range("gpus_per_pod", 1.0, 64.0);
+        if check
+            .get("resource_claim_template")
+            .is_some_and(|t| !t.is_null())
+        {
+            for device_plugin in ["resource_name", "gpus_per_pod"] {
+                if check.get(device_plugin).is_some_and(|v| !v.is_null()) {
+                    check.error(
+                        device_plugin,
+                        "A smoke test asks for GPUs one way",
+                        format!("{device_plugin} asks the device plugin for GPUs, resource_claim_template asks DRA: the template's requests say what each pod gets. Set one of them."),
+                    );
+                }
+            }
+        }
         if let Some(tolerations) = check.get("tolerations").and_then(|t| t.as_list()) {
             for (i, t) in tolerations.iter().enumerate() {
                 if let Some(op) = t
@@ -134,6 +157,7 @@ struct Spec {
     pods: i32,
     gpus_per_pod: i64,
     resource: String,
+    claim_template: Option<String>,
     same_node: bool,
     image: String,
     namespace: String,
@@ -174,6 +198,9 @@ impl Spec {
             pods: number("pods", 1.0) as i32,
             gpus_per_pod: number("gpus_per_pod", 1.0) as i64,
             resource: text("resource_name"),
+            claim_template: attribute(state, "resource_claim_template")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             same_node: attribute(state, "same_node").and_then(Value::as_bool) == Some(true),
             image: text("image"),
             namespace: text("namespace"),
@@ -252,6 +279,73 @@ impl SmokeTests {
         }
     }
 
+    /// Watches the namespace's ResourceClaims from before the Job exists, and records the
+    /// devices allocated to each claim a pod of the Job owns (`pool/device` by pod): a claim
+    /// made from a template is deallocated and deleted as soon as its pod ends, which a
+    /// one-off read after the pods finish would miss.
+    async fn watch_claims(
+        &self,
+        namespace: &str,
+        job_name: &str,
+    ) -> (ClaimDevices, tokio::task::JoinHandle<()>) {
+        use futures::StreamExt;
+        use k8s_openapi::api::resource::v1::ResourceClaim;
+        use kube::runtime::watcher;
+        let seen: ClaimDevices = Arc::default();
+        let (listed, ready) = tokio::sync::oneshot::channel();
+        let mut listed = Some(listed);
+        let claims: Api<ResourceClaim> = Api::namespaced(self.cluster.client.clone(), namespace);
+        let prefix = format!("{job_name}-");
+        let record = Arc::clone(&seen);
+        let task = tokio::spawn(async move {
+            let mut events = watcher(claims, watcher::Config::default()).boxed();
+            while let Some(event) = events.next().await {
+                let claim = match event {
+                    Ok(watcher::Event::Apply(claim) | watcher::Event::InitApply(claim)) => claim,
+                    Ok(watcher::Event::InitDone) => {
+                        if let Some(listed) = listed.take() {
+                            let _ = listed.send(());
+                        }
+                        continue;
+                    }
+                    _ => continue,
+                };
+                let Some(pod) = claim
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .find(|o| o.kind == "Pod" && o.name.starts_with(&prefix))
+                    .map(|o| o.name.clone())
+                else {
+                    continue;
+                };
+                let results = claim
+                    .status
+                    .and_then(|s| s.allocation)
+                    .and_then(|a| a.devices)
+                    .and_then(|d| d.results)
+                    .unwrap_or_default();
+                if results.is_empty() {
+                    continue;
+                }
+                if let Ok(mut seen) = record.lock() {
+                    seen.insert(
+                        pod,
+                        results
+                            .into_iter()
+                            .map(|r| format!("{}/{}", r.pool, r.device))
+                            .collect(),
+                    );
+                }
+            }
+        });
+        // The Job starts once the watch has listed: no claim of its pods can come and go
+        // unseen before.
+        let _ = tokio::time::timeout(Duration::from_secs(30), ready).await;
+        (seen, task)
+    }
+
     // Long by design: a smoke test is one timed sequence (allocatable, the pods, their logs and
     // outcome, cleanup) under one deadline, each stage recording its check.
     async fn run(&self, name_hint: &str, spec: &Spec) -> Result<(bool, Json), String> {
@@ -282,6 +376,18 @@ impl SmokeTests {
             ));
         }
         let job_name = format!("gpustack-smoke-{name_hint}");
+        // Through DRA, each pod gets a claim of its own from the template; else the device
+        // plugin's resource.
+        let (claims, resources) = match &spec.claim_template {
+            Some(template) => (
+                json!([{"name": "gpu", "resourceClaimTemplateName": template}]),
+                json!({"claims": [{"name": "gpu"}]}),
+            ),
+            None => (
+                Json::Null,
+                json!({"limits": {spec.resource.clone(): spec.gpus_per_pod.to_string()}}),
+            ),
+        };
         let jobs: Api<Job> = Api::namespaced(self.cluster.client.clone(), &spec.namespace);
         let job: Job = serde_json::from_value(json!({
             "apiVersion": "batch/v1",
@@ -301,19 +407,28 @@ impl SmokeTests {
                         "restartPolicy": "Never",
                         "nodeSelector": spec.node_selector,
                         "tolerations": spec.tolerations,
+                        "resourceClaims": claims,
                         "containers": [{
                             "name": "vectoradd",
                             "image": spec.image,
-                            "resources": {"limits": {spec.resource.clone(): spec.gpus_per_pod.to_string()}},
+                            "resources": resources,
                         }],
                     },
                 },
             },
         }))
         .map_err(|e| e.to_string())?;
-        jobs.create(&PostParams::default(), &job)
-            .await
-            .map_err(|e| api_error(&e))?;
+        let claim_watch = match spec.claim_template {
+            Some(_) => Some(self.watch_claims(&spec.namespace, &job_name).await),
+            None => None,
+        };
+        let created = jobs.create(&PostParams::default(), &job).await;
+        if let Err(e) = created {
+            if let Some((_, task)) = &claim_watch {
+                task.abort();
+            }
+            return Err(api_error(&e));
+        }
         let mut pods_failed = false;
         let outcome = loop {
             let status = jobs
@@ -353,6 +468,14 @@ impl SmokeTests {
             tokio::time::sleep(Duration::from_millis(300)).await;
         };
         checks.push(outcome);
+        // The devices the scheduler allocated to each pod's claim.
+        let devices = match claim_watch {
+            Some((seen, task)) => {
+                task.abort();
+                seen.lock().map(|s| s.clone()).unwrap_or_default()
+            }
+            None => Default::default(),
+        };
         let pods: Api<Pod> = Api::namespaced(self.cluster.client.clone(), &spec.namespace);
         let list = pods
             .list(&ListParams::default().labels(&format!("job-name={job_name}")))
@@ -392,6 +515,37 @@ impl SmokeTests {
                 ),
             ));
         }
+        if spec.claim_template.is_some() {
+            let without: Vec<&String> = placement
+                .keys()
+                .filter(|pod| devices.get(*pod).is_none_or(Vec::is_empty))
+                .collect();
+            let all: Vec<&String> = devices.values().flatten().collect();
+            checks.push(check(
+                "claims allocated",
+                without.is_empty() && !placement.is_empty(),
+                if without.is_empty() {
+                    format!(
+                        "{} pod(s) got {} device(s): {}",
+                        placement.len(),
+                        all.len(),
+                        all.iter()
+                            .map(|d| d.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                } else {
+                    format!(
+                        "no devices seen allocated to {}",
+                        without
+                            .iter()
+                            .map(|p| p.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                },
+            ));
+        }
         let served = log_results.iter().filter(|r| r.is_some()).count();
         if served > 0 {
             let passed = log_results.iter().filter(|r| **r == Some(true)).count();
@@ -422,6 +576,7 @@ impl SmokeTests {
             "namespace": spec.namespace,
             "duration_seconds": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
             "pods": placement,
+            "devices": if spec.claim_template.is_some() { json!(devices) } else { Json::Null },
             "nodes": nodes.iter().collect::<Vec<_>>(),
             "allocatable": allocatable,
             "logs": if served > 0 { "checked" } else { "not served by this cluster" },
@@ -483,8 +638,11 @@ impl Provider for SmokeTests {
             )]),
         );
         default_if_unset(&mut planned, "pods", Value::number(1.0));
-        default_if_unset(&mut planned, "gpus_per_pod", Value::number(1.0));
-        default_if_unset(&mut planned, "resource_name", Value::string(GPU_RESOURCE));
+        // Through DRA the claim template says what a pod gets: no device-plugin defaults.
+        if attribute(&planned, "resource_claim_template").is_none_or(Value::is_null) {
+            default_if_unset(&mut planned, "gpus_per_pod", Value::number(1.0));
+            default_if_unset(&mut planned, "resource_name", Value::string(GPU_RESOURCE));
+        }
         default_if_unset(&mut planned, "image", Value::string(DEFAULT_IMAGE));
         default_if_unset(&mut planned, "namespace", Value::string("default"));
         let unchanged = request.prior_state.as_ref().is_some_and(|prior| {

@@ -506,3 +506,77 @@ fn the_device_plugin_beside_the_dra_driver_and_a_gpu_cluster_beside_a_cluster_po
     );
     c.kubectl_ok(&["delete", "node", "dra-both"]);
 }
+
+/// The DRA example end to end: the driver chart installs, the nodes' ResourceSlices appear, a
+/// smoke test of four pods gets its GPUs through claims the real scheduler allocates, a
+/// second plan is empty, and destroy removes it all (the plugin's slices with it).
+#[test]
+fn the_dra_example_installs_the_driver_and_four_pods_get_their_gpus_through_claims() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = cluster();
+    for name in ["dra-ex-a", "dra-ex-b"] {
+        c.fake_gpu_node_labelled(
+            name,
+            "NVIDIA A100-SXM4-80GB",
+            2,
+            &[
+                "gpustack.dev/dra-example=true",
+                "nvidia.com/gpu.deploy.device-plugin=false",
+            ],
+        );
+    }
+    let stack = Stack::example("dra-gpu", &[]).on(c).with_vars(&[
+        &format!("chart={}", driver_chart()),
+        r#"pool_selector={"gpustack.dev/dra-example"="true"}"#,
+        "driver_namespace=nvidia-dra-example",
+        "namespace=dra-example",
+    ]);
+    let _destroy = DestroyOnDrop(&stack);
+    let applied = stack.ok("apply", &["--auto-approve"]);
+    assert!(applied.contains("Apply complete!"), "{applied}");
+    let slices = || {
+        c.kubectl_ok(&[
+            "get",
+            "resourceslices",
+            "-o",
+            "jsonpath={range .items[*]}{.spec.nodeName}={.spec.devices[*].name}{\"\\n\"}{end}",
+        ])
+    };
+    let published = slices();
+    assert!(
+        published.contains("dra-ex-a=gpu-0 gpu-1") && published.contains("dra-ex-b=gpu-0 gpu-1"),
+        "{published}"
+    );
+    let out = stack.run("output", &["--json"]);
+    let outputs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(outputs["smoke_test_passed"]["value"], true, "{outputs}");
+    let devices = outputs["allocated_devices"]["value"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{outputs}"));
+    assert_eq!(devices.len(), 4, "{outputs}");
+    let mut all: Vec<&str> = devices
+        .values()
+        .flat_map(|d| d.as_array().unwrap().iter().map(|v| v.as_str().unwrap()))
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    // Four pods, four distinct GPUs of the two nodes.
+    assert_eq!(all.len(), 4, "{outputs}");
+    assert!(all.iter().all(|d| d.starts_with("dra-ex-")), "{outputs}");
+
+    let again = stack.run("plan", &["--detailed-exitcode"]);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&again.stdout),
+        String::from_utf8_lossy(&again.stderr)
+    );
+
+    stack.ok("destroy", &["--auto-approve"]);
+    c.eventually(60, slices, |s| !s.contains("dra-ex-"));
+    let releases = c.kubectl_ok(&["get", "deviceclass", "-o", "name"]);
+    assert!(!releases.contains("gpu.nvidia.com"), "{releases}");
+    drop(_destroy);
+    c.kubectl_ok(&["delete", "node", "dra-ex-a", "dra-ex-b"]);
+}
