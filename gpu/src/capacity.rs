@@ -18,6 +18,7 @@ pub(crate) fn lines(model: &Model) -> Vec<Line> {
     for (address, pool) in &model.pools {
         out.extend(pool_line(model, pool).map(|c| (address.clone(), c)));
     }
+    out.extend(crate::dra::capacity(model));
     for (address, ceiling) in &model.ceilings {
         if ceiling.before == ceiling.after {
             continue;

@@ -12,7 +12,7 @@ use super::selector::{Environment, Reference, map};
 use crate::model::{DEVICE_PLUGIN_OPT_OUT, Model};
 use gpustack_catalog as catalog;
 use gpustack_protocol::nvidia::DRA_DRIVER;
-use gpustack_protocol::{DraAttribute, DraDevice};
+use gpustack_protocol::{DraAttribute, DraDevice, PoolFact};
 use kube_cel::cel::objects::Value;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -274,22 +274,13 @@ pub(crate) fn driver_runs(model: &Model) -> bool {
         || model.nodes.iter().any(|n| !n.live.dra_devices.is_empty())
 }
 
-/// Every node with DRA devices: the live ones from their slices, then one node per planned
-/// DRA pool (a pool whose nodes the DRA driver serves and the device plugin does not).
-pub(crate) fn nodes(model: &Model) -> Vec<DraNode> {
-    let mut nodes: Vec<DraNode> = model
-        .nodes
-        .iter()
-        .filter(|n| !n.live.dra_devices.is_empty())
-        .map(|n| DraNode {
-            name: n.live.name.clone(),
-            pool: None,
-            devices: n.live.dra_devices.iter().map(Device::from_live).collect(),
-        })
-        .collect();
+/// The planned DRA pools — pools whose nodes the DRA driver serves and the device plugin does
+/// not — with the model the built-in table gives their GPUs: (address, pool, GPU).
+pub(crate) fn dra_pools(model: &Model) -> Vec<(&str, &PoolFact, catalog::DraGpu)> {
     if !driver_runs(model) {
-        return nodes;
+        return Vec::new();
     }
+    let mut out = Vec::new();
     for (address, pool) in &model.pools {
         let Some(shape) = &pool.after else { continue };
         let Some(gpus) = &shape.gpus else { continue };
@@ -310,13 +301,36 @@ pub(crate) fn nodes(model: &Model) -> Vec<DraNode> {
         if plugin_runs {
             continue;
         }
-        let Some(gpu) = catalog::dra_gpu(&gpus.model, gpus.memory_gb, &shape.machine) else {
-            continue;
-        };
+        if let Some(gpu) = catalog::dra_gpu(&gpus.model, gpus.memory_gb, &shape.machine) {
+            out.push((address.as_str(), pool, gpu));
+        }
+    }
+    out
+}
+
+/// Every node with DRA devices: the live ones from their slices, then one node per planned
+/// DRA pool (a pool whose nodes the DRA driver serves and the device plugin does not).
+pub(crate) fn nodes(model: &Model) -> Vec<DraNode> {
+    let mut nodes: Vec<DraNode> = model
+        .nodes
+        .iter()
+        .filter(|n| !n.live.dra_devices.is_empty())
+        .map(|n| DraNode {
+            name: n.live.name.clone(),
+            pool: None,
+            devices: n.live.dra_devices.iter().map(Device::from_live).collect(),
+        })
+        .collect();
+    for (address, pool, gpu) in dra_pools(model) {
+        let count = pool
+            .after
+            .as_ref()
+            .and_then(|s| s.gpus.as_ref())
+            .map_or(0, |g| g.count);
         nodes.push(DraNode {
             name: format!("{} {}", pool.kind, pool.name),
-            pool: Some(address.clone()),
-            devices: predicted(&gpu, gpus.count),
+            pool: Some(address.to_owned()),
+            devices: predicted(&gpu, count),
         });
     }
     nodes

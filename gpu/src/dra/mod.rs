@@ -102,6 +102,48 @@ struct NodeCandidates {
     maybe: Vec<usize>,
 }
 
+/// The capacity lines of the planned DRA pools: the devices each pool's nodes will publish.
+pub(crate) fn capacity(model: &Model) -> Vec<(String, gpustack_protocol::CapacityChange)> {
+    devices::dra_pools(model)
+        .into_iter()
+        .filter_map(|(address, pool, gpu)| {
+            let shape = pool.after.as_ref()?;
+            let gpus = shape.gpus.as_ref()?;
+            let nodes = if shape.min_nodes == shape.max_nodes {
+                shape.max_nodes.to_string()
+            } else {
+                format!("{}–{}", shape.min_nodes, shape.max_nodes)
+            };
+            let before = pool
+                .before
+                .as_ref()
+                .filter(|_| !pool.new)
+                .and_then(|b| Some(f64::from(b.max_nodes * b.gpus.as_ref()?.count)));
+            let after = f64::from(shape.max_nodes * gpus.count);
+            if before == Some(after) {
+                return None;
+            }
+            Some((
+                address.to_owned(),
+                gpustack_protocol::CapacityChange {
+                    scope: format!("{} {}: {nodes} × {}", pool.kind, pool.name, shape.machine),
+                    resource: format!("{DRA_DRIVER} devices (DRA)"),
+                    before,
+                    after: Some(after),
+                    detail: format!(
+                        "per node {} × gpu {} ({} MiB), published by NVIDIA's DRA driver, the device plugin off; devices from the {}",
+                        gpus.count,
+                        gpu.product,
+                        gpu.memory_mib,
+                        gpustack_catalog::BUILT_IN
+                    ),
+                    physical: None,
+                },
+            ))
+        })
+        .collect()
+}
+
 /// How much work a check did: selectors compiled, and CEL evaluations run.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Stats {

@@ -667,3 +667,31 @@ fn a_gpu_cluster_beside_a_cluster_policy_is_refused() {
         "{found:#?}"
     );
 }
+
+#[test]
+fn the_capacity_section_lists_the_devices_a_planned_dra_pool_will_publish() {
+    let facts = [
+        GpuFact::Cluster(ClusterFact::default()),
+        driver(),
+        pool("h100", "H100", &[]),
+    ];
+    let sourced: Vec<Sourced<'_>> = facts
+        .iter()
+        .map(|fact| Sourced {
+            address: "eks_nodegroup.h100",
+            fact,
+        })
+        .collect();
+    let lines: Vec<String> = Model::build(&sourced)
+        .capacity()
+        .iter()
+        .map(|(_, c)| c.text())
+        .filter(|t| t.contains("DRA"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "nodepool h100: 2 × p5.48xlarge: gpu.nvidia.com devices (DRA) 0 → 16 (per node 8 × gpu NVIDIA H100 80GB HBM3 (81559 MiB), published by NVIDIA's DRA driver, the device plugin off; devices from the built-in table)"
+        ]
+    );
+}

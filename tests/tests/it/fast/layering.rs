@@ -12,7 +12,11 @@ const SDK_PREFIXES: &[&str] = &[
     "azure_",
     "google-",
     "gcp_",
-    "kube",
+    // kube-rs's client crates (`kube`, `kube-client`, ...), not kube-cel: CEL with no client.
+    "kube-client",
+    "kube-core",
+    "kube-runtime",
+    "kube-derive",
     "k8s-openapi",
     "hyper",
     "reqwest",
@@ -57,7 +61,7 @@ fn dependencies(package: &str) -> BTreeSet<String> {
 fn sdk_crates(package: &str) -> Vec<String> {
     dependencies(package)
         .into_iter()
-        .filter(|name| SDK_PREFIXES.iter().any(|p| name.starts_with(p)))
+        .filter(|name| name == "kube" || SDK_PREFIXES.iter().any(|p| name.starts_with(p)))
         .collect()
 }
 
