@@ -455,13 +455,7 @@ fn planned_dra_pools_offer_the_devices_of_the_built_in_table() {
         "{found:#?}"
     );
     // A pool the GPU Operator's device plugin serves publishes no DRA devices.
-    let operator = GpuFact::Operator(gpustack_protocol::OperatorFact {
-        source: gpustack_protocol::OperatorSource::HelmValues,
-        namespace: Some("gpu-operator".into()),
-        settings: Some(json!({"devicePlugin": {"enabled": true}})),
-        settings_before: None,
-        attribute: path(["values"]),
-    });
+    let operator = operator_values(json!({"devicePlugin": {"enabled": true}}));
     let found = check(&[
         GpuFact::Cluster(ClusterFact::default()),
         operator.clone(),
@@ -589,13 +583,7 @@ fn feature_gates_the_driver_refuses_together_are_located_at_the_gate() {
 
 #[test]
 fn the_device_plugin_and_the_dra_driver_on_one_pool_is_refused() {
-    let operator = GpuFact::Operator(gpustack_protocol::OperatorFact {
-        source: gpustack_protocol::OperatorSource::HelmValues,
-        namespace: Some("gpu-operator".into()),
-        settings: Some(json!({"devicePlugin": {"enabled": true}})),
-        settings_before: None,
-        attribute: path(["values"]),
-    });
+    let operator = operator_values(json!({"devicePlugin": {"enabled": true}}));
     let found = all_findings(&[
         GpuFact::Cluster(ClusterFact::default()),
         operator.clone(),
@@ -627,15 +615,7 @@ fn the_device_plugin_and_the_dra_driver_on_one_pool_is_refused() {
 
 #[test]
 fn a_gpu_cluster_beside_a_cluster_policy_is_refused() {
-    let values = |v: Json| {
-        GpuFact::Operator(gpustack_protocol::OperatorFact {
-            source: gpustack_protocol::OperatorSource::HelmValues,
-            namespace: Some("gpu-operator".into()),
-            settings: Some(v),
-            settings_before: None,
-            attribute: path(["values"]),
-        })
-    };
+    let values = operator_values;
     let found = all_findings(&[
         GpuFact::Cluster(ClusterFact::default()),
         values(json!({"gpuCluster": {"deployCR": true}})),
@@ -694,4 +674,15 @@ fn the_capacity_section_lists_the_devices_a_planned_dra_pool_will_publish() {
             "nodepool h100: 2 × p5.48xlarge: gpu.nvidia.com devices (DRA) 0 → 16 (per node 8 × gpu NVIDIA H100 80GB HBM3 (81559 MiB), published by NVIDIA's DRA driver, the device plugin off; devices from the built-in table)"
         ]
     );
+}
+
+/// The GPU Operator chart's values, as the helm provider reports a release of it.
+fn operator_values(values: Json) -> GpuFact {
+    GpuFact::Operator(gpustack_protocol::OperatorFact {
+        source: gpustack_protocol::OperatorSource::HelmValues,
+        namespace: Some("gpu-operator".into()),
+        settings: Some(values),
+        settings_before: None,
+        attribute: path(["values"]),
+    })
 }

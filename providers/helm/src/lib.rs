@@ -425,18 +425,22 @@ fn merge_values(into: &mut Json, from: Json) {
     }
 }
 
-/// A release of NVIDIA's GPU Operator chart: its values are the ClusterPolicy's settings, for
-/// the GPU model (the chart renders `cluster-policy` from them).
-/// The release installs NVIDIA's GPU Operator (its chart, by name or path).
-fn is_operator_chart(planned: &Value) -> bool {
+/// Whether the release installs the chart named `name` (by name, path or archive).
+fn installs_chart(planned: &Value, name: &str) -> bool {
     text(planned, "chart").is_some_and(|chart| {
         chart
             .trim_end_matches('/')
             .rsplit('/')
             .next()
             .unwrap_or(chart)
-            .starts_with("gpu-operator")
+            .starts_with(name)
     })
+}
+
+/// A release of NVIDIA's GPU Operator chart: its values are the ClusterPolicy's settings, for
+/// the GPU model (the chart renders `cluster-policy` from them).
+fn is_operator_chart(planned: &Value) -> bool {
+    installs_chart(planned, "gpu-operator")
 }
 
 /// An install of the GPU Operator into a cluster that already runs one, installed by another
@@ -479,16 +483,9 @@ fn second_operator(planned: &Value, facts: &[gpustack_protocol::GpuFact]) -> Opt
     ))
 }
 
-/// The release installs NVIDIA's DRA driver for GPUs (its chart, by name or path).
+/// The release installs NVIDIA's DRA driver for GPUs.
 fn is_dra_driver_chart(planned: &Value) -> bool {
-    text(planned, "chart").is_some_and(|chart| {
-        chart
-            .trim_end_matches('/')
-            .rsplit('/')
-            .next()
-            .unwrap_or(chart)
-            .starts_with("dra-driver-nvidia-gpu")
-    })
+    installs_chart(planned, "dra-driver-nvidia-gpu")
 }
 
 /// The GPU fact of a release of one of NVIDIA's charts the GPU model reads: the GPU

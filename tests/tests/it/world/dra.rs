@@ -54,6 +54,18 @@ fn unwrapped(text: &str) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// The output of a plan that must fail, unwrapped.
+fn refused_plan(stack: &Stack) -> String {
+    let out = stack.run("plan", &[]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    unwrapped(&text)
+}
+
 const PROVIDERS: &str = r#"variable "kubeconfig" {
   type = string
 }
@@ -458,14 +470,7 @@ fn the_device_plugin_beside_the_dra_driver_and_a_gpu_cluster_beside_a_cluster_po
     let stack = Stack::inline(&format!("{PROVIDERS}\n{driver}"))
         .on(c)
         .with_vars(&[&format!("chart={}", driver_chart())]);
-    let out = stack.run("plan", &[]);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    let text = unwrapped(&text);
+    let text = refused_plan(&stack);
     assert!(
         text.contains("The device plugin and the DRA driver on one node")
             && text.contains("node dra-both (the GPU Operator's device plugin)")
@@ -491,14 +496,7 @@ fn the_device_plugin_beside_the_dra_driver_and_a_gpu_cluster_beside_a_cluster_po
     let stack = Stack::inline(&format!("{PROVIDERS}\n{operator}"))
         .on(c)
         .with_vars(&[&format!("chart={}", super::e2e::chart())]);
-    let out = stack.run("plan", &[]);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    let text = unwrapped(&text);
+    let text = refused_plan(&stack);
     assert!(
         text.contains("Second GPU Operator")
             && text.contains("a cluster has a GPUCluster or a ClusterPolicy, never both"),
