@@ -1,5 +1,5 @@
-# GPUs through Dynamic Resource Allocation: NVIDIA's DRA driver on the nodes that opt out of
-# the device plugin, a ResourceClaimTemplate for one A100 per pod, and a smoke test whose four
+# GPUs through Dynamic Resource Allocation: NVIDIA's DRA driver (modules/dra-gpu) on the nodes
+# that opt out of the device plugin, a ResourceClaimTemplate for one A100 per pod, and a smoke test whose four
 # pods get their GPUs through claims made from it. Every selector is checked at plan against
 # the devices the nodes publish; the smoke test's result names the devices the scheduler gave
 # each pod. Runs on the local test cluster with --var kubeconfig=PATH
@@ -26,24 +26,11 @@ provider "gpu" {
   context     = var.kube_context
 }
 
-resource "helm_release" "dra_driver" {
-  name             = "dra-driver"
-  namespace        = var.driver_namespace
-  create_namespace = true
-  chart            = var.chart
-  values = {
-    # The driver must not share a node with the device plugin: the pool's nodes carry
-    # nvidia.com/gpu.deploy.device-plugin=false, and the kubelet plugin runs on them only.
-    gpuResourcesEnabledOverride = true
-    resources = {
-      computeDomains = {
-        enabled = false
-      }
-    }
-    kubeletPlugin = {
-      nodeSelector = var.pool_selector
-    }
-  }
+module "dra" {
+  source        = "../../modules/dra-gpu"
+  chart         = var.chart
+  namespace     = var.driver_namespace
+  pool_selector = var.pool_selector
 }
 
 resource "kubernetes_manifest" "namespace" {
@@ -70,7 +57,7 @@ resource "kubernetes_manifest" "one_gpu" {
           requests = [{
             name = "gpu"
             exactly = {
-              deviceClassName = "gpu.nvidia.com"
+              deviceClassName = module.dra.device_classes.gpu
               selectors = [{
                 cel = {
                   expression = "device.attributes['gpu.nvidia.com'].productName.startsWith('${var.product}') && device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('${var.min_memory}')) >= 0"
@@ -82,7 +69,7 @@ resource "kubernetes_manifest" "one_gpu" {
       }
     }
   }
-  depends_on = [helm_release.dra_driver, kubernetes_manifest.namespace]
+  depends_on = [module.dra, kubernetes_manifest.namespace]
 }
 
 resource "gpu_smoke_test" "claims" {

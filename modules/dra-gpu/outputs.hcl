@@ -1,0 +1,21 @@
+output "device_classes" {
+  value = {
+    gpu  = "gpu.nvidia.com"
+    mig  = "mig.nvidia.com"
+    vfio = "vfio.gpu.nvidia.com"
+  }
+  description = "The DeviceClasses the driver creates; gpu.nvidia.com also answers pods that ask for nvidia.com/gpu."
+}
+
+output "extended_resource_name" {
+  value       = "nvidia.com/gpu"
+  description = "What gpu.nvidia.com's extendedResourceName maps to a DRA device."
+}
+
+output "namespace" {
+  value = var.namespace
+}
+
+output "pool_selector" {
+  value = var.pool_selector
+}
