@@ -659,12 +659,17 @@ impl Checker<'_> {
             ));
         }
         if !known_devices {
+            let nodes = if inputs.live_read {
+                format!("No node publishes {DRA_DRIVER} devices")
+            } else {
+                "The cluster's devices were not read (no cluster to read)".to_owned()
+            };
             return Err(finding(
                 Severity::Warning,
                 &sub.origin,
                 "No DRA devices known",
                 format!(
-                    "No node publishes {DRA_DRIVER} devices, and no planned pool will (one does when NVIDIA's DRA driver runs there and the device plugin does not): request {} of {what} is not checked, and a pod asking for it stays Pending until devices appear.",
+                    "{nodes} and no planned pool will publish any (one does when NVIDIA's DRA driver runs there and the device plugin does not): request {} of {what} is not checked, and a pod asking for it stays Pending until devices appear.",
                     sub.name
                 ),
             ));

@@ -215,3 +215,19 @@ fn the_review_example_reviews_its_sample_plan() {
     let line = tf.lines().position(|l| l.contains("1g.5gb")).unwrap() + 1;
     assert!(stderr.contains(&format!("main.tf:{line}:")), "{stderr}");
 }
+
+#[test]
+fn dra_claims_and_driver_settings_of_a_terraform_plan_are_checked_at_their_lines() {
+    let (code, _, stderr) = review("dra-claims", &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("The API server refuses this selector") && stderr.contains("main.tf:37:32"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("DRA driver feature gates refused together")
+            && stderr.contains("main.tf:11:20"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("devices were not read"), "{stderr}");
+}
