@@ -98,3 +98,69 @@ fn a_shared_directory_is_used_where_it_lies_and_differences_are_named() {
         "{stderr}"
     );
 }
+
+/// What `upstream` pins for a chart directory: the digest of its files, by relative path.
+fn directory_digest(dir: &Path) -> String {
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(
+            "find . -type f | LC_ALL=C sort | xargs -d '\\n' sha256sum | sha256sum | cut -d' ' -f1",
+        )
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+#[test]
+fn a_chart_kept_as_a_directory_is_fetched_from_its_source_archive_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("src/repo-abc/deployments/helm/driver");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: driver\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(chart.join("templates/a.yaml"), "kind: ConfigMap\n").unwrap();
+    let archive = dir.path().join("source.tar.gz");
+    let tar = Command::new("tar")
+        .arg("-czf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(dir.path().join("src"))
+        .arg("repo-abc")
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let lock = dir.path().join("upstream.lock");
+    std::fs::write(
+        &lock,
+        format!(
+            "charts/driver\tchartdir\t{}\tfile://{}#repo-abc/deployments/helm/driver\n",
+            directory_digest(&chart),
+            archive.display()
+        ),
+    )
+    .unwrap();
+    let output = upstream(&lock, &dir.path().join("absent"), &dir.path().join("cache"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let fetched = Path::new(String::from_utf8_lossy(&output.stdout).trim()).join("charts/driver");
+    assert_eq!(
+        std::fs::read_to_string(fetched.join("templates/a.yaml")).unwrap(),
+        "kind: ConfigMap\n"
+    );
+    // Checked where it lies too: the directory's files are what the lock pins.
+    let check = Command::new(gpustack_tests::repo_root().join("tests/cluster/upstream"))
+        .env("GPUSTACK_UPSTREAM_LOCK", &lock)
+        .arg("check")
+        .arg(fetched.parent().unwrap().parent().unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
