@@ -145,6 +145,8 @@ struct NodeMemory {
     /// A reconfiguration succeeded under the `zero-after-success` wedge: the plugin advertises
     /// nothing until the wedge is cleared.
     advertises_nothing: bool,
+    /// The uids of the pods a repartitioning killed, while they exist.
+    killed_uids: std::collections::HashSet<String>,
 }
 
 #[derive(Default)]
@@ -842,6 +844,21 @@ impl Simulator {
                     }
                 }
             }
+            // kwok may report a killed pod Running again (its own status, arriving late): a pod
+            // whose GPUs were taken from it stays Failed.
+            memory
+                .killed_uids
+                .retain(|uid| pods.iter().any(|p| p.metadata.uid.as_deref() == Some(uid)));
+            for pod in pods.iter().filter(|p| {
+                on_node(p, &name)
+                    && p.metadata
+                        .uid
+                        .as_ref()
+                        .is_some_and(|u| memory.killed_uids.contains(u))
+                    && p.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Failed")
+            }) {
+                kill(client, pod, &name).await?;
+            }
             let mut killed: Vec<String> = Vec::new();
             let mut outcome = None;
             if let Some(run) = &mut memory.run {
@@ -867,6 +884,7 @@ impl Simulator {
                             for pod in &pods {
                                 if on_node(pod, &name) && holds_gpus(pod) && !terminal(pod) {
                                     killed.push(kill(client, pod, &name).await?);
+                                    memory.killed_uids.extend(pod.metadata.uid.clone());
                                 }
                             }
                             let held_enabled =

@@ -598,8 +598,14 @@ fn fresh_mig_node(c: &TestCluster, name: &str, annotations: &[&str]) {
 /// MIG Manager as mig-parted runs it: pending, the operands paused and waited for, the GPUs
 /// repartitioned — killing the pod left on them, since it never waits for user pods — the
 /// operands back, success.
+/// Held by the tests that install NVIDIA's DRA driver on the shared cluster and by the MIG
+/// Manager test below: with the driver installed beside it, that test's pod is seen Running
+/// after its kill (found, cause not yet known), so the two do not run at once.
+pub(super) static DRA_BESIDE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn mig_manager_pauses_the_operands_and_kills_a_gpu_pod_left_on_the_node() {
+    let _alone = DRA_BESIDE.lock().unwrap_or_else(|e| e.into_inner());
     let c = world();
     let node = "tw-mig-kill";
     fresh_mig_node(c, node, &["gpusim.gpustack.dev/reconfigure-seconds=3"]);
