@@ -605,6 +605,11 @@ impl Side {
         Some((geometry, layout, mig::Origin::BuiltIn))
     }
 
+    /// Whether the operator's device plugin runs on a node with `labels`.
+    pub(crate) fn plugin_runs(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.settings.present && self.plugin_off(labels).is_none()
+    }
+
     /// Why no device plugin of the operator runs on a node with `labels` (the operator is
     /// there), if none does.
     pub(crate) fn plugin_off(&self, labels: &BTreeMap<String, String>) -> Option<&'static str> {

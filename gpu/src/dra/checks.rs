@@ -173,11 +173,7 @@ fn beside_the_device_plugin(model: &Model, driver: &Driver<'_>, findings: &mut V
         .collect();
     let selected =
         |labels: &BTreeMap<String, String>| selector.iter().all(|(k, v)| labels.get(k) == Some(v));
-    let operator_plugin = |labels: &BTreeMap<String, String>| {
-        model.after.settings.present
-            && model.after.plugin_off(labels).is_none()
-            && labels.get(DEVICE_PLUGIN_OPT_OUT).map(String::as_str) != Some("false")
-    };
+    let operator_plugin = |labels: &BTreeMap<String, String>| model.after.plugin_runs(labels);
     let mut both = Vec::new();
     for (_, pool) in &model.pools {
         let Some(after) = &pool.after else { continue };

@@ -9,7 +9,7 @@
 //! versions, `memory` is a capacity in bytes.
 
 use super::selector::{Environment, Reference, map};
-use crate::model::{DEVICE_PLUGIN_OPT_OUT, Model};
+use crate::model::Model;
 use gpustack_catalog as catalog;
 use gpustack_protocol::nvidia::DRA_DRIVER;
 use gpustack_protocol::{DraAttribute, DraDevice, PoolFact};
@@ -291,14 +291,7 @@ pub(crate) fn dra_pools(model: &Model) -> Vec<(&str, &PoolFact, catalog::DraGpu)
         {
             continue;
         }
-        let plugin_runs = model.after.settings.present
-            && model.after.plugin_off(&pool.node_labels).is_none()
-            && pool
-                .node_labels
-                .get(DEVICE_PLUGIN_OPT_OUT)
-                .map(String::as_str)
-                != Some("false");
-        if plugin_runs {
+        if model.after.plugin_runs(&pool.node_labels) {
             continue;
         }
         if let Some(gpu) = catalog::dra_gpu(&gpus.model, gpus.memory_gb, &shape.machine) {

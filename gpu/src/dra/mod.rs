@@ -217,6 +217,25 @@ pub(crate) fn findings(model: &Model, findings: &mut Vec<Finding>, memo: bool) -
                 .as_ref()
                 .map_or_else(|| fact.name.clone(), |ns| format!("{ns}/{}", fact.name))
         );
+        if fact
+            .spec
+            .as_ref()
+            .and_then(|s| s.pointer("/devices/constraints"))
+            .and_then(Json::as_array)
+            .is_some_and(|c| !c.is_empty())
+        {
+            let origin =
+                Origin::new(address, &fact.attribute).join(&[key("devices"), key("constraints")]);
+            findings.push(Finding {
+                address: origin.address,
+                path: origin.path,
+                severity: Severity::Warning,
+                summary: "Claim constraints not checked".into(),
+                detail: format!(
+                    "The constraints of {what} (matchAttribute, distinctAttribute) are not checked at plan: its requests are checked each on its own and together, as if they had none."
+                ),
+            });
+        }
         let mut feasible_per_request: Vec<Vec<(usize, Vec<NodeCandidates>)>> = Vec::new();
         let mut failed = false;
         for request in list {
@@ -770,6 +789,18 @@ impl Checker<'_> {
                 ));
             }
         }
+        if !alive.iter().flatten().any(|(_, sure)| *sure) {
+            return Err(finding(
+                Severity::Warning,
+                &sub.origin,
+                "Request not checked in full",
+                format!(
+                    "Request {} of {what} matches devices only on planned pools, through what a node publishes only once it exists (its UUIDs, PCI addresses, driver version): whether those match is known at apply, not now ({}).",
+                    sub.name,
+                    self.scope()
+                ),
+            ));
+        }
         let per_node: Vec<NodeCandidates> = alive
             .iter()
             .map(|devices| NodeCandidates {
@@ -867,8 +898,9 @@ impl Checker<'_> {
         }
         if !pools.is_empty() {
             parts.push(format!(
-                "planned pool(s) {}",
-                pools.into_iter().collect::<Vec<_>>().join(", ")
+                "planned pool(s) {} (their devices from the {})",
+                pools.into_iter().collect::<Vec<_>>().join(", "),
+                gpustack_catalog::BUILT_IN
             ));
         }
         parts.join(" and ")

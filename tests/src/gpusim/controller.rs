@@ -158,6 +158,8 @@ pub struct Simulator {
     default_mig_config: Option<String>,
     /// The devices last published in each node's DRA ResourceSlice, by node name.
     dra_published: HashMap<String, serde_json::Value>,
+    /// Whether the DRA slices were listed once since the simulator started.
+    dra_listed: bool,
 }
 
 /// What the simulator reads, as reflectors keep it.
@@ -305,10 +307,8 @@ impl Simulator {
                 Api::<ConfigMap>::namespaced(client.clone(), NAMESPACE),
                 config_maps_writer,
             ),
-            watch(
-                Api::<DaemonSet>::namespaced(client.clone(), NAMESPACE),
-                daemon_sets_writer,
-            ),
+            // Every namespace's: the operator's operands, and the DRA driver chart's plugin.
+            watch(Api::<DaemonSet>::all(client.clone()), daemon_sets_writer),
             watch(
                 Api::all_with(client.clone(), &cluster_policy_resource()),
                 policies_writer,
@@ -367,10 +367,10 @@ impl Simulator {
     }
 
     /// NVIDIA's DRA driver's kubelet plugin, and node-feature-discovery's PCI label it needs:
-    /// on every GPU node where a pod of the driver chart's kubelet plugin runs (and no device
-    /// plugin does), the node's ResourceSlice ([`super::dra`]), owned by the node as the
-    /// driver's is; elsewhere none. A node served by both gets none, and the simulator says so:
-    /// the two must never serve one node.
+    /// on every GPU node where a pod of the driver chart's kubelet plugin runs, the node's
+    /// ResourceSlice ([`super::dra`]), owned by the node as the driver's is; elsewhere none. A
+    /// node the device plugin serves too gets its slice all the same, as a real one would (its
+    /// GPUs offered twice), and the simulator says so.
     async fn publish_dra(
         &mut self,
         client: &kube::Client,
@@ -379,20 +379,20 @@ impl Simulator {
         use k8s_openapi::api::resource::v1::ResourceSlice;
         use kube::api::{DeleteParams, ListParams, PostParams};
         let (plugin_key, plugin_value) = super::dra::PLUGIN_LABEL;
-        let daemon_sets: Api<DaemonSet> = Api::all(client.clone());
-        let driver_installed = daemon_sets
-            .list(&ListParams::default())
-            .await?
-            .items
-            .iter()
-            .any(|ds| {
-                ds.spec
-                    .as_ref()
-                    .and_then(|s| s.selector.match_labels.as_ref())
-                    .and_then(|l| l.get(plugin_key))
-                    .map(String::as_str)
-                    == Some(plugin_value)
-            });
+        let driver_installed = stores.daemon_sets.state().iter().any(|ds| {
+            ds.spec
+                .as_ref()
+                .and_then(|s| s.selector.match_labels.as_ref())
+                .and_then(|l| l.get(plugin_key))
+                .map(String::as_str)
+                == Some(plugin_value)
+        });
+        // Without the driver, slices are read only while some are known to be left over (and
+        // once, for those an earlier run of the simulator left).
+        if !driver_installed && self.dra_published.is_empty() && self.dra_listed {
+            return Ok(());
+        }
+        self.dra_listed = true;
         let slices_api: Api<ResourceSlice> = Api::all(client.clone());
         let slices = match slices_api
             .list(&ListParams::default().fields(&format!("spec.driver={}", super::dra::DRIVER)))
@@ -467,10 +467,10 @@ impl Simulator {
                 continue;
             }
             if device_plugin {
+                // As on a real node: both serve the same GPUs, each unaware of the other.
                 eprintln!(
-                    "gpusim: DRA: node {name} runs both the device plugin and the DRA driver's kubelet plugin; it publishes no DRA devices"
+                    "gpusim: DRA: node {name} runs both the device plugin and the DRA driver's kubelet plugin: its GPUs are offered twice"
                 );
-                continue;
             }
             let count: u32 = annotations
                 .get(COUNT_ANNOTATION)
@@ -575,11 +575,10 @@ impl Simulator {
                 continue;
             }
             let deploy = format!("{DEPLOY_LABEL_PREFIX}{operand}");
-            let current = stores
-                .daemon_sets
-                .state()
-                .into_iter()
-                .find(|ds| ds.metadata.name.as_deref() == Some(name));
+            let current = stores.daemon_sets.state().into_iter().find(|ds| {
+                ds.metadata.namespace.as_deref() == Some(NAMESPACE)
+                    && ds.metadata.name.as_deref() == Some(name)
+            });
             let matches = current.as_ref().is_some_and(|ds| {
                 let spec = ds.spec.as_ref();
                 let selector = spec
@@ -1196,9 +1195,10 @@ impl Simulator {
         // The operator is ready once each operand's DaemonSet has rolled out on the nodes it
         // selects (paused nodes are not selected).
         for ds in stores.daemon_sets.state() {
-            let operand = OPERANDS
-                .iter()
-                .any(|(n, _)| ds.metadata.name.as_deref() == Some(*n));
+            let operand = ds.metadata.namespace.as_deref() == Some(NAMESPACE)
+                && OPERANDS
+                    .iter()
+                    .any(|(n, _)| ds.metadata.name.as_deref() == Some(*n));
             let Some(status) = ds.status.as_ref().filter(|_| operand) else {
                 continue;
             };

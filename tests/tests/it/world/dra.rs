@@ -3,7 +3,7 @@
 //! and gpustack's plan-time verdict on each claim compared with what the scheduler does with
 //! the same claim: allocated, or left Pending.
 
-use super::e2e::{DestroyOnDrop, OPERATOR, Stack};
+use super::e2e::{DestroyOnDrop, OPERATOR, Stack, output};
 use super::testworld::DRA_BESIDE;
 use gpustack_tests::cluster::{TestCluster, cluster};
 
@@ -377,7 +377,7 @@ fn gpustack_agrees_with_the_scheduler_on_a_table_of_claims() {
     );
 
     let cases = cases();
-    assert!(cases.len() >= 20);
+    assert_eq!(cases.len(), 31, "the README names the table's size");
     // The claims in one plan, but the one the API server refuses: its own plan, below.
     let (refused_at_create, table): (Vec<&Case>, Vec<&Case>) =
         cases.iter().partition(|c| c.name == "refused-at-create");
@@ -548,12 +548,9 @@ fn the_dra_example_installs_the_driver_and_four_pods_get_their_gpus_through_clai
         published.contains("dra-ex-a=gpu-0 gpu-1") && published.contains("dra-ex-b=gpu-0 gpu-1"),
         "{published}"
     );
-    let out = stack.run("output", &["--json"]);
-    let outputs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(outputs["smoke_test_passed"]["value"], true, "{outputs}");
-    let devices = outputs["allocated_devices"]["value"]
-        .as_object()
-        .unwrap_or_else(|| panic!("{outputs}"));
+    assert_eq!(output(&stack, "smoke_test_passed"), true);
+    let outputs = output(&stack, "allocated_devices");
+    let devices = outputs.as_object().unwrap_or_else(|| panic!("{outputs}"));
     assert_eq!(devices.len(), 4, "{outputs}");
     // Each pod got one GPU of the two nodes (a GPU a finished pod gave back may go to another).
     assert!(

@@ -166,7 +166,7 @@ pub(super) fn allocatable(c: &TestCluster, node: &str, resource: &str) -> String
     ])
 }
 
-fn output(stack: &Stack, name: &str) -> serde_json::Value {
+pub(super) fn output(stack: &Stack, name: &str) -> serde_json::Value {
     let out = stack.run("output", &["--json"]);
     let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
