@@ -30,6 +30,7 @@ fn node(name: &str, labels: &[(&str, &str)], allocatable: &[(&str, f64)]) -> Nod
             .map(|(k, v)| ((*k).to_owned(), *v))
             .collect(),
         dra_devices: vec![],
+        dra_counters: BTreeMap::new(),
         gpu_pods: vec![],
         not_ready: false,
     }
@@ -788,6 +789,7 @@ fn devices_published_by_nvidias_dra_driver_count_as_the_nodes_gpus() {
         .map(|i| gpustack_protocol::DraDevice {
             attributes: BTreeMap::new(),
             capacity: BTreeMap::new(),
+            consumes: BTreeMap::new(),
             name: format!("gpu-{i}"),
             kind: "gpu".into(),
             product: "NVIDIA H100 80GB HBM3".into(),
@@ -819,6 +821,7 @@ fn the_device_plugin_planned_onto_a_dra_node_is_refused() {
     dra.dra_devices = vec![gpustack_protocol::DraDevice {
         attributes: BTreeMap::new(),
         capacity: BTreeMap::new(),
+        consumes: BTreeMap::new(),
         name: "gpu-0".into(),
         kind: "gpu".into(),
         product: "NVIDIA H100 80GB HBM3".into(),
@@ -1195,6 +1198,7 @@ fn dra_gpus(count: usize, kind: &str) -> Vec<gpustack_protocol::DraDevice> {
         .map(|i| gpustack_protocol::DraDevice {
             attributes: BTreeMap::new(),
             capacity: BTreeMap::new(),
+            consumes: BTreeMap::new(),
             name: format!("{kind}-{i}"),
             kind: kind.into(),
             product: "NVIDIA H100 80GB HBM3".into(),

@@ -8,6 +8,7 @@
 //! (`gpu.nvidia.com`), `cudaComputeCapability`, `driverVersion` and `cudaDriverVersion` are
 //! versions, `memory` is a capacity in bytes.
 
+use super::allocation::quantity_nanos;
 use super::selector::{Environment, Reference, map};
 use crate::model::Model;
 use gpustack_catalog as catalog;
@@ -15,7 +16,7 @@ use gpustack_protocol::nvidia::DRA_DRIVER;
 use gpustack_protocol::{DraAttribute, DraDevice, PoolFact};
 use kube_cel::cel::objects::Value;
 use serde_json::Value as Json;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 /// A node, live or planned, with its devices.
@@ -24,6 +25,9 @@ pub(crate) struct DraNode {
     /// The planned pool it stands for (one node of it), or `None` for a live node.
     pub pool: Option<String>,
     pub devices: Vec<Device>,
+    /// The pool's shared counters (partitionable devices): set → counter → amount, in
+    /// billionths of the counter's unit.
+    pub counters: HashMap<String, HashMap<String, u128>>,
 }
 
 impl DraNode {
@@ -50,6 +54,17 @@ pub(crate) struct Device {
     pub attributes: BTreeMap<(String, String), DraAttribute>,
     pub capacity: BTreeMap<(String, String), String>,
     pub known: Known,
+    /// What allocating it takes from the pool's shared counters: (set, [(counter, amount)]).
+    pub consumes: Vec<(String, Vec<(String, u128)>)>,
+}
+
+/// Counters as written to amounts; one that is not a quantity counts as more than any
+/// counter holds, as the scheduler cannot allocate from it.
+fn amounts(counters: &BTreeMap<String, String>) -> Vec<(String, u128)> {
+    counters
+        .iter()
+        .map(|(name, q)| (name.clone(), quantity_nanos(q).unwrap_or(u128::MAX)))
+        .collect()
 }
 
 /// `resource.kubernetes.io/pciBusID` → (`resource.kubernetes.io`, `pciBusID`); an unqualified
@@ -93,6 +108,11 @@ impl Device {
             attributes,
             capacity,
             known: Known::All,
+            consumes: device
+                .consumes
+                .iter()
+                .map(|(set, counters)| (set.clone(), amounts(counters)))
+                .collect(),
         }
     }
 
@@ -258,6 +278,7 @@ fn predicted(gpu: &catalog::DraGpu, count: u32) -> Vec<Device> {
                         .map(|s| (*s).to_owned())
                         .collect(),
                 ),
+                consumes: Vec::new(),
             }
         })
         .collect()
@@ -312,6 +333,12 @@ pub(crate) fn nodes(model: &Model) -> Vec<DraNode> {
             name: n.live.name.clone(),
             pool: None,
             devices: n.live.dra_devices.iter().map(Device::from_live).collect(),
+            counters: n
+                .live
+                .dra_counters
+                .iter()
+                .map(|(set, counters)| (set.clone(), amounts(counters).into_iter().collect()))
+                .collect(),
         })
         .collect();
     for (address, pool, gpu) in dra_pools(model) {
@@ -324,6 +351,7 @@ pub(crate) fn nodes(model: &Model) -> Vec<DraNode> {
             name: format!("{} {}", pool.kind, pool.name),
             pool: Some(address.to_owned()),
             devices: predicted(&gpu, count),
+            counters: HashMap::new(),
         });
     }
     nodes

@@ -12,12 +12,14 @@
 //! **Invariant:** every selector is compiled once per plan, and evaluated once per distinct
 //! value of what it reads (`dra::tests::each_selector_is_compiled_once_and_evaluated_per_distinct_device`).
 
+mod allocation;
 mod checks;
 pub mod devices;
 mod selector;
 
 use crate::model::{Model, Origin, key};
 use crate::{Finding, Severity};
+use allocation::Fit;
 use devices::{DraNode, Known};
 use gpustack_protocol::nvidia::DRA_DRIVER;
 use gpustack_protocol::{DeviceRequestFact, DeviceRequestKind, DraDriverFact, PathStep};
@@ -816,13 +818,55 @@ impl Checker<'_> {
                     .collect(),
             })
             .collect();
-        if !sub.all {
+        // The first node that can give the request is enough.
+        let mut fits = Vec::new();
+        for (node, c) in per_node.iter().enumerate() {
+            let devices: Vec<usize> = c.sure.iter().chain(&c.maybe).copied().collect();
+            let count = if sub.all {
+                devices.len() as u64
+            } else {
+                sub.count
+            };
+            let fit = if devices.is_empty() || (devices.len() as u64) < count {
+                Fit::No
+            } else {
+                allocation::fit(&self.nodes[node], &[(devices, count)])
+            };
+            fits.push(fit);
+            if fit == Fit::Yes {
+                break;
+            }
+        }
+        if !fits.contains(&Fit::Yes) {
+            if fits.contains(&Fit::Unknown) {
+                return Err(finding(
+                    Severity::Warning,
+                    &sub.origin,
+                    "Request not checked in full",
+                    format!(
+                        "Request {} of {what} matches partitions of GPUs that share counters, and the search for {} of them that fit together ran past its bound: whether the scheduler can allocate it is not known at plan.",
+                        sub.name, sub.count
+                    ),
+                ));
+            }
             let best = per_node
                 .iter()
                 .enumerate()
                 .max_by_key(|(_, c)| c.sure.len() + c.maybe.len())
                 .map(|(i, c)| (i, c.sure.len() + c.maybe.len()))
                 .unwrap_or((0, 0));
+            if sub.all {
+                return Err(finding(
+                    Severity::Error,
+                    &sub.origin.join(&[key("allocationMode")]),
+                    "Not every matching device can be allocated at once",
+                    format!(
+                        "Request {} of {what} asks for all the devices that match on one node, but on every node some of them are partitions of the same GPU that exclude each other (they share its counters: memory slices, multiprocessors), so no node can give them all ({}): the scheduler leaves the claim Pending.",
+                        sub.name,
+                        self.nodes[best.0].describe()
+                    ),
+                ));
+            }
             if (best.1 as u64) < sub.count {
                 return Err(finding(
                     Severity::Error,
@@ -837,6 +881,19 @@ impl Checker<'_> {
                     ),
                 ));
             }
+            return Err(finding(
+                Severity::Error,
+                &sub.origin.join(&[key("count")]),
+                "More devices than any node can give at once",
+                format!(
+                    "Request {} of {what} asks for {} devices on one node; {} match on {}, but they are partitions of the same GPUs that exclude each other (they share its counters: memory slices, multiprocessors) and no {} of them fit together: the scheduler leaves the claim Pending.",
+                    sub.name,
+                    sub.count,
+                    best.1,
+                    self.nodes[best.0].describe(),
+                    sub.count
+                ),
+            ));
         }
         Ok(per_node)
     }
@@ -873,13 +930,14 @@ impl Checker<'_> {
                         (devices, count)
                     })
                     .collect();
-                if distinct(&wants) {
-                    return None;
+                match allocation::fit(&self.nodes[node], &wants) {
+                    Fit::No => {}
+                    Fit::Yes | Fit::Unknown => return None,
                 }
             }
         }
         Some(format!(
-            "no one node has distinct devices for all {} requests together ({}): the scheduler leaves the claim Pending.",
+            "no one node has distinct devices for all {} requests together, partitions of one GPU excluding each other ({}): the scheduler leaves the claim Pending.",
             requests.len(),
             self.scope()
         ))
@@ -925,38 +983,6 @@ impl Checker<'_> {
         self.offered = Some(offered.clone());
         offered
     }
-}
-
-/// Whether every want (`count` distinct devices from its candidates) can be met at once:
-/// a bipartite matching of the wants' slots to devices.
-fn distinct(wants: &[(Vec<usize>, u64)]) -> bool {
-    let slots: Vec<&Vec<usize>> = wants
-        .iter()
-        .flat_map(|(devices, count)| std::iter::repeat_n(devices, *count as usize))
-        .collect();
-    let mut owner: HashMap<usize, usize> = HashMap::new();
-    fn augment(
-        slot: usize,
-        slots: &[&Vec<usize>],
-        owner: &mut HashMap<usize, usize>,
-        seen: &mut BTreeSet<usize>,
-    ) -> bool {
-        for &device in slots[slot] {
-            if !seen.insert(device) {
-                continue;
-            }
-            let free = match owner.get(&device) {
-                None => true,
-                Some(&other) => augment(other, slots, owner, seen),
-            };
-            if free {
-                owner.insert(device, slot);
-                return true;
-            }
-        }
-        false
-    }
-    (0..slots.len()).all(|slot| augment(slot, &slots, &mut owner, &mut BTreeSet::new()))
 }
 
 #[cfg(test)]

@@ -47,6 +47,7 @@ pub(crate) fn gpu(minor: u32, product: &str, memory: &str) -> DraDevice {
         .map(|(k, v)| (k.to_owned(), v))
         .collect(),
         capacity: [("memory".to_owned(), memory.to_owned())].into(),
+        consumes: Default::default(),
     }
 }
 
@@ -709,4 +710,119 @@ fn claim_constraints_are_said_to_be_unchecked() {
             ),
         "{found:#?}"
     );
+}
+
+/// One H100 as the driver publishes it under DynamicMIG: the full GPU consuming its whole
+/// counter set, and MIG partitions consuming their memory slices and multiprocessors.
+fn partitionable_h100() -> GpuFact {
+    let set = "gpu-0-counter-set";
+    let mut counters: std::collections::BTreeMap<String, String> = (0..8)
+        .map(|i| (format!("memory-slice-{i}"), "1".to_owned()))
+        .collect();
+    counters.insert("multiprocessors".into(), "132".into());
+    let mut full = gpu(0, "NVIDIA H100 80GB HBM3", "80640Mi");
+    full.consumes = [(set.to_owned(), counters.clone())].into();
+    let mut devices = vec![full];
+    for (profile, id, sms, slices, starts) in [
+        ("1g.10gb", 19, "16", 1, &[0, 1, 2, 3, 4, 5, 6][..]),
+        ("3g.40gb", 9, "60", 4, &[0, 4][..]),
+        ("4g.40gb", 5, "64", 4, &[0][..]),
+        ("7g.80gb", 0, "132", 8, &[0][..]),
+    ] {
+        for &start in starts {
+            let mut device = mig(0, profile, start, "NVIDIA H100 80GB HBM3");
+            device.name = format!("gpu-0-mig-{}-{id}-{start}", profile.replace('.', ""));
+            let mut uses: std::collections::BTreeMap<String, String> = (start..start + slices)
+                .map(|i| (format!("memory-slice-{i}"), "1".to_owned()))
+                .collect();
+            uses.insert("multiprocessors".into(), sms.into());
+            device.consumes = [(set.to_owned(), uses)].into();
+            devices.push(device);
+        }
+    }
+    let GpuFact::Cluster(mut cluster) = live(vec![("h100-0", devices)]) else {
+        unreachable!()
+    };
+    cluster.nodes[0].dra_counters = [(set.to_owned(), counters)].into();
+    GpuFact::Cluster(cluster)
+}
+
+fn profiles(count: u64, profiles: &[&str]) -> Json {
+    let list = profiles
+        .iter()
+        .map(|p| format!("'{p}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    json!([{"name": "mig", "exactly": {
+        "deviceClassName": "mig.nvidia.com",
+        "count": count,
+        "selectors": [{"cel": {"expression": format!("device.attributes['gpu.nvidia.com'].profile in [{list}]")}}],
+    }}])
+}
+
+#[test]
+fn partitions_of_one_gpu_are_allocated_within_its_shared_counters() {
+    let node = partitionable_h100();
+    let fine = [
+        // 4g at slices 0–3 and 3g at 4–7: 124 of 132 multiprocessors.
+        profiles(2, &["4g.40gb", "3g.40gb"]),
+        // Seven 1g on seven slices: 112 multiprocessors.
+        profiles(7, &["1g.10gb"]),
+        profiles(2, &["3g.40gb"]),
+    ];
+    for requests in fine {
+        assert_eq!(
+            check(&[node.clone(), template("fine", requests.clone())]),
+            Vec::<String>::new(),
+            "{requests}"
+        );
+    }
+    // Two devices match, but 4g and 7g share slices 0–3.
+    let found = check(&[
+        node.clone(),
+        template("overlap", profiles(2, &["4g.40gb", "7g.80gb"])),
+    ]);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("error More devices than any node can give at once @ manifest.spec.spec.devices.requests[0].exactly.count"),
+        "{found:?}"
+    );
+    // Three of one 4g and two 3g: the 4g overlaps the first 3g.
+    let found = check(&[
+        node.clone(),
+        template("too-many", profiles(3, &["4g.40gb", "3g.40gb"])),
+    ]);
+    assert!(found[0].contains("can give at once"), "{found:?}");
+    // Every MIG partition of the node at once cannot be: they overlap.
+    let all = json!([{"name": "mig", "exactly": {"deviceClassName": "mig.nvidia.com", "allocationMode": "All"}}]);
+    let found = check(&[node.clone(), template("all", all)]);
+    assert!(
+        found[0].starts_with("error Not every matching device can be allocated at once @ manifest.spec.spec.devices.requests[0].exactly.allocationMode"),
+        "{found:?}"
+    );
+    // The full GPU and a partition of it exclude each other, in two requests of one claim.
+    let both = json!([
+        {"name": "whole", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
+        {"name": "part", "exactly": {"deviceClassName": "mig.nvidia.com"}},
+    ]);
+    let found = check(&[node, template("both", both)]);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("No node can give all the claim's requests"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn counters_are_summed_exactly_in_any_unit() {
+    use super::allocation::quantity_nanos;
+    assert_eq!(quantity_nanos("1"), Some(1_000_000_000));
+    assert_eq!(quantity_nanos("80Gi"), quantity_nanos("81920Mi"));
+    assert_eq!(quantity_nanos("1.5k"), quantity_nanos("1500"));
+    assert_eq!(quantity_nanos("2e3"), quantity_nanos("2k"));
+    assert_eq!(quantity_nanos("500m"), Some(500_000_000));
+    assert_eq!(quantity_nanos("1n"), Some(1));
+    assert_eq!(quantity_nanos("-1"), None);
+    assert_eq!(quantity_nanos("Mi"), None);
+    assert_eq!(quantity_nanos("12Q"), None);
 }

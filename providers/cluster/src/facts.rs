@@ -86,6 +86,8 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
         .and_then(Json::as_str)
         .map(str::to_owned);
     let mut dra: BTreeMap<String, Vec<DraDevice>> = BTreeMap::new();
+    let mut dra_counters: BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>> =
+        BTreeMap::new();
     let slices: Api<ResourceSlice> = Api::all(cluster.client.clone());
     let slices = match slices.list(&ListParams::default()).await {
         Ok(list) => list.items,
@@ -104,6 +106,15 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
             let Some(node) = slice.spec.node_name.clone() else {
                 continue;
             };
+            for set in slice.spec.shared_counters.into_iter().flatten() {
+                dra_counters.entry(node.clone()).or_default().insert(
+                    set.name,
+                    set.counters
+                        .into_iter()
+                        .map(|(name, c)| (name, c.value.0))
+                        .collect(),
+                );
+            }
             for device in slice.spec.devices.into_iter().flatten() {
                 let attributes: BTreeMap<String, DraAttribute> = device
                     .attributes
@@ -142,6 +153,19 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
                     name: device.name.clone(),
                     attributes,
                     capacity,
+                    consumes: device
+                        .consumes_counters
+                        .into_iter()
+                        .flatten()
+                        .map(|c| {
+                            let counters = c
+                                .counters
+                                .into_iter()
+                                .map(|(name, q)| (name, q.value.0))
+                                .collect();
+                            (c.counter_set, counters)
+                        })
+                        .collect(),
                 });
             }
         }
@@ -201,6 +225,7 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
             let labels: BTreeMap<String, String> = node.metadata.labels.clone().unwrap_or_default();
             let allocatable = nvidia_quantities(&node);
             let dra_devices = dra.remove(&name).unwrap_or_default();
+            let dra_counters = dra_counters.remove(&name).unwrap_or_default();
             let gpu_node = labels.contains_key(GPU_COUNT_LABEL)
                 || labels.contains_key(DEVICE_PLUGIN_CONFIG_LABEL)
                 || labels.keys().any(|k| k.starts_with("nvidia.com/"))
@@ -223,6 +248,7 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
                 labels,
                 allocatable,
                 dra_devices,
+                dra_counters,
                 gpu_pods,
                 not_ready,
             })

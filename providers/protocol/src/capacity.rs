@@ -397,6 +397,10 @@ pub struct NodeFact {
     /// Devices of NVIDIA's DRA driver (`gpu.nvidia.com`) in the node's ResourceSlices.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dra_devices: Vec<DraDevice>,
+    /// The shared counter sets of the node's DRA pool (partitionable devices, DynamicMIG):
+    /// set name → counter → quantity as written.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dra_counters: BTreeMap<String, BTreeMap<String, String>>,
     /// The running pods that hold GPUs of the node (`namespace/name`): an `nvidia.com/*`
     /// request or a DRA claim. What a change that stops the node's GPU software disrupts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -424,6 +428,10 @@ pub struct DraDevice {
     /// Every capacity as the slice names it, its quantity as written (`81920Mi`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub capacity: BTreeMap<String, String>,
+    /// What allocating the device takes from the pool's shared counters (a partition of a
+    /// GPU): counter set → counter → quantity as written.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub consumes: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// A device attribute, typed as `resource.k8s.io/v1`'s `DeviceAttribute` (one of four).

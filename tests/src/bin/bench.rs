@@ -497,6 +497,7 @@ fn dra_device(node: usize, gpu: usize, mig: Option<(&str, usize)>) -> gpustack_p
         memory_mib: None,
         attributes,
         capacity,
+        consumes: Default::default(),
     }
 }
 

@@ -377,15 +377,33 @@ impl Simulator {
         stores: &Stores,
     ) -> Result<(), kube::Error> {
         use k8s_openapi::api::resource::v1::ResourceSlice;
-        use kube::api::{DeleteParams, ListParams, PostParams};
+        use kube::api::{DeleteParams, ListParams};
         let (plugin_key, plugin_value) = super::dra::PLUGIN_LABEL;
-        let driver_installed = stores.daemon_sets.state().iter().any(|ds| {
+        let plugin_sets: Vec<_> = stores
+            .daemon_sets
+            .state()
+            .into_iter()
+            .filter(|ds| {
+                ds.spec
+                    .as_ref()
+                    .and_then(|s| s.selector.match_labels.as_ref())
+                    .and_then(|l| l.get(plugin_key))
+                    .map(String::as_str)
+                    == Some(plugin_value)
+            })
+            .collect();
+        let driver_installed = !plugin_sets.is_empty();
+        // The chart passes its featureGates to the plugin as FEATURE_GATES=Gate=true,...
+        let dynamic_mig = plugin_sets.iter().any(|ds| {
             ds.spec
                 .as_ref()
-                .and_then(|s| s.selector.match_labels.as_ref())
-                .and_then(|l| l.get(plugin_key))
-                .map(String::as_str)
-                == Some(plugin_value)
+                .and_then(|s| s.template.spec.as_ref())
+                .into_iter()
+                .flat_map(|s| &s.containers)
+                .flat_map(|c| c.env.iter().flatten())
+                .filter(|e| e.name == "FEATURE_GATES")
+                .filter_map(|e| e.value.as_deref())
+                .any(|gates| gates.split(',').any(|g| g.trim() == "DynamicMIG=true"))
         });
         // Without the driver, slices are read only while some are known to be left over (and
         // once, for those an earlier run of the simulator left).
@@ -480,48 +498,80 @@ impl Simulator {
                 let configs = MigConfigs::parse(self.default_mig_config.as_deref()?).ok()?;
                 configs.layout_for(geometry, gpu_model).ok()
             });
-            let devices = super::dra::devices(&name, gpu_model, count, layout.as_ref());
-            wanted.insert(name, (serde_json::Value::Array(devices), uid));
+            let pool = super::dra::pool(&name, gpu_model, count, layout.as_ref(), dynamic_mig);
+            wanted.insert(name, (serde_json::Value::Array(pool), uid));
         }
+        let mut live: HashMap<String, Vec<&ResourceSlice>> = HashMap::new();
         for slice in &slices {
             let node = slice.spec.node_name.clone().unwrap_or_default();
-            let Some(slice_name) = slice.metadata.name.clone() else {
+            live.entry(node).or_default().push(slice);
+        }
+        for (node, existing) in live {
+            let wanted_pool = wanted.remove(&node);
+            if let Some((pool, _)) = &wanted_pool
+                && self.dra_published.get(&node) == Some(pool)
+            {
                 continue;
-            };
-            match wanted.remove(&node) {
-                None => {
+            }
+            let generation = existing
+                .iter()
+                .map(|s| s.spec.pool.generation)
+                .max()
+                .unwrap_or(0)
+                + 1;
+            // A pool of one slice before and after is patched, as the driver's helper does;
+            // otherwise its slices are made again.
+            if let Some((pool, _)) = &wanted_pool
+                && let ([slice], [contents]) = (
+                    existing.as_slice(),
+                    pool.as_array().map_or(&[][..], Vec::as_slice),
+                )
+                && let Some(slice_name) = slice.metadata.name.clone()
+            {
+                let spec = super::dra::slice_spec(&node, contents, generation, 1);
+                slices_api
+                    .patch(
+                        &slice_name,
+                        &PatchParams::default(),
+                        &Patch::Merge(serde_json::json!({"spec": spec})),
+                    )
+                    .await?;
+                self.dra_published.insert(node, pool.clone());
+                continue;
+            }
+            for slice in &existing {
+                if let Some(slice_name) = &slice.metadata.name {
                     slices_api
-                        .delete(&slice_name, &DeleteParams::default())
+                        .delete(slice_name, &DeleteParams::default())
                         .await?;
-                    self.dra_published.remove(&node);
-                }
-                Some((devices, _)) => {
-                    if self.dra_published.get(&node) == Some(&devices) {
-                        continue;
-                    }
-                    let generation = slice.spec.pool.generation + 1;
-                    let spec = super::dra::slice_spec(
-                        &node,
-                        serde_json::from_value(devices.clone()).unwrap_or_default(),
-                        generation,
-                    );
-                    slices_api
-                        .patch(
-                            &slice_name,
-                            &PatchParams::default(),
-                            &Patch::Merge(serde_json::json!({"spec": spec})),
-                        )
-                        .await?;
-                    self.dra_published.insert(node, devices);
                 }
             }
+            self.dra_published.remove(&node);
+            if let Some((pool, uid)) = wanted_pool {
+                self.create_pool(&slices_api, &node, &uid, pool, generation)
+                    .await?;
+            }
         }
-        for (node, (devices, uid)) in wanted {
-            let spec = super::dra::slice_spec(
-                &node,
-                serde_json::from_value(devices.clone()).unwrap_or_default(),
-                1,
-            );
+        for (node, (pool, uid)) in wanted {
+            self.create_pool(&slices_api, &node, &uid, pool, 1).await?;
+        }
+        Ok(())
+    }
+
+    /// Creates the slices of a node's pool, owned by the node.
+    async fn create_pool(
+        &mut self,
+        slices_api: &Api<k8s_openapi::api::resource::v1::ResourceSlice>,
+        node: &str,
+        uid: &str,
+        pool: serde_json::Value,
+        generation: i64,
+    ) -> Result<(), kube::Error> {
+        use k8s_openapi::api::resource::v1::ResourceSlice;
+        use kube::api::PostParams;
+        let contents = pool.as_array().cloned().unwrap_or_default();
+        for slice in &contents {
+            let spec = super::dra::slice_spec(node, slice, generation, contents.len());
             let slice: ResourceSlice = serde_json::from_value(serde_json::json!({
                 "apiVersion": "resource.k8s.io/v1",
                 "kind": "ResourceSlice",
@@ -536,8 +586,8 @@ impl Simulator {
             }))
             .map_err(kube::Error::SerdeError)?;
             slices_api.create(&PostParams::default(), &slice).await?;
-            self.dra_published.insert(node, devices);
         }
+        self.dra_published.insert(node.to_owned(), pool);
         Ok(())
     }
 

@@ -14,6 +14,19 @@
 //!   `memory` and one `memorySlice<i>` per memory slice it occupies;
 //! - one pool per node, named after it, in a slice named `00000-gpu.nvidia.com-<node>-…`.
 //!
+//! With the driver's `DynamicMIG` feature gate on (Kubernetes ≥ 1.35: partitionable devices,
+//! `partitions.go`, `driver.go`'s `generateSplitResourceSlices`, `nvlib.go`), a MIG-capable GPU
+//! is published as every MIG partition it could be cut into — each profile whose compute
+//! and GPU slices agree, at each of its placements, without a `uuid` since none exists yet —
+//! beside the full GPU (left out on an Ampere GPU whose MIG mode is on, as MIG cannot be
+//! turned off there without a reset). All of them consume from the GPU's counter set
+//! `gpu-<minor>-counter-set`: one counter per MIG capacity (its name in DNS form:
+//! `copy-engines`) holding the most any profile has, and one `memory-slice-<i>` per memory
+//! slice. The full GPU consumes every counter and announces those maxima as its capacity (its
+//! `memory` is the largest profile's, not the card's); a partition consumes its own capacities
+//! and the memory slices of its placement. The pool has one slice with every counter set, then
+//! one slice of devices per GPU. A GPU that cannot do MIG is published as without the gate.
+//!
 //! The MIG profiles' numbers are those NVIDIA's MIG user guide lists per GPU (`nvidia-smi mig
 //! -lgip`); the placements are the hardware's (a 1g instance starts at any of slices 0–6, a
 //! 3g at 0 or 4, a 7g at 0).
@@ -224,14 +237,146 @@ pub fn devices(node: &str, model: &GpuModel, count: u32, layout: Option<&MigLayo
     devices
 }
 
-/// The spec of a node's ResourceSlice.
-pub fn slice_spec(node: &str, devices: Vec<Json>, generation: i64) -> Json {
-    json!({
+/// One MIG placement's capacities, as a partition announces them.
+fn mig_capacity(p: &Profile) -> Vec<(&'static str, u64, bool)> {
+    vec![
+        ("multiprocessors", u64::from(p.2), false),
+        ("copyEngines", u64::from(p.3), false),
+        ("decoders", u64::from(p.4), false),
+        ("encoders", u64::from(p.5), false),
+        ("jpegEngines", u64::from(p.6), false),
+        ("ofaEngines", u64::from(p.7), false),
+        ("memory", p.8, true),
+    ]
+}
+
+fn quantity(value: u64, mib: bool) -> Json {
+    if mib {
+        json!({"value": format!("{value}Mi")})
+    } else {
+        json!({"value": value.to_string()})
+    }
+}
+
+/// `copyEngines` → `copy-engines`, as the driver names a capacity's counter.
+fn counter_name(capacity: &str) -> String {
+    let mut out = String::new();
+    for c in capacity.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('-');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A consumption or counter map: the capacities as counters, plus memory slices `slices`.
+fn counters(capacity: &[(&str, u64, bool)], slices: std::ops::Range<u32>) -> Json {
+    let mut out = serde_json::Map::new();
+    for (name, value, mib) in capacity {
+        out.insert(counter_name(name), quantity(*value, *mib));
+    }
+    for slice in slices {
+        out.insert(format!("memory-slice-{slice}"), json!({"value": "1"}));
+    }
+    Json::Object(out)
+}
+
+/// The contents of the slices of a node's pool (without driver, node and pool, which
+/// [`slice_spec`] adds): one slice of every device, or, with DynamicMIG, the counter sets'
+/// slice and one slice per GPU.
+pub fn pool(
+    node: &str,
+    model: &GpuModel,
+    count: u32,
+    layout: Option<&MigLayout>,
+    dynamic_mig: bool,
+) -> Vec<Json> {
+    let table = profiles(model);
+    if !dynamic_mig || table.is_empty() {
+        return vec![json!({"devices": devices(node, model, count, layout)})];
+    }
+    let mig_on = layout.is_some_and(|l| !l.devices.is_empty());
+    let most: Vec<(&str, u64, bool)> = mig_capacity(&table[0])
+        .into_iter()
+        .map(|(name, _, mib)| {
+            let max = table
+                .iter()
+                .flat_map(mig_capacity)
+                .filter(|(n, _, _)| *n == name)
+                .map(|(_, v, _)| v)
+                .max()
+                .unwrap_or(0);
+            (name, max, mib)
+        })
+        .collect();
+    let memory_slices = table.iter().map(|p| p.9).max().unwrap_or(0);
+    let mut sets = Vec::new();
+    let mut slices = Vec::new();
+    for minor in 0..count {
+        let set = format!("gpu-{minor}-counter-set");
+        sets.push(json!({"name": set, "counters": counters(&most, 0..memory_slices)}));
+        let parent = uuid(node, minor);
+        let mut gpu_devices = Vec::new();
+        if !(mig_on && model.architecture == "Ampere") {
+            let mut attributes = common(model, minor);
+            attributes.insert("type".into(), json!({"string": "gpu"}));
+            attributes.insert("uuid".into(), json!({"string": parent}));
+            let capacity: serde_json::Map<String, Json> = most
+                .iter()
+                .map(|(name, value, mib)| ((*name).to_owned(), quantity(*value, *mib)))
+                .collect();
+            gpu_devices.push(json!({
+                "name": format!("gpu-{minor}"),
+                "attributes": attributes,
+                "capacity": capacity,
+                "consumesCounters": [{"counterSet": set, "counters": counters(&most, 0..memory_slices)}],
+            }));
+        }
+        for p in table {
+            for &start in p.10 {
+                let mut attributes = common(model, minor);
+                attributes.insert("type".into(), json!({"string": "mig"}));
+                attributes.insert("profile".into(), json!({"string": p.0}));
+                attributes.insert("parentUUID".into(), json!({"string": parent}));
+                let own = mig_capacity(p);
+                let capacity: serde_json::Map<String, Json> = own
+                    .iter()
+                    .map(|(name, value, mib)| ((*name).to_owned(), quantity(*value, *mib)))
+                    .collect();
+                gpu_devices.push(json!({
+                    "name": format!(
+                        "gpu-{minor}-mig-{}-{}-{start}",
+                        p.0.replace('.', "").replace('+', "-"),
+                        p.1
+                    ),
+                    "attributes": attributes,
+                    "capacity": capacity,
+                    "consumesCounters": [{"counterSet": set, "counters": counters(&own, start..start + p.9)}],
+                }));
+            }
+        }
+        gpu_devices.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+        slices.push(json!({"devices": gpu_devices}));
+    }
+    let mut pool = vec![json!({"sharedCounters": sets})];
+    pool.extend(slices);
+    pool
+}
+
+/// The spec of one ResourceSlice of a node's pool of `count` slices.
+pub fn slice_spec(node: &str, contents: &Json, generation: i64, count: usize) -> Json {
+    let mut spec = json!({
         "driver": DRIVER,
         "nodeName": node,
-        "pool": {"name": node, "generation": generation, "resourceSliceCount": 1},
-        "devices": devices,
-    })
+        "pool": {"name": node, "generation": generation, "resourceSliceCount": count},
+    });
+    if let (Some(spec), Some(contents)) = (spec.as_object_mut(), contents.as_object()) {
+        spec.extend(contents.clone());
+    }
+    spec
 }
 
 #[cfg(test)]
@@ -282,5 +427,34 @@ mod tests {
         );
         let seven = configs.layout_for("all-1g.10gb", a100).unwrap();
         assert_eq!(devices("n", a100, 1, Some(&seven)).len(), 7);
+    }
+
+    #[test]
+    fn under_dynamic_mig_a_gpu_is_every_partition_it_could_be_cut_into() {
+        let h100 = model("NVIDIA-H100-80GB-HBM3").unwrap();
+        let slices = pool("n", h100, 2, None, true);
+        assert_eq!(slices.len(), 3, "the counters' slice, then one per GPU");
+        let sets = slices[0]["sharedCounters"].as_array().unwrap();
+        assert_eq!(sets[1]["name"], "gpu-1-counter-set");
+        assert_eq!(sets[0]["counters"]["multiprocessors"]["value"], "132");
+        assert_eq!(sets[0]["counters"]["copy-engines"]["value"], "8");
+        assert_eq!(sets[0]["counters"]["memory-slice-7"]["value"], "1");
+        let gpu0 = slices[1]["devices"].as_array().unwrap();
+        // The full GPU and 7 + 7 + 4 + 3 + 2 + 1 + 1 placements.
+        assert_eq!(gpu0.len(), 26);
+        let full = gpu0.iter().find(|d| d["name"] == "gpu-0").unwrap();
+        assert_eq!(full["capacity"]["memory"]["value"], "80640Mi");
+        let three = gpu0
+            .iter()
+            .find(|d| d["name"] == "gpu-0-mig-3g40gb-9-4")
+            .unwrap();
+        let uses = &three["consumesCounters"][0]["counters"];
+        assert_eq!(uses["memory-slice-4"]["value"], "1");
+        assert!(uses.get("memory-slice-3").is_none());
+        assert!(three["attributes"].get("uuid").is_none());
+        // Without the gate, or on a GPU without MIG, one slice as before.
+        assert_eq!(pool("n", h100, 2, None, false).len(), 1);
+        let l4 = model("NVIDIA-L4").unwrap();
+        assert_eq!(pool("n", l4, 1, None, true).len(), 1);
     }
 }

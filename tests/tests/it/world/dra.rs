@@ -42,6 +42,36 @@ fn dra_node(c: &TestCluster, name: &str, model: &str, count: u32, geometry: Opti
     }
 }
 
+/// Deletes the tests' DRA nodes when dropped, so that a failed test leaves none to the next
+/// (every live node's devices count in a plan), and makes the claims' namespace afresh.
+struct Fresh<'a>(&'a TestCluster);
+
+impl<'a> Fresh<'a> {
+    fn start(c: &'a TestCluster) -> Self {
+        let fresh = Fresh(c);
+        fresh.clean();
+        c.kubectl_ok(&["create", "namespace", NAMESPACE]);
+        fresh
+    }
+
+    fn clean(&self) {
+        let _ = self.0.kubectl(&["delete", "node", "-l", NODE_LABEL]);
+        let _ = self.0.kubectl(&[
+            "delete",
+            "namespace",
+            NAMESPACE,
+            "--ignore-not-found",
+            "--wait=true",
+        ]);
+    }
+}
+
+impl Drop for Fresh<'_> {
+    fn drop(&mut self) {
+        self.clean();
+    }
+}
+
 /// A command's output with diagnostics unwrapped: words one space apart, a word the terminal
 /// width broke at its hyphen joined again.
 fn unwrapped(text: &str) -> String {
@@ -84,7 +114,8 @@ provider "helm" {
 }
 "#;
 
-fn driver_release() -> String {
+/// The driver's release for the agreement tables, with `feature_gates` (HCL map body).
+fn driver_release(feature_gates: &str) -> String {
     format!(
         r#"resource "helm_release" "dra" {{
   name             = "dra-agree"
@@ -93,6 +124,7 @@ fn driver_release() -> String {
   chart            = var.chart
   values = {{
     gpuResourcesEnabledOverride = true
+    featureGates = {{ {feature_gates} }}
     resources = {{
       computeDomains = {{
         enabled = false
@@ -336,11 +368,71 @@ fn refused_cases(plan: &str, cases: &[Case]) -> Vec<&'static str> {
     refused
 }
 
+/// The stack's plan with a template of each case in its own file.
+fn plan_with(stack: &Stack, cases: &[&Case]) -> String {
+    for case in cases {
+        std::fs::write(
+            stack.dir.join(format!("{}.hcl", case.name)),
+            template_resource(case),
+        )
+        .unwrap();
+    }
+    let plan = stack.run("plan", &[]);
+    for case in cases {
+        std::fs::remove_file(stack.dir.join(format!("{}.hcl", case.name))).unwrap();
+    }
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&plan.stdout),
+        String::from_utf8_lossy(&plan.stderr)
+    )
+}
+
+/// The cases on which gpustack's plan, the real scheduler and the table do not all agree
+/// (the case `refused-at-create` must be refused by the API server), and the plan's text.
+fn compare(c: &TestCluster, stack: &Stack, cases: &[Case]) -> (Vec<String>, String) {
+    // The claims in one plan, but the one the API server refuses: its own plan.
+    let table: Vec<&Case> = cases
+        .iter()
+        .filter(|c| c.name != "refused-at-create")
+        .collect();
+    let text = plan_with(stack, &table);
+    let refused = refused_cases(&text, cases);
+    let mut disagreements = Vec::new();
+    for case in cases {
+        let scheduler = scheduler_verdict(c, case);
+        let gpustack_allocates = !refused.contains(&case.name);
+        if case.name == "refused-at-create" {
+            assert!(scheduler.is_err(), "{scheduler:?}");
+            continue;
+        }
+        // Only the case written to be refused at create may be.
+        let scheduler_allocates = scheduler.as_ref().is_ok_and(|a| *a);
+        if scheduler.is_err()
+            || scheduler_allocates != gpustack_allocates
+            || case.allocated != gpustack_allocates
+        {
+            disagreements.push(format!(
+                "{}: scheduler {scheduler:?}, gpustack {}, table {}",
+                case.name,
+                if gpustack_allocates {
+                    "plans"
+                } else {
+                    "refuses"
+                },
+                case.allocated
+            ));
+        }
+    }
+    (disagreements, text)
+}
+
 #[test]
 fn gpustack_agrees_with_the_scheduler_on_a_table_of_claims() {
     let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
     let _beside = DRA_BESIDE.lock().unwrap_or_else(|e| e.into_inner());
     let c = cluster();
+    let _fresh = Fresh::start(c);
     for name in ["dra-a100-a", "dra-a100-b"] {
         dra_node(c, name, "NVIDIA A100-SXM4-80GB", 2, None);
     }
@@ -351,9 +443,8 @@ fn gpustack_agrees_with_the_scheduler_on_a_table_of_claims() {
         1,
         Some("all-balanced"),
     );
-    let _ = c.kubectl(&["create", "namespace", NAMESPACE]);
 
-    let stack = Stack::inline(&format!("{PROVIDERS}\n{}", driver_release()))
+    let stack = Stack::inline(&format!("{PROVIDERS}\n{}", driver_release("")))
         .on(c)
         .with_vars(&[&format!("chart={}", driver_chart())]);
     let _destroy = DestroyOnDrop(&stack);
@@ -378,67 +469,114 @@ fn gpustack_agrees_with_the_scheduler_on_a_table_of_claims() {
 
     let cases = cases();
     assert_eq!(cases.len(), 31, "the README names the table's size");
-    // The claims in one plan, but the one the API server refuses: its own plan, below.
-    let (refused_at_create, table): (Vec<&Case>, Vec<&Case>) =
-        cases.iter().partition(|c| c.name == "refused-at-create");
-    let plan_of = |cases: &[&Case]| {
-        for case in cases {
-            std::fs::write(
-                stack.dir.join(format!("{}.hcl", case.name)),
-                template_resource(case),
-            )
-            .unwrap();
-        }
-        let plan = stack.run("plan", &[]);
-        for case in cases {
-            std::fs::remove_file(stack.dir.join(format!("{}.hcl", case.name))).unwrap();
-        }
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&plan.stdout),
-            String::from_utf8_lossy(&plan.stderr)
-        )
-    };
-    let text = plan_of(&table);
-    let refused = refused_cases(&text, &cases);
-    let mut disagreements = Vec::new();
-    for case in &cases {
-        let scheduler = scheduler_verdict(c, case);
-        let gpustack_allocates = !refused.contains(&case.name);
-        let scheduler_allocates = match &scheduler {
-            Ok(allocated) => *allocated,
-            // Only the case written to be refused at create may be.
-            Err(_) => case.name != "refused-at-create",
-        };
-        if case.name == "refused-at-create" {
-            assert!(scheduler.is_err(), "{scheduler:?}");
-            continue;
-        }
-        if scheduler_allocates != gpustack_allocates || case.allocated != gpustack_allocates {
-            disagreements.push(format!(
-                "{}: scheduler {scheduler:?}, gpustack {}, table {}",
-                case.name,
-                if gpustack_allocates {
-                    "plans"
-                } else {
-                    "refuses"
-                },
-                case.allocated
-            ));
-        }
-    }
+    let (disagreements, text) = compare(c, &stack, &cases);
     assert!(disagreements.is_empty(), "{disagreements:#?}\n{text}");
     // A selector the API server refuses at create is refused at plan, at the selector.
-    let text = plan_of(&refused_at_create);
+    let refused: Vec<&Case> = cases
+        .iter()
+        .filter(|c| c.name == "refused-at-create")
+        .collect();
+    let text = plan_with(&stack, &refused);
     assert!(
         text.contains("refused-at-create.hcl")
             && text.contains("found no matching overload for '_>=_'")
             && text.contains("selectors[0].cel.expression"),
         "{text}"
     );
-    drop(_destroy);
-    let _ = c.kubectl(&["delete", "namespace", NAMESPACE, "--wait=false"]);
-    c.kubectl_ok(&["delete", "node", "dra-a100-a", "dra-a100-b", "dra-a100-mig"]);
+}
+
+/// The DynamicMIG table: one H100 whose driver publishes it as every MIG partition it could
+/// be cut into, beside the full GPU, all consuming one counter set (partitionable devices).
+fn dynamic_mig_cases() -> Vec<Case> {
+    let profile = "device.attributes['gpu.nvidia.com'].profile";
+    let memory = "device.capacity['gpu.nvidia.com'].memory";
+    let partitions = |name, count: u32, selector: String, allocated| Case {
+        name,
+        spec: exactly(
+            "mig.nvidia.com",
+            &selector,
+            &format!("\n      count: {count}"),
+        ),
+        allocated,
+    };
+    vec![
+        partitions("dyn-3g", 1, format!("{profile} == '3g.40gb'"), true),
+        partitions("dyn-two-3g", 2, format!("{profile} == '3g.40gb'"), true),
+        // 4g at slices 0–3 and 3g at 4–7.
+        partitions("dyn-4g-3g", 2, format!("{profile} in ['4g.40gb', '3g.40gb']"), true),
+        // Three of them cannot be: the 4g overlaps the first 3g.
+        partitions("dyn-three-of-4g-3g", 3, format!("{profile} in ['4g.40gb', '3g.40gb']"), false),
+        // 4g and 7g both hold slices 0–3.
+        partitions("dyn-4g-7g", 2, format!("{profile} in ['4g.40gb', '7g.80gb']"), false),
+        partitions("dyn-seven-1g", 7, format!("{profile} == '1g.10gb'"), true),
+        // Fourteen 1g devices match (with the media-engine ones), seven memory slices hold them.
+        partitions("dyn-eight-1g", 8, format!("{profile}.startsWith('1g.10gb')"), false),
+        partitions("dyn-two-20gb", 2, format!("{memory}.compareTo(quantity('20Gi')) < 0 && {memory}.compareTo(quantity('19Gi')) > 0"), true),
+        gpu("", true, "dyn-full-gpu"),
+        // The full GPU announces the largest profile's memory (80640Mi), not the card's.
+        gpu(&format!("{memory}.compareTo(quantity('80Gi')) >= 0"), false, "dyn-full-80gi"),
+        Case {
+            name: "dyn-full-and-part",
+            spec: "devices:\n  requests:\n  - name: gpu\n    exactly:\n      deviceClassName: gpu.nvidia.com\n  - name: mig\n    exactly:\n      deviceClassName: mig.nvidia.com\n".into(),
+            allocated: false,
+        },
+        Case {
+            name: "dyn-all-partitions",
+            spec: exactly("mig.nvidia.com", "", "\n      allocationMode: All"),
+            allocated: false,
+        },
+        Case {
+            name: "dyn-first-available",
+            spec: format!(
+                "devices:\n  requests:\n  - name: gpu\n    firstAvailable:\n    - name: three\n      deviceClassName: mig.nvidia.com\n      count: 3\n      selectors:\n      - cel:\n          expression: {}\n    - name: two\n      deviceClassName: mig.nvidia.com\n      count: 2\n      selectors:\n      - cel:\n          expression: {}\n",
+                serde_json::to_string(&format!("{profile} == '3g.40gb'")).unwrap(),
+                serde_json::to_string(&format!("{profile} == '3g.40gb'")).unwrap()
+            ),
+            allocated: true,
+        },
+    ]
+}
+
+#[test]
+fn under_dynamic_mig_gpustack_agrees_with_the_scheduler_on_partitions_and_their_counters() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let _beside = DRA_BESIDE.lock().unwrap_or_else(|e| e.into_inner());
+    let c = cluster();
+    let _fresh = Fresh::start(c);
+    dra_node(c, "dra-h100-dyn", "NVIDIA H100 80GB HBM3", 1, None);
+    let stack = Stack::inline(&format!(
+        "{PROVIDERS}\n{}",
+        driver_release("DynamicMIG = true")
+    ))
+    .on(c)
+    .with_vars(&[&format!("chart={}", driver_chart())]);
+    let _destroy = DestroyOnDrop(&stack);
+    stack.ok("apply", &["--auto-approve"]);
+    c.eventually(
+        60,
+        || {
+            c.kubectl_ok(&[
+                "get",
+                "resourceslices",
+                "--field-selector=spec.nodeName=dra-h100-dyn",
+                "-o",
+                "jsonpath={range .items[*]}{.spec.sharedCounters[*].name}{.spec.devices[*].name}{\"\\n\"}{end}",
+            ])
+        },
+        |slices| slices.contains("gpu-0-counter-set") && slices.contains("gpu-0-mig-7g80gb-0-0"),
+    );
+    let cases = dynamic_mig_cases();
+    let (disagreements, text) = compare(c, &stack, &cases);
+    assert!(disagreements.is_empty(), "{disagreements:#?}\n{text}");
+    // Refused for the counters, not for want of devices.
+    let text = unwrapped(&text);
+    for reason in [
+        "More devices than any node can give at once",
+        "Not every matching device can be allocated at once",
+        "partitions of one GPU excluding each other",
+    ] {
+        assert!(text.contains(reason), "{reason}: {text}");
+    }
 }
 
 /// Both refusals need only a plan: the live cluster runs the GPU Operator (its ClusterPolicy
