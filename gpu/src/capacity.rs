@@ -86,7 +86,13 @@ pub(crate) fn disruptions(model: &Model) -> Vec<crate::Disruption> {
         };
         let before = model.before.predict(&node.live.labels, physical);
         let after = model.after.predict(&node.labels_after, physical);
+        // The device plugin runs on the node now and the plan stops it (what it advertises
+        // now may not be known: a geometry the plan cannot read).
+        let stops = model.before.plugin_runs(&node.live.labels) && after.is_none();
         let (Some(before), Some(after)) = (before, after) else {
+            if stops && let Some(why) = model.after.plugin_off(&node.labels_after) {
+                out.push(plugin_stops(model, node, why));
+            }
             continue;
         };
         if before == after {
@@ -175,6 +181,31 @@ pub(crate) fn disruptions(model: &Model) -> Vec<crate::Disruption> {
     out
 }
 
+/// A node whose device plugin the plan stops, with its GPU pods: moved to the DRA driver, or
+/// left without GPUs to offer.
+fn plugin_stops(model: &Model, node: &Node, why: &str) -> crate::Disruption {
+    let effect = match crate::dra::serving(model, &node.labels_after) {
+        Some(driver) => format!(
+            "its GPUs leave nvidia.com/gpu allocatable and {driver} publishes them for DRA claims: a pod still holding one is invisible to the scheduler, which may give the same GPU to a claim, so the node must be empty of GPU pods first"
+        ),
+        None => "its GPUs leave allocatable: no new pod that asks for nvidia.com/gpu goes there"
+            .to_owned(),
+    };
+    crate::Disruption {
+        address: cause(model, node),
+        node: node.live.name.clone(),
+        change: format!("stops the device plugin ({why})"),
+        effect,
+        pods: node.live.gpu_pods.clone(),
+        rollout: model
+            .rollouts
+            .get(&node.live.name)
+            .cloned()
+            .unwrap_or_else(|| AT_ONCE.to_owned()),
+        pods_known: true,
+    }
+}
+
 /// The live nodes a planned change removes with their pool (a replacement, or the end of one
 /// an earlier apply could not finish), each with its GPU pods and how it is emptied first.
 fn removals(model: &Model) -> Vec<crate::Disruption> {
@@ -260,9 +291,16 @@ fn node_lines(model: &Model, node: &Node) -> Vec<Line> {
     if after.is_none()
         && let Some(why) = model.after.plugin_off(&node.labels_after)
     {
+        let mut how = vec![format!("no device plugin: {why}")];
+        if let Some(driver) = crate::dra::serving(model, &node.labels_after) {
+            how.push(format!(
+                "{driver} publishes its {} GPUs for DRA claims instead",
+                physical.count
+            ));
+        }
         after = Some(Prediction {
             resources: BTreeMap::new(),
-            how: vec![format!("no device plugin: {why}")],
+            how,
             config_key: None,
             plugin: None,
             mig: None,

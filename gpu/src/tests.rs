@@ -1083,6 +1083,18 @@ fn a_mig_gpu_the_table_lacks_is_a_warning_and_an_opted_out_node_goes_to_zero() {
             "node gpu-0 (1× Tesla-T4): nvidia.com/gpu 1 → 0 (no device plugin: the node opts out of the device plugin (nvidia.com/gpu.deploy.device-plugin=false))"
         ]
     );
+    let disruptions = model(&facts).disruptions();
+    assert_eq!(disruptions.len(), 1, "{disruptions:?}");
+    assert_eq!(
+        disruptions[0].change,
+        "stops the device plugin (the node opts out of the device plugin (nvidia.com/gpu.deploy.device-plugin=false))"
+    );
+    assert!(
+        disruptions[0]
+            .effect
+            .starts_with("its GPUs leave allocatable"),
+        "{disruptions:?}"
+    );
 }
 
 #[test]

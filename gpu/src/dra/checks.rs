@@ -162,15 +162,33 @@ fn feature_gates(driver: &Driver<'_>, findings: &mut Vec<Finding>) {
 }
 
 /// Nodes and pools the driver's kubelet plugin would serve where the device plugin runs too.
-fn beside_the_device_plugin(model: &Model, driver: &Driver<'_>, findings: &mut Vec<Finding>) {
-    let selector: BTreeMap<String, String> = driver
+/// The node selector of the driver's kubelet plugin (a GPUCluster's: none, every GPU node).
+fn plugin_selector(driver: &Driver<'_>) -> BTreeMap<String, String> {
+    driver
         .settings
         .pointer("/kubeletPlugin/nodeSelector")
         .and_then(Json::as_object)
         .into_iter()
         .flatten()
         .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-        .collect();
+        .collect()
+}
+
+/// The planned DRA driver whose kubelet plugin will run on a GPU node with `labels`, if one
+/// will (`the DRA driver release nvidia-dra-driver-gpu`).
+pub(crate) fn serving(model: &Model, labels: &BTreeMap<String, String>) -> Option<String> {
+    drivers(model)
+        .into_iter()
+        .find(|driver| {
+            plugin_selector(driver)
+                .iter()
+                .all(|(k, v)| labels.get(k) == Some(v))
+        })
+        .map(|driver| driver.what)
+}
+
+fn beside_the_device_plugin(model: &Model, driver: &Driver<'_>, findings: &mut Vec<Finding>) {
+    let selector = plugin_selector(driver);
     let selected =
         |labels: &BTreeMap<String, String>| selector.iter().all(|(k, v)| labels.get(k) == Some(v));
     let operator_plugin = |labels: &BTreeMap<String, String>| model.after.plugin_runs(labels);

@@ -104,6 +104,11 @@ struct NodeCandidates {
     maybe: Vec<usize>,
 }
 
+/// The planned DRA driver that will serve a GPU node with `labels`, if one will.
+pub(crate) fn serving(model: &Model, labels: &BTreeMap<String, String>) -> Option<String> {
+    checks::serving(model, labels)
+}
+
 /// The capacity lines of the planned DRA pools: the devices each pool's nodes will publish.
 pub(crate) fn capacity(model: &Model) -> Vec<(String, gpustack_protocol::CapacityChange)> {
     devices::dra_pools(model)

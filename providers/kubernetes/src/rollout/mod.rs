@@ -65,7 +65,7 @@ pub(crate) fn schema() -> Schema {
     .attr(
         "settle",
         Attribute::optional_computed(Type::String).describe(
-            "What a node waits for after its change: mig (nvidia.com/mig.config.state = success), restart (the restarted pods replaced and ready), allocatable (default: only what it advertises).",
+            "What a node waits for after its change: mig (nvidia.com/mig.config.state = success), restart (the restarted pods replaced and ready), allocatable (default: only what it advertises), dra (NVIDIA's DRA driver publishes the node's GPUs in ResourceSlices and the device plugin advertises none: a move from the device plugin to DRA).",
         ),
     )
     .attr(
@@ -112,7 +112,7 @@ pub(crate) fn check(check: &mut Checker<'_>) {
         );
     }
     check.one_of("drain", &["wait", "evict", "fail"]);
-    check.one_of("settle", &["mig", "restart", "allocatable"]);
+    check.one_of("settle", &["mig", "restart", "allocatable", "dra"]);
     let nodes = check
         .get("nodes")
         .and_then(Value::as_list)

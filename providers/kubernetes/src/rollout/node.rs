@@ -12,6 +12,7 @@ use gpustack_cluster::drain::{Emptying, pod_name};
 pub(super) use gpustack_cluster::drain::{ready, unschedulable};
 use gpustack_cluster::watch::{View, Watch};
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::resource::v1::ResourceSlice;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::watcher;
@@ -63,6 +64,40 @@ fn label<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
 /// A node is unavailable when it takes no new pods: cordoned, or not ready.
 pub(super) fn unavailable(node: &Node) -> bool {
     unschedulable(node) || !ready(node)
+}
+
+/// A change of a view the rollout may not have: never, without it.
+async fn changed<K>(view: Option<&mut View<K>>)
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    match view {
+        Some(view) => view.changed().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Whether a pod that has not finished holds `nvidia.com/*` devices through the device plugin
+/// (a request of an extended resource the scheduler did not turn into a DRA claim).
+fn holds_plugin_gpus(pod: &Pod) -> bool {
+    let finished = matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    );
+    let through_dra = pod
+        .status
+        .as_ref()
+        .is_some_and(|s| s.extended_resource_claim_status.is_some());
+    let asks = pod.spec.as_ref().is_some_and(|spec| {
+        spec.containers
+            .iter()
+            .chain(spec.init_containers.iter().flatten())
+            .filter_map(|c| c.resources.as_ref())
+            .flat_map(|r| r.limits.iter().flatten().chain(r.requests.iter().flatten()))
+            .any(|(name, _)| name.starts_with("nvidia.com/"))
+    });
+    asks && !finished && !through_dra && pod.metadata.deletion_timestamp.is_none()
 }
 
 /// Whether `labels` satisfies an equality selector (`a=b,c=d`, `a==b`, `a!=b`, `a`).
@@ -182,6 +217,14 @@ impl Context {
             watcher::Config::default().fields(&format!("spec.nodeName={node}")),
         );
         let mut pods = watch.view();
+        // The node's ResourceSlices, watched only where the rollout waits for them.
+        let slice_watch = (self.spec.settle == Settle::Dra).then(|| {
+            Watch::<ResourceSlice>::start(
+                Api::all(self.client.clone()),
+                watcher::Config::default().fields(&format!("spec.nodeName={node}")),
+            )
+        });
+        let mut slices = slice_watch.as_ref().map(Watch::view);
         let mut replaced = replaced;
         let mut step = start;
         loop {
@@ -200,12 +243,13 @@ impl Context {
                     Step::Reconfiguring
                 }
                 Step::Reconfiguring => {
-                    self.settle(node, &mut pods, &replaced).await?;
+                    self.settle(node, &mut pods, slices.as_mut(), &replaced)
+                        .await?;
                     self.enter(node, Step::Validating, &replaced).await?;
                     Step::Validating
                 }
                 Step::Validating => {
-                    self.validate(node).await?;
+                    self.validate(node, &mut pods, slices.as_mut()).await?;
                     self.uncordon(node).await?;
                     return Ok(());
                 }
@@ -319,6 +363,7 @@ impl Context {
         &self,
         node: &str,
         pods: &mut View<Pod>,
+        mut slices: Option<&mut View<ResourceSlice>>,
         replaced: &[String],
     ) -> Result<(), Failure> {
         let step = Step::Reconfiguring;
@@ -327,6 +372,9 @@ impl Context {
         loop {
             pods.seen();
             nodes.seen();
+            if let Some(slices) = slices.as_deref_mut() {
+                slices.seen();
+            }
             self.keep_cordoned(node, step).await?;
             let current = self.node(node);
             let done = match self.spec.settle {
@@ -362,19 +410,102 @@ impl Context {
                     })
                 }
                 Settle::Allocatable => true,
+                Settle::Dra => match (&current, slices.as_deref()) {
+                    (Some(n), Some(slices)) => self.dra_shortfall(n, pods, slices).is_none(),
+                    _ => false,
+                },
             };
             if done {
                 return Ok(());
             }
             if Instant::now() >= deadline {
+                if let (Some(n), Some(slices)) = (current.as_deref(), slices.as_deref())
+                    && let Some(why) = self.dra_shortfall(n, pods, slices)
+                {
+                    return fail(
+                        step,
+                        format!(
+                            "the node was not served by DRA alone after {}: {why}",
+                            humantime::format_duration(self.spec.settle_timeout)
+                        ),
+                    );
+                }
                 return fail(step, self.wedge(node, current.as_deref()));
             }
             tokio::select! {
                 () = pods.changed() => {}
                 () = nodes.changed() => {}
+                () = changed(slices.as_deref_mut()) => {}
                 () = tokio::time::sleep_until(deadline) => {}
             }
         }
+    }
+
+    /// What keeps a node from being served by DRA alone: the device plugin still
+    /// advertising `nvidia.com/gpu`, a pod holding a GPU the device plugin gave it, or NVIDIA's
+    /// DRA driver publishing fewer GPUs than the node has (full GPUs, and the GPUs MIG devices
+    /// are cut from). `None` when it is.
+    fn dra_shortfall(
+        &self,
+        node: &Node,
+        pods: &View<Pod>,
+        slices: &View<ResourceSlice>,
+    ) -> Option<String> {
+        let advertised: f64 = node
+            .status
+            .as_ref()
+            .and_then(|s| s.allocatable.as_ref())
+            .and_then(|a| a.get("nvidia.com/gpu"))
+            .and_then(|q| q.0.parse().ok())
+            .unwrap_or(0.0);
+        if advertised > 0.0 {
+            return Some(format!(
+                "the device plugin still advertises nvidia.com/gpu {advertised} on the node"
+            ));
+        }
+        // A pod that tolerates the cordon (node.kubernetes.io/unschedulable) may have started
+        // between the drain and the relabel, on the device plugin's GPUs that DRA now offers.
+        let holding: Vec<String> = pods
+            .store
+            .state()
+            .iter()
+            .filter(|p| holds_plugin_gpus(p))
+            .map(|p| pod_name(p))
+            .collect();
+        if !holding.is_empty() {
+            return Some(format!(
+                "{} hold GPUs the device plugin gave them, which DRA now offers to claims (they tolerate the cordon, node.kubernetes.io/unschedulable, and started after the drain): delete them",
+                holding.join(", ")
+            ));
+        }
+        let string = |device: &k8s_openapi::api::resource::v1::Device, key: &str| {
+            device
+                .attributes
+                .as_ref()
+                .and_then(|a| a.get(key))
+                .and_then(|a| a.string.clone())
+        };
+        let gpus: std::collections::BTreeSet<String> = slices
+            .store
+            .state()
+            .iter()
+            .filter(|s| s.spec.driver == gpustack_protocol::nvidia::DRA_DRIVER)
+            .flat_map(|s| s.spec.devices.iter().flatten())
+            .filter_map(|d| match string(d, "type").as_deref() {
+                Some("gpu") => string(d, "uuid").or_else(|| Some(d.name.clone())),
+                Some("mig") => string(d, "parentUUID"),
+                _ => None,
+            })
+            .collect();
+        let wanted: usize = label(node, GPU_COUNT)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(1);
+        (gpus.len() < wanted).then(|| {
+            format!(
+                "NVIDIA's DRA driver publishes {} of its {wanted} GPUs (its kubelet plugin does not run there: the node must match the chart's kubeletPlugin.nodeSelector)",
+                gpus.len()
+            )
+        })
     }
 
     /// What the node advertises against what the rollout expects: `None` when it matches.
@@ -439,22 +570,37 @@ impl Context {
             (Settle::Restart, _) => {
                 format!("the restarted pods were not replaced and ready after {waited}")
             }
+
             _ => format!("the node did not settle after {waited}"),
         }
     }
 
     /// Checks that the node is back and advertises what the model expects.
-    async fn validate(&self, node: &str) -> Result<(), Failure> {
+    async fn validate(
+        &self,
+        node: &str,
+        pods: &mut View<Pod>,
+        mut slices: Option<&mut View<ResourceSlice>>,
+    ) -> Result<(), Failure> {
         let step = Step::Validating;
         let deadline = Instant::now() + self.spec.settle_timeout;
         let mut nodes = self.nodes.clone();
         loop {
             nodes.seen();
+            pods.seen();
+            if let Some(slices) = slices.as_deref_mut() {
+                slices.seen();
+            }
             self.keep_cordoned(node, step).await?;
             let Some(current) = self.node(node) else {
                 return fail(step, format!("node {node} is gone"));
             };
-            let Some(problem) = self.shortfall(&current) else {
+            let problem = match (self.shortfall(&current), slices.as_deref()) {
+                (Some(problem), _) => Some(problem),
+                (None, Some(slices)) => self.dra_shortfall(&current, pods, slices),
+                (None, None) => None,
+            };
+            let Some(problem) = problem else {
                 return Ok(());
             };
             if Instant::now() >= deadline {
@@ -479,6 +625,8 @@ impl Context {
             }
             tokio::select! {
                 () = nodes.changed() => {}
+                () = pods.changed(), if slices.is_some() => {}
+                () = changed(slices.as_deref_mut()) => {}
                 () = tokio::time::sleep_until(deadline) => {}
             }
         }
@@ -503,8 +651,31 @@ impl Context {
 
 #[cfg(test)]
 mod tests {
-    use super::selects;
+    use super::{holds_plugin_gpus, selects};
     use std::collections::BTreeMap;
+
+    #[test]
+    fn a_pod_holds_the_device_plugins_gpus_until_its_request_is_a_claim() {
+        let pod = |status: serde_json::Value| -> k8s_openapi::api::core::v1::Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "train", "namespace": "ml"},
+                "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+                "status": status,
+            }))
+            .unwrap()
+        };
+        assert!(holds_plugin_gpus(&pod(
+            serde_json::json!({"phase": "Running"})
+        )));
+        assert!(!holds_plugin_gpus(&pod(
+            serde_json::json!({"phase": "Succeeded"})
+        )));
+        // The scheduler turned its nvidia.com/gpu into a claim of the DeviceClass that maps it.
+        assert!(!holds_plugin_gpus(&pod(serde_json::json!({
+            "phase": "Running",
+            "extendedResourceClaimStatus": {"resourceClaimName": "train-extended-resources-x", "requestMappings": []},
+        }))));
+    }
 
     #[test]
     fn equality_selectors() {

@@ -86,6 +86,9 @@ pub(crate) enum Settle {
     Restart,
     /// Nothing beyond the node's allocatable.
     Allocatable,
+    /// NVIDIA's DRA driver publishes the node's GPUs (`nvidia.com/gpu.count` of them) in its
+    /// ResourceSlices, and the device plugin advertises none: a move to DRA.
+    Dra,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,9 +144,10 @@ impl Spec {
             Some("mig") => Settle::Mig,
             Some("restart") => Settle::Restart,
             Some("allocatable") | None => Settle::Allocatable,
+            Some("dra") => Settle::Dra,
             Some(other) => {
                 return Err(format!(
-                    "settle = \"{other}\" is not one of mig, restart, allocatable"
+                    "settle = \"{other}\" is not one of mig, restart, allocatable, dra"
                 ));
             }
         };
@@ -223,6 +227,9 @@ impl Spec {
             Settle::Mig => "waits for MIG Manager's success",
             Settle::Restart => "restarts the pods and waits for them",
             Settle::Allocatable => "waits for the device plugin",
+            Settle::Dra => {
+                "waits for NVIDIA's DRA driver to publish its GPUs and the device plugin to advertise none"
+            }
         };
         // Without expect_per_gpu what the node advertises is not checked, and the plan says so.
         let check = if self.expect_per_gpu.is_empty() {

@@ -714,3 +714,178 @@ fn the_dra_example_installs_the_driver_and_four_pods_get_their_gpus_through_clai
     drop(_destroy);
     c.kubectl_ok(&["delete", "node", "dra-ex-a", "dra-ex-b"]);
 }
+
+/// The pods of the migration's workload: (name, node, the DRA claim the scheduler made for
+/// its `nvidia.com/gpu`, if any), Running ones only, and how many are not Running.
+fn trainer_pods(c: &TestCluster) -> (Vec<(String, String, String)>, usize) {
+    let text = c.kubectl_ok(&[
+        "get",
+        "pods",
+        "-n",
+        "dra-migration",
+        "-l",
+        "app=trainer",
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.name} {.status.phase} {.spec.nodeName} {.status.extendedResourceClaimStatus.resourceClaimName} {.metadata.deletionTimestamp}{\"\\n\"}{end}",
+    ]);
+    let mut running = Vec::new();
+    let mut other = 0;
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        // A pod being deleted (evicted) no longer counts as the workload's.
+        if fields.get(4).is_some_and(|d| !d.is_empty()) {
+            continue;
+        }
+        if fields.get(1) == Some(&"Running") {
+            running.push((
+                fields[0].to_owned(),
+                fields.get(2).copied().unwrap_or_default().to_owned(),
+                fields.get(3).copied().unwrap_or_default().to_owned(),
+            ));
+        } else {
+            other += 1;
+        }
+    }
+    (running, other)
+}
+
+/// The migration example on two pools of two A100 nodes (the live GPU Operator's device
+/// plugin serving all four) with six pods asking for `nvidia.com/gpu`: pool b moves to DRA
+/// node by node, each node emptied first; afterwards the six pods run again, those on pool a
+/// on the device plugin's GPUs, those on pool b each with a DRA claim the scheduler made from
+/// the DeviceClass's extendedResourceName, allocated on its node; pool b advertises no
+/// `nvidia.com/gpu`; a second plan is empty.
+#[test]
+fn the_migration_example_moves_one_pool_to_dra_with_no_pod_left_without_a_device() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let _beside = DRA_BESIDE.lock().unwrap_or_else(|e| e.into_inner());
+    let c = cluster();
+    let _fresh = Fresh::start(c);
+    const POOL: &str = "gpustack.dev/migration-pool";
+    let nodes = [
+        ("mig-a-0", "a"),
+        ("mig-a-1", "a"),
+        ("mig-b-0", "b"),
+        ("mig-b-1", "b"),
+    ];
+    for (name, pool) in nodes {
+        c.fake_gpu_node_labelled(
+            name,
+            "NVIDIA A100-SXM4-80GB",
+            2,
+            &[&format!("{NODE_LABEL}=true"), &format!("{POOL}={pool}")],
+        );
+    }
+    for (name, _) in nodes {
+        c.eventually(
+            60,
+            || {
+                c.kubectl_ok(&[
+                    "get",
+                    "node",
+                    name,
+                    "-o",
+                    "jsonpath={.status.allocatable.nvidia\\.com/gpu}",
+                ])
+            },
+            |gpus| gpus == "2",
+        );
+    }
+    let _ = c.kubectl(&[
+        "delete",
+        "namespace",
+        "dra-migration",
+        "--ignore-not-found",
+        "--wait=true",
+    ]);
+    c.kubectl_ok(&["create", "namespace", "dra-migration"]);
+    let workload = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: trainer\n  namespace: dra-migration\nspec:\n  replicas: 6\n  selector:\n    matchLabels:\n      app: trainer\n  template:\n    metadata:\n      labels:\n        app: trainer\n    spec:\n      terminationGracePeriodSeconds: 0\n      nodeSelector:\n        {NODE_LABEL}: \"true\"\n      tolerations:\n      - key: nvidia.com/gpu\n        operator: Exists\n      containers:\n      - name: train\n        image: busybox\n        resources:\n          limits:\n            nvidia.com/gpu: 1\n"
+    );
+    let path = std::env::temp_dir().join(format!("dra-migration-{}.yaml", std::process::id()));
+    std::fs::write(&path, workload).unwrap();
+    c.kubectl_ok(&["apply", "-f", path.to_str().unwrap()]);
+    c.eventually(60, || trainer_pods(c), |(running, _)| running.len() == 6);
+
+    let stack = Stack::example("dra-migration", &[]).on(c).with_vars(&[
+        &format!("chart={}", driver_chart()),
+        &format!("pool_label={POOL}"),
+        r#"dra_pools=["b"]"#,
+        "driver_namespace=nvidia-dra-migration",
+    ]);
+    let _destroy = DestroyOnDrop(&stack);
+    let plan = unwrapped(&stack.ok("plan", &[]));
+    // The plan says what moves, what runs there, and how it is emptied first.
+    assert!(
+        plan.contains("node mig-b-0: stops the device plugin (the node opts out of the device plugin")
+            && plan.contains("the DRA driver release nvidia-dra-migration/nvidia-dra-driver-gpu publishes them for DRA claims")
+            && plan.contains("GPU pods running: dra-migration/trainer-")
+            && plan.contains("rollout: node by node by to-dra (at most 1 of 2 at once): cordons the node, evicts its GPU pods")
+            && plan.contains("waits for NVIDIA's DRA driver to publish its GPUs")
+            && plan.contains("nvidia.com/gpu 2 → 0")
+            && plan.contains("publishes its 2 GPUs for DRA claims instead"),
+        "{plan}"
+    );
+    let applied = stack.ok("apply", &["--auto-approve"]);
+    assert!(applied.contains("Apply complete!"), "{applied}");
+    assert_eq!(
+        output(&stack, "dra_nodes"),
+        serde_json::json!(["mig-b-0", "mig-b-1"])
+    );
+    assert_eq!(
+        output(&stack, "progress"),
+        serde_json::json!({"mig-b-0": "done", "mig-b-1": "done"})
+    );
+    // Pool b advertises no nvidia.com/gpu; its GPUs are published for DRA.
+    for node in ["mig-b-0", "mig-b-1"] {
+        let gpus = c.kubectl_ok(&[
+            "get",
+            "node",
+            node,
+            "-o",
+            "jsonpath={.status.allocatable.nvidia\\.com/gpu}",
+        ]);
+        assert!(gpus.is_empty() || gpus == "0", "{node}: {gpus}");
+    }
+    // Every pod runs again, each with a device: the device plugin's on pool a, a claim
+    // allocated on its own node on pool b.
+    let (running, _) = c.eventually(
+        120,
+        || trainer_pods(c),
+        |(running, other)| running.len() == 6 && *other == 0,
+    );
+    let mut on_b = 0;
+    for (pod, node, claim) in &running {
+        if node.starts_with("mig-a-") {
+            assert!(claim.is_empty(), "{pod} on {node} has claim {claim}");
+            continue;
+        }
+        on_b += 1;
+        assert!(
+            !claim.is_empty(),
+            "{pod} runs on {node} without a DRA claim"
+        );
+        let allocation = c.kubectl_ok(&[
+            "get",
+            "resourceclaim",
+            "-n",
+            "dra-migration",
+            claim,
+            "-o",
+            "jsonpath={.status.allocation.devices.results[*].pool}",
+        ]);
+        assert_eq!(&allocation, node, "{pod}'s claim {claim}");
+    }
+    // Pool a has four GPUs for six pods: at least two run on pool b through DRA.
+    assert!(on_b >= 2, "{running:?}");
+    let again = stack.run("plan", &["--detailed-exitcode"]);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&again.stdout),
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let _ = c.kubectl(&["delete", "namespace", "dra-migration", "--wait=true"]);
+    let _ = std::fs::remove_file(&path);
+}
