@@ -75,6 +75,55 @@ struct Request {
     alternatives: Vec<SubRequest>,
 }
 
+/// A claim's `matchAttribute` constraint: the requests it ties (empty: all of them) must get
+/// devices that agree on the attribute (`gpu.nvidia.com/parentUUID`).
+struct MatchConstraint {
+    requests: Vec<String>,
+    attribute: (String, String),
+}
+
+impl MatchConstraint {
+    /// Whether it ties the devices of `request` when the alternative `sub` serves it.
+    fn ties(&self, request: &Request, sub: &SubRequest) -> bool {
+        self.requests.is_empty()
+            || self.requests.contains(&request.name)
+            || self.requests.contains(&sub.name)
+    }
+}
+
+/// A claim's `matchAttribute` constraints, and whether it has a `distinctAttribute` one.
+fn parse_constraints(fact: &DeviceRequestFact) -> (Vec<MatchConstraint>, bool) {
+    let list = fact
+        .spec
+        .as_ref()
+        .and_then(|s| s.pointer("/devices/constraints"))
+        .and_then(Json::as_array);
+    let mut matches = Vec::new();
+    let mut distinct = false;
+    for constraint in list.into_iter().flatten() {
+        distinct |= constraint.get("distinctAttribute").is_some();
+        let Some(name) = constraint.get("matchAttribute").and_then(Json::as_str) else {
+            continue;
+        };
+        let attribute = match name.split_once('/') {
+            Some((domain, id)) => (domain.to_owned(), id.to_owned()),
+            None => (DRA_DRIVER.to_owned(), name.to_owned()),
+        };
+        let requests = constraint
+            .get("requests")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.as_str().map(str::to_owned))
+            .collect();
+        matches.push(MatchConstraint {
+            requests,
+            attribute,
+        });
+    }
+    (matches, distinct)
+}
+
 /// One selector's verdict on one device.
 #[derive(Debug, Clone, PartialEq)]
 enum Verdict {
@@ -224,13 +273,8 @@ pub(crate) fn findings(model: &Model, findings: &mut Vec<Finding>, memo: bool) -
                 .as_ref()
                 .map_or_else(|| fact.name.clone(), |ns| format!("{ns}/{}", fact.name))
         );
-        if fact
-            .spec
-            .as_ref()
-            .and_then(|s| s.pointer("/devices/constraints"))
-            .and_then(Json::as_array)
-            .is_some_and(|c| !c.is_empty())
-        {
+        let (constraints, distinct) = parse_constraints(fact);
+        if distinct {
             let origin =
                 Origin::new(address, &fact.attribute).join(&[key("devices"), key("constraints")]);
             findings.push(Finding {
@@ -239,7 +283,7 @@ pub(crate) fn findings(model: &Model, findings: &mut Vec<Finding>, memo: bool) -
                 severity: Severity::Warning,
                 summary: "Claim constraints not checked".into(),
                 detail: format!(
-                    "The constraints of {what} (matchAttribute, distinctAttribute) are not checked at plan: its requests are checked each on its own and together, as if they had none."
+                    "The distinctAttribute constraints of {what} are not checked at plan: its requests are checked as if they had none (its matchAttribute constraints are)."
                 ),
             });
         }
@@ -285,10 +329,10 @@ pub(crate) fn findings(model: &Model, findings: &mut Vec<Finding>, memo: bool) -
             }
             feasible_per_request.push(usable);
         }
-        if failed || list.len() < 2 {
+        if failed || (list.len() < 2 && constraints.is_empty()) {
             continue;
         }
-        if let Some(detail) = checker.together(list, &feasible_per_request) {
+        if let Some(detail) = checker.together(list, &feasible_per_request, &constraints) {
             findings.push(Finding {
                 address: (*address).clone(),
                 path: list[0].origin.path[..list[0].origin.path.len() - 1].to_vec(),
@@ -903,16 +947,19 @@ impl Checker<'_> {
         Ok(per_node)
     }
 
-    /// Why no node can give every request of a claim at once (distinct devices), if none can.
+    /// Why no node can give every request of a claim at once (distinct devices, within the
+    /// shared counters, agreeing on each `matchAttribute`), if none can.
     fn together(
         &self,
         requests: &[Request],
         usable: &[Vec<(usize, Vec<NodeCandidates>)>],
+        constraints: &[MatchConstraint],
     ) -> Option<String> {
         let combinations: usize = usable.iter().map(Vec::len).product();
         for node in 0..self.nodes.len() {
             // Each combination of alternatives, in the scheduler's order.
             for mut n in 0..combinations {
+                let mut tied: Vec<Vec<usize>> = Vec::new();
                 let wants: Vec<(Vec<usize>, u64)> = usable
                     .iter()
                     .zip(requests)
@@ -927,6 +974,14 @@ impl Checker<'_> {
                             .copied()
                             .collect();
                         let sub = &request.alternatives[*index];
+                        tied.push(
+                            constraints
+                                .iter()
+                                .enumerate()
+                                .filter(|(_, c)| c.ties(request, sub))
+                                .map(|(i, _)| i)
+                                .collect(),
+                        );
                         let count = if sub.all {
                             devices.len().max(1) as u64
                         } else {
@@ -935,17 +990,100 @@ impl Checker<'_> {
                         (devices, count)
                     })
                     .collect();
-                match allocation::fit(&self.nodes[node], &wants) {
-                    Fit::No => {}
-                    Fit::Yes | Fit::Unknown => return None,
+                if self.fits_agreeing(node, &wants, &tied, constraints) {
+                    return None;
                 }
             }
         }
+        let agreeing = if constraints.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", the devices its constraints tie agreeing on {}",
+                constraints
+                    .iter()
+                    .map(|c| format!("{}/{}", c.attribute.0, c.attribute.1))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
         Some(format!(
-            "no one node has distinct devices for all {} requests together, partitions of one GPU excluding each other ({}): the scheduler leaves the claim Pending.",
+            "no one node has distinct devices for all {} request(s) together{agreeing}, partitions of one GPU excluding each other ({}): the scheduler leaves the claim Pending.",
             requests.len(),
             self.scope()
         ))
+    }
+
+    /// Whether `wants` fit on `node` with the devices of each constraint's requests agreeing
+    /// on its attribute (a device without it cannot serve them), trying each value the
+    /// candidates have. A device whose attribute the plan cannot know may agree with any.
+    fn fits_agreeing(
+        &self,
+        node: usize,
+        wants: &[(Vec<usize>, u64)],
+        tied: &[Vec<usize>],
+        constraints: &[MatchConstraint],
+    ) -> bool {
+        let devices = &self.nodes[node].devices;
+        let value = |device: usize, c: &MatchConstraint| -> Option<Option<String>> {
+            let d = &devices[device];
+            let reference = Reference::Attribute(c.attribute.0.clone(), c.attribute.1.clone());
+            if !d.knows(&reference) {
+                return None;
+            }
+            Some(d.attributes.get(&c.attribute).map(|a| format!("{a:?}")))
+        };
+        // The values each constraint can take: those of the candidates it ties.
+        let mut choices: Vec<Vec<String>> = Vec::new();
+        for (i, c) in constraints.iter().enumerate() {
+            let mut values: BTreeSet<String> = BTreeSet::new();
+            for (want, ties) in wants.iter().zip(tied) {
+                if ties.contains(&i) {
+                    for &d in &want.0 {
+                        if let Some(Some(v)) = value(d, c) {
+                            values.insert(v);
+                        }
+                    }
+                }
+            }
+            choices.push(values.into_iter().collect());
+        }
+        let assignments: usize = choices.iter().map(|c| c.len().max(1)).product();
+        for mut a in 0..assignments.min(10_000) {
+            let chosen: Vec<Option<&String>> = choices
+                .iter()
+                .map(|values| {
+                    let pick = values.get(a % values.len().max(1));
+                    a /= values.len().max(1);
+                    pick
+                })
+                .collect();
+            let filtered: Vec<(Vec<usize>, u64)> = wants
+                .iter()
+                .zip(tied)
+                .map(|((candidates, count), ties)| {
+                    let kept = candidates
+                        .iter()
+                        .copied()
+                        .filter(|&d| {
+                            ties.iter().all(|&i| match value(d, &constraints[i]) {
+                                None => true,
+                                Some(v) => v.as_ref() == chosen[i] && v.is_some(),
+                            })
+                        })
+                        .collect();
+                    (kept, *count)
+                })
+                .collect();
+            if filtered.iter().any(|(c, n)| (c.len() as u64) < *n) {
+                continue;
+            }
+            match allocation::fit(&self.nodes[node], &filtered) {
+                Fit::No => {}
+                Fit::Yes | Fit::Unknown => return true,
+            }
+        }
+        false
     }
 
     fn scope(&self) -> String {

@@ -690,19 +690,75 @@ fn operator_values(values: Json) -> GpuFact {
     })
 }
 
-#[test]
-fn claim_constraints_are_said_to_be_unchecked() {
-    let spec = GpuFact::DeviceRequest(DeviceRequestFact {
+fn constrained(requests: Json, constraints: Json) -> GpuFact {
+    GpuFact::DeviceRequest(DeviceRequestFact {
         kind: DeviceRequestKind::ResourceClaim,
         name: "pair".into(),
         namespace: Some("default".into()),
-        spec: Some(json!({"devices": {
-            "requests": [{"name": "a", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}],
-            "constraints": [{"requests": [], "matchAttribute": "resource.kubernetes.io/pcieRoot"}],
-        }})),
+        spec: Some(json!({"devices": {"requests": requests, "constraints": constraints}})),
         attribute: path(["manifest", "spec"]),
-    });
-    let found = check(&[live(vec![a100_node("a", 2)]), spec]);
+    })
+}
+
+#[test]
+fn match_attribute_ties_the_devices_of_the_requests_it_names() {
+    let two = json!([{"name": "a", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}]);
+    let node = live(vec![a100_node("a", 2)]);
+    let matching = |attribute: &str| json!([{"requests": [], "matchAttribute": attribute}]);
+    // Both GPUs are A100s, on two PCI buses.
+    assert_eq!(
+        check(&[
+            node.clone(),
+            constrained(two.clone(), matching("gpu.nvidia.com/productName"))
+        ]),
+        Vec::<String>::new()
+    );
+    for attribute in [
+        "resource.kubernetes.io/pciBusID",
+        // No device has it: none can serve a request it ties.
+        "resource.kubernetes.io/pcieRoot",
+    ] {
+        let found = check(&[node.clone(), constrained(two.clone(), matching(attribute))]);
+        assert!(
+            found.len() == 1
+                && found[0].starts_with("error No node can give all the claim's requests")
+                && found[0].contains(&format!("agreeing on {attribute}")),
+            "{found:#?}"
+        );
+    }
+    // Two MIG devices of one parent GPU: only where one GPU holds two.
+    let halves = json!([
+        {"name": "a", "exactly": {"deviceClassName": "mig.nvidia.com"}},
+        {"name": "b", "exactly": {"deviceClassName": "mig.nvidia.com"}},
+    ]);
+    let parent = json!([{"requests": ["a", "b"], "matchAttribute": "gpu.nvidia.com/parentUUID"}]);
+    let product = "NVIDIA A100-SXM4-80GB";
+    let apart = live(vec![(
+        "m",
+        vec![mig(0, "1g.10gb", 0, product), mig(1, "1g.10gb", 0, product)],
+    )]);
+    let found = check(&[apart, constrained(halves.clone(), parent.clone())]);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let together = live(vec![(
+        "m",
+        vec![
+            mig(0, "1g.10gb", 0, product),
+            mig(1, "1g.10gb", 0, product),
+            mig(1, "1g.10gb", 1, product),
+        ],
+    )]);
+    assert_eq!(
+        check(&[together, constrained(halves, parent)]),
+        Vec::<String>::new()
+    );
+    // distinctAttribute is not checked, and the plan says so.
+    let found = check(&[
+        node,
+        constrained(
+            two,
+            json!([{"requests": [], "distinctAttribute": "resource.kubernetes.io/pciBusID"}]),
+        ),
+    ]);
     assert!(
         found.len() == 1
             && found[0].starts_with(
