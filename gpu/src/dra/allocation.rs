@@ -26,6 +26,15 @@ pub(crate) enum Fit {
 /// Whether `wants` — each `count` distinct devices out of its candidates (indices into the
 /// node's devices) — can all be met on `node` at once.
 pub(crate) fn fit(node: &DraNode, wants: &[(Vec<usize>, u64)]) -> Fit {
+    let slots: u64 = wants.iter().map(|(_, count)| count).sum();
+    if node.counters_unknown && slots > 1 {
+        // Partitions of a planned node: distinct ones may still exclude each other.
+        return if distinct(wants) {
+            Fit::Unknown
+        } else {
+            Fit::No
+        };
+    }
     let shares = wants
         .iter()
         .flat_map(|(candidates, _)| candidates)

@@ -187,6 +187,20 @@ pub(crate) fn serving(model: &Model, labels: &BTreeMap<String, String>) -> Optio
         .map(|driver| driver.what)
 }
 
+/// Whether the planned DRA driver serving a node with `labels` runs with its DynamicMIG gate.
+pub(crate) fn dynamic_mig(model: &Model, labels: &BTreeMap<String, String>) -> bool {
+    drivers(model).into_iter().any(|driver| {
+        plugin_selector(&driver)
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
+            && driver
+                .settings
+                .pointer("/featureGates/DynamicMIG")
+                .and_then(Json::as_bool)
+                .unwrap_or(false)
+    })
+}
+
 fn beside_the_device_plugin(model: &Model, driver: &Driver<'_>, findings: &mut Vec<Finding>) {
     let selector = plugin_selector(driver);
     let selected =

@@ -28,6 +28,9 @@ pub(crate) struct DraNode {
     /// The pool's shared counters (partitionable devices): set → counter → amount, in
     /// billionths of the counter's unit.
     pub counters: HashMap<String, HashMap<String, u128>>,
+    /// Its devices are partitions whose shared counters the plan cannot know (a planned
+    /// pool under DynamicMIG): which of them fit together is known at apply.
+    pub counters_unknown: bool,
 }
 
 impl DraNode {
@@ -245,43 +248,157 @@ const UNKNOWN_UNTIL_PUBLISHED: [&str; 8] = [
     "resource.kubernetes.io/numaNode",
 ];
 
-/// The full GPUs a node of a planned pool will publish (`gpu-0` …), from the built-in table.
-fn predicted(gpu: &catalog::DraGpu, count: u32) -> Vec<Device> {
-    (0..count)
-        .map(|minor| {
-            let attribute =
-                |id: &str, value: DraAttribute| ((DRA_DRIVER.to_owned(), id.to_owned()), value);
-            Device {
-                name: format!("gpu-{minor}"),
-                driver: DRA_DRIVER.into(),
-                attributes: [
-                    attribute("type", DraAttribute::String("gpu".into())),
-                    attribute("productName", DraAttribute::String(gpu.product.into())),
-                    attribute(
-                        "architecture",
-                        DraAttribute::String(gpu.architecture.into()),
-                    ),
-                    attribute(
-                        "cudaComputeCapability",
-                        DraAttribute::Version(gpu.compute_capability.into()),
-                    ),
-                ]
-                .into(),
-                capacity: [(
-                    (DRA_DRIVER.to_owned(), "memory".to_owned()),
-                    format!("{}Mi", gpu.memory_mib),
-                )]
-                .into(),
-                known: Known::Without(
-                    UNKNOWN_UNTIL_PUBLISHED
-                        .iter()
-                        .map(|s| (*s).to_owned())
-                        .collect(),
-                ),
-                consumes: Vec::new(),
+/// What a MIG device of a planned node cannot be known to publish before it exists: its
+/// parent's identity and the capacities NVML reports for its profile.
+const MIG_UNKNOWN: [&str; 8] = [
+    "gpu.nvidia.com/parentUUID",
+    "capacity gpu.nvidia.com/memory",
+    "capacity gpu.nvidia.com/multiprocessors",
+    "capacity gpu.nvidia.com/copyEngines",
+    "capacity gpu.nvidia.com/decoders",
+    "capacity gpu.nvidia.com/encoders",
+    "capacity gpu.nvidia.com/jpegEngines",
+    "capacity gpu.nvidia.com/ofaEngines",
+];
+
+/// What one node of a planned DRA pool will publish, from the built-in table.
+pub(crate) struct Planned {
+    pub devices: Vec<Device>,
+    /// Per node, in the plan's words (`8 × gpu NVIDIA H100 80GB HBM3 (81559 MiB)`).
+    pub describe: String,
+    /// Partitions whose shared counters the plan cannot know (DynamicMIG).
+    pub counters_unknown: bool,
+}
+
+fn device(gpu: &catalog::DraGpu, name: String, kind: &str, profile: Option<&str>) -> Device {
+    let attribute = |id: &str, value: DraAttribute| ((DRA_DRIVER.to_owned(), id.to_owned()), value);
+    let mut attributes: BTreeMap<(String, String), DraAttribute> = [
+        attribute("type", DraAttribute::String(kind.into())),
+        attribute("productName", DraAttribute::String(gpu.product.into())),
+        attribute(
+            "architecture",
+            DraAttribute::String(gpu.architecture.into()),
+        ),
+        attribute(
+            "cudaComputeCapability",
+            DraAttribute::Version(gpu.compute_capability.into()),
+        ),
+    ]
+    .into();
+    let mut unknown: BTreeSet<String> = UNKNOWN_UNTIL_PUBLISHED
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    let mut capacity = BTreeMap::new();
+    match profile {
+        Some(profile) => {
+            attributes.extend([attribute("profile", DraAttribute::String(profile.into()))]);
+            unknown.extend(MIG_UNKNOWN.iter().map(|s| (*s).to_owned()));
+            for slice in 0..8 {
+                unknown.insert(format!("capacity gpu.nvidia.com/memorySlice{slice}"));
             }
-        })
-        .collect()
+        }
+        None => {
+            capacity.insert(
+                (DRA_DRIVER.to_owned(), "memory".to_owned()),
+                format!("{}Mi", gpu.memory_mib),
+            );
+        }
+    }
+    Device {
+        name,
+        driver: DRA_DRIVER.into(),
+        attributes,
+        capacity,
+        known: Known::Without(unknown),
+        consumes: Vec::new(),
+    }
+}
+
+/// The devices a node of a planned DRA pool will publish: its full GPUs; with MIG on, the
+/// geometry's MIG devices instead (MIG Manager cuts them, the driver publishes them); with
+/// the driver's DynamicMIG, each GPU whole and as every partition it could be cut into (as
+/// many of a profile as fit on the GPU), their shared counters unknown.
+pub(crate) fn planned(model: &Model, pool: &PoolFact, gpu: &catalog::DraGpu) -> Planned {
+    let Some(shape) = pool.after.as_ref().and_then(|s| s.gpus.as_ref()) else {
+        return Planned {
+            devices: Vec::new(),
+            describe: String::new(),
+            counters_unknown: false,
+        };
+    };
+    let whole = format!("gpu {} ({} MiB)", gpu.product, gpu.memory_mib);
+    let full = |minor: u32| device(gpu, format!("gpu-{minor}"), "gpu", None);
+    let partition = |minor: u32, profile: &str, k: u32| {
+        device(
+            gpu,
+            format!(
+                "gpu-{minor}-mig-{}-{k}",
+                profile.replace('.', "").replace('+', "-")
+            ),
+            "mig",
+            Some(profile),
+        )
+    };
+    if super::checks::dynamic_mig(model, &pool.node_labels)
+        && let Some(profiles) = catalog::mig_profiles(&shape.model, shape.memory_gb)
+    {
+        let mut devices = Vec::new();
+        for minor in 0..shape.count {
+            devices.push(full(minor));
+            for (profile, most) in profiles {
+                devices.extend((0..*most).map(|k| partition(minor, profile, k)));
+            }
+        }
+        return Planned {
+            devices,
+            describe: format!(
+                "{} × {whole}, each also as every MIG partition it could be cut into (DynamicMIG: {})",
+                shape.count,
+                profiles
+                    .iter()
+                    .map(|(p, n)| format!("{n} × {p}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            counters_unknown: true,
+        };
+    }
+    let physical = crate::model::Physical {
+        count: shape.count,
+        model: shape.model.clone(),
+        memory_gb: shape.memory_gb,
+        product: shape.model.clone(),
+        source: shape.source.clone(),
+    };
+    match model.after.mig(&pool.node_labels, &physical) {
+        Some((geometry, Some(crate::mig::Layout::Enabled(layout)), _)) if !layout.is_empty() => {
+            let mut devices = Vec::new();
+            for minor in 0..shape.count {
+                for (profile, n) in &layout {
+                    devices.extend((0..*n).map(|k| partition(minor, profile, k)));
+                }
+            }
+            Planned {
+                devices,
+                describe: format!(
+                    "{} × {whole} in MIG {geometry}, each published as {}",
+                    shape.count,
+                    layout
+                        .iter()
+                        .map(|(p, n)| format!("{n} × mig {p}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                counters_unknown: false,
+            }
+        }
+        _ => Planned {
+            devices: (0..shape.count).map(full).collect(),
+            describe: format!("{} × {whole}", shape.count),
+            counters_unknown: false,
+        },
+    }
 }
 
 /// Whether NVIDIA's DRA driver runs, or will: a release of its chart planned, or devices live.
@@ -339,19 +456,17 @@ pub(crate) fn nodes(model: &Model) -> Vec<DraNode> {
                 .iter()
                 .map(|(set, counters)| (set.clone(), amounts(counters).into_iter().collect()))
                 .collect(),
+            counters_unknown: false,
         })
         .collect();
     for (address, pool, gpu) in dra_pools(model) {
-        let count = pool
-            .after
-            .as_ref()
-            .and_then(|s| s.gpus.as_ref())
-            .map_or(0, |g| g.count);
+        let planned = planned(model, pool, &gpu);
         nodes.push(DraNode {
             name: format!("{} {}", pool.kind, pool.name),
             pool: Some(address.to_owned()),
-            devices: predicted(&gpu, count),
+            devices: planned.devices,
             counters: HashMap::new(),
+            counters_unknown: planned.counters_unknown,
         });
     }
     nodes

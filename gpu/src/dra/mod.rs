@@ -164,7 +164,9 @@ pub(crate) fn capacity(model: &Model) -> Vec<(String, gpustack_protocol::Capacit
         .into_iter()
         .filter_map(|(address, pool, gpu)| {
             let shape = pool.after.as_ref()?;
-            let gpus = shape.gpus.as_ref()?;
+            shape.gpus.as_ref()?;
+            let planned = devices::planned(model, pool, &gpu);
+            let per_node = planned.devices.len() as u32;
             let nodes = if shape.min_nodes == shape.max_nodes {
                 shape.max_nodes.to_string()
             } else {
@@ -174,8 +176,8 @@ pub(crate) fn capacity(model: &Model) -> Vec<(String, gpustack_protocol::Capacit
                 .before
                 .as_ref()
                 .filter(|_| !pool.new)
-                .and_then(|b| Some(f64::from(b.max_nodes * b.gpus.as_ref()?.count)));
-            let after = f64::from(shape.max_nodes * gpus.count);
+                .map(|b| f64::from(b.max_nodes * per_node));
+            let after = f64::from(shape.max_nodes * per_node);
             if before == Some(after) {
                 return None;
             }
@@ -187,10 +189,8 @@ pub(crate) fn capacity(model: &Model) -> Vec<(String, gpustack_protocol::Capacit
                     before,
                     after: Some(after),
                     detail: format!(
-                        "per node {} × gpu {} ({} MiB), published by NVIDIA's DRA driver, the device plugin off; devices from the {}",
-                        gpus.count,
-                        gpu.product,
-                        gpu.memory_mib,
+                        "per node {}, published by NVIDIA's DRA driver, the device plugin off; devices from the {}",
+                        planned.describe,
                         gpustack_catalog::BUILT_IN
                     ),
                     physical: None,
@@ -893,7 +893,7 @@ impl Checker<'_> {
                     &sub.origin,
                     "Request not checked in full",
                     format!(
-                        "Request {} of {what} matches partitions of GPUs that share counters, and the search for {} of them that fit together ran past its bound: whether the scheduler can allocate it is not known at plan.",
+                        "Request {} of {what} matches partitions of GPUs that share counters, and the plan cannot tell whether {} of them fit together (a planned pool's partitions under DynamicMIG, whose counters only the node publishes, or a search that ran past its bound): known at apply.",
                         sub.name, sub.count
                     ),
                 ));

@@ -882,3 +882,107 @@ fn counters_are_summed_exactly_in_any_unit() {
     assert_eq!(quantity_nanos("Mi"), None);
     assert_eq!(quantity_nanos("12Q"), None);
 }
+
+fn capacity_lines(facts: &[GpuFact]) -> Vec<String> {
+    let sourced: Vec<Sourced<'_>> = facts
+        .iter()
+        .map(|fact| Sourced {
+            address: "eks_nodegroup.h100",
+            fact,
+        })
+        .collect();
+    Model::build(&sourced)
+        .capacity()
+        .iter()
+        .map(|(_, c)| c.text())
+        .filter(|t| t.contains("DRA"))
+        .collect()
+}
+
+#[test]
+fn a_planned_dra_pool_publishes_its_mig_geometry_or_every_partition_under_dynamic_mig() {
+    let profile = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'";
+    let counted = |count: u32, selector: &str| {
+        template(
+            "t",
+            json!([{"name": "mig", "exactly": {"deviceClassName": "mig.nvidia.com", "count": count, "selectors": [{"cel": {"expression": selector}}]}}]),
+        )
+    };
+    // MIG Manager cuts the geometry, the driver publishes its devices.
+    let static_mig = vec![
+        GpuFact::Cluster(ClusterFact::default()),
+        operator_values(json!({"devicePlugin": {"enabled": false}})),
+        driver(),
+        pool("h100", "H100", &[("nvidia.com/mig.config", "all-1g.10gb")]),
+    ];
+    assert_eq!(
+        capacity_lines(&static_mig),
+        [
+            "nodepool h100: 2 × p5.48xlarge: gpu.nvidia.com devices (DRA) 0 → 112 (per node 8 × gpu NVIDIA H100 80GB HBM3 (81559 MiB) in MIG all-1g.10gb, each published as 7 × mig 1g.10gb, published by NVIDIA's DRA driver, the device plugin off; devices from the built-in table)"
+        ]
+    );
+    let with = |mut facts: Vec<GpuFact>, claim: GpuFact| {
+        facts.push(claim);
+        check(&facts)
+    };
+    assert_eq!(
+        with(static_mig.clone(), counted(56, profile)),
+        Vec::<String>::new()
+    );
+    let found = with(static_mig.clone(), counted(57, profile));
+    assert!(
+        found.len() == 1 && found[0].starts_with("error More devices than any node has"),
+        "{found:#?}"
+    );
+    // What NVML reports of a profile is known once the node publishes it.
+    let found = with(
+        static_mig,
+        counted(
+            1,
+            "device.capacity['gpu.nvidia.com'].multiprocessors.compareTo(quantity('14')) >= 0",
+        ),
+    );
+    assert!(
+        found.len() == 1 && found[0].starts_with("warning Request not checked in full"),
+        "{found:#?}"
+    );
+
+    // DynamicMIG: each GPU whole and as every partition; which fit together is the node's.
+    let dynamic_driver = GpuFact::DraDriver(DraDriverFact {
+        source: gpustack_protocol::DraDriverSource::Chart,
+        release: "nvidia-dra/dra".into(),
+        values: Some(
+            json!({"gpuResourcesEnabledOverride": true, "featureGates": {"DynamicMIG": true}}),
+        ),
+        values_before: None,
+        attribute: path(["values"]),
+    });
+    let dynamic = vec![
+        GpuFact::Cluster(ClusterFact::default()),
+        dynamic_driver,
+        pool("h100", "H100", &[]),
+    ];
+    let line = &capacity_lines(&dynamic)[0];
+    assert!(
+        line.contains(
+            "each also as every MIG partition it could be cut into (DynamicMIG: 7 × 1g.10gb"
+        ),
+        "{line}"
+    );
+    let three = "device.attributes['gpu.nvidia.com'].profile == '3g.40gb'";
+    assert_eq!(
+        with(dynamic.clone(), counted(1, three)),
+        Vec::<String>::new()
+    );
+    let found = with(dynamic.clone(), counted(2, three));
+    assert!(
+        found.len() == 1 && found[0].starts_with("warning Request not checked in full"),
+        "{found:#?}"
+    );
+    // Two 3g per GPU at most, sixteen per node.
+    let found = with(dynamic, counted(17, three));
+    assert!(
+        found.len() == 1 && found[0].starts_with("error More devices than any node has"),
+        "{found:#?}"
+    );
+}
