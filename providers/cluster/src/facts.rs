@@ -178,11 +178,31 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
         }
     };
     let classes: Api<DeviceClass> = Api::all(cluster.client.clone());
+    let mut dra_driver_release = None;
     let device_classes = match classes.list(&ListParams::default()).await {
         Ok(list) => list
             .items
             .into_iter()
             .filter_map(|class| {
+                if class.metadata.name.as_deref() == Some(DRA_DRIVER) {
+                    let annotation = |key: &str| {
+                        class
+                            .metadata
+                            .annotations
+                            .as_ref()
+                            .and_then(|a| a.get(key))
+                            .cloned()
+                    };
+                    dra_driver_release = Some(
+                        match (
+                            annotation("meta.helm.sh/release-namespace"),
+                            annotation("meta.helm.sh/release-name"),
+                        ) {
+                            (Some(namespace), Some(name)) => format!("{namespace}/{name}"),
+                            _ => String::new(),
+                        },
+                    );
+                }
                 Some((class.metadata.name?, serde_json::to_value(class.spec).ok()?))
             })
             .collect(),
@@ -289,6 +309,7 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
         config_maps,
         gpu_cluster,
         device_classes,
+        dra_driver_release,
         unread,
     })
 }

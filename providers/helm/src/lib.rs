@@ -483,6 +483,37 @@ fn second_operator(planned: &Value, facts: &[gpustack_protocol::GpuFact]) -> Opt
     ))
 }
 
+/// An install of NVIDIA's DRA driver into a cluster where another release (or something other
+/// than Helm) already created its DeviceClass `gpu.nvidia.com`: helm refuses to take over the
+/// other's cluster-scoped objects (DeviceClasses, ClusterRoles), and two drivers would publish
+/// the same GPUs twice.
+fn second_dra_driver(planned: &Value, facts: &[gpustack_protocol::GpuFact]) -> Option<Diagnostic> {
+    let cluster = facts.iter().find_map(|f| match f {
+        gpustack_protocol::GpuFact::Cluster(c) => Some(c),
+        _ => None,
+    })?;
+    let owner = cluster.dra_driver_release.as_deref()?;
+    let this = format!(
+        "{}/{}",
+        namespace_of(planned),
+        text(planned, "name").unwrap_or_default()
+    );
+    if owner == this {
+        return None;
+    }
+    let owner = if owner.is_empty() {
+        "was not created by Helm (a GPUCluster's operator, or by hand)".to_owned()
+    } else {
+        format!("belongs to the Helm release {owner}")
+    };
+    Some(Diagnostic::error(
+        "Second DRA driver",
+        format!(
+            "This release installs NVIDIA's DRA driver as {this}, but the cluster already runs one: its DeviceClass gpu.nvidia.com {owner}. Helm refuses to take over the other's cluster-scoped objects (its DeviceClasses and ClusterRoles), and two drivers would publish the same GPUs twice. Manage the installed one here (import it: gpustack import ADDRESS NAMESPACE/NAME), or uninstall it first."
+        ),
+    ))
+}
+
 /// The release installs NVIDIA's DRA driver for GPUs.
 fn is_dra_driver_chart(planned: &Value) -> bool {
     installs_chart(planned, "dra-driver-nvidia-gpu")
@@ -1383,6 +1414,15 @@ impl Provider for HelmCli {
             && let Err(findings) = self.lint(&planned).await
         {
             diagnostics.push(Diagnostic::error("Chart lint failed", findings));
+        }
+        if prior.is_none() && !request.for_apply && is_dra_driver_chart(&planned) {
+            if gpu_facts.is_empty() {
+                let mut cluster = Vec::new();
+                self.push_cluster(&mut cluster, &mut diagnostics).await;
+                diagnostics.extend(second_dra_driver(&planned, &cluster));
+            } else {
+                diagnostics.extend(second_dra_driver(&planned, &gpu_facts));
+            }
         }
         if prior.is_none() && !request.for_apply && is_operator_chart(&planned) {
             if gpu_facts.is_empty() {

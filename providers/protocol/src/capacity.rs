@@ -382,6 +382,11 @@ pub struct ClusterFact {
     /// The live DeviceClasses, by name: their `spec`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub device_classes: BTreeMap<String, serde_json::Value>,
+    /// Who installed the live DeviceClass `gpu.nvidia.com` (NVIDIA's DRA driver): the Helm
+    /// release (`namespace/name`) its `meta.helm.sh` annotations name, or `""` when none do
+    /// (a GPUCluster's operator, or kubectl); `None` when the class is not there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dra_driver_release: Option<String>,
     /// What could not be read, and why (`DRA ResourceSlices (403 Forbidden)`): the model says so.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unread: Vec<String>,

@@ -506,6 +506,21 @@ fn gpustack_agrees_with_the_scheduler_on_a_table_of_claims() {
             && text.contains("selectors[0].cel.expression"),
         "{text}"
     );
+    // A second release of the driver is refused at plan: the first owns its DeviceClasses.
+    let second = Stack::inline(&format!(
+        "{PROVIDERS}\n{}",
+        driver_release("")
+            .replace("\"dra-agree\"", "\"dra-second\"")
+            .replace("nvidia-dra-agree", "nvidia-dra-second")
+    ))
+    .on(c)
+    .with_vars(&[&format!("chart={}", driver_chart())]);
+    let text = refused_plan(&second);
+    assert!(
+        text.contains("Second DRA driver")
+            && text.contains("its DeviceClass gpu.nvidia.com belongs to the Helm release nvidia-dra-agree/dra-agree"),
+        "{text}"
+    );
 }
 
 /// The DynamicMIG table: one H100 whose driver publishes it as every MIG partition it could
@@ -589,6 +604,7 @@ fn under_dynamic_mig_gpustack_agrees_with_the_scheduler_on_partitions_and_their_
         |slices| slices.contains("gpu-0-counter-set") && slices.contains("gpu-0-mig-7g80gb-0-0"),
     );
     let cases = dynamic_mig_cases();
+    assert_eq!(cases.len(), 13, "the README names the table's size");
     let (disagreements, text) = compare(c, &stack, &cases);
     assert!(disagreements.is_empty(), "{disagreements:#?}\n{text}");
     // Refused for the counters, not for want of devices.
