@@ -52,6 +52,7 @@ fn cluster(
             .collect(),
         gpu_cluster: None,
         device_classes: BTreeMap::new(),
+        dra_driver_release: None,
         unread: Vec::new(),
     })
 }
