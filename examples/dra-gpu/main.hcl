@@ -31,6 +31,15 @@ module "dra" {
   chart         = var.chart
   namespace     = var.driver_namespace
   pool_selector = var.pool_selector
+  claim_templates = {
+    one-gpu = {
+      namespace = var.namespace
+      selectors = [
+        "device.attributes['gpu.nvidia.com'].productName.startsWith('${var.product}') && device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('${var.min_memory}')) >= 0",
+      ]
+    }
+  }
+  depends_on = [kubernetes_manifest.namespace]
 }
 
 resource "kubernetes_manifest" "namespace" {
@@ -43,41 +52,12 @@ resource "kubernetes_manifest" "namespace" {
   }
 }
 
-resource "kubernetes_manifest" "one_gpu" {
-  manifest = {
-    apiVersion = "resource.k8s.io/v1"
-    kind       = "ResourceClaimTemplate"
-    metadata = {
-      name      = "one-gpu"
-      namespace = var.namespace
-    }
-    spec = {
-      spec = {
-        devices = {
-          requests = [{
-            name = "gpu"
-            exactly = {
-              deviceClassName = module.dra.device_classes.gpu
-              selectors = [{
-                cel = {
-                  expression = "device.attributes['gpu.nvidia.com'].productName.startsWith('${var.product}') && device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('${var.min_memory}')) >= 0"
-                }
-              }]
-            }
-          }]
-        }
-      }
-    }
-  }
-  depends_on = [module.dra, kubernetes_manifest.namespace]
-}
-
 resource "gpu_smoke_test" "claims" {
   namespace               = var.namespace
   node_selector           = var.pool_selector
-  resource_claim_template = kubernetes_manifest.one_gpu.manifest.metadata.name
+  resource_claim_template = module.dra.claim_templates["one-gpu"]
   pods                    = var.pods
-  depends_on              = [kubernetes_manifest.one_gpu]
+  depends_on              = [module.dra]
 }
 
 locals {

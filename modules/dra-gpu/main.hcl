@@ -70,3 +70,31 @@ resource "helm_release" "gpu_cluster" {
   version          = var.chart_version
   values           = merge(local.operator_values, var.extra_values)
 }
+
+resource "kubernetes_manifest" "claim_template" {
+  for_each = var.claim_templates
+  manifest = {
+    apiVersion = "resource.k8s.io/v1"
+    kind       = "ResourceClaimTemplate"
+    metadata = {
+      name      = each.key
+      namespace = each.value.namespace
+    }
+    spec = {
+      spec = {
+        devices = {
+          requests = [{
+            name = "gpu"
+            exactly = {
+              deviceClassName = each.value.device_class
+              count           = each.value.count
+              # Absent rather than empty, as the API server stores it.
+              selectors = length(each.value.selectors) > 0 ? [for expression in each.value.selectors : { cel = { expression = expression } }] : null
+            }
+          }]
+          constraints = length(each.value.match_attributes) > 0 ? [for attribute in each.value.match_attributes : { matchAttribute = attribute }] : null
+        }
+      }
+    }
+  }
+}

@@ -19,3 +19,8 @@ output "namespace" {
 output "pool_selector" {
   value = var.pool_selector
 }
+
+output "claim_templates" {
+  value       = { for name, t in kubernetes_manifest.claim_template : name => t.manifest.metadata.name }
+  description = "The ResourceClaimTemplates' names, for a pod's resourceClaims (or gpu_smoke_test's resource_claim_template)."
+}

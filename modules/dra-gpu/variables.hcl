@@ -72,3 +72,25 @@ variable "extra_values" {
   default     = {}
   description = "More chart values, merged over the module's."
 }
+
+variable "claim_templates" {
+  type = map(object({
+    namespace = string
+    # The DeviceClass: gpu.nvidia.com (full GPUs), mig.nvidia.com (MIG devices).
+    device_class = optional(string, "gpu.nvidia.com")
+    count        = optional(number, 1)
+    # CEL selectors over `device`, all of which a device must pass; checked at plan against
+    # the devices the nodes publish.
+    selectors = optional(list(string), [])
+    # Devices of one claim agree on these attributes (gpu.nvidia.com/parentUUID: MIG devices
+    # of one GPU).
+    match_attributes = optional(list(string), [])
+  }))
+  default     = {}
+  description = "ResourceClaimTemplates by name, for pods to ask for GPUs through claims."
+
+  validation {
+    condition     = alltrue([for t in values(var.claim_templates) : t.count >= 1])
+    error_message = "A claim template asks for at least one device."
+  }
+}
