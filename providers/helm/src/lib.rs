@@ -1405,6 +1405,19 @@ impl Provider for HelmCli {
             }
         }
         let mut gpu_facts: Vec<_> = chart_fact(&planned, prior).into_iter().collect();
+        if gpu_facts.is_empty() && !request.for_apply {
+            // A chart of the stack's own whose templates write claims: their selectors are
+            // checked as a manifest's are.
+            match self.rendered_device_requests(&planned).await {
+                Ok(facts) => gpu_facts.extend(facts),
+                Err(e) => diagnostics.push(Diagnostic::warning(
+                    "Chart not rendered",
+                    format!(
+                        "The chart's DRA objects are not checked at plan: helm template failed: {e}"
+                    ),
+                )),
+            }
+        }
         if !gpu_facts.is_empty() && !request.for_apply {
             self.push_cluster(&mut gpu_facts, &mut diagnostics).await;
         }

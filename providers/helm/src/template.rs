@@ -26,6 +26,15 @@ fn split(rendered: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The template a rendered document comes from (`# Source: CHART/PATH`): PATH.
+fn source_of(document: &str) -> Option<String> {
+    document.lines().find_map(|line| {
+        let rest = line.split_once("# Source: ")?.1;
+        let (_, path) = rest.split_once('/')?;
+        (!path.is_empty()).then(|| path.to_owned())
+    })
+}
+
 /// `manifest` and `manifests` of rendered output, as Terraform's helm provider builds them:
 /// the documents in the order of their keys sorted as text, each after `---`; and by the
 /// template each came from (`# Source: CHART/PATH`), keyed by PATH.
@@ -35,11 +44,7 @@ fn outputs(rendered: &str) -> (String, BTreeMap<String, String>) {
     let mut manifest = String::new();
     let mut manifests: BTreeMap<String, String> = BTreeMap::new();
     for (_, document) in documents {
-        let source = document.lines().find_map(|line| {
-            let rest = line.split_once("# Source: ")?.1;
-            let (_, path) = rest.split_once('/')?;
-            (!path.is_empty()).then(|| path.to_owned())
-        });
+        let source = source_of(&document);
         let entry = format!("---\n{document}\n");
         manifest.push_str(&entry);
         manifests
@@ -50,7 +55,115 @@ fn outputs(rendered: &str) -> (String, BTreeMap<String, String>) {
     (manifest, manifests)
 }
 
+/// Whether a local chart directory's templates write a DRA object at all: only those are
+/// rendered at plan.
+fn writes_dra_objects(chart: &std::path::Path) -> bool {
+    fn scan(dir: &std::path::Path, depth: usize) -> bool {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return false;
+        };
+        entries.flatten().any(|entry| {
+            let path = entry.path();
+            if path.is_dir() {
+                depth < 8 && scan(&path, depth + 1)
+            } else {
+                std::fs::read_to_string(&path).is_ok_and(|t| t.contains("resource.k8s.io/"))
+            }
+        })
+    }
+    scan(&chart.join("templates"), 0) || scan(&chart.join("charts"), 0)
+}
+
+/// The DRA objects of rendered output (`helm template`), as the GPU model reads them from a
+/// manifest: each DeviceClass, ResourceClaim and ResourceClaimTemplate with the template it
+/// comes from, located at the release's `chart`.
+pub(crate) fn device_requests(rendered: &str, namespace: &str) -> Vec<gpustack_protocol::GpuFact> {
+    use gpustack_protocol::{DeviceRequestFact, DeviceRequestKind, GpuFact, PathStep, path};
+    let mut facts = Vec::new();
+    for (key, document) in split(rendered) {
+        let source = source_of(&document).unwrap_or(key);
+        let Ok(object) = serde_yaml_ng::from_str::<Json>(&document) else {
+            continue;
+        };
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Json::as_str)
+            .unwrap_or("");
+        let Some(kind) = object
+            .get("kind")
+            .and_then(Json::as_str)
+            .and_then(DeviceRequestKind::from_kind)
+        else {
+            continue;
+        };
+        if !api_version.starts_with("resource.k8s.io/") {
+            continue;
+        }
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Json::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let pointer = if kind == DeviceRequestKind::ResourceClaimTemplate {
+            "/spec/spec"
+        } else {
+            "/spec"
+        };
+        let mut attribute = path(["chart"]);
+        attribute.push(PathStep::Key(source));
+        facts.push(GpuFact::DeviceRequest(DeviceRequestFact {
+            kind,
+            name,
+            namespace: (kind != DeviceRequestKind::DeviceClass).then(|| {
+                object
+                    .pointer("/metadata/namespace")
+                    .and_then(Json::as_str)
+                    .unwrap_or(namespace)
+                    .to_owned()
+            }),
+            spec: Some(object.pointer(pointer).cloned().unwrap_or(Json::Null)),
+            attribute,
+        }));
+    }
+    facts
+}
+
 impl HelmCli {
+    /// The DRA objects a release's chart renders with its values, when the chart is a local
+    /// directory whose templates write one (a chart from a repository is not fetched at plan).
+    pub(crate) async fn rendered_device_requests(
+        &self,
+        planned: &Value,
+    ) -> Result<Vec<gpustack_protocol::GpuFact>, String> {
+        let Some(chart) = text(planned, "chart") else {
+            return Ok(Vec::new());
+        };
+        let dir = std::path::Path::new(chart);
+        if text(planned, "repository").is_some()
+            || !dir.is_dir()
+            || !attribute(planned, "values").is_none_or(Value::is_wholly_known)
+            || !writes_dra_objects(dir)
+        {
+            return Ok(Vec::new());
+        }
+        let (values, sensitive) = values_files(planned)?;
+        let namespace = namespace_of(planned);
+        let mut args: Vec<String> = vec![
+            "template".into(),
+            text(planned, "name").unwrap_or_default().into(),
+            chart.into(),
+            "-n".into(),
+            namespace.clone(),
+            "-f".into(),
+            values.path().display().to_string(),
+        ];
+        if let Some(file) = &sensitive {
+            args.extend(["-f".into(), file.path().display().to_string()]);
+        }
+        let rendered = self.run_within(&args, READ_TIMEOUT).await?;
+        Ok(device_requests(&rendered, &namespace))
+    }
+
     /// Renders the chart `config` names; its state with the computed attributes.
     pub(crate) async fn render(&self, config: &Value) -> Result<Value, String> {
         let limit = attribute(config, "timeouts")
@@ -191,6 +304,27 @@ mod tests {
 
     /// Terraform's helm provider: every document after `---` in the order of `manifest-N`
     /// sorted as text, and the documents of each template together under its path.
+    #[test]
+    fn a_charts_dra_objects_are_read_with_the_template_they_come_from() {
+        let rendered = "---\n# Source: app/templates/claim.yaml\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata:\n  name: one-gpu\nspec:\n  spec:\n    devices:\n      requests:\n      - name: gpu\n        exactly:\n          deviceClassName: gpu.nvidia.com\n---\n# Source: app/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n";
+        let facts = super::device_requests(rendered, "ml");
+        assert_eq!(facts.len(), 1);
+        let gpustack_protocol::GpuFact::DeviceRequest(fact) = &facts[0] else {
+            panic!("{facts:?}")
+        };
+        assert_eq!(fact.namespace.as_deref(), Some("ml"));
+        assert_eq!(
+            gpustack_protocol::path_text(&fact.attribute),
+            "chart[\"templates/claim.yaml\"]"
+        );
+        assert_eq!(
+            fact.spec
+                .as_ref()
+                .and_then(|s| s.pointer("/devices/requests/0/name")),
+            Some(&serde_json::json!("gpu"))
+        );
+    }
+
     #[test]
     fn rendered_documents_are_keyed_and_ordered_as_terraform_does() {
         let mut rendered = String::new();

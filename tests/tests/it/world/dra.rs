@@ -506,6 +506,40 @@ fn gpustack_agrees_with_the_scheduler_on_a_table_of_claims() {
             && text.contains("selectors[0].cel.expression"),
         "{text}"
     );
+    // A chart of the stack's own whose templates write a claim: checked as a manifest is.
+    let chart = stack.dir.join("claims-chart");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: claims\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        chart.join("templates/claim.yaml"),
+        format!(
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata:\n  name: h100\nspec:\n  spec:\n    devices:\n      requests:\n      - name: gpu\n        exactly:\n          deviceClassName: gpu.nvidia.com\n          selectors:\n          - cel:\n              expression: {}\n",
+            serde_json::to_string("device.attributes['gpu.nvidia.com'].productName == '{{ .Values.product }}'").unwrap()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        stack.dir.join("chart.hcl"),
+        format!(
+            "resource \"helm_release\" \"claims\" {{\n  name      = \"claims\"\n  namespace = \"{NAMESPACE}\"\n  chart     = \"{}\"\n  values = {{\n    product = \"NVIDIA H100 80GB HBM3\"\n  }}\n}}\n",
+            chart.display()
+        ),
+    )
+    .unwrap();
+    let text = refused_plan(&stack);
+    assert!(
+        text.contains("chart.hcl")
+            && text.contains("Selector matches no device")
+            && text.contains("ResourceClaimTemplate dra-agree/h100")
+            && text.contains("(at helm_release.claims.chart[\"templates/")
+            && text.contains("claim.yaml\"].devices.requests[0].exactly.selectors[0]"),
+        "{text}"
+    );
+    std::fs::remove_file(stack.dir.join("chart.hcl")).unwrap();
     // A second release of the driver is refused at plan: the first owns its DeviceClasses.
     let second = Stack::inline(&format!(
         "{PROVIDERS}\n{}",
