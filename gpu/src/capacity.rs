@@ -139,19 +139,7 @@ pub(crate) fn disruptions(model: &Model) -> Vec<crate::Disruption> {
                     "the node's GPUs leave allocatable until the plugin is back".to_owned(),
                 )
             };
-        out.push(crate::Disruption {
-            address: cause(model, node),
-            node: node.live.name.clone(),
-            change,
-            effect,
-            pods: node.live.gpu_pods.clone(),
-            rollout: model
-                .rollouts
-                .get(&node.live.name)
-                .cloned()
-                .unwrap_or_else(|| AT_ONCE.to_owned()),
-            pods_known: true,
-        });
+        out.push(disruption(model, node, change, effect));
     }
     for (name, (address, step)) in &model.unfinished {
         let how = model.rollouts.get(name).cloned();
@@ -191,10 +179,20 @@ fn plugin_stops(model: &Model, node: &Node, why: &str) -> crate::Disruption {
         None => "its GPUs leave allocatable: no new pod that asks for nvidia.com/gpu goes there"
             .to_owned(),
     };
+    disruption(
+        model,
+        node,
+        format!("stops the device plugin ({why})"),
+        effect,
+    )
+}
+
+/// A change the plan makes to a live node, with its GPU pods and how it reaches the node.
+fn disruption(model: &Model, node: &Node, change: String, effect: String) -> crate::Disruption {
     crate::Disruption {
         address: cause(model, node),
         node: node.live.name.clone(),
-        change: format!("stops the device plugin ({why})"),
+        change,
         effect,
         pods: node.live.gpu_pods.clone(),
         rollout: model

@@ -771,14 +771,7 @@ fn the_dra_example_installs_the_driver_and_four_pods_get_their_gpus_through_clai
         "{outputs}"
     );
 
-    let again = stack.run("plan", &["--detailed-exitcode"]);
-    assert_eq!(
-        again.status.code(),
-        Some(0),
-        "{}{}",
-        String::from_utf8_lossy(&again.stdout),
-        String::from_utf8_lossy(&again.stderr)
-    );
+    stack.assert_no_changes();
 
     stack.ok("destroy", &["--auto-approve"]);
     c.eventually(60, slices, |s| !s.contains("dra-ex-"));
@@ -951,14 +944,7 @@ fn the_migration_example_moves_one_pool_to_dra_with_no_pod_left_without_a_device
     }
     // Pool a has four GPUs for six pods: at least two run on pool b through DRA.
     assert!(on_b >= 2, "{running:?}");
-    let again = stack.run("plan", &["--detailed-exitcode"]);
-    assert_eq!(
-        again.status.code(),
-        Some(0),
-        "{}{}",
-        String::from_utf8_lossy(&again.stdout),
-        String::from_utf8_lossy(&again.stderr)
-    );
+    stack.assert_no_changes();
     let _ = c.kubectl(&["delete", "namespace", "dra-migration", "--wait=true"]);
     let _ = std::fs::remove_file(&path);
 }

@@ -59,6 +59,18 @@ impl Drop for DestroyOnDrop<'_> {
 }
 
 impl Stack {
+    /// A plan of the stack as it stands is empty (`--detailed-exitcode` 0).
+    pub(super) fn assert_no_changes(&self) {
+        let again = self.run("plan", &["--detailed-exitcode"]);
+        assert_eq!(
+            again.status.code(),
+            Some(0),
+            "{}{}",
+            String::from_utf8_lossy(&again.stdout),
+            String::from_utf8_lossy(&again.stderr)
+        );
+    }
+
     pub(super) fn example(name: &str, vars: &[&str]) -> Self {
         let root = tempfile::tempdir().unwrap();
         copy_dir(&repo_root().join("modules"), &root.path().join("modules"));
@@ -428,14 +440,7 @@ fn reference_flow_aks_from_nodepool_to_smoke_test() {
     let pods = result["result"]["pods"].as_object().unwrap();
     assert_eq!(pods.len(), 4, "{result}");
     assert!(pods.values().all(|n| n == node), "{result}");
-    let again = stack.run("plan", &["--detailed-exitcode"]);
-    assert_eq!(
-        again.status.code(),
-        Some(0),
-        "{}{}",
-        String::from_utf8_lossy(&again.stdout),
-        String::from_utf8_lossy(&again.stderr)
-    );
+    stack.assert_no_changes();
 
     // A second node is an update of the pool, and ten more GPUs.
     let plan = stack.ok("plan", &["--var", "node_count=2"]);
@@ -2207,13 +2212,6 @@ resource "helm_release" "wo" {{
         let text = std::fs::read_to_string(stack.dir.join(file)).unwrap();
         assert!(!text.contains(secret), "{file} holds the ephemeral value");
     }
-    let again = stack.run("plan", &["--detailed-exitcode"]);
-    assert_eq!(
-        again.status.code(),
-        Some(0),
-        "{}{}",
-        String::from_utf8_lossy(&again.stdout),
-        String::from_utf8_lossy(&again.stderr)
-    );
+    stack.assert_no_changes();
     stack.ok("destroy", &["--auto-approve"]);
 }
