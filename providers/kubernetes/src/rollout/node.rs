@@ -66,6 +66,36 @@ pub(super) fn unavailable(node: &Node) -> bool {
     unschedulable(node) || !ready(node)
 }
 
+/// Whether the node's device plugin still advertises `nvidia.com/gpu`.
+fn advertises_gpus(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.allocatable.as_ref())
+        .and_then(|a| a.get("nvidia.com/gpu"))
+        .and_then(|q| q.0.parse::<f64>().ok())
+        .is_some_and(|n| n > 0.0)
+}
+
+/// The pods on a node moved to DRA that still hold GPUs the device plugin gave them, which DRA
+/// now offers to claims, if any: ones that tolerate the cordon
+/// (`node.kubernetes.io/unschedulable`) and started between the drain and the relabel. They
+/// never leave by themselves.
+fn plugin_holders(pods: &View<Pod>) -> Option<String> {
+    let holding: Vec<String> = pods
+        .store
+        .state()
+        .iter()
+        .filter(|p| holds_plugin_gpus(p))
+        .map(|p| pod_name(p))
+        .collect();
+    (!holding.is_empty()).then(|| {
+        format!(
+            "{} hold GPUs the device plugin gave them, which DRA now offers to claims (they tolerate the cordon, node.kubernetes.io/unschedulable, and started after the drain): delete them, then apply again",
+            holding.join(", ")
+        )
+    })
+}
+
 /// A change of a view the rollout may not have: never, without it.
 async fn changed<K>(view: Option<&mut View<K>>)
 where
@@ -410,10 +440,18 @@ impl Context {
                     })
                 }
                 Settle::Allocatable => true,
-                Settle::Dra => match (&current, slices.as_deref()) {
-                    (Some(n), Some(slices)) => self.dra_shortfall(n, pods, slices).is_none(),
-                    _ => false,
-                },
+                Settle::Dra => {
+                    // Once the device plugin is gone from the node, such a pod is there to stay.
+                    if current.as_deref().is_some_and(|n| !advertises_gpus(n))
+                        && let Some(holding) = plugin_holders(pods)
+                    {
+                        return fail(step, holding);
+                    }
+                    match (&current, slices.as_deref()) {
+                        (Some(n), Some(slices)) => self.dra_shortfall(n, pods, slices).is_none(),
+                        _ => false,
+                    }
+                }
             };
             if done {
                 return Ok(());
@@ -451,32 +489,11 @@ impl Context {
         pods: &View<Pod>,
         slices: &View<ResourceSlice>,
     ) -> Option<String> {
-        let advertised: f64 = node
-            .status
-            .as_ref()
-            .and_then(|s| s.allocatable.as_ref())
-            .and_then(|a| a.get("nvidia.com/gpu"))
-            .and_then(|q| q.0.parse().ok())
-            .unwrap_or(0.0);
-        if advertised > 0.0 {
-            return Some(format!(
-                "the device plugin still advertises nvidia.com/gpu {advertised} on the node"
-            ));
+        if advertises_gpus(node) {
+            return Some("the device plugin still advertises nvidia.com/gpu on the node".into());
         }
-        // A pod that tolerates the cordon (node.kubernetes.io/unschedulable) may have started
-        // between the drain and the relabel, on the device plugin's GPUs that DRA now offers.
-        let holding: Vec<String> = pods
-            .store
-            .state()
-            .iter()
-            .filter(|p| holds_plugin_gpus(p))
-            .map(|p| pod_name(p))
-            .collect();
-        if !holding.is_empty() {
-            return Some(format!(
-                "{} hold GPUs the device plugin gave them, which DRA now offers to claims (they tolerate the cordon, node.kubernetes.io/unschedulable, and started after the drain): delete them",
-                holding.join(", ")
-            ));
+        if let Some(holding) = plugin_holders(pods) {
+            return Some(holding);
         }
         let string = |device: &k8s_openapi::api::resource::v1::Device, key: &str| {
             device

@@ -948,3 +948,78 @@ fn the_migration_example_moves_one_pool_to_dra_with_no_pod_left_without_a_device
     let _ = c.kubectl(&["delete", "namespace", "dra-migration", "--wait=true"]);
     let _ = std::fs::remove_file(&path);
 }
+
+/// A node moved to DRA is not released while a pod holds a GPU the device plugin gave it (one
+/// that tolerates the cordon, or was placed by name): the rollout stops there, naming it.
+#[test]
+fn a_pod_left_on_device_plugin_gpus_keeps_a_node_from_counting_as_moved_to_dra() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let _beside = DRA_BESIDE.lock().unwrap_or_else(|e| e.into_inner());
+    let c = cluster();
+    let _fresh = Fresh::start(c);
+    c.fake_gpu_node_labelled(
+        "dra-holder",
+        "NVIDIA A100-SXM4-80GB",
+        1,
+        &[
+            &format!("{NODE_LABEL}=true"),
+            "nvidia.com/gpu.deploy.device-plugin=false",
+        ],
+    );
+    // Placed by name, past the scheduler, as a pod that tolerates the cordon could be.
+    let pod = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: holder\n  namespace: {NAMESPACE}\nspec:\n  nodeName: dra-holder\n  terminationGracePeriodSeconds: 0\n  tolerations:\n  - operator: Exists\n  containers:\n  - name: c\n    image: busybox\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n"
+    );
+    let path = std::env::temp_dir().join(format!("dra-holder-{}.yaml", std::process::id()));
+    std::fs::write(&path, pod).unwrap();
+    c.kubectl_ok(&["apply", "-f", path.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&path);
+    c.eventually(
+        60,
+        || {
+            c.kubectl_ok(&[
+                "get",
+                "pod",
+                "-n",
+                NAMESPACE,
+                "holder",
+                "-o",
+                "jsonpath={.status.phase}",
+            ])
+        },
+        |phase| phase == "Running",
+    );
+    let stack = Stack::inline(
+        r#"variable "kubeconfig" {
+  type = string
+}
+
+provider "kubernetes" {
+  config_path = var.kubeconfig
+}
+
+resource "kubernetes_node_rollout" "to_dra" {
+  name           = "to-dra-holder"
+  nodes          = ["dra-holder"]
+  labels         = { "nvidia.com/gpu.deploy.device-plugin" = "false" }
+  settle         = "dra"
+  settle_timeout = "5s"
+}
+"#,
+    )
+    .on(c);
+    let _destroy = DestroyOnDrop(&stack);
+    let out = stack.run("apply", &["--auto-approve"]);
+    let text = unwrapped(&format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    ));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{NAMESPACE}/holder hold GPUs the device plugin gave them"
+        )) && text.contains("dra-holder"),
+        "{text}"
+    );
+}
