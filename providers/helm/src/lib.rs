@@ -949,6 +949,57 @@ impl HelmCli {
             .map_err(|e| format!("cannot run {}: {e}", self.binary.display()))
     }
 
+    /// Whether the repository lists the chart's `version`, asked with helm's own lookup
+    /// (`helm show chart --repo --version`, the release's repository credentials): the
+    /// error where it answers that it does not; nothing where it does not answer.
+    async fn version_listed(&self, planned: &Value) -> Option<Diagnostic> {
+        let chart = text(planned, "chart")?;
+        let version = text(planned, "version")?;
+        let repository = text(planned, "repository");
+        let remote = repository.is_some() || chart.starts_with("oci://");
+        if !remote {
+            return None;
+        }
+        let mut args: Vec<String> = vec![
+            "show".into(),
+            "chart".into(),
+            chart.into(),
+            "--version".into(),
+            version.into(),
+        ];
+        if let Some(repository) = repository {
+            args.extend(["--repo".into(), repository.into()]);
+        }
+        for (name, flag) in [
+            ("repository_username", "--username"),
+            ("repository_password", "--password"),
+            ("repository_key_file", "--key-file"),
+            ("repository_cert_file", "--cert-file"),
+            ("repository_ca_file", "--ca-file"),
+        ] {
+            if let Some(value) = text(planned, name) {
+                args.extend([flag.into(), value.into()]);
+            }
+        }
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(30), self.run(&args))
+            .await
+            .ok()?;
+        let error = answer.err()?;
+        // helm's repo lookup: `chart "X" version "Y" not found in URL repository`; OCI: a
+        // manifest unknown for the tag.
+        let missing = (error.contains("not found in") && error.contains("repository"))
+            || error.contains("manifest unknown");
+        missing.then(|| {
+            Diagnostic::error(
+                "Chart version not in the repository",
+                format!(
+                    "The repository does not list version {version} of {chart}: helm would fail the install. Helm says: {error}"
+                ),
+            )
+            .with_attribute("version")
+        })
+    }
+
     /// `lint = true`: `helm lint` of the chart with the release's values, at plan, as the
     /// Terraform provider lints it; a chart from a repository is pulled first. Helm's
     /// findings when it fails.
@@ -1420,6 +1471,13 @@ impl Provider for HelmCli {
         }
         if !gpu_facts.is_empty() && !request.for_apply {
             self.push_cluster(&mut gpu_facts, &mut diagnostics).await;
+        }
+        let version_changed = prior.is_none_or(|p| text(p, "version") != text(&planned, "version"));
+        if version_changed
+            && !request.for_apply
+            && let Some(missing) = self.version_listed(&planned).await
+        {
+            diagnostics.push(missing);
         }
         if attribute(&planned, "lint").and_then(Value::as_bool) == Some(true)
             && !request.for_apply

@@ -2094,3 +2094,88 @@ resource "helm_release" "linted" {
         "{text}"
     );
 }
+
+/// A version the chart repository does not list is refused at plan, at `version`, from
+/// helm's own lookup in the repository's index; a listed one plans.
+#[test]
+fn a_chart_version_the_repository_does_not_list_is_refused_at_plan() {
+    let c = gpustack_tests::cluster::e2e_cluster();
+    let mut stack = super::e2e::Stack::inline("");
+    std::fs::remove_file(stack.dir.join("main.hcl")).unwrap();
+    let chart = tiny_chart(&stack.dir);
+    // A chart repository: the packaged chart and helm's index of it, served over HTTP.
+    let repo = stack.dir.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let helm = |args: &[&str]| {
+        let out = std::process::Command::new(c.helm_dir().join("helm"))
+            .args(args)
+            .env("HOME", &stack.dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "helm {args:?}: {out:?}");
+    };
+    helm(&[
+        "package",
+        chart.to_str().unwrap(),
+        "-d",
+        repo.to_str().unwrap(),
+    ]);
+    helm(&["repo", "index", repo.to_str().unwrap(), "--url", &url]);
+    let served = repo.clone();
+    gpustack_tests::http::serve(listener, None, move || async move {
+        move |request: hyper::Request<hyper::body::Incoming>| {
+            let file = served.join(request.uri().path().trim_start_matches('/'));
+            async move {
+                let body = std::fs::read(&file).unwrap_or_default();
+                Ok(hyper::Response::builder()
+                    .status(if body.is_empty() { 404 } else { 200 })
+                    .body(http_body_util::Full::new(hyper::body::Bytes::from(body)))
+                    .unwrap())
+            }
+        }
+    });
+    let tf = |version: &str| {
+        format!(
+            r#"variable "kubeconfig" {{
+  type = string
+}}
+
+provider "helm" {{
+  kubernetes {{
+    config_path = var.kubeconfig
+  }}
+}}
+
+resource "helm_release" "tiny" {{
+  name       = "from-a-repository"
+  chart      = "tiny"
+  repository = "{url}"
+  version    = "{version}"
+  namespace  = "default"
+}}
+"#
+        )
+    };
+    stack
+        .env
+        .push(("HOME".into(), stack.dir.display().to_string()));
+    std::fs::write(stack.dir.join("main.tf"), tf("9.9.9")).unwrap();
+    let out = stack.run("plan", &[]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("Chart version not in the repository")
+            && text.contains("main.tf:15")
+            && text.contains("version 9.9.9 of tiny"),
+        "{text}"
+    );
+    std::fs::write(stack.dir.join("main.tf"), tf("0.1.0")).unwrap();
+    let out = stack.run("plan", &[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
