@@ -53,6 +53,7 @@ fn cluster(
         gpu_cluster: None,
         device_classes: BTreeMap::new(),
         dra_driver_release: None,
+        device_plugin_releases: Vec::new(),
         unread: Vec::new(),
     })
 }

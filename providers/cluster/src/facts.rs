@@ -212,6 +212,43 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
             BTreeMap::new()
         }
     };
+    let daemon_sets: Api<k8s_openapi::api::apps::v1::DaemonSet> = Api::all(cluster.client.clone());
+    let device_plugin_releases = match daemon_sets
+        .list(&ListParams::default().labels("app.kubernetes.io/name=nvidia-device-plugin"))
+        .await
+    {
+        Ok(list) => list
+            .items
+            .iter()
+            .map(|ds| {
+                let annotation = |key: &str| {
+                    ds.metadata
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get(key))
+                        .cloned()
+                };
+                let namespace = ds.metadata.namespace.clone().unwrap_or_default();
+                match annotation("meta.helm.sh/release-name") {
+                    Some(release) => format!(
+                        "{}/{release}",
+                        annotation("meta.helm.sh/release-namespace").unwrap_or(namespace)
+                    ),
+                    None => format!(
+                        "{namespace}/{}",
+                        ds.metadata.name.clone().unwrap_or_default()
+                    ),
+                }
+            })
+            .collect(),
+        Err(e) => {
+            unread.push(format!(
+                "the device plugin DaemonSets ({})",
+                crate::api_error(&e)
+            ));
+            Vec::new()
+        }
+    };
     let mut gpu_pods: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let pods: Api<Pod> = Api::all(cluster.client.clone());
     match pods
@@ -310,6 +347,7 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
         gpu_cluster,
         device_classes,
         dra_driver_release,
+        device_plugin_releases,
         unread,
     })
 }

@@ -514,6 +514,76 @@ fn second_dra_driver(planned: &Value, facts: &[gpustack_protocol::GpuFact]) -> O
     ))
 }
 
+/// A release of NVIDIA's standalone device plugin chart (NVIDIA/k8s-device-plugin) where a
+/// device plugin already serves the GPU nodes — the GPU Operator's, or another release's: two
+/// plugins register the same `nvidia.com/gpu` with each kubelet, and each takes the other's
+/// registration. A release whose values place it (`nodeSelector`, `affinity`) is left to
+/// the GPU model: only one that reaches every GPU node (the chart's default) is refused here.
+fn second_device_plugin(
+    planned: &Value,
+    facts: &[gpustack_protocol::GpuFact],
+) -> Option<Diagnostic> {
+    let cluster = facts.iter().find_map(|f| match f {
+        gpustack_protocol::GpuFact::Cluster(c) => Some(c),
+        _ => None,
+    })?;
+    let values = values_of(planned);
+    if !values.is_wholly_known() {
+        return None;
+    }
+    let values = values.to_json();
+    let placed = ["nodeSelector", "affinity"].iter().any(|key| {
+        values
+            .get(*key)
+            .is_some_and(|v| v.as_object().is_some_and(|o| !o.is_empty()))
+    });
+    if placed {
+        return None;
+    }
+    let this = format!(
+        "{}/{}",
+        namespace_of(planned),
+        text(planned, "name").unwrap_or_default()
+    );
+    let operator_plugin = cluster.policy.as_ref().is_some_and(|spec| {
+        spec.pointer("/devicePlugin/enabled")
+            .and_then(Json::as_bool)
+            != Some(false)
+    });
+    let other = if operator_plugin {
+        "the GPU Operator's device plugin (ClusterPolicy cluster-policy, devicePlugin.enabled)"
+            .to_owned()
+    } else {
+        let others: Vec<&String> = cluster
+            .device_plugin_releases
+            .iter()
+            .filter(|r| **r != this)
+            .collect();
+        if others.is_empty() {
+            return None;
+        }
+        format!(
+            "the device plugin of {}",
+            others
+                .iter()
+                .map(|r| r.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Some(Diagnostic::error(
+        "Second device plugin",
+        format!(
+            "This release installs NVIDIA's device plugin as {this} on every GPU node (its chart's default placement), and {other} already serves them: two plugins register nvidia.com/gpu with each kubelet, which keeps only the last, so the GPUs are advertised and handed out by whichever registered last. Keep one device plugin per node: place this one with nodeSelector or affinity on nodes the other does not serve, or turn the other off."
+        ),
+    ))
+}
+
+/// The release installs NVIDIA's standalone device plugin (NVIDIA/k8s-device-plugin).
+fn is_device_plugin_chart(planned: &Value) -> bool {
+    installs_chart(planned, "nvidia-device-plugin")
+}
+
 /// The release installs NVIDIA's DRA driver for GPUs.
 fn is_dra_driver_chart(planned: &Value) -> bool {
     installs_chart(planned, "dra-driver-nvidia-gpu")
@@ -1494,6 +1564,11 @@ impl Provider for HelmCli {
             } else {
                 diagnostics.extend(second_dra_driver(&planned, &gpu_facts));
             }
+        }
+        if prior.is_none() && !request.for_apply && is_device_plugin_chart(&planned) {
+            let mut cluster = Vec::new();
+            self.push_cluster(&mut cluster, &mut diagnostics).await;
+            diagnostics.extend(second_device_plugin(&planned, &cluster));
         }
         if prior.is_none() && !request.for_apply && is_operator_chart(&planned) {
             if gpu_facts.is_empty() {

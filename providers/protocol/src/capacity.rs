@@ -387,6 +387,11 @@ pub struct ClusterFact {
     /// (a GPUCluster's operator, or kubectl); `None` when the class is not there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dra_driver_release: Option<String>,
+    /// The DaemonSets of NVIDIA's standalone device plugin chart (`nvidia-device-plugin`,
+    /// label `app.kubernetes.io/name`), each as the Helm release (`namespace/name`) that made
+    /// it, or `namespace/daemonset` when no release did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_plugin_releases: Vec<String>,
     /// What could not be read, and why (`DRA ResourceSlices (403 Forbidden)`): the model says so.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unread: Vec<String>,

@@ -2039,6 +2039,71 @@ resource "helm_release" "operator" {
     );
 }
 
+/// NVIDIA's standalone device plugin chart where the GPU Operator's device plugin already
+/// serves the GPU nodes is refused at plan; placed on other nodes with a nodeSelector, it
+/// plans.
+#[test]
+fn the_plan_refuses_a_second_device_plugin() {
+    let c = gpustack_tests::cluster::cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let chart = tiny_chart(dir.path());
+    std::fs::rename(&chart, dir.path().join("nvidia-device-plugin")).unwrap();
+    let tf = |values: &str| {
+        format!(
+            r#"variable "kubeconfig" {{
+  type = string
+}}
+
+provider "helm" {{
+  kubernetes {{
+    config_path = var.kubeconfig
+  }}
+}}
+
+resource "helm_release" "plugin" {{
+  name             = "standalone-plugin"
+  chart            = "./nvidia-device-plugin"
+  namespace        = "standalone-plugin"
+  create_namespace = true
+  {values}
+}}
+"#
+        )
+    };
+    let kubeconfig = format!("kubeconfig={}", c.kubeconfig.display());
+    let plan = || {
+        let (code, out, err) = run(
+            dir.path(),
+            &["plan", "-no-color", "-var", &kubeconfig],
+            &[("PATH", &helm_path(c))],
+        );
+        (
+            code,
+            format!("{out}{err}")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
+    };
+    std::fs::write(dir.path().join("main.tf"), tf("")).unwrap();
+    let (code, text) = plan();
+    assert_eq!(code, 1, "{text}");
+    let squashed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    assert!(
+        text.contains("Second device plugin")
+            && squashed.contains("theGPUOperator'sdeviceplugin(ClusterPolicycluster-policy")
+            && text.contains("main.tf:11"),
+        "{text}"
+    );
+    std::fs::write(
+        dir.path().join("main.tf"),
+        tf(r#"values = { nodeSelector = { "gpustack.dev/standalone-plugin" = "true" } }"#),
+    )
+    .unwrap();
+    let (code, text) = plan();
+    assert_eq!(code, 0, "{text}");
+}
+
 fn helm_path(c: &TestCluster) -> String {
     format!(
         "{}:{}",
