@@ -69,6 +69,9 @@ pub(crate) const RENAMES: &[(&str, &str, &str)] = &[
     ("rbd", "user", "rados_user"),
     ("glusterfs", "endpoints", "endpoints_name"),
     ("azureDisk", "diskURI", "data_disk_uri"),
+    // A NetworkPolicy rule's ports keep their plural in Terraform's schema.
+    ("ingress", "ports", "ports"),
+    ("egress", "ports", "ports"),
 ];
 
 const SELECTOR_EXPRESSIONS: &[(&str, F)] =
@@ -382,6 +385,33 @@ pub(crate) const KINDS: &[Kind] = &[
         kind: "PodDisruptionBudget",
         namespaced: true,
         fields: &[("spec", F::Obj(fields::POLICY_V1_POD_DISRUPTION_BUDGET_SPEC))],
+        refused: &[],
+        waits: None,
+    },
+    Kind {
+        names: &["kubernetes_network_policy", "kubernetes_network_policy_v1"],
+        api_version: "networking.k8s.io/v1",
+        kind: "NetworkPolicy",
+        namespaced: true,
+        fields: &[("spec", F::Obj(fields::NETWORKING_V1_NETWORK_POLICY_SPEC))],
+        refused: &[],
+        waits: None,
+    },
+    Kind {
+        names: &["kubernetes_ingress_class", "kubernetes_ingress_class_v1"],
+        api_version: "networking.k8s.io/v1",
+        kind: "IngressClass",
+        namespaced: false,
+        fields: &[("spec", F::Obj(fields::NETWORKING_V1_INGRESS_CLASS_SPEC))],
+        refused: &[],
+        waits: None,
+    },
+    Kind {
+        names: &["kubernetes_runtime_class_v1"],
+        api_version: "node.k8s.io/v1",
+        kind: "RuntimeClass",
+        namespaced: false,
+        fields: &[("handler", F::Str)],
         refused: &[],
         waits: None,
     },

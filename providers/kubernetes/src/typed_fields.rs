@@ -1113,6 +1113,61 @@ pub(crate) const CORE_V1_WINDOWS_SECURITY_CONTEXT_OPTIONS: &[(&str, F)] = &[
     ("runAsUserName", F::Str),
 ];
 
+/// io.k8s.api.networking.v1.IPBlock
+pub(crate) const NETWORKING_V1_IP_BLOCK: &[(&str, F)] = &[
+    ("cidr", F::Str),
+    ("except", F::List),
+];
+
+/// io.k8s.api.networking.v1.IngressClassParametersReference
+pub(crate) const NETWORKING_V1_INGRESS_CLASS_PARAMETERS_REFERENCE: &[(&str, F)] = &[
+    ("apiGroup", F::Str),
+    ("kind", F::Str),
+    ("name", F::Str),
+    ("namespace", F::Str),
+    ("scope", F::Str),
+];
+
+/// io.k8s.api.networking.v1.IngressClassSpec
+pub(crate) const NETWORKING_V1_INGRESS_CLASS_SPEC: &[(&str, F)] = &[
+    ("controller", F::Str),
+    ("parameters", F::Obj(NETWORKING_V1_INGRESS_CLASS_PARAMETERS_REFERENCE)),
+];
+
+/// io.k8s.api.networking.v1.NetworkPolicyEgressRule
+pub(crate) const NETWORKING_V1_NETWORK_POLICY_EGRESS_RULE: &[(&str, F)] = &[
+    ("ports", F::Objs(NETWORKING_V1_NETWORK_POLICY_PORT)),
+    ("to", F::Objs(NETWORKING_V1_NETWORK_POLICY_PEER)),
+];
+
+/// io.k8s.api.networking.v1.NetworkPolicyIngressRule
+pub(crate) const NETWORKING_V1_NETWORK_POLICY_INGRESS_RULE: &[(&str, F)] = &[
+    ("from", F::Objs(NETWORKING_V1_NETWORK_POLICY_PEER)),
+    ("ports", F::Objs(NETWORKING_V1_NETWORK_POLICY_PORT)),
+];
+
+/// io.k8s.api.networking.v1.NetworkPolicyPeer
+pub(crate) const NETWORKING_V1_NETWORK_POLICY_PEER: &[(&str, F)] = &[
+    ("ipBlock", F::Obj(NETWORKING_V1_IP_BLOCK)),
+    ("namespaceSelector", F::Obj(APIS_META_V1_LABEL_SELECTOR)),
+    ("podSelector", F::Obj(APIS_META_V1_LABEL_SELECTOR)),
+];
+
+/// io.k8s.api.networking.v1.NetworkPolicyPort
+pub(crate) const NETWORKING_V1_NETWORK_POLICY_PORT: &[(&str, F)] = &[
+    ("endPort", F::Num),
+    ("port", F::IntOrStr),
+    ("protocol", F::Str),
+];
+
+/// io.k8s.api.networking.v1.NetworkPolicySpec
+pub(crate) const NETWORKING_V1_NETWORK_POLICY_SPEC: &[(&str, F)] = &[
+    ("egress", F::Objs(NETWORKING_V1_NETWORK_POLICY_EGRESS_RULE)),
+    ("ingress", F::Objs(NETWORKING_V1_NETWORK_POLICY_INGRESS_RULE)),
+    ("podSelector", F::Obj(APIS_META_V1_LABEL_SELECTOR)),
+    ("policyTypes", F::List),
+];
+
 /// io.k8s.api.policy.v1.PodDisruptionBudgetSpec
 pub(crate) const POLICY_V1_POD_DISRUPTION_BUDGET_SPEC: &[(&str, F)] = &[
     ("maxUnavailable", F::IntOrStr),

@@ -1237,7 +1237,13 @@ fn the_typed_field_table_is_what_the_live_api_server_serves() {
     let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
     let dir = tempfile::tempdir().unwrap();
     let mut documents = Vec::new();
-    for group in ["api/v1", "apis/apps/v1", "apis/batch/v1", "apis/policy/v1"] {
+    for group in [
+        "api/v1",
+        "apis/apps/v1",
+        "apis/batch/v1",
+        "apis/policy/v1",
+        "apis/networking.k8s.io/v1",
+    ] {
         let document = cluster.kubectl_ok(&["get", "--raw", &format!("/openapi/v3/{group}")]);
         let path = dir.path().join(format!("{}.json", group.replace('/', "_")));
         std::fs::write(&path, document).unwrap();
@@ -2243,4 +2249,140 @@ resource "helm_release" "tiny" {{
     std::fs::write(stack.dir.join("main.tf"), tf("0.1.0")).unwrap();
     let out = stack.run("plan", &[]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+/// Terraform's typed network policy, ingress class and runtime class, as its provider's
+/// schema spells them (a rule's `ports` stays plural), apply as the objects they describe;
+/// the next plan is empty and destroy removes them.
+#[test]
+fn typed_network_policy_ingress_class_and_runtime_class_apply_as_terraform_writes_them() {
+    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+    let namespace = Namespace::new(&cluster, "tf-netpol");
+    let id = std::process::id();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("main.tf"),
+        format!(
+            r#"variable "kubeconfig" {{
+  type = string
+}}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+resource "kubernetes_network_policy_v1" "gpu_jobs" {{
+  metadata {{
+    name      = "gpu-jobs"
+    namespace = "{ns}"
+  }}
+  spec {{
+    pod_selector {{
+      match_labels = {{
+        app = "trainer"
+      }}
+    }}
+    ingress {{
+      ports {{
+        port     = "8080"
+        protocol = "TCP"
+      }}
+      ports {{
+        port     = "metrics"
+        protocol = "TCP"
+      }}
+      from {{
+        namespace_selector {{
+          match_expressions {{
+            key      = "team"
+            operator = "In"
+            values   = ["ml"]
+          }}
+        }}
+      }}
+      from {{
+        ip_block {{
+          cidr   = "10.0.0.0/8"
+          except = ["10.1.0.0/16"]
+        }}
+      }}
+    }}
+    egress {{
+      ports {{
+        port     = "443"
+        protocol = "TCP"
+        end_port = 8443
+      }}
+    }}
+    policy_types = ["Ingress", "Egress"]
+  }}
+}}
+
+resource "kubernetes_ingress_class_v1" "internal" {{
+  metadata {{
+    name = "internal-{id}"
+  }}
+  spec {{
+    controller = "example.com/ingress-controller"
+    parameters {{
+      api_group = "k8s.example.com"
+      kind      = "IngressParameters"
+      name      = "internal"
+      scope     = "Cluster"
+    }}
+  }}
+}}
+
+resource "kubernetes_runtime_class_v1" "nvidia" {{
+  metadata {{
+    name = "nvidia-{id}"
+  }}
+  handler = "nvidia"
+}}
+"#,
+            ns = namespace.name
+        ),
+    )
+    .unwrap();
+    let vars = [(
+        "GPUSTACK_VAR_kubeconfig",
+        cluster.kubeconfig.to_str().unwrap(),
+    )];
+    let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    let policy = cluster.kubectl_ok(&[
+        "get",
+        "networkpolicy",
+        "gpu-jobs",
+        "-n",
+        &namespace.name,
+        "-o",
+        "jsonpath={.spec.ingress[0].ports[*].port} {.spec.ingress[0].from[1].ipBlock.except[0]} {.spec.egress[0].ports[0].endPort} {.spec.podSelector.matchLabels.app}",
+    ]);
+    assert_eq!(policy.trim(), "8080 metrics 10.1.0.0/16 8443 trainer");
+    let class = cluster.kubectl_ok(&[
+        "get",
+        "ingressclass",
+        &format!("internal-{id}"),
+        "-o",
+        "jsonpath={.spec.controller} {.spec.parameters.apiGroup}",
+    ]);
+    assert_eq!(
+        class.trim(),
+        "example.com/ingress-controller k8s.example.com"
+    );
+    let runtime = cluster.kubectl_ok(&[
+        "get",
+        "runtimeclass",
+        &format!("nvidia-{id}"),
+        "-o",
+        "jsonpath={.handler}",
+    ]);
+    assert_eq!(runtime.trim(), "nvidia");
+    let (code, out, err) = run(dir.path(), &["plan", "-detailed-exitcode"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(dir.path(), &["destroy", "--auto-approve"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    let left = cluster.kubectl(&["get", "runtimeclass", &format!("nvidia-{id}")]);
+    assert!(!left.status.success(), "the runtime class is left");
 }
