@@ -72,6 +72,9 @@ pub(crate) const RENAMES: &[(&str, &str, &str)] = &[
     // A NetworkPolicy rule's ports keep their plural in Terraform's schema.
     ("ingress", "ports", "ports"),
     ("egress", "ports", "ports"),
+    ("HorizontalPodAutoscaler.spec", "metrics", "metric"),
+    ("scaleUp", "policies", "policy"),
+    ("scaleDown", "policies", "policy"),
 ];
 
 const SELECTOR_EXPRESSIONS: &[(&str, F)] =
@@ -403,6 +406,18 @@ pub(crate) const KINDS: &[Kind] = &[
         kind: "IngressClass",
         namespaced: false,
         fields: &[("spec", F::Obj(fields::NETWORKING_V1_INGRESS_CLASS_SPEC))],
+        refused: &[],
+        waits: None,
+    },
+    Kind {
+        names: &["kubernetes_horizontal_pod_autoscaler_v2"],
+        api_version: "autoscaling/v2",
+        kind: "HorizontalPodAutoscaler",
+        namespaced: true,
+        fields: &[(
+            "spec",
+            F::Obj(fields::AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_SPEC),
+        )],
         refused: &[],
         waits: None,
     },

@@ -86,6 +86,99 @@ pub(crate) const APPS_V1_STATEFUL_SET_UPDATE_STRATEGY: &[(&str, F)] = &[
     ("type", F::Str),
 ];
 
+/// io.k8s.api.autoscaling.v2.ContainerResourceMetricSource
+pub(crate) const AUTOSCALING_V2_CONTAINER_RESOURCE_METRIC_SOURCE: &[(&str, F)] = &[
+    ("container", F::Str),
+    ("name", F::Str),
+    ("target", F::Obj(AUTOSCALING_V2_METRIC_TARGET)),
+];
+
+/// io.k8s.api.autoscaling.v2.CrossVersionObjectReference
+pub(crate) const AUTOSCALING_V2_CROSS_VERSION_OBJECT_REFERENCE: &[(&str, F)] = &[
+    ("apiVersion", F::Str),
+    ("kind", F::Str),
+    ("name", F::Str),
+];
+
+/// io.k8s.api.autoscaling.v2.ExternalMetricSource
+pub(crate) const AUTOSCALING_V2_EXTERNAL_METRIC_SOURCE: &[(&str, F)] = &[
+    ("metric", F::Obj(AUTOSCALING_V2_METRIC_IDENTIFIER)),
+    ("target", F::Obj(AUTOSCALING_V2_METRIC_TARGET)),
+];
+
+/// io.k8s.api.autoscaling.v2.HPAScalingPolicy
+pub(crate) const AUTOSCALING_V2_HPA_SCALING_POLICY: &[(&str, F)] = &[
+    ("periodSeconds", F::Num),
+    ("type", F::Str),
+    ("value", F::Num),
+];
+
+/// io.k8s.api.autoscaling.v2.HPAScalingRules
+pub(crate) const AUTOSCALING_V2_HPA_SCALING_RULES: &[(&str, F)] = &[
+    ("policies", F::Objs(AUTOSCALING_V2_HPA_SCALING_POLICY)),
+    ("selectPolicy", F::Str),
+    ("stabilizationWindowSeconds", F::Num),
+    ("tolerance", F::Str),
+];
+
+/// io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerBehavior
+pub(crate) const AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_BEHAVIOR: &[(&str, F)] = &[
+    ("scaleDown", F::Obj(AUTOSCALING_V2_HPA_SCALING_RULES)),
+    ("scaleUp", F::Obj(AUTOSCALING_V2_HPA_SCALING_RULES)),
+];
+
+/// io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec
+pub(crate) const AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_SPEC: &[(&str, F)] = &[
+    ("behavior", F::Obj(AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_BEHAVIOR)),
+    ("maxReplicas", F::Num),
+    ("metrics", F::Objs(AUTOSCALING_V2_METRIC_SPEC)),
+    ("minReplicas", F::Num),
+    ("scaleTargetRef", F::Obj(AUTOSCALING_V2_CROSS_VERSION_OBJECT_REFERENCE)),
+];
+
+/// io.k8s.api.autoscaling.v2.MetricIdentifier
+pub(crate) const AUTOSCALING_V2_METRIC_IDENTIFIER: &[(&str, F)] = &[
+    ("name", F::Str),
+    ("selector", F::Obj(APIS_META_V1_LABEL_SELECTOR)),
+];
+
+/// io.k8s.api.autoscaling.v2.MetricSpec
+pub(crate) const AUTOSCALING_V2_METRIC_SPEC: &[(&str, F)] = &[
+    ("containerResource", F::Obj(AUTOSCALING_V2_CONTAINER_RESOURCE_METRIC_SOURCE)),
+    ("external", F::Obj(AUTOSCALING_V2_EXTERNAL_METRIC_SOURCE)),
+    ("object", F::Obj(AUTOSCALING_V2_OBJECT_METRIC_SOURCE)),
+    ("pods", F::Obj(AUTOSCALING_V2_PODS_METRIC_SOURCE)),
+    ("resource", F::Obj(AUTOSCALING_V2_RESOURCE_METRIC_SOURCE)),
+    ("type", F::Str),
+];
+
+/// io.k8s.api.autoscaling.v2.MetricTarget
+pub(crate) const AUTOSCALING_V2_METRIC_TARGET: &[(&str, F)] = &[
+    ("averageUtilization", F::Num),
+    ("averageValue", F::Str),
+    ("type", F::Str),
+    ("value", F::Str),
+];
+
+/// io.k8s.api.autoscaling.v2.ObjectMetricSource
+pub(crate) const AUTOSCALING_V2_OBJECT_METRIC_SOURCE: &[(&str, F)] = &[
+    ("describedObject", F::Obj(AUTOSCALING_V2_CROSS_VERSION_OBJECT_REFERENCE)),
+    ("metric", F::Obj(AUTOSCALING_V2_METRIC_IDENTIFIER)),
+    ("target", F::Obj(AUTOSCALING_V2_METRIC_TARGET)),
+];
+
+/// io.k8s.api.autoscaling.v2.PodsMetricSource
+pub(crate) const AUTOSCALING_V2_PODS_METRIC_SOURCE: &[(&str, F)] = &[
+    ("metric", F::Obj(AUTOSCALING_V2_METRIC_IDENTIFIER)),
+    ("target", F::Obj(AUTOSCALING_V2_METRIC_TARGET)),
+];
+
+/// io.k8s.api.autoscaling.v2.ResourceMetricSource
+pub(crate) const AUTOSCALING_V2_RESOURCE_METRIC_SOURCE: &[(&str, F)] = &[
+    ("name", F::Str),
+    ("target", F::Obj(AUTOSCALING_V2_METRIC_TARGET)),
+];
+
 /// io.k8s.api.batch.v1.CronJobSpec
 pub(crate) const BATCH_V1_CRON_JOB_SPEC: &[(&str, F)] = &[
     ("concurrencyPolicy", F::Str),

@@ -1243,6 +1243,7 @@ fn the_typed_field_table_is_what_the_live_api_server_serves() {
         "apis/batch/v1",
         "apis/policy/v1",
         "apis/networking.k8s.io/v1",
+        "apis/autoscaling/v2",
     ] {
         let document = cluster.kubectl_ok(&["get", "--raw", &format!("/openapi/v3/{group}")]);
         let path = dir.path().join(format!("{}.json", group.replace('/', "_")));
@@ -2251,11 +2252,13 @@ resource "helm_release" "tiny" {{
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
-/// Terraform's typed network policy, ingress class and runtime class, as its provider's
-/// schema spells them (a rule's `ports` stays plural), apply as the objects they describe;
+/// Terraform's typed network policy, ingress class, autoscaler (v2, on a DCGM metric) and
+/// runtime class, as its provider's schema spells them (a rule's `ports` stays plural, an
+/// autoscaler's `metric` and `policy` are singular), apply as the objects they describe;
 /// the next plan is empty and destroy removes them.
 #[test]
-fn typed_network_policy_ingress_class_and_runtime_class_apply_as_terraform_writes_them() {
+fn typed_network_policy_ingress_class_autoscaler_and_runtime_class_apply_as_terraform_writes_them()
+{
     let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
     let namespace = Namespace::new(&cluster, "tf-netpol");
     let id = std::process::id();
@@ -2333,6 +2336,45 @@ resource "kubernetes_ingress_class_v1" "internal" {{
   }}
 }}
 
+resource "kubernetes_horizontal_pod_autoscaler_v2" "inference" {{
+  metadata {{
+    name      = "inference"
+    namespace = "{ns}"
+  }}
+  spec {{
+    min_replicas = 1
+    max_replicas = 4
+    scale_target_ref {{
+      api_version = "apps/v1"
+      kind        = "Deployment"
+      name        = "inference"
+    }}
+    metric {{
+      type = "Pods"
+      pods {{
+        metric {{
+          name = "DCGM_FI_DEV_GPU_UTIL"
+        }}
+        target {{
+          type          = "AverageValue"
+          average_value = "80"
+        }}
+      }}
+    }}
+    behavior {{
+      scale_down {{
+        stabilization_window_seconds = 300
+        select_policy                = "Min"
+        policy {{
+          type           = "Pods"
+          value          = 1
+          period_seconds = 60
+        }}
+      }}
+    }}
+  }}
+}}
+
 resource "kubernetes_runtime_class_v1" "nvidia" {{
   metadata {{
     name = "nvidia-{id}"
@@ -2371,6 +2413,16 @@ resource "kubernetes_runtime_class_v1" "nvidia" {{
         class.trim(),
         "example.com/ingress-controller k8s.example.com"
     );
+    let hpa = cluster.kubectl_ok(&[
+        "get",
+        "hpa",
+        "inference",
+        "-n",
+        &namespace.name,
+        "-o",
+        "jsonpath={.spec.metrics[0].pods.metric.name} {.spec.behavior.scaleDown.policies[0].periodSeconds} {.spec.scaleTargetRef.name}",
+    ]);
+    assert_eq!(hpa.trim(), "DCGM_FI_DEV_GPU_UTIL 60 inference");
     let runtime = cluster.kubectl_ok(&[
         "get",
         "runtimeclass",
