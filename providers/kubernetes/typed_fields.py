@@ -4,8 +4,8 @@ to list by hand (the workload kinds, with the whole pod template), read from the
 documents a kube-apiserver serves.
 
     kubectl get --raw /openapi/v3/apis/apps/v1 > apps.json   # and api/v1, apis/batch/v1,
-    # apis/policy/v1, apis/networking.k8s.io/v1, apis/autoscaling/v2
-    typed_fields.py apps.json core.json batch.json policy.json networking.json autoscaling.json > src/typed_fields.rs
+    # apis/policy/v1, apis/networking.k8s.io/v1, apis/autoscaling/v2, apis/storage.k8s.io/v1
+    typed_fields.py apps.json core.json ... storage.json > src/typed_fields.rs
 
 The table holds Kubernetes' names and types only; Terraform's names follow from them by the
 rule and the exceptions in typed.rs (RENAMES). world::typed_fields checks the committed file
@@ -27,6 +27,7 @@ ROOTS = [
     "io.k8s.api.networking.v1.NetworkPolicySpec",
     "io.k8s.api.networking.v1.IngressClassSpec",
     "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec",
+    "io.k8s.api.storage.v1.CSIDriverSpec",
 ]
 # An embedded object's metadata is Terraform's metadata block (typed_vocabulary.rs).
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"

@@ -422,6 +422,15 @@ pub(crate) const KINDS: &[Kind] = &[
         waits: None,
     },
     Kind {
+        names: &["kubernetes_csi_driver_v1"],
+        api_version: "storage.k8s.io/v1",
+        kind: "CSIDriver",
+        namespaced: false,
+        fields: &[("spec", F::Obj(fields::STORAGE_V1_CSI_DRIVER_SPEC))],
+        refused: &[],
+        waits: None,
+    },
+    Kind {
         names: &["kubernetes_runtime_class_v1"],
         api_version: "node.k8s.io/v1",
         kind: "RuntimeClass",

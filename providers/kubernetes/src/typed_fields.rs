@@ -1269,6 +1269,27 @@ pub(crate) const POLICY_V1_POD_DISRUPTION_BUDGET_SPEC: &[(&str, F)] = &[
     ("unhealthyPodEvictionPolicy", F::Str),
 ];
 
+/// io.k8s.api.storage.v1.CSIDriverSpec
+pub(crate) const STORAGE_V1_CSI_DRIVER_SPEC: &[(&str, F)] = &[
+    ("attachRequired", F::Bool),
+    ("fsGroupPolicy", F::Str),
+    ("nodeAllocatableUpdatePeriodSeconds", F::Num),
+    ("podInfoOnMount", F::Bool),
+    ("preventPodSchedulingIfMissing", F::Bool),
+    ("requiresRepublish", F::Bool),
+    ("seLinuxMount", F::Bool),
+    ("serviceAccountTokenInSecrets", F::Bool),
+    ("storageCapacity", F::Bool),
+    ("tokenRequests", F::Objs(STORAGE_V1_TOKEN_REQUEST)),
+    ("volumeLifecycleModes", F::List),
+];
+
+/// io.k8s.api.storage.v1.TokenRequest
+pub(crate) const STORAGE_V1_TOKEN_REQUEST: &[(&str, F)] = &[
+    ("audience", F::Str),
+    ("expirationSeconds", F::Num),
+];
+
 /// io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
 pub(crate) const APIS_META_V1_LABEL_SELECTOR: &[(&str, F)] = &[
     ("matchExpressions", F::Objs(APIS_META_V1_LABEL_SELECTOR_REQUIREMENT)),

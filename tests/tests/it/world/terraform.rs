@@ -1244,6 +1244,7 @@ fn the_typed_field_table_is_what_the_live_api_server_serves() {
         "apis/policy/v1",
         "apis/networking.k8s.io/v1",
         "apis/autoscaling/v2",
+        "apis/storage.k8s.io/v1",
     ] {
         let document = cluster.kubectl_ok(&["get", "--raw", &format!("/openapi/v3/{group}")]);
         let path = dir.path().join(format!("{}.json", group.replace('/', "_")));
@@ -2252,8 +2253,8 @@ resource "helm_release" "tiny" {{
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
-/// Terraform's typed network policy, ingress class, autoscaler (v2, on a DCGM metric) and
-/// runtime class, as its provider's schema spells them (a rule's `ports` stays plural, an
+/// Terraform's typed network policy, ingress class, autoscaler (v2, on a DCGM metric), CSI
+/// driver and runtime class, as its provider's schema spells them (a rule's `ports` stays plural, an
 /// autoscaler's `metric` and `policy` are singular), apply as the objects they describe;
 /// the next plan is empty and destroy removes them.
 #[test]
@@ -2375,6 +2376,17 @@ resource "kubernetes_horizontal_pod_autoscaler_v2" "inference" {{
   }}
 }}
 
+resource "kubernetes_csi_driver_v1" "local" {{
+  metadata {{
+    name = "csi-{id}.example.com"
+  }}
+  spec {{
+    attach_required        = false
+    pod_info_on_mount      = true
+    volume_lifecycle_modes = ["Ephemeral"]
+  }}
+}}
+
 resource "kubernetes_runtime_class_v1" "nvidia" {{
   metadata {{
     name = "nvidia-{id}"
@@ -2423,6 +2435,14 @@ resource "kubernetes_runtime_class_v1" "nvidia" {{
         "jsonpath={.spec.metrics[0].pods.metric.name} {.spec.behavior.scaleDown.policies[0].periodSeconds} {.spec.scaleTargetRef.name}",
     ]);
     assert_eq!(hpa.trim(), "DCGM_FI_DEV_GPU_UTIL 60 inference");
+    let csi = cluster.kubectl_ok(&[
+        "get",
+        "csidriver",
+        &format!("csi-{id}.example.com"),
+        "-o",
+        "jsonpath={.spec.attachRequired} {.spec.podInfoOnMount} {.spec.volumeLifecycleModes[0]}",
+    ]);
+    assert_eq!(csi.trim(), "false true Ephemeral");
     let runtime = cluster.kubectl_ok(&[
         "get",
         "runtimeclass",
