@@ -4,7 +4,8 @@ to list by hand (the workload kinds, with the whole pod template), read from the
 documents a kube-apiserver serves.
 
     kubectl get --raw /openapi/v3/apis/apps/v1 > apps.json   # and api/v1, apis/batch/v1,
-    # apis/policy/v1, apis/networking.k8s.io/v1, apis/autoscaling/v2, apis/storage.k8s.io/v1
+    # apis/policy/v1, apis/networking.k8s.io/v1, apis/autoscaling/v2, apis/storage.k8s.io/v1,
+    # apis/admissionregistration.k8s.io/v1
     typed_fields.py apps.json core.json ... storage.json > src/typed_fields.rs
 
 The table holds Kubernetes' names and types only; Terraform's names follow from them by the
@@ -28,6 +29,8 @@ ROOTS = [
     "io.k8s.api.networking.v1.IngressClassSpec",
     "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec",
     "io.k8s.api.storage.v1.CSIDriverSpec",
+    "io.k8s.api.admissionregistration.v1.ValidatingWebhook",
+    "io.k8s.api.admissionregistration.v1.MutatingWebhook",
 ]
 # An embedded object's metadata is Terraform's metadata block (typed_vocabulary.rs).
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
@@ -85,7 +88,7 @@ def main(paths):
             return f"F::Obj({const_name(ref)})"
         kind = prop.get("type")
         if kind == "string":
-            return "F::Str"
+            return "F::Base64" if prop.get("format") == "byte" else "F::Str"
         if kind in ("integer", "number"):
             return "F::Mode" if name in MODES else "F::Num"
         if kind == "boolean":

@@ -151,7 +151,7 @@ pub(crate) fn typed_schema(kind: &Kind) -> Schema {
     one_block(&mut schema, "metadata", metadata, true);
     for (field, ty) in kind.fields.iter().chain(read_only_fields(kind)) {
         let attribute_type = match ty {
-            F::Str | F::IntOrStr | F::Mode => Type::String,
+            F::Str | F::IntOrStr | F::Mode | F::Base64 => Type::String,
             F::Num => Type::Number,
             F::Bool => Type::Bool,
             F::Map | F::Base64Map => Type::map(Type::String),

@@ -75,6 +75,7 @@ pub(crate) const RENAMES: &[(&str, &str, &str)] = &[
     ("HorizontalPodAutoscaler.spec", "metrics", "metric"),
     ("scaleUp", "policies", "policy"),
     ("scaleDown", "policies", "policy"),
+    ("*", "webhooks", "webhook"),
 ];
 
 const SELECTOR_EXPRESSIONS: &[(&str, F)] =
@@ -431,6 +432,33 @@ pub(crate) const KINDS: &[Kind] = &[
         waits: None,
     },
     Kind {
+        names: &["kubernetes_validating_webhook_configuration_v1"],
+        api_version: "admissionregistration.k8s.io/v1",
+        kind: "ValidatingWebhookConfiguration",
+        namespaced: false,
+        fields: &[(
+            "webhooks",
+            F::Objs(fields::ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK),
+        )],
+        refused: &[],
+        waits: None,
+    },
+    Kind {
+        names: &[
+            "kubernetes_mutating_webhook_configuration",
+            "kubernetes_mutating_webhook_configuration_v1",
+        ],
+        api_version: "admissionregistration.k8s.io/v1",
+        kind: "MutatingWebhookConfiguration",
+        namespaced: false,
+        fields: &[(
+            "webhooks",
+            F::Objs(fields::ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK),
+        )],
+        refused: &[],
+        waits: None,
+    },
+    Kind {
         names: &["kubernetes_runtime_class_v1"],
         api_version: "node.k8s.io/v1",
         kind: "RuntimeClass",
@@ -538,7 +566,7 @@ fn fields_schema(mut schema: Schema, holder: &str, fields: &[(&str, F)]) -> Sche
             F::Num => schema = schema.attr(&name, attr(Type::Number)),
             F::Bool => schema = schema.attr(&name, attr(Type::Bool)),
             F::Map => schema = schema.attr(&name, attr(Type::map(Type::String))),
-            F::IntOrStr | F::Mode => schema = schema.attr(&name, attr(Type::String)),
+            F::IntOrStr | F::Mode | F::Base64 => schema = schema.attr(&name, attr(Type::String)),
             F::Nums => schema = schema.attr(&name, attr(Type::list(Type::Number))),
             // Sensitive value by value (see `conceal`), so that the state holds a digest per key
             // and a refresh can name the keys it reads back.
@@ -702,6 +730,9 @@ fn to_json(holder: &str, fields: &[(&str, F)], typed: &Value) -> Json {
                 i64::from_str_radix(text, 8)
                     .map_or_else(|_| Json::String(text.to_owned()), Json::from)
             }),
+            F::Base64 => value
+                .and_then(Value::as_str)
+                .map(|text| Json::String(base64::engine::general_purpose::STANDARD.encode(text))),
             F::Base64Map => value.and_then(Value::as_object).map(|m| {
                 Json::Object(
                     m.iter()
@@ -836,6 +867,15 @@ pub(crate) fn from_json(holder: &str, fields: &[(&str, F)], live: &Json, typed: 
                             (k.clone(), Value::sensitive(Value::string(decoded)))
                         })
                         .collect(),
+                ),
+                None => Value::Null,
+            },
+            F::Base64 => match value.and_then(Json::as_str) {
+                Some(text) => Value::string(
+                    base64::engine::general_purpose::STANDARD
+                        .decode(text)
+                        .map(|b| String::from_utf8_lossy(&b).into_owned())
+                        .unwrap_or_else(|_| text.to_owned()),
                 ),
                 None => Value::Null,
             },

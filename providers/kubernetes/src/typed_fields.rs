@@ -3,6 +3,67 @@
 
 use crate::typed_vocabulary::{F, OBJECT_META};
 
+/// io.k8s.api.admissionregistration.v1.MatchCondition
+pub(crate) const ADMISSIONREGISTRATION_V1_MATCH_CONDITION: &[(&str, F)] = &[
+    ("expression", F::Str),
+    ("name", F::Str),
+];
+
+/// io.k8s.api.admissionregistration.v1.MutatingWebhook
+pub(crate) const ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK: &[(&str, F)] = &[
+    ("admissionReviewVersions", F::List),
+    ("clientConfig", F::Obj(ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG)),
+    ("failurePolicy", F::Str),
+    ("matchConditions", F::Objs(ADMISSIONREGISTRATION_V1_MATCH_CONDITION)),
+    ("matchPolicy", F::Str),
+    ("name", F::Str),
+    ("namespaceSelector", F::Obj(APIS_META_V1_LABEL_SELECTOR)),
+    ("objectSelector", F::Obj(APIS_META_V1_LABEL_SELECTOR)),
+    ("reinvocationPolicy", F::Str),
+    ("rules", F::Objs(ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS)),
+    ("sideEffects", F::Str),
+    ("timeoutSeconds", F::Num),
+];
+
+/// io.k8s.api.admissionregistration.v1.RuleWithOperations
+pub(crate) const ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS: &[(&str, F)] = &[
+    ("apiGroups", F::List),
+    ("apiVersions", F::List),
+    ("operations", F::List),
+    ("resources", F::List),
+    ("scope", F::Str),
+];
+
+/// io.k8s.api.admissionregistration.v1.ServiceReference
+pub(crate) const ADMISSIONREGISTRATION_V1_SERVICE_REFERENCE: &[(&str, F)] = &[
+    ("name", F::Str),
+    ("namespace", F::Str),
+    ("path", F::Str),
+    ("port", F::Num),
+];
+
+/// io.k8s.api.admissionregistration.v1.ValidatingWebhook
+pub(crate) const ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK: &[(&str, F)] = &[
+    ("admissionReviewVersions", F::List),
+    ("clientConfig", F::Obj(ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG)),
+    ("failurePolicy", F::Str),
+    ("matchConditions", F::Objs(ADMISSIONREGISTRATION_V1_MATCH_CONDITION)),
+    ("matchPolicy", F::Str),
+    ("name", F::Str),
+    ("namespaceSelector", F::Obj(APIS_META_V1_LABEL_SELECTOR)),
+    ("objectSelector", F::Obj(APIS_META_V1_LABEL_SELECTOR)),
+    ("rules", F::Objs(ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS)),
+    ("sideEffects", F::Str),
+    ("timeoutSeconds", F::Num),
+];
+
+/// io.k8s.api.admissionregistration.v1.WebhookClientConfig
+pub(crate) const ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG: &[(&str, F)] = &[
+    ("caBundle", F::Base64),
+    ("service", F::Obj(ADMISSIONREGISTRATION_V1_SERVICE_REFERENCE)),
+    ("url", F::Str),
+];
+
 /// io.k8s.api.apps.v1.DaemonSetSpec
 pub(crate) const APPS_V1_DAEMON_SET_SPEC: &[(&str, F)] = &[
     ("minReadySeconds", F::Num),

@@ -14,6 +14,9 @@ pub(crate) enum F {
     /// A map of strings Terraform takes as text and Kubernetes holds base64-encoded (a
     /// Secret's `data`).
     Base64Map,
+    /// A string Terraform takes as text and Kubernetes holds base64-encoded (a webhook's
+    /// `caBundle`).
+    Base64,
     /// A list of strings.
     List,
     /// A list of numbers.

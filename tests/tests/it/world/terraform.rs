@@ -1245,6 +1245,7 @@ fn the_typed_field_table_is_what_the_live_api_server_serves() {
         "apis/networking.k8s.io/v1",
         "apis/autoscaling/v2",
         "apis/storage.k8s.io/v1",
+        "apis/admissionregistration.k8s.io/v1",
     ] {
         let document = cluster.kubectl_ok(&["get", "--raw", &format!("/openapi/v3/{group}")]);
         let path = dir.path().join(format!("{}.json", group.replace('/', "_")));
@@ -2254,7 +2255,7 @@ resource "helm_release" "tiny" {{
 }
 
 /// Terraform's typed network policy, ingress class, autoscaler (v2, on a DCGM metric), CSI
-/// driver and runtime class, as its provider's schema spells them (a rule's `ports` stays plural, an
+/// driver, admission webhooks (a CA bundle as text) and runtime class, as its provider's schema spells them (a rule's `ports` stays plural, an
 /// autoscaler's `metric` and `policy` are singular), apply as the objects they describe;
 /// the next plan is empty and destroy removes them.
 #[test]
@@ -2387,6 +2388,55 @@ resource "kubernetes_csi_driver_v1" "local" {{
   }}
 }}
 
+resource "kubernetes_validating_webhook_configuration_v1" "policy" {{
+  metadata {{
+    name = "policy-{id}"
+  }}
+  webhook {{
+    name                      = "policy-{id}.example.com"
+    admission_review_versions = ["v1"]
+    side_effects              = "None"
+    failure_policy            = "Ignore"
+    client_config {{
+      ca_bundle = "-----BEGIN CERTIFICATE-----\nnot-a-real-one\n-----END CERTIFICATE-----\n"
+      service {{
+        namespace = "{ns}"
+        name      = "policy"
+        port      = 8443
+      }}
+    }}
+    rule {{
+      api_groups   = ["example.com"]
+      api_versions = ["v1"]
+      operations   = ["CREATE"]
+      resources    = ["gadgets"]
+      scope        = "Namespaced"
+    }}
+  }}
+}}
+
+resource "kubernetes_mutating_webhook_configuration_v1" "inject" {{
+  metadata {{
+    name = "inject-{id}"
+  }}
+  webhook {{
+    name                      = "inject-{id}.example.com"
+    admission_review_versions = ["v1"]
+    side_effects              = "None"
+    failure_policy            = "Ignore"
+    reinvocation_policy       = "IfNeeded"
+    client_config {{
+      url = "https://inject.example.com/mutate"
+    }}
+    rule {{
+      api_groups   = ["example.com"]
+      api_versions = ["v1"]
+      operations   = ["CREATE"]
+      resources    = ["gadgets"]
+    }}
+  }}
+}}
+
 resource "kubernetes_runtime_class_v1" "nvidia" {{
   metadata {{
     name = "nvidia-{id}"
@@ -2443,6 +2493,37 @@ resource "kubernetes_runtime_class_v1" "nvidia" {{
         "jsonpath={.spec.attachRequired} {.spec.podInfoOnMount} {.spec.volumeLifecycleModes[0]}",
     ]);
     assert_eq!(csi.trim(), "false true Ephemeral");
+    let webhook = cluster.kubectl_ok(&[
+        "get",
+        "validatingwebhookconfiguration",
+        &format!("policy-{id}"),
+        "-o",
+        "jsonpath={.webhooks[0].clientConfig.caBundle} {.webhooks[0].rules[0].resources[0]} {.webhooks[0].clientConfig.service.port}",
+    ]);
+    let fields: Vec<&str> = webhook.split_whitespace().collect();
+    use base64::Engine as _;
+    assert_eq!(
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(fields[0])
+                .unwrap()
+        )
+        .unwrap(),
+        "-----BEGIN CERTIFICATE-----\nnot-a-real-one\n-----END CERTIFICATE-----\n",
+        "the CA bundle is held base64-encoded, as Terraform's provider sends it"
+    );
+    assert_eq!(&fields[1..], ["gadgets", "8443"]);
+    let mutating = cluster.kubectl_ok(&[
+        "get",
+        "mutatingwebhookconfiguration",
+        &format!("inject-{id}"),
+        "-o",
+        "jsonpath={.webhooks[0].reinvocationPolicy} {.webhooks[0].clientConfig.url}",
+    ]);
+    assert_eq!(
+        mutating.trim(),
+        "IfNeeded https://inject.example.com/mutate"
+    );
     let runtime = cluster.kubectl_ok(&[
         "get",
         "runtimeclass",
