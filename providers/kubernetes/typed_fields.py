@@ -5,7 +5,7 @@ documents a kube-apiserver serves.
 
     kubectl get --raw /openapi/v3/apis/apps/v1 > apps.json   # and api/v1, apis/batch/v1,
     # apis/policy/v1, apis/networking.k8s.io/v1, apis/autoscaling/v2, apis/storage.k8s.io/v1,
-    # apis/admissionregistration.k8s.io/v1
+    # apis/admissionregistration.k8s.io/v1, apis/autoscaling/v1
     typed_fields.py apps.json core.json ... storage.json > src/typed_fields.rs
 
 The table holds Kubernetes' names and types only; Terraform's names follow from them by the
@@ -28,6 +28,7 @@ ROOTS = [
     "io.k8s.api.networking.v1.NetworkPolicySpec",
     "io.k8s.api.networking.v1.IngressClassSpec",
     "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec",
+    "io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerSpec",
     "io.k8s.api.storage.v1.CSIDriverSpec",
     "io.k8s.api.admissionregistration.v1.ValidatingWebhook",
     "io.k8s.api.admissionregistration.v1.MutatingWebhook",

@@ -423,6 +423,18 @@ pub(crate) const KINDS: &[Kind] = &[
         waits: None,
     },
     Kind {
+        names: &["kubernetes_horizontal_pod_autoscaler_v1"],
+        api_version: "autoscaling/v1",
+        kind: "HorizontalPodAutoscaler",
+        namespaced: true,
+        fields: &[(
+            "spec",
+            F::Obj(fields::AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER_SPEC),
+        )],
+        refused: &[],
+        waits: None,
+    },
+    Kind {
         names: &["kubernetes_csi_driver_v1"],
         api_version: "storage.k8s.io/v1",
         kind: "CSIDriver",

@@ -147,6 +147,21 @@ pub(crate) const APPS_V1_STATEFUL_SET_UPDATE_STRATEGY: &[(&str, F)] = &[
     ("type", F::Str),
 ];
 
+/// io.k8s.api.autoscaling.v1.CrossVersionObjectReference
+pub(crate) const AUTOSCALING_V1_CROSS_VERSION_OBJECT_REFERENCE: &[(&str, F)] = &[
+    ("apiVersion", F::Str),
+    ("kind", F::Str),
+    ("name", F::Str),
+];
+
+/// io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerSpec
+pub(crate) const AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER_SPEC: &[(&str, F)] = &[
+    ("maxReplicas", F::Num),
+    ("minReplicas", F::Num),
+    ("scaleTargetRef", F::Obj(AUTOSCALING_V1_CROSS_VERSION_OBJECT_REFERENCE)),
+    ("targetCPUUtilizationPercentage", F::Num),
+];
+
 /// io.k8s.api.autoscaling.v2.ContainerResourceMetricSource
 pub(crate) const AUTOSCALING_V2_CONTAINER_RESOURCE_METRIC_SOURCE: &[(&str, F)] = &[
     ("container", F::Str),

@@ -1246,6 +1246,7 @@ fn the_typed_field_table_is_what_the_live_api_server_serves() {
         "apis/autoscaling/v2",
         "apis/storage.k8s.io/v1",
         "apis/admissionregistration.k8s.io/v1",
+        "apis/autoscaling/v1",
     ] {
         let document = cluster.kubectl_ok(&["get", "--raw", &format!("/openapi/v3/{group}")]);
         let path = dir.path().join(format!("{}.json", group.replace('/', "_")));
@@ -2254,7 +2255,7 @@ resource "helm_release" "tiny" {{
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
-/// Terraform's typed network policy, ingress class, autoscaler (v2, on a DCGM metric), CSI
+/// Terraform's typed network policy, ingress class, autoscalers (v1, and v2 on a DCGM metric), CSI
 /// driver, admission webhooks (a CA bundle as text) and runtime class, as its provider's schema spells them (a rule's `ports` stays plural, an
 /// autoscaler's `metric` and `policy` are singular), apply as the objects they describe;
 /// the next plan is empty and destroy removes them.
@@ -2377,6 +2378,22 @@ resource "kubernetes_horizontal_pod_autoscaler_v2" "inference" {{
   }}
 }}
 
+resource "kubernetes_horizontal_pod_autoscaler_v1" "cpu" {{
+  metadata {{
+    name      = "cpu"
+    namespace = "{ns}"
+  }}
+  spec {{
+    max_replicas                      = 3
+    target_cpu_utilization_percentage = 70
+    scale_target_ref {{
+      api_version = "apps/v1"
+      kind        = "Deployment"
+      name        = "inference"
+    }}
+  }}
+}}
+
 resource "kubernetes_csi_driver_v1" "local" {{
   metadata {{
     name = "csi-{id}.example.com"
@@ -2485,6 +2502,17 @@ resource "kubernetes_runtime_class_v1" "nvidia" {{
         "jsonpath={.spec.metrics[0].pods.metric.name} {.spec.behavior.scaleDown.policies[0].periodSeconds} {.spec.scaleTargetRef.name}",
     ]);
     assert_eq!(hpa.trim(), "DCGM_FI_DEV_GPU_UTIL 60 inference");
+    let cpu: serde_json::Value = serde_json::from_str(&cluster.kubectl_ok(&[
+        "get",
+        "--raw",
+        &format!(
+            "/apis/autoscaling/v1/namespaces/{}/horizontalpodautoscalers/cpu",
+            namespace.name
+        ),
+    ]))
+    .unwrap();
+    assert_eq!(cpu["spec"]["targetCPUUtilizationPercentage"], 70, "{cpu}");
+    assert_eq!(cpu["spec"]["maxReplicas"], 3, "{cpu}");
     let csi = cluster.kubectl_ok(&[
         "get",
         "csidriver",
