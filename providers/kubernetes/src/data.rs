@@ -157,7 +157,7 @@ pub(crate) fn typed_schema(kind: &Kind) -> Schema {
             F::Map | F::Base64Map => Type::map(Type::String),
             F::List => Type::list(Type::String),
             F::Nums => Type::list(Type::Number),
-            F::Obj(_) | F::Objs(_) => Type::Any,
+            F::Obj(_) | F::Objs(_) | F::Inline(_) => Type::Any,
         };
         schema = schema.attr(
             &name_of(kind.kind, field, ty),
@@ -210,16 +210,20 @@ fn fill_absent(holder: &str, fields: &[(&str, F)], value: &mut Value) {
         let name = name_of(holder, field, ty);
         let present = value.as_object().and_then(|o| o.get(&name)).cloned();
         let filled = match (ty, present) {
-            (F::Obj(inner) | F::Objs(inner), Some(Value::List(blocks))) => Value::List(
-                blocks
-                    .into_iter()
-                    .map(|mut block| {
-                        fill_absent(&below(holder, field), inner, &mut block);
-                        block
-                    })
-                    .collect(),
-            ),
-            (F::Obj(_) | F::Objs(_), None | Some(Value::Null)) => Value::List(Vec::new()),
+            (F::Obj(inner) | F::Objs(inner) | F::Inline(inner), Some(Value::List(blocks))) => {
+                Value::List(
+                    blocks
+                        .into_iter()
+                        .map(|mut block| {
+                            fill_absent(&below(holder, field), inner, &mut block);
+                            block
+                        })
+                        .collect(),
+                )
+            }
+            (F::Obj(_) | F::Objs(_) | F::Inline(_), None | Some(Value::Null)) => {
+                Value::List(Vec::new())
+            }
             (_, Some(present)) => present,
             (_, None) => Value::Null,
         };

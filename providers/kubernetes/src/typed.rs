@@ -96,6 +96,89 @@ const SUBJECTS: &[(&str, F)] = &[
 const ROLE_REF: &[(&str, F)] = &[("apiGroup", F::Str), ("kind", F::Str), ("name", F::Str)];
 const NAME_REF: &[(&str, F)] = &[("name", F::Str)];
 
+/// A PersistentVolume's spec as Terraform's provider writes it: the volume's source in a
+/// block of its own, `persistent_volume_source`, which Kubernetes holds in the spec itself.
+const PERSISTENT_VOLUME_SPEC: &[(&str, F)] = &[
+    ("accessModes", F::List),
+    ("capacity", F::Map),
+    ("claimRef", F::Obj(fields::CORE_V1_OBJECT_REFERENCE)),
+    ("mountOptions", F::List),
+    ("nodeAffinity", F::Obj(fields::CORE_V1_VOLUME_NODE_AFFINITY)),
+    ("persistentVolumeReclaimPolicy", F::Str),
+    ("storageClassName", F::Str),
+    ("volumeAttributesClassName", F::Str),
+    ("volumeMode", F::Str),
+    (
+        "persistentVolumeSource",
+        F::Inline(&[
+            (
+                "awsElasticBlockStore",
+                F::Obj(fields::CORE_V1_AWS_ELASTIC_BLOCK_STORE_VOLUME_SOURCE),
+            ),
+            (
+                "azureDisk",
+                F::Obj(fields::CORE_V1_AZURE_DISK_VOLUME_SOURCE),
+            ),
+            (
+                "azureFile",
+                F::Obj(fields::CORE_V1_AZURE_FILE_PERSISTENT_VOLUME_SOURCE),
+            ),
+            (
+                "cephfs",
+                F::Obj(fields::CORE_V1_CEPH_FS_PERSISTENT_VOLUME_SOURCE),
+            ),
+            (
+                "cinder",
+                F::Obj(fields::CORE_V1_CINDER_PERSISTENT_VOLUME_SOURCE),
+            ),
+            ("csi", F::Obj(fields::CORE_V1_CSI_PERSISTENT_VOLUME_SOURCE)),
+            ("fc", F::Obj(fields::CORE_V1_FC_VOLUME_SOURCE)),
+            (
+                "flexVolume",
+                F::Obj(fields::CORE_V1_FLEX_PERSISTENT_VOLUME_SOURCE),
+            ),
+            ("flocker", F::Obj(fields::CORE_V1_FLOCKER_VOLUME_SOURCE)),
+            (
+                "gcePersistentDisk",
+                F::Obj(fields::CORE_V1_GCE_PERSISTENT_DISK_VOLUME_SOURCE),
+            ),
+            (
+                "glusterfs",
+                F::Obj(fields::CORE_V1_GLUSTERFS_PERSISTENT_VOLUME_SOURCE),
+            ),
+            ("hostPath", F::Obj(fields::CORE_V1_HOST_PATH_VOLUME_SOURCE)),
+            (
+                "iscsi",
+                F::Obj(fields::CORE_V1_ISCSI_PERSISTENT_VOLUME_SOURCE),
+            ),
+            ("local", F::Obj(fields::CORE_V1_LOCAL_VOLUME_SOURCE)),
+            ("nfs", F::Obj(fields::CORE_V1_NFS_VOLUME_SOURCE)),
+            (
+                "photonPersistentDisk",
+                F::Obj(fields::CORE_V1_PHOTON_PERSISTENT_DISK_VOLUME_SOURCE),
+            ),
+            (
+                "portworxVolume",
+                F::Obj(fields::CORE_V1_PORTWORX_VOLUME_SOURCE),
+            ),
+            ("quobyte", F::Obj(fields::CORE_V1_QUOBYTE_VOLUME_SOURCE)),
+            ("rbd", F::Obj(fields::CORE_V1_RBD_PERSISTENT_VOLUME_SOURCE)),
+            (
+                "scaleIO",
+                F::Obj(fields::CORE_V1_SCALE_IO_PERSISTENT_VOLUME_SOURCE),
+            ),
+            (
+                "storageos",
+                F::Obj(fields::CORE_V1_STORAGE_OS_PERSISTENT_VOLUME_SOURCE),
+            ),
+            (
+                "vsphereVolume",
+                F::Obj(fields::CORE_V1_VSPHERE_VIRTUAL_DISK_VOLUME_SOURCE),
+            ),
+        ]),
+    ),
+];
+
 const NOT_WAITED: &str =
     "gpustack does not wait for it; add a check or a dependent resource that needs it";
 
@@ -324,6 +407,18 @@ pub(crate) const KINDS: &[Kind] = &[
             ]),
         )],
         refused: &[("wait_until_bound", NOT_WAITED)],
+        waits: None,
+    },
+    Kind {
+        names: &[
+            "kubernetes_persistent_volume",
+            "kubernetes_persistent_volume_v1",
+        ],
+        api_version: "v1",
+        kind: "PersistentVolume",
+        namespaced: false,
+        fields: &[("spec", F::Obj(PERSISTENT_VOLUME_SPEC))],
+        refused: &[],
         waits: None,
     },
     Kind {
@@ -584,7 +679,7 @@ fn fields_schema(mut schema: Schema, holder: &str, fields: &[(&str, F)]) -> Sche
             // and a refresh can name the keys it reads back.
             F::Base64Map => schema = schema.attr(&name, attr(Type::map(Type::String))),
             F::List => schema = schema.attr(&name, attr(Type::list(Type::String))),
-            F::Obj(inner) => {
+            F::Obj(inner) | F::Inline(inner) => {
                 let block = fields_schema(Schema::new(""), &below(holder, field), inner);
                 one_block(&mut schema, &name, block, false);
             }
@@ -718,11 +813,71 @@ pub(crate) fn first(value: Option<&Value>) -> Option<&Value> {
     }
 }
 
+/// Values Terraform's provider sends for a field left unset where Kubernetes has another
+/// default (holder, field, value): a PersistentVolume's `claim_ref` is in `default` unless
+/// it names a namespace.
+const TERRAFORM_DEFAULTS: &[(&str, &str, &str)] =
+    &[("PersistentVolume.spec.claimRef", "namespace", "default")];
+
+/// The configuration as Terraform's provider plans it: each of [`TERRAFORM_DEFAULTS`] filled
+/// in where its block is configured and the field is not, so that the plan shows what apply
+/// sends and the state records.
+fn fill_terraform_defaults(kind: &Kind, typed: &mut Value) {
+    fn fill(
+        holder: &str,
+        fields: &[(&str, F)],
+        typed: &mut Value,
+        path: &[&str],
+        field: &str,
+        value: &str,
+    ) {
+        let Some((segment, rest)) = path.split_first() else {
+            let name = name_of(holder, field, &F::Str);
+            if attribute(typed, &name).is_none_or(Value::is_null) {
+                set(typed, &name, Value::string(value));
+            }
+            return;
+        };
+        let Some((f, ty)) = fields.iter().find(|(f, _)| f == segment) else {
+            return;
+        };
+        let (F::Obj(inner) | F::Inline(inner)) = ty else {
+            return;
+        };
+        let name = name_of(holder, f, ty);
+        if let Some(Value::List(mut blocks)) = attribute(typed, &name).cloned()
+            && let Some(block) = blocks.first_mut()
+        {
+            fill(&below(holder, f), inner, block, rest, field, value);
+            set(typed, &name, Value::List(blocks));
+        }
+    }
+    for (holder, field, value) in TERRAFORM_DEFAULTS {
+        let mut path: Vec<&str> = holder.split('.').collect();
+        if path.first() != Some(&kind.kind) {
+            continue;
+        }
+        path.remove(0);
+        fill(kind.kind, kind.fields, typed, &path, field, value);
+    }
+}
+
 fn to_json(holder: &str, fields: &[(&str, F)], typed: &Value) -> Json {
     let mut out = serde_json::Map::new();
+    for (_, field, value) in TERRAFORM_DEFAULTS.iter().filter(|(h, _, _)| *h == holder) {
+        out.insert((*field).to_owned(), Json::String((*value).to_owned()));
+    }
     for (field, ty) in fields {
         let name = name_of(holder, field, ty);
         let value = attribute(typed, &name);
+        if let F::Inline(inner) = ty {
+            if let Some(Json::Object(own)) =
+                first(value).map(|v| to_json(&below(holder, field), inner, v))
+            {
+                out.extend(own);
+            }
+            continue;
+        }
         let json = match ty {
             F::Obj(inner) => first(value).map(|v| to_json(&below(holder, field), inner, v)),
             F::Objs(inner) => value
@@ -833,6 +988,17 @@ pub(crate) fn from_json(holder: &str, fields: &[(&str, F)], live: &Json, typed: 
         let name = name_of(holder, field, ty);
         let value = live.get(*field);
         let converted = match ty {
+            F::Inline(inner) => {
+                if inner.iter().any(|(f, _)| live.get(*f).is_some()) {
+                    let mut block = first(attribute(typed, &name))
+                        .cloned()
+                        .unwrap_or_else(|| Value::Object(Default::default()));
+                    from_json(&below(holder, field), inner, live, &mut block);
+                    Value::List(vec![block])
+                } else {
+                    Value::List(Vec::new())
+                }
+            }
             F::Obj(inner) => match value {
                 Some(v) if v.is_object() => {
                     let mut block = first(attribute(typed, &name))
@@ -1171,6 +1337,7 @@ impl Resource for TypedObjects {
         };
         let response = self.inner.plan(inner).await;
         let mut planned = config;
+        fill_terraform_defaults(self.kind, &mut planned);
         let uid = attribute(&response.planned_state, "uid")
             .cloned()
             .unwrap_or(Value::Unknown);

@@ -360,11 +360,33 @@ pub(crate) const CORE_V1_AZURE_DISK_VOLUME_SOURCE: &[(&str, F)] = &[
     ("readOnly", F::Bool),
 ];
 
+/// io.k8s.api.core.v1.AzureFilePersistentVolumeSource
+pub(crate) const CORE_V1_AZURE_FILE_PERSISTENT_VOLUME_SOURCE: &[(&str, F)] = &[
+    ("readOnly", F::Bool),
+    ("secretName", F::Str),
+    ("secretNamespace", F::Str),
+    ("shareName", F::Str),
+];
+
 /// io.k8s.api.core.v1.AzureFileVolumeSource
 pub(crate) const CORE_V1_AZURE_FILE_VOLUME_SOURCE: &[(&str, F)] = &[
     ("readOnly", F::Bool),
     ("secretName", F::Str),
     ("shareName", F::Str),
+];
+
+/// io.k8s.api.core.v1.CSIPersistentVolumeSource
+pub(crate) const CORE_V1_CSI_PERSISTENT_VOLUME_SOURCE: &[(&str, F)] = &[
+    ("controllerExpandSecretRef", F::Obj(CORE_V1_SECRET_REFERENCE)),
+    ("controllerPublishSecretRef", F::Obj(CORE_V1_SECRET_REFERENCE)),
+    ("driver", F::Str),
+    ("fsType", F::Str),
+    ("nodeExpandSecretRef", F::Obj(CORE_V1_SECRET_REFERENCE)),
+    ("nodePublishSecretRef", F::Obj(CORE_V1_SECRET_REFERENCE)),
+    ("nodeStageSecretRef", F::Obj(CORE_V1_SECRET_REFERENCE)),
+    ("readOnly", F::Bool),
+    ("volumeAttributes", F::Map),
+    ("volumeHandle", F::Str),
 ];
 
 /// io.k8s.api.core.v1.CSIVolumeSource
@@ -382,6 +404,16 @@ pub(crate) const CORE_V1_CAPABILITIES: &[(&str, F)] = &[
     ("drop", F::List),
 ];
 
+/// io.k8s.api.core.v1.CephFSPersistentVolumeSource
+pub(crate) const CORE_V1_CEPH_FS_PERSISTENT_VOLUME_SOURCE: &[(&str, F)] = &[
+    ("monitors", F::List),
+    ("path", F::Str),
+    ("readOnly", F::Bool),
+    ("secretFile", F::Str),
+    ("secretRef", F::Obj(CORE_V1_SECRET_REFERENCE)),
+    ("user", F::Str),
+];
+
 /// io.k8s.api.core.v1.CephFSVolumeSource
 pub(crate) const CORE_V1_CEPH_FS_VOLUME_SOURCE: &[(&str, F)] = &[
     ("monitors", F::List),
@@ -390,6 +422,14 @@ pub(crate) const CORE_V1_CEPH_FS_VOLUME_SOURCE: &[(&str, F)] = &[
     ("secretFile", F::Str),
     ("secretRef", F::Obj(CORE_V1_LOCAL_OBJECT_REFERENCE)),
     ("user", F::Str),
+];
+
+/// io.k8s.api.core.v1.CinderPersistentVolumeSource
+pub(crate) const CORE_V1_CINDER_PERSISTENT_VOLUME_SOURCE: &[(&str, F)] = &[
+    ("fsType", F::Str),
+    ("readOnly", F::Bool),
+    ("secretRef", F::Obj(CORE_V1_SECRET_REFERENCE)),
+    ("volumeID", F::Str),
 ];
 
 /// io.k8s.api.core.v1.CinderVolumeSource
@@ -603,6 +643,15 @@ pub(crate) const CORE_V1_FILE_KEY_SELECTOR: &[(&str, F)] = &[
     ("volumeName", F::Str),
 ];
 
+/// io.k8s.api.core.v1.FlexPersistentVolumeSource
+pub(crate) const CORE_V1_FLEX_PERSISTENT_VOLUME_SOURCE: &[(&str, F)] = &[
+    ("driver", F::Str),
+    ("fsType", F::Str),
+    ("options", F::Map),
+    ("readOnly", F::Bool),
+    ("secretRef", F::Obj(CORE_V1_SECRET_REFERENCE)),
+];
+
 /// io.k8s.api.core.v1.FlexVolumeSource
 pub(crate) const CORE_V1_FLEX_VOLUME_SOURCE: &[(&str, F)] = &[
     ("driver", F::Str),
@@ -639,6 +688,14 @@ pub(crate) const CORE_V1_GIT_REPO_VOLUME_SOURCE: &[(&str, F)] = &[
     ("revision", F::Str),
 ];
 
+/// io.k8s.api.core.v1.GlusterfsPersistentVolumeSource
+pub(crate) const CORE_V1_GLUSTERFS_PERSISTENT_VOLUME_SOURCE: &[(&str, F)] = &[
+    ("endpoints", F::Str),
+    ("endpointsNamespace", F::Str),
+    ("path", F::Str),
+    ("readOnly", F::Bool),
+];
+
 /// io.k8s.api.core.v1.GlusterfsVolumeSource
 pub(crate) const CORE_V1_GLUSTERFS_VOLUME_SOURCE: &[(&str, F)] = &[
     ("endpoints", F::Str),
@@ -671,6 +728,21 @@ pub(crate) const CORE_V1_HOST_ALIAS: &[(&str, F)] = &[
 pub(crate) const CORE_V1_HOST_PATH_VOLUME_SOURCE: &[(&str, F)] = &[
     ("path", F::Str),
     ("type", F::Str),
+];
+
+/// io.k8s.api.core.v1.ISCSIPersistentVolumeSource
+pub(crate) const CORE_V1_ISCSI_PERSISTENT_VOLUME_SOURCE: &[(&str, F)] = &[
+    ("chapAuthDiscovery", F::Bool),
+    ("chapAuthSession", F::Bool),
+    ("fsType", F::Str),
+    ("initiatorName", F::Str),
+    ("iqn", F::Str),
+    ("iscsiInterface", F::Str),
+    ("lun", F::Num),
+    ("portals", F::List),
+    ("readOnly", F::Bool),
+    ("secretRef", F::Obj(CORE_V1_SECRET_REFERENCE)),
+    ("targetPortal", F::Str),
 ];
 
 /// io.k8s.api.core.v1.ISCSIVolumeSource
@@ -721,6 +793,12 @@ pub(crate) const CORE_V1_LOCAL_OBJECT_REFERENCE: &[(&str, F)] = &[
     ("name", F::Str),
 ];
 
+/// io.k8s.api.core.v1.LocalVolumeSource
+pub(crate) const CORE_V1_LOCAL_VOLUME_SOURCE: &[(&str, F)] = &[
+    ("fsType", F::Str),
+    ("path", F::Str),
+];
+
 /// io.k8s.api.core.v1.NFSVolumeSource
 pub(crate) const CORE_V1_NFS_VOLUME_SOURCE: &[(&str, F)] = &[
     ("path", F::Str),
@@ -756,6 +834,17 @@ pub(crate) const CORE_V1_NODE_SELECTOR_TERM: &[(&str, F)] = &[
 pub(crate) const CORE_V1_OBJECT_FIELD_SELECTOR: &[(&str, F)] = &[
     ("apiVersion", F::Str),
     ("fieldPath", F::Str),
+];
+
+/// io.k8s.api.core.v1.ObjectReference
+pub(crate) const CORE_V1_OBJECT_REFERENCE: &[(&str, F)] = &[
+    ("apiVersion", F::Str),
+    ("fieldPath", F::Str),
+    ("kind", F::Str),
+    ("name", F::Str),
+    ("namespace", F::Str),
+    ("resourceVersion", F::Str),
+    ("uid", F::Str),
 ];
 
 /// io.k8s.api.core.v1.PersistentVolumeClaim
@@ -980,6 +1069,18 @@ pub(crate) const CORE_V1_QUOBYTE_VOLUME_SOURCE: &[(&str, F)] = &[
     ("volume", F::Str),
 ];
 
+/// io.k8s.api.core.v1.RBDPersistentVolumeSource
+pub(crate) const CORE_V1_RBD_PERSISTENT_VOLUME_SOURCE: &[(&str, F)] = &[
+    ("fsType", F::Str),
+    ("image", F::Str),
+    ("keyring", F::Str),
+    ("monitors", F::List),
+    ("pool", F::Str),
+    ("readOnly", F::Bool),
+    ("secretRef", F::Obj(CORE_V1_SECRET_REFERENCE)),
+    ("user", F::Str),
+];
+
 /// io.k8s.api.core.v1.RBDVolumeSource
 pub(crate) const CORE_V1_RBD_VOLUME_SOURCE: &[(&str, F)] = &[
     ("fsType", F::Str),
@@ -1020,6 +1121,20 @@ pub(crate) const CORE_V1_SE_LINUX_OPTIONS: &[(&str, F)] = &[
     ("user", F::Str),
 ];
 
+/// io.k8s.api.core.v1.ScaleIOPersistentVolumeSource
+pub(crate) const CORE_V1_SCALE_IO_PERSISTENT_VOLUME_SOURCE: &[(&str, F)] = &[
+    ("fsType", F::Str),
+    ("gateway", F::Str),
+    ("protectionDomain", F::Str),
+    ("readOnly", F::Bool),
+    ("secretRef", F::Obj(CORE_V1_SECRET_REFERENCE)),
+    ("sslEnabled", F::Bool),
+    ("storageMode", F::Str),
+    ("storagePool", F::Str),
+    ("system", F::Str),
+    ("volumeName", F::Str),
+];
+
 /// io.k8s.api.core.v1.ScaleIOVolumeSource
 pub(crate) const CORE_V1_SCALE_IO_VOLUME_SOURCE: &[(&str, F)] = &[
     ("fsType", F::Str),
@@ -1058,6 +1173,12 @@ pub(crate) const CORE_V1_SECRET_PROJECTION: &[(&str, F)] = &[
     ("items", F::Objs(CORE_V1_KEY_TO_PATH)),
     ("name", F::Str),
     ("optional", F::Bool),
+];
+
+/// io.k8s.api.core.v1.SecretReference
+pub(crate) const CORE_V1_SECRET_REFERENCE: &[(&str, F)] = &[
+    ("name", F::Str),
+    ("namespace", F::Str),
 ];
 
 /// io.k8s.api.core.v1.SecretVolumeSource
@@ -1133,6 +1254,15 @@ pub(crate) const CORE_V1_SESSION_AFFINITY_CONFIG: &[(&str, F)] = &[
 /// io.k8s.api.core.v1.SleepAction
 pub(crate) const CORE_V1_SLEEP_ACTION: &[(&str, F)] = &[
     ("seconds", F::Num),
+];
+
+/// io.k8s.api.core.v1.StorageOSPersistentVolumeSource
+pub(crate) const CORE_V1_STORAGE_OS_PERSISTENT_VOLUME_SOURCE: &[(&str, F)] = &[
+    ("fsType", F::Str),
+    ("readOnly", F::Bool),
+    ("secretRef", F::Obj(CORE_V1_OBJECT_REFERENCE)),
+    ("volumeName", F::Str),
+    ("volumeNamespace", F::Str),
 ];
 
 /// io.k8s.api.core.v1.StorageOSVolumeSource
@@ -1242,6 +1372,11 @@ pub(crate) const CORE_V1_VOLUME_MOUNT: &[(&str, F)] = &[
     ("recursiveReadOnly", F::Str),
     ("subPath", F::Str),
     ("subPathExpr", F::Str),
+];
+
+/// io.k8s.api.core.v1.VolumeNodeAffinity
+pub(crate) const CORE_V1_VOLUME_NODE_AFFINITY: &[(&str, F)] = &[
+    ("required", F::Obj(CORE_V1_NODE_SELECTOR)),
 ];
 
 /// io.k8s.api.core.v1.VolumeProjection

@@ -30,6 +30,9 @@ pub(crate) enum F {
     Obj(&'static [(&'static str, F)]),
     /// A list of objects: a repeated block.
     Objs(&'static [(&'static str, F)]),
+    /// A block of at most one that only Terraform has: its fields are the enclosing object's
+    /// in Kubernetes (a PersistentVolume's `persistent_volume_source`).
+    Inline(&'static [(&'static str, F)]),
 }
 
 /// One kind Terraform has typed resources for.

@@ -2256,7 +2256,8 @@ resource "helm_release" "tiny" {{
 }
 
 /// Terraform's typed network policy, ingress class, autoscalers (v1, and v2 on a DCGM metric), CSI
-/// driver, admission webhooks (a CA bundle as text) and runtime class, as its provider's schema spells them (a rule's `ports` stays plural, an
+/// driver, admission webhooks (a CA bundle as text), persistent volumes (their source in
+/// Terraform's `persistent_volume_source` block) and runtime class, as its provider's schema spells them (a rule's `ports` stays plural, an
 /// autoscaler's `metric` and `policy` are singular), apply as the objects they describe;
 /// the next plan is empty and destroy removes them.
 #[test]
@@ -2454,6 +2455,70 @@ resource "kubernetes_mutating_webhook_configuration_v1" "inject" {{
   }}
 }}
 
+resource "kubernetes_persistent_volume_v1" "models" {{
+  metadata {{
+    name = "models-{id}"
+  }}
+  spec {{
+    capacity = {{
+      storage = "100Gi"
+    }}
+    access_modes       = ["ReadOnlyMany"]
+    storage_class_name = "models"
+    mount_options      = ["nconnect=8"]
+    persistent_volume_source {{
+      csi {{
+        driver        = "csi-{id}.example.com"
+        volume_handle = "models"
+        read_only     = true
+        volume_attributes = {{
+          share = "/models"
+        }}
+        node_publish_secret_ref {{
+          name      = "models-creds"
+          namespace = "{ns}"
+        }}
+      }}
+    }}
+    node_affinity {{
+      required {{
+        node_selector_term {{
+          match_expressions {{
+            key      = "nvidia.com/gpu.present"
+            operator = "In"
+            values   = ["true"]
+          }}
+        }}
+      }}
+    }}
+    claim_ref {{
+      namespace = "{ns}"
+      name      = "models"
+    }}
+  }}
+}}
+
+resource "kubernetes_persistent_volume" "scratch" {{
+  metadata {{
+    name = "scratch-{id}"
+  }}
+  spec {{
+    capacity = {{
+      storage = "10Gi"
+    }}
+    access_modes = ["ReadWriteOnce"]
+    persistent_volume_source {{
+      host_path {{
+        path = "/mnt/scratch"
+        type = "DirectoryOrCreate"
+      }}
+    }}
+    claim_ref {{
+      name = "scratch"
+    }}
+  }}
+}}
+
 resource "kubernetes_runtime_class_v1" "nvidia" {{
   metadata {{
     name = "nvidia-{id}"
@@ -2552,6 +2617,26 @@ resource "kubernetes_runtime_class_v1" "nvidia" {{
         mutating.trim(),
         "IfNeeded https://inject.example.com/mutate"
     );
+    let volume = cluster.kubectl_ok(&[
+        "get",
+        "pv",
+        &format!("models-{id}"),
+        "-o",
+        "jsonpath={.spec.csi.volumeHandle} {.spec.csi.nodePublishSecretRef.name} {.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].key} {.spec.claimRef.name} {.spec.capacity.storage}",
+    ]);
+    assert_eq!(
+        volume.trim(),
+        "models models-creds nvidia.com/gpu.present models 100Gi"
+    );
+    let scratch = cluster.kubectl_ok(&[
+        "get",
+        "pv",
+        &format!("scratch-{id}"),
+        "-o",
+        "jsonpath={.spec.hostPath.path} {.spec.persistentVolumeReclaimPolicy} {.spec.claimRef.namespace}",
+    ]);
+    // A claim named without a namespace is in `default`, as Terraform's provider sends it.
+    assert_eq!(scratch.trim(), "/mnt/scratch Retain default");
     let runtime = cluster.kubectl_ok(&[
         "get",
         "runtimeclass",
