@@ -27,6 +27,7 @@ ROOTS = [
     "io.k8s.api.policy.v1.PodDisruptionBudgetSpec",
     "io.k8s.api.networking.v1.NetworkPolicySpec",
     "io.k8s.api.networking.v1.IngressClassSpec",
+    "io.k8s.api.networking.v1.IngressSpec",
     "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec",
     "io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerSpec",
     # A PersistentVolume's spec as typed.rs composes it (Terraform wraps its sources in a

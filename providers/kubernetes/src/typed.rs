@@ -73,6 +73,7 @@ pub(crate) const RENAMES: &[(&str, &str, &str)] = &[
     ("ingress", "ports", "ports"),
     ("egress", "ports", "ports"),
     ("HorizontalPodAutoscaler.spec", "metrics", "metric"),
+    ("http", "paths", "path"),
     ("scaleUp", "policies", "policy"),
     ("scaleDown", "policies", "policy"),
     ("*", "webhooks", "webhook"),
@@ -488,6 +489,15 @@ pub(crate) const KINDS: &[Kind] = &[
         waits: None,
     },
     Kind {
+        names: &["kubernetes_ingress_v1"],
+        api_version: "networking.k8s.io/v1",
+        kind: "Ingress",
+        namespaced: true,
+        fields: &[("spec", F::Obj(fields::NETWORKING_V1_INGRESS_SPEC))],
+        refused: &[],
+        waits: Some(("wait_for_load_balancer", Await::LoadBalancerWhenAsked)),
+    },
+    Kind {
         names: &["kubernetes_network_policy", "kubernetes_network_policy_v1"],
         api_version: "networking.k8s.io/v1",
         kind: "NetworkPolicy",
@@ -814,10 +824,17 @@ pub(crate) fn first(value: Option<&Value>) -> Option<&Value> {
 }
 
 /// Values Terraform's provider sends for a field left unset where Kubernetes has another
-/// default (holder, field, value): a PersistentVolume's `claim_ref` is in `default` unless
-/// it names a namespace.
-const TERRAFORM_DEFAULTS: &[(&str, &str, &str)] =
-    &[("PersistentVolume.spec.claimRef", "namespace", "default")];
+/// default, or none (holder, field, value): a PersistentVolume's `claim_ref` is in `default`
+/// unless it names a namespace; an Ingress path's `path_type`, which the API requires, is
+/// `ImplementationSpecific`.
+const TERRAFORM_DEFAULTS: &[(&str, &str, &str)] = &[
+    ("PersistentVolume.spec.claimRef", "namespace", "default"),
+    (
+        "Ingress.spec.rules.http.paths",
+        "pathType",
+        "ImplementationSpecific",
+    ),
+];
 
 /// The configuration as Terraform's provider plans it: each of [`TERRAFORM_DEFAULTS`] filled
 /// in where its block is configured and the field is not, so that the plan shows what apply
@@ -841,14 +858,14 @@ fn fill_terraform_defaults(kind: &Kind, typed: &mut Value) {
         let Some((f, ty)) = fields.iter().find(|(f, _)| f == segment) else {
             return;
         };
-        let (F::Obj(inner) | F::Inline(inner)) = ty else {
+        let (F::Obj(inner) | F::Inline(inner) | F::Objs(inner)) = ty else {
             return;
         };
         let name = name_of(holder, f, ty);
-        if let Some(Value::List(mut blocks)) = attribute(typed, &name).cloned()
-            && let Some(block) = blocks.first_mut()
-        {
-            fill(&below(holder, f), inner, block, rest, field, value);
+        if let Some(Value::List(mut blocks)) = attribute(typed, &name).cloned() {
+            for block in &mut blocks {
+                fill(&below(holder, f), inner, block, rest, field, value);
+            }
             set(typed, &name, Value::List(blocks));
         }
     }
@@ -1129,11 +1146,17 @@ fn wait_block(kind: &Kind, typed: &Value) -> Value {
     let Some((argument, what)) = kind.waits else {
         return Value::Null;
     };
-    if attribute(typed, argument).and_then(Value::as_bool) == Some(false) {
+    let asked = attribute(typed, argument).and_then(Value::as_bool);
+    let waits = if what == Await::LoadBalancerWhenAsked {
+        asked == Some(true)
+    } else {
+        asked != Some(false)
+    };
+    if !waits {
         return Value::Null;
     }
     let condition = match what {
-        Await::Rollout => Vec::new(),
+        Await::Rollout | Await::LoadBalancerWhenAsked => Vec::new(),
         Await::Completion => vec![Value::Object(
             [
                 ("type".to_owned(), Value::string("Complete")),
@@ -1145,7 +1168,7 @@ fn wait_block(kind: &Kind, typed: &Value) -> Value {
     };
     Value::Object(
         [
-            ("rollout", Value::Bool(what == Await::Rollout)),
+            ("rollout", Value::Bool(what != Await::Completion)),
             ("fields", Value::Null),
             ("timeout", Value::Null),
             ("condition", Value::List(condition)),

@@ -1417,10 +1417,28 @@ pub(crate) const CORE_V1_WINDOWS_SECURITY_CONTEXT_OPTIONS: &[(&str, F)] = &[
     ("runAsUserName", F::Str),
 ];
 
+/// io.k8s.api.networking.v1.HTTPIngressPath
+pub(crate) const NETWORKING_V1_HTTP_INGRESS_PATH: &[(&str, F)] = &[
+    ("backend", F::Obj(NETWORKING_V1_INGRESS_BACKEND)),
+    ("path", F::Str),
+    ("pathType", F::Str),
+];
+
+/// io.k8s.api.networking.v1.HTTPIngressRuleValue
+pub(crate) const NETWORKING_V1_HTTP_INGRESS_RULE_VALUE: &[(&str, F)] = &[
+    ("paths", F::Objs(NETWORKING_V1_HTTP_INGRESS_PATH)),
+];
+
 /// io.k8s.api.networking.v1.IPBlock
 pub(crate) const NETWORKING_V1_IP_BLOCK: &[(&str, F)] = &[
     ("cidr", F::Str),
     ("except", F::List),
+];
+
+/// io.k8s.api.networking.v1.IngressBackend
+pub(crate) const NETWORKING_V1_INGRESS_BACKEND: &[(&str, F)] = &[
+    ("resource", F::Obj(CORE_V1_TYPED_LOCAL_OBJECT_REFERENCE)),
+    ("service", F::Obj(NETWORKING_V1_INGRESS_SERVICE_BACKEND)),
 ];
 
 /// io.k8s.api.networking.v1.IngressClassParametersReference
@@ -1436,6 +1454,32 @@ pub(crate) const NETWORKING_V1_INGRESS_CLASS_PARAMETERS_REFERENCE: &[(&str, F)] 
 pub(crate) const NETWORKING_V1_INGRESS_CLASS_SPEC: &[(&str, F)] = &[
     ("controller", F::Str),
     ("parameters", F::Obj(NETWORKING_V1_INGRESS_CLASS_PARAMETERS_REFERENCE)),
+];
+
+/// io.k8s.api.networking.v1.IngressRule
+pub(crate) const NETWORKING_V1_INGRESS_RULE: &[(&str, F)] = &[
+    ("host", F::Str),
+    ("http", F::Obj(NETWORKING_V1_HTTP_INGRESS_RULE_VALUE)),
+];
+
+/// io.k8s.api.networking.v1.IngressServiceBackend
+pub(crate) const NETWORKING_V1_INGRESS_SERVICE_BACKEND: &[(&str, F)] = &[
+    ("name", F::Str),
+    ("port", F::Obj(NETWORKING_V1_SERVICE_BACKEND_PORT)),
+];
+
+/// io.k8s.api.networking.v1.IngressSpec
+pub(crate) const NETWORKING_V1_INGRESS_SPEC: &[(&str, F)] = &[
+    ("defaultBackend", F::Obj(NETWORKING_V1_INGRESS_BACKEND)),
+    ("ingressClassName", F::Str),
+    ("rules", F::Objs(NETWORKING_V1_INGRESS_RULE)),
+    ("tls", F::Objs(NETWORKING_V1_INGRESS_TLS)),
+];
+
+/// io.k8s.api.networking.v1.IngressTLS
+pub(crate) const NETWORKING_V1_INGRESS_TLS: &[(&str, F)] = &[
+    ("hosts", F::List),
+    ("secretName", F::Str),
 ];
 
 /// io.k8s.api.networking.v1.NetworkPolicyEgressRule
@@ -1470,6 +1514,12 @@ pub(crate) const NETWORKING_V1_NETWORK_POLICY_SPEC: &[(&str, F)] = &[
     ("ingress", F::Objs(NETWORKING_V1_NETWORK_POLICY_INGRESS_RULE)),
     ("podSelector", F::Obj(APIS_META_V1_LABEL_SELECTOR)),
     ("policyTypes", F::List),
+];
+
+/// io.k8s.api.networking.v1.ServiceBackendPort
+pub(crate) const NETWORKING_V1_SERVICE_BACKEND_PORT: &[(&str, F)] = &[
+    ("name", F::Str),
+    ("number", F::Num),
 ];
 
 /// io.k8s.api.policy.v1.PodDisruptionBudgetSpec

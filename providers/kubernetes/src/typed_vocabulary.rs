@@ -48,7 +48,8 @@ pub(crate) struct Kind {
     /// Arguments of Terraform's schema gpustack refuses, with the reason (their type: bool).
     pub refused: &'static [(&'static str, &'static str)],
     /// The provider's argument that waits after apply (`wait_for_rollout`), true unless set
-    /// false as in Terraform, and what it waits for; kinds that wait also honour `timeouts`.
+    /// false as in Terraform (false unless set, for [`Await::LoadBalancerWhenAsked`]), and
+    /// what it waits for; kinds that wait also honour `timeouts`.
     pub waits: Option<(&'static str, Await)>,
 }
 
@@ -60,6 +61,9 @@ pub(crate) enum Await {
     Rollout,
     /// A Job's `Complete` condition.
     Completion,
+    /// An Ingress's load balancer, waited for only when asked (`wait_for_load_balancer =
+    /// true`): Terraform's provider does not wait by default.
+    LoadBalancerWhenAsked,
 }
 
 /// The metadata of an object a kind embeds (a pod template, a job template, a claim template):

@@ -131,9 +131,16 @@ impl Wait {
 }
 
 /// Why a Deployment, DaemonSet or StatefulSet has not rolled out yet, or a LoadBalancer
-/// Service has no ingress yet (what Terraform's `wait_for_load_balancer` waits for); `None`
-/// once it has.
+/// Service or an Ingress has no load balancer yet (what Terraform's `wait_for_load_balancer`
+/// waits for); `None` once it has.
 fn rollout_pending(object: &Json) -> Option<String> {
+    if object.get("kind").and_then(Json::as_str) == Some("Ingress") {
+        let balanced = object
+            .pointer("/status/loadBalancer/ingress")
+            .and_then(Json::as_array)
+            .is_some_and(|i| !i.is_empty());
+        return (!balanced).then(|| "the ingress has no load balancer yet".to_owned());
+    }
     if object.get("kind").and_then(Json::as_str) == Some("Service") {
         let balanced = object.pointer("/spec/type").and_then(Json::as_str) != Some("LoadBalancer")
             || object

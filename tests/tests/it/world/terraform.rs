@@ -2255,7 +2255,8 @@ resource "helm_release" "tiny" {{
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
-/// Terraform's typed network policy, ingress class, autoscalers (v1, and v2 on a DCGM metric), CSI
+/// Terraform's typed network policy, ingress (a path's type defaulted as Terraform's provider
+/// does) and ingress class, autoscalers (v1, and v2 on a DCGM metric), CSI
 /// driver, admission webhooks (a CA bundle as text), persistent volumes (their source in
 /// Terraform's `persistent_volume_source` block) and runtime class, as its provider's schema spells them (a rule's `ports` stays plural, an
 /// autoscaler's `metric` and `policy` are singular), apply as the objects they describe;
@@ -2519,6 +2520,44 @@ resource "kubernetes_persistent_volume" "scratch" {{
   }}
 }}
 
+resource "kubernetes_ingress_v1" "inference" {{
+  metadata {{
+    name      = "inference"
+    namespace = "{ns}"
+  }}
+  spec {{
+    ingress_class_name = "internal-{id}"
+    default_backend {{
+      service {{
+        name = "inference"
+        port {{
+          number = 8000
+        }}
+      }}
+    }}
+    rule {{
+      host = "inference.example.com"
+      http {{
+        path {{
+          path = "/v1"
+          backend {{
+            service {{
+              name = "inference"
+              port {{
+                name = "http"
+              }}
+            }}
+          }}
+        }}
+      }}
+    }}
+    tls {{
+      hosts       = ["inference.example.com"]
+      secret_name = "inference-tls"
+    }}
+  }}
+}}
+
 resource "kubernetes_runtime_class_v1" "nvidia" {{
   metadata {{
     name = "nvidia-{id}"
@@ -2637,6 +2676,20 @@ resource "kubernetes_runtime_class_v1" "nvidia" {{
     ]);
     // A claim named without a namespace is in `default`, as Terraform's provider sends it.
     assert_eq!(scratch.trim(), "/mnt/scratch Retain default");
+    let ingress = cluster.kubectl_ok(&[
+        "get",
+        "ingress",
+        "inference",
+        "-n",
+        &namespace.name,
+        "-o",
+        "jsonpath={.spec.rules[0].http.paths[0].pathType} {.spec.rules[0].http.paths[0].backend.service.port.name} {.spec.defaultBackend.service.port.number} {.spec.tls[0].secretName}",
+    ]);
+    // A path without path_type is ImplementationSpecific, as Terraform's provider sends it.
+    assert_eq!(
+        ingress.trim(),
+        "ImplementationSpecific http 8000 inference-tls"
+    );
     let runtime = cluster.kubectl_ok(&[
         "get",
         "runtimeclass",
