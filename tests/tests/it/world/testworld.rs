@@ -653,7 +653,18 @@ fn mig_manager_pauses_the_operands_and_kills_a_gpu_pod_left_on_the_node() {
     // The operands go, and with the device plugin the node's healthy GPUs.
     c.eventually(60, || operand_pods(c, node), |p| p.trim().is_empty());
     c.eventually(10, || allocatable(c, node, "nvidia.com/gpu"), |v| v == "0");
-    c.eventually(60, || c.pod_phase("tw-mig-victim"), |p| p == "Failed");
+    // With what the simulator recorded beside the phase, should it not come.
+    c.eventually(
+        120,
+        || {
+            (
+                c.pod_phase("tw-mig-victim"),
+                annotation(c, node, "gpusim.gpustack.dev/killed-pods"),
+                label(c, node, "nvidia.com/mig.config.state"),
+            )
+        },
+        |(phase, _, _)| phase == "Failed",
+    );
     let reason = c.kubectl_ok(&[
         "get",
         "pod",
