@@ -437,6 +437,15 @@ fn installs_chart(planned: &Value, name: &str) -> bool {
     })
 }
 
+/// The release's repository credentials and the helm flags that pass them.
+const REPOSITORY_FLAGS: &[(&str, &str)] = &[
+    ("repository_username", "--username"),
+    ("repository_password", "--password"),
+    ("repository_key_file", "--key-file"),
+    ("repository_cert_file", "--cert-file"),
+    ("repository_ca_file", "--ca-file"),
+];
+
 /// A release of NVIDIA's GPU Operator chart: its values are the ClusterPolicy's settings, for
 /// the GPU model (the chart renders `cluster-policy` from them).
 fn is_operator_chart(planned: &Value) -> bool {
@@ -886,17 +895,12 @@ impl HelmCli {
                 args.push(flag.into());
             }
         }
-        for (name, flag) in [
-            ("keyring", "--keyring"),
-            ("description", "--description"),
-            ("repository_username", "--username"),
-            ("repository_password", "--password"),
-            ("repository_key_file", "--key-file"),
-            ("repository_cert_file", "--cert-file"),
-            ("repository_ca_file", "--ca-file"),
-        ] {
+        for (name, flag) in [("keyring", "--keyring"), ("description", "--description")]
+            .iter()
+            .chain(REPOSITORY_FLAGS)
+        {
             if let Some(value) = text(planned, name) {
-                args.extend([flag.into(), value.into()]);
+                args.extend([(*flag).into(), value.into()]);
             }
         }
         if let Some(max) = attribute(planned, "max_history").and_then(Value::as_number) {
@@ -1040,15 +1044,9 @@ impl HelmCli {
         if let Some(repository) = repository {
             args.extend(["--repo".into(), repository.into()]);
         }
-        for (name, flag) in [
-            ("repository_username", "--username"),
-            ("repository_password", "--password"),
-            ("repository_key_file", "--key-file"),
-            ("repository_cert_file", "--cert-file"),
-            ("repository_ca_file", "--ca-file"),
-        ] {
+        for (name, flag) in REPOSITORY_FLAGS {
             if let Some(value) = text(planned, name) {
-                args.extend([flag.into(), value.into()]);
+                args.extend([(*flag).into(), value.into()]);
             }
         }
         let answer = tokio::time::timeout(std::time::Duration::from_secs(30), self.run(&args))

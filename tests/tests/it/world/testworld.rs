@@ -605,6 +605,11 @@ pub(super) static DRA_BESIDE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
 fn mig_manager_pauses_the_operands_and_kills_a_gpu_pod_left_on_the_node() {
+    // MIG Manager acts on the shared ClusterPolicy's settings, which the operator tests change:
+    // it runs apart from them (their lock first, as the DRA tests take both).
+    let _operator = super::e2e::OPERATOR
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let _alone = DRA_BESIDE.lock().unwrap_or_else(|e| e.into_inner());
     let c = world();
     let node = "tw-mig-kill";
