@@ -42,6 +42,20 @@ pub fn is_gpu_config(data: &BTreeMap<String, String>) -> bool {
     })
 }
 
+/// The Helm release (`namespace/name`) an object's `meta.helm.sh` annotations name, if any.
+fn helm_release(annotation: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let name = annotation("meta.helm.sh/release-name")?;
+    let namespace = annotation("meta.helm.sh/release-namespace").unwrap_or_default();
+    Some(format!("{namespace}/{name}"))
+}
+
+/// An object's annotation, by key.
+fn meta_annotation(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> impl Fn(&str) -> Option<String> + '_ {
+    |key| meta.annotations.as_ref()?.get(key).cloned()
+}
+
 fn nvidia_quantities(node: &Node) -> BTreeMap<String, f64> {
     node.status
         .as_ref()
@@ -76,10 +90,7 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
             .and_then(Json::as_str)
             .map(str::to_owned)
     };
-    let policy_release = annotation("meta.helm.sh/release-name").map(|name| {
-        let namespace = annotation("meta.helm.sh/release-namespace").unwrap_or_default();
-        format!("{namespace}/{name}")
-    });
+    let policy_release = helm_release(annotation);
     let operator_namespace = policy
         .as_ref()
         .and_then(|p| p.pointer("/status/namespace"))
@@ -185,23 +196,8 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
             .into_iter()
             .filter_map(|class| {
                 if class.metadata.name.as_deref() == Some(DRA_DRIVER) {
-                    let annotation = |key: &str| {
-                        class
-                            .metadata
-                            .annotations
-                            .as_ref()
-                            .and_then(|a| a.get(key))
-                            .cloned()
-                    };
-                    dra_driver_release = Some(
-                        match (
-                            annotation("meta.helm.sh/release-namespace"),
-                            annotation("meta.helm.sh/release-name"),
-                        ) {
-                            (Some(namespace), Some(name)) => format!("{namespace}/{name}"),
-                            _ => String::new(),
-                        },
-                    );
+                    dra_driver_release =
+                        Some(helm_release(meta_annotation(&class.metadata)).unwrap_or_default());
                 }
                 Some((class.metadata.name?, serde_json::to_value(class.spec).ok()?))
             })
@@ -221,24 +217,13 @@ pub async fn cluster_fact(cluster: &Cluster) -> Result<ClusterFact, kube::Error>
             .items
             .iter()
             .map(|ds| {
-                let annotation = |key: &str| {
-                    ds.metadata
-                        .annotations
-                        .as_ref()
-                        .and_then(|a| a.get(key))
-                        .cloned()
-                };
-                let namespace = ds.metadata.namespace.clone().unwrap_or_default();
-                match annotation("meta.helm.sh/release-name") {
-                    Some(release) => format!(
-                        "{}/{release}",
-                        annotation("meta.helm.sh/release-namespace").unwrap_or(namespace)
-                    ),
-                    None => format!(
-                        "{namespace}/{}",
+                helm_release(meta_annotation(&ds.metadata)).unwrap_or_else(|| {
+                    format!(
+                        "{}/{}",
+                        ds.metadata.namespace.clone().unwrap_or_default(),
                         ds.metadata.name.clone().unwrap_or_default()
-                    ),
-                }
+                    )
+                })
             })
             .collect(),
         Err(e) => {

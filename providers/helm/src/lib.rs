@@ -437,6 +437,23 @@ fn installs_chart(planned: &Value, name: &str) -> bool {
     })
 }
 
+/// The release as Helm names it: `namespace/name`.
+fn release_of(planned: &Value) -> String {
+    format!(
+        "{}/{}",
+        namespace_of(planned),
+        text(planned, "name").unwrap_or_default()
+    )
+}
+
+/// The live cluster among a plan's GPU facts, if it was read.
+fn live_cluster(facts: &[gpustack_protocol::GpuFact]) -> Option<&gpustack_protocol::ClusterFact> {
+    facts.iter().find_map(|f| match f {
+        gpustack_protocol::GpuFact::Cluster(c) => Some(c),
+        _ => None,
+    })
+}
+
 /// The release's repository credentials and the helm flags that pass them.
 const REPOSITORY_FLAGS: &[(&str, &str)] = &[
     ("repository_username", "--username"),
@@ -456,16 +473,9 @@ fn is_operator_chart(planned: &Value) -> bool {
 /// release (or not by Helm): helm refuses the ClusterPolicy and the other cluster-scoped
 /// objects the other owns, and two operators would fight over the nodes.
 fn second_operator(planned: &Value, facts: &[gpustack_protocol::GpuFact]) -> Option<Diagnostic> {
-    let cluster = facts.iter().find_map(|f| match f {
-        gpustack_protocol::GpuFact::Cluster(c) => Some(c),
-        _ => None,
-    })?;
+    let cluster = live_cluster(facts)?;
     cluster.policy.as_ref()?;
-    let this = format!(
-        "{}/{}",
-        namespace_of(planned),
-        text(planned, "name").unwrap_or_default()
-    );
+    let this = release_of(planned);
     if cluster.policy_release.as_deref() == Some(this.as_str()) {
         return None;
     }
@@ -497,16 +507,9 @@ fn second_operator(planned: &Value, facts: &[gpustack_protocol::GpuFact]) -> Opt
 /// other's cluster-scoped objects (DeviceClasses, ClusterRoles), and two drivers would publish
 /// the same GPUs twice.
 fn second_dra_driver(planned: &Value, facts: &[gpustack_protocol::GpuFact]) -> Option<Diagnostic> {
-    let cluster = facts.iter().find_map(|f| match f {
-        gpustack_protocol::GpuFact::Cluster(c) => Some(c),
-        _ => None,
-    })?;
+    let cluster = live_cluster(facts)?;
     let owner = cluster.dra_driver_release.as_deref()?;
-    let this = format!(
-        "{}/{}",
-        namespace_of(planned),
-        text(planned, "name").unwrap_or_default()
-    );
+    let this = release_of(planned);
     if owner == this {
         return None;
     }
@@ -532,10 +535,7 @@ fn second_device_plugin(
     planned: &Value,
     facts: &[gpustack_protocol::GpuFact],
 ) -> Option<Diagnostic> {
-    let cluster = facts.iter().find_map(|f| match f {
-        gpustack_protocol::GpuFact::Cluster(c) => Some(c),
-        _ => None,
-    })?;
+    let cluster = live_cluster(facts)?;
     let values = values_of(planned);
     if !values.is_wholly_known() {
         return None;
@@ -549,11 +549,7 @@ fn second_device_plugin(
     if placed {
         return None;
     }
-    let this = format!(
-        "{}/{}",
-        namespace_of(planned),
-        text(planned, "name").unwrap_or_default()
-    );
+    let this = release_of(planned);
     let operator_plugin = cluster.policy.as_ref().is_some_and(|spec| {
         spec.pointer("/devicePlugin/enabled")
             .and_then(Json::as_bool)
@@ -606,11 +602,7 @@ fn chart_fact(planned: &Value, prior: Option<&Value>) -> Option<gpustack_protoco
         return Some(gpustack_protocol::GpuFact::DraDriver(
             gpustack_protocol::DraDriverFact {
                 source: gpustack_protocol::DraDriverSource::Chart,
-                release: format!(
-                    "{}/{}",
-                    namespace_of(planned),
-                    text(planned, "name").unwrap_or_default()
-                ),
+                release: release_of(planned),
                 values: Some(values.to_json()),
                 values_before: prior
                     .and_then(|p| attribute(p, "values"))
@@ -1554,28 +1546,24 @@ impl Provider for HelmCli {
         {
             diagnostics.push(Diagnostic::error("Chart lint failed", findings));
         }
-        if prior.is_none() && !request.for_apply && is_dra_driver_chart(&planned) {
-            if gpu_facts.is_empty() {
+        // A second operator, DRA driver or device plugin: checked at an install, on the
+        // cluster as the plan read it, or read for the check alone (values not known yet).
+        type SecondInstall = fn(&Value, &[gpustack_protocol::GpuFact]) -> Option<Diagnostic>;
+        let second: [(fn(&Value) -> bool, SecondInstall); 3] = [
+            (is_operator_chart, second_operator),
+            (is_dra_driver_chart, second_dra_driver),
+            (is_device_plugin_chart, second_device_plugin),
+        ];
+        if prior.is_none()
+            && !request.for_apply
+            && let Some((_, check)) = second.iter().find(|(installs, _)| installs(&planned))
+        {
+            if live_cluster(&gpu_facts).is_some() {
+                diagnostics.extend(check(&planned, &gpu_facts));
+            } else {
                 let mut cluster = Vec::new();
                 self.push_cluster(&mut cluster, &mut diagnostics).await;
-                diagnostics.extend(second_dra_driver(&planned, &cluster));
-            } else {
-                diagnostics.extend(second_dra_driver(&planned, &gpu_facts));
-            }
-        }
-        if prior.is_none() && !request.for_apply && is_device_plugin_chart(&planned) {
-            let mut cluster = Vec::new();
-            self.push_cluster(&mut cluster, &mut diagnostics).await;
-            diagnostics.extend(second_device_plugin(&planned, &cluster));
-        }
-        if prior.is_none() && !request.for_apply && is_operator_chart(&planned) {
-            if gpu_facts.is_empty() {
-                // The values are not known yet: the cluster is read for this check alone.
-                let mut cluster = Vec::new();
-                self.push_cluster(&mut cluster, &mut diagnostics).await;
-                diagnostics.extend(second_operator(&planned, &cluster));
-            } else {
-                diagnostics.extend(second_operator(&planned, &gpu_facts));
+                diagnostics.extend(check(&planned, &cluster));
             }
         }
         // An install, or a replacement (another name or namespace).
