@@ -580,9 +580,11 @@ impl Backend for KubernetesBackend {
                     ));
                     let (leases, name, id) =
                         (self.leases.clone(), self.lease_name(), info.id.clone());
-                    return Ok(LockGuard::new(Box::pin(release(leases, name, id)))
-                        .renewing(renewal, fence)
-                        .with_notice(notice));
+                    return Ok(LockGuard::new(Box::pin(async move {
+                        release(leases, name, id).await.map_err(BoxError::from)
+                    }))
+                    .renewing(renewal, fence)
+                    .with_notice(notice));
                 }
                 // Someone else created, changed or removed the Lease between our read and
                 // write: look again.
@@ -719,12 +721,12 @@ async fn renew(leases: Api<Lease>, name: String, id: String) -> Renewal {
 /// run that may only `get` and `update` it by name (a drift Job's service account; `create`
 /// cannot be limited to a name) takes it as well. The write carries the resourceVersion read:
 /// a conflicting change is looked at again.
-async fn release(leases: Api<Lease>, name: String, id: String) -> Result<(), String> {
+async fn release(leases: Api<Lease>, name: String, id: String) -> Result<(), ReleaseLockError> {
     for _ in 0..3 {
         let mut lease = match leases.get_opt(&name).await {
             Ok(Some(lease)) => lease,
             Ok(None) => return Ok(()),
-            Err(e) => return Err(format!("Lease {name}: {e}")),
+            Err(source) => return Err(ReleaseLockError::Api { name, source }),
         };
         if holder(&lease) != Some(id.as_str()) {
             return Ok(());
@@ -741,8 +743,21 @@ async fn release(leases: Api<Lease>, name: String, id: String) -> Result<(), Str
             Ok(_) => return Ok(()),
             Err(e) if is_status(&e, 409) => continue,
             Err(e) if is_status(&e, 404) => return Ok(()),
-            Err(e) => return Err(format!("Lease {name}: {e}")),
+            Err(source) => return Err(ReleaseLockError::Api { name, source }),
         }
     }
-    Err(format!("Lease {name} kept changing"))
+    Err(ReleaseLockError::KeptChanging { name })
+}
+
+/// Why the lock's Lease could not be given up.
+#[derive(Debug, thiserror::Error)]
+enum ReleaseLockError {
+    #[error("Lease {name}")]
+    Api {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("Lease {name} kept changing")]
+    KeptChanging { name: String },
 }

@@ -15,7 +15,7 @@ pub mod s3;
 pub mod terraform_state;
 
 use gpustack_state::encryption::{
-    EncryptionConfig, EncryptionError, Encryptions, KeyProvider, KeyProviderConfig,
+    EncryptionConfig, EncryptionError, Encryptions, KeyProviderConfig,
 };
 use gpustack_state::{Backend, BackendConfig, Encryption, LocalBackend, StateError};
 use std::path::Path;
@@ -110,13 +110,18 @@ pub async fn workspaces(
     Ok(found)
 }
 
+/// A key provider kind this build makes none of.
+#[derive(Debug, thiserror::Error)]
+#[error("no key provider of kind {kind}")]
+struct UnknownKeyProvider {
+    kind: &'static str,
+}
+
 /// The encryption of states and plans an `encryption` block configures, with the key
 /// providers that reach a network (AWS KMS) made here.
 pub fn encryptions(config: &EncryptionConfig) -> Result<Encryptions, EncryptionError> {
     Encryptions::new(config, &|_, provider| match provider {
-        KeyProviderConfig::AwsKms(kms) => kms::KmsProvider::new(kms.clone())
-            .map(|p| Arc::new(p) as Arc<dyn KeyProvider>)
-            .map_err(|e| e.to_string()),
-        other => Err(format!("no key provider of kind {}", other.kind())),
+        KeyProviderConfig::AwsKms(kms) => Ok(Arc::new(kms::KmsProvider::new(kms.clone())?)),
+        other => Err(Box::new(UnknownKeyProvider { kind: other.kind() })),
     })
 }

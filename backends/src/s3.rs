@@ -163,7 +163,9 @@ impl S3Backend {
             info.id.clone(),
         );
         LockGuard::new(Box::pin(async move {
-            release(&client, &bucket, &key, &id).await
+            release(&client, &bucket, &key, &id)
+                .await
+                .map_err(BoxError::from)
         }))
         .renewing(renewal, fence)
         .with_notice(notice)
@@ -513,6 +515,33 @@ async fn put_lock(
     request.send().await.map(|o| o.e_tag().map(str::to_owned))
 }
 
+/// The largest object read (a state, a note, a lock record): as the largest state file read
+/// from disk, so that an object of any size never takes more memory than that.
+const MAX_OBJECT_BYTES: u64 = 1 << 30;
+
+/// An object's body, bounded by its declared length and again while it is read (a length can
+/// be missing or wrong).
+async fn read_body(
+    mut body: ByteStream,
+    declared_length: Option<i64>,
+) -> Result<Vec<u8>, BoxError> {
+    let too_large = || -> BoxError {
+        format!("the object is larger than {} MiB", MAX_OBJECT_BYTES >> 20).into()
+    };
+    let declared = declared_length.and_then(|n| u64::try_from(n).ok());
+    if declared.is_some_and(|n| n > MAX_OBJECT_BYTES) {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(declared.unwrap_or(0)).unwrap_or(0));
+    while let Some(chunk) = body.try_next().await? {
+        if (bytes.len() + chunk.len()) as u64 > MAX_OBJECT_BYTES {
+            return Err(too_large());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
 /// An object's bytes and ETag; `None` when it does not exist.
 async fn get_object(
     client: &Client,
@@ -522,7 +551,8 @@ async fn get_object(
     match client.get_object().bucket(bucket).key(key).send().await {
         Ok(output) => {
             let etag = output.e_tag().map(str::to_owned);
-            let bytes = output.body.collect().await?.into_bytes().to_vec();
+            let length = output.content_length();
+            let bytes = read_body(output.body, length).await?;
             Ok(Some((bytes, etag)))
         }
         Err(e)
@@ -594,25 +624,25 @@ async fn renew(
 }
 
 /// Deletes the lock only while it is still ours; a conflicting change is looked at again.
-async fn release(client: &Client, bucket: &str, key: &str, id: &str) -> Result<(), String> {
+async fn release(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+    id: &str,
+) -> Result<(), ReleaseLockError> {
+    let failed = |source: BoxError| ReleaseLockError::Failed {
+        object: format!("s3://{bucket}/{key}"),
+        source,
+    };
     for _ in 0..3 {
         let output = match client.get_object().bucket(bucket).key(key).send().await {
             Ok(output) => output,
             Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(()),
-            Err(e) => {
-                return Err(format!(
-                    "s3://{bucket}/{key}: {}",
-                    gpustack_protocol::error_chain(&e)
-                ));
-            }
+            Err(e) => return Err(failed(Box::new(e))),
         };
         let etag = output.e_tag().map(str::to_owned);
-        let bytes = output
-            .body
-            .collect()
-            .await
-            .map_err(|e| format!("s3://{bucket}/{key}: {e}"))?
-            .into_bytes();
+        let length = output.content_length();
+        let bytes = read_body(output.body, length).await.map_err(failed)?;
         let ours = serde_json::from_slice::<LockRecord>(&bytes).is_ok_and(|r| r.info.id == id);
         if !ours {
             return Ok(());
@@ -625,13 +655,23 @@ async fn release(client: &Client, bucket: &str, key: &str, id: &str) -> Result<(
             Ok(_) => return Ok(()),
             Err(e) if matches!(http_status(&e), Some(412)) => continue,
             Err(e) if matches!(http_status(&e), Some(404)) => return Ok(()),
-            Err(e) => {
-                return Err(format!(
-                    "s3://{bucket}/{key}: {}",
-                    gpustack_protocol::error_chain(&e)
-                ));
-            }
+            Err(e) => return Err(failed(Box::new(e))),
         }
     }
-    Err(format!("s3://{bucket}/{key} kept changing"))
+    Err(ReleaseLockError::KeptChanging {
+        object: format!("s3://{bucket}/{key}"),
+    })
+}
+
+/// Why the lock object could not be given up.
+#[derive(Debug, thiserror::Error)]
+enum ReleaseLockError {
+    #[error("{object}")]
+    Failed {
+        object: String,
+        #[source]
+        source: BoxError,
+    },
+    #[error("{object} kept changing")]
+    KeptChanging { object: String },
 }

@@ -83,8 +83,12 @@ struct ServerChains;
 #[cfg(feature = "local")]
 #[async_trait::async_trait]
 impl gpustack_provider_local::tls::ChainReader for ServerChains {
-    async fn chain(&self, url: &str, verify: bool) -> Result<Vec<Vec<u8>>, String> {
-        gpustack_provider_http::chain::peer_certificates(url, verify).await
+    async fn chain(
+        &self,
+        url: &str,
+        verify: bool,
+    ) -> Result<Vec<Vec<u8>>, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(gpustack_provider_http::chain::peer_certificates(url, verify).await?)
     }
 }
 
@@ -99,7 +103,7 @@ impl gpustack_provider_local::terraform::StateReader for TerraformStates {
     async fn read(
         &self,
         location: &gpustack_provider_local::terraform::RemoteState,
-    ) -> Result<Option<Vec<u8>>, String> {
+    ) -> Result<Option<Vec<u8>>, Box<dyn std::error::Error + Send + Sync>> {
         use gpustack_backends::terraform_state::{read_kubernetes, read_s3};
         use gpustack_provider_local::terraform::RemoteState;
         let read = match location {
@@ -144,7 +148,7 @@ impl gpustack_provider_local::terraform::StateReader for TerraformStates {
                 .await
             }
         };
-        read.map_err(|e| gpustack_protocol::error_chain(&e))
+        Ok(read?)
     }
 }
 

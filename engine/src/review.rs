@@ -18,6 +18,10 @@ use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+/// The largest JSON plan `gpustack review` reads, as the largest plan file the CLI reads: far
+/// above a 10,000-resource plan.
+pub const MAX_PLAN_BYTES: u64 = 1 << 30;
+
 /// Why a file is not a plan `gpustack review` reads.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadPlanError {
@@ -25,13 +29,19 @@ pub enum ReadPlanError {
     Read {
         path: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: gpustack_fs::ReadError,
     },
     #[error("{} is not a JSON plan", path.display())]
     NotJson {
         path: PathBuf,
         #[source]
         source: serde_json::Error,
+    },
+    #[error("{} is not a JSON plan: the field {field} {message}", path.display())]
+    Shape {
+        path: PathBuf,
+        field: String,
+        message: String,
     },
     #[error(
         "{} is a binary plan file: review reads its JSON form, `terraform show -json {}`",
@@ -176,6 +186,33 @@ fn parse(raw: Option<&RawValue>) -> Json {
 }
 
 /// Refuses a saved binary plan (a zip archive) by name rather than as malformed JSON.
+/// The plan in `bytes`; a field of the wrong shape is named by its path in the document.
+fn parse_plan<'a>(path: &Path, bytes: &'a [u8]) -> Result<JsonPlan<'a>, ReadPlanError> {
+    let not_json = |source| ReadPlanError::NotJson {
+        path: path.to_owned(),
+        source,
+    };
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let plan = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        let field = e.path().to_string();
+        let source = e.into_inner();
+        if !source.is_data() {
+            return not_json(source);
+        }
+        ReadPlanError::Shape {
+            path: path.to_owned(),
+            field: if field == "." {
+                "(the document)".to_owned()
+            } else {
+                field
+            },
+            message: source.to_string().replace("invalid type: ", "is "),
+        }
+    })?;
+    deserializer.end().map_err(not_json)?;
+    Ok(plan)
+}
+
 fn refuse_binary(path: &Path, bytes: &[u8]) -> Result<(), ReadPlanError> {
     if bytes.starts_with(b"PK") {
         return Err(ReadPlanError::Binary {
@@ -239,18 +276,15 @@ pub fn review(
     registry: &Registry,
     path: &Path,
     config: Option<&Path>,
-    cluster: Option<Result<ClusterFact, String>>,
+    cluster: Option<Result<ClusterFact, Box<dyn std::error::Error + Send + Sync>>>,
 ) -> Result<Review, ReadPlanError> {
-    let bytes = std::fs::read(path).map_err(|source| ReadPlanError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    refuse_binary(path, &bytes)?;
-    let plan: JsonPlan<'_> =
-        serde_json::from_slice(&bytes).map_err(|source| ReadPlanError::NotJson {
+    let bytes =
+        gpustack_fs::read_bounded(path, MAX_PLAN_BYTES).map_err(|source| ReadPlanError::Read {
             path: path.to_owned(),
             source,
         })?;
+    refuse_binary(path, &bytes)?;
+    let plan = parse_plan(path, &bytes)?;
     let version = plan.format_version.clone().unwrap_or_default();
     if !version.starts_with("1.") {
         return Err(ReadPlanError::Format {
@@ -346,7 +380,10 @@ pub fn review(
         Some(Err(why)) => diags.push(gpustack_lang::diag::Diag::warning(
             None,
             "The live cluster was not read",
-            format!("Without it, the review cannot list the live nodes and GPU pods these changes touch: {why}"),
+            format!(
+                "Without it, the review cannot list the live nodes and GPU pods these changes touch: {}",
+                gpustack_protocol::error_chain(&*why)
+            ),
         )),
         _ => {}
     }
@@ -449,6 +486,38 @@ mod tests {
             block_address("aws_eks_node_group.g"),
             "aws_eks_node_group.g"
         );
+    }
+
+    #[test]
+    fn a_plan_field_of_the_wrong_shape_is_named_by_its_path() {
+        let plan = br#"{"format_version":"1.2","resource_changes":[{"address":"a.b","type":5,"change":{"actions":[]}}]}"#;
+        let err = parse_plan(Path::new("odd.json"), plan)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.starts_with("odd.json is not a JSON plan: the field resource_changes[0].type is integer `5`, expected a string"),
+            "{err}"
+        );
+        let err = parse_plan(Path::new("odd.json"), br#"{"resource_changes":{}}"#)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("the field resource_changes is map, expected a sequence"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_plan_that_is_not_json_is_refused_with_where_it_stops() {
+        for text in [
+            &br#"{"format_version":"1.2","resource_changes":["#[..],
+            b"{} x",
+        ] {
+            let err = parse_plan(Path::new("broken.json"), text).err().unwrap();
+            assert!(matches!(err, ReadPlanError::NotJson { .. }), "{err}");
+        }
     }
 
     #[test]

@@ -24,6 +24,8 @@ fn stack_dir() -> &'static PathBuf {
 }
 
 fuzz_target!(|data: &[u8]| {
+    // Each input is a run of its own: the values earlier inputs built are gone.
+    gpustack_lang::expr::eval::start_run();
     let dir = stack_dir();
     let mut parts = data.splitn(3, |b| *b == 0);
     let files = ["main.hcl", "t.tpl", "m/main.hcl"];
@@ -37,11 +39,16 @@ fuzz_target!(|data: &[u8]| {
     if std::env::set_current_dir(dir).is_err() {
         return;
     }
-    // The providers without an SDK: the engine and this target compile without any.
+    // The providers whose validation needs no cluster, the kubernetes, kubectl and helm
+    // ones' decoding of manifests, bodies and values included.
     let registry = gpustack_protocol::Registry::new(vec![
         gpustack_provider_local::provider(),
         gpustack_provider_local::terraform::provider(),
         gpustack_provider_test::provider(),
+        gpustack_provider_kubernetes::kubernetes(),
+        gpustack_provider_kubernetes::kubectl(),
+        gpustack_provider_kubernetes::gpu(),
+        gpustack_provider_helm::provider(),
     ]);
     let loaded = gpustack_engine::load(
         registry,

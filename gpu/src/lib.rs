@@ -45,10 +45,28 @@ pub struct NodeDrift {
     /// Why the model expects it (`time-slicing ×10; 1× T4 from GFD labels`), and any state
     /// that explains it (`nvidia.com/mig.config.state=failed`).
     pub detail: String,
+    /// For a node a rollout left part-way (cordoned until an apply finishes it): the
+    /// rollout's address and the step the node is at; `resource` is then what it is to
+    /// advertise, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished: Option<UnfinishedStep>,
+}
+
+/// Where a rollout left a node.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct UnfinishedStep {
+    pub rollout: String,
+    pub step: String,
 }
 
 impl NodeDrift {
     pub fn text(&self) -> String {
+        if let Some(UnfinishedStep { rollout, step }) = &self.unfinished {
+            return format!(
+                "node {} was left at step {step} by {rollout} and stays cordoned until an apply finishes it ({})",
+                self.node, self.detail
+            );
+        }
         format!(
             "node {} advertises {} {}, the GPU model expects {} ({})",
             self.node,
@@ -141,15 +159,54 @@ impl Model {
         capacity::lines(self)
     }
 
-    /// Nodes whose live allocatable fell below what the live configuration gives them.
+    /// Nodes whose live allocatable fell below what the live configuration gives them, or
+    /// below what a rollout done with them promised (`expect_per_gpu`), and nodes a rollout
+    /// left part-way.
     pub fn drift(&self) -> Vec<NodeDrift> {
         let mut out = Vec::new();
+        for (name, (rollout, step)) in &self.unfinished {
+            let live = self.nodes.iter().find(|n| &n.live.name == name);
+            let advertised: Vec<String> = live
+                .map(|n| {
+                    n.live
+                        .allocatable
+                        .iter()
+                        .filter(|(r, _)| r.starts_with("nvidia.com/"))
+                        .map(|(r, v)| format!("{r} {}", gpustack_protocol::format_number(*v)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut detail = vec![self.rollouts.get(name).cloned().unwrap_or_default()];
+            detail.push(if advertised.is_empty() {
+                "it advertises no GPU".to_owned()
+            } else {
+                format!("it advertises {}", advertised.join(", "))
+            });
+            if let Some(state) = live.and_then(|n| n.live.labels.get(model::MIG_STATE_LABEL)) {
+                detail.push(format!("{}={state}", model::MIG_STATE_LABEL));
+            }
+            detail.retain(|d| !d.is_empty());
+            out.push(NodeDrift {
+                node: name.clone(),
+                resource: String::new(),
+                allocatable: 0.0,
+                expected: 0.0,
+                detail: detail.join("; "),
+                unfinished: Some(UnfinishedStep {
+                    rollout: rollout.clone(),
+                    step: step.clone(),
+                }),
+            });
+        }
         for node in &self.nodes {
             out.extend(dra_drift(node));
             let Some(physical) = &node.physical else {
                 continue;
             };
             let Some(expected) = self.before.predict(&node.live.labels, physical) else {
+                if !self.unfinished.contains_key(&node.live.name) {
+                    out.extend(self.short_of_the_rollout(node, physical));
+                }
                 continue;
             };
             for (resource, want) in &expected.resources {
@@ -172,11 +229,47 @@ impl Model {
                         allocatable: have,
                         expected: *want,
                         detail: detail.join("; "),
+                        unfinished: None,
                     });
                 }
             }
         }
         out
+    }
+}
+
+impl Model {
+    /// A node a rollout is done with that advertises less than its `expect_per_gpu` promised,
+    /// where the labels give the model no prediction of their own (a custom geometry).
+    fn short_of_the_rollout(
+        &self,
+        node: &model::Node,
+        physical: &model::Physical,
+    ) -> Vec<NodeDrift> {
+        let Some((rollout, per_gpu)) = self.rollout_expectations.get(&node.live.name) else {
+            return Vec::new();
+        };
+        per_gpu
+            .iter()
+            .filter_map(|(resource, each)| {
+                let want = each * f64::from(physical.count);
+                let have = node.live.allocatable.get(resource).copied().unwrap_or(0.0);
+                (have < want).then(|| NodeDrift {
+                    node: node.live.name.clone(),
+                    resource: resource.clone(),
+                    allocatable: have,
+                    expected: want,
+                    detail: format!(
+                        "{} per GPU as expect_per_gpu of {rollout} says; {}× {} from {}",
+                        gpustack_protocol::format_number(*each),
+                        physical.count,
+                        physical.product,
+                        physical.source
+                    ),
+                    unfinished: None,
+                })
+            })
+            .collect()
     }
 }
 
@@ -257,6 +350,7 @@ fn dra_drift(node: &model::Node) -> Option<NodeDrift> {
         allocatable: f64::from(published),
         expected: f64::from(expected),
         detail: format!("full GPUs in the node's ResourceSlices; {from}"),
+        unfinished: None,
     })
 }
 

@@ -9,8 +9,8 @@ use gpustack_protocol::nvidia::{
     DEVICE_PLUGIN_CONFIG_LABEL, GPU_COUNT_LABEL, GPU_PRODUCT_LABEL, GPU_RESOURCE,
 };
 use gpustack_protocol::{
-    ClusterFact, ConfigMapFact, GpuFact, NodeFact, OperatorFact, OperatorSource, Path, PathStep,
-    PoolFact,
+    ClusterFact, ConfigMapFact, DeviceRequestFact, DraDriverFact, GpuFact, NodeFact, OperatorFact,
+    OperatorSource, Path, PathStep, PoolFact,
 };
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
@@ -302,8 +302,11 @@ pub struct Model {
     pub(crate) rollouts: BTreeMap<String, String>,
     /// Nodes a rollout left part-way: the rollout's address and the node's step.
     pub(crate) unfinished: BTreeMap<String, (String, String)>,
+    /// What each GPU of a node is to advertise once a rollout is done with it
+    /// (`expect_per_gpu`), with the rollout's address.
+    pub(crate) rollout_expectations: BTreeMap<String, (String, BTreeMap<String, f64>)>,
     /// DeviceClasses, claims and DRA driver releases, planned and live.
-    pub(crate) dra: crate::dra::Inputs,
+    pub(crate) dra: DraInputs,
 }
 
 impl Model {
@@ -322,7 +325,8 @@ impl Model {
         let mut labels = Vec::new();
         let mut rollouts = BTreeMap::new();
         let mut unfinished = BTreeMap::new();
-        let mut dra = crate::dra::Inputs::default();
+        let mut rollout_expectations = BTreeMap::new();
+        let mut dra = DraInputs::default();
         for Sourced { address, fact } in facts {
             let address = (*address).to_owned();
             match fact {
@@ -367,6 +371,12 @@ impl Model {
                     }
                     for (node, step) in &r.unfinished {
                         unfinished.insert(node.clone(), (address.clone(), step.clone()));
+                    }
+                    if !r.expect_per_gpu.is_empty() {
+                        for node in &r.nodes {
+                            rollout_expectations
+                                .insert(node.clone(), (address.clone(), r.expect_per_gpu.clone()));
+                        }
                     }
                 }
             }
@@ -438,7 +448,7 @@ impl Model {
                 };
                 let cluster_policy = deploys("clusterPolicy", true);
                 if deploys("gpuCluster", false) {
-                    dra.chart_gpu_clusters.push(crate::dra::ChartGpuCluster {
+                    dra.chart_gpu_clusters.push(ChartGpuCluster {
                         origin: Origin::new(address, &o.attribute)
                             .join(&[key("gpuCluster"), key("deployCR")]),
                         dra_driver: settings.get("draDriver").cloned().unwrap_or(Json::Null),
@@ -552,6 +562,7 @@ impl Model {
             patches_without_policy,
             rollouts,
             unfinished,
+            rollout_expectations,
             dra,
         }
     }
@@ -715,4 +726,27 @@ impl Side {
             mig: mig_taken,
         })
     }
+}
+
+/// The DRA side of the stack, gathered with the rest of the model.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DraInputs {
+    pub requests: Vec<(String, DeviceRequestFact)>,
+    pub drivers: Vec<(String, DraDriverFact)>,
+    /// The live DeviceClasses by name.
+    pub live_classes: BTreeMap<String, Json>,
+    /// Whether the live DRA objects were read (else absent means unknown).
+    pub live_read: bool,
+    /// The live GPUCluster, if any.
+    pub live_gpu_cluster: Option<String>,
+    /// GPUClusters the GPU Operator chart's values deploy (`gpuCluster.deployCR`), with
+    /// their `draDriver` settings, and whether the same values keep the ClusterPolicy.
+    pub chart_gpu_clusters: Vec<ChartGpuCluster>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ChartGpuCluster {
+    pub origin: Origin,
+    pub dra_driver: Json,
+    pub cluster_policy_too: bool,
 }

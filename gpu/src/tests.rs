@@ -1519,3 +1519,46 @@ fn drift_gives_a_wedged_mig_manager_as_the_cause() {
         "{texts:#?}"
     );
 }
+
+/// A rollout alone tells drift what it promised: a node it left part-way is named with its
+/// step, and a node it is done with that advertises less than `expect_per_gpu` is held to
+/// it where the labels (a geometry of the node's own MIG config) give no prediction.
+#[test]
+fn drift_names_a_node_a_rollout_left_part_way_and_one_short_of_its_promise() {
+    let mig =
+        json!({"mig": {"strategy": "mixed"}, "migManager": {"config": {"name": "custom-mig"}}});
+    let geometry = [
+        ("nvidia.com/gpu.count", "1"),
+        ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"),
+        ("nvidia.com/mig.config", "site-geometry"),
+    ];
+    let facts = vec![
+        (
+            "kubernetes_node_rollout.geometry",
+            cluster(
+                vec![
+                    node("gpu-0", &geometry, &[("nvidia.com/mig-1g.10gb", 3.0)]),
+                    node("gpu-1", A100_GFD, &[("nvidia.com/gpu", 1.0)]),
+                ],
+                Some(mig),
+                &[],
+            ),
+        ),
+        (
+            "kubernetes_node_rollout.geometry",
+            GpuFact::Rollout(gpustack_protocol::RolloutFact {
+                nodes: vec!["gpu-0".into(), "gpu-1".into()],
+                how: "node by node, at most 1 unavailable".into(),
+                unfinished: [("gpu-1".to_owned(), "failed".to_owned())].into(),
+                expect_per_gpu: [("nvidia.com/mig-1g.10gb".to_owned(), 7.0)].into(),
+            }),
+        ),
+    ];
+    assert_eq!(
+        drift_texts(&facts),
+        [
+            "node gpu-1 was left at step failed by kubernetes_node_rollout.geometry and stays cordoned until an apply finishes it (node by node, at most 1 unavailable; it advertises nvidia.com/gpu 1)",
+            "node gpu-0 advertises nvidia.com/mig-1g.10gb 3, the GPU model expects 7 (7 per GPU as expect_per_gpu of kubernetes_node_rollout.geometry says; 1× NVIDIA-A100-SXM4-80GB from GFD labels)",
+        ]
+    );
+}

@@ -263,6 +263,8 @@ impl SourceMap {
     ) -> FileId {
         let id = self.add(path, text);
         let file = &mut self.files[id.index as usize];
+        // Sensitive ranges are offsets into the text diagnostics show.
+        file.sensitive = passphrase_lines(&shown);
         file.original = Some(Box::new(Original {
             line_starts: line_starts(&shown),
             text: shown,
@@ -312,44 +314,77 @@ impl SourceMap {
 /// How many lines around a diagnostic's span its excerpt shows.
 pub const EXCERPT_CONTEXT_LINES: usize = 1;
 
-/// The lines of `text` that assign a passphrase (`passphrase = ...`, `"passphrase": ...`,
-/// a heredoc to its end): found without parsing, so that a file that does not parse still
-/// keeps its encryption passphrases out of excerpts.
+/// The lines of `text` that assign a passphrase (`passphrase = ...`, `"passphrase": ...`, a
+/// heredoc to its end), wherever on a line the attribute sits (a one-line block, minified
+/// JSON): found without parsing, so that a file that does not parse still keeps its encryption
+/// passphrases out of excerpts. Marking a few lines too many costs an excerpt; missing one
+/// shows a secret, so anything that reads as a `passphrase` key is taken.
 fn passphrase_lines(text: &str) -> Vec<Range<usize>> {
-    let mut found = Vec::new();
-    if !text.contains("passphrase") {
-        return found;
-    }
-    let mut lines = text.split_inclusive('\n').scan(0usize, |at, line| {
-        let start = *at;
-        *at += line.len();
-        Some((start, line))
-    });
-    while let Some((start, line)) = lines.next() {
-        let trimmed = line.trim_start().trim_start_matches('"');
-        let Some(rest) = trimmed.strip_prefix("passphrase") else {
-            continue;
-        };
-        let rest = rest.trim_start_matches('"').trim_start();
-        if !(rest.starts_with('=') || rest.starts_with(':')) {
+    const KEY: &str = "passphrase";
+    let is_name_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+    let bytes = text.as_bytes();
+    // Looked up, not searched for: a long line with many keys on it stays linear.
+    let starts = line_starts(text);
+    let line_index = |at: usize| {
+        starts
+            .partition_point(|&start| start <= at)
+            .saturating_sub(1)
+    };
+    let line_start = |at: usize| starts[line_index(at)];
+    let line_end = |at: usize| {
+        starts
+            .get(line_index(at) + 1)
+            .copied()
+            .unwrap_or(text.len())
+    };
+    let mut found: Vec<Range<usize>> = Vec::new();
+    let mut search_from = 0;
+    while let Some(offset) = text[search_from..].find(KEY) {
+        let key_start = search_from + offset;
+        let key_end = key_start + KEY.len();
+        search_from = key_end;
+        let stands_alone = (key_start == 0 || !is_name_byte(bytes[key_start - 1]))
+            && bytes.get(key_end).is_none_or(|&b| !is_name_byte(b));
+        if !stands_alone {
             continue;
         }
-        let mut end = start + line.len();
-        if let Some(marker) = rest.split_once("<<").map(|(_, m)| {
-            m.trim_start_matches('-')
+        // JSON allows line breaks between a key, its colon and its value.
+        let after_key = text[key_end..].trim_start_matches('"').trim_start();
+        let Some(value) = after_key
+            .strip_prefix('=')
+            .or_else(|| after_key.strip_prefix(':'))
+        else {
+            continue;
+        };
+        let value = value.trim_start();
+        let value_start = text.len() - value.len();
+        let mut end = line_end(value_start);
+        if let Some(marker) = value.strip_prefix("<<").map(|m| {
+            let first_line = m.split('\n').next().unwrap_or("");
+            first_line
+                .trim_start_matches('-')
                 .trim()
                 .trim_matches('"')
                 .to_owned()
         }) && !marker.is_empty()
         {
-            for (next_start, next) in lines.by_ref() {
-                end = next_start + next.len();
-                if next.trim() == marker {
+            let mut at = end;
+            while at < text.len() {
+                let next_end = line_end(at);
+                end = next_end;
+                if text[at..next_end].trim() == marker {
                     break;
                 }
+                at = next_end;
             }
         }
-        found.push(start..end);
+        let start = line_start(key_start);
+        match found.last_mut() {
+            Some(last) if last.end >= start => last.end = last.end.max(end),
+            _ => found.push(start..end),
+        }
+        // All up to `end` is marked: searching it again (a heredoc's body) would only cost.
+        search_from = search_from.max(end);
     }
     found
 }
@@ -461,5 +496,68 @@ mod tests {
             display_path(Path::new("ex"), Path::new("ex/./main.hcl")),
             "main.hcl"
         );
+    }
+
+    /// The 1-based lines [`passphrase_lines`] marks in `text`.
+    fn marked_lines(text: &str) -> Vec<usize> {
+        let mut map = SourceMap::new("/stack");
+        let id = map.add(Path::new("/stack/main.hcl"), text.into());
+        let file = map.file(id);
+        let lines = text.lines().count();
+        (1..=lines).filter(|&l| file.hides_lines(l, l)).collect()
+    }
+
+    #[test]
+    fn a_passphrase_on_a_line_of_its_own_is_marked() {
+        let text = "key_provider \"pbkdf2\" \"k\" {\n  passphrase = \"s3cret\"\n}\n";
+        assert_eq!(marked_lines(text), [2]);
+    }
+
+    #[test]
+    fn a_passphrase_inside_a_one_line_block_is_marked() {
+        let text = "encryption {\n  key_provider \"pbkdf2\" \"k\" { passphrase = \"s3cret\" }\n  oops\n}\n";
+        assert_eq!(marked_lines(text), [2]);
+    }
+
+    #[test]
+    fn a_passphrase_in_minified_json_is_marked() {
+        let text = "{\"terraform\": {\"encryption\": {\"key_provider\": {\"pbkdf2\": {\"k\": {\"passphrase\": \"s3cret\", \"iterations\": \"${1 +}\"}}}}}}\n";
+        assert_eq!(marked_lines(text), [1]);
+    }
+
+    #[test]
+    fn a_json_passphrase_whose_value_is_on_a_later_line_is_marked_to_that_line() {
+        let text = "{\n  \"passphrase\"\n  :\n  \"s3cret\",\n  \"other\": 1\n}\n";
+        assert_eq!(marked_lines(text), [2, 3, 4]);
+    }
+
+    #[test]
+    fn a_passphrase_heredoc_is_marked_to_its_end() {
+        let text = "a = 1\npassphrase = <<-EOT\n  s3cret\n  EOT\nb = 2\n";
+        assert_eq!(marked_lines(text), [2, 3, 4]);
+    }
+
+    #[test]
+    fn words_that_only_contain_passphrase_or_do_not_assign_it_are_not_marked() {
+        let text =
+            "passphrase_file = \"x\"\nmy_passphrase = \"y\"\n# the passphrase comes from a vault\n";
+        assert!(marked_lines(text).is_empty());
+    }
+
+    #[test]
+    fn a_translated_json_file_marks_the_lines_of_the_json_its_author_wrote() {
+        let shown = "{\n\"x\": 1,\n\"passphrase\": \"s3cret\"\n}\n".to_owned();
+        let syntax = "passphrase = \"s3cret\"\nx = 1\n".to_owned();
+        let map_len = syntax.len() + 1;
+        let mut map = SourceMap::new("/stack");
+        let id = map.add_translated(
+            Path::new("/stack/main.tf.json"),
+            syntax,
+            shown,
+            vec![0; map_len],
+        );
+        let file = map.file(id);
+        assert!(file.hides_lines(3, 3));
+        assert!(!file.hides_lines(1, 2));
     }
 }

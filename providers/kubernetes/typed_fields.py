@@ -5,7 +5,8 @@ documents a kube-apiserver serves.
 
     kubectl get --raw /openapi/v3/apis/apps/v1 > apps.json   # and api/v1, apis/batch/v1,
     # apis/policy/v1, apis/networking.k8s.io/v1, apis/autoscaling/v2, apis/storage.k8s.io/v1,
-    # apis/admissionregistration.k8s.io/v1, apis/autoscaling/v1
+    # apis/admissionregistration.k8s.io/v1, apis/autoscaling/v1, apis/discovery.k8s.io/v1,
+    # apis/apiregistration.k8s.io/v1
     typed_fields.py apps.json core.json ... storage.json > src/typed_fields.rs
 
 The table holds Kubernetes' names and types only; Terraform's names follow from them by the
@@ -48,6 +49,12 @@ ROOTS = [
     "io.k8s.api.storage.v1.CSIDriverSpec",
     "io.k8s.api.admissionregistration.v1.ValidatingWebhook",
     "io.k8s.api.admissionregistration.v1.MutatingWebhook",
+    "io.k8s.api.core.v1.PodSpec",
+    "io.k8s.api.core.v1.ReplicationControllerSpec",
+    "io.k8s.api.core.v1.EndpointSubset",
+    "io.k8s.api.discovery.v1.Endpoint",
+    "io.k8s.api.discovery.v1.EndpointPort",
+    "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceSpec",
 ]
 # An embedded object's metadata is Terraform's metadata block (typed_vocabulary.rs).
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
@@ -68,7 +75,11 @@ def reference(prop):
 
 
 def const_name(type_name):
-    short = type_name.removeprefix("io.k8s.api.").removeprefix("io.k8s.apimachinery.pkg.")
+    short = (
+        type_name.removeprefix("io.k8s.api.")
+        .removeprefix("io.k8s.apimachinery.pkg.")
+        .removeprefix("io.k8s.kube-aggregator.pkg.apis.")
+    )
     out = []
     for part in short.split("."):
         word = ""

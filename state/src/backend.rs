@@ -142,7 +142,7 @@ impl WriteFence {
     }
 }
 
-type Release = BoxFuture<'static, Result<(), String>>;
+type Release = BoxFuture<'static, Result<(), BoxError>>;
 
 /// What releasing a lock takes: the renewal to stop, then the release itself. Behind an async
 /// mutex, so that a release from elsewhere (an interrupt) waits for one in progress.
@@ -235,7 +235,10 @@ async fn finish(parts: &tokio::sync::Mutex<Parts>) {
     if let Some(release) = parts.release.take() {
         match tokio::time::timeout(Duration::from_secs(15), release).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => eprintln!("Warning: could not release the state lock: {e}"),
+            Ok(Err(e)) => eprintln!(
+                "Warning: could not release the state lock: {}",
+                gpustack_protocol::error_chain(e.as_ref())
+            ),
             Err(_) => eprintln!(
                 "Warning: releasing the state lock took more than 15s; it stays until someone who waits for it has seen it unrenewed for its TTL, or someone runs force-unlock"
             ),

@@ -26,6 +26,20 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The largest state file, or note beside it, read: as the largest plan or state file the CLI
+/// reads, far above a 10,000-resource state.
+const MAX_STATE_BYTES: u64 = 1 << 30;
+
+/// The bytes of the regular file at `path`, `None` where there is none: a device or FIFO
+/// named as the state's path is an error naming it, never read without end or waited on.
+fn read_state_file(path: &Path) -> Result<Option<Vec<u8>>, gpustack_fs::ReadError> {
+    match gpustack_fs::read_bounded(path, MAX_STATE_BYTES) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(gpustack_fs::ReadError::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 pub struct LocalBackend {
     path: PathBuf,
     /// Whether this run already saved the state it found as `.backup`.
@@ -143,8 +157,8 @@ impl LocalBackend {
     }
 
     async fn read_async(&self) -> Result<Option<State>, StateError> {
-        match std::fs::read(&self.path) {
-            Ok(bytes) => {
+        match read_state_file(&self.path) {
+            Ok(Some(bytes)) => {
                 let json =
                     self.encryption
                         .open(&bytes)
@@ -160,7 +174,7 @@ impl LocalBackend {
                         source,
                     })
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Ok(None) => Ok(None),
             Err(source) => Err(StateError::Read {
                 location: self.location_of(),
                 source: source.into(),
@@ -205,8 +219,8 @@ impl LocalBackend {
         // The backup is the state as this run found it, taken at its first write (as
         // Terraform's .backup): one copy per run, not one per change.
         if !self.backed_up.load(std::sync::atomic::Ordering::SeqCst) {
-            match std::fs::read(&self.path) {
-                Ok(previous) => {
+            match read_state_file(&self.path) {
+                Ok(Some(previous)) => {
                     gpustack_fs::write_atomic(
                         &with_suffix(&self.path, ".backup"),
                         &previous,
@@ -216,8 +230,13 @@ impl LocalBackend {
                     self.backed_up
                         .store(true, std::sync::atomic::Ordering::SeqCst);
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(err(e)),
+                Ok(None) => {}
+                Err(source) => {
+                    return Err(StateError::Write {
+                        location: self.location_of(),
+                        source: source.into(),
+                    });
+                }
             }
         }
         gpustack_fs::write_atomic(&self.path, &bytes, gpustack_fs::PRIVATE).map_err(err)?;
@@ -384,14 +403,10 @@ impl Backend for LocalBackend {
     /// Notes live beside the state file.
     async fn read_note(&self, name: &str) -> Result<Option<Vec<u8>>, StateError> {
         let path = self.note_path(name);
-        match std::fs::read(&path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(StateError::Read {
-                location: path.display().to_string(),
-                source: e.into(),
-            }),
-        }
+        read_state_file(&path).map_err(|e| StateError::Read {
+            location: path.display().to_string(),
+            source: e.into(),
+        })
     }
 
     /// The state file and its backup.

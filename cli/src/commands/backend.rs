@@ -109,6 +109,20 @@ pub fn select_workspace(dir: &Path, name: &str) -> Result<(), String> {
         .map_err(|e| format!("cannot record the workspace in {}: {e}", path.display()))
 }
 
+/// The largest backend configuration read: a `-backend-config` file or what `init` recorded,
+/// a few `key = value` lines.
+const MAX_BACKEND_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The bytes of a backend configuration file, `None` where there is none: a device or FIFO
+/// given as one is an error naming what it is, never read without end or waited on.
+fn read_backend_file(path: &Path) -> Result<Option<Vec<u8>>, gpustack_fs::ReadError> {
+    match gpustack_fs::read_bounded(path, MAX_BACKEND_CONFIG_BYTES) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(gpustack_fs::ReadError::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 fn record_path(dir: &Path) -> PathBuf {
     dir.join(".gpustack").join("backend.json")
 }
@@ -122,10 +136,10 @@ fn overrides_path(dir: &Path) -> PathBuf {
 /// The partial configuration `init -backend-config` recorded; none when it gave none.
 fn backend_overrides(dir: &Path) -> Result<serde_json::Map<String, serde_json::Value>, String> {
     let path = overrides_path(dir);
-    match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
+    match read_backend_file(&path) {
+        Ok(Some(bytes)) => serde_json::from_slice(&bytes)
             .map_err(|e| format!("cannot read {}: {e}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(serde_json::Map::new()),
+        Ok(None) => Ok(serde_json::Map::new()),
         Err(e) => Err(format!("cannot read {}: {e}", path.display())),
     }
 }
@@ -152,7 +166,7 @@ pub fn parse_backend_config(
                 out.insert(key.trim().to_owned(), value);
             }
             _ => {
-                let text = std::fs::read_to_string(path)
+                let text = gpustack_fs::read_text_bounded(path, MAX_BACKEND_CONFIG_BYTES)
                     .map_err(|e| format!("-backend-config={arg}: {e}"))?;
                 let body = hcl_edit::parser::parse_body(&text)
                     .map_err(|e| format!("-backend-config={arg}: {e}"))?;
@@ -181,14 +195,14 @@ pub fn parse_backend_config(
 /// (that would skip the check that the backend did not change).
 fn recorded(dir: &Path) -> Result<Option<BackendConfig>, String> {
     let path = record_path(dir);
-    match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+    match read_backend_file(&path) {
+        Ok(Some(bytes)) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
             format!(
                 "cannot read {} ({e}); was it written by a newer gpustack? Run `gpustack init --reconfigure` to record the configured backend again",
                 path.display()
             )
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Ok(None) => Ok(None),
         Err(e) => Err(format!("cannot read {}: {e}", path.display())),
     }
 }

@@ -89,8 +89,12 @@ pub fn run(paths: Vec<PathBuf>, options: &Options) -> ExitCode {
             failed = true;
         }
     }
-    if failed || (check && unformatted > 0) {
+    // Terraform's codes: 3 when -check finds a file to format, so that CI can tell it from a
+    // file that cannot be read or parsed.
+    if failed {
         ExitCode::from(1)
+    } else if check && unformatted > 0 {
+        ExitCode::from(3)
     } else {
         ExitCode::SUCCESS
     }

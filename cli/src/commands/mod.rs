@@ -208,6 +208,10 @@ enum Command {
         /// Write the smoke tests' results as JUnit XML.
         #[arg(long, value_name = "FILE")]
         junit: Option<PathBuf>,
+        /// Terraform's -json (its machine-readable UI stream): refused, with what to read
+        /// instead.
+        #[arg(long, hide = true)]
+        json: bool,
     },
     /// Run the stack's smoke tests again (gpu_smoke_test), changing nothing else.
     Test {
@@ -547,11 +551,32 @@ struct RunFlags {
     /// Show warnings as one line each.
     #[arg(long)]
     compact_warnings: bool,
+    /// Terraform's legacy -state, -state-out and -backup (local state paths): refused with
+    /// where gpustack keeps its state instead.
+    #[arg(long, value_name = "PATH", hide = true)]
+    state: Option<PathBuf>,
+    #[arg(long, value_name = "PATH", hide = true)]
+    state_out: Option<PathBuf>,
+    #[arg(long, value_name = "PATH", hide = true)]
+    backup: Option<PathBuf>,
 }
 
 impl RunFlags {
-    /// What these flags change for the whole run.
+    /// What these flags change for the whole run; a flag gpustack cannot honour ends it here,
+    /// before anything is read or locked.
     fn take_effect(&self) {
+        for (flag, given) in [
+            ("-state", self.state.is_some()),
+            ("-state-out", self.state_out.is_some()),
+            ("-backup", self.backup.is_some()),
+        ] {
+            if given {
+                eprintln!(
+                    "Error: {flag} is Terraform's legacy path of a local state file; gpustack keeps the state where the stack's backend says (backend \"local\" {{ path = ... }}, default .gpustack/state.json, with its own backup), so it cannot write it elsewhere for one run. Set the path in the backend block."
+                );
+                std::process::exit(1);
+            }
+        }
         if self.lock == Some(false) {
             backend::set_locking(false);
         }
@@ -954,7 +979,14 @@ pub fn main() -> ExitCode {
             plan,
             auto_approve,
             junit,
+            json,
         } => {
+            if json {
+                eprintln!(
+                    "Error: apply -json is Terraform's stream of its machine-readable UI, which gpustack does not write. Save the plan (plan -out=FILE) and read it with show -json FILE, apply it, then read the result with output -json or show -json."
+                );
+                return ExitCode::from(1);
+            }
             let stack = StackArgs {
                 dir: path.clone(),
                 vars,

@@ -339,10 +339,9 @@ async fn execute(
     // Once a write fails, nothing more is started: what is done would go unrecorded.
     let save_failed = AtomicBool::new(false);
     let mut persist = |state: &State| {
-        gpustack_state::block_on(backend.write(state)).map_err(|e| {
+        gpustack_state::block_on(backend.write(state)).inspect_err(|_| {
             save_failed.store(true, Ordering::SeqCst);
             stop.store(true, Ordering::SeqCst);
-            full(&e)
         })
     };
     let halt = gpustack_engine::Halt {

@@ -16,21 +16,28 @@ pub struct ReviewArgs {
 }
 
 /// The live cluster's GPU facts, or why they could not be read.
+type LiveCluster =
+    Option<Result<gpustack_protocol::ClusterFact, Box<dyn std::error::Error + Send + Sync>>>;
+
 #[cfg(feature = "kubernetes")]
-fn live_cluster(args: &ReviewArgs) -> Option<Result<gpustack_protocol::ClusterFact, String>> {
+fn live_cluster(args: &ReviewArgs) -> LiveCluster {
     let path = args.kubeconfig.as_ref()?.to_string_lossy().into_owned();
     Some(super::backend::runtime().block_on(async {
-        gpustack_cluster::gpu_cluster(Some(&path), args.context.as_deref())
-            .await
-            .map_err(|e| gpustack_protocol::error_chain(&e))
+        Ok(gpustack_cluster::gpu_cluster(Some(&path), args.context.as_deref()).await?)
     }))
 }
 
+/// A kubeconfig given to a build that cannot read a cluster.
 #[cfg(not(feature = "kubernetes"))]
-fn live_cluster(args: &ReviewArgs) -> Option<Result<gpustack_protocol::ClusterFact, String>> {
+#[derive(Debug, thiserror::Error)]
+#[error("this build has no Kubernetes client")]
+struct NoKubernetesClient;
+
+#[cfg(not(feature = "kubernetes"))]
+fn live_cluster(args: &ReviewArgs) -> LiveCluster {
     args.kubeconfig
         .as_ref()
-        .map(|_| Err("this build has no Kubernetes client".to_owned()))
+        .map(|_| Err(Box::new(NoKubernetesClient) as _))
 }
 
 pub fn review(args: &ReviewArgs) -> ExitCode {

@@ -368,7 +368,11 @@ pub fn output(dir: &Path, name: Option<&str>, json: bool) -> ExitCode {
             }
             match (&output.value, json) {
                 (_, true) => println!("{}", output.value),
-                (serde_json::Value::String(s), false) => println!("{s}"),
+                // Terraform prints a string here for people (`-raw` is the form for scripts),
+                // so what could act on a terminal is escaped, as in plan text.
+                (serde_json::Value::String(s), false) => {
+                    println!("{}", gpustack_protocol::terminal::escape_controls(s))
+                }
                 (other, false) => println!("{other}"),
             }
         }

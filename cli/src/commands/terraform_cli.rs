@@ -61,8 +61,17 @@ pub fn read(
             break;
         }
     }
-    // The command's words: `plan`, `workspace select`.
+    // `terraform -version` (or `-v`, `--version`) alone is `terraform version`.
     let mut words = Vec::new();
+    if rest.is_empty()
+        && let Some(at) = globals
+            .iter()
+            .position(|g| ["-version", "--version", "-v"].contains(&g.to_str().unwrap_or_default()))
+    {
+        globals.remove(at);
+        words.push(OsString::from("version"));
+    }
+    // The command's words: `plan`, `workspace select`.
     if let Some(command) = rest.first().and_then(|a| a.to_str()).map(str::to_owned) {
         words.push(rest.remove(0));
         if NESTED.contains(&command.as_str())
@@ -190,6 +199,9 @@ mod tests {
         assert_eq!(args, ["apply", "--auto-approve", "tfplan", "-h"]);
         let (args, _) = read_with(&["console", "--", "-x"], &[]);
         assert_eq!(args, ["console", "--", "-x"]);
+        for version in ["-version", "-v", "--version"] {
+            assert_eq!(read_with(&[version], &[]).0, ["version"]);
+        }
     }
 
     #[test]

@@ -270,8 +270,11 @@ impl Ledger<'_, '_> {
             Ok(()) => self.unsaved = false,
             Err(e) => {
                 self.unsaved = true;
-                self.diags
-                    .push(Diag::error(None, "Cannot save the state", e));
+                self.diags.push(Diag::error(
+                    None,
+                    "Cannot save the state",
+                    gpustack_protocol::error_chain(&e),
+                ));
             }
         }
     }

@@ -54,8 +54,9 @@ use change::first_difference;
 use delete::{Deleter, deletion_order};
 use ledger::{Ledger, Slots};
 
-/// Writes the state somewhere durable; called after every change.
-pub type Persist<'p> = &'p mut (dyn FnMut(&State) -> Result<(), String> + Send);
+/// Writes the state somewhere durable; called after every change. The error is shown with
+/// its causes.
+pub type Persist<'p> = &'p mut (dyn FnMut(&State) -> Result<(), gpustack_state::StateError> + Send);
 
 /// What stops an apply. `stop` (Ctrl-C, a failed state write) lets the operations in flight
 /// finish and starts no new graph node; `fence` is the state lock's: once it is lost, no
@@ -488,7 +489,7 @@ fn check_saved_inputs(
         {
             session
                 .diags
-                .error(None, "Saved plan input differs", problem);
+                .error(None, "Saved plan input differs", problem.to_string());
         }
     }
 }

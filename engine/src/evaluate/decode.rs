@@ -80,44 +80,7 @@ impl EvalContext<'_> {
 
     pub(super) fn resource(&mut self, module: usize, r: &Resource) -> (Value, Option<Vec<String>>) {
         let Some(schema) = schema_of(self.registry, r) else {
-            if let Some(foreign) = gpustack_protocol::terraform::foreign_provider(&r.type_name) {
-                self.foreign_type(r, foreign);
-                return (Value::Unknown, None);
-            }
-            if let Some(why) = gpustack_protocol::terraform::unserved_type(
-                &r.type_name,
-                r.mode == ResourceMode::Data,
-            ) && self
-                .registry
-                .provider(r.type_name.split('_').next().unwrap_or_default())
-                .is_some()
-                // A misspelt name of a served type gets its suggestion instead; a type the
-                // provider documents is no misspelling.
-                && (gpustack_protocol::terraform::is_documented_type(
-                    &r.type_name,
-                    r.mode == ResourceMode::Data,
-                ) || match r.mode {
-                    ResourceMode::Managed => closest(&r.type_name, self.registry.resource_types()),
-                    ResourceMode::Data => closest(&r.type_name, self.registry.data_source_types()),
-                }
-                .is_none())
-            {
-                self.diags.error(r.type_span, "Type not served", why);
-                return (Value::Unknown, None);
-            }
-            let (what, types): (&str, Vec<&str>) = match r.mode {
-                ResourceMode::Managed => ("resource", self.registry.resource_types().collect()),
-                ResourceMode::Data => ("data source", self.registry.data_source_types().collect()),
-            };
-            self.diags.error(
-                r.type_span,
-                format!("Unsupported {what} type"),
-                format!(
-                    "No provider offers a {what} type named \"{}\".{}",
-                    r.type_name,
-                    suggest(&r.type_name, types)
-                ),
-            );
+            self.type_not_served(r);
             return (Value::Unknown, None);
         };
         for (path, span) in &r.lifecycle().ignore_changes {
@@ -690,6 +653,50 @@ impl EvalContext<'_> {
             format!(
                 "{} belongs to Terraform's {} provider, which gpustack does not serve: gpustack does not {verb} it{blocks}.{advice}",
                 r.type_name, foreign.source
+            ),
+        );
+    }
+
+    /// The diagnostic of a resource or data source type no provider serves: one of another
+    /// Terraform provider's (once per type), one of a served provider's that is not served
+    /// yet, or an unknown name with the closest served one. Validate and plan both say it.
+    pub(crate) fn type_not_served(&mut self, r: &Resource) {
+        if let Some(foreign) = gpustack_protocol::terraform::foreign_provider(&r.type_name) {
+            self.foreign_type(r, foreign);
+            return;
+        }
+        if let Some(why) = gpustack_protocol::terraform::unserved_type(
+            &r.type_name,
+            r.mode == ResourceMode::Data,
+        ) && self
+            .registry
+            .provider(r.type_name.split('_').next().unwrap_or_default())
+            .is_some()
+            // A misspelt name of a served type gets its suggestion instead; a type the
+            // provider documents is no misspelling.
+            && (gpustack_protocol::terraform::is_documented_type(
+                &r.type_name,
+                r.mode == ResourceMode::Data,
+            ) || match r.mode {
+                ResourceMode::Managed => closest(&r.type_name, self.registry.resource_types()),
+                ResourceMode::Data => closest(&r.type_name, self.registry.data_source_types()),
+            }
+            .is_none())
+        {
+            self.diags.error(r.type_span, "Type not served", why);
+            return;
+        }
+        let (what, types): (&str, Vec<&str>) = match r.mode {
+            ResourceMode::Managed => ("resource", self.registry.resource_types().collect()),
+            ResourceMode::Data => ("data source", self.registry.data_source_types().collect()),
+        };
+        self.diags.error(
+            r.type_span,
+            format!("Unsupported {what} type"),
+            format!(
+                "No provider offers a {what} type named \"{}\".{}",
+                r.type_name,
+                suggest(&r.type_name, types)
             ),
         );
     }

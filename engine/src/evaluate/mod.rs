@@ -19,7 +19,10 @@ use crate::graph::{Graph, NodeKind};
 use conditions::ConditionKind;
 use gpustack_lang::config::{Expr, Resource, ResourceMode, Stack};
 use gpustack_lang::diag::{Diag, Diags, suggest};
-use gpustack_lang::expr::eval::{EmptyScope, EvalError, Evaluator, Scope};
+use gpustack_lang::expr::eval::{
+    EmptyScope, EvalError, Evaluator, ImpureCallError, ReadFileError, ReadInputError, Scope,
+};
+use gpustack_lang::expr::functions::CallError;
 use gpustack_lang::source::{SourceMap, Span};
 use gpustack_protocol::Registry;
 use gpustack_protocol::{Schema, Value};
@@ -49,21 +52,66 @@ pub enum FileRecord {
     Missing,
 }
 
+/// Why applying a saved plan has no input (a file, an impure call's value) as the plan had it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RecordedInputError {
+    #[error(transparent)]
+    Read(#[from] ReadFileError),
+    #[error(
+        "\"{path}\" went into a secret, so the plan kept only its digest, and the file now differs from what was planned. Restore it or make a new plan."
+    )]
+    FileDiffers { path: String },
+    #[error(
+        "\"{path}\" went into a secret, so the plan kept only its digest and applying reads the file again, but it is missing. Restore it (apply where the plan was made) or make a new plan."
+    )]
+    FileMissing { path: String },
+    #[error(
+        "\"{path}\" was not read when the plan was made, so applying the plan cannot read it; make a new plan."
+    )]
+    FileNotRead { path: String },
+    #[error(
+        "the value of a call ({key}) went into a secret, so the plan kept only its digest, and applying cannot make the same value again (the clock, randomness); apply without a saved plan."
+    )]
+    NotMadeAgain { key: String },
+    #[error(
+        "the plan has no record of this call ({key}), so applying it cannot make the same value; make a new plan."
+    )]
+    CallNotRecorded { key: String },
+    /// The value recorded for a call does not decode.
+    #[error(transparent)]
+    Decode(#[from] serde_json::Error),
+}
+
+impl From<RecordedInputError> for ReadInputError {
+    fn from(e: RecordedInputError) -> Self {
+        match e {
+            RecordedInputError::Read(e) => ReadInputError::Disk(e),
+            other => ReadInputError::Scope(Box::new(other)),
+        }
+    }
+}
+
+impl From<RecordedInputError> for ImpureCallError {
+    fn from(e: RecordedInputError) -> Self {
+        ImpureCallError::Scope(Box::new(e))
+    }
+}
+
 /// The text of a file a saved plan holds only as a digest (it went into a secret), read
 /// again and checked against the digest.
 fn read_digest_input(
     path: &str,
     digest: &str,
     salt: &crate::sensitive::Salt,
-) -> Result<Option<String>, String> {
-    match gpustack_lang::expr::eval::read_disk(path).map_err(|e| e.to_string())? {
+) -> Result<Option<String>, RecordedInputError> {
+    match gpustack_lang::expr::eval::read_disk(path)? {
         Some(text) if salt.digest(&Value::String(text.clone())) == digest => Ok(Some(text)),
-        Some(_) => Err(format!(
-            "\"{path}\" went into a secret, so the plan kept only its digest, and the file now differs from what was planned. Restore it or make a new plan."
-        )),
-        None => Err(format!(
-            "\"{path}\" went into a secret, so the plan kept only its digest and applying reads the file again, but it is missing. Restore it (apply where the plan was made) or make a new plan."
-        )),
+        Some(_) => Err(RecordedInputError::FileDiffers {
+            path: path.to_owned(),
+        }),
+        None => Err(RecordedInputError::FileMissing {
+            path: path.to_owned(),
+        }),
     }
 }
 
@@ -73,19 +121,15 @@ pub(crate) fn check_digest_input(
     key: &str,
     digest: &str,
     salt: &crate::sensitive::Salt,
-) -> Result<(), String> {
+) -> Result<(), RecordedInputError> {
     match key.strip_prefix("gpustack:") {
         // A listing of files is made again when it is read, and checked there.
         Some(site) if site.contains(":fileset(") => Ok(()),
-        Some(_) => Err(not_made_again(key)),
+        Some(_) => Err(RecordedInputError::NotMadeAgain {
+            key: key.to_owned(),
+        }),
         None => read_digest_input(key, digest, salt).map(|_| ()),
     }
-}
-
-fn not_made_again(key: &str) -> String {
-    format!(
-        "the value of a call ({key}) went into a secret, so the plan kept only its digest, and applying cannot make the same value again (the clock, randomness); apply without a saved plan."
-    )
 }
 
 /// Why an expression written outside the stack (`gpustack console`) has no value.
@@ -243,14 +287,14 @@ impl<'a> EvalContext<'a> {
     pub(crate) fn impure(
         &self,
         key: &str,
-        make: &mut dyn FnMut() -> Result<Value, String>,
-    ) -> Result<Value, String> {
+        make: &mut dyn FnMut() -> Result<Value, CallError>,
+    ) -> Result<Value, ImpureCallError> {
         let Some(recorded) = &self.recorded else {
             self.flows.borrow_mut().read(key);
             if let Some(FileRecord::Content(text)) = self.files_read.borrow().get(key) {
                 return serde_json::from_str(text)
                     .map(|json| Value::from_json(&json))
-                    .map_err(|e| e.to_string());
+                    .map_err(|e| RecordedInputError::Decode(e).into());
             }
             let value = make()?;
             self.files_read.borrow_mut().insert(
@@ -262,7 +306,7 @@ impl<'a> EvalContext<'a> {
         match recorded.inputs.get(key) {
             Some(FileRecord::Content(text)) => serde_json::from_str(text)
                 .map(|json| Value::from_json(&json))
-                .map_err(|e| e.to_string()),
+                .map_err(|e| RecordedInputError::Decode(e).into()),
             // Made again, it must be what was planned (a listing of files is; the clock is not).
             Some(FileRecord::Digest(digest)) => {
                 let value = make()?;
@@ -273,22 +317,26 @@ impl<'a> EvalContext<'a> {
                 {
                     Ok(value)
                 } else {
-                    Err(not_made_again(key))
+                    Err(RecordedInputError::NotMadeAgain {
+                        key: key.to_owned(),
+                    }
+                    .into())
                 }
             }
-            _ => Err(format!(
-                "the plan has no record of this call ({key}), so applying it cannot make the same value; make a new plan."
-            )),
+            _ => Err(RecordedInputError::CallNotRecorded {
+                key: key.to_owned(),
+            }
+            .into()),
         }
     }
 
     /// A file for `file()` and friends: from the disk (recorded for the plan) or, applying a
     /// saved plan, from the plan (a file recorded only by digest is read and checked).
-    pub(crate) fn read_file(&self, path: &str) -> Result<Option<String>, String> {
+    pub(crate) fn read_file(&self, path: &str) -> Result<Option<String>, ReadInputError> {
         let key = input_key(path);
         let Some(recorded) = &self.recorded else {
             self.flows.borrow_mut().read(&key);
-            let text = gpustack_lang::expr::eval::read_disk(path).map_err(|e| e.to_string())?;
+            let text = gpustack_lang::expr::eval::read_disk(path)?;
             self.files_read.borrow_mut().insert(
                 key,
                 text.clone()
@@ -299,10 +347,13 @@ impl<'a> EvalContext<'a> {
         match recorded.inputs.get(&key) {
             Some(FileRecord::Content(text)) => Ok(Some(text.clone())),
             Some(FileRecord::Missing) => Ok(None),
-            Some(FileRecord::Digest(digest)) => read_digest_input(path, digest, &recorded.salt),
-            None => Err(format!(
-                "\"{path}\" was not read when the plan was made, so applying the plan cannot read it; make a new plan."
-            )),
+            Some(FileRecord::Digest(digest)) => {
+                Ok(read_digest_input(path, digest, &recorded.salt)?)
+            }
+            None => Err(RecordedInputError::FileNotRead {
+                path: path.to_owned(),
+            }
+            .into()),
         }
     }
 

@@ -5,7 +5,8 @@
 use super::{Decl, EvalContext, Repetition};
 use gpustack_lang::config::Module;
 use gpustack_lang::diag::suggest;
-use gpustack_lang::expr::eval::{EvalError, Scope};
+use gpustack_lang::expr::eval::{EvalError, ImpureCallError, ReadInputError, Scope};
+use gpustack_lang::expr::functions::CallError;
 use gpustack_protocol::Value;
 use std::borrow::Cow;
 use std::ops::Range;
@@ -64,7 +65,7 @@ pub(super) fn input_key(path: &str) -> String {
 }
 
 impl Scope for ModuleScope<'_, '_> {
-    fn read_file(&self, path: &str) -> Result<Option<String>, String> {
+    fn read_file(&self, path: &str) -> Result<Option<String>, ReadInputError> {
         self.eval.read_file(path)
     }
 
@@ -97,8 +98,8 @@ impl Scope for ModuleScope<'_, '_> {
     fn impure(
         &self,
         site: &str,
-        make: &mut dyn FnMut() -> Result<Value, String>,
-    ) -> Result<Value, String> {
+        make: &mut dyn FnMut() -> Result<Value, CallError>,
+    ) -> Result<Value, ImpureCallError> {
         if site == "timestamp" {
             return self.eval.impure("gpustack:timestamp()", make);
         }
@@ -287,6 +288,9 @@ impl ModuleScope<'_, '_> {
                 self.reach(child, Decl::Output, output);
                 found(outputs.get(*output), 3)
             }
+            // The module's files did not load whole: its own error says why, and the output
+            // may be in what did not load.
+            Some(_) if self.eval.stack.modules[child].incomplete => found(None, 3),
             Some(output) => Err(undeclared(
                 range,
                 "Unsupported attribute",

@@ -128,6 +128,14 @@ fn drift_markdown_unescaped(plan: &Plan) -> String {
     if !plan.gpu_drift.is_empty() {
         out.push_str("| Node | Resource | Allocatable | Expected | Why |\n|---|---|---|---|---|\n");
         for d in &plan.gpu_drift {
+            if let Some(u) = &d.unfinished {
+                let _ = writeln!(
+                    out,
+                    "| `{}` | left at step `{}` by `{}`, cordoned | | | {} |",
+                    d.node, u.step, u.rollout, d.detail
+                );
+                continue;
+            }
             let _ = writeln!(
                 out,
                 "| `{}` | `{}` | {} | {} | {} |",

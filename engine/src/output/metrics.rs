@@ -22,7 +22,7 @@ pub fn drift_metrics(plan: &Plan, stack: &str, now_seconds: u64, errored: bool) 
         );
     }
     out.push_str("# HELP gpustack_gpu_capacity_drift GPU resources a node advertises below what the GPU model expects, by node and resource (the shortfall).\n# TYPE gpustack_gpu_capacity_drift gauge\n");
-    for d in &plan.gpu_drift {
+    for d in plan.gpu_drift.iter().filter(|d| d.unfinished.is_none()) {
         let _ = writeln!(
             out,
             "gpustack_gpu_capacity_drift{{stack=\"{stack}\",node=\"{}\",resource=\"{}\"}} {}",
@@ -30,6 +30,18 @@ pub fn drift_metrics(plan: &Plan, stack: &str, now_seconds: u64, errored: bool) 
             d.resource,
             gpustack_protocol::format_number(d.expected - d.allocatable)
         );
+    }
+    out.push_str("# HELP gpustack_rollout_unfinished 1 for each node a node-by-node rollout left part-way (cordoned until an apply finishes it), by node and step.\n# TYPE gpustack_rollout_unfinished gauge\n");
+    for d in &plan.gpu_drift {
+        if let Some(u) = &d.unfinished {
+            let _ = writeln!(
+                out,
+                "gpustack_rollout_unfinished{{stack=\"{stack}\",node=\"{}\",rollout=\"{}\",step=\"{}\"}} 1",
+                d.node.replace('"', "\\\""),
+                u.rollout.replace('"', "\\\""),
+                u.step
+            );
+        }
     }
     out.push_str("# HELP gpustack_drift_last_run_timestamp_seconds When the last drift run finished.\n# TYPE gpustack_drift_last_run_timestamp_seconds gauge\n");
     let _ = writeln!(

@@ -508,8 +508,26 @@ fn drift_text_unescaped(plan: &Plan, color: bool) -> String {
         drift_blocks(&mut out, &style, plan);
         out.push_str("Run gpustack apply to bring them back to the configuration.\n");
     }
-    if !plan.gpu_drift.is_empty() {
+    let (unfinished, capacity): (Vec<_>, Vec<_>) =
+        plan.gpu_drift.iter().partition(|d| d.unfinished.is_some());
+    if !unfinished.is_empty() {
         if !plan.resource_drift.is_empty() {
+            out.push('\n');
+        }
+        let _ = writeln!(
+            out,
+            "{} nodes a rollout left part-way:",
+            style.paint("1", "Unfinished rollout:")
+        );
+        for d in &unfinished {
+            let _ = writeln!(out, "  {}", d.text());
+        }
+        out.push_str(
+            "Run gpustack apply to finish the rollout (a failed step says why in its record).\n",
+        );
+    }
+    if !capacity.is_empty() {
+        if !plan.resource_drift.is_empty() || !unfinished.is_empty() {
             out.push('\n');
         }
         let _ = writeln!(
@@ -517,7 +535,7 @@ fn drift_text_unescaped(plan: &Plan, color: bool) -> String {
             "{} GPU capacity below what the configuration gives:",
             style.paint("1", "Capacity drift:")
         );
-        for d in &plan.gpu_drift {
+        for d in &capacity {
             let _ = writeln!(out, "  {}", d.text());
         }
         out.push_str("No apply restores a GPU that is gone: check the node (nvidia-smi, the device plugin's log, MIG manager's state).\n");

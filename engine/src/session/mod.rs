@@ -195,6 +195,9 @@ impl Session {
         files: &config::Files,
         inputs: InputSource<'_>,
     ) -> Self {
+        // A session is a run for the language's bound on what all evaluations build together:
+        // a process that runs several stacks in turn (a fleet, a benchmark) counts each anew.
+        gpustack_lang::expr::eval::start_run();
         // The inputs as the loader needs them, for const variables (read again below, into
         // the sources diagnostics point into).
         let early = read_inputs(

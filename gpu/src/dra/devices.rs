@@ -8,7 +8,6 @@
 //! (`gpu.nvidia.com`), `cudaComputeCapability`, `driverVersion` and `cudaDriverVersion` are
 //! versions, `memory` is a capacity in bytes.
 
-use super::allocation::quantity_nanos;
 use super::selector::{Environment, Reference, map};
 use crate::model::Model;
 use gpustack_catalog as catalog;
@@ -497,4 +496,56 @@ pub(crate) fn chart_classes(values: &Json) -> Vec<(&'static str, &'static str)> 
             "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'",
         ),
     ]
+}
+
+/// A quantity (`80640Mi`, `1`, `1.5G`, `2e3`) exactly, in billionths of its unit, as the
+/// counters are summed and compared; `None` when it is not a quantity or is negative.
+pub(crate) fn quantity_nanos(text: &str) -> Option<u128> {
+    let text = text.trim();
+    let text = text.strip_prefix('+').unwrap_or(text);
+    let number_end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(number_end);
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() && fraction.is_empty() {
+        return None;
+    }
+    let digits = format!("{whole}{fraction}");
+    let mantissa: u128 = digits.parse().ok()?;
+    let (binary, decimal): (u32, i32) = match suffix {
+        "Ki" => (10, 0),
+        "Mi" => (20, 0),
+        "Gi" => (30, 0),
+        "Ti" => (40, 0),
+        "Pi" => (50, 0),
+        "Ei" => (60, 0),
+        "n" => (0, -9),
+        "u" => (0, -6),
+        "m" => (0, -3),
+        "" => (0, 0),
+        "k" => (0, 3),
+        "M" => (0, 6),
+        "G" => (0, 9),
+        "T" => (0, 12),
+        "P" => (0, 15),
+        "E" => (0, 18),
+        exponent => (
+            0,
+            exponent
+                .strip_prefix(['e', 'E'])?
+                .parse::<i32>()
+                .ok()
+                .filter(|e| e.abs() <= 18)?,
+        ),
+    };
+    let scale = 9 + decimal - fraction.len() as i32;
+    let value = mantissa.checked_mul(1u128.checked_shl(binary)?)?;
+    if scale >= 0 {
+        value.checked_mul(10u128.checked_pow(scale as u32)?)
+    } else {
+        // Below a billionth Kubernetes rounds up.
+        let divisor = 10u128.checked_pow(scale.unsigned_abs())?;
+        Some(value.div_ceil(divisor))
+    }
 }

@@ -17,40 +17,17 @@ mod checks;
 pub mod devices;
 mod selector;
 
-use crate::model::{Model, Origin, key};
+use crate::model::{DraInputs, Model, Origin, key};
 use crate::{Finding, Severity};
 use allocation::Fit;
 use devices::{DraNode, Known};
 use gpustack_protocol::nvidia::DRA_DRIVER;
-use gpustack_protocol::{DeviceRequestFact, DeviceRequestKind, DraDriverFact, PathStep};
+use gpustack_protocol::{DeviceRequestFact, DeviceRequestKind, PathStep};
 use selector::Reference;
 use selector::{Environment, Selector};
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
-
-/// The DRA side of the stack, gathered with the rest of the model.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Inputs {
-    pub requests: Vec<(String, DeviceRequestFact)>,
-    pub drivers: Vec<(String, DraDriverFact)>,
-    /// The live DeviceClasses by name.
-    pub live_classes: BTreeMap<String, Json>,
-    /// Whether the live DRA objects were read (else absent means unknown).
-    pub live_read: bool,
-    /// The live GPUCluster, if any.
-    pub live_gpu_cluster: Option<String>,
-    /// GPUClusters the GPU Operator chart's values deploy (`gpuCluster.deployCR`), with
-    /// their `draDriver` settings, and whether the same values keep the ClusterPolicy.
-    pub chart_gpu_clusters: Vec<ChartGpuCluster>,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct ChartGpuCluster {
-    pub origin: Origin,
-    pub dra_driver: Json,
-    pub cluster_policy_too: bool,
-}
 
 /// A DeviceClass as the scheduler will find it, and where it comes from.
 struct Class {
@@ -659,7 +636,7 @@ impl Checker<'_> {
         classes: &BTreeMap<String, Class>,
         what: &str,
         known_devices: bool,
-        inputs: &Inputs,
+        inputs: &DraInputs,
     ) -> Result<Vec<NodeCandidates>, Finding> {
         let finding = |severity, origin: &Origin, summary: &str, detail: String| Finding {
             address: origin.address.clone(),

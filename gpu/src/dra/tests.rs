@@ -871,7 +871,7 @@ fn partitions_of_one_gpu_are_allocated_within_its_shared_counters() {
 
 #[test]
 fn counters_are_summed_exactly_in_any_unit() {
-    use super::allocation::quantity_nanos;
+    use super::devices::quantity_nanos;
     assert_eq!(quantity_nanos("1"), Some(1_000_000_000));
     assert_eq!(quantity_nanos("80Gi"), quantity_nanos("81920Mi"));
     assert_eq!(quantity_nanos("1.5k"), quantity_nanos("1500"));

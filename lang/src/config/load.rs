@@ -151,6 +151,8 @@ struct Listing {
     lock_file: Option<PathBuf>,
     /// `.terraform/`: the providers and modules `terraform init` installed.
     terraform_dir: Option<PathBuf>,
+    /// `*.hcl` files beside Terraform's that are another tool's (see [`another_tools_file`]).
+    other_tools: Vec<PathBuf>,
 }
 
 impl Listing {
@@ -163,6 +165,16 @@ impl Listing {
                 format!(
                     "{} pins the providers terraform init installed; gpustack's providers are built in, so it is not read.",
                     sources.display_name(lock)
+                ),
+            ));
+        }
+        for file in &self.other_tools {
+            diags.push(crate::diag::Diag::warning(
+                None,
+                "Another tool's file is not read",
+                format!(
+                    "{} sits beside Terraform's files but is not configuration (a -backend-config file, Terragrunt's, Packer's or a Terraform Stacks file), and Terraform does not read it either.",
+                    sources.display_name(file)
                 ),
             ));
         }
@@ -965,8 +977,59 @@ fn stack_files(dir: &Path) -> std::io::Result<Listing> {
             _ => {}
         }
     }
+    let terraform = listing.files.iter().any(|path| {
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(".tf") || n.ends_with(".tf.json"))
+    });
+    if terraform {
+        let (other_tools, files) = std::mem::take(&mut listing.files)
+            .into_iter()
+            .partition(|path| another_tools_file(path));
+        listing.files = files;
+        listing.other_tools = other_tools;
+    }
     listing.files.sort();
+    listing.other_tools.sort();
     Ok(listing)
+}
+
+/// Whether a `*.hcl` file beside Terraform's files is another tool's, which neither Terraform
+/// nor gpustack reads as configuration there: Terragrunt's, Packer's, a Terraform Stacks file,
+/// or a partial backend configuration kept for `init -backend-config` (top-level arguments,
+/// which no configuration file has: its top level is blocks). gpustack's own `*.hcl` files
+/// (a `gpustack {}` block beside a Terraform stack) are read.
+fn another_tools_file(path: &Path) -> bool {
+    const OTHER_TOOLS: [&str; 5] = [
+        "terragrunt.hcl",
+        ".pkr.hcl",
+        ".tfstack.hcl",
+        ".tfdeploy.hcl",
+        ".tfcomponent.hcl",
+    ];
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    if !name.ends_with(".hcl") {
+        return false;
+    }
+    if OTHER_TOOLS.iter().any(|suffix| name.ends_with(suffix)) {
+        return true;
+    }
+    let Ok(text) = gpustack_fs::read_text_bounded(path, MAX_SOURCE_BYTES) else {
+        return false;
+    };
+    text.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty() && !line.starts_with('#') && !line.starts_with("//"))
+        .is_some_and(|line| {
+            let name_end = line
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+                .unwrap_or(line.len());
+            let rest = line[name_end..].trim_start();
+            name_end > 0 && rest.starts_with('=') && !rest.starts_with("==")
+        })
 }
 
 #[allow(
@@ -1003,7 +1066,9 @@ fn load_module(
         moves: Vec::new(),
         removals: Vec::new(),
         checks: Vec::new(),
+        incomplete: false,
     };
+    let errors_before = diags.error_count();
     for file in files {
         let name = file.file_name().unwrap_or_default().to_string_lossy();
         if is_override_file(&name) {
@@ -1029,6 +1094,7 @@ fn load_module(
             load_file(&mut module, sources, id, diags);
         }
     }
+    module.incomplete = diags.error_count() > errors_before;
     one_of_each(&module, diags);
     module
 }
@@ -1130,6 +1196,7 @@ impl ModuleMark {
             moves,
             removals,
             checks,
+            incomplete: _,
         } = module;
         Self {
             variables: variables.len(),

@@ -103,6 +103,10 @@ pub struct Module {
     pub removals: Vec<Removed>,
     /// `check` blocks: assertions reported as warnings, never blocking a plan or apply.
     pub checks: Vec<Check>,
+    /// Its files did not load whole (a syntax error, a block refused): what it declares is
+    /// not all it means to, so a reference to a declaration it lacks is unknown rather than a
+    /// second error after the first.
+    pub incomplete: bool,
 }
 
 /// `condition = ...` with `error_message = ...`: a `precondition`, `postcondition` or a

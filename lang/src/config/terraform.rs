@@ -82,12 +82,14 @@ impl Decoder<'_> {
                 "experiments turns on language features of a Terraform release that are not final; gpustack implements none of them.",
             );
         }
-        for b in body.get_blocks("provider_meta") {
-            self.diags.error(
+        // A module's metadata for a provider plugin (every terraform-google-modules module
+        // has one): it changes nothing a provider does, so it is read past, and said once.
+        if let Some(b) = body.get_blocks("provider_meta").next() {
+            self.diags.push(Diag::warning(
                 self.span(b.ident.span()),
-                "Unsupported block type",
-                "provider_meta sends a module's metadata to a Terraform provider plugin; gpustack's providers are built in and take none.",
-            );
+                "provider_meta is not sent",
+                "provider_meta sends a module's metadata (usage attribution) to a Terraform provider plugin; gpustack's providers are built in and take none, so it is accepted and changes nothing.",
+            ));
         }
         for b in body.get_blocks("cloud") {
             self.diags.error(

@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::ops::Range;
 
-pub use budget::{MAX_DEPTH, MAX_STEPS, MAX_VALUE_BYTES};
+pub use budget::{MAX_DEPTH, MAX_RUN_VALUE_BYTES, MAX_STEPS, MAX_VALUE_BYTES, start_run};
 
 /// The stack an evaluation level may need before the next one starts on a new segment.
 const STACK_RED_ZONE: usize = 128 * 1024;
@@ -31,15 +31,66 @@ const STACK_SEGMENT: usize = 2 * 1024 * 1024;
 /// stack's expression and everything under it is its work.
 ///
 /// **Invariant:** no stack, however hostile, makes an evaluation recurse past [`MAX_DEPTH`],
-/// take more than [`MAX_STEPS`] steps or copy and build more than [`MAX_VALUE_BYTES`]: each
-/// ends it with a located error naming the limit (`lang::eval::tests::limits_*`,
-/// `fast::hostile`).
+/// take more than [`MAX_STEPS`] steps or copy and build more than [`MAX_VALUE_BYTES`], and
+/// no run's evaluations together build more than [`MAX_RUN_VALUE_BYTES`]: each ends it with a
+/// located error naming the limit (`lang::eval::tests::limits_*`, `fast::hostile`,
+/// `fast::hardening`).
 mod budget {
     use super::EvalError;
     use std::cell::RefCell;
     use std::ops::Range;
 
-    pub use crate::expr::limits::{MAX_DEPTH, MAX_STEPS, MAX_VALUE_BYTES};
+    pub use crate::expr::limits::{MAX_DEPTH, MAX_RUN_VALUE_BYTES, MAX_STEPS, MAX_VALUE_BYTES};
+
+    /// What the finished evaluations of the run built. A run is the process (one command, a
+    /// fleet command's stacks together): the values of all of them may be held at once, on
+    /// any of its threads. Each unit test of this crate is a run of its own, on its thread,
+    /// so that tests side by side never share one.
+    #[cfg(not(test))]
+    mod run {
+        use std::sync::atomic::{AtomicU64, Ordering};
+
+        static BUILT: AtomicU64 = AtomicU64::new(0);
+
+        pub(super) fn built() -> u64 {
+            BUILT.load(Ordering::Relaxed)
+        }
+
+        pub(super) fn add(bytes: u64) {
+            BUILT.fetch_add(bytes, Ordering::Relaxed);
+        }
+
+        pub(super) fn start() {
+            BUILT.store(0, Ordering::Relaxed);
+        }
+    }
+
+    #[cfg(test)]
+    mod run {
+        use std::cell::Cell;
+
+        thread_local! {
+            static BUILT: Cell<u64> = const { Cell::new(0) };
+        }
+
+        pub(super) fn built() -> u64 {
+            BUILT.get()
+        }
+
+        pub(super) fn add(bytes: u64) {
+            BUILT.set(BUILT.get().saturating_add(bytes));
+        }
+
+        pub(super) fn start() {
+            BUILT.set(0);
+        }
+    }
+
+    /// Starts a new run: what earlier evaluations built no longer counts. For a process that
+    /// runs several in turn (the engine's sessions, a fuzz target's inputs).
+    pub fn start_run() {
+        run::start();
+    }
 
     #[derive(Default)]
     struct Budget {
@@ -48,6 +99,9 @@ mod budget {
         templates: usize,
         steps: u64,
         bytes: u64,
+        /// What the run's finished evaluations built when this one started: read once per
+        /// expression, so that counting a value costs no more than before.
+        run_before: u64,
         /// The first limit reached. It stands even where `try` or `can` caught the error it
         /// raised: an evaluation that ran out of budget has no result.
         exceeded: Option<EvalError>,
@@ -67,7 +121,10 @@ mod budget {
         BUDGET.with_borrow_mut(|b| {
             let outermost = b.depth == 0;
             if outermost {
-                *b = Budget::default();
+                *b = Budget {
+                    run_before: run::built(),
+                    ..Budget::default()
+                };
             }
             if let Some(e) = &b.exceeded {
                 return Err(e.clone());
@@ -115,6 +172,10 @@ mod budget {
                 return result;
             }
             b.templates = 0;
+            // A refused evaluation's values are dropped with it: the run holds none of them.
+            if b.exceeded.is_none() {
+                run::add(b.bytes);
+            }
             match b.exceeded.take() {
                 Some(mut e) => {
                     if e.range.is_none() {
@@ -127,22 +188,39 @@ mod budget {
         })
     }
 
-    /// Counts `bytes` of values copied or built; refuses past [`MAX_VALUE_BYTES`].
+    /// Counts `bytes` of values copied or built; refuses past [`MAX_VALUE_BYTES`], or past
+    /// [`MAX_RUN_VALUE_BYTES`] with what the run built before.
     pub(super) fn spend(bytes: u64, range: Option<&Range<usize>>) -> Result<(), EvalError> {
         BUDGET.with_borrow_mut(|b| {
             b.bytes = b.bytes.saturating_add(bytes);
-            if b.bytes <= MAX_VALUE_BYTES || b.depth == 0 {
+            if b.depth == 0
+                || (b.bytes <= MAX_VALUE_BYTES
+                    && b.run_before.saturating_add(b.bytes) <= MAX_RUN_VALUE_BYTES)
+            {
                 return Ok(());
             }
             let e = b.exceeded.get_or_insert_with(|| {
-                EvalError::new(
-                    range.filter(|_| b.templates == 0).cloned(),
-                    "Expression too large",
-                    format!(
-                        "One evaluation may copy and build at most {} MiB of values.",
-                        MAX_VALUE_BYTES >> 20
-                    ),
-                )
+                let range = range.filter(|_| b.templates == 0).cloned();
+                if b.bytes > MAX_VALUE_BYTES {
+                    EvalError::new(
+                        range,
+                        "Expression too large",
+                        format!(
+                            "One evaluation may copy and build at most {} MiB of values.",
+                            MAX_VALUE_BYTES >> 20
+                        ),
+                    )
+                } else {
+                    EvalError::new(
+                        range,
+                        "Run too large",
+                        format!(
+                            "All the evaluations of one run may copy and build at most {} MiB of values together; those before this one built {} MiB.",
+                            MAX_RUN_VALUE_BYTES >> 20,
+                            b.run_before >> 20
+                        ),
+                    )
+                }
             });
             Err(e.clone())
         })
@@ -285,8 +363,8 @@ pub trait Scope {
 
     /// Reads a file for `file`, `templatefile` and `fileexists`: `Ok(None)` when it does not
     /// exist. Scopes of a plan record what they read; those of an apply read the record.
-    fn read_file(&self, path: &str) -> Result<Option<String>, String> {
-        read_disk(path).map_err(|e| e.to_string())
+    fn read_file(&self, path: &str) -> Result<Option<String>, ReadInputError> {
+        Ok(read_disk(path)?)
     }
 
     /// The value of an impure call (the clock, randomness) at `site`, from `make`. Scopes of a
@@ -294,10 +372,10 @@ pub trait Scope {
     fn impure(
         &self,
         site: &str,
-        make: &mut dyn FnMut() -> Result<Value, String>,
-    ) -> Result<Value, String> {
+        make: &mut dyn FnMut() -> Result<Value, functions::CallError>,
+    ) -> Result<Value, ImpureCallError> {
         let _ = site;
-        make()
+        Ok(make()?)
     }
 
     /// Where the record of inputs read (files, impure values) stands now: what an evaluation
@@ -334,6 +412,27 @@ pub trait Scope {
 pub struct ReadFileError {
     pub path: String,
     pub source: gpustack_fs::ReadError,
+}
+
+/// Why a scope has no file for `file()` and friends.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadInputError {
+    #[error(transparent)]
+    Disk(#[from] ReadFileError),
+    /// The scope's own reason: a saved plan's record refuses the file.
+    #[error(transparent)]
+    Scope(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Why an impure call has no value.
+#[derive(Debug, thiserror::Error)]
+pub enum ImpureCallError {
+    /// Making the value failed.
+    #[error(transparent)]
+    Call(#[from] functions::CallError),
+    /// The scope's own reason: a saved plan's record refuses the call.
+    #[error(transparent)]
+    Scope(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// A file from the disk; `Ok(None)` when there is none. Only a regular file is read, and
@@ -376,7 +475,7 @@ impl Scope for EmptyScope {
 struct VarsScope<'a>(&'a IndexMap<String, Value>, &'a dyn Scope);
 
 impl Scope for VarsScope<'_> {
-    fn read_file(&self, path: &str) -> Result<Option<String>, String> {
+    fn read_file(&self, path: &str) -> Result<Option<String>, ReadInputError> {
         self.1.read_file(path)
     }
 
@@ -387,8 +486,8 @@ impl Scope for VarsScope<'_> {
     fn impure(
         &self,
         site: &str,
-        make: &mut dyn FnMut() -> Result<Value, String>,
-    ) -> Result<Value, String> {
+        make: &mut dyn FnMut() -> Result<Value, functions::CallError>,
+    ) -> Result<Value, ImpureCallError> {
         self.1.impure(site, make)
     }
 
@@ -1853,19 +1952,13 @@ fn impure(
     site: &str,
     make: &mut dyn FnMut() -> Result<Value, functions::CallError>,
 ) -> Result<Value, functions::CallError> {
-    let mut error = None;
-    let value = scope.impure(site, &mut || {
-        make().map_err(|e| {
-            let message = e.message.clone();
-            error = Some(e);
-            message
-        })
-    });
-    match (value, error) {
-        (Ok(value), _) => Ok(value),
-        (Err(_), Some(e)) => Err(e),
-        (Err(message), None) => Err(functions::CallError { arg: None, message }),
-    }
+    scope.impure(site, make).map_err(|e| match e {
+        ImpureCallError::Call(e) => e,
+        scope => functions::CallError {
+            arg: None,
+            message: scope.to_string(),
+        },
+    })
 }
 
 fn no_arguments(name: &str, args: &[Value]) -> Result<(), functions::CallError> {
@@ -2016,9 +2109,9 @@ fn filesystem_call(
             arg: Some(0),
             message: format!("cannot read \"{p}\": no such file."),
         }),
-        Err(message) => Err(CallError {
+        Err(e) => Err(CallError {
             arg: Some(0),
-            message,
+            message: e.to_string(),
         }),
     };
     match name {
@@ -2027,9 +2120,9 @@ fn filesystem_call(
             let p = path(&args[0])?;
             let exists = scope
                 .read_file(&p)
-                .map_err(|message| CallError {
+                .map_err(|e| CallError {
                     arg: Some(0),
-                    message,
+                    message: e.to_string(),
                 })?
                 .is_some();
             Ok(Value::Bool(exists))
@@ -2321,6 +2414,25 @@ mod tests {
         assert!(err.is_err());
     }
 
+    #[test]
+    fn limits_bound_the_values_a_run_builds_across_expressions() {
+        // 64 MB built by each, within the limit of one expression.
+        let x = "x".repeat(8000);
+        let src = format!(r#"length(replace("{x}", "x", "{x}"))"#);
+        let within = (MAX_RUN_VALUE_BYTES / 64_000_000) as usize;
+        for _ in 0..within {
+            assert_eq!(eval(&src).unwrap(), Value::number(64_000_000));
+        }
+        let err = eval(&src).unwrap_err();
+        assert_eq!(err.summary, "Run too large");
+        assert!(err.detail.contains("2048 MiB"), "{}", err.detail);
+        assert_eq!(err.range.map(|r| r.start), Some(7));
+        // Nothing is built: no limit to reach.
+        assert_eq!(eval("1 + 1").unwrap(), Value::number(2));
+        start_run();
+        assert_eq!(eval(&src).unwrap(), Value::number(64_000_000));
+    }
+
     /// A module whose `required_providers` names the kubernetes and helm providers.
     struct RequiringScope;
 
@@ -2540,6 +2652,40 @@ mod tests {
                 .unwrap_err()
                 .detail
                 .contains("missing field \"metadata\"")
+        );
+    }
+
+    /// Each document of this text expands to about 50 MB, under the 64 MiB a decoded value
+    /// may hold; a hundred of them would exhaust memory unless the limit holds for the call.
+    #[test]
+    fn manifest_decode_multi_counts_its_limits_across_all_documents() {
+        let level = |name: char, prev: char| {
+            format!(
+                "{name}: &{name} [{}]",
+                vec![format!("*{prev}"); 8].join(",")
+            )
+        };
+        let document = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\na: &a \"{}\"\n{}\n{}\n{}\n{}\ndata: [*e, *e]\n",
+            "x".repeat(4000),
+            level('b', 'a'),
+            level('c', 'b'),
+            level('d', 'c'),
+            level('e', 'd'),
+        );
+        assert_eq!(
+            decode_multi(&document)
+                .unwrap()
+                .as_list()
+                .map(<[Value]>::len),
+            Some(1)
+        );
+        let err = decode_multi(&[document.as_str(); 100].join("---\n")).unwrap_err();
+        assert!(err.detail.contains("document 2:"), "{}", err.detail);
+        assert!(
+            err.detail.contains("more than 64 MiB of text"),
+            "{}",
+            err.detail
         );
     }
 

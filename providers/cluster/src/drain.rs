@@ -114,9 +114,9 @@ fn names(pods: &[Arc<Pod>]) -> Vec<String> {
 pub enum DrainError {
     #[error("the node's pods could not be listed")]
     Unlisted,
-    /// What the caller's turn between looks failed with, as it said it.
-    #[error("{0}")]
-    Turn(String),
+    /// What the caller's turn between looks failed with.
+    #[error(transparent)]
+    Turn(Box<dyn std::error::Error + Send + Sync>),
     #[error("GPU pods run on the node and drain = \"fail\": {}", .pods.join(", "))]
     Refused { pods: Vec<String> },
     #[error(
@@ -156,14 +156,15 @@ impl Emptying<'_> {
     /// Waits for, evicts or refuses the GPU pods `pods` (a watch of the node's pods) shows,
     /// until none is left or the timeout. `turn` runs before each look (a rollout cordons the
     /// node again there when someone lifted its cordon).
-    pub async fn run<F>(
+    pub async fn run<F, E>(
         &self,
         pods: &mut View<Pod>,
         nodes: &mut View<Node>,
         turn: impl Fn() -> F,
     ) -> Result<(), DrainError>
     where
-        F: std::future::Future<Output = Result<(), String>>,
+        F: std::future::Future<Output = Result<(), E>>,
+        E: std::error::Error + Send + Sync + 'static,
     {
         let deadline = Instant::now() + self.timeout;
         if !pods.ready(deadline).await {
@@ -173,7 +174,7 @@ impl Emptying<'_> {
         loop {
             pods.seen();
             nodes.seen();
-            turn().await.map_err(DrainError::Turn)?;
+            turn().await.map_err(|e| DrainError::Turn(Box::new(e)))?;
             let running = gpu_pods(pods.store.state());
             if running.is_empty() {
                 return Ok(());
@@ -261,6 +262,27 @@ impl Emptying<'_> {
 /// Drains a cloud pool's nodes through the Kubernetes cluster its rollout block names.
 pub struct PoolDrain;
 
+/// Why a pool's node could not be cordoned.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot cordon node {node}")]
+struct CordonError {
+    node: String,
+    #[source]
+    source: ApiError,
+}
+
+/// Why a pool's nodes and their GPU pods were not read for the plan.
+#[derive(Debug, thiserror::Error)]
+enum SurveyError {
+    /// The rollout block's cluster settings, as the connection's diagnostic details them.
+    #[error("{0}")]
+    Connect(String),
+    #[error(transparent)]
+    Nodes(ApiError),
+    #[error(transparent)]
+    Pods(ApiError),
+}
+
 struct PoolSettings {
     drain: Drain,
     max_unavailable: String,
@@ -304,7 +326,7 @@ enum Outcome {
 
 impl PoolDrain {
     /// Cordons a node of the pool as gpustack's (`mark`), unless someone else cordoned it.
-    async fn cordon(api: &Api<Node>, node: &Node, mark: &str) -> Result<(), String> {
+    async fn cordon(api: &Api<Node>, node: &Node, mark: &str) -> Result<(), CordonError> {
         let name = node.metadata.name.clone().unwrap_or_default();
         // An admin's cordon is left as it is; one of ours still in place needs nothing.
         if unschedulable(node) {
@@ -321,7 +343,10 @@ impl PoolDrain {
         api.patch(&name, &params, &Patch::Merge(body))
             .await
             .map(|_| ())
-            .map_err(|e| format!("cannot cordon node {name}: {}", api_error(&e)))
+            .map_err(|e| CordonError {
+                node: name,
+                source: ApiError(e),
+            })
     }
 
     /// Lifts the cordons `mark` put on the pool's nodes: the pool stays after all.
@@ -455,7 +480,7 @@ impl NodeDrainer for PoolDrain {
             for node in &old {
                 Self::cordon(&node_api, node, &mark)
                     .await
-                    .map_err(failure)?;
+                    .map_err(|e| failure(gpustack_protocol::error_chain(&e)))?;
             }
             let names: Vec<String> = pending
                 .iter()
@@ -552,23 +577,23 @@ impl NodeDrainer for PoolDrain {
         rollout: &gpustack_protocol::Value,
         label: &str,
         pool: &str,
-    ) -> Result<Vec<(String, Vec<String>)>, String> {
+    ) -> Result<Vec<(String, Vec<String>)>, Box<dyn std::error::Error + Send + Sync>> {
         let client = crate::Cluster::connect(rollout)
             .await
-            .map_err(|d| d.detail)?
+            .map_err(|d| SurveyError::Connect(d.detail))?
             .client;
         let selector = format!("{label}={pool}");
         let listed = Api::<Node>::all(client.clone())
             .list(&kube::api::ListParams::default().labels(&selector))
             .await
-            .map_err(|e| api_error(&e))?;
+            .map_err(|e| SurveyError::Nodes(ApiError(e)))?;
         let mut out = Vec::new();
         for node in listed.items {
             let name = node.metadata.name.clone().unwrap_or_default();
             let pods = Api::<Pod>::all(client.clone())
                 .list(&kube::api::ListParams::default().fields(&format!("spec.nodeName={name}")))
                 .await
-                .map_err(|e| api_error(&e))?;
+                .map_err(|e| SurveyError::Pods(ApiError(e)))?;
             let held: Vec<String> = gpu_pods(pods.items.into_iter().map(Arc::new).collect())
                 .iter()
                 .map(|p| pod_name(p))

@@ -32,7 +32,7 @@ pub fn string_map(value: Option<&Json>) -> Option<BTreeMap<String, String>> {
 /// Whether a ConfigMap's data holds something the device plugin or MIG manager reads.
 pub fn is_gpu_config(data: &BTreeMap<String, String>) -> bool {
     data.values().any(|text| {
-        let Ok(doc) = serde_yaml_ng::from_str::<Json>(text) else {
+        let Ok(doc) = crate::yaml::from_str(text) else {
             return false;
         };
         doc.get("version").and_then(Json::as_str) == Some("v1")

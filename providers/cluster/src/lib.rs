@@ -13,6 +13,7 @@ use tokio::sync::Mutex;
 pub mod drain;
 pub mod facts;
 pub mod watch;
+pub mod yaml;
 
 type Json = serde_json::Value;
 

@@ -392,12 +392,13 @@ fn chart_values(values: &Value) -> Result<Json, (usize, String)> {
         return Ok(values.to_json());
     };
     let mut merged = Json::Object(Default::default());
+    let mut budget = gpustack_protocol::limits::DecodeCost::default();
     for (i, document) in documents.iter().enumerate() {
         let Some(text) = document.as_str() else {
             return Err((i, "is not a string of YAML".into()));
         };
-        let parsed: Json =
-            serde_yaml_ng::from_str(text).map_err(|e| (i, format!("is not YAML: {e}")))?;
+        let parsed = gpustack_cluster::yaml::from_str_within(text, &mut budget)
+            .map_err(|e| (i, format!("is not YAML: {e}")))?;
         match parsed {
             Json::Null => {}
             Json::Object(_) => merge_values(&mut merged, parsed),
@@ -1523,9 +1524,7 @@ impl Provider for HelmCli {
                 Ok(facts) => gpu_facts.extend(facts),
                 Err(e) => diagnostics.push(Diagnostic::warning(
                     "Chart not rendered",
-                    format!(
-                        "The chart's DRA objects are not checked at plan: helm template failed: {e}"
-                    ),
+                    format!("The chart's DRA objects are not checked at plan: {e}"),
                 )),
             }
         }
@@ -1773,6 +1772,34 @@ mod tests {
                 "tolerations": ["y", "z"],
             }))
         );
+    }
+
+    /// One anchored scalar of `bytes` bytes named by `aliases` aliases.
+    fn long_scalar_aliases(bytes: usize, aliases: usize) -> String {
+        let names: Vec<String> = (0..aliases).map(|i| format!("k{i}: *a")).collect();
+        format!(
+            "x: &a \"{}\"\ndata: {{{}}}\n",
+            "x".repeat(bytes),
+            names.join(",")
+        )
+    }
+
+    #[test]
+    fn values_whose_aliases_copy_a_long_scalar_are_refused_at_the_text_limit() {
+        let values = documents(&["driver: {}", &long_scalar_aliases(2_000_000, 3000)]);
+        let (index, why) = chart_values(&values).unwrap_err();
+        assert_eq!(index, 1);
+        assert!(why.contains("more than 64 MiB of text"), "{why}");
+    }
+
+    /// Each document is under the limits; together they are not.
+    #[test]
+    fn the_limits_hold_for_all_the_values_documents_together() {
+        let document = long_scalar_aliases(1_000_000, 40);
+        let values = documents(&[&document, &document]);
+        let (index, why) = chart_values(&values).unwrap_err();
+        assert_eq!(index, 1);
+        assert!(why.contains("more than 64 MiB of text"), "{why}");
     }
 
     #[test]

@@ -77,13 +77,27 @@ fn writes_dra_objects(chart: &std::path::Path) -> bool {
 /// The DRA objects of rendered output (`helm template`), as the GPU model reads them from a
 /// manifest: each DeviceClass, ResourceClaim and ResourceClaimTemplate with the template it
 /// comes from, located at the release's `chart`.
-pub(crate) fn device_requests(rendered: &str, namespace: &str) -> Vec<gpustack_protocol::GpuFact> {
+/// Past the decode limits the rest is not read, and the error says so: the release's claims
+/// after that point would go unchecked.
+pub(crate) fn device_requests(
+    rendered: &str,
+    namespace: &str,
+) -> Result<Vec<gpustack_protocol::GpuFact>, String> {
+    use gpustack_protocol::limits::{MAX_ELEMENTS, MAX_STRING_BYTES};
     use gpustack_protocol::{DeviceRequestFact, DeviceRequestKind, GpuFact, PathStep, path};
     let mut facts = Vec::new();
+    let mut budget = gpustack_protocol::limits::DecodeCost::default();
     for (key, document) in split(rendered) {
         let source = source_of(&document).unwrap_or(key);
-        let Ok(object) = serde_yaml_ng::from_str::<Json>(&document) else {
-            continue;
+        let object = match gpustack_cluster::yaml::from_str_within(&document, &mut budget) {
+            Ok(object) => object,
+            Err(e) if budget.elements > MAX_ELEMENTS || budget.bytes > MAX_STRING_BYTES => {
+                return Err(format!(
+                    "the rendered output is read no further than {source}: {e}"
+                ));
+            }
+            // A document that is not YAML is helm's to refuse at install.
+            Err(_) => continue,
         };
         let api_version = object
             .get("apiVersion")
@@ -125,7 +139,7 @@ pub(crate) fn device_requests(rendered: &str, namespace: &str) -> Vec<gpustack_p
             attribute,
         }));
     }
-    facts
+    Ok(facts)
 }
 
 impl HelmCli {
@@ -160,8 +174,11 @@ impl HelmCli {
         if let Some(file) = &sensitive {
             args.extend(["-f".into(), file.path().display().to_string()]);
         }
-        let rendered = self.run_within(&args, READ_TIMEOUT).await?;
-        Ok(device_requests(&rendered, &namespace))
+        let rendered = self
+            .run_within(&args, READ_TIMEOUT)
+            .await
+            .map_err(|e| format!("helm template failed: {e}"))?;
+        device_requests(&rendered, &namespace)
     }
 
     /// Renders the chart `config` names; its state with the computed attributes.
@@ -307,7 +324,7 @@ mod tests {
     #[test]
     fn a_charts_dra_objects_are_read_with_the_template_they_come_from() {
         let rendered = "---\n# Source: app/templates/claim.yaml\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata:\n  name: one-gpu\nspec:\n  spec:\n    devices:\n      requests:\n      - name: gpu\n        exactly:\n          deviceClassName: gpu.nvidia.com\n---\n# Source: app/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n";
-        let facts = super::device_requests(rendered, "ml");
+        let facts = super::device_requests(rendered, "ml").unwrap();
         assert_eq!(facts.len(), 1);
         let gpustack_protocol::GpuFact::DeviceRequest(fact) = &facts[0] else {
             panic!("{facts:?}")
@@ -322,6 +339,27 @@ mod tests {
                 .as_ref()
                 .and_then(|s| s.pointer("/devices/requests/0/name")),
             Some(&serde_json::json!("gpu"))
+        );
+    }
+
+    /// A rendered document whose aliases copy a long scalar past the limits is not decoded
+    /// (nor is anything after it), where it would have built gigabytes; the error names where
+    /// reading stopped, so that the plan says the claims after it are unchecked.
+    #[test]
+    fn rendered_output_past_the_decode_limits_is_read_no_further() {
+        let claim = "# Source: app/templates/claim.yaml\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: one-gpu\nspec:\n  devices:\n    requests:\n    - name: gpu\n";
+        let aliases: Vec<String> = (0..3000).map(|i| format!("k{i}: *a")).collect();
+        let hostile = format!(
+            "# Source: app/templates/cm.yaml\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: x\n  labels:\n    x: &a \"{}\"\nspec: {{{}}}\n",
+            "x".repeat(2_000_000),
+            aliases.join(",")
+        );
+        let rendered = format!("---\n{claim}---\n{hostile}---\n{claim}");
+        let stopped = super::device_requests(&rendered, "ml").unwrap_err();
+        assert!(
+            stopped.contains("read no further than templates/cm.yaml")
+                && stopped.contains("more than 64 MiB of text"),
+            "{stopped}"
         );
     }
 

@@ -54,66 +54,108 @@ impl rustls::client::danger::ServerCertVerifier for AnyChain {
     }
 }
 
+/// Why a URL names no TLS server to read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AddressError {
+    #[error("URL \"{url}\" has no scheme")]
+    NoScheme { url: String },
+    #[error("URL \"{url}\" has an invalid port")]
+    InvalidPort { url: String },
+    #[error("URL \"{url}\" contains no host")]
+    NoHost { url: String },
+    #[error("Port missing from URL: {url}")]
+    NoPort { url: String },
+}
+
+/// Why a server's certificates were not read.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerCertificatesError {
+    #[error(transparent)]
+    Address(#[from] AddressError),
+    /// The TLS client could not be set up (its protocol versions, the platform's verifier).
+    #[error(transparent)]
+    Configuration(#[from] rustls::Error),
+    #[error(transparent)]
+    ServerName(#[from] rustls::pki_types::InvalidDnsNameError),
+    /// The TCP connection or the TLS handshake failed.
+    #[error("unable to execute TLS connection towards {host}:{port}")]
+    Connect {
+        host: String,
+        port: u16,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("unable to execute TLS connection towards {host}:{port}: timed out after 30s")]
+    Timeout { host: String, port: u16 },
+    #[error("got back no certificates from URL '{url}'")]
+    NoCertificates { url: String },
+}
+
 /// Host and port of an `https://` or `tls://` URL.
-fn address(url: &str) -> Result<(String, u16), String> {
+fn address(url: &str) -> Result<(String, u16), AddressError> {
     let (scheme, rest) = url
         .split_once("://")
-        .ok_or_else(|| format!("URL \"{url}\" has no scheme"))?;
+        .ok_or_else(|| AddressError::NoScheme {
+            url: url.to_owned(),
+        })?;
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
     let (host, port) = match authority.rsplit_once(':') {
         Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => {
-            let port: u16 = port
-                .parse()
-                .map_err(|_| format!("URL \"{url}\" has an invalid port"))?;
+            let port: u16 = port.parse().map_err(|_| AddressError::InvalidPort {
+                url: url.to_owned(),
+            })?;
             (host, Some(port))
         }
         _ => (authority, None),
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
     if host.is_empty() {
-        return Err(format!("URL \"{url}\" contains no host"));
+        return Err(AddressError::NoHost {
+            url: url.to_owned(),
+        });
     }
     let port = match (scheme, port) {
         (_, Some(port)) => port,
         ("https", None) => 443,
-        _ => return Err(format!("Port missing from URL: {url}")),
+        _ => {
+            return Err(AddressError::NoPort {
+                url: url.to_owned(),
+            });
+        }
     };
     Ok((host.to_owned(), port))
 }
 
 /// The chain the server at `url` presents, in the order it sends it (leaf first).
-pub async fn peer_certificates(url: &str, verify: bool) -> Result<Vec<Vec<u8>>, String> {
+pub async fn peer_certificates(
+    url: &str,
+    verify: bool,
+) -> Result<Vec<Vec<u8>>, PeerCertificatesError> {
     gpustack_connect::install_ring();
     let (host, port) = address(url)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = if verify {
         rustls_platform_verifier::BuilderVerifierExt::with_platform_verifier(
             rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .map_err(|e| e.to_string())?,
-        )
-        .map_err(|e| e.to_string())?
+                .with_safe_default_protocol_versions()?,
+        )?
         .with_no_client_auth()
     } else {
         rustls::ClientConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
+            .with_safe_default_protocol_versions()?
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AnyChain(provider)))
             .with_no_client_auth()
     };
-    let name = rustls::pki_types::ServerName::try_from(host.clone()).map_err(|e| e.to_string())?;
+    let name = rustls::pki_types::ServerName::try_from(host.clone())?;
     let connect = async {
-        let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
-            .await
-            .map_err(|e| e.to_string())?;
+        let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
         let stream = tokio_rustls::TlsConnector::from(Arc::new(config))
             .connect(name, tcp)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let (_, connection) = stream.get_ref();
-        Ok::<_, String>(
+        Ok::<_, std::io::Error>(
             connection
                 .peer_certificates()
                 .unwrap_or_default()
@@ -124,19 +166,26 @@ pub async fn peer_certificates(url: &str, verify: bool) -> Result<Vec<Vec<u8>>, 
     };
     let chain = tokio::time::timeout(Duration::from_secs(30), connect)
         .await
-        .map_err(|_| {
-            format!("unable to execute TLS connection towards {host}:{port}: timed out after 30s")
+        .map_err(|_| PeerCertificatesError::Timeout {
+            host: host.clone(),
+            port,
         })?
-        .map_err(|e| format!("unable to execute TLS connection towards {host}:{port}: {e}"))?;
+        .map_err(|source| PeerCertificatesError::Connect {
+            host: host.clone(),
+            port,
+            source,
+        })?;
     if chain.is_empty() {
-        return Err(format!("got back no certificates from URL '{url}'"));
+        return Err(PeerCertificatesError::NoCertificates {
+            url: url.to_owned(),
+        });
     }
     Ok(chain)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::address;
+    use super::{AddressError, address};
 
     #[test]
     fn https_defaults_to_443_and_tls_needs_a_port() {
@@ -148,10 +197,11 @@ mod tests {
             address("tls://example.com:8443").unwrap(),
             ("example.com".into(), 8443)
         );
-        assert!(
-            address("tls://example.com")
-                .unwrap_err()
-                .contains("Port missing")
+        assert_eq!(
+            address("tls://example.com"),
+            Err(AddressError::NoPort {
+                url: "tls://example.com".into()
+            })
         );
         assert_eq!(address("https://[::1]:9443").unwrap(), ("::1".into(), 9443));
     }

@@ -452,6 +452,12 @@ pub(crate) const TYPED_DATA_SOURCES: &[&str] = &[
     "kubernetes_persistent_volume_claim_v1",
     "kubernetes_storage_class",
     "kubernetes_storage_class_v1",
+    "kubernetes_endpoints_v1",
+    "kubernetes_ingress_v1",
+    "kubernetes_mutating_webhook_configuration_v1",
+    "kubernetes_persistent_volume_v1",
+    "kubernetes_pod",
+    "kubernetes_pod_v1",
 ];
 
 /// `data "kubernetes_resource"`'s schema, as Terraform's.

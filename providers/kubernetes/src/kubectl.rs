@@ -177,7 +177,7 @@ impl Family for Kubectl {
         &self,
         type_name: &str,
         identity: &gpustack_protocol::Value,
-    ) -> Option<Result<String, String>> {
+    ) -> Option<Result<String, gpustack_protocol::ImportIdError>> {
         (type_name == "kubectl_manifest")
             .then(|| crate::takeover::import_id_of_identity(type_name, identity))
             .flatten()
@@ -242,6 +242,10 @@ impl Family for Kubectl {
             data_sources: [
                 ("kubectl_file_documents".to_owned(), documents_schema(false)),
                 ("kubectl_path_documents".to_owned(), documents_schema(true)),
+                (
+                    crate::cluster_info::KUBECTL_SERVER_VERSION.to_owned(),
+                    crate::cluster_info::server_version_schema(true),
+                ),
                 (
                     "kubectl_filename_list".to_owned(),
                     Schema::new("The files a glob pattern matches.")
@@ -315,7 +319,8 @@ impl Family for Kubectl {
             set(&mut config, "config_path", Value::Null);
         }
         let cluster = Cluster::connect(&config).await.map_err(|d| vec![d])?;
-        let connected = Connected::new(Arc::new(cluster));
+        let cluster = Arc::new(cluster);
+        let connected = Connected::new(cluster.clone());
         Ok(Arc::new(
             Resources::new()
                 .resource(
@@ -325,6 +330,13 @@ impl Family for Kubectl {
                             connected,
                             ty: ObjectType::Manifest,
                         },
+                    },
+                )
+                .data_source(
+                    crate::cluster_info::KUBECTL_SERVER_VERSION,
+                    crate::cluster_info::ServerVersion {
+                        cluster,
+                        kubectl: true,
                     },
                 )
                 .data_source("kubectl_file_documents", Documents)
@@ -350,8 +362,8 @@ pub(crate) fn manifest_of(state: &Value) -> Result<Option<Json>, String> {
             documents.len()
         ));
     };
-    let mut object: Json =
-        serde_yaml_ng::from_str(document).map_err(|e| format!("yaml_body is not YAML: {e}"))?;
+    let mut object = gpustack_cluster::yaml::from_str(document)
+        .map_err(|e| format!("yaml_body is not YAML: {e}"))?;
     for field in ["apiVersion", "kind"] {
         if object.get(field).and_then(Json::as_str).is_none() {
             return Err(format!("the object in yaml_body has no {field}."));
@@ -814,8 +826,10 @@ impl Resource for KubectlManifest {
 
 fn documents_value(texts: Vec<String>) -> (Value, Value) {
     let mut manifests = indexmap::IndexMap::new();
+    let mut budget = gpustack_protocol::limits::DecodeCost::default();
     for document in &texts {
-        let object: Json = serde_yaml_ng::from_str(document).unwrap_or(Json::Null);
+        let object =
+            gpustack_cluster::yaml::from_str_within(document, &mut budget).unwrap_or(Json::Null);
         let get = |p: &str| object.pointer(p).and_then(Json::as_str).unwrap_or_default();
         let group = get("/apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
         let mut key = format!(
@@ -977,7 +991,9 @@ impl DataSource for PathDocuments {
         let raw = attribute(&config, "disable_template").and_then(Value::as_bool) == Some(true);
         let mut texts = Vec::new();
         for file in files {
-            match std::fs::read_to_string(&file) {
+            // As file() reads: a regular file only, at most what a string may hold.
+            let limit = gpustack_protocol::limits::MAX_STRING_BYTES as u64;
+            match gpustack_fs::read_text_bounded(&file, limit) {
                 Ok(content) => {
                     let content = if raw {
                         content
@@ -1097,6 +1113,26 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    /// serde_yaml_ng's own limits count aliases, not what they copy: one 2 MB scalar named
+    /// by 3,000 aliases stays under them and would build 6 GB.
+    #[test]
+    fn a_yaml_body_whose_aliases_copy_a_long_scalar_is_refused_at_the_text_limit() {
+        let aliases: Vec<String> = (0..3000).map(|i| format!("k{i}: *a")).collect();
+        let body = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    x: &a \"{}\"\ndata: {{{}}}\n",
+            "x".repeat(2_000_000),
+            aliases.join(",")
+        );
+        let state = Value::Object(
+            [("yaml_body".to_owned(), Value::String(body))]
+                .into_iter()
+                .collect(),
+        );
+        let err = manifest_of(&state).unwrap_err();
+        assert!(err.contains("more than 64 MiB of text"), "{err}");
+        assert!(err.contains("at line 6"), "{err}");
     }
 
     #[test]

@@ -93,7 +93,7 @@ impl Family for Kubernetes {
         &self,
         type_name: &str,
         identity: &gpustack_protocol::Value,
-    ) -> Option<Result<String, String>> {
+    ) -> Option<Result<String, gpustack_protocol::ImportIdError>> {
         crate::takeover::import_id_of_identity(type_name, identity)
     }
 
@@ -194,6 +194,14 @@ impl Family for Kubernetes {
             crate::taint::check(check);
             return;
         }
+        if let Some(owned) = crate::owned_fields::Owned::of(type_name) {
+            crate::owned_fields::check(owned, check);
+            return;
+        }
+        if let Some(one_shot) = crate::one_shot::OneShot::of(type_name) {
+            crate::one_shot::check(one_shot, check);
+            return;
+        }
         if ObjectType::of(type_name) == Some(ObjectType::Manifest) {
             for field in ["apiVersion", "kind", "metadata.name"] {
                 if check.get("manifest").is_some()
@@ -254,6 +262,13 @@ impl Family for Kubernetes {
                                 connected: connected.clone(),
                                 ty: ObjectType::Manifest,
                             }),
+                            write_only: (kind.kind == "Secret").then(|| {
+                                Box::new(Objects {
+                                    connected: connected.clone(),
+                                    ty: ObjectType::Patch,
+                                })
+                                    as Box<dyn gpustack_provider_sdk::resource::Resource>
+                            }),
                             kind,
                         },
                     )
@@ -268,6 +283,34 @@ impl Family for Kubernetes {
                 },
             },
         );
+        let resources =
+            crate::owned_fields::TYPES
+                .into_iter()
+                .fold(resources, |resources, (name, owned)| {
+                    resources.resource(
+                        name,
+                        crate::owned_fields::OwnedFields {
+                            inner: Objects {
+                                connected: connected.clone(),
+                                ty: ObjectType::Patch,
+                            },
+                            owned,
+                        },
+                    )
+                });
+        let resources = crate::one_shot::CSR_TYPES
+            .into_iter()
+            .chain([crate::one_shot::TOKEN_REQUEST])
+            .fold(resources, |resources, name| {
+                resources.resource(
+                    name,
+                    crate::one_shot::OneShots {
+                        connected: connected.clone(),
+                        one_shot: crate::one_shot::OneShot::of(name)
+                            .expect("a one-shot type's name"),
+                    },
+                )
+            });
         let resources = resources.resource(
             crate::rollout::TYPE,
             crate::rollout::Rollouts(connected.clone()),
@@ -287,6 +330,17 @@ impl Family for Kubernetes {
             .data_source(
                 "kubernetes_resource",
                 crate::data::ResourceData(connected.cluster.clone()),
+            )
+            .data_source(
+                crate::cluster_info::ALL_NAMESPACES,
+                crate::cluster_info::AllNamespaces(connected.cluster.clone()),
+            )
+            .data_source(
+                crate::cluster_info::SERVER_VERSION,
+                crate::cluster_info::ServerVersion {
+                    cluster: connected.cluster.clone(),
+                    kubectl: false,
+                },
             )
             .data_source(
                 "kubernetes_resources",
@@ -318,12 +372,15 @@ fn is_unknown_below(config: &gpustack_protocol::Value, root: &str, path: &str) -
 }
 
 /// The resource types built from tables rather than written out: the workload kinds, the
-/// node taint and the node rollout.
+/// node taint, the node rollout and the types that own fields of someone else's object.
 fn typed_resources() -> impl Iterator<Item = &'static str> {
     crate::typed::KINDS
         .iter()
         .flat_map(|kind| kind.names.iter().copied())
         .chain([crate::taint::TYPE, crate::rollout::TYPE])
+        .chain(crate::owned_fields::TYPES.map(|(name, _)| name))
+        .chain(crate::one_shot::CSR_TYPES)
+        .chain([crate::one_shot::TOKEN_REQUEST])
 }
 
 /// The schema of one of [`typed_resources`] or of the typed data sources.
@@ -333,7 +390,15 @@ fn typed_schema(mode: ResourceMode, type_name: &str) -> Option<Schema> {
         ResourceMode::Managed if type_name == crate::rollout::TYPE => {
             Some(crate::rollout::schema())
         }
-        ResourceMode::Managed => crate::typed::kind_of(type_name).map(crate::typed::schema),
+        ResourceMode::Managed => {
+            if let Some(owned) = crate::owned_fields::Owned::of(type_name) {
+                Some(crate::owned_fields::schema(owned))
+            } else if let Some(one_shot) = crate::one_shot::OneShot::of(type_name) {
+                Some(crate::one_shot::schema(one_shot))
+            } else {
+                crate::typed::kind_of(type_name).map(crate::typed::schema)
+            }
+        }
         ResourceMode::Data => crate::data::TYPED_DATA_SOURCES
             .contains(&type_name)
             .then(|| crate::typed::kind_of(type_name))
@@ -449,6 +514,14 @@ fn untyped_schema() -> ProviderSchema {
     .into();
     let data_sources: IndexMap<String, Schema> = [
         ("kubernetes_nodes".to_owned(), nodes),
+        (
+            crate::cluster_info::ALL_NAMESPACES.to_owned(),
+            crate::cluster_info::all_namespaces_schema(),
+        ),
+        (
+            crate::cluster_info::SERVER_VERSION.to_owned(),
+            crate::cluster_info::server_version_schema(false),
+        ),
         (
             "kubernetes_resource".to_owned(),
             crate::data::resource_schema(),

@@ -6,6 +6,7 @@
 //! smoke tests on them (`gpu`).
 
 mod capacity;
+mod cluster_info;
 /// The shared cluster connection, under the path the provider's modules name it by.
 use gpustack_cluster as cluster;
 mod collateral;
@@ -15,6 +16,8 @@ mod gpu;
 mod kubectl;
 mod kubernetes;
 mod manifest;
+mod one_shot;
+mod owned_fields;
 mod rollout;
 mod taint;
 mod takeover;

@@ -338,25 +338,13 @@ impl NodeTaints {
 #[async_trait::async_trait]
 impl Resource for NodeTaints {
     async fn read(&self, request: ReadResourcesRequest) -> ReadResourcesResponse {
-        let typed = request.states.clone();
-        let inner = ReadResourcesRequest {
-            type_name: "kubernetes_patch".into(),
-            states: typed
-                .iter()
-                .map(|s| patch_state(s, own_patch(s), false))
-                .collect(),
-            sensitive_paths: vec![Vec::new(); typed.len()],
-            seeds: vec![],
-        };
-        let mut response = self.inner.read(inner).await;
-        response.states = response
-            .states
-            .into_iter()
-            .zip(typed)
-            .map(|(state, typed)| state.map(|s| with_live_taints(typed, &live_taints(&s))))
-            .collect();
-        response.gpu_facts.clear();
-        response
+        crate::manifest::patch_read(
+            &self.inner,
+            request,
+            |s| patch_state(s, own_patch(s), false),
+            |typed, patch| with_live_taints(typed, &live_taints(patch)),
+        )
+        .await
     }
 
     async fn plan(&self, request: PlanResourceChangeRequest) -> PlanResourceChangeResponse {
@@ -379,18 +367,7 @@ impl Resource for NodeTaints {
             _ => Value::Unknown,
         };
         set(&mut planned, "id", id);
-        PlanResourceChangeResponse {
-            planned_state: planned,
-            requires_replace: if response.requires_replace.is_empty() {
-                Vec::new()
-            } else {
-                vec!["metadata (name)".to_owned()]
-            },
-            gpu_facts: Vec::new(),
-            existing: None,
-            diagnostics: response.diagnostics,
-            order: Default::default(),
-        }
+        crate::manifest::patch_plan(planned, response, "metadata (name)")
     }
 
     async fn apply(&self, request: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse {

@@ -3,7 +3,7 @@
 //! (`apiVersion/Kind/namespace/name`), and the uid Terraform recorded, which the imported
 //! object must have.
 
-use gpustack_protocol::TerraformTakeover;
+use gpustack_protocol::{ImportIdError, TerraformTakeover};
 use serde_json::Value as Json;
 
 fn text(value: Option<&Json>) -> Option<String> {
@@ -81,7 +81,13 @@ pub(crate) fn kubectl(
 pub(crate) fn import_id_of_identity(
     type_name: &str,
     identity: &gpustack_protocol::Value,
-) -> Option<Result<String, String>> {
+) -> Option<Result<String, ImportIdError>> {
+    let incomplete = |expected| {
+        Some(Err(ImportIdError::Incomplete {
+            type_name: type_name.to_owned(),
+            expected,
+        }))
+    };
     let field = |name: &str| {
         identity
             .as_object()
@@ -93,9 +99,9 @@ pub(crate) fn import_id_of_identity(
     let (api_version, kind, namespaced) = match type_name {
         "kubernetes_manifest" | "kubectl_manifest" => {
             let (Some(api_version), Some(kind)) = (field("api_version"), field("kind")) else {
-                return Some(Err(format!(
-                    "a {type_name}'s identity names its api_version, kind, name and namespace (for a namespaced object)"
-                )));
+                return incomplete(
+                    "names its api_version, kind, name and namespace (for a namespaced object)",
+                );
             };
             let namespaced = field("namespace").is_some();
             (api_version, kind, namespaced)
@@ -110,9 +116,7 @@ pub(crate) fn import_id_of_identity(
         }
     };
     let Some(name) = field("name") else {
-        return Some(Err(format!(
-            "a {type_name}'s identity names the object's name"
-        )));
+        return incomplete("names the object's name");
     };
     let namespace = namespaced.then(|| field("namespace").unwrap_or_else(|| "default".to_owned()));
     Some(Ok(object_id(&api_version, &kind, namespace, &name)))

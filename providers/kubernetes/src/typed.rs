@@ -77,6 +77,11 @@ pub(crate) const RENAMES: &[(&str, &str, &str)] = &[
     ("scaleUp", "policies", "policy"),
     ("scaleDown", "policies", "policy"),
     ("*", "webhooks", "webhook"),
+    ("Endpoints", "subsets", "subset"),
+    ("subsets", "addresses", "address"),
+    ("subsets", "notReadyAddresses", "not_ready_address"),
+    ("EndpointSlice", "endpoints", "endpoint"),
+    ("EndpointSlice.endpoints", "conditions", "condition"),
 ];
 
 const SELECTOR_EXPRESSIONS: &[(&str, F)] =
@@ -180,9 +185,6 @@ const PERSISTENT_VOLUME_SPEC: &[(&str, F)] = &[
     ),
 ];
 
-const NOT_WAITED: &str =
-    "gpustack does not wait for it; add a check or a dependent resource that needs it";
-
 /// The kinds served, in the order of Terraform's documentation.
 pub(crate) const KINDS: &[Kind] = &[
     Kind {
@@ -191,8 +193,11 @@ pub(crate) const KINDS: &[Kind] = &[
         kind: "Namespace",
         namespaced: false,
         fields: &[],
-        refused: &[("wait_for_default_service_account", NOT_WAITED)],
-        waits: None,
+        refused: &[],
+        waits: Some((
+            Some("wait_for_default_service_account"),
+            Await::DefaultServiceAccountWhenAsked,
+        )),
     },
     Kind {
         names: &["kubernetes_config_map", "kubernetes_config_map_v1"],
@@ -218,8 +223,11 @@ pub(crate) const KINDS: &[Kind] = &[
             ("type", F::Str),
             ("immutable", F::Bool),
         ],
-        refused: &[("wait_for_service_account_token", NOT_WAITED)],
-        waits: None,
+        refused: &[],
+        waits: Some((
+            Some("wait_for_service_account_token"),
+            Await::ServiceAccountToken,
+        )),
     },
     Kind {
         names: &[
@@ -407,8 +415,8 @@ pub(crate) const KINDS: &[Kind] = &[
                 ),
             ]),
         )],
-        refused: &[("wait_until_bound", NOT_WAITED)],
-        waits: None,
+        refused: &[],
+        waits: Some((Some("wait_until_bound"), Await::Bound)),
     },
     Kind {
         names: &[
@@ -429,7 +437,7 @@ pub(crate) const KINDS: &[Kind] = &[
         namespaced: true,
         fields: &[("spec", F::Obj(fields::APPS_V1_DEPLOYMENT_SPEC))],
         refused: &[],
-        waits: Some(("wait_for_rollout", Await::Rollout)),
+        waits: Some((Some("wait_for_rollout"), Await::Rollout)),
     },
     Kind {
         names: &["kubernetes_daemonset", "kubernetes_daemon_set_v1"],
@@ -438,7 +446,7 @@ pub(crate) const KINDS: &[Kind] = &[
         namespaced: true,
         fields: &[("spec", F::Obj(fields::APPS_V1_DAEMON_SET_SPEC))],
         refused: &[],
-        waits: Some(("wait_for_rollout", Await::Rollout)),
+        waits: Some((Some("wait_for_rollout"), Await::Rollout)),
     },
     Kind {
         names: &["kubernetes_stateful_set", "kubernetes_stateful_set_v1"],
@@ -447,7 +455,7 @@ pub(crate) const KINDS: &[Kind] = &[
         namespaced: true,
         fields: &[("spec", F::Obj(fields::APPS_V1_STATEFUL_SET_SPEC))],
         refused: &[],
-        waits: Some(("wait_for_rollout", Await::Rollout)),
+        waits: Some((Some("wait_for_rollout"), Await::Rollout)),
     },
     Kind {
         names: &["kubernetes_job", "kubernetes_job_v1"],
@@ -456,7 +464,7 @@ pub(crate) const KINDS: &[Kind] = &[
         namespaced: true,
         fields: &[("spec", F::Obj(fields::BATCH_V1_JOB_SPEC))],
         refused: &[],
-        waits: Some(("wait_for_completion", Await::Completion)),
+        waits: Some((Some("wait_for_completion"), Await::Completion)),
     },
     Kind {
         names: &["kubernetes_cron_job", "kubernetes_cron_job_v1"],
@@ -474,7 +482,7 @@ pub(crate) const KINDS: &[Kind] = &[
         namespaced: true,
         fields: &[("spec", F::Obj(fields::CORE_V1_SERVICE_SPEC))],
         refused: &[],
-        waits: Some(("wait_for_load_balancer", Await::Rollout)),
+        waits: Some((Some("wait_for_load_balancer"), Await::Rollout)),
     },
     Kind {
         names: &[
@@ -495,7 +503,7 @@ pub(crate) const KINDS: &[Kind] = &[
         namespaced: true,
         fields: &[("spec", F::Obj(fields::NETWORKING_V1_INGRESS_SPEC))],
         refused: &[],
-        waits: Some(("wait_for_load_balancer", Await::LoadBalancerWhenAsked)),
+        waits: Some((Some("wait_for_load_balancer"), Await::LoadBalancerWhenAsked)),
     },
     Kind {
         names: &["kubernetes_network_policy", "kubernetes_network_policy_v1"],
@@ -576,6 +584,58 @@ pub(crate) const KINDS: &[Kind] = &[
         waits: None,
     },
     Kind {
+        names: &["kubernetes_pod", "kubernetes_pod_v1"],
+        api_version: "v1",
+        kind: "Pod",
+        namespaced: true,
+        fields: &[("spec", F::Obj(fields::CORE_V1_POD_SPEC))],
+        refused: &[],
+        waits: Some((Some("target_state"), Await::Phase)),
+    },
+    Kind {
+        names: &[
+            "kubernetes_replication_controller",
+            "kubernetes_replication_controller_v1",
+        ],
+        api_version: "v1",
+        kind: "ReplicationController",
+        namespaced: true,
+        fields: &[("spec", F::Obj(fields::CORE_V1_REPLICATION_CONTROLLER_SPEC))],
+        refused: &[],
+        waits: Some((None, Await::Replicas)),
+    },
+    Kind {
+        names: &["kubernetes_endpoints", "kubernetes_endpoints_v1"],
+        api_version: "v1",
+        kind: "Endpoints",
+        namespaced: true,
+        fields: &[("subsets", F::Objs(fields::CORE_V1_ENDPOINT_SUBSET))],
+        refused: &[],
+        waits: None,
+    },
+    Kind {
+        names: &["kubernetes_endpoint_slice_v1"],
+        api_version: "discovery.k8s.io/v1",
+        kind: "EndpointSlice",
+        namespaced: true,
+        fields: &[
+            ("addressType", F::Str),
+            ("endpoints", F::Objs(fields::DISCOVERY_V1_ENDPOINT)),
+            ("ports", F::Objs(fields::DISCOVERY_V1_ENDPOINT_PORT)),
+        ],
+        refused: &[],
+        waits: None,
+    },
+    Kind {
+        names: &["kubernetes_api_service", "kubernetes_api_service_v1"],
+        api_version: "apiregistration.k8s.io/v1",
+        kind: "APIService",
+        namespaced: false,
+        fields: &[("spec", F::Obj(fields::APIREGISTRATION_V1_API_SERVICE_SPEC))],
+        refused: &[],
+        waits: None,
+    },
+    Kind {
         names: &["kubernetes_runtime_class_v1"],
         api_version: "node.k8s.io/v1",
         kind: "RuntimeClass",
@@ -616,11 +676,15 @@ fn field_name(holder: &str, field: &str, objects: bool) -> String {
                 .strip_suffix(scope)
                 .is_some_and(|rest| rest.ends_with('.'))
     };
-    let renamed = RENAMES
+    // A rename in one place is that field's name there; one for anywhere makes a plural
+    // singular only for a list of objects (a container's `limits` map stays `limits`).
+    if let Some((_, _, name)) = RENAMES
         .iter()
         .find(|(h, f, _)| *f == field && *h != "*" && at(h))
-        .or_else(|| RENAMES.iter().find(|(h, f, _)| *f == field && *h == "*"));
-    if let Some((_, _, name)) = renamed
+    {
+        return (*name).to_owned();
+    }
+    if let Some((_, _, name)) = RENAMES.iter().find(|(h, f, _)| *f == field && *h == "*")
         && (objects || format!("{name}s") != field)
     {
         return (*name).to_owned();
@@ -674,7 +738,7 @@ pub(crate) fn one_block(schema: &mut Schema, name: &str, block: Schema, required
     );
 }
 
-fn fields_schema(mut schema: Schema, holder: &str, fields: &[(&str, F)]) -> Schema {
+pub(crate) fn fields_schema(mut schema: Schema, holder: &str, fields: &[(&str, F)]) -> Schema {
     for (field, ty) in fields {
         let name = name_of(holder, field, ty);
         let attr = |ty: Type| Attribute::optional(ty);
@@ -740,11 +804,32 @@ pub(crate) fn schema(kind: &Kind) -> Schema {
     for (name, _) in kind.refused {
         schema = schema.attr(name, Attribute::optional(Type::Bool));
     }
-    if let Some((name, _)) = kind.waits {
+    if kind.kind == "Secret" {
+        for (values, revision, what) in WRITE_ONLY_DATA {
+            schema = schema
+                .attr(
+                    values,
+                    Attribute::optional(Type::map(Type::String))
+                        .sensitive()
+                        .write_only()
+                        .describe(format!(
+                            "Write-only {what}: never in a plan or the state; applied when the secret is made with {revision} set, and again each time {revision} changes."
+                        )),
+                )
+                .attr(revision, Attribute::optional(Type::Number));
+        }
+    }
+    if let Some((Some(name), what)) = kind.waits {
         schema = schema.attr(
             name,
-            Attribute::optional(Type::Bool)
-                .describe("Wait after apply, as Terraform does unless set false."),
+            if what.argument_is_bool() {
+                Attribute::optional(Type::Bool)
+                    .describe("Wait after apply, as Terraform does unless set false.")
+            } else {
+                Attribute::optional(Type::list(Type::String)).describe(
+                    "The phases apply waits for while the pod is Pending; [\"Running\"] unless set.",
+                )
+            },
         );
     }
     schema.block(
@@ -757,21 +842,58 @@ pub(crate) fn schema(kind: &Kind) -> Schema {
     )
 }
 
+/// A Secret's write-only data (Terraform 1.11's write-only arguments, as the provider has
+/// them): the values, the revision that says when to apply them, and what they are.
+const WRITE_ONLY_DATA: [(&str, &str, &str); 2] = [
+    ("data_wo", "data_wo_revision", "data, as text"),
+    (
+        "binary_data_wo",
+        "binary_data_wo_revision",
+        "binary data, base64-encoded",
+    ),
+];
+
+/// The field manager of a Secret's write-only data: its own, so that an apply of the
+/// Secret's other fields never drops the keys only a revision sets.
+const WRITE_ONLY_MANAGER: &str = "gpustack-write-only";
+
 pub(crate) fn check(kind: &Kind, check: &mut Checker<'_>) {
+    if kind.kind == "Secret" {
+        for ((values, revision, _), stored) in WRITE_ONLY_DATA.iter().zip(["data", "binary_data"]) {
+            if check.get(values).is_some() && check.get(stored).is_some() {
+                check.error(
+                    values,
+                    "Conflicting configuration arguments",
+                    format!("{values} and {stored} set the same keys: set one of them."),
+                );
+            }
+            if check.get(revision).is_some() && check.get(values).is_none() {
+                check.error(
+                    revision,
+                    "Missing required argument",
+                    format!("{revision} says when {values} is applied: set {values} with it."),
+                );
+            }
+            if check
+                .get(revision)
+                .and_then(Value::as_number)
+                .is_some_and(|r| r < 1.0)
+            {
+                check.error(
+                    revision,
+                    "Invalid value",
+                    format!("{revision} must be at least 1."),
+                );
+            }
+        }
+    }
     if check.get("metadata[0].generate_name").is_some() {
         check.error(
             "metadata[0].generate_name",
             "Unsupported argument",
             "gpustack does not honour generate_name: it finds, adopts and refuses objects by their name, so it needs the name; set metadata.name.".into(),
         );
-    } else if check.get("metadata").is_some()
-        && check.get("metadata[0].name").is_none()
-        && check
-            .config()
-            .as_object()
-            .and_then(|o| o.get("metadata"))
-            .is_none_or(Value::is_wholly_known)
-    {
+    } else if metadata_without_name(check) {
         check.error(
             "metadata",
             "Missing required argument",
@@ -879,7 +1001,7 @@ fn fill_terraform_defaults(kind: &Kind, typed: &mut Value) {
     }
 }
 
-fn to_json(holder: &str, fields: &[(&str, F)], typed: &Value) -> Json {
+pub(crate) fn to_json(holder: &str, fields: &[(&str, F)], typed: &Value) -> Json {
     let mut out = serde_json::Map::new();
     for (_, field, value) in TERRAFORM_DEFAULTS.iter().filter(|(h, _, _)| *h == holder) {
         out.insert((*field).to_owned(), Json::String((*value).to_owned()));
@@ -1146,17 +1268,49 @@ fn wait_block(kind: &Kind, typed: &Value) -> Value {
     let Some((argument, what)) = kind.waits else {
         return Value::Null;
     };
-    let asked = attribute(typed, argument).and_then(Value::as_bool);
-    let waits = if what == Await::LoadBalancerWhenAsked {
-        asked == Some(true)
-    } else {
-        asked != Some(false)
+    let asked = argument.and_then(|a| attribute(typed, a));
+    let waits = match what {
+        Await::LoadBalancerWhenAsked | Await::DefaultServiceAccountWhenAsked => {
+            asked.and_then(Value::as_bool) == Some(true)
+        }
+        Await::Phase => true,
+        Await::ServiceAccountToken => {
+            asked.and_then(Value::as_bool) != Some(false)
+                && attribute(typed, "type").and_then(Value::as_str)
+                    == Some("kubernetes.io/service-account-token")
+        }
+        _ => asked.and_then(Value::as_bool) != Some(false),
     };
     if !waits {
         return Value::Null;
     }
+    let fields = match what {
+        Await::Bound => Value::Object(
+            [("status.phase".to_owned(), Value::string("Bound"))]
+                .into_iter()
+                .collect(),
+        ),
+        _ => Value::Null,
+    };
+    let present = match what {
+        Await::ServiceAccountToken => Value::List(vec![Value::string("data.token")]),
+        _ => Value::Null,
+    };
+    let phases = match what {
+        Await::Phase => asked
+            .filter(|a| !a.is_null())
+            .cloned()
+            .unwrap_or_else(|| Value::List(vec![Value::string("Running")])),
+        _ => Value::Null,
+    };
     let condition = match what {
-        Await::Rollout | Await::LoadBalancerWhenAsked => Vec::new(),
+        Await::Rollout
+        | Await::LoadBalancerWhenAsked
+        | Await::Replicas
+        | Await::Phase
+        | Await::Bound
+        | Await::ServiceAccountToken
+        | Await::DefaultServiceAccountWhenAsked => Vec::new(),
         Await::Completion => vec![Value::Object(
             [
                 ("type".to_owned(), Value::string("Complete")),
@@ -1168,8 +1322,20 @@ fn wait_block(kind: &Kind, typed: &Value) -> Value {
     };
     Value::Object(
         [
-            ("rollout", Value::Bool(what != Await::Completion)),
-            ("fields", Value::Null),
+            (
+                "rollout",
+                Value::Bool(matches!(
+                    what,
+                    Await::Rollout | Await::LoadBalancerWhenAsked | Await::Replicas
+                )),
+            ),
+            ("phase", phases),
+            ("present", present),
+            (
+                "default_service_account",
+                Value::Bool(what == Await::DefaultServiceAccountWhenAsked),
+            ),
+            ("fields", fields),
             ("timeout", Value::Null),
             ("condition", Value::List(condition)),
         ]
@@ -1283,29 +1449,106 @@ fn conceal(kind: &Kind, typed: &mut Value) {
         if !matches!(ty, F::Base64Map) {
             continue;
         }
-        let name = name_of(kind.kind, field, ty);
-        if let Some(Value::Object(map)) = typed.as_object().and_then(|o| o.get(&name)).cloned() {
-            let marked = map
-                .into_iter()
-                .map(|(k, v)| {
-                    let v = if v.is_null() || v.is_unknown() {
-                        v
-                    } else {
-                        Value::sensitive(v)
-                    };
-                    (k, v)
-                })
-                .collect();
-            set(typed, &name, Value::Object(marked));
-        }
+        conceal_values(typed, &name_of(kind.kind, field, ty));
     }
+}
+
+/// Marks each value of the map attribute `name` sensitive (a Secret's data), so that the state
+/// holds a digest per key and a refresh can name the keys it reads back.
+pub(crate) fn conceal_values(typed: &mut Value, name: &str) {
+    if let Some(Value::Object(map)) = typed.as_object().and_then(|o| o.get(name)).cloned() {
+        let marked = map
+            .into_iter()
+            .map(|(k, v)| {
+                let v = if v.is_null() || v.is_unknown() {
+                    v
+                } else {
+                    Value::sensitive(v)
+                };
+                (k, v)
+            })
+            .collect();
+        set(typed, name, Value::Object(marked));
+    }
+}
+
+/// The `metadata` block is configured, known, and names no object.
+pub(crate) fn metadata_without_name(check: &Checker<'_>) -> bool {
+    check.get("metadata").is_some()
+        && check.get("metadata[0].name").is_none()
+        && check
+            .config()
+            .as_object()
+            .and_then(|o| o.get("metadata"))
+            .is_none_or(Value::is_wholly_known)
 }
 
 /// A typed resource type: the manifest resource of its kind, translated.
 pub(crate) struct TypedObjects {
     /// The `kubernetes_manifest` resource every call is translated to.
     pub(crate) inner: Box<dyn Resource>,
+    /// The `kubernetes_patch` resource a Secret's write-only data is applied through.
+    pub(crate) write_only: Option<Box<dyn Resource>>,
     pub(crate) kind: &'static Kind,
+}
+
+/// The write-only data a Secret's apply sets now (its revisions new or changed), as the
+/// `data` of a patch; `None` when there is none to set.
+fn write_only_data(planned: &Value, prior: Option<&Value>) -> Option<Json> {
+    let mut data = serde_json::Map::new();
+    for (values, revision, _) in WRITE_ONLY_DATA {
+        let now = attribute(planned, revision).and_then(Value::as_number);
+        let before = prior
+            .and_then(|p| attribute(p, revision))
+            .and_then(Value::as_number);
+        if now.is_none_or(|r| r < 1.0) || now == before {
+            continue;
+        }
+        for (key, value) in attribute(planned, values)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let text = value.to_json_revealed();
+            let text = text.as_str().unwrap_or_default();
+            let encoded = if values == "data_wo" {
+                base64::engine::general_purpose::STANDARD.encode(text)
+            } else {
+                text.to_owned()
+            };
+            data.insert(key.clone(), Json::String(encoded));
+        }
+    }
+    (!data.is_empty()).then(|| serde_json::json!({ "data": data }))
+}
+
+/// The `kubernetes_patch` state that applies a Secret's write-only data.
+fn write_only_patch(typed: &Value, data: Json) -> Value {
+    let metadata = first(attribute(typed, "metadata"));
+    let named = |key: &str| {
+        metadata
+            .and_then(|m| attribute(m, key))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    Value::Object(
+        [
+            ("api_version", Value::string("v1")),
+            ("kind", Value::string("Secret")),
+            ("name", named("name")),
+            ("namespace", named("namespace")),
+            ("metadata", Value::Null),
+            ("patch", Value::from_json(&data)),
+            ("live", Value::Null),
+            ("field_manager", Value::string(WRITE_ONLY_MANAGER)),
+            ("force", Value::Null),
+            ("force_conflicts", Value::Bool(true)),
+            ("wait", Value::Null),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect(),
+    )
 }
 
 impl TypedObjects {
@@ -1410,7 +1653,51 @@ impl Resource for TypedObjects {
             sensitive_paths: Vec::new(),
             ..request
         };
-        let response = self.inner.apply(inner).await;
+        let mut response = self.inner.apply(inner).await;
+        if let (Some(_), Some(planned), Some(write_only)) =
+            (&response.new_state, &planned, &self.write_only)
+            && let Some(data) = write_only_data(planned, typed_prior.as_ref())
+        {
+            let applied = write_only
+                .apply(ApplyResourceChangeRequest {
+                    type_name: "kubernetes_patch".into(),
+                    prior_state: None,
+                    planned_state: Some(write_only_patch(planned, data)),
+                    sensitive_paths: Vec::new(),
+                    owner: String::new(),
+                    collateral: None,
+                    stop: Default::default(),
+                    replaced_by: None,
+                })
+                .await;
+            if applied.new_state.is_none() {
+                // The Secret is made; its write-only data is not. Recording it without its
+                // revision has the next apply set the data again.
+                response.diagnostics.extend(applied.diagnostics);
+                response.diagnostics.push(Diagnostic::error(
+                    "Write-only data not applied",
+                    "The Secret was applied but its write-only data was not: the next apply sets it again.",
+                ));
+                if let Some(mut typed) = response.new_state.take().map(|s| self.typed(planned, &s))
+                {
+                    for (_, revision, _) in WRITE_ONLY_DATA {
+                        set(
+                            &mut typed,
+                            revision,
+                            typed_prior
+                                .as_ref()
+                                .and_then(|p| attribute(p, revision))
+                                .cloned()
+                                .unwrap_or(Value::Null),
+                        );
+                    }
+                    return ApplyResourceChangeResponse {
+                        new_state: Some(typed),
+                        diagnostics: typed_diagnostics(self.kind, response.diagnostics),
+                    };
+                }
+            }
+        }
         let new_state = match (response.new_state, planned) {
             (Some(state), Some(planned)) => {
                 let mut typed = self.typed(&planned, &state);

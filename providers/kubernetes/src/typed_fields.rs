@@ -563,6 +563,29 @@ pub(crate) const CORE_V1_EMPTY_DIR_VOLUME_SOURCE: &[(&str, F)] = &[
     ("sizeLimit", F::Str),
 ];
 
+/// io.k8s.api.core.v1.EndpointAddress
+pub(crate) const CORE_V1_ENDPOINT_ADDRESS: &[(&str, F)] = &[
+    ("hostname", F::Str),
+    ("ip", F::Str),
+    ("nodeName", F::Str),
+    ("targetRef", F::Obj(CORE_V1_OBJECT_REFERENCE)),
+];
+
+/// io.k8s.api.core.v1.EndpointPort
+pub(crate) const CORE_V1_ENDPOINT_PORT: &[(&str, F)] = &[
+    ("appProtocol", F::Str),
+    ("name", F::Str),
+    ("port", F::Num),
+    ("protocol", F::Str),
+];
+
+/// io.k8s.api.core.v1.EndpointSubset
+pub(crate) const CORE_V1_ENDPOINT_SUBSET: &[(&str, F)] = &[
+    ("addresses", F::Objs(CORE_V1_ENDPOINT_ADDRESS)),
+    ("notReadyAddresses", F::Objs(CORE_V1_ENDPOINT_ADDRESS)),
+    ("ports", F::Objs(CORE_V1_ENDPOINT_PORT)),
+];
+
 /// io.k8s.api.core.v1.EnvFromSource
 pub(crate) const CORE_V1_ENV_FROM_SOURCE: &[(&str, F)] = &[
     ("configMapRef", F::Obj(CORE_V1_CONFIG_MAP_ENV_SOURCE)),
@@ -1093,6 +1116,14 @@ pub(crate) const CORE_V1_RBD_VOLUME_SOURCE: &[(&str, F)] = &[
     ("user", F::Str),
 ];
 
+/// io.k8s.api.core.v1.ReplicationControllerSpec
+pub(crate) const CORE_V1_REPLICATION_CONTROLLER_SPEC: &[(&str, F)] = &[
+    ("minReadySeconds", F::Num),
+    ("replicas", F::Num),
+    ("selector", F::Map),
+    ("template", F::Obj(CORE_V1_POD_TEMPLATE_SPEC)),
+];
+
 /// io.k8s.api.core.v1.ResourceClaim
 pub(crate) const CORE_V1_RESOURCE_CLAIM: &[(&str, F)] = &[
     ("name", F::Str),
@@ -1417,6 +1448,49 @@ pub(crate) const CORE_V1_WINDOWS_SECURITY_CONTEXT_OPTIONS: &[(&str, F)] = &[
     ("runAsUserName", F::Str),
 ];
 
+/// io.k8s.api.discovery.v1.Endpoint
+pub(crate) const DISCOVERY_V1_ENDPOINT: &[(&str, F)] = &[
+    ("addresses", F::List),
+    ("conditions", F::Obj(DISCOVERY_V1_ENDPOINT_CONDITIONS)),
+    ("deprecatedTopology", F::Map),
+    ("hints", F::Obj(DISCOVERY_V1_ENDPOINT_HINTS)),
+    ("hostname", F::Str),
+    ("nodeName", F::Str),
+    ("targetRef", F::Obj(CORE_V1_OBJECT_REFERENCE)),
+    ("zone", F::Str),
+];
+
+/// io.k8s.api.discovery.v1.EndpointConditions
+pub(crate) const DISCOVERY_V1_ENDPOINT_CONDITIONS: &[(&str, F)] = &[
+    ("ready", F::Bool),
+    ("serving", F::Bool),
+    ("terminating", F::Bool),
+];
+
+/// io.k8s.api.discovery.v1.EndpointHints
+pub(crate) const DISCOVERY_V1_ENDPOINT_HINTS: &[(&str, F)] = &[
+    ("forNodes", F::Objs(DISCOVERY_V1_FOR_NODE)),
+    ("forZones", F::Objs(DISCOVERY_V1_FOR_ZONE)),
+];
+
+/// io.k8s.api.discovery.v1.EndpointPort
+pub(crate) const DISCOVERY_V1_ENDPOINT_PORT: &[(&str, F)] = &[
+    ("appProtocol", F::Str),
+    ("name", F::Str),
+    ("port", F::Num),
+    ("protocol", F::Str),
+];
+
+/// io.k8s.api.discovery.v1.ForNode
+pub(crate) const DISCOVERY_V1_FOR_NODE: &[(&str, F)] = &[
+    ("name", F::Str),
+];
+
+/// io.k8s.api.discovery.v1.ForZone
+pub(crate) const DISCOVERY_V1_FOR_ZONE: &[(&str, F)] = &[
+    ("name", F::Str),
+];
+
 /// io.k8s.api.networking.v1.HTTPIngressPath
 pub(crate) const NETWORKING_V1_HTTP_INGRESS_PATH: &[(&str, F)] = &[
     ("backend", F::Obj(NETWORKING_V1_INGRESS_BACKEND)),
@@ -1562,4 +1636,22 @@ pub(crate) const APIS_META_V1_LABEL_SELECTOR_REQUIREMENT: &[(&str, F)] = &[
     ("key", F::Str),
     ("operator", F::Str),
     ("values", F::List),
+];
+
+/// io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceSpec
+pub(crate) const APIREGISTRATION_V1_API_SERVICE_SPEC: &[(&str, F)] = &[
+    ("caBundle", F::Base64),
+    ("group", F::Str),
+    ("groupPriorityMinimum", F::Num),
+    ("insecureSkipTLSVerify", F::Bool),
+    ("service", F::Obj(APIREGISTRATION_V1_SERVICE_REFERENCE)),
+    ("version", F::Str),
+    ("versionPriority", F::Num),
+];
+
+/// io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.ServiceReference
+pub(crate) const APIREGISTRATION_V1_SERVICE_REFERENCE: &[(&str, F)] = &[
+    ("name", F::Str),
+    ("namespace", F::Str),
+    ("port", F::Num),
 ];

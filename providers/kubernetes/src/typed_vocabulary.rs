@@ -47,10 +47,10 @@ pub(crate) struct Kind {
     pub fields: &'static [(&'static str, F)],
     /// Arguments of Terraform's schema gpustack refuses, with the reason (their type: bool).
     pub refused: &'static [(&'static str, &'static str)],
-    /// The provider's argument that waits after apply (`wait_for_rollout`), true unless set
-    /// false as in Terraform (false unless set, for [`Await::LoadBalancerWhenAsked`]), and
-    /// what it waits for; kinds that wait also honour `timeouts`.
-    pub waits: Option<(&'static str, Await)>,
+    /// What apply waits for, and the provider's argument that says whether or for what
+    /// (`wait_for_rollout`, `target_state`; none where the provider always waits); kinds that
+    /// wait also honour `timeouts`.
+    pub waits: Option<(Option<&'static str>, Await)>,
 }
 
 /// What a kind's apply waits for, through `kubernetes_manifest`'s `wait`.
@@ -64,6 +64,28 @@ pub(crate) enum Await {
     /// An Ingress's load balancer, waited for only when asked (`wait_for_load_balancer =
     /// true`): Terraform's provider does not wait by default.
     LoadBalancerWhenAsked,
+    /// A ReplicationController's replicas all labelled as its selector asks, always (the
+    /// provider has no argument to turn it off).
+    Replicas,
+    /// A Pod's phase one of its `target_state` (a list; `["Running"]` unless set), waited for
+    /// while it is `Pending` and refused at once when it reaches another.
+    Phase,
+    /// A PersistentVolumeClaim `Bound` (`wait_until_bound`, true unless set false).
+    Bound,
+    /// A service account token Secret's `token` filled in by the token controller
+    /// (`wait_for_service_account_token`, true unless set false; other Secrets do not wait).
+    ServiceAccountToken,
+    /// A Namespace's `default` ServiceAccount made (`wait_for_default_service_account`, false
+    /// unless set true, as in the provider).
+    DefaultServiceAccountWhenAsked,
+}
+
+impl Await {
+    /// Whether the kind's waiting argument is a bool (`wait_for_rollout = false`) rather than
+    /// what to wait for (`target_state`).
+    pub(crate) fn argument_is_bool(self) -> bool {
+        self != Self::Phase
+    }
 }
 
 /// The metadata of an object a kind embeds (a pod template, a job template, a claim template):

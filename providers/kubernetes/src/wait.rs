@@ -3,6 +3,7 @@
 use crate::cluster::{Cluster, Kind, api_error, duration};
 use gpustack_protocol::Value;
 use gpustack_provider_sdk::objects::{json_path, scalar_text};
+use k8s_openapi::api::core::v1::ServiceAccount;
 use serde_json::Value as Json;
 use std::time::Duration;
 
@@ -15,6 +16,13 @@ pub(crate) struct Wait {
     rollout: bool,
     conditions: Vec<(String, String)>,
     fields: Vec<(String, String)>,
+    /// A Pod's phases to wait for (a typed pod's `target_state`); waited for while it is
+    /// Pending, refused at once in any other.
+    phases: Vec<String>,
+    /// JSONPaths that must hold a value (a token Secret's `data.token`).
+    present: Vec<String>,
+    /// A Namespace's `default` ServiceAccount must exist.
+    default_service_account: bool,
     pub(crate) timeout: Duration,
 }
 
@@ -28,6 +36,22 @@ impl Wait {
                 .map_err(|e| gpustack_protocol::error_chain(&e))?,
             ..Default::default()
         };
+        result.phases = get("phase")
+            .and_then(Value::as_list)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect();
+        result.present = get("present")
+            .and_then(Value::as_list)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect();
+        result.default_service_account =
+            get("default_service_account").and_then(Value::as_bool) == Some(true);
         if let Some(fields) = get("fields").and_then(Value::as_object) {
             for (path, expected) in fields {
                 if let Some(expected) = expected.as_str() {
@@ -57,7 +81,25 @@ impl Wait {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        !self.rollout && self.conditions.is_empty() && self.fields.is_empty()
+        !self.rollout
+            && self.conditions.is_empty()
+            && self.fields.is_empty()
+            && self.phases.is_empty()
+            && self.present.is_empty()
+            && !self.default_service_account
+    }
+
+    /// Why waiting on `object` can never succeed: a pod in a phase it will not leave for one
+    /// of the target phases (as Terraform's provider stops at once on one).
+    fn unreachable(&self, object: &Json) -> Option<String> {
+        let phase = pod_phase(object);
+        (!self.phases.is_empty() && phase != "Pending" && !self.phases.iter().any(|p| p == phase))
+            .then(|| {
+                format!(
+                    "the pod's phase is {phase}, not one of {} (target_state)",
+                    self.phases.join(", ")
+                )
+            })
     }
 
     /// What is still missing on `object`; empty once done.
@@ -82,6 +124,20 @@ impl Wait {
                     "condition {kind} is {} (waiting for {status})",
                     found.unwrap_or("absent")
                 ));
+            }
+        }
+        if !self.phases.is_empty() {
+            let phase = pod_phase(object);
+            if !self.phases.iter().any(|p| p == phase) {
+                missing.push(format!(
+                    "the pod's phase is {phase} (waiting for {})",
+                    self.phases.join(" or ")
+                ));
+            }
+        }
+        for path in &self.present {
+            if json_path(object, path).is_none_or(|v| v.is_null() || v == "") {
+                missing.push(format!("{path} is not set yet"));
             }
         }
         for (path, expected) in &self.fields {
@@ -111,7 +167,24 @@ impl Wait {
         let deadline = tokio::time::Instant::now() + self.timeout;
         loop {
             let pending = match cluster.get_json(&api, name).await {
-                Ok(Some(object)) => self.pending(&object),
+                Ok(Some(object)) => {
+                    if let Some(why) = self.unreachable(&object) {
+                        return Err(format!("{}.", capitalized(&why)));
+                    }
+                    let mut pending = self.pending(&object);
+                    if self.default_service_account {
+                        let accounts: kube::Api<ServiceAccount> =
+                            kube::Api::namespaced(cluster.client.clone(), name);
+                        match accounts.get_opt("default").await {
+                            Ok(Some(_)) => {}
+                            Ok(None) => pending.push(
+                                "the namespace has no default service account yet".to_owned(),
+                            ),
+                            Err(e) => pending.push(api_error(&e)),
+                        }
+                    }
+                    pending
+                }
                 Ok(None) => vec!["the object does not exist".to_owned()],
                 Err(e) => vec![api_error(&e)],
             };
@@ -128,6 +201,22 @@ impl Wait {
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
     }
+}
+
+/// A pod's phase; one the kubelet has not reported yet is Pending.
+fn pod_phase(object: &Json) -> &str {
+    object
+        .pointer("/status/phase")
+        .and_then(Json::as_str)
+        .unwrap_or("Pending")
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 /// Why a Deployment, DaemonSet or StatefulSet has not rolled out yet, or a LoadBalancer
@@ -150,6 +239,17 @@ fn rollout_pending(object: &Json) -> Option<String> {
         return (!balanced).then(|| "the load balancer has no ingress yet".to_owned());
     }
     let number = |path: &str| object.pointer(path).and_then(Json::as_i64).unwrap_or(0);
+    if object.get("kind").and_then(Json::as_str) == Some("ReplicationController") {
+        // What Terraform's provider waits for: as many pods labelled as the selector asks
+        // as replicas wanted.
+        let wanted = object
+            .pointer("/spec/replicas")
+            .and_then(Json::as_i64)
+            .unwrap_or(1);
+        let labelled = number("/status/fullyLabeledReplicas");
+        return (labelled != wanted)
+            .then(|| format!("{labelled} of {wanted} replicas labelled as the selector asks"));
+    }
     let generation = number("/metadata/generation");
     let observed = number("/status/observedGeneration");
     if observed < generation {
@@ -238,6 +338,35 @@ mod tests {
         assert_eq!(rollout_pending(&service), None);
         let cluster_ip = json!({"kind": "Service", "metadata": {"generation": 1}, "spec": {}});
         assert_eq!(rollout_pending(&cluster_ip), None);
+    }
+
+    #[test]
+    fn a_pod_waits_while_pending_and_stops_at_a_phase_it_will_not_leave() {
+        let wait = Wait::from_config(
+            Some(&Value::from_json(
+                &json!({"phase": ["Running", "Succeeded"]}),
+            )),
+            "Pod",
+        )
+        .unwrap();
+        let mut pod = json!({"kind": "Pod", "status": {}});
+        assert_eq!(wait.pending(&pod).len(), 1);
+        assert_eq!(wait.unreachable(&pod), None);
+        pod["status"]["phase"] = json!("Succeeded");
+        assert!(wait.pending(&pod).is_empty());
+        pod["status"]["phase"] = json!("Failed");
+        assert_eq!(
+            wait.unreachable(&pod).as_deref(),
+            Some("the pod's phase is Failed, not one of Running, Succeeded (target_state)")
+        );
+    }
+
+    #[test]
+    fn a_replication_controller_waits_for_its_labelled_replicas() {
+        let mut rc = json!({"kind": "ReplicationController", "spec": {"replicas": 2}, "status": {"fullyLabeledReplicas": 1}});
+        assert!(rollout_pending(&rc).is_some());
+        rc["status"]["fullyLabeledReplicas"] = json!(2);
+        assert_eq!(rollout_pending(&rc), None);
     }
 
     #[test]

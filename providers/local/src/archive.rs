@@ -202,6 +202,25 @@ fn mode_of(meta: &std::fs::Metadata) -> u32 {
     }
 }
 
+/// The most bytes of files one archive reads: twice what AWS Lambda takes unzipped, the
+/// largest common use; the archive is built in memory.
+const MAX_ARCHIVED_BYTES: u64 = 512 << 20;
+
+/// The bytes of a file to archive: a regular file only (a device or FIFO would never end or
+/// block), within what is left of the archive's `budget`, which it takes from.
+fn read_for_archive(path: &Path, budget: &mut u64) -> Result<Vec<u8>, String> {
+    let bytes = gpustack_fs::read_bounded(path, *budget).map_err(|e| match e {
+        gpustack_fs::ReadError::TooLarge { .. } => format!(
+            "error reading file for archival: {}: the files archived are larger than {} MiB together",
+            path.display(),
+            MAX_ARCHIVED_BYTES >> 20
+        ),
+        e => format!("error reading file for archival: {}: {e}", path.display()),
+    })?;
+    *budget -= bytes.len() as u64;
+    Ok(bytes)
+}
+
 /// The files of `root`, in the order Go's `filepath.Walk` visits them (lexical, depth first),
 /// following symbolic links, leaving out what `excludes` match (a directory with its tree).
 fn walk(
@@ -209,6 +228,7 @@ fn walk(
     prefix: &str,
     excludes: &globset::GlobSet,
     skip_linked_dirs: bool,
+    budget: &mut u64,
     out: &mut Vec<Entry>,
 ) -> Result<(), String> {
     let mut names: Vec<_> = std::fs::read_dir(root)
@@ -236,11 +256,11 @@ fn walk(
                 &format!("{relative}/"),
                 excludes,
                 skip_linked_dirs,
+                budget,
                 out,
             )?;
         } else {
-            let bytes = std::fs::read(&path)
-                .map_err(|e| format!("error reading file for archival: {e}"))?;
+            let bytes = read_for_archive(&path, budget)?;
             out.push(Entry {
                 name: relative,
                 bytes,
@@ -275,11 +295,13 @@ fn entries(config: &Value) -> Result<Vec<Entry>, String> {
             .build()
             .map_err(|e| format!("error checking excludes matches: {e}"))?;
         let mut out = Vec::new();
+        let mut budget = MAX_ARCHIVED_BYTES;
         walk(
             &root,
             "",
             &excludes,
             flag(config, "exclude_symlink_directories", false),
+            &mut budget,
             &mut out,
         )
         .map_err(|e| format!("error archiving directory: {e}"))?;
@@ -294,8 +316,9 @@ fn entries(config: &Value) -> Result<Vec<Entry>, String> {
     if let Some(file) = text(config, "source_file") {
         let meta = std::fs::metadata(&file)
             .map_err(|_| format!("error archiving file: could not archive missing file: {file}"))?;
-        let bytes = std::fs::read(&file)
-            .map_err(|e| format!("error archiving file: error reading file for archival: {e}"))?;
+        let mut budget = MAX_ARCHIVED_BYTES;
+        let bytes = read_for_archive(Path::new(&file), &mut budget)
+            .map_err(|e| format!("error archiving file: {e}"))?;
         let name = Path::new(&file)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

@@ -53,9 +53,13 @@ impl std::fmt::Display for RemoteState {
 }
 
 /// Reads the bytes of a Terraform state from a remote backend: `Ok(None)` when none is there.
+/// The error is shown with its causes.
 #[async_trait::async_trait]
 pub trait StateReader: Send + Sync {
-    async fn read(&self, location: &RemoteState) -> Result<Option<Vec<u8>>, String>;
+    async fn read(
+        &self,
+        location: &RemoteState,
+    ) -> Result<Option<Vec<u8>>, Box<dyn std::error::Error + Send + Sync>>;
 }
 
 pub(crate) fn schema() -> Schema {
@@ -299,7 +303,10 @@ pub(crate) async fn read(
         ),
         Location::Remote(remote) => (
             match reader {
-                Some(reader) => reader.read(remote).await,
+                Some(reader) => reader
+                    .read(remote)
+                    .await
+                    .map_err(|e| gpustack_protocol::error_chain(&*e)),
                 None => Err("this build of gpustack reads no remote backend".into()),
             },
             remote.to_string(),

@@ -337,6 +337,10 @@ pub struct RolloutFact {
     /// each is at: they are cordoned by the rollout until the next apply finishes them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unfinished: BTreeMap<String, String>,
+    /// What each of its GPUs is to advertise once a node is done (`expect_per_gpu`), which
+    /// drift holds a node to where the GPU model cannot predict it from the labels.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub expect_per_gpu: BTreeMap<String, f64>,
 }
 
 /// Labels one resource sets on one node.

@@ -6,6 +6,7 @@
 
 mod capacity;
 mod diagnostic;
+pub mod limits;
 pub mod number;
 pub mod nvidia;
 mod registry;
@@ -412,6 +413,18 @@ pub struct TerraformTakeover {
     pub uid: Option<String>,
 }
 
+/// Why an `import { identity = {...} }` names no object of its type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImportIdError {
+    /// The identity lacks what the type's identity holds; `expected` ends the sentence
+    /// (`names the object's name`).
+    #[error("a {type_name}'s identity {expected}")]
+    Incomplete {
+        type_name: String,
+        expected: &'static str,
+    },
+}
+
 /// A change another tool planned (a resource change of a Terraform JSON plan): the values
 /// before and after as that plan has them (`None`: created, deleted), unknown and sensitive
 /// values marked.
@@ -494,7 +507,7 @@ pub trait ProviderFactory: Send + Sync {
         &self,
         type_name: &str,
         identity: &Value,
-    ) -> Option<Result<String, String>> {
+    ) -> Option<Result<String, ImportIdError>> {
         let _ = (type_name, identity);
         None
     }

@@ -301,9 +301,65 @@ const SERVED_LATER: &[&str] = &[
     "google_container_node_pool",
 ];
 
+/// The kubernetes provider's types whose API Kubernetes no longer serves (gpustack's test
+/// world runs 1.36): the API, the release that removed it, and what to write instead.
+const REMOVED_APIS: &[(&str, &str, &str, &str)] = &[
+    (
+        "kubernetes_ingress",
+        "networking.k8s.io/v1beta1 Ingress",
+        "1.22",
+        "kubernetes_ingress_v1",
+    ),
+    (
+        "kubernetes_csi_driver",
+        "storage.k8s.io/v1beta1 CSIDriver",
+        "1.22",
+        "kubernetes_csi_driver_v1",
+    ),
+    (
+        "kubernetes_validating_webhook_configuration",
+        "admissionregistration.k8s.io/v1beta1 ValidatingWebhookConfiguration",
+        "1.22",
+        "kubernetes_validating_webhook_configuration_v1",
+    ),
+    (
+        "kubernetes_horizontal_pod_autoscaler",
+        "autoscaling/v2beta2 HorizontalPodAutoscaler (the provider's choice once a metric is set)",
+        "1.26",
+        "kubernetes_horizontal_pod_autoscaler_v2 (or _v1 for a CPU target alone)",
+    ),
+    (
+        "kubernetes_horizontal_pod_autoscaler_v2beta2",
+        "autoscaling/v2beta2 HorizontalPodAutoscaler",
+        "1.26",
+        "kubernetes_horizontal_pod_autoscaler_v2",
+    ),
+    (
+        "kubernetes_pod_security_policy",
+        "policy/v1beta1 PodSecurityPolicy",
+        "1.25",
+        "Pod Security Admission: the pod-security.kubernetes.io/ labels of a kubernetes_namespace_v1",
+    ),
+    (
+        "kubernetes_pod_security_policy_v1beta1",
+        "policy/v1beta1 PodSecurityPolicy",
+        "1.25",
+        "Pod Security Admission: the pod-security.kubernetes.io/ labels of a kubernetes_namespace_v1",
+    ),
+];
+
 /// Why a type of a provider gpustack serves (kubernetes, helm, kubectl) is not served: the
 /// Terraform provider it belongs to and what to write instead; `None` for other names.
 pub fn unserved_type(type_name: &str, data: bool) -> Option<String> {
+    if let Some((_, api, removed, instead)) = REMOVED_APIS
+        .iter()
+        .find(|(name, ..)| *name == type_name)
+        .filter(|(name, ..)| !data || *name == "kubernetes_ingress")
+    {
+        return Some(format!(
+            "{type_name} of Terraform's hashicorp/kubernetes provider writes {api}, which Kubernetes removed in {removed}: no cluster gpustack supports serves it. Write {instead}."
+        ));
+    }
     let (source, instead) = if type_name.starts_with("kubernetes_") {
         (
             "hashicorp/kubernetes",

@@ -55,7 +55,7 @@ pub trait Family: Send + Sync + 'static {
         &self,
         type_name: &str,
         identity: &Value,
-    ) -> Option<Result<String, String>> {
+    ) -> Option<Result<String, gpustack_protocol::ImportIdError>> {
         let _ = (type_name, identity);
         None
     }
@@ -128,7 +128,7 @@ impl<F: Family> ProviderFactory for Factory<F> {
         &self,
         type_name: &str,
         identity: &Value,
-    ) -> Option<Result<String, String>> {
+    ) -> Option<Result<String, gpustack_protocol::ImportIdError>> {
         self.0.import_id_of_identity(type_name, identity)
     }
 

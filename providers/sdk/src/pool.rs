@@ -180,13 +180,13 @@ pub trait NodeDrainer: Send + Sync {
     async fn drain(&self, request: DrainRequest<'_>) -> Result<Vec<Diagnostic>, Diagnostic>;
 
     /// The nodes labelled `label=pool` and the running pods holding their GPUs, for the
-    /// plan's disruption section.
+    /// plan's disruption section. The error is shown with its causes.
     async fn survey(
         &self,
         rollout: &Value,
         label: &str,
         pool: &str,
-    ) -> Result<Vec<(String, Vec<String>)>, String>;
+    ) -> Result<Vec<(String, Vec<String>)>, Box<dyn std::error::Error + Send + Sync>>;
 }
 
 /// A cloud provider crate's entry points for its [`Family`](crate::family::Family) struct,
@@ -484,7 +484,10 @@ impl<P: CloudPool> Pools<P> {
                 Ok(nodes) => removal.nodes = Some(nodes),
                 Err(why) => diagnostics.push(Diagnostic::warning(
                     format!("The nodes of {} {name} were not read", P::POOL_KIND),
-                    format!("The plan cannot list the nodes that go with the pool, nor their GPU pods: {why}"),
+                    format!(
+                        "The plan cannot list the nodes that go with the pool, nor their GPU pods: {}",
+                        gpustack_protocol::error_chain(&*why)
+                    ),
                 )),
             }
         }

@@ -168,14 +168,21 @@ impl Family for Testing {
     }
 
     /// `identity = { name = ... }`: a test object is imported by its name.
-    fn import_id_of_identity(&self, _: &str, identity: &Value) -> Option<Result<String, String>> {
+    fn import_id_of_identity(
+        &self,
+        _: &str,
+        identity: &Value,
+    ) -> Option<Result<String, gpustack_protocol::ImportIdError>> {
         Some(
             identity
                 .as_object()
                 .and_then(|o| o.get("name"))
                 .and_then(Value::as_str)
                 .map(str::to_owned)
-                .ok_or_else(|| "a test_object's identity is { name = \"...\" }".to_owned()),
+                .ok_or_else(|| gpustack_protocol::ImportIdError::Incomplete {
+                    type_name: "test_object".to_owned(),
+                    expected: "is { name = \"...\" }",
+                }),
         )
     }
 

@@ -248,6 +248,13 @@ impl Planner<'_, '_> {
             store(self.eval, module, r, value);
             return None;
         }
+        // A type no provider serves is an error here as in validate, never a resource the
+        // plan passes over.
+        let Some(schema) = crate::evaluate::schema_of(self.eval.registry, r).cloned() else {
+            self.eval.type_not_served(r);
+            self.failed.insert(node);
+            return None;
+        };
         let Some(handle) = self
             .graph
             .provider_of
@@ -255,11 +262,6 @@ impl Planner<'_, '_> {
             .and_then(|p| self.providers.get(p))
             .cloned()
         else {
-            self.failed.insert(node);
-            return None;
-        };
-        let schema = crate::evaluate::schema_of(self.eval.registry, r).cloned();
-        let Some(schema) = schema else {
             self.failed.insert(node);
             return None;
         };
@@ -444,7 +446,7 @@ impl Planner<'_, '_> {
                                 self.eval.diags.push(Diag::error(
                                     Some(import.span),
                                     "Invalid import identity",
-                                    why,
+                                    why.to_string(),
                                 ));
                                 continue;
                             }

@@ -27,12 +27,15 @@ fn check_manifest(manifest: &IndexMap<String, Value>) -> CallResult<()> {
 }
 
 /// The manifests of a YAML text, in order; documents with nothing in them are skipped, as the
-/// provider skips them.
+/// provider skips them. The limits on what decoding builds hold for the whole text: each
+/// document within them is not enough, as a hundred documents of nested aliases each under
+/// them together exhaust memory.
 fn decode(a: &Args<'_>) -> CallResult<Vec<Value>> {
     let text = a.string(0)?;
     let mut manifests = Vec::new();
+    let mut budget = gpustack_protocol::limits::DecodeCost::default();
     for (i, document) in documents(&text).into_iter().enumerate() {
-        let value = decode_kubernetes(document).map_err(|e| {
+        let value = decode_kubernetes(document, &mut budget).map_err(|e| {
             CallError::call(format!("Invalid YAML document: document {}: {e}.", i + 1))
         })?;
         match value {

@@ -57,12 +57,11 @@ impl CallError {
 
 type CallResult<T = Value> = Result<T, CallError>;
 
-/// Longest list a function builds (`range`, `setproduct`): beyond it a typo would exhaust memory.
-pub const MAX_ELEMENTS: usize = 1_000_000;
-/// Widest padding `indent` and `format` produce, for the same reason.
+/// Longest list a function builds (`range`, `setproduct`) and longest string a function or a
+/// template builds: the limits the providers' decoders hold to as well.
+pub use gpustack_protocol::limits::{MAX_ELEMENTS, MAX_STRING_BYTES};
+/// Widest padding `indent` and `format` produce: beyond it a typo would exhaust memory.
 const MAX_PADDING: usize = 10_000;
-/// Longest string a function or a template builds.
-pub const MAX_STRING_BYTES: usize = 64 << 20;
 
 static NAMES: &[&str] = &[
     "abs",

@@ -5,6 +5,7 @@
 //! document, and nothing for empty input.
 
 use super::*;
+use gpustack_protocol::limits::DecodeCost;
 use yaml_rust2::parser::{Event, Parser, Tag};
 use yaml_rust2::scanner::TScalarStyle;
 
@@ -18,10 +19,10 @@ pub(super) fn yamldecode(a: &Args<'_>) -> CallResult {
 struct Decoder<'a> {
     parser: Parser<std::str::Chars<'a>>,
     /// Each anchored value with what it costs to copy it where an alias names it.
-    anchors: HashMap<usize, (Value, Cost)>,
+    anchors: HashMap<usize, (Value, DecodeCost)>,
     /// What the decoded value holds so far, aliases expanded: a few bytes of nested aliases
     /// ("billion laughs") would otherwise expand to more than memory holds.
-    built: Cost,
+    built: DecodeCost,
     /// How deep the collections being decoded nest.
     depth: usize,
     /// A timestamp stays the text it is written as (go-yaml v2 decoding into an interface,
@@ -30,13 +31,14 @@ struct Decoder<'a> {
 }
 
 fn decode(text: &str) -> Result<Value, String> {
-    decode_with(text, false)
+    decode_with(text, false, &mut DecodeCost::default())
 }
 
 /// One YAML document as Kubernetes' own decoder (sigs.k8s.io/yaml on go-yaml v2) reads it:
-/// YAML 1.1's scalars, as `yamldecode`, but timestamps kept as written.
-pub(super) fn decode_kubernetes(text: &str) -> Result<Value, String> {
-    decode_with(text, true)
+/// YAML 1.1's scalars, as `yamldecode`, but timestamps kept as written. `budget` is what the
+/// call decoded before this document: the limits hold for all the documents of one call.
+pub(super) fn decode_kubernetes(text: &str, budget: &mut DecodeCost) -> Result<Value, String> {
+    decode_with(text, true, budget)
 }
 
 /// Whether YAML 1.1 reads `text`, written plain, back as the same string (not a bool, a
@@ -45,13 +47,17 @@ pub(super) fn reads_as_string(text: &str) -> bool {
     matches!(resolve("", text, TScalarStyle::Plain, false), Ok(Value::String(s)) if s == text)
 }
 
-fn decode_with(text: &str, timestamps_as_written: bool) -> Result<Value, String> {
+fn decode_with(
+    text: &str,
+    timestamps_as_written: bool,
+    budget: &mut DecodeCost,
+) -> Result<Value, String> {
     // An empty text is one newline to the parser, as go-cty-yaml feeds it.
     let text = if text.is_empty() { "\n" } else { text };
     let mut d = Decoder {
         parser: Parser::new_from_str(text),
         anchors: HashMap::new(),
-        built: Cost::default(),
+        built: *budget,
         depth: 0,
         timestamps_as_written,
     };
@@ -64,7 +70,9 @@ fn decode_with(text: &str, timestamps_as_written: bool) -> Result<Value, String>
         Event::StreamEnd if timestamps_as_written => return Ok(Value::Null),
         _ => return Err("missing start of document".to_owned()),
     }
-    let value = d.value()?;
+    let value = d.value();
+    *budget = d.built;
+    let value = value?;
     match d.next()? {
         Event::DocumentEnd => {}
         Event::DocumentStart => return Err("only a single document is allowed".to_owned()),
@@ -74,33 +82,6 @@ fn decode_with(text: &str, timestamps_as_written: bool) -> Result<Value, String>
         Event::StreamEnd => Ok(value),
         Event::DocumentStart => Err("only a single document is allowed".to_owned()),
         _ => Err("unexpected extra content after value".to_owned()),
-    }
-}
-
-/// Elements and bytes of text in a decoded value, counted against the limits every function
-/// result has ([`MAX_ELEMENTS`], [`MAX_STRING_BYTES`]).
-#[derive(Debug, Clone, Copy, Default)]
-struct Cost {
-    elements: usize,
-    bytes: usize,
-}
-
-impl Cost {
-    fn add(&mut self, other: Cost) -> Result<(), String> {
-        self.elements = self.elements.saturating_add(other.elements);
-        self.bytes = self.bytes.saturating_add(other.bytes);
-        if self.elements > MAX_ELEMENTS {
-            return Err(format!(
-                "the document expands to more than {MAX_ELEMENTS} values (aliases included)"
-            ));
-        }
-        if self.bytes > MAX_STRING_BYTES {
-            return Err(format!(
-                "the document expands to more than {} MiB of text (aliases included)",
-                MAX_STRING_BYTES >> 20
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -121,13 +102,15 @@ impl Decoder<'_> {
         self.value_from(event)
     }
 
+    /// Counts what the value being built gains, against the limits of every decoded value.
+    fn count(&mut self, cost: DecodeCost) -> Result<(), String> {
+        self.built.add(cost).map_err(|limit| limit.to_string())
+    }
+
     /// Keeps an anchored value, with what it cost to build since `from`.
-    fn remember(&mut self, anchor: usize, value: &Value, from: Cost) {
+    fn remember(&mut self, anchor: usize, value: &Value, from: DecodeCost) {
         if anchor > 0 {
-            let cost = Cost {
-                elements: self.built.elements - from.elements,
-                bytes: self.built.bytes - from.bytes,
-            };
+            let cost = self.built.since(from);
             self.anchors.insert(anchor, (value.clone(), cost));
         }
     }
@@ -141,20 +124,14 @@ impl Decoder<'_> {
                 crate::expr::limits::MAX_DEPTH
             ));
         }
-        self.built.add(Cost {
-            elements: 1,
-            bytes: 0,
-        })
+        self.count(DecodeCost::ONE_ELEMENT)
     }
 
     fn value_from(&mut self, event: Event) -> Result<Value, String> {
         let from = self.built;
         match event {
             Event::Scalar(text, style, anchor, tag) => {
-                self.built.add(Cost {
-                    elements: 1,
-                    bytes: text.len(),
-                })?;
+                self.count(DecodeCost::scalar(text.len()))?;
                 let value = resolve(
                     &full_tag(tag.as_ref()),
                     &text,
@@ -170,7 +147,7 @@ impl Decoder<'_> {
                     .get(&anchor)
                     .ok_or_else(|| "unknown anchor".to_owned())?;
                 let (value, cost) = (value.clone(), *cost);
-                self.built.add(cost)?;
+                self.count(cost)?;
                 Ok(value)
             }
             Event::SequenceStart(anchor, tag) => {
@@ -229,7 +206,7 @@ impl Decoder<'_> {
                     continue;
                 }
                 Event::Scalar(text, style, _, tag) => {
-                    self.built.add(Cost {
+                    self.count(DecodeCost {
                         elements: 0,
                         bytes: text.len(),
                     })?;

@@ -58,6 +58,55 @@ pub(crate) fn reviewed_facts(
     }
 }
 
+/// The plan of a type translated into a `kubernetes_patch` (a node's taints, a ConfigMap's
+/// keys): its own planned state, the patch's diagnostics, and a replacement the patch plans
+/// said in the type's own words. A patch's GPU facts are its translator's to give.
+pub(crate) fn patch_plan(
+    planned: Value,
+    patch: PlanResourceChangeResponse,
+    replaced_when: &str,
+) -> PlanResourceChangeResponse {
+    PlanResourceChangeResponse {
+        planned_state: planned,
+        requires_replace: if patch.requires_replace.is_empty() {
+            Vec::new()
+        } else {
+            vec![replaced_when.to_owned()]
+        },
+        gpu_facts: Vec::new(),
+        existing: None,
+        diagnostics: patch.diagnostics,
+        order: Default::default(),
+    }
+}
+
+/// The refresh of a type translated into a `kubernetes_patch`: each state as the patch it
+/// stands for (`to_patch`), read, and back in the type's own terms (`back`, from the state and
+/// the patch's refreshed state). A patch's GPU facts are its translator's to give.
+pub(crate) async fn patch_read(
+    patches: &Objects,
+    request: ReadResourcesRequest,
+    to_patch: impl Fn(&Value) -> Value,
+    back: impl Fn(Value, &Value) -> Value,
+) -> ReadResourcesResponse {
+    let typed = request.states;
+    let inner = ReadResourcesRequest {
+        type_name: ObjectType::Patch.type_name().into(),
+        states: typed.iter().map(&to_patch).collect(),
+        sensitive_paths: vec![Vec::new(); typed.len()],
+        seeds: vec![],
+    };
+    let mut response = patches.read(inner).await;
+    response.states = response
+        .states
+        .into_iter()
+        .zip(typed)
+        .map(|(state, typed)| state.map(|s| back(typed, &s)))
+        .collect();
+    response.gpu_facts.clear();
+    response
+}
+
 use crate::connection::Connected;
 use crate::types::ObjectType;
 use gpustack_protocol::{

@@ -238,6 +238,29 @@ fn progress_value(progress: &BTreeMap<String, Step>) -> Value {
     )
 }
 
+/// The GPU model's view of a rollout as `state` records its progress: a node neither done
+/// nor untouched is part-way, and cordoned by the rollout until an apply finishes it.
+fn rollout_fact(spec: &Spec, state: Option<&Value>) -> RolloutFact {
+    let unfinished = state
+        .and_then(|p| attribute(p, "progress"))
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(node, _)| spec.nodes.contains(node))
+        .filter_map(|(node, step)| {
+            let step = step.as_str()?;
+            (step != Step::Done.name() && step != Step::Pending.name())
+                .then(|| (node.clone(), step.to_owned()))
+        })
+        .collect();
+    RolloutFact {
+        nodes: spec.nodes.clone(),
+        how: spec.describe(),
+        unfinished,
+        expect_per_gpu: spec.expect_per_gpu.clone(),
+    }
+}
+
 /// The rollout's arguments, as its records keep them: the planned state without `progress`.
 fn arguments_of(planned: &Value) -> serde_json::Value {
     let mut arguments = planned.to_json();
@@ -319,8 +342,18 @@ impl Resource for Rollouts {
             .collect::<Vec<_>>();
         // The live cluster for the GPU model, so that drift compares every node the rollout
         // changed with what its labels give, and names a wedged node, also in a stack that
-        // holds nothing else of the GPU layer.
-        let mut gpu_facts = Vec::new();
+        // holds nothing else of the GPU layer; and each rollout's progress as the nodes show
+        // it, so that drift names a node left part-way (failed, or killed mid-step) and holds
+        // a done node to expect_per_gpu.
+        let mut gpu_facts: Vec<(usize, GpuFact)> = states
+            .iter()
+            .enumerate()
+            .filter_map(|(index, state)| {
+                let state = state.as_ref()?;
+                let spec = Spec::of(state).ok()?;
+                Some((index, GpuFact::Rollout(rollout_fact(&spec, Some(state)))))
+            })
+            .collect();
         let mut diagnostics = Vec::new();
         let first = states
             .iter()
@@ -475,24 +508,7 @@ impl Rollouts {
                 }));
             }
         }
-        // What the nodes showed at refresh: a node neither done nor untouched is part-way.
-        let unfinished = prior
-            .and_then(|p| attribute(p, "progress"))
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-            .filter(|(node, _)| spec.nodes.contains(node))
-            .filter_map(|(node, step)| {
-                let step = step.as_str()?;
-                (step != Step::Done.name() && step != Step::Pending.name())
-                    .then(|| (node.clone(), step.to_owned()))
-            })
-            .collect();
-        facts.push(GpuFact::Rollout(RolloutFact {
-            nodes: spec.nodes.clone(),
-            how: spec.describe(),
-            unfinished,
-        }));
+        facts.push(GpuFact::Rollout(rollout_fact(spec, prior)));
         let mut cluster = Vec::new();
         self.0.push_cluster(&mut cluster, 0, diagnostics).await;
         let missing: Vec<&str> = match cluster.first() {

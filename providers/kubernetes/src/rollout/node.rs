@@ -36,7 +36,8 @@ pub(super) struct Context {
 }
 
 /// Where a node stopped, and why.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
 pub(super) struct Failure {
     pub(super) step: Step,
     pub(super) message: String,
@@ -318,7 +319,7 @@ impl Context {
         let mut nodes = self.nodes.clone();
         emptying
             .run(pods, &mut nodes, || async move {
-                self.keep_cordoned(node, step).await.map_err(|f| f.message)
+                self.keep_cordoned(node, step).await
             })
             .await
             .or_else(|e| fail(step, gpustack_protocol::error_chain(&e)))

@@ -28,8 +28,13 @@ use std::sync::Arc;
 /// by the binary, so that this crate links no TLS client.
 #[async_trait::async_trait]
 pub trait ChainReader: Send + Sync {
-    /// The chain the server at `url` (`https://` or `tls://`) sends, leaf first, DER.
-    async fn chain(&self, url: &str, verify: bool) -> Result<Vec<Vec<u8>>, String>;
+    /// The chain the server at `url` (`https://` or `tls://`) sends, leaf first, DER. The
+    /// error is shown with its causes.
+    async fn chain(
+        &self,
+        url: &str,
+        verify: bool,
+    ) -> Result<Vec<Vec<u8>>, Box<dyn std::error::Error + Send + Sync>>;
 }
 
 #[derive(Clone)]
@@ -839,10 +844,12 @@ async fn read_certificates(
                     .into(),
             ));
         };
-        let mut chain = chains
-            .chain(&url, verify)
-            .await
-            .map_err(|e| ("Failed to identify fetch peer certificates", e))?;
+        let mut chain = chains.chain(&url, verify).await.map_err(|e| {
+            (
+                "Failed to identify fetch peer certificates",
+                gpustack_protocol::error_chain(&*e),
+            )
+        })?;
         // As the provider lists them: the last the server sent first.
         chain.reverse();
         chain

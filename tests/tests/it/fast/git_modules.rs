@@ -287,7 +287,8 @@ fn copy_tree(from: &Path, to: &Path) {
 
 /// A module that cannot be loaded is one diagnostic, where its source is: what refers to the
 /// call (`depends_on`, its outputs in expressions) sees an unknown value, not an undeclared
-/// name. A call of a module without resources may be depended on.
+/// name. A call of a module without resources may be depended on. A module whose file does not
+/// parse is that syntax error alone.
 #[test]
 fn a_module_that_cannot_be_loaded_is_one_diagnostic() {
     let stack = tempfile::tempdir().unwrap();
@@ -335,4 +336,20 @@ output "endpoint" {
     .unwrap();
     let (code, out, err) = run(stack.path(), &["validate"]);
     assert_eq!(code, 0, "{out}{err}");
+    // A module whose file does not parse is its syntax error alone: its outputs, declared
+    // before or after the error, are unknown to the callers.
+    std::fs::write(
+        stack.path().join("empty/main.tf"),
+        "output \"x\" {\n  value = 1\n\noutput \"y\" {\n  value = 2\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        stack.path().join("main.tf"),
+        "module \"empty\" {\n  source = \"./empty\"\n}\n\nresource \"terraform_data\" \"x\" {\n  input      = module.empty.x\n  depends_on = [module.empty]\n}\n\noutput \"y\" {\n  value = module.empty.y\n}\n",
+    )
+    .unwrap();
+    let (code, _, err) = run(stack.path(), &["validate", "-no-color"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("1 error found"), "{err}");
+    assert!(err.contains("Unclosed configuration block"), "{err}");
 }

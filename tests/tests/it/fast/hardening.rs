@@ -474,3 +474,218 @@ fn control_characters_in_values_are_escaped_in_plan_text_and_markdown() {
         "{err:?}"
     );
 }
+
+/// Round 2: a passphrase written anywhere on a line, inside a one-line block or in minified
+/// JSON, is kept out of a syntax error's excerpt as one on a line of its own is.
+#[test]
+fn a_syntax_error_never_shows_a_passphrase_written_anywhere_on_a_line() {
+    let one_line_block = format!(
+        "terraform {{\n  encryption {{\n    key_provider \"pbkdf2\" \"k\" {{ passphrase = \"{PASSPHRASE}\" }}\n    method \"aes_gcm\" \"m\" {{ keys = key_provider.pbkdf2.k }} oops\n  }}\n}}\n"
+    );
+    let minified = |rest: &str| {
+        format!(
+            "{{\"terraform\": {{\"encryption\": {{\"key_provider\": {{\"pbkdf2\": {{\"k\": {{\"passphrase\": \"{PASSPHRASE}\"{rest}}}}}}}}}}}}}\n"
+        )
+    };
+    for (name, text) in [
+        ("main.hcl", one_line_block),
+        // A template error on the passphrase's line, and a JSON syntax error.
+        ("main.tf.json", minified(", \"iterations\": \"${1 +}\"")),
+        ("main.tf.json", minified(",")),
+    ] {
+        let dir = stack(&[(name, &text)]);
+        let (code, out, err) = run(dir.path(), &["validate"], &[]);
+        assert_eq!(code, 1, "{text}: {out}{err}");
+        assert!(
+            !err.contains(PASSPHRASE) && !out.contains(PASSPHRASE),
+            "{text}: {err}"
+        );
+        assert!(err.contains("(sensitive value)"), "{text}: {err}");
+    }
+}
+
+/// Round 2: the limits on what YAML decoding builds hold for all the documents of one
+/// manifest_decode_multi call, and for a kubectl_manifest body and chart values, where one
+/// long anchored scalar named by thousands of aliases would build gigabytes.
+#[test]
+fn yaml_aliases_are_counted_across_documents_and_in_provider_bodies() {
+    let level = |name: char, prev: char| {
+        format!(
+            "{name}: &{name} [{}]",
+            vec![format!("*{prev}"); 8].join(",")
+        )
+    };
+    let document = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\na: &a \"{}\"\n{}\n{}\n{}\n{}\ndata: [*e, *e]\n",
+        "x".repeat(4000),
+        level('b', 'a'),
+        level('c', 'b'),
+        level('d', 'c'),
+        level('e', 'd'),
+    );
+    let aliases: Vec<String> = (0..3000).map(|i| format!("k{i}: *a")).collect();
+    let body = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    x: &a \"{}\"\ndata: {{{}}}\n",
+        "x".repeat(2_000_000),
+        aliases.join(",")
+    );
+    let providers = "terraform {\n  required_providers {\n    kubernetes = {\n      source = \"hashicorp/kubernetes\"\n    }\n    kubectl = {\n      source = \"gavinbunney/kubectl\"\n    }\n  }\n}\n";
+    for main in [
+        "output \"x\" {\n  value = length(provider::kubernetes::manifest_decode_multi(file(\"docs.yaml\")))\n}\n",
+        "resource \"kubectl_manifest\" \"m\" {\n  yaml_body = file(\"body.yaml\")\n}\n",
+        "resource \"helm_release\" \"r\" {\n  name       = \"x\"\n  repository = \"https://example.invalid/charts\"\n  chart      = \"x\"\n  version    = \"1.0.0\"\n  values     = [file(\"body.yaml\")]\n}\n",
+    ] {
+        let dir = stack(&[
+            ("docs.yaml", &[document.as_str(); 100].join("---\n")),
+            ("body.yaml", &body),
+            ("main.tf", &format!("{providers}\n{main}")),
+        ]);
+        let (code, out, err) = run(dir.path(), &["validate"], &[]);
+        assert_eq!(code, 1, "{main}: {out}{err}");
+        assert!(err.contains("more than 64 MiB of text"), "{main}: {err}");
+    }
+}
+
+/// A device and a FIFO in `dir`, each with the words a refusal to read it uses.
+#[cfg(unix)]
+fn special_files(dir: &Path) -> [(String, &'static str); 2] {
+    let fifo = dir.join("fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    [
+        (
+            "/dev/zero".to_owned(),
+            "it is a character device, not a regular file",
+        ),
+        (
+            fifo.to_str().unwrap().to_owned(),
+            "it is a FIFO, not a regular file",
+        ),
+    ]
+}
+
+/// Round 2: `review` of a device or a FIFO is refused before anything is read, naming it.
+#[cfg(unix)]
+#[test]
+fn review_refuses_a_device_or_a_fifo_before_reading() {
+    let dir = stack(&[]);
+    for (path, says) in special_files(dir.path()) {
+        let (code, out, err) = run(dir.path(), &["review", &path], &[]);
+        assert_eq!(code, 1, "{path}: {out}{err}");
+        assert!(err.contains(&path) && err.contains(says), "{path}: {err}");
+    }
+}
+
+/// Round 2: a JSON plan with a field of the wrong shape is an error naming the field.
+#[test]
+fn a_json_plan_of_the_wrong_shape_is_an_error_naming_the_field() {
+    let dir = stack(&[(
+        "odd.json",
+        r#"{"format_version":"1.2","resource_changes":[{"address":"a.b","type":5,"change":{"actions":["create"]}}]}"#,
+    )]);
+    let (code, out, err) = run(dir.path(), &["review", "odd.json"], &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("odd.json is not a JSON plan: the field resource_changes[0].type is integer `5`, expected a string"),
+        "{err}"
+    );
+}
+
+/// Round 2: archive_file's source_file, a file in its source_dir, and the local backend's
+/// path on a device or a FIFO are refused before anything is read, naming them.
+#[cfg(unix)]
+#[test]
+fn archives_and_local_states_refuse_a_device_or_a_fifo_before_reading() {
+    let dir = stack(&[]);
+    let tree = dir.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    for (path, says) in special_files(dir.path()) {
+        let linked = tree.join("special");
+        let _ = std::fs::remove_file(&linked);
+        std::os::unix::fs::symlink(&path, &linked).unwrap();
+        for main in [
+            format!("data \"archive_file\" \"a\" {{\n  type        = \"zip\"\n  source_file = \"{path}\"\n  output_path = \"out.zip\"\n}}\n"),
+            "data \"archive_file\" \"a\" {\n  type        = \"zip\"\n  source_dir  = \"tree\"\n  output_path = \"out.zip\"\n}\n".to_owned(),
+            format!("terraform {{\n  backend \"local\" {{\n    path = \"{path}\"\n  }}\n}}\n\noutput \"x\" {{\n  value = 1\n}}\n"),
+        ] {
+            std::fs::write(dir.path().join("main.tf"), &main).unwrap();
+            let (code, out, err) = run(dir.path(), &["plan"], &[]);
+            assert_eq!(code, 1, "{main}: {out}{err}");
+            // Help text is wrapped to the terminal's width.
+            let words = err.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(words.contains(says), "{main}: {err}");
+        }
+    }
+}
+
+/// Round 2: `init -backend-config` with a device or a FIFO is refused before anything is read,
+/// naming it.
+#[cfg(unix)]
+#[test]
+fn a_backend_config_file_that_is_a_device_or_a_fifo_is_refused_before_reading() {
+    let dir = stack(&[(
+        "main.tf",
+        "terraform {\n  backend \"local\" {}\n}\n\noutput \"x\" {\n  value = 1\n}\n",
+    )]);
+    for (path, says) in special_files(dir.path()) {
+        let argument = format!("-backend-config={path}");
+        let (code, out, err) = run(dir.path(), &["init", &argument], &[]);
+        assert_eq!(code, 1, "{path}: {out}{err}");
+        assert!(err.contains(&path) && err.contains(says), "{path}: {err}");
+    }
+}
+
+/// Round 2: `output NAME` escapes what could act on a terminal in a string, as plan text does;
+/// `--raw` prints it as it is and `--json` JSON-escaped, as Terraform prints them.
+#[test]
+fn output_escapes_control_characters_except_raw() {
+    let dir = stack(&[(
+        "main.tf",
+        "output \"x\" {\n  value = \"a\\u001b[2Jb\\u0007\"\n}\n",
+    )]);
+    let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(dir.path(), &["output", "x"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "a\\u001b[2Jb\\u0007\n");
+    let (code, out, err) = run(dir.path(), &["output", "--raw", "x"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "a\u{1b}[2Jb\u{7}");
+    let (code, out, err) = run(dir.path(), &["output", "--json", "x"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "\"a\\u001b[2Jb\\u0007\"\n");
+}
+
+/// Round 2: each expression within its own limits, the values all the expressions of a run
+/// build stop at the run's limit (gpustack_lang's MAX_RUN_VALUE_BYTES) with a located error,
+/// where dozens of locals, each holding what it built, would exhaust memory. Each local here
+/// copies a 64 MB string, so the run's 2 GiB are reached by the 33rd.
+#[test]
+fn the_values_all_expressions_of_a_run_build_stop_at_a_named_limit() {
+    let x = "x".repeat(8000);
+    let locals: String = (0..40)
+        .map(|i| format!("  n{i} = length(local.big)\n"))
+        .collect();
+    let dir = stack(&[(
+        "main.tf",
+        &format!(
+            "locals {{\n  big = replace(\"{x}\", \"x\", \"{x}\")\n{locals}}}\noutput \"n\" {{\n  value = local.n39\n}}\n"
+        ),
+    )]);
+    let started = Instant::now();
+    let (code, out, err) = run(dir.path(), &["validate"], &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("Run too large"), "{err}");
+    assert!(err.contains("at most 2048 MiB"), "{err}");
+    assert!(err.contains("main.tf:"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+}

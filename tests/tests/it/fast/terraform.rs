@@ -80,7 +80,8 @@ const LOCK_FILE: &str = r#"provider "registry.terraform.io/hashicorp/helm" {
 "#;
 
 /// A stack of .tf files (a child module among them) validates; the lock file and .terraform/
-/// that `terraform init` left are noted as ignored, and not read.
+/// that `terraform init` left are noted as ignored, and not read; a module's `provider_meta`
+/// is accepted with a note.
 #[test]
 fn a_stack_of_tf_files_validates_and_notes_what_of_terraforms_it_ignores() {
     let dir = tempfile::tempdir().unwrap();
@@ -97,7 +98,7 @@ fn a_stack_of_tf_files_validates_and_notes_what_of_terraforms_it_ignores() {
             ),
             (
                 "modules/files/main.tf",
-                "terraform {\n  required_version = \">= 1.3\"\n\n  required_providers {\n    local = {\n      source  = \"hashicorp/local\"\n      version = \"~> 2.4\"\n    }\n  }\n}\n\nvariable \"names\" {\n  type = list(string)\n}\n\nresource \"local_file\" \"f\" {\n  for_each = toset(var.names)\n  filename = \"out/${each.key}.txt\"\n  content  = each.key\n}\n\noutput \"written\" {\n  value = sort([for f in local_file.f : f.filename])\n}\n",
+                "terraform {\n  required_version = \">= 1.3\"\n\n  required_providers {\n    local = {\n      source  = \"hashicorp/local\"\n      version = \"~> 2.4\"\n    }\n  }\n\n  provider_meta \"local\" {\n    module_name = \"blueprints/files/v1.0\"\n  }\n}\n\nvariable \"names\" {\n  type = list(string)\n}\n\nresource \"local_file\" \"f\" {\n  for_each = toset(var.names)\n  filename = \"out/${each.key}.txt\"\n  content  = each.key\n}\n\noutput \"written\" {\n  value = sort([for f in local_file.f : f.filename])\n}\n",
             ),
         ],
     );
@@ -108,6 +109,7 @@ fn a_stack_of_tf_files_validates_and_notes_what_of_terraforms_it_ignores() {
         vec![
             "warning Terraform's dependency lock file is ignored",
             "warning Terraform's working directory is ignored",
+            "warning provider_meta is not sent",
         ]
     );
     let (code, out, err) = run(d, &["apply", "--auto-approve"]);
@@ -518,8 +520,8 @@ fn fmt_formats_tf_files_in_place_and_leaves_json_alone() {
             (".terraform.lock.hcl", lock),
         ],
     );
-    let (code, out, err) = run(d, &["fmt", "--check", "."]);
-    assert_eq!((code, out.trim()), (1, "./main.tf"), "{err}");
+    let (code, out, err) = run(d, &["fmt", "-check", "."]);
+    assert_eq!((code, out.trim()), (3, "./main.tf"), "{err}");
     let (code, _, err) = run(d, &["fmt", "."]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
@@ -1047,7 +1049,7 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
     (
         "resource.kubernetes_namespace",
         "wait_for_default_service_account",
-        Refused("true"),
+        Honoured,
     ),
     ("resource.kubernetes_namespace", "timeouts.delete", Honoured),
     (
@@ -1062,10 +1064,129 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
     ("resource.kubernetes_secret", "binary_data", Honoured),
     ("resource.kubernetes_secret", "type", Honoured),
     ("resource.kubernetes_secret", "immutable", Honoured),
+    ("resource.kubernetes_secret", "data_wo", Honoured),
+    ("resource.kubernetes_secret", "data_wo_revision", Honoured),
+    ("resource.kubernetes_secret", "binary_data_wo", Honoured),
+    (
+        "resource.kubernetes_secret",
+        "binary_data_wo_revision",
+        Honoured,
+    ),
+    ("resource.kubernetes_pod", "spec.container.env", Honoured),
+    ("resource.kubernetes_pod", "spec.node_selector", Honoured),
+    ("resource.kubernetes_pod", "target_state", Honoured),
+    ("resource.kubernetes_pod", "timeouts.create", Honoured),
+    (
+        "resource.kubernetes_replication_controller",
+        "spec.selector",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_replication_controller",
+        "spec.replicas",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_replication_controller",
+        "spec.template.spec.container.image",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_endpoints",
+        "subset.address.ip",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_endpoints",
+        "subset.not_ready_address.node_name",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_endpoints",
+        "subset.port.protocol",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_endpoint_slice_v1",
+        "address_type",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_endpoint_slice_v1",
+        "endpoint.condition.ready",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_endpoint_slice_v1",
+        "endpoint.target_ref.field_path",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_endpoint_slice_v1",
+        "port.app_protocol",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_api_service",
+        "spec.ca_bundle",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_api_service",
+        "spec.group_priority_minimum",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_api_service",
+        "spec.insecure_skip_tls_verify",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_api_service",
+        "spec.service.port",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_config_map_v1_data",
+        "metadata.namespace",
+        Honoured,
+    ),
+    ("resource.kubernetes_config_map_v1_data", "data", Honoured),
+    ("resource.kubernetes_config_map_v1_data", "force", Honoured),
+    (
+        "resource.kubernetes_config_map_v1_data",
+        "field_manager",
+        Honoured,
+    ),
+    ("resource.kubernetes_secret_v1_data", "data", Honoured),
+    ("resource.kubernetes_secret_v1_data", "force", Honoured),
+    (
+        "resource.kubernetes_secret_v1_data",
+        "field_manager",
+        Honoured,
+    ),
+    ("resource.kubernetes_env", "api_version", Honoured),
+    ("resource.kubernetes_env", "kind", Honoured),
+    ("resource.kubernetes_env", "container", Honoured),
+    ("resource.kubernetes_env", "init_container", Honoured),
+    ("resource.kubernetes_env", "metadata.namespace", Honoured),
+    ("resource.kubernetes_env", "env.value", Honoured),
+    (
+        "resource.kubernetes_env",
+        "env.value_from.secret_key_ref.optional",
+        Honoured,
+    ),
+    (
+        "resource.kubernetes_env",
+        "env.value_from.resource_field_ref.divisor",
+        Honoured,
+    ),
+    ("resource.kubernetes_env", "force", Honoured),
+    ("resource.kubernetes_env", "field_manager", Honoured),
     (
         "resource.kubernetes_secret",
         "wait_for_service_account_token",
-        Refused("true"),
+        Honoured,
     ),
     ("resource.kubernetes_service_account", "secret", Honoured),
     (
@@ -1341,7 +1462,7 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
     (
         "resource.kubernetes_persistent_volume_claim",
         "wait_until_bound",
-        Refused("true"),
+        Honoured,
     ),
     // hashicorp/kubernetes: the workload kinds (each also under its _v1 name), the pod
     // template in depth.
@@ -2973,7 +3094,17 @@ fn every_argument_of_the_three_providers_is_honoured_or_refused_by_name() {
             missing.push(format!("{scope}: {path}"));
         }
         if let Some(typed) = scope.strip_prefix("resource.kubernetes_")
-            && !["manifest", "labels", "annotations", "node_taint"].contains(&typed)
+            && ![
+                "manifest",
+                "labels",
+                "annotations",
+                "node_taint",
+                "config_map_v1_data",
+                "secret_v1_data",
+                "env",
+                "endpoint_slice_v1",
+            ]
+            .contains(&typed)
         {
             // Terraform's one twin not named by the rule.
             let twin = if typed == "daemonset" {
@@ -3705,11 +3836,22 @@ fn every_type_of_the_served_providers_is_served_or_refused_by_name() {
         };
         // The renderer may break a line after a slash.
         let squash = |t: &str| t.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+        // Not served yet, or its API gone from Kubernetes (with the release that removed it).
+        let not_yet = squash(&format!(
+            "{name} is a {what} of Terraform's {source} provider that gpustack does not serve yet:"
+        ));
+        let removed = squash(&format!("{name} of Terraform's {source} provider writes"));
+        let squashed = squash(&text);
+        let gone = squashed.contains(&removed) && squashed.contains("whichKubernetesremovedin");
         assert!(
-            squash(&text).contains(&squash(&format!(
-                "{name} is a {what} of Terraform's {source} provider that gpustack does not serve yet:"
-            ))),
+            squashed.contains(&not_yet) || gone,
             "{kind} {name} is not refused by name:\n{text}"
+        );
+        // The kubernetes and kubectl providers are complete: only a type whose API Kubernetes
+        // removed is left unserved.
+        assert!(
+            gone || !["hashicorp/kubernetes", "gavinbunney/kubectl"].contains(source),
+            "{kind} {name} of {source} is not served yet"
         );
     }
 }
@@ -3732,4 +3874,31 @@ fn an_ephemeral_block_is_refused_by_name() {
         text.contains("Ephemeral resources are not served yet") && text.contains("main.tf:1"),
         "{text}"
     );
+}
+
+/// A type no provider serves stops plan as it stops validate: never a resource the plan
+/// passes over with "No changes", nor an output that quietly goes with it.
+#[test]
+fn plan_refuses_a_type_no_provider_serves_as_validate_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        &[(
+            "main.tf",
+            "resource \"kubernetes_manifestt\" \"x\" {\n  manifest = {}\n}\n\nresource \"terraform_data\" \"y\" {\n  input = 1\n}\n\noutput \"o\" {\n  value = kubernetes_manifestt.x.manifest\n}\n",
+        )],
+    );
+    for command in ["validate", "plan"] {
+        let (code, out, err) = run(d, &[command]);
+        assert_eq!(code, 1, "{command}: {out}{err}");
+        assert!(
+            err.contains("Unsupported resource type") && err.contains("main.tf:1:10"),
+            "{command}: {err}"
+        );
+        assert!(
+            err.contains("Did you mean") && err.contains("\"kubernetes_manifest\"?"),
+            "{command}: {err}"
+        );
+    }
 }

@@ -58,6 +58,14 @@ fn workflow_stack() -> tempfile::TempDir {
     .unwrap();
     std::fs::write(infra.join("gpu.auto.tfvars"), "replicas = 10\n").unwrap();
     std::fs::write(infra.join("ci.tfvars"), "env = \"ci\"\n").unwrap();
+    // Other tools' HCL beside the module, which Terraform does not read: a Terragrunt file
+    // and a partial backend configuration kept for `init -backend-config`.
+    std::fs::write(
+        infra.join("terragrunt.hcl"),
+        "include \"root\" {\n  path = find_in_parent_folders()\n}\n",
+    )
+    .unwrap();
+    std::fs::write(infra.join("backend.hcl"), "bucket = \"tf-state\"\n").unwrap();
     root
 }
 
@@ -78,6 +86,14 @@ fn a_terraform_ci_workflow_runs_unchanged() {
     assert_eq!(code, 0, "init: {out}{err}");
     let (code, out, err) = run(d, &["-chdir=infra", "validate"], &env);
     assert_eq!(code, 0, "validate: {out}{err}");
+    for file in ["backend.hcl", "terragrunt.hcl"] {
+        assert!(
+            err.contains(&format!(
+                "{file} sits beside Terraform's files but is not configuration"
+            )),
+            "{err}"
+        );
+    }
     let (code, out, err) = run(
         d,
         &[
@@ -171,6 +187,37 @@ fn a_terraform_ci_workflow_runs_unchanged() {
         plan["resource_changes"][0]["change"]["after"]["input"],
         "ml-eu-10-prod-default"
     );
+    // The job's next stage works in a workspace of its own, made if missing.
+    let (code, out, err) = run(
+        d,
+        &[
+            "-chdir=infra",
+            "workspace",
+            "select",
+            "-or-create",
+            "staging",
+        ],
+        &env,
+    );
+    assert_eq!(code, 0, "workspace select -or-create: {out}{err}");
+    let (code, out, err) = run(d, &["-chdir=infra", "workspace", "show"], &env);
+    assert_eq!((code, out.trim()), (0, "staging"), "{err}");
+    let (code, out, err) = run(
+        d,
+        &[
+            "-chdir=infra",
+            "plan",
+            "-var-file=ci.tfvars",
+            "-detailed-exitcode",
+        ],
+        &env,
+    );
+    assert_eq!(
+        code, 2,
+        "a new workspace has its own, empty state: {out}{err}"
+    );
+    let (code, out, err) = run(d, &["-chdir=infra", "workspace", "select", "default"], &env);
+    assert_eq!(code, 0, "workspace select: {out}{err}");
     // Usage errors exit 1, as Terraform's.
     let (code, _, _) = run(d, &["-chdir=infra", "plan", "-no-such-flag"], &env);
     assert_eq!(code, 1);
@@ -352,4 +399,33 @@ resource "terraform_data" "marker" {
         assert!(out.contains("built into the binary"), "{out}");
     }
     assert!(!d.join("mirror-dir").exists());
+}
+
+/// Terraform's spellings of the version, and the flags gpustack cannot honour refused by
+/// name with what to do instead, before anything is read or locked.
+#[test]
+fn terraform_only_flags_are_answered_by_name() {
+    let root = workflow_stack();
+    let d = root.path();
+    for version in ["-version", "-v", "--version"] {
+        let (code, out, err) = run(d, &[version], &[]);
+        assert_eq!(code, 0, "{version}: {err}");
+        assert!(out.contains("gpustack"), "{version}: {out}");
+    }
+    let (code, _, err) = run(d, &["-chdir=infra", "apply", "-json", "-auto-approve"], &[]);
+    assert_eq!(code, 1);
+    assert!(err.contains("apply -json is Terraform's stream"), "{err}");
+    for flag in ["-state=old.tfstate", "-state-out=new.tfstate", "-backup=-"] {
+        let (code, _, err) = run(d, &["-chdir=infra", "plan", flag], &[("TF_VAR_team", "ml")]);
+        assert_eq!(code, 1, "{flag}");
+        let name = flag.split('=').next().unwrap();
+        assert!(
+            err.contains(&format!("{name} is Terraform's legacy path")),
+            "{flag}: {err}"
+        );
+    }
+    assert!(
+        !d.join("infra/.gpustack").exists(),
+        "a refused flag locked or wrote the state"
+    );
 }

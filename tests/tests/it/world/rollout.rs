@@ -531,6 +531,83 @@ resource "kubernetes_node_rollout" "geometry" {
     c.kubectl_ok(&["annotate", "node", "ro-drift-1", &format!("{WEDGE}-")]);
 }
 
+/// A stack that holds only the rollout, stopped at a node whose GPU pod `drain = "fail"` will
+/// not move: drift names that node with the step it was left at, still cordoned, and not the
+/// node the rollout finished; the next apply, once the pod is gone, finishes it and drift is
+/// clean.
+#[test]
+fn drift_names_the_node_a_failed_rollout_left_cordoned() {
+    let _one = OPERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let c = e2e_cluster();
+    let nodes = ["ro-left-0", "ro-left-1"];
+    for node in nodes {
+        c.fake_gpu_node(node, "NVIDIA A100-SXM4-80GB", 1);
+    }
+    let operator = stack_of("", "mixed");
+    let _operator = Destroy(&operator, &nodes);
+    operator.ok("apply", &["--auto-approve"]);
+    busy(c, &["ro-left-1"], "ro-left-pod", "1");
+    let rollout = Stack::inline(
+        r#"variable "kubeconfig" {
+  type = string
+}
+
+provider "kubernetes" {
+  config_path = var.kubeconfig
+}
+
+resource "kubernetes_node_rollout" "geometry" {
+  name           = "mig-left"
+  nodes          = ["ro-left-0", "ro-left-1"]
+  labels         = { "nvidia.com/mig.config" = "all-1g.10gb" }
+  settle         = "mig"
+  drain          = "fail"
+  expect_per_gpu = { "nvidia.com/mig-1g.10gb" = 7 }
+}
+"#,
+    );
+    let _rollout = Destroy(&rollout, &[]);
+    let out = rollout.run("apply", &["--auto-approve"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        unschedulable(c, "ro-left-1"),
+        "the failed node stays cordoned"
+    );
+    let drift = |args: &[&str]| {
+        let out = rollout.run("drift", args);
+        (
+            out.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let (code, text) = drift(&[]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("node ro-left-1 was left at step failed by kubernetes_node_rollout.geometry and stays cordoned"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("ro-left-0"),
+        "the done node is not drift: {text}"
+    );
+    let (_, json) = drift(&["--json"]);
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        report["gpu_capacity_drift"][0]["unfinished"]["step"], "failed",
+        "{report}"
+    );
+    c.kubectl_ok(&["delete", "pod", "ro-left-pod-0", "--wait=true"]);
+    rollout.ok("apply", &["--auto-approve"]);
+    assert!(!unschedulable(c, "ro-left-1"));
+    // Other tests' nodes share the cluster: only these two are this test's to judge.
+    let (_, text) = drift(&[]);
+    assert!(!text.contains("ro-left"), "{text}");
+}
+
 /// The rollout of docs/gpu.md alone in a stack, its first apply SIGKILLed with one node done
 /// and one reconfiguring: the state never recorded it, yet the next plan adopts it from its
 /// records on the nodes, shows each node's real step, and lists the half-done node, still

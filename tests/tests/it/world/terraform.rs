@@ -1247,6 +1247,8 @@ fn the_typed_field_table_is_what_the_live_api_server_serves() {
         "apis/storage.k8s.io/v1",
         "apis/admissionregistration.k8s.io/v1",
         "apis/autoscaling/v1",
+        "apis/discovery.k8s.io/v1",
+        "apis/apiregistration.k8s.io/v1",
     ] {
         let document = cluster.kubectl_ok(&["get", "--raw", &format!("/openapi/v3/{group}")]);
         let path = dir.path().join(format!("{}.json", group.replace('/', "_")));
@@ -2704,4 +2706,910 @@ resource "kubernetes_runtime_class_v1" "nvidia" {{
     assert_eq!(code, 0, "{out}{err}");
     let left = cluster.kubectl(&["get", "runtimeclass", &format!("nvidia-{id}")]);
     assert!(!left.status.success(), "the runtime class is left");
+}
+
+/// A pod (apply waits for its `target_state`, `Running` by default), a replication controller
+/// (apply waits for its labelled replicas, as Terraform's provider always does), endpoints, an
+/// endpoint slice and an aggregated API service, written as Terraform writes them, and the
+/// provider's other waits (a namespace's default service account when asked, a service account
+/// token, a claim bound): each object is what the provider would send, the second plan is
+/// empty and destroy removes them.
+#[test]
+fn typed_pod_replication_controller_endpoints_and_api_service_apply_as_terraform_writes_them() {
+    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+    let namespace = Namespace::new(&cluster, "tf-pods");
+    let id = std::process::id();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("main.tf"),
+        format!(
+            r#"variable "kubeconfig" {{
+  type = string
+}}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+resource "kubernetes_pod_v1" "probe" {{
+  metadata {{
+    name      = "probe"
+    namespace = "{ns}"
+    labels = {{
+      app = "probe"
+    }}
+  }}
+  spec {{
+    container {{
+      name  = "probe"
+      image = "busybox:1.36"
+      args  = ["sleep", "infinity"]
+      port {{
+        container_port = 8080
+        name           = "http"
+      }}
+    }}
+  }}
+}}
+
+resource "kubernetes_replication_controller_v1" "legacy" {{
+  metadata {{
+    name      = "legacy"
+    namespace = "{ns}"
+  }}
+  spec {{
+    replicas = 2
+    selector = {{
+      app = "legacy"
+    }}
+    template {{
+      metadata {{
+        labels = {{
+          app = "legacy"
+        }}
+      }}
+      spec {{
+        container {{
+          name  = "legacy"
+          image = "busybox:1.36"
+        }}
+      }}
+    }}
+  }}
+}}
+
+resource "kubernetes_endpoints_v1" "external" {{
+  metadata {{
+    name      = "external"
+    namespace = "{ns}"
+  }}
+  subset {{
+    address {{
+      ip       = "10.0.0.4"
+      hostname = "gpu-a"
+    }}
+    not_ready_address {{
+      ip = "10.0.0.5"
+    }}
+    port {{
+      name     = "http"
+      port     = 80
+      protocol = "TCP"
+    }}
+  }}
+}}
+
+resource "kubernetes_endpoint_slice_v1" "external" {{
+  metadata {{
+    name      = "external-a"
+    namespace = "{ns}"
+    labels = {{
+      "kubernetes.io/service-name" = "external"
+    }}
+  }}
+  address_type = "IPv4"
+  endpoint {{
+    addresses = ["10.0.0.4"]
+    hostname  = "gpu-a"
+    condition {{
+      ready = true
+    }}
+    target_ref {{
+      kind      = "Pod"
+      name      = "probe"
+      namespace = "{ns}"
+    }}
+  }}
+  port {{
+    name         = "http"
+    port         = "80"
+    protocol     = "TCP"
+    app_protocol = "http"
+  }}
+}}
+
+resource "kubernetes_namespace_v1" "jobs" {{
+  metadata {{
+    name = "jobs-{id}"
+  }}
+  wait_for_default_service_account = true
+}}
+
+resource "kubernetes_service_account_v1" "ci" {{
+  metadata {{
+    name      = "ci"
+    namespace = kubernetes_namespace_v1.jobs.metadata[0].name
+  }}
+}}
+
+resource "kubernetes_secret_v1" "ci_token" {{
+  metadata {{
+    name      = "ci-token"
+    namespace = kubernetes_namespace_v1.jobs.metadata[0].name
+    annotations = {{
+      "kubernetes.io/service-account.name" = kubernetes_service_account_v1.ci.metadata[0].name
+    }}
+  }}
+  type = "kubernetes.io/service-account-token"
+}}
+
+resource "kubernetes_persistent_volume_v1" "cache" {{
+  metadata {{
+    name = "cache-{id}"
+  }}
+  spec {{
+    capacity = {{
+      storage = "1Gi"
+    }}
+    access_modes       = ["ReadWriteOnce"]
+    storage_class_name = "manual-{id}"
+    persistent_volume_source {{
+      host_path {{
+        path = "/mnt/cache"
+      }}
+    }}
+  }}
+}}
+
+resource "kubernetes_persistent_volume_claim_v1" "cache" {{
+  metadata {{
+    name      = "cache"
+    namespace = "{ns}"
+  }}
+  spec {{
+    access_modes       = ["ReadWriteOnce"]
+    storage_class_name = "manual-{id}"
+    volume_name        = kubernetes_persistent_volume_v1.cache.metadata[0].name
+    resources {{
+      requests = {{
+        storage = "1Gi"
+      }}
+    }}
+  }}
+}}
+
+resource "kubernetes_api_service_v1" "metrics" {{
+  metadata {{
+    name = "v1alpha{id}.metrics.example.com"
+  }}
+  spec {{
+    group                    = "metrics.example.com"
+    version                  = "v1alpha{id}"
+    group_priority_minimum   = 1000
+    version_priority         = 15
+    insecure_skip_tls_verify = true
+    service {{
+      name      = "metrics"
+      namespace = "{ns}"
+      port      = 443
+    }}
+  }}
+}}
+"#,
+            ns = namespace.name
+        ),
+    )
+    .unwrap();
+    let vars = [(
+        "GPUSTACK_VAR_kubeconfig",
+        cluster.kubeconfig.to_str().unwrap(),
+    )];
+    let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    let get = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["-n", &namespace.name]);
+        cluster.kubectl_ok(&all).trim().to_owned()
+    };
+    // Apply returned only once the pod ran and the controller's replicas were labelled.
+    assert_eq!(
+        get(&[
+            "get",
+            "pod",
+            "probe",
+            "-o",
+            "jsonpath={.status.phase} {.spec.containers[0].ports[0].name}"
+        ]),
+        "Running http"
+    );
+    assert_eq!(
+        get(&[
+            "get",
+            "rc",
+            "legacy",
+            "-o",
+            "jsonpath={.status.fullyLabeledReplicas} {.spec.selector.app}"
+        ]),
+        "2 legacy"
+    );
+    assert_eq!(
+        get(&[
+            "get",
+            "endpoints",
+            "external",
+            "-o",
+            "jsonpath={.subsets[0].addresses[0].hostname} {.subsets[0].notReadyAddresses[0].ip} {.subsets[0].ports[0].port}"
+        ]),
+        "gpu-a 10.0.0.5 80"
+    );
+    assert_eq!(
+        get(&[
+            "get",
+            "endpointslice",
+            "external-a",
+            "-o",
+            "jsonpath={.addressType} {.endpoints[0].conditions.ready} {.endpoints[0].targetRef.name} {.ports[0].port} {.ports[0].appProtocol}"
+        ]),
+        "IPv4 true probe 80 http"
+    );
+    assert_eq!(
+        cluster
+            .kubectl_ok(&[
+                "get",
+                "apiservice",
+                &format!("v1alpha{id}.metrics.example.com"),
+                "-o",
+                "jsonpath={.spec.service.name} {.spec.groupPriorityMinimum} {.spec.insecureSkipTLSVerify}",
+            ])
+            .trim(),
+        "metrics 1000 true"
+    );
+    // Apply waited, as Terraform's provider does, for the namespace's default service
+    // account, the token controller's token, and the claim to be bound.
+    let token_namespace = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(format!("jobs-{id}"))
+    };
+    assert_eq!(
+        cluster
+            .kubectl_ok(&[
+                "get",
+                "secret",
+                "ci-token",
+                "-n",
+                &format!("jobs-{id}"),
+                "-o",
+                "jsonpath={.type} {.data.namespace}",
+            ])
+            .trim(),
+        format!("kubernetes.io/service-account-token {token_namespace}")
+    );
+    assert_eq!(
+        get(&["get", "pvc", "cache", "-o", "jsonpath={.status.phase}"]),
+        "Bound"
+    );
+    // The kinds' data sources read what the stack made.
+    std::fs::write(
+        dir.path().join("read.tf"),
+        format!(
+            r#"data "kubernetes_pod_v1" "probe" {{
+  metadata {{
+    name      = "probe"
+    namespace = "{ns}"
+  }}
+}}
+
+data "kubernetes_endpoints_v1" "external" {{
+  metadata {{
+    name      = "external"
+    namespace = "{ns}"
+  }}
+}}
+
+data "kubernetes_persistent_volume_v1" "cache" {{
+  metadata {{
+    name = "cache-{id}"
+  }}
+}}
+
+data "kubernetes_all_namespaces" "all" {{}}
+
+data "kubernetes_server_version" "api" {{}}
+
+provider "kubectl" {{
+  config_path = var.kubeconfig
+}}
+
+data "kubectl_server_version" "api" {{}}
+
+output "read" {{
+  value = [
+    data.kubernetes_pod_v1.probe.spec[0].container[0].image,
+    data.kubernetes_endpoints_v1.external.subset[0].address[0].ip,
+    data.kubernetes_persistent_volume_v1.cache.spec[0].storage_class_name,
+    contains(data.kubernetes_all_namespaces.all.namespaces, "{ns}"),
+    startswith(data.kubernetes_server_version.api.version, "1."),
+    data.kubectl_server_version.api.major == data.kubernetes_server_version.api.major,
+  ]
+}}
+"#,
+            ns = namespace.name
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(dir.path(), &["output", "-json", "read"], &vars);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&out).unwrap(),
+        serde_json::json!([
+            "busybox:1.36",
+            "10.0.0.4",
+            format!("manual-{id}"),
+            true,
+            true,
+            true
+        ])
+    );
+    let (code, out, err) = run(dir.path(), &["plan", "-detailed-exitcode"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(dir.path(), &["destroy", "--auto-approve"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    let left = cluster.kubectl(&[
+        "get",
+        "apiservice",
+        &format!("v1alpha{id}.metrics.example.com"),
+    ]);
+    assert!(!left.status.success(), "the API service is left");
+}
+
+/// Keys of a ConfigMap and a Secret, variables of one container of a Deployment and the
+/// settings of a namespace's default service account, all made by someone else, owned as
+/// Terraform's `kubernetes_config_map_v1_data`, `kubernetes_secret_v1_data`, `kubernetes_env`
+/// and `kubernetes_default_service_account_v1` own them: the others' keys and variables
+/// stay, a value changed by hand is drift the next plan puts back, and destroy takes away only
+/// this stack's.
+#[test]
+fn config_map_and_secret_data_and_env_own_only_their_fields() {
+    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+    let namespace = Namespace::new(&cluster, "tf-owned");
+    let ns = namespace.name.clone();
+    cluster.apply_yaml(&format!(
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: {ns}
+data:
+  theirs: kept
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: creds
+  namespace: {ns}
+stringData:
+  theirs: kept
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: infer
+  namespace: {ns}
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app: infer
+  template:
+    metadata:
+      labels:
+        app: infer
+    spec:
+      containers:
+        - name: sidecar
+          image: busybox:1.36
+        - name: server
+          image: busybox:1.36
+          env:
+            - name: THEIRS
+              value: kept
+"#
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("main.tf"),
+        format!(
+            r#"variable "kubeconfig" {{
+  type = string
+}}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+resource "kubernetes_config_map_v1_data" "settings" {{
+  metadata {{
+    name      = "settings"
+    namespace = "{ns}"
+  }}
+  data = {{
+    "sharing.yaml" = "version: v1\n"
+  }}
+}}
+
+resource "kubernetes_secret_v1_data" "creds" {{
+  metadata {{
+    name      = "creds"
+    namespace = "{ns}"
+  }}
+  data = {{
+    token = "s3cret-token"
+  }}
+}}
+
+resource "kubernetes_default_service_account_v1" "default" {{
+  metadata {{
+    namespace = "{ns}"
+    labels = {{
+      team = "ml"
+    }}
+  }}
+  image_pull_secret {{
+    name = "regcred"
+  }}
+  automount_service_account_token = false
+}}
+
+resource "kubernetes_env" "server" {{
+  api_version = "apps/v1"
+  kind        = "Deployment"
+  container   = "server"
+  metadata {{
+    name      = "infer"
+    namespace = "{ns}"
+  }}
+  env {{
+    name  = "NCCL_DEBUG"
+    value = "INFO"
+  }}
+  env {{
+    name = "POD_IP"
+    value_from {{
+      field_ref {{
+        field_path = "status.podIP"
+      }}
+    }}
+  }}
+}}
+"#
+        ),
+    )
+    .unwrap();
+    let vars = [(
+        "GPUSTACK_VAR_kubeconfig",
+        cluster.kubeconfig.to_str().unwrap(),
+    )];
+    let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        !out.contains("s3cret-token") && !err.contains("s3cret-token"),
+        "{out}{err}"
+    );
+    let get = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["-n", ns.as_str()]);
+        cluster.kubectl_ok(&all).trim().to_owned()
+    };
+    assert_eq!(
+        get(&[
+            "get",
+            "configmap",
+            "settings",
+            "-o",
+            "jsonpath={.data.theirs} {.data.sharing\\.yaml}"
+        ]),
+        "kept version: v1"
+    );
+    use base64::Engine as _;
+    let token = get(&[
+        "get",
+        "secret",
+        "creds",
+        "-o",
+        "jsonpath={.data.token} {.data.theirs}",
+    ]);
+    let decoded: Vec<String> = token
+        .split_whitespace()
+        .map(|t| {
+            String::from_utf8(base64::engine::general_purpose::STANDARD.decode(t).unwrap()).unwrap()
+        })
+        .collect();
+    assert_eq!(decoded, ["s3cret-token", "kept"]);
+    assert_eq!(
+        get(&[
+            "get",
+            "deployment",
+            "infer",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[1].env[*].name} {.spec.template.spec.containers[1].env[2].valueFrom.fieldRef.fieldPath} {.spec.template.spec.containers[0].env}",
+        ]),
+        "THEIRS NCCL_DEBUG POD_IP status.podIP"
+    );
+    assert_eq!(
+        get(&[
+            "get",
+            "serviceaccount",
+            "default",
+            "-o",
+            "jsonpath={.imagePullSecrets[0].name} {.automountServiceAccountToken} {.metadata.labels.team}",
+        ]),
+        "regcred false ml"
+    );
+    let state = std::fs::read_to_string(dir.path().join(".gpustack/state.json")).unwrap();
+    assert!(
+        !state.contains("s3cret-token"),
+        "the secret is in the state"
+    );
+    let (code, out, err) = run(dir.path(), &["plan", "-detailed-exitcode"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    // A value changed by hand is drift, put back by the next apply.
+    cluster.kubectl_ok(&[
+        "set",
+        "env",
+        "deployment/infer",
+        "-c",
+        "server",
+        "NCCL_DEBUG=WARN",
+        "-n",
+        &ns,
+    ]);
+    let (code, out, err) = run(dir.path(), &["plan", "-detailed-exitcode"], &vars);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("kubernetes_env.server will be updated"),
+        "{out}"
+    );
+    // Whoever changed it owns the field now: taking it back is a conflict, as in Terraform,
+    // until the resource says force.
+    let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &vars);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("conflict with \"kubectl-set\""), "{err}");
+    let main = std::fs::read_to_string(dir.path().join("main.tf")).unwrap();
+    std::fs::write(
+        dir.path().join("main.tf"),
+        main.replace(
+            "container   = \"server\"",
+            "container   = \"server\"\n  force       = true",
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = run(dir.path(), &["apply", "--auto-approve"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        get(&[
+            "get",
+            "deployment",
+            "infer",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[1].env[1].value}"
+        ]),
+        "INFO"
+    );
+    let (code, out, err) = run(dir.path(), &["destroy", "--auto-approve"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        get(&["get", "configmap", "settings", "-o", "jsonpath={.data}"]),
+        r#"{"theirs":"kept"}"#
+    );
+    assert_eq!(
+        get(&["get", "secret", "creds", "-o", "jsonpath={.data.token}"]),
+        ""
+    );
+    assert_eq!(
+        get(&[
+            "get",
+            "deployment",
+            "infer",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[1].env[*].name}"
+        ]),
+        "THEIRS"
+    );
+    // The service account Kubernetes made stays, without the settings this stack gave it.
+    assert_eq!(
+        get(&[
+            "get",
+            "serviceaccount",
+            "default",
+            "-o",
+            "jsonpath={.imagePullSecrets}"
+        ]),
+        ""
+    );
+}
+
+/// A Secret's write-only data, as Terraform 1.11's `data_wo`: applied when the Secret is made,
+/// again only when `data_wo_revision` changes, and in no file gpustack writes; the keys it set
+/// stay while the Secret's other fields change.
+#[test]
+fn a_secrets_write_only_data_is_applied_by_revision_and_written_nowhere() {
+    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+    let namespace = Namespace::new(&cluster, "tf-wo");
+    let dir = tempfile::tempdir().unwrap();
+    let stack = |revision: u32, label: &str| {
+        format!(
+            r#"variable "kubeconfig" {{
+  type = string
+}}
+
+variable "token" {{
+  type      = string
+  ephemeral = true
+  sensitive = true
+}}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+resource "kubernetes_secret_v1" "registry" {{
+  metadata {{
+    name      = "registry"
+    namespace = "{ns}"
+    labels = {{
+      tier = "{label}"
+    }}
+  }}
+  data_wo = {{
+    token = var.token
+  }}
+  data_wo_revision = {revision}
+}}
+"#,
+            ns = namespace.name
+        )
+    };
+    let vars = |token: &'static str| {
+        [
+            (
+                "GPUSTACK_VAR_kubeconfig",
+                cluster.kubeconfig.to_str().unwrap(),
+            ),
+            ("TF_VAR_token", token),
+        ]
+    };
+    let token = || {
+        use base64::Engine as _;
+        let data = cluster.kubectl_ok(&[
+            "get",
+            "secret",
+            "registry",
+            "-n",
+            &namespace.name,
+            "-o",
+            "jsonpath={.data.token}",
+        ]);
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(data.trim())
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    std::fs::write(dir.path().join("main.tf"), stack(1, "a")).unwrap();
+    let (code, out, err) = run(
+        dir.path(),
+        &["plan", "-out=tfplan"],
+        &vars("first-w0-token"),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(dir.path(), &["apply", "tfplan"], &vars("first-w0-token"));
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(token(), "first-w0-token");
+    // A new value without a new revision changes nothing, as in Terraform.
+    let (code, out, err) = run(
+        dir.path(),
+        &["plan", "-detailed-exitcode"],
+        &vars("second-w0-token"),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    // Another field's change keeps the keys the write-only data set.
+    std::fs::write(dir.path().join("main.tf"), stack(1, "b")).unwrap();
+    let (code, out, err) = run(
+        dir.path(),
+        &["apply", "--auto-approve"],
+        &vars("second-w0-token"),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(token(), "first-w0-token");
+    std::fs::write(dir.path().join("main.tf"), stack(2, "b")).unwrap();
+    let (code, out, err) = run(
+        dir.path(),
+        &["plan", "-out=tfplan"],
+        &vars("second-w0-token"),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("data_wo_revision"), "{out}");
+    let (code, out, err) = run(dir.path(), &["apply", "tfplan"], &vars("second-w0-token"));
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(token(), "second-w0-token");
+    let (code, out, err) = run(
+        dir.path(),
+        &["plan", "-detailed-exitcode"],
+        &vars("second-w0-token"),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    for entry in walkdir(dir.path()) {
+        let bytes = std::fs::read(&entry).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains("w0-token"),
+            "{} holds the write-only value",
+            entry.display()
+        );
+    }
+}
+
+/// Every file below `dir`.
+fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        for entry in std::fs::read_dir(&at).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+/// A certificate asked for with `kubernetes_certificate_signing_request_v1` (the resource
+/// approves its own request, a signer of the test's signs it, the request is deleted) and a
+/// service account's token from `kubernetes_token_request_v1`: both kept as the state records
+/// them (the token only as a digest), the second plan empty, destroy forgetting them.
+#[test]
+fn a_signed_certificate_and_a_token_are_asked_for_once_and_kept() {
+    let cluster = TestCluster::start("gpustack-tests", "GPUSTACK_TEST_KUBECONFIG");
+    let namespace = Namespace::new(&cluster, "tf-csr");
+    let id = std::process::id();
+    let signer = format!("gpustack.test/signer-{id}");
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec![format!("gpu-{id}.example")]).unwrap();
+    let request = params.serialize_request(&key).unwrap().pem().unwrap();
+    let issued = params.self_signed(&key).unwrap().pem();
+    // The signer: it signs this test's approved requests, as an external signer does.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let sign = || {
+        while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            let list: serde_json::Value =
+                serde_json::from_slice(&cluster.kubectl(&["get", "csr", "-o", "json"]).stdout)
+                    .unwrap_or_default();
+            for csr in list["items"].as_array().into_iter().flatten() {
+                let approved = csr["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|c| c["type"] == "Approved"));
+                if csr["spec"]["signerName"] == signer.as_str()
+                    && approved
+                    && csr["status"]["certificate"].is_null()
+                {
+                    use base64::Engine as _;
+                    let certificate = base64::engine::general_purpose::STANDARD.encode(&issued);
+                    cluster.kubectl(&[
+                        "patch",
+                        "csr",
+                        csr["metadata"]["name"].as_str().unwrap(),
+                        "--subresource=status",
+                        "--type=merge",
+                        "-p",
+                        &format!(r#"{{"status":{{"certificate":"{certificate}"}}}}"#),
+                    ]);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("main.tf"),
+        format!(
+            r#"variable "kubeconfig" {{
+  type = string
+}}
+
+provider "kubernetes" {{
+  config_path = var.kubeconfig
+}}
+
+resource "kubernetes_certificate_signing_request_v1" "serving" {{
+  metadata {{
+    name = "serving-{id}"
+  }}
+  spec {{
+    request     = <<-EOT
+{request}EOT
+    signer_name = "{signer}"
+    usages      = ["digital signature", "key encipherment", "server auth"]
+  }}
+}}
+
+resource "kubernetes_service_account_v1" "ci" {{
+  metadata {{
+    name      = "ci"
+    namespace = "{ns}"
+  }}
+}}
+
+resource "kubernetes_token_request_v1" "ci" {{
+  metadata {{
+    name      = kubernetes_service_account_v1.ci.metadata[0].name
+    namespace = "{ns}"
+  }}
+  spec {{
+    audiences          = ["https://kubernetes.default.svc"]
+    expiration_seconds = 3600
+  }}
+}}
+
+output "certificate" {{
+  value = kubernetes_certificate_signing_request_v1.serving.certificate
+}}
+
+output "token" {{
+  value     = kubernetes_token_request_v1.ci.token
+  sensitive = true
+}}
+"#,
+            ns = namespace.name
+        ),
+    )
+    .unwrap();
+    let vars = [(
+        "GPUSTACK_VAR_kubeconfig",
+        cluster.kubeconfig.to_str().unwrap(),
+    )];
+    let (code, out, err) = std::thread::scope(|scope| {
+        scope.spawn(sign);
+        let applied = run(dir.path(), &["apply", "--auto-approve"], &vars);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        applied
+    });
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, certificate, err) = run(dir.path(), &["output", "-raw", "certificate"], &vars);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(certificate, issued);
+    // The request is gone, as the provider deletes it once it has the certificate.
+    assert!(
+        !cluster
+            .kubectl(&["get", "csr", &format!("serving-{id}")])
+            .status
+            .success()
+    );
+    let state = std::fs::read_to_string(dir.path().join(".gpustack/state.json")).unwrap();
+    let token = state
+        .split("\"token\": \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(token.starts_with("hmac-sha256:"), "{token}");
+    let (code, out, err) = run(dir.path(), &["plan", "-detailed-exitcode"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(dir.path(), &["destroy", "--auto-approve"], &vars);
+    assert_eq!(code, 0, "{out}{err}");
 }
