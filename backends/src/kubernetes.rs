@@ -252,6 +252,8 @@ pub(crate) async fn client(config: &KubernetesConfig) -> Result<kube::Client, St
     let settings = gpustack_connect::kubernetes::KubeSettings {
         config_path: config.config_path.clone(),
         context: config.context.clone(),
+        cluster: config.cluster.clone(),
+        user: config.user.clone(),
         in_cluster: config.in_cluster,
         ..Default::default()
     };

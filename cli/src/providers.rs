@@ -132,6 +132,8 @@ impl gpustack_provider_local::terraform::StateReader for TerraformStates {
                 secret,
                 config_path,
                 context,
+                cluster,
+                user,
                 in_cluster,
             } => {
                 read_kubernetes(
@@ -140,6 +142,8 @@ impl gpustack_provider_local::terraform::StateReader for TerraformStates {
                         secret_suffix: String::new(),
                         config_path: config_path.clone(),
                         context: context.clone(),
+                        cluster: cluster.clone(),
+                        user: user.clone(),
                         in_cluster: *in_cluster,
                         lock_ttl: None,
                     },
@@ -171,6 +175,44 @@ mod tests {
             .chain(registry.data_source_types())
         {
             assert!(registry.owner_of(t).is_some(), "{t} has no owner");
+        }
+    }
+
+    /// A provider that answers its types and its configuration without building its whole
+    /// schema (a run's start-up builds only the schemas its stack uses) answers what its whole
+    /// schema says: the same names, the same configuration, each type's schema the same.
+    #[test]
+    fn each_providers_types_are_its_schemas() {
+        use gpustack_protocol::{GetSchemaRequest, ProviderTypes, ResourceMode};
+        let registry = registry();
+        let names: Vec<String> = registry.names().map(str::to_owned).collect();
+        for name in names {
+            let provider = registry.provider(&name).unwrap();
+            let schema = provider.get_schema(GetSchemaRequest {}).schema;
+            let mut types = provider.get_provider_types();
+            let mut whole = ProviderTypes::of(&schema);
+            for t in [&mut types, &mut whole] {
+                t.resources.sort();
+                t.data_sources.sort();
+            }
+            assert_eq!(types, whole, "provider {name}");
+            assert_eq!(
+                provider.get_config_schema(),
+                schema.config,
+                "provider {name}'s configuration"
+            );
+            for (mode, of_mode) in [
+                (ResourceMode::Managed, &schema.resources),
+                (ResourceMode::Data, &schema.data_sources),
+            ] {
+                for (type_name, type_schema) in of_mode {
+                    assert_eq!(
+                        provider.get_type_schema(mode, type_name).as_ref(),
+                        Some(type_schema),
+                        "{name}: {type_name}"
+                    );
+                }
+            }
         }
     }
 }

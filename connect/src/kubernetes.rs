@@ -14,6 +14,10 @@ pub struct KubeSettings {
     pub cluster_ca_certificate: Option<String>,
     pub config_path: Option<String>,
     pub context: Option<String>,
+    /// The kubeconfig cluster and user that replace the context's own (Terraform's
+    /// `config_context_cluster` and `config_context_auth_info`).
+    pub cluster: Option<String>,
+    pub user: Option<String>,
     pub in_cluster: Option<bool>,
     /// A whole kubeconfig document, built from a provider block's credentials (Terraform's
     /// client certificates, exec plugins, ...): used before anything else.
@@ -102,11 +106,25 @@ async fn config(settings: &KubeSettings) -> Result<kube::Config, ConnectError> {
     }
     if settings.config_path.is_none()
         && settings.context.is_none()
+        && settings.cluster.is_none()
+        && settings.user.is_none()
         && kube::config::Kubeconfig::read().is_err()
         && std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
     {
         return kube::Config::incluster().map_err(ConnectError::InCluster);
     }
+    let (kubeconfig, source_name) = read_kubeconfig(settings)?;
+    kube::Config::from_custom_kubeconfig(kubeconfig, &options(settings))
+        .await
+        .map_err(|error| ConnectError::Kubeconfig { source_name, error })
+}
+
+/// The kubeconfig file of `settings` (`config_path`, else every file of `$KUBECONFIG`
+/// merged, else `~/.kube/config`), its relative paths made absolute, with its name for
+/// messages.
+fn read_kubeconfig(
+    settings: &KubeSettings,
+) -> Result<(kube::config::Kubeconfig, String), ConnectError> {
     let (kubeconfig, source_name) = match &settings.config_path {
         Some(path) => (kube::config::Kubeconfig::read_from(path), path.clone()),
         None => (
@@ -118,11 +136,89 @@ async fn config(settings: &KubeSettings) -> Result<kube::Config, ConnectError> {
         source_name: source_name.clone(),
         error,
     })?;
-    let options = kube::config::KubeConfigOptions {
+    Ok((kubeconfig, source_name))
+}
+
+fn options(settings: &KubeSettings) -> kube::config::KubeConfigOptions {
+    kube::config::KubeConfigOptions {
         context: settings.context.clone(),
-        ..Default::default()
+        cluster: settings.cluster.clone(),
+        user: settings.user.clone(),
+    }
+}
+
+/// The name of the context [`selected_kubeconfig`] writes.
+pub const SELECTED_CONTEXT: &str = "gpustack-selected";
+
+/// The kubeconfig file of `settings` with one more context, [`SELECTED_CONTEXT`], made
+/// current: `settings.context` (else the current one) with its cluster and user replaced by
+/// `settings.cluster` and `settings.user` where given. For a client that can only choose a
+/// context (the helm CLI) to reach the cluster as the Kubernetes provider does. Paths in it
+/// are absolute, so the document may be written anywhere.
+pub fn selected_kubeconfig(settings: &KubeSettings) -> Result<serde_json::Value, ConnectError> {
+    let (mut kubeconfig, source_name) = read_kubeconfig(settings)?;
+    let wanted = settings
+        .context
+        .clone()
+        .or_else(|| kubeconfig.current_context.clone());
+    let found = wanted.as_ref().and_then(|name| {
+        kubeconfig
+            .contexts
+            .iter()
+            .find(|c| &c.name == name)
+            .and_then(|c| c.context.clone())
+    });
+    let mut context = match (found, wanted) {
+        (Some(context), _) => context,
+        (None, Some(name)) => {
+            return Err(ConnectError::Kubeconfig {
+                source_name,
+                error: kube::config::KubeconfigError::LoadContext(name),
+            });
+        }
+        (None, None) => {
+            return Err(ConnectError::Kubeconfig {
+                source_name,
+                error: kube::config::KubeconfigError::CurrentContextNotSet,
+            });
+        }
     };
-    kube::Config::from_custom_kubeconfig(kubeconfig, &options)
-        .await
-        .map_err(|error| ConnectError::Kubeconfig { source_name, error })
+    for (given, names, what) in [
+        (&settings.cluster, cluster_names(&kubeconfig), "cluster"),
+        (&settings.user, user_names(&kubeconfig), "user"),
+    ] {
+        if let Some(name) = given
+            && !names.contains(name)
+        {
+            return Err(ConnectError::Explicit(format!(
+                "kubeconfig {source_name} has no {what} named {name:?}"
+            )));
+        }
+    }
+    if let Some(cluster) = &settings.cluster {
+        context.cluster.clone_from(cluster);
+    }
+    if let Some(user) = &settings.user {
+        context.user = Some(user.clone());
+    }
+    kubeconfig.contexts.retain(|c| c.name != SELECTED_CONTEXT);
+    kubeconfig.contexts.push(kube::config::NamedContext {
+        name: SELECTED_CONTEXT.to_owned(),
+        context: Some(context),
+        other: Default::default(),
+    });
+    kubeconfig.current_context = Some(SELECTED_CONTEXT.to_owned());
+    serde_json::to_value(&kubeconfig).map_err(|e| ConnectError::Explicit(e.to_string()))
+}
+
+fn cluster_names(kubeconfig: &kube::config::Kubeconfig) -> Vec<String> {
+    kubeconfig.clusters.iter().map(|c| c.name.clone()).collect()
+}
+
+fn user_names(kubeconfig: &kube::config::Kubeconfig) -> Vec<String> {
+    kubeconfig
+        .auth_infos
+        .iter()
+        .map(|c| c.name.clone())
+        .collect()
 }

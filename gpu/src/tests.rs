@@ -1562,3 +1562,42 @@ fn drift_names_a_node_a_rollout_left_part_way_and_one_short_of_its_promise() {
         ]
     );
 }
+
+/// A node a killed apply left mid-reconfiguration (its record at `reconfiguring`, nothing
+/// advertised while MIG Manager works) is named as left part-way, not as a plain shortfall.
+#[test]
+fn drift_names_a_node_a_killed_rollout_left_reconfiguring() {
+    let geometry = [
+        ("nvidia.com/gpu.count", "1"),
+        ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"),
+        ("nvidia.com/mig.config", "all-1g.10gb"),
+    ];
+    let facts = vec![
+        (
+            "kubernetes_node_rollout.geometry",
+            cluster(
+                vec![
+                    node("gpu-0", &geometry, &[("nvidia.com/mig-1g.10gb", 7.0)]),
+                    node("gpu-1", &geometry, &[]),
+                ],
+                Some(json!({"mig": {"strategy": "mixed"}})),
+                &[],
+            ),
+        ),
+        (
+            "kubernetes_node_rollout.geometry",
+            GpuFact::Rollout(gpustack_protocol::RolloutFact {
+                nodes: vec!["gpu-0".into(), "gpu-1".into()],
+                how: "node by node, at most 1 unavailable".into(),
+                unfinished: [("gpu-1".to_owned(), "reconfiguring".to_owned())].into(),
+                expect_per_gpu: [("nvidia.com/mig-1g.10gb".to_owned(), 7.0)].into(),
+            }),
+        ),
+    ];
+    assert_eq!(
+        drift_texts(&facts),
+        [
+            "node gpu-1 was left at step reconfiguring by kubernetes_node_rollout.geometry and stays cordoned until an apply finishes it (node by node, at most 1 unavailable; it advertises no GPU)",
+        ]
+    );
+}

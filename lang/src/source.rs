@@ -323,16 +323,18 @@ fn passphrase_lines(text: &str) -> Vec<Range<usize>> {
     const KEY: &str = "passphrase";
     let is_name_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
     let bytes = text.as_bytes();
-    // Looked up, not searched for: a long line with many keys on it stays linear.
-    let starts = line_starts(text);
+    // Looked up, not searched for: a long line with many keys on it stays linear. Found
+    // only for a text that names the key (most name none).
+    let starts = std::cell::OnceCell::new();
+    let starts = || starts.get_or_init(|| line_starts(text));
     let line_index = |at: usize| {
-        starts
+        starts()
             .partition_point(|&start| start <= at)
             .saturating_sub(1)
     };
-    let line_start = |at: usize| starts[line_index(at)];
+    let line_start = |at: usize| starts()[line_index(at)];
     let line_end = |at: usize| {
-        starts
+        starts()
             .get(line_index(at) + 1)
             .copied()
             .unwrap_or(text.len())

@@ -14,6 +14,12 @@ pub struct KubernetesConfig {
     pub config_path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// The kubeconfig cluster and user that replace the context's own (Terraform's
+    /// `config_context_cluster` and `config_context_auth_info`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_cluster: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,7 +1,7 @@
 //! Repeated module calls (`count` and `for_each` on `module`) expanded into their instances.
 
 use super::inputs::{InputSource, read_inputs};
-use crate::evaluate;
+use crate::evaluate::{self, Inputs};
 use crate::graph;
 use gpustack_lang::config;
 use gpustack_lang::diag::Diags;
@@ -16,27 +16,20 @@ use std::path::Path;
 /// Iterative by necessity, not by accident: a nested call's `count` or `for_each` may read
 /// the inputs its parent instance was given (`each.value` one level up), which exist only
 /// once that level is expanded and evaluated; a stack without repeated calls is loaded once.
-/// The rounds reload from `files` (the disk, or a plan's snapshot).
+/// The first round starts from `loaded`, the stack as loaded with no expansions (with the
+/// sources and diagnostics of that load); the later rounds reload from `files` (the disk, or
+/// a plan's snapshot).
 pub(super) fn expand_modules(
+    loaded: (config::Stack, SourceMap, Diags),
     files: &config::Files,
     dir: &Path,
     registry: &Registry,
     source: &InputSource<'_>,
+    early: &Inputs,
 ) -> (config::ModuleExpansions, Diags) {
     let mut expansions = config::ModuleExpansions::new();
     let mut failures = Diags::default();
-    let mut scratch_sources = SourceMap::new(dir);
-    let mut scratch = Diags::default();
-    let early = read_inputs(dir, source, &mut SourceMap::new(dir), &mut Diags::default());
-    let mut stack = config::load_stack_with(
-        files,
-        dir,
-        &mut scratch_sources,
-        &mut scratch,
-        &expansions,
-        Some(registry),
-        &early,
-    );
+    let (mut stack, mut scratch_sources, mut scratch) = loaded;
     for _ in 0..32 {
         let inputs = read_inputs(dir, source, &mut scratch_sources, &mut scratch);
         let graph = graph::build(&stack, &scratch_sources, registry, &mut scratch);
@@ -62,7 +55,7 @@ pub(super) fn expand_modules(
             &mut scratch,
             &expansions,
             Some(registry),
-            &early,
+            early,
         );
     }
     (expansions, failures)

@@ -223,9 +223,13 @@ impl Session {
             .any(|m| m.calls.values().any(config::ModuleCall::is_repeated));
         let mut stack = stack;
         if repeated && !diags.has_errors() {
-            let (expansions, failures) = expand_modules(files, dir, &registry, &inputs);
-            sources = SourceMap::new(dir);
-            diags = Diags::default();
+            let loaded = (
+                stack,
+                std::mem::replace(&mut sources, SourceMap::new(dir)),
+                std::mem::take(&mut diags),
+            );
+            let (expansions, failures) =
+                expand_modules(loaded, files, dir, &registry, &inputs, &early);
             stack = config::load_stack_with(
                 files,
                 dir,

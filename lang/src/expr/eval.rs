@@ -25,6 +25,52 @@ const STACK_RED_ZONE: usize = 128 * 1024;
 /// The size of each new stack segment.
 const STACK_SEGMENT: usize = 2 * 1024 * 1024;
 
+/// When an evaluation checks how much stack is left. Asking where a thread's stack ends
+/// costs a read of `/proc/self/maps` on a process's main thread (stacker's first use on a
+/// thread), a good part of a small stack's `validate`: the levels of an evaluation within
+/// [`UNCHECKED_STACK`] of the outermost one on the thread never ask.
+mod stack {
+    use std::cell::Cell;
+
+    /// What any thread that evaluates has free below its outermost evaluation, with room for
+    /// a level beyond it: the levels above it run unchecked.
+    const UNCHECKED_STACK: usize = 256 * 1024;
+
+    thread_local! {
+        /// The highest (shallowest, as stacks grow down) address an evaluation started at on
+        /// this thread, and whether an enclosing level is checking.
+        static STACK: Cell<(usize, bool)> = const { Cell::new((0, false)) };
+    }
+
+    /// While held, the levels below check too: once one level may run on a segment stacker
+    /// made, an address no longer says how deep the evaluation is.
+    pub(super) struct Checking(bool);
+
+    impl Drop for Checking {
+        fn drop(&mut self) {
+            let before = self.0;
+            STACK.with(|s| s.set((s.get().0, before)));
+        }
+    }
+
+    /// `Some` when this level checks the stack (the guard keeps the levels below checking);
+    /// `None` when it is shallow enough not to.
+    pub(super) fn checked() -> Option<Checking> {
+        let marker = 0u8;
+        let here = std::hint::black_box(&marker) as *const u8 as usize;
+        STACK.with(|s| {
+            let (base, checking) = s.get();
+            let base = base.max(here);
+            if !checking && base - here < UNCHECKED_STACK {
+                s.set((base, false));
+                return None;
+            }
+            s.set((base, true));
+            Some(Checking(checking))
+        })
+    }
+}
+
 /// The limits of one evaluation. An expression of the stack and every template it renders
 /// (`templatefile`, `templatestring`, each with an evaluator of its own) share one budget,
 /// kept per thread: evaluation is synchronous, so the outermost `eval` on a thread is the
@@ -538,9 +584,12 @@ impl<'s> Evaluator<'s> {
         let entered = budget::enter(range.as_ref())?;
         // Frames of a template's parse and evaluation are large in a debug build; a thread
         // of any stack size reaches the depth limit, not the end of its stack.
-        let result = stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
-            self.eval_inner(expression)
-        });
+        let result = match stack::checked() {
+            None => self.eval_inner(expression),
+            Some(_checking) => stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+                self.eval_inner(expression)
+            }),
+        };
         budget::leave(entered, result, range)
     }
 

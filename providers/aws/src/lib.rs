@@ -11,7 +11,9 @@ mod instance_types;
 mod pool;
 mod terraform;
 
-use gpustack_protocol::{Attribute, Diagnostic, Provider, ProviderSchema, Schema, Type, Value};
+use gpustack_protocol::{
+    Attribute, Diagnostic, Provider, ProviderSchema, ProviderTypes, Schema, Type, Value,
+};
 use gpustack_provider_sdk::catalog::Gpus;
 use gpustack_provider_sdk::check::{Checker, provider_config, text};
 use gpustack_provider_sdk::family::Family;
@@ -30,6 +32,19 @@ pub(crate) struct Aws {
 
 gpustack_provider_sdk::cloud_entry_points!(Aws { drainer });
 
+/// The provider block's schema: gpustack's own arguments and the AWS provider's.
+fn config() -> Schema {
+    terraform::provider_arguments(
+        provider_config("AWS, with the standard credential chain; gpustack's own arguments and the AWS provider's.")
+            .attr("region", Attribute::optional(Type::String))
+            .attr("profile", Attribute::optional(Type::String))
+            .attr(
+                "endpoint",
+                Attribute::optional(Type::String).describe("Endpoint override, e.g. for moto."),
+            ),
+    )
+}
+
 #[async_trait::async_trait]
 impl Family for Aws {
     /// A node group is its name in its cluster.
@@ -37,16 +52,26 @@ impl Family for Aws {
         Connected::key(state).map(|key| format!("eks:{key}"))
     }
 
+    fn types(&self) -> ProviderTypes {
+        ProviderTypes {
+            name: "aws".into(),
+            resources: vec![
+                "eks_nodegroup".into(),
+                terraform::NODE_GROUP.type_name.into(),
+            ],
+            data_sources: vec![
+                "aws_instance_types".into(),
+                terraform::NODE_GROUP.type_name.into(),
+            ],
+        }
+    }
+
+    fn config(&self) -> Schema {
+        config()
+    }
+
     fn schema(&self) -> ProviderSchema {
-        let config = terraform::provider_arguments(
-            provider_config("AWS, with the standard credential chain; gpustack's own arguments and the AWS provider's.")
-                .attr("region", Attribute::optional(Type::String))
-                .attr("profile", Attribute::optional(Type::String))
-                .attr(
-                    "endpoint",
-                    Attribute::optional(Type::String).describe("Endpoint override, e.g. for moto."),
-                ),
-        );
+        let config = config();
         let nodegroup = gpustack_provider_sdk::pool::pool_schema(
             Schema::new("An EKS managed node group.")
                 .attr(

@@ -8,7 +8,8 @@ use crate::arm::{Arm, AzureSettings, DEFAULT_ENDPOINT};
 use crate::terraform::NODE_POOL;
 use crate::{Azure, Connected};
 use gpustack_protocol::{
-    Attribute, BlockNesting, Diagnostic, Provider, ProviderSchema, Schema, Type, Value,
+    Attribute, BlockNesting, Diagnostic, Provider, ProviderSchema, ProviderTypes, Schema, Type,
+    Value,
 };
 use gpustack_provider_sdk::check::{Checker, attribute, provider_config, text};
 use gpustack_provider_sdk::family::Family;
@@ -439,6 +440,18 @@ impl Family for AzureRm {
     fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
         (type_name == NODE_POOL.type_name).then_some(())?;
         Azure::default().identity("aks_nodepool", &NODE_POOL.own_state(state))
+    }
+
+    fn types(&self) -> ProviderTypes {
+        ProviderTypes {
+            name: "azurerm".into(),
+            resources: vec![NODE_POOL.type_name.into()],
+            data_sources: vec![NODE_POOL.type_name.into()],
+        }
+    }
+
+    fn config(&self) -> Schema {
+        config_schema()
     }
 
     fn schema(&self) -> ProviderSchema {

@@ -30,6 +30,10 @@ gpustack_provider_sdk::cloud_entry_points!(Azure { drainer });
 
 #[async_trait::async_trait]
 impl Family for Azure {
+    fn types(&self) -> gpustack_protocol::ProviderTypes {
+        gpustack_provider_sdk::family::named_types("azure", &["aks_nodepool"], &[])
+    }
+
     /// A pool is its name in its cluster and resource group.
     fn identity(&self, _: &str, state: &Value) -> Option<String> {
         Connected::key(state).map(|key| format!("aks:{key}"))

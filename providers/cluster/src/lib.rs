@@ -334,6 +334,16 @@ impl Cluster {
     /// kubeconfig file and optional `context`. Builds the client only: no request is made.
     pub async fn connect(config: &Value) -> Result<Self, Diagnostic> {
         let config = &with_environment(config);
+        // The block's own config_paths is checked when it is validated; KUBE_CONFIG_PATHS
+        // fills it only now.
+        if gpustack_provider_sdk::check::attribute(config, "config_paths")
+            .and_then(Value::as_list)
+            .is_some_and(|paths| paths.len() > 1)
+        {
+            return Err(config_error(
+                "gpustack reads one kubeconfig file, and config_paths (or KUBE_CONFIG_PATHS) names several: give one, or merge them into one (KUBECONFIG=a:b kubectl config view --flatten)",
+            ));
+        }
         let settings = gpustack_connect::kubernetes::KubeSettings {
             host: text(config, "host"),
             token: text(config, "token"),
@@ -346,6 +356,8 @@ impl Cluster {
                     .map(str::to_owned)
             }),
             context: text(config, "context").or_else(|| text(config, "config_context")),
+            cluster: text(config, "config_context_cluster"),
+            user: text(config, "config_context_auth_info"),
             in_cluster: gpustack_provider_sdk::check::attribute(config, "in_cluster")
                 .and_then(Value::as_bool),
             kubeconfig: TERRAFORM_CREDENTIALS

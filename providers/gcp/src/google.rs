@@ -6,7 +6,8 @@
 
 use crate::{Connected, Gcp};
 use gpustack_protocol::{
-    Attribute, BlockNesting, Diagnostic, Provider, ProviderSchema, Schema, Type, Value,
+    Attribute, BlockNesting, Diagnostic, Provider, ProviderSchema, ProviderTypes, Schema, Type,
+    Value,
 };
 use gpustack_provider_sdk::check::{Checker, provider_config, text};
 use gpustack_provider_sdk::family::Family;
@@ -423,6 +424,66 @@ fn node_pool() -> Schema {
     )
 }
 
+/// The provider block's schema, Terraform's google provider's.
+fn config() -> Schema {
+    provider_config(
+        "Google Cloud, in the Google provider's schema, with Application Default Credentials.",
+    )
+    .attr("project", optional(Type::String))
+    .attr(
+        "region",
+        optional(Type::String).describe("Accepted: a node pool names its location."),
+    )
+    .attr(
+        "zone",
+        optional(Type::String).describe("Accepted: a node pool names its location."),
+    )
+    .attr(
+        "container_custom_endpoint",
+        optional(Type::String).describe("GKE's API endpoint."),
+    )
+    .attr(
+        "compute_custom_endpoint",
+        optional(Type::String).describe("Compute Engine's API endpoint."),
+    )
+    .attr(
+        "default_labels",
+        optional(Type::map(Type::String))
+            .describe("Accepted: gpustack's node pools carry no resource labels of the stack's."),
+    )
+    .attr(
+        "add_terraform_attribution_label",
+        optional(Type::Bool)
+            .describe("Accepted: gpustack's node pools carry no resource labels of the stack's."),
+    )
+    .attr(
+        "terraform_attribution_label_addition_strategy",
+        optional(Type::String),
+    )
+    .attr(
+        "request_timeout",
+        optional(Type::String)
+            .describe("Accepted: gpustack's GKE client retries and waits on its own."),
+    )
+    .attr("request_reason", optional(Type::String))
+    .attr("user_project_override", optional(Type::Bool))
+    .attr("billing_project", optional(Type::String))
+    .attr("universe_domain", optional(Type::String))
+    .attr("credentials", optional(Type::String).sensitive())
+    .attr("access_token", optional(Type::String).sensitive())
+    .attr("impersonate_service_account", optional(Type::String))
+    .attr(
+        "impersonate_service_account_delegates",
+        optional(Type::list(Type::String)),
+    )
+    .attr("scopes", optional(Type::list(Type::String)))
+    .block(
+        "batching",
+        BlockNesting::Single,
+        refused_block(&["send_after", "enable_batching"]),
+    )
+}
+
 #[async_trait::async_trait]
 impl Family for Google {
     fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
@@ -433,65 +494,20 @@ impl Family for Google {
         )
     }
 
+    fn types(&self) -> ProviderTypes {
+        ProviderTypes {
+            name: self.name.into(),
+            resources: vec![NODE_POOL.into()],
+            data_sources: Vec::new(),
+        }
+    }
+
+    fn config(&self) -> Schema {
+        config()
+    }
+
     fn schema(&self) -> ProviderSchema {
-        let config = provider_config(
-            "Google Cloud, in the Google provider's schema, with Application Default Credentials.",
-        )
-        .attr("project", optional(Type::String))
-        .attr(
-            "region",
-            optional(Type::String).describe("Accepted: a node pool names its location."),
-        )
-        .attr(
-            "zone",
-            optional(Type::String).describe("Accepted: a node pool names its location."),
-        )
-        .attr(
-            "container_custom_endpoint",
-            optional(Type::String).describe("GKE's API endpoint."),
-        )
-        .attr(
-            "compute_custom_endpoint",
-            optional(Type::String).describe("Compute Engine's API endpoint."),
-        )
-        .attr(
-            "default_labels",
-            optional(Type::map(Type::String)).describe(
-                "Accepted: gpustack's node pools carry no resource labels of the stack's.",
-            ),
-        )
-        .attr(
-            "add_terraform_attribution_label",
-            optional(Type::Bool).describe(
-                "Accepted: gpustack's node pools carry no resource labels of the stack's.",
-            ),
-        )
-        .attr(
-            "terraform_attribution_label_addition_strategy",
-            optional(Type::String),
-        )
-        .attr(
-            "request_timeout",
-            optional(Type::String)
-                .describe("Accepted: gpustack's GKE client retries and waits on its own."),
-        )
-        .attr("request_reason", optional(Type::String))
-        .attr("user_project_override", optional(Type::Bool))
-        .attr("billing_project", optional(Type::String))
-        .attr("universe_domain", optional(Type::String))
-        .attr("credentials", optional(Type::String).sensitive())
-        .attr("access_token", optional(Type::String).sensitive())
-        .attr("impersonate_service_account", optional(Type::String))
-        .attr(
-            "impersonate_service_account_delegates",
-            optional(Type::list(Type::String)),
-        )
-        .attr("scopes", optional(Type::list(Type::String)))
-        .block(
-            "batching",
-            BlockNesting::Single,
-            refused_block(&["send_after", "enable_batching"]),
-        );
+        let config = config();
         ProviderSchema {
             name: self.name.into(),
             config,

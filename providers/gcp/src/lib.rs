@@ -40,6 +40,14 @@ gpustack_provider_sdk::cloud_entry_points!(Gcp { drainer });
 
 #[async_trait::async_trait]
 impl Family for Gcp {
+    fn types(&self) -> gpustack_protocol::ProviderTypes {
+        gpustack_provider_sdk::family::named_types(
+            "gcp",
+            &["gke_nodepool", "gke_node_autoprovisioning"],
+            &[],
+        )
+    }
+
     /// A pool is its name in its cluster and location; auto-provisioning is the cluster's.
     fn identity(&self, type_name: &str, state: &Value) -> Option<String> {
         match type_name {

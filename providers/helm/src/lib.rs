@@ -3,8 +3,8 @@
 
 use gpustack_protocol::{
     ApplyResourceChangeRequest, ApplyResourceChangeResponse, Diagnostic, PlanResourceChangeRequest,
-    PlanResourceChangeResponse, Provider, ProviderFactory, ProviderSchema, ReadResourcesRequest,
-    ReadResourcesResponse, Value,
+    PlanResourceChangeResponse, Provider, ProviderFactory, ProviderSchema, ProviderTypes,
+    ReadResourcesRequest, ReadResourcesResponse, ResourceMode, Schema, Value,
 };
 use gpustack_provider_sdk::check::{Checker, attribute, set, text};
 use gpustack_provider_sdk::family::{Factory, Family};
@@ -104,6 +104,26 @@ impl Family for Helm {
             config: schema::config(),
             resources: [("helm_release".to_owned(), schema::release())].into(),
             data_sources: [("helm_template".to_owned(), schema::template())].into(),
+        }
+    }
+
+    fn types(&self) -> ProviderTypes {
+        ProviderTypes {
+            name: "helm".into(),
+            resources: vec!["helm_release".into()],
+            data_sources: vec!["helm_template".into()],
+        }
+    }
+
+    fn config(&self) -> Schema {
+        schema::config()
+    }
+
+    fn type_schema(&self, mode: ResourceMode, type_name: &str) -> Option<Schema> {
+        match (mode, type_name) {
+            (ResourceMode::Managed, "helm_release") => Some(schema::release()),
+            (ResourceMode::Data, "helm_template") => Some(schema::template()),
+            _ => None,
         }
     }
 
@@ -772,6 +792,37 @@ impl HelmCli {
             if let Some(context) = text(kubernetes, "config_context") {
                 self.context = Some(context.to_owned());
             }
+            // The helm CLI chooses a context only: a cluster or user to put in its place
+            // goes into a kubeconfig of its own, with that context made current.
+            let cluster = text(kubernetes, "config_context_cluster");
+            let user = text(kubernetes, "config_context_auth_info");
+            if (cluster.is_some() || user.is_some()) && self.kubeconfig.is_none() && paths.len() > 1
+            {
+                return Err(Diagnostic::error(
+                    "Cannot configure helm",
+                    "config_context_cluster and config_context_auth_info choose from one kubeconfig file: give one in config_path, or merge the files into one (KUBECONFIG=a:b kubectl config view --flatten).".to_owned(),
+                ));
+            }
+            if cluster.is_some() || user.is_some() {
+                let settings = gpustack_connect::kubernetes::KubeSettings {
+                    config_path: self.kubeconfig.as_ref().map(|p| p.display().to_string()),
+                    context: self.context.clone(),
+                    cluster: cluster.map(str::to_owned),
+                    user: user.map(str::to_owned),
+                    ..Default::default()
+                };
+                let selected = gpustack_connect::kubernetes::selected_kubeconfig(&settings)
+                    .map_err(|e| {
+                        Diagnostic::error(
+                            "Cannot configure helm",
+                            gpustack_protocol::error_chain(&e),
+                        )
+                    })?;
+                let file = write("kubeconfig", &selected.to_string()).map_err(|e| *e)?;
+                self.kubeconfig = Some(file.path().to_owned());
+                self.context = None;
+                self._files.push(file);
+            }
             if let Some(kubeconfig) = gpustack_cluster::terraform_kubeconfig(kubernetes) {
                 // JSON is YAML: helm and the GPU model's client read it as a kubeconfig.
                 let file = write("kubeconfig", &kubeconfig.to_string()).map_err(|e| *e)?;
@@ -861,8 +912,11 @@ impl HelmCli {
         Ok(())
     }
 
-    /// The install/upgrade flags of Terraform's `helm_release` arguments.
-    fn release_flags(&self, planned: &Value) -> Vec<String> {
+    /// The install/upgrade flags of Terraform's `helm_release` arguments. `helm upgrade
+    /// --install` hands `--force` on to the install of a new release, where it forces the
+    /// update of objects a release adopts; Terraform's provider passes `force_update` to
+    /// upgrades only, so an install (`installing`) goes without it.
+    fn release_flags(&self, planned: &Value, installing: bool) -> Vec<String> {
         let on = |name: &str| attribute(planned, name).and_then(Value::as_bool) == Some(true);
         let mut args: Vec<String> = Vec::new();
         let force = if self.major >= 4 {
@@ -884,7 +938,7 @@ impl HelmCli {
             ("force_update", force),
             ("take_ownership", "--take-ownership"),
         ] {
-            if on(name) {
+            if on(name) && !(installing && name == "force_update") {
                 args.push(flag.into());
             }
         }
@@ -1291,6 +1345,7 @@ impl HelmCli {
     fn upgrade_args(
         &self,
         planned: &Value,
+        installing: bool,
         owner: &str,
         values: &std::path::Path,
         sensitive: Option<&std::path::Path>,
@@ -1356,14 +1411,21 @@ impl HelmCli {
             // After the values file: set_sensitive overrides, as the helm provider's does.
             args.extend(["-f".into(), file.display().to_string()]);
         }
-        args.extend(self.release_flags(planned));
+        args.extend(self.release_flags(planned, installing));
         args
     }
 
-    async fn upgrade(&self, planned: &Value, owner: &str) -> Result<Value, String> {
+    /// Installs or upgrades the release (`installing`: the state records none yet).
+    async fn upgrade(
+        &self,
+        planned: &Value,
+        installing: bool,
+        owner: &str,
+    ) -> Result<Value, String> {
         let (values_file, sensitive_file) = values_files(planned)?;
         let args = self.upgrade_args(
             planned,
+            installing,
             owner,
             values_file.path(),
             sensitive_file.as_ref().map(tempfile::NamedTempFile::path),
@@ -1663,7 +1725,10 @@ impl Provider for HelmCli {
             }
         }
         match (request.planned_state, request.prior_state) {
-            (Some(planned), _) => match self.upgrade(&planned, &request.owner).await {
+            (Some(planned), prior) => match self
+                .upgrade(&planned, prior.is_none(), &request.owner)
+                .await
+            {
                 Ok(state) => ApplyResourceChangeResponse {
                     new_state: Some(state),
                     diagnostics: vec![],
@@ -1745,11 +1810,11 @@ mod tests {
         );
         let values = std::path::Path::new("values.json");
         for planned in [planned, release(None), release(Some(true))] {
-            let args = cli().upgrade_args(&planned, "", values, None);
+            let args = cli().upgrade_args(&planned, false, "", values, None);
             assert!(args.contains(&"--wait".to_owned()), "{args:?}");
         }
         let planned = with_defaults(&release(Some(false)));
-        let args = cli().upgrade_args(&planned, "", values, None);
+        let args = cli().upgrade_args(&planned, false, "", values, None);
         assert!(!args.contains(&"--wait".to_owned()), "{args:?}");
     }
 

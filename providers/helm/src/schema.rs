@@ -26,7 +26,7 @@ pub enum RefusedWhen {
 /// An argument gpustack refuses, with the reason the diagnostic gives.
 #[derive(Debug, Clone, Copy)]
 pub struct Refusal {
-    /// The argument's path: `recreate_pods`, `kubernetes.config_context_cluster`.
+    /// The argument's path: `recreate_pods`, `experiments.manifest`.
     pub path: &'static str,
     pub when: RefusedWhen,
     pub reason: &'static str,
@@ -53,23 +53,11 @@ pub const TEMPLATE_REFUSED: &[Refusal] = &[refuse(
 )];
 
 /// The provider configuration's refused arguments.
-pub const CONFIG_REFUSED: &[Refusal] = &[
-    refuse(
-        "kubernetes.config_context_auth_info",
-        RefusedWhen::Set,
-        "the helm CLI chooses a context, not a user of one; name a context with config_context",
-    ),
-    refuse(
-        "kubernetes.config_context_cluster",
-        RefusedWhen::Set,
-        "the helm CLI chooses a context, not a cluster of one; name a context with config_context",
-    ),
-    refuse(
-        "experiments.manifest",
-        RefusedWhen::True,
-        "gpustack does not record the rendered manifest in the state; render it with helm template, or with the kubernetes provider's resources",
-    ),
-];
+pub const CONFIG_REFUSED: &[Refusal] = &[refuse(
+    "experiments.manifest",
+    RefusedWhen::True,
+    "gpustack does not record the rendered manifest in the state; render it with helm template, or with the kubernetes provider's resources",
+)];
 
 fn str() -> Attribute {
     Attribute::optional(Type::String)

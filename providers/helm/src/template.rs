@@ -207,7 +207,7 @@ impl HelmCli {
         if let Some(version) = text(config, "version") {
             common.extend(["--version".into(), version.into()]);
         }
-        common.extend(self.release_flags(config));
+        common.extend(self.release_flags(config, true));
 
         let mut template: Vec<String> = vec!["template".into()];
         template.extend(common.iter().cloned());

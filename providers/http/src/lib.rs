@@ -88,6 +88,10 @@ fn schemas() -> ProviderSchema {
 
 #[async_trait::async_trait]
 impl Family for Http {
+    fn types(&self) -> gpustack_protocol::ProviderTypes {
+        gpustack_provider_sdk::family::named_types("http", &[], &["http"])
+    }
+
     fn schema(&self) -> ProviderSchema {
         schemas()
     }

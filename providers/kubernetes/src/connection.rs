@@ -55,24 +55,6 @@ pub(crate) fn terraform_config(config: Schema) -> Schema {
 
 /// Refuses what of Terraform's kubernetes provider configuration gpustack does not honour.
 pub(crate) fn check_config(check: &mut Checker<'_>) {
-    for (name, reason) in [
-        (
-            "config_context_auth_info",
-            "gpustack chooses a context of the kubeconfig, not a user of one; name a context with config_context",
-        ),
-        (
-            "config_context_cluster",
-            "gpustack chooses a context of the kubeconfig, not a cluster of one; name a context with config_context",
-        ),
-    ] {
-        if check.get(name).is_some() {
-            check.error(
-                name,
-                "Unsupported argument",
-                format!("gpustack does not honour {name}: {reason}."),
-            );
-        }
-    }
     if check
         .get("config_paths")
         .and_then(Value::as_list)

@@ -452,6 +452,7 @@ pub(crate) const TYPED_DATA_SOURCES: &[&str] = &[
     "kubernetes_persistent_volume_claim_v1",
     "kubernetes_storage_class",
     "kubernetes_storage_class_v1",
+    "kubernetes_endpoint_slice_v1",
     "kubernetes_endpoints_v1",
     "kubernetes_ingress_v1",
     "kubernetes_mutating_webhook_configuration_v1",

@@ -32,6 +32,10 @@ fn toleration_type() -> Type {
 
 #[async_trait::async_trait]
 impl Family for Gpu {
+    fn types(&self) -> gpustack_protocol::ProviderTypes {
+        gpustack_provider_sdk::family::named_types("gpu", &["gpu_smoke_test"], &[])
+    }
+
     fn schema(&self) -> ProviderSchema {
         let config = provider_config("GPU validation on a Kubernetes cluster.")
             .attr("config_path", Attribute::optional(Type::String))

@@ -165,6 +165,19 @@ fn documents_schema(path: bool) -> Schema {
 
 #[async_trait::async_trait]
 impl Family for Kubectl {
+    fn types(&self) -> gpustack_protocol::ProviderTypes {
+        gpustack_provider_sdk::family::named_types(
+            "kubectl",
+            &["kubectl_manifest"],
+            &[
+                "kubectl_file_documents",
+                "kubectl_path_documents",
+                crate::cluster_info::KUBECTL_SERVER_VERSION,
+                "kubectl_filename_list",
+            ],
+        )
+    }
+
     fn terraform_takeover(
         &self,
         type_name: &str,

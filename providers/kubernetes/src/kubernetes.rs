@@ -143,7 +143,7 @@ impl Family for Kubernetes {
     /// The typed kinds' names without their schemas, which are most of the provider's and
     /// built only for the types a stack uses.
     fn types(&self) -> ProviderTypes {
-        let mut types = ProviderTypes::of(&untyped_schema());
+        let mut types = ProviderTypes::of(untyped());
         types.resources.extend(typed_resources().map(str::to_owned));
         types.data_sources.extend(
             crate::data::TYPED_DATA_SOURCES
@@ -154,11 +154,19 @@ impl Family for Kubernetes {
         types
     }
 
+    fn config(&self) -> Schema {
+        untyped().config.clone()
+    }
+
     fn type_schema(&self, mode: ResourceMode, type_name: &str) -> Option<Schema> {
         if let Some(schema) = typed_schema(mode, type_name) {
             return Some(schema);
         }
-        untyped_schema().into_type(mode, type_name)
+        let untyped = untyped();
+        match mode {
+            ResourceMode::Managed => untyped.resources.get(type_name).cloned(),
+            ResourceMode::Data => untyped.data_sources.get(type_name).cloned(),
+        }
     }
 
     /// A manifest's object; labels and patches own no object of their own.
@@ -405,6 +413,12 @@ fn typed_schema(mode: ResourceMode, type_name: &str) -> Option<Schema> {
             .flatten()
             .map(crate::data::typed_schema),
     }
+}
+
+/// [`untyped_schema`], built once for a run's registry and each type it asks for.
+fn untyped() -> &'static ProviderSchema {
+    static UNTYPED: std::sync::OnceLock<ProviderSchema> = std::sync::OnceLock::new();
+    UNTYPED.get_or_init(untyped_schema)
 }
 
 /// The provider's configuration and the types written out by hand.

@@ -99,6 +99,10 @@ fn schemas() -> ProviderSchema {
 
 #[async_trait::async_trait]
 impl Family for Archive {
+    fn types(&self) -> gpustack_protocol::ProviderTypes {
+        gpustack_provider_sdk::family::named_types("archive", &["archive_file"], &["archive_file"])
+    }
+
     fn schema(&self) -> ProviderSchema {
         schemas()
     }

@@ -79,6 +79,14 @@ fn schemas() -> ProviderSchema {
 
 #[async_trait::async_trait]
 impl Family for Cloudinit {
+    fn types(&self) -> gpustack_protocol::ProviderTypes {
+        gpustack_provider_sdk::family::named_types(
+            "cloudinit",
+            &["cloudinit_config"],
+            &["cloudinit_config"],
+        )
+    }
+
     fn schema(&self) -> ProviderSchema {
         schemas()
     }

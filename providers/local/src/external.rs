@@ -50,6 +50,10 @@ fn schemas() -> ProviderSchema {
 
 #[async_trait::async_trait]
 impl Family for External {
+    fn types(&self) -> gpustack_protocol::ProviderTypes {
+        gpustack_provider_sdk::family::named_types("external", &[], &["external"])
+    }
+
     fn schema(&self) -> ProviderSchema {
         schemas()
     }

@@ -42,6 +42,10 @@ pub fn provider() -> Arc<dyn ProviderFactory> {
 
 #[async_trait::async_trait]
 impl Family for Local {
+    fn types(&self) -> gpustack_protocol::ProviderTypes {
+        gpustack_provider_sdk::family::named_types("local", &["local_file"], &["local_file"])
+    }
+
     /// A file is its path, as the process sees it.
     fn identity(&self, _: &str, state: &Value) -> Option<String> {
         let filename = attr_str(state, "filename")?;

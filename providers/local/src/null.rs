@@ -47,6 +47,14 @@ fn schemas() -> ProviderSchema {
 
 #[async_trait::async_trait]
 impl Family for Null {
+    fn types(&self) -> gpustack_protocol::ProviderTypes {
+        gpustack_provider_sdk::family::named_types(
+            "null",
+            &["null_resource"],
+            &["null_data_source"],
+        )
+    }
+
     fn schema(&self) -> ProviderSchema {
         schemas()
     }

@@ -193,6 +193,25 @@ fn schemas() -> ProviderSchema {
 
 #[async_trait::async_trait]
 impl Family for Random {
+    fn types(&self) -> gpustack_protocol::ProviderTypes {
+        gpustack_provider_sdk::family::named_types(
+            "random",
+            &[
+                "random_id",
+                "random_bytes",
+                "random_integer",
+                "random_password",
+                "random_string",
+                "random_pet",
+                "random_shuffle",
+                "random_uuid",
+                "random_uuid4",
+                "random_uuid7",
+            ],
+            &[],
+        )
+    }
+
     fn schema(&self) -> ProviderSchema {
         schemas()
     }

@@ -37,6 +37,9 @@ pub enum RemoteState {
         secret: String,
         config_path: Option<String>,
         context: Option<String>,
+        /// The kubeconfig cluster and user replacing the context's own.
+        cluster: Option<String>,
+        user: Option<String>,
         in_cluster: Option<bool>,
     },
 }
@@ -245,6 +248,8 @@ fn location(
                 secret,
                 config_path,
                 context: text(config, "config_context"),
+                cluster: text(config, "config_context_cluster"),
+                user: text(config, "config_context_auth_info"),
                 in_cluster: flag(config, "in_cluster_config"),
             })
         }

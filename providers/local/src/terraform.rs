@@ -43,6 +43,14 @@ const TYPE: &str = "terraform_data";
 
 #[async_trait::async_trait]
 impl Family for Terraform {
+    fn types(&self) -> gpustack_protocol::ProviderTypes {
+        gpustack_provider_sdk::family::named_types(
+            "terraform",
+            &[TYPE],
+            &[crate::remote_state::TYPE],
+        )
+    }
+
     fn schema(&self) -> ProviderSchema {
         let data = Schema::new(
             "A value with a resource's lifecycle: stored in the state, replaced when triggers_replace changes.",

@@ -263,6 +263,14 @@ fn schemas() -> ProviderSchema {
 
 #[async_trait::async_trait]
 impl Family for Time {
+    fn types(&self) -> gpustack_protocol::ProviderTypes {
+        gpustack_provider_sdk::family::named_types(
+            "time",
+            &["time_static", "time_offset", "time_rotating", "time_sleep"],
+            &[],
+        )
+    }
+
     fn schema(&self) -> ProviderSchema {
         schemas()
     }

@@ -459,10 +459,15 @@ pub trait ProviderFactory: Send + Sync {
     /// and then only the schemas of the types its stack uses.
     fn get_schema(&self, request: GetSchemaRequest) -> GetSchemaResponse;
 
-    /// The provider's name, its configuration's schema and the names of its types, without
-    /// the types' schemas (which a provider of many types builds only when asked).
+    /// The provider's name and the names of its types, without the schemas (which a provider
+    /// builds only when asked).
     fn get_provider_types(&self) -> ProviderTypes {
         ProviderTypes::of(&self.get_schema(GetSchemaRequest::default()).schema)
+    }
+
+    /// The schema of the provider's own configuration (its `provider` block).
+    fn get_config_schema(&self) -> Schema {
+        self.get_schema(GetSchemaRequest::default()).schema.config
     }
 
     /// One type's schema; `None` when the provider has no such type.

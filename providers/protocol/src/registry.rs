@@ -21,7 +21,8 @@ struct TypeEntry {
 /// type. The binary builds it from the providers it was compiled with; the engine only asks it.
 #[derive(Clone)]
 pub struct Registry {
-    providers: crate::schema::Names<(Arc<dyn ProviderFactory>, ProviderTypes)>,
+    /// Each provider with its types and, once asked for, its configuration's schema.
+    providers: crate::schema::Names<(Arc<dyn ProviderFactory>, ProviderTypes, OnceLock<Schema>)>,
     /// Type name → its entry; built once so lookups stay O(1).
     resources: crate::schema::Names<TypeEntry>,
     data_sources: crate::schema::Names<TypeEntry>,
@@ -40,9 +41,10 @@ impl Registry {
         };
         for provider in providers {
             let types = provider.get_provider_types();
-            let (index, _) = registry
-                .providers
-                .insert_full(types.name.clone(), (provider, ProviderTypes::default()));
+            let (index, _) = registry.providers.insert_full(
+                types.name.clone(),
+                (provider, ProviderTypes::default(), OnceLock::new()),
+            );
             let entry = || TypeEntry {
                 provider: index,
                 schema: OnceLock::new(),
@@ -69,7 +71,7 @@ impl Registry {
     }
 
     pub fn provider(&self, name: &str) -> Option<&Arc<dyn ProviderFactory>> {
-        self.providers.get(name).map(|(p, _)| p)
+        self.providers.get(name).map(|(p, ..)| p)
     }
 
     /// Whether a provider of this local name is known.
@@ -79,7 +81,9 @@ impl Registry {
 
     /// The schema of a provider's own configuration (its `provider` block).
     pub fn config_schema(&self, name: &str) -> Option<&Schema> {
-        self.providers.get(name).map(|(_, t)| &t.config)
+        self.providers
+            .get(name)
+            .map(|(provider, _, config)| config.get_or_init(|| provider.get_config_schema()))
     }
 
     pub fn names(&self) -> impl Iterator<Item = &str> {
@@ -100,7 +104,7 @@ impl Registry {
     /// Whether the provider `name` serves `type_name`, whether or not it owns it (`google-beta`
     /// serves `google`'s types).
     pub fn serves(&self, name: &str, type_name: &str) -> bool {
-        self.providers.get(name).is_some_and(|(_, types)| {
+        self.providers.get(name).is_some_and(|(_, types, _)| {
             types.resources.iter().any(|t| t == type_name)
                 || types.data_sources.iter().any(|t| t == type_name)
         })
@@ -120,7 +124,7 @@ impl Registry {
             ResourceMode::Data => self.data_sources.get(type_name)?,
         };
         Some(entry.schema.get_or_init(|| {
-            let (factory, _) = &self.providers[entry.provider];
+            let (factory, ..) = &self.providers[entry.provider];
             // A provider that lists a type answers its schema; an empty one stands in
             // rather than a panic if it does not.
             factory.get_type_schema(mode, type_name).unwrap_or_default()
@@ -165,7 +169,6 @@ mod tests {
         fn get_provider_types(&self) -> ProviderTypes {
             ProviderTypes {
                 name: "counting".into(),
-                config: Schema::default(),
                 resources: vec!["counting_a".into(), "counting_b".into()],
                 data_sources: vec!["counting_a".into()],
             }

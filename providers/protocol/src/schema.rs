@@ -212,12 +212,11 @@ impl ProviderSchema {
     }
 }
 
-/// What a provider declares, less its types' schemas: what a run needs before it knows which
-/// types its stack uses.
+/// What a provider declares, less its schemas (its configuration's and its types'): what a
+/// run needs before it knows which providers and types its stack uses.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ProviderTypes {
     pub name: String,
-    pub config: Schema,
     pub resources: Vec<String>,
     pub data_sources: Vec<String>,
 }
@@ -226,7 +225,6 @@ impl ProviderTypes {
     pub fn of(schema: &ProviderSchema) -> Self {
         Self {
             name: schema.name.clone(),
-            config: schema.config.clone(),
             resources: schema.resources.keys().cloned().collect(),
             data_sources: schema.data_sources.keys().cloned().collect(),
         }

@@ -148,9 +148,8 @@ pub fn backend_argument(kind: &str, name: &str) -> Option<BackendArgument> {
             | "exec"
             | "insecure",
         ) => Refused(CLUSTER_CREDENTIALS),
-        ("kubernetes", "config_context_auth_info" | "config_context_cluster") => Refused(
-            "gpustack selects a kubeconfig context as a whole (config_context); add a context with this user or cluster to the kubeconfig",
-        ),
+        ("kubernetes", "config_context_auth_info") => Honoured("user"),
+        ("kubernetes", "config_context_cluster") => Honoured("cluster"),
         ("kubernetes", "proxy_url") => {
             Refused("set proxy-url on the cluster in the kubeconfig, which gpustack honours")
         }
@@ -392,8 +391,8 @@ pub fn unserved_type(type_name: &str, data: bool) -> Option<String> {
     ))
 }
 
-/// The resource types of Terraform's hashicorp/kubernetes provider (v2), as its registry
-/// documents list them: a name among them that gpustack does not serve is answered "not
+/// The resource types of Terraform's hashicorp/kubernetes provider (v3, and the types v2 had
+/// that v3 removed), as its registry documents list them: a name among them that gpustack does not serve is answered "not
 /// served yet", never with a served type's name as a spelling suggestion.
 pub const KUBERNETES_RESOURCES: &[&str] = &[
     "kubernetes_annotations",
@@ -476,15 +475,17 @@ pub const KUBERNETES_RESOURCES: &[&str] = &[
     "kubernetes_storage_class",
     "kubernetes_storage_class_v1",
     "kubernetes_token_request_v1",
+    "kubernetes_validating_admission_policy_v1",
     "kubernetes_validating_webhook_configuration",
     "kubernetes_validating_webhook_configuration_v1",
 ];
 
-/// The data sources of Terraform's hashicorp/kubernetes provider (v2).
+/// The data sources of Terraform's hashicorp/kubernetes provider (v3, and v2's).
 pub const KUBERNETES_DATA_SOURCES: &[&str] = &[
     "kubernetes_all_namespaces",
     "kubernetes_config_map",
     "kubernetes_config_map_v1",
+    "kubernetes_endpoint_slice_v1",
     "kubernetes_endpoints_v1",
     "kubernetes_ingress",
     "kubernetes_ingress_v1",

@@ -18,10 +18,15 @@ pub trait Family: Send + Sync + 'static {
     /// The provider's schema; the same on every call.
     fn schema(&self) -> ProviderSchema;
 
-    /// As [`ProviderFactory::get_provider_types`]: a family of many types answers its names
-    /// without building their schemas.
+    /// As [`ProviderFactory::get_provider_types`]: a family of many types, or of large
+    /// ones, answers its names without building their schemas.
     fn types(&self) -> ProviderTypes {
         ProviderTypes::of(&self.schema())
+    }
+
+    /// As [`ProviderFactory::get_config_schema`].
+    fn config(&self) -> Schema {
+        self.schema().config
     }
 
     /// As [`ProviderFactory::get_type_schema`].
@@ -74,6 +79,17 @@ pub trait Family: Send + Sync + 'static {
     async fn connect(&self, config: &Value) -> Result<Arc<dyn Provider>, Vec<Diagnostic>>;
 }
 
+/// A family's [`Family::types`] written out by name, for a family whose schemas are worth
+/// building only when a stack uses them (a test checks the names against the schema).
+pub fn named_types(name: &str, resources: &[&str], data_sources: &[&str]) -> ProviderTypes {
+    let owned = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect();
+    ProviderTypes {
+        name: name.to_owned(),
+        resources: owned(resources),
+        data_sources: owned(data_sources),
+    }
+}
+
 /// The schema of one of a family's resource types.
 pub fn resource_schema(family: &impl Family, type_name: &str) -> Schema {
     family
@@ -95,6 +111,10 @@ impl<F: Family> ProviderFactory for Factory<F> {
 
     fn get_provider_types(&self) -> ProviderTypes {
         self.0.types()
+    }
+
+    fn get_config_schema(&self) -> Schema {
+        self.0.config()
     }
 
     fn get_type_schema(&self, mode: ResourceMode, type_name: &str) -> Option<Schema> {

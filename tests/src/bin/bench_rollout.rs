@@ -63,6 +63,59 @@ fn rollout_stack(dir: &Path, nodes: &[String], budget: usize) {
     .unwrap();
 }
 
+/// CPU time in seconds, read from /proc (in USER_HZ, 100 per second on Linux): the whole
+/// machine's busy and total time over all CPUs, and the time of this process's children that
+/// have ended (gpustack's runs).
+#[derive(Clone, Copy, Default)]
+struct Cpu {
+    busy: f64,
+    total: f64,
+    children: f64,
+}
+
+impl Cpu {
+    fn now() -> Self {
+        const HZ: f64 = 100.0;
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let fields: Vec<f64> = stat
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
+        let total: f64 = fields.iter().take(8).sum();
+        let idle = fields.get(3).copied().unwrap_or(0.0) + fields.get(4).copied().unwrap_or(0.0);
+        let own = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        // After the command's ")": fields 16 and 17 of the line (cutime, cstime) are the
+        // 14th and 15th after it.
+        let after: Vec<f64> = own
+            .rsplit_once(')')
+            .map(|(_, rest)| rest)
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        let children =
+            after.get(13).copied().unwrap_or(0.0) + after.get(14).copied().unwrap_or(0.0);
+        Cpu {
+            busy: (total - idle) / HZ,
+            total: total / HZ,
+            children: children / HZ,
+        }
+    }
+
+    fn since(self, before: Cpu) -> Cpu {
+        Cpu {
+            busy: self.busy - before.busy,
+            total: self.total - before.total,
+            children: self.children - before.children,
+        }
+    }
+}
+
 fn gpustack(dir: &Path, cluster: &TestCluster, args: &[&str]) -> (Duration, String) {
     let path = format!(
         "{}:{}",
@@ -366,13 +419,18 @@ fn main() {
     let mut node_spans: Vec<(String, f64, f64)> = Vec::new();
     let (seen, stop, watch) = watch_nodes(cluster);
     let (mut alone_logs, mut many_logs) = (Vec::new(), Vec::new());
+    let (mut cpu_one, mut cpu_many) = (Vec::new(), Vec::new());
     for run in 0..runs {
         let geometry = format!("geometry={}", geometries[run % 2]);
         let args = ["apply", "--auto-approve", "--var", geometry.as_str()];
+        let before = Cpu::now();
         let (wall, log) = gpustack(&one, cluster, &args);
+        cpu_one.push(Cpu::now().since(before));
         t1.push(wall);
         alone_logs.push(log);
+        let before = Cpu::now();
         let (wall, log) = gpustack(&many, cluster, &args);
+        cpu_many.push(Cpu::now().since(before));
         t20.push(wall);
         counts = requests(&log);
         node_spans = spans(&log);
@@ -430,6 +488,20 @@ fn main() {
             samples.len(),
             median_of(samples.iter().map(|s| s.0).collect()),
             median_of(samples.iter().map(|s| s.1).collect()),
+        );
+    }
+    // Where the CPU went: the machine's, all of it counted, against gpustack's own process.
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let many_label = format!("the {NODES}-node apply");
+    for (what, samples) in [("one node", &cpu_one), (many_label.as_str(), &cpu_many)] {
+        let busy = median_of(samples.iter().map(|c| c.busy / c.total).collect());
+        let seconds_busy = median_of(samples.iter().map(|c| c.busy).collect());
+        let own = median_of(samples.iter().map(|c| c.children).collect());
+        println!(
+            "  CPU during {what} (median of {}): the machine's {cpus} CPUs {:.0}% busy ({seconds_busy:.2} CPU-s), gpustack's process {own:.2} CPU-s of it ({:.1}%), the cluster and the simulator the rest",
+            samples.len(),
+            100.0 * busy,
+            100.0 * own / seconds_busy.max(f64::EPSILON),
         );
     }
     println!("  requests of the {NODES}-node apply (last run):");

@@ -122,7 +122,10 @@ impl JsonParser<'_> {
     fn value(&mut self) -> Result<Value, String> {
         self.ws();
         if self.depth > crate::expr::limits::MAX_DEPTH {
-            return Err(self.err("JSON nested too deeply"));
+            return Err(self.err(&format!(
+                "JSON nested more than {} levels deep",
+                crate::expr::limits::MAX_DEPTH
+            )));
         }
         let Some(&c) = self.s.get(self.i) else {
             return Err(self.err("unexpected end of JSON input"));

@@ -303,6 +303,19 @@ const ALLOWED_USES: [&str; 23] = [
 
 #[async_trait::async_trait]
 impl Family for Tls {
+    fn types(&self) -> gpustack_protocol::ProviderTypes {
+        gpustack_provider_sdk::family::named_types(
+            "tls",
+            &[
+                "tls_private_key",
+                "tls_self_signed_cert",
+                "tls_locally_signed_cert",
+                "tls_cert_request",
+            ],
+            &["tls_public_key", "tls_certificate"],
+        )
+    }
+
     fn schema(&self) -> ProviderSchema {
         schemas()
     }

@@ -179,6 +179,26 @@ fn yaml_aliases_and_deep_nesting_stop_at_a_named_limit() {
     }
 }
 
+/// Case 4, for JSON: `jsondecode` of an array nested thousands of levels deep stops at the
+/// evaluation's nesting limit, named, instead of recursing until the stack overflows.
+#[test]
+fn jsondecode_of_deep_nesting_stops_at_a_named_limit() {
+    let deep = format!("{}{}", "[".repeat(50_000), "]".repeat(50_000));
+    let dir = stack(&[
+        ("deep.json", &deep),
+        (
+            "main.hcl",
+            "output \"json\" {\n  value = length(jsondecode(file(\"${path.module}/deep.json\")))\n}\n",
+        ),
+    ]);
+    let (code, out, err) = run(dir.path(), &["validate"], &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("JSON nested more than 200 levels deep"),
+        "{err}"
+    );
+}
+
 /// Case 5: file(), filebase64() and a terraform_remote_state path on a device or a FIFO are refused
 /// before anything is read, naming what is there.
 #[cfg(unix)]

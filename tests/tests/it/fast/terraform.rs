@@ -169,7 +169,7 @@ fn terraform_backend_arguments_are_read_as_gpustacks_own() {
         (config, warnings)
     };
     let (config, warnings) = backend(
-        "terraform {\n  backend \"kubernetes\" {\n    secret_suffix  = \"gpu\"\n    config_paths   = [\"/etc/kube/config\"]\n    config_context = \"kind-gpu\"\n    labels = {\n      team = \"ml\"\n    }\n  }\n}\n",
+        "terraform {\n  backend \"kubernetes\" {\n    secret_suffix  = \"gpu\"\n    config_paths   = [\"/etc/kube/config\"]\n    config_context = \"kind-gpu\"\n    config_context_auth_info = \"ci\"\n    labels = {\n      team = \"ml\"\n    }\n  }\n}\n",
     );
     assert_eq!(
         config,
@@ -178,6 +178,8 @@ fn terraform_backend_arguments_are_read_as_gpustacks_own() {
             secret_suffix: "gpu".into(),
             config_path: Some("/etc/kube/config".into()),
             context: Some("kind-gpu".into()),
+            cluster: None,
+            user: Some("ci".into()),
             in_cluster: None,
             lock_ttl: None,
         })
@@ -773,12 +775,12 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
     (
         "provider.helm",
         "kubernetes.config_context_auth_info",
-        Refused("\"user\""),
+        Honoured,
     ),
     (
         "provider.helm",
         "kubernetes.config_context_cluster",
-        Refused("\"cluster\""),
+        Honoured,
     ),
     ("provider.helm", "kubernetes.token", Honoured),
     ("provider.helm", "kubernetes.proxy_url", Honoured),
@@ -938,16 +940,8 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
     ("provider.kubernetes", "config_paths", Honoured),
     ("provider.kubernetes", "config_path", Honoured),
     ("provider.kubernetes", "config_context", Honoured),
-    (
-        "provider.kubernetes",
-        "config_context_auth_info",
-        Refused("\"user\""),
-    ),
-    (
-        "provider.kubernetes",
-        "config_context_cluster",
-        Refused("\"cluster\""),
-    ),
+    ("provider.kubernetes", "config_context_auth_info", Honoured),
+    ("provider.kubernetes", "config_context_cluster", Honoured),
     ("provider.kubernetes", "token", Honoured),
     ("provider.kubernetes", "proxy_url", Honoured),
     ("provider.kubernetes", "exec", Honoured),
@@ -2953,16 +2947,8 @@ const SCHEMA_TABLE: &[(&str, &str, Verdict)] = &[
     ("provider.kubectl", "config_paths", Honoured),
     ("provider.kubectl", "config_path", Honoured),
     ("provider.kubectl", "config_context", Honoured),
-    (
-        "provider.kubectl",
-        "config_context_auth_info",
-        Refused("\"user\""),
-    ),
-    (
-        "provider.kubectl",
-        "config_context_cluster",
-        Refused("\"cluster\""),
-    ),
+    ("provider.kubectl", "config_context_auth_info", Honoured),
+    ("provider.kubectl", "config_context_cluster", Honoured),
     ("provider.kubectl", "token", Honoured),
     ("provider.kubectl", "proxy_url", Honoured),
     ("provider.kubectl", "exec", Honoured),
@@ -3847,10 +3833,14 @@ fn every_type_of_the_served_providers_is_served_or_refused_by_name() {
             squashed.contains(&not_yet) || gone,
             "{kind} {name} is not refused by name:\n{text}"
         );
-        // The kubernetes and kubectl providers are complete: only a type whose API Kubernetes
-        // removed is left unserved.
+        // The kubernetes and kubectl providers are complete but for the types whose API
+        // Kubernetes removed and v3's one resource of the plugin framework, whose schema
+        // nests attributes where every other type has blocks (answered "not served yet",
+        // with the kubernetes_manifest to write instead).
+        let framework_only = *name == "kubernetes_validating_admission_policy_v1";
         assert!(
-            gone || !["hashicorp/kubernetes", "gavinbunney/kubectl"].contains(source),
+            gone || framework_only
+                || !["hashicorp/kubernetes", "gavinbunney/kubectl"].contains(source),
             "{kind} {name} of {source} is not served yet"
         );
     }

@@ -429,3 +429,82 @@ fn terraform_only_flags_are_answered_by_name() {
         "a refused flag locked or wrote the state"
     );
 }
+
+/// The rest of a Terraform user's everyday commands: JSON variables files (loaded in
+/// Terraform's order with the HCL ones), heredoc descriptions, `-lock=false` and
+/// `-compact-warnings` accepted, `taint` and `untaint`, and `workspace delete -force` of a
+/// workspace that still holds objects.
+#[test]
+fn json_variables_files_taint_and_a_forced_workspace_delete_work_as_in_terraform() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("main.tf"),
+        r#"variable "region" {
+  type        = string
+  description = <<EOT
+Where the GPU pool runs.
+EOT
+}
+
+variable "replicas" {
+  type        = number
+  description = <<-EOT
+    How many nodes.
+    EOT
+}
+
+resource "terraform_data" "pool" {
+  input = "${var.region}-${var.replicas}"
+}
+
+output "pool" {
+  value       = terraform_data.pool.output
+  description = <<EOT
+The pool's name.
+EOT
+}
+"#,
+    )
+    .unwrap();
+    // terraform.tfvars.json first, then *.auto.tfvars.json in name order, the later winning.
+    std::fs::write(
+        d.join("terraform.tfvars.json"),
+        r#"{"region": "eu", "replicas": 3}"#,
+    )
+    .unwrap();
+    std::fs::write(d.join("gpu.auto.tfvars.json"), r#"{"replicas": 8}"#).unwrap();
+    let (code, out, err) = run(d, &["validate"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(
+        d,
+        &["apply", "-auto-approve", "-lock=false", "-compact-warnings"],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, pool, _) = run(d, &["output", "-raw", "pool"], &[]);
+    assert_eq!(pool, "eu-8");
+    let (code, out, err) = run(d, &["taint", "terraform_data.pool"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(d, &["plan", "-detailed-exitcode", "-no-color"], &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("tainted"), "{out}");
+    let (code, out, err) = run(d, &["untaint", "terraform_data.pool"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(d, &["plan", "-detailed-exitcode"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    // A workspace that holds objects goes only with -force, which leaves them unmanaged.
+    for args in [
+        &["workspace", "new", "scratch"][..],
+        &["apply", "-auto-approve"],
+        &["workspace", "select", "default"],
+    ] {
+        let (code, out, err) = run(d, args, &[]);
+        assert_eq!(code, 0, "{args:?}: {out}{err}");
+    }
+    let (code, _, err) = run(d, &["workspace", "delete", "scratch"], &[]);
+    assert_eq!(code, 1, "{err}");
+    let (code, out, err) = run(d, &["workspace", "delete", "-force", "scratch"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!d.join("terraform.tfstate.d/scratch").exists());
+}

@@ -805,6 +805,8 @@ async fn kubernetes_state_larger_than_a_secret_round_trips_and_a_stale_writer_is
         secret_suffix: "big".into(),
         config_path: Some(cluster.kubeconfig.display().to_string()),
         context: None,
+        cluster: None,
+        user: None,
         in_cluster: None,
         lock_ttl: None,
     });

@@ -1540,19 +1540,149 @@ resource "helm_release" "tiny" {
     let _destroy = Destroy(&stack);
     stack.ok("apply", &["-auto-approve"]);
     let c = gpustack_tests::cluster::e2e_cluster();
-    let made = |name: &str| {
+    assert_eq!(
+        config_map_value(c, "kube-config-path", "from"),
+        "KUBE_CONFIG_PATH"
+    );
+    assert_eq!(
+        config_map_value(c, "kube-config-path-tiny", "from"),
+        "chart"
+    );
+    let out = stack.run("plan", &["-detailed-exitcode"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    stack.ok("destroy", &["-auto-approve"]);
+}
+
+/// The value of `key` in the ConfigMap `name` of `default`.
+fn config_map_value(c: &TestCluster, name: &str, key: &str) -> String {
+    c.kubectl_ok(&[
+        "get",
+        "configmap",
+        name,
+        "-n",
+        "default",
+        "-o",
+        &format!("jsonpath={{.data.{key}}}"),
+    ])
+    .trim()
+    .to_owned()
+}
+
+/// `config_context_cluster` and `config_context_auth_info` (or `KUBE_CTX_CLUSTER` and
+/// `KUBE_CTX_AUTH_INFO`) replace the cluster and user of the kubeconfig's context, for the
+/// kubernetes provider and for the helm provider's `kubernetes` block alike: the kubeconfig
+/// here has a current context whose cluster does not answer and whose user has a bogus token.
+#[test]
+fn a_context_s_user_and_cluster_are_replaced_as_the_provider_block_says() {
+    let c = gpustack_tests::cluster::e2e_cluster();
+    let mut stack = super::e2e::Stack::inline("");
+    std::fs::remove_file(stack.dir.join("main.hcl")).unwrap();
+    tiny_chart(&stack.dir);
+    let view = |path: &str| {
         c.kubectl_ok(&[
-            "get",
-            "configmap",
-            name,
-            "-n",
-            "default",
+            "config",
+            "view",
+            "--minify",
             "-o",
-            "jsonpath={.data.from}",
+            &format!("jsonpath={path}"),
         ])
+        .trim()
+        .to_owned()
     };
-    assert_eq!(made("kube-config-path").trim(), "KUBE_CONFIG_PATH");
-    assert_eq!(made("kube-config-path-tiny").trim(), "chart");
+    let (cluster, user) = (
+        view("{.contexts[0].context.cluster}"),
+        view("{.contexts[0].context.user}"),
+    );
+    let kubeconfig = stack.dir.join("kubeconfig");
+    std::fs::copy(&c.kubeconfig, &kubeconfig).unwrap();
+    let kubeconfig = kubeconfig.display().to_string();
+    let config = |args: &[&str]| {
+        // The copy's --kubeconfig, given after the cluster's own, is the one kubectl uses.
+        let out = c
+            .kubectl_command()
+            .args(["--kubeconfig", &kubeconfig, "config"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    config(&["set-cluster", "nowhere", "--server=https://127.0.0.1:9"]);
+    config(&["set-credentials", "nobody", "--token=not-a-token"]);
+    config(&["set-context", "wrong", "--cluster=nowhere", "--user=nobody"]);
+    config(&["use-context", "wrong"]);
+    let unchosen = c
+        .kubectl_command()
+        .args([
+            "--kubeconfig",
+            &kubeconfig,
+            "get",
+            "ns",
+            "--request-timeout=5s",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        !unchosen.status.success(),
+        "the current context reaches a cluster"
+    );
+    std::fs::write(
+        stack.dir.join("main.tf"),
+        format!(
+            r#"terraform {{
+  required_providers {{
+    kubernetes = {{
+      source = "hashicorp/kubernetes"
+    }}
+    helm = {{
+      source = "hashicorp/helm"
+    }}
+  }}
+}}
+
+provider "kubernetes" {{
+  config_path            = "{kubeconfig}"
+  config_context_cluster = "{cluster}"
+}}
+
+provider "helm" {{
+  kubernetes {{
+    config_path              = "{kubeconfig}"
+    config_context_cluster   = "{cluster}"
+    config_context_auth_info = "{user}"
+  }}
+}}
+
+resource "kubernetes_config_map_v1" "chosen" {{
+  metadata {{
+    name      = "context-chosen"
+    namespace = "default"
+  }}
+  data = {{
+    user = "{user}"
+  }}
+}}
+
+resource "helm_release" "chosen" {{
+  name      = "context-chosen-tiny"
+  chart     = "./chart"
+  namespace = "default"
+}}
+"#
+        ),
+    )
+    .unwrap();
+    // The kubernetes provider's user from the environment, as Terraform's provider reads it.
+    stack.env.push(("KUBE_CTX_AUTH_INFO".into(), user.clone()));
+    stack
+        .env
+        .push(("HOME".into(), stack.dir.display().to_string()));
+    let _destroy = Destroy(&stack);
+    stack.ok("apply", &["-auto-approve"]);
+    assert_eq!(config_map_value(c, "context-chosen", "user"), user);
+    assert_eq!(
+        config_map_value(c, "context-chosen-tiny", "made"),
+        "by hand"
+    );
     let out = stack.run("plan", &["-detailed-exitcode"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     stack.ok("destroy", &["-auto-approve"]);
@@ -3016,6 +3146,13 @@ data "kubernetes_endpoints_v1" "external" {{
   }}
 }}
 
+data "kubernetes_endpoint_slice_v1" "external" {{
+  metadata {{
+    name      = "external-a"
+    namespace = "{ns}"
+  }}
+}}
+
 data "kubernetes_persistent_volume_v1" "cache" {{
   metadata {{
     name = "cache-{id}"
@@ -3036,6 +3173,7 @@ output "read" {{
   value = [
     data.kubernetes_pod_v1.probe.spec[0].container[0].image,
     data.kubernetes_endpoints_v1.external.subset[0].address[0].ip,
+    data.kubernetes_endpoint_slice_v1.external.endpoint[0].target_ref[0].name,
     data.kubernetes_persistent_volume_v1.cache.spec[0].storage_class_name,
     contains(data.kubernetes_all_namespaces.all.namespaces, "{ns}"),
     startswith(data.kubernetes_server_version.api.version, "1."),
@@ -3056,6 +3194,7 @@ output "read" {{
         serde_json::json!([
             "busybox:1.36",
             "10.0.0.4",
+            "probe",
             format!("manual-{id}"),
             true,
             true,
