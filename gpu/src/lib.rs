@@ -185,9 +185,6 @@ impl Model {
             if let Some(state) = live.and_then(|n| n.live.labels.get(model::MIG_STATE_LABEL)) {
                 detail.push(format!("{}={state}", model::MIG_STATE_LABEL));
             }
-            if let Some(cause) = live.and_then(|n| mig_wedge(&n.live)) {
-                detail.push(cause);
-            }
             detail.retain(|d| !d.is_empty());
             out.push(NodeDrift {
                 node: name.clone(),
@@ -206,13 +203,10 @@ impl Model {
             let Some(physical) = &node.physical else {
                 continue;
             };
-            // A node a rollout left part-way is named once, above, with what it advertises:
-            // what it lacks against its labels is the unfinished step, not another drift.
-            if self.unfinished.contains_key(&node.live.name) {
-                continue;
-            }
             let Some(expected) = self.before.predict(&node.live.labels, physical) else {
-                out.extend(self.short_of_the_rollout(node, physical));
+                if !self.unfinished.contains_key(&node.live.name) {
+                    out.extend(self.short_of_the_rollout(node, physical));
+                }
                 continue;
             };
             for (resource, want) in &expected.resources {

@@ -1564,7 +1564,7 @@ fn drift_names_a_node_a_rollout_left_part_way_and_one_short_of_its_promise() {
 }
 
 /// A node a killed apply left mid-reconfiguration (its record at `reconfiguring`, nothing
-/// advertised while MIG Manager works) is named as left part-way, not as a plain shortfall.
+/// advertised while MIG Manager works) is named as left part-way, beside what it lacks.
 #[test]
 fn drift_names_a_node_a_killed_rollout_left_reconfiguring() {
     let geometry = [
@@ -1598,6 +1598,7 @@ fn drift_names_a_node_a_killed_rollout_left_reconfiguring() {
         drift_texts(&facts),
         [
             "node gpu-1 was left at step reconfiguring by kubernetes_node_rollout.geometry and stays cordoned until an apply finishes it (node by node, at most 1 unavailable; it advertises no GPU)",
+            "node gpu-1 advertises nvidia.com/mig-1g.10gb 0, the GPU model expects 7 (MIG all-1g.10gb (mixed, built-in table geometry); 1× NVIDIA-A100-SXM4-80GB from GFD labels)",
         ]
     );
 }

@@ -1639,6 +1639,10 @@ fn a_context_s_user_and_cluster_are_replaced_as_the_provider_block_says() {
   }}
 }}
 
+variable "kubeconfig" {{
+  type = string
+}}
+
 provider "kubernetes" {{
   config_path            = "{kubeconfig}"
   config_context_cluster = "{cluster}"
