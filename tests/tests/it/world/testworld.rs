@@ -261,20 +261,7 @@ fn an_in_place_config_edit_takes_effect_only_after_the_device_plugin_restarts() 
             |uid| !uid.is_empty() && *uid != before,
         )
     };
-    // Waits until the node advertises `gpus` from the config the plugin pod `uid` loaded (the
-    // simulator names that pod on the node).
-    let advertised_by = |uid: &str, gpus: &str| {
-        c.eventually(
-            60,
-            || {
-                (
-                    annotation(c, "tw-t4-edit", "gpusim.gpustack.dev/plugin-pod"),
-                    allocatable(c, "tw-t4-edit", "nvidia.com/gpu"),
-                )
-            },
-            |(seen, have)| seen == uid && have == gpus,
-        );
-    };
+    let advertised_by = |uid: &str, gpus: &str| advertised_by(c, "tw-t4-edit", uid, gpus);
     gpu_node(
         c,
         "tw-t4-edit",
@@ -529,6 +516,22 @@ fn ready(c: &TestCluster, node: &str) -> String {
         "-o",
         r#"jsonpath={.status.conditions[?(@.type=="Ready")].status}"#,
     ])
+}
+
+/// Waits until `node` advertises `gpus` from the config that the plugin pod `uid` loaded (the
+/// simulator names on the node the pod whose config it advertises). A count alone may still be
+/// the previous pod's, and the next pod loads whatever the ConfigMap holds when it starts.
+fn advertised_by(c: &TestCluster, node: &str, uid: &str, gpus: &str) {
+    c.eventually(
+        60,
+        || {
+            (
+                annotation(c, node, "gpusim.gpustack.dev/plugin-pod"),
+                allocatable(c, node, "nvidia.com/gpu"),
+            )
+        },
+        |(seen, have)| seen == uid && have == gpus,
+    );
 }
 
 /// The uid of the device plugin's pod running on a node and not being deleted (the oldest,
@@ -979,9 +982,10 @@ fn a_device_plugin_pod_replaced_on_one_node_reloads_only_that_node() {
             60,
             || plugin_pod(c, node),
             |uid| !uid.is_empty() && *uid != before,
-        );
+        )
     };
     set_replicas(4);
+    let mut loaded_b = String::new();
     for node in ["tw-pernode-a", "tw-pernode-b"] {
         gpu_node(
             c,
@@ -990,15 +994,19 @@ fn a_device_plugin_pod_replaced_on_one_node_reloads_only_that_node() {
             1,
             &["nvidia.com/device-plugin.config=ts-pernode"],
         );
-        restart(node);
-        c.eventually(60, || allocatable(c, node, "nvidia.com/gpu"), |v| v == "4");
+        let uid = restart(node);
+        advertised_by(c, node, &uid, "4");
+        loaded_b = uid;
     }
     set_replicas(6);
-    restart("tw-pernode-a");
-    c.eventually(
-        60,
-        || allocatable(c, "tw-pernode-a", "nvidia.com/gpu"),
-        |v| v == "6",
+    let reloaded_a = restart("tw-pernode-a");
+    advertised_by(c, "tw-pernode-a", &reloaded_a, "6");
+    assert_eq!(
+        (
+            annotation(c, "tw-pernode-b", "gpusim.gpustack.dev/plugin-pod"),
+            allocatable(c, "tw-pernode-b", "nvidia.com/gpu"),
+        ),
+        (loaded_b, "4".to_owned()),
+        "the other node's plugin reloaded"
     );
-    assert_eq!(allocatable(c, "tw-pernode-b", "nvidia.com/gpu"), "4");
 }
