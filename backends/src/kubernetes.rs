@@ -250,7 +250,7 @@ impl KubernetesBackend {
 
 pub(crate) async fn client(config: &KubernetesConfig) -> Result<kube::Client, StateError> {
     let settings = gpustack_connect::kubernetes::KubeSettings {
-        config_path: config.config_path.clone(),
+        config_paths: config.kubeconfig_files(),
         context: config.context.clone(),
         cluster: config.cluster.clone(),
         user: config.user.clone(),

@@ -130,7 +130,7 @@ impl gpustack_provider_local::terraform::StateReader for TerraformStates {
             RemoteState::Kubernetes {
                 namespace,
                 secret,
-                config_path,
+                config_paths,
                 context,
                 cluster,
                 user,
@@ -140,7 +140,8 @@ impl gpustack_provider_local::terraform::StateReader for TerraformStates {
                     &gpustack_state::KubernetesConfig {
                         namespace: namespace.clone(),
                         secret_suffix: String::new(),
-                        config_path: config_path.clone(),
+                        config_path: None,
+                        config_paths: config_paths.clone(),
                         context: context.clone(),
                         cluster: cluster.clone(),
                         user: user.clone(),

@@ -12,7 +12,10 @@ pub struct KubeSettings {
     pub host: Option<String>,
     pub token: Option<String>,
     pub cluster_ca_certificate: Option<String>,
-    pub config_path: Option<String>,
+    /// Kubeconfig files, merged in order as kubectl merges `$KUBECONFIG`'s: the first file to
+    /// name a cluster, user or context, or to set `current-context`, decides it. None:
+    /// `$KUBECONFIG`'s, else `~/.kube/config`.
+    pub config_paths: Vec<String>,
     pub context: Option<String>,
     /// The kubeconfig cluster and user that replace the context's own (Terraform's
     /// `config_context_cluster` and `config_context_auth_info`).
@@ -48,8 +51,8 @@ pub enum ConnectError {
     Client(kube::Error),
 }
 
-/// Explicit `host`, else `in_cluster`, else a kubeconfig file (`config_path`, else every file
-/// of `$KUBECONFIG` merged, else `~/.kube/config`) and its `context`; in a pod with no
+/// Explicit `host`, else `in_cluster`, else the kubeconfig files (`config_paths` merged, else
+/// every file of `$KUBECONFIG` merged, else `~/.kube/config`) and its `context`; in a pod with no
 /// kubeconfig anywhere, its service account, as kubectl does. Builds the client only: no
 /// request is made. Speaks HTTP/2 where the server offers it, as kubectl does, unless
 /// `DISABLE_HTTP2` is set to anything (client-go's switch, for proxies that break HTTP/2);
@@ -104,7 +107,7 @@ async fn config(settings: &KubeSettings) -> Result<kube::Config, ConnectError> {
     if settings.in_cluster == Some(true) {
         return kube::Config::incluster().map_err(ConnectError::NotInPod);
     }
-    if settings.config_path.is_none()
+    if settings.config_paths.is_empty()
         && settings.context.is_none()
         && settings.cluster.is_none()
         && settings.user.is_none()
@@ -119,17 +122,26 @@ async fn config(settings: &KubeSettings) -> Result<kube::Config, ConnectError> {
         .map_err(|error| ConnectError::Kubeconfig { source_name, error })
 }
 
-/// The kubeconfig file of `settings` (`config_path`, else every file of `$KUBECONFIG`
+/// The kubeconfig of `settings` (its `config_paths` merged, else every file of `$KUBECONFIG`
 /// merged, else `~/.kube/config`), its relative paths made absolute, with its name for
 /// messages.
 fn read_kubeconfig(
     settings: &KubeSettings,
 ) -> Result<(kube::config::Kubeconfig, String), ConnectError> {
-    let (kubeconfig, source_name) = match &settings.config_path {
-        Some(path) => (kube::config::Kubeconfig::read_from(path), path.clone()),
-        None => (
-            kube::config::Kubeconfig::read(),
+    use kube::config::Kubeconfig;
+    let (kubeconfig, source_name) = match settings.config_paths.as_slice() {
+        [] => (
+            Kubeconfig::read(),
             std::env::var("KUBECONFIG").unwrap_or_else(|_| "~/.kube/config".to_owned()),
+        ),
+        [path] => (Kubeconfig::read_from(path), path.clone()),
+        paths => (
+            paths
+                .iter()
+                .try_fold(Kubeconfig::default(), |merged, path| {
+                    Kubeconfig::read_from(path).and_then(|next| merged.merge(next))
+                }),
+            paths.join(", "),
         ),
     };
     let kubeconfig = kubeconfig.map_err(|error| ConnectError::ReadKubeconfig {
@@ -137,6 +149,14 @@ fn read_kubeconfig(
         error,
     })?;
     Ok((kubeconfig, source_name))
+}
+
+/// The kubeconfig of `settings` as one document (several `config_paths` merged), for a
+/// client that reads one file (the helm CLI). Paths in it are absolute, so the document may
+/// be written anywhere.
+pub fn merged_kubeconfig(settings: &KubeSettings) -> Result<serde_json::Value, ConnectError> {
+    let (kubeconfig, _) = read_kubeconfig(settings)?;
+    serde_json::to_value(&kubeconfig).map_err(|e| ConnectError::Explicit(e.to_string()))
 }
 
 fn options(settings: &KubeSettings) -> kube::config::KubeConfigOptions {

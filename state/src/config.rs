@@ -12,6 +12,10 @@ pub struct KubernetesConfig {
     pub secret_suffix: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_path: Option<String>,
+    /// Kubeconfig files merged in order, as kubectl merges `$KUBECONFIG`'s; `config_path`,
+    /// when given, is read instead (as Terraform's backend does).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_paths: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
     /// The kubeconfig cluster and user that replace the context's own (Terraform's
@@ -24,6 +28,17 @@ pub struct KubernetesConfig {
     pub in_cluster: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock_ttl: Option<String>,
+}
+
+impl KubernetesConfig {
+    /// The kubeconfig files this backend reads: `config_path`, else `config_paths`; none for
+    /// `$KUBECONFIG`'s (else `~/.kube/config`).
+    pub fn kubeconfig_files(&self) -> Vec<String> {
+        match &self.config_path {
+            Some(path) => vec![path.clone()],
+            None => self.config_paths.clone(),
+        }
+    }
 }
 
 /// `backend "s3"`: one object, locked with a conditional write.

@@ -236,6 +236,11 @@ pub fn backend_schema(kind: &str) -> Option<gpustack_protocol::Schema> {
             .attr("namespace", Attribute::required(Type::String))
             .attr("secret_suffix", Attribute::required(Type::String))
             .attr("config_path", Attribute::optional(Type::String))
+            .attr(
+                "config_paths",
+                Attribute::optional(Type::list(Type::String))
+                    .describe("Kubeconfig files merged in order, as kubectl merges $KUBECONFIG's."),
+            )
             .attr("context", Attribute::optional(Type::String))
             .attr("in_cluster", Attribute::optional(Type::Bool))
             .attr(

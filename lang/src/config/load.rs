@@ -970,10 +970,19 @@ fn stack_files(dir: &Path) -> std::io::Result<Listing> {
         let path = entry.path();
         let name = entry.file_name();
         let name = name.to_string_lossy();
+        // The listing knows each entry's type; only a link is followed to learn it.
+        let kind = entry.file_type().ok();
+        let followed = || path.metadata().ok().map(|m| m.file_type());
+        let kind = match kind {
+            Some(kind) if kind.is_symlink() => followed(),
+            Some(kind) => Some(kind),
+            None => followed(),
+        };
+        let is_file = kind.is_some_and(|k| k.is_file());
         match &*name {
-            ".terraform.lock.hcl" if path.is_file() => listing.lock_file = Some(path),
-            ".terraform" if path.is_dir() => listing.terraform_dir = Some(path),
-            _ if stack_file_syntax(&name).is_some() && path.is_file() => listing.files.push(path),
+            ".terraform.lock.hcl" if is_file => listing.lock_file = Some(path),
+            ".terraform" if kind.is_some_and(|k| k.is_dir()) => listing.terraform_dir = Some(path),
+            _ if stack_file_syntax(&name).is_some() && is_file => listing.files.push(path),
             _ => {}
         }
     }

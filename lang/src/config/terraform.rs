@@ -351,21 +351,6 @@ impl Decoder<'_> {
                             "gpustack always locks an S3 state, with a lock object written only if absent (KEY.lock), which is what use_lockfile = true asks of Terraform.",
                         ));
                     }
-                    "config_paths" => match &attr.value {
-                        Expression::Array(items) if items.len() <= 1 => {
-                            if let Some(first) = items.iter().next() {
-                                body.push(Attribute::new(
-                                    renamed_key(attr, "config_path"),
-                                    first.clone(),
-                                ));
-                            }
-                        }
-                        other => self.diags.error(
-                            self.span(other.span()),
-                            "Unsupported backend argument",
-                            "gpustack reads one kubeconfig file: give it as config_path, or merge the files into one (KUBECONFIG=a:b kubectl config view --flatten).",
-                        ),
-                    },
                     "load_config_file" if self.literal_bool(Some(attr)) == Some(false) => {
                         no_config_file = Some(key_span);
                     }

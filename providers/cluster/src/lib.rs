@@ -325,6 +325,21 @@ fn text(config: &Value, name: &str) -> Option<String> {
     gpustack_provider_sdk::check::text(config, name).map(str::to_owned)
 }
 
+/// The kubeconfig files a block names, as Terraform's provider takes them: `config_path`,
+/// else every one of `config_paths` (which `KUBE_CONFIG_PATHS` fills).
+fn config_paths(config: &Value) -> Vec<String> {
+    if let Some(path) = text(config, "config_path") {
+        return vec![path];
+    }
+    gpustack_provider_sdk::check::attribute(config, "config_paths")
+        .and_then(Value::as_list)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
+}
+
 fn config_error(detail: impl std::fmt::Display) -> Diagnostic {
     Diagnostic::error("Cannot configure the Kubernetes client", detail.to_string())
 }
@@ -334,27 +349,11 @@ impl Cluster {
     /// kubeconfig file and optional `context`. Builds the client only: no request is made.
     pub async fn connect(config: &Value) -> Result<Self, Diagnostic> {
         let config = &with_environment(config);
-        // The block's own config_paths is checked when it is validated; KUBE_CONFIG_PATHS
-        // fills it only now.
-        if gpustack_provider_sdk::check::attribute(config, "config_paths")
-            .and_then(Value::as_list)
-            .is_some_and(|paths| paths.len() > 1)
-        {
-            return Err(config_error(
-                "gpustack reads one kubeconfig file, and config_paths (or KUBE_CONFIG_PATHS) names several: give one, or merge them into one (KUBECONFIG=a:b kubectl config view --flatten)",
-            ));
-        }
         let settings = gpustack_connect::kubernetes::KubeSettings {
             host: text(config, "host"),
             token: text(config, "token"),
             cluster_ca_certificate: text(config, "cluster_ca_certificate"),
-            config_path: text(config, "config_path").or_else(|| {
-                gpustack_provider_sdk::check::attribute(config, "config_paths")
-                    .and_then(Value::as_list)
-                    .and_then(<[Value]>::first)
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            }),
+            config_paths: config_paths(config),
             context: text(config, "context").or_else(|| text(config, "config_context")),
             cluster: text(config, "config_context_cluster"),
             user: text(config, "config_context_auth_info"),

@@ -225,7 +225,7 @@ struct HelmCli {
     major: u32,
     /// Flags every helm command takes (`--debug`, `--registry-config`, ...).
     global: Vec<String>,
-    /// Environment of every helm command (`HELM_DRIVER`, `HELM_PLUGINS`, `KUBECONFIG`).
+    /// Environment of every helm command (`HELM_DRIVER`, `HELM_PLUGINS`, ...).
     env: Vec<(String, String)>,
     /// Files the configuration was written into (a kubeconfig, a registry config), kept for
     /// as long as helm may read them.
@@ -786,8 +786,22 @@ impl HelmCli {
             } else if let [path] = paths[..] {
                 self.kubeconfig = Some(PathBuf::from(path));
             } else if !paths.is_empty() {
-                self.env.push(("KUBECONFIG".into(), paths.join(":")));
-                self.kubeconfig = None;
+                // Merged as the kubernetes provider merges them, into the one file every
+                // client of this provider reads (the helm CLI, the namespaces, the GPU model).
+                let settings = gpustack_connect::kubernetes::KubeSettings {
+                    config_paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+                    ..Default::default()
+                };
+                let merged =
+                    gpustack_connect::kubernetes::merged_kubeconfig(&settings).map_err(|e| {
+                        Diagnostic::error(
+                            "Cannot configure helm",
+                            gpustack_protocol::error_chain(&e),
+                        )
+                    })?;
+                let file = write("kubeconfig", &merged.to_string()).map_err(|e| *e)?;
+                self.kubeconfig = Some(file.path().to_owned());
+                self._files.push(file);
             }
             if let Some(context) = text(kubernetes, "config_context") {
                 self.context = Some(context.to_owned());
@@ -796,16 +810,13 @@ impl HelmCli {
             // goes into a kubeconfig of its own, with that context made current.
             let cluster = text(kubernetes, "config_context_cluster");
             let user = text(kubernetes, "config_context_auth_info");
-            if (cluster.is_some() || user.is_some()) && self.kubeconfig.is_none() && paths.len() > 1
-            {
-                return Err(Diagnostic::error(
-                    "Cannot configure helm",
-                    "config_context_cluster and config_context_auth_info choose from one kubeconfig file: give one in config_path, or merge the files into one (KUBECONFIG=a:b kubectl config view --flatten).".to_owned(),
-                ));
-            }
             if cluster.is_some() || user.is_some() {
                 let settings = gpustack_connect::kubernetes::KubeSettings {
-                    config_path: self.kubeconfig.as_ref().map(|p| p.display().to_string()),
+                    config_paths: self
+                        .kubeconfig
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect(),
                     context: self.context.clone(),
                     cluster: cluster.map(str::to_owned),
                     user: user.map(str::to_owned),
@@ -1000,11 +1011,6 @@ impl HelmCli {
         diagnostics: &mut Vec<Diagnostic>,
     ) -> gpustack_protocol::Order {
         let mut order = gpustack_protocol::Order::default();
-        // Helm reaches the cluster through $KUBECONFIG set for it alone (config_paths): the
-        // namespaces read here would be another kubeconfig's, so none are claimed.
-        if self.kubeconfig.is_none() && self.env.iter().any(|(k, _)| k == "KUBECONFIG") {
-            return order;
-        }
         let namespaces = self
             .namespaces
             .get_or_init(|| async {

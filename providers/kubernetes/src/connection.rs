@@ -3,7 +3,7 @@
 //! cluster, and what one plan learns of it once for all of them.
 
 use crate::cluster::{Cluster, api_error};
-use gpustack_protocol::{Attribute, BlockNesting, Diagnostic, Schema, Type, Value};
+use gpustack_protocol::{Attribute, BlockNesting, Diagnostic, Schema, Type};
 use gpustack_provider_sdk::check::Checker;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -53,19 +53,8 @@ pub(crate) fn terraform_config(config: Schema) -> Schema {
         )
 }
 
-/// Refuses what of Terraform's kubernetes provider configuration gpustack does not honour.
+/// Refuses arguments of Terraform's kubernetes provider configuration that contradict each other.
 pub(crate) fn check_config(check: &mut Checker<'_>) {
-    if check
-        .get("config_paths")
-        .and_then(Value::as_list)
-        .is_some_and(|l| l.len() > 1)
-    {
-        check.error(
-            "config_paths",
-            "Unsupported argument value",
-            "gpustack reads one kubeconfig file: give it as config_path (or config_paths with one path), or merge the files into one (KUBECONFIG=a:b kubectl config view --flatten).".into(),
-        );
-    }
     if check.get("context").is_some() && check.get("config_context").is_some() {
         check.error(
             "config_context",

@@ -35,7 +35,8 @@ pub enum RemoteState {
     Kubernetes {
         namespace: String,
         secret: String,
-        config_path: Option<String>,
+        /// `config_path`, else `config_paths`: merged in order.
+        config_paths: Vec<String>,
         context: Option<String>,
         /// The kubeconfig cluster and user replacing the context's own.
         cluster: Option<String>,
@@ -158,10 +159,6 @@ fn config_argument(backend: &str, name: &str, value: &Value) -> Vec<(String, Str
                 })
                 .map(|why| (path.clone(), why))
                 .collect(),
-            ("config_paths", Value::List(paths)) if paths.len() > 1 => vec![(
-                path,
-                "gpustack reads one kubeconfig file: give it as config_path, or merge the files into one.".into(),
-            )],
             _ => Vec::new(),
         },
         // A read takes no lock: what concerns locking changes nothing here.
@@ -235,18 +232,21 @@ fn location(
         "kubernetes" => {
             let suffix = required("secret_suffix")?;
             let secret = format!("tfstate-{workspace}-{suffix}");
-            let config_path = text(config, "config_path").or_else(|| {
-                match config.get("config_paths").map(Value::peel) {
-                    Some(Value::List(paths)) => {
-                        paths.first().and_then(|p| p.as_str()).map(str::to_owned)
-                    }
-                    _ => None,
-                }
-            });
+            let config_paths = match text(config, "config_path") {
+                Some(path) => vec![path],
+                None => match config.get("config_paths").map(Value::peel) {
+                    Some(Value::List(paths)) => paths
+                        .iter()
+                        .filter_map(|p| p.as_str())
+                        .map(str::to_owned)
+                        .collect(),
+                    _ => Vec::new(),
+                },
+            };
             Location::Remote(RemoteState::Kubernetes {
                 namespace: text(config, "namespace").unwrap_or_else(|| "default".into()),
                 secret,
-                config_path,
+                config_paths,
                 context: text(config, "config_context"),
                 cluster: text(config, "config_context_cluster"),
                 user: text(config, "config_context_auth_info"),

@@ -135,7 +135,8 @@ pub fn backend_argument(kind: &str, name: &str) -> Option<BackendArgument> {
         ("kubernetes", "config_path") => Honoured("config_path"),
         ("kubernetes", "config_context") => Honoured("context"),
         ("kubernetes", "in_cluster_config") => Honoured("in_cluster"),
-        ("kubernetes", "config_paths" | "load_config_file") => Special,
+        ("kubernetes", "config_paths") => Honoured("config_paths"),
+        ("kubernetes", "load_config_file") => Special,
         (
             "kubernetes",
             "host"

@@ -169,14 +169,15 @@ fn terraform_backend_arguments_are_read_as_gpustacks_own() {
         (config, warnings)
     };
     let (config, warnings) = backend(
-        "terraform {\n  backend \"kubernetes\" {\n    secret_suffix  = \"gpu\"\n    config_paths   = [\"/etc/kube/config\"]\n    config_context = \"kind-gpu\"\n    config_context_auth_info = \"ci\"\n    labels = {\n      team = \"ml\"\n    }\n  }\n}\n",
+        "terraform {\n  backend \"kubernetes\" {\n    secret_suffix  = \"gpu\"\n    config_paths   = [\"/etc/kube/config\", \"/etc/kube/ci\"]\n    config_context = \"kind-gpu\"\n    config_context_auth_info = \"ci\"\n    labels = {\n      team = \"ml\"\n    }\n  }\n}\n",
     );
     assert_eq!(
         config,
         gpustack_state::BackendConfig::Kubernetes(gpustack_state::KubernetesConfig {
             namespace: "default".into(),
             secret_suffix: "gpu".into(),
-            config_path: Some("/etc/kube/config".into()),
+            config_path: None,
+            config_paths: vec!["/etc/kube/config".into(), "/etc/kube/ci".into()],
             context: Some("kind-gpu".into()),
             cluster: None,
             user: Some("ci".into()),

@@ -65,7 +65,7 @@ impl Holder {
                 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
                 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
                 let settings = gpustack_connect::kubernetes::KubeSettings {
-                    config_path: Some(kubeconfig.display().to_string()),
+                    config_paths: vec![kubeconfig.display().to_string()],
                     ..Default::default()
                 };
                 let client = gpustack_connect::kubernetes::client(&settings)
@@ -804,6 +804,7 @@ async fn kubernetes_state_larger_than_a_secret_round_trips_and_a_stale_writer_is
         namespace: namespace.name.clone(),
         secret_suffix: "big".into(),
         config_path: Some(cluster.kubeconfig.display().to_string()),
+        config_paths: Vec::new(),
         context: None,
         cluster: None,
         user: None,

@@ -1692,6 +1692,127 @@ resource "helm_release" "chosen" {{
     stack.ok("destroy", &["-auto-approve"]);
 }
 
+/// `config_paths` naming two kubeconfig files — the cluster and context in one, the user in
+/// the other, whose same-named cluster and context and whose current context point nowhere —
+/// reaches the cluster as kubectl does with `KUBECONFIG=a:b`: the first file to name a thing
+/// decides it. The kubernetes provider, the helm provider and the kubernetes backend alike.
+#[test]
+fn several_kubeconfig_files_are_merged_as_kubectl_merges_them() {
+    let c = gpustack_tests::cluster::e2e_cluster();
+    let mut stack = super::e2e::Stack::inline("");
+    std::fs::remove_file(stack.dir.join("main.hcl")).unwrap();
+    tiny_chart(&stack.dir);
+    let whole: serde_json::Value =
+        serde_json::from_str(&c.kubectl_ok(&["config", "view", "--raw", "--minify", "-o", "json"]))
+            .unwrap();
+    let context = whole["contexts"][0].clone();
+    let (context_name, cluster_name) = (
+        context["name"].as_str().unwrap().to_owned(),
+        context["context"]["cluster"].as_str().unwrap().to_owned(),
+    );
+    let first = serde_json::json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": whole["clusters"], "contexts": [context],
+        "current-context": context_name,
+    });
+    let second = serde_json::json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{ "name": cluster_name, "cluster": { "server": "https://127.0.0.1:9" } }],
+        "users": whole["users"],
+        "contexts": [
+            { "name": context_name, "context": { "cluster": cluster_name, "user": "nobody" } },
+            { "name": "elsewhere", "context": { "cluster": cluster_name, "user": "nobody" } },
+        ],
+        "current-context": "elsewhere",
+    });
+    let (a, b) = (
+        stack.dir.join("a.kubeconfig"),
+        stack.dir.join("b.kubeconfig"),
+    );
+    std::fs::write(&a, first.to_string()).unwrap();
+    std::fs::write(&b, second.to_string()).unwrap();
+    let paths = format!("[\"{}\", \"{}\"]", a.display(), b.display());
+    let suffix = format!("merged-{}", std::process::id());
+    std::fs::write(
+        stack.dir.join("main.tf"),
+        format!(
+            r#"terraform {{
+  backend "kubernetes" {{
+    secret_suffix = "{suffix}"
+    namespace     = "default"
+    config_paths  = {paths}
+  }}
+}}
+
+variable "kubeconfig" {{
+  type = string
+}}
+
+provider "kubernetes" {{
+  config_paths = {paths}
+}}
+
+provider "helm" {{
+  kubernetes {{
+    config_paths = {paths}
+  }}
+}}
+
+resource "kubernetes_config_map_v1" "merged" {{
+  metadata {{
+    name      = "kubeconfigs-merged"
+    namespace = "default"
+  }}
+  data = {{
+    files = "2"
+  }}
+}}
+
+resource "helm_release" "merged" {{
+  name      = "kubeconfigs-merged-tiny"
+  chart     = "./chart"
+  namespace = "default"
+}}
+"#
+        ),
+    )
+    .unwrap();
+    stack
+        .env
+        .push(("HOME".into(), stack.dir.display().to_string()));
+    stack.ok("init", &[]);
+    let _destroy = Destroy(&stack);
+    stack.ok("apply", &["-auto-approve"]);
+    assert_eq!(config_map_value(c, "kubeconfigs-merged", "files"), "2");
+    assert_eq!(
+        config_map_value(c, "kubeconfigs-merged-tiny", "made"),
+        "by hand"
+    );
+    let secrets = c.kubectl_ok(&[
+        "get",
+        "secrets",
+        "-n",
+        "default",
+        "-o",
+        "jsonpath={.items[*].metadata.name}",
+    ]);
+    assert!(
+        secrets.contains(&format!("gpustack-state-{suffix}")),
+        "no state Secret: {secrets}"
+    );
+    let out = stack.run("plan", &["-detailed-exitcode"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    stack.ok("destroy", &["-auto-approve"]);
+    c.kubectl_ok(&[
+        "delete",
+        "secret",
+        "-n",
+        "default",
+        &format!("gpustack-state-{suffix}"),
+        "--ignore-not-found",
+    ]);
+}
+
 /// `replace = true` takes the name of a release that was uninstalled with its history kept,
 /// as `helm install --replace` does; without it the plan refuses the name as another's.
 #[test]
