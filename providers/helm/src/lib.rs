@@ -745,6 +745,22 @@ impl HelmCli {
         Ok(cli)
     }
 
+    /// Writes a kubeconfig document built for helm (the CLI reads one file; JSON is YAML) and
+    /// points every client of this provider at it.
+    fn adopt_kubeconfig(
+        &mut self,
+        document: Result<serde_json::Value, gpustack_connect::kubernetes::ConnectError>,
+        write: &dyn Fn(&str, &str) -> Result<tempfile::NamedTempFile, Box<Diagnostic>>,
+    ) -> Result<(), Diagnostic> {
+        let document = document.map_err(|e| {
+            Diagnostic::error("Cannot configure helm", gpustack_protocol::error_chain(&e))
+        })?;
+        let file = write("kubeconfig", &document.to_string()).map_err(|e| *e)?;
+        self.kubeconfig = Some(file.path().to_owned());
+        self._files.push(file);
+        Ok(())
+    }
+
     /// Terraform's helm provider configuration: the `kubernetes` block (a kubeconfig written
     /// from its credentials when it has any), registries, and the helm CLI's own settings.
     // Long by design: one paragraph per part of the helm provider's configuration
@@ -792,16 +808,8 @@ impl HelmCli {
                     config_paths: paths.iter().map(|p| (*p).to_owned()).collect(),
                     ..Default::default()
                 };
-                let merged =
-                    gpustack_connect::kubernetes::merged_kubeconfig(&settings).map_err(|e| {
-                        Diagnostic::error(
-                            "Cannot configure helm",
-                            gpustack_protocol::error_chain(&e),
-                        )
-                    })?;
-                let file = write("kubeconfig", &merged.to_string()).map_err(|e| *e)?;
-                self.kubeconfig = Some(file.path().to_owned());
-                self._files.push(file);
+                let merged = gpustack_connect::kubernetes::merged_kubeconfig(&settings);
+                self.adopt_kubeconfig(merged, &write)?;
             }
             if let Some(context) = text(kubernetes, "config_context") {
                 self.context = Some(context.to_owned());
@@ -822,24 +830,14 @@ impl HelmCli {
                     user: user.map(str::to_owned),
                     ..Default::default()
                 };
-                let selected = gpustack_connect::kubernetes::selected_kubeconfig(&settings)
-                    .map_err(|e| {
-                        Diagnostic::error(
-                            "Cannot configure helm",
-                            gpustack_protocol::error_chain(&e),
-                        )
-                    })?;
-                let file = write("kubeconfig", &selected.to_string()).map_err(|e| *e)?;
-                self.kubeconfig = Some(file.path().to_owned());
+                let selected = gpustack_connect::kubernetes::selected_kubeconfig(&settings);
+                self.adopt_kubeconfig(selected, &write)?;
                 self.context = None;
-                self._files.push(file);
             }
             if let Some(kubeconfig) = gpustack_cluster::terraform_kubeconfig(kubernetes) {
                 // JSON is YAML: helm and the GPU model's client read it as a kubeconfig.
-                let file = write("kubeconfig", &kubeconfig.to_string()).map_err(|e| *e)?;
-                self.kubeconfig = Some(file.path().to_owned());
+                self.adopt_kubeconfig(Ok(kubeconfig), &write)?;
                 self.context = None;
-                self._files.push(file);
             }
         }
         if attribute(config, "debug").and_then(Value::as_bool) == Some(true) {
