@@ -750,12 +750,11 @@ impl HelmCli {
     fn adopt_kubeconfig(
         &mut self,
         document: Result<serde_json::Value, gpustack_connect::kubernetes::ConnectError>,
-        write: &dyn Fn(&str, &str) -> Result<tempfile::NamedTempFile, Box<Diagnostic>>,
-    ) -> Result<(), Diagnostic> {
+    ) -> Result<(), Box<Diagnostic>> {
         let document = document.map_err(|e| {
             Diagnostic::error("Cannot configure helm", gpustack_protocol::error_chain(&e))
         })?;
-        let file = write("kubeconfig", &document.to_string()).map_err(|e| *e)?;
+        let file = write_file("kubeconfig", &document.to_string())?;
         self.kubeconfig = Some(file.path().to_owned());
         self._files.push(file);
         Ok(())
@@ -766,20 +765,6 @@ impl HelmCli {
     // Long by design: one paragraph per part of the helm provider's configuration
     // (kubernetes credentials, registries, CLI settings), each writing what helm reads.
     async fn terraform_config(&mut self, config: &Value) -> Result<(), Diagnostic> {
-        let write = |what: &str, text: &str| -> Result<tempfile::NamedTempFile, Box<Diagnostic>> {
-            let failed = |e: std::io::Error| {
-                Box::new(Diagnostic::error(
-                    "Cannot configure helm",
-                    format!("cannot write the {what}: {e}"),
-                ))
-            };
-            let mut file = tempfile::Builder::new()
-                .prefix("gpustack-helm-")
-                .tempfile()
-                .map_err(failed)?;
-            std::io::Write::write_all(&mut file, text.as_bytes()).map_err(failed)?;
-            Ok(file)
-        };
         // The kubernetes block, with the KUBE_* variables filling what it leaves unset.
         let kubernetes = attribute(config, "kubernetes")
             .map(gpustack_cluster::with_environment)
@@ -809,7 +794,7 @@ impl HelmCli {
                     ..Default::default()
                 };
                 let merged = gpustack_connect::kubernetes::merged_kubeconfig(&settings);
-                self.adopt_kubeconfig(merged, &write)?;
+                self.adopt_kubeconfig(merged).map_err(|e| *e)?;
             }
             if let Some(context) = text(kubernetes, "config_context") {
                 self.context = Some(context.to_owned());
@@ -831,12 +816,12 @@ impl HelmCli {
                     ..Default::default()
                 };
                 let selected = gpustack_connect::kubernetes::selected_kubeconfig(&settings);
-                self.adopt_kubeconfig(selected, &write)?;
+                self.adopt_kubeconfig(selected).map_err(|e| *e)?;
                 self.context = None;
             }
             if let Some(kubeconfig) = gpustack_cluster::terraform_kubeconfig(kubernetes) {
                 // JSON is YAML: helm and the GPU model's client read it as a kubeconfig.
-                self.adopt_kubeconfig(Ok(kubeconfig), &write)?;
+                self.adopt_kubeconfig(Ok(kubeconfig)).map_err(|e| *e)?;
                 self.context = None;
             }
         }
@@ -872,7 +857,7 @@ impl HelmCli {
             .collect();
         if !registries.is_empty() && text(config, "registry_config_path").is_none() {
             // Logins of this stack's own, never written into the user's registry config.
-            let file = write("registry config", "{}").map_err(|e| *e)?;
+            let file = write_file("registry config", "{}").map_err(|e| *e)?;
             self.global.extend([
                 "--registry-config".into(),
                 file.path().display().to_string(),
@@ -1772,6 +1757,23 @@ impl Provider for HelmCli {
             (None, None) => ApplyResourceChangeResponse::default(),
         }
     }
+}
+
+/// A file of helm's configuration (a kubeconfig, a registry config), written where only this
+/// process and the helm it runs read it, for as long as the returned handle lives.
+fn write_file(what: &str, text: &str) -> Result<tempfile::NamedTempFile, Box<Diagnostic>> {
+    let failed = |e: std::io::Error| {
+        Box::new(Diagnostic::error(
+            "Cannot configure helm",
+            format!("cannot write the {what}: {e}"),
+        ))
+    };
+    let mut file = tempfile::Builder::new()
+        .prefix("gpustack-helm-")
+        .tempfile()
+        .map_err(failed)?;
+    std::io::Write::write_all(&mut file, text.as_bytes()).map_err(failed)?;
+    Ok(file)
 }
 
 #[cfg(test)]
