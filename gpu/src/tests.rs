@@ -1546,12 +1546,7 @@ fn drift_names_a_node_a_rollout_left_part_way_and_one_short_of_its_promise() {
         ),
         (
             "kubernetes_node_rollout.geometry",
-            GpuFact::Rollout(gpustack_protocol::RolloutFact {
-                nodes: vec!["gpu-0".into(), "gpu-1".into()],
-                how: "node by node, at most 1 unavailable".into(),
-                unfinished: [("gpu-1".to_owned(), "failed".to_owned())].into(),
-                expect_per_gpu: [("nvidia.com/mig-1g.10gb".to_owned(), 7.0)].into(),
-            }),
+            rollout_left_gpu_1_at("failed"),
         ),
     ];
     assert_eq!(
@@ -1561,6 +1556,17 @@ fn drift_names_a_node_a_rollout_left_part_way_and_one_short_of_its_promise() {
             "node gpu-0 advertises nvidia.com/mig-1g.10gb 3, the GPU model expects 7 (7 per GPU as expect_per_gpu of kubernetes_node_rollout.geometry says; 1× NVIDIA-A100-SXM4-80GB from GFD labels)",
         ]
     );
+}
+
+/// The record of a rollout over gpu-0 and gpu-1 to 7 `1g.10gb` per GPU that left gpu-1 at
+/// `step`.
+fn rollout_left_gpu_1_at(step: &str) -> GpuFact {
+    GpuFact::Rollout(gpustack_protocol::RolloutFact {
+        nodes: vec!["gpu-0".into(), "gpu-1".into()],
+        how: "node by node, at most 1 unavailable".into(),
+        unfinished: [("gpu-1".to_owned(), step.to_owned())].into(),
+        expect_per_gpu: [("nvidia.com/mig-1g.10gb".to_owned(), 7.0)].into(),
+    })
 }
 
 /// A node a killed apply left mid-reconfiguration (its record at `reconfiguring`, nothing
@@ -1586,12 +1592,7 @@ fn drift_names_a_node_a_killed_rollout_left_reconfiguring() {
         ),
         (
             "kubernetes_node_rollout.geometry",
-            GpuFact::Rollout(gpustack_protocol::RolloutFact {
-                nodes: vec!["gpu-0".into(), "gpu-1".into()],
-                how: "node by node, at most 1 unavailable".into(),
-                unfinished: [("gpu-1".to_owned(), "reconfiguring".to_owned())].into(),
-                expect_per_gpu: [("nvidia.com/mig-1g.10gb".to_owned(), 7.0)].into(),
-            }),
+            rollout_left_gpu_1_at("reconfiguring"),
         ),
     ];
     assert_eq!(
