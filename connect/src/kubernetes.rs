@@ -134,12 +134,12 @@ fn read_kubeconfig(
             Kubeconfig::read(),
             std::env::var("KUBECONFIG").unwrap_or_else(|_| "~/.kube/config".to_owned()),
         ),
-        [path] => (Kubeconfig::read_from(path), path.clone()),
+        [path] => (Kubeconfig::read_from(home_expanded(path)), path.clone()),
         paths => (
             paths
                 .iter()
                 .try_fold(Kubeconfig::default(), |merged, path| {
-                    Kubeconfig::read_from(path).and_then(|next| merged.merge(next))
+                    Kubeconfig::read_from(home_expanded(path)).and_then(|next| merged.merge(next))
                 }),
             paths.join(", "),
         ),
@@ -241,4 +241,41 @@ fn user_names(kubeconfig: &kube::config::Kubeconfig) -> Vec<String> {
         .iter()
         .map(|c| c.name.clone())
         .collect()
+}
+
+/// A kubeconfig path as Terraform's providers and backend take it: a leading `~` is the home
+/// directory (`config_path = "~/.kube/config"`, their documentation's own example).
+pub fn home_expanded(path: &str) -> std::path::PathBuf {
+    expand_home(path, std::env::home_dir().as_deref())
+}
+
+fn expand_home(path: &str, home: Option<&std::path::Path>) -> std::path::PathBuf {
+    match (path.strip_prefix('~'), home) {
+        (Some(""), Some(home)) => home.to_path_buf(),
+        (Some(rest), Some(home)) if rest.starts_with('/') => home.join(&rest[1..]),
+        _ => std::path::PathBuf::from(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand_home;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn a_leading_tilde_is_the_home_directory() {
+        let home = Some(Path::new("/home/ci"));
+        assert_eq!(
+            expand_home("~/.kube/config", home),
+            PathBuf::from("/home/ci/.kube/config")
+        );
+        assert_eq!(expand_home("~", home), PathBuf::from("/home/ci"));
+        // Another user's home and a tilde further in stay as written.
+        assert_eq!(expand_home("~ci/config", home), PathBuf::from("~ci/config"));
+        assert_eq!(
+            expand_home("/k/~/config", home),
+            PathBuf::from("/k/~/config")
+        );
+        assert_eq!(expand_home("~/config", None), PathBuf::from("~/config"));
+    }
 }

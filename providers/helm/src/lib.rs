@@ -731,7 +731,8 @@ impl HelmCli {
         let mut cli = Self {
             binary,
             // Without config_path, helm reads $KUBECONFIG (every file of it) itself.
-            kubeconfig: text(config, "config_path").map(PathBuf::from),
+            kubeconfig: text(config, "config_path")
+                .map(gpustack_connect::kubernetes::home_expanded),
             context: text(config, "context").map(str::to_owned),
             major,
             global: Vec::new(),
@@ -783,9 +784,9 @@ impl HelmCli {
                 .filter_map(Value::as_str)
                 .collect();
             if let Some(path) = text(kubernetes, "config_path") {
-                self.kubeconfig = Some(PathBuf::from(path));
+                self.kubeconfig = Some(gpustack_connect::kubernetes::home_expanded(path));
             } else if let [path] = paths[..] {
-                self.kubeconfig = Some(PathBuf::from(path));
+                self.kubeconfig = Some(gpustack_connect::kubernetes::home_expanded(path));
             } else if !paths.is_empty() {
                 // Merged as the kubernetes provider merges them, into the one file every
                 // client of this provider reads (the helm CLI, the namespaces, the GPU model).
