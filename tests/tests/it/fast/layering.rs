@@ -372,6 +372,47 @@ fn the_binary_allocates_with_mimalloc_without_huge_pages() {
 /// The names a crate root exports: `pub use` (each name a braced list or a path ends in, a
 /// renamed one by its new name), `pub mod` and every other top-level `pub` item. Indented
 /// lines belong to items' bodies and are skipped; `pub(crate)` and the like are not `pub `.
+/// The release binary's start-up order (cli/build.rs): the file lld reads lists functions by
+/// their symbol names alone, and among them the ones `validate` cannot run without, so that a
+/// file regenerated empty, from another binary, or with callgrind's annotations left in fails
+/// here and not as a silent slowdown.
+#[test]
+fn the_startup_order_lists_the_functions_validate_runs() {
+    let root = gpustack_tests::repo_root();
+    let order = std::fs::read_to_string(root.join("cli/link/startup.order"))
+        .expect("read cli/link/startup.order");
+    let symbols: Vec<&str> = order
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.is_empty())
+        .collect();
+    assert!(
+        symbols.len() > 1_000,
+        "only {} functions in cli/link/startup.order",
+        symbols.len()
+    );
+    for symbol in &symbols {
+        assert!(
+            !symbol.contains(char::is_whitespace) && !symbol.contains('\''),
+            "not a symbol name: {symbol:?}"
+        );
+    }
+    for needed in [
+        "8gpustack8commands8validate",
+        "13gpustack_lang6config15load_stack_with",
+        "8hcl_edit6parser10parse_body",
+        "15gpustack_engine8evaluate8evaluate",
+    ] {
+        assert!(
+            symbols.iter().any(|symbol| symbol.contains(needed)),
+            "cli/link/startup.order lacks {needed}: run cli/link/generate"
+        );
+    }
+    let build_script =
+        std::fs::read_to_string(root.join("cli/build.rs")).expect("read cli/build.rs");
+    assert!(build_script.contains("\"link/startup.order\""));
+    assert!(build_script.contains("--symbol-ordering-file="));
+}
+
 fn exported_names(source: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     let mut lines = source.lines();
