@@ -22,11 +22,11 @@ fn main() {
     println!("cargo:rerun-if-changed={ORDER_FILE}");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=GPUSTACK_LINK_ORDER");
-    if !links_with_rusts_own_lld() || env::var("GPUSTACK_LINK_ORDER").as_deref() == Ok("off") {
-        return;
-    }
     // Debug builds are for tests, where start-up time is not what is measured.
-    if env::var("PROFILE").as_deref() != Ok("release") {
+    if env::var("PROFILE").as_deref() != Ok("release")
+        || env::var("GPUSTACK_LINK_ORDER").as_deref() == Ok("off")
+        || !links_with_rusts_own_lld()
+    {
         return;
     }
     let manifest_dir = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
