@@ -31,13 +31,14 @@ fn main() {
     }
     let manifest_dir = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let order = Path::new(&manifest_dir).join(ORDER_FILE);
-    if !order.is_file() {
+    // The compiler driver splits what follows -Wl at commas.
+    let Some(order) = order.to_str().filter(|path| !path.contains(',')) else {
+        return;
+    };
+    if !Path::new(order).is_file() {
         return;
     }
-    println!(
-        "cargo:rustc-link-arg-bin=gpustack=-Wl,--symbol-ordering-file={}",
-        order.display()
-    );
+    println!("cargo:rustc-link-arg-bin=gpustack=-Wl,--symbol-ordering-file={order}");
     println!("cargo:rustc-link-arg-bin=gpustack=-Wl,--no-warn-symbol-ordering");
 }
 
@@ -52,7 +53,10 @@ fn links_with_rusts_own_lld() -> bool {
         return false;
     }
     let rustflags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    if rustflags.contains("linker") || rustflags.contains("link-self-contained") {
+    if ["linker", "link-self-contained", "fuse-ld"]
+        .iter()
+        .any(|option| rustflags.contains(option))
+    {
         return false;
     }
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());

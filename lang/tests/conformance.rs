@@ -23,7 +23,10 @@ use std::ops::Range;
 use std::path::PathBuf;
 
 fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance")
+    // Where cargo runs the test from: a cached test binary may have been built in another clone.
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+        .join("tests/conformance")
 }
 
 fn corpus_files(extension: &str) -> Vec<PathBuf> {
