@@ -25,9 +25,18 @@ fn main() {
     // Debug builds are for tests, where start-up time is not what is measured.
     if env::var("PROFILE").as_deref() != Ok("release")
         || env::var("GPUSTACK_LINK_ORDER").as_deref() == Ok("off")
-        || !links_with_rusts_own_lld()
     {
         return;
+    }
+    match linker() {
+        Linker::RustsOwnLld => {}
+        Linker::OtherTarget => return,
+        Linker::Other(why) => {
+            println!(
+                "cargo:warning=gpustack starts slower without its start-up order ({ORDER_FILE}): {why}; GPUSTACK_LINK_ORDER=off leaves it out without this warning"
+            );
+            return;
+        }
     }
     let manifest_dir = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let order = Path::new(&manifest_dir).join(ORDER_FILE);
@@ -44,27 +53,38 @@ fn main() {
 
 /// Whether the binary is linked by the lld rustc ships and uses by default for
 /// x86_64-unknown-linux-gnu from 1.90 on: no other linker accepts the ordering option.
-fn links_with_rusts_own_lld() -> bool {
+enum Linker {
+    RustsOwnLld,
+    /// Another target, whose default linker reads no ordering file.
+    OtherTarget,
+    /// This target, linked otherwise: said, since the binary then starts slower.
+    Other(&'static str),
+}
+
+fn linker() -> Linker {
     if env::var("TARGET").as_deref() != Ok("x86_64-unknown-linux-gnu") {
-        return false;
+        return Linker::OtherTarget;
     }
-    // A linker named in Cargo's configuration, or linker flags of the user's own.
     if env::var_os("RUSTC_LINKER").is_some() {
-        return false;
+        return Linker::Other("a linker is named in Cargo's configuration");
     }
     let rustflags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
     if ["linker", "link-self-contained", "fuse-ld"]
         .iter()
         .any(|option| rustflags.contains(option))
     {
-        return false;
+        return Linker::Other("RUSTFLAGS choose the linker");
     }
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
-    let Ok(output) = Command::new(rustc).arg("--version").output() else {
-        return false;
-    };
-    let version = String::from_utf8_lossy(&output.stdout);
-    minor_version(&version).is_some_and(|minor| minor >= 90)
+    let version = Command::new(rustc)
+        .arg("--version")
+        .output()
+        .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
+        .unwrap_or_default();
+    match minor_version(&version) {
+        Some(minor) if minor >= 90 => Linker::RustsOwnLld,
+        _ => Linker::Other("Rust before 1.90 links with the system linker"),
+    }
 }
 
 /// The minor version of a `rustc --version` line such as `rustc 1.95.0 (59807616e 2026-04-14)`.
