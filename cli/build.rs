@@ -4,19 +4,23 @@
 //! Why: the text is some 50 MB and the kernel maps it in 64 KiB per page fault. Where the
 //! linker puts them by default, the 1,300 functions `validate` runs are spread over the whole
 //! text, and `validate` of the reference example faulted code in 129 times (`version` 34);
-//! placed together, 17 times (`version` 7), and `validate` runs a fifth faster
-//! (docs/benchmarks/engine.md). Nothing else changes: a name the file lists that the binary
+//! placed together, 17 times (`version` 7), and `validate` came 0.3–0.6 ms closer to
+//! `version` (docs/benchmarks/engine.md). Nothing else changes: a name the file lists that the binary
 //! lacks is skipped, so an out-of-date file costs only speed.
 //!
-//! Only lld reads a symbol ordering file. Rust links with its own lld on x86-64 Linux since
-//! 1.90; anywhere else, or when the linker is chosen by hand, or with
-//! `GPUSTACK_LINK_ORDER=off`, the binary links as it always did.
+//! Only lld reads a symbol ordering file, and the names were recorded on
+//! x86_64-unknown-linux-gnu. Whether this build's linker is lld (rustup's Rust links that
+//! target with its own lld since 1.90; a distribution's Rust or a linker chosen by hand may
+//! not) is asked of the linker itself, by linking an empty program with the option.
+//! `GPUSTACK_LINK_ORDER=off` leaves the order out.
 
 use std::env;
-use std::path::Path;
-use std::process::Command;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 const ORDER_FILE: &str = "link/startup.order";
+const RECORDED_TARGET: &str = "x86_64-unknown-linux-gnu";
 
 fn main() {
     println!("cargo:rerun-if-changed={ORDER_FILE}");
@@ -25,18 +29,9 @@ fn main() {
     // Debug builds are for tests, where start-up time is not what is measured.
     if env::var("PROFILE").as_deref() != Ok("release")
         || env::var("GPUSTACK_LINK_ORDER").as_deref() == Ok("off")
+        || env::var("TARGET").as_deref() != Ok(RECORDED_TARGET)
     {
         return;
-    }
-    match linker() {
-        Linker::RustsOwnLld => {}
-        Linker::OtherTarget => return,
-        Linker::Other(why) => {
-            println!(
-                "cargo:warning=gpustack starts slower without its start-up order ({ORDER_FILE}): {why}; GPUSTACK_LINK_ORDER=off leaves it out without this warning"
-            );
-            return;
-        }
     }
     let manifest_dir = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let order = Path::new(&manifest_dir).join(ORDER_FILE);
@@ -44,53 +39,80 @@ fn main() {
     let Some(order) = order.to_str().filter(|path| !path.contains(',')) else {
         return;
     };
-    if !Path::new(order).is_file() {
+    let Ok(text) = std::fs::read_to_string(order) else {
         return;
+    };
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    if !linker_takes_an_ordering_file(&rustc) {
+        println!(
+            "cargo:warning=gpustack starts slower without its start-up order (cli/{ORDER_FILE}): this build's linker is not lld; GPUSTACK_LINK_ORDER=off leaves it out without this warning"
+        );
+        return;
+    }
+    // Symbol names carry hashes of the compiler's version: another one's binary matches few.
+    let this_rustc = command_output(&rustc, &["--version"]);
+    if let Some(recorded) = text.lines().find_map(|line| line.strip_prefix("# rustc: "))
+        && recorded.trim() != this_rustc.trim()
+    {
+        println!(
+            "cargo:warning=cli/{ORDER_FILE} was recorded with {recorded}, this build uses {}: run cli/link/generate, or gpustack starts slower",
+            this_rustc.trim()
+        );
     }
     println!("cargo:rustc-link-arg-bin=gpustack=-Wl,--symbol-ordering-file={order}");
     println!("cargo:rustc-link-arg-bin=gpustack=-Wl,--no-warn-symbol-ordering");
 }
 
-/// Whether the binary is linked by the lld rustc ships and uses by default for
-/// x86_64-unknown-linux-gnu from 1.90 on: no other linker accepts the ordering option.
-enum Linker {
-    RustsOwnLld,
-    /// Another target, whose default linker reads no ordering file.
-    OtherTarget,
-    /// This target, linked otherwise: said, since the binary then starts slower.
-    Other(&'static str),
-}
-
-fn linker() -> Linker {
-    if env::var("TARGET").as_deref() != Ok("x86_64-unknown-linux-gnu") {
-        return Linker::OtherTarget;
+/// Links an empty program as this build links the binary (its target, linker and flags),
+/// with an ordering file: only a linker that reads one succeeds.
+fn linker_takes_an_ordering_file(rustc: &str) -> bool {
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let empty_order = out_dir.join("empty.order");
+    if std::fs::write(&empty_order, "").is_err() {
+        return false;
     }
-    if env::var_os("RUSTC_LINKER").is_some() {
-        return Linker::Other("a linker is named in Cargo's configuration");
+    let mut probe = Command::new(rustc);
+    probe
+        .args([
+            "-",
+            "--crate-name",
+            "link_order_probe",
+            "--crate-type",
+            "bin",
+        ])
+        .args(["--target", RECORDED_TARGET, "-o"])
+        .arg(out_dir.join("link-order-probe"))
+        .arg(format!(
+            "-Clink-arg=-Wl,--symbol-ordering-file={}",
+            empty_order.display()
+        ));
+    if let Some(linker) = env::var_os("RUSTC_LINKER") {
+        probe
+            .arg("-C")
+            .arg(format!("linker={}", linker.to_string_lossy()));
     }
     let rustflags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    if ["linker", "link-self-contained", "fuse-ld"]
-        .iter()
-        .any(|option| rustflags.contains(option))
+    probe.args(rustflags.split('\x1f').filter(|flag| !flag.is_empty()));
+    let Ok(mut child) = probe
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return false;
+    };
+    if let Some(mut stdin) = child.stdin.take()
+        && stdin.write_all(b"fn main() {}\n").is_err()
     {
-        return Linker::Other("RUSTFLAGS choose the linker");
+        return false;
     }
-    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
-    let version = Command::new(rustc)
-        .arg("--version")
-        .output()
-        .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
-        .unwrap_or_default();
-    match minor_version(&version) {
-        Some(minor) if minor >= 90 => Linker::RustsOwnLld,
-        _ => Linker::Other("Rust before 1.90 links with the system linker"),
-    }
+    child.wait().is_ok_and(|status| status.success())
 }
 
-/// The minor version of a `rustc --version` line such as `rustc 1.95.0 (59807616e 2026-04-14)`.
-fn minor_version(version_line: &str) -> Option<u32> {
-    let version = version_line.split_whitespace().nth(1)?;
-    let mut parts = version.split('.');
-    (parts.next()? == "1").then_some(())?;
-    parts.next()?.parse().ok()
+fn command_output(program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .output()
+        .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
+        .unwrap_or_default()
 }

@@ -369,9 +369,6 @@ fn the_binary_allocates_with_mimalloc_without_huge_pages() {
     );
 }
 
-/// The names a crate root exports: `pub use` (each name a braced list or a path ends in, a
-/// renamed one by its new name), `pub mod` and every other top-level `pub` item. Indented
-/// lines belong to items' bodies and are skipped; `pub(crate)` and the like are not `pub `.
 /// The release binary's start-up order (cli/build.rs): the file lld reads lists functions by
 /// their symbol names alone, and among them the ones `validate` cannot run without, so that a
 /// file regenerated empty, from another binary, or with callgrind's annotations left in fails
@@ -407,12 +404,21 @@ fn the_startup_order_lists_the_functions_validate_runs() {
             "cli/link/startup.order lacks {needed}: run cli/link/generate"
         );
     }
+    assert!(
+        order
+            .lines()
+            .any(|line| line.starts_with("# rustc: rustc 1.")),
+        "cli/link/startup.order does not say which compiler's names it holds"
+    );
     let build_script =
         std::fs::read_to_string(root.join("cli/build.rs")).expect("read cli/build.rs");
     assert!(build_script.contains("\"link/startup.order\""));
     assert!(build_script.contains("--symbol-ordering-file="));
 }
 
+/// The names a crate root exports: `pub use` (each name a braced list or a path ends in, a
+/// renamed one by its new name), `pub mod` and every other top-level `pub` item. Indented
+/// lines belong to items' bodies and are skipped; `pub(crate)` and the like are not `pub `.
 fn exported_names(source: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     let mut lines = source.lines();
