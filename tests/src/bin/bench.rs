@@ -5,7 +5,8 @@
 //! - `gpustack validate` of the reference example as a process (the user-visible number; target
 //!   < 50 ms), against `gpustack version` run the same way and in alternation with it: the
 //!   process start-up floor, so the ratio and the difference show what validation itself costs
-//!   (target: at most 2 ms above the floor); `BENCH_ONLY=validate` runs it alone;
+//!   (target: at most 2 ms above the floor), with the page faults of each (a stale
+//!   `cli/link/startup.order` shows there first); `BENCH_ONLY=validate` runs it alone;
 //! - load → graph → evaluate of synthetic stacks of 1,000, 10,000 and 100,000 resources
 //!   (`BENCH_STATIC_SIZES`) with references between them, timed in a fresh process for each
 //!   sample, and how each size's time grows from the one before (target: at most 11× for 10×
@@ -42,7 +43,15 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn time_once(args: &[&str]) -> Duration {
+/// One run of gpustack: its wall time, and the page faults it took (its first touches of
+/// code, data and heap), from the children's usage before and after it.
+fn time_once(args: &[&str]) -> (Duration, i64) {
+    let faults = || {
+        nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+            .map(|usage| usage.minor_page_faults())
+            .unwrap_or_default()
+    };
+    let faults_before = faults();
     let start = Instant::now();
     let status = Command::new(gpustack_bin())
         .current_dir(repo_root())
@@ -53,16 +62,20 @@ fn time_once(args: &[&str]) -> Duration {
         .status;
     let elapsed = start.elapsed();
     assert!(status.success(), "gpustack {args:?} failed");
-    elapsed
+    (elapsed, faults() - faults_before)
 }
 
 /// Two commands timed in alternation, so that both share the machine's drift: the medians of
-/// each.
-fn time_paired(first: &[&str], second: &[&str], runs: usize) -> (Duration, Duration) {
+/// each, and of their page faults.
+fn time_paired(first: &[&str], second: &[&str], runs: usize) -> [(Duration, i64); 2] {
     let (a, b): (Vec<_>, Vec<_>) = (0..runs)
         .map(|_| (time_once(first), time_once(second)))
         .unzip();
-    (median(a), median(b))
+    [a, b].map(|runs| {
+        let (times, mut faults): (Vec<_>, Vec<_>) = runs.into_iter().unzip();
+        faults.sort_unstable();
+        (median(times), faults[faults.len() / 2])
+    })
 }
 
 /// A stack of `n` local_file resources in layers of 100: each file reads the id of one file of
@@ -368,7 +381,7 @@ fn main() {
 
     // The floor and validate in alternation, ten times the runs: the difference is a fraction
     // of either, and the machine's drift between two blocks of runs would enter it.
-    let (baseline, validate) = time_paired(
+    let [(baseline, baseline_faults), (validate, validate_faults)] = time_paired(
         &["version"],
         &["validate", "examples/aks-t4-time-slicing"],
         runs * 10,
@@ -387,6 +400,12 @@ fn main() {
     println!(
         "process: validate above the floor (paired)        {above:8.2} ms  (target ≤ 2 ms: {})",
         verdict(above <= 2.0)
+    );
+    // cli/link/startup.order keeps the code validate runs together; a file gone stale (another
+    // compiler or dependencies) shows as a hundred more faults here.
+    println!(
+        "process: page faults, version / validate           {baseline_faults:5} / {validate_faults}  (+{}; about +150 with the start-up order, +200 or more without)",
+        validate_faults - baseline_faults
     );
     if std::env::var("BENCH_ONLY").as_deref() == Ok("validate") {
         return;
